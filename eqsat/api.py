@@ -1,0 +1,90 @@
+"""The public entry point: ``eqsat.optimize(graph, ...) -> Result``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsat.uop import UOp
+
+__all__ = ["Budget", "Result", "optimize", "ENGINES"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one e-graph run; whichever is reached first stops it.
+
+    ``iterations``: rewrite rounds; ``enodes``: e-graph size; ``seconds``: wall
+    time of the whole optimize call (never exceeded by more than 20%).
+    """
+
+    iterations: int = 12
+    enodes: int = 20_000
+    seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.enodes < 1 or not self.seconds > 0:
+            raise ValueError(f"invalid budget {self!r}: iterations >= 0, enodes >= 1, "
+                             "seconds > 0 required")
+
+
+@dataclass
+class Result:
+    """What optimize returns.
+
+    ``graph`` is the optimized graph, ``cost``/``input_cost`` its cost and the
+    input's under the chosen cost model, ``stats`` the run's figures:
+    ``engine``, ``iterations``, ``enodes``, ``stop_reason``, ``time`` (seconds
+    per phase) and ``matches`` (rule name -> count).
+    """
+
+    graph: UOp
+    cost: float
+    input_cost: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (f"Result(cost={self.cost}, input_cost={self.input_cost}, "
+                f"stop_reason={self.stats.get('stop_reason')!r}, graph={self.graph!r})")
+
+
+def _run_baseline(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+    from eqsat.baseline import optimize_baseline
+
+    return optimize_baseline(graph, rulesets=rulesets)
+
+
+def _run_egraph(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+    from eqsat.egraph import optimize_egraph
+
+    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget)
+
+
+ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
+
+
+def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = None,
+             cost_model: Any = None, budget: Budget | None = None) -> Result:
+    """Optimize ``graph`` with the e-graph engine (default) or the ordered baseline.
+
+    ``rulesets`` names rule sets (``eqsat rules`` lists them; None = the
+    engine's default); ``cost_model`` is a :class:`extraction.CostModel` or one
+    of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run.
+    The result is never costlier than the input under the chosen model.
+    """
+    from extraction import get_cost_model
+
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    model = get_cost_model(cost_model)
+    budget = budget or Budget()
+    t0 = time.perf_counter()
+    out, stats = ENGINES[engine](graph, rulesets, model, budget)
+    stats.setdefault("time", {})["total"] = time.perf_counter() - t0
+    stats.setdefault("engine", engine)
+    in_cost, out_cost = model.graph_cost(graph), model.graph_cost(out)
+    if out_cost > in_cost:  # never return something costlier than the input
+        out, out_cost = graph, in_cost
+        stats["fallback"] = "input was cheaper"
+    return Result(out, out_cost, in_cost, stats)
