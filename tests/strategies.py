@@ -1,0 +1,367 @@
+"""Hypothesis strategies for random index expressions and their assignments.
+
+Shared by every engine's soundness tests::
+
+    from hypothesis import given, strategies as st
+    from tests.strategies import int_exprs, assignments
+
+    @given(st.data())
+    def test_rewrite_is_sound(data):
+        e = data.draw(int_exprs(max_depth=4))
+        env = data.draw(assignments(e))
+        try:
+            want = evaluate(e, env)
+        except EvalError:          # division by zero somewhere in the input
+            return
+        assert evaluate(simplify(e), env) == want
+
+Each expression draws a small *pool* of leaves first (1-3 ``var`` with
+negative, mixed or positive bounds, 0-2 ``range``), so leaves repeat inside an
+expression the way loop indices do in real index arithmetic, and a leaf's name
+always means the same node. Trees mix plain arithmetic with the idioms the
+index rules target (``x//c*c + x%c``, ``(x*c + y)//c``, nested divisions,
+``(x%(a*b))//a`` ...). Divisors are mostly positive constants, sometimes
+negative, and (unless ``div_by_expr=False``) occasionally whole expressions that
+may be zero: ``evaluate`` raises ``EvalError`` at those points.
+
+``assignments(e)`` draws a value in ``[vmin, vmax]`` for every leaf of ``e``
+(biased to the interval's ends) and returns ``{name: value}`` with the
+interpreter's env keys: a var's or special's name, ``"R<id>"`` for a range.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+
+__all__ = [
+    "int_exprs",
+    "padded_index_exprs",
+    "fixed_width_exprs",
+    "valid_conditions",
+    "leaf_pools",
+    "assignments",
+    "leaf_name",
+    "SMALL_CONSTS",
+    "FIXED_DTYPES",
+]
+
+SMALL_CONSTS = (0, 1, -1, 2, -2, 3, 4, 5, 6, 7, 8, -3, -4, 9, 12, 16, 24, 32, -8, 64, 100)
+_DIVISORS_POS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32, 64)
+_DIVISORS_NEG = (-1, -2, -3, -4, -5, -8)
+FIXED_DTYPES = (dtypes.i8, dtypes.u8, dtypes.i16, dtypes.u16, dtypes.i32, dtypes.u32,
+                dtypes.i64, dtypes.u64)
+_VAR_NAMES = ("a", "b", "c")
+
+
+def leaf_name(u: UOp) -> str:
+    """The env key of a leaf: the var's/special's name, ``R<id>`` for a range."""
+    if u.op is Ops.DEFINE_VAR:
+        return u.arg[0]
+    if u.op is Ops.RANGE:
+        return f"R{u.arg}"
+    if u.op is Ops.SPECIAL:
+        return u.arg
+    raise ValueError(f"not a leaf: {u.op}")
+
+
+# ---------------------------------------------------------------------------
+# leaves
+@st.composite
+def _var_bounds(draw: st.DrawFn) -> tuple[int, int]:
+    kind = draw(st.sampled_from(("pos", "pos", "neg", "mixed", "mixed", "point", "wide")))
+    if kind == "pos":
+        lo = draw(st.integers(0, 4))
+        return lo, lo + draw(st.integers(0, 30))
+    if kind == "neg":
+        hi = draw(st.integers(-12, 0))
+        return hi - draw(st.integers(0, 20)), hi
+    if kind == "mixed":
+        return -draw(st.integers(1, 20)), draw(st.integers(0, 20))
+    if kind == "point":
+        v = draw(st.integers(-5, 5))
+        return v, v
+    lo = draw(st.integers(-1000, 1000))
+    return lo, lo + draw(st.integers(0, 5000))
+
+
+@st.composite
+def leaf_pools(draw: st.DrawFn, max_vars: int = 3, max_ranges: int = 2) -> tuple[UOp, ...]:
+    """1..(max_vars+max_ranges) distinct leaves: vars with various bounds and ranges."""
+    n_vars = draw(st.integers(0, max_vars))
+    n_ranges = draw(st.integers(0 if n_vars else 1, max_ranges))
+    pool: list[UOp] = []
+    for i in range(n_vars):
+        lo, hi = draw(_var_bounds())
+        pool.append(UOp.var(_VAR_NAMES[i % len(_VAR_NAMES)] + ("" if i < 3 else str(i)), lo, hi))
+    for i in range(n_ranges):
+        end = draw(st.sampled_from((1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 60)))
+        pool.append(UOp.range(end, i))
+    return tuple(pool)
+
+
+# ---------------------------------------------------------------------------
+# expressions
+def _c(v: int) -> UOp:
+    return UOp.const(dtypes.index, v)
+
+
+_ARITH = ("add", "add", "sub", "mul", "mul", "idiv", "idiv", "mod", "mod", "max", "neg",
+          "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom")
+
+
+@st.composite
+def _divisor(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+    r = draw(st.integers(0, 19))
+    if r < 14:
+        return _c(draw(st.sampled_from(_DIVISORS_POS)))
+    if r < 17:
+        return _c(draw(st.sampled_from(_DIVISORS_NEG)))
+    if div_by_expr and depth > 0:
+        return draw(_expr(pool, depth - 1, div_by_expr))
+    return _c(draw(st.sampled_from(_DIVISORS_POS)))
+
+
+@st.composite
+def _cond(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+    """A bool: a comparison of two index expressions, maybe negated or combined."""
+    a = draw(_expr(pool, max(depth - 1, 0), div_by_expr))
+    b = draw(st.one_of(st.sampled_from(SMALL_CONSTS).map(_c),
+                       _expr(pool, max(depth - 1, 0), div_by_expr)))
+    op = draw(st.sampled_from(("lt", "le", "gt", "ge", "eq", "ne")))
+    c = getattr(a, op)(b)
+    r = draw(st.integers(0, 9))
+    if r == 0:
+        c = c.alu(Ops.NOT)
+    elif r == 1 and depth > 0:
+        c = c & draw(_cond(pool, depth - 1, div_by_expr))
+    elif r == 2 and depth > 0:
+        c = c | draw(_cond(pool, depth - 1, div_by_expr))
+    return c
+
+
+@st.composite
+def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+    """The shapes index rules look for, with shared subterms."""
+    x = draw(_expr(pool, max(depth - 1, 0), div_by_expr))
+    y = draw(_expr(pool, max(depth - 2, 0), div_by_expr))
+    c = draw(st.sampled_from(_DIVISORS_POS[1:] + _DIVISORS_NEG[1:3]))
+    k = draw(st.sampled_from((2, 3, 4, -2)))
+    form = draw(st.integers(0, 13))
+    if form == 0:
+        return x // c * c + x % c
+    if form == 1:
+        return x % (c * k) // c
+    if form == 2:
+        return x // c // k
+    if form == 3:
+        return (x * c + y) // c
+    if form == 4:
+        return (x * c + y) % c
+    if form == 5:
+        return (x + c * k) % c
+    if form == 6:
+        return x % c % (c * k)
+    if form == 7:
+        return (x // c + k) // 2
+    if form == 8:
+        return x % c * k + x // c * (c * k)
+    if form == 9:
+        return (x // c) % k + (x // (c * k)) * k
+    if form == 10:
+        return (x * k) // k
+    if form == 11:
+        return x - x // c * c
+    if form == 12:
+        return y + x % c + x // c * c
+    # an affine sum over the pool, divided: the tinygrad-unit-like shape
+    terms = [leaf * draw(st.sampled_from((1, 2, 3, 4, 6, 8, -1))) for leaf in pool]
+    s = terms[0]
+    for t in terms[1:]:
+        s = s + t
+    s = s + draw(st.sampled_from(SMALL_CONSTS))
+    return s // c if draw(st.booleans()) else s % c
+
+
+@st.composite
+def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+    if depth <= 0 or draw(st.integers(0, 5)) == 0:
+        if draw(st.integers(0, 3)) == 0:
+            return _c(draw(st.sampled_from(SMALL_CONSTS)))
+        return draw(st.sampled_from(pool))
+    sub = _expr(pool, depth - 1, div_by_expr)
+    op = draw(st.sampled_from(_ARITH))
+    if op == "neg":
+        return -draw(sub)
+    if op == "where":
+        return draw(_cond(pool, depth - 1, div_by_expr)).where(draw(sub), draw(sub))
+    if op == "idiom":
+        return draw(_idiom(pool, depth, div_by_expr))
+    a = draw(sub)
+    if op in ("idiv", "mod"):
+        d = draw(_divisor(pool, depth, div_by_expr))
+        return a // d if op == "idiv" else a % d
+    if op in ("shl", "shr"):
+        s = _c(draw(st.integers(0, 4)))
+        return a << s if op == "shl" else a >> s
+    b = draw(st.one_of(sub, st.sampled_from(SMALL_CONSTS).map(_c)))
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "max":
+        return a.maximum(b)
+    if op == "and":
+        return a & b
+    if op == "or":
+        return a | b
+    return a ^ b
+
+
+@st.composite
+def int_exprs(draw: st.DrawFn, max_depth: int = 4, *, max_vars: int = 3, max_ranges: int = 2,
+              div_by_expr: bool = True, leaves: tuple[UOp, ...] | None = None) -> UOp:
+    """A random index-dtype expression (see the module docstring).
+
+    ``leaves`` fixes the leaf pool instead of drawing one; ``div_by_expr=False``
+    keeps every divisor a nonzero constant (no undefined points at all).
+    """
+    pool = leaves if leaves is not None else draw(leaf_pools(max_vars, max_ranges))
+    return draw(_expr(pool, max_depth, div_by_expr))
+
+
+@st.composite
+def valid_conditions(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int = 2) -> UOp:
+    """Pad-style validity: conjunctions of ``lo <= e`` / ``e < hi`` over leaves and sums."""
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        e = draw(st.one_of(st.sampled_from(pool), _expr(pool, depth, False)))
+        bound = _c(draw(st.integers(-3, 12)))
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            parts.append(e.lt(bound))
+        elif kind == 1:
+            parts.append(e.lt(bound).alu(Ops.NOT))  # tinygrad's spelling of e >= bound
+        elif kind == 2:
+            parts.append(e.ge(bound))
+        elif kind == 3:
+            parts.append(e.ne(bound))
+        else:
+            parts.append(draw(_cond(pool, depth, False)))
+    c = parts[0]
+    for p in parts[1:]:
+        c = c & p
+    return c
+
+
+@st.composite
+def padded_index_exprs(draw: st.DrawFn, max_depth: int = 3, *, max_vars: int = 2,
+                       max_ranges: int = 3) -> UOp:
+    """``where(valid, idx, invalid)`` and arithmetic over such padded indices.
+
+    Mostly the top-level form of a padded load; sometimes the padded index is
+    nested inside further index arithmetic (a view of a padded view), so the
+    Invalid propagates through add/mul/idiv/mod as in the corpus.
+    """
+    pool = draw(leaf_pools(max_vars, max_ranges))
+    inv = UOp.invalid()
+
+    def padded() -> UOp:
+        valid = draw(valid_conditions(pool, depth=max(max_depth - 1, 0)))
+        idx = draw(_expr(pool, max_depth, False))
+        return valid.where(idx, inv)
+
+    p = padded()
+    form = draw(st.integers(0, 5))
+    if form <= 2:
+        return p
+    if form == 3:  # padded index inside a reshape-like flattening
+        other = draw(_expr(pool, max(max_depth - 1, 0), False))
+        c = draw(st.sampled_from(_DIVISORS_POS[1:]))
+        return (p * c + other) % (c * draw(st.sampled_from((2, 3, 5))))
+    if form == 4:  # two padded indices combined
+        q = padded()
+        return p + q * draw(st.sampled_from((1, 3, 8)))
+    # a padded index re-padded by an outer view
+    valid = draw(valid_conditions(pool, depth=1))
+    return valid.where(p // draw(st.sampled_from((1, 2, 4))) + 1, inv)
+
+
+# ---------------------------------------------------------------------------
+# fixed-width integers
+@st.composite
+def fixed_width_exprs(draw: st.DrawFn, max_depth: int = 3, *, dtype: DType | None = None,
+                      leaves: tuple[UOp, ...] | None = None) -> UOp:
+    """An expression of a fixed-width integer dtype: casts of index expressions,
+    wrapping arithmetic, shifts, bitwise ops, casts between widths, where."""
+    pool = leaves if leaves is not None else draw(leaf_pools(3, 2))
+    dt = dtype if dtype is not None else draw(st.sampled_from(FIXED_DTYPES))
+    return draw(_fixed(pool, dt, max_depth))
+
+
+def _fconst(dt: DType, v: int) -> UOp:
+    return UOp.const(dt, v)
+
+
+@st.composite
+def _fixed(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int) -> UOp:
+    if depth <= 0 or draw(st.integers(0, 5)) == 0:
+        r = draw(st.integers(0, 3))
+        if r == 0:
+            v = draw(st.one_of(st.sampled_from(SMALL_CONSTS),
+                               st.sampled_from((int(dt.min), int(dt.max), int(dt.max) // 2 + 1))))
+            return _fconst(dt, v)
+        return draw(st.sampled_from(pool)).cast(dt)
+    op = draw(st.sampled_from(("add", "sub", "mul", "neg", "idiv", "mod", "max", "shl", "shr",
+                               "and", "or", "xor", "not", "cast", "cast", "index", "where")))
+    sub = _fixed(pool, dt, depth - 1)
+    if op == "neg":
+        return -draw(sub)
+    if op == "not":
+        return draw(sub).alu(Ops.NOT)
+    if op == "cast":  # through another width
+        other = draw(st.sampled_from(FIXED_DTYPES))
+        return draw(_fixed(pool, other, depth - 1)).cast(dt)
+    if op == "index":  # an index expression narrowed to the width
+        return draw(_expr(pool, depth - 1, False)).cast(dt)
+    if op == "where":
+        a, b = draw(sub), draw(sub)
+        return a.lt(b).where(draw(sub), draw(sub))
+    a = draw(sub)
+    if op in ("shl", "shr"):
+        return a.alu(Ops.SHL if op == "shl" else Ops.SHR,
+                     _fconst(dt, draw(st.integers(0, dt.bits - 1))))
+    if op in ("idiv", "mod"):
+        d = _fconst(dt, draw(st.sampled_from(_DIVISORS_POS + _DIVISORS_NEG)))
+        return a // d if op == "idiv" else a % d
+    b = draw(sub)
+    return {"add": a + b, "sub": a - b, "mul": a * b, "max": a.maximum(b), "and": a & b,
+            "or": a | b, "xor": a ^ b}[op]
+
+
+# ---------------------------------------------------------------------------
+# assignments
+@st.composite
+def assignments(draw: st.DrawFn, *exprs: UOp) -> dict[str, Any]:
+    """An in-bounds value for every leaf of ``exprs`` (union), keyed by env name.
+
+    Values lie in each leaf's ``[vmin, vmax]``, biased to the ends of the
+    interval and to 0 where it is inside.
+    """
+    env: dict[str, Any] = {}
+    for e in exprs:
+        for leaf in e.leaves():
+            name = leaf_name(leaf)
+            if name in env:
+                continue
+            lo, hi = int(leaf.vmin), int(leaf.vmax)
+            special = [v for v in (lo, hi, 0, lo + 1, hi - 1) if lo <= v <= hi]
+            env[name] = draw(st.one_of(st.sampled_from(special), st.integers(lo, hi)))
+    return env
