@@ -1,0 +1,977 @@
+"""The div/mod rule family over linear forms: one pure core shared by both engines.
+
+Every rule here works on *linear forms* (:class:`Lin`, ``sum(coef*atom) + const``)
+whose atoms are opaque to the core: a UOp in the ordered baseline, an e-class id in
+the e-graph. What the core needs to know about an atom it asks a :class:`Ctx`:
+
+- ``bounds(a)``: a sound ``(lo, hi)`` of the atom (``-inf``/``inf`` when unknown);
+- ``mod_parts(a)`` / ``idiv_parts(a)`` / ``mul_parts(a)``: the ``(x, y)`` pairs (as
+  :class:`Lin`) of every ``x % y`` / ``x // y`` / ``x * y`` the atom is known to be
+  (an empty list when it is none of them; an e-class may have several);
+
+and the engine's term builders (``atom const add sub mul neg idiv mod``; ``sum`` and
+``lin`` have defaults in :class:`LinBuilder`).
+
+A :class:`DivModRule` is one rewrite ``x OP y -> result`` with ``OP`` in
+``"idiv"``/``"mod"``: ``rule(op, x, y, ctx)`` returns the engine term of the result,
+or None when the rule's guard does not hold. A :class:`SumRule` rewrites a whole sum
+(recombination of ``x%n`` with ``(x//n)*n``).
+
+Semantics are C's: ``idiv`` truncates toward zero and ``mod`` takes the dividend's
+sign. Every rule is sound on every value its guard admits, negative ranges
+included. Rules that need a non-negative numerator (as tinygrad's do) are applied
+through a sign normalization: a numerator whose range is entirely non-positive is
+mirrored (``x//c == -((-x)//c)``, ``x%c == -((-x)%c)``) and a negative divisor is
+flipped (``x//c == -(x//(-c))``, ``x%c == x%(-c)``), so they also fold ``(-2*a)//2``.
+No rule ever fires when the divisor's range contains 0 (division by zero is
+undefined and must never become a value).
+
+``fold_divmod_general`` tries the eight rules of tinygrad's ``fold_divmod_general``
+in the seed's priority order, first result winning (the baseline's ordered
+semantics); :func:`all_rewrites` returns the result of every rule (the e-graph's).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+__all__ = [
+    "Atom", "Lin", "Ctx", "LinBuilder", "DivModRule", "SumRule", "Op",
+    "cdiv", "cmod", "lin_bounds", "split_divisible", "emit_lin",
+    "DIVMOD_RULES", "RANGE_BASED", "GENERAL", "ADVANCED", "RECOMBINE", "SUM_RULES",
+    "RULES_BY_NAME", "fold_divmod_general", "all_rewrites", "recombine_sum",
+]
+
+Atom = Hashable
+T = TypeVar("T")
+Op = Literal["idiv", "mod"]
+Num = int | float
+INF = math.inf
+_MAX_TIE_COMBOS = 64  # congruence: residue choices tried when several factors tie
+
+
+def cdiv(a: int, b: int) -> int:
+    """C integer division: truncate toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def cmod(a: int, b: int) -> int:
+    """C remainder (the dividend's sign): ``a == cdiv(a, b)*b + cmod(a, b)``."""
+    return a - cdiv(a, b) * b
+
+
+# ---------------------------------------------------------------------------
+# linear forms
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Lin:
+    """``sum(coef*atom for coef, atom in terms) + const`` over opaque atoms.
+
+    Atoms are distinct and every coefficient is a non-zero ``int``. ``terms``
+    keeps the order in which the atoms first appeared (:meth:`of`); equality and
+    hashing ignore that order, so two Lins are equal exactly when they are the
+    same linear form. ``sorted_by(key)`` gives a canonically ordered copy.
+    """
+
+    terms: tuple[tuple[int, Atom], ...] = ()
+    const: int = 0
+    _map: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if type(self.const) is not int:
+            raise TypeError(f"Lin: const must be an int, got {self.const!r}")
+        m: dict = {}
+        for t in self.terms:
+            if not (isinstance(t, tuple) and len(t) == 2):
+                raise TypeError(f"Lin: a term must be (coef, atom), got {t!r}")
+            c, a = t
+            if type(c) is not int or c == 0:
+                raise ValueError(f"Lin: coefficient of {a!r} must be a non-zero int, got {c!r}")
+            if a in m:
+                raise ValueError(f"Lin: atom {a!r} appears twice (use Lin.of to merge)")
+            m[a] = c
+        object.__setattr__(self, "_map", m)
+
+    # ---- construction ---------------------------------------------------
+    @staticmethod
+    def of(pairs: Iterable[tuple[int, Atom]] = (), const: int = 0) -> Lin:
+        """Merge ``pairs`` (repeated atoms add up, zero coefficients vanish)."""
+        m: dict = {}
+        for c, a in pairs:
+            m[a] = m.get(a, 0) + int(c)
+        return Lin(tuple((c, a) for a, c in m.items() if c != 0), int(const))
+
+    @staticmethod
+    def constant(v: int) -> Lin:
+        """The constant ``v``."""
+        return Lin((), int(v))
+
+    @staticmethod
+    def atom(a: Atom, coef: int = 1) -> Lin:
+        """``coef*a``."""
+        return Lin(((int(coef), a),), 0) if coef else Lin()
+
+    def sorted_by(self, key: Callable[[Atom], Any]) -> Lin:
+        """The same form with its terms ordered by ``key(atom)``."""
+        return Lin(tuple(sorted(self.terms, key=lambda t: key(t[1]))), self.const)
+
+    # ---- queries --------------------------------------------------------
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    @property
+    def single_atom(self) -> Atom | None:
+        """The atom ``a`` when this form is exactly ``1*a + 0``, else None."""
+        if self.const == 0 and len(self.terms) == 1 and self.terms[0][0] == 1:
+            return self.terms[0][1]
+        return None
+
+    def coef(self, a: Atom) -> int:
+        return self._map.get(a, 0)
+
+    def content(self) -> int:
+        """gcd of the coefficients (0 for a constant)."""
+        return math.gcd(*(c for c, _ in self.terms)) if self.terms else 0
+
+    def content_all(self) -> int:
+        """gcd of the coefficients and the constant (0 only for the zero form)."""
+        return math.gcd(self.content(), self.const)
+
+    def divide(self, k: int) -> Lin | None:
+        """``self / k`` when every coefficient and the constant are multiples of ``k``."""
+        if k == 0:
+            raise ZeroDivisionError("Lin.divide by 0")
+        if self.const % k or any(c % k for c, _ in self.terms):
+            return None
+        return Lin(tuple((c // k, a) for c, a in self.terms), self.const // k)
+
+    def evaluate(self, env: Mapping[Atom, int]) -> int:
+        """The value at ``env`` (atom -> int)."""
+        return self.const + sum(c * env[a] for c, a in self.terms)
+
+    # ---- arithmetic -----------------------------------------------------
+    def __add__(self, o: Lin | int) -> Lin:
+        if isinstance(o, int):
+            return Lin(self.terms, self.const + o)
+        return Lin.of(self.terms + o.terms, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Lin:
+        return Lin(tuple((-c, a) for c, a in self.terms), -self.const)
+
+    def __sub__(self, o: Lin | int) -> Lin:
+        return self + (-o)
+
+    def __rsub__(self, o: int) -> Lin:
+        return (-self) + o
+
+    def __mul__(self, k: int) -> Lin:
+        if not isinstance(k, int):
+            return NotImplemented
+        if k == 0:
+            return Lin()
+        return Lin(tuple((c * k, a) for c, a in self.terms), self.const * k)
+
+    __rmul__ = __mul__
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, Lin) and self.const == o.const and self._map == o._map
+
+    def __hash__(self) -> int:
+        return hash((frozenset(self._map.items()), self.const))
+
+    def __repr__(self) -> str:
+        return f"Lin({self.terms!r}, {self.const!r})"
+
+    def __str__(self) -> str:
+        parts = [f"{c}*{a}" if c != 1 else f"{a}" for c, a in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# what an engine provides
+# ---------------------------------------------------------------------------
+class Ctx(Protocol[T]):
+    """The engine side: atom facts and term builders (T is the engine's term type)."""
+
+    def bounds(self, a: Atom) -> tuple[Num, Num]:
+        """A sound ``(lo, hi)`` of atom ``a`` (``-inf``/``inf`` when unbounded)."""
+        ...
+
+    def mod_parts(self, a: Atom) -> list[tuple[Lin, Lin]]:
+        """``[(x, y), ...]`` for every ``x % y`` that ``a`` is; ``[]`` if none."""
+        ...
+
+    def idiv_parts(self, a: Atom) -> list[tuple[Lin, Lin]]:
+        """``[(x, y), ...]`` for every ``x // y`` that ``a`` is; ``[]`` if none."""
+        ...
+
+    def mul_parts(self, a: Atom) -> list[tuple[Lin, Lin]]:
+        """``[(x, y), ...]`` for every non-constant product ``x * y`` that ``a`` is."""
+        ...
+
+    def atom(self, a: Atom) -> T: ...
+    def const(self, v: int) -> T: ...
+    def add(self, a: T, b: T) -> T: ...
+    def sub(self, a: T, b: T) -> T: ...
+    def mul(self, a: T, c: int) -> T: ...
+    def neg(self, a: T) -> T: ...
+    def idiv(self, a: T, b: T) -> T: ...
+    def mod(self, a: T, b: T) -> T: ...
+
+    def sum(self, terms: list[tuple[int, T]], const: int) -> T:
+        """``sum(c*t for c, t in terms) + const`` (coefficients non-zero)."""
+        ...
+
+    def lin(self, x: Lin) -> T:
+        """The term of a linear form."""
+        ...
+
+
+class LinBuilder(Generic[T]):
+    """Mixin: default ``sum``/``lin``/``sub``/``neg`` from ``atom const add mul``.
+
+    ``sum`` adds the positive terms, subtracts the negative ones, then adds the
+    constant (``5 - a`` when there is no positive term); an engine may override it.
+    """
+
+    def neg(self, a: T) -> T:
+        return self.mul(a, -1)  # type: ignore[attr-defined]
+
+    def sub(self, a: T, b: T) -> T:
+        return self.add(a, self.neg(b))  # type: ignore[attr-defined]
+
+    def _scaled(self, t: T, c: int) -> T:
+        return t if c == 1 else self.mul(t, c)  # type: ignore[attr-defined]
+
+    def sum(self, terms: list[tuple[int, T]], const: int) -> T:
+        pos = [self._scaled(t, c) for c, t in terms if c > 0]
+        neg = [self._scaled(t, -c) for c, t in terms if c < 0]
+        acc: T | None = None
+        for t in pos:
+            acc = t if acc is None else self.add(acc, t)  # type: ignore[attr-defined]
+        nacc: T | None = None
+        for t in neg:
+            nacc = t if nacc is None else self.add(nacc, t)  # type: ignore[attr-defined]
+        if acc is None and nacc is None:
+            return self.const(const)  # type: ignore[attr-defined]
+        if acc is None:
+            if const:
+                return self.sub(self.const(const), nacc)  # type: ignore[attr-defined]
+            return self.neg(nacc)
+        if nacc is not None:
+            acc = self.sub(acc, nacc)
+        if const:
+            acc = self.add(acc, self.const(const))  # type: ignore[attr-defined]
+        return acc
+
+    def lin(self, x: Lin) -> T:
+        return self.sum([(c, self.atom(a)) for c, a in x.terms], x.const)  # type: ignore
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def lin_bounds(x: Lin, ctx: Ctx) -> tuple[Num, Num]:
+    """Sound ``(lo, hi)`` of ``x`` from the atoms' bounds."""
+    lo: Num = x.const
+    hi: Num = x.const
+    for c, a in x.terms:
+        alo, ahi = ctx.bounds(a)
+        if c > 0:
+            lo, hi = lo + c * alo, hi + c * ahi
+        else:
+            lo, hi = lo + c * ahi, hi + c * alo
+    return lo, hi
+
+
+def _finite(*vs: Num) -> bool:
+    return all(not (isinstance(v, float) and math.isinf(v)) for v in vs)
+
+
+def _same_sign_class(a: tuple[Num, Num], b: tuple[Num, Num]) -> bool:
+    """Both ranges non-negative, or both non-positive."""
+    return (a[0] >= 0 and b[0] >= 0) or (a[1] <= 0 and b[1] <= 0)
+
+
+def split_divisible(x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin] | None:
+    """``(q, r)`` with ``x == q*y + r`` exactly, ``q`` holding every term of ``x``
+    that ``y`` divides (``r`` the rest, unchanged), or None when ``y`` is 0.
+
+    A constant ``y`` divides a term whose coefficient is a multiple of it; a
+    symbolic ``y`` divides a term ``f*a`` with ``a`` a product ``p*s`` (``mul_parts``)
+    where ``p == y`` or ``s == y``, or with ``y == g*a`` and ``g | f``.
+    """
+    if y.is_const:
+        n = y.const
+        if n == 0:
+            return None
+        q, r = [], []
+        for c, a in x.terms:
+            (q if c % n == 0 else r).append((c // n if c % n == 0 else c, a))
+        qc, rc = (x.const // n, 0) if x.const % n == 0 else (0, x.const)
+        return Lin(tuple(q), qc), Lin(tuple(r), rc)
+    qlin = Lin()
+    r = []
+    ya = y.terms[0][1] if len(y.terms) == 1 and y.const == 0 else None
+    for c, a in x.terms:
+        if ya is not None and a == ya and c % y.terms[0][0] == 0:
+            qlin = qlin + c // y.terms[0][0]
+            continue
+        for p, s in ctx.mul_parts(a):
+            if p == y:
+                qlin = qlin + s * c
+                break
+            if s == y:
+                qlin = qlin + p * c
+                break
+        else:
+            r.append((c, a))
+    return qlin, Lin(tuple(r), x.const)
+
+
+def emit_lin(x: Lin, ctx: Ctx) -> Any:
+    """The engine term of ``x`` (``ctx.lin``)."""
+    return ctx.lin(x)
+
+
+@dataclass(frozen=True)
+class _Out:
+    """A rule's result: ``lin + sum(c*t for c, t in extra)`` (t engine terms)."""
+
+    lin: Lin
+    extra: tuple[tuple[int, Any], ...] = ()
+
+    def __neg__(self) -> _Out:
+        return _Out(-self.lin, tuple((-c, t) for c, t in self.extra))
+
+    def emit(self, ctx: Ctx) -> Any:
+        if not self.extra:
+            return ctx.lin(self.lin)
+        return ctx.sum([(c, ctx.atom(a)) for c, a in self.lin.terms] + list(self.extra),
+                       self.lin.const)
+
+
+def _div_term(ctx: Ctx, op: Op, x: Lin, y: Lin | int) -> Any:
+    yt = ctx.const(y) if isinstance(y, int) else ctx.lin(y)
+    return (ctx.idiv if op == "idiv" else ctx.mod)(ctx.lin(x), yt)
+
+
+def _out(x: Lin, *extra: tuple[int, Any]) -> _Out:
+    return _Out(x, tuple(e for e in extra if e[0] != 0))
+
+
+Core = Callable[[str, Lin, Lin, Ctx], _Out | None]
+
+
+def _normalized(core: Core) -> Core:
+    """Run ``core`` (which needs ``x >= 0`` and ``y > 0``) on every sign case.
+
+    ``x//y == -(x//(-y))``, ``x%y == x%(-y)``; for ``x <= 0``:
+    ``x//y == -((-x)//y)`` and ``x%y == -((-x)%y)``. Numerators whose range crosses 0
+    are left alone (C truncation differs from floor there).
+    """
+
+    def fn(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+        ylo, yhi = lin_bounds(y, ctx)
+        flip_y = yhi < 0
+        if flip_y:
+            y = -y
+        elif ylo <= 0:
+            return None
+        xlo, xhi = lin_bounds(x, ctx)
+        if xlo >= 0:
+            flip_x = False
+        elif xhi <= 0:
+            flip_x = True
+            x = -x
+        else:
+            return None
+        r = core(op, x, y, ctx)
+        if r is None:
+            return None
+        negate = (flip_x != flip_y) if op == "idiv" else flip_x
+        return -r if negate else r
+
+    fn.__name__ = core.__name__
+    fn.__doc__ = core.__doc__
+    return fn
+
+
+def _const_divisor(y: Lin) -> int | None:
+    return y.const if y.is_const and y.const != 0 else None
+
+
+# ---------------------------------------------------------------------------
+# range-based fast paths (seed 003 section 2, seed 000 section 19)
+# ---------------------------------------------------------------------------
+def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x % y -> x when |x| < |y| everywhere (C: the remainder is x itself)."""
+    xlo, xhi = lin_bounds(x, ctx)
+    ylo, yhi = lin_bounds(y, ctx)
+    ymin = ylo if ylo > 0 else -yhi if yhi < 0 else 0
+    if ymin > 0 and _finite(xlo, xhi) and max(abs(xlo), abs(xhi)) < ymin:
+        return _out(x)
+    return None
+
+
+def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x // n -> k when every value of x truncates to the same k (n constant)."""
+    n = _const_divisor(y)
+    xlo, xhi = lin_bounds(x, ctx)
+    if n is None or x.is_const or not _finite(xlo, xhi):
+        return None
+    q = cdiv(int(xlo), n)
+    return _out(Lin.constant(q)) if q == cdiv(int(xhi), n) else None
+
+
+@_normalized
+def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a*n + b) % n -> b % n, n constant, when b >= 0 (after sign normalization)."""
+    n = _const_divisor(y)
+    if n is None:
+        return None
+    q, r = split_divisible(x, y, ctx)
+    if q == Lin() or lin_bounds(r, ctx)[0] < 0:
+        return None
+    return _out(Lin()) if r == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", r, n)))
+
+
+@_normalized
+def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a*n + b) // n -> a when 0 <= b < n and a*n + b >= 0 (n constant)."""
+    n = _const_divisor(y)
+    if n is None:
+        return None
+    q, r = split_divisible(x, y, ctx)
+    rlo, rhi = lin_bounds(r, ctx)
+    if q == Lin() or not (0 <= rlo and rhi < n):
+        return None
+    return _out(q)
+
+
+@_normalized
+def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a*n + b) // n -> a + b // n when b >= 0 and a*n + b >= 0 (n constant)."""
+    n = _const_divisor(y)
+    if n is None:
+        return None
+    q, r = split_divisible(x, y, ctx)
+    if q == Lin() or lin_bounds(r, ctx)[0] < 0:
+        return None
+    return _out(q) if r == Lin() else _out(q, (1, _div_term(ctx, "idiv", r, n)))
+
+
+def _remainder_range(rest: Lin, n: int, ctx: Ctx) -> tuple[int, int] | None:
+    """(min, max) of ``v % n`` over the values v >= 0 of ``rest`` (n > 0)."""
+    lo, hi = lin_bounds(rest, ctx)
+    if lo < 0 or not _finite(lo, hi):
+        return None
+    lo, hi = int(lo), int(hi)
+    if lo // n == hi // n:
+        return lo % n, hi % n
+    return 0, n - math.gcd(rest.content(), n)
+
+
+@_normalized
+def _idiv_small_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(x + c) // d -> x // d when adding c crosses no multiple of d (x, x+c >= 0)."""
+    d = _const_divisor(y)
+    c = x.const
+    if d is None or c == 0 or x.is_const:
+        return None
+    rest = Lin(x.terms, 0)
+    rr = _remainder_range(rest, d, ctx)
+    if rr is None:
+        return None
+    if (c > 0 and rr[1] + c < d) or (c < 0 and rr[0] + c >= 0):
+        return _out(Lin(), (1, _div_term(ctx, "idiv", rest, d)))
+    return None
+
+
+@_normalized
+def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(x + c) // d -> (x + c%d) // d + c//d (floor c%d, c//d) when c is not in [0, d)."""
+    d = _const_divisor(y)
+    c = x.const
+    if d is None or x.is_const or 0 <= c < d:
+        return None
+    rest = Lin(x.terms, c % d)
+    if lin_bounds(rest, ctx)[0] < 0:
+        return None
+    return _out(Lin.constant(c // d), (1, _div_term(ctx, "idiv", rest, d)))
+
+
+# ---------------------------------------------------------------------------
+# fold_divmod_general (seed 003 section 3), in priority order
+# ---------------------------------------------------------------------------
+def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x // y -> q, x % y -> x - q*y when all four corner quotients are q."""
+    xlo, xhi = lin_bounds(x, ctx)
+    ylo, yhi = lin_bounds(y, ctx)
+    if not _finite(xlo, xhi, ylo, yhi) or ylo * yhi <= 0:
+        return None
+    qs = {cdiv(int(a), int(b)) for a in (xlo, xhi) for b in (ylo, yhi)}
+    if len(qs) != 1:
+        return None
+    q = qs.pop()
+    return _out(Lin.constant(q)) if op == "idiv" else _out(x - y * q)
+
+
+def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a%(k*c) + b) % c -> (a + b) % c when the sum keeps its sign class."""
+    c = _const_divisor(y)
+    if c is None:
+        return None
+    new: list[tuple[int, Any]] = []
+    changed = False
+    extra = Lin()
+    for f, a in x.terms:
+        for inner, m in ctx.mod_parts(a):
+            if m.divide(c) is not None and m != Lin():
+                extra = extra + inner * f
+                changed = True
+                break
+        else:
+            new.append((f, a))
+    if not changed:
+        return None
+    nx = Lin.of(new, x.const) + extra
+    single = len(x.terms) == 1 and x.const == 0  # f*(a%m) and f*a share their sign
+    if not single and not _same_sign_class(lin_bounds(x, ctx), lin_bounds(nx, ctx)):
+        return None
+    return _out(Lin(), (1, _div_term(ctx, "mod", nx, y)))
+
+
+def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """f*v + k OP c -> linear map between its two values when v takes exactly two."""
+    c = _const_divisor(y)
+    if c is None or len(x.terms) != 1:
+        return None
+    f, v = x.terms[0]
+    lo, hi = ctx.bounds(v)
+    if not _finite(lo, hi) or hi - lo != 1:
+        return None
+    ev = cdiv if op == "idiv" else cmod
+    y1, y2 = ev(f * int(lo) + x.const, c), ev(f * int(hi) + x.const, c)
+    return _out(Lin.atom(v, y2 - y1) + (y1 - (y2 - y1) * int(lo)))
+
+
+@_normalized
+def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """Replace each coefficient by its nearest residue mod c; fold if one bucket."""
+    c = _const_divisor(y)
+    if c is None or x.is_const:
+        return None
+    choices = []
+    for f, _ in x.terms:
+        r = f % c
+        choices.append((r, r - c) if 2 * r == c else (min(r, r - c, key=abs),))
+    for rems in itertools.islice(itertools.product(*choices), _MAX_TIE_COMBOS):
+        rem = Lin.of([(r, a) for r, (_, a) in zip(rems, x.terms, strict=True)], x.const % c)
+        lo, hi = lin_bounds(rem, ctx)
+        if not _finite(lo, hi) or int(lo) // c != int(hi) // c:
+            continue
+        b = int(lo) // c
+        if op == "mod":
+            return _out(rem - b * c)
+        quo = Lin.of([((f - r) // c, a) for r, (f, a) in zip(rems, x.terms, strict=True)],
+                     x.const // c + b)
+        return _out(quo)
+    return None
+
+
+@_normalized
+def _gcd_with_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(g*a + k) // c -> (a + (k%c)//g) // (c/g) + k//c, g = gcd(coefs, c) > 1."""
+    c = _const_divisor(y)
+    if c is None or x.is_const:
+        return None
+    g = math.gcd(x.content(), c)
+    if g <= 1:
+        return None
+    nx = Lin(tuple((f // g, a) for f, a in x.terms), (x.const % c) // g)
+    if lin_bounds(nx, ctx)[0] < 0:
+        return None
+    cg = c // g
+    if op == "idiv":
+        if cg == 1:
+            return _out(nx + x.const // c)
+        return _out(Lin.constant(x.const // c), (1, _div_term(ctx, "idiv", nx, cg)))
+    if cg == 1:
+        return _out(Lin.constant(x.const % g))
+    return _out(Lin.constant(x.const % g), (g, _div_term(ctx, "mod", nx, cg)))
+
+
+def _divide_by_gcd(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x // y -> (x/g) // (y/g), x % y -> ((x/g) % (y/g))*g, g = gcd of all (any sign)."""
+    g = math.gcd(x.content_all(), y.content_all())
+    if g <= 1:
+        return None
+    nx, ny = x.divide(g), y.divide(g)
+    assert nx is not None and ny is not None
+    if ny.is_const and abs(ny.const) == 1:
+        if op == "mod":
+            return _out(Lin())
+        return _out(nx * ny.const)
+    if op == "idiv":
+        return _out(Lin(), (1, _div_term(ctx, "idiv", nx, ny)))
+    return _out(Lin(), (g, _div_term(ctx, "mod", nx, ny)))
+
+
+@_normalized
+def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(y*q + r) // y -> q + r // y, (y*q + r) % y -> r % y when r >= 0 (last resort)."""
+    n = _const_divisor(y)
+    quo = Lin()
+    rem: list[tuple[int, Any]] = []
+    changed = False
+    if n is not None:
+        for f, a in x.terms:
+            if f % n != f:  # f >= n or f < 0: split off floor(f/n)*n
+                changed = True
+                quo = quo + Lin.atom(a, f // n)
+                if f % n:
+                    rem.append((f % n, a))
+            else:
+                rem.append((f, a))
+        k = x.const
+        if k % n != k:
+            changed = True
+        quo, rk = quo + k // n, k % n
+    else:
+        split = split_divisible(x, y, ctx)
+        if split is None:
+            return None
+        quo, r = split
+        changed = quo != Lin()
+        rem, rk = list(r.terms), r.const
+    if not changed:
+        return None
+    nr = Lin(tuple(rem), rk)
+    if lin_bounds(nr, ctx)[0] < 0:
+        return None
+    if op == "mod":
+        return _out(Lin()) if nr == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", nr, y)))
+    return _out(quo) if nr == Lin() else _out(quo, (1, _div_term(ctx, "idiv", nr, y)))
+
+
+@_normalized
+def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x // c -> (x // f) // (c/f) with f the smallest coefficient dividing c, when
+    x // f folds; x % c -> ((x//f) % (c/f))*f + x%f when x // f folds to no division."""
+    c = _const_divisor(y)
+    if c is None or c <= 1:
+        return None
+    cands = [abs(f) for f, _ in x.terms if 1 < abs(f) < c and c % f == 0]
+    if not cands:
+        return None
+    div = min(cands)
+    inner = _first(GENERAL, "idiv", x, Lin.constant(div), ctx)
+    if inner is None:
+        return None
+    if op == "idiv":
+        return _out(Lin(), (1, ctx.idiv(inner.emit(ctx), ctx.const(c // div))))
+    if inner.extra:
+        return None
+    b = Lin.of([(f % div, a) for f, a in x.terms], x.const % div)
+    blo, bhi = lin_bounds(b, ctx)
+    if not (0 <= blo and bhi < div):
+        return None
+    return _out(b, (div, _div_term(ctx, "mod", inner.lin, c // div)))
+
+
+# ---------------------------------------------------------------------------
+# advanced division (seed 003 section 4) and the nested-division recombination (#5)
+# ---------------------------------------------------------------------------
+def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a // b) // c -> a // (b*c) (exact under C for any non-zero b, c)."""
+    a = x.single_atom
+    if a is None:
+        return None
+    for inner, b in ctx.idiv_parts(a):
+        if b.is_const or y.is_const:
+            prod = b * y.const if y.is_const else y * b.const
+            if prod.is_const and prod.const == 0:
+                continue
+            return _out(Lin(), (1, _div_term(ctx, "idiv", inner, prod)))
+    return None
+
+
+def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a % (k*c)) // c -> (a // c) % k for constant c > 0 (any sign of a)."""
+    c = _const_divisor(y)
+    a = x.single_atom
+    if c is None or c <= 0 or a is None:
+        return None
+    for inner, m in ctx.mod_parts(a):
+        if m.is_const and m.const != 0 and m.const % c == 0 and abs(m.const) != c:
+            k = abs(m.const) // c
+            return _out(Lin(), (1, ctx.mod(_div_term(ctx, "idiv", inner, c), ctx.const(k))))
+    return None
+
+
+def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """x // y -> x/y and x % y -> 0 when y divides every term (expr.divides(d))."""
+    split = split_divisible(x, y, ctx)
+    if split is None or split[1] != Lin():
+        return None
+    return _out(split[0]) if op == "idiv" else _out(Lin())
+
+
+def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a*y + b) // y -> a + b // y, (a*y + b) % y -> b % y (symbolic y, a*y+b and b
+    of one sign class; a - b is the same rule with a negative coefficient)."""
+    if y.is_const:
+        return None
+    split = split_divisible(x, y, ctx)
+    if split is None:
+        return None
+    q, r = split
+    if q == Lin() or r == Lin():
+        return None
+    if not _same_sign_class(lin_bounds(x, ctx), lin_bounds(r, ctx)):
+        return None
+    if op == "idiv":
+        return _out(q, (1, _div_term(ctx, "idiv", r, y)))
+    return _out(Lin(), (1, _div_term(ctx, "mod", r, y)))
+
+
+@_normalized
+def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(f*a + k) % c -> ((f%c)*a + k%c) % c when both sides are >= 0 (c constant)."""
+    c = _const_divisor(y)
+    if c is None:
+        return None
+    nx = Lin.of([(f % c, a) for f, a in x.terms], x.const % c)
+    if nx == x or lin_bounds(nx, ctx)[0] < 0:
+        return None
+    return _out(Lin()) if nx == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", nx, c)))
+
+
+def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    """(a//c1 + c2) // c3 -> (a + c1*c2) // (c1*c3) for c1, c3 > 0 and a, c2 of one sign."""
+    c3 = _const_divisor(y)
+    if c3 is None or c3 <= 0 or x.const == 0 or len(x.terms) != 1 or x.terms[0][0] != 1:
+        return None
+    c2 = x.const
+    for a, c1l in ctx.idiv_parts(x.terms[0][1]):
+        c1 = _const_divisor(c1l)
+        if c1 is None or c1 <= 0:
+            continue
+        alo, ahi = lin_bounds(a, ctx)
+        if (alo >= 0 and c2 >= 0) or (ahi <= 0 and c2 <= 0):
+            return _out(Lin(), (1, _div_term(ctx, "idiv", a + c1 * c2, c1 * c3)))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# recombination over sums (seed 003 section 1, #1-#4)
+# ---------------------------------------------------------------------------
+def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
+    """One step: f*(x%n) + f*n*(x//n) -> f*x, or f*((x//a)%c) + f*c*(x//(a*c)) -> f*(x//a).
+
+    Both hold under C for every x and non-zero divisor (the division identity).
+    """
+    for f, m in s.terms:
+        for x, n in ctx.mod_parts(m):
+            # partner: g*(x//n) with g == f*n (n constant) or g*((x//n)*n) with g == f
+            for g, d in s.terms:
+                if d == m:
+                    continue
+                if n.is_const:
+                    if g != f * n.const:
+                        continue
+                    if any(xx == x and nn == n for xx, nn in ctx.idiv_parts(d)):
+                        return s - Lin.of([(f, m), (g, d)]) + x * f
+                elif g == f:
+                    for p, q in ctx.mul_parts(d):
+                        for pp, qq in ((p, q), (q, p)):
+                            a = pp.single_atom
+                            if qq == n and a is not None and any(
+                                    xx == x and nn == n for xx, nn in ctx.idiv_parts(a)):
+                                return s - Lin.of([(f, m), (g, d)]) + x * f
+            # #2: m = (x//a) % c, partner g*(x//b), b == a*c, g == f*c
+            xa = x.single_atom
+            if xa is None or not n.is_const or n.const == 0:
+                continue
+            c = n.const
+            for base, a in ctx.idiv_parts(xa):
+                if not a.is_const:
+                    continue
+                for g, d in s.terms:
+                    if d == m or d == xa or g != f * c:
+                        continue
+                    if any(bb == base and b.is_const and b.const == a.const * c
+                           for bb, b in ctx.idiv_parts(d)):
+                        return s - Lin.of([(f, m), (g, d)]) + Lin.atom(xa, f)
+    return None
+
+
+def recombine_sum(s: Lin, ctx: Ctx) -> Lin | None:
+    """Apply :func:`_recombine` to a fixed point; None when nothing recombines."""
+    out = None
+    for _ in range(len(s.terms)):
+        nxt = _recombine(s if out is None else out, ctx)
+        if nxt is None:
+            break
+        out = nxt
+    return out
+
+
+# ---------------------------------------------------------------------------
+# rule objects
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DivModRule:
+    """One rewrite ``x OP y -> ...`` of the family.
+
+    ``rule(op, x, y, ctx)`` (or ``rule.fn``) returns the engine term of the result,
+    or None when ``op`` is not one of ``ops`` or the guard does not hold. No rule
+    fires when the divisor's range may contain 0.
+    """
+
+    name: str
+    identity: str
+    ops: tuple[str, ...]
+    core: Core = field(repr=False)
+    group: str = ""
+
+    def out(self, op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+        """The result as a linear part plus engine terms (internal form)."""
+        if op not in self.ops:
+            return None
+        if op not in ("idiv", "mod"):
+            raise ValueError(f"{self.name}: op must be 'idiv' or 'mod', got {op!r}")
+        ylo, yhi = lin_bounds(y, ctx)
+        if ylo <= 0 <= yhi:
+            return None
+        return self.core(op, x, y, ctx)
+
+    def fn(self, op: str, x: Lin, y: Lin, ctx: Ctx) -> Any:
+        """The engine term of ``x OP y`` rewritten by this rule, or None."""
+        r = self.out(op, x, y, ctx)
+        return None if r is None else r.emit(ctx)
+
+    __call__ = fn
+
+    def __repr__(self) -> str:
+        return f"DivModRule({self.name!r}, {self.identity!r}, ops={self.ops!r})"
+
+
+@dataclass(frozen=True)
+class SumRule:
+    """One rewrite of a whole sum: ``rule(s, ctx)`` -> engine term or None."""
+
+    name: str
+    identity: str
+    core: Callable[[Lin, Ctx], Lin | None] = field(repr=False)
+
+    def lin(self, s: Lin, ctx: Ctx) -> Lin | None:
+        return self.core(s, ctx)
+
+    def fn(self, s: Lin, ctx: Ctx) -> Any:
+        r = self.core(s, ctx)
+        return None if r is None else ctx.lin(r)
+
+    __call__ = fn
+
+
+_B, _M, _I = ("idiv", "mod"), ("mod",), ("idiv",)
+
+RANGE_BASED: tuple[DivModRule, ...] = (
+    DivModRule("mod_self_range", "x % n -> x when |x| < |n| (0 <= x < n)", _M,
+               _mod_self_range, "range_based"),
+    DivModRule("idiv_one_bucket", "x // n -> k when every x truncates to k", _I,
+               _idiv_one_bucket, "range_based"),
+    DivModRule("mod_drop_multiple", "(a*n + b) % n -> b % n when a*n+b, b share a sign", _M,
+               _mod_drop_multiple, "range_based"),
+    DivModRule("idiv_drop_multiple_small", "(a*n + b) // n -> a when 0 <= b < n, a*n+b >= 0",
+               _I, _idiv_drop_multiple_small, "range_based"),
+    DivModRule("idiv_drop_multiple", "(a*n + b) // n -> a + b // n when a*n+b, b share a sign",
+               _I, _idiv_drop_multiple, "range_based"),
+    DivModRule("idiv_small_offset", "(x + c) // d -> x // d when max(x%d) + c < d, x >= 0",
+               _I, _idiv_small_offset, "range_based"),
+    DivModRule("idiv_large_offset", "(x + c) // d -> (x + c%d) // d + c//d when c not in [0,d)",
+               _I, _idiv_large_offset, "range_based"),
+)
+
+GENERAL: tuple[DivModRule, ...] = (
+    DivModRule("cancel_divmod", "x // y -> q, x % y -> x - q*y when all corners give q", _B,
+               _cancel_divmod, "fold_divmod_general"),
+    DivModRule("remove_nested_mod", "(a%(k*c) + b) % c -> (a + b) % c", _M,
+               _remove_nested_mod, "fold_divmod_general"),
+    DivModRule("fold_binary_numerator", "(f*v + k) OP c -> (y2-y1)*(v-lo) + y1, v in {lo, lo+1}",
+               _B, _fold_binary_numerator, "fold_divmod_general"),
+    DivModRule("fold_divmod_congruence", "sum(f*v) OP c -> via residues f%c when one bucket", _B,
+               _fold_divmod_congruence, "fold_divmod_general"),
+    DivModRule("gcd_with_remainder", "(g*a + k) // c -> (a + (k%c)//g) // (c/g) + k//c", _B,
+               _gcd_with_remainder, "fold_divmod_general"),
+    DivModRule("divide_by_gcd", "(g*a) // (g*b) -> a // b, (g*a) % (g*b) -> (a % b)*g", _B,
+               _divide_by_gcd, "fold_divmod_general"),
+    DivModRule("factor_remainder", "(d*q + r) // d -> q + r // d, (d*q + r) % d -> r % d", _B,
+               _factor_remainder, "fold_divmod_general"),
+    DivModRule("nest_div_by_smallest_factor", "x // c -> (x // f) // (c/f), f | c", _B,
+               _nest_div_by_smallest_factor, "fold_divmod_general"),
+)
+
+ADVANCED: tuple[DivModRule, ...] = (
+    DivModRule("nested_idiv", "(a // b) // c -> a // (b*c)", _I, _nested_idiv,
+               "advanced_division"),
+    DivModRule("exact_division", "x // d -> x/d, x % d -> 0 when d divides every term", _B,
+               _exact_division, "advanced_division"),
+    DivModRule("sum_divisible_symbolic", "(a*y + b) // y -> a + b // y (symbolic y)", _B,
+               _sum_divisible_symbolic, "advanced_division"),
+    DivModRule("mod_coef_reduce", "(f*a + k) % c -> ((f%c)*a + k%c) % c", _M,
+               _mod_coef_reduce, "advanced_division"),
+    DivModRule("idiv_of_mod", "(a % (k*c)) // c -> (a // c) % k", _I, _idiv_of_mod,
+               "advanced_division"),
+)
+
+RECOMBINE: tuple[DivModRule, ...] = (
+    DivModRule("nested_idiv_offset", "(a//c1 + c2) // c3 -> (a + c1*c2) // (c1*c3)", _I,
+               _nested_idiv_offset, "div_mod_recombine"),
+)
+
+SUM_RULES: tuple[SumRule, ...] = (
+    SumRule("recombine_divmod", "f*(x%n) + f*n*(x//n) + y -> f*x + y "
+            "(and ((x//a)%c) + (x//(a*c))*c -> x//a)", recombine_sum),
+)
+
+DIVMOD_RULES: list[DivModRule] = [*RANGE_BASED, *GENERAL, *ADVANCED, *RECOMBINE]
+RULES_BY_NAME: dict[str, DivModRule] = {r.name: r for r in DIVMOD_RULES}
+assert len(RULES_BY_NAME) == len(DIVMOD_RULES), "duplicate div/mod rule names"
+
+
+def _first(rules: Iterable[DivModRule], op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    for r in rules:
+        out = r.out(op, x, y, ctx)
+        if out is not None:
+            return out
+    return None
+
+
+def fold_divmod_general(op: str, x: Lin, y: Lin, ctx: Ctx) -> Any:
+    """tinygrad's fold_divmod_general: the 8 GENERAL rules in order, first wins."""
+    out = _first(GENERAL, op, x, y, ctx)
+    return None if out is None else out.emit(ctx)
+
+
+def all_rewrites(op: str, x: Lin, y: Lin, ctx: Ctx,
+                 rules: Iterable[DivModRule] = DIVMOD_RULES) -> list[tuple[str, Any]]:
+    """``[(rule name, term)]`` for every rule that rewrites ``x OP y`` (e-graph use)."""
+    res = []
+    for r in rules:
+        t = r.fn(op, x, y, ctx)
+        if t is not None:
+            res.append((r.name, t))
+    return res
