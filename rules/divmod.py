@@ -1,0 +1,284 @@
+"""The div/mod rule family for the ordered baseline (seed 003, seed 000 section 19).
+
+Every rewrite here is a thin twin of a rule of :mod:`rules.divmod_core`: the UOp
+numerator and denominator are read as linear forms (:func:`to_lin`: atoms are
+UOps, bounds are ``vmin``/``vmax``) and the core rule builds the result with UOp
+builders (:data:`UOP_CTX`). Only the recombination patterns #1-#4 of seed 003
+section 1 are plain UPat rules (they also hold for fixed-width integers).
+
+``GROUPS`` holds the three seed groups, each an ordered list of Rules:
+
+- ``advanced_division_dsl_patterns``: nested division, exact division,
+  symbolic divisible sums, mod coefficient reduction, ``(a%(k*c))//c``,
+  and ``c*(a+b) -> c*a + c*b``;
+- ``div_mod_recombine_dsl_patterns``: #1-#5 and the whole-sum recombination;
+- ``range_based_mod_div_patterns``: the range-based fast paths, then
+  ``fold_divmod_general`` (the 8 rules of tinygrad's, in the seed's priority order,
+  first result winning).
+
+The Lin-based rules only match ``index`` dtype (unbounded integers: the linear
+algebra of the core is exact there, not under fixed-width wrapping).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from eqsat.dtype import dtypes
+from eqsat.ops import Ops
+from eqsat.pattern import Rule, UPat
+from eqsat.uop import UOp
+from rules.divmod_core import (
+    ADVANCED,
+    RANGE_BASED,
+    RECOMBINE,
+    SUM_RULES,
+    DivModRule,
+    Lin,
+    LinBuilder,
+    fold_divmod_general,
+)
+
+__all__ = ["GROUPS", "UOP_CTX", "UOpCtx", "to_lin", "fold_divmod_general_rule"]
+
+_IDX = dtypes.index
+_LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
+# Lin -> the node it was read from, so rebuilding an unchanged form returns that node
+_ORIGIN: weakref.WeakValueDictionary[Lin, UOp] = weakref.WeakValueDictionary()
+
+
+def _is_idx_const(u: UOp) -> bool:
+    return u.op is Ops.CONST and u.dtype is _IDX and type(u.arg) is int
+
+
+def to_lin(u: UOp) -> Lin:
+    """The linear form of an index UOp: ADD/SUB/NEG/MUL-by-constant are flattened,
+    every other node is an atom (a UOp)."""
+    hit = _LIN_CACHE.get(u)
+    if hit is not None:
+        return hit
+    # iterative post-order over the linear skeleton (deep sums must not recurse)
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, done = stack.pop()
+        if n in _LIN_CACHE:
+            continue
+        kids = _linear_kids(n)
+        if kids is None:
+            continue
+        if not done:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if k not in _LIN_CACHE and
+                         _linear_kids(k) is not None)
+            continue
+        _LIN_CACHE[n] = lin = _combine(n)
+        _ORIGIN.setdefault(lin, n)
+    res = _LIN_CACHE.get(u)
+    return res if res is not None else (Lin.constant(u.arg) if _is_idx_const(u)
+                                        else Lin.atom(u))
+
+
+def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
+    """The children to flatten when ``n`` is a linear node, else None (an atom)."""
+    if n.dtype is not _IDX:
+        return None
+    if n.op in (Ops.ADD, Ops.SUB):
+        return n.src
+    if n.op is Ops.NEG:
+        return n.src
+    if n.op is Ops.MUL:
+        if _is_idx_const(n.src[1]):
+            return (n.src[0],)
+        if _is_idx_const(n.src[0]):
+            return (n.src[1],)
+    return None
+
+
+def _leaf(k: UOp) -> Lin:
+    hit = _LIN_CACHE.get(k)
+    if hit is not None:
+        return hit
+    return Lin.constant(k.arg) if _is_idx_const(k) else Lin.atom(k)
+
+
+def _combine(n: UOp) -> Lin:
+    if n.op is Ops.ADD:
+        return _leaf(n.src[0]) + _leaf(n.src[1])
+    if n.op is Ops.SUB:
+        return _leaf(n.src[0]) - _leaf(n.src[1])
+    if n.op is Ops.NEG:
+        return -_leaf(n.src[0])
+    if _is_idx_const(n.src[1]):
+        return _leaf(n.src[0]) * n.src[1].arg
+    return _leaf(n.src[1]) * n.src[0].arg
+
+
+class UOpCtx(LinBuilder[UOp]):
+    """The baseline's :class:`rules.divmod_core.Ctx`: atoms are index UOps."""
+
+    def bounds(self, a: UOp) -> tuple[Any, Any]:
+        return a.vmin, a.vmax
+
+    def _parts(self, a: UOp, op: Ops) -> list[tuple[Lin, Lin]]:
+        if a.op is op and a.dtype is _IDX:
+            return [(to_lin(a.src[0]), to_lin(a.src[1]))]
+        return []
+
+    def mod_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
+        return self._parts(a, Ops.MOD)
+
+    def idiv_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
+        return self._parts(a, Ops.IDIV)
+
+    def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
+        return self._parts(a, Ops.MUL)
+
+    def atom(self, a: UOp) -> UOp:
+        return a
+
+    def const(self, v: int) -> UOp:
+        return UOp.const(_IDX, v)
+
+    def add(self, a: UOp, b: UOp) -> UOp:
+        return a + b
+
+    def sub(self, a: UOp, b: UOp) -> UOp:
+        return a - b
+
+    def mul(self, a: UOp, c: int) -> UOp:
+        return a if c == 1 else a * UOp.const(_IDX, c)
+
+    def neg(self, a: UOp) -> UOp:
+        return -a
+
+    def idiv(self, a: UOp, b: UOp) -> UOp:
+        return a // b
+
+    def mod(self, a: UOp, b: UOp) -> UOp:
+        return a % b
+
+    def lin(self, x: Lin) -> UOp:
+        hit = _ORIGIN.get(x)
+        if hit is not None:
+            return hit
+        return super().lin(x)
+
+    def __repr__(self) -> str:
+        return "UOpCtx()"
+
+
+UOP_CTX = UOpCtx()
+_OPNAME = {Ops.IDIV: "idiv", Ops.MOD: "mod"}
+_XY = (UPat.var("x"), UPat.var("y"))
+
+
+def _divisor_ok(y: UOp) -> bool:
+    """An index divisor whose range excludes 0."""
+    return y.vmin > 0 or y.vmax < 0
+
+
+def _twin(rule: DivModRule, group: str) -> Rule:
+    """The baseline Rule of a core rule: match ``x OP y`` on index, read Lins, apply."""
+    ops = [o for o, n in _OPNAME.items() if n in rule.ops]
+
+    def build(d: UOp, x: UOp, y: UOp) -> UOp | None:
+        return rule.fn(_OPNAME[d.op], to_lin(x), to_lin(y), UOP_CTX)
+
+    return Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
+                build=build, guard=_divisor_ok, group=group)
+
+
+def _fold_general(d: UOp, x: UOp, y: UOp) -> UOp | None:
+    return fold_divmod_general(_OPNAME[d.op], to_lin(x), to_lin(y), UOP_CTX)
+
+
+fold_divmod_general_rule = Rule(
+    "fold_divmod_general",
+    "x OP y -> first of cancel_divmod, remove_nested_mod, fold_binary_numerator, "
+    "fold_divmod_congruence, gcd_with_remainder, divide_by_gcd, factor_remainder, "
+    "nest_div_by_smallest_factor",
+    UPat((Ops.IDIV, Ops.MOD), dtype=_IDX, src=_XY, name="d"),
+    build=_fold_general, guard=_divisor_ok, group="range_based_mod_div_patterns")
+
+
+# ---------------------------------------------------------------------------
+# advanced_division_dsl_patterns
+G_ADV = "advanced_division_dsl_patterns"
+
+
+def _distribute(c: UOp, s: UOp) -> UOp:
+    a, b = s.src
+    return a * c + b * c if s.op is Ops.ADD else a * c - b * c
+
+
+advanced_division_dsl_patterns: list[Rule] = [
+    *(_twin(r, G_ADV) for r in ADVANCED),
+    Rule("distribute_const_mul", "c*(a+b) -> c*a + c*b, c*(a-b) -> c*a - c*b (index)",
+         UPat(Ops.MUL, dtype=_IDX, src=[UPat(Ops.CONST, name="c"),
+                                        UPat((Ops.ADD, Ops.SUB), name="s")]),
+         build=_distribute, guard=lambda c: type(c.arg) is int, group=G_ADV),
+]
+
+
+# ---------------------------------------------------------------------------
+# div_mod_recombine_dsl_patterns (seed 003 section 1)
+G_REC = "div_mod_recombine_dsl_patterns"
+
+
+def _int_dt(x: UOp) -> bool:
+    return x.dtype.is_int and not x.dtype.ptr
+
+
+def _c(name: str) -> UPat:
+    return UPat(Ops.CONST, name=name)
+
+
+_x, _n = UPat.var("x"), UPat.var("n")
+
+
+def _recombine_sum(s: UOp) -> UOp | None:
+    out = SUM_RULES[0].lin(to_lin(s), UOP_CTX)
+    return None if out is None else UOP_CTX.lin(out)
+
+
+div_mod_recombine_dsl_patterns: list[Rule] = [
+    Rule("recombine_divmod_1", "x%n + (x//n)*n -> x",
+         UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_x, _n)),
+                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
+         build=lambda x: x, guard=_int_dt, group=G_REC),
+    Rule("recombine_divmod_2", "((x//a) % c) + (x//b)*c -> x//a when a*c == b",
+         UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_x, _c("a")), name="xa"),
+                                               _c("c"))),
+                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _c("b"))), _c("c")])]),
+         build=lambda xa: xa,
+         guard=lambda x, a, b, c: _int_dt(x) and a.arg * c.arg == b.arg != 0, group=G_REC),
+    Rule("recombine_divmod_3", "(x%c1)*c2 + (x//c1)*c3 -> x*c2 when c1*c2 == c3",
+         UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(_x, _c("c1"))), _c("c2")]),
+                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _c("c1"))), _c("c3")])]),
+         build=lambda x, c2: x * c2,
+         guard=lambda x, c1, c2, c3: _int_dt(x) and c1.arg * c2.arg == c3.arg, group=G_REC),
+    Rule("recombine_divmod_4", "y + x%n + (x//n)*n -> y + x",
+         UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("y"), UPat(Ops.MOD, src=(_x, _n))]),
+                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
+         build=lambda x, y: y + x, guard=_int_dt, group=G_REC),
+    *(_twin(r, G_REC) for r in RECOMBINE),
+    Rule("recombine_divmod_sum", SUM_RULES[0].identity,
+         UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
+         guard=lambda s: any(UOP_CTX.mod_parts(a) for _, a in to_lin(s).terms), group=G_REC),
+]
+
+
+# ---------------------------------------------------------------------------
+# range_based_mod_div_patterns (seed 003 section 2) + fold_divmod_general (section 3)
+G_RANGE = "range_based_mod_div_patterns"
+range_based_mod_div_patterns: list[Rule] = [
+    *(_twin(r, G_RANGE) for r in RANGE_BASED),
+    fold_divmod_general_rule,
+]
+
+GROUPS: dict[str, list[Rule]] = {
+    G_ADV: advanced_division_dsl_patterns,
+    G_REC: div_mod_recombine_dsl_patterns,
+    G_RANGE: range_based_mod_div_patterns,
+}
