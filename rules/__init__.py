@@ -1,0 +1,231 @@
+"""The rule families and the ordered matchers built from them.
+
+``symbolic_simple()`` composes the seed's groups (seed 000, "模式排序") in
+exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
+
+    propagate_invalid            rules/invalid.py     (must be first: before x*0 -> 0)
+    fold_invalid_load_store      rules/invalid.py
+    constant_folding_dsl_patterns rules/constants.py
+    vconst_folding_patterns      rules/constants.py
+    identity_and_zero_patterns   rules/identity.py
+    commutative_canonicalization rules/canonical.py
+    self_folding_dsl_patterns    rules/identity.py
+    zero_folding_dsl_patterns    rules/identity.py
+    division_dsl_patterns        rules/division.py    (FDIV(0,0) before FDIV(x,x))
+    cast_dsl_patterns            rules/casts.py
+    cast_where_dsl_patterns      rules/casts.py
+    term_combining_dsl_patterns  rules/combine.py
+    alu_folding_dsl_patterns     rules/combine.py
+    advanced_division_dsl_patterns rules/divmod.py    (engineer D)
+    div_mod_recombine_dsl_patterns rules/divmod.py    (engineer D)
+    comparison_dsl_patterns      rules/compare.py
+    boolean_dsl_patterns         rules/logic.py
+    minmax_dsl_patterns          rules/minmax.py
+    where_bound_patterns         rules/where.py
+    power_dsl_patterns           rules/identity.py
+    negation_dsl_patterns        rules/identity.py
+    range_based_mod_div_patterns rules/divmod.py      (engineer D; fold_divmod_general last)
+    dce_dsl_patterns             rules/where.py       (Morok's name: the WHERE branch rules)
+    dead_loop_patterns           rules/dce.py
+    after_simplification_patterns rules/dce.py
+    pm_move_where_on_load        rules/load.py
+    gep_pushing_patterns         rules/gep.py         (symbolic() only)
+
+``list_rulesets()`` lists these groups (engine ``"baseline"``), the two
+composites, and every e-graph rule set a family module declares in its
+``EGRAPH`` dict (engine ``"egraph"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from eqsat.pattern import PatternMatcher, Rule
+
+__all__ = [
+    "GROUP_ORDER", "SIMPLE_GROUPS", "SYMBOLIC_GROUPS", "BASELINE_RULESETS", "FAMILY_MODULES",
+    "RuleSet", "RulesetError", "symbolic_simple", "symbolic", "all_rules", "groups",
+    "list_rulesets", "matcher", "family_modules", "group_names",
+]
+
+# family module -> the groups it defines (a module may also define EGRAPH later)
+FAMILY_MODULES: tuple[str, ...] = (
+    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "divmod",
+    "compare", "logic", "minmax", "where", "dce", "load", "gep",
+)
+
+SIMPLE_GROUPS: tuple[str, ...] = (
+    "propagate_invalid",
+    "fold_invalid_load_store",
+    "constant_folding_dsl_patterns",
+    "vconst_folding_patterns",
+    "identity_and_zero_patterns",
+    "commutative_canonicalization",
+    "self_folding_dsl_patterns",
+    "zero_folding_dsl_patterns",
+    "division_dsl_patterns",
+    "cast_dsl_patterns",
+    "cast_where_dsl_patterns",
+    "term_combining_dsl_patterns",
+    "alu_folding_dsl_patterns",
+    "advanced_division_dsl_patterns",
+    "div_mod_recombine_dsl_patterns",
+    "comparison_dsl_patterns",
+    "boolean_dsl_patterns",
+    "minmax_dsl_patterns",
+    "where_bound_patterns",
+    "power_dsl_patterns",
+    "negation_dsl_patterns",
+    "range_based_mod_div_patterns",
+    "dce_dsl_patterns",
+    "dead_loop_patterns",
+    "after_simplification_patterns",
+    "pm_move_where_on_load",
+)
+SYMBOLIC_GROUPS: tuple[str, ...] = SIMPLE_GROUPS + ("gep_pushing_patterns",)
+GROUP_ORDER = SYMBOLIC_GROUPS
+# names accepted as optimize(engine="baseline", rulesets=[...])
+BASELINE_RULESETS: tuple[str, ...] = ("symbolic", "symbolic_simple") + SYMBOLIC_GROUPS
+
+
+class RulesetError(ValueError):
+    """An unknown rule set name, or a rule set that does not fit the engine."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A named list of rules for one engine (``"baseline"`` or ``"egraph"``)."""
+
+    name: str
+    engine: str
+    rules: tuple[Any, ...] = field(repr=False)
+    module: str = ""
+
+    def __repr__(self) -> str:
+        return (f"RuleSet(name={self.name!r}, engine={self.engine!r}, "
+                f"rules=<{len(self.rules)}>, module={self.module!r})")
+
+
+def family_modules() -> dict[str, ModuleType]:
+    """Every family module by short name (imports them)."""
+    return {m: importlib.import_module(f"rules.{m}") for m in FAMILY_MODULES}
+
+
+_GROUPS: dict[str, list[Rule]] | None = None
+_GROUP_MODULE: dict[str, str] = {}
+
+
+def groups() -> dict[str, list[Rule]]:
+    """Every baseline group name -> its ordered rules (validated once)."""
+    global _GROUPS
+    if _GROUPS is None:
+        out: dict[str, list[Rule]] = {}
+        for short, mod in family_modules().items():
+            for g, rs in getattr(mod, "GROUPS", {}).items():
+                if g in out:
+                    raise RulesetError(f"group {g!r} defined twice (rules.{short} and "
+                                       f"rules.{_GROUP_MODULE[g]})")
+                out[g] = list(rs)
+                _GROUP_MODULE[g] = short
+        missing = [g for g in SYMBOLIC_GROUPS if g not in out]
+        if missing:
+            raise RulesetError(f"groups missing from the family modules: {', '.join(missing)}")
+        _check_rules([r for g in SYMBOLIC_GROUPS for r in out[g]])
+        _GROUPS = out
+    return _GROUPS
+
+
+def _check_rules(rules: list[Rule]) -> None:
+    seen: dict[str, Rule] = {}
+    for r in rules:
+        if not r.name or not r.identity:
+            raise RulesetError(f"rule {r!r} needs a name and an identity comment")
+        if r.name in seen:
+            raise RulesetError(f"rule name {r.name!r} is used twice (groups {seen[r.name].group!r}"
+                               f" and {r.group!r})")
+        seen[r.name] = r
+
+
+def group_names() -> tuple[str, ...]:
+    """The baseline group names in matcher order."""
+    return SYMBOLIC_GROUPS
+
+
+def all_rules() -> list[Rule]:
+    """Every baseline rule, in ``symbolic()`` order (unique names)."""
+    gs = groups()
+    return [r for g in SYMBOLIC_GROUPS for r in gs[g]]
+
+
+def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
+    if names is None:
+        return SYMBOLIC_GROUPS
+    if isinstance(names, str):
+        names = [names]
+    wanted: set[str] = set()
+    for n in names:
+        if n == "symbolic":
+            wanted.update(SYMBOLIC_GROUPS)
+        elif n == "symbolic_simple":
+            wanted.update(SIMPLE_GROUPS)
+        elif n in SYMBOLIC_GROUPS:
+            wanted.add(n)
+        else:
+            raise RulesetError(f"unknown baseline rule set {n!r}; choose from "
+                               f"{', '.join(BASELINE_RULESETS)}")
+    # always composed in the seed's order, whatever order they were named in
+    return tuple(g for g in SYMBOLIC_GROUPS if g in wanted)
+
+
+_MATCHERS: dict[tuple[str, ...], PatternMatcher] = {}
+
+
+def matcher(names: list[str] | tuple[str, ...] | str | None = None) -> PatternMatcher:
+    """The (cached) ordered matcher of the named baseline rule sets, in seed order.
+
+    ``None`` is ``symbolic``. The matcher's ``matches`` counts accumulate over
+    calls; callers that want per-run counts take the difference.
+    """
+    key = _expand(names)
+    pm = _MATCHERS.get(key)
+    if pm is None:
+        gs = groups()
+        label = ("symbolic" if key == SYMBOLIC_GROUPS else "symbolic_simple"
+                 if key == SIMPLE_GROUPS else "+".join(key))
+        pm = PatternMatcher([r for g in key for r in gs[g]], label)
+        _MATCHERS[key] = pm
+    return pm
+
+
+def symbolic_simple() -> PatternMatcher:
+    """The seed's ``symbolic_simple()``: every group from propagate_invalid to
+    pm_move_where_on_load, in order (a fresh matcher)."""
+    gs = groups()
+    return PatternMatcher([r for g in SIMPLE_GROUPS for r in gs[g]], "symbolic_simple")
+
+
+def symbolic() -> PatternMatcher:
+    """``symbolic_simple()`` + GEP pushing (a fresh matcher)."""
+    gs = groups()
+    return PatternMatcher([r for g in SYMBOLIC_GROUPS for r in gs[g]], "symbolic")
+
+
+def list_rulesets() -> list[RuleSet]:
+    """Every rule set: the baseline groups and composites, then the e-graph sets
+    each family module declares in ``EGRAPH`` (read afresh on every call)."""
+    gs = groups()
+    out = [RuleSet("symbolic", "baseline", tuple(all_rules()), "rules"),
+           RuleSet("symbolic_simple", "baseline",
+                   tuple(r for g in SIMPLE_GROUPS for r in gs[g]), "rules")]
+    out += [RuleSet(g, "baseline", tuple(gs[g]), f"rules.{_GROUP_MODULE[g]}")
+            for g in SYMBOLIC_GROUPS]
+    for short, mod in family_modules().items():
+        eg = getattr(mod, "EGRAPH", None)
+        if not eg:
+            continue
+        for name, rs in eg.items():
+            out.append(RuleSet(name, "egraph", tuple(rs), f"rules.{short}"))
+    return out

@@ -1,0 +1,374 @@
+"""Helpers shared by the rule families: constant evaluation, sum splitting, wrap checks.
+
+Everything here follows the project's C semantics: ``idiv`` truncates toward
+zero, ``mod`` takes the dividend's sign, fixed-width integers wrap
+two's-complement, ``index`` is an unbounded integer, and a division (or shift)
+whose result C leaves undefined is never evaluated into a value (the
+evaluators return None instead).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from eqsat.bounds import cdiv, cmod
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import GroupOp, Ops
+from eqsat.uop import IRError, UOp, const_value
+
+__all__ = [
+    "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
+    "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
+    "has_invalid", "may_be_invalid", "is_invalid", "nonzero", "exact_product_fits", "INT_KINDS",
+]
+
+CONSTS = (Ops.CONST, Ops.VCONST)
+INT_KINDS = ("index", "int", "uint")
+# shifts of an index (unbounded) value by more than this are not folded (huge numbers)
+_MAX_INDEX_SHIFT = 256
+
+
+# ---------------------------------------------------------------------------
+# constant predicates
+def is_const(u: UOp) -> bool:
+    """A CONST or VCONST node."""
+    return u.op is Ops.CONST or u.op is Ops.VCONST
+
+
+def const_is(u: UOp, v: Any) -> bool:
+    """``u`` is a constant all of whose lanes equal ``v`` (bools only equal bools)."""
+    def eq(a: Any) -> bool:
+        if isinstance(v, bool) or isinstance(a, bool):
+            return isinstance(a, bool) and isinstance(v, bool) and a is v
+        return a == v
+    if u.op is Ops.CONST:
+        return eq(u.arg)
+    if u.op is Ops.VCONST:
+        return all(eq(a) for a in u.arg)
+    return False
+
+
+def is_zero(u: UOp) -> bool:
+    """A numeric constant 0 (0, 0.0, -0.0; not False) in every lane."""
+    return const_is(u, 0)
+
+
+def is_one(u: UOp) -> bool:
+    """A numeric constant 1 in every lane (not True)."""
+    return const_is(u, 1)
+
+
+def is_invalid(u: UOp) -> bool:
+    """The Invalid sentinel, scalar or a VECTORIZE holding one."""
+    return u.op is Ops.INVALID or (u.op is Ops.VECTORIZE and any(s.op is Ops.INVALID
+                                                                 for s in u.src))
+
+
+_MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+
+
+def may_be_invalid(u: UOp) -> bool:
+    """``u`` can evaluate to Invalid: an Invalid sits below it outside any LOAD.
+
+    Invalid propagates through every op (eqsat.interp), so a rule that drops a
+    subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
+    value is never Invalid (a load through an Invalid index reads 0). Cached.
+    """
+    hit = _MAY_INVALID.get(u)
+    if hit is not None:
+        return hit
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, done = stack.pop()
+        if n in _MAY_INVALID:
+            continue
+        if n.op is Ops.INVALID or n.op is Ops.LOAD or not n.src:
+            _MAY_INVALID[n] = n.op is Ops.INVALID
+            continue
+        if not done:
+            stack.append((n, True))
+            stack.extend((s, False) for s in n.src if s not in _MAY_INVALID)
+            continue
+        _MAY_INVALID[n] = any(_MAY_INVALID[s] for s in n.src)
+    return _MAY_INVALID[u]
+
+
+def has_invalid(*us: UOp) -> bool:
+    """Any of ``us`` may evaluate to Invalid (see :func:`may_be_invalid`)."""
+    return any(may_be_invalid(u) for u in us)
+
+
+def nonzero(u: UOp) -> bool:
+    """The bounds of integer ``u`` exclude 0 (a divisor that is never zero)."""
+    return u.dtype.is_int and (u.vmin > 0 or u.vmax < 0)
+
+
+# ---------------------------------------------------------------------------
+# integer range checks
+def fits(dt: DType, v: int) -> bool:
+    """The exact integer ``v`` is representable in ``dt`` (index holds everything)."""
+    s = dt.scalar()
+    if s.is_index:
+        return True
+    if s.is_fixed_int:
+        return s.min <= v <= s.max
+    return False
+
+
+def int_exact(u: UOp) -> bool:
+    """``u`` is an integer node whose value is exact (did not wrap).
+
+    Index arithmetic is exact. A fixed-width node is exact when its bounds are
+    narrower than its dtype's full range (eqsat.bounds widens to the full range
+    whenever the exact interval may wrap).
+    """
+    dt = u.dtype
+    if dt.is_index:
+        return True
+    if dt.is_fixed_int:
+        s = dt.scalar()
+        return not (u.vmin == s.min and u.vmax == s.max)
+    return False
+
+
+def no_wrap_add(x: UOp, c: int) -> bool:
+    """``x + c`` cannot wrap for any value of integer ``x``."""
+    if x.dtype.is_index:
+        return True
+    if not x.dtype.is_fixed_int or math.isinf(x.vmin) or math.isinf(x.vmax):
+        return False
+    return fits(x.dtype, int(x.vmin) + c) and fits(x.dtype, int(x.vmax) + c)
+
+
+def exact_product_fits(dt: DType, a: UOp, b: UOp) -> bool:
+    """Every product of a value of ``a`` and one of ``b`` is representable in ``dt``."""
+    if dt.is_index:
+        return True
+    if not dt.is_fixed_int or any(math.isinf(v) for v in (a.vmin, a.vmax, b.vmin, b.vmax)):
+        return False
+    corners = [int(p) * int(q) for p in (a.vmin, a.vmax) for q in (b.vmin, b.vmax)]
+    return fits(dt, min(corners)) and fits(dt, max(corners))
+
+
+# ---------------------------------------------------------------------------
+# constant evaluation (C semantics); None = undefined or not foldable
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _float_div(a: float, b: float) -> float:
+    if b == 0:
+        if a == 0 or _is_nan(a):
+            return math.nan
+        sign = math.copysign(1.0, a) * math.copysign(1.0, b)
+        return math.copysign(math.inf, sign)
+    return a / b
+
+
+def _unary(op: Ops, dt: DType, a: Any) -> Any:
+    if dt.is_bool:
+        return (not a) if op is Ops.NOT else None
+    if dt.is_float:
+        try:
+            if op is Ops.NEG:
+                return -a
+            if op is Ops.SQRT:
+                return math.nan if a < 0 or _is_nan(a) else math.sqrt(a)
+            if op is Ops.EXP2:
+                if _is_nan(a):
+                    return math.nan
+                try:
+                    return math.pow(2.0, a)
+                except OverflowError:
+                    return math.inf
+            if op is Ops.LOG2:
+                if _is_nan(a) or a < 0:
+                    return math.nan
+                return -math.inf if a == 0 else (math.inf if math.isinf(a) else math.log2(a))
+            if op is Ops.SIN:
+                return math.nan if _is_nan(a) or math.isinf(a) else math.sin(a)
+            if op is Ops.RECIP:
+                return _float_div(1.0, a)
+            if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL):
+                if _is_nan(a) or math.isinf(a):
+                    return a
+                f = {Ops.TRUNC: math.trunc, Ops.FLOOR: math.floor, Ops.CEIL: math.ceil}[op]
+                return math.copysign(float(f(a)), a) if f(a) == 0 else float(f(a))
+        except (ValueError, OverflowError):
+            return None
+        return None
+    if dt.is_int:
+        if op is Ops.NEG:
+            return -a
+        if op is Ops.NOT:
+            return ~a
+        if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
+            return a
+    return None
+
+
+def _shift_ok(dt: DType, b: int) -> bool:
+    if b < 0:
+        return False
+    return b <= _MAX_INDEX_SHIFT if dt.is_index else b < dt.scalar().bits
+
+
+def _binary(op: Ops, dt: DType, a: Any, b: Any) -> Any:
+    if dt.is_bool:
+        return {Ops.ADD: a or b, Ops.OR: a or b, Ops.MAX: a or b, Ops.MUL: a and b,
+                Ops.AND: a and b, Ops.MIN: a and b, Ops.XOR: a != b}.get(op)
+    if dt.is_float:
+        if op is Ops.ADD:
+            return a + b
+        if op is Ops.SUB:
+            return a - b
+        if op is Ops.MUL:
+            if (math.isinf(a) and b == 0) or (math.isinf(b) and a == 0):
+                return math.nan
+            return a * b
+        if op is Ops.FDIV:
+            return _float_div(a, b)
+        if op in (Ops.MAX, Ops.MIN):
+            if _is_nan(a) or _is_nan(b):
+                return None  # fmax/fmin vs maxss: not folded
+            return max(a, b) if op is Ops.MAX else min(a, b)
+        if op is Ops.POW:
+            try:
+                r = math.pow(a, b)
+            except (ValueError, OverflowError, ZeroDivisionError):
+                return None
+            return r
+        if op is Ops.MOD:
+            return None if b == 0 or math.isinf(a) else math.fmod(a, b)
+        return None
+    if not dt.is_int:
+        return None
+    if op is Ops.ADD:
+        return a + b
+    if op is Ops.SUB:
+        return a - b
+    if op is Ops.MUL:
+        return a * b
+    if op in (Ops.IDIV, Ops.MOD):
+        if b == 0:
+            return None  # undefined: never folded
+        q = cdiv(a, b)
+        if not fits(dt, q):
+            return None  # INT_MIN // -1 overflows: undefined in C
+        return q if op is Ops.IDIV else cmod(a, b)
+    if op is Ops.MAX:
+        return max(a, b)
+    if op is Ops.MIN:
+        return min(a, b)
+    if op is Ops.AND:
+        return a & b
+    if op is Ops.OR:
+        return a | b
+    if op is Ops.XOR:
+        return a ^ b
+    if op is Ops.SHL:
+        return a << b if _shift_ok(dt, b) else None
+    if op is Ops.SHR:
+        return a >> b if _shift_ok(dt, b) else None
+    if op is Ops.POW:
+        if b < 0 or b > 256:
+            return None
+        return a ** b
+    return None
+
+
+def _compare(op: Ops, a: Any, b: Any) -> bool:
+    return {Ops.LT: a < b, Ops.LE: a <= b, Ops.GT: a > b, Ops.GE: a >= b,
+            Ops.EQ: a == b, Ops.NE: a != b}[op]
+
+
+def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
+    """The value of ``op`` on scalar constants ``args``, in the scalar of ``dt``.
+
+    ``dt`` is the dtype of the operands (the result of comparisons is bool).
+    Returns None when the value is undefined (division by zero, overflowing
+    quotient, out-of-range shift) or not folded.
+    """
+    s = dt.scalar()
+    if op in GroupOp.Comparison:
+        a, b = args
+        return _compare(op, a, b)
+    if op is Ops.WHERE:
+        c, t, f = args
+        return t if c else f
+    if op is Ops.MULACC:
+        a, b, c = args
+        prod = _binary(Ops.MUL, s, a, b)
+        return None if prod is None else _binary(Ops.ADD, s, prod, c)
+    if len(args) == 1:
+        return _unary(op, s, args[0])
+    return _binary(op, s, *args)
+
+
+def eval_values(op: Ops, dt: DType, srcs: Sequence[UOp]) -> Any:
+    """Evaluate ``op`` over constant nodes lane by lane; a tuple for vectors.
+
+    ``dt`` is the operand dtype (for WHERE: the branch dtype). Returns None
+    when any lane is undefined.
+    """
+    width = max((len(s.arg) if s.op is Ops.VCONST else 1) for s in srcs)
+    vec = any(s.op is Ops.VCONST for s in srcs)
+    lanes = []
+    for i in range(width):
+        vals = [s.arg[i] if s.op is Ops.VCONST else s.arg for s in srcs]
+        v = eval_op(op, dt, *vals)
+        if v is None:
+            return None
+        lanes.append(v)
+    return tuple(lanes) if vec else lanes[0]
+
+
+def make_const(dt: DType, value: Any) -> UOp | None:
+    """A CONST (scalar or broadcast) or VCONST (tuple ``value``) of ``dt``.
+
+    Fixed-width integers wrap; floats round to the dtype. None when the value
+    cannot be a constant of ``dt``.
+    """
+    try:
+        if isinstance(value, tuple):
+            if dt.count != len(value):
+                return None
+            return UOp.vconst(dt.scalar(), value)
+        return UOp.const(dt, value)
+    except (IRError, OverflowError, ValueError):
+        return None
+
+
+def bool_like(u: UOp, value: bool) -> UOp:
+    """A bool constant with as many lanes as ``u``."""
+    return UOp.const(dtypes.bool.vec(u.dtype.count), value)
+
+
+# ---------------------------------------------------------------------------
+# sums
+def split_add(u: UOp) -> Iterator[UOp]:
+    """The terms of a nested ADD chain, left to right."""
+    stack = [u]
+    while stack:
+        x = stack.pop()
+        if x.op is Ops.ADD:
+            stack.append(x.src[1])
+            stack.append(x.src[0])
+        else:
+            yield x
+
+
+def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
+    """``t0 + t1 + ...`` (left-nested), or 0 of ``dt`` for no terms."""
+    if not terms:
+        return UOp.const(dt, 0)
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+_ = const_value  # re-exported for rule modules that normalize values

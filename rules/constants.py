@@ -1,0 +1,130 @@
+"""Constant folding: scalar and vector constants, dtype-aware (seed 000 section 1).
+
+``op(CONST a, CONST b) -> CONST(eval(op, a, b))`` in the dtype's arithmetic:
+fixed-width integers wrap, floats round to their precision, ``index`` is
+exact. A value C leaves undefined (division or modulo by zero, ``INT_MIN //
+-1``, a shift by a negative amount or by the width or more) is never folded.
+Comparisons of constants fold in ``comparison_dsl_patterns`` (rules/compare.py),
+casts of constants in ``cast_dsl_patterns`` (rules/casts.py).
+
+Groups: ``constant_folding_dsl_patterns`` (scalar CONST operands, then the
+bounds fold ``vmin == vmax -> CONST``), ``vconst_folding_patterns`` (at least
+one VCONST operand; VECTORIZE of constants).
+"""
+
+from __future__ import annotations
+
+from eqsat.dtype import DType
+from eqsat.ops import GroupOp, Ops
+from eqsat.pattern import Rule, UPat
+from eqsat.uop import UOp
+from rules.common import eval_values, make_const, nonzero
+
+__all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
+
+# seed 000 section 1: 7 unary (+ NOT, FLOOR, CEIL of this IR), 13 binary (+ MIN), 2 ternary
+UNARY_FOLD = (Ops.NEG, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIP, Ops.TRUNC,
+              Ops.NOT, Ops.FLOOR, Ops.CEIL)
+BINARY_FOLD = (Ops.ADD, Ops.MUL, Ops.SUB, Ops.MOD, Ops.MAX, Ops.POW, Ops.IDIV, Ops.FDIV,
+               Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.MIN)
+TERNARY_FOLD = (Ops.WHERE, Ops.MULACC)
+# vector folding covers the binary ops except POW and FDIV (seed 000: 11 binary, all unary)
+VCONST_BINARY_FOLD = tuple(o for o in BINARY_FOLD if o not in (Ops.POW, Ops.FDIV))
+
+_SYM = {Ops.NEG: "-c", Ops.SQRT: "sqrt(c)", Ops.EXP2: "exp2(c)", Ops.LOG2: "log2(c)",
+        Ops.SIN: "sin(c)", Ops.RECIP: "1/c", Ops.TRUNC: "trunc(c)", Ops.NOT: "~c",
+        Ops.FLOOR: "floor(c)", Ops.CEIL: "ceil(c)", Ops.ADD: "a+b", Ops.MUL: "a*b",
+        Ops.SUB: "a-b", Ops.MOD: "a%b", Ops.MAX: "max(a,b)", Ops.POW: "a**b",
+        Ops.IDIV: "a//b", Ops.FDIV: "a/b", Ops.AND: "a&b", Ops.OR: "a|b", Ops.XOR: "a^b",
+        Ops.SHL: "a<<b", Ops.SHR: "a>>b", Ops.MIN: "min(a,b)",
+        Ops.WHERE: "c ? a : b", Ops.MULACC: "a*b+c"}
+
+
+def _operand_dtype(u: UOp) -> DType:
+    return u.src[1].dtype if u.op is Ops.WHERE else u.src[0].dtype
+
+
+def fold_constants(u: UOp) -> UOp | None:
+    """The constant ``u`` evaluates to (its sources all constants), or None if undefined."""
+    v = eval_values(u.op, _operand_dtype(u), u.src)
+    return None if v is None else make_const(u.dtype, v)
+
+
+def _foldable(x: UOp) -> bool:
+    return fold_constants(x) is not None
+
+
+def _any_vconst(x: UOp) -> bool:
+    return any(s.op is Ops.VCONST for s in x.src)
+
+
+def _const_rules(prefix: str, ops: tuple[Ops, ...], arity: int, vec: bool) -> list[Rule]:
+    out = []
+    src_op = (Ops.CONST, Ops.VCONST) if vec else Ops.CONST
+    for op in ops:
+        pat = UPat(op, src=tuple(UPat(src_op) for _ in range(arity)), name="x")
+        ident = _SYM[op]
+        if vec:
+            out.append(Rule(f"{prefix}_{op.name.lower()}",
+                            f"{ident} on vector constants -> VCONST, lane by lane",
+                            pat, build=lambda x: fold_constants(x),
+                            guard=lambda x: _any_vconst(x) and _foldable(x)))
+        else:
+            out.append(Rule(f"{prefix}_{op.name.lower()}",
+                            f"{ident} -> CONST(eval) for constants (dtype-aware; undefined kept)",
+                            pat, build=lambda x: fold_constants(x), guard=_foldable))
+    return out
+
+
+# ---- bounds fold: an integer node whose range is a single value is that value
+_BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE_VAR,
+                                                                       Ops.SPECIAL}
+
+
+def _single_valued(x: UOp) -> bool:
+    if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
+        return False
+    if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
+        return False  # a division that may be by zero is never folded into a value
+    return True
+
+
+_BOUNDS_FOLD = Rule(
+    "fold_const_by_bounds", "x -> CONST(v) when vmin(x) == vmax(x) == v (int/bool x)",
+    UPat(_BOUND_FOLD_OPS, name="x"),
+    build=lambda x: UOp.const(x.dtype, x.vmin), guard=_single_valued)
+
+
+def _vectorize_consts(v: UOp) -> UOp:
+    vals = tuple(s.arg for s in v.src)
+    return UOp.vconst(v.dtype.scalar(), vals)
+
+
+_VECTORIZE_CONST = Rule(
+    "vectorize_of_consts", "VECTORIZE(CONST a, CONST b, ...) -> VCONST(a, b, ...)",
+    UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name="v"),
+    build=_vectorize_consts,
+    guard=lambda v: len(v.src) > 1 and not v.dtype.ptr and v.dtype.count == len(v.src))
+
+_GROUP = "constant_folding_dsl_patterns"
+_VGROUP = "vconst_folding_patterns"
+
+constant_folding_dsl_patterns = (
+    _const_rules("const_fold", UNARY_FOLD, 1, False)
+    + _const_rules("const_fold", BINARY_FOLD, 2, False)
+    + _const_rules("const_fold", TERNARY_FOLD, 3, False)
+    + [_BOUNDS_FOLD])
+vconst_folding_patterns = (
+    _const_rules("vconst_fold", UNARY_FOLD, 1, True)
+    + _const_rules("vconst_fold", VCONST_BINARY_FOLD, 2, True)
+    + [_VECTORIZE_CONST])
+
+for _r in constant_folding_dsl_patterns:
+    _r.group = _GROUP
+for _r in vconst_folding_patterns:
+    _r.group = _VGROUP
+
+GROUPS: dict[str, list[Rule]] = {
+    _GROUP: constant_folding_dsl_patterns,
+    _VGROUP: vconst_folding_patterns,
+}

@@ -1,0 +1,58 @@
+"""Division cancellation: FDIV/IDIV by themselves and out of products (seed 000 section 5).
+
+Order matters: ``0.0/0.0 -> NaN`` and ``(x*0)/0 -> NaN`` come before
+``x/x -> 1`` so the indeterminate form is not folded to one.
+
+Float rules follow the seed (and tinygrad): ``x/x -> 1`` and ``(x*y)/y -> x``
+assume finite non-zero float operands (IEEE gives NaN for 0/0, inf/inf).
+Integer rules are exact: ``(x*y)//y -> x`` needs ``y`` never 0 and the
+product not to wrap.
+"""
+
+from __future__ import annotations
+
+import math
+
+from eqsat.ops import Ops
+from eqsat.pattern import Rule, UPat
+from eqsat.uop import UOp
+from rules.common import CONSTS, exact_product_fits, is_zero, may_be_invalid, nonzero
+
+__all__ = ["GROUPS"]
+
+_X, _Y = UPat.var("x"), UPat.var("y")
+
+
+def _fzero(name: str) -> UPat:
+    return UPat(CONSTS, name=name, pred=lambda u: u.dtype.is_float and is_zero(u))
+
+
+def _nan_like(d: UOp) -> UOp:
+    return d.const_like(math.nan)
+
+
+def _idiv_cancel_ok(x: UOp, y: UOp, d: UOp) -> bool:
+    return d.dtype.is_int and nonzero(y) and exact_product_fits(d.dtype, x, y)
+
+
+G = "division_dsl_patterns"
+division_dsl_patterns = [
+    Rule("fdiv_zero_zero", "0.0/0.0 -> NaN (before x/x -> 1)",
+         UPat(Ops.FDIV, src=(_fzero("a"), _fzero("b")), name="d"), build=_nan_like),
+    Rule("fdiv_mul_zero_zero", "(x*0.0)/0.0 -> NaN",
+         UPat(Ops.FDIV, src=(UPat(Ops.MUL, src=[UPat.var(), _fzero("a")]), _fzero("b")),
+              name="d"), build=_nan_like),
+    Rule("fdiv_self", "x/x -> 1.0 (floats; after the 0/0 rules)",
+         UPat(Ops.FDIV, src=(_X, _X), name="d"), build=lambda d: d.const_like(1.0),
+         guard=lambda d, x: d.dtype.is_float and not may_be_invalid(x)),
+    Rule("fdiv_mul_cancel", "(x*y)/y -> x (floats)",
+         UPat(Ops.FDIV, src=(UPat(Ops.MUL, src=[_X, _Y]), _Y), name="d"), build=lambda x: x,
+         guard=lambda d, y: d.dtype.is_float and not may_be_invalid(y)),
+    Rule("idiv_mul_cancel", "(x*y)//y -> x when y is never 0 and x*y does not wrap",
+         UPat(Ops.IDIV, src=(UPat(Ops.MUL, src=[_X, _Y]), _Y), name="d"), build=lambda x: x,
+         guard=_idiv_cancel_ok),
+]
+for _r in division_dsl_patterns:
+    _r.group = G
+
+GROUPS: dict[str, list[Rule]] = {G: division_dsl_patterns}

@@ -1,0 +1,130 @@
+"""Invalid propagation and dead loads/stores (seed 000 section 13).
+
+``WHERE(valid, idx, Invalid)`` marks a padded index. These rules run first
+(before ``x*0 -> 0`` and friends) so arithmetic on a padded index keeps its
+validity: ``0 * WHERE(c, x, Inv) -> WHERE(c, 0*x, Inv) -> WHERE(c, 0, Inv)``.
+
+Invalid propagates through every op (eqsat.interp), comparisons included,
+and two expressions are equal only where both are Invalid or both have the
+same value. Two seed rows are therefore changed to keep that equivalence:
+
+* ``cmp(WHERE(c, x, Inv), y)``: the seed drops the Invalid (``-> cmp(x, y)``,
+  "gated downstream"), which is only right when every use is gated by ``c``
+  again. Here the comparison moves inside: ``-> WHERE(c, cmp(x, y), Inv)``
+  (tinygrad's newer form), and a WHERE whose condition is such a gated bool
+  moves out too, so the gates merge with the others.
+* ``WHERE(c1, WHERE(c2, x, Inv), y) -> WHERE(c1 & c2, x, y)`` is left out:
+  where ``c1 & !c2`` holds it turns an Invalid index (a load that reads
+  nothing) into the valid index ``y``. The ``y = Inv`` case is kept
+  (``invalid_where_merge``).
+
+A bare Invalid absorbs an index operation on either side (the seed: left only;
+both are exact under the interpreter's semantics).
+"""
+
+from __future__ import annotations
+
+from eqsat.dtype import dtypes
+from eqsat.ops import GroupOp, Ops
+from eqsat.pattern import Rule, UPat
+from eqsat.uop import UOp
+from rules.common import const_is
+
+__all__ = ["GROUPS", "INVALID_PUSH_OPS"]
+
+_INV = UPat(Ops.INVALID, name="i")
+# the 13 binary ops of the seed (all non-comparison binaries of this IR except MULHI)
+INVALID_PUSH_OPS = tuple(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI})
+
+
+def _gate(c: str = "c", x: str = "x") -> UPat:
+    """``WHERE(c, x, Invalid)``."""
+    return UPat(Ops.WHERE, src=(UPat.var(c), UPat.var(x), _INV))
+
+
+def _where(c: UOp, x: UOp, i: UOp) -> UOp:
+    return UOp(Ops.WHERE, x.dtype, (c, x, i))
+
+
+G = "propagate_invalid"
+propagate_invalid = [
+    Rule("invalid_where_merge", "WHERE(c1, WHERE(c2, x, Inv), Inv) -> WHERE(c1 & c2, x, Inv)",
+         UPat(Ops.WHERE, src=(UPat.var("c1"), _gate("c2"), _INV)),
+         build=lambda c1, c2, x, i: _where(c1 & c2, x, i)),
+    Rule("invalid_into_cast", "CAST(WHERE(c, x, Inv), T) -> WHERE(c, CAST(x, T), Inv)",
+         UPat(Ops.CAST, src=(_gate(),), name="cast"),
+         build=lambda c, x, i, cast: _where(c, x.cast(cast.dtype), i)),
+    Rule("invalid_into_unary", "u(WHERE(c, x, Inv)) -> WHERE(c, u(x), Inv) for unary u",
+         UPat(tuple(GroupOp.Unary), src=(_gate(),), name="alu"),
+         build=lambda c, x, i, alu: _where(c, x.alu(alu.op), i)),
+    Rule("invalid_into_binary_left", "WHERE(c, x, Inv) op y -> WHERE(c, x op y, Inv) "
+         "(13 non-comparison binary ops)",
+         UPat(INVALID_PUSH_OPS, src=(_gate(), UPat.var("y")), name="alu"),
+         build=lambda c, x, y, i, alu: _where(c, x.alu(alu.op, y), i)),
+    Rule("invalid_into_binary_right", "y op WHERE(c, x, Inv) -> WHERE(c, y op x, Inv) "
+         "(13 non-comparison binary ops)",
+         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), _gate()), name="alu"),
+         build=lambda c, x, y, i, alu: _where(c, y.alu(alu.op, x), i)),
+    Rule("invalid_into_cmp_left", "WHERE(c, x, Inv) <cmp> y -> WHERE(c, x <cmp> y, Inv)",
+         UPat(tuple(GroupOp.Comparison), src=(_gate(), UPat.var("y")), name="alu"),
+         build=lambda c, x, y, i, alu: _where(c, x.alu(alu.op, y), i)),
+    Rule("invalid_into_cmp_right", "y <cmp> WHERE(c, x, Inv) -> WHERE(c, y <cmp> x, Inv)",
+         UPat(tuple(GroupOp.Comparison), src=(UPat.var("y"), _gate()), name="alu"),
+         build=lambda c, x, y, i, alu: _where(c, y.alu(alu.op, x), i)),
+    Rule("invalid_into_where_cond", "WHERE(WHERE(c, b, Inv), t, f) -> "
+         "WHERE(c, WHERE(b, t, f), Inv)",
+         UPat(Ops.WHERE, src=(_gate("c", "b"), UPat.var("t"), UPat.var("f"))),
+         build=lambda c, b, t, f, i: _where(c, _where(b, t, f), i)),
+    Rule("invalid_bare_left", "Invalid op y -> Invalid for index y",
+         UPat(INVALID_PUSH_OPS, src=(_INV, UPat.var("y"))), build=lambda i: i,
+         guard=lambda y: y.dtype == dtypes.index),
+    Rule("invalid_bare_right", "y op Invalid -> Invalid for index y",
+         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), _INV)), build=lambda i: i,
+         guard=lambda y: y.dtype == dtypes.index),
+]
+
+
+def _zero_of(u: UOp) -> UOp:
+    return UOp.const(u.dtype, 0)
+
+
+def _noop() -> UOp:
+    return UOp(Ops.NOOP)
+
+
+def _inv_index(name: str = "idx") -> UPat:
+    return UPat(Ops.INDEX, src=(UPat.var("buf"), UPat(Ops.INVALID)), name=name, any_len=True)
+
+
+def _bool_gate(v: bool) -> UPat:
+    return UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"),
+                                UPat(Ops.CONST, pred=lambda u: const_is(u, v))), name="ix")
+
+
+G_LS = "fold_invalid_load_store"
+fold_invalid_load_store = [
+    Rule("load_invalid_index", "LOAD(INDEX(buf, Invalid)) -> 0",
+         UPat(Ops.LOAD, src=(_inv_index(),), name="ld"), build=_zero_of),
+    Rule("load_alt_invalid_index", "LOAD(INDEX(buf, Invalid), alt) -> alt",
+         UPat(Ops.LOAD, src=(_inv_index(), UPat.var("alt"))), build=lambda alt: alt),
+    Rule("load_cast_invalid_index", "LOAD(CAST(INDEX(buf, Invalid))) -> 0",
+         UPat(Ops.LOAD, src=(UPat(Ops.CAST, src=(_inv_index(),)),), name="ld"),
+         build=_zero_of),
+    Rule("store_invalid_index", "STORE(INDEX(buf, Invalid), v) -> NOOP",
+         UPat(Ops.STORE, src=(_inv_index(), UPat.var())), build=_noop),
+    Rule("store_cast_invalid_index", "STORE(CAST(INDEX(buf, Invalid)), v) -> NOOP",
+         UPat(Ops.STORE, src=(UPat(Ops.CAST, src=(_inv_index(),)), UPat.var())), build=_noop),
+    Rule("index_gate_true", "INDEX(buf, idx, true) -> INDEX(buf, idx)",
+         _bool_gate(True), build=lambda ix, buf, idx: ix.replace(src=(buf, idx))),
+    Rule("load_gate_false", "LOAD(INDEX(buf, idx, false)) -> 0",
+         UPat(Ops.LOAD, src=(_bool_gate(False),), name="ld"), build=_zero_of),
+    Rule("load_alt_gate_false", "LOAD(INDEX(buf, idx, false), alt) -> alt",
+         UPat(Ops.LOAD, src=(_bool_gate(False), UPat.var("alt"))), build=lambda alt: alt),
+    Rule("store_gate_false", "STORE(INDEX(buf, idx, false), v) -> NOOP",
+         UPat(Ops.STORE, src=(_bool_gate(False), UPat.var())), build=_noop),
+]
+
+GROUPS: dict[str, list[Rule]] = {G: propagate_invalid, G_LS: fold_invalid_load_store}
+for _g, _rs in GROUPS.items():
+    for _r in _rs:
+        _r.group = _g

@@ -1,0 +1,31 @@
+"""MAX/MIN elimination by self folding and by bounds (seed 000 section 11).
+
+This IR keeps ``MIN`` as an op (Morok lowers it to ``-max(-a, -b)``), so the
+MIN twins of the MAX rules are here too. Float bounds are unbounded unless
+constant, so the bounds rules never decide a float (NaN) comparison.
+"""
+
+from __future__ import annotations
+
+from eqsat.ops import Ops
+from eqsat.pattern import Rule, UPat
+
+__all__ = ["GROUPS"]
+
+_X, _Y = UPat.var("x"), UPat.var("y")
+
+G = "minmax_dsl_patterns"
+minmax_dsl_patterns = [
+    Rule("max_self", "max(x, x) -> x", UPat(Ops.MAX, src=(_X, _X)), build=lambda x: x),
+    Rule("min_self", "min(x, x) -> x", UPat(Ops.MIN, src=(_X, _X)), build=lambda x: x),
+    Rule("max_by_bounds", "max(x, y) -> x when vmin(x) >= vmax(y)",
+         UPat(Ops.MAX, src=[_X, _Y]), build=lambda x: x,
+         guard=lambda x, y: not x.dtype.is_float and x.vmin >= y.vmax),
+    Rule("min_by_bounds", "min(x, y) -> x when vmax(x) <= vmin(y)",
+         UPat(Ops.MIN, src=[_X, _Y]), build=lambda x: x,
+         guard=lambda x, y: not x.dtype.is_float and x.vmax <= y.vmin),
+]
+for _r in minmax_dsl_patterns:
+    _r.group = G
+
+GROUPS: dict[str, list[Rule]] = {G: minmax_dsl_patterns}
