@@ -1,0 +1,417 @@
+"""A generic, read-only view of an e-graph for the extractors.
+
+An :class:`EGraphView` is a set of e-classes, each a list of :class:`ENode`;
+an e-node has an IR op (or None for a structural node the IR does not know),
+a dtype, an arg and the ids of its children's e-classes. Views come from
+
+* egglog's serialized JSON (:meth:`EGraphView.from_egglog_json`) with a
+  ``decoder`` that maps the e-graph engine's constructors to IR ops,
+* UOp graphs plus optional unions (:meth:`EGraphView.from_uops`), handy for
+  tests and for a Python-side e-graph,
+* hand-built lists of :class:`ENode` (the constructor).
+
+egglog's JSON (``egraph._serialize().to_json()`` or
+``egraph._egraph.serialize([]).to_json()``, egglog 13.2) is
+``{"nodes": {node_id: {"op", "children": [node ids], "eclass", "cost",
+"subsumed"}}, "class_data": {class_id: {"type", "let"?}}, "root_eclasses": [...]}``.
+A child is named by a node id; its e-class is that node's ``eclass``.
+Primitive literals (i64, f64, String, bool) are nodes ``primitive-<sort>-<n>``
+without children: the view does not keep them as e-nodes but hands their values
+to the decoder in :attr:`SerializedNode.literals`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from eqsat.dtype import DType
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+
+__all__ = ["ENode", "EGraphView", "SerializedNode", "Decoded", "ClassId"]
+
+ClassId = Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class ENode:
+    """One e-node: ``key`` (unique in the view), its e-class ``eclass``, the IR
+    ``op``/``dtype``/``arg`` and the e-class ids of its ``children`` in order.
+
+    ``op=None`` marks a structural node that is not an IR op (a container, a
+    tuple); a cost model cannot price it, so it costs ``cost`` (>= 0). ``raw``
+    is whatever the view was built from (an egglog :class:`SerializedNode`,
+    a UOp), for the term builder's use.
+    """
+
+    key: Hashable
+    eclass: ClassId
+    op: Ops | None
+    dtype: DType | None
+    arg: Any
+    children: tuple[ClassId, ...]
+    cost: float = 0.0
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+class SerializedNode(NamedTuple):
+    """What a decoder sees of one node of egglog's serialized e-graph.
+
+    ``children`` are the e-class ids of the children, in order; ``literals[i]``
+    is the value of child ``i`` when that child is a primitive literal (int for
+    i64, float for f64, str for String, bool for bool), else None. ``sort`` is
+    the node's e-class type from ``class_data`` (``"__main__.E"``); ``cost`` is
+    egglog's own cost of the node.
+    """
+
+    id: str
+    op: str
+    eclass: str
+    sort: str
+    children: tuple[str, ...]
+    literals: tuple[Any, ...]
+    child_is_literal: tuple[bool, ...]
+    cost: float
+    subsumed: bool
+
+
+class Decoded(NamedTuple):
+    """A decoder's answer for one node.
+
+    ``children``: the e-class ids that are the node's IR children, in order
+    (None = every child that is not a primitive literal). ``cost``: the price of
+    a structural node (``op=None``); ignored for IR ops.
+    """
+
+    op: Ops | None
+    dtype: DType | None
+    arg: Any = None
+    children: tuple[str, ...] | None = None
+    cost: float = 0.0
+
+
+Decoder = Callable[[SerializedNode], "Decoded | tuple | None"]
+
+
+def _sort_key(x: Any) -> tuple:
+    if isinstance(x, bool):
+        return (1, int(x), "")
+    if isinstance(x, int):
+        return (1, x, "")
+    if isinstance(x, str):
+        return (2, 0, x)
+    return (3, 0, repr(x))
+
+
+class _Compiled:
+    """Integer-indexed arrays of a view, built once and shared by extractions."""
+
+    __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
+                 "selfloop", "cost_cache")
+
+    def __init__(self, view: EGraphView):
+        cids = list(view.classes)
+        for n in view._all_nodes:
+            for ch in n.children:
+                if ch not in view.classes and ch not in view._empty:
+                    view._empty[ch] = None
+        cids.extend(view._empty)  # classes that are named but have no e-node
+        self.cids = cids
+        self.cidx = {c: i for i, c in enumerate(cids)}
+        self.nodes: list[ENode] = []
+        self.ncls: list[int] = []
+        self.class_nodes: list[list[int]] = [[] for _ in cids]
+        for ci, c in enumerate(cids):
+            for n in view.classes.get(c, ()):
+                self.class_nodes[ci].append(len(self.nodes))
+                self.nodes.append(n)
+                self.ncls.append(ci)
+        cidx = self.cidx
+        self.nch = [tuple(cidx[k] for k in n.children) for n in self.nodes]
+        self.nchd = [tuple(sorted(set(ch))) for ch in self.nch]
+        self.selfloop = [self.ncls[i] in self.nchd[i] for i in range(len(self.nodes))]
+        parents: list[list[int]] = [[] for _ in cids]
+        for i, ch in enumerate(self.nchd):
+            for k in ch:
+                parents[k].append(i)
+        self.parents = parents
+        self.cost_cache: dict[Any, list[float]] = {}
+
+
+class EGraphView:
+    """E-classes -> e-nodes, in a canonical (sorted) order.
+
+    ``nodes``: every e-node (keys unique); ``class_min``: optional known lower
+    bound of e-classes (lets bound-aware cost models price e.g. a division by a
+    power of two of a non-negative value as a shift); ``roots``: default root
+    classes; ``lets``: egglog ``let`` names -> class id.
+    Classes and their nodes are sorted by id/key, so extraction does not
+    depend on the order the nodes were given in.
+    """
+
+    def __init__(self, nodes: Iterable[ENode], class_min: Mapping[ClassId, int | float] | None
+                 = None, roots: Sequence[ClassId] = (), lets: Mapping[str, ClassId] | None = None):
+        all_nodes = list(nodes)
+        by_key: dict[Hashable, ENode] = {}
+        classes: dict[ClassId, list[ENode]] = {}
+        for n in all_nodes:
+            if not isinstance(n, ENode):
+                raise TypeError(f"EGraphView takes ENode objects, got {type(n).__name__}: {n!r}")
+            if n.key in by_key:
+                raise ValueError(f"duplicate e-node key {n.key!r} (classes "
+                                 f"{by_key[n.key].eclass!r} "
+                                 f"and {n.eclass!r})")
+            if n.op is not None and not isinstance(n.op, Ops):
+                raise TypeError(f"e-node {n.key!r}: op must be an Ops or None, got {n.op!r}")
+            if not isinstance(n.children, tuple):
+                raise TypeError(f"e-node {n.key!r}: children must be a tuple of class ids")
+            if n.op is None and not (isinstance(n.cost, (int, float)) and n.cost >= 0
+                                     and math.isfinite(n.cost)):
+                raise ValueError(f"e-node {n.key!r}: structural cost must be finite and >= 0, "
+                                 f"got {n.cost!r}")
+            by_key[n.key] = n
+            classes.setdefault(n.eclass, []).append(n)
+        self.classes: dict[ClassId, list[ENode]] = {
+            c: sorted(classes[c], key=lambda n: _sort_key(n.key))
+            for c in sorted(classes, key=_sort_key)}
+        self._all_nodes = [n for ns in self.classes.values() for n in ns]
+        self._by_key = by_key
+        self._empty: dict[ClassId, None] = {}
+        self.class_min: dict[ClassId, int | float] = dict(class_min or {})
+        self.roots: tuple[ClassId, ...] = tuple(roots)
+        self.lets: dict[str, ClassId] = dict(lets or {})
+        self._class_const: dict[ClassId, Any] = {}
+        for c, ns in self.classes.items():
+            for n in ns:
+                if n.op is Ops.CONST and isinstance(n.arg, (int, float)):
+                    self._class_const[c] = n.arg
+                    break
+        self._compiled: _Compiled | None = None
+
+    # ---- queries ------------------------------------------------------------
+    def __len__(self) -> int:
+        """The number of e-nodes."""
+        return len(self._all_nodes)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def __repr__(self) -> str:
+        return (f"<EGraphView {len(self.classes)} classes, {len(self)} e-nodes, "
+                f"roots={list(self.roots)!r}>")
+
+    def node(self, key: Hashable) -> ENode:
+        """The e-node with this key."""
+        try:
+            return self._by_key[key]
+        except KeyError:
+            raise KeyError(f"no e-node with key {key!r} in this view") from None
+
+    def class_const(self, cid: ClassId) -> int | float | None:
+        """The constant value of class ``cid`` if it holds a scalar CONST e-node, else None."""
+        return self._class_const.get(cid)
+
+    def child_consts(self, node: ENode) -> tuple[int | float | None, ...]:
+        """``child_consts`` of ``node`` for a cost model."""
+        return tuple(self._class_const.get(c) for c in node.children)
+
+    def child_mins(self, node: ENode) -> tuple[int | float | None, ...]:
+        """The known lower bounds of ``node``'s children (None where unknown)."""
+        cm = self.class_min
+        return tuple(cm.get(c, self._class_const.get(c)) for c in node.children)
+
+    def compiled(self) -> _Compiled:
+        if self._compiled is None:
+            self._compiled = _Compiled(self)
+        return self._compiled
+
+    def node_costs(self, model: Any) -> list[float]:
+        """The cost of every e-node (in compiled order) under ``model``; cached per model."""
+        comp = self.compiled()
+        try:
+            cache_key: Any = (type(model), model)
+            hash(cache_key)
+        except TypeError:
+            cache_key = None
+        if cache_key is not None and cache_key in comp.cost_cache:
+            return comp.cost_cache[cache_key]
+        bounds = bool(getattr(model, "uses_bounds", False))
+        out: list[float] = []
+        for n in comp.nodes:
+            if n.op is None:
+                v = float(n.cost)
+            elif bounds:
+                v = model.node_cost(n.op, n.dtype, n.arg, self.child_consts(n),
+                                    child_mins=self.child_mins(n))
+            else:
+                v = model.node_cost(n.op, n.dtype, n.arg, self.child_consts(n))
+            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                raise ValueError(f"cost model {model!r} priced e-node {n.key!r} ({n.op}) at "
+                                 f"{v!r}; costs must be finite numbers >= 0")
+            out.append(float(v))
+        if cache_key is not None:
+            comp.cost_cache[cache_key] = out
+        return out
+
+    # ---- constructors -------------------------------------------------------
+    @classmethod
+    def from_uops(cls, roots: UOp | Sequence[UOp],
+                  unions: Iterable[tuple[UOp, UOp]] = ()) -> EGraphView:
+        """A view of UOp graphs where each unique node is an e-node and the
+        pairs in ``unions`` (and their whole classes) are merged.
+
+        Classes are named ``"c<i>"`` after their first member in toposort order;
+        ``view.roots`` are the classes of ``roots``; ``class_min`` is the
+        tightest ``vmin`` over each class's members. ``raw`` of each e-node is its UOp.
+        """
+        roots = [roots] if isinstance(roots, UOp) else list(roots)
+        unions = list(unions)
+        order: list[UOp] = []
+        seen: set[int] = set()
+        for top in roots + [u for pair in unions for u in pair]:
+            if not isinstance(top, UOp):
+                raise TypeError(f"from_uops takes UOps, got {type(top).__name__}: {top!r}")
+            for u in top.toposort():
+                if id(u) not in seen:
+                    seen.add(id(u))
+                    order.append(u)
+        index = {id(u): i for i, u in enumerate(order)}
+        parent = list(range(len(order)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for a, b in unions:
+            ra, rb = find(index[id(a)]), find(index[id(b)])
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        name = [f"c{find(i)}" for i in range(len(order))]
+        class_min: dict[ClassId, int | float] = {}
+        nodes = []
+        for i, u in enumerate(order):
+            c = name[i]
+            nodes.append(ENode(f"n{i}", c, u.op, u.dtype, u.arg,
+                               tuple(name[index[id(s)]] for s in u.src), raw=u))
+            lo = u.vmin
+            if isinstance(lo, (int, float)) and not (isinstance(lo, float) and math.isnan(lo)):
+                class_min[c] = max(class_min.get(c, lo), lo)
+        return cls(nodes, class_min=class_min, roots=[name[index[id(r)]] for r in roots])
+
+    @classmethod
+    def from_egglog_json(cls, data: str | bytes | Mapping[str, Any], decoder: Decoder, *,
+                         include_subsumed: bool = False,
+                         lo_function: str | None = None) -> EGraphView:
+        """Build a view from egglog's serialized e-graph.
+
+        ``data``: the JSON text or the parsed dict. ``decoder(node:
+        SerializedNode)`` returns ``(op, dtype, arg)``, a :class:`Decoded`
+        (or a tuple of its fields) for a node to keep, or None to drop it
+        (analysis functions, helper constructors, containers the IR has no use for).
+        Primitive literal nodes never reach the decoder; their values arrive
+        in the parent's ``literals``. Subsumed nodes are dropped unless
+        ``include_subsumed``. ``lo_function``: the serialized op name of a
+        lower-bound lattice function (e.g. ``"lo"``); its rows become
+        ``class_min`` (they are not passed to the decoder).
+        """
+        if isinstance(data, (str, bytes)):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"egglog JSON: not valid JSON ({e})") from None
+        if not isinstance(data, Mapping) or not isinstance(data.get("nodes"), Mapping):
+            raise ValueError("egglog JSON: expected an object with a 'nodes' object")
+        raw_nodes: Mapping[str, Any] = data["nodes"]
+        class_data: Mapping[str, Any] = data.get("class_data") or {}
+        for nid, nd in raw_nodes.items():
+            if not isinstance(nd, Mapping) or "eclass" not in nd or "op" not in nd:
+                raise ValueError(f"egglog JSON: node {nid!r} lacks 'op' or 'eclass'")
+            for ch in nd.get("children", ()):
+                if ch not in raw_nodes:
+                    raise ValueError(f"egglog JSON: node {nid!r} has unknown child {ch!r}")
+
+        def sort_of(nid: str, nd: Mapping[str, Any]) -> str:
+            t = class_data.get(nd["eclass"], {}).get("type")
+            if t is None and nid.startswith("primitive-"):
+                t = nid[len("primitive-"):].rsplit("-", 1)[0]
+            return t or ""
+
+        # literal classes: those holding a primitive node without children
+        lit: dict[str, Any] = {}
+        for nid, nd in raw_nodes.items():
+            if nid.startswith("primitive-") and not nd.get("children"):
+                lit[nd["eclass"]] = _literal(sort_of(nid, nd), str(nd["op"]))
+        class_min: dict[ClassId, int | float] = {}
+        lets: dict[str, ClassId] = {}
+        for cid, cd in class_data.items():
+            if isinstance(cd, Mapping) and cd.get("let"):
+                for name in str(cd["let"]).split(","):
+                    lets[name.strip()] = cid
+        nodes: list[ENode] = []
+        for nid, nd in raw_nodes.items():
+            if nid.startswith("primitive-") and not nd.get("children"):
+                continue
+            subsumed = bool(nd.get("subsumed", False))
+            if subsumed and not include_subsumed:
+                continue
+            children = tuple(raw_nodes[ch]["eclass"] for ch in nd.get("children", ()))
+            is_lit = tuple(c in lit for c in children)
+            if lo_function is not None and nd["op"] == lo_function:
+                if len(children) == 1 and nd["eclass"] in lit:
+                    v = lit[nd["eclass"]]
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        c = children[0]
+                        class_min[c] = max(class_min.get(c, v), v)
+                continue
+            sn = SerializedNode(nid, str(nd["op"]), nd["eclass"], sort_of(nid, nd), children,
+                                tuple(lit.get(c) for c in children), is_lit,
+                                float(nd.get("cost", 1.0)), subsumed)
+            dec = decoder(sn)
+            if dec is None:
+                continue
+            try:
+                d = dec if isinstance(dec, Decoded) else Decoded(*dec)
+            except TypeError:
+                raise ValueError(f"decoder returned {dec!r} for node {nid!r} (op {sn.op!r}); "
+                                 "expected (op, dtype, arg[, children[, cost]]) or None") from None
+            kids = d.children if d.children is not None else \
+                tuple(c for c, il in zip(children, is_lit, strict=True) if not il)
+            nodes.append(ENode(nid, nd["eclass"], d.op, d.dtype, d.arg, tuple(kids),
+                               float(d.cost), raw=sn))
+        return cls(nodes, class_min=class_min, roots=tuple(data.get("root_eclasses") or ()),
+                   lets=lets)
+
+
+def _literal(sort: str, op: str) -> Any:
+    """The Python value of a primitive literal node of egglog's JSON."""
+    if sort in ("i64", "BigInt"):
+        try:
+            return int(op)
+        except ValueError:
+            return op
+    if sort == "f64":
+        try:
+            return float(op)
+        except ValueError:
+            low = op.lower()
+            return {"nan": math.nan, "inf": math.inf, "+inf": math.inf,
+                    "-inf": -math.inf}.get(low, op)
+    if sort == "bool":
+        return op == "true"
+    if sort == "String":
+        if op.startswith('"'):
+            try:
+                return json.loads(op)
+            except json.JSONDecodeError:
+                return op[1:-1]
+        return op
+    if sort == "Unit":
+        return None
+    return op

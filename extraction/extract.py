@@ -1,0 +1,770 @@
+"""Extractors: choose one e-node per e-class so that the chosen terms are cheapest.
+
+* :func:`extract_tree` -- bottom-up, tree cost (a shared subterm is paid at every
+  use), what egglog's own extractor does. Exact for tree cost: a Knuth/Dijkstra
+  fixpoint over the e-graph (an e-node is priced once all its children's
+  classes are final), so cycles are harmless.
+* :func:`extract_dag` -- DAG cost (a shared subterm is paid once, and several
+  roots share): extraction-gym's "faster greedy DAG" (a cost set per class),
+  then a local search that swaps one class's e-node at a time while that
+  lowers the exact DAG cost, never creating a cycle. It starts from the
+  cheaper (under DAG cost) of the greedy and the tree selections, so it is
+  never worse than :func:`extract_tree`.
+
+Both return an :class:`Extraction`: the selection ``{class_id: ENode}`` over
+the classes the roots reach, its DAG cost, its tree cost, and
+:meth:`Extraction.build` to rebuild terms through a callback.
+Everything iterates in the view's sorted order: results are deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from eqsat.uop import UOp
+from extraction.cost import CostModel, get_cost_model
+from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled
+
+__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_dag", "extract",
+           "build_terms", "uop_builder", "dag_cost", "tree_cost"]
+
+T = TypeVar("T")
+INF = math.inf
+
+
+class ExtractionError(ValueError):
+    """No acyclic term exists for a root, or a selection cannot be rebuilt."""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The result of an extraction.
+
+    ``selection`` maps every class reachable from ``roots`` to its chosen e-node;
+    ``cost`` is the DAG cost of the chosen terms (each unique class paid once,
+    over all roots together), ``tree_cost`` the sum over roots of their tree
+    costs; ``method`` is ``"tree"`` or ``"dag"``; ``stats`` has figures of the run.
+    """
+
+    roots: tuple[ClassId, ...]
+    selection: dict[ClassId, ENode]
+    cost: float
+    tree_cost: float
+    method: str
+    stats: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def build(self, build: Callable[[ENode, tuple[T, ...]], T]) -> list[T]:
+        """The terms of the roots, built bottom-up by ``build(enode, children_terms)``
+        once per class (shared classes give the same object)."""
+        return build_terms(self.selection, self.roots, build)
+
+    def to_uops(self) -> list[UOp]:
+        """The terms of the roots as hash-consed UOps (every selected e-node needs an op)."""
+        return self.build(uop_builder)
+
+    def __repr__(self) -> str:
+        return (f"Extraction(method={self.method!r}, cost={self.cost}, "
+                f"tree_cost={self.tree_cost}, roots={list(self.roots)!r}, "
+                f"classes={len(self.selection)})")
+
+
+def uop_builder(node: ENode, children: tuple[UOp, ...]) -> UOp:
+    """Build a UOp from an e-node and its children's UOps (``UOp(op, dtype, children, arg)``)."""
+    if node.op is None or node.dtype is None:
+        raise ExtractionError(f"e-node {node.key!r} of class {node.eclass!r} is structural "
+                              "(no op/dtype): give build() your own callback")
+    return UOp(node.op, node.dtype, children, node.arg)
+
+
+def build_terms(selection: Mapping[ClassId, ENode], roots: Sequence[ClassId],
+                build: Callable[[ENode, tuple[T, ...]], T]) -> list[T]:
+    """Rebuild the terms of ``roots`` from ``selection`` (class -> e-node).
+
+    Iterative (no recursion limit); each class is built once. Raises
+    ExtractionError for a class missing from the selection or a cycle.
+    """
+    done: dict[ClassId, T] = {}
+    active: set[ClassId] = set()
+    for r in roots:
+        stack: list[tuple[ClassId, bool]] = [(r, False)]
+        while stack:
+            c, expanded = stack.pop()
+            if expanded:
+                n = selection[c]
+                done[c] = build(n, tuple(done[k] for k in n.children))
+                active.discard(c)
+                continue
+            if c in done:
+                continue
+            if c in active:
+                raise ExtractionError(f"the selection has a cycle through class {c!r}")
+            n = selection.get(c)
+            if n is None:
+                raise ExtractionError(f"class {c!r} has no selected e-node")
+            active.add(c)
+            stack.append((c, True))
+            for k in reversed(n.children):
+                if k not in done:
+                    if k in active:
+                        raise ExtractionError(f"the selection has a cycle through class {k!r}")
+                    stack.append((k, False))
+    return [done[r] for r in roots]
+
+
+# ---- helpers on the compiled (integer) form -------------------------------------------
+
+def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
+             ) -> tuple[_Compiled, list[float], list[int], list[bool], CostModel]:
+    if not isinstance(view, EGraphView):
+        raise TypeError(f"expected an EGraphView, got {type(view).__name__}")
+    model = get_cost_model(model)
+    if roots is None:
+        roots = view.roots
+    if isinstance(roots, (str, bytes)) or not isinstance(roots, Sequence):
+        roots = [roots]
+    if not roots:
+        raise ValueError("no roots given (and the view has no default roots)")
+    comp = view.compiled()
+    ridx = []
+    for r in roots:
+        if r not in comp.cidx:
+            raise ExtractionError(f"root class {r!r} is not in the e-graph")
+        ridx.append(comp.cidx[r])
+    cost = view.node_costs(model)
+    # classes any root can reach through any e-node: the only ones that matter
+    relevant = [False] * len(comp.cids)
+    stack = list(ridx)
+    for r in ridx:
+        relevant[r] = True
+    while stack:
+        c = stack.pop()
+        for n in comp.class_nodes[c]:
+            for k in comp.nchd[n]:
+                if not relevant[k]:
+                    relevant[k] = True
+                    stack.append(k)
+    return comp, cost, ridx, relevant, model
+
+
+def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
+                 ) -> tuple[list[int], list[float]]:
+    """Best tree-cost e-node per relevant class (Knuth's generalization of Dijkstra)."""
+    nclasses = len(comp.cids)
+    best = [INF] * nclasses
+    choice = [-1] * nclasses
+    nchd, nch, ncls, parents = comp.nchd, comp.nch, comp.ncls, comp.parents
+    pending: dict[int, int] = {}
+    heap: list[tuple[float, int]] = []
+    for c in range(nclasses):
+        if not relevant[c]:
+            continue
+        for n in comp.class_nodes[c]:
+            if comp.selfloop[n]:
+                continue
+            if nchd[n]:
+                pending[n] = len(nchd[n])
+            else:
+                heap.append((cost[n], n))
+    heapq.heapify(heap)
+    while heap:
+        v, n = heapq.heappop(heap)
+        c = ncls[n]
+        if choice[c] >= 0:
+            continue
+        best[c] = v
+        choice[c] = n
+        for p in parents[c]:
+            left = pending.get(p)
+            if left is None:
+                continue
+            left -= 1
+            pending[p] = left
+            if left == 0 and choice[ncls[p]] < 0:
+                heapq.heappush(heap, (cost[p] + sum(best[k] for k in nch[p]), p))
+    return choice, best
+
+
+def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
+    """Classes reachable from ``starts`` through any e-node without entering
+    ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
+    out = set(starts)
+    stack = list(starts)
+    nchd, class_nodes = comp.nchd, comp.class_nodes
+    while stack:
+        c = stack.pop()
+        for n in class_nodes[c]:
+            for k in nchd[n]:
+                if k not in out and k not in free and k != banned:
+                    out.add(k)
+                    stack.append(k)
+    return sorted(out)
+
+
+def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
+              region: list[int], banned: int = -1) -> list[int]:
+    """A new selection: classes in ``free`` (closed under ``sel``) keep their
+    e-node and cost nothing to their users; the classes of ``region`` (whose
+    e-nodes point only into ``region``, ``free`` or ``banned``) are re-chosen by
+    tree cost over that (Knuth, as in :func:`_tree_choice`); ``banned`` (a class
+    or -1) may not be used and gets -1, as does a region class left without a
+    finite choice. Acyclic: new choices point only at free classes (which never
+    reach a region class) or at region classes finalized before them."""
+    new = list(sel)
+    best: dict[int, float] = dict.fromkeys(free, 0.0)
+    inreg = set(region)
+    nchd, nch, ncls, parents = comp.nchd, comp.nch, comp.ncls, comp.parents
+    pending: dict[int, int] = {}
+    heap: list[tuple[float, int]] = []
+    for c in region:
+        new[c] = -1
+        for n in comp.class_nodes[c]:
+            ch = nchd[n]
+            if comp.selfloop[n] or banned in ch:
+                continue
+            left = sum(1 for k in ch if k not in best)
+            if left:
+                pending[n] = left
+            else:
+                heap.append((cost[n] + sum(best[k] for k in nch[n]), n))
+    heapq.heapify(heap)
+    while heap:
+        v, n = heapq.heappop(heap)
+        c = ncls[n]
+        if c in best:
+            continue
+        best[c] = v
+        new[c] = n
+        for p in parents[c]:
+            left = pending.get(p)
+            if left is None:
+                continue
+            left -= 1
+            pending[p] = left
+            if left == 0 and ncls[p] in inreg and ncls[p] not in best:
+                heapq.heappush(heap, (cost[p] + sum(best[k] for k in nch[p]), p))
+    if banned >= 0:
+        new[banned] = -1
+    return new
+
+
+def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
+                       max_pops: int) -> tuple[list[int], int]:
+    """extraction-gym's faster greedy DAG: per class the cheapest cost set
+    (class -> cost of its chosen node) over its e-nodes, cost sets of children
+    merged so shared classes count once. Returns choices and the number of pops."""
+    nclasses = len(comp.cids)
+    sets: list[dict[int, float] | None] = [None] * nclasses
+    totals = [INF] * nclasses
+    choice = [-1] * nclasses
+    nchd, ncls, parents, selfloop = comp.nchd, comp.ncls, comp.parents, comp.selfloop
+    heap: list[tuple[float, int]] = []
+    queued: dict[int, float] = {}
+    for c in range(nclasses):
+        if relevant[c]:
+            for n in comp.class_nodes[c]:
+                if not nchd[n]:
+                    heap.append((cost[n], n))
+                    queued[n] = cost[n]
+    heapq.heapify(heap)
+    pops = 0
+    while heap and pops < max_pops:
+        key, n = heapq.heappop(heap)
+        if queued.get(n) != key:
+            continue  # a stale duplicate
+        del queued[n]
+        pops += 1
+        c = ncls[n]
+        prev = totals[c]
+        ch = nchd[n]
+        if not ch:
+            s: dict[int, float] = {c: cost[n]}
+            tot = cost[n]
+        else:
+            child_sets = []
+            lb = 0.0
+            missing = False
+            for k in ch:
+                sk = sets[k]
+                if sk is None:
+                    missing = True
+                    break
+                child_sets.append(sk)
+                if totals[k] > lb:
+                    lb = totals[k]
+            if missing or cost[n] + lb >= prev:
+                continue
+            big = 0
+            for i in range(1, len(child_sets)):
+                if len(child_sets[i]) > len(child_sets[big]):
+                    big = i
+            s = dict(child_sets[big])
+            tot = totals[ch[big]]  # == sum of that set; add what the others bring
+            for i, sk in enumerate(child_sets):
+                if i != big:
+                    for key, val in sk.items():
+                        old = s.get(key)
+                        if old is None:
+                            tot += val
+                        elif old != val:
+                            tot += val - old
+                    s.update(sk)
+            if c in s:
+                continue
+            s[c] = cost[n]
+            tot += cost[n]
+        if tot < prev:
+            sets[c] = s
+            totals[c] = tot
+            choice[c] = n
+            for p in parents[c]:
+                if selfloop[p] or not relevant[ncls[p]]:
+                    continue
+                pk = cost[p] + tot
+                old = queued.get(p)
+                if old is None or pk < old:
+                    queued[p] = pk
+                    heapq.heappush(heap, (pk, p))
+    return choice, pops
+
+
+def _walk(comp: _Compiled, sel: list[int], ridx: list[int]) -> list[int] | None:
+    """Classes reachable from the roots under ``sel``, children first; None on a cycle
+    or a class without a selection."""
+    nchd = comp.nchd
+    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+    order: list[int] = []
+    for r in ridx:
+        if r in state:
+            continue
+        if sel[r] < 0:
+            return None
+        state[r] = 1
+        stack = [(r, iter(nchd[sel[r]]))]
+        while stack:
+            c, it = stack[-1]
+            for k in it:
+                st = state.get(k)
+                if st is None:
+                    if sel[k] < 0:
+                        return None
+                    state[k] = 1
+                    stack.append((k, iter(nchd[sel[k]])))
+                    break
+                if st == 1:
+                    return None
+            else:
+                stack.pop()
+                state[c] = 2
+                order.append(c)
+    return order
+
+
+def _dag_total(comp: _Compiled, cost: list[float], sel: list[int], order: list[int]) -> float:
+    return math.fsum(cost[sel[c]] for c in order)
+
+
+def _tree_total(comp: _Compiled, cost: list[float], sel: list[int], order: list[int],
+                ridx: list[int]) -> float:
+    tc: dict[int, float] = {}
+    nch = comp.nch
+    for c in order:  # children first
+        n = sel[c]
+        tc[c] = cost[n] + sum(tc[k] for k in nch[n])
+    return sum(tc[r] for r in ridx)
+
+
+class _State:
+    """The selected DAG reachable from the roots: order, positions, edge counts, parents."""
+
+    __slots__ = ("order", "pos", "refcnt", "par", "total")
+
+    def __init__(self, comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
+                 order: list[int]):
+        self.order = order
+        self.pos = {c: i for i, c in enumerate(order)}
+        refcnt: dict[int, int] = {}
+        par: dict[int, list[int]] = {}
+        nch, nchd = comp.nch, comp.nchd
+        for c in order:
+            n = sel[c]
+            for k in nch[n]:
+                refcnt[k] = refcnt.get(k, 0) + 1
+            for k in nchd[n]:
+                par.setdefault(k, []).append(c)
+        for r in ridx:
+            refcnt[r] = refcnt.get(r, 0) + 1
+        self.refcnt = refcnt
+        self.par = par
+        self.total = _dag_total(comp, cost, sel, order)
+
+
+def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
+                  order: list[int], max_passes: int, budget: int) -> tuple[int, int, int]:
+    """Hill-climb on the exact DAG cost, one class's e-node swap at a time.
+
+    For class ``c`` currently on ``cur``: removing ``cur``'s edges frees the
+    classes ``D`` only it kept alive (weight ``W``); a candidate ``n2`` then
+    costs ``cost[n2] - cost[cur] - W`` plus every class its children reach that
+    is not still present. A candidate whose children reach ``c`` (directly, or
+    through an ancestor of ``c`` still present, or through unselected classes)
+    would close a cycle and is skipped. The best improving candidate of a
+    class is applied at once. Mutates ``sel``; returns (passes, swaps, work).
+    """
+    nch, nchd, class_nodes = comp.nch, comp.nchd, comp.class_nodes
+    selfloop = comp.selfloop
+    st = _State(comp, cost, sel, ridx, order)
+    work = 0
+    swaps = 0
+    passes = 0
+    for passes in range(1, max_passes + 1):  # noqa: B007 - passes is reported
+        improved = False
+        for c in list(reversed(st.order)):  # parents first
+            if work > budget:
+                return passes, swaps, work
+            if st.refcnt.get(c, 0) == 0:
+                continue  # no longer reachable after an earlier swap
+            cur = sel[c]
+            cands = [n for n in class_nodes[c]
+                     if n != cur and not selfloop[n] and all(sel[k] >= 0 for k in nchd[n])]
+            if not cands:
+                continue
+            refcnt, pos = st.refcnt, st.pos
+            # D: the classes only cur's edges keep alive, and their weight W
+            dec: dict[int, int] = {}
+            dset: set[int] = set()
+            w = 0.0
+            stack = list(nch[cur])
+            while stack:
+                k = stack.pop()
+                d = dec.get(k, 0) + 1
+                dec[k] = d
+                if d == refcnt[k]:
+                    dset.add(k)
+                    w += cost[sel[k]]
+                    stack.extend(nch[sel[k]])
+            work += len(dec) + 1
+            eps = 1e-9 * max(1.0, abs(st.total))
+            best_delta = -eps
+            best_n = -1
+            anc: set[int] | None = None
+            pc = pos[c]
+            for n2 in cands:
+                base = cost[n2] - cost[cur] - w
+                if base >= best_delta:
+                    continue
+                added = 0.0
+                ok = True
+                seen: set[int] = set()
+                stack = list(nchd[n2])
+                while stack:
+                    k = stack.pop()
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    if k == c:
+                        ok = False
+                        break
+                    if refcnt.get(k, 0) > 0 and k not in dset:  # still present
+                        if pos[k] > pc:
+                            if anc is None:
+                                anc = _ancestors(st.par, c)
+                                work += len(anc)
+                            if k in anc:
+                                ok = False
+                                break
+                        continue
+                    added += cost[sel[k]]
+                    if base + added >= best_delta:
+                        ok = False
+                        break
+                    stack.extend(nchd[sel[k]])
+                work += len(seen) + 1
+                if ok:
+                    best_delta = base + added
+                    best_n = n2
+            if best_n >= 0:
+                sel[c] = best_n
+                new_order = _walk(comp, sel, ridx)
+                if new_order is None:  # cannot happen; keep the selection sound regardless
+                    sel[c] = cur
+                    continue
+                st = _State(comp, cost, sel, ridx, new_order)
+                work += len(new_order)
+                swaps += 1
+                improved = True
+        if not improved:
+            break
+    return passes, swaps, work
+
+
+def _ancestors(par: dict[int, list[int]], c: int) -> set[int]:
+    out: set[int] = set()
+    stack = [c]
+    while stack:
+        k = stack.pop()
+        for p in par.get(k, ()):
+            if p not in out:
+                out.add(p)
+                stack.append(p)
+    return out
+
+
+def _closure(comp: _Compiled, sel: list[int], starts: list[int]) -> set[int]:
+    """Classes reachable from ``starts`` under ``sel`` (starts included)."""
+    out = set(starts)
+    stack = list(starts)
+    nchd = comp.nchd
+    while stack:
+        c = stack.pop()
+        for k in nchd[sel[c]]:
+            if k not in out:
+                out.add(k)
+                stack.append(k)
+    return out
+
+
+def _egraph_ancestors(comp: _Compiled, relevant: list[bool], k: int) -> set[int]:
+    """Relevant classes with some e-node path down to class ``k`` (``k`` excluded)."""
+    out: set[int] = set()
+    stack = [k]
+    ncls, parents = comp.ncls, comp.parents
+    while stack:
+        c = stack.pop()
+        for p in parents[c]:
+            pc = ncls[p]
+            if relevant[pc] and pc not in out and pc != k:
+                out.add(pc)
+                stack.append(pc)
+    return out
+
+
+def _moves(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],
+           ridx: list[int], st: _State) -> list[tuple[str, int]]:
+    """Candidate big moves, most promising first: eliminate an expensive class
+    the terms use (its users re-choose), or introduce a class an unused
+    alternative points at (prepay it and re-choose the classes that could use it).
+    Only classes whose users have an alternative e-node are worth eliminating."""
+    present = st.pos
+    roots = set(ridx)
+    flexible = {c for c in st.order
+                if sum(1 for n in comp.class_nodes[c] if not comp.selfloop[n]) > 1}
+    elim = sorted((k for k in st.order if k not in roots and cost[sel[k]] > 0
+                   and any(p in flexible for p in st.par.get(k, ()))),
+                  key=lambda k: (-cost[sel[k]], k))
+    score: dict[int, int] = {}
+    for c in sorted(flexible):
+        cur = sel[c]
+        for n in comp.class_nodes[c]:
+            if n == cur:
+                continue
+            for j in comp.nchd[n]:
+                if j not in present and relevant[j] and sel[j] >= 0:
+                    score[j] = score.get(j, 0) + 1
+    intro = sorted(score, key=lambda j: (-score[j], j))
+    out: list[tuple[str, int]] = []
+    for i in range(max(len(elim), len(intro))):
+        if i < len(elim):
+            out.append(("elim", elim[i]))
+        if i < len(intro):
+            out.append(("intro", intro[i]))
+    return out
+
+
+def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],
+             ridx: list[int], max_passes: int, max_rounds: int, max_moves: int,
+             work_budget: int) -> dict[str, int]:
+    """Lower the DAG cost of ``sel`` (mutated in place) without ever raising it.
+
+    Each round: single-swap local search; re-choose the unused classes with the
+    used ones free (then search again); then try up to ``max_moves`` big moves
+    (eliminate or introduce one class, re-choosing the classes around it by
+    tree cost with the rest free), accepting the first that lowers the exact
+    DAG cost. ``work_budget`` bounds the visited classes/e-nodes overall."""
+    rel_classes = [c for c in range(len(comp.cids)) if relevant[c]]
+    stats = {"passes": 0, "swaps": 0, "moves": 0, "moves_tried": 0, "rounds": 0, "work": 0}
+
+    def search() -> list[int]:
+        order = _walk(comp, sel, ridx)
+        assert order is not None
+        p, s_, w = _local_search(comp, cost, sel, ridx, order, max_passes,
+                                 work_budget - stats["work"])
+        stats["passes"] += p
+        stats["swaps"] += s_
+        stats["work"] += w
+        order = _walk(comp, sel, ridx)
+        assert order is not None
+        return order
+
+    def refresh() -> None:
+        order = _walk(comp, sel, ridx)
+        assert order is not None
+        present = set(order)
+        region = [c for c in rel_classes if c not in present]
+        sel[:] = _rechoose(comp, cost, sel, present, region)
+        stats["work"] += len(region)
+
+    for _ in range(max_rounds):
+        stats["rounds"] += 1
+        search()
+        refresh()
+        order = search()
+        st = _State(comp, cost, sel, ridx, order)
+        eps = 1e-9 * max(1.0, abs(st.total))
+        moved = False
+        for kind, k in _moves(comp, cost, relevant, sel, ridx, st)[:max_moves]:
+            if stats["work"] >= work_budget:
+                break
+            stats["moves_tried"] += 1
+            if kind == "elim":
+                nonfree = _ancestors(st.par, k) | {k}
+                free = set(order) - nonfree
+                banned = k
+            else:
+                ups = _egraph_ancestors(comp, relevant, k)
+                stats["work"] += len(ups)
+                users = [u for u in order if u in ups]
+                nonfree = set(users)
+                for u in users:
+                    nonfree |= _ancestors(st.par, u)
+                free = (set(order) - nonfree) | _closure(comp, sel, [k])
+                banned = -1
+            region = _region(comp, nonfree - free - {banned}, free, banned)
+            stats["work"] += len(region) + len(nonfree)
+            cand = _rechoose(comp, cost, sel, free, region, banned)
+            cord = _walk(comp, cand, ridx)
+            if cord is None:
+                continue
+            if _dag_total(comp, cost, cand, cord) < st.total - eps:
+                sel[:] = cand
+                stats["moves"] += 1
+                refresh()
+                moved = True
+                break
+        if not moved or stats["work"] >= work_budget:
+            break
+    return stats
+
+
+def _unextractable(comp: _Compiled, ridx: list[int], choice: list[int]) -> ExtractionError:
+    bad = [comp.cids[r] for r in ridx if choice[r] < 0]
+    empty = [comp.cids[c] for c, ns in enumerate(comp.class_nodes) if not ns][:5]
+    hint = f"; classes without e-nodes include {empty!r}" if empty else ""
+    return ExtractionError(f"no finite acyclic term for root class(es) {bad!r}{hint}")
+
+
+def _result(comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
+            order: list[int], method: str, stats: dict[str, Any]) -> Extraction:
+    selection = {comp.cids[c]: comp.nodes[sel[c]] for c in order}
+    return Extraction(tuple(comp.cids[r] for r in ridx), selection,
+                      _dag_total(comp, cost, sel, order),
+                      _tree_total(comp, cost, sel, order, ridx), method, stats)
+
+
+# ---- public extractors -----------------------------------------------------------------
+
+def extract_tree(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,
+                 model: CostModel | str | None = None) -> Extraction:
+    """The minimum-tree-cost e-node of every class the roots reach (egglog's notion).
+
+    ``roots``: class ids (None = ``view.roots``); ``model``: a CostModel or a
+    name for :func:`extraction.get_cost_model` (None = the default CpuCost).
+    Raises ExtractionError when a root has no finite acyclic term.
+    """
+    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
+    choice, _best = _tree_choice(comp, cost, relevant)
+    if any(choice[r] < 0 for r in ridx):
+        raise _unextractable(comp, ridx, choice)
+    order = _walk(comp, choice, ridx)
+    assert order is not None  # a tree choice is acyclic by construction
+    return _result(comp, cost, choice, ridx, order, "tree",
+                   {"enodes": len(comp.nodes), "classes": len(comp.cids)})
+
+
+def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,
+                model: CostModel | str | None = None, *, max_passes: int = 10,
+                max_rounds: int = 4, max_moves: int = 16, work_budget: int = 400_000
+                ) -> Extraction:
+    """A selection of low DAG cost (shared classes paid once, over all roots).
+
+    Greedy DAG cost sets, then local search (at most ``max_passes`` sweeps a
+    round; between rounds the classes the terms do not use are re-chosen by
+    tree cost with the used classes free; at most ``max_rounds`` rounds and
+    about ``work_budget`` visited classes: deterministic limits, no clock).
+    Never costlier under DAG cost than :func:`extract_tree`'s selection.
+    ``stats`` reports ``tree_start``/``greedy_start`` (DAG costs of the two
+    starting points), ``start``, ``passes``, ``swaps``, ``work``.
+    """
+    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
+    tchoice, _best = _tree_choice(comp, cost, relevant)
+    if any(tchoice[r] < 0 for r in ridx):
+        raise _unextractable(comp, ridx, tchoice)
+    torder = _walk(comp, tchoice, ridx)
+    assert torder is not None
+    t_total = _dag_total(comp, cost, tchoice, torder)
+    gchoice, pops = _greedy_dag_choice(comp, cost, relevant, max_pops=50 * len(comp.nodes) + 1000)
+    gorder = _walk(comp, gchoice, ridx)
+    g_total = _dag_total(comp, cost, gchoice, gorder) if gorder is not None else INF
+    sel = list(tchoice)  # unreached classes keep their (acyclic) tree choice
+    if gorder is not None and g_total <= t_total:
+        for c in gorder:
+            sel[c] = gchoice[c]
+        order, start = gorder, "greedy"
+    else:
+        order, start = torder, "tree"
+    del order
+    stats = {"enodes": len(comp.nodes), "classes": len(comp.cids), "tree_start": t_total,
+             "greedy_start": g_total, "start": start, "greedy_pops": pops}
+    stats.update(_improve(comp, cost, relevant, sel, ridx, max_passes, max_rounds, max_moves,
+                          work_budget))
+    final = _walk(comp, sel, ridx)
+    assert final is not None
+    res = _result(comp, cost, sel, ridx, final, "dag", stats)
+    if res.cost > t_total:  # cannot happen (only improving swaps); keep the promise anyway
+        return _result(comp, cost, tchoice, ridx, torder, "dag", stats)
+    return res
+
+
+def extract(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,
+            model: CostModel | str | None = None, method: str = "dag") -> Extraction:
+    """``extract_dag`` (``method="dag"``) or ``extract_tree`` (``method="tree"``)."""
+    if method == "dag":
+        return extract_dag(view, roots, model)
+    if method == "tree":
+        return extract_tree(view, roots, model)
+    raise ValueError(f"unknown extraction method {method!r}; choose 'dag' or 'tree'")
+
+
+def dag_cost(view: EGraphView, selection: Mapping[ClassId, ENode],
+             roots: Sequence[ClassId] | None = None, model: CostModel | str | None = None
+             ) -> float:
+    """The DAG cost of the terms ``selection`` gives the roots (each class paid once)."""
+    return _selection_costs(view, selection, roots, model)[0]
+
+
+def tree_cost(view: EGraphView, selection: Mapping[ClassId, ENode],
+              roots: Sequence[ClassId] | None = None, model: CostModel | str | None = None
+              ) -> float:
+    """The tree cost (sum over roots, each use paid) of the terms of ``selection``."""
+    return _selection_costs(view, selection, roots, model)[1]
+
+
+def _selection_costs(view: EGraphView, selection: Mapping[ClassId, ENode],
+                     roots: Sequence[ClassId] | None, model: Any) -> tuple[float, float]:
+    comp, cost, ridx, _relevant, _ = _prepare(view, roots, model)
+    sel = [-1] * len(comp.cids)
+    index = {id(n): i for i, n in enumerate(comp.nodes)}
+    for cid, n in selection.items():
+        c = comp.cidx.get(cid)
+        i = index.get(id(n))
+        if c is None or i is None or comp.ncls[i] != c:
+            raise ExtractionError(f"selection entry {cid!r} -> {n!r} is not an e-node of "
+                                  "that class in this view")
+        sel[c] = i
+    order = _walk(comp, sel, ridx)
+    if order is None:
+        raise ExtractionError("the selection is cyclic or misses a class the roots reach")
+    return _dag_total(comp, cost, sel, order), _tree_total(comp, cost, sel, order, ridx)

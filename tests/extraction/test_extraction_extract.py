@@ -1,0 +1,321 @@
+"""Extractors on hand-built and random e-graphs: sharing, cycles, roots, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eqsat import Ops, UOp, dtypes
+from extraction import (
+    Decoded,
+    EGraphView,
+    ENode,
+    Extraction,
+    ExtractionError,
+    ReferenceCost,
+    build_terms,
+    dag_cost,
+    extract,
+    extract_dag,
+    extract_tree,
+    tree_cost,
+)
+from extraction.synth import random_view
+
+I = dtypes.index  # noqa: E741
+REF = ReferenceCost()
+
+
+def var(name: str, lo: int = 0, hi: int = 100) -> UOp:
+    return UOp.var(name, lo, hi)
+
+
+x, y, z, w, p, q = (var(n) for n in "xyzwpq")
+
+
+def brute_force_dag(view: EGraphView, roots, model) -> float:
+    """The optimal DAG cost by enumerating every selection of the relevant classes."""
+    comp = view.compiled()
+    cost = view.node_costs(model)
+    ridx = [comp.cidx[r] for r in roots]
+    rel, stack = set(ridx), list(ridx)
+    while stack:
+        c = stack.pop()
+        for n in comp.class_nodes[c]:
+            for k in comp.nchd[n]:
+                if k not in rel:
+                    rel.add(k)
+                    stack.append(k)
+    rel_list = sorted(rel)
+    best = float("inf")
+    for combo in itertools.product(*(comp.class_nodes[c] for c in rel_list)):
+        sel = dict(zip(rel_list, combo, strict=True))
+        seen, state, ok, total = set(), {}, True, 0.0
+        for r in ridx:
+            st_ = [(r, iter(comp.nchd[sel[r]]))]
+            if state.get(r) == 2:
+                continue
+            state[r] = 1
+            while st_ and ok:
+                c, it = st_[-1]
+                k = next(it, None)
+                if k is None:
+                    st_.pop()
+                    state[c] = 2
+                    continue
+                if state.get(k) == 1:
+                    ok = False
+                elif state.get(k) is None:
+                    state[k] = 1
+                    st_.append((k, iter(comp.nchd[sel[k]])))
+            if not ok:
+                break
+        if ok:
+            seen = [c for c, s in state.items() if s == 2]
+            total = sum(cost[sel[c]] for c in seen)
+            best = min(best, total)
+    return best
+
+
+def check_selection(view: EGraphView, ex: Extraction) -> None:
+    """Classes right, children selected, acyclic, costs consistent."""
+    for cid, n in ex.selection.items():
+        assert n.eclass == cid
+        assert n in view.classes[cid]
+        for k in n.children:
+            assert k in ex.selection
+    terms = ex.build(lambda n, kids: (n.key, kids))  # raises on a cycle
+    assert len(terms) == len(ex.roots)
+    assert ex.cost == pytest.approx(dag_cost(view, ex.selection, list(ex.roots), REF))
+    assert ex.tree_cost == pytest.approx(tree_cost(view, ex.selection, list(ex.roots), REF))
+
+
+# ---- sharing ------------------------------------------------------------------------
+
+def sharing_view() -> EGraphView:
+    """R = A + B; A = P + 1 (shares P with B) or z*3 (cheaper alone); B = P*2; P = x*y."""
+    a1, a2 = x * y + 1, z * 3
+    root = a1 + (x * y) * 2
+    return EGraphView.from_uops([root], unions=[(a1, a2)])
+
+
+def test_dag_beats_tree_on_sharing():
+    v = sharing_view()
+    t, d = extract_tree(v, model=REF), extract_dag(v, model=REF)
+    assert (t.cost, d.cost) == (13, 10)  # tree picks z*3 (4 < 5) and pays P anyway
+    assert d.to_uops() == [(x * y + 1) + (x * y) * 2]
+    check_selection(v, t)
+    check_selection(v, d)
+    assert brute_force_dag(v, v.roots, REF) == 10
+
+
+def test_multiple_roots_share():
+    """R1 = P*2 or z*w + 1 (cheaper alone); R2 = P*3: together P*2 wins."""
+    r1a, r1b, r2 = (p * q) * 2, z * w + 1, (p * q) * 3
+    v = EGraphView.from_uops([r1a, r2], unions=[(r1a, r1b)])
+    roots = list(v.roots)
+    t, d = extract_tree(v, roots, REF), extract_dag(v, roots, REF)
+    assert (t.cost, d.cost) == (13, 12)
+    assert d.to_uops() == [r1a, r2]
+    assert brute_force_dag(v, roots, REF) == 12
+    # each root alone: no sharing to exploit
+    assert extract_dag(v, roots[0], REF).to_uops() == [r1b]
+
+
+def test_divmod_pair_shares_numerator():
+    num = x * y + 3
+    v = EGraphView.from_uops([num // 7, num % 7])
+    d = extract_dag(v, model=REF)
+    assert d.cost == 25 + 25 + 4 + 1
+    assert d.tree_cost == 2 * (25 + 4 + 1)
+    qq, rr = d.to_uops()
+    assert qq.src[0] is rr.src[0]
+
+
+def test_same_root_twice():
+    v = EGraphView.from_uops([x * y, x * y])
+    d = extract_dag(v, model=REF)
+    assert d.roots == (v.roots[0], v.roots[0]) and d.cost == 4 and d.tree_cost == 8
+
+
+# ---- cycles ---------------------------------------------------------------------------
+
+def test_self_loop_class():
+    """x + 0 == x: the class holds add(itself, 0); extraction must pick the var."""
+    v = EGraphView.from_uops([(x + 0) * 2], unions=[(x + 0, x)])
+    for ex in (extract_tree(v, model=REF), extract_dag(v, model=REF)):
+        assert ex.to_uops() == [x * 2]
+
+
+def test_mutual_cycle():
+    """A = B + 1, B = A - 1 or b: only the path through the var b terminates."""
+    nodes = [
+        ENode("a", "A", Ops.ADD, I, None, ("B", "one")),
+        ENode("b1", "B", Ops.SUB, I, None, ("A", "one")),
+        ENode("b2", "B", Ops.DEFINE_VAR, I, ("b", 0, 5), ()),
+        ENode("one", "one", Ops.CONST, I, 1, ()),
+    ]
+    v = EGraphView(nodes, roots=["A"])
+    for ex in (extract_tree(v, model=REF), extract_dag(v, model=REF)):
+        assert sorted(n.key for n in ex.selection.values()) == ["a", "b2", "one"]
+        assert ex.to_uops() == [UOp.var("b", 0, 5) + 1]
+
+
+def test_cycle_only_class_is_unextractable():
+    nodes = [ENode("a", "A", Ops.NEG, I, None, ("B",)), ENode("b", "B", Ops.NEG, I, None, ("A",))]
+    v = EGraphView(nodes, roots=["A"])
+    for f in (extract_tree, extract_dag):
+        with pytest.raises(ExtractionError, match="'A'"):
+            f(v)
+
+
+def test_dag_avoids_cycle_through_sharing():
+    """A cheaper-looking swap that would close a cycle is refused."""
+    # R = S * T; S = T + 1 or v; T = S - 1 or u*u ... S and T refer to each other
+    nodes = [
+        ENode("r", "R", Ops.MUL, I, None, ("S", "T")),
+        ENode("s1", "S", Ops.ADD, I, None, ("T", "one")),
+        ENode("s2", "S", Ops.MUL, I, None, ("u", "u")),
+        ENode("t1", "T", Ops.SUB, I, None, ("S", "one")),
+        ENode("t2", "T", Ops.MUL, I, None, ("v", "v")),
+        ENode("u", "u", Ops.DEFINE_VAR, I, ("u", 0, 3), ()),
+        ENode("v", "v", Ops.DEFINE_VAR, I, ("v", 0, 3), ()),
+        ENode("one", "one", Ops.CONST, I, 1, ()),
+    ]
+    view = EGraphView(nodes, roots=["R"])
+    d = extract_dag(view, model=REF)
+    check_selection(view, d)
+    assert d.cost == brute_force_dag(view, ["R"], REF) == 9  # r + one of s1/t1 + the other mul
+
+
+# ---- determinism, errors, builders -------------------------------------------------------
+
+def test_deterministic_under_node_order():
+    v = random_view(7, n_classes=40, cycle_prob=0.2, n_roots=3)
+    nodes = [n for ns in v.classes.values() for n in ns]
+    ref = extract_dag(v, model=REF)
+    for seed in range(5):
+        shuffled = nodes[:]
+        random.Random(seed).shuffle(shuffled)
+        v2 = EGraphView(shuffled, roots=v.roots)
+        ex = extract_dag(v2, model=REF)
+        assert ex.cost == ref.cost
+        assert {c: n.key for c, n in ex.selection.items()} == \
+            {c: n.key for c, n in ref.selection.items()}
+        t1, t2 = extract_tree(v, model=REF), extract_tree(v2, model=REF)
+        assert {c: n.key for c, n in t1.selection.items()} == \
+            {c: n.key for c, n in t2.selection.items()}
+
+
+def test_errors():
+    v = sharing_view()
+    with pytest.raises(ExtractionError, match="not in the e-graph"):
+        extract_dag(v, ["nope"])
+    with pytest.raises(ValueError, match="no roots"):
+        extract_tree(EGraphView([]))
+    with pytest.raises(ValueError, match="unknown extraction method"):
+        extract(v, method="ilp")
+    with pytest.raises(ValueError, match="duplicate e-node key"):
+        EGraphView([ENode("k", "A", Ops.CONST, I, 1, ()), ENode("k", "B", Ops.CONST, I, 2, ())])
+    with pytest.raises(TypeError, match="Ops"):
+        EGraphView([ENode("k", "A", "add", I, 1, ())])
+
+    class Negative:
+        def node_cost(self, op, dtype, arg, child_consts):
+            return -1.0
+
+        def graph_cost(self, uop):
+            return 0.0
+
+    with pytest.raises(ValueError, match="finite numbers >= 0"):
+        extract_tree(v, model=Negative())
+
+
+def test_structural_nodes_and_custom_builder():
+    """op=None nodes (a tuple of results) are priced by their own cost."""
+    nodes = [
+        ENode("t", "T", None, None, "pair", ("A", "B"), cost=0.5),
+        ENode("a", "A", Ops.MUL, I, None, ("X", "X")),
+        ENode("b", "B", Ops.ADD, I, None, ("X", "X")),
+        ENode("x", "X", Ops.DEFINE_VAR, I, ("x", 0, 3), ()),
+    ]
+    v = EGraphView(nodes, roots=["T"])
+    ex = extract_dag(v, model=REF)
+    assert ex.cost == 5.5
+    assert ex.build(lambda n, kids: (n.arg, *kids) if n.op is None else n.key) == \
+        [("pair", "a", "b")]
+    with pytest.raises(ExtractionError, match="structural"):
+        ex.to_uops()
+
+
+def test_build_terms_shares_and_detects_cycles():
+    n1 = ENode("a", "A", Ops.ADD, I, None, ("X", "X"))
+    nx = ENode("x", "X", Ops.DEFINE_VAR, I, ("x", 0, 3), ())
+    calls = []
+    out = build_terms({"A": n1, "X": nx}, ["A"], lambda n, k: calls.append(n.key) or (n.key, k))
+    assert calls == ["x", "a"] and out[0][1][0] is out[0][1][1]
+    with pytest.raises(ExtractionError, match="cycle"):
+        build_terms({"A": ENode("a", "A", Ops.NEG, I, None, ("A",))}, ["A"], lambda n, k: 0)
+    with pytest.raises(ExtractionError, match="no selected"):
+        build_terms({"A": n1}, ["A"], lambda n, k: 0)
+
+
+def test_cpu_model_uses_class_bounds():
+    """CpuCost prices a power-of-two division of a non-negative class as a shift."""
+    v = EGraphView.from_uops([x // 8, var("s", -5, 5) // 8])
+    ex = extract_dag(v, model="default")
+    assert ex.cost == 1 + 3
+
+
+def test_decoded_defaults():
+    d = Decoded(Ops.ADD, I)
+    assert d.arg is None and d.children is None and d.cost == 0.0
+
+
+def test_deep_chain_no_recursion_limit():
+    u = x
+    for i in range(3000):
+        u = u + (i % 5 + 1)
+    v = EGraphView.from_uops([u])
+    ex = extract_dag(v, model=REF)
+    assert ex.cost == 3000 and ex.to_uops() == [u]
+
+
+# ---- random e-graphs (hypothesis) ---------------------------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n=st.integers(5, 9), cyc=st.sampled_from([0.0, 0.2, 0.5]),
+       nroots=st.integers(1, 2))
+def test_random_small_egraphs(seed, n, cyc, nroots):
+    v = random_view(seed, n_classes=n, max_nodes_per_class=2, n_leaves=2, cycle_prob=cyc,
+                    n_roots=nroots)
+    t, d = extract_tree(v, model=REF), extract_dag(v, model=REF)
+    check_selection(v, t)
+    check_selection(v, d)
+    assert d.cost <= t.cost + 1e-9
+    assert d.cost >= brute_force_dag(v, v.roots, REF) - 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), cyc=st.sampled_from([0.0, 0.3]))
+def test_random_egraphs_local_optimum(seed, cyc):
+    """DAG extraction beats tree and no single e-node swap improves it."""
+    v = random_view(seed, n_classes=30, max_nodes_per_class=3, cycle_prob=cyc, n_roots=2)
+    t, d = extract_tree(v, model=REF), extract_dag(v, model=REF)
+    check_selection(v, d)
+    assert d.cost <= t.cost + 1e-9
+    full = dict(t.selection)  # classes d does not reach: any acyclic choice
+    full.update(d.selection)
+    for cid in d.selection:
+        for alt in v.classes[cid]:
+            trial = dict(full)
+            trial[cid] = alt
+            try:
+                c = dag_cost(v, trial, list(v.roots), REF)
+            except ExtractionError:
+                continue  # cyclic or incomplete
+            assert c >= d.cost - 1e-9, (cid, alt.key)
