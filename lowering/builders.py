@@ -26,7 +26,9 @@ kernel with its shapes and reference; :func:`reference` runs a numpy equivalent.
 Loops: ``loops="nd"`` (default) gives one RANGE per output axis, as a tensor
 compiler emits; ``loops="flat"`` gives a single RANGE over all output elements,
 whose indices are themselves unflattened with ``//``/``%`` (e.g. the transpose of
-the spec), and cannot be division-free for a permute.
+the spec), and cannot be division-free for a permute; a tuple of tile sizes
+(``loops=(128, 16)``) gives tiled loops, outer tiles first, as a tensor compiler
+schedules a transpose for locality.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
 Shape = tuple[int, ...]
 Mask = tuple[tuple[int, int], ...]
 Chain = Sequence[tuple[str, Any]]
+Loops = str | tuple[int, ...]
 
 
 class BuildError(ValueError):
@@ -540,31 +543,45 @@ def load(buf: UOp, view: View, idxs: Sequence[UOp], alt: UOp | None = None) -> U
 def kernel(out_shape: Sequence[int], dtype: DType | str,
            body: Callable[[list[UOp], Callable[..., UOp]], UOp],
            red_shape: Sequence[int] = (), red_op: Ops | None = None,
-           loops: str = "nd") -> UOp:
+           loops: Loops = "nd") -> UOp:
     """Assemble ``SINK(END(STORE(INDEX(out, i), value), ranges...))``.
 
     ``body(idxs, rng)`` returns the value at output index ``idxs`` (one index
     expression per axis of ``out_shape``, then one RANGE per ``red_shape``
     axis). With ``red_op`` the value is folded by ``REDUCE(red_op, value,
-    reduce-ranges)``. ``loops`` is ``"nd"`` (a RANGE per output axis) or
-    ``"flat"`` (one RANGE unflattened by ``out_shape``).
+    reduce-ranges)``. ``loops`` is ``"nd"`` (a RANGE per output axis),
+    ``"flat"`` (one RANGE unflattened by ``out_shape``) or a tuple of tile
+    sizes, one per output axis, each dividing it: an outer RANGE per axis,
+    then an inner RANGE per tiled axis (axis index ``outer*tile + inner``).
     """
     dt = _dtype(dtype)
     out_shape, red_shape = _shape(out_shape), _shape(red_shape, "reduce shape")
-    if loops not in ("nd", "flat"):
-        raise BuildError(f"loops must be 'nd' or 'flat', got {loops!r}")
     if math.prod(out_shape) == 0:
         raise BuildError(f"empty output shape {out_shape}")
     out = UOp.buffer(0, dt, math.prod(out_shape))
     if loops == "nd":
         ranges = [UOp.range(s, i) for i, s in enumerate(out_shape)]
         oidx = View.contiguous(out_shape).address(ranges)
-    else:
+    elif loops == "flat":
         ranges = [UOp.range(math.prod(out_shape), 0)]
         oidx = ranges[0]
+    elif isinstance(loops, (tuple, list)):
+        tiles = _shape(loops, "tile sizes")
+        if len(tiles) != len(out_shape) or any(t < 1 or s % t for s, t in
+                                               zip(out_shape, tiles, strict=False)):
+            raise BuildError(f"tile sizes {tiles} must divide the output shape {out_shape}")
+        outer = [UOp.range(s // t, i) for i, (s, t) in enumerate(zip(out_shape, tiles,
+                                                                     strict=True))]
+        inner = {d: UOp.range(t, len(out_shape) + d) for d, t in enumerate(tiles) if t > 1}
+        axes = [o * t + inner[d] if d in inner else o
+                for d, (o, t) in enumerate(zip(outer, tiles, strict=True))]
+        ranges = outer + list(inner.values())
+        oidx = View.contiguous(out_shape).address(axes)
+    else:
+        raise BuildError(f"loops must be 'nd', 'flat' or a tuple of tile sizes, got {loops!r}")
     # the flat output index, unflattened by the output shape (tinygrad's unravel)
     idxs = unravel(out_shape, oidx)
-    rid = len(ranges)
+    rid = max(r.arg for r in ranges) + 1
     rranges = [UOp.range(s, rid + i) for i, s in enumerate(red_shape)]
     value = body(idxs + rranges, lambda slot, size: UOp.buffer(slot, dt, size))
     if red_op is not None:
@@ -627,7 +644,7 @@ def _out_shape(views: Sequence[View]) -> Shape:
 
 
 def elementwise(op: str, shapes: Sequence[Sequence[int]], chains: Sequence[Chain] | None = None,
-                dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+                dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """``out = op(*inputs)`` where input ``i`` of shape ``shapes[i]`` is seen through
     ``chains[i]``; every view must end at the same shape (the output's)."""
     dt = _dtype(dtype)
@@ -645,14 +662,14 @@ def elementwise(op: str, shapes: Sequence[Sequence[int]], chains: Sequence[Chain
 
 
 def unary(op: str = "neg", shape: Sequence[int] = (4, 6), chain: Chain = (),
-          dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+          dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """``out = op(view(x))`` for ``op`` in :data:`UNARY_OPS`."""
     return elementwise(op, [shape], [chain], dtype, loops)
 
 
 def binary(op: str = "add", shape: Sequence[int] = (4, 6), shape2: Sequence[int] | None = None,
            chain: Chain = (), chain2: Chain = (), dtype: DType | str = dtypes.f32,
-           loops: str = "nd") -> UOp:
+           loops: Loops = "nd") -> UOp:
     """``out = op(view(a), view2(b))`` for ``op`` in :data:`BINARY_OPS`."""
     return elementwise(op, [shape, shape if shape2 is None else shape2], [chain, chain2],
                        dtype, loops)
@@ -663,7 +680,7 @@ def binary(op: str = "add", shape: Sequence[int] = (4, 6), shape2: Sequence[int]
 # ---------------------------------------------------------------------------
 
 def copy(shape: Sequence[int] = (4, 6), chain: Chain = (), dtype: DType | str = dtypes.f32,
-         loops: str = "nd") -> UOp:
+         loops: Loops = "nd") -> UOp:
     """``out = view(x)``: a copy of ``x`` (shape ``shape``) through a movement chain."""
     v = View.contiguous(shape).apply(chain)
     return kernel(v.shape, dtype, lambda idxs, buf: load(buf(1, v.buffer_size), v, idxs),
@@ -671,43 +688,43 @@ def copy(shape: Sequence[int] = (4, 6), chain: Chain = (), dtype: DType | str = 
 
 
 def permute(shape: Sequence[int] = (4, 6), order: Sequence[int] = (1, 0),
-            dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+            dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A transposed copy: ``out = x.transpose(order)``."""
     return copy(shape, [("permute", tuple(order))], dtype, loops)
 
 
 def pad(shape: Sequence[int] = (4, 6), padding: Sequence[tuple[int, int]] = ((1, 1), (2, 0)),
-        dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+        dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A zero-padded copy: ``out = np.pad(x, padding)``."""
     return copy(shape, [("pad", tuple(map(tuple, padding)))], dtype, loops)
 
 
 def shrink(shape: Sequence[int] = (4, 6), bounds: Sequence[tuple[int, int]] = ((1, 3), (2, 6)),
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A slice: ``out = x[b0:e0, b1:e1, ...]``."""
     return copy(shape, [("shrink", tuple(map(tuple, bounds)))], dtype, loops)
 
 
 def flip(shape: Sequence[int] = (4, 6), axes: Sequence[int] = (1,),
-         dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+         dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A reversed copy: ``out = np.flip(x, axes)``."""
     return copy(shape, [("flip", tuple(axes))], dtype, loops)
 
 
 def stride(shape: Sequence[int] = (4, 6), steps: Sequence[int] = (1, 2),
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A strided slice: ``out = x[::s0, ::s1, ...]`` (negative steps reverse)."""
     return copy(shape, [("stride", tuple(steps))], dtype, loops)
 
 
 def expand(shape: Sequence[int] = (4, 1), new_shape: Sequence[int] = (4, 6),
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """A broadcast: ``out = np.broadcast_to(x, new_shape)``."""
     return copy(shape, [("expand", tuple(new_shape))], dtype, loops)
 
 
 def reshape(shape: Sequence[int] = (4, 6), new_shape: Sequence[int] = (2, 12), pre: Chain = (),
-            dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+            dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """``out = view(x).reshape(new_shape)``, after an optional movement chain ``pre``."""
     return copy(shape, [*pre, ("reshape", tuple(new_shape))], dtype, loops)
 
@@ -726,7 +743,7 @@ def _axis(axis: int, ndim: int) -> int:
 
 
 def reduce(shape: Sequence[int] = (4, 6), axis: int = 1, op: str = "sum", chain: Chain = (),
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """``out = view(x).sum(axis)`` or ``.max(axis)`` (the axis is dropped)."""
     if op not in _RED:
         raise BuildError(f"unknown reduce op {op!r}; choose one of {', '.join(_RED)}")
@@ -742,7 +759,7 @@ def reduce(shape: Sequence[int] = (4, 6), axis: int = 1, op: str = "sum", chain:
 
 
 def matmul(m: int = 3, k: int = 5, n: int = 4, dtype: DType | str = dtypes.f32,
-           loops: str = "nd") -> UOp:
+           loops: Loops = "nd") -> UOp:
     """``out = a @ b`` for ``a`` (m, k) and ``b`` (k, n), through tinygrad's views:
     ``a.reshape(m,1,k).expand(m,n,k) * b.T.reshape(1,n,k).expand(m,n,k)``, summed over k."""
     va = View.contiguous((m, k)).reshape((m, 1, k)).expand((m, n, k))
@@ -763,7 +780,7 @@ def _conv_out(size: int, k: int, stride: int, padding: int, dilation: int) -> in
 
 def conv2d(n: int = 1, cin: int = 2, h: int = 5, w: int = 5, cout: int = 3, kh: int = 3,
            kw: int = 3, stride: int = 1, padding: int = 0, dilation: int = 1,
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """2-D cross-correlation (NCHW input, OIHW weight, no bias), tinygrad's way:
     pad, pool into windows, broadcast against the weight, sum over (cin, kh, kw)."""
     oh = _conv_out(h, kh, stride, padding, dilation)
@@ -786,7 +803,7 @@ def conv2d(n: int = 1, cin: int = 2, h: int = 5, w: int = 5, cout: int = 3, kh: 
 
 def pool2d(n: int = 1, c: int = 2, h: int = 6, w: int = 6, kernel_size: int = 2,
            stride: int | None = None, padding: int = 0, op: str = "max",
-           dtype: DType | str = dtypes.f32, loops: str = "nd") -> UOp:
+           dtype: DType | str = dtypes.f32, loops: Loops = "nd") -> UOp:
     """Max or average pooling over (h, w) of an NCHW input.
 
     Padding reads as the lowest value for max (``LOAD`` with an alternative)
@@ -819,20 +836,20 @@ def pool2d(n: int = 1, c: int = 2, h: int = 6, w: int = 6, kernel_size: int = 2,
 
 def maxpool2d(n: int = 1, c: int = 2, h: int = 6, w: int = 6, kernel_size: int = 2,
               stride: int | None = None, padding: int = 0, dtype: DType | str = dtypes.f32,
-              loops: str = "nd") -> UOp:
+              loops: Loops = "nd") -> UOp:
     """:func:`pool2d` with ``op="max"``."""
     return pool2d(n, c, h, w, kernel_size, stride, padding, "max", dtype, loops)
 
 
 def avgpool2d(n: int = 1, c: int = 2, h: int = 6, w: int = 6, kernel_size: int = 2,
               stride: int | None = None, padding: int = 0, dtype: DType | str = dtypes.f32,
-              loops: str = "nd") -> UOp:
+              loops: Loops = "nd") -> UOp:
     """:func:`pool2d` with ``op="avg"``."""
     return pool2d(n, c, h, w, kernel_size, stride, padding, "avg", dtype, loops)
 
 
 def cumsum(shape: Sequence[int] = (3, 7), axis: int = -1, dtype: DType | str = dtypes.f32,
-           loops: str = "nd") -> UOp:
+           loops: Loops = "nd") -> UOp:
     """Inclusive prefix sum along ``axis``, tinygrad's way: pad the axis with
     ``len-1`` zeros in front, pool windows of ``len``, sum each window."""
     shape = _shape(shape)
@@ -976,7 +993,7 @@ class Kernel:
     views: tuple[tuple[int, View], ...] = field(default=(), repr=False)
 
     @property
-    def loops(self) -> str:
+    def loops(self) -> Loops:
         return self.params.get("loops", "nd")
 
     def needs_division(self) -> bool:

@@ -77,6 +77,26 @@ def test_builder_other_dtypes(name: str, params: dict, dtype: str) -> None:
     _check(make(name, dtype=dtypes.parse(dtype), **params), seed=2)
 
 
+@pytest.mark.parametrize("name,params,tiles", [
+    ("permute", {"shape": (4, 6), "order": (1, 0)}, (3, 2)),
+    ("permute", {"shape": (3, 4, 5), "order": (2, 0, 1)}, (5, 1, 2)),
+    ("pad", {"shape": (4, 6), "padding": ((1, 1), (2, 0))}, (2, 4)),
+    ("reduce", {"shape": (4, 6), "axis": 0}, (3,)),
+    ("matmul", {"m": 4, "k": 3, "n": 6}, (2, 3)),
+    ("cumsum", {"shape": (3, 8)}, (1, 4)),
+])
+def test_tiled_loops(name: str, params: dict, tiles: tuple[int, ...]) -> None:
+    k = make(name, loops=tiles, **params)
+    end = k.graph.src[0]
+    n = len(k.output_shape)
+    ranges = [r for r in end.src[1:]]
+    assert [r.src[0].arg for r in ranges[:n]] == [s // t for s, t in
+                                                   zip(k.output_shape, tiles, strict=True)]
+    assert [r.src[0].arg for r in ranges[n:]] == [t for t in tiles if t > 1]
+    _check(k, seed=3)
+    assert not k.needs_division()
+
+
 def test_int_wraps_like_numpy() -> None:
     k = make("matmul", m=2, k=6, n=2, dtype=dtypes.i8)
     a = np.full((2, 6), 100, np.int8)
@@ -304,6 +324,8 @@ def test_registry_specs_are_consistent() -> None:
     (lambda: make("reduce", shape=(5,), axis=0), "empty output"),
     (lambda: make("reduce", axis=3), "axis 3 out of range"),
     (lambda: make("permute", loops="tiled"), "loops must be"),
+    (lambda: make("permute", shape=(4, 6), loops=(4, 4)), "must divide the output shape"),
+    (lambda: make("permute", shape=(4, 6), loops=(2,)), "must divide the output shape"),
     (lambda: make("permute", dtype=dtypes.bool), "scalar float or fixed-width int"),
     (lambda: make("permute", dtype="f32x4"), "scalar float"),
     (lambda: make("conv2d", h=2, kh=3), "larger than the padded input"),
