@@ -244,7 +244,12 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         return dtype_bounds(dtype)
     elif op is Ops.REDUCE:
         if arg in (Ops.MAX, Ops.MIN):
-            return src[0].vmin, src[0].vmax
+            lo, hi = src[0].vmin, src[0].vmax
+            if any(r.src and r.src[0].vmin <= 0 for r in src[1:]):
+                # a loop that may run zero times leaves the identity (dtype min/max)
+                ident = dtype_bounds(dtype)[0 if arg is Ops.MAX else 1]
+                lo, hi = min(lo, ident), max(hi, ident)
+            return lo, hi
         return dtype_bounds(dtype)
     else:
         return dtype_bounds(dtype)

@@ -3,7 +3,8 @@
 ``check_equivalent(a, b)`` compares the input ``a`` and a candidate ``b`` on
 every assignment of their leaves when the joint domain is small (at most
 ``max_exhaustive`` points), otherwise on the corners of the domain plus random
-points (biased to the interesting values of each leaf: its ends, 0, +-1).
+points (biased to the interesting values of each leaf: its ends, 0, +-1 and
+the graphs' integer constants +-1).
 
 Rules (corpus/README.md): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from eqsat.interp import INVALID, EvalError, Undefined, evaluate, evaluate_many, leaf_key
+from eqsat.ops import Ops
 from eqsat.uop import UOp
 
 __all__ = ["check_equivalent", "Equivalence", "domain_of"]
@@ -82,13 +84,29 @@ def domain_of(*graphs: UOp) -> dict[str, tuple[int, int]]:
     return dom
 
 
-def _interesting(lo: int, hi: int) -> list[int]:
+def _interesting(lo: int, hi: int, consts: frozenset[int] = frozenset()) -> list[int]:
+    """A leaf's values worth trying: its ends, 0, +-1, and each integer constant of
+    the graphs (+-1), where comparisons and divisions change behaviour."""
     vals = {lo, hi, lo + 1, hi - 1, 0, 1, -1, (lo + hi) // 2}
+    for k in consts:
+        vals.update((k - 1, k, k + 1, -k))
     return sorted(v for v in vals if lo <= v <= hi)
 
 
+def _constants(*graphs: UOp, cap: int = 256) -> frozenset[int]:
+    out: set[int] = set()
+    for g in graphs:
+        for u in g.toposort():
+            if u.op is Ops.CONST and isinstance(u.arg, int) and not isinstance(u.arg, bool):
+                out.add(u.arg)
+            elif u.op is Ops.VCONST:
+                out.update(v for v in u.arg if isinstance(v, int) and not isinstance(v, bool))
+    return frozenset(sorted(out, key=abs)[:cap])
+
+
 def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
-            max_exhaustive: int) -> tuple[dict[str, np.ndarray], int, bool]:
+            max_exhaustive: int, consts: frozenset[int] = frozenset()
+            ) -> tuple[dict[str, np.ndarray], int, bool]:
     names = list(dom)
     sizes = [hi - lo + 1 for lo, hi in dom.values()]
     total = math.prod(sizes)
@@ -114,7 +132,7 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
     # random points: each leaf uniform or one of its interesting values
     for k in names:
         lo, hi = dom[k]
-        special = np.array(_interesting(lo, hi), dtype=object)
+        special = np.array(_interesting(lo, hi, consts), dtype=object)
         pick = rng.random(samples) < 0.35
         if hi - lo < 2**62:
             uni = lo + rng.integers(0, hi - lo + 1, samples, dtype=np.int64).astype(object)
@@ -173,7 +191,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     if a.dtype is not b.dtype:
         return Equivalence(False, False, 0, reason=f"dtypes differ: {a.dtype} vs {b.dtype}",
                            domain=dom)
-    cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive)
+    cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive, _constants(a, b))
     va, ia, ua = evaluate_many(a, cols, n=n)
     vb, ib, ub = evaluate_many(b, cols, n=n)
     defined = ~ua

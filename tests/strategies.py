@@ -31,6 +31,8 @@ interpreter's env keys: a var's or special's name, ``"R<id>"`` for a range.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -71,38 +73,59 @@ def leaf_name(u: UOp) -> str:
 
 
 # ---------------------------------------------------------------------------
+# cheap draws: strategy objects are cached, recursion is plain Python (building
+# fresh composite strategies at every node made generation 5x slower)
+@cache
+def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    return st.integers(lo, hi)
+
+
+def _int(draw: st.DrawFn, lo: int, hi: int) -> int:
+    return draw(_ints(lo, hi))
+
+
+def _pick(draw: st.DrawFn, seq: Sequence[Any]) -> Any:
+    return seq[draw(_ints(0, len(seq) - 1))]
+
+
+# ---------------------------------------------------------------------------
 # leaves
-@st.composite
 def _var_bounds(draw: st.DrawFn) -> tuple[int, int]:
-    kind = draw(st.sampled_from(("pos", "pos", "neg", "mixed", "mixed", "point", "wide")))
+    kind = _pick(draw, ("pos", "pos", "neg", "mixed", "mixed", "point", "wide"))
     if kind == "pos":
-        lo = draw(st.integers(0, 4))
-        return lo, lo + draw(st.integers(0, 30))
+        lo = _int(draw, 0, 4)
+        return lo, lo + _int(draw, 0, 30)
     if kind == "neg":
-        hi = draw(st.integers(-12, 0))
-        return hi - draw(st.integers(0, 20)), hi
+        hi = _int(draw, -12, 0)
+        return hi - _int(draw, 0, 20), hi
     if kind == "mixed":
-        return -draw(st.integers(1, 20)), draw(st.integers(0, 20))
+        return -_int(draw, 1, 20), _int(draw, 0, 20)
     if kind == "point":
-        v = draw(st.integers(-5, 5))
+        v = _int(draw, -5, 5)
         return v, v
-    lo = draw(st.integers(-1000, 1000))
-    return lo, lo + draw(st.integers(0, 5000))
+    lo = _int(draw, -1000, 1000)
+    return lo, lo + _int(draw, 0, 5000)
+
+
+_RANGE_ENDS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 60)
+
+
+def _pool(draw: st.DrawFn, max_vars: int, max_ranges: int) -> tuple[UOp, ...]:
+    n_vars = _int(draw, 0, max_vars)
+    n_ranges = _int(draw, 0 if n_vars else 1, max(max_ranges, 0 if n_vars else 1))
+    pool: list[UOp] = []
+    for i in range(n_vars):
+        lo, hi = _var_bounds(draw)
+        pool.append(UOp.var(_VAR_NAMES[i % len(_VAR_NAMES)] + ("" if i < 3 else str(i)), lo, hi))
+    for i in range(n_ranges):
+        pool.append(UOp.range(_pick(draw, _RANGE_ENDS), i))
+    return tuple(pool)
 
 
 @st.composite
 def leaf_pools(draw: st.DrawFn, max_vars: int = 3, max_ranges: int = 2) -> tuple[UOp, ...]:
     """1..(max_vars+max_ranges) distinct leaves: vars with various bounds and ranges."""
-    n_vars = draw(st.integers(0, max_vars))
-    n_ranges = draw(st.integers(0 if n_vars else 1, max_ranges))
-    pool: list[UOp] = []
-    for i in range(n_vars):
-        lo, hi = draw(_var_bounds())
-        pool.append(UOp.var(_VAR_NAMES[i % len(_VAR_NAMES)] + ("" if i < 3 else str(i)), lo, hi))
-    for i in range(n_ranges):
-        end = draw(st.sampled_from((1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 60)))
-        pool.append(UOp.range(end, i))
-    return tuple(pool)
+    return _pool(draw, max_vars, max_ranges)
 
 
 # ---------------------------------------------------------------------------
@@ -113,46 +136,52 @@ def _c(v: int) -> UOp:
 
 _ARITH = ("add", "add", "sub", "mul", "mul", "idiv", "idiv", "mod", "mod", "max", "neg",
           "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom")
+_CMPS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
-@st.composite
 def _divisor(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
-    r = draw(st.integers(0, 19))
+    r = _int(draw, 0, 19)
     if r < 14:
-        return _c(draw(st.sampled_from(_DIVISORS_POS)))
+        return _c(_pick(draw, _DIVISORS_POS))
     if r < 17:
-        return _c(draw(st.sampled_from(_DIVISORS_NEG)))
+        return _c(_pick(draw, _DIVISORS_NEG))
     if div_by_expr and depth > 0:
-        return draw(_expr(pool, depth - 1, div_by_expr))
-    return _c(draw(st.sampled_from(_DIVISORS_POS)))
+        return _expr(draw, pool, depth - 1, div_by_expr)
+    return _c(_pick(draw, _DIVISORS_POS))
 
 
-@st.composite
+def _operand(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+    """A subexpression or (a third of the time) a small constant."""
+    if _int(draw, 0, 2) == 0:
+        return _c(_pick(draw, SMALL_CONSTS))
+    return _expr(draw, pool, depth, div_by_expr)
+
+
 def _cond(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
     """A bool: a comparison of two index expressions, maybe negated or combined."""
-    a = draw(_expr(pool, max(depth - 1, 0), div_by_expr))
-    b = draw(st.one_of(st.sampled_from(SMALL_CONSTS).map(_c),
-                       _expr(pool, max(depth - 1, 0), div_by_expr)))
-    op = draw(st.sampled_from(("lt", "le", "gt", "ge", "eq", "ne")))
-    c = getattr(a, op)(b)
-    r = draw(st.integers(0, 9))
+    a = _expr(draw, pool, max(depth - 1, 0), div_by_expr)
+    b = _operand(draw, pool, max(depth - 1, 0), div_by_expr)
+    c = getattr(a, _pick(draw, _CMPS))(b)
+    r = _int(draw, 0, 9)
     if r == 0:
         c = c.alu(Ops.NOT)
     elif r == 1 and depth > 0:
-        c = c & draw(_cond(pool, depth - 1, div_by_expr))
+        c = c & _cond(draw, pool, depth - 1, div_by_expr)
     elif r == 2 and depth > 0:
-        c = c | draw(_cond(pool, depth - 1, div_by_expr))
+        c = c | _cond(draw, pool, depth - 1, div_by_expr)
     return c
 
 
-@st.composite
+_IDIOM_DIVS = _DIVISORS_POS[1:] + _DIVISORS_NEG[1:3]
+
+
 def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
     """The shapes index rules look for, with shared subterms."""
-    x = draw(_expr(pool, max(depth - 1, 0), div_by_expr))
-    y = draw(_expr(pool, max(depth - 2, 0), div_by_expr))
-    c = draw(st.sampled_from(_DIVISORS_POS[1:] + _DIVISORS_NEG[1:3]))
-    k = draw(st.sampled_from((2, 3, 4, -2)))
-    form = draw(st.integers(0, 13))
+    x = _expr(draw, pool, max(depth - 1, 0), div_by_expr)
+    y = _expr(draw, pool, max(depth - 2, 0), div_by_expr)
+    c = _pick(draw, _IDIOM_DIVS)
+    k = _pick(draw, (2, 3, 4, -2))
+    form = _int(draw, 0, 13)
     if form == 0:
         return x // c * c + x % c
     if form == 1:
@@ -180,36 +209,34 @@ def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool
     if form == 12:
         return y + x % c + x // c * c
     # an affine sum over the pool, divided: the tinygrad-unit-like shape
-    terms = [leaf * draw(st.sampled_from((1, 2, 3, 4, 6, 8, -1))) for leaf in pool]
-    s = terms[0]
-    for t in terms[1:]:
-        s = s + t
-    s = s + draw(st.sampled_from(SMALL_CONSTS))
-    return s // c if draw(st.booleans()) else s % c
+    s = _c(_pick(draw, SMALL_CONSTS))
+    for leaf in pool:
+        s = s + leaf * _pick(draw, (1, 2, 3, 4, 6, 8, -1))
+    return s // c if _int(draw, 0, 1) else s % c
 
 
-@st.composite
 def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
-    if depth <= 0 or draw(st.integers(0, 5)) == 0:
-        if draw(st.integers(0, 3)) == 0:
-            return _c(draw(st.sampled_from(SMALL_CONSTS)))
-        return draw(st.sampled_from(pool))
-    sub = _expr(pool, depth - 1, div_by_expr)
-    op = draw(st.sampled_from(_ARITH))
+    if depth <= 0 or _int(draw, 0, 5) == 0:
+        if _int(draw, 0, 3) == 0:
+            return _c(_pick(draw, SMALL_CONSTS))
+        return _pick(draw, pool)
+    op = _pick(draw, _ARITH)
     if op == "neg":
-        return -draw(sub)
+        return -_expr(draw, pool, depth - 1, div_by_expr)
     if op == "where":
-        return draw(_cond(pool, depth - 1, div_by_expr)).where(draw(sub), draw(sub))
+        cond = _cond(draw, pool, depth - 1, div_by_expr)
+        return cond.where(_expr(draw, pool, depth - 1, div_by_expr),
+                          _expr(draw, pool, depth - 1, div_by_expr))
     if op == "idiom":
-        return draw(_idiom(pool, depth, div_by_expr))
-    a = draw(sub)
+        return _idiom(draw, pool, depth, div_by_expr)
+    a = _expr(draw, pool, depth - 1, div_by_expr)
     if op in ("idiv", "mod"):
-        d = draw(_divisor(pool, depth, div_by_expr))
+        d = _divisor(draw, pool, depth, div_by_expr)
         return a // d if op == "idiv" else a % d
     if op in ("shl", "shr"):
-        s = _c(draw(st.integers(0, 4)))
+        s = _c(_int(draw, 0, 4))
         return a << s if op == "shl" else a >> s
-    b = draw(st.one_of(sub, st.sampled_from(SMALL_CONSTS).map(_c)))
+    b = _operand(draw, pool, depth - 1, div_by_expr)
     if op == "add":
         return a + b
     if op == "sub":
@@ -233,18 +260,16 @@ def int_exprs(draw: st.DrawFn, max_depth: int = 4, *, max_vars: int = 3, max_ran
     ``leaves`` fixes the leaf pool instead of drawing one; ``div_by_expr=False``
     keeps every divisor a nonzero constant (no undefined points at all).
     """
-    pool = leaves if leaves is not None else draw(leaf_pools(max_vars, max_ranges))
-    return draw(_expr(pool, max_depth, div_by_expr))
+    pool = leaves if leaves is not None else _pool(draw, max_vars, max_ranges)
+    return _expr(draw, pool, max_depth, div_by_expr)
 
 
-@st.composite
-def valid_conditions(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int = 2) -> UOp:
-    """Pad-style validity: conjunctions of ``lo <= e`` / ``e < hi`` over leaves and sums."""
+def _valid(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int) -> UOp:
     parts = []
-    for _ in range(draw(st.integers(1, 3))):
-        e = draw(st.one_of(st.sampled_from(pool), _expr(pool, depth, False)))
-        bound = _c(draw(st.integers(-3, 12)))
-        kind = draw(st.integers(0, 4))
+    for _ in range(_int(draw, 1, 3)):
+        e = _pick(draw, pool) if _int(draw, 0, 1) else _expr(draw, pool, depth, False)
+        bound = _c(_int(draw, -3, 12))
+        kind = _int(draw, 0, 4)
         if kind == 0:
             parts.append(e.lt(bound))
         elif kind == 1:
@@ -254,11 +279,17 @@ def valid_conditions(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int = 2) -> 
         elif kind == 3:
             parts.append(e.ne(bound))
         else:
-            parts.append(draw(_cond(pool, depth, False)))
+            parts.append(_cond(draw, pool, depth, False))
     c = parts[0]
     for p in parts[1:]:
         c = c & p
     return c
+
+
+@st.composite
+def valid_conditions(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int = 2) -> UOp:
+    """Pad-style validity: conjunctions of ``lo <= e`` / ``e < hi`` over leaves and sums."""
+    return _valid(draw, pool, depth)
 
 
 @st.composite
@@ -270,28 +301,27 @@ def padded_index_exprs(draw: st.DrawFn, max_depth: int = 3, *, max_vars: int = 2
     nested inside further index arithmetic (a view of a padded view), so the
     Invalid propagates through add/mul/idiv/mod as in the corpus.
     """
-    pool = draw(leaf_pools(max_vars, max_ranges))
+    pool = _pool(draw, max_vars, max_ranges)
     inv = UOp.invalid()
 
     def padded() -> UOp:
-        valid = draw(valid_conditions(pool, depth=max(max_depth - 1, 0)))
-        idx = draw(_expr(pool, max_depth, False))
-        return valid.where(idx, inv)
+        valid = _valid(draw, pool, max(max_depth - 1, 0))
+        return valid.where(_expr(draw, pool, max_depth, False), inv)
 
     p = padded()
-    form = draw(st.integers(0, 5))
+    form = _int(draw, 0, 5)
     if form <= 2:
         return p
     if form == 3:  # padded index inside a reshape-like flattening
-        other = draw(_expr(pool, max(max_depth - 1, 0), False))
-        c = draw(st.sampled_from(_DIVISORS_POS[1:]))
-        return (p * c + other) % (c * draw(st.sampled_from((2, 3, 5))))
+        other = _expr(draw, pool, max(max_depth - 1, 0), False)
+        c = _pick(draw, _DIVISORS_POS[1:])
+        return (p * c + other) % (c * _pick(draw, (2, 3, 5)))
     if form == 4:  # two padded indices combined
         q = padded()
-        return p + q * draw(st.sampled_from((1, 3, 8)))
+        return p + q * _pick(draw, (1, 3, 8))
     # a padded index re-padded by an outer view
-    valid = draw(valid_conditions(pool, depth=1))
-    return valid.where(p // draw(st.sampled_from((1, 2, 4))) + 1, inv)
+    valid = _valid(draw, pool, 1)
+    return valid.where(p // _pick(draw, (1, 2, 4)) + 1, inv)
 
 
 # ---------------------------------------------------------------------------
@@ -301,47 +331,43 @@ def fixed_width_exprs(draw: st.DrawFn, max_depth: int = 3, *, dtype: DType | Non
                       leaves: tuple[UOp, ...] | None = None) -> UOp:
     """An expression of a fixed-width integer dtype: casts of index expressions,
     wrapping arithmetic, shifts, bitwise ops, casts between widths, where."""
-    pool = leaves if leaves is not None else draw(leaf_pools(3, 2))
-    dt = dtype if dtype is not None else draw(st.sampled_from(FIXED_DTYPES))
-    return draw(_fixed(pool, dt, max_depth))
+    pool = leaves if leaves is not None else _pool(draw, 3, 2)
+    dt = dtype if dtype is not None else _pick(draw, FIXED_DTYPES)
+    return _fixed(draw, pool, dt, max_depth)
 
 
-def _fconst(dt: DType, v: int) -> UOp:
-    return UOp.const(dt, v)
+_FIXED_OPS = ("add", "sub", "mul", "neg", "idiv", "mod", "max", "shl", "shr", "and", "or",
+              "xor", "not", "cast", "cast", "index", "where")
 
 
-@st.composite
 def _fixed(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int) -> UOp:
-    if depth <= 0 or draw(st.integers(0, 5)) == 0:
-        r = draw(st.integers(0, 3))
+    if depth <= 0 or _int(draw, 0, 5) == 0:
+        r = _int(draw, 0, 3)
         if r == 0:
-            v = draw(st.one_of(st.sampled_from(SMALL_CONSTS),
-                               st.sampled_from((int(dt.min), int(dt.max), int(dt.max) // 2 + 1))))
-            return _fconst(dt, v)
-        return draw(st.sampled_from(pool)).cast(dt)
-    op = draw(st.sampled_from(("add", "sub", "mul", "neg", "idiv", "mod", "max", "shl", "shr",
-                               "and", "or", "xor", "not", "cast", "cast", "index", "where")))
-    sub = _fixed(pool, dt, depth - 1)
+            extremes = (int(dt.min), int(dt.max), int(dt.max) // 2 + 1)
+            v = _pick(draw, SMALL_CONSTS) if _int(draw, 0, 1) else _pick(draw, extremes)
+            return UOp.const(dt, v)
+        return _pick(draw, pool).cast(dt)
+    op = _pick(draw, _FIXED_OPS)
     if op == "neg":
-        return -draw(sub)
+        return -_fixed(draw, pool, dt, depth - 1)
     if op == "not":
-        return draw(sub).alu(Ops.NOT)
+        return _fixed(draw, pool, dt, depth - 1).alu(Ops.NOT)
     if op == "cast":  # through another width
-        other = draw(st.sampled_from(FIXED_DTYPES))
-        return draw(_fixed(pool, other, depth - 1)).cast(dt)
+        return _fixed(draw, pool, _pick(draw, FIXED_DTYPES), depth - 1).cast(dt)
     if op == "index":  # an index expression narrowed to the width
-        return draw(_expr(pool, depth - 1, False)).cast(dt)
+        return _expr(draw, pool, depth - 1, False).cast(dt)
     if op == "where":
-        a, b = draw(sub), draw(sub)
-        return a.lt(b).where(draw(sub), draw(sub))
-    a = draw(sub)
+        a, b = _fixed(draw, pool, dt, depth - 1), _fixed(draw, pool, dt, depth - 1)
+        return a.lt(b).where(_fixed(draw, pool, dt, depth - 1), _fixed(draw, pool, dt, depth - 1))
+    a = _fixed(draw, pool, dt, depth - 1)
     if op in ("shl", "shr"):
-        return a.alu(Ops.SHL if op == "shl" else Ops.SHR,
-                     _fconst(dt, draw(st.integers(0, dt.bits - 1))))
+        amount = UOp.const(dt, _int(draw, 0, dt.bits - 1))
+        return a.alu(Ops.SHL if op == "shl" else Ops.SHR, amount)
     if op in ("idiv", "mod"):
-        d = _fconst(dt, draw(st.sampled_from(_DIVISORS_POS + _DIVISORS_NEG)))
+        d = UOp.const(dt, _pick(draw, _DIVISORS_POS + _DIVISORS_NEG))
         return a // d if op == "idiv" else a % d
-    b = draw(sub)
+    b = _fixed(draw, pool, dt, depth - 1)
     return {"add": a + b, "sub": a - b, "mul": a * b, "max": a.maximum(b), "and": a & b,
             "or": a | b, "xor": a ^ b}[op]
 
@@ -363,5 +389,5 @@ def assignments(draw: st.DrawFn, *exprs: UOp) -> dict[str, Any]:
                 continue
             lo, hi = int(leaf.vmin), int(leaf.vmax)
             special = [v for v in (lo, hi, 0, lo + 1, hi - 1) if lo <= v <= hi]
-            env[name] = draw(st.one_of(st.sampled_from(special), st.integers(lo, hi)))
+            env[name] = _pick(draw, special) if _int(draw, 0, 1) else _int(draw, lo, hi)
     return env
