@@ -14,13 +14,16 @@ WHEREs on the same condition when one side folds to a constant.
 
 from __future__ import annotations
 
+import math
+import weakref
+
 from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import Rule, UPat
+from eqsat.pattern import Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
 from rules.common import const_is, is_invalid, may_be_invalid, nonzero
 
-__all__ = ["GROUPS"]
+__all__ = ["GROUPS", "parse_valid", "simplify_given_valid"]
 
 _X = UPat.var("x")
 
@@ -67,6 +70,114 @@ def _wpat(t: str, f: str) -> UPat:
     return UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var(t), UPat.var(f)))
 
 
+# ---- simplify a padded index given its validity (tinygrad's uop_given_valid)
+def _split_and(u: UOp) -> list[UOp]:
+    out, stack = [], [u]
+    while stack:
+        x = stack.pop()
+        if x.op is Ops.AND and x.dtype == dtypes.bool:
+            stack.extend(reversed(x.src))
+        else:
+            out.append(x)
+    return out
+
+
+def _clause_bounds(c: UOp) -> tuple[UOp, int | None, int | None] | None:
+    """``(X, lo, hi)`` when clause ``c`` says ``lo <= X <= hi`` for an integer ``X``."""
+    neg = False
+    if c.op is Ops.NOT:
+        c, neg = c.src[0], True
+    if c.op not in (Ops.LT, Ops.EQ) or not c.src[0].dtype.is_int:
+        return None
+    a, b = c.src
+    if c.op is Ops.EQ:
+        if neg:
+            return None
+        if b.op is Ops.CONST:
+            return a, b.arg, b.arg
+        if a.op is Ops.CONST:
+            return b, a.arg, a.arg
+        return None
+    if b.op is Ops.CONST:  # a < b  (or a >= b when negated)
+        return (a, b.arg, None) if neg else (a, None, b.arg - 1)
+    if a.op is Ops.CONST:  # a < b  (or b <= a when negated)
+        return (b, None, a.arg) if neg else (b, a.arg + 1, None)
+    return None
+
+
+def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
+    """``{X: (lo, hi)}``: what the AND clauses of ``valid`` say about integer
+    expressions, intersected with their bounds; None when they contradict."""
+    out: dict[UOp, tuple[int, int]] = {}
+    for c in _split_and(valid):
+        got = _clause_bounds(c)
+        if got is None:
+            continue
+        x, lo, hi = got
+        if math.isinf(x.vmin) or math.isinf(x.vmax):
+            continue
+        olo, ohi = out.get(x, (int(x.vmin), int(x.vmax)))
+        nlo = olo if lo is None else max(olo, lo)
+        nhi = ohi if hi is None else min(ohi, hi)
+        if nlo > nhi:
+            return None
+        out[x] = (nlo, nhi)
+    return out
+
+
+# x -> (valid, result) of the last simplify_given_valid(valid, x) (guard and build share it)
+_GIVEN: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp | None]] = weakref.WeakKeyDictionary()
+
+
+def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
+    """``x`` simplified under the assumption that ``valid`` holds; None if no
+    simplification; the Invalid node if ``valid`` never holds.
+
+    Every expression ``X`` a clause bounds (``X < c``, ``c < X``, ``X == c``)
+    is replaced in ``x`` by a fresh variable over the narrowed range (or the
+    constant), the result is rewritten with ``symbolic()``, and ``X`` is put
+    back and rewritten again. Exact wherever ``valid`` holds; elsewhere the
+    WHERE is Invalid and the branch is not evaluated.
+    """
+    import rules
+
+    bounds = parse_valid(valid)
+    if bounds is None:
+        return UOp.invalid()
+    topo = set(x.toposort())
+    sub: dict[UOp, UOp] = {}
+    for e, (lo, hi) in bounds.items():
+        if e not in topo or (lo == e.vmin and hi == e.vmax):
+            continue
+        sub[e] = (UOp.const(e.dtype, lo) if lo == hi
+                  else UOp.var(f"__valid{e.uid}", lo, hi) if e.dtype.is_index else None)
+    sub = {k: v for k, v in sub.items() if v is not None}
+    if not sub:
+        return None
+    pm = rules.matcher()
+    y = graph_rewrite(x.substitute(sub), pm)
+    back = {v: k for k, v in sub.items() if v.op is Ops.DEFINE_VAR}
+    if back:
+        y = graph_rewrite(y.substitute(back), pm)
+    return None if y is x else y
+
+
+def _given_valid(c: UOp, x: UOp) -> UOp | None:
+    hit = _GIVEN.get(x)
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    y = simplify_given_valid(c, x)
+    _GIVEN[x] = (c, y)
+    return y
+
+
+def _gate_build(w: UOp, c: UOp, x: UOp, i: UOp) -> UOp:
+    y = _given_valid(c, x)
+    if y is None:
+        return w
+    return y if y.op is Ops.INVALID else UOp(Ops.WHERE, w.dtype, (c, y, i))
+
+
 G_DCE = "dce_dsl_patterns"
 dce_dsl_patterns = [
     Rule("where_same_branches", "WHERE(c, t, t) -> t",
@@ -82,6 +193,15 @@ dce_dsl_patterns = [
                               UPat.var("f"))),
          build=lambda c, t, f: _where(c, f, t),
          guard=lambda c, f: c.dtype.scalar() == dtypes.bool and not is_invalid(f)),
+    Rule("where_same_cond_true", "WHERE(c, WHERE(c, x, y), f) -> WHERE(c, x, f)",
+         UPat(Ops.WHERE, src=(UPat.var("c"), UPat(Ops.WHERE, src=(UPat.var("c"), _X,
+                                                                  UPat.var("y"))),
+                              UPat.var("f"))),
+         build=lambda c, x, f: _where(c, x, f)),
+    Rule("where_same_cond_false", "WHERE(c, t, WHERE(c, x, y)) -> WHERE(c, t, y)",
+         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"),
+                              UPat(Ops.WHERE, src=(UPat.var("c"), _X, UPat.var("y"))))),
+         build=lambda c, t, y: _where(c, t, y)),
     Rule("where_nested_merge", "WHERE(a, WHERE(b, c, d), d) -> WHERE(a & b, c, d)",
          UPat(Ops.WHERE, src=(UPat.var("a"), UPat(Ops.WHERE, src=(UPat.var("b"), UPat.var("c"),
                                                                   UPat.var("d"))),
@@ -97,6 +217,11 @@ dce_dsl_patterns = [
          UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("y"), _wpat("t", "f")]),
                             _wpat("tt", "ff")], name="alu"),
          build=lambda y, c, t, tt, f, ff: y + _where(c, t + tt, f + ff), guard=_combine_ok),
+    Rule("where_gate_given_valid", "WHERE(v, x, Inv) -> WHERE(v, x', Inv) with x' = x "
+         "simplified assuming v (bounds of v's clauses); -> Inv when v never holds",
+         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"), UPat(Ops.INVALID, name="i")),
+              name="w"),
+         build=_gate_build, guard=lambda c, x: _given_valid(c, x) is not None),
 ]
 
 GROUPS: dict[str, list[Rule]] = {G_BOUND: where_bound_patterns, G_DCE: dce_dsl_patterns}
