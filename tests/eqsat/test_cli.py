@@ -1,0 +1,298 @@
+"""The eqsat command line: main(argv) for every subcommand, one real subprocess."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eqsat import cli
+from eqsat.cli import main
+from eqsat.sexpr import parse, to_sexpr
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "eqsat" / "examples"
+TILED = str(EXAMPLES / "tiled.uop")
+TRANSPOSE = str(EXAMPLES / "transpose.uop")
+
+
+def run(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("eqsat: error: ") and "Traceback" not in err
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------
+# help and usage
+def test_help_lists_every_subcommand(capsys):
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0
+    for cmd in ("fmt", "eval", "cost", "optimize", "batch", "rules", "lower"):
+        assert cmd in out
+
+
+@pytest.mark.parametrize("cmd, flag", [
+    ("optimize", "--rulesets"), ("optimize", "--stats"), ("batch", "--jobs"), ("eval", "--var"),
+    ("lower", "--emit"), ("cost", "--cost"), ("rules", "--engine"), ("fmt", "--compact"),
+])
+def test_subcommand_help(capsys, cmd, flag):
+    rc, out, _ = run(capsys, cmd, "--help")
+    assert rc == 0 and flag in out
+
+
+def test_usage_errors(capsys):
+    assert run(capsys)[0] == 2  # no subcommand
+    assert run(capsys, "frobnicate")[0] == 2
+    assert run(capsys, "optimize", "--engine", "magic", TILED)[0] == 2
+
+
+# ---------------------------------------------------------------------------
+# fmt
+def test_fmt_file_and_stdin(capsys, monkeypatch):
+    rc, out, err = run(capsys, "fmt", TILED)
+    assert rc == 0 and err == ""
+    g = parse(Path(TILED).read_text())
+    assert out == to_sexpr(g) + "\n"
+    rc, out2, _ = run(capsys, "fmt", "--compact", "-", stdin=out, monkeypatch=monkeypatch)
+    assert rc == 0 and out2 == to_sexpr(g, compact=True) + "\n"
+
+
+def test_fmt_parse_error_names_file_line_col(capsys, tmp_path):
+    f = tmp_path / "bad.uop"
+    f.write_text("; header\n(add 1\n   (frob 2))\n")
+    rc, out, err = run(capsys, "fmt", str(f))
+    assert rc == 1 and out == ""
+    assert one_line_error(err) == f"eqsat: error: {f}:3:5: unknown op 'frob'"
+
+
+def test_stdin_error_name(capsys, monkeypatch):
+    rc, _, err = run(capsys, "fmt", "-", stdin="(add 1", monkeypatch=monkeypatch)
+    assert rc == 1
+    assert one_line_error(err).startswith("eqsat: error: <stdin>:1:7: expected ')'")
+
+
+def test_missing_file(capsys, tmp_path):
+    rc, _, err = run(capsys, "cost", str(tmp_path / "nope.uop"))
+    assert rc == 1
+    assert "nope.uop: No such file or directory" in one_line_error(err)
+
+
+# ---------------------------------------------------------------------------
+# eval
+@pytest.mark.parametrize("text, vars_, want", [
+    ("(add (var x 0 9) 1)", ["x=3"], "4"),
+    ("(idiv -7 2)", [], "-3"),
+    ("(mod -7 2)", [], "-1"),
+    ("(lt (var x 0 9) 5)", ["x=7"], "false"),
+    ("(where (lt (range 0 8) 4) (range 0 8) (invalid))", ["R0=6"], "invalid"),
+    ("(fdiv 1.0 4.0)", [], "0.25"),
+    ("(vconst i32 1 -2)", [], "(1 -2)"),
+    ("(add (special gidx0 16) (var n 0 4))", ["gidx0=15", "n=4"], "19"),
+])
+def test_eval(capsys, tmp_path, text, vars_, want):
+    f = tmp_path / "e.uop"
+    f.write_text(text)
+    rc, out, err = run(capsys, "eval", str(f), *[a for v in vars_ for a in ("--var", v)])
+    assert (rc, out.strip(), err) == (0, want, "")
+
+
+def test_eval_tiled_example(capsys):
+    rc, out, _ = run(capsys, "eval", TILED, "--var", "R2=1", "--var", "R3=2", "--var", "R4=1")
+    assert rc == 0 and out.strip() == str(2 * 8 + 1 * 4 + 1)
+
+
+@pytest.mark.parametrize("text, vars_, fragment", [
+    ("(add (var x 0 9) 1)", [], "cannot evaluate"),
+    ("(add (var x 0 9) 1)", ["x=30"], "cannot evaluate"),
+    ("(idiv 1 (var x 0 9))", ["x=0"], "cannot evaluate"),
+    ("(var x 0 9)", ["x"], "--var expects NAME=VALUE"),
+    ("(var x 0 9)", ["x=abc"], "is not an integer"),
+])
+def test_eval_errors(capsys, tmp_path, text, vars_, fragment):
+    f = tmp_path / "e.uop"
+    f.write_text(text)
+    rc, out, err = run(capsys, "eval", str(f), *[a for v in vars_ for a in ("--var", v)])
+    assert rc == 1 and out == ""
+    assert fragment in one_line_error(err)
+
+
+# ---------------------------------------------------------------------------
+# cost
+def test_cost(capsys):
+    rc, out, _ = run(capsys, "cost", TILED)
+    # 2 x (idiv|mod) 25, 3 mul x 4, 3 add x 1; the shared sum counted once
+    assert rc == 0 and out.strip() == str(2 * 25 + 3 * 4 + 3)
+    rc, out, _ = run(capsys, "cost", "--cost", "reference", TILED)
+    assert out.strip() == "65"
+    rc, out, _ = run(capsys, "cost", "--cost", "default", TILED)
+    assert rc == 0 and float(out) > 0
+
+
+def test_cost_unknown_model(capsys):
+    rc, _, err = run(capsys, "cost", "--cost", "nonsense", TILED)
+    assert rc == 1 and "nonsense" in one_line_error(err)
+
+
+# ---------------------------------------------------------------------------
+# optimize
+def test_optimize_baseline(capsys):
+    from eqsat.equiv import check_equivalent
+    from extraction import reference_cost
+
+    rc, out, err = run(capsys, "optimize", "--engine", "baseline", "--cost", "reference",
+                       "--stats", TILED)
+    assert rc == 0
+    g_in, g_out = parse(Path(TILED).read_text()), parse(out)
+    assert reference_cost(g_out) < reference_cost(g_in)
+    assert check_equivalent(g_in, g_out)
+    stats = json.loads(err)
+    assert stats["engine"] == "baseline" and stats["cost"] <= stats["input_cost"]
+
+
+def test_optimize_egraph(capsys, monkeypatch):
+    text = Path(TILED).read_text()
+    rc, out, err = run(capsys, "optimize", "--iterations", "4", "--seconds", "5", "--compact",
+                       "-", stdin=text, monkeypatch=monkeypatch)
+    assert rc == 0 and err == "" and "\n" not in out.strip()
+    from eqsat.equiv import check_equivalent
+    assert check_equivalent(parse(text), parse(out))
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--engine", "baseline", "--rulesets", "no_such_rules"], "no_such_rules"),
+    (["--seconds", "0"], "seconds > 0"),
+    (["--engine", "baseline", "--rulesets", ","], "--rulesets needs at least one name"),
+])
+def test_optimize_errors(capsys, argv, fragment):
+    rc, out, err = run(capsys, "optimize", *argv, TILED)
+    assert rc == 1 and out == ""
+    assert fragment in one_line_error(err)
+
+
+def test_missing_engine_module_is_a_clean_error(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "eqsat.baseline", None)  # import fails
+    rc, _, err = run(capsys, "optimize", "--engine", "baseline", TILED)
+    assert rc == 1
+    line = one_line_error(err)
+    assert "not available" in line and "eqsat.baseline" in line
+
+
+def test_engine_exception_is_a_clean_error(capsys, monkeypatch):
+    import eqsat.api
+
+    def boom(*a, **k):
+        raise RuntimeError("engine exploded\nsecond line")
+
+    monkeypatch.setitem(eqsat.api.ENGINES, "baseline", boom)
+    rc, _, err = run(capsys, "optimize", "--engine", "baseline", TILED)
+    assert rc == 1
+    assert one_line_error(err).endswith("RuntimeError: engine exploded")
+
+
+# ---------------------------------------------------------------------------
+# batch
+BATCH_LINES = [
+    '{"id": "a", "expr": "(add (mul (idiv (range 0 32) 8) 8) (mod (range 0 32) 8))"}',
+    "this is not json",
+    '{"id": "b"}',
+    '{"id": "c", "expr": "(add 1"}',
+    "",
+    '{"id": "d", "expr": "(mod (add (mul (var x 0 7) 4) 2) 4)"}',
+    "[1, 2]",
+    '{"id": 5, "expr": 7}',
+]
+
+
+def _batch(capsys, tmp_path, jobs: str) -> list[dict]:
+    src, dst = tmp_path / "in.jsonl", tmp_path / f"out{jobs}.jsonl"
+    src.write_text("\n".join(BATCH_LINES) + "\n")
+    rc, out, err = run(capsys, "batch", "--engine", "baseline", "--jobs", jobs, str(src),
+                       "-o", str(dst))
+    assert rc == 0 and out == ""
+    assert "7 cases" in err and "5 errors" in err  # the blank line is no case
+    return [json.loads(line) for line in dst.read_text().splitlines()]
+
+
+def test_batch_malformed_lines(capsys, tmp_path):
+    rows = _batch(capsys, tmp_path, "1")
+    assert [r.get("id") for r in rows] == ["a", None, "b", "c", "d", None, 5]
+    a, bad_json, no_expr, parse_err, d, not_obj, not_str = rows
+    assert a["out"] == "(range 0 32)" and a["cost"] == 0 and a["us"] > 0
+    assert "bad JSON" in bad_json["error"] and bad_json["line"] == 2
+    assert no_expr["error"] == "missing field 'expr'"
+    assert parse_err["error"].startswith("expr:1:7: expected ')'")
+    assert parse(d["out"]) is parse(to_sexpr(parse(d["out"])))
+    assert d["cost"] <= 25 + 4 + 1 and "error" not in d
+    assert "JSON object" in not_obj["error"] and not_obj["line"] == 7
+    assert "must be a string" in not_str["error"]
+
+
+def test_batch_two_workers_same_order(capsys, tmp_path):
+    one = _batch(capsys, tmp_path, "1")
+    two = _batch(capsys, tmp_path, "2")
+    strip = [{k: v for k, v in r.items() if k != "us"} for r in one]
+    assert [{k: v for k, v in r.items() if k != "us"} for r in two] == strip
+
+
+def crash_on_boom(job):
+    """A batch worker that dies (as a segfaulting engine would) on the case 'boom'."""
+    if '"boom"' in job[1]:
+        os._exit(3)
+    return {"id": json.loads(job[1])["id"], "out": "ok"}
+
+
+def test_batch_survives_a_dying_worker():
+    lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t")]
+    cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
+    rows = list(cli._run_parallel(cases, 2, crash_on_boom))
+    assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t"]
+    assert "died" in rows[2]["error"] and rows[2]["line"] == 3
+    assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
+
+
+# ---------------------------------------------------------------------------
+# rules and lower
+def test_rules(capsys):
+    rc, out, _ = run(capsys, "rules", "--engine", "baseline")
+    assert rc == 0
+    assert "symbolic (baseline," in out
+    assert "\n  " in out  # rules listed under their set, with identities
+    assert "(egraph," not in out
+    rc, brief, _ = run(capsys, "rules", "--brief")
+    assert rc == 0 and all(line.endswith("rules)") for line in brief.strip().splitlines())
+
+
+def test_lower(capsys):
+    rc, out, err = run(capsys, "lower", TRANSPOSE)
+    assert rc == 0 and err == ""
+    assert "for" in out and "60" in out
+    rc, out, _ = run(capsys, "lower", "--no-optimize", "--emit", "linear", TRANSPOSE)
+    assert rc == 0 and out.strip()
+
+
+# ---------------------------------------------------------------------------
+# a real process
+def test_subprocess_entry_point(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("EQSAT_DEBUG", None)
+    p = subprocess.run([sys.executable, "-m", "eqsat", "fmt", "-"], input="(mul 2 (add 1 1))",
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "(mul 2 (add 1 1))\n", "")
+    p = subprocess.run([sys.executable, "-m", "eqsat", "fmt", "-"], input="(mul 2\n (ad 1 1))",
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == "eqsat: error: <stdin>:2:3: unknown op 'ad'\n"
