@@ -1,0 +1,362 @@
+"""C emission: one C function per kernel, from the linear instruction list.
+
+Signature of a kernel: the buffers in SLOT order as ``restrict`` pointers to
+the element C type (``const`` when never stored to), then the variables in
+name order as ``int64_t`` (``var_<name>``)::
+
+    void kernel(float* restrict data0, const float* restrict data1, int64_t var_n)
+
+An *expression kernel* (a bare value root) returns the value instead, and
+takes a ``bool* valid`` last when the value may be ``Invalid``.
+
+Every value is a scalar (vectors were unrolled by the final rewrite). Values
+used once, at the loop depth they are computed at, are inlined into their
+user; the rest become ``const`` locals. Integer division by a non-constant
+divisor goes through a small helper that gives 0 for a zero divisor and wraps
+``MIN / -1`` (both undefined in the IR) instead of trapping. Unsupported ops
+raise :class:`~lowering.narrow.LoweringError` naming the op.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import GroupOp, Ops
+from eqsat.uop import UOp
+from lowering.narrow import LoweringError
+
+__all__ = ["Signature", "render_c", "ctype", "c_literal"]
+
+_CTYPES = {
+    "bool": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
+    "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
+    "f16": "_Float16", "f32": "float", "f64": "double", "void": "void",
+}
+
+
+def ctype(dt: DType) -> str:
+    """The C type of a scalar dtype (``f32`` -> ``float``; pointers end in ``*``)."""
+    if dt.count > 1 and not dt.ptr:
+        raise LoweringError(f"no C scalar type for vector dtype {dt}")
+    name = dt.name
+    if name not in _CTYPES:
+        raise LoweringError(f"dtype {dt} has no C type in this emitter (index must be narrowed "
+                            "first; bf16 is not supported)")
+    return _CTYPES[name] + ("*" if dt.ptr else "")
+
+
+def c_literal(v: object, dt: DType) -> str:
+    """A C literal of exactly the value ``v`` of scalar dtype ``dt``."""
+    s = dt.scalar()
+    if s.is_bool:
+        return "1" if v else "0"
+    if s.is_float:
+        f = float(v)  # type: ignore[arg-type]
+        suffix = "f" if s.name in ("f32", "f16") else ""
+        if math.isnan(f):
+            lit = f"__builtin_nan{suffix}(\"\")"
+        elif math.isinf(f):
+            lit = f"{'-' if f < 0 else ''}__builtin_inf{suffix}()"
+        else:
+            lit = repr(f) + suffix
+        if s.name == "f16":
+            return f"((_Float16){lit})"
+        return f"({lit})" if lit.startswith("-") else lit
+    i = int(v)  # type: ignore[call-overload]
+    if s.name == "i64":
+        return "(-9223372036854775807LL-1)" if i == -(1 << 63) else (
+            f"({i}LL)" if i < 0 else f"{i}LL")
+    if s.name == "u64":
+        return f"{i}ULL"
+    if s.name == "u32":
+        return f"{i}U"
+    if s.name == "i32":
+        return "(-2147483647-1)" if i == -(1 << 31) else (f"({i})" if i < 0 else str(i))
+    return f"(({ctype(s)}){i})"
+
+
+@dataclass
+class Signature:
+    """What the emitted function takes and returns."""
+
+    name: str
+    buffers: list[tuple[int, DType, int]] = field(default_factory=list)  # (slot, elem, size)
+    written: set[int] = field(default_factory=set)  # slots stored to
+    variables: list[tuple[str, int, int]] = field(default_factory=list)  # (name, lo, hi)
+    returns: DType | None = None  # expression kernels: the value's dtype
+    has_valid: bool = False  # expression kernels: a bool* valid out-parameter
+
+    @property
+    def c_names(self) -> list[str]:
+        return [f"data{s}" for s, _, _ in self.buffers] + [_var_cname(n) for n, _, _ in
+                                                            self.variables]
+
+
+def _var_cname(name: str) -> str:
+    return "var_" + re.sub(r"\W", "_", name)
+
+
+_BINARY = {
+    Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|",
+    Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.LT: "<", Ops.LE: "<=", Ops.GT: ">",
+    Ops.GE: ">=", Ops.EQ: "==", Ops.NE: "!=",
+}
+_MATH = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin",
+         Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.ROUND: "rint"}
+
+
+def _math_fn(name: str, dt: DType) -> str:
+    if dt.name == "f64":
+        return name
+    if dt.name in ("f32", "f16"):
+        return name + "f"
+    raise LoweringError(f"{name} on {dt}: only floats are supported")
+
+
+def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
+    t = ctype(dt)
+    fn = f"eqsat_{'mod' if mod else 'idiv'}_{dt.name}"
+    op = "%" if mod else "/"
+    if dt.is_unsigned:
+        body = f"return b == 0 ? 0 : ({t})(a {op} b);"
+    else:
+        u = "u" + t if not t.startswith("u") else t
+        minus = "0" if mod else f"({t})(({u})0 - ({u})a)"
+        body = f"return b == 0 ? 0 : b == -1 ? {minus} : ({t})(a {op} b);"
+    return fn, f"static inline {t} {fn}({t} a, {t} b) {{ {body} }}"
+
+
+class _Emitter:
+    def __init__(self, linear: list[UOp], name: str, target: object | None):
+        self.linear = linear
+        self.name = name
+        self.expr: dict[UOp, str] = {}
+        self.addr: dict[UOp, tuple[str, str, str | None]] = {}
+        self.helpers: dict[str, str] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter: dict[str, int] = defaultdict(int)
+        self.range_names: set[str] = set()
+        self.sig = Signature(name)
+
+    # ---- naming -------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        n = self.counter[prefix]
+        self.counter[prefix] += 1
+        return f"{prefix}{n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def ref(self, u: UOp) -> str:
+        if u.op is Ops.CONST:
+            return c_literal(u.arg, u.dtype)
+        if u not in self.expr:
+            raise LoweringError(f"internal: {u.op.name.lower()} used before it is computed")
+        return self.expr[u]
+
+    # ---- analysis --------------------------------------------------------------------
+    def _inline_set(self) -> set[UOp]:
+        uses: dict[UOp, list[int]] = defaultdict(list)
+        depth_at: dict[int, int] = {}
+        pos: dict[UOp, int] = {}
+        depth = 0
+        for i, u in enumerate(self.linear):
+            if u.op in (Ops.END, Ops.ENDIF):
+                depth -= 1
+            depth_at[i] = depth
+            if u.op in (Ops.RANGE, Ops.IF):
+                depth += 1
+            pos.setdefault(u, i)
+            for s in u.src:
+                uses[s].append(i)
+        out = set()
+        for u, i in pos.items():
+            if u.op in GroupOp.ALU | {Ops.CAST} and len(uses[u]) == 1 and \
+                    depth_at[uses[u][0]] == depth_at[i] and self.linear[uses[u][0]].op not in (
+                        Ops.RANGE, Ops.IF):
+                out.add(u)
+        return out
+
+    # ---- rendering ---------------------------------------------------------------------------
+    def alu(self, u: UOp) -> str:
+        op, dt = u.op, u.dtype
+        a = [self.ref(s) for s in u.src]
+        sdt = u.src[0].dtype if u.src else dt
+        if op in (Ops.IDIV, Ops.MOD):
+            if sdt.is_float:
+                raise LoweringError(f"{op.name.lower()} on {sdt}: integer division of floats")
+            d = u.src[1]
+            if d.op is Ops.CONST and d.arg not in (0, -1):
+                return f"({a[0]}{'/' if op is Ops.IDIV else '%'}{a[1]})"
+            fn, code = _div_helper(dt, op is Ops.MOD)
+            self.helpers[fn] = code
+            return f"{fn}({a[0]}, {a[1]})"
+        if op in _BINARY:
+            if op in (Ops.SHL, Ops.SHR) and sdt.is_float:
+                raise LoweringError(f"{op.name.lower()} on {sdt}: shifts need integers")
+            return f"({a[0]}{_BINARY[op]}{a[1]})"
+        if op is Ops.NEG:
+            return f"(-{a[0]})"
+        if op is Ops.NOT:
+            return f"(!{a[0]})" if dt.is_bool else f"(~{a[0]})"
+        if op is Ops.RECIP:
+            return f"({c_literal(1.0, dt)}/{a[0]})"
+        if op in _MATH:
+            return f"{_math_fn(_MATH[op], dt)}({a[0]})"
+        if op is Ops.POW:
+            return f"{_math_fn('pow', dt)}({a[0]}, {a[1]})"
+        if op is Ops.MAX:
+            return f"(({a[0]})<({a[1]})?({a[1]}):({a[0]}))"
+        if op is Ops.MIN:
+            return f"(({a[1]})<({a[0]})?({a[1]}):({a[0]}))"
+        if op is Ops.WHERE:
+            return f"({a[0]}?{a[1]}:{a[2]})"
+        if op is Ops.MULACC:
+            return f"(({a[0]}*{a[1]})+{a[2]})"
+        if op is Ops.MULHI:
+            if dt.name not in ("i32", "i64", "u32", "u64"):
+                raise LoweringError(f"mulhi on {dt}: only 32- and 64-bit integers")
+            wide = {"i32": "int64_t", "u32": "uint64_t", "i64": "__int128",
+                    "u64": "unsigned __int128"}[dt.name]
+            return (f"(({ctype(dt)})((({wide}){a[0]}*({wide}){a[1]})>>"
+                    f"{dt.bits}))")
+        if op is Ops.CAST:
+            return f"(({ctype(dt)}){a[0]})"
+        if op is Ops.BITCAST:
+            if sdt.itemsize != dt.itemsize:
+                raise LoweringError(f"bitcast {sdt} -> {dt}: sizes differ")
+            return f"((union {{{ctype(sdt)} s; {ctype(dt)} t;}}){{.s = {a[0]}}}).t"
+        raise LoweringError(f"the C emitter does not support op {op.name} ({dt})")
+
+    def base_name(self, u: UOp) -> str:
+        while u.op is Ops.AFTER:
+            u = u.src[0]
+        return self.ref(u)
+
+    def lvalue(self, idx: UOp) -> tuple[str, str | None]:
+        if idx.op is not Ops.INDEX:
+            raise LoweringError(f"load/store through {idx.op.name.lower()}: expected an INDEX")
+        buf, off, gate = self.addr[idx]
+        return f"{buf}[{off}]", gate
+
+    def render(self) -> str:
+        inline = self._inline_set()
+        root = self.linear[-1] if self.linear else None
+        for u in self.linear:
+            op = u.op
+            if op is Ops.DEFINE_GLOBAL:
+                slot, size = u.arg
+                self.expr[u] = f"data{slot}"
+                self.sig.buffers.append((slot, u.dtype.base(), size))
+            elif op is Ops.DEFINE_VAR:
+                name, lo, hi = u.arg
+                cname = _var_cname(name)
+                if (name, lo, hi) not in self.sig.variables:
+                    self.sig.variables.append((name, lo, hi))
+                self.expr[u] = cname if u.dtype.name == "i64" else f"(({ctype(u.dtype)}){cname})"
+            elif op is Ops.CONST:
+                self.expr[u] = c_literal(u.arg, u.dtype)
+            elif op is Ops.DEFINE_REG:
+                name = self.fresh("acc")
+                self.emit(f"{ctype(u.dtype.base())} {name}[1];")
+                self.expr[u] = name
+            elif op is Ops.AFTER:
+                self.expr[u] = self.ref(u.src[0])
+            elif op is Ops.INDEX:
+                gate = self.ref(u.src[2]) if len(u.src) > 2 else None
+                self.addr[u] = (self.base_name(u.src[0]), self.ref(u.src[1]), gate)
+            elif op is Ops.LOAD:
+                lv, gate = self.lvalue(u.src[0])
+                if gate is not None:
+                    alt = self.ref(u.src[1]) if len(u.src) > 1 else c_literal(0, u.dtype)
+                    val = f"({gate}?{lv}:{alt})"
+                else:
+                    val = lv
+                name = self.fresh("val")
+                self.emit(f"{ctype(u.dtype)} {name} = {val};")
+                self.expr[u] = name
+            elif op is Ops.STORE:
+                lv, gate = self.lvalue(u.src[0])
+                base = u.src[0].src[0]
+                while base.op is Ops.AFTER:
+                    base = base.src[0]
+                if base.op is Ops.DEFINE_GLOBAL:
+                    self.sig.written.add(base.arg[0])
+                stmt = f"{lv} = {self.ref(u.src[1])};"
+                self.emit(f"if ({gate}) {stmt}" if gate is not None else stmt)
+            elif op is Ops.RANGE:
+                name = f"ridx{u.arg}"
+                while name in self.range_names:
+                    name = f"ridx{u.arg}_{self.fresh('r')}"
+                self.range_names.add(name)
+                t = ctype(u.dtype)
+                self.emit(f"for ({t} {name} = 0; {name} < {self.ref(u.src[0])}; {name}++) {{")
+                self.depth += 1
+                self.expr[u] = name
+            elif op in (Ops.END, Ops.ENDIF):
+                self.depth -= 1
+                self.emit("}")
+            elif op is Ops.IF:
+                self.emit(f"if ({self.ref(u.src[0])}) {{")
+                self.depth += 1
+            elif op is Ops.SINK:
+                if u is root and u.arg == "return":
+                    self.sig.returns = u.src[0].dtype
+                    if len(u.src) > 1:
+                        self.sig.has_valid = True
+                        self.emit(f"*valid = {self.ref(u.src[1])};")
+                    self.emit(f"return {self.ref(u.src[0])};")
+            elif op is Ops.NOOP:
+                pass
+            elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
+                val = self.alu(u)
+                if u in inline:
+                    self.expr[u] = val
+                else:
+                    name = self.fresh("alu" if op not in (Ops.CAST, Ops.BITCAST) else "cast")
+                    self.emit(f"{ctype(u.dtype)} {name} = {val};")
+                    self.expr[u] = name
+            else:
+                raise LoweringError(f"the C emitter does not support op {op.name} ({u.dtype})")
+        return self.assemble()
+
+    def assemble(self) -> str:
+        sig = self.sig
+        sig.buffers.sort(key=lambda b: b[0])
+        sig.variables.sort(key=lambda v: v[0])
+        slots = [b[0] for b in sig.buffers]
+        if len(set(slots)) != len(slots):
+            raise LoweringError(f"buffer slots {slots} are not distinct")
+        cnames = [_var_cname(n) for n, _, _ in sig.variables]
+        if len(set(cnames)) != len(cnames):
+            raise LoweringError(f"variables {[n for n, _, _ in sig.variables]} collide once made "
+                                "C identifiers (or one name has two bounds)")
+        params = []
+        for slot, elem, _ in sig.buffers:
+            const = "" if slot in sig.written else "const "
+            params.append(f"{const}{ctype(elem)}* restrict data{slot}")
+        params += [f"int64_t {c}" for c in cnames]
+        if sig.has_valid:
+            params.append("bool* restrict valid")
+        ret = ctype(sig.returns) if sig.returns is not None else "void"
+        head = ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>", ""]
+        head += list(self.helpers.values()) + ([""] if self.helpers else [])
+        proto = f"{ret} {self.name}({', '.join(params) or 'void'}) {{"
+        return "\n".join(head + [proto] + self.lines + ["}", ""])
+
+
+def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None
+             ) -> tuple[str, Signature]:
+    """The C source of one function for ``linear`` and its :class:`Signature`."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise LoweringError(f"kernel name {name!r} is not a C identifier")
+    em = _Emitter(linear, name, target)
+    return em.render(), em.sig
+
+
+_ = dtypes

@@ -1,0 +1,375 @@
+"""The lowering pipeline, the system C compiler, and :class:`Kernel`.
+
+``compile_kernel(graph)`` runs::
+
+    optimize (eqsat.optimize, optional) -> prepare -> narrow_index -> decompose
+      -> final_rewrite -> add_control_flow + linearize -> [add_if_endif] -> render_c
+
+then compiles the C with ``cc -O2 -shared -fPIC -fwrapv`` (``$CC`` overrides
+``cc``) into a shared library cached by the hash of compiler, flags and
+source, and loads it with ctypes. ``-fwrapv`` gives C the IR's semantics for
+fixed-width integers (two's-complement wrap-around, shifts of negative values);
+``-ffp-contract=off`` keeps ``a*b+c`` two roundings unless the target has FMA.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import operator
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+from lowering.cemit import Signature, render_c
+from lowering.decompose import Target, decompose
+from lowering.final import final_rewrite, prepare
+from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
+from lowering.narrow import LoweringError, narrow_index
+
+__all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "lower", "lower_graph",
+           "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS"]
+
+CFLAGS = ("-O2", "-shared", "-fPIC", "-fwrapv")
+OPTIMIZE_CHOICES = (True, False, None, "egraph", "baseline")
+
+
+class CompileError(RuntimeError):
+    """The C compiler is missing or rejected the emitted source."""
+
+
+# ---- the pipeline ----------------------------------------------------------------------
+@dataclass
+class Lowered:
+    """Every stage's result of lowering one graph."""
+
+    graph: UOp  # what was lowered (after optimization)
+    kind: str  # "kernel" or "expr"
+    narrowed: UOp
+    decomposed: UOp
+    final: UOp
+    edges: Edges
+    linear: list[UOp]
+    c_source: str
+    signature: Signature
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def linear_text(self) -> str:
+        """The linear form, one instruction per line."""
+        return format_linear(self.linear, self.edges)
+
+
+def _optimize(graph: UOp, optimize: bool | str | None) -> tuple[UOp, dict[str, Any]]:
+    if optimize not in OPTIMIZE_CHOICES:
+        raise ValueError(f"optimize must be one of True, False, 'egraph', 'baseline'; "
+                         f"got {optimize!r}")
+    if optimize is False or optimize is None:
+        return graph, {"engine": None}
+    from eqsat.api import optimize as run
+
+    engine = "egraph" if optimize is True else optimize
+    try:
+        res = run(graph, engine=engine)
+    except ImportError as e:
+        if optimize is not True:
+            raise LoweringError(f"optimize={optimize!r}: engine unavailable ({e})") from e
+        warnings.warn(f"e-graph engine unavailable ({e}); optimizing with the baseline",
+                      RuntimeWarning, stacklevel=3)
+        try:
+            res = run(graph, engine="baseline")
+        except ImportError as e2:
+            raise LoweringError(f"no optimizer available: e-graph ({e}), baseline ({e2})") from e2
+        engine = "baseline"
+    stats = dict(res.stats)
+    stats["engine"] = stats.get("engine", engine)
+    return res.graph, stats
+
+
+def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target | None = None,
+                name: str = "kernel") -> Lowered:
+    """Run the lowering pipeline on ``graph`` (see the module doc); no compiling."""
+    target = target or Target()
+    if not isinstance(target, Target):
+        raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")
+    g, stats = _optimize(graph, optimize)
+    root, kind = prepare(g)
+    narrowed = narrow_index(root)
+    if kind == "expr":
+        if narrowed.op is Ops.WHERE and narrowed.src[2].op is Ops.INVALID:
+            srcs = (narrowed.src[1], narrowed.src[0])
+        else:
+            srcs = (narrowed,)
+        narrowed = UOp(Ops.SINK, dtypes.void, srcs, "return")
+    counts: Counter = Counter()
+    decomposed = decompose(narrowed, target, counts)
+    stats["decompositions"] = dict(counts)
+    fin = final_rewrite(decomposed)
+    edges = add_control_flow(fin) if kind == "kernel" else {}
+    linear = linearize(fin, edges)
+    if not target.predicated_stores:
+        linear = add_if_endif(linear)
+    src, sig = render_c(linear, name, target)
+    return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
+
+
+def lower(graph: UOp, emit: str = "c", optimize: bool | str | None = True,
+          target: Target | None = None, name: str = "kernel") -> str:
+    """The lowered ``graph`` as text: C source (``emit="c"``) or the linear form (``"linear"``).
+
+    The linear form prints one instruction per line (``format_linear``).
+    """
+    if emit not in ("c", "linear"):
+        raise ValueError(f"emit must be 'c' or 'linear', got {emit!r}")
+    low = lower_graph(graph, optimize=optimize, target=target, name=name)
+    return low.c_source if emit == "c" else low.linear_text + "\n"
+
+
+# ---- the C compiler ---------------------------------------------------------------------------
+def default_cache_dir() -> Path:
+    """``$EQSAT_CACHE_DIR``, else ``$XDG_CACHE_HOME``/``~/.cache`` ``/uop-eqsat/kernels``,
+    else a directory under the system temp dir."""
+    env = os.environ.get("EQSAT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cand = Path(base) / "uop-eqsat" / "kernels"
+    try:
+        cand.mkdir(parents=True, exist_ok=True)
+        if os.access(cand, os.W_OK):
+            return cand
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / f"uop-eqsat-kernels-{os.getuid()}"
+
+
+def _compiler() -> str:
+    cc = os.environ.get("CC", "cc")
+    path = shutil.which(cc)
+    if path is None:
+        raise CompileError(f"no C compiler found: {cc!r} is not on PATH (install gcc or clang, "
+                           "or set $CC)")
+    return path
+
+
+_LIBS: dict[str, ctypes.CDLL] = {}
+_LIBS_LOCK = threading.Lock()
+
+
+def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
+              extra_flags: tuple[str, ...] = ()) -> Path:
+    """Compile ``source`` to a shared library (cached by hash); return its path."""
+    cc = _compiler()
+    flags = CFLAGS + tuple(extra_flags)
+    digest = hashlib.sha256("\0".join((cc, *flags, source)).encode()).hexdigest()[:32]
+    d = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    lib = d / f"k_{digest}.so"
+    if lib.exists():
+        return lib
+    with tempfile.TemporaryDirectory(dir=d, prefix=".build-") as tmp:
+        c_path = Path(tmp) / "kernel.c"
+        c_path.write_text(source)
+        out = Path(tmp) / "kernel.so"
+        cmd = [cc, *flags, "-o", str(out), str(c_path), "-lm"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise CompileError(f"running {' '.join(cmd)} failed: {e}") from e
+        if proc.returncode != 0:
+            raise CompileError(f"C compiler failed (exit {proc.returncode}):\n{proc.stderr}\n"
+                               f"--- source ---\n{source}")
+        os.replace(out, lib)  # atomic: concurrent compiles of one source are harmless
+    return lib
+
+
+def _load(lib: Path) -> ctypes.CDLL:
+    key = str(lib)
+    with _LIBS_LOCK:
+        if key not in _LIBS:
+            _LIBS[key] = ctypes.CDLL(key)
+        return _LIBS[key]
+
+
+_NP = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+       "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+       "f16": np.float16, "f32": np.float32, "f64": np.float64}
+_CT = {"bool": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+       "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
+       "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "f32": ctypes.c_float,
+       "f64": ctypes.c_double}
+
+
+def numpy_dtype(dt: DType) -> np.dtype:
+    """The numpy dtype of a buffer element dtype."""
+    if dt.name not in _NP:
+        raise LoweringError(f"no numpy dtype for {dt}")
+    return np.dtype(_NP[dt.name])
+
+
+class Kernel:
+    """A compiled kernel: call it with numpy arrays (SLOT order) and variables.
+
+    ``kernel(out, inp, n=5)`` runs in place on the arrays. Expression kernels
+    (a bare value root) return the value (None where it is Invalid).
+    ``c_source``, ``linear`` (the instruction list) and ``linear_text`` show
+    what runs; ``signature`` lists buffers and variables.
+    """
+
+    def __init__(self, lowered: Lowered, target: Target, cache_dir: str | os.PathLike | None):
+        self.lowered = lowered
+        self.target = target
+        self.cache_dir = cache_dir
+        self._fn: Any = None
+
+    # ---- what it is -----------------------------------------------------------------------
+    @property
+    def c_source(self) -> str:
+        return self.lowered.c_source
+
+    @property
+    def linear(self) -> list[UOp]:
+        return self.lowered.linear
+
+    @property
+    def linear_text(self) -> str:
+        return self.lowered.linear_text
+
+    @property
+    def signature(self) -> Signature:
+        return self.lowered.signature
+
+    @property
+    def name(self) -> str:
+        return self.lowered.signature.name
+
+    @property
+    def graph(self) -> UOp:
+        """The graph that was lowered (after optimization)."""
+        return self.lowered.graph
+
+    def __repr__(self) -> str:
+        sig = self.signature
+        bufs = ", ".join(f"{s}:{dt}[{n}]" for s, dt, n in sig.buffers)
+        vs = ", ".join(f"{n}∈[{lo},{hi}]" for n, lo, hi in sig.variables)
+        return (f"<Kernel {self.name}({bufs}{'; ' if bufs and vs else ''}{vs}) "
+                f"{len(self.linear)} instructions, target={self.target!r}>")
+
+    # ---- compiling -------------------------------------------------------------------------
+    def compile(self) -> Kernel:
+        """Compile (or fetch from the cache) and load the shared library; returns self."""
+        if self._fn is None:
+            flags = ("-ffp-contract=fast",) if self.target.fma else ("-ffp-contract=off",)
+            lib = _load(compile_c(self.c_source, self.cache_dir, flags))
+            fn = getattr(lib, self.name)
+            sig = self.signature
+            fn.argtypes = ([ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] *
+                           len(sig.variables) + ([ctypes.c_void_p] if sig.has_valid else []))
+            if sig.returns is None:
+                fn.restype = None
+            elif sig.returns.name in _CT:
+                fn.restype = _CT[sig.returns.name]
+            else:
+                raise LoweringError(f"expression kernels cannot return {sig.returns} via ctypes")
+            self._fn = fn
+        return self
+
+    # ---- running ---------------------------------------------------------------------------------
+    def _check_arrays(self, arrays: tuple[Any, ...]) -> list[int]:
+        sig = self.signature
+        if len(arrays) != len(sig.buffers):
+            want = ", ".join(f"slot {s} ({dt}[{n}])" for s, dt, n in sig.buffers) or "none"
+            raise TypeError(f"{self.name} takes {len(sig.buffers)} arrays ({want}), "
+                            f"got {len(arrays)}")
+        ptrs = []
+        for a, (slot, dt, size) in zip(arrays, sig.buffers, strict=True):
+            where = f"{self.name}: array for slot {slot}"
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{where} must be a numpy array, got {type(a).__name__}")
+            want = numpy_dtype(dt)
+            if a.dtype != want:
+                raise TypeError(f"{where} has dtype {a.dtype}, the buffer holds {dt} ({want})")
+            if a.size != size:
+                raise ValueError(f"{where} has {a.size} elements, the buffer holds {size}")
+            if not a.flags.c_contiguous:
+                raise ValueError(f"{where} is not C-contiguous (use np.ascontiguousarray and "
+                                 "copy the result back)")
+            if slot in sig.written and not a.flags.writeable:
+                raise ValueError(f"{where} is read-only but the kernel stores to it")
+            ptrs.append(a.ctypes.data)
+        for i, (a, (slot, _, _)) in enumerate(zip(arrays, sig.buffers, strict=True)):
+            for b, (slot2, _, _) in list(zip(arrays, sig.buffers, strict=True))[i + 1:]:
+                if (slot in sig.written or slot2 in sig.written) and a.size and b.size \
+                        and np.may_share_memory(a, b):
+                    raise ValueError(f"{self.name}: arrays for slots {slot} and {slot2} overlap; "
+                                     "buffers are restrict pointers and must not alias")
+        return ptrs
+
+    def _check_vars(self, values: dict[str, Any]) -> list[int]:
+        sig = self.signature
+        names = [n for n, _, _ in sig.variables]
+        unknown = sorted(set(values) - set(names))
+        missing = [n for n in names if n not in values]
+        if unknown or missing:
+            raise TypeError(f"{self.name} takes variables {names}; "
+                            + (f"missing {missing}" if missing else "")
+                            + ("; " if missing and unknown else "")
+                            + (f"unknown {unknown}" if unknown else ""))
+        out = []
+        for n, lo, hi in sig.variables:
+            v = values[n]
+            if isinstance(v, bool):
+                raise TypeError(f"variable {n} must be an integer, got bool")
+            try:
+                v = operator.index(v)
+            except TypeError:
+                raise TypeError(f"variable {n} must be an integer, got {type(v).__name__}") \
+                    from None
+            if not lo <= v <= hi:
+                raise ValueError(f"variable {n}={v} is outside its declared range [{lo}, {hi}] "
+                                 "(the code was optimized for that range)")
+            out.append(v)
+        return out
+
+    def __call__(self, *arrays: np.ndarray, **variables: int) -> Any:
+        """Run the kernel in place on ``arrays`` (SLOT order) with ``variables``."""
+        ptrs = self._check_arrays(arrays)
+        vals = self._check_vars(variables)
+        self.compile()
+        sig = self.signature
+        if sig.has_valid:
+            valid = ctypes.c_bool(False)
+            res = self._fn(*ptrs, *vals, ctypes.addressof(valid))
+            return res if valid.value else None
+        res = self._fn(*ptrs, *vals)
+        return None if sig.returns is None else res
+
+
+def compile_kernel(graph: UOp, optimize: bool | str | None = True, target: Target | None = None,
+                   name: str = "kernel", cache_dir: str | os.PathLike | None = None,
+                   compile: bool = True) -> Kernel:
+    """Lower ``graph`` to C and compile it; see :class:`Kernel` for running it.
+
+    ``optimize``: ``True``/``"egraph"`` (the e-graph; True falls back to the
+    baseline with a warning when the e-graph engine is not importable),
+    ``"baseline"`` (the ordered pattern matcher) or ``False`` (lower as is).
+    ``target``: a :class:`Target` (default: plain C, no FMA, no predicated
+    stores). ``cache_dir``: where compiled libraries are kept (default
+    :func:`default_cache_dir`). ``compile=False`` defers compiling to the
+    first call.
+    """
+    target = target or Target()
+    k = Kernel(lower_graph(graph, optimize=optimize, target=target, name=name), target, cache_dir)
+    return k.compile() if compile else k

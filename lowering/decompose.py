@@ -1,0 +1,256 @@
+"""Late decompositions (seed 002 stage 18) and the target description.
+
+Run after index narrowing, on concrete dtypes. Each rule is sound under C
+semantics on every value the node's proven bounds admit (``idiv`` truncates,
+``mod`` takes the dividend's sign, fixed-width integers wrap; the C is compiled
+with ``-fwrapv`` so signed wrap-around and shifts of negative values are
+defined the way the IR defines them):
+
+=====================  ===============================================  =========================
+rule                   identity                                         guard
+=====================  ===============================================  =========================
+``mod_pow2``           ``x % 2**k -> x & (2**k-1)``                     ``vmin(x) >= 0`` (else the
+                                                                        sign-correct sequence)
+``idiv_pow2``          ``x // 2**k -> x >> k``                          ``vmin(x) >= 0`` (else the
+                                                                        sign-correct sequence)
+``idiv_const``         ``x // c -> (x*m) >> s [- (x >> (n-1))]``        c not a power of two,
+                                                                        any proven range
+``mod_const``          ``x % c -> x - (x // c)*c``                      as ``idiv_const``
+``mul_pow2``           ``x * 2**k -> x << k``                           integers (wrapping)
+``fdiv_const``         ``x / c -> x * (1/c)``                           floats, 1/c exact
+``mul_neg_one``        ``x * -1 -> -x``                                 ``target.neg``
+``mulacc``             ``a*b + c -> mulacc(a, b, c)``                   floats, ``target.fma``
+``demorgan_and``       ``!a & !b -> !(a | b)``                          --
+``demorgan_or``        ``!a | !b -> !(a & b)``                          --
+``not_not``            ``!!x -> x``                                     --
+``not_cmp``            ``!(x < c) -> (c-1) < x``, ``!(c < x) -> x <     integer/bool operands
+                       c+1``, ``!(a < b) -> b <= a``, ``!(a == b) ->
+                       a != b`` ...                                     (``==``/``!=``: any)
+=====================  ===============================================  =========================
+
+The pass is one bottom-up walk: each rule sees the node *before* the walk
+(whose bounds are exact; a rewritten child such as a multiply-high sequence
+may have looser bounds) and builds from the already-rewritten children.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from eqsat.dtype import dtypes
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+from lowering.fastdiv import build_idiv, build_mod, is_pow2
+
+__all__ = ["Target", "Decomposition", "DECOMPOSITIONS", "decompose"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the C target supports; the lowering adapts to these flags.
+
+    ``fma``: a fused multiply-add exists, so float ``a*b+c`` becomes MULACC.
+    ``predicated_stores``: gated stores are rendered as one predicated
+    statement; when False they are wrapped in IF/ENDIF (stage 22).
+    ``neg``: a negate instruction exists (``x * -1 -> neg(x)``).
+    ``fast_div``: divide by constants with multiply-high and shift.
+    """
+
+    name: str = "c"
+    fma: bool = False
+    predicated_stores: bool = False
+    neg: bool = True
+    fast_div: bool = True
+
+    def __repr__(self) -> str:
+        return (f"Target(name={self.name!r}, fma={self.fma}, "
+                f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
+                f"fast_div={self.fast_div})")
+
+
+Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """One late rewrite: ``fn(old_node, new_srcs, new_of, target) -> UOp | None``."""
+
+    name: str
+    identity: str
+    ops: frozenset[Ops]
+    fn: Builder
+
+    def __repr__(self) -> str:
+        return f"Decomposition({self.name!r}, {self.identity!r})"
+
+
+def _const_int(u: UOp) -> int | None:
+    if u.op is Ops.CONST and u.dtype.is_int and not isinstance(u.arg, bool):
+        return int(u.arg)
+    return None
+
+
+def _bounds(u: UOp) -> tuple[int, int] | None:
+    lo, hi = u.vmin, u.vmax
+    if isinstance(lo, float) or isinstance(hi, float):  # infinite
+        return None
+    return int(lo), int(hi)
+
+
+def _fixed_int(u: UOp) -> bool:
+    return u.dtype.is_fixed_int
+
+
+# ---- integer division / remainder ------------------------------------------------
+def _idiv_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    d = _const_int(u.src[1])
+    b = _bounds(u.src[0])
+    if d is None or b is None or not _fixed_int(u):
+        return None
+    if not (is_pow2(abs(d)) or t.fast_div):
+        return None
+    return build_idiv(s[0], d, *b)
+
+
+def _mod_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    d = _const_int(u.src[1])
+    b = _bounds(u.src[0])
+    if d is None or b is None or not _fixed_int(u):
+        return None
+    if not (is_pow2(abs(d)) or t.fast_div):
+        return None
+    return build_mod(s[0], d, *b)
+
+
+# ---- multiplication ---------------------------------------------------------------------
+def _mul_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    for i in (1, 0):
+        c = u.src[i]
+        x = s[1 - i]
+        if c.op is not Ops.CONST:
+            continue
+        v = c.arg
+        if isinstance(v, bool):
+            continue
+        if v == -1 and t.neg and (u.dtype.is_int or u.dtype.is_float):
+            return -x
+        if _fixed_int(u) and isinstance(v, int) and is_pow2(v) and v > 1:
+            return x << UOp.const(x.dtype, v.bit_length() - 1)
+    return None
+
+
+def _exact_recip(c: UOp) -> float | None:
+    v = c.arg
+    if not isinstance(v, float) or not math.isfinite(v) or v == 0.0:
+        return None
+    r = UOp.const(c.dtype, 1.0 / v).arg
+    if not math.isfinite(r) or r == 0.0:
+        return None
+    return r if Fraction(r) * Fraction(v) == 1 else None
+
+
+def _fdiv_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    c = u.src[1]
+    if c.op is not Ops.CONST or not u.dtype.is_float:
+        return None
+    r = _exact_recip(c)
+    return None if r is None else s[0] * UOp.const(c.dtype, r)
+
+
+def _mulacc(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    if not (t.fma and u.dtype.is_float):
+        return None
+    for i in (0, 1):
+        m = u.src[i]
+        if m.op is Ops.MUL and m.dtype is u.dtype:
+            return UOp(Ops.MULACC, u.dtype, (new[m.src[0]], new[m.src[1]], s[1 - i]))
+    return None
+
+
+# ---- logic ----------------------------------------------------------------------------
+def _demorgan(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    a, b = s
+    if a.op is Ops.NOT and b.op is Ops.NOT and a.dtype is b.dtype:
+        inner = Ops.OR if u.op is Ops.AND else Ops.AND
+        return UOp(inner, u.dtype, (a.src[0], b.src[0])).alu(Ops.NOT)
+    return None
+
+
+_NEGATE = {Ops.LT: Ops.GE, Ops.LE: Ops.GT, Ops.GT: Ops.LE, Ops.GE: Ops.LT}
+
+
+def _not(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    x = s[0]
+    if x.op is Ops.NOT and x.dtype is u.dtype:
+        return x.src[0]
+    if x.op in (Ops.EQ, Ops.NE):
+        return UOp(Ops.NE if x.op is Ops.EQ else Ops.EQ, x.dtype, x.src)
+    if x.op not in _NEGATE:
+        return None
+    a, b = x.src
+    if not ((a.dtype.is_int or a.dtype.is_bool) and (b.dtype.is_int or b.dtype.is_bool)):
+        return None  # floats: NaN makes !(a<b) differ from a>=b
+    op = _NEGATE[x.op]  # !(a OP b) == a NEG(OP) b on integers
+    # canonical forms with LT: a >= b  <=>  b < a+1 / b-1 < a when the constant allows it
+    if op is Ops.GE:  # !(a < b): (b-1) < a
+        cb = _const_int(b)
+        if cb is not None and cb > b.dtype.scalar().min:
+            return UOp(Ops.LT, x.dtype, (UOp.const(b.dtype, cb - 1), a))
+        ca = _const_int(a)
+        if ca is not None:  # !(c < b') ... here a is const: b <= c  ->  b < c+1
+            if ca < a.dtype.scalar().max:
+                return UOp(Ops.LT, x.dtype, (b, UOp.const(a.dtype, ca + 1)))
+        return UOp(Ops.LE, x.dtype, (b, a))
+    if op is Ops.LT:  # !(a >= b): a < b
+        return UOp(Ops.LT, x.dtype, (a, b))
+    if op is Ops.GT:  # !(a <= b): b < a
+        return UOp(Ops.LT, x.dtype, (b, a))
+    return UOp(Ops.LE, x.dtype, (a, b))  # !(a > b): a <= b
+
+
+DECOMPOSITIONS: list[Decomposition] = [
+    Decomposition("idiv_const", "x // c -> x >> k | (x*m) >> s [- (x >> (n-1))]",
+                  frozenset({Ops.IDIV}), _idiv_const),
+    Decomposition("mod_const", "x % c -> x & (c-1) | x - (x // c)*c",
+                  frozenset({Ops.MOD}), _mod_const),
+    Decomposition("mulacc", "a*b + c -> mulacc(a, b, c)", frozenset({Ops.ADD}), _mulacc),
+    Decomposition("mul_const", "x * -1 -> -x; x * 2**k -> x << k", frozenset({Ops.MUL}),
+                  _mul_const),
+    Decomposition("fdiv_const", "x / c -> x * (1/c) when 1/c is exact", frozenset({Ops.FDIV}),
+                  _fdiv_const),
+    Decomposition("demorgan", "!a & !b -> !(a | b); !a | !b -> !(a & b)",
+                  frozenset({Ops.AND, Ops.OR}), _demorgan),
+    Decomposition("not_cmp", "!!x -> x; !(x < c) -> (c-1) < x; !(a == b) -> a != b",
+                  frozenset({Ops.NOT}), _not),
+]
+
+
+def decompose(graph: UOp, target: Target | None = None,
+              stats: Counter | None = None) -> UOp:
+    """Apply the late decompositions once, bottom-up; ``stats`` counts rule hits."""
+    target = target or Target()
+    by_op: dict[Ops, list[Decomposition]] = {}
+    for d in DECOMPOSITIONS:
+        for op in d.ops:
+            by_op.setdefault(op, []).append(d)
+    new: dict[UOp, UOp] = {}
+    for u in graph.toposort():
+        s = tuple(new[x] for x in u.src)
+        out = None
+        for d in by_op.get(u.op, ()):
+            out = d.fn(u, s, new, target)
+            if out is not None:
+                if stats is not None:
+                    stats[d.name] += 1
+                break
+        if out is None:
+            out = u if s == u.src else u.replace(src=s)
+        new[u] = out
+    return new[graph]
+
+
+_ = dtypes

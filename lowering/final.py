@@ -1,0 +1,403 @@
+"""Kernel structure and the final rewrite before linearization (seed 002 stage 19).
+
+:func:`prepare` (run first, on the input graph) fixes the kernel's shape:
+
+- a value root (a bare index expression) becomes an *expression kernel*: its
+  loop indices become parameters (``RANGE`` id k -> variable ``r<k>``,
+  ``SPECIAL`` -> a variable of its name) and the C function returns the value;
+- ``SPECIAL`` launch indices of a kernel become loops around the whole kernel
+  (outermost first, by name);
+- a range closed by several ``END``/``REDUCE`` nodes is renamed in all but
+  the first, so that every loop is opened and closed exactly once;
+- a range used but never closed is an error.
+
+:func:`final_rewrite` (run after narrowing and decompositions):
+
+- constant vectorization: ``CONST`` of a vector dtype and ``VCONST`` become
+  ``VECTORIZE`` of scalar constants; ``CAT -> VECTORIZE``;
+- vector ops are unrolled lane by lane (``op(v, w) -> VECTORIZE(op(GEP(v, i),
+  GEP(w, i)), ...)``; vector loads/stores through a vector of addresses become
+  one access per lane) and GEP resolution removes every ``GEP``: the C emitter
+  sees scalars only;
+- ``REDUCE(op, x, r..)`` becomes an accumulator: ``DEFINE_REG`` initialised to
+  the identity of ``op`` inside the enclosing loops, updated inside the reduce
+  loops, read after their ``END`` (``AFTER`` orders the three);
+- a multi-range ``END(x, r1, r2)`` is split into nested ``END(END(x, r2), r1)``
+  (r1 outermost).
+"""
+
+from __future__ import annotations
+
+import math
+
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import GroupOp, Ops
+from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
+from eqsat.uop import UOp
+from lowering.narrow import LoweringError
+
+__all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
+           "reduce_identity"]
+
+_CLOSERS = (Ops.END, Ops.REDUCE)
+
+
+def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
+                ) -> dict[UOp, frozenset[UOp]]:
+    """For every node, the RANGEs it runs inside (used and not yet closed).
+
+    A RANGE is live in itself and in everything that uses it, until an END or
+    REDUCE listing it closes it. ``extra`` adds dependencies (control-flow
+    edges) that count like sources.
+    """
+    live: dict[UOp, frozenset[UOp]] = {}
+    for u in _toposort(root, extra):
+        srcs = u.src + (extra.get(u, ()) if extra else ())
+        rs = frozenset().union(*(live[s] for s in srcs)) if srcs else frozenset()
+        if u.op is Ops.RANGE:
+            rs = rs | {u}
+        elif u.op in _CLOSERS:
+            rs = rs - set(u.src[1:])
+        live[u] = rs
+    return live
+
+
+def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
+    if not extra:
+        return root.toposort()
+    out: list[UOp] = []
+    seen: set[int] = set()
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            out.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for s in reversed(node.src + extra.get(node, ())):
+            if id(s) not in seen:
+                stack.append((s, False))
+    return out
+
+
+def _range_name(r: UOp) -> str:
+    return f"range {r.arg}"
+
+
+# ---- prepare ------------------------------------------------------------------------
+def _next_range_id(root: UOp) -> int:
+    ids = [u.arg for u in root.toposort() if u.op is Ops.RANGE and isinstance(u.arg, int)]
+    return max(ids, default=-1) + 1
+
+
+def _expression_params(root: UOp) -> UOp:
+    """Loop indices of a bare expression become variables (parameters)."""
+    mapping: dict[UOp, UOp] = {}
+    names = {u.arg[0] for u in root.toposort() if u.op is Ops.DEFINE_VAR}
+    for u in root.toposort():
+        if u.op not in (Ops.RANGE, Ops.SPECIAL):
+            continue
+        name = f"r{u.arg}" if u.op is Ops.RANGE else str(u.arg)
+        if name in names:
+            raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} becomes "
+                                f"parameter {name!r}, which clashes with a variable of that name")
+        names.add(name)
+        hi = u.vmax
+        if isinstance(hi, float):
+            raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} has an "
+                                "unbounded end")
+        mapping[u] = UOp(Ops.DEFINE_VAR, dtypes.index, (), (name, 0, int(hi)))
+    return root.substitute(mapping) if mapping else root
+
+
+def _specials_to_ranges(root: UOp) -> UOp:
+    specials = sorted({u for u in root.toposort() if u.op is Ops.SPECIAL},
+                      key=lambda u: (str(u.arg), u.uid))
+    if not specials:
+        return root
+    rid = _next_range_id(root)
+    mapping = {}
+    for i, sp in enumerate(specials):
+        mapping[sp] = UOp(Ops.RANGE, sp.dtype, sp.src, rid + i)
+    body = root.substitute(mapping)
+    ranges = tuple(mapping[sp] for sp in specials)
+    inner = UOp(Ops.SINK, dtypes.void, body.src)
+    return UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (inner,) + ranges),))
+
+
+def _uniquify_ranges(root: UOp) -> UOp:
+    """Rename ranges closed more than once, so each loop is opened and closed once."""
+    for _ in range(10_000):
+        claimed: dict[UOp, UOp] = {}
+        clash: tuple[UOp, UOp] | None = None
+        for u in root.toposort():
+            if u.op in _CLOSERS:
+                for r in u.src[1:]:
+                    if r.op is not Ops.RANGE:
+                        raise LoweringError(f"{u.op.name.lower()} closes a "
+                                            f"{r.op.name.lower()}, not a range")
+                    if r in claimed and claimed[r] is not u:
+                        clash = (u, r)
+                        break
+                    claimed[r] = u
+            if clash:
+                break
+        if clash is None:
+            return root
+        closer, r = clash
+        inner = [x for x in closer.src[0].toposort() if x.op in _CLOSERS and r in x.src[1:]]
+        if inner:
+            raise LoweringError(f"{_range_name(r)} is closed twice on one path "
+                                f"({closer.op.name.lower()} inside another closing the same range)")
+        fresh = UOp(Ops.RANGE, r.dtype, r.src, _next_range_id(root))
+        root = root.substitute({closer: closer.substitute({r: fresh})})
+    raise LoweringError("too many ranges to rename")  # pragma: no cover - 10k loops
+
+
+def prepare(graph: UOp) -> tuple[UOp, str]:
+    """The kernel root and its kind: ``"kernel"`` (a SINK) or ``"expr"`` (a value).
+
+    See the module doc; raises :class:`LoweringError` for a range that is
+    used but never closed.
+    """
+    if not isinstance(graph, UOp):
+        raise TypeError(f"expected a UOp graph, got {type(graph).__name__}")
+    if graph.op is Ops.SINK:
+        root, kind = graph, "kernel"
+    elif graph.dtype.is_void:
+        root, kind = UOp(Ops.SINK, dtypes.void, (graph,)), "kernel"
+    else:
+        if graph.dtype.count > 1:
+            raise LoweringError(f"cannot lower a vector expression root ({graph.dtype}); "
+                                "expression kernels return one scalar")
+        return _expression_params(graph), "expr"
+    root = _specials_to_ranges(root)
+    root = _uniquify_ranges(root)
+    open_ranges = live_ranges(root)[root]
+    if open_ranges:
+        names = ", ".join(sorted(_range_name(r) for r in open_ranges))
+        raise LoweringError(f"{names} used but never closed by an END or REDUCE that "
+                            "encloses every use")
+    return root, kind
+
+
+# ---- vector unrolling and GEP resolution ---------------------------------------------------
+def _lanes(u: UOp) -> int:
+    return u.dtype.count
+
+
+def _lane(x: UOp, i: int) -> UOp:
+    """Lane ``i`` of ``x`` (scalars broadcast)."""
+    if x.dtype.count == 1 and not (x.op is Ops.INDEX and x.src[1].dtype.count > 1):
+        return x
+    return _gep(x, (i,))
+
+
+def _gep(x: UOp, idx: tuple[int, ...]) -> UOp:
+    sdt = x.dtype.scalar() if not x.dtype.ptr else x.dtype
+    return UOp(Ops.GEP, sdt.vec(len(idx)) if not sdt.ptr else sdt, (x,), idx)
+
+
+def _vec(dt: DType, lanes: list[UOp]) -> UOp:
+    return lanes[0] if len(lanes) == 1 else UOp(Ops.VECTORIZE, dt, tuple(lanes))
+
+
+def _gep_resolve(g: UOp, x: UOp) -> UOp | None:
+    idx = g.arg
+    if x.op is Ops.VECTORIZE:
+        return _vec(g.dtype, [x.src[i] for i in idx])
+    if x.op is Ops.GEP:
+        return _gep(x.src[0], tuple(x.arg[i] for i in idx))
+    if x.op is Ops.CONST:
+        return UOp.const(g.dtype, x.arg)
+    if x.op is Ops.VCONST:
+        return _vec(g.dtype, [UOp.const(g.dtype.scalar(), x.arg[i]) for i in idx])
+    if x.dtype.count == 1 and not x.dtype.ptr and idx == (0,):
+        return x
+    if x.dtype.count > 1 and idx == tuple(range(x.dtype.count)):
+        return x
+    if len(idx) > 1:
+        return _vec(g.dtype, [_gep(x, (i,)) for i in idx])
+    return None
+
+
+def _unroll_alu(u: UOp) -> UOp:
+    n = _lanes(u)
+    return _vec(u.dtype, [UOp(u.op, u.dtype.scalar(), tuple(_lane(s, i) for s in u.src), u.arg)
+                          for i in range(n)])
+
+
+def _lane_index(idx: UOp, i: int) -> UOp:
+    """Lane ``i`` of an INDEX whose address (and gate) are vectors."""
+    return UOp(Ops.INDEX, idx.dtype, tuple([idx.src[0]] + [_lane(s, i) for s in idx.src[1:]]),
+               idx.arg)
+
+
+def _is_vec_index(x: UOp) -> bool:
+    return x.op is Ops.INDEX and len(x.src) >= 2 and x.src[1].dtype.count > 1
+
+
+def _unroll_load(u: UOp) -> UOp:
+    idx = u.src[0]
+    if not _is_vec_index(idx) or idx.src[1].dtype.count != _lanes(u):
+        raise LoweringError(f"cannot lower a {u.dtype} load from a scalar address: vector "
+                            "loads need a vector of addresses of the same width")
+    return _vec(u.dtype, [UOp(Ops.LOAD, u.dtype.scalar(),
+                              (_lane_index(idx, i),) + tuple(_lane(s, i) for s in u.src[1:]),
+                              u.arg) for i in range(_lanes(u))])
+
+
+def _unroll_store(u: UOp) -> UOp:
+    idx, val = u.src[0], u.src[1]
+    n = idx.src[1].dtype.count
+    if val.dtype.count not in (1, n):
+        raise LoweringError(f"store of {val.dtype} through {n} addresses: widths differ")
+    return UOp(Ops.SINK, dtypes.void, tuple(
+        UOp(Ops.STORE, dtypes.void, (_lane_index(idx, i), _lane(val, i)) + u.src[2:], u.arg)
+        for i in range(n)))
+
+
+def _unroll_reduce(u: UOp) -> UOp:
+    return _vec(u.dtype, [UOp(Ops.REDUCE, u.dtype.scalar(), (_lane(u.src[0], i),) + u.src[1:],
+                              u.arg) for i in range(_lanes(u))])
+
+
+def _unroll_after(u: UOp) -> UOp:
+    return _vec(u.dtype, [UOp(Ops.AFTER, u.dtype.scalar(), (_lane(u.src[0], i),) + u.src[1:],
+                              u.arg) for i in range(_lanes(u))])
+
+
+def _cat(u: UOp) -> UOp:
+    lanes = [_lane(s, i) for s in u.src for i in range(s.dtype.count)]
+    return UOp(Ops.VECTORIZE, u.dtype, tuple(lanes))
+
+
+def _is_vec(u: UOp) -> bool:
+    return u.dtype.count > 1 and not u.dtype.ptr
+
+
+_UNROLL_OPS = GroupOp.ALU | {Ops.CAST, Ops.BITCAST}
+
+pm_final = PatternMatcher([
+    Rule("const_vectorize", "CONST(v, dtype xN) -> VECTORIZE(CONST(v), ..)",
+         UPat(Ops.CONST, name="u", pred=_is_vec),
+         build=lambda u: UOp(Ops.VECTORIZE, u.dtype,
+                             (UOp.const(u.dtype.scalar(), u.arg),) * u.dtype.count)),
+    Rule("vconst_vectorize", "VCONST(a, b, ..) -> VECTORIZE(CONST(a), CONST(b), ..)",
+         UPat(Ops.VCONST, name="u"),
+         build=lambda u: _vec(u.dtype, [UOp.const(u.dtype.scalar(), v) for v in u.arg])),
+    Rule("cat_to_vectorize", "CAT(a, b, ..) -> VECTORIZE(GEP(a, 0), .., GEP(b, 0), ..)",
+         UPat(Ops.CAT, name="u"), build=_cat),
+    Rule("gep_resolve", "GEP(VECTORIZE(a, b, ..), i) -> the i-th source; GEP(GEP) folds",
+         UPat(Ops.GEP, src=(UPat.var("x"),), name="g"), build=_gep_resolve),
+    Rule("unroll_alu", "op(v, w) -> VECTORIZE(op(GEP(v, i), GEP(w, i)), ..)",
+         UPat(_UNROLL_OPS, name="u", pred=_is_vec), build=_unroll_alu),
+    Rule("unroll_load", "LOAD(INDEX(buf, idx xN)) -> VECTORIZE(LOAD(INDEX(buf, GEP(idx, i))), ..)",
+         UPat(Ops.LOAD, name="u", pred=_is_vec), build=_unroll_load),
+    Rule("unroll_store", "STORE(INDEX(buf, idx xN), v) -> group of STORE(lane i) ..",
+         UPat(Ops.STORE, src=UPat.var(), name="u", pred=lambda u: _is_vec_index(u.src[0])),
+         build=_unroll_store),
+    Rule("unroll_reduce", "REDUCE(op, v xN, r..) -> VECTORIZE(REDUCE(op, GEP(v, i), r..), ..)",
+         UPat(Ops.REDUCE, name="u", pred=_is_vec), build=_unroll_reduce),
+    Rule("unroll_after", "AFTER(v xN, deps) -> VECTORIZE(AFTER(GEP(v, i), deps), ..)",
+         UPat(Ops.AFTER, name="u", pred=_is_vec), build=_unroll_after),
+], name="final")
+
+
+# ---- REDUCE -> accumulator --------------------------------------------------------------
+def reduce_identity(op: Ops, dt: DType) -> UOp:
+    """The identity of a reduction: 0 for add, 1 for mul, lowest for max, highest for min."""
+    s = dt.scalar()
+    if op is Ops.ADD:
+        v: object = 0
+    elif op is Ops.MUL:
+        v = 1
+    elif op is Ops.MAX:
+        v = -math.inf if s.is_float else s.min
+    elif op is Ops.MIN:
+        v = math.inf if s.is_float else s.max
+    else:
+        raise LoweringError(f"reduce op {op!r} is not one of add, mul, max, min")
+    return UOp.const(s, v)
+
+
+def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
+    if a.dtype.is_bool and op in (Ops.ADD, Ops.MAX):
+        op = Ops.OR
+    elif a.dtype.is_bool and op in (Ops.MUL, Ops.MIN):
+        op = Ops.AND
+    return UOp(op, a.dtype, (a, b))
+
+
+def lower_reduce(root: UOp) -> UOp:
+    """Replace every REDUCE by an accumulator register (see the module doc)."""
+    if not any(u.op is Ops.REDUCE for u in root.toposort()):
+        return root
+    live = live_ranges(root)
+    new: dict[UOp, UOp] = {}
+    n_acc = 0
+    zero = UOp.const(dtypes.i32, 0)
+    for u in root.toposort():
+        s = tuple(new[x] for x in u.src)
+        if u.op is not Ops.REDUCE:
+            new[u] = u if s == u.src else u.replace(src=s)
+            continue
+        x, rr = s[0], s[1:]
+        if not rr:
+            new[u] = _combine(u.arg, reduce_identity(u.arg, u.dtype), x)
+            continue
+        dt = u.dtype
+        acc = UOp(Ops.DEFINE_REG, dt.ptr_to(), (), n_acc)
+        n_acc += 1
+        outer = tuple(new[r] for r in sorted(live[u], key=lambda r: (str(r.arg), r.uid)))
+        base = UOp(Ops.AFTER, acc.dtype, (acc,) + outer) if outer else acc
+        init = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (base, zero)),
+                                            reduce_identity(u.arg, dt)))
+        cur = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
+                                     (UOp(Ops.AFTER, acc.dtype, (acc, init) + rr), zero)),))
+        upd = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (acc, zero)),
+                                           _combine(u.arg, cur, x)))
+        end = UOp(Ops.END, dtypes.void, (upd,) + rr)
+        new[u] = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
+                                        (UOp(Ops.AFTER, acc.dtype, (acc, end)), zero)),))
+    return new[root]
+
+
+# ---- END splitting -------------------------------------------------------------------------
+def _split_end(u: UOp) -> UOp | None:
+    if len(u.src) == 1:
+        return u.src[0]
+    if len(u.src) == 2:
+        return None
+    out = u.src[0]
+    for r in reversed(u.src[1:]):  # the first range is the outermost loop
+        out = UOp(Ops.END, dtypes.void, (out, r))
+    return out
+
+
+pm_split_ends = PatternMatcher([
+    Rule("split_end", "END(x, r1, r2) -> END(END(x, r2), r1)", UPat(Ops.END, name="u"),
+         build=_split_end),
+], name="split_ends")
+
+
+def split_ends(root: UOp) -> UOp:
+    """Split every multi-range END into nested single-range ENDs."""
+    return graph_rewrite(root, pm_split_ends)
+
+
+def final_rewrite(root: UOp) -> UOp:
+    """Unroll vectors, resolve GEPs, lower REDUCEs, split ENDs (see the module doc)."""
+    g = graph_rewrite(root, pm_final)
+    for u in g.toposort():
+        if u.dtype.count > 1 and not u.dtype.ptr:
+            raise LoweringError(f"vector value {u.op.name.lower()} ({u.dtype}) is left after "
+                                "unrolling; the C emitter renders scalars only")
+        if u.op is Ops.GEP:
+            raise LoweringError(f"unresolved GEP of {u.src[0].op.name.lower()} "
+                                f"({u.src[0].dtype})")
+    g = lower_reduce(g)
+    return split_ends(g)
