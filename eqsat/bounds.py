@@ -23,6 +23,15 @@ Num = int | float
 INF = math.inf
 
 
+def _isinf(v: Num) -> bool:
+    """``math.isinf`` that accepts ints too large for a float (index bounds are exact)."""
+    return isinstance(v, float) and math.isinf(v)
+
+
+def _isnan(v: Num) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
 def cdiv(a: int, b: int) -> int:
     """C integer division: truncate toward zero."""
     q = abs(a) // abs(b)
@@ -75,7 +84,7 @@ def _idiv_bounds(x0: Num, x1: Num, y0: Num, y1: Num) -> tuple[Num, Num]:
         parts.append((y0, min(y1, -1)))
     if y1 > 0:
         parts.append((max(y0, 1), y1))
-    if not parts or any(math.isinf(v) for v in (x0, x1)):
+    if not parts or any(_isinf(v) for v in (x0, x1)):
         return -m, m
     lo, hi = INF, -INF
     for p0, p1 in parts:
@@ -85,14 +94,14 @@ def _idiv_bounds(x0: Num, x1: Num, y0: Num, y1: Num) -> tuple[Num, Num]:
 
 
 def _tdiv(x: Num, y: Num) -> Num:
-    if math.isinf(y):
+    if _isinf(y):
         return 0
     return cdiv(int(x), int(y))
 
 
 def _mod_bounds(x0: Num, x1: Num, y0: Num, y1: Num) -> tuple[Num, Num]:
     m = max(abs(y0), abs(y1))  # |r| < |y| <= m
-    if y0 == y1 and y0 != 0 and not math.isinf(y0) and not math.isinf(x0) and not math.isinf(x1):
+    if y0 == y1 and y0 != 0 and not _isinf(y0) and not _isinf(x0) and not _isinf(x1):
         c = abs(int(y0))
         # exact when x stays in one bucket of one sign
         if x0 >= 0 and x0 // c == x1 // c:
@@ -107,7 +116,7 @@ def _mod_bounds(x0: Num, x1: Num, y0: Num, y1: Num) -> tuple[Num, Num]:
 def _bits_bound(x0: Num, x1: Num, y0: Num, y1: Num) -> tuple[Num, Num]:
     """A range holding every and/or/xor of two's-complement values in the inputs."""
     k = max(int(abs(v)).bit_length() for v in (x0, x1, y0, y1)) if not any(
-        math.isinf(v) for v in (x0, x1, y0, y1)) else None
+        _isinf(v) for v in (x0, x1, y0, y1)) else None
     if k is None:
         return -INF, INF
     if min(x0, y0) >= 0:
@@ -151,11 +160,11 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
                 return True, True
             return False, True
         if x.dtype.is_float:
-            if math.isinf(x.vmin) or math.isinf(x.vmax):
+            if _isinf(x.vmin) or _isinf(x.vmax):
                 return dtype_bounds(dtype)
             return _fit(dtype, math.trunc(x.vmin), math.trunc(x.vmax))
         return _fit(dtype, int(x.vmin), int(x.vmax)) if not (
-            math.isinf(x.vmin) or math.isinf(x.vmax)) else dtype_bounds(dtype)
+            _isinf(x.vmin) or _isinf(x.vmax)) else dtype_bounds(dtype)
 
     if op in GroupOp.Comparison:
         return _cmp_bounds(op, src[0], src[1])
@@ -186,7 +195,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
 
     if not (dtype.is_int or dtype.is_bool):
         return dtype_bounds(dtype)
-    if any(math.isinf(s.vmin) or math.isinf(s.vmax) for s in src if not s.dtype.is_void):
+    if any(_isinf(s.vmin) or _isinf(s.vmax) for s in src if not s.dtype.is_void):
         if op not in (Ops.MOD, Ops.IDIV, Ops.MAX, Ops.MIN, Ops.AND):
             return dtype_bounds(dtype)
 
@@ -253,7 +262,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         return dtype_bounds(dtype)
     else:
         return dtype_bounds(dtype)
-    if math.isnan(lo) or math.isnan(hi):
+    if _isnan(lo) or _isnan(hi):
         return dtype_bounds(dtype)
     return _fit(dtype, lo, hi)
 

@@ -290,7 +290,10 @@ def _cast(x: Value, src: DType, dst: DType) -> Value:
     if dst.is_bool:
         return bool(x != 0)  # NaN is true, as in C
     if dst.is_float:
-        return _round(dst, float(x))
+        try:
+            return _round(dst, float(x))
+        except OverflowError:  # an index beyond every float rounds to infinity
+            return math.inf if x > 0 else -math.inf
     if dst.is_int:
         if isinstance(x, float):
             if not math.isfinite(x):
