@@ -471,6 +471,29 @@ def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(q) if r == Lin() else _out(q, (1, _div_term(ctx, "idiv", r, n)))
 
 
+def _residues(x: Lin, n: int, ctx: Ctx) -> set[int] | None:
+    """A superset of ``{v mod n}`` (floor) over the values v of ``x`` (n > 0), or None.
+
+    Residues of a sum are sums of the terms' residues, so each term contributes
+    the residues of ``f*t`` for ``t`` in its atom's range (all multiples of
+    ``gcd(f, n)`` once the range is long enough).
+    """
+    if n > 4096:
+        return None
+    acc = {x.const % n}
+    for f, a in x.terms:
+        lo, hi = ctx.bounds(a)
+        g = math.gcd(f, n)
+        if not _finite(lo, hi) or hi - lo + 1 >= n // g:
+            rs = set(range(0, n, g))
+        else:
+            rs = {(f * t) % n for t in range(int(lo), int(hi) + 1)}
+        acc = {(p + r) % n for p in acc for r in rs}
+        if len(acc) == n:
+            break
+    return acc
+
+
 def _remainder_range(rest: Lin, n: int, ctx: Ctx) -> tuple[int, int] | None:
     """(min, max) of ``v % n`` over the values v >= 0 of ``rest`` (n > 0)."""
     lo, hi = lin_bounds(rest, ctx)
@@ -479,7 +502,10 @@ def _remainder_range(rest: Lin, n: int, ctx: Ctx) -> tuple[int, int] | None:
     lo, hi = int(lo), int(hi)
     if lo // n == hi // n:
         return lo % n, hi % n
-    return 0, n - math.gcd(rest.content(), n)
+    rs = _residues(rest, n, ctx)
+    if rs is None:
+        return 0, n - math.gcd(rest.content(), n)
+    return min(rs), max(rs)
 
 
 @_normalized
@@ -533,19 +559,20 @@ def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     if c is None:
         return None
     new: list[tuple[int, Any]] = []
+    const = x.const
     changed = False
-    extra = Lin()
     for f, a in x.terms:
         for inner, m in ctx.mod_parts(a):
             if m.divide(c) is not None and m != Lin():
-                extra = extra + inner * f
+                new.extend((f * g, b) for g, b in inner.terms)
+                const += f * inner.const
                 changed = True
                 break
         else:
             new.append((f, a))
     if not changed:
         return None
-    nx = Lin.of(new, x.const) + extra
+    nx = Lin.of(new, const)
     single = len(x.terms) == 1 and x.const == 0  # f*(a%m) and f*a share their sign
     if not single and not _same_sign_class(lin_bounds(x, ctx), lin_bounds(nx, ctx)):
         return None
@@ -667,22 +694,22 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 @_normalized
 def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
-    """x // c -> (x // f) // (c/f) with f the smallest coefficient dividing c, when
-    x // f folds; x % c -> ((x//f) % (c/f))*f + x%f when x // f folds to no division."""
+    """x // c -> (x // f) // (c/f), x % c -> ((x//f) % (c/f))*f + x%f, with f the
+    smallest coefficient dividing c, when x // f folds to a form with no division."""
     c = _const_divisor(y)
     if c is None or c <= 1:
         return None
     cands = [abs(f) for f, _ in x.terms if 1 < abs(f) < c and c % f == 0]
     if not cands:
         return None
-    div = min(cands)
-    inner = _first(GENERAL, "idiv", x, Lin.constant(div), ctx)
-    if inner is None:
+    for div in sorted(set(cands)):  # the smallest factor whose x // f folds away
+        inner = _first(GENERAL, "idiv", x, Lin.constant(div), ctx)
+        if inner is not None and not inner.extra:
+            break
+    else:
         return None
     if op == "idiv":
-        return _out(Lin(), (1, ctx.idiv(inner.emit(ctx), ctx.const(c // div))))
-    if inner.extra:
-        return None
+        return _out(Lin(), (1, _div_term(ctx, "idiv", inner.lin, c // div)))
     b = Lin.of([(f % div, a) for f, a in x.terms], x.const % div)
     blo, bhi = lin_bounds(b, ctx)
     if not (0 <= blo and bhi < div):
@@ -848,10 +875,10 @@ class DivModRule:
 
     def out(self, op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
         """The result as a linear part plus engine terms (internal form)."""
-        if op not in self.ops:
-            return None
         if op not in ("idiv", "mod"):
             raise ValueError(f"{self.name}: op must be 'idiv' or 'mod', got {op!r}")
+        if op not in self.ops:
+            return None
         ylo, yhi = lin_bounds(y, ctx)
         if ylo <= 0 <= yhi:
             return None
