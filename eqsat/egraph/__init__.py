@@ -1,0 +1,50 @@
+"""The e-graph optimizer: UOp graphs in egglog, rules as guarded rewrites, extraction.
+
+``optimize_egraph(graph, rulesets=None, cost_model=None, budget=None) -> (UOp, stats)``
+is what ``eqsat.optimize(engine="egraph")`` calls; ``optimize_many`` optimizes
+several graphs in one e-graph (shared subgraphs inserted once).
+
+Modules: :mod:`~eqsat.egraph.encoding` (UOp <-> egglog terms, bulk insertion,
+snapshots), :mod:`~eqsat.egraph.analyses` (interval analysis, tripwire),
+:mod:`~eqsat.egraph.native` (native egglog rewrites), :mod:`~eqsat.egraph.computed`
+(computed rewrites: the div/mod core over e-classes, canonical sums),
+:mod:`~eqsat.egraph.rulesets` (groups), :mod:`~eqsat.egraph.schedules` (budgets),
+:mod:`~eqsat.egraph.engine` (the loop and extraction).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eqsat.egraph.analyses import UnsoundError
+from eqsat.egraph.engine import Session, clear_sessions, session_for
+from eqsat.egraph.rulesets import DEFAULT_GROUPS, egraph_groups, resolve
+from eqsat.egraph.schedules import Limits
+from eqsat.uop import UOp
+
+__all__ = ["optimize_egraph", "optimize_many", "Session", "session_for", "clear_sessions",
+           "UnsoundError", "egraph_groups", "resolve", "DEFAULT_GROUPS", "Limits"]
+
+
+def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_model: Any = None,
+                  budget: Any = None) -> tuple[list[UOp], dict[str, Any]]:
+    """Optimize several graphs in one e-graph; ``(outputs, stats)``."""
+    from extraction import get_cost_model
+
+    for g in graphs:
+        if not isinstance(g, UOp):
+            raise TypeError(f"optimize_egraph expects UOp graphs, got {type(g).__name__}")
+    model = get_cost_model(cost_model)
+    return session_for(rulesets).run(list(graphs), model, Limits.of(budget))
+
+
+def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: Any = None,
+                    budget: Any = None) -> tuple[UOp, dict[str, Any]]:
+    """Optimize one graph by equality saturation; ``(graph', stats)``.
+
+    ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
+    (``saturated``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
+    ``matches`` (rule name -> unions), ``extraction``.
+    """
+    outs, stats = optimize_many([graph], rulesets, cost_model, budget)
+    return outs[0], stats

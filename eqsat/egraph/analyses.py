@@ -1,0 +1,226 @@
+"""The e-graph's analyses, as egglog rules: value intervals and the tripwire.
+
+``lo``/``hi`` are lattice functions on e-classes: ``lo`` merges with ``max`` and
+``hi`` with ``min``, so every rule that proves a bound tightens the class's
+interval, and two e-nodes of one class pool what they know. Every rule is sound
+under C semantics (``idiv`` truncates, ``mod`` takes the dividend's sign) and
+computes its bound in the rule's query, where an i64 overflow means "no match"
+rather than an aborted run. A fixed-width integer result gets a bound only when
+the exact interval fits the dtype (no wrap possible); ``index`` is unbounded
+(bounds beyond i64 are simply unknown).
+
+Leaves get their bounds from the IR (``UOp.vmin``/``vmax``) at insertion, and so
+does every inserted node (the IR's bounds are sound, the e-graph's rules may
+tighten them). Bools are 0/1.
+
+The tripwire: an e-class whose ``lo`` exceeds its ``hi`` can only come from an
+unsound rewrite (two different values unioned); the rule panics, which stops
+the egglog run at once, and the engine raises :class:`UnsoundError` naming the
+class and its e-nodes.
+
+``Known``: the relation of e-classes that are a known constant (``lo == hi``);
+rules use it to fold a class to its value.
+"""
+
+from __future__ import annotations
+
+from eqsat.dtype import dtypes
+
+__all__ = ["analysis_program", "ANALYSIS_RULES", "UnsoundError", "INT_DTYPES", "dtype_table"]
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+#: scalar dtypes the interval rules know: name -> (min, max) as i64
+INT_DTYPES: dict[str, tuple[int, int]] = {"index": (I64_MIN, I64_MAX), "bool": (0, 1)}
+for _d in (dtypes.i8, dtypes.i16, dtypes.i32, dtypes.i64, dtypes.u8, dtypes.u16, dtypes.u32):
+    INT_DTYPES[str(_d)] = (int(_d.min), int(_d.max))
+
+
+TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
+
+
+class UnsoundError(RuntimeError):
+    """An e-class got an empty interval (lo > hi): some rewrite was unsound."""
+
+
+def dtype_table() -> str:
+    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``."""
+    out = ["(function dmin (String) i64 :no-merge)", "(function dmax (String) i64 :no-merge)",
+           "(relation IntDt (String))", "(relation IdxDt (String))"]
+    for name, (lo, hi) in INT_DTYPES.items():
+        out.append(f'(set (dmin "{name}") {lo})')
+        out.append(f'(set (dmax "{name}") {hi})')
+        if name != "bool":
+            out.append(f'(IntDt "{name}")')
+    out.append('(IdxDt "index")')
+    return "\n".join(out)
+
+
+_FIT = "(= m0 (dmin dt)) (= m1 (dmax dt))"
+_AB = "(= la (lo a)) (= ha (hi a)) (= lb (lo b)) (= hb (hi b))"
+
+
+def _set(lo: str, hi: str) -> str:
+    return f"(set (lo e) {lo}) (set (hi e) {hi})"
+
+
+def _fitted(body: str, lo: str, hi: str) -> str:
+    """A rule setting [lo, hi] when it fits dt's range (no wrap)."""
+    return f"({body} {_FIT} (>= {lo} m0) (<= {hi} m1)) ({_set(lo, hi)})"
+
+
+# (name, identity, egglog rule body "(query) (actions)")
+ANALYSIS_RULES: list[tuple[str, str, str]] = [
+    ("iv_const", "lo = hi = c for a constant c",
+     "((= e (Cst dt v))) ((set (lo e) v) (set (hi e) v))"),
+    ("iv_range", "range/special over 0 .. end-1: [0, hi(end)-1]",
+     "((= e (G1 op dt a n)) (= op \"RANGE\") (= h (hi n)) (= h1 (- h 1)) (>= h1 0)) "
+     "((set (lo e) 0) (set (hi e) h1))"),
+    ("iv_special", "special over 0 .. end-1: [0, hi(end)-1]",
+     "((= e (G1 op dt a n)) (= op \"SPECIAL\") (= h (hi n)) (= h1 (- h 1)) (>= h1 0)) "
+     "((set (lo e) 0) (set (hi e) h1))"),
+    ("iv_add", "a+b in [la+lb, ha+hb]",
+     _fitted(f"(= e (Add dt a b)) {_AB} (= l (+ la lb)) (= h (+ ha hb))", "l", "h")),
+    ("iv_sub", "a-b in [la-hb, ha-lb]",
+     _fitted(f"(= e (Sub dt a b)) {_AB} (= l (- la hb)) (= h (- ha lb))", "l", "h")),
+    ("iv_neg", "-a in [-ha, -la]",
+     _fitted("(= e (Neg dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= l (- 0 ha)) "
+             "(= h (- 0 la))", "l", "h")),
+    ("iv_mul", "a*b between the four corner products",
+     _fitted(f"(= e (Mul dt a b)) {_AB} (= p1 (* la lb)) (= p2 (* la hb)) (= p3 (* ha lb)) "
+             "(= p4 (* ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
+             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
+    ("iv_mulacc", "a*b+c between the corner products plus c's bounds",
+     _fitted("(= e (Mulacc dt a b c)) (= la (lo a)) (= ha (hi a)) (= lb (lo b)) (= hb (hi b)) "
+             "(= lc (lo c)) (= hc (hi c)) (= p1 (* la lb)) (= p2 (* la hb)) (= p3 (* ha lb)) "
+             "(= p4 (* ha hb)) (= l (+ (min (min p1 p2) (min p3 p4)) lc)) "
+             "(= h (+ (max (max p1 p2) (max p3 p4)) hc))", "l", "h")),
+    ("iv_idiv_pos", "a//b, b > 0: between the corner quotients (truncation is monotone)",
+     _fitted(f"(= e (Idiv dt a b)) {_AB} (> lb 0) (= p1 (/ la lb)) (= p2 (/ la hb)) "
+             "(= p3 (/ ha lb)) (= p4 (/ ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
+             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
+    ("iv_idiv_neg", "a//b, b < 0: between the corner quotients",
+     _fitted(f"(= e (Idiv dt a b)) {_AB} (< hb 0) (= p1 (/ la lb)) (= p2 (/ la hb)) "
+             "(= p3 (/ ha lb)) (= p4 (/ ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
+             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
+    ("iv_idiv_any", "a//b in [-M, M], M = max|a| (|a//b| <= |a|)",
+     _fitted("(= e (Idiv dt a b)) (= la (lo a)) (= ha (hi a)) (= aa (abs la)) (= ab (abs ha)) "
+             "(= h (max aa ab)) (= l (- 0 h))", "l", "h")),
+    ("iv_mod_lo_pos", "a%b >= 0 when a >= 0 (C: the dividend's sign)",
+     "((= e (Mod dt a b)) (= la (lo a)) (>= la 0)) ((set (lo e) 0))"),
+    ("iv_mod_hi_neg", "a%b <= 0 when a <= 0",
+     "((= e (Mod dt a b)) (= ha (hi a)) (<= ha 0)) ((set (hi e) 0))"),
+    ("iv_mod_lo", "a%b >= max(la, -(M-1)), M = max|b|, when a may be negative",
+     "((= e (Mod dt a b)) (= la (lo a)) (< la 0) (= lb (lo b)) (= hb (hi b)) "
+     "(= m (max (abs lb) (abs hb))) (> m 0) (= l (max la (- 1 m)))) ((set (lo e) l))"),
+    ("iv_mod_hi", "a%b <= min(ha, M-1), M = max|b|, when a may be positive",
+     "((= e (Mod dt a b)) (= ha (hi a)) (> ha 0) (= lb (lo b)) (= hb (hi b)) "
+     "(= m (max (abs lb) (abs hb))) (> m 0) (= h (min ha (- m 1)))) ((set (hi e) h))"),
+    ("iv_mod_bucket", "a%c in [la%c, ha%c] when a stays in one bucket of one sign",
+     "((= e (Mod dt a b)) (= la (lo a)) (= ha (hi a)) (= c (lo b)) (= c (hi b)) (!= c 0) "
+     "(= ac (abs c)) (= q (/ la ac)) (= q (/ ha ac)) (= sl (* la ha)) (>= sl 0) "
+     "(= l (% la ac)) (= h (% ha ac))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_max", "max(a,b) in [max(la,lb), max(ha,hb)]",
+     f"((= e (Max dt a b)) {_AB} (= l (max la lb)) (= h (max ha hb))) ({_set('l', 'h')})"),
+    ("iv_min", "min(a,b) in [min(la,lb), min(ha,hb)]",
+     f"((= e (Min dt a b)) {_AB} (= l (min la lb)) (= h (min ha hb))) ({_set('l', 'h')})"),
+    ("iv_not_bool", "!a in [1-ha, 1-la] (bool)",
+     "((= e (Not dt a)) (= dt \"bool\") (= la (lo a)) (= ha (hi a)) (= l (- 1 ha)) "
+     "(= h (- 1 la))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_not_int", "~a in [-ha-1, -la-1] (integers)",
+     _fitted("(= e (Not dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= l (- -1 ha)) "
+             "(= h (- -1 la))", "l", "h")),
+    ("iv_and_bool", "a&b in [min(la,lb), min(ha,hb)] (bool)",
+     f"((= e (And dt a b)) (= dt \"bool\") {_AB} (= l (min la lb)) (= h (min ha hb))) "
+     f"({_set('l', 'h')})"),
+    ("iv_or_bool", "a|b in [max(la,lb), max(ha,hb)] (bool)",
+     f"((= e (Or dt a b)) (= dt \"bool\") {_AB} (= l (max la lb)) (= h (max ha hb))) "
+     f"({_set('l', 'h')})"),
+    ("iv_xor_bool", "a^b in [0, 1] (bool)",
+     "((= e (Xor dt a b)) (= dt \"bool\")) ((set (lo e) 0) (set (hi e) 1))"),
+    ("iv_and_nonneg", "a&b in [0, min(ha,hb)] when a, b >= 0 (integers)",
+     f"((= e (And dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= h (min ha hb))) "
+     "((set (lo e) 0) (set (hi e) h))"),
+    ("iv_and_nonneg1", "a&b in [0, ha] when a >= 0 (integers)",
+     "((= e (And dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (>= la 0)) "
+     "((set (lo e) 0) (set (hi e) ha))"),
+    ("iv_or_nonneg", "a|b in [max(la,lb), 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
+     f"((= e (Or dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
+     "(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) (= l (max la lb)) "
+     f"{_FIT} (<= h m1)) ({_set('l', 'h')})"),
+    ("iv_xor_nonneg", "a^b in [0, 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
+     f"((= e (Xor dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
+     f"(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) {_FIT} (<= h m1)) "
+     "((set (lo e) 0) (set (hi e) h))"),
+    ("iv_shl_const", "a<<s in [la*2^s, ha*2^s] for a constant 0 <= s < 63",
+     _fitted("(= e (Shl dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= s (lo b)) "
+             "(= s (hi b)) (>= s 0) (< s 63) (= p (<< 1 s)) (= l (* la p)) (= h (* ha p))",
+             "l", "h")),
+    ("iv_shr_const", "a>>s in [la>>s, ha>>s] for a constant 0 <= s < 63",
+     "((= e (Shr dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= s (lo b)) (= s (hi b)) "
+     "(>= s 0) (< s 63) (= l (>> la s)) (= h (>> ha s))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_cast_int", "cast(a) in [la, ha] when that fits the target (no wrap)",
+     _fitted("(= e (Cast dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a))", "la", "ha")),
+    ("iv_cast_bool_true", "cast(a, bool) is true when 0 is outside [la, ha]",
+     "((= e (Cast dt a)) (= dt \"bool\") (= la (lo a)) (= ha (hi a)) (= p (* la ha)) (> p 0))"
+     " ((set (lo e) 1) (set (hi e) 1))"),
+    ("iv_cast_bool_false", "cast(a, bool) is false when a is always 0",
+     "((= e (Cast dt a)) (= dt \"bool\") (= (lo a) 0) (= (hi a) 0))"
+     " ((set (lo e) 0) (set (hi e) 0))"),
+    ("iv_cast_bool", "cast(a, bool) in [0, 1]",
+     "((= e (Cast dt a)) (= dt \"bool\")) ((set (lo e) 0) (set (hi e) 1))"),
+    ("iv_where", "where(c,t,f) in [min(lt,lf), max(ht,hf)]",
+     "((= e (Where dt c t f)) (= lt (lo t)) (= ht (hi t)) (= lf (lo f)) (= hf (hi f)) "
+     "(= l (min lt lf)) (= h (max ht hf))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_where_true", "where(c,t,f) in [lt, ht] when c is always true",
+     "((= e (Where dt c t f)) (= (lo c) 1) (= lt (lo t)) (= ht (hi t))) "
+     "((set (lo e) lt) (set (hi e) ht))"),
+    ("iv_where_false", "where(c,t,f) in [lf, hf] when c is always false",
+     "((= e (Where dt c t f)) (= (hi c) 0) (= lf (lo f)) (= hf (hi f))) "
+     "((set (lo e) lf) (set (hi e) hf))"),
+]
+
+# comparisons: (ctor, always-true condition, always-false condition)
+_CMP = {
+    "Lt": ("(< ha lb)", "(>= la hb)"),
+    "Le": ("(<= ha lb)", "(> la hb)"),
+    "Gt": ("(> la hb)", "(<= ha lb)"),
+    "Ge": ("(>= la hb)", "(< ha lb)"),
+    "Eq": ("(= la ha) (= lb hb) (= la lb)", None),
+    "Ne": (None, "(= la ha) (= lb hb) (= la lb)"),
+}
+for _c, (_t, _f) in _CMP.items():
+    ANALYSIS_RULES.append((f"iv_{_c.lower()}", f"{_c.lower()}(a,b) in [0, 1]",
+                           f"((= e ({_c} dt a b))) ((set (lo e) 0) (set (hi e) 1))"))
+    if _t:
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_true", f"{_c.lower()}(a,b) is true by bounds",
+                               f"((= e ({_c} dt a b)) {_AB} {_t}) ((set (lo e) 1) (set (hi e) 1))"))
+    if _f:
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_false", f"{_c.lower()}(a,b) is false by bounds",
+                               f"((= e ({_c} dt a b)) {_AB} {_f}) ((set (lo e) 0) (set (hi e) 0))"))
+for _c in ("Eq", "Ne"):
+    _v = "0" if _c == "Eq" else "1"
+    for _x, _y in (("ha", "lb"), ("hb", "la")):
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_apart_{_x}",
+                               f"{_c.lower()}(a,b) is {'false' if _c == 'Eq' else 'true'} "
+                               "when the ranges are disjoint",
+                               f"((= e ({_c} dt a b)) {_AB} (< {_x} {_y})) "
+                               f"((set (lo e) {_v}) (set (hi e) {_v}))"))
+
+
+def analysis_program(ruleset: str = "analysis") -> str:
+    """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule."""
+    out = [dtype_table(),
+           "(function lo (E) i64 :merge (max old new))",
+           "(function hi (E) i64 :merge (min old new))",
+           f"(ruleset {ruleset})",
+           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))",
+           '(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset insert '
+           ':name "insert-lo")',
+           '(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset insert '
+           ':name "insert-hi")',
+           f'(rule ((= l (lo e)) (= h (hi e)) (> l h)) ((panic "{TRIPWIRE}")) '
+           f':ruleset {ruleset} :name "tripwire")']
+    for name, _identity, body in ANALYSIS_RULES:
+        out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
+    return "\n".join(out)

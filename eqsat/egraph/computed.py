@@ -1,0 +1,444 @@
+"""Rewrites with computed right-hand sides, applied between egglog runs.
+
+egglog's own rules are weak at whole-sum arithmetic (no gcd, no usable filter
+over a multiset), so the div/mod family, sum canonicalization and sum
+recombination read the e-graph (a :class:`~eqsat.egraph.encoding.Snapshot`),
+compute each right-hand side in Python and union it into the e-class it
+rewrites. Every applicable rule's result is kept (no order, no first match);
+the interval analysis in the e-graph guards them and the extractor chooses.
+
+- :class:`EClassCtx` is the div/mod core's ``Ctx`` over the e-graph: atoms are
+  e-classes (handles), bounds come from the egglog ``lo``/``hi`` analysis,
+  ``mod_parts``/``idiv_parts``/``mul_parts`` list every such e-node of a class,
+  and the builders make *pending terms* (tuples), inserted only when a rule
+  returns them.
+- :class:`LinForms` reads an index e-class as a linear form
+  ``sum(coef*atom) + const`` through the cheapest term of each class (a
+  bottom-up tree extraction with the reference weights), so every class has
+  one well-founded form (no cycles through unions such as ``x == x + 0``).
+- :func:`python_pass` applies the selected computed rule groups to a snapshot.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsat.egraph.encoding import CTORS, Inserter, Node, Snapshot, fits_i64
+from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule
+
+__all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "PyRule", "python_pass",
+           "PassResult", "NODE_WEIGHT"]
+
+INF = math.inf
+Term = Any  # int (an e-class handle) or a tuple (ctor, *fields) with Term children
+
+#: tree-cost weights used to pick each class's representative (the reference metric)
+NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
+                                 "Cst": 0.0, "Leaf": 0.0, "Cons": 0.0, "Nil": 0.0}
+_ZERO_G = {"RANGE", "SPECIAL"}
+
+
+def node_weight(n: Node) -> float:
+    w = NODE_WEIGHT.get(n.ctor)
+    if w is not None:
+        return w
+    if n.ctor.startswith("G") and n.fields[0] in _ZERO_G:
+        return 0.0
+    return 1.0
+
+
+def best_nodes(snap: Snapshot) -> tuple[dict[int, int], dict[int, float]]:
+    """The cheapest (tree cost, reference weights) e-node of every class: ``(class ->
+    node index, class -> cost)``. Ties go to the earlier node (deterministic)."""
+    nodes = snap.nodes
+    parents: dict[int, list[int]] = {}
+    pending: list[int] = []
+    heap: list[tuple[float, int]] = []
+    for i, n in enumerate(nodes):
+        if n.subsumed:
+            pending.append(-1)
+            continue
+        kids = set(n.kids)
+        pending.append(len(kids))
+        for k in kids:
+            parents.setdefault(k, []).append(i)
+        if not kids:
+            heapq.heappush(heap, (node_weight(n), i))
+    best: dict[int, int] = {}
+    cost: dict[int, float] = {}
+    while heap:
+        c, i = heapq.heappop(heap)
+        cls = nodes[i].cls
+        if cls in best:
+            continue
+        best[cls] = i
+        cost[cls] = c
+        for p in parents.get(cls, ()):
+            pending[p] -= 1
+            if pending[p] == 0:
+                pn = nodes[p]
+                if pn.cls in best:
+                    continue
+                heapq.heappush(heap, (node_weight(pn) + sum(cost[k] for k in pn.kids), p))
+    return best, cost
+
+
+class LinForms:
+    """Linear forms of index e-classes through each class's cheapest e-node."""
+
+    def __init__(self, snap: Snapshot, best: dict[int, int]):
+        self.snap = snap
+        self.best = best
+        self._memo: dict[int, Lin] = {}
+
+    def node_lin(self, n: Node) -> Lin | None:
+        """The linear form of one e-node, or None when it is not linear arithmetic."""
+        c = n.ctor
+        if c == "Cst":
+            return Lin.constant(n.fields[1])
+        if n.dtype != "index":
+            return None
+        if c == "Add":
+            return self.get(n.fields[1]) + self.get(n.fields[2])
+        if c == "Sub":
+            return self.get(n.fields[1]) - self.get(n.fields[2])
+        if c == "Neg":
+            return -self.get(n.fields[1])
+        if c == "Mul":
+            a, b = self.get(n.fields[1]), self.get(n.fields[2])
+            if b.is_const:
+                return a * b.const
+            if a.is_const:
+                return b * a.const
+        return None
+
+    def get(self, cls: int) -> Lin:
+        """The linear form of class ``cls`` (``1*cls`` when its best term is not linear)."""
+        hit = self._memo.get(cls)
+        if hit is not None:
+            return hit
+        # iterative: walk the best-term skeleton, children first
+        stack = [(cls, False)]
+        while stack:
+            c, done = stack.pop()
+            if c in self._memo:
+                continue
+            i = self.best.get(c)
+            n = self.snap.nodes[i] if i is not None else None
+            lin_kids = _lin_kids(n)
+            if not done and lin_kids:
+                stack.append((c, True))
+                stack.extend((k, False) for k in lin_kids if k not in self._memo)
+                continue
+            res = self.node_lin(n) if n is not None else None
+            self._memo[c] = res if res is not None else Lin.atom(c)
+        return self._memo[cls]
+
+
+def _lin_kids(n: Node | None) -> tuple[int, ...]:
+    if n is None or n.dtype != "index":
+        return ()
+    if n.ctor in ("Add", "Sub", "Mul"):
+        return (n.fields[1], n.fields[2])
+    if n.ctor == "Neg":
+        return (n.fields[1],)
+    return ()
+
+
+# ---------------------------------------------------------------------------
+# pending terms
+# ---------------------------------------------------------------------------
+def _key(t: Term) -> tuple:
+    if isinstance(t, int):
+        return (0, t)
+    return (1, tuple(_key(x) if isinstance(x, (int, tuple)) else (2, str(x)) for x in t))
+
+
+def emit(t: Term, ins: Inserter) -> int:
+    """Insert a pending term (memoized per node); its handle."""
+    if isinstance(t, int):
+        return t
+    ctor = t[0]
+    sig = CTORS[ctor]
+    fields = tuple(emit(f, ins) if s == "E" else f for f, s in zip(t[1:], sig, strict=True))
+    return ins.node(ctor, *fields)
+
+
+def _mentions(t: Term, cls: int) -> bool:
+    """Whether the pending term ``t`` has the class ``cls`` strictly inside it."""
+    if not isinstance(t, tuple):
+        return False
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        for f, s in zip(x[1:], CTORS[x[0]], strict=True):
+            if s != "E":
+                continue
+            if isinstance(f, tuple):
+                stack.append(f)
+            elif f == cls:
+                return True
+    return False
+
+
+def _cval(t: Term) -> int | None:
+    return t[2] if isinstance(t, tuple) and t[0] == "Cst" else None
+
+
+class EClassCtx(LinBuilder):
+    """The div/mod core's ``Ctx`` over an e-graph snapshot (index dtype)."""
+
+    dt = "index"
+
+    def __init__(self, snap: Snapshot, lins: LinForms):
+        self.snap = snap
+        self.lins = lins
+        self._parts: dict[tuple[str, int], list[tuple[Lin, Lin]]] = {}
+
+    # ---- facts -----------------------------------------------------------
+    def bounds(self, a: int) -> tuple[float, float]:
+        return self.snap.bounds(a)
+
+    def _parts_of(self, ctor: str, a: int) -> list[tuple[Lin, Lin]]:
+        key = (ctor, a)
+        hit = self._parts.get(key)
+        if hit is not None:
+            return hit
+        out = []
+        for n in self.snap.class_nodes(a):
+            if n.ctor != ctor or n.subsumed or n.fields[0] != self.dt or a in n.fields[1:]:
+                continue
+            x, y = self.lins.get(n.fields[1]), self.lins.get(n.fields[2])
+            if ctor == "Mul" and (x.is_const or y.is_const):
+                continue
+            if (x, y) not in out:
+                out.append((x, y))
+        self._parts[key] = out
+        return out
+
+    def mod_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return self._parts_of("Mod", a)
+
+    def idiv_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return self._parts_of("Idiv", a)
+
+    def mul_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return self._parts_of("Mul", a)
+
+    # ---- builders (pending terms, lightly folded) -------------------------
+    def atom(self, a: int) -> Term:
+        return a
+
+    def const(self, v: int) -> Term:
+        if not fits_i64(v):
+            raise _UnrepresentableError(v)
+        return ("Cst", self.dt, int(v))
+
+    def add(self, a: Term, b: Term) -> Term:
+        ca, cb = _cval(a), _cval(b)
+        if ca is not None and cb is not None:
+            return self.const(ca + cb)
+        if cb == 0:
+            return a
+        if ca == 0:
+            return b
+        return ("Add", self.dt, a, b)
+
+    def sub(self, a: Term, b: Term) -> Term:
+        ca, cb = _cval(a), _cval(b)
+        if ca is not None and cb is not None:
+            return self.const(ca - cb)
+        if cb == 0:
+            return a
+        if cb is not None:
+            return ("Add", self.dt, a, self.const(-cb))
+        if ca == 0:
+            return self.neg(b)
+        return ("Sub", self.dt, a, b)
+
+    def mul(self, a: Term, c: int) -> Term:
+        ca = _cval(a)
+        if ca is not None:
+            return self.const(ca * c)
+        if c == 1:
+            return a
+        if c == 0:
+            return self.const(0)
+        if c == -1:
+            return self.neg(a)
+        return ("Mul", self.dt, a, self.const(c))
+
+    def neg(self, a: Term) -> Term:
+        ca = _cval(a)
+        if ca is not None:
+            return self.const(-ca)
+        return ("Neg", self.dt, a)
+
+    def idiv(self, a: Term, b: Term) -> Term:
+        return ("Idiv", self.dt, a, b)
+
+    def mod(self, a: Term, b: Term) -> Term:
+        return ("Mod", self.dt, a, b)
+
+    def sum(self, terms: list[tuple[int, Term]], const: int) -> Term:
+        """``sum(c*t) + const`` in the canonical shape: terms ordered by handle,
+        positive terms added, negative ones subtracted, the constant added last."""
+        merged: dict[Any, list] = {}
+        for c, t in terms:
+            k = _key(t)
+            if k in merged:
+                merged[k][0] += c
+            else:
+                merged[k] = [c, t]
+        items = sorted(((k, c, t) for k, (c, t) in merged.items() if c != 0),
+                       key=lambda x: x[0])
+        pos = [(c, t) for _, c, t in items if c > 0]
+        neg = [(-c, t) for _, c, t in items if c < 0]
+        acc: Term | None = None
+        for c, t in pos:
+            s = self.mul(t, c)
+            acc = s if acc is None else self.add(acc, s)
+        for c, t in neg:
+            s = self.mul(t, c)
+            acc = self.neg(s) if acc is None else self.sub(acc, s)
+        if acc is None:
+            return self.const(const)
+        return self.add(acc, self.const(const)) if const else acc
+
+
+class _UnrepresentableError(ValueError):
+    """A constant outside i64: the rule's result is not inserted."""
+
+
+# ---------------------------------------------------------------------------
+# rules with computed right-hand sides
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PyRule:
+    """A computed rewrite: ``apply(state)`` yields ``(class, term)`` pairs to union.
+
+    ``name``/``identity``/``group`` as for every rule; ``kind`` is one of
+    ``"divmod"`` (a div/mod core rule), ``"sum"`` (a whole-sum rule) or
+    ``"canon"`` (sum canonicalization).
+    """
+
+    name: str
+    identity: str
+    group: str
+    kind: str
+    rule: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"PyRule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+@dataclass
+class PassResult:
+    """What one computed pass did: unions per rule, and whether anything was new."""
+
+    matches: dict[str, int] = field(default_factory=dict)
+    unions: int = 0
+    skipped: int = 0
+
+
+class PassState:
+    """Memory shared by the passes of one run (what was already applied)."""
+
+    def __init__(self) -> None:
+        self.done: set[tuple] = set()
+
+
+def _index_classes(snap: Snapshot) -> Iterable[int]:
+    for c, idxs in snap.classes.items():
+        n = snap.nodes[idxs[0]]
+        if n.dtype == "index":
+            yield c
+
+
+def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                deadline: float | None = None, clock: Callable[[], float] | None = None
+                ) -> PassResult:
+    """Apply every selected computed rule to the snapshot; record the unions in ``ins``."""
+    res = PassResult()
+    # every existing e-node maps to its class: rebuilding one returns the class
+    memo = ins._memo
+    for n in snap.nodes:
+        memo[(n.ctor, *n.fields)] = n.cls
+    best, _cost = best_nodes(snap)
+    lins = LinForms(snap, best)
+    ctx = EClassCtx(snap, lins)
+    canon = [r for r in rules if r.kind == "canon"]
+    sums = [r for r in rules if r.kind == "sum"]
+    dm = [r for r in rules if r.kind == "divmod"]
+
+    def union(cls: int, t: Term, name: str) -> None:
+        if _mentions(t, cls):  # x == f(x): a cycle that only grows the e-graph
+            return
+        try:
+            h = emit(t, ins)
+        except _UnrepresentableError:
+            return
+        if h != cls:
+            before = ins.pending
+            ins.union(cls, h)
+            if ins.pending != before:
+                res.unions += 1
+                res.matches[name] = res.matches.get(name, 0) + 1
+
+    def bkey(x: Lin) -> tuple:
+        return tuple(snap.bounds(a) for _, a in x.terms)
+
+    if canon or sums:
+        for c in _index_classes(snap):
+            x = lins.get(c)
+            if x.single_atom == c:
+                continue
+            for r in canon:
+                key = ("canon", c, x)
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                union(c, ctx.lin(x), r.name)
+            if len(x.terms) >= 2:
+                for r in sums:
+                    key = (r.name, c, x, bkey(x))
+                    if key in state.done:
+                        continue
+                    state.done.add(key)
+                    out = r.rule.lin(x, ctx)
+                    if out is not None:
+                        union(c, ctx.lin(out), r.name)
+    if dm:
+        for n in snap.nodes:
+            if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                continue
+            op = "idiv" if n.ctor == "Idiv" else "mod"
+            x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
+            key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
+            if key in state.done:
+                continue
+            state.done.add(key)
+            for r in dm:
+                rule: DivModRule = r.rule
+                try:
+                    t = rule.fn(op, x, y, ctx)
+                except _UnrepresentableError:
+                    continue
+                if t is not None:
+                    union(n.cls, t, r.name)
+    return res
+
+
+def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, r.group, "divmod", r) for r in rules]
+
+
+def sum_pyrules(rules: Iterable[SumRule], group: str) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, group, "sum", r) for r in rules]

@@ -1,0 +1,531 @@
+"""UOp graphs <-> an egglog e-graph: constructors, bulk insertion, snapshots.
+
+Every UOp op has an egglog constructor of the one sort ``E``:
+
+=====================================  =============================================
+UOp                                    egglog term
+=====================================  =============================================
+CONST of bool/int/index (fits i64)     ``(Cst DT v)`` (bools as 0/1)
+ALU op (unary/binary/ternary, no arg)  ``(Add DT a b)``, ``(Neg DT a)``, ``(Where DT c t f)``, ...
+CAST / BITCAST                         ``(Cast DT x)`` / ``(Bitcast DT x)`` (DT = target)
+any other leaf (var, buffer, float or   ``(Leaf OP DT arg)``
+  vector constant, invalid, ...)
+any other op with 1-4 sources           ``(G1 OP DT arg x)`` ... ``(G4 OP DT arg a b c d)``
+  (range, special, index, load, ...)
+any other op with more sources          ``(GL OP DT arg (Cons a (Cons b ... (Nil))))``
+=====================================  =============================================
+
+``DT`` is the dtype's name (``"index"``, ``"f32x4"``, ``"f32*"``), ``OP`` the op's
+name (``"RANGE"``) and ``arg`` an i64 key into the session's :class:`ArgTable`.
+
+Terms are inserted in bulk: each e-class the Python side knows has a *handle*,
+an unextractable ``(H k)`` e-node in the class. A node is one row of an input
+relation ``R<Ctor>`` (``(RAdd k "index" a b)`` means ``(union (H k) (Add "index"
+(H a) (H b)))``), written as a tab-separated file and loaded with egglog's
+``input`` command, then applied by the ``insert`` rule set: thousands of nodes
+cost milliseconds, where one egglog command per node costs about a millisecond
+each. ``RUnion`` rows union two handles; ``RLo``/``RHi`` set interval facts.
+
+A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
+e-node with its class (named by the smallest handle in it), dtype, arg and
+children, and the ``lo``/``hi`` analysis. Classes that egglog's own rewrites
+created get fresh handles there (deterministically, bottom-up).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from egglog import bindings
+
+from eqsat.dtype import DType, dtypes
+from eqsat.ops import GroupOp, Ops
+from eqsat.uop import UOp, const_value
+
+__all__ = [
+    "CTORS", "ALU_CTOR", "CTOR_OP", "Node", "ArgTable", "Inserter", "Snapshot",
+    "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64", "uop_ctor",
+]
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+# ---------------------------------------------------------------------------
+# constructors
+# ---------------------------------------------------------------------------
+#: ALU op -> constructor name (signature ``(String E^arity) E``)
+ALU_CTOR: dict[Ops, str] = {op: op.name.capitalize() for op in
+                            sorted(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}, key=lambda o: o.value)}
+#: constructor name -> ALU op
+CTOR_OP: dict[str, Ops] = {v: k for k, v in ALU_CTOR.items()}
+_ARITY: dict[Ops, int] = {**{o: 1 for o in GroupOp.Unary | {Ops.CAST, Ops.BITCAST}},
+                          **{o: 2 for o in GroupOp.Binary}, **{o: 3 for o in GroupOp.Ternary}}
+_GMAX = 4  # G1..G4; more sources go through a Cons list
+
+#: constructor name -> the sorts of its fields ("S" String, "I" i64, "E" a class)
+CTORS: dict[str, str] = {
+    "Cst": "SI",
+    "Leaf": "SSI",
+    **{name: "S" + "E" * _ARITY[op] for op, name in ALU_CTOR.items()},
+    **{f"G{n}": "SSI" + "E" * n for n in range(1, _GMAX + 1)},
+    "GL": "SSIE",
+    "Cons": "EE",
+    "Nil": "",
+}
+_SORT = {"S": "String", "I": "i64", "E": "E"}
+
+
+def declarations() -> str:
+    """egglog program text: the sort, constructors, handles and insertion relations."""
+    out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
+    for name, sig in CTORS.items():
+        out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
+    out.append("(ruleset insert)")
+    for name, sig in CTORS.items():
+        fields = " ".join(_SORT[s] if s != "E" else "i64" for s in sig)
+        out.append(f"(relation R{name} (i64 {fields}))")
+        vs = [f"v{i}" for i in range(len(sig))]
+        args = " ".join(f"(H {v})" if s == "E" else v for v, s in zip(vs, sig, strict=True))
+        row = f"R{name} k {' '.join(vs)}"
+        out.append(f"(rule (({row})) ((union (H k) ({name} {args})) (delete ({row})))"
+                   f" :ruleset insert :name \"insert-{name}\")")
+    out.append("(relation RUnion (i64 i64))")
+    out.append('(rule ((RUnion a b)) ((union (H a) (H b)) (delete (RUnion a b))) '
+               ':ruleset insert :name "insert-union")')
+    return "\n".join(out)
+
+
+def fits_i64(v: Any) -> bool:
+    return isinstance(v, int) and I64_MIN <= v <= I64_MAX
+
+
+def dtype_of(name: str) -> DType:
+    return DType.parse(name)
+
+
+def _int_const_value(u: UOp) -> int | None:
+    """The i64 value of an integer/bool scalar CONST, or None (kept as an opaque leaf)."""
+    if u.op is not Ops.CONST or u.dtype.count != 1 or u.dtype.ptr:
+        return None
+    if not (u.dtype.is_int or u.dtype.is_bool):
+        return None
+    v = int(u.arg)
+    return v if fits_i64(v) else None
+
+
+def uop_ctor(u: UOp) -> str:
+    """The constructor a UOp node is encoded with."""
+    if _int_const_value(u) is not None:
+        return "Cst"
+    if not u.src:
+        return "Leaf"
+    if u.op in ALU_CTOR and u.arg is None and len(u.src) == _ARITY[u.op]:
+        return ALU_CTOR[u.op]
+    return f"G{len(u.src)}" if len(u.src) <= _GMAX else "GL"
+
+
+# ---------------------------------------------------------------------------
+# args
+# ---------------------------------------------------------------------------
+def _arg_key(arg: Any) -> Any:
+    """A hashable key telling -0.0 from 0.0, NaNs alike, bools from ints."""
+    if isinstance(arg, float):
+        return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
+    if isinstance(arg, bool):
+        return ("b", arg)
+    if isinstance(arg, tuple):
+        return ("t",) + tuple(_arg_key(a) for a in arg)
+    if isinstance(arg, Ops):
+        return ("op", arg.name)
+    return (type(arg).__name__, arg)
+
+
+class ArgTable:
+    """Args (and whole opaque leaves) as i64 keys: the same arg always gets the same key."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Any, int] = {}
+        self._args: list[Any] = []
+
+    def key(self, arg: Any) -> int:
+        k = _arg_key(arg)
+        i = self._ids.get(k)
+        if i is None:
+            i = self._ids[k] = len(self._args)
+            self._args.append(arg)
+        return i
+
+    def arg(self, i: int) -> Any:
+        return self._args[i]
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    def __repr__(self) -> str:
+        return f"<ArgTable {len(self._args)} args>"
+
+
+# ---------------------------------------------------------------------------
+# insertion
+# ---------------------------------------------------------------------------
+def _fast_tmp() -> str | None:
+    """A memory-backed temp directory when there is one (a disk /tmp costs ms per file)."""
+    for d in (os.environ.get("EQSAT_TMPDIR"), "/dev/shm"):
+        if d and os.path.isdir(d) and os.access(d, os.W_OK):
+            return d
+    return None
+
+
+class Inserter:
+    """Collects rows of the insertion relations and loads them into an egglog EGraph.
+
+    ``new_handle()`` allocates a class handle; ``node(ctor, *fields)`` (fields:
+    strings, ints, child handles) records one e-node and returns its handle
+    (memoized: the same node twice gets the same handle); ``union(a, b)``;
+    ``bound(k, lo, hi)``; ``flush()`` loads everything recorded so far.
+    """
+
+    def __init__(self, egraph: bindings.EGraph, args: ArgTable, workdir: str | None = None):
+        self.egraph = egraph
+        self.args = args
+        self._dir = workdir or tempfile.mkdtemp(prefix="eqsat-egraph-", dir=_fast_tmp())
+        self._rows: dict[str, list[str]] = {}
+        self._next = 0
+        self._memo: dict[tuple, int] = {}
+        self.uop_handle: dict[int, int] = {}   # id(UOp) -> handle
+        self._keep: list[UOp] = []             # keeps the UOps of uop_handle alive
+        self.handle_uop: dict[int, UOp] = {}   # handle -> the inserted UOp
+        self.pending = 0
+        self._flushes = 0
+
+    # ---- state save/restore (push/pop of the e-graph) ---------------------
+    def state(self) -> tuple:
+        return (self._next, dict(self._memo), dict(self.uop_handle), list(self._keep),
+                dict(self.handle_uop))
+
+    def restore(self, st: tuple) -> None:
+        self._next, self._memo, self.uop_handle, self._keep, self.handle_uop = \
+            st[0], dict(st[1]), dict(st[2]), list(st[3]), dict(st[4])
+        self._rows.clear()
+        self.pending = 0
+
+    @property
+    def handles(self) -> int:
+        """How many handles were allocated (handles are 0 .. handles-1)."""
+        return self._next
+
+    def new_handle(self) -> int:
+        k = self._next
+        self._next += 1
+        return k
+
+    def _row(self, rel: str, fields: Iterable[Any]) -> None:
+        self._rows.setdefault(rel, []).append("\t".join(str(int(f)) if isinstance(f, bool)
+                                                        else str(f) for f in fields))
+        self.pending += 1
+
+    def node(self, ctor: str, *fields: Any) -> int:
+        """Record the e-node ``(ctor fields...)`` (E fields are handles); its handle."""
+        key = (ctor, *fields)
+        k = self._memo.get(key)
+        if k is not None:
+            return k
+        k = self.new_handle()
+        self._memo[key] = k
+        self._row("R" + ctor, (k, *fields))
+        return k
+
+    def node_with_handle(self, k: int, ctor: str, *fields: Any) -> None:
+        """Record ``(union (H k) (ctor fields...))`` for an existing handle ``k``."""
+        self._memo.setdefault((ctor, *fields), k)
+        self._row("R" + ctor, (k, *fields))
+
+    def union(self, a: int, b: int) -> None:
+        if a != b:
+            self._row("RUnion", (a, b))
+
+    def add_uop(self, root: UOp) -> int:
+        """Insert a UOp graph (every unique node once); the root's handle."""
+        memo = self.uop_handle
+        for u in root.toposort():
+            if id(u) in memo:
+                continue
+            k = self._encode(u, [memo[id(s)] for s in u.src])
+            memo[id(u)] = k
+            self._keep.append(u)
+            self.handle_uop.setdefault(k, u)
+        return memo[id(root)]
+
+    def _encode(self, u: UOp, kids: list[int]) -> int:
+        dt = str(u.dtype)
+        ctor = uop_ctor(u)
+        if ctor == "Cst":
+            return self.node("Cst", dt, _int_const_value(u))
+        if ctor == "Leaf":
+            return self.node("Leaf", u.op.name, dt, self.args.key(u.arg))
+        if ctor in CTOR_OP:
+            return self.node(ctor, dt, *kids)
+        a = self.args.key(u.arg)
+        if ctor == "GL":
+            lst = self.node("Nil")
+            for k in reversed(kids):
+                lst = self.node("Cons", k, lst)
+            return self.node("GL", u.op.name, dt, a, lst)
+        return self.node(ctor, u.op.name, dt, a, *kids)
+
+    def flush(self, extra: str = "") -> list[Any]:
+        """Load the recorded rows (and run ``extra`` egglog commands after them);
+        the outputs of the egglog commands."""
+        if not self._rows and not extra:
+            return []
+        cmds = []
+        self._flushes += 1
+        for rel, rows in sorted(self._rows.items()):
+            path = os.path.join(self._dir, f"{rel}.{self._flushes % 2}.tsv")
+            with open(path, "w") as f:
+                f.write("\n".join(rows))
+                f.write("\n")
+            cmds.append(f'(input {rel} "{path}")')
+        if self._rows:
+            cmds.append("(run insert 1)")
+        self._rows.clear()
+        self.pending = 0
+        text = "\n".join(cmds) + ("\n" + extra if extra else "")
+        return self.egraph.run_program(*self.egraph.parse_program(text))
+
+    def close(self) -> None:
+        """Remove the temporary files."""
+        try:
+            for name in os.listdir(self._dir):
+                os.unlink(os.path.join(self._dir, name))
+            os.rmdir(self._dir)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------
+# reading the e-graph back
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One e-node of a snapshot: its class, constructor, fields (children as classes)."""
+
+    cls: int
+    ctor: str
+    fields: tuple
+    subsumed: bool = False
+
+    @property
+    def op(self) -> Ops | None:
+        """The IR op (None for Cons/Nil)."""
+        c = self.ctor
+        if c == "Cst":
+            return Ops.CONST
+        if c in CTOR_OP:
+            return CTOR_OP[c]
+        if c in ("Cons", "Nil"):
+            return None
+        return Ops[self.fields[0]]
+
+    @property
+    def dtype(self) -> str | None:
+        c = self.ctor
+        if c == "Cst" or c in CTOR_OP:
+            return self.fields[0]
+        if c in ("Cons", "Nil"):
+            return None
+        return self.fields[1]
+
+    @property
+    def kids(self) -> tuple[int, ...]:
+        """The child classes (a GL's list not flattened)."""
+        sig = CTORS[self.ctor]
+        return tuple(f for f, s in zip(self.fields, sig, strict=True) if s == "E")
+
+
+class Snapshot:
+    """The whole e-graph as Python data, read with ``EGraph.freeze()``.
+
+    ``nodes``: every constructor e-node (classes named by handle); ``classes``:
+    class -> indices into ``nodes``; ``lo``/``hi``: the interval analysis;
+    ``new_handles``: how many classes got a handle during this read (their
+    rows were recorded in ``inserter``; flush it to make egglog know them).
+    """
+
+    def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
+                 analyses: tuple[str, ...] = ("lo", "hi")):
+        fr = egraph.freeze()
+        funcs = fr.functions
+        eg = egraph
+        cls_of: dict[Any, int] = {}
+        handle_val: dict[int, Any] = {}
+        for r in funcs["H"].rows:
+            k = eg.value_to_i64(r.inputs[0])
+            handle_val[k] = r.output
+            c = cls_of.get(r.output)
+            if c is None or k < c:
+                cls_of[r.output] = k
+        strs: dict[Any, str] = {}
+        ints: dict[Any, int] = {}
+        raw: list[tuple[str, Any, list, bool]] = []
+        for name, sig in CTORS.items():
+            f = funcs.get(name)
+            if f is None:
+                continue
+            for r in f.rows:
+                vals = []
+                for v, s in zip(r.inputs, sig, strict=True):
+                    if s == "S":
+                        x = strs.get(v)
+                        if x is None:
+                            x = strs[v] = eg.value_to_string(v)
+                        vals.append(x)
+                    elif s == "I":
+                        x = ints.get(v)
+                        if x is None:
+                            x = ints[v] = eg.value_to_i64(v)
+                        vals.append(x)
+                    else:
+                        vals.append(v)
+                raw.append((name, r.output, vals, r.subsumed))
+        # classes without a handle (made by egglog's rewrites): handles bottom-up
+        self.new_handles = 0
+        todo = [x for x in raw if x[1] not in cls_of]
+        while todo:
+            ready, rest = [], []
+            for x in todo:
+                if x[1] in cls_of:
+                    continue
+                sig = CTORS[x[0]]
+                if all(s != "E" or v in cls_of for v, s in zip(x[2], sig, strict=True)):
+                    ready.append(x)
+                else:
+                    rest.append(x)
+            if not ready:
+                raise RuntimeError(f"e-graph snapshot: {len(rest)} e-nodes have no finite "
+                                   "term (a class reachable only through a cycle)")
+            keyed = []
+            for x in ready:
+                sig = CTORS[x[0]]
+                fields = tuple(cls_of[v] if s == "E" else v
+                               for v, s in zip(x[2], sig, strict=True))
+                keyed.append(((x[0], fields), x))
+            keyed.sort(key=lambda t: _det_key(t[0]))
+            for (ctor, fields), x in keyed:
+                if x[1] in cls_of:
+                    continue
+                k = inserter.new_handle()
+                cls_of[x[1]] = k
+                inserter.node_with_handle(k, ctor, *fields)
+                self.new_handles += 1
+            todo = rest
+        nodes: list[Node] = []
+        for name, out, vals, sub in raw:
+            sig = CTORS[name]
+            fields = tuple(cls_of[v] if s == "E" else v for v, s in zip(vals, sig, strict=True))
+            nodes.append(Node(cls_of[out], name, fields, sub))
+        nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields))
+        self.nodes = nodes
+        classes: dict[int, list[int]] = {}
+        for i, n in enumerate(nodes):
+            classes.setdefault(n.cls, []).append(i)
+        self.classes = classes
+        self.cls_of = cls_of
+        self._handle_val = handle_val
+        self.lo: dict[int, int] = {}
+        self.hi: dict[int, int] = {}
+        for name, table in (("lo", self.lo), ("hi", self.hi)):
+            if name not in analyses or name not in funcs:
+                continue
+            for r in funcs[name].rows:
+                c = cls_of.get(r.inputs[0])
+                if c is not None:
+                    table[c] = eg.value_to_i64(r.output)
+        self.relations: dict[str, list[tuple[int, ...]]] = {}
+        for name in analyses:
+            if name in ("lo", "hi") or name not in funcs:
+                continue
+            self.relations[name] = [tuple(cls_of.get(v, -1) for v in r.inputs)
+                                    for r in funcs[name].rows]
+        self.enodes = len(nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<Snapshot {len(self.classes)} classes, {len(self.nodes)} e-nodes>"
+
+    def cls_of_handle(self, k: int) -> int:
+        """The class (its smallest handle) that handle ``k`` belongs to."""
+        v = self._handle_val.get(k)
+        if v is None:
+            raise KeyError(f"handle {k} is not in the e-graph")
+        return self.cls_of[v]
+
+    def class_nodes(self, c: int) -> Iterator[Node]:
+        for i in self.classes.get(c, ()):
+            yield self.nodes[i]
+
+    def bounds(self, c: int) -> tuple[float, float]:
+        return (self.lo.get(c, -math.inf), self.hi.get(c, math.inf))
+
+    def const_of(self, c: int) -> int | None:
+        """The integer constant of class ``c`` (a Cst e-node in it), else None."""
+        for n in self.class_nodes(c):
+            if n.ctor == "Cst":
+                return n.fields[1]
+        lo, hi = self.lo.get(c), self.hi.get(c)
+        if lo is not None and lo == hi:
+            return lo
+        return None
+
+    def list_items(self, c: int) -> list[int]:
+        """The classes of a Cons list (GL's children), in order."""
+        out = []
+        seen = set()
+        while c not in seen:
+            seen.add(c)
+            cons = [n for n in self.class_nodes(c) if n.ctor == "Cons"]
+            if not cons:
+                break
+            out.append(cons[0].fields[0])
+            c = cons[0].fields[1]
+        return out
+
+
+def _det_key(x: Any) -> tuple:
+    """A total, deterministic order over ctor/field tuples."""
+    if isinstance(x, tuple):
+        return (3, tuple(_det_key(y) for y in x))
+    if isinstance(x, bool):
+        return (0, int(x))
+    if isinstance(x, int):
+        return (0, x)
+    return (1, str(x))
+
+
+def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, Any,
+                                                                      tuple[int, ...]] | None:
+    """``(op, dtype, arg, children)`` of an e-node for the extractor (None: not an IR node)."""
+    c = n.ctor
+    if c == "Cst":
+        dt = dtype_of(n.fields[0])
+        return Ops.CONST, dt, const_value(dt, n.fields[1]), ()
+    if c in CTOR_OP:
+        return CTOR_OP[c], dtype_of(n.fields[0]), None, tuple(n.fields[1:])
+    if c in ("Cons", "Nil"):
+        return None
+    op, dt, a = Ops[n.fields[0]], dtype_of(n.fields[1]), args.arg(n.fields[2])
+    if c == "Leaf":
+        return op, dt, a, ()
+    if c == "GL":
+        return op, dt, a, tuple(snap.list_items(n.fields[3]))
+    return op, dt, a, tuple(n.fields[3:])
+
+
+_ = dtypes

@@ -1,0 +1,236 @@
+"""The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
+
+One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
+analyses and the native rules of one rule set selection already loaded. Every
+``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
+every shared subgraph is inserted once), iterates, extracts, and pops back, so
+sessions are reused across calls (``session_for`` caches one per selection).
+
+One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
+
+1. the pending insertions, the interval analysis to a fixed point (the
+   tripwire panics on an empty interval), one round of the native egglog
+   rewrites, the analysis again -- all in one egglog call;
+3. a snapshot of the e-graph (``freeze``) and the computed rewrites
+   (:mod:`eqsat.egraph.computed`): sum canonicalization, every div/mod core
+   rule on every index ``idiv``/``mod`` e-node, whole-sum recombination;
+4. their results are loaded (unions), and the budgets are checked.
+
+The run stops when nothing changes (``"saturated"``) or a budget is reached
+(``"iterations"``, ``"enodes"``, ``"time"``); the best terms found so far are then
+extracted with the DAG-aware extractor of :mod:`extraction` under the chosen
+cost model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from egglog import bindings
+
+from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
+from eqsat.egraph.computed import PassState, PyRule, python_pass
+from eqsat.egraph.encoding import (
+    ArgTable,
+    Inserter,
+    Snapshot,
+    declarations,
+    decode_node,
+    fits_i64,
+)
+from eqsat.egraph.native import ERule
+from eqsat.egraph.rulesets import resolve
+from eqsat.egraph.schedules import Clock, Limits
+from eqsat.uop import UOp
+
+__all__ = ["Session", "session_for", "clear_sessions"]
+
+_SPAN = bindings.PanicSpan()
+
+
+class Session:
+    """A warm e-graph for one rule set selection (see the module docstring)."""
+
+    def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
+        self.groups, self.native, self.pyrules = resolve(rulesets)
+        self.egraph = bindings.EGraph()
+        self.args = ArgTable()
+        self.ins = Inserter(self.egraph, self.args)
+        prog = [declarations(), analysis_program("analysis"), "(ruleset native)"]
+        prog += [r.program("native") for r in self.native]
+        self.egraph.run_program(*self.egraph.parse_program("\n".join(prog)))
+        self._native_names = {r.name for r in self.native}
+
+    def __repr__(self) -> str:
+        return (f"<eqsat.egraph.Session groups={len(self.groups)} native={len(self.native)} "
+                f"computed={len(self.pyrules)}>")
+
+    # ---- egglog steps ---------------------------------------------------------
+    def _cmd(self, text: str) -> list[Any]:
+        return self.egraph.run_program(*self.egraph.parse_program(text))
+
+    def _step(self, native: bool, matches: dict[str, int]) -> bool:
+        """Load pending rows, then: analysis to a fixed point, one round of the native
+        rules, analysis again (one egglog call). Whether the native rules changed anything."""
+        sched = "(saturate (run analysis))"
+        if native and self.native:
+            sched += " (run native) (saturate (run analysis))"
+        try:
+            out = self.ins.flush(f"(run-schedule {sched})")
+        except bindings.EggSmolError as e:
+            if TRIPWIRE in str(e):
+                raise self._diagnose() from None
+            raise
+        rep = out[-1].report
+        changed = False
+        for k, v in rep.num_matches_per_rule.items():
+            name = k.split('"')[1] if '"' in k else k
+            if v and name in self._native_names:
+                changed = True
+                matches[name] = matches.get(name, 0) + v
+        return changed and bool(rep.updated)
+
+    def _diagnose(self) -> UnsoundError:
+        snap = Snapshot(self.egraph, self.ins, check=False)
+        bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]]
+        if not bad:
+            return UnsoundError(TRIPWIRE)
+        c = bad[0]
+        desc = "; ".join(f"{n.ctor}{n.fields}" for n in list(snap.class_nodes(c))[:6])
+        return UnsoundError(f"e-class {c} has an empty interval lo={snap.lo[c]} > "
+                            f"hi={snap.hi[c]} (an unsound rewrite unioned different values); "
+                            f"its e-nodes: {desc}")
+
+    # ---- insertion ------------------------------------------------------------
+    def _insert(self, roots: list[UOp]) -> list[int]:
+        """Record the roots' rows and their IR bounds (loaded by the next step)."""
+        ins = self.ins
+        before = set(ins.uop_handle)
+        handles = [ins.add_uop(r) for r in roots]
+        for key, k in ins.uop_handle.items():
+            if key in before:
+                continue
+            u = ins.handle_uop.get(k)
+            if u is None or u.dtype.count != 1 or u.dtype.ptr:
+                continue
+            if not (u.dtype.is_int or u.dtype.is_bool):
+                continue
+            lo, hi = u.vmin, u.vmax
+            if _inf(lo) or _inf(hi):
+                continue
+            lo, hi = int(lo), int(hi)
+            if lo > hi or not (fits_i64(lo) and fits_i64(hi)):
+                continue
+            ins._row("RLo", (k, lo))
+            ins._row("RHi", (k, hi))
+        return handles
+
+    # ---- the run ----------------------------------------------------------------
+    def run(self, roots: list[UOp], model: Any, limits: Limits) -> tuple[list[UOp], dict]:
+        """Optimize ``roots`` together; ``(new roots, stats)``."""
+        clock = Clock(limits.seconds)
+        stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
+        times: dict[str, float] = {}
+        matches: dict[str, int] = {}
+        self._cmd("(push)")
+        saved = self.ins.state()
+        try:
+            with clock.phase(times, "insert"):
+                handles = self._insert(roots)
+            state = PassState()
+            it = 0
+            stop = None
+            snap: Snapshot | None = None
+            last_iter = 0.0
+            while True:
+                if it >= limits.iterations:
+                    stop = "iterations"
+                    break
+                est = last_iter * 1.3 + clock.extract_estimate(snap)
+                if it > 0 and clock.remaining() < est:
+                    stop = "time"
+                    break
+                t_it = time.perf_counter()
+                with clock.phase(times, "egglog"):
+                    changed = self._step(True, matches)
+                with clock.phase(times, "snapshot"):
+                    snap = Snapshot(self.egraph, self.ins)
+                it += 1
+                if snap.enodes > limits.enodes:
+                    stop = "enodes"
+                    break
+                with clock.phase(times, "computed"):
+                    res = python_pass(snap, self.ins, self.pyrules, state,
+                                      deadline=clock.soft_deadline(), clock=time.perf_counter)
+                for k, v in res.matches.items():
+                    matches[k] = matches.get(k, 0) + v
+                last_iter = time.perf_counter() - t_it
+                if not changed and self.ins.pending == 0:
+                    stop = "saturated"
+                    break
+                if res.skipped:
+                    stop = "time"
+                    break
+            # bring the last results in (analysis only), then extract
+            if self.ins.pending or snap is None:
+                with clock.phase(times, "egglog"):
+                    self._step(False, matches)
+                with clock.phase(times, "snapshot"):
+                    snap = Snapshot(self.egraph, self.ins)
+            with clock.phase(times, "extract"):
+                outs, ext_stats = self._extract(snap, handles, model)
+            stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
+                         stop_reason=stop, time=times,
+                         matches=dict(sorted(matches.items())), extraction=ext_stats)
+            return outs, stats
+        finally:
+            self._cmd("(pop)")
+            self.ins.restore(saved)
+
+    def _extract(self, snap: Snapshot, handles: list[int], model: Any
+                 ) -> tuple[list[UOp], dict[str, Any]]:
+        from extraction import EGraphView, ENode, extract_dag
+
+        nodes = []
+        for i, n in enumerate(snap.nodes):
+            if n.subsumed:
+                continue
+            dec = decode_node(n, self.args, snap)
+            if dec is None:
+                continue
+            op, dt, arg, kids = dec
+            nodes.append(ENode(i, n.cls, op, dt, arg, kids))
+        view = EGraphView(nodes, class_min=snap.lo)
+        roots = [snap.cls_of_handle(h) for h in handles]
+        ext = extract_dag(view, roots, model)
+        outs = ext.to_uops()
+        return outs, {"cost": ext.cost, "method": ext.method}
+
+
+def _inf(v: Any) -> bool:
+    return isinstance(v, float) and (math.isinf(v) or math.isnan(v))
+
+
+_SESSIONS: dict[tuple, Session] = {}
+
+
+def session_for(rulesets: list[str] | tuple[str, ...] | str | None) -> Session:
+    """The cached warm session of a rule set selection."""
+    key = (None,) if rulesets is None else tuple([rulesets] if isinstance(rulesets, str)
+                                                  else rulesets)
+    s = _SESSIONS.get(key)
+    if s is None:
+        s = _SESSIONS[key] = Session(rulesets)
+    return s
+
+
+def clear_sessions() -> None:
+    """Drop every cached session (tests; freeing memory)."""
+    for s in _SESSIONS.values():
+        s.ins.close()
+    _SESSIONS.clear()
+
+
+_ = (ERule, PyRule)
