@@ -27,13 +27,25 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.interp import INVALID, EvalError, Undefined, evaluate, evaluate_many, leaf_key
+from eqsat.interp import (
+    INVALID,
+    EvalError,
+    Undefined,
+    evaluate,
+    evaluate_many,
+    leaf_key,
+    vectorizable,
+)
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
 __all__ = ["check_equivalent", "Equivalence", "domain_of"]
 
 _CORNER_CAP = 4096
+_SLOW_EXHAUSTIVE = 8192
+_SLOW_SAMPLES = 2000
+_MEMORY_OPS = frozenset({Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_REG, Ops.LOAD, Ops.STORE,
+                         Ops.INDEX, Ops.END, Ops.SINK, Ops.AFTER})
 
 
 @dataclass
@@ -185,12 +197,23 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
 
     Exhaustive when the joint domain has at most ``max_exhaustive`` points;
     otherwise all corners (at most 4096) plus ``samples`` random points drawn
-    with ``seed``. See the module docstring for Invalid/undefined handling.
+    with ``seed``. Graphs with float or vector nodes are evaluated point by point
+    by the reference interpreter, with at most 8192 exhaustive / 2000 sampled
+    points. See the module docstring for Invalid/undefined handling. Raises
+    ``ValueError`` for graphs with memory ops (compare kernels with ``run_kernel``).
     """
+    for g, name in ((a, "a"), (b, "b")):
+        mem = next((u for u in g.toposort() if u.op in _MEMORY_OPS), None)
+        if mem is not None:
+            raise ValueError(f"check_equivalent compares expressions, but {name} has a "
+                             f"{mem.op.name} node (run kernels with eqsat.interp.run_kernel)")
     dom = domain_of(a, b)
     if a.dtype is not b.dtype:
         return Equivalence(False, False, 0, reason=f"dtypes differ: {a.dtype} vs {b.dtype}",
                            domain=dom)
+    if not (vectorizable(a) and vectorizable(b)):
+        # floats/vectors run point by point in the reference interpreter: fewer points
+        max_exhaustive, samples = min(max_exhaustive, _SLOW_EXHAUSTIVE), min(samples, _SLOW_SAMPLES)
     cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive, _constants(a, b))
     va, ia, ua = evaluate_many(a, cols, n=n)
     vb, ib, ub = evaluate_many(b, cols, n=n)

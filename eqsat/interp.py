@@ -57,6 +57,7 @@ __all__ = [
     "INVALID",
     "Undefined",
     "leaf_key",
+    "vectorizable",
     "Value",
 ]
 
@@ -762,7 +763,8 @@ _VEC_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.INV
 _I64_SAFE = 1 << 62
 
 
-def _vectorizable(root: UOp) -> bool:
+def vectorizable(root: UOp) -> bool:
+    """True when ``evaluate_many`` runs ``root`` on numpy (scalar integer/bool ops only)."""
     for u in root.toposort():
         if u.op not in _VEC_OPS or u.dtype.count != 1 or u.dtype.is_float or u.dtype.ptr:
             return False
@@ -803,7 +805,7 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     """
     if n is None:
         n = len(next(iter(columns.values()))) if columns else 1
-    if not _vectorizable(uop):
+    if not vectorizable(uop):
         return _evaluate_many_slow(uop, columns, n)
     vals: dict[UOp, np.ndarray] = {}
     inv: dict[UOp, np.ndarray] = {}

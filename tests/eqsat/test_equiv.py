@@ -141,6 +141,18 @@ def test_float_expressions_use_the_reference_interpreter():
     assert not res and abs(res.counterexample["x"]) in (7, 14)  # f32 rounding
 
 
+def test_kernels_are_refused():
+    buf = UOp.buffer(0, dtypes.i32, 4)
+    ld = UOp(Ops.LOAD, dtypes.i32, (UOp(Ops.INDEX, buf.dtype, (buf, r)),))
+    with pytest.raises(ValueError, match="LOAD|INDEX|DEFINE_GLOBAL"):
+        check_equivalent(ld, ld)
+
+
+def test_vacuous_when_the_input_is_never_defined():
+    res = check_equivalent(x // (x - x), x)
+    assert res and res.points == 0 and res.skipped == 41
+
+
 # ---- the vectorized evaluator agrees with the reference interpreter ---------------------
 def _reference(e: UOp, env: dict) -> object:
     try:
