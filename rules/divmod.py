@@ -27,7 +27,7 @@ from typing import Any
 
 from eqsat.dtype import dtypes
 from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
+from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
 from rules.divmod_core import (
     ADVANCED,
@@ -40,7 +40,8 @@ from rules.divmod_core import (
     fold_divmod_general,
 )
 
-__all__ = ["GROUPS", "UOP_CTX", "UOpCtx", "to_lin", "fold_divmod_general_rule"]
+__all__ = ["GROUPS", "UOP_CTX", "UOpCtx", "to_lin", "fold_divmod_general_rule",
+           "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
@@ -238,8 +239,12 @@ _x, _n = UPat.var("x"), UPat.var("n")
 
 
 def _recombine_sum(s: UOp) -> UOp | None:
-    out = SUM_RULES[0].lin(to_lin(s), UOP_CTX)
-    return None if out is None else UOP_CTX.lin(out)
+    lin = to_lin(s)
+    for r in SUM_RULES:
+        out = r.fn(lin, UOP_CTX)
+        if out is not None:
+            return out
+    return None
 
 
 div_mod_recombine_dsl_patterns: list[Rule] = [
@@ -263,7 +268,7 @@ div_mod_recombine_dsl_patterns: list[Rule] = [
                             UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
          build=lambda x, y: y + x, guard=_int_dt, group=G_REC),
     *(_twin(r, G_REC) for r in RECOMBINE),
-    Rule("recombine_divmod_sum", SUM_RULES[0].identity,
+    Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
          UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
          guard=lambda s: any(UOP_CTX.mod_parts(a) for _, a in to_lin(s).terms), group=G_REC),
 ]
@@ -282,3 +287,19 @@ GROUPS: dict[str, list[Rule]] = {
     G_REC: div_mod_recombine_dsl_patterns,
     G_RANGE: range_based_mod_div_patterns,
 }
+
+
+# ---------------------------------------------------------------------------
+# recombination before anything else
+RECOMBINE_PREPASS = PatternMatcher(div_mod_recombine_dsl_patterns, "divmod_recombine_prepass")
+
+
+def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
+    """Recombine ``x%n + (x//n)*n``-shaped sums while their divisions are untouched.
+
+    ``graph_rewrite`` is bottom-up: by the time it reaches a sum, the sum's
+    ``x//n`` and ``x%n`` have already been simplified (into forms the recombination
+    no longer recognizes). tinygrad's rewriter visits a node before its children;
+    running only the recombination rules first gives the same chance.
+    """
+    return graph_rewrite(root, RECOMBINE_PREPASS, limit=limit)

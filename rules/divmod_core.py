@@ -804,21 +804,36 @@ def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 # ---------------------------------------------------------------------------
 # recombination over sums (seed 003 section 1, #1-#4)
 # ---------------------------------------------------------------------------
-def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
-    """One step: f*(x%n) + f*n*(x//n) -> f*x, or f*((x//a)%c) + f*c*(x//(a*c)) -> f*(x//a).
+def _chains(x: Lin, ctx: Ctx, depth: int = 8) -> list[tuple[Lin, int]]:
+    """Every ``(base, k)`` with ``x == base // k`` known structurally: ``(x, 1)``, and
+    through nested constant divisions (``(b//k1)//k2 == b//(k1*k2)`` under C)."""
+    out = [(x, 1)]
+    a = x.single_atom
+    if a is not None and depth > 0:
+        for inner, d in ctx.idiv_parts(a):
+            if d.is_const and d.const != 0:
+                out.extend((base, k * d.const) for base, k in _chains(inner, ctx, depth - 1))
+    return out
 
-    Both hold under C for every x and non-zero divisor (the division identity).
-    """
+
+def _is_quotient(q: Lin, x: Lin, n: int, ctx: Ctx) -> bool:
+    """``q == x // n`` structurally (both read through their nested divisions)."""
+    cx = _chains(x, ctx)
+    return any(bq == bx and kq == kx * n for bq, kq in _chains(q, ctx) for bx, kx in cx)
+
+
+def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
+    """One step of ``f*(x%n) + f*n*(x//n) -> f*x`` (#1, #3, #4; #2 when ``x`` is itself
+    a division ``b//a`` and the partner is ``b//(a*n)``). Holds under C for every x
+    and non-zero n (the division identity); symbolic n as ``f*((x//n)*n)``."""
     for f, m in s.terms:
         for x, n in ctx.mod_parts(m):
-            # partner: g*(x//n) with g == f*n (n constant) or g*((x//n)*n) with g == f
             for g, d in s.terms:
                 if d == m:
                     continue
                 if n.is_const:
-                    if g != f * n.const:
-                        continue
-                    if any(xx == x and nn == n for xx, nn in ctx.idiv_parts(d)):
+                    if n.const != 0 and g == f * n.const and \
+                            _is_quotient(Lin.atom(d), x, n.const, ctx):
                         return s - Lin.of([(f, m), (g, d)]) + x * f
                 elif g == f:
                     for p, q in ctx.mul_parts(d):
@@ -827,20 +842,6 @@ def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
                             if qq == n and a is not None and any(
                                     xx == x and nn == n for xx, nn in ctx.idiv_parts(a)):
                                 return s - Lin.of([(f, m), (g, d)]) + x * f
-            # #2: m = (x//a) % c, partner g*(x//b), b == a*c, g == f*c
-            xa = x.single_atom
-            if xa is None or not n.is_const or n.const == 0:
-                continue
-            c = n.const
-            for base, a in ctx.idiv_parts(xa):
-                if not a.is_const:
-                    continue
-                for g, d in s.terms:
-                    if d == m or d == xa or g != f * c:
-                        continue
-                    if any(bb == base and b.is_const and b.const == a.const * c
-                           for bb, b in ctx.idiv_parts(d)):
-                        return s - Lin.of([(f, m), (g, d)]) + Lin.atom(xa, f)
     return None
 
 
@@ -853,6 +854,30 @@ def recombine_sum(s: Lin, ctx: Ctx) -> Lin | None:
             break
         out = nxt
     return out
+
+
+def _recombine_sum_out(s: Lin, ctx: Ctx) -> _Out | None:
+    r = recombine_sum(s, ctx)
+    return None if r is None else _Out(r)
+
+
+def _recombine_mod_chain(s: Lin, ctx: Ctx) -> _Out | None:
+    """``g*e*((x//e) % d) + g*(x % e) -> g*(x % (e*d))`` for constants e > 0, d != 0
+    (the mod form of the division identity; holds under C for every x)."""
+    for f, m in s.terms:
+        for p, dl in ctx.mod_parts(m):
+            if not dl.is_const or dl.const == 0:
+                continue
+            d = abs(dl.const)
+            for g, nm in s.terms:
+                if nm == m:
+                    continue
+                for x, el in ctx.mod_parts(nm):
+                    e = el.const if el.is_const else 0
+                    if e > 0 and f == g * e and _is_quotient(p, x, e, ctx):
+                        rest = s - Lin.of([(f, m), (g, nm)])
+                        return _out(rest, (g, _div_term(ctx, "mod", x, e * d)))
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -901,16 +926,21 @@ class SumRule:
 
     name: str
     identity: str
-    core: Callable[[Lin, Ctx], Lin | None] = field(repr=False)
+    core: Callable[[Lin, Ctx], _Out | None] = field(repr=False)
 
-    def lin(self, s: Lin, ctx: Ctx) -> Lin | None:
+    def out(self, s: Lin, ctx: Ctx) -> _Out | None:
+        """The result as a linear part plus engine terms (internal form)."""
         return self.core(s, ctx)
 
     def fn(self, s: Lin, ctx: Ctx) -> Any:
+        """The engine term of the rewritten sum, or None."""
         r = self.core(s, ctx)
-        return None if r is None else ctx.lin(r)
+        return None if r is None else r.emit(ctx)
 
     __call__ = fn
+
+    def __repr__(self) -> str:
+        return f"SumRule({self.name!r}, {self.identity!r})"
 
 
 _B, _M, _I = ("idiv", "mod"), ("mod",), ("idiv",)
@@ -971,7 +1001,9 @@ RECOMBINE: tuple[DivModRule, ...] = (
 
 SUM_RULES: tuple[SumRule, ...] = (
     SumRule("recombine_divmod", "f*(x%n) + f*n*(x//n) + y -> f*x + y "
-            "(and ((x//a)%c) + (x//(a*c))*c -> x//a)", recombine_sum),
+            "(and ((x//a)%c) + (x//(a*c))*c -> x//a)", _recombine_sum_out),
+    SumRule("recombine_mod_chain", "g*e*((x//e) % d) + g*(x % e) + y -> g*(x % (e*d)) + y",
+            _recombine_mod_chain),
 )
 
 DIVMOD_RULES: list[DivModRule] = [*RANGE_BASED, *GENERAL, *ADVANCED, *RECOMBINE]

@@ -436,6 +436,64 @@ REC = [
 ]
 
 
+def _idv(x: Lin, k: int) -> Any:
+    return ("idiv", x, Lin.constant(k))
+
+
+def _md(x: Lin, k: int) -> Any:
+    return ("mod", x, Lin.constant(k))
+
+
+W, M_ = L((1, "w")), L((1, "m"))
+# g*e*((x//e) % d) + g*(x % e) -> g*(x % (e*d)), x read through nested divisions
+CHAIN = [
+    (L((4, _md(L((1, _idv(W, 4))), 3)), (1, _md(W, 4))), "(w % 12)"),
+    (L((4, _md(L((1, _idv(M_, 4))), 3)), (1, _md(M_, 4))), "(m % 12)"),      # any sign
+    (L((12, _md(L((1, _idv(W, 72))), 3)), (1, _md(L((1, _idv(W, 6))), 12))),
+     "([idiv w 6] % 36)"),                                                  # w//72 == (w//6)//12
+    (L((6, _md(L((1, _idv(W, 3))), -3)), (2, _md(W, 3)), (1, "b")), "(b + ((w % 9) * 2))"),
+    (L((4, _md(L((1, _idv(W, 4))), 3)), (2, _md(W, 4))), None),             # f != g*e
+    (L((4, _md(L((1, _idv(W, 2))), 3)), (1, _md(W, 4))), None),             # x//2 is not x//4
+]
+
+
+@pytest.mark.parametrize("s,want", CHAIN)
+def test_recombine_mod_chain_cases(s, want):
+    ctx = TCtx(B)
+    t = SUM_RULES[1](s, ctx)
+    assert (None if t is None else show(t)) == want
+    if t is not None:
+        for env in points(ctx, set().union(*(ctx.base_atoms(a) for _, a in s.terms)),
+                          random.Random(2)):
+            assert eval_lin(s, env) == eval_term(t, env)
+
+
+def test_sum_rules_sound_on_random_sums():
+    rng = random.Random(7)
+    fired: Counter[str] = Counter()
+    for _ in range(1500):
+        _, x, _, ctx = random_case(rng)
+        e, d, g = rng.choice((2, 3, 4, 8)), rng.choice((2, 3, -3, 5)), rng.choice((1, 2, -1, 3))
+        k = rng.choice((1, 1, 2, 6))
+        base = Lin.atom(_idv(x, k)) if k != 1 else x
+        terms = [(g * e * rng.choice((1, 1, 1, 2)), _md(Lin.atom(_idv(base, e)), d)),
+                 (g, _md(base, e)), (rng.choice((d * e, e, 1)), _idv(base, rng.choice((e, 2))))]
+        s = Lin.of(rng.sample(terms, rng.randint(1, 3)), rng.randint(-3, 3))
+        for rule in SUM_RULES:
+            t = rule(s, ctx)
+            if t is None:
+                continue
+            fired[rule.name] += 1
+            atoms = set().union(*(ctx.base_atoms(a) for _, a in s.terms))
+            for env in points(ctx, atoms, rng, cap=200):
+                try:
+                    want = eval_lin(s, env)
+                except DivByZeroError:
+                    continue
+                assert eval_term(t, env) == want, (rule.name, s, show(t), env)
+    assert all(fired[r.name] >= 10 for r in SUM_RULES), fired
+
+
 @pytest.mark.parametrize("s,want", REC)
 def test_recombine_cases(s, want):
     ctx = TCtx(B)
@@ -509,7 +567,7 @@ def test_every_rule_sound_on_random_forms():
             if op in rule.ops and check_rule(rule, op, x, y, ctx, rng) is not None:
                 fired[rule.name] += 1
         s = x + Lin.atom(("mod", x, y), 1) + Lin.atom(("idiv", x, y), y.const) \
-            if y.is_const and y.const else None
+            if y.is_const and abs(y.const) > 1 else None
         if s is not None and lin_bounds(y, ctx)[0] * lin_bounds(y, ctx)[1] > 0:
             out = recombine_sum(s, ctx)
             assert out == x * 2, (s, out)
@@ -656,6 +714,8 @@ Z3_CASES = [
      [()], "proved"),
     ("remove_nested_mod_unguarded", lambda: (_tmod(_tmod(ZA, 4) + ZB, 2) == _tmod(ZA + ZB, 2), []),
      [()], "counterexample"),
+    ("recombine_mod_chain", lambda e, d: (_tmod(ZX, e * d) == _tmod(_tdiv(ZX, e), d) * e
+                                          + _tmod(ZX, e), []), _each(_PV, (2, 3, 5)), "proved"),
     ("remove_nested_mod_single_term", lambda c, k: (_tmod(_tmod(ZA, k * c), c) == _tmod(ZA, c),
                                                     []), _each(_PV, _DV), "proved"),
 ]
