@@ -32,6 +32,7 @@ interpreter's env keys: a var's or special's name, ``"R<id>"`` for a range.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -134,51 +135,60 @@ def _c(v: int) -> UOp:
     return UOp.const(dtypes.index, v)
 
 
+@dataclass(frozen=True)
+class _Cfg:
+    div_by_expr: bool = True
+    extra_ops: bool = False
+
+
+_SAFE = _Cfg(div_by_expr=False)
+
+_EXTRA = ("min", "mulacc", "pow", "not", "shift_var")
 _ARITH = ("add", "add", "sub", "mul", "mul", "idiv", "idiv", "mod", "mod", "max", "neg",
           "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom")
 _CMPS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
-def _divisor(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+def _divisor(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     r = _int(draw, 0, 19)
     if r < 14:
         return _c(_pick(draw, _DIVISORS_POS))
     if r < 17:
         return _c(_pick(draw, _DIVISORS_NEG))
-    if div_by_expr and depth > 0:
-        return _expr(draw, pool, depth - 1, div_by_expr)
+    if cfg.div_by_expr and depth > 0:
+        return _expr(draw, pool, depth - 1, cfg)
     return _c(_pick(draw, _DIVISORS_POS))
 
 
-def _operand(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+def _operand(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     """A subexpression or (a third of the time) a small constant."""
     if _int(draw, 0, 2) == 0:
         return _c(_pick(draw, SMALL_CONSTS))
-    return _expr(draw, pool, depth, div_by_expr)
+    return _expr(draw, pool, depth, cfg)
 
 
-def _cond(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+def _cond(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     """A bool: a comparison of two index expressions, maybe negated or combined."""
-    a = _expr(draw, pool, max(depth - 1, 0), div_by_expr)
-    b = _operand(draw, pool, max(depth - 1, 0), div_by_expr)
+    a = _expr(draw, pool, max(depth - 1, 0), cfg)
+    b = _operand(draw, pool, max(depth - 1, 0), cfg)
     c = getattr(a, _pick(draw, _CMPS))(b)
     r = _int(draw, 0, 9)
     if r == 0:
         c = c.alu(Ops.NOT)
     elif r == 1 and depth > 0:
-        c = c & _cond(draw, pool, depth - 1, div_by_expr)
+        c = c & _cond(draw, pool, depth - 1, cfg)
     elif r == 2 and depth > 0:
-        c = c | _cond(draw, pool, depth - 1, div_by_expr)
+        c = c | _cond(draw, pool, depth - 1, cfg)
     return c
 
 
 _IDIOM_DIVS = _DIVISORS_POS[1:] + _DIVISORS_NEG[1:3]
 
 
-def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     """The shapes index rules look for, with shared subterms."""
-    x = _expr(draw, pool, max(depth - 1, 0), div_by_expr)
-    y = _expr(draw, pool, max(depth - 2, 0), div_by_expr)
+    x = _expr(draw, pool, max(depth - 1, 0), cfg)
+    y = _expr(draw, pool, max(depth - 2, 0), cfg)
     c = _pick(draw, _IDIOM_DIVS)
     k = _pick(draw, (2, 3, 4, -2))
     form = _int(draw, 0, 13)
@@ -215,28 +225,30 @@ def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool
     return s // c if _int(draw, 0, 1) else s % c
 
 
-def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool) -> UOp:
+def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     if depth <= 0 or _int(draw, 0, 5) == 0:
         if _int(draw, 0, 3) == 0:
             return _c(_pick(draw, SMALL_CONSTS))
         return _pick(draw, pool)
     op = _pick(draw, _ARITH)
+    if cfg.extra_ops and _int(draw, 0, 3) == 0:
+        return _extra(draw, pool, depth, cfg)
     if op == "neg":
-        return -_expr(draw, pool, depth - 1, div_by_expr)
+        return -_expr(draw, pool, depth - 1, cfg)
     if op == "where":
-        cond = _cond(draw, pool, depth - 1, div_by_expr)
-        return cond.where(_expr(draw, pool, depth - 1, div_by_expr),
-                          _expr(draw, pool, depth - 1, div_by_expr))
+        cond = _cond(draw, pool, depth - 1, cfg)
+        return cond.where(_expr(draw, pool, depth - 1, cfg),
+                          _expr(draw, pool, depth - 1, cfg))
     if op == "idiom":
-        return _idiom(draw, pool, depth, div_by_expr)
-    a = _expr(draw, pool, depth - 1, div_by_expr)
+        return _idiom(draw, pool, depth, cfg)
+    a = _expr(draw, pool, depth - 1, cfg)
     if op in ("idiv", "mod"):
-        d = _divisor(draw, pool, depth, div_by_expr)
+        d = _divisor(draw, pool, depth, cfg)
         return a // d if op == "idiv" else a % d
     if op in ("shl", "shr"):
         s = _c(_int(draw, 0, 4))
         return a << s if op == "shl" else a >> s
-    b = _operand(draw, pool, depth - 1, div_by_expr)
+    b = _operand(draw, pool, depth - 1, cfg)
     if op == "add":
         return a + b
     if op == "sub":
@@ -252,22 +264,42 @@ def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, div_by_expr: bool)
     return a ^ b
 
 
+def _extra(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
+    op = _pick(draw, _EXTRA)
+    a = _expr(draw, pool, depth - 1, cfg)
+    if op == "not":
+        return a.alu(Ops.NOT)
+    if op == "pow":
+        return a.alu(Ops.POW, _c(_int(draw, 0, 3)))
+    b = _operand(draw, pool, depth - 1, cfg)
+    if op == "min":
+        return a.alu(Ops.MIN, b)
+    if op == "mulacc":
+        return a.alu(Ops.MULACC, b, _operand(draw, pool, depth - 1, cfg))
+    amount = _pick(draw, pool) % 8 + _int(draw, -1, 3)  # -8..10: sometimes negative
+    return a.alu(Ops.SHL if _int(draw, 0, 1) else Ops.SHR, amount)
+
+
 @st.composite
 def int_exprs(draw: st.DrawFn, max_depth: int = 4, *, max_vars: int = 3, max_ranges: int = 2,
-              div_by_expr: bool = True, leaves: tuple[UOp, ...] | None = None) -> UOp:
+              div_by_expr: bool = True, extra_ops: bool = False,
+              leaves: tuple[UOp, ...] | None = None) -> UOp:
     """A random index-dtype expression (see the module docstring).
 
     ``leaves`` fixes the leaf pool instead of drawing one; ``div_by_expr=False``
     keeps every divisor a nonzero constant (no undefined points at all).
+    ``extra_ops=True`` also uses ops outside the text format's core index set:
+    ``min``, ``mulacc``, ``pow`` by a constant, bitwise ``not`` and shifts by a
+    variable amount (may be undefined where the amount is negative).
     """
     pool = leaves if leaves is not None else _pool(draw, max_vars, max_ranges)
-    return _expr(draw, pool, max_depth, div_by_expr)
+    return _expr(draw, pool, max_depth, _Cfg(div_by_expr, extra_ops))
 
 
 def _valid(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int) -> UOp:
     parts = []
     for _ in range(_int(draw, 1, 3)):
-        e = _pick(draw, pool) if _int(draw, 0, 1) else _expr(draw, pool, depth, False)
+        e = _pick(draw, pool) if _int(draw, 0, 1) else _expr(draw, pool, depth, _SAFE)
         bound = _c(_int(draw, -3, 12))
         kind = _int(draw, 0, 4)
         if kind == 0:
@@ -279,7 +311,7 @@ def _valid(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int) -> UOp:
         elif kind == 3:
             parts.append(e.ne(bound))
         else:
-            parts.append(_cond(draw, pool, depth, False))
+            parts.append(_cond(draw, pool, depth, _SAFE))
     c = parts[0]
     for p in parts[1:]:
         c = c & p
@@ -306,14 +338,14 @@ def padded_index_exprs(draw: st.DrawFn, max_depth: int = 3, *, max_vars: int = 2
 
     def padded() -> UOp:
         valid = _valid(draw, pool, max(max_depth - 1, 0))
-        return valid.where(_expr(draw, pool, max_depth, False), inv)
+        return valid.where(_expr(draw, pool, max_depth, _SAFE), inv)
 
     p = padded()
     form = _int(draw, 0, 5)
     if form <= 2:
         return p
     if form == 3:  # padded index inside a reshape-like flattening
-        other = _expr(draw, pool, max(max_depth - 1, 0), False)
+        other = _expr(draw, pool, max(max_depth - 1, 0), _SAFE)
         c = _pick(draw, _DIVISORS_POS[1:])
         return (p * c + other) % (c * _pick(draw, (2, 3, 5)))
     if form == 4:  # two padded indices combined
@@ -356,7 +388,7 @@ def _fixed(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int) -> UOp
     if op == "cast":  # through another width
         return _fixed(draw, pool, _pick(draw, FIXED_DTYPES), depth - 1).cast(dt)
     if op == "index":  # an index expression narrowed to the width
-        return _expr(draw, pool, depth - 1, False).cast(dt)
+        return _expr(draw, pool, depth - 1, _SAFE).cast(dt)
     if op == "where":
         a, b = _fixed(draw, pool, dt, depth - 1), _fixed(draw, pool, dt, depth - 1)
         return a.lt(b).where(_fixed(draw, pool, dt, depth - 1), _fixed(draw, pool, dt, depth - 1))

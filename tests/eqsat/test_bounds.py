@@ -53,7 +53,7 @@ def assert_within_bounds(e: UOp, env: dict) -> int:
 def test_bounds_are_sound(data):
     kind = data.draw(st.sampled_from(("index", "index", "padded", "fixed")))
     if kind == "index":
-        e = data.draw(int_exprs(5))
+        e = data.draw(int_exprs(5, extra_ops=True))
     elif kind == "padded":
         e = data.draw(padded_index_exprs())
     else:

@@ -164,7 +164,8 @@ def _reference(e: UOp, env: dict) -> object:
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_evaluate_many_matches_evaluate(data):
-    e = data.draw(st.one_of(int_exprs(4), padded_index_exprs(), fixed_width_exprs(3)))
+    e = data.draw(st.one_of(int_exprs(4, extra_ops=True), padded_index_exprs(),
+                            fixed_width_exprs(3)))
     envs = [data.draw(assignments(e)) for _ in range(4)]
     names = sorted({k for env in envs for k in env})
     cols = {k: np.array([env[k] for env in envs], dtype=np.int64) for k in names}
