@@ -263,6 +263,23 @@ def _required_child_ops(p: UPat) -> frozenset[int]:
                      if c.ops is not None and len(c.ops) == 1)
 
 
+def _pattern_names(p: UPat) -> set[str]:
+    out = {p.name} if p.name is not None else set()
+    for c in p.src or ():
+        out |= _pattern_names(c)
+    return out
+
+
+def _check_params(rule: str, what: str, fn: Callable[..., Any], names: set[str]) -> None:
+    """Every parameter ``fn`` needs must be a name the pattern binds."""
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+            continue
+        if p.default is inspect.Parameter.empty and p.name not in names:
+            raise ValueError(f"rule {rule!r}: {what} parameter {p.name!r} is not bound by the "
+                             f"pattern (it binds {', '.join(sorted(names)) or 'nothing'})")
+
+
 def _kwargs_caller(fn: Callable[..., Any]) -> Callable[[dict[str, UOp]], Any]:
     """Call ``fn`` with only the bindings it names (``**kw`` takes them all)."""
     params = inspect.signature(fn).parameters
@@ -295,6 +312,10 @@ class Rule:
     _early: frozenset[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        names = _pattern_names(self.pattern)
+        _check_params(self.name, "build", self.build, names)
+        if self.guard is not None:
+            _check_params(self.name, "guard", self.guard, names)
         self._call_build = _kwargs_caller(self.build)
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
         self._match = self.pattern.matcher()

@@ -22,7 +22,8 @@ from eqsat.uop import IRError, UOp, const_value
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
-    "has_invalid", "may_be_invalid", "is_invalid", "nonzero", "exact_product_fits", "INT_KINDS",
+    "has_invalid", "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
+    "exact_product_fits", "INT_KINDS",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -62,9 +63,20 @@ def is_one(u: UOp) -> bool:
 
 
 def is_invalid(u: UOp) -> bool:
-    """The Invalid sentinel, scalar or a VECTORIZE holding one."""
-    return u.op is Ops.INVALID or (u.op is Ops.VECTORIZE and any(s.op is Ops.INVALID
-                                                                 for s in u.src))
+    """The Invalid sentinel: ``(invalid)``, its cast to another dtype (how the text
+    format writes a non-index Invalid), or a VECTORIZE holding one."""
+    if u.op is Ops.INVALID:
+        return True
+    if u.op is Ops.CAST:
+        return u.src[0].op is Ops.INVALID
+    return u.op is Ops.VECTORIZE and any(is_invalid(s) for s in u.src)
+
+
+def invalid_like(dt: DType) -> UOp:
+    """The Invalid of dtype ``dt``: ``(invalid)`` for index, else ``(cast dt (invalid))``
+    (so a WHERE's branches keep one dtype and the graph prints and parses back)."""
+    inv = UOp.invalid()
+    return inv if dt == inv.dtype else inv.cast(dt)
 
 
 _MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
@@ -255,10 +267,8 @@ def _binary(op: Ops, dt: DType, a: Any, b: Any) -> Any:
     if op in (Ops.IDIV, Ops.MOD):
         if b == 0:
             return None  # undefined: never folded
-        q = cdiv(a, b)
-        if not fits(dt, q):
-            return None  # INT_MIN // -1 overflows: undefined in C
-        return q if op is Ops.IDIV else cmod(a, b)
+        # INT_MIN // -1 wraps to INT_MIN, as in eqsat.interp
+        return cdiv(a, b) if op is Ops.IDIV else cmod(a, b)
     if op is Ops.MAX:
         return max(a, b)
     if op is Ops.MIN:
@@ -289,8 +299,9 @@ def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
     """The value of ``op`` on scalar constants ``args``, in the scalar of ``dt``.
 
     ``dt`` is the dtype of the operands (the result of comparisons is bool).
-    Returns None when the value is undefined (division by zero, overflowing
-    quotient, out-of-range shift) or not folded.
+    Returns None when the value is undefined (division by zero, out-of-range
+    shift, negative integer power) or not folded. Fixed-width results wrap
+    (``make_const``), ``INT_MIN // -1`` included, as in eqsat.interp.
     """
     s = dt.scalar()
     if op in GroupOp.Comparison:

@@ -140,7 +140,8 @@ comparison_dsl_patterns = [
     Rule("cmp_by_bounds", "x <op> y -> true/false when the bounds decide it "
          "(e.g. x<y when vmax(x) < vmin(y))",
          UPat(_CMP, name="x"), build=lambda x: UOp.const(x.dtype, x.vmin),
-         guard=lambda x: x.vmin == x.vmax and not x.src[0].dtype.is_float),
+         guard=lambda x: x.vmin == x.vmax and not x.src[0].dtype.is_float
+         and not may_be_invalid(x.src[0]) and not may_be_invalid(x.src[1])),
     # normalization toward LT (integers)
     Rule("not_cmp", "!(x<y) -> y<=x, !(x<=y) -> y<x, !(x==y) -> x!=y, ... (integers; "
          "==/!= any dtype)",

@@ -7,18 +7,19 @@ exact. A value C leaves undefined (division or modulo by zero, ``INT_MIN //
 Comparisons of constants fold in ``comparison_dsl_patterns`` (rules/compare.py),
 casts of constants in ``cast_dsl_patterns`` (rules/casts.py).
 
-Groups: ``constant_folding_dsl_patterns`` (scalar CONST operands, then the
-bounds fold ``vmin == vmax -> CONST``), ``vconst_folding_patterns`` (at least
-one VCONST operand; VECTORIZE of constants).
+Groups: ``constant_folding_dsl_patterns`` (scalar CONST operands),
+``vconst_folding_patterns`` (at least one VCONST operand; VECTORIZE of
+constants). The bounds fold ``vmin == vmax -> CONST`` is in
+``where_bound_patterns`` (rules/where.py), after the identity rules.
 """
 
 from __future__ import annotations
 
 from eqsat.dtype import DType
-from eqsat.ops import GroupOp, Ops
+from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import eval_values, make_const, nonzero
+from rules.common import eval_values, make_const
 
 __all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
 
@@ -76,25 +77,6 @@ def _const_rules(prefix: str, ops: tuple[Ops, ...], arity: int, vec: bool) -> li
     return out
 
 
-# ---- bounds fold: an integer node whose range is a single value is that value
-_BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE_VAR,
-                                                                       Ops.SPECIAL}
-
-
-def _single_valued(x: UOp) -> bool:
-    if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
-        return False
-    if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
-        return False  # a division that may be by zero is never folded into a value
-    return True
-
-
-_BOUNDS_FOLD = Rule(
-    "fold_const_by_bounds", "x -> CONST(v) when vmin(x) == vmax(x) == v (int/bool x)",
-    UPat(_BOUND_FOLD_OPS, name="x"),
-    build=lambda x: UOp.const(x.dtype, x.vmin), guard=_single_valued)
-
-
 def _vectorize_consts(v: UOp) -> UOp:
     vals = tuple(s.arg for s in v.src)
     return UOp.vconst(v.dtype.scalar(), vals)
@@ -112,8 +94,7 @@ _VGROUP = "vconst_folding_patterns"
 constant_folding_dsl_patterns = (
     _const_rules("const_fold", UNARY_FOLD, 1, False)
     + _const_rules("const_fold", BINARY_FOLD, 2, False)
-    + _const_rules("const_fold", TERNARY_FOLD, 3, False)
-    + [_BOUNDS_FOLD])
+    + _const_rules("const_fold", TERNARY_FOLD, 3, False))
 vconst_folding_patterns = (
     _const_rules("vconst_fold", UNARY_FOLD, 1, True)
     + _const_rules("vconst_fold", VCONST_BINARY_FOLD, 2, True)

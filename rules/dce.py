@@ -62,18 +62,20 @@ dead_loop_patterns = [
          guard=lambda e: any(is_empty_range(r) for r in e.src[1:])),
     Rule("end_drop_folded_ranges", "END(x, r1, 0, r2) -> END(x, r1, r2); END(x) -> x "
          "(a range folded to a constant ran once)",
-         UPat(Ops.END, name="e"), build=_drop_folded, guard=lambda e: _folded(e.src[1:])),
+         UPat(Ops.END, name="e"), build=lambda e: _drop_folded(e),
+         guard=lambda e: _folded(e.src[1:])),
     Rule("end_of_noop", "END(NOOP, ...) -> NOOP",
          UPat(Ops.END, name="e"), build=lambda e: e.src[0],
          guard=lambda e: e.src[0].op is Ops.NOOP),
     Rule("reduce_empty_range", "REDUCE(op, x, ..., r, ...) -> identity(op) when r runs zero "
          "times",
-         UPat(Ops.REDUCE, name="rd"), build=reduce_identity,
+         UPat(Ops.REDUCE, name="rd"), build=lambda rd: reduce_identity(rd),
          guard=lambda rd: any(is_empty_range(r) for r in rd.src[1:])
          and reduce_identity(rd) is not None),
     Rule("reduce_drop_folded_ranges", "REDUCE(op, x, r1, 0) -> REDUCE(op, x, r1); "
          "REDUCE(op, x) -> x",
-         UPat(Ops.REDUCE, name="rd"), build=_drop_folded, guard=lambda rd: _folded(rd.src[1:])),
+         UPat(Ops.REDUCE, name="rd"), build=lambda rd: _drop_folded(rd),
+         guard=lambda rd: _folded(rd.src[1:])),
     Rule("sink_drop_noop", "SINK(a, NOOP, b) -> SINK(a, b)",
          UPat(Ops.SINK, name="s"),
          build=lambda s: s.replace(src=tuple(x for x in s.src if x.op is not Ops.NOOP)),

@@ -32,7 +32,8 @@ def _nan_like(d: UOp) -> UOp:
 
 
 def _idiv_cancel_ok(x: UOp, y: UOp, d: UOp) -> bool:
-    return d.dtype.is_int and nonzero(y) and exact_product_fits(d.dtype, x, y)
+    return (d.dtype.is_int and nonzero(y) and exact_product_fits(d.dtype, x, y)
+            and not may_be_invalid(y))
 
 
 G = "division_dsl_patterns"

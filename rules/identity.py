@@ -76,7 +76,8 @@ identity_and_zero_patterns = [
 G_SELF = "self_folding_dsl_patterns"
 self_folding_dsl_patterns = [
     Rule("idiv_self", "x//x -> 1 when x is never 0",
-         UPat(Ops.IDIV, src=(_X, _X)), build=lambda x: x.const_like(1), guard=nonzero),
+         UPat(Ops.IDIV, src=(_X, _X)), build=lambda x: x.const_like(1),
+         guard=lambda x: nonzero(x) and _droppable(x)),
     Rule("idiv_neg_one", "x//-1 -> -x (integers)",
          UPat(Ops.IDIV, src=(_X, _cneg1())), build=lambda x: -x, guard=_is_int),
     Rule("mod_mod_same", "(x%y)%y -> x%y",
@@ -90,7 +91,8 @@ self_folding_dsl_patterns = [
 G_ZERO = "zero_folding_dsl_patterns"
 zero_folding_dsl_patterns = [
     Rule("mod_self", "x%x -> 0 when x is never 0",
-         UPat(Ops.MOD, src=(_X, _X)), build=lambda x: x.const_like(0), guard=nonzero),
+         UPat(Ops.MOD, src=(_X, _X)), build=lambda x: x.const_like(0),
+         guard=lambda x: nonzero(x) and _droppable(x)),
     Rule("lt_self", "x<x -> false when x is not a float (nor Invalid)",
          UPat(Ops.LT, src=(_X, _X)), build=lambda x: bool_like(x, False), guard=_not_float),
     Rule("ne_self", "x!=x -> false when x is not a float (NaN != NaN)",

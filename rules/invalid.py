@@ -19,7 +19,9 @@ same value. Two seed rows are therefore changed to keep that equivalence:
   (``invalid_where_merge``).
 
 A bare Invalid absorbs an index operation on either side (the seed: left only;
-both are exact under the interpreter's semantics).
+both are exact under the interpreter's semantics). A non-index Invalid is
+written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
+``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its branches.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import const_is
+from rules.common import const_is, invalid_like, is_invalid
 
 __all__ = ["GROUPS", "INVALID_PUSH_OPS"]
 
-_INV = UPat(Ops.INVALID, name="i")
+# an Invalid: (invalid), or its cast to a non-index dtype (see rules.common.invalid_like)
+_INV = UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)
 # the 13 binary ops of the seed (all non-comparison binaries of this IR except MULHI)
 INVALID_PUSH_OPS = tuple(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI})
 
@@ -42,8 +45,10 @@ def _gate(c: str = "c", x: str = "x") -> UPat:
     return UPat(Ops.WHERE, src=(UPat.var(c), UPat.var(x), _INV))
 
 
-def _where(c: UOp, x: UOp, i: UOp) -> UOp:
-    return UOp(Ops.WHERE, x.dtype, (c, x, i))
+def _where(c: UOp, x: UOp, i: UOp | None = None) -> UOp:
+    """``WHERE(c, x, Invalid)`` with the Invalid in ``x``'s dtype (``i``, the matched
+    Invalid, is not reused: its dtype may differ)."""
+    return UOp(Ops.WHERE, x.dtype, (c, x, invalid_like(x.dtype)))
 
 
 G = "propagate_invalid"
@@ -74,18 +79,18 @@ propagate_invalid = [
     Rule("invalid_into_where_cond", "WHERE(WHERE(c, b, Inv), t, f) -> "
          "WHERE(c, WHERE(b, t, f), Inv)",
          UPat(Ops.WHERE, src=(_gate("c", "b"), UPat.var("t"), UPat.var("f"))),
-         build=lambda c, b, t, f, i: _where(c, _where(b, t, f), i)),
+         build=lambda c, b, t, f: _where(c, UOp(Ops.WHERE, t.dtype, (b, t, f)))),
     Rule("invalid_bare_left", "Invalid op y -> Invalid for index y",
-         UPat(INVALID_PUSH_OPS, src=(_INV, UPat.var("y"))), build=lambda i: i,
-         guard=lambda y: y.dtype == dtypes.index),
+         UPat(INVALID_PUSH_OPS, src=(UPat(Ops.INVALID, name="i"), UPat.var("y"))),
+         build=lambda i: i, guard=lambda y: y.dtype == dtypes.index),
     Rule("invalid_bare_right", "y op Invalid -> Invalid for index y",
-         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), _INV)), build=lambda i: i,
-         guard=lambda y: y.dtype == dtypes.index),
+         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), UPat(Ops.INVALID, name="i"))),
+         build=lambda i: i, guard=lambda y: y.dtype == dtypes.index),
 ]
 
 
-def _zero_of(u: UOp) -> UOp:
-    return UOp.const(u.dtype, 0)
+def _zero_of(ld: UOp) -> UOp:
+    return UOp.const(ld.dtype, 0)
 
 
 def _noop() -> UOp:

@@ -17,7 +17,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import is_zero
+from rules.common import invalid_like, is_invalid, is_zero
 
 __all__ = ["GROUPS", "where_on_load"]
 
@@ -47,7 +47,7 @@ def where_on_load(cond: UOp, ld: UOp) -> UOp | None:
     if ix.op is not Ops.INDEX or len(ix.src) != 2 or len(ld.src) != 1:
         return None
     buf, idx = ix.src
-    if idx.op is Ops.WHERE and idx.src[2].op is Ops.INVALID:
+    if idx.op is Ops.WHERE and is_invalid(idx.src[2]):
         valid, real = idx.src[0], idx.src[1]
         in_load = _split_and(valid)
     else:
@@ -67,7 +67,7 @@ def where_on_load(cond: UOp, ld: UOp) -> UOp | None:
     if len(keep) == len(_split_and(cond)):
         return None
     gate = _and_all(in_load + moved)
-    new_idx = UOp(Ops.WHERE, real.dtype, (gate, real, UOp.invalid()))
+    new_idx = UOp(Ops.WHERE, real.dtype, (gate, real, invalid_like(real.dtype)))
     new_ld = ld.replace(src=(ix.replace(src=(buf, new_idx)),))
     if not keep:
         return new_ld

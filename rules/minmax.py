@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
+from rules.common import may_be_invalid
 
 __all__ = ["GROUPS"]
 
@@ -20,10 +21,12 @@ minmax_dsl_patterns = [
     Rule("min_self", "min(x, x) -> x", UPat(Ops.MIN, src=(_X, _X)), build=lambda x: x),
     Rule("max_by_bounds", "max(x, y) -> x when vmin(x) >= vmax(y)",
          UPat(Ops.MAX, src=[_X, _Y]), build=lambda x: x,
-         guard=lambda x, y: not x.dtype.is_float and x.vmin >= y.vmax),
+         guard=lambda x, y: not x.dtype.is_float and x.vmin >= y.vmax
+         and not may_be_invalid(y)),
     Rule("min_by_bounds", "min(x, y) -> x when vmax(x) <= vmin(y)",
          UPat(Ops.MIN, src=[_X, _Y]), build=lambda x: x,
-         guard=lambda x, y: not x.dtype.is_float and x.vmax <= y.vmin),
+         guard=lambda x, y: not x.dtype.is_float and x.vmax <= y.vmin
+         and not may_be_invalid(y)),
 ]
 for _r in minmax_dsl_patterns:
     _r.group = G

@@ -1,8 +1,14 @@
 """WHERE simplification (seed 000 section 12).
 
-``where_bound_patterns``: a condition whose bounds decide it selects a branch
-(this covers ``WHERE(x < c, t, f)`` with ``vmax(x) < vmin(c)`` and the
-constant conditions).
+``where_bound_patterns``: what the bounds decide. A condition whose bounds
+decide it selects a branch (this covers ``WHERE(x < c, t, f)`` with
+``vmax(x) < vmin(c)`` and the constant conditions), and any integer node whose
+range is a single value is that constant (tinygrad's "ALU min==max -> CONST";
+placed after the identity rules, which name the common cases).
+
+A rule that drops a subterm never drops one that may evaluate to Invalid
+(``may_be_invalid``): Invalid propagates through every op, and bounds do not
+always show it (``max(Invalid, 5)`` has vmin 5).
 
 ``dce_dsl_patterns`` (Morok's name for the WHERE branch rules): equal
 branches, bool identities, the condition flip ``WHERE(!c, t, f) ->
@@ -21,7 +27,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
 from eqsat.pattern import Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
-from rules.common import const_is, is_invalid, may_be_invalid, nonzero
+from rules.common import const_is, invalid_like, is_invalid, may_be_invalid, nonzero
 
 __all__ = ["GROUPS", "parse_valid", "simplify_given_valid"]
 
@@ -38,7 +44,21 @@ def _bconst(v: bool, name: str) -> UPat:
 
 
 def _decided(c: UOp, value: bool) -> bool:
-    return c.dtype.scalar() == dtypes.bool and c.vmin == c.vmax == value
+    return c.dtype.scalar() == dtypes.bool and c.vmin == c.vmax == value and \
+        not may_be_invalid(c)
+
+
+# ---- bounds fold: an integer node whose range is a single value is that value
+_BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE_VAR,
+                                                                       Ops.SPECIAL}
+
+
+def _single_valued(x: UOp) -> bool:
+    if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
+        return False
+    if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
+        return False  # a division that may be by zero is never folded into a value
+    return not any(may_be_invalid(s) for s in x.src)
 
 
 G_BOUND = "where_bound_patterns"
@@ -51,6 +71,10 @@ where_bound_patterns = [
          "e.g. c = x<k with vmin(x) >= k)",
          UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"), UPat.var("f"))),
          build=lambda f: f, guard=lambda c: _decided(c, False)),
+    Rule("fold_const_by_bounds", "x -> CONST(v) when vmin(x) == vmax(x) == v (int/bool x, "
+         "no division by a possible 0, no Invalid operand)",
+         UPat(_BOUND_FOLD_OPS, name="x"),
+         build=lambda x: UOp.const(x.dtype, x.vmin), guard=_single_valued),
 ]
 
 _BIN = tuple(GroupOp.Binary - {Ops.MULHI})
@@ -175,7 +199,7 @@ def _gate_build(w: UOp, c: UOp, x: UOp, i: UOp) -> UOp:
     y = _given_valid(c, x)
     if y is None:
         return w
-    return y if y.op is Ops.INVALID else UOp(Ops.WHERE, w.dtype, (c, y, i))
+    return invalid_like(w.dtype) if y.op is Ops.INVALID else UOp(Ops.WHERE, w.dtype, (c, y, i))
 
 
 G_DCE = "dce_dsl_patterns"
@@ -219,7 +243,8 @@ dce_dsl_patterns = [
          build=lambda y, c, t, tt, f, ff: y + _where(c, t + tt, f + ff), guard=_combine_ok),
     Rule("where_gate_given_valid", "WHERE(v, x, Inv) -> WHERE(v, x', Inv) with x' = x "
          "simplified assuming v (bounds of v's clauses); -> Inv when v never holds",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"), UPat(Ops.INVALID, name="i")),
+         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"),
+                              UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)),
               name="w"),
          build=_gate_build, guard=lambda c, x: _given_valid(c, x) is not None),
 ]

@@ -1,0 +1,111 @@
+"""Identity/zero elements, self folding, zero folding, power, negation
+(seed 000 sections 2-4, 15). One line per case; guarded rows have a blocked case."""
+
+from __future__ import annotations
+
+import pytest
+
+import rules
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.equiv import check_equivalent
+from eqsat.pattern import graph_rewrite
+from eqsat.uop import UOp
+
+X = "(var x -20 20)"
+P = "(var p 1 9)"        # never zero
+Z = "(var z 0 9)"        # may be zero
+F = "(cast f32 (var x -20 20))"
+C = "(lt (var x -20 20) 5)"
+INV = f"(where {C} (var x -20 20) (invalid))"
+
+
+def simp(text: str, rulesets=None):
+    g = parse(text)
+    out, st = optimize_baseline(g, rulesets)
+    return g, out, st["matches"]
+
+
+def canon(text: str) -> UOp:
+    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
+
+
+POSITIVE = [
+    # identity_and_zero_patterns
+    ("add_zero", f"(add {X} 0)", X),
+    ("add_zero", f"(add 0 {X})", X),
+    ("mul_one", f"(mul 1 {X})", X),
+    ("or_zero", f"(or {X} 0)", X),
+    ("xor_zero", f"(xor 0 {X})", X),
+    ("sub_zero", f"(sub {X} 0)", X),
+    ("idiv_one", f"(idiv {X} 1)", X),
+    ("fdiv_one", f"(fdiv {F} 1.0)", F),
+    ("mod_one", f"(mod {X} 1)", "0"),
+    ("mod_neg_one", f"(mod {X} -1)", "0"),
+    ("round_of_int", f"(trunc {X})", X),
+    ("mul_zero", f"(mul {X} 0)", "0"),
+    ("mul_zero", f"(mul 0 (cast i32 {X}))", "(const i32 0)"),
+    ("and_zero", f"(and 0 {X})", "0"),
+    # self_folding_dsl_patterns
+    ("idiv_self", f"(idiv {P} {P})", "1"),
+    ("idiv_neg_one", f"(idiv {X} -1)", f"(neg {X})"),
+    ("mod_mod_same", f"(mod (mod {X} (var y 1 5)) (var y 1 5))", f"(mod {X} (var y 1 5))"),
+    ("and_self", f"(and {X} {X})", X),
+    ("or_self", f"(or {C} {C})", C),
+    # zero_folding_dsl_patterns
+    ("mod_self", f"(mod {P} {P})", "0"),
+    ("lt_self", f"(lt {X} {X})", "false"),
+    ("ne_self", f"(ne {X} {X})", "false"),
+    # power_dsl_patterns
+    ("pow_zero", f"(pow {F} 0.0)", "1.0"),
+    ("pow_one", f"(pow {F} 1.0)", F),
+    # negation_dsl_patterns
+    ("neg_neg", f"(neg (neg {X}))", X),
+    ("neg_neg", f"(neg (neg {F}))", F),
+]
+
+# (rule, input, what remains)
+BLOCKED = [
+    # x*0 -> 0 never for floats: NaN*0 and inf*0 are NaN
+    ("mul_zero", f"(mul {F} 0.0)", f"(mul {F} 0.0)"),
+    # nor when x may be Invalid: the padding rules push the 0 inside instead
+    ("mul_zero", f"(mul 0 {INV})", f"(where {C} 0 (invalid))"),
+    ("mul_zero", "(mul (invalid) 0)", "(invalid)"),
+    ("and_zero", f"(and {INV} 0)", f"(where {C} 0 (invalid))"),
+    ("mod_one", f"(mod (cast i32 (where {C} (where (lt {X} 0) {X} (invalid)) 3)) (const i32 1))",
+     f"(mod (where {C} (where (lt {X} 0) (cast i32 {X}) (cast i32 (invalid))) (const i32 3)) "
+     "(const i32 1))"),
+    # x//x and x%x need x != 0 (division by zero is never folded into a value)
+    ("idiv_self", f"(idiv {Z} {Z})", f"(idiv {Z} {Z})"),
+    ("mod_self", f"(mod {Z} {Z})", f"(mod {Z} {Z})"),
+    # self comparisons only for non-floats (NaN != NaN)
+    ("lt_self", f"(lt {F} {F})", f"(lt {F} {F})"),
+    ("ne_self", f"(ne {F} {F})", f"(ne {F} {F})"),
+    # trunc is a no-op on integers only
+    ("round_of_int", f"(trunc {F})", f"(trunc {F})"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_rewrites(rule: str, text: str, want: str) -> None:
+    g, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+    assert check_equivalent(g, out)
+
+
+@pytest.mark.parametrize("rule,text,rest", BLOCKED)
+def test_blocked(rule: str, text: str, rest: str) -> None:
+    g, out, matches = simp(text)
+    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
+    if rest == text:  # nothing else fired: the guarded rule did not either
+        assert rule not in matches, f"{rule} fired on {text}"
+    assert check_equivalent(g, out)
+
+
+def test_seed_priority_example() -> None:
+    """Seed 000 section 13: Invalid propagation fires before x*0 = 0."""
+    g, out, matches = simp(f"(mul 0 {INV})")
+    # the push fires on the outer MUL; x*0 = 0 then folds the MUL moved inside the WHERE
+    assert matches == {"invalid_into_binary_right": 1, "mul_zero": 1}
+    assert out is canon(f"(where {C} 0 (invalid))")
