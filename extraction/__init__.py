@@ -29,7 +29,6 @@ from extraction.extract import (
     ExtractionError,
     build_terms,
     dag_cost,
-    extract,
     extract_dag,
     extract_tree,
     tree_cost,
@@ -39,6 +38,6 @@ from extraction.extract import (
 __all__ = [
     "COST_MODELS", "ClassId", "CostModel", "CpuCost", "Decoded", "EGraphView", "ENode",
     "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "build_terms",
-    "dag_cost", "divmod_count", "extract", "extract_dag", "extract_tree", "get_cost_model",
+    "dag_cost", "divmod_count", "extract_dag", "extract_tree", "get_cost_model",
     "reference_cost", "tree_cost", "uop_builder", "uop_child_consts",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,11 +29,12 @@ from eqsat.uop import UOp
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled
 
-__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_dag", "extract",
-           "build_terms", "uop_builder", "dag_cost", "tree_cost"]
+__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_dag", "build_terms",
+           "uop_builder", "dag_cost", "tree_cost"]
 
 T = TypeVar("T")
 INF = math.inf
+_MOVE_CAP = 256  # big moves re-choose at most this many used classes
 
 
 class ExtractionError(ValueError):
@@ -252,10 +253,12 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
 
 
 def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
-                       max_pops: int) -> tuple[list[int], int]:
+                       max_pops: int, max_copied: int) -> tuple[list[int], int]:
     """extraction-gym's faster greedy DAG: per class the cheapest cost set
     (class -> cost of its chosen node) over its e-nodes, cost sets of children
-    merged so shared classes count once. Returns choices and the number of pops."""
+    merged so shared classes count once. Stops after ``max_pops`` queue pops or
+    ``max_copied`` cost-set entries copied (deep DAGs make the sets large); a
+    class left without a choice gets -1. Returns choices and the number of pops."""
     nclasses = len(comp.cids)
     sets: list[dict[int, float] | None] = [None] * nclasses
     totals = [INF] * nclasses
@@ -271,7 +274,8 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
                     queued[n] = cost[n]
     heapq.heapify(heap)
     pops = 0
-    while heap and pops < max_pops:
+    copied = 0
+    while heap and pops < max_pops and copied < max_copied:
         key, n = heapq.heappop(heap)
         if queued.get(n) != key:
             continue  # a stale duplicate
@@ -302,16 +306,24 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
                 if len(child_sets[i]) > len(child_sets[big]):
                     big = i
             s = dict(child_sets[big])
-            tot = totals[ch[big]]  # == sum of that set; add what the others bring
-            for i, sk in enumerate(child_sets):
-                if i != big:
-                    for key, val in sk.items():
-                        old = s.get(key)
-                        if old is None:
-                            tot += val
-                        elif old != val:
-                            tot += val - old
-                    s.update(sk)
+            small = sum(len(sk) for sk in child_sets) - len(s)
+            copied += len(s) + small
+            if small <= 16:  # add what the small sets bring, entry by entry
+                tot = totals[ch[big]]  # == the sum of that set
+                for i, sk in enumerate(child_sets):
+                    if i != big:
+                        for key, val in sk.items():
+                            old = s.get(key)
+                            if old is None:
+                                tot += val
+                            elif old != val:
+                                tot += val - old
+                        s.update(sk)
+            else:
+                for i, sk in enumerate(child_sets):
+                    if i != big:
+                        s.update(sk)
+                tot = sum(s.values())
             if c in s:
                 continue
             s[c] = cost[n]
@@ -378,28 +390,117 @@ def _tree_total(comp: _Compiled, cost: list[float], sel: list[int], order: list[
 
 
 class _State:
-    """The selected DAG reachable from the roots: order, positions, edge counts, parents."""
+    """The selected DAG reachable from the roots, kept up to date across swaps.
 
-    __slots__ = ("order", "pos", "refcnt", "par", "total")
+    ``refcnt[k]``: edges into ``k`` from present classes' selected e-nodes (with
+    multiplicity) plus root occurrences; a class is present iff it is > 0.
+    ``par[k]``: present classes whose selected e-node has ``k`` as a child.
+    ``h[k]``: a height with ``h[p] > h[k]`` on every selected edge ``p -> k``
+    (so a class can only reach classes of lower height); ``total``: DAG cost.
+    """
+
+    __slots__ = ("order", "h", "refcnt", "par", "total")
 
     def __init__(self, comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
                  order: list[int]):
         self.order = order
-        self.pos = {c: i for i, c in enumerate(order)}
         refcnt: dict[int, int] = {}
-        par: dict[int, list[int]] = {}
+        par: dict[int, set[int]] = {}
+        h: dict[int, int] = {}
         nch, nchd = comp.nch, comp.nchd
-        for c in order:
+        for c in order:  # children first
             n = sel[c]
+            hc = 0
             for k in nch[n]:
                 refcnt[k] = refcnt.get(k, 0) + 1
             for k in nchd[n]:
-                par.setdefault(k, []).append(c)
+                par.setdefault(k, set()).add(c)
+                if h[k] >= hc:
+                    hc = h[k] + 1
+            h[c] = hc
         for r in ridx:
             refcnt[r] = refcnt.get(r, 0) + 1
         self.refcnt = refcnt
         self.par = par
+        self.h = h
         self.total = _dag_total(comp, cost, sel, order)
+
+    def swap(self, comp: _Compiled, cost: list[float], sel: list[int], c: int, n2: int) -> int:
+        """Select ``n2`` for present class ``c`` (acyclic: checked by the caller);
+        update every field. Returns the classes touched (work)."""
+        nch, nchd = comp.nch, comp.nchd
+        refcnt, par, h = self.refcnt, self.par, self.h
+        cur = sel[c]
+        work = 0
+        # 1. n2's edges: classes reached for the first time become present
+        new: list[int] = []
+        stack = list(nch[n2])
+        while stack:
+            k = stack.pop()
+            work += 1
+            r = refcnt.get(k, 0)
+            refcnt[k] = r + 1
+            if r == 0:
+                new.append(k)
+                n = sel[k]
+                for j in nchd[n]:
+                    par.setdefault(j, set()).add(k)
+                stack.extend(nch[n])
+        # heights of the new classes, children first (their region is acyclic)
+        pending = set(new)
+        for k0 in new:
+            if k0 not in pending:
+                continue
+            st_ = [(k0, iter(nchd[sel[k0]]))]
+            while st_:
+                k, it = st_[-1]
+                for j in it:
+                    if j in pending and j not in h and j != k:
+                        st_.append((j, iter(nchd[sel[j]])))
+                        break
+                else:
+                    st_.pop()
+                    pending.discard(k)
+                    h[k] = 1 + max((h[j] for j in nchd[sel[k]]), default=-1)
+        added = sum(cost[sel[k]] for k in new)
+        # 2. cur's edges: classes no longer reached leave
+        removed = 0.0
+        stack = list(nch[cur])
+        while stack:
+            k = stack.pop()
+            work += 1
+            r = refcnt[k] - 1
+            if r:
+                refcnt[k] = r
+                continue
+            del refcnt[k]
+            n = sel[k]
+            removed += cost[n]
+            for j in nchd[n]:
+                par[j].discard(k)
+            h.pop(k, None)
+            stack.extend(nch[n])
+        for k in nchd[cur]:
+            if k in par:
+                par[k].discard(c)
+        for k in nchd[n2]:
+            par.setdefault(k, set()).add(c)
+        sel[c] = n2
+        self.total += cost[n2] - cost[cur] + added - removed
+        # 3. restore h[p] > h[k] on every edge, raising heights upward from c
+        need = 1 + max((h[k] for k in nchd[n2]), default=-1)
+        if need > h[c]:
+            h[c] = need
+            stack = [c]
+            while stack:
+                k = stack.pop()
+                work += 1
+                hk = h[k]
+                for p in par.get(k, ()):
+                    if h[p] <= hk:
+                        h[p] = hk + 1
+                        stack.append(p)
+        return work + len(new)
 
 
 def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
@@ -410,29 +511,32 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
     classes ``D`` only it kept alive (weight ``W``); a candidate ``n2`` then
     costs ``cost[n2] - cost[cur] - W`` plus every class its children reach that
     is not still present. A candidate whose children reach ``c`` (directly, or
-    through an ancestor of ``c`` still present, or through unselected classes)
-    would close a cycle and is skipped. The best improving candidate of a
-    class is applied at once. Mutates ``sel``; returns (passes, swaps, work).
+    through a present class above ``c``, or through unselected classes) would
+    close a cycle and is skipped. The best improving candidate of a class is
+    applied at once (incremental state update). Mutates ``sel``; returns
+    (passes, swaps, work).
     """
     nch, nchd, class_nodes = comp.nch, comp.nchd, comp.class_nodes
     selfloop = comp.selfloop
+    start = list(sel)
     st = _State(comp, cost, sel, ridx, order)
-    work = 0
+    refcnt, h = st.refcnt, st.h
+    work = len(order)
     swaps = 0
     passes = 0
+    snapshot = order
     for passes in range(1, max_passes + 1):  # noqa: B007 - passes is reported
         improved = False
-        for c in list(reversed(st.order)):  # parents first
+        for c in reversed(snapshot):  # parents first
             if work > budget:
-                return passes, swaps, work
-            if st.refcnt.get(c, 0) == 0:
+                break
+            if refcnt.get(c, 0) == 0:
                 continue  # no longer reachable after an earlier swap
             cur = sel[c]
             cands = [n for n in class_nodes[c]
                      if n != cur and not selfloop[n] and all(sel[k] >= 0 for k in nchd[n])]
             if not cands:
                 continue
-            refcnt, pos = st.refcnt, st.pos
             # D: the classes only cur's edges keep alive, and their weight W
             dec: dict[int, int] = {}
             dset: set[int] = set()
@@ -450,8 +554,8 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
             eps = 1e-9 * max(1.0, abs(st.total))
             best_delta = -eps
             best_n = -1
-            anc: set[int] | None = None
-            pc = pos[c]
+            above: dict[int, bool] = {}  # present class -> reaches c?
+            hc = h[c]
             for n2 in cands:
                 base = cost[n2] - cost[cur] - w
                 if base >= best_delta:
@@ -469,11 +573,12 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
                         ok = False
                         break
                     if refcnt.get(k, 0) > 0 and k not in dset:  # still present
-                        if pos[k] > pc:
-                            if anc is None:
-                                anc = _ancestors(st.par, c)
-                                work += len(anc)
-                            if k in anc:
+                        if h[k] > hc:
+                            hit = above.get(k)
+                            if hit is None:
+                                hit, w_ = _reaches(nchd, sel, h, k, c, above)
+                                work += w_
+                            if hit:
                                 ok = False
                                 break
                         continue
@@ -487,23 +592,48 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
                     best_delta = base + added
                     best_n = n2
             if best_n >= 0:
-                sel[c] = best_n
-                new_order = _walk(comp, sel, ridx)
-                if new_order is None:  # cannot happen; keep the selection sound regardless
-                    sel[c] = cur
-                    continue
-                st = _State(comp, cost, sel, ridx, new_order)
-                work += len(new_order)
+                work += st.swap(comp, cost, sel, c, best_n)
                 swaps += 1
                 improved = True
-        if not improved:
+        if not improved or work > budget:
             break
+        snapshot = _walk(comp, sel, ridx)
+        if snapshot is None:
+            break
+        work += len(snapshot)
+    if _walk(comp, sel, ridx) is None:  # cannot happen; keep the selection sound regardless
+        sel[:] = start
+        swaps = 0
     return passes, swaps, work
 
 
-def _ancestors(par: dict[int, list[int]], c: int) -> set[int]:
+def _reaches(nchd: list[tuple[int, ...]], sel: list[int], h: dict[int, int], k: int,
+             c: int, memo: dict[int, bool]) -> tuple[bool, int]:
+    """Does present class ``k`` reach class ``c`` in the selected DAG? Only
+    classes higher than ``c`` can; ``memo`` keeps answers across queries for
+    the same ``c``. Returns (answer, classes visited)."""
+    hc = h[c]
+    stack = [k]
+    seen = {k}
+    while stack:
+        j = stack.pop()
+        for ch in nchd[sel[j]]:
+            if ch == c or memo.get(ch):
+                memo[k] = True
+                return True, len(seen)
+            if ch not in seen and h[ch] > hc and ch not in memo:
+                seen.add(ch)
+                stack.append(ch)
+    for j in seen:
+        memo[j] = False
+    return False, len(seen)
+
+
+def _ancestors(par: dict[int, list[int]], starts: Iterable[int]) -> set[int]:
+    """Classes of the selected DAG above any of ``starts`` (``starts`` excluded
+    unless one is above another)."""
     out: set[int] = set()
-    stack = [c]
+    stack = list(starts)
     while stack:
         k = stack.pop()
         for p in par.get(k, ()):
@@ -548,7 +678,7 @@ def _moves(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[i
     the terms use (its users re-choose), or introduce a class an unused
     alternative points at (prepay it and re-choose the classes that could use it).
     Only classes whose users have an alternative e-node are worth eliminating."""
-    present = st.pos
+    present = st.refcnt
     roots = set(ridx)
     flexible = {c for c in st.order
                 if sum(1 for n in comp.class_nodes[c] if not comp.selfloop[n]) > 1}
@@ -620,18 +750,18 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
                 break
             stats["moves_tried"] += 1
             if kind == "elim":
-                nonfree = _ancestors(st.par, k) | {k}
+                nonfree = _ancestors(st.par, [k]) | {k}
                 free = set(order) - nonfree
                 banned = k
             else:
                 ups = _egraph_ancestors(comp, relevant, k)
                 stats["work"] += len(ups)
                 users = [u for u in order if u in ups]
-                nonfree = set(users)
-                for u in users:
-                    nonfree |= _ancestors(st.par, u)
+                nonfree = set(users) | _ancestors(st.par, users)
                 free = (set(order) - nonfree) | _closure(comp, sel, [k])
                 banned = -1
+            if len(nonfree) > _MOVE_CAP:
+                continue  # not a local move: a re-extraction of most of the terms
             region = _region(comp, nonfree - free - {banned}, free, banned)
             stats["work"] += len(region) + len(nonfree)
             cand = _rechoose(comp, cost, sel, free, region, banned)
@@ -690,13 +820,15 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
                 ) -> Extraction:
     """A selection of low DAG cost (shared classes paid once, over all roots).
 
-    Greedy DAG cost sets, then local search (at most ``max_passes`` sweeps a
-    round; between rounds the classes the terms do not use are re-chosen by
-    tree cost with the used classes free; at most ``max_rounds`` rounds and
-    about ``work_budget`` visited classes: deterministic limits, no clock).
-    Never costlier under DAG cost than :func:`extract_tree`'s selection.
-    ``stats`` reports ``tree_start``/``greedy_start`` (DAG costs of the two
-    starting points), ``start``, ``passes``, ``swaps``, ``work``.
+    Starts from the cheaper of the greedy-DAG (cost sets) and tree selections,
+    then improves it in rounds: single-swap local search (at most
+    ``max_passes`` sweeps), re-choice of the unused classes with the used ones
+    free, and up to ``max_moves`` big moves (eliminate or introduce one class).
+    ``work_budget`` bounds the classes/e-nodes visited. All limits are
+    deterministic (no clock). Never costlier under DAG cost than
+    :func:`extract_tree`'s selection. ``stats``: ``tree_start`` and
+    ``greedy_start`` (DAG costs of the starting points), ``start``, ``passes``,
+    ``swaps``, ``moves``, ``moves_tried``, ``rounds``, ``work``.
     """
     comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
     tchoice, _best = _tree_choice(comp, cost, relevant)
@@ -705,17 +837,16 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     torder = _walk(comp, tchoice, ridx)
     assert torder is not None
     t_total = _dag_total(comp, cost, tchoice, torder)
-    gchoice, pops = _greedy_dag_choice(comp, cost, relevant, max_pops=50 * len(comp.nodes) + 1000)
+    gchoice, pops = _greedy_dag_choice(comp, cost, relevant, max_pops=50 * len(comp.nodes) + 1000,
+                                       max_copied=5 * work_budget)
     gorder = _walk(comp, gchoice, ridx)
     g_total = _dag_total(comp, cost, gchoice, gorder) if gorder is not None else INF
     sel = list(tchoice)  # unreached classes keep their (acyclic) tree choice
+    start = "tree"
     if gorder is not None and g_total <= t_total:
-        for c in gorder:
+        for c in gorder:  # the greedy region is closed under its choices: still acyclic
             sel[c] = gchoice[c]
-        order, start = gorder, "greedy"
-    else:
-        order, start = torder, "tree"
-    del order
+        start = "greedy"
     stats = {"enodes": len(comp.nodes), "classes": len(comp.cids), "tree_start": t_total,
              "greedy_start": g_total, "start": start, "greedy_pops": pops}
     stats.update(_improve(comp, cost, relevant, sel, ridx, max_passes, max_rounds, max_moves,
@@ -726,16 +857,6 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     if res.cost > t_total:  # cannot happen (only improving swaps); keep the promise anyway
         return _result(comp, cost, tchoice, ridx, torder, "dag", stats)
     return res
-
-
-def extract(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,
-            model: CostModel | str | None = None, method: str = "dag") -> Extraction:
-    """``extract_dag`` (``method="dag"``) or ``extract_tree`` (``method="tree"``)."""
-    if method == "dag":
-        return extract_dag(view, roots, model)
-    if method == "tree":
-        return extract_tree(view, roots, model)
-    raise ValueError(f"unknown extraction method {method!r}; choose 'dag' or 'tree'")
 
 
 def dag_cost(view: EGraphView, selection: Mapping[ClassId, ENode],

@@ -19,7 +19,6 @@ from extraction import (
     ReferenceCost,
     build_terms,
     dag_cost,
-    extract,
     extract_dag,
     extract_tree,
     tree_cost,
@@ -217,8 +216,6 @@ def test_errors():
         extract_dag(v, ["nope"])
     with pytest.raises(ValueError, match="no roots"):
         extract_tree(EGraphView([]))
-    with pytest.raises(ValueError, match="unknown extraction method"):
-        extract(v, method="ilp")
     with pytest.raises(ValueError, match="duplicate e-node key"):
         EGraphView([ENode("k", "A", Ops.CONST, I, 1, ()), ENode("k", "B", Ops.CONST, I, 2, ())])
     with pytest.raises(TypeError, match="Ops"):
