@@ -18,8 +18,10 @@ unsound rewrite (two different values unioned); the rule panics, which stops
 the egglog run at once, and the engine raises :class:`UnsoundError` naming the
 class and its e-nodes.
 
-``Known``: the relation of e-classes that are a known constant (``lo == hi``);
-rules use it to fold a class to its value.
+``Def``: the relation of e-classes that are never Invalid (constants, leaves
+other than ``(invalid)``, ALU ops of such operands). ``lo``/``hi`` bound a class
+where it has a value; a rewrite that drops an operand (``x*0 -> 0``, folding a
+class to its constant) must not drop an Invalid, so such rules require ``Def``.
 """
 
 from __future__ import annotations
@@ -208,6 +210,26 @@ for _c in ("Eq", "Ne"):
                                f"((set (lo e) {_v}) (set (hi e) {_v}))"))
 
 
+def _def_rules() -> list[tuple[str, str, str]]:
+    """``Def``: the e-classes that are never Invalid (a value wherever defined)."""
+    from eqsat.egraph.encoding import ALU_CTOR, CTORS
+
+    out = [("def_const", "a constant is never Invalid", "((= e (Cst dt v))) ((Def e))"),
+           ("def_leaf", "a leaf other than Invalid is never Invalid",
+            "((= e (Leaf op dt a)) (!= op \"INVALID\")) ((Def e))"),
+           ("def_range", "range(end) is never Invalid when end is not",
+            "((= e (G1 \"RANGE\" dt a n)) (Def n)) ((Def e))"),
+           ("def_special", "special(end) is never Invalid when end is not",
+            "((= e (G1 \"SPECIAL\" dt a n)) (Def n)) ((Def e))")]
+    for ctor in ALU_CTOR.values():
+        n = CTORS[ctor].count("E")
+        xs = " ".join(f"x{i}" for i in range(n))
+        facts = " ".join(f"(Def x{i})" for i in range(n))
+        out.append((f"def_{ctor.lower()}", f"{ctor.lower()} of never-Invalid operands is never "
+                    "Invalid", f"((= e ({ctor} dt {xs})) {facts}) ((Def e))"))
+    return out
+
+
 def analysis_program(ruleset: str = "analysis") -> str:
     """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule."""
     out = [dtype_table(),
@@ -221,6 +243,7 @@ def analysis_program(ruleset: str = "analysis") -> str:
            ':name "insert-hi")',
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h)) ((panic "{TRIPWIRE}")) '
            f':ruleset {ruleset} :name "tripwire")']
-    for name, _identity, body in ANALYSIS_RULES:
+    out.append("(relation Def (E))")
+    for name, _identity, body in ANALYSIS_RULES + _def_rules():
         out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
     return "\n".join(out)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqsat.egraph.encoding import CTORS, Inserter, Node, Snapshot, fits_i64
+from eqsat.egraph.encoding import CTOR_OP, CTORS, CTXVAR, Inserter, Node, Snapshot, fits_i64
 from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule
 
 __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "PyRule", "python_pass",
@@ -147,6 +147,26 @@ def _lin_kids(n: Node | None) -> tuple[int, ...]:
     if n.ctor == "Neg":
         return (n.fields[1],)
     return ()
+
+
+def conjuncts(snap: Snapshot, best: dict[int, int], c: int) -> list[int]:
+    """The clauses of a bool class read through its cheapest terms' ``And`` nodes,
+    deduplicated and sorted (by class)."""
+    out: set[int] = set()
+    stack = [c]
+    seen: set[int] = set()
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        i = best.get(k)
+        n = snap.nodes[i] if i is not None else None
+        if n is not None and n.ctor == "And" and n.fields[0] == "bool":
+            stack.extend((n.fields[1], n.fields[2]))
+        else:
+            out.add(k)
+    return sorted(out)
 
 
 # ---------------------------------------------------------------------------
@@ -350,6 +370,7 @@ class PassState:
 
     def __init__(self) -> None:
         self.done: set[tuple] = set()
+        self.contexts: list[Context] = []
 
 
 def _index_classes(snap: Snapshot) -> Iterable[int]:
@@ -392,10 +413,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     def bkey(x: Lin) -> tuple:
         return tuple(snap.bounds(a) for _, a in x.terms)
 
+    defined = snap.defined
+
+    def all_def(x: Lin) -> bool:
+        return all(a in defined for _, a in x.terms)
+
     if canon or sums:
         for c in _index_classes(snap):
             x = lins.get(c)
-            if x.single_atom == c:
+            if x.single_atom == c or c not in defined or not all_def(x):
                 continue
             for r in canon:
                 key = ("canon", c, x)
@@ -409,9 +435,30 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                     if key in state.done:
                         continue
                     state.done.add(key)
-                    out = r.rule.lin(x, ctx)
+                    try:
+                        out = r.rule.fn(x, ctx)
+                    except _UnrepresentableError:
+                        continue
                     if out is not None:
-                        union(c, ctx.lin(out), r.name)
+                        union(c, out, r.name)
+    for r in [r for r in rules if r.kind == "canon_and"]:
+        for c, i in best.items():
+            n = snap.nodes[i]
+            if n.ctor != "And" or n.fields[0] != "bool":
+                continue
+            clauses = conjuncts(snap, best, c)
+            key = ("and", c, tuple(clauses))
+            if key in state.done:
+                continue
+            state.done.add(key)
+            t: Term = clauses[0]
+            for k in clauses[1:]:
+                t = ("And", "bool", t, k)
+            union(c, t, r.name)
+    for r in [r for r in rules if r.kind == "lift"]:
+        lift_pass(snap, ins, best, state, r.name, union)
+    for r in [r for r in rules if r.kind == "context"]:
+        context_pass(snap, ins, best, _cost, lins, state, r.name, union)
     if dm:
         for n in snap.nodes:
             if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
@@ -421,6 +468,8 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 continue
             op = "idiv" if n.ctor == "Idiv" else "mod"
             x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
+            if not (all_def(x) and all_def(y)):
+                continue  # a rule may drop an atom: never drop a possible Invalid
             key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
             if key in state.done:
                 continue
@@ -434,6 +483,317 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 if t is not None:
                     union(n.cls, t, r.name)
     return res
+
+
+# ---------------------------------------------------------------------------
+# guarded subterms: simplify x in where(c, x, f) assuming c
+# ---------------------------------------------------------------------------
+@dataclass
+class Context:
+    """``where(c, x, f)`` with ``x`` copied as ``x'`` over context variables.
+
+    ``fresh`` maps each context variable's handle to the atom class it stands for
+    (the atom with bounds narrowed by the clauses of ``c``); ``xh`` is the handle
+    of ``x'``. Whatever ``x'`` simplifies to, with the variables put back, equals
+    ``x`` wherever ``c`` holds.
+    """
+
+    where_h: int
+    dt: str
+    c: int
+    f: int
+    x: int
+    xh: int
+    fresh: dict[int, int]
+
+
+def _cmp_constraints(snap: Snapshot, lins: LinForms, n: Node, negate: bool) -> list[Lin]:
+    """``[L, ...]`` with ``n`` (or its negation) equivalent to every ``L <= 0``."""
+    c = n.ctor
+    if c not in ("Lt", "Le", "Gt", "Ge", "Eq", "Ne"):
+        return []
+    a, b = n.fields[1], n.fields[2]
+    if _class_dtype(snap, a) != "index" or _class_dtype(snap, b) != "index":
+        return []
+    if negate:
+        c = {"Lt": "Ge", "Le": "Gt", "Gt": "Le", "Ge": "Lt", "Eq": "Ne", "Ne": "Eq"}[c]
+    la, lb = lins.get(a), lins.get(b)
+    if c == "Lt":
+        return [la - lb + 1]
+    if c == "Le":
+        return [la - lb]
+    if c == "Gt":
+        return [lb - la + 1]
+    if c == "Ge":
+        return [lb - la]
+    if c == "Eq":
+        return [la - lb, lb - la]
+    return []
+
+
+def _class_dtype(snap: Snapshot, c: int) -> str | None:
+    for n in snap.class_nodes(c):
+        d = n.dtype
+        if d is not None:
+            return d
+    return None
+
+
+def clause_bounds(snap: Snapshot, lins: LinForms, clauses: Iterable[int]
+                  ) -> dict[int, tuple[float, float]]:
+    """Atom -> (lo, hi) implied by the clauses (each a bool class that holds)."""
+    cons: list[Lin] = []
+    for k in clauses:
+        for n in snap.class_nodes(k):
+            if n.subsumed:
+                continue
+            if n.ctor == "Not":
+                for m in snap.class_nodes(n.fields[1]):
+                    if not m.subsumed:
+                        cons.extend(_cmp_constraints(snap, lins, m, True))
+            else:
+                cons.extend(_cmp_constraints(snap, lins, n, False))
+    bounds: dict[int, list[float]] = {}
+
+    def bnd(a: int) -> list[float]:
+        b = bounds.get(a)
+        if b is None:
+            b = bounds[a] = list(snap.bounds(a))
+        return b
+
+    for _ in range(2):
+        for con in cons:
+            for ca, a in con.terms:
+                rest_lo: float = con.const
+                for cb, b in con.terms:
+                    if b == a:
+                        continue
+                    lo, hi = bnd(b)
+                    rest_lo += cb * lo if cb > 0 else cb * hi
+                if math.isinf(rest_lo):
+                    continue
+                lim = -int(rest_lo)  # ca*a <= lim
+                ba = bnd(a)
+                if ca > 0:
+                    ba[1] = min(ba[1], lim // ca)
+                else:
+                    ba[0] = max(ba[0], -(lim // -ca))
+    out = {}
+    for a, (lo, hi) in bounds.items():
+        olo, ohi = snap.bounds(a)
+        if (lo > olo or hi < ohi) and lo <= hi and not (math.isinf(lo) or math.isinf(hi)):
+            out[a] = (int(lo), int(hi))
+    return out
+
+
+def _reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: set[int] | None,
+             memo: dict[int, bool], pred: Callable[[Node], bool] | None = None) -> bool:
+    """Whether the best term of ``cls`` mentions a class in ``targets`` (or a node
+    satisfying ``pred``)."""
+    hit = memo.get(cls)
+    if hit is not None:
+        return hit
+    stack = [(cls, False)]
+    while stack:
+        c, done = stack.pop()
+        if c in memo and not done:
+            continue
+        i = best.get(c)
+        n = snap.nodes[i] if i is not None else None
+        kids = n.kids if n is not None else ()
+        if not done:
+            if (targets is not None and c in targets) or (pred is not None and n is not None
+                                                          and pred(n)):
+                memo[c] = True
+                continue
+            memo[c] = False  # provisional (cycles cannot occur in a best tree)
+            stack.append((c, True))
+            stack.extend((k, False) for k in kids if k not in memo)
+            continue
+        memo[c] = any(memo.get(k, False) for k in kids)
+    return memo[cls]
+
+
+def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Term],
+             memo: dict[int, Term], reach: dict[int, bool]) -> Term:
+    """The best term of ``cls`` with the classes of ``subst`` replaced."""
+    if cls in subst:
+        return subst[cls]
+    hit = memo.get(cls)
+    if hit is not None:
+        return hit
+    if not _reaches(snap, best, cls, set(subst), reach):
+        return cls
+    n = snap.nodes[best[cls]]
+    sig = CTORS[n.ctor]
+    t = (n.ctor, *(_rebuild(snap, best, f, subst, memo, reach) if s == "E" else f
+                   for f, s in zip(n.fields, sig, strict=True)))
+    memo[cls] = t
+    return t
+
+
+def _is_ctxvar(n: Node) -> bool:
+    return n.ctor == "Leaf" and n.fields[0] == CTXVAR
+
+
+def _is_invalid(snap: Snapshot, c: int) -> bool:
+    return any(n.ctor == "Leaf" and n.fields[0] == "INVALID" for n in snap.class_nodes(c))
+
+
+def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
+                 lins: LinForms, state: PassState, name: str,
+                 union: Callable[[int, Term, str], None]) -> None:
+    """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
+    ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
+    # open
+    for n in snap.nodes:
+        if n.ctor != "Where" or n.subsumed or n.fields[0] != "index":
+            continue
+        c, x, f = n.fields[1], n.fields[2], n.fields[3]
+        if not _is_invalid(snap, f) or x not in snap.defined:
+            continue
+        clauses = conjuncts(snap, best, c)
+        nb = clause_bounds(snap, lins, clauses)
+        if not nb:
+            continue
+        reach: dict[int, bool] = {}
+        present = tuple(sorted(a for a in nb if _reaches(snap, best, x, {a}, {})))
+        if not present:
+            continue
+        key = ("ctx", n.cls, c, x, present, tuple(nb[a] for a in present))
+        if key in state.done:
+            continue
+        state.done.add(key)
+        if _reaches(snap, best, x, None, {}, _is_ctxvar):
+            continue  # x's best term already holds context variables: not ours
+        fresh_terms: dict[int, Term] = {}
+        fresh: dict[int, int] = {}
+        for a in present:
+            lo, hi = nb[a]
+            h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", n.cls, a, lo, hi)))
+            ins._row("RLo", (h, lo))
+            ins._row("RHi", (h, hi))
+            fresh_terms[a] = h
+            fresh[h] = a
+        xt = _rebuild(snap, best, x, fresh_terms, {}, reach)
+        xh = emit(xt, ins)
+        state.contexts.append(Context(n.cls, n.fields[0], c, f, x,
+                                      xh, fresh))
+    # close
+    for ctx in state.contexts:
+        try:
+            xc = snap.cls_of_handle(ctx.xh)
+            wc = snap.cls_of_handle(ctx.where_h)
+            fresh_cls = {snap.cls_of_handle(h): a for h, a in ctx.fresh.items()}
+        except KeyError:
+            continue
+        if xc not in cost or cost[xc] >= cost.get(ctx.x, INF):
+            continue
+        own = frozenset(fresh_cls)
+        if _reaches(snap, best, xc, None, {},
+                    lambda m, own=own: _is_ctxvar(m) and m.cls not in own):
+            continue  # a foreign context variable: cannot be put back
+        t = _rebuild(snap, best, xc, dict(fresh_cls), {}, {})
+        if _mentions(t, wc):
+            continue
+        union(wc, ("Where", ctx.dt, ctx.c, t, ctx.f), name)
+
+
+_INVALID = object()  # lift(): the class is the bare Invalid
+
+
+def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassState,
+              name: str, union: Callable[[int, Term, str], None]) -> None:
+    """Lift every Invalid guard of an index term to its top, in one step.
+
+    ``lift(c)`` reads class ``c`` through its cheapest term as ``where(clauses,
+    core, Invalid)``: ``where(k, x, Invalid)`` adds ``k`` (and ``x``'s clauses),
+    an ALU op collects its operands' clauses (Invalid propagates through it),
+    ``where(k, t, f)`` with a valid ``f`` lifts only ``k``'s clauses (the branch
+    not taken does not matter). The class is unioned with
+    ``where(clause & ..., core, Invalid)``, clauses sorted and deduplicated.
+    """
+    memo: dict[int, Any] = {}
+    inv = None
+
+    def lift(c: int) -> Any:
+        stack = [(c, False)]
+        while stack:
+            k, done = stack.pop()
+            if k in memo and not done:
+                continue
+            i = best.get(k)
+            n = snap.nodes[i] if i is not None else None
+            kids = _lift_kids(snap, n)
+            if not done and any(x not in memo for x in kids):
+                memo.setdefault(k, None)  # provisional: best terms are acyclic
+                stack.append((k, True))
+                stack.extend((x, False) for x in kids if x not in memo)
+                continue
+            memo[k] = _lift_node(snap, n, memo)
+        return memo[c]
+
+    for c, i in best.items():
+        n = snap.nodes[i]
+        if n.dtype != "index":
+            continue
+        v = lift(c)
+        if v is None or v is _INVALID:
+            continue
+        clauses, core = v
+        key = ("lift", c, clauses, core)
+        if key in state.done:
+            continue
+        state.done.add(key)
+        if inv is None:
+            inv = ins.node("Leaf", "INVALID", "index", ins.args.key(None))
+        cl = sorted(clauses, key=_key)
+        cond: Term = cl[0]
+        for k in cl[1:]:
+            cond = ("And", "bool", cond, k)
+        union(c, ("Where", "index", cond, core, inv), name)
+
+
+def _lift_kids(snap: Snapshot, n: Node | None) -> tuple[int, ...]:
+    if n is None or n.ctor not in CTOR_OP:
+        return ()
+    return n.kids
+
+
+def _lift_node(snap: Snapshot, n: Node | None, memo: dict[int, Any]) -> Any:
+    """``(clauses, core)`` of one e-node from its children's, None (no guard) or _INVALID."""
+    if n is None:
+        return None
+    if n.ctor == "Leaf" and n.fields[0] == "INVALID":
+        return _INVALID
+    if n.ctor not in CTOR_OP:
+        return None
+    vals = [memo.get(k) for k in n.kids]
+    if n.ctor == "Where":
+        vc, vt, vf = vals
+        c, t, f = n.kids
+        if vc is _INVALID or vt is _INVALID:
+            return None
+        if vf is _INVALID:
+            cl = set() if vc is None else set(vc[0])
+            cl.add(c if vc is None else vc[1])
+            if vt is not None:
+                cl |= vt[0]
+            return (frozenset(cl), t if vt is None else vt[1])
+        if vt is not None or vf is not None or vc is None:
+            return None
+        return (vc[0], ("Where", n.fields[0], vc[1], t, f))
+    if any(v is _INVALID for v in vals) or all(v is None for v in vals):
+        return None
+    cl = set()
+    core = []
+    for k, v in zip(n.kids, vals, strict=True):
+        if v is None:
+            core.append(k)
+        else:
+            cl |= v[0]
+            core.append(v[1])
+    return (frozenset(cl), (n.ctor, n.fields[0], *core))
 
 
 def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:

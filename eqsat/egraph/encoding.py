@@ -48,8 +48,11 @@ from eqsat.dtype import DType, dtypes
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 
+#: the op name of a context variable: an atom of a guarded subterm with narrowed bounds
+CTXVAR = "CTXVAR"
+
 __all__ = [
-    "CTORS", "ALU_CTOR", "CTOR_OP", "Node", "ArgTable", "Inserter", "Snapshot",
+    "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "Node", "ArgTable", "Inserter", "Snapshot",
     "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64", "uop_ctor",
 ]
 
@@ -328,7 +331,7 @@ class Node:
             return Ops.CONST
         if c in CTOR_OP:
             return CTOR_OP[c]
-        if c in ("Cons", "Nil"):
+        if c in ("Cons", "Nil") or self.fields[0] not in Ops.__members__:
             return None
         return Ops[self.fields[0]]
 
@@ -446,6 +449,12 @@ class Snapshot:
                 c = cls_of.get(r.inputs[0])
                 if c is not None:
                     table[c] = eg.value_to_i64(r.output)
+        self.defined: set[int] = set()
+        if "Def" in funcs:
+            for r in funcs["Def"].rows:
+                c = cls_of.get(r.inputs[0])
+                if c is not None:
+                    self.defined.add(c)
         self.relations: dict[str, list[tuple[int, ...]]] = {}
         for name in analyses:
             if name in ("lo", "hi") or name not in funcs:
@@ -518,8 +527,8 @@ def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, An
         return Ops.CONST, dt, const_value(dt, n.fields[1]), ()
     if c in CTOR_OP:
         return CTOR_OP[c], dtype_of(n.fields[0]), None, tuple(n.fields[1:])
-    if c in ("Cons", "Nil"):
-        return None
+    if c in ("Cons", "Nil") or n.fields[0] not in Ops.__members__:
+        return None  # a list cell, or an engine-internal leaf (a context variable)
     op, dt, a = Ops[n.fields[0]], dtype_of(n.fields[1]), args.arg(n.fields[2])
     if c == "Leaf":
         return op, dt, a, ()

@@ -9,7 +9,10 @@ named after the seeds' pattern groups (``identity_and_zero_patterns``,
 Computed values are bound in the query (an i64 overflow there is "no match").
 
 A commutative pattern is written once; :func:`commuted` adds its mirror images.
-Rules that replace a node by something strictly simpler subsume the node
+A rule that drops an operand (``x*0 -> 0``, ``where(c, t, f) -> t``) requires
+``(Def x)`` of what it drops: ``Invalid`` propagates through every op, and the
+rewrite must not turn an Invalid into a value. Rules that replace a node by
+something strictly simpler subsume the node
 (``subsume=True``), so it stops matching other rules and is never extracted.
 
 These are the e-graph twins of the baseline's rule families; once a family
@@ -141,6 +144,8 @@ G_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
 G_MINMAX = "minmax_dsl_patterns"
 G_NEGATION = "negation_dsl_patterns"
 G_PROPAGATE_INVALID = "propagate_invalid"
+#: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast)
+G_LIFT_STEPWISE = "propagate_invalid_stepwise"
 G_RANGE_BASED_MOD_DIV = "range_based_mod_div_patterns"
 G_SELF_FOLDING = "self_folding_dsl_patterns"
 G_TERM_COMBINING = "term_combining_dsl_patterns"
@@ -158,18 +163,20 @@ for _ctor, _ar in (("Add", 2), ("Sub", 2), ("Mul", 2), ("Max", 2), ("Min", 2), (
     _args = " ".join(f"x{i}" for i in range(_ar))
     add(Q(f"fold_known_{_ctor.lower()}", f"{_ctor.lower()}(...) -> c when its interval is [c, c]",
           G_CONSTANT_FOLDING,
-          f"(= e ({_ctor} dt {_args})) (= v (lo e)) (= v (hi e)) (= m (dmin dt))",
+          f"(= e ({_ctor} dt {_args})) (= v (lo e)) (= v (hi e)) (= m (dmin dt)) (Def e)",
           "(union e (Cst dt v))"))
 for _ctor in ("Idiv", "Mod"):
     for _sign, _g in (("pos", "(> (lo y) 0)"), ("neg", "(< (hi y) 0)")):
         add(Q(f"fold_known_{_ctor.lower()}_{_sign}",
               f"{_ctor.lower()}(x, y) -> c when its interval is [c, c] and y is never 0",
               G_CONSTANT_FOLDING,
-              f"(= e ({_ctor} dt x y)) {_g} (= v (lo e)) (= v (hi e)) (= m (dmin dt))",
+              f"(= e ({_ctor} dt x y)) {_g} (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
+              "(Def e)",
               "(union e (Cst dt v))"))
 add(Q("fold_known_range", "range(end) -> c when its interval is [c, c] (one iteration)",
       G_CONSTANT_FOLDING,
-      "(= e (G1 op dt a n)) (= op \"RANGE\") (= v (lo e)) (= v (hi e)) (= m (dmin dt))",
+      "(= e (G1 op dt a n)) (= op \"RANGE\") (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
+      "(Def e)",
       "(union e (Cst dt v))"))
 
 # ---- identity and zero -------------------------------------------------------
@@ -177,27 +184,27 @@ add(R("add_zero", "x+0 -> x", G_IDENTITY_AND_ZERO, "(Add dt x (Cst dt 0))", "x",
 add(R("sub_zero", "x-0 -> x", G_IDENTITY_AND_ZERO, "(Sub dt x (Cst dt 0))", "x", subsume=True))
 add(R("mul_one", "x*1 -> x", G_IDENTITY_AND_ZERO, "(Mul dt x (Cst dt 1))", "x", _INT,
       subsume=True))
-add(R("mul_zero", "x*0 -> 0 (integers; x has a value, so it is not Invalid)",
-      G_IDENTITY_AND_ZERO, "(Mul dt x (Cst dt 0))", "(Cst dt 0)", _INT, "(= lx (lo x))",
+add(R("mul_zero", "x*0 -> 0 (integers; x is never Invalid)",
+      G_IDENTITY_AND_ZERO, "(Mul dt x (Cst dt 0))", "(Cst dt 0)", _INT, "(Def x)",
       subsume=True))
 add(R("idiv_one", "x//1 -> x", G_IDENTITY_AND_ZERO, "(Idiv dt x (Cst dt 1))", "x",
       subsume=True))
 add(R("mod_one", "x%1 -> 0 (integers)", G_IDENTITY_AND_ZERO, "(Mod dt x (Cst dt 1))",
-      "(Cst dt 0)", _INT, subsume=True))
+      "(Cst dt 0)", _INT, "(Def x)", subsume=True))
 add(R("mod_neg_one", "x%-1 -> 0 (integers)", G_IDENTITY_AND_ZERO, "(Mod dt x (Cst dt -1))",
-      "(Cst dt 0)", _INT, subsume=True))
+      "(Cst dt 0)", _INT, "(Def x)", subsume=True))
 add(R("or_zero", "x|0 -> x (integers)", G_IDENTITY_AND_ZERO, "(Or dt x (Cst dt 0))", "x",
       _INT, subsume=True))
 add(R("xor_zero", "x^0 -> x (integers)", G_IDENTITY_AND_ZERO, "(Xor dt x (Cst dt 0))", "x",
       _INT, subsume=True))
-add(R("and_zero", "x&0 -> 0 (integers; x has a value)", G_IDENTITY_AND_ZERO,
-      "(And dt x (Cst dt 0))", "(Cst dt 0)", _INT, "(= lx (lo x))", subsume=True))
+add(R("and_zero", "x&0 -> 0 (integers; x is never Invalid)", G_IDENTITY_AND_ZERO,
+      "(And dt x (Cst dt 0))", "(Cst dt 0)", _INT, "(Def x)", subsume=True))
 
 # ---- self folding ---------------------------------------------------------------
 add(R("idiv_self", "x//x -> 1 when x is never 0", G_SELF_FOLDING, "(Idiv dt x x)",
-      "(Cst dt 1)", _INT, "(> (lo x) 0)", subsume=True))
+      "(Cst dt 1)", _INT, "(> (lo x) 0)", "(Def x)", subsume=True))
 add(R("idiv_self_neg", "x//x -> 1 when x is never 0", G_SELF_FOLDING, "(Idiv dt x x)",
-      "(Cst dt 1)", _INT, "(< (hi x) 0)", subsume=True))
+      "(Cst dt 1)", _INT, "(< (hi x) 0)", "(Def x)", subsume=True))
 add(R("idiv_neg_one", "x//-1 -> -x (index: no wrap)", G_SELF_FOLDING,
       "(Idiv dt x (Cst dt -1))", "(Neg dt x)", _IDX, subsume=True))
 add(R("mod_mod_same", "(x%y)%y -> x%y", G_SELF_FOLDING, "(Mod dt (Mod dt x y) y)",
@@ -209,30 +216,31 @@ add(R("min_self", "min(x,x) -> x", G_MINMAX, "(Min dt x x)", "x", subsume=True))
 
 # ---- zero folding ---------------------------------------------------------------
 add(R("mod_self", "x%x -> 0 when x is never 0", G_ZERO_FOLDING, "(Mod dt x x)", "(Cst dt 0)",
-      _INT, "(> (lo x) 0)", subsume=True))
+      _INT, "(> (lo x) 0)", "(Def x)", subsume=True))
 add(R("mod_self_neg", "x%x -> 0 when x is never 0", G_ZERO_FOLDING, "(Mod dt x x)",
-      "(Cst dt 0)", _INT, "(< (hi x) 0)", subsume=True))
+      "(Cst dt 0)", _INT, "(< (hi x) 0)", "(Def x)", subsume=True))
 add(R("sub_self", "x-x -> 0 (integers)", G_ZERO_FOLDING, "(Sub dt x x)", "(Cst dt 0)", _INT,
-      subsume=True))
+      "(Def x)", subsume=True))
 for _c, _v in (("Lt", 0), ("Gt", 0), ("Ne", 0), ("Le", 1), ("Ge", 1), ("Eq", 1)):
     add(Q(f"{_c.lower()}_self", f"{_c.lower()}(x,x) -> {bool(_v)} (x an integer or bool)",
-          G_ZERO_FOLDING, f"(= e ({_c} dt x x)) (= lx (lo x))", f"(union e (Cst dt {_v}))"))
+          G_ZERO_FOLDING, f"(= e ({_c} dt x x)) (= lx (lo x)) (Def x)", f"(union e (Cst dt {_v}))"))
 
 # ---- division ---------------------------------------------------------------------
 add(R("idiv_mul_cancel", "(x*y)//y -> x when y is never 0 (index: no wrap)", G_DIVISION,
-      "(Idiv dt (Mul dt x y) y)", "x", _IDX, "(> (lo y) 0)"))
+      "(Idiv dt (Mul dt x y) y)", "x", _IDX, "(> (lo y) 0)", "(Def y)"))
 add(R("idiv_mul_cancel_neg", "(x*y)//y -> x when y is never 0 (index: no wrap)", G_DIVISION,
-      "(Idiv dt (Mul dt x y) y)", "x", _IDX, "(< (hi y) 0)"))
+      "(Idiv dt (Mul dt x y) y)", "x", _IDX, "(< (hi y) 0)", "(Def y)"))
 add(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", G_DIVISION,
-      "(Mod dt (Mul dt x y) y)", "(Cst dt 0)", _IDX, "(> (lo y) 0)"))
+      "(Mod dt (Mul dt x y) y)", "(Cst dt 0)", _IDX, "(> (lo y) 0)", "(Def x)",
+      "(Def y)"))
 
 # ---- term combining -------------------------------------------------------------
 add(R("add_self", "x+x -> x*2 (integers)", G_TERM_COMBINING, "(Add dt x x)",
       "(Mul dt x (Cst dt 2))", _INT))
 add(R("sub_add_cancel", "(x+y)-y -> x (integers)", G_TERM_COMBINING, "(Sub dt (Add dt x y) y)",
-      "x", _INT, subsume=True))
+      "x", _INT, "(Def y)", subsume=True))
 add(R("add_sub_cancel", "(x-y)+y -> x (integers)", G_TERM_COMBINING, "(Add dt (Sub dt x y) y)",
-      "x", _INT, subsume=True))
+      "x", _INT, "(Def y)", subsume=True))
 
 # ---- comparisons ----------------------------------------------------------------
 add(Q("gt_to_lt", "x > y -> y < x", G_COMPARISON, "(= e (Gt dt x y))",
@@ -278,17 +286,17 @@ add(R("not_not", "!!x -> x", G_BOOLEAN, "(Not dt (Not dt x))", "x", subsume=True
 add(R("and_true", "x & true -> x", G_BOOLEAN, "(And dt x (Cst dt 1))", "x",
       "(= dt \"bool\")", subsume=True))
 add(R("and_false", "x & false -> false", G_BOOLEAN, "(And dt x (Cst dt 0))", "(Cst dt 0)",
-      "(= dt \"bool\")", subsume=True))
+      "(= dt \"bool\")", "(Def x)", subsume=True))
 add(R("or_true", "x | true -> true", G_BOOLEAN, "(Or dt x (Cst dt 1))", "(Cst dt 1)",
-      "(= dt \"bool\")", subsume=True))
+      "(= dt \"bool\")", "(Def x)", subsume=True))
 add(R("or_false", "x | false -> x", G_BOOLEAN, "(Or dt x (Cst dt 0))", "x",
       "(= dt \"bool\")", subsume=True))
-add(R("xor_self", "x^x -> 0", G_BOOLEAN, "(Xor dt x x)", "(Cst dt 0)", "(= lx (lo x))",
+add(R("xor_self", "x^x -> 0", G_BOOLEAN, "(Xor dt x x)", "(Cst dt 0)", "(Def x)",
       subsume=True))
 add(R("and_not_self", "x & !x -> false (bools)", G_BOOLEAN, "(And dt x (Not dt x))",
-      "(Cst dt 0)", "(= dt \"bool\")", subsume=True))
+      "(Cst dt 0)", "(= dt \"bool\")", "(Def x)", subsume=True))
 add(R("or_not_self", "x | !x -> true (bools)", G_BOOLEAN, "(Or dt x (Not dt x))", "(Cst dt 1)",
-      "(= dt \"bool\")", subsume=True))
+      "(= dt \"bool\")", "(Def x)", subsume=True))
 add(R("de_morgan_and", "!x & !y -> !(x | y)", G_BOOLEAN, "(And dt (Not dt x) (Not dt y))",
       "(Not dt (Or dt x y))"))
 add(R("de_morgan_or", "!x | !y -> !(x & y)", G_BOOLEAN, "(Or dt (Not dt x) (Not dt y))",
@@ -304,17 +312,17 @@ add(R("and_assoc_dedup", "(a & b) & b -> a & b", G_BOOLEAN, "(And dt (And dt a b
 
 # ---- min / max ----------------------------------------------------------------------
 add(R("max_left", "max(x,y) -> x when lo(x) >= hi(y)", G_MINMAX, "(Max dt x y)", "x",
-      "(>= (lo x) (hi y))", subsume=True))
+      "(>= (lo x) (hi y))", "(Def y)", subsume=True))
 add(R("min_left", "min(x,y) -> x when hi(x) <= lo(y)", G_MINMAX, "(Min dt x y)", "x",
-      "(<= (hi x) (lo y))", subsume=True))
+      "(<= (hi x) (lo y))", "(Def y)", subsume=True))
 
 # ---- where --------------------------------------------------------------------------
 add(R("where_true", "where(c,t,f) -> t when c is always true", G_WHERE_BOUND,
-      "(Where dt c t f)", "t", "(= (lo c) 1)", subsume=True))
+      "(Where dt c t f)", "t", "(= (lo c) 1)", "(Def c)", subsume=True))
 add(R("where_false", "where(c,t,f) -> f when c is always false", G_WHERE_BOUND,
-      "(Where dt c t f)", "f", "(= (hi c) 0)", subsume=True))
+      "(Where dt c t f)", "f", "(= (hi c) 0)", "(Def c)", subsume=True))
 add(R("where_same", "where(c,t,t) -> t", G_WHERE_BOUND, "(Where dt c t t)", "t",
-      subsume=True))
+      "(Def c)", subsume=True))
 add(R("where_bool_id", "where(c,true,false) -> c", G_WHERE_BOUND,
       "(Where dt c (Cst dt 1) (Cst dt 0))", "c", "(= dt \"bool\")", subsume=True))
 add(R("where_bool_not", "where(c,false,true) -> !c", G_WHERE_BOUND,
@@ -330,16 +338,39 @@ add(R("where_invalid_merge", "where(c1, where(c2, x, Inv), Inv) -> where(c1 & c2
       G_PROPAGATE_INVALID, "(Where dt c1 (Where dt c2 x (Leaf \"INVALID\" dt a)) "
       "(Leaf \"INVALID\" dt a))", "(Where dt (And \"bool\" c1 c2) x (Leaf \"INVALID\" dt a))"))
 
+_INV = "(Leaf \"INVALID\" di ai)"
+for _c in ("Add", "Sub", "Mul", "Idiv", "Mod", "Max", "Min", "And", "Or", "Xor", "Shl", "Shr",
+           "Lt", "Le", "Gt", "Ge", "Eq", "Ne"):
+    _l = _c.lower()
+    add(Q(f"{_l}_where_invalid_lhs", f"{_l}(where(c, x, Inv), y) -> where(c, {_l}(x, y), Inv)",
+          G_LIFT_STEPWISE, f"(= e ({_c} dt (Where dw c x {_INV}) y))",
+          f"(union e (Where dt c ({_c} dt x y) {_INV}))"))
+    add(Q(f"{_l}_where_invalid_rhs", f"{_l}(y, where(c, x, Inv)) -> where(c, {_l}(y, x), Inv)",
+          G_LIFT_STEPWISE, f"(= e ({_c} dt y (Where dw c x {_INV})))",
+          f"(union e (Where dt c ({_c} dt y x) {_INV}))"))
+for _c in ("Neg", "Not", "Cast"):
+    _l = _c.lower()
+    add(Q(f"{_l}_where_invalid", f"{_l}(where(c, x, Inv)) -> where(c, {_l}(x), Inv)",
+          G_LIFT_STEPWISE, f"(= e ({_c} dt (Where dw c x {_INV})))",
+          f"(union e (Where dt c ({_c} dt x) {_INV}))"))
+add(Q("where_cond_invalid", "where(where(c, b, Inv), t, f) -> where(c, where(b, t, f), Inv)",
+      G_LIFT_STEPWISE, f"(= e (Where dt (Where dw c b {_INV}) t f))",
+      f"(union e (Where dt c (Where dt b t f) {_INV}))"))
+add(R("where_same_cond_true", "where(c, where(c, a, b), d) -> where(c, a, d)", G_WHERE_BOUND,
+      "(Where dt c (Where dt c a b) d)", "(Where dt c a d)", subsume=True))
+add(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", G_WHERE_BOUND,
+      "(Where dt c a (Where dt c b d))", "(Where dt c a d)", subsume=True))
+
 # ---- range-based mod/div (the div-mod engine's fast paths, natively) -----------------
 add(R("mod_self_range", "x%n -> x when 0 <= x < n", G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x",
-      "(>= (lo x) 0)", "(< (hi x) (lo n))", subsume=True))
+      "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)", subsume=True))
 add(R("mod_self_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)",
       G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x", "(<= (hi x) 0)", "(> (lo n) 0)",
-      "(< (- 0 (lo x)) (lo n))", subsume=True))
+      "(< (- 0 (lo x)) (lo n))", "(Def n)", subsume=True))
 
 # ---- div-mod recombination (seed 003 #1-#5) -----------------------------------------
 add(R("recombine_divmod_1", "x%n + (x//n)*n -> x", G_DIV_MOD_RECOMBINE,
-      "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x"))
+      "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", "(Def n)"))
 add(Q("recombine_divmod_2", "((x//a)%c) + (x//b)*c -> x//a when a*c == b", G_DIV_MOD_RECOMBINE,
       "(= e (Add dt (Mod dt (Idiv dt x (Cst dt a)) (Cst dt c)) "
       "(Mul dt (Idiv dt x (Cst dt b)) (Cst dt c)))) (= b (* a c))",
@@ -350,7 +381,8 @@ add(Q("recombine_divmod_3", "(x%c1)*c2 + (x//c1)*c3 -> x*c2 when c1*c2 == c3",
       "(Mul dt (Idiv dt x (Cst dt c1)) (Cst dt c3)))) (= c3 (* c1 c2))",
       "(union e (Mul dt x (Cst dt c2)))"))
 add(R("recombine_divmod_4", "(y + x%n) + (x//n)*n -> y + x", G_DIV_MOD_RECOMBINE,
-      "(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)"))
+      "(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)",
+      "(Def n)"))
 add(Q("recombine_divmod_5", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, a, c2 >= 0)",
       G_DIV_MOD_RECOMBINE,
       "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "

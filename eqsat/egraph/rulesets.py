@@ -6,8 +6,10 @@ section of its family module ``rules/<family>.py`` when that module declares
 the group, else from this package's drafts (:mod:`eqsat.egraph.native`, the
 div/mod core ``rules.divmod_core`` and the sum canonicalization).
 
-``DEFAULT_GROUPS`` is every group but the opt-in ones (``OPT_IN``: none of the
-default groups may grow the e-graph without bound).
+``DEFAULT_GROUPS`` is every group but the opt-in ones (``OPT_IN``): the
+stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
+time, builds every partial lifting of a sum (it grows combinatorially); the
+default lifts in one computed step (``lift_invalid``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ DIVMOD_GROUP = {"range_based": "range_based_mod_div_patterns",
                 "fold_divmod_general": "range_based_mod_div_patterns",
                 "advanced_division": "advanced_division_dsl_patterns",
                 "div_mod_recombine": "div_mod_recombine_dsl_patterns"}
-OPT_IN: tuple[str, ...] = ()
+OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise",)
 
 _FAMILIES = ("invalid", "constants", "identity", "canonical", "division", "casts", "combine",
              "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep")
@@ -40,6 +42,15 @@ def _drafts() -> dict[str, list[Any]]:
     out.setdefault(CANON_GROUP, []).append(PyRule(
         "canonical_sum", "a+b+... -> the sorted flattened sum, like terms merged, constant last",
         CANON_GROUP, "canon"))
+    out.setdefault("boolean_dsl_patterns", []).append(PyRule(
+        "canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
+        "boolean_dsl_patterns", "canon_and"))
+    out.setdefault("propagate_invalid", []).append(PyRule(
+        "lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
+        "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift"))
+    out.setdefault("where_bound_patterns", []).append(PyRule(
+        "where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x simplified "
+        "under the bounds c implies", "where_bound_patterns", "context"))
     for r in divmod_pyrules(core.DIVMOD_RULES):
         g = DIVMOD_GROUP.get(r.group, r.group)
         out.setdefault(g, []).append(PyRule(r.name, r.identity, g, "divmod", r.rule))
