@@ -453,7 +453,7 @@ def graphs(draw, max_steps: int = 20) -> UOp:
     return pool[-1] if root == 2 else draw(st.sampled_from(pool))
 
 
-@settings(max_examples=200)
+@settings(max_examples=150)
 @given(graphs())
 def test_roundtrip_random_graphs(g):
     roundtrip(g)
