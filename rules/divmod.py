@@ -45,8 +45,11 @@ __all__ = ["GROUPS", "UOP_CTX", "UOpCtx", "to_lin", "fold_divmod_general_rule",
 
 _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
-# Lin -> the node it was read from, so rebuilding an unchanged form returns that node
+# Lin -> the node it was read from, so rebuilding an unchanged form returns that node;
+# only nodes where no term cancelled or merged (their leaves are exactly the Lin's atoms)
 _ORIGIN: weakref.WeakValueDictionary[Lin, UOp] = weakref.WeakValueDictionary()
+# linear node -> (atom occurrences, constant leaves) of its skeleton
+_OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
 
 
 def _is_idx_const(u: UOp) -> bool:
@@ -74,7 +77,13 @@ def to_lin(u: UOp) -> Lin:
                          _linear_kids(k) is not None)
             continue
         _LIN_CACHE[n] = lin = _combine(n)
-        _ORIGIN.setdefault(lin, n)
+        occ = sum(_OCC.get(k, (0, 0))[0] if k in _LIN_CACHE else (0 if _is_idx_const(k) else 1)
+                  for k in kids)
+        consts = sum(_OCC.get(k, (0, 0))[1] if k in _LIN_CACHE else int(_is_idx_const(k))
+                     for k in kids)
+        _OCC[n] = (occ, consts)
+        if occ == len(lin.terms) and consts <= 1:  # nothing cancelled or merged
+            _ORIGIN.setdefault(lin, n)
     res = _LIN_CACHE.get(u)
     return res if res is not None else (Lin.constant(u.arg) if _is_idx_const(u)
                                         else Lin.atom(u))
