@@ -463,3 +463,45 @@ def test_roundtrip_random_graphs(g):
 @given(st.one_of(int_exprs(max_depth=5), padded_index_exprs(), fixed_width_exprs()))
 def test_roundtrip_index_strategies(g):
     roundtrip(g)
+
+
+# ---------------------------------------------------------------------------
+# fuzz: any text either parses (and round-trips) or raises ParseError, nothing else
+VOCAB = ["add", "mul", "idiv", "mod", "where", "lt", "not", "cast", "gep", "const", "vconst",
+         "var", "range", "special", "buffer", "invalid", "index", "load", "store", "end",
+         "reduce", "sink", "vectorize", "cat", "bitcast", "(", "(", "(", ")", ")", ")", "=",
+         "%a", "%b", "0", "1", "-1", "7", "300", "1.5", "-0.0", "nan", "inf", "true", "x",
+         "i8", "u8", "i32", "f16", "f32", "f32x4", "f32*", "index", "bool", "void",
+         "99999999999999999999", "1e400", "; c\n", "\n"]
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(VOCAB), min_size=0, max_size=16), st.booleans(), st.booleans())
+def test_token_soup_only_parse_errors(toks, wrap, bind):
+    if wrap:
+        toks = ["(", *toks, ")"]
+    if bind:
+        toks = ["%a", "=", *toks]
+    text = " ".join(toks)
+    try:
+        g = parse(text)
+    except ParseError as e:
+        assert e.line >= 1 and e.col >= 1 and e.msg
+        return
+    roundtrip(g)
+
+
+def test_corpus_mutations_only_parse_errors(corpus_lines):
+    import random
+
+    rng = random.Random(1234)
+    for row in corpus_lines[::7]:
+        text = row["expr"]
+        for _ in range(5):
+            i = rng.randrange(len(text))
+            mutated = text[:i] + rng.choice(["", "(", ")", " 1", "%q", " (add"]) + text[i + 1:]
+            try:
+                g = parse(mutated)
+            except ParseError:
+                continue
+            assert parse(to_sexpr(g)) is g
