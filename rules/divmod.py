@@ -62,6 +62,8 @@ def to_lin(u: UOp) -> Lin:
     hit = _LIN_CACHE.get(u)
     if hit is not None:
         return hit
+    if _linear_kids(u) is None:
+        return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
     # iterative post-order over the linear skeleton (deep sums must not recurse)
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
@@ -279,7 +281,7 @@ div_mod_recombine_dsl_patterns: list[Rule] = [
     *(_twin(r, G_REC) for r in RECOMBINE),
     Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
          UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
-         guard=lambda s: any(UOP_CTX.mod_parts(a) for _, a in to_lin(s).terms), group=G_REC),
+         guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
 ]
 
 

@@ -81,6 +81,7 @@ class Lin:
     terms: tuple[tuple[int, Atom], ...] = ()
     const: int = 0
     _map: dict = field(init=False, repr=False, compare=False)
+    _h: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         if type(self.const) is not int:
@@ -99,12 +100,26 @@ class Lin:
 
     # ---- construction ---------------------------------------------------
     @staticmethod
+    def _raw(m: dict, const: int) -> Lin:
+        """From an atom -> non-zero int coefficient map (trusted: no checks)."""
+        self = object.__new__(Lin)
+        object.__setattr__(self, "terms", tuple((c, a) for a, c in m.items()))
+        object.__setattr__(self, "const", const)
+        object.__setattr__(self, "_map", m)
+        object.__setattr__(self, "_h", None)
+        return self
+
+    @staticmethod
     def of(pairs: Iterable[tuple[int, Atom]] = (), const: int = 0) -> Lin:
         """Merge ``pairs`` (repeated atoms add up, zero coefficients vanish)."""
         m: dict = {}
         for c, a in pairs:
-            m[a] = m.get(a, 0) + int(c)
-        return Lin(tuple((c, a) for a, c in m.items() if c != 0), int(const))
+            if type(c) is not int:
+                raise ValueError(f"Lin: coefficient of {a!r} must be an int, got {c!r}")
+            m[a] = m.get(a, 0) + c
+        if type(const) is not int:
+            raise TypeError(f"Lin: const must be an int, got {const!r}")
+        return Lin._raw({a: c for a, c in m.items() if c != 0}, const)
 
     @staticmethod
     def constant(v: int) -> Lin:
@@ -158,13 +173,22 @@ class Lin:
     # ---- arithmetic -----------------------------------------------------
     def __add__(self, o: Lin | int) -> Lin:
         if isinstance(o, int):
-            return Lin(self.terms, self.const + o)
-        return Lin.of(self.terms + o.terms, self.const + o.const)
+            return Lin._raw(self._map, self.const + o)
+        if not o._map:
+            return Lin._raw(self._map, self.const + o.const)
+        m = dict(self._map)
+        for a, c in o._map.items():
+            v = m.get(a, 0) + c
+            if v:
+                m[a] = v
+            else:
+                del m[a]
+        return Lin._raw(m, self.const + o.const)
 
     __radd__ = __add__
 
     def __neg__(self) -> Lin:
-        return Lin(tuple((-c, a) for c, a in self.terms), -self.const)
+        return Lin._raw({a: -c for a, c in self._map.items()}, -self.const)
 
     def __sub__(self, o: Lin | int) -> Lin:
         return self + (-o)
@@ -177,7 +201,7 @@ class Lin:
             return NotImplemented
         if k == 0:
             return Lin()
-        return Lin(tuple((c * k, a) for c, a in self.terms), self.const * k)
+        return Lin._raw({a: c * k for a, c in self._map.items()}, self.const * k)
 
     __rmul__ = __mul__
 
@@ -185,7 +209,11 @@ class Lin:
         return isinstance(o, Lin) and self.const == o.const and self._map == o._map
 
     def __hash__(self) -> int:
-        return hash((frozenset(self._map.items()), self.const))
+        h = self._h
+        if h is None:
+            h = hash((frozenset(self._map.items()), self.const))
+            object.__setattr__(self, "_h", h)
+        return h
 
     def __repr__(self) -> str:
         return f"Lin({self.terms!r}, {self.const!r})"
