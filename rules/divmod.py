@@ -29,6 +29,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import Ops
 from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
+from rules.common import may_be_invalid
 from rules.divmod_core import (
     ADVANCED,
     RANGE_BASED,
@@ -146,6 +147,9 @@ class UOpCtx(LinBuilder[UOp]):
     def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
         return self._parts(a, Ops.MUL)
 
+    def may_be_invalid(self, a: UOp) -> bool:
+        return may_be_invalid(a)
+
     def atom(self, a: UOp) -> UOp:
         return a
 
@@ -262,7 +266,8 @@ div_mod_recombine_dsl_patterns: list[Rule] = [
     Rule("recombine_divmod_1", "x%n + (x//n)*n -> x",
          UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_x, _n)),
                             UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
-         build=lambda x: x, guard=_int_dt, group=G_REC),
+         build=lambda x: x, guard=lambda x, n: _int_dt(x) and not may_be_invalid(n),
+         group=G_REC),
     Rule("recombine_divmod_2", "((x//a) % c) + (x//b)*c -> x//a when a*c == b",
          UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_x, _c("a")), name="xa"),
                                                _c("c"))),
@@ -277,7 +282,8 @@ div_mod_recombine_dsl_patterns: list[Rule] = [
     Rule("recombine_divmod_4", "y + x%n + (x//n)*n -> y + x",
          UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("y"), UPat(Ops.MOD, src=(_x, _n))]),
                             UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
-         build=lambda x, y: y + x, guard=_int_dt, group=G_REC),
+         build=lambda x, y: y + x, guard=lambda x, n: _int_dt(x) and not may_be_invalid(n),
+         group=G_REC),
     *(_twin(r, G_REC) for r in RECOMBINE),
     Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
          UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,

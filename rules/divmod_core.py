@@ -247,6 +247,10 @@ class Ctx(Protocol[T]):
         """``[(x, y), ...]`` for every non-constant product ``x * y`` that ``a`` is."""
         ...
 
+    # optional: ``may_be_invalid(a) -> bool`` (the atom may evaluate to Invalid). When
+    # the engine provides it, no rule fires on a numerator/divisor holding such an atom
+    # (a rewrite that drops it would turn an Invalid point into a value).
+
     def atom(self, a: Atom) -> T: ...
     def const(self, v: int) -> T: ...
     def add(self, a: T, b: T) -> T: ...
@@ -320,6 +324,12 @@ def lin_bounds(x: Lin, ctx: Ctx) -> tuple[Num, Num]:
         else:
             lo, hi = lo + c * ahi, hi + c * alo
     return lo, hi
+
+
+def _invalid_free(ctx: Ctx, *xs: Lin) -> bool:
+    """No atom of ``xs`` may be Invalid (always true when ``ctx`` cannot tell)."""
+    f = getattr(ctx, "may_be_invalid", None)
+    return f is None or not any(f(a) for x in xs for _, a in x.terms)
 
 
 def _finite(*vs: Num) -> bool:
@@ -863,7 +873,7 @@ def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
                     if n.const != 0 and g == f * n.const and \
                             _is_quotient(Lin.atom(d), x, n.const, ctx):
                         return s - Lin.of([(f, m), (g, d)]) + x * f
-                elif g == f:
+                elif g == f and _invalid_free(ctx, n):  # n is dropped
                     for p, q in ctx.mul_parts(d):
                         for pp, qq in ((p, q), (q, p)):
                             a = pp.single_atom
@@ -933,7 +943,7 @@ class DivModRule:
         if op not in self.ops:
             return None
         ylo, yhi = lin_bounds(y, ctx)
-        if ylo <= 0 <= yhi:
+        if ylo <= 0 <= yhi or not _invalid_free(ctx, x, y):
             return None
         return self.core(op, x, y, ctx)
 

@@ -40,6 +40,10 @@ CASES = [
      '0'),
     ("exact_division", "(idiv (add (mul (var m -4 4) 4) 2) 4)",
      None),
+    ("exact_division", "(idiv (sub (mul (var a 0 7) 4) (mul (var b 0 5) 8)) 4)",   # seed: a-b
+     '(sub (var a 0 7) (mul (var b 0 5) 2))'),
+    ("exact_division", f"(mod (where (lt {XV} 5) (where (lt {XV} 0) {XV} (invalid)) 3) 1)",
+     None),                                                     # may be Invalid: kept
     ("sum_divisible_symbolic", "(idiv (add (mul (var a 0 7) (var s 2 6)) (var b 0 5)) (var s 2 6))",
      '(add (var a 0 7) (idiv (var b 0 5) (var s 2 6)))'),
     ("sum_divisible_symbolic", "(idiv (sub (mul (var a 0 7) (var s 2 6)) (var b 0 5)) (var s 2 6))",

@@ -391,6 +391,25 @@ def test_divisor_range_containing_zero_never_folds():
             assert r(op, L((1, "a")), Lin.constant(0), ctx) is None
 
 
+class InvalidCtx(TCtx):
+    """Atoms named ``bad*`` may evaluate to Invalid."""
+
+    def may_be_invalid(self, a: Any) -> bool:
+        return isinstance(a, str) and a.startswith("bad")
+
+
+def test_operands_that_may_be_invalid_are_never_rewritten():
+    ctx = InvalidCtx({"a": (0, 7), "bad": (0, 3)})
+    for x, y in [(L((4, "bad")), C4), (L((1, "a")), L((1, "bad"), k=1)), (L((8, "bad")), C8)]:
+        for r in DIVMOD_RULES:
+            for op in r.ops:
+                assert r(op, x, y, ctx) is None, r.name
+    s = L((1, ("mod", L((1, "a")), L((1, "bad"), k=1))),
+          (1, ("mul", L((1, ("idiv", L((1, "a")), L((1, "bad"), k=1)))), L((1, "bad"), k=1))))
+    assert recombine_sum(s, ctx) is None          # would drop the divisor
+    assert recombine_sum(s, TCtx({"a": (0, 7), "bad": (0, 3)})) == L((1, "a"))
+
+
 def test_ordered_general_first_wins():
     ctx = TCtx(B)
     x = L((6, "a"), (4, "b"))
