@@ -1175,7 +1175,7 @@ _register(_movement_spec(
         {"shape": (2, 3, 4, 5), "order": (3, 1, 0, 2)},
         {"shape": (9, 1, 5), "order": (1, 2, 0)},
     ],
-    bench={"shape": (2048, 2048), "order": (1, 0)}))
+    bench={"shape": (2080, 2112), "order": (1, 0)}))
 _register(_movement_spec(
     "pad", lambda padding=((1, 1), (2, 0)), **_: [("pad", tuple(map(tuple, padding)))], pad,
     cases=[

@@ -1,0 +1,194 @@
+"""Kernel benchmark: the C of the unoptimized graph against the C of the optimized graph.
+
+For every builder in ``lowering.builders.BUILDERS`` (its ``bench`` case) and a
+few loop variants, the kernel is lowered and compiled twice -- as built, and
+after ``eqsat.optimize`` -- and both run on the same inputs. Printed per kernel:
+
+- ``unopt ms`` / ``opt ms``: median wall time of ``--runs`` calls (after a warm-up);
+- ``div g``: idiv+mod nodes of integer dtype in the graph that is lowered
+  (unoptimized -> optimized);
+- ``div C``: ``/`` and ``%`` operators in the kernel's C when emitted with
+  ``Target(fast_div=False)`` (constant divisions kept as C divisions; powers of
+  two still become shifts and masks); the timed C is the default target's;
+- ``opt s``: time the optimizer took;
+- for copy-like kernels (permute, pad, shrink, flip, ...; at least 16 MiB):
+  ``GB/s`` of the optimized kernel, counting one read and one write per output
+  element, next to a numpy copy (``np.copyto``) of the same number of bytes
+  measured in the same run, interleaved with the kernel's runs, and the ratio
+  (target >= 50 %, goal 80 %).
+
+Every result is checked against the numpy reference before it is timed.
+
+Usage::
+
+    python3 benchmarks/kernels.py [--engine egraph|baseline] [--runs 7]
+        [--kernels permute,pad,...] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# run as a script, sys.path[0] is benchmarks/, whose extraction.py would shadow the
+# extraction package: look up modules from the repository root instead
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+from eqsat.ops import Ops  # noqa: E402
+from lowering import Target, compile_kernel, lower_graph  # noqa: E402
+from lowering.builders import BUILDERS, Kernel, make  # noqa: E402
+
+PLAIN_C = Target(fast_div=False)
+
+# (label, builder, parameter overrides of the bench case): loop variants worth a row
+VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("permute/tiled", "permute", {"shape": (2080, 2112), "loops": (64, 16)}),
+    ("permute/flat", "permute", {"shape": (2080, 2112), "loops": "flat"}),
+    ("pad/flat", "pad", {"loops": "flat"}),
+    ("reshape/flat", "reshape", {"loops": "flat"}),
+]
+
+
+@dataclass
+class Row:
+    label: str
+    shape: str
+    unopt_ms: float
+    opt_ms: float
+    div_graph: tuple[int, int]
+    div_c: tuple[int, int]
+    opt_s: float
+    gbps: float | None = None
+    numpy_gbps: float | None = None
+    ok: bool = True
+
+
+def c_divisions(src: str) -> int:
+    """``/`` and ``%`` operators in the kernel function of a C source (comments and
+    preprocessor lines dropped)."""
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    src = re.sub(r"//[^\n]*", "", src)
+    src = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("#"))
+    body = src[src.find("void kernel("):]
+    return body.count("/") + body.count("%")
+
+
+def graph_divisions(graph) -> int:
+    return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_int)
+
+
+def _close(k: Kernel, got: np.ndarray, want: np.ndarray) -> bool:
+    if k.dtype.is_float:
+        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-4))
+    return bool(np.array_equal(got, want))
+
+
+def _time(fn, runs: int) -> list[float]:
+    fn()  # warm-up (page faults, first-call compile)
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def bench(label: str, k: Kernel, engine: str, runs: int) -> Row:
+    ins = k.random_inputs(0)
+    want = k.reference(*ins)
+    results = {}
+    for opt in (False, engine):
+        t0 = time.perf_counter()
+        ck = compile_kernel(k.graph, optimize=opt)
+        compile_s = time.perf_counter() - t0
+        bufs = k.buffers(ins)
+        ck(*bufs)
+        ok = _close(k, bufs[0].reshape(k.output_shape), want)
+        plain = lower_graph(ck.graph, optimize=False, target=PLAIN_C)
+        results[opt] = (ck, bufs, ok, compile_s, graph_divisions(ck.graph),
+                        c_divisions(plain.c_source))
+    (ck0, b0, ok0, _, dg0, dc0), (ck1, b1, ok1, opt_s, dg1, dc1) = results[False], results[engine]
+    t_un = statistics.median(_time(lambda: ck0(*b0), runs))
+    row = Row(label, "x".join(map(str, k.input_shapes[0])), t_un * 1e3, 0.0, (dg0, dg1),
+              (dc0, dc1), opt_s, ok=ok0 and ok1)
+    if k.spec.copy_like:
+        nbytes = 2 * math.prod(k.output_shape) * k.np_dtype.itemsize
+        src = np.random.default_rng(1).random(math.prod(k.output_shape)).astype(k.np_dtype)
+        dst = np.empty_like(src)
+        ck1(*b1)
+        np.copyto(dst, src)
+        tk, tn = [], []
+        for _ in range(runs):  # interleaved, so both see the same machine load
+            t = time.perf_counter()
+            ck1(*b1)
+            tk.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            np.copyto(dst, src)
+            tn.append(time.perf_counter() - t)
+        t_opt, t_np = statistics.median(tk), statistics.median(tn)
+        row.gbps, row.numpy_gbps = nbytes / t_opt / 1e9, nbytes / t_np / 1e9
+    else:
+        t_opt = statistics.median(_time(lambda: ck1(*b1), runs))
+    row.opt_ms = t_opt * 1e3
+    return row
+
+
+def _fmt(rows: list[Row], engine: str) -> str:
+    head = (f"{'kernel':<15} {'input':<14} {'unopt ms':>9} {'opt ms':>8} {'speedup':>7} "
+            f"{'div g':>9} {'div C':>8} {'opt s':>6} {'GB/s':>6} {'numpy':>6} {'%np':>5} ok")
+    lines = [f"optimizer: {engine}; times are medians", head, "-" * len(head)]
+    for r in rows:
+        bw = (f"{r.gbps:6.2f} {r.numpy_gbps:6.2f} {100 * r.gbps / r.numpy_gbps:4.0f}%"
+              if r.gbps is not None else f"{'':6} {'':6} {'':5}")
+        lines.append(
+            f"{r.label:<15} {r.shape:<14} {r.unopt_ms:9.2f} {r.opt_ms:8.2f} "
+            f"{r.unopt_ms / r.opt_ms:6.2f}x {r.div_graph[0]:>4}->{r.div_graph[1]:<3} "
+            f"{r.div_c[0]:>3}->{r.div_c[1]:<3} {r.opt_s:6.2f} {bw} {'yes' if r.ok else 'NO'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engine", default="egraph", choices=["egraph", "baseline"])
+    ap.add_argument("--runs", type=int, default=7, help="timed runs per kernel (median)")
+    ap.add_argument("--kernels", default="", help="comma-separated labels (default: all)")
+    ap.add_argument("--quick", action="store_true", help="3 runs, no loop variants")
+    args = ap.parse_args(argv)
+    runs = 3 if args.quick else max(1, args.runs)
+    todo: list[tuple[str, str, dict[str, Any]]] = [(n, n, {}) for n in BUILDERS]
+    if not args.quick:
+        todo += VARIANTS
+    if args.kernels:
+        want = set(args.kernels.split(","))
+        unknown = want - {label for label, _, _ in todo}
+        if unknown:
+            ap.error(f"unknown kernels {sorted(unknown)}; choose from "
+                     f"{', '.join(label for label, _, _ in todo)}")
+        todo = [t for t in todo if t[0] in want]
+    rows, failed = [], []
+    for label, name, extra in todo:
+        k = make(name, **{**BUILDERS[name].bench, **extra})
+        try:
+            rows.append(bench(label, k, args.engine, runs))
+        except Exception as e:  # report and go on: one broken kernel must not hide the rest
+            failed.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        print(f"  {label}: done", file=sys.stderr, flush=True)
+    print(_fmt(rows, args.engine))
+    for f in failed:
+        print(f"FAILED {f}")
+    return 0 if all(r.ok for r in rows) and not failed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
