@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 __all__ = [
-    "Atom", "Lin", "Ctx", "LinBuilder", "DivModRule", "SumRule", "Op",
+    "Atom", "Lin", "Ctx", "LinBuilder", "DivModRule", "SumRule", "RuleOut", "Op",
     "cdiv", "cmod", "lin_bounds", "split_divisible", "emit_lin",
     "DIVMOD_RULES", "RANGE_BASED", "GENERAL", "ADVANCED", "RECOMBINE", "SUM_RULES",
     "RULES_BY_NAME", "fold_divmod_general", "all_rewrites", "recombine_sum",
@@ -383,14 +383,17 @@ def emit_lin(x: Lin, ctx: Ctx) -> Any:
 
 
 @dataclass(frozen=True)
-class _Out:
-    """A rule's result: ``lin + sum(c*t for c, t in extra)`` (t engine terms)."""
+class RuleOut:
+    """A rule's result: ``lin + sum(c*t for c, t in extra)`` (t engine terms).
+
+    ``DivModRule.out`` / ``SumRule.out`` return it; ``emit(ctx)`` builds the term.
+    """
 
     lin: Lin
     extra: tuple[tuple[int, Any], ...] = ()
 
-    def __neg__(self) -> _Out:
-        return _Out(-self.lin, tuple((-c, t) for c, t in self.extra))
+    def __neg__(self) -> RuleOut:
+        return RuleOut(-self.lin, tuple((-c, t) for c, t in self.extra))
 
     def emit(self, ctx: Ctx) -> Any:
         if not self.extra:
@@ -404,11 +407,11 @@ def _div_term(ctx: Ctx, op: Op, x: Lin, y: Lin | int) -> Any:
     return (ctx.idiv if op == "idiv" else ctx.mod)(ctx.lin(x), yt)
 
 
-def _out(x: Lin, *extra: tuple[int, Any]) -> _Out:
-    return _Out(x, tuple(e for e in extra if e[0] != 0))
+def _out(x: Lin, *extra: tuple[int, Any]) -> RuleOut:
+    return RuleOut(x, tuple(e for e in extra if e[0] != 0))
 
 
-Core = Callable[[str, Lin, Lin, Ctx], _Out | None]
+Core = Callable[[str, Lin, Lin, Ctx], RuleOut | None]
 
 
 def _normalized(core: Core) -> Core:
@@ -419,7 +422,7 @@ def _normalized(core: Core) -> Core:
     are left alone (C truncation differs from floor there).
     """
 
-    def fn(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    def fn(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         ylo, yhi = lin_bounds(y, ctx)
         flip_y = yhi < 0
         if flip_y:
@@ -452,7 +455,7 @@ def _const_divisor(y: Lin) -> int | None:
 # ---------------------------------------------------------------------------
 # range-based fast paths (seed 003 section 2, seed 000 section 19)
 # ---------------------------------------------------------------------------
-def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x % y -> x when |x| < |y| everywhere (C: the remainder is x itself)."""
     xlo, xhi = lin_bounds(x, ctx)
     ylo, yhi = lin_bounds(y, ctx)
@@ -462,7 +465,7 @@ def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return None
 
 
-def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // n -> k when every value of x truncates to the same k (n constant)."""
     n = _const_divisor(y)
     xlo, xhi = lin_bounds(x, ctx)
@@ -473,7 +476,7 @@ def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a*n + b) % n -> b % n, n constant, when b >= 0 (after sign normalization)."""
     n = _const_divisor(y)
     if n is None:
@@ -485,7 +488,7 @@ def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a*n + b) // n -> a when 0 <= b < n and a*n + b >= 0 (n constant)."""
     n = _const_divisor(y)
     if n is None:
@@ -498,7 +501,7 @@ def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a*n + b) // n -> a + b // n when b >= 0 and a*n + b >= 0 (n constant)."""
     n = _const_divisor(y)
     if n is None:
@@ -547,7 +550,7 @@ def _remainder_range(rest: Lin, n: int, ctx: Ctx) -> tuple[int, int] | None:
 
 
 @_normalized
-def _idiv_small_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_small_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(x + c) // d -> x // d when adding c crosses no multiple of d (x, x+c >= 0)."""
     d = _const_divisor(y)
     c = x.const
@@ -563,7 +566,7 @@ def _idiv_small_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(x + c) // d -> (x + c%d) // d + c//d (floor c%d, c//d) when c is not in [0, d)."""
     d = _const_divisor(y)
     c = x.const
@@ -578,7 +581,7 @@ def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 # ---------------------------------------------------------------------------
 # fold_divmod_general (seed 003 section 3), in priority order
 # ---------------------------------------------------------------------------
-def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> q, x % y -> x - q*y when all four corner quotients are q."""
     xlo, xhi = lin_bounds(x, ctx)
     ylo, yhi = lin_bounds(y, ctx)
@@ -591,7 +594,7 @@ def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(Lin.constant(q)) if op == "idiv" else _out(x - y * q)
 
 
-def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a%(k*c) + b) % c -> (a + b) % c when the sum keeps its sign class."""
     c = _const_divisor(y)
     if c is None:
@@ -617,7 +620,7 @@ def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(Lin(), (1, _div_term(ctx, "mod", nx, y)))
 
 
-def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """f*v + k OP c -> linear map between its two values when v takes exactly two."""
     c = _const_divisor(y)
     if c is None or len(x.terms) != 1:
@@ -632,7 +635,7 @@ def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """Replace each coefficient by its nearest residue mod c; fold if one bucket."""
     c = _const_divisor(y)
     if c is None or x.is_const:
@@ -656,7 +659,7 @@ def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _gcd_with_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _gcd_with_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(g*a + k) // c -> (a + (k%c)//g) // (c/g) + k//c, g = gcd(coefs, c) > 1."""
     c = _const_divisor(y)
     if c is None or x.is_const:
@@ -677,7 +680,7 @@ def _gcd_with_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(Lin.constant(x.const % g), (g, _div_term(ctx, "mod", nx, cg)))
 
 
-def _divide_by_gcd(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _divide_by_gcd(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> (x/g) // (y/g), x % y -> ((x/g) % (y/g))*g, g = gcd of all (any sign)."""
     g = math.gcd(x.content_all(), y.content_all())
     if g <= 1:
@@ -694,7 +697,7 @@ def _divide_by_gcd(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(y*q + r) // y -> q + r // y, (y*q + r) % y -> r % y when r >= 0 (last resort)."""
     n = _const_divisor(y)
     quo = Lin()
@@ -731,7 +734,7 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // c -> (x // f) // (c/f), x % c -> ((x//f) % (c/f))*f + x%f, with f the
     smallest coefficient dividing c, when x // f folds to a form with no division."""
     c = _const_divisor(y)
@@ -758,7 +761,7 @@ def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | No
 # ---------------------------------------------------------------------------
 # advanced division (seed 003 section 4) and the nested-division recombination (#5)
 # ---------------------------------------------------------------------------
-def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a // b) // c -> a // (b*c) (exact under C for any non-zero b, c)."""
     a = x.single_atom
     if a is None:
@@ -772,7 +775,7 @@ def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return None
 
 
-def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a % (k*c)) // c -> (a // c) % k for constant c > 0 (any sign of a)."""
     c = _const_divisor(y)
     a = x.single_atom
@@ -785,7 +788,7 @@ def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return None
 
 
-def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> x/y and x % y -> 0 when y divides every term (expr.divides(d))."""
     split = split_divisible(x, y, ctx)
     if split is None or split[1] != Lin():
@@ -793,7 +796,7 @@ def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(split[0]) if op == "idiv" else _out(Lin())
 
 
-def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a*y + b) // y -> a + b // y, (a*y + b) % y -> b % y (symbolic y, a*y+b and b
     of one sign class; a - b is the same rule with a negative coefficient)."""
     if y.is_const:
@@ -812,7 +815,7 @@ def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
 
 
 @_normalized
-def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(f*a + k) % c -> ((f%c)*a + k%c) % c when both sides are >= 0 (c constant)."""
     c = _const_divisor(y)
     if c is None:
@@ -823,7 +826,7 @@ def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
     return _out(Lin()) if nx == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", nx, c)))
 
 
-def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a//c1 + c2) // c3 -> (a + c1*c2) // (c1*c3) for c1, c3 > 0 and a, c2 of one sign."""
     c3 = _const_divisor(y)
     if c3 is None or c3 <= 0 or x.const == 0 or len(x.terms) != 1 or x.terms[0][0] != 1:
@@ -894,12 +897,12 @@ def recombine_sum(s: Lin, ctx: Ctx) -> Lin | None:
     return out
 
 
-def _recombine_sum_out(s: Lin, ctx: Ctx) -> _Out | None:
+def _recombine_sum_out(s: Lin, ctx: Ctx) -> RuleOut | None:
     r = recombine_sum(s, ctx)
-    return None if r is None else _Out(r)
+    return None if r is None else RuleOut(r)
 
 
-def _recombine_mod_chain(s: Lin, ctx: Ctx) -> _Out | None:
+def _recombine_mod_chain(s: Lin, ctx: Ctx) -> RuleOut | None:
     """``g*e*((x//e) % d) + g*(x % e) -> g*(x % (e*d))`` for constants e > 0, d != 0
     (the mod form of the division identity; holds under C for every x)."""
     for f, m in s.terms:
@@ -936,7 +939,7 @@ class DivModRule:
     core: Core = field(repr=False)
     group: str = ""
 
-    def out(self, op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+    def out(self, op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         """The result as a linear part plus engine terms (internal form)."""
         if op not in ("idiv", "mod"):
             raise ValueError(f"{self.name}: op must be 'idiv' or 'mod', got {op!r}")
@@ -964,9 +967,9 @@ class SumRule:
 
     name: str
     identity: str
-    core: Callable[[Lin, Ctx], _Out | None] = field(repr=False)
+    core: Callable[[Lin, Ctx], RuleOut | None] = field(repr=False)
 
-    def out(self, s: Lin, ctx: Ctx) -> _Out | None:
+    def out(self, s: Lin, ctx: Ctx) -> RuleOut | None:
         """The result as a linear part plus engine terms (internal form)."""
         return self.core(s, ctx)
 
@@ -1049,7 +1052,7 @@ RULES_BY_NAME: dict[str, DivModRule] = {r.name: r for r in DIVMOD_RULES}
 assert len(RULES_BY_NAME) == len(DIVMOD_RULES), "duplicate div/mod rule names"
 
 
-def _first(rules: Iterable[DivModRule], op: str, x: Lin, y: Lin, ctx: Ctx) -> _Out | None:
+def _first(rules: Iterable[DivModRule], op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     for r in rules:
         out = r.out(op, x, y, ctx)
         if out is not None:
