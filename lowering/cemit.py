@@ -210,10 +210,11 @@ class _Emitter:
             return f"{_math_fn(_MATH[op], dt)}({a[0]})"
         if op is Ops.POW:
             return f"{_math_fn('pow', dt)}({a[0]}, {a[1]})"
-        if op is Ops.MAX:
-            return f"(({a[0]})<({a[1]})?({a[1]}):({a[0]}))"
-        if op is Ops.MIN:
-            return f"(({a[1]})<({a[0]})?({a[1]}):({a[0]}))"
+        if op in (Ops.MAX, Ops.MIN):
+            cmp = ">" if op is Ops.MAX else "<"
+            if dt.is_float:  # NaN propagates, like numpy's maximum/minimum
+                return f"((({a[0]})!=({a[0]})||({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
+            return f"((({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"
         if op is Ops.MULACC:

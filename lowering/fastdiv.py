@@ -127,9 +127,9 @@ def plan_idiv(d: int, lo: int, hi: int, dtype: DType) -> DivPlan | None:
         return DivPlan(d, lo, hi, dtype, "shift", negfix=negfix)
     nmax = max(abs(lo), abs(hi))
     m, s = magic(d, nmax)
-    if _fits(dtype, lo * m, hi * m) and m <= dtype.max:
+    if _fits(dtype, lo * m, hi * m) and m <= dtype.max and s < dtype.bits:
         return DivPlan(d, lo, hi, dtype, "mul", m, s, negfix)
-    if _I64_MIN <= lo * m and hi * m <= _I64_MAX:
+    if _I64_MIN <= lo * m and hi * m <= _I64_MAX and s < 64:
         return DivPlan(d, lo, hi, dtype, "mul64", m, s, negfix)
     if _I64_MIN <= lo and hi <= _I64_MAX:
         m, s = magic(d, nmax, smin=64)
@@ -179,14 +179,14 @@ def build_idiv(x: UOp, d: int, lo: int, hi: int) -> UOp | None:
     ``x`` is a fixed-width integer node; ``lo``/``hi`` its proven bounds.
     """
     dt = x.dtype
-    if d == 0 or not dt.is_fixed_int:
+    if d == 0 or not dt.is_fixed_int or not _fits(dt.scalar(), d, d):
         return None
     if d == 1:
         return x
     if d == -1:
         return -x
     if d < 0:
-        if not _fits(dt, -d, -d):
+        if not _fits(dt.scalar(), -d, -d):
             return None  # |d| does not fit the dtype (d is its minimum)
         q = build_idiv(x, -d, lo, hi)
         return None if q is None else -q
@@ -199,10 +199,10 @@ def build_idiv(x: UOp, d: int, lo: int, hi: int) -> UOp | None:
 def build_mod(x: UOp, d: int, lo: int, hi: int) -> UOp | None:
     """``x % d`` (the dividend's sign) without a divide, for ``x`` in ``[lo, hi]``."""
     dt = x.dtype
-    if d == 0 or not dt.is_fixed_int:
+    if d == 0 or not dt.is_fixed_int or not _fits(dt.scalar(), d, d):
         return None
     if d < 0:
-        if not _fits(dt, -d, -d):
+        if not _fits(dt.scalar(), -d, -d):
             return None
         d = -d
     if d == 1:

@@ -3,7 +3,7 @@
 :func:`prepare` (run first, on the input graph) fixes the kernel's shape:
 
 - a value root (a bare index expression) becomes an *expression kernel*: its
-  loop indices become parameters (``RANGE`` id k -> variable ``r<k>``,
+  loop indices become parameters (``RANGE`` id k -> variable ``R<k>``,
   ``SPECIAL`` -> a variable of its name) and the C function returns the value;
 - ``SPECIAL`` launch indices of a kernel become loops around the whole kernel
   (outermost first, by name);
@@ -100,7 +100,7 @@ def _expression_params(root: UOp) -> UOp:
     for u in root.toposort():
         if u.op not in (Ops.RANGE, Ops.SPECIAL):
             continue
-        name = f"r{u.arg}" if u.op is Ops.RANGE else str(u.arg)
+        name = f"R{u.arg}" if u.op is Ops.RANGE else str(u.arg)
         if name in names:
             raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} becomes "
                                 f"parameter {name!r}, which clashes with a variable of that name")

@@ -380,7 +380,8 @@ def narrow_index(graph: UOp) -> UOp:
     Raises :class:`LoweringError` when an index value is left that no rule
     lowers (for instance ``Invalid`` used outside an INDEX).
     """
-    g = hoist_invalid(graph)
+    nodes = graph.toposort()
+    g = hoist_invalid(graph) if any(u.op is Ops.INVALID for u in nodes) else graph
     g = graph_rewrite(g, pm_lower_index_dtype)
     if _is_wrapped(g):
         g = g.src[0]
