@@ -76,6 +76,11 @@ term_combining_dsl_patterns = [
     Rule("add_sub_cancel", "(x - y) + y -> x (integers)",
          UPat(Ops.ADD, src=[UPat(Ops.SUB, src=(_X, _Y)), _Y]), build=lambda x: x,
          guard=lambda x, y: _int(x) and not may_be_invalid(y)),
+    # SUB normalization: with it, (x - c1) + c2 and (x - c1) - c2 below only meet
+    # a SUB of a constant when this group is left out (rulesets=[...alu_folding...])
+    Rule("sub_const_to_add", "x - c -> x + (-c) (integers; the offset form div/mod rules see)",
+         UPat(Ops.SUB, src=(_X, _c("c")), name="f"),
+         build=lambda f, x, c: x + f.const_like(-c.arg), guard=_int),
 ]
 
 
@@ -110,9 +115,6 @@ alu_folding_dsl_patterns = [
     Rule("sub_sub_const", "(x - c1) - c2 -> x + -(c1+c2) (integers)",
          UPat(Ops.SUB, src=(UPat(Ops.SUB, src=(_X, _c("c1"))), _c("c2")), name="f"),
          build=lambda f, x, c1, c2: x + f.const_like(-(c1.arg + c2.arg)), guard=_int),
-    Rule("sub_const_to_add", "x - c -> x + (-c) (integers; the offset form div/mod rules see)",
-         UPat(Ops.SUB, src=(_X, _c("c")), name="f"),
-         build=lambda f, x, c: x + f.const_like(-c.arg), guard=_int),
     Rule("hoist_const_add", "(x + c) + y -> (x + y) + c when y is not a constant (integers)",
          UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[_X, _c("c")]), _Y], name="f"),
          build=lambda x, y, c: (x + y) + c,

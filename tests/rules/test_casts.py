@@ -1,0 +1,99 @@
+"""Cast folding and cast pushing into WHERE (seed 000 section 6).
+
+One line per case; guarded rows have a blocked case (rule, input, what remains).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import rules
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.equiv import check_equivalent
+from eqsat.pattern import graph_rewrite
+from eqsat.uop import UOp
+
+X = "(var x -20 20)"
+# opaque fixed-width values: the casts wrap, so their bounds are the dtype's full range
+L64 = "(cast i64 (var big -100000000000000000000 100000000000000000000))"
+L32 = "(cast i32 (var big -100000000000000000000 100000000000000000000))"
+L8 = "(cast i8 (var big -100000000000000000000 100000000000000000000))"
+C = "(lt (var x -20 20) 5)"
+
+
+def simp(text: str, rulesets=None):
+    g = parse(text)
+    out, st = optimize_baseline(g, rulesets)
+    return g, out, st["matches"]
+
+
+def canon(text: str) -> UOp:
+    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
+
+
+def _int_valued(u: UOp) -> bool:
+    return u.dtype.is_int or u.dtype.is_bool
+
+
+
+POSITIVE = [
+    ("cast_const", "(cast i8 300)", "(const i8 44)"),                # integer narrowing wraps
+    ("cast_const", "(cast i32 -2.7)", "(const i32 -2)"),             # float -> int truncates
+    ("cast_const", "(cast bool 0.5)", "true"),
+    ("cast_const", "(cast f32 (const i32 16777217))", "16777216.0"),  # rounds to f32
+    ("cast_const", "(cast u8x2 (vconst index 1 257))", "(vconst u8 1 1)"),
+    ("cast_noop", f"(cast index {X})", X),
+    ("bitcast_noop", "(bitcast i32 (cast i32 (var x -20 20)))", f"(cast i32 {X})"),
+    ("bitcast_const", "(bitcast i32 (const f32 1.0))", "(const i32 1065353216)"),
+    # b.cast(a).cast(b) -> b when a keeps every value of b
+    ("cast_cast_roundtrip", f"(cast i32 (cast i64 {L32}))", L32),
+    ("cast_cast_roundtrip", f"(cast bool (cast i32 {C}))", C),
+    # widening chain: the middle cast does not narrow x
+    ("cast_cast_widen", f"(cast f32 (cast i32 {L8}))", f"(cast f32 {L8})"),
+    ("cast_cast_widen", f"(cast i64 (cast i32 {L8}))", f"(cast i64 {L8})"),
+    # the middle type holds x's range (bounds, not dtypes)
+    ("cast_cast_in_range", f"(cast i64 (cast i8 (cast i64 {X})))", f"(cast i64 {X})"),
+    # cast_where_dsl_patterns
+    ("cast_into_where", f"(cast i32 (where {C} {X} 3))",
+     f"(where {C} (cast i32 {X}) (const i32 3))"),
+]
+
+BLOCKED = [
+    # CAST(CAST(x, i8), i64) with x: i64 is not x: the i8 truncation is observable
+    ("cast_cast_roundtrip", f"(cast i64 (cast i8 {L64}))", f"(cast i64 (cast i8 {L64}))"),
+    ("cast_cast_widen", f"(cast i32 (cast u8 {L32}))", f"(cast i32 (cast u8 {L32}))"),
+    ("cast_cast_in_range", "(cast i64 (cast i8 (cast i64 (var w 0 1000))))",
+     "(cast i64 (cast i8 (var w 0 1000)))"),
+    # float -> int out of range or NaN is undefined: not folded
+    ("cast_const", "(cast i8 1000.0)", "(cast i8 1000.0)"),
+    ("cast_const", "(cast i32 nan)", "(cast i32 nan)"),
+    # an Invalid branch is not cast: the padding rule moves the cast inside instead
+    ("cast_into_where", f"(cast i32 (where {C} {X} (invalid)))",
+     f"(where {C} (cast i32 {X}) (cast i32 (invalid)))"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_rewrites(rule: str, text: str, want: str) -> None:
+    g, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)
+
+
+@pytest.mark.parametrize("rule,text,rest", BLOCKED)
+def test_blocked(rule: str, text: str, rest: str) -> None:
+    g, out, matches = simp(text)
+    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
+    if rest == text:  # nothing else fired: the guarded rule did not either
+        assert rule not in matches, f"{rule} fired on {text}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)
+
+
+
+def test_cast_into_where_did_not_fire_on_invalid() -> None:
+    _, _, matches = simp(f"(cast i32 (where {C} {X} (invalid)))")
+    assert "cast_into_where" not in matches and "invalid_into_cast" in matches

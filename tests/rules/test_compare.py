@@ -1,0 +1,130 @@
+"""Comparison folding (seed 000 sections 4, 10): self, constants, range-proven,
+offset elimination, negation flip, division lifting (c > 0 and c <= 0), and the
+normalization toward LT. One line per case; guarded rows have a blocked case.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import rules
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.equiv import check_equivalent
+from eqsat.pattern import graph_rewrite
+from eqsat.uop import UOp
+
+X = "(var x -20 20)"
+Y = "(var y 0 9)"
+F = "(cast f32 (var x -20 20))"
+G = "(cast f32 (var y 0 9))"
+I32 = "(cast i32 (var x -20 20))"
+FULL = "(cast i32 (var big -100000000000000000000 100000000000000000000))"  # full i32 range
+
+
+def simp(text: str, rulesets=None):
+    g = parse(text)
+    out, st = optimize_baseline(g, rulesets)
+    return g, out, st["matches"]
+
+
+def canon(text: str) -> UOp:
+    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
+
+
+def _int_valued(u: UOp) -> bool:
+    return u.dtype.is_int or u.dtype.is_bool
+
+
+
+POSITIVE = [
+    # self comparison (non-float)
+    ("cmp_self_false", f"(gt {X} {X})", "false"),
+    ("cmp_self_true", f"(le {X} {X})", "true"),
+    ("cmp_self_true", f"(eq {X} {X})", "true"),
+    ("cmp_self_true", f"(ge {I32} {I32})", "true"),
+    # constants, bounds
+    ("cmp_const", "(lt 3 4)", "true"),
+    ("cmp_const", "(lt (const i8 -1) (const i8 3))", "true"),
+    ("cmp_const", "(ne nan nan)", "true"),                       # IEEE
+    ("cmp_by_bounds", "(lt (var x 0 3) 5)", "true"),
+    ("cmp_by_bounds", "(lt (var x 5 9) 5)", "false"),
+    ("cmp_by_bounds", "(eq (var x 0 3) 7)", "false"),
+    ("cmp_by_bounds", f"(lt (mod {Y} 4) 4)", "true"),
+    # normalization toward LT
+    ("not_cmp", f"(not (lt {X} {Y}))", f"(le {Y} {X})"),
+    ("not_cmp", f"(not (eq {F} {G}))", f"(ne {F} {G})"),
+    ("gt_to_lt", f"(gt {X} {Y})", f"(lt {Y} {X})"),
+    ("le_const_rhs", f"(le {X} 4)", f"(lt {X} 5)"),
+    ("le_const_lhs", f"(le 4 {X})", f"(lt 3 {X})"),
+    ("ge_const_rhs", f"(ge {X} 4)", f"(lt 3 {X})"),
+    ("ge_const_lhs", f"(ge 4 {X})", f"(lt {X} 5)"),
+    # offset elimination
+    ("lt_offset", f"(lt (add {X} 3) 10)", f"(lt {X} 7)"),
+    ("lt_offset", f"(lt (add 3 {X}) 10)", f"(lt {X} 7)"),
+    ("lt_offset", f"(lt (add {I32} (const i32 3)) (const i32 10))", f"(lt {I32} (const i32 7))"),
+    ("lt_offset_lhs", f"(lt 10 (add {X} 3))", f"(lt 7 {X})"),
+    ("eq_offset", f"(eq (add {X} 3) 10)", f"(eq {X} 7)"),
+    # negation flip
+    ("lt_neg_flip", f"(lt (neg {X}) (neg {Y}))", f"(lt {Y} {X})"),
+    ("lt_neg_flip", f"(lt (neg {F}) (neg {G}))", f"(lt {G} {F})"),
+    ("lt_mul_neg1_flip", f"(lt (mul {X} -1) (mul {Y} -1))", f"(lt {Y} {X})"),
+    # division lifting, d > 0: c > 0 and c <= 0 (C truncation)
+    ("lt_idiv_lift", f"(lt (idiv {X} 4) 3)", f"(lt {X} 12)"),
+    ("lt_idiv_lift", f"(lt (idiv {X} 4) -1)", f"(lt {X} -7)"),
+    ("lt_idiv_lift", f"(lt (idiv {X} 4) 0)", f"(lt {X} -3)"),
+    # constant factors
+    ("lt_mul_const", f"(lt (mul {X} 4) 10)", f"(lt {X} 3)"),
+    ("lt_mul_const", f"(lt (mul {X} 4) -10)", f"(lt {X} -2)"),
+    ("lt_mul_const", f"(lt (mul {X} -3) 10)", f"(lt -4 {X})"),
+    # common factor of a sum, and the simplex
+    ("lt_gcd_fold", f"(lt (add (mul {X} 4) (var z 0 3)) 8)", f"(lt {X} 2)"),
+    ("lt_simplex", "(lt (add (mul (range 0 4) 3) (mul (range 1 5) 2)) 1)",
+     "(lt (add (range 0 4) (range 1 5)) 1)"),
+]
+
+BLOCKED = [
+    # self comparisons of floats (NaN)
+    ("cmp_self_false", f"(gt {F} {F})", f"(lt {F} {F})"),  # only normalized
+    ("cmp_self_true", f"(eq {F} {F})", f"(eq {F} {F})"),
+    # overlapping bounds decide nothing
+    ("cmp_by_bounds", f"(lt {Y} 5)", f"(lt {Y} 5)"),
+    # !(a < b) is not b <= a for floats (NaN)
+    ("not_cmp", f"(not (lt {F} {G}))", f"(not (lt {F} {G}))"),
+    # x + c may wrap in a fixed-width dtype
+    ("lt_offset", f"(lt (add {FULL} (const i32 3)) (const i32 10))",
+     f"(lt (add {FULL} (const i32 3)) (const i32 10))"),
+    # -x wraps at INT_MIN
+    ("lt_neg_flip", f"(lt (neg {FULL}) (neg {FULL}))", "false"),
+    ("lt_neg_flip", f"(lt (neg {FULL}) (neg {I32}))", f"(lt (neg {FULL}) (neg {I32}))"),
+    # division lifting needs d > 0
+    ("lt_idiv_lift", f"(lt (idiv {X} -4) 3)", f"(lt (idiv {X} -4) 3)"),
+    # the product may wrap
+    ("lt_mul_const", f"(lt (mul {FULL} (const i32 4)) (const i32 10))",
+     f"(lt (mul {FULL} (const i32 4)) (const i32 10))"),
+    # the remainder part must stay below the common factor
+    ("lt_gcd_fold", f"(lt (add (mul {X} 4) (var z 0 4)) 8)",
+     f"(lt (add (mul {X} 4) (var z 0 4)) 8)"),
+    # simplex terms must be non-negative leaves
+    ("lt_simplex", f"(lt (add (mul {X} 3) (mul (range 1 5) 2)) 1)",
+     f"(lt (add (mul {X} 3) (mul (range 1 5) 2)) 1)"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_rewrites(rule: str, text: str, want: str) -> None:
+    g, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)
+
+
+@pytest.mark.parametrize("rule,text,rest", BLOCKED)
+def test_blocked(rule: str, text: str, rest: str) -> None:
+    g, out, matches = simp(text)
+    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
+    if rest == text:  # nothing else fired: the guarded rule did not either
+        assert rule not in matches, f"{rule} fired on {text}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)

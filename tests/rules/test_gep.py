@@ -1,0 +1,90 @@
+"""GEP pushing (seed 000 section 16): only in symbolic(); through ALU ops for Index
+dtype only. One line per case; the Index guard has blocked cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.dtype import dtypes
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+
+A, B, C, D = "(var a 0 9)", "(var b 0 9)", "(var c 0 9)", "(var d 0 9)"
+V2 = f"(vectorize {A} {B})"
+W2 = f"(vectorize {C} {D})"
+# an opaque index vector (no rule takes a LOAD apart)
+L4 = "(load (index (buffer 0 indexx4 8) (var i 0 7)))"
+FA, FB = "(cast f32 (var a 0 9))", "(cast f32 (var b 0 9))"
+
+
+def simp(text: str, rulesets=None):
+    g = parse(text)
+    out, st = optimize_baseline(g, rulesets)
+    return g, out, st["matches"]
+
+
+POSITIVE = [
+    ("gep_of_gep", f"(gep (gep {L4} 3 2 1) 2 0)", f"(gep {L4} 1 3)"),
+    ("gep_of_broadcast", f"(gep (vectorize {A} {A} {A} {A}) 2)", A),
+    ("gep_of_vectorize", f"(gep (vectorize {A} {B} {C} {D}) 2)", C),
+    ("gep_of_vectorize", f"(gep (vectorize {A} {B} {C} {D}) 3 0)", f"(vectorize {D} {A})"),
+    ("gep_of_scalar", f"(gep {A} 0)", A),
+    ("gep_of_vconst", "(gep (vconst index 5 6 7) 2)", "7"),
+    ("gep_of_vconst", "(gep (vconst index 5 6 7) 2 0)", "(vconst index 7 5)"),
+    ("gep_identity", f"(gep {L4} 0 1 2 3)", L4),
+    ("gep_through_alu", f"(gep (add {V2} {W2}) 1)", f"(add {B} {D})"),
+    ("gep_through_alu", f"(gep (mul {L4} (vconst index 1 2 3 4)) 2)", f"(mul (gep {L4} 2) 3)"),
+    ("gep_through_alu", f"(gep (neg {L4}) 0)", f"(neg (gep {L4} 0))"),
+    # the index WHERE is split; its bool condition lane is not Index, so it stays a GEP
+    ("gep_through_alu", f"(gep (where (lt {V2} {W2}) {V2} {W2}) 0)",
+     f"(where (gep (lt {V2} {W2}) 0) {A} {C})"),
+    ("gep_of_cat", f"(gep (cat {V2} {W2}) 3)", D),
+    ("gep_of_cat", f"(gep (cat {V2} {W2}) 1 2)", f"(vectorize {B} {C})"),
+    ("gep_through_cast", f"(gep (cast f32x2 {V2}) 1)", f"(cast f32 {B})"),
+    ("vectorize_of_geps", f"(vectorize (gep {L4} 0) (gep {L4} 1) (gep {L4} 2) (gep {L4} 3))",
+     L4),
+    ("vectorize_of_geps", f"(vectorize (gep {L4} 2) (gep {L4} 2))", f"(gep {L4} 2 2)"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_rewrites(rule: str, text: str, want: str) -> None:
+    _, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is parse(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+
+
+BLOCKED = [
+    # float vector math: no GEP pushing through ALU (graph explosion guard)
+    f"(gep (add (vectorize {FA} {FB}) (vectorize {FB} {FA})) 0)",
+    f"(gep (mul (cast f32x4 {L4}) (cast f32x4 {L4})) 1)",
+    # a bool lane of an index comparison is not Index dtype either
+    f"(gep (lt {L4} (vconst index 1 2 3 4)) 1)",
+]
+
+
+@pytest.mark.parametrize("text", BLOCKED)
+def test_not_pushed_for_non_index(text: str) -> None:
+    _, out, matches = simp(text)
+    assert "gep_through_alu" not in matches and out is parse(text), to_sexpr(out, compact=True)
+
+
+def test_symbolic_simple_has_no_gep_pushing() -> None:
+    text = f"(gep (add {V2} {W2}) 1)"
+    _, out, matches = simp(text, "symbolic_simple")
+    assert out is parse(text) and not matches
+
+
+def test_gep_of_const_and_void_and_ptrcat() -> None:
+    c = UOp.const(dtypes.index.vec(4), 3).gep(1)
+    out, st = optimize_baseline(c)
+    assert out is UOp.const(dtypes.index, 3) and "gep_of_const" in st["matches"]
+    void = UOp(Ops.NOOP)
+    out, st = optimize_baseline(UOp(Ops.GEP, dtypes.void, (void,), (0,)))
+    assert out is void and "gep_of_void" in st["matches"]
+    bufs = [UOp.buffer(i, dtypes.f32, 8) for i in range(3)]
+    pc = UOp(Ops.PTRCAT, bufs[0].dtype, tuple(bufs))
+    out, st = optimize_baseline(UOp(Ops.GEP, bufs[0].dtype, (pc,), (1,)))
+    assert out is bufs[1] and "gep_of_ptrcat" in st["matches"]

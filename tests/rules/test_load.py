@@ -1,0 +1,81 @@
+"""pm_move_where_on_load (seed 000 section 17): a masked load's condition moves into
+its index. Each rewrite is checked by running both kernels on the same buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.dtype import dtypes
+from eqsat.interp import run_kernel
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+
+BUF = "(buffer 1 f32 64)"
+R0, R1 = "(range 0 8)", "(range 1 4)"
+
+
+def simp(text: str):
+    g = parse(text)
+    out, st = optimize_baseline(g)
+    return g, out, st["matches"]
+
+
+def same_kernel(a_text: str, b: UOp) -> None:
+    """Store the value of both expressions for every (r0, r1) and compare the buffers."""
+    r0, r1 = parse(R0), parse(R1)
+    out_buf = UOp.buffer(0, dtypes.f32, 32)
+    ix = UOp(Ops.INDEX, out_buf.dtype, (out_buf, r1 * 8 + r0))
+    outs = []
+    for g in (parse(a_text), b):
+        k = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (
+            UOp(Ops.STORE, dtypes.void, (ix, g)), r1, r0)),))
+        src = np.arange(64, dtype=np.float32) + 1
+        dst = np.zeros(32, dtype=np.float32)
+        run_kernel(k, [dst, src])
+        outs.append(dst)
+    assert np.array_equal(outs[0], outs[1])
+
+
+POSITIVE = [
+    ("where_on_load", f"(where (lt {R0} 5) (load (index {BUF} {R0})) 0.0)",
+     f"(load (index {BUF} (where (lt {R0} 5) {R0} (invalid))))"),
+    # a clause on a range the index does not use stays outside
+    ("where_on_load", f"(where (and (lt {R0} 5) (lt {R1} 3)) (load (index {BUF} {R0})) 0.0)",
+     f"(where (lt {R1} 3) (load (index {BUF} (where (lt {R0} 5) {R0} (invalid)))) 0.0)"),
+    # clauses already in the index's validity are not repeated
+    ("where_on_load", f"(where (lt {R0} 5) (load (index {BUF} (where (lt {R0} 5) {R0} "
+     "(invalid)))) 0.0)", f"(load (index {BUF} (where (lt {R0} 5) {R0} (invalid))))"),
+    ("where_on_load", f"(where (lt 2 {R0}) (load (index {BUF} (where (lt {R0} 6) {R0} "
+     "(invalid)))) 0.0)",
+     f"(load (index {BUF} (where (and (lt {R0} 6) (lt 2 {R0})) {R0} (invalid))))"),
+    # the mirrored form moves the negated condition
+    ("where_on_load_negated", f"(where (lt {R0} 5) 0.0 (load (index {BUF} {R0})))",
+     f"(load (index {BUF} (where (lt 4 {R0}) {R0} (invalid))))"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_moves(rule: str, text: str, want: str) -> None:
+    _, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is parse(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+    same_kernel(text, out)
+
+
+BLOCKED = [
+    # no clause uses only the index's ranges
+    f"(where (lt {R1} 3) (load (index {BUF} {R0})) 0.0)",
+    # a load with an alternative value does not read 0 through an Invalid index
+    f"(where (lt {R0} 5) (load (index {BUF} {R0}) 2.0) 0.0)",
+    # the other branch is not 0
+    f"(where (lt {R0} 5) (load (index {BUF} {R0})) 1.0)",
+]
+
+
+@pytest.mark.parametrize("text", BLOCKED)
+def test_stays(text: str) -> None:
+    _, out, matches = simp(text)
+    assert "where_on_load" not in matches and out is parse(text), to_sexpr(out, compact=True)

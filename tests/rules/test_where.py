@@ -1,0 +1,104 @@
+"""WHERE simplification (seed 000 section 12) and the bounds fold. One line per case;
+guarded rows have a blocked case (the Invalid guard on the condition flip).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import rules
+from eqsat import parse, to_sexpr
+from eqsat.baseline import optimize_baseline
+from eqsat.equiv import check_equivalent
+from eqsat.pattern import graph_rewrite
+from eqsat.uop import UOp
+
+X = "(var x -20 20)"
+Y = "(var y 0 9)"
+# bools that no comparison rule rewrites
+A = "(and (lt (var x -20 20) 5) (lt (var y 0 9) 3))"
+B = "(and (lt (var x -20 20) 0) (lt (var y 0 9) 7))"
+
+
+def simp(text: str, rulesets=None):
+    g = parse(text)
+    out, st = optimize_baseline(g, rulesets)
+    return g, out, st["matches"]
+
+
+def canon(text: str) -> UOp:
+    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
+
+
+def _int_valued(u: UOp) -> bool:
+    return u.dtype.is_int or u.dtype.is_bool
+
+
+
+POSITIVE = [
+    # where_bound_patterns
+    ("where_cond_true", f"(where (lt (var s 0 3) 5) {X} {Y})", X),
+    ("where_cond_false", f"(where (lt (var s 5 9) 5) {X} {Y})", Y),
+    ("where_cond_true", f"(where (and (lt (var s 0 3) 5) (lt (var s 0 3) 4)) {X} {Y})", X),
+    ("fold_const_by_bounds", "(var x 3 3)", "3"),
+    ("fold_const_by_bounds", "(shr (var x 0 7) 3)", "0"),
+    ("fold_const_by_bounds", "(special lidx 1)", "0"),
+    # dce_dsl_patterns (Morok's WHERE rules)
+    ("where_same_branches", f"(where {A} {X} {X})", X),
+    ("where_true_false", f"(where {A} true false)", A),
+    ("where_false_true", f"(where {A} false true)", f"(not {A})"),
+    ("where_not_flip", f"(where (not {A}) {X} {Y})", f"(where {A} {Y} {X})"),
+    ("where_same_cond_true", f"(where {A} (where {A} {X} 3) {Y})", f"(where {A} {X} {Y})"),
+    ("where_same_cond_false", f"(where {A} 0 (where {A} 1 {Y}))", f"(where {A} 0 {Y})"),
+    ("where_nested_merge", f"(where {A} (where {B} {X} {Y}) {Y})",
+     f"(where (and {A} {B}) {X} {Y})"),
+    ("where_alu_combine", f"(add (where {A} 2 0) (where {A} 1 5))", f"(where {A} 3 5)"),
+    ("where_alu_combine", f"(mul (where {A} {X} 2) (where {A} {Y} 3))",
+     f"(where {A} (mul {X} {Y}) 6)"),
+    ("where_add_chain_combine", f"(add (add {X} (where {A} 2 0)) (where {A} 1 5))",
+     f"(add {X} (where {A} 3 5))"),
+    # a padded index simplified under its validity (tinygrad's uop_given_valid)
+    ("where_gate_given_valid", f"(where (lt {Y} 5) (mod {Y} 5) (invalid))",
+     f"(where (lt {Y} 5) {Y} (invalid))"),
+    ("where_gate_given_valid", f"(where (lt 0 {X}) (max {X} 1) (invalid))",
+     f"(where (lt 0 {X}) {X} (invalid))"),
+    ("where_gate_given_valid", f"(where (and (lt {X} 3) (lt 5 {X})) {X} (invalid))", "(invalid)"),
+]
+
+BLOCKED = [
+    # the flip would move the Invalid into the true branch (tinygrad symbolic.py:201-202)
+    ("where_not_flip", f"(where (not {A}) {X} (invalid))", f"(where (not {A}) {X} (invalid))"),
+    # the bounds fold never folds a division that may be by zero
+    ("fold_const_by_bounds", "(idiv (var x 0 0) (var y -1 1))", "(idiv 0 (var y -1 1))"),
+    # nor swallows an operand that may be Invalid
+    ("fold_const_by_bounds", f"(and (where (lt {X} 3) (where (lt {X} 0) {Y} (invalid)) 1) 0)",
+     f"(and (where (lt {X} 3) (where (lt {X} 0) {Y} (invalid)) 1) 0)"),
+    # merging needs the same else-branch node
+    ("where_nested_merge", f"(where {A} (where {B} {X} {Y}) (var z 0 9))",
+     f"(where {A} (where {B} {X} {Y}) (var z 0 9))"),
+    # combining two WHEREs needs a constant side to fold
+    ("where_alu_combine", f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))",
+     f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))"),
+    # nothing the validity says narrows the index
+    ("where_gate_given_valid", f"(where (lt {Y} 7) (mod {Y} 5) (invalid))",
+     f"(where (lt {Y} 7) (mod {Y} 5) (invalid))"),
+]
+
+
+@pytest.mark.parametrize("rule,text,want", POSITIVE)
+def test_rewrites(rule: str, text: str, want: str) -> None:
+    g, out, matches = simp(text)
+    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
+    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)
+
+
+@pytest.mark.parametrize("rule,text,rest", BLOCKED)
+def test_blocked(rule: str, text: str, rest: str) -> None:
+    g, out, matches = simp(text)
+    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
+    if rest == text:  # nothing else fired: the guarded rule did not either
+        assert rule not in matches, f"{rule} fired on {text}"
+    if _int_valued(g):
+        assert check_equivalent(g, out)
