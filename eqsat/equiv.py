@@ -180,6 +180,10 @@ def _value_at(g: UOp, env: dict[str, int]) -> Any:
 
 
 def _same(x: Any, y: Any) -> bool:
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(y, np.generic):
+        y = y.item()
     if isinstance(x, float) and isinstance(y, float):
         if math.isnan(x) or math.isnan(y):
             return math.isnan(x) and math.isnan(y)

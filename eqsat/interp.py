@@ -903,6 +903,13 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         if a.dtype == object or b.dtype == object:
             a, b = _obj(a), _obj(b)
         return _CMP[op](a, b).astype(bool), None
+    if op is Ops.CAST:
+        x = srcv[0]
+        if dt.is_bool:
+            return (x != 0).astype(bool), None
+        if x.dtype == bool:
+            x = x.astype(np.int64)
+        return _wrap_col(dt, x), None
     if dt.is_bool:
         if op is Ops.NOT:
             return ~srcv[0].astype(bool), None
@@ -913,14 +920,7 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
             return a & b, None
         if op in (Ops.XOR,):
             return a ^ b, None
-        if op is Ops.CAST:
-            return srcv[0] != 0, None
         raise EvalError(f"{op.name} is not defined on bool")
-    if op is Ops.CAST:
-        x = srcv[0]
-        if x.dtype == bool:
-            x = x.astype(np.int64)
-        return _wrap_col(dt, x), None
     big = any(s.dtype == object for s in srcv)
     mags = [_absmax(s) for s in srcv] if not big else []
     if mags and max(mags) >= _I64_SAFE:

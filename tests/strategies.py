@@ -143,7 +143,7 @@ class _Cfg:
 
 _SAFE = _Cfg(div_by_expr=False)
 
-_EXTRA = ("min", "mulacc", "pow", "not", "shift_var")
+_EXTRA = ("min", "mulacc", "pow", "not", "shift_var", "bool_cast")
 _ARITH = ("add", "add", "sub", "mul", "mul", "idiv", "idiv", "mod", "mod", "max", "neg",
           "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom")
 _CMPS = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -266,6 +266,11 @@ def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
 
 def _extra(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     op = _pick(draw, _EXTRA)
+    if op == "bool_cast":  # bool <-> index casts: cond.cast(index), e.cast(bool).where(..)
+        if _int(draw, 0, 1):
+            return _cond(draw, pool, depth - 1, cfg).cast(dtypes.index)
+        return _expr(draw, pool, depth - 1, cfg).cast(dtypes.bool).where(
+            _expr(draw, pool, depth - 1, cfg), _operand(draw, pool, depth - 1, cfg))
     a = _expr(draw, pool, depth - 1, cfg)
     if op == "not":
         return a.alu(Ops.NOT)
@@ -289,8 +294,9 @@ def int_exprs(draw: st.DrawFn, max_depth: int = 4, *, max_vars: int = 3, max_ran
     ``leaves`` fixes the leaf pool instead of drawing one; ``div_by_expr=False``
     keeps every divisor a nonzero constant (no undefined points at all).
     ``extra_ops=True`` also uses ops outside the text format's core index set:
-    ``min``, ``mulacc``, ``pow`` by a constant, bitwise ``not`` and shifts by a
-    variable amount (may be undefined where the amount is negative).
+    ``min``, ``mulacc``, ``pow`` by a constant, bitwise ``not``, shifts by a
+    variable amount (may be undefined where the amount is negative) and casts
+    between bool and index.
     """
     pool = leaves if leaves is not None else _pool(draw, max_vars, max_ranges)
     return _expr(draw, pool, max_depth, _Cfg(div_by_expr, extra_ops))

@@ -3,6 +3,8 @@ vectorized evaluator against the reference one, and the whole corpus."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -132,6 +134,13 @@ def test_fixed_width_and_bool_expressions():
     assert not check_equivalent(a.cast(dtypes.index), x * 16)
     assert check_equivalent((x * 16).cast(i8), a)
     assert check_equivalent(x.lt(0) & y.lt(3), y.lt(3) & x.lt(0))
+
+
+def test_mixed_float_and_integer_paths_compare_values_not_numpy_types():
+    nan = UOp.const(dtypes.f32, math.nan)
+    assert check_equivalent(nan.ne(nan), UOp.const(dtypes.bool, True))
+    assert check_equivalent(x.lt(3).cast(dtypes.index), x.lt(3).where(1, 0))
+    assert check_equivalent(x.cast(dtypes.bool), x.ne(0))
 
 
 def test_float_expressions_use_the_reference_interpreter():
