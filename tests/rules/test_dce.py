@@ -37,6 +37,7 @@ POSITIVE = [
     ("reduce_empty_range", f"(reduce add {X} (range 0 0))", "0"),
     ("reduce_empty_range", f"(reduce mul (cast f32 {X}) (range 1 4) (range 0 0))", "1.0"),
     ("reduce_empty_range", f"(reduce max (cast i8 {X}) (range 0 0))", "(const i8 -128)"),
+    ("reduce_empty_range", f"(reduce min (cast u16 {X}) (range 0 0))", "(const u16 65535)"),
     ("after_no_deps", f"(after {X})", X),
 ]
 

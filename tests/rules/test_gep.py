@@ -43,6 +43,10 @@ POSITIVE = [
     ("gep_of_cat", f"(gep (cat {V2} {W2}) 3)", D),
     ("gep_of_cat", f"(gep (cat {V2} {W2}) 1 2)", f"(vectorize {B} {C})"),
     ("gep_through_cast", f"(gep (cast f32x2 {V2}) 1)", f"(cast f32 {B})"),
+    ("gep_through_cast", f"(gep (bitcast f32x4 (cast i32x4 {L4})) 2)",
+     f"(bitcast f32 (cast i32 (gep {L4} 2)))"),
+    ("gep_through_alu", f"(gep (mulacc {L4} {L4} (vconst index 1 2 3 4)) 3)",
+     f"(mulacc (gep {L4} 3) (gep {L4} 3) 4)"),
     ("vectorize_of_geps", f"(vectorize (gep {L4} 0) (gep {L4} 1) (gep {L4} 2) (gep {L4} 3))",
      L4),
     ("vectorize_of_geps", f"(vectorize (gep {L4} 2) (gep {L4} 2))", f"(gep {L4} 2 2)"),
@@ -75,6 +79,13 @@ def test_symbolic_simple_has_no_gep_pushing() -> None:
     text = f"(gep (add {V2} {W2}) 1)"
     _, out, matches = simp(text, "symbolic_simple")
     assert out is parse(text) and not matches
+
+
+def test_gep_through_unroll() -> None:
+    l4 = parse(L4)
+    u = UOp(Ops.UNROLL, l4.dtype, (l4,), ((0, 4),))
+    out, st = optimize_baseline(u.gep(1))
+    assert out is l4.gep(1) and "gep_of_unroll" in st["matches"]
 
 
 def test_gep_of_const_and_void_and_ptrcat() -> None:

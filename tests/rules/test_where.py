@@ -102,3 +102,20 @@ def test_blocked(rule: str, text: str, rest: str) -> None:
         assert rule not in matches, f"{rule} fired on {text}"
     if _int_valued(g):
         assert check_equivalent(g, out)
+
+
+def test_flip_guard_sees_vectorized_invalid() -> None:
+    """Blocked: WHERE(!c, t, VECTORIZE(Invalid, Invalid)) keeps its orientation."""
+    from eqsat.dtype import dtypes
+    from eqsat.ops import Ops
+
+    c = parse(A)
+    cv = UOp(Ops.VECTORIZE, dtypes.bool.vec(2), (c, c)).alu(Ops.NOT)
+    t = parse(f"(vectorize {X} {Y})")
+    inv = UOp(Ops.VECTORIZE, dtypes.index.vec(2), (UOp.invalid(), UOp.invalid()))
+    w = UOp(Ops.WHERE, t.dtype, (cv, t, inv))
+    out, st = optimize_baseline(w, "dce_dsl_patterns")
+    assert out is w and "where_not_flip" not in st["matches"]
+    flipped = UOp(Ops.WHERE, t.dtype, (cv, inv, t))
+    out, st = optimize_baseline(flipped, "dce_dsl_patterns")
+    assert "where_not_flip" in st["matches"] and out.src[1] is t
