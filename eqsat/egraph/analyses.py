@@ -244,6 +244,9 @@ def analysis_program(ruleset: str = "analysis") -> str:
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h)) ((panic "{TRIPWIRE}")) '
            f':ruleset {ruleset} :name "tripwire")']
     out.append("(relation Def (E))")
+    out.append("(relation RDef (i64))")
+    out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
+               ':name "insert-def")')
     for name, _identity, body in ANALYSIS_RULES + _def_rules():
         out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
     return "\n".join(out)

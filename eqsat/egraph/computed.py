@@ -28,13 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eqsat.egraph.encoding import CTOR_OP, CTORS, CTXVAR, Inserter, Node, Snapshot, fits_i64
-from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule
+from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule, lin_bounds
 
 __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "PyRule", "python_pass",
            "PassResult", "NODE_WEIGHT"]
 
 INF = math.inf
 Term = Any  # int (an e-class handle) or a tuple (ctor, *fields) with Term children
+
+#: computed rewrites unioned into one class at most (a runaway family of rewrites of
+#: one class stops here; the first ones are the ones found first, deterministically)
+MAX_UNIONS_PER_CLASS = 24
 
 #: tree-cost weights used to pick each class's representative (the reference metric)
 NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
@@ -186,6 +190,24 @@ def emit(t: Term, ins: Inserter) -> int:
     sig = CTORS[ctor]
     fields = tuple(emit(f, ins) if s == "E" else f for f, s in zip(t[1:], sig, strict=True))
     return ins.node(ctor, *fields)
+
+
+def _atoms(t: Term) -> list[int]:
+    """The classes a pending term refers to (its own class when it is one)."""
+    if not isinstance(t, tuple):
+        return [t]
+    out = []
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        for f, s in zip(x[1:], CTORS[x[0]], strict=True):
+            if s != "E":
+                continue
+            if isinstance(f, tuple):
+                stack.append(f)
+            else:
+                out.append(f)
+    return out
 
 
 def _mentions(t: Term, cls: int) -> bool:
@@ -363,6 +385,7 @@ class PassResult:
     matches: dict[str, int] = field(default_factory=dict)
     unions: int = 0
     skipped: int = 0
+    skipped_cap: int = 0
 
 
 class PassState:
@@ -371,6 +394,24 @@ class PassState:
     def __init__(self) -> None:
         self.done: set[tuple] = set()
         self.contexts: list[Context] = []
+        self.unions: dict[int, int] = {}
+
+
+def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
+    """Index classes used only inside other sums (as operands of add/sub/neg or of a
+    multiplication by a constant) and not roots: their enclosing sum covers them."""
+    lin_use: set[int] = set()
+    other_use: set[int] = set(roots)
+    for n in snap.nodes:
+        if n.subsumed:
+            continue
+        kids = n.kids
+        if not kids:
+            continue
+        linear = n.dtype == "index" and (n.ctor in ("Add", "Sub", "Neg") or (
+            n.ctor == "Mul" and any(snap.const_of(k) is not None for k in kids)))
+        (lin_use if linear else other_use).update(kids)
+    return lin_use - other_use
 
 
 def _index_classes(snap: Snapshot) -> Iterable[int]:
@@ -381,8 +422,8 @@ def _index_classes(snap: Snapshot) -> Iterable[int]:
 
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
-                deadline: float | None = None, clock: Callable[[], float] | None = None
-                ) -> PassResult:
+                deadline: float | None = None, clock: Callable[[], float] | None = None,
+                roots: Iterable[int] = ()) -> PassResult:
     """Apply every selected computed rule to the snapshot; record the unions in ``ins``."""
     res = PassResult()
     # every existing e-node maps to its class: rebuilding one returns the class
@@ -396,8 +437,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     sums = [r for r in rules if r.kind == "sum"]
     dm = [r for r in rules if r.kind == "divmod"]
 
+    reach_memo: dict[int, dict[int, bool]] = {}
+
     def union(cls: int, t: Term, name: str) -> None:
-        if _mentions(t, cls):  # x == f(x): a cycle that only grows the e-graph
+        # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
+        memo = reach_memo.setdefault(cls, {})
+        if any(a == cls or _reaches(snap, best, a, {cls}, memo) for a in _atoms(t)):
+            return
+        if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
+            res.skipped_cap += 1
             return
         try:
             h = emit(t, ins)
@@ -409,6 +457,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             if ins.pending != before:
                 res.unions += 1
                 res.matches[name] = res.matches.get(name, 0) + 1
+                state.unions[cls] = state.unions.get(cls, 0) + 1
 
     def bkey(x: Lin) -> tuple:
         return tuple(snap.bounds(a) for _, a in x.terms)
@@ -418,8 +467,16 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     def all_def(x: Lin) -> bool:
         return all(a in defined for _, a in x.terms)
 
-    if canon or sums:
+    basis = [r for r in rules if r.kind == "basis"]
+    searcher: _BasisSearch | None = None
+    if canon or sums or basis:
+        inner = _inner_sums(snap, roots)
         for c in _index_classes(snap):
+            if c in inner:
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                break
             x = lins.get(c)
             if x.single_atom == c or c not in defined or not all_def(x):
                 continue
@@ -429,6 +486,18 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                     continue
                 state.done.add(key)
                 union(c, ctx.lin(x), r.name)
+            if len(x.terms) >= 2 and basis:
+                key = ("basis", c, x, bkey(x))
+                if key not in state.done:
+                    state.done.add(key)
+                    if searcher is None:
+                        searcher = _BasisSearch(snap, best, ctx, ins)
+                    try:
+                        nx = searcher.search(x)
+                        if nx is not None:
+                            union(c, ctx.lin(nx), basis[0].name)
+                    except _UnrepresentableError:
+                        pass
             if len(x.terms) >= 2:
                 for r in sums:
                     key = (r.name, c, x, bkey(x))
@@ -455,10 +524,12 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             for k in clauses[1:]:
                 t = ("And", "bool", t, k)
             union(c, t, r.name)
+    for r in [r for r in rules if r.kind == "cmp"]:
+        cmp_pass(snap, lins, ctx, state, r.name, union)
     for r in [r for r in rules if r.kind == "lift"]:
         lift_pass(snap, ins, best, state, r.name, union)
     for r in [r for r in rules if r.kind == "context"]:
-        context_pass(snap, ins, best, _cost, lins, state, r.name, union)
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union)
     if dm:
         for n in snap.nodes:
             if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
@@ -492,8 +563,9 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
 class Context:
     """``where(c, x, f)`` with ``x`` copied as ``x'`` over context variables.
 
-    ``fresh`` maps each context variable's handle to the atom class it stands for
-    (the atom with bounds narrowed by the clauses of ``c``); ``xh`` is the handle
+    ``fresh`` maps each context variable's handle to the term it stands for (an
+    atom class whose bounds the clauses of ``c`` narrow, or a constrained sum of
+    atoms, one of which ``x'`` has eliminated); ``xh`` is the handle
     of ``x'``. Whatever ``x'`` simplifies to, with the variables put back, equals
     ``x`` wherever ``c`` holds.
     """
@@ -504,7 +576,7 @@ class Context:
     f: int
     x: int
     xh: int
-    fresh: dict[int, int]
+    fresh: dict[int, Term]
 
 
 def _cmp_constraints(snap: Snapshot, lins: LinForms, n: Node, negate: bool) -> list[Lin]:
@@ -540,8 +612,9 @@ def _class_dtype(snap: Snapshot, c: int) -> str | None:
 
 
 def clause_bounds(snap: Snapshot, lins: LinForms, clauses: Iterable[int]
-                  ) -> dict[int, tuple[float, float]]:
-    """Atom -> (lo, hi) implied by the clauses (each a bool class that holds)."""
+                  ) -> tuple[dict[int, tuple[int, int]], list[Lin]]:
+    """Atom -> (lo, hi) implied by the clauses (each a bool class that holds), where
+    tighter than the atom's own bounds; and the constraints (``L <= 0`` each)."""
     cons: list[Lin] = []
     for k in clauses:
         for n in snap.class_nodes(k):
@@ -583,6 +656,34 @@ def clause_bounds(snap: Snapshot, lins: LinForms, clauses: Iterable[int]
         olo, ohi = snap.bounds(a)
         if (lo > olo or hi < ohi) and lo <= hi and not (math.isinf(lo) or math.isinf(hi)):
             out[a] = (int(lo), int(hi))
+    return out, cons
+
+
+def expr_bounds(snap: Snapshot, cons: list[Lin]) -> dict[Lin, tuple[int, int]]:
+    """Sums of two or more atoms -> the (lo, hi) the constraints give them, where
+    tighter than the atoms' bounds (each sum sign-normalized: first coefficient > 0)."""
+    acc: dict[Lin, list[float]] = {}
+    for con in cons:
+        if len(con.terms) < 2:
+            continue
+        e = Lin(tuple(sorted(con.terms, key=lambda t: t[1])), 0)
+        k = con.const
+        b = acc.setdefault(e if e.terms[0][0] > 0 else -e, [-INF, INF])
+        if e.terms[0][0] > 0:  # e + k <= 0
+            b[1] = min(b[1], -k)
+        else:  # -(e') + k <= 0 -> e' >= k
+            b[0] = max(b[0], k)
+    out = {}
+    for e, (lo, hi) in acc.items():
+        nlo: float = 0
+        nhi: float = 0
+        for c, a in e.terms:
+            alo, ahi = snap.bounds(a)
+            nlo += c * alo if c > 0 else c * ahi
+            nhi += c * ahi if c > 0 else c * alo
+        lo, hi = max(lo, nlo), min(hi, nhi)
+        if (lo > nlo or hi < nhi) and lo <= hi and not (math.isinf(lo) or math.isinf(hi)):
+            out[e] = (int(lo), int(hi))
     return out
 
 
@@ -641,7 +742,7 @@ def _is_invalid(snap: Snapshot, c: int) -> bool:
 
 
 def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
-                 lins: LinForms, state: PassState, name: str,
+                 lins: LinForms, ectx: EClassCtx, state: PassState, name: str,
                  union: Callable[[int, Term, str], None]) -> None:
     """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
     ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
@@ -653,38 +754,61 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if not _is_invalid(snap, f) or x not in snap.defined:
             continue
         clauses = conjuncts(snap, best, c)
-        nb = clause_bounds(snap, lins, clauses)
-        if not nb:
+        nb, cons = clause_bounds(snap, lins, clauses)
+        eb = expr_bounds(snap, cons)
+        if not nb and not eb:
             continue
         reach: dict[int, bool] = {}
         present = tuple(sorted(a for a in nb if _reaches(snap, best, x, {a}, {})))
-        if not present:
+        # a constrained sum: eliminate one of its unit-coefficient atoms that x mentions
+        elim: list[tuple[Lin, int, int, tuple[int, int]]] = []
+        used = set(present)
+        for e, b in sorted(eb.items(), key=lambda t: str(t[0])):
+            for ce, a in e.terms:
+                if abs(ce) == 1 and a not in used and _reaches(snap, best, x, {a}, {}):
+                    elim.append((e, ce, a, b))
+                    used.add(a)
+                    break
+        if not present and not elim:
             continue
-        key = ("ctx", n.cls, c, x, present, tuple(nb[a] for a in present))
+        key = ("ctx", n.cls, c, x, present, tuple(nb[a] for a in present),
+               tuple((e, a, b) for e, _, a, b in elim))
         if key in state.done:
             continue
         state.done.add(key)
         if _reaches(snap, best, x, None, {}, _is_ctxvar):
             continue  # x's best term already holds context variables: not ours
         fresh_terms: dict[int, Term] = {}
-        fresh: dict[int, int] = {}
-        for a in present:
-            lo, hi = nb[a]
-            h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", n.cls, a, lo, hi)))
+        fresh: dict[int, Term] = {}
+
+        def var(tag: Any, lo: int, hi: int) -> int:
+            h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", n.cls, tag, lo, hi)))
             ins._row("RLo", (h, lo))
             ins._row("RHi", (h, hi))
+            return h
+
+        for a in present:
+            h = var(a, *nb[a])
             fresh_terms[a] = h
             fresh[h] = a
+        try:
+            for e, ce, a, (lo, hi) in elim:
+                h = var(("sum", e), lo, hi)
+                rest = e - Lin.atom(a, ce)
+                # e == v  ->  a == ce*(v - rest)
+                fresh_terms[a] = ectx.lin(Lin.of([(ce, h)]) - rest * ce)
+                fresh[h] = ectx.lin(e)
+        except _UnrepresentableError:
+            continue
         xt = _rebuild(snap, best, x, fresh_terms, {}, reach)
         xh = emit(xt, ins)
-        state.contexts.append(Context(n.cls, n.fields[0], c, f, x,
-                                      xh, fresh))
+        state.contexts.append(Context(n.cls, n.fields[0], c, f, x, xh, fresh))
     # close
     for ctx in state.contexts:
         try:
             xc = snap.cls_of_handle(ctx.xh)
             wc = snap.cls_of_handle(ctx.where_h)
-            fresh_cls = {snap.cls_of_handle(h): a for h, a in ctx.fresh.items()}
+            fresh_cls = {snap.cls_of_handle(h): t for h, t in ctx.fresh.items()}
         except KeyError:
             continue
         if xc not in cost or cost[xc] >= cost.get(ctx.x, INF):
@@ -697,6 +821,225 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if _mentions(t, wc):
             continue
         union(wc, ("Where", ctx.dt, ctx.c, t, ctx.f), name)
+
+
+# ---------------------------------------------------------------------------
+# comparisons of linear forms
+# ---------------------------------------------------------------------------
+def _ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
+    """``x < 0`` (``x`` a linear form) rewritten: divided by the gcd of its
+    coefficients (``4*a + 30 < 0 -> a < -7``), and with a small remainder split off
+    (``d*A + B < c -> A < ceil((c - max B)/d)`` when no multiple of ``d`` falls where
+    ``B`` would decide, e.g. ``4*a + b < 8 -> a < 2`` for ``b`` in ``[0, 3]``)."""
+    out: list[Term] = []
+    if not x.terms:
+        return out
+    c0 = -x.const  # sum(terms) < c0
+
+    def emit_lt(terms: list[tuple[int, int]], bound: int) -> None:
+        if all(c < 0 for c, _ in terms):  # -S < b  ->  -b < S
+            out.append(("Lt", "bool", ctx.const(-bound),
+                        ctx.lin(Lin(tuple((-c, a) for c, a in terms), 0))))
+        else:
+            out.append(("Lt", "bool", ctx.lin(Lin(tuple(terms), 0)), ctx.const(bound)))
+
+    g = x.content()
+    if g > 1:
+        emit_lt([(c // g, a) for c, a in x.terms], _ceil_div(c0, g))
+    for d in sorted({abs(c) for c, _ in x.terms}):
+        if d <= 1 or d == g:
+            continue
+        big = [(c, a) for c, a in x.terms if c % d == 0]
+        small = [(c, a) for c, a in x.terms if c % d != 0]
+        if not big or not small:
+            continue
+        blo, bhi = lin_bounds(Lin(tuple(small), 0), ctx)
+        if math.isinf(blo) or math.isinf(bhi) or bhi - blo >= d:
+            continue
+        blo, bhi = int(blo), int(bhi)
+        # decided by A alone unless some d*A lies in [c0 - bhi, c0 - blo - 1]
+        if _ceil_div(c0 - bhi, d) <= (c0 - blo - 1) // d:
+            continue
+        emit_lt([(c // d, a) for c, a in big], _ceil_div(c0 - bhi, d))
+    return out
+
+
+def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, name: str,
+             union: Callable[[int, Term, str], None]) -> None:
+    """Rewrite every index comparison ``a < b`` through :func:`cmp_rewrites`."""
+    defined = snap.defined
+    for n in snap.nodes:
+        if n.ctor != "Lt" or n.subsumed:
+            continue
+        a, b = n.fields[1], n.fields[2]
+        if _class_dtype(snap, a) != "index":
+            continue
+        x = lins.get(a) - lins.get(b)
+        if not all(t in defined for _, t in x.terms):
+            continue
+        key = ("cmp", n.cls, x, tuple(snap.bounds(t) for _, t in x.terms))
+        if key in state.done:
+            continue
+        state.done.add(key)
+        try:
+            for t in cmp_rewrites(x, ctx):
+                union(n.cls, t, name)
+        except _UnrepresentableError:
+            continue
+
+
+# ---------------------------------------------------------------------------
+# a cheaper basis for sums of quotients and remainders
+# ---------------------------------------------------------------------------
+class _BasisSearch:
+    """Rewrite a sum through the division identities ``x == n*(x//n) + x%n``.
+
+    Every quotient or remainder atom of a sum brings its identity; eliminating
+    one term of an identity from the sum (``30*(y//3) -> 10*y - 10*(y%3)``,
+    ``f*(x%n) -> f*x - f*n*(x//n)``) changes the basis the sum is written in. A
+    small beam search over such steps keeps the sum whose estimated cost (the
+    DAG of its atoms' cheapest terms, reference weights, plus its own
+    multiplications and additions) is lowest: ``30*(r//30) + r%10 -
+    10*((r//10)%3)`` becomes ``r - 20*((r//10)%3)``. Exact under C for every value.
+    """
+
+    BEAM = 6
+    DEPTH = 3
+
+    def __init__(self, snap: Snapshot, best: dict[int, int], ctx: EClassCtx, ins: Inserter):
+        self.snap, self.best, self.ctx, self.ins = snap, best, ctx, ins
+        self._closure: dict[int, frozenset[int]] = {}
+        self._rel: dict[Any, list[Lin]] = {}
+
+    def closure(self, c: int) -> frozenset[int]:
+        hit = self._closure.get(c)
+        if hit is not None:
+            return hit
+        out = set()
+        stack = [c]
+        while stack:
+            k = stack.pop()
+            if k in out:
+                continue
+            out.add(k)
+            i = self.best.get(k)
+            if i is not None:
+                stack.extend(self.snap.nodes[i].kids)
+        res = self._closure[c] = frozenset(out)
+        return res
+
+    def resolve(self, t: Term) -> int | None:
+        """The class a pending term already is, without inserting anything."""
+        if isinstance(t, int):
+            return t
+        sig = CTORS[t[0]]
+        fields = []
+        for f, sg in zip(t[1:], sig, strict=True):
+            if sg == "E":
+                k = self.resolve(f)
+                if k is None:
+                    return None
+                fields.append(k)
+            else:
+                fields.append(f)
+        return self.ins._memo.get((t[0], *fields))
+
+    def cost(self, s: Lin) -> float:
+        classes: set[int] = set()
+        extra = 0.0
+        for _, a in s.terms:
+            k = self.resolve(a)
+            if k is not None:
+                classes |= self.closure(k)
+                continue
+            # a new node: its own weight plus its operands' terms
+            stack = [a]
+            while stack:
+                t = stack.pop()
+                k = self.resolve(t)
+                if k is not None:
+                    classes |= self.closure(k)
+                    continue
+                extra += NODE_WEIGHT.get(t[0], 1.0)
+                stack.extend(f for f, sg in zip(t[1:], CTORS[t[0]], strict=True) if sg == "E")
+        nodes = self.snap.nodes
+        total = extra + sum(node_weight(nodes[self.best[k]]) for k in classes if k in self.best)
+        total += sum(4.0 for c, _ in s.terms if abs(c) != 1)
+        total += max(0, len(s.terms) - 1) + (1 if s.const else 0)
+        return total
+
+    def relations(self, a: Any) -> list[Lin]:
+        """``x - n*q - m`` (== 0) for each ``q = x//n``, ``m = x%n`` the atom is part of."""
+        hit = self._rel.get(a)
+        if hit is not None:
+            return hit
+        out: list[Lin] = []
+        k = self.resolve(a)
+        if k is not None and k in self.snap.defined:
+            ctx = self.ctx
+            for op, parts in (("idiv", ctx.idiv_parts(k)), ("mod", ctx.mod_parts(k))):
+                for x, y in parts:
+                    if not y.is_const or y.const == 0 or not fits_i64(y.const):
+                        continue
+                    n = y.const
+                    xt = ctx.lin(x)
+                    if op == "idiv":
+                        q, m = k, ctx.mod(xt, ctx.const(n))
+                        m = self.resolve(m) if self.resolve(m) is not None else m
+                    else:
+                        q = self.quotient(x, n)
+                        m = k
+                    out.append(x - Lin.of([(n, q), (1, m)]))
+        self._rel[a] = out
+        return out
+
+    def quotient(self, x: Lin, n: int) -> Term:
+        """``x // n`` as an existing class when there is one, also as ``z // (m*n)``
+        for ``x == z // m`` (nested truncating divisions by constants compose)."""
+        ctx = self.ctx
+        t = ctx.idiv(ctx.lin(x), ctx.const(n))
+        k = self.resolve(t)
+        if k is not None:
+            return k
+        a = x.single_atom
+        if a is not None and isinstance(a, int):
+            for z, m in ctx.idiv_parts(a):
+                if m.is_const and m.const != 0 and fits_i64(m.const * n):
+                    k = self.resolve(ctx.idiv(ctx.lin(z), ctx.const(m.const * n)))
+                    if k is not None:
+                        return k
+        return t
+
+    def search(self, s: Lin) -> Lin | None:
+        start = self.cost(s)
+        seen = {s}
+        beam = [(start, s)]
+        best_cost, best = start, None
+        for _ in range(self.DEPTH):
+            cand: list[tuple[float, Lin]] = []
+            for _c, cur in beam:
+                for _, a in cur.terms:
+                    for rel in self.relations(a):
+                        for _, t in rel.terms:
+                            cs, cr = cur.coef(t), rel.coef(t)
+                            if cs == 0 or cs % cr:
+                                continue
+                            nxt = cur - rel * (cs // cr)
+                            if nxt in seen:
+                                continue
+                            seen.add(nxt)
+                            cand.append((self.cost(nxt), nxt))
+            if not cand:
+                break
+            cand.sort(key=lambda t: (t[0], str(t[1])))
+            beam = cand[:self.BEAM]
+            if beam[0][0] < best_cost - 0.5:
+                best_cost, best = beam[0]
+        return best
 
 
 _INVALID = object()  # lift(): the class is the bare Invalid

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from egglog import bindings
+from eqsat.egraph._egglog import bindings
 
 from eqsat.dtype import DType, dtypes
 from eqsat.ops import GroupOp, Ops

@@ -28,7 +28,7 @@ import math
 import time
 from typing import Any
 
-from egglog import bindings
+from eqsat.egraph._egglog import bindings
 
 from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
 from eqsat.egraph.computed import PassState, PyRule, python_pass
@@ -43,6 +43,7 @@ from eqsat.egraph.encoding import (
 from eqsat.egraph.native import ERule
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import Clock, Limits
+from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp
 
 __all__ = ["Session", "session_for", "clear_sessions"]
@@ -109,11 +110,22 @@ class Session:
         ins = self.ins
         before = set(ins.uop_handle)
         handles = [ins.add_uop(r) for r in roots]
+        # never-Invalid nodes (no Invalid below them), so the analysis need not climb
+        may_inv: dict[int, bool] = {}
+        for r in roots:
+            for u in r.toposort():
+                if id(u) not in may_inv:
+                    may_inv[id(u)] = u.op is Ops.INVALID or any(may_inv[id(x)] for x in u.src)
         for key, k in ins.uop_handle.items():
             if key in before:
                 continue
             u = ins.handle_uop.get(k)
-            if u is None or u.dtype.count != 1 or u.dtype.ptr:
+            if u is None:
+                continue
+            if not may_inv.get(key, True) and (u.op in GroupOp.ALU or u.op in (
+                    Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.CAST, Ops.BITCAST)):
+                ins._row("RDef", (k,))
+            if u.dtype.count != 1 or u.dtype.ptr:
                 continue
             if not (u.dtype.is_int or u.dtype.is_bool):
                 continue
@@ -144,12 +156,17 @@ class Session:
             stop = None
             snap: Snapshot | None = None
             last_iter = 0.0
+            sizes: list[int] = []
             while True:
                 if it >= limits.iterations:
                     stop = "iterations"
                     break
-                est = last_iter * 1.3 + clock.extract_estimate(snap)
-                if it > 0 and clock.remaining() < est:
+                growth = min(max(sizes[-1] / sizes[-2], 1.0), 4.0) if len(sizes) > 1 else 2.0
+                if sizes and sizes[-1] * growth > limits.enodes:
+                    stop = "enodes"
+                    break
+                if it > 0 and clock.elapsed() + last_iter * growth * 1.2 + \
+                        clock.tree_estimate(sizes[-1] * growth) > clock.seconds * clock.SOFT:
                     stop = "time"
                     break
                 t_it = time.perf_counter()
@@ -158,12 +175,15 @@ class Session:
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1
+                sizes.append(snap.enodes)
                 if snap.enodes > limits.enodes:
                     stop = "enodes"
                     break
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
-                                      deadline=clock.soft_deadline(), clock=time.perf_counter)
+                                      deadline=clock.soft_deadline(snap.enodes),
+                                      clock=time.perf_counter,
+                                      roots=[snap.cls_of_handle(h) for h in handles])
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 last_iter = time.perf_counter() - t_it
@@ -180,7 +200,7 @@ class Session:
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
             with clock.phase(times, "extract"):
-                outs, ext_stats = self._extract(snap, handles, model)
+                outs, ext_stats = self._extract(snap, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
                          stop_reason=stop, time=times,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
@@ -189,9 +209,12 @@ class Session:
             self._cmd("(pop)")
             self.ins.restore(saved)
 
-    def _extract(self, snap: Snapshot, handles: list[int], model: Any
+    def _extract(self, snap: Snapshot, handles: list[int], model: Any, clock: Clock
                  ) -> tuple[list[UOp], dict[str, Any]]:
-        from extraction import EGraphView, ENode, extract_dag
+        """Extract every root on its own (a batch gives each graph its own best):
+        tree extraction first (fast), then the DAG-aware one when the budget allows
+        it; the cheaper selection (DAG cost) wins."""
+        from extraction import EGraphView, ENode, extract_dag, extract_tree
 
         nodes = []
         for i, n in enumerate(snap.nodes):
@@ -204,9 +227,24 @@ class Session:
             nodes.append(ENode(i, n.cls, op, dt, arg, kids))
         view = EGraphView(nodes, class_min=snap.lo)
         roots = [snap.cls_of_handle(h) for h in handles]
-        ext = extract_dag(view, roots, model)
-        outs = ext.to_uops()
-        return outs, {"cost": ext.cost, "method": ext.method}
+        uniq = list(dict.fromkeys(roots))
+        best: dict[int, Any] = {}
+        for r in uniq:
+            best[r] = extract_tree(view, [r], model)
+        method = "tree"
+        t0 = time.perf_counter()
+        for i, r in enumerate(uniq):
+            per = (time.perf_counter() - t0) / i if i else clock.dag_estimate(len(nodes))
+            if clock.elapsed() + per > clock.seconds:
+                break
+            ext = extract_dag(view, [r], model)
+            method = "dag"
+            if ext.cost <= best[r].cost:
+                best[r] = ext
+        if method == "dag" and uniq:
+            clock.learn_dag((time.perf_counter() - t0) / max(1, len(uniq)), len(nodes))
+        outs = [best[r].to_uops()[0] for r in roots]
+        return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
 
 
 def _inf(v: Any) -> bool:

@@ -144,6 +144,9 @@ G_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
 G_MINMAX = "minmax_dsl_patterns"
 G_NEGATION = "negation_dsl_patterns"
 G_PROPAGATE_INVALID = "propagate_invalid"
+#: opt-in: #5 of seed 003 natively (the computed nested_idiv_offset is the default: its
+#: unions are checked against cycles)
+G_RECOMBINE_NESTED = "div_mod_recombine_nested_native"
 #: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast)
 G_LIFT_STEPWISE = "propagate_invalid_stepwise"
 G_RANGE_BASED_MOD_DIV = "range_based_mod_div_patterns"
@@ -356,6 +359,17 @@ for _c in ("Neg", "Not", "Cast"):
 add(Q("where_cond_invalid", "where(where(c, b, Inv), t, f) -> where(c, where(b, t, f), Inv)",
       G_LIFT_STEPWISE, f"(= e (Where dt (Where dw c b {_INV}) t f))",
       f"(union e (Where dt c (Where dt b t f) {_INV}))"))
+for _c in ("Add", "Sub", "Mul", "Max", "Min"):
+    add(R(f"{_c.lower()}_where_same_cond", f"{_c.lower()}(where(c, k1, k2), where(c, k3, k4)) -> "
+          f"where(c, {_c.lower()}(k1, k3), {_c.lower()}(k2, k4)) (constant branches)",
+          G_WHERE_BOUND,
+          f"({_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+          f"(Where dt c ({_c} dt (Cst dt k1) (Cst dt k3)) ({_c} dt (Cst dt k2) (Cst dt k4)))"))
+for _c in ("Add", "Mul"):
+    add(R(f"{_c.lower()}_where_const", f"{_c.lower()}(where(c, k1, k2), k3) -> "
+          f"where(c, {_c.lower()}(k1, k3), {_c.lower()}(k2, k3)) (constant branches)",
+          G_WHERE_BOUND, f"({_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Cst dt k3))",
+          f"(Where dt c ({_c} dt (Cst dt k1) (Cst dt k3)) ({_c} dt (Cst dt k2) (Cst dt k3)))"))
 add(R("where_same_cond_true", "where(c, where(c, a, b), d) -> where(c, a, d)", G_WHERE_BOUND,
       "(Where dt c (Where dt c a b) d)", "(Where dt c a d)", subsume=True))
 add(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", G_WHERE_BOUND,
@@ -384,12 +398,12 @@ add(R("recombine_divmod_4", "(y + x%n) + (x//n)*n -> y + x", G_DIV_MOD_RECOMBINE
       "(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)",
       "(Def n)"))
 add(Q("recombine_divmod_5", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, a, c2 >= 0)",
-      G_DIV_MOD_RECOMBINE,
+      G_RECOMBINE_NESTED,
       "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
       "(> c1 0) (> c3 0) (>= c2 0) (>= (lo a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
       "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
 add(Q("recombine_divmod_5_neg", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, "
-      "a, c2 <= 0)", G_DIV_MOD_RECOMBINE,
+      "a, c2 <= 0)", G_RECOMBINE_NESTED,
       "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
       "(> c1 0) (> c3 0) (<= c2 0) (<= (hi a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
       "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))

@@ -29,7 +29,7 @@ DIVMOD_GROUP = {"range_based": "range_based_mod_div_patterns",
                 "fold_divmod_general": "range_based_mod_div_patterns",
                 "advanced_division": "advanced_division_dsl_patterns",
                 "div_mod_recombine": "div_mod_recombine_dsl_patterns"}
-OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise",)
+OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native")
 
 _FAMILIES = ("invalid", "constants", "identity", "canonical", "division", "casts", "combine",
              "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep")
@@ -45,6 +45,10 @@ def _drafts() -> dict[str, list[Any]]:
     out.setdefault("boolean_dsl_patterns", []).append(PyRule(
         "canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
         "boolean_dsl_patterns", "canon_and"))
+    out.setdefault("comparison_dsl_patterns", []).append(PyRule(
+        "lt_linear", "sum < c -> divided by the gcd, small remainder split off "
+        "(4*a + 30 < 0 -> a < -7; 4*a + b < 8 -> a < 2 for 0 <= b < 4)",
+        "comparison_dsl_patterns", "cmp"))
     out.setdefault("propagate_invalid", []).append(PyRule(
         "lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
         "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift"))
@@ -54,6 +58,10 @@ def _drafts() -> dict[str, list[Any]]:
     for r in divmod_pyrules(core.DIVMOD_RULES):
         g = DIVMOD_GROUP.get(r.group, r.group)
         out.setdefault(g, []).append(PyRule(r.name, r.identity, g, "divmod", r.rule))
+    out.setdefault("div_mod_recombine_dsl_patterns", []).append(PyRule(
+        "divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper basis through "
+        "x == n*(x//n) + x%n (e.g. 30*(r//30) + r%10 - 10*((r//10)%3) -> r - 20*((r//10)%3))",
+        "div_mod_recombine_dsl_patterns", "basis"))
     for r in sum_pyrules(core.SUM_RULES, "div_mod_recombine_dsl_patterns"):
         out["div_mod_recombine_dsl_patterns"].append(r)
     return out

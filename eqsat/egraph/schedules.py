@@ -39,12 +39,16 @@ class Limits:
 
 
 class Clock:
-    """Wall time of one run against its budget."""
+    """Wall time of one run against its budget, with estimates of what is left to do.
 
-    #: fraction of the budget the loop may use before extraction
+    The loop may use ``SOFT`` of the budget; the rest is for the extraction. Tree
+    extraction is fast (``TREE_PER_NODE``); the DAG-aware extraction is slower and
+    runs only when its estimate (learned from earlier runs) fits what is left.
+    """
+
     SOFT = 0.8
-    #: seconds of extraction per e-node (an estimate, refined as runs go)
-    EXTRACT_PER_NODE = 4e-5
+    TREE_PER_NODE = 3e-5
+    _dag_per_node = 5e-4  # seconds per e-node per root, refined by learn_dag()
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -56,15 +60,23 @@ class Clock:
     def remaining(self) -> float:
         return self.seconds * self.SOFT - self.elapsed()
 
-    def soft_deadline(self) -> float:
-        return self.t0 + self.seconds * self.SOFT
+    def tree_estimate(self, enodes: float) -> float:
+        return 0.002 + enodes * self.TREE_PER_NODE
+
+    def dag_estimate(self, enodes: float) -> float:
+        return 0.002 + enodes * Clock._dag_per_node
+
+    @classmethod
+    def learn_dag(cls, seconds: float, enodes: int) -> None:
+        if enodes > 50:
+            cls._dag_per_node = 0.7 * cls._dag_per_node + 0.3 * (seconds / enodes)
+
+    def soft_deadline(self, enodes: float = 0) -> float:
+        """When the computed rewrites must stop to leave time for the extraction."""
+        return self.t0 + self.seconds * self.SOFT - self.tree_estimate(enodes)
 
     def over_hard(self) -> bool:
         return self.elapsed() > self.seconds
-
-    def extract_estimate(self, snap: Any) -> float:
-        n = getattr(snap, "enodes", 0) or 0
-        return 0.002 + n * self.EXTRACT_PER_NODE
 
     @contextmanager
     def phase(self, times: dict[str, float], name: str) -> Iterator[None]:
