@@ -781,8 +781,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         fresh_terms: dict[int, Term] = {}
         fresh: dict[int, Term] = {}
 
-        def var(tag: Any, lo: int, hi: int) -> int:
-            h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", n.cls, tag, lo, hi)))
+        def var(tag: Any, lo: int, hi: int, w: int = n.cls) -> int:
+            h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", w, tag, lo, hi)))
             ins._row("RLo", (h, lo))
             ins._row("RHi", (h, hi))
             return h

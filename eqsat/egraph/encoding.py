@@ -42,9 +42,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from eqsat.egraph._egglog import bindings
-
 from eqsat.dtype import DType, dtypes
+from eqsat.egraph._egglog import bindings
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 

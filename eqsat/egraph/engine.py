@@ -29,7 +29,6 @@ import time
 from typing import Any
 
 from eqsat.egraph._egglog import bindings
-
 from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
 from eqsat.egraph.computed import PassState, PyRule, python_pass
 from eqsat.egraph.encoding import (
