@@ -1252,7 +1252,7 @@ _register(BuilderSpec(
     "conv2d", "conv", conv2d, _ref_conv2d, _conv_shapes, _conv_out_shape,
     cases=(
         {"n": 1, "cin": 2, "h": 5, "w": 5, "cout": 3, "kh": 3, "kw": 3},
-        {"n": 2, "cin": 1, "h": 6, "w": 7, "cout": 2, "kh": 3, "kw": 2, "stride": 2},
+        {"n": 2, "cin": 2, "h": 6, "w": 7, "cout": 2, "kh": 3, "kw": 2, "stride": 2},
         {"n": 1, "cin": 2, "h": 5, "w": 4, "cout": 2, "kh": 3, "kw": 3, "padding": 1},
         {"n": 1, "cin": 1, "h": 7, "w": 7, "cout": 1, "kh": 2, "kw": 2, "dilation": 2},
     ),
@@ -1262,7 +1262,7 @@ _register(BuilderSpec(
     lambda n=1, c=2, h=6, w=6, **_: [(n, c, h, w)], _pool_out_shape,
     cases=(
         {"n": 1, "c": 2, "h": 6, "w": 6, "kernel_size": 2},
-        {"n": 2, "c": 1, "h": 7, "w": 5, "kernel_size": 3, "stride": 1},
+        {"n": 2, "c": 2, "h": 7, "w": 5, "kernel_size": 3, "stride": 1},
         {"n": 1, "c": 1, "h": 5, "w": 5, "kernel_size": 3, "stride": 2, "padding": 1},
     ),
     bench={"n": 4, "c": 16, "h": 128, "w": 128, "kernel_size": 2}))
@@ -1271,7 +1271,7 @@ _register(BuilderSpec(
     lambda n=1, c=2, h=6, w=6, **_: [(n, c, h, w)], _pool_out_shape,
     cases=(
         {"n": 1, "c": 2, "h": 6, "w": 6, "kernel_size": 2},
-        {"n": 1, "c": 3, "h": 5, "w": 7, "kernel_size": 3, "stride": 2},
+        {"n": 2, "c": 3, "h": 5, "w": 7, "kernel_size": 3, "stride": 2},
         {"n": 1, "c": 1, "h": 6, "w": 5, "kernel_size": 2, "stride": 1, "padding": 1},
     ),
     bench={"n": 4, "c": 16, "h": 128, "w": 128, "kernel_size": 2}))

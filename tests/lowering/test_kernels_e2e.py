@@ -220,12 +220,13 @@ def test_random_views_division_free(sc) -> None:
 @pytest.mark.parametrize("name,i", [c for c in CASES if not BUILDERS[c[0]].copy_like],
                          ids=[x for c, x in zip(CASES, CASE_IDS, strict=True)
                               if not BUILDERS[c[0]].copy_like])
-def test_compute_kernels_index_division_free(name: str, i: int) -> None:
+@pytest.mark.parametrize("optimize", ["egraph", "baseline"])
+def test_compute_kernels_index_division_free(name: str, i: int, optimize) -> None:
     """Elementwise, reduce, matmul, conv, pool and scan kernels: their views all have a
-    division-free form with one loop per axis, and the e-graph finds it."""
+    division-free form with one loop per axis, and the optimizer finds it."""
     k = make(name, **BUILDERS[name].cases[i])
     assert not k.needs_division()
-    ck = compile_kernel(k.graph, optimize="egraph", target=PLAIN_C, compile=False)
+    ck = compile_kernel(k.graph, optimize=optimize, target=PLAIN_C, compile=False)
     assert _index_divisions(ck.graph) == 0, ck.graph
 
 
