@@ -9,9 +9,11 @@ Times are CPU seconds of this process (``time.process_time``), medians of 3.
    call, which prices every e-node, and a repeat call with cached prices).
 2. Real egglog e-graphs: corpus expressions inserted into egglog 13.2 (low-level
    bindings), grown by a few generic rewrite rules (commutativity, one-way
-   associativity, identities, div-mod recombination, factoring, constant
-   folding), serialized to JSON, decoded and extracted (all roots at once and
-   one root at a time), with the reference cost totals of input, tree and DAG.
+   associativity of add, identities, div-mod recombination, constant folding;
+   adding factoring explodes it to 1M rows at iteration 3), one iteration at a
+   time up to an e-node cap, serialized to JSON,
+   decoded and extracted (all roots at once and one root at a time), with the
+   reference cost totals of input, tree and DAG.
 """
 
 from __future__ import annotations
@@ -108,7 +110,6 @@ PRELUDE = """
 (rewrite (Add a (Lit 0)) a :ruleset grow)
 (rewrite (Mul a (Lit 1)) a :ruleset grow)
 (rewrite (Add (Mod a b) (Mul (Div a b) b)) a :ruleset grow)
-(rewrite (Add (Mul a c) (Mul b c)) (Mul (Add a b) c) :ruleset grow)
 (rewrite (Add (Lit a) (Lit b)) (Lit (+ a b)) :ruleset grow)
 (rewrite (Mul (Lit a) (Lit b)) (Lit (* a b)) :ruleset grow)
 """
@@ -154,15 +155,27 @@ def decode(n: SerializedNode):
     return None  # Root rows
 
 
-def egglog_graph(exprs: list[UOp], iterations: int) -> tuple[dict, list[str], float]:
-    """Insert ``exprs``, run the rules; (serialized JSON dict, root classes, seconds)."""
+def egglog_graph(exprs: list[UOp], max_iterations: int, max_enodes: int
+                 ) -> tuple[dict, list[str], float, int]:
+    """Insert ``exprs``, run the rules one iteration at a time until
+    ``max_iterations`` or more than ``max_enodes`` rows; (serialized JSON dict,
+    root classes, CPU seconds, iterations run)."""
     import egglog.bindings as eb
 
     t0 = time.process_time()
     eg = eb.EGraph()
-    text = PRELUDE + "\n".join(f"(Root {i} {to_egglog(u)})" for i, u in enumerate(exprs))
-    text += f"\n(run-schedule (repeat {iterations} (run grow)))"
-    eg.run_program(*eg.parse_program(text))
+    eg.run_program(*eg.parse_program(PRELUDE))
+    # one command per parse: egglog 13.2 keeps a copy of the parsed text per
+    # span, so one 83 KB program of all 429 expressions took 3 GB
+    for i, u in enumerate(exprs):
+        eg.run_program(*eg.parse_program(f"(Root {i} {to_egglog(u)})"))
+    step = eg.parse_program("(run grow 1)\n(print-size)")
+    iters = 0
+    while iters < max_iterations:
+        out = eg.run_program(*step)
+        iters += 1
+        if sum(n for _, n in out[-1].sizes) > max_enodes:
+            break
     data = json.loads(eg.serialize([]).to_json())
     t_egg = time.process_time() - t0
     roots: dict[int, str] = {}
@@ -171,10 +184,11 @@ def egglog_graph(exprs: list[UOp], iterations: int) -> tuple[dict, list[str], fl
         if nd["op"] == "Root":
             i = int(nodes[nd["children"][0]]["op"])
             roots[i] = nodes[nd["children"][1]]["eclass"]
-    return data, [roots[i] for i in range(len(exprs))], t_egg
+    return data, [roots[i] for i in range(len(exprs))], t_egg, iters
 
 
-def bench_egglog(configs: list[tuple[int, int]], repeat: int) -> None:
+def bench_egglog(configs: list[tuple[int, int, int]], repeat: int) -> None:
+    """``configs``: (expressions, max iterations, e-node cap) per e-graph."""
     import eqsat
 
     lines = [json.loads(s) for s in CORPUS.read_text().splitlines() if s.strip()]
@@ -183,9 +197,9 @@ def bench_egglog(configs: list[tuple[int, int]], repeat: int) -> None:
     print(f"{'exprs':>5} {'iters':>5} {'e-nodes':>8} {'classes':>8} | {'egglog':>10} "
           f"{'decode':>10} {'tree all':>10} {'dag all':>10} {'dag 1 root':>10} | "
           f"{'ref in':>7} {'tree':>7} {'dag':>7} {'dag/1':>7} {'cpu tree':>8} {'cpu dag':>8}")
-    for k, iters in configs:
+    for k, max_iters, max_enodes in configs:
         exprs = exprs_all[:k]
-        data, roots, t_egg = egglog_graph(exprs, iters)
+        data, roots, t_egg, iters = egglog_graph(exprs, max_iters, max_enodes)
         t_dec, v = timed(lambda d=data: EGraphView.from_egglog_json(d, decode), repeat)
         ref, cpu = ReferenceCost(), CpuCost()
         t_tree, tr = timed(lambda v=v, r=roots, m=ref: extract_tree(v, r, m), repeat)
@@ -215,7 +229,8 @@ def main() -> None:
     repeat = 1 if args.quick else 3
     bench_synthetic([1000] if args.quick else [1000, 5000, 20000], repeat)
     if CORPUS.exists():
-        bench_egglog([(40, 2)] if args.quick else [(40, 2), (120, 3), (429, 3)], repeat)
+        bench_egglog([(40, 3, 5000)] if args.quick else
+                     [(40, 3, 5000), (120, 3, 5000), (429, 2, 10000), (429, 4, 25000)], repeat)
     else:
         print(f"\n(corpus {CORPUS} not found: egglog section skipped)")
 

