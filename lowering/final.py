@@ -157,6 +157,18 @@ def _uniquify_ranges(root: UOp) -> UOp:
     raise LoweringError("too many ranges to rename")  # pragma: no cover - 10k loops
 
 
+def _drop_folded_ranges(root: UOp) -> UOp:
+    """END/REDUCE entries that an optimizer folded to a constant (a one-trip range's only
+    value) close no loop: drop them."""
+    new: dict[UOp, UOp] = {}
+    for u in root.toposort():
+        src = tuple(new[s] for s in u.src)
+        if u.op in _CLOSERS:
+            src = src[:1] + tuple(r for r in src[1:] if r.op is not Ops.CONST)
+        new[u] = u if src == u.src else u.replace(src=src)
+    return new[root]
+
+
 def prepare(graph: UOp) -> tuple[UOp, str]:
     """The kernel root and its kind: ``"kernel"`` (a SINK) or ``"expr"`` (a value).
 
@@ -174,6 +186,7 @@ def prepare(graph: UOp) -> tuple[UOp, str]:
             raise LoweringError(f"cannot lower a vector expression root ({graph.dtype}); "
                                 "expression kernels return one scalar")
         return _expression_params(graph), "expr"
+    root = _drop_folded_ranges(root)
     root = _specials_to_ranges(root)
     root = _uniquify_ranges(root)
     open_ranges = live_ranges(root)[root]
@@ -360,7 +373,7 @@ def lower_reduce(root: UOp) -> UOp:
                                      (UOp(Ops.AFTER, acc.dtype, (acc, init) + rr), zero)),))
         upd = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (acc, zero)),
                                            _combine(u.arg, cur, x)))
-        end = UOp(Ops.END, dtypes.void, (upd,) + rr)
+        end = UOp(Ops.END, dtypes.void, (upd,) + rr, ("reduce", acc.arg))  # not a written END
         new[u] = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
                                         (UOp(Ops.AFTER, acc.dtype, (acc, end)), zero)),))
     return new[root]
@@ -374,7 +387,7 @@ def _split_end(u: UOp) -> UOp | None:
         return None
     out = u.src[0]
     for r in reversed(u.src[1:]):  # the first range is the outermost loop
-        out = UOp(Ops.END, dtypes.void, (out, r))
+        out = UOp(Ops.END, dtypes.void, (out, r), u.arg)
     return out
 
 

@@ -70,7 +70,8 @@ def _add(edges: defaultdict, node: UOp, dep: UOp) -> None:
 
 
 def _is_user_end(u: UOp) -> bool:
-    return u.op is Ops.END and u.arg is None
+    """An END written in the kernel (not the loop of a lowered REDUCE, arg ``("reduce", n)``)."""
+    return u.op is Ops.END and not (isinstance(u.arg, tuple) and u.arg[:1] == ("reduce",))
 
 
 def _end_range(u: UOp) -> UOp:

@@ -1,0 +1,251 @@
+"""Compile and run (lowering/compile.py): hand-written kernels against the reference
+interpreter and numpy, both store targets, every optimizer setting; argument checks;
+the compile cache; expression kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqsat import dtypes, parse, run_kernel
+from eqsat.ops import Ops
+from lowering import CompileError, Kernel, LoweringError, Target, compile_kernel, lower
+from lowering.compile import compile_c, default_cache_dir
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kernels")
+
+
+TRANSPOSE = """
+%out = (buffer 0 f32 60)
+%in  = (buffer 1 f32 60)
+%r   = (range 0 60)
+(sink (end (store (index %out %r) (load (index %in (add (mul (mod %r 10) 6) (idiv %r 10))))) %r))
+"""
+
+# pad a 4x5 image by 1 on every side into 6x7, through one flat loop: a gated load
+# (out of the image: 0) and a gated store that skips the last row
+GATED_PAD = """
+%out = (buffer 0 f32 42)
+%in  = (buffer 1 f32 20)
+%r   = (range 0 42)
+%y   = (idiv %r 7)
+%x   = (mod %r 7)
+%ok  = (and (and (lt 0 %y) (lt %y 5)) (and (lt 0 %x) (lt %x 6)))
+%src = (where %ok (add (mul (sub %y 1) 5) (sub %x 1)) (invalid))
+(sink (end (store (index %out (where (lt %r 35) %r (invalid))) (load (index %in %src) -1.0)) %r))
+"""
+
+# row sums and row maxima of a 5x7 matrix, and the total (a reduce outside the loop)
+REDUCE = """
+%sum = (buffer 0 f32 5)
+%max = (buffer 1 f32 5)
+%tot = (buffer 2 f32 1)
+%in  = (buffer 3 f32 35)
+%i   = (range 0 5)
+%j   = (range 1 7)
+%k   = (range 2 35)
+%v   = (load (index %in (add (mul %i 7) %j)))
+(sink (end (store (index %sum %i) (reduce add %v %j)) %i)
+      (end (store (index %max %i) (reduce max %v %j)) %i)
+      (store (index %tot 0) (reduce add (load (index %in %k)) %k)))
+"""
+
+
+def _numpy_pad(a: np.ndarray) -> np.ndarray:
+    p = np.full((6, 7), -1.0, np.float32)
+    p[1:5, 1:6] = a.reshape(4, 5)
+    out = p.reshape(-1).copy()
+    out[35:] = 0.0  # not stored: the output buffer keeps its zeros
+    return out
+
+
+KERNELS = {
+    "transpose": (TRANSPOSE, [(60,)], lambda a: [a.reshape(10, 6).T.reshape(-1)]),
+    "gated_pad": (GATED_PAD, [(20,)], lambda a: [_numpy_pad(a)]),
+    "reduce": (REDUCE, [(35,)], lambda a: [a.reshape(5, 7).sum(1), a.reshape(5, 7).max(1),
+                                             a.sum(keepdims=True)]),
+}
+OPTIMIZE = [False, "baseline", True]
+
+
+@pytest.mark.parametrize("predicated", [False, True], ids=["if_endif", "predicated"])
+@pytest.mark.parametrize("optimize", OPTIMIZE, ids=["raw", "baseline", "egraph"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_kernel_matches_interpreter_and_numpy(name: str, optimize, predicated: bool,
+                                              cache) -> None:
+    text, in_shapes, ref = KERNELS[name]
+    g = parse(text)
+    rng = np.random.default_rng(0)
+    ins = [rng.uniform(-1, 1, s).astype(np.float32) for s in in_shapes]
+    outs = [np.zeros(u.arg[1], np.float32) for u in sorted(
+        (u for u in g.toposort() if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg[0])
+        ][:-len(ins)]
+    k = compile_kernel(g, optimize=optimize, target=Target(predicated_stores=predicated),
+                       cache_dir=cache)
+    assert ("if (" in k.c_source) == (name == "gated_pad")
+    assert any(u.op is Ops.IF for u in k.linear) == (name == "gated_pad" and not predicated)
+    got = [o.copy() for o in outs] + [a.copy() for a in ins]
+    k(*got)
+    want = run_kernel(g, [o.copy() for o in outs] + [a.copy() for a in ins])
+    for gv, wv in zip(got, want, strict=True):
+        np.testing.assert_allclose(gv, wv, rtol=1e-6, atol=1e-6)
+    for gv, nv in zip(got, ref(*ins), strict=False):
+        np.testing.assert_allclose(gv, nv, rtol=1e-5, atol=1e-5)
+
+
+def test_integer_kernel_wraps_like_the_interpreter(cache) -> None:
+    g = parse("""
+    %o = (buffer 0 i8 16)
+    %a = (buffer 1 i8 16)
+    %r = (range 0 16)
+    %v = (load (index %a %r))
+    (sink (end (store (index %o %r) (add (mul %v (const i8 100)) (idiv %v (const i8 -3)))) %r))
+    """)
+    a = np.arange(-8, 8, dtype=np.int8) * 15
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    o = np.zeros(16, np.int8)
+    k(o, a.copy())
+    want = run_kernel(g, [np.zeros(16, np.int8), a.copy()])[0]
+    np.testing.assert_array_equal(o, want)
+
+
+def test_symbolic_loop_bound_and_variables(cache) -> None:
+    g = parse("""
+    %o = (buffer 0 i32 64)
+    %n = (var n 1 64)
+    %r = (range 0 %n)
+    (sink (end (store (index %o %r) (cast i32 (add (mul %r 3) (idiv %n 3)))) %r))""")
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    assert k.signature.variables == [("n", 1, 64)]
+    for n in (1, 17, 64):
+        o = np.zeros(64, np.int32)
+        k(o, n=n)
+        want = run_kernel(g, [np.zeros(64, np.int32)], {"n": n})[0]
+        np.testing.assert_array_equal(o, want)
+        assert (o[n:] == 0).all()
+
+
+# ---- expression kernels -------------------------------------------------------------------------
+def test_expression_kernel_returns_the_value(cache) -> None:
+    k = compile_kernel(parse("(add (mod (var x -20 20) 6) (idiv (range 3 10) 4))"),
+                       optimize=False, cache_dir=cache)
+    assert k.signature.returns is dtypes.i32
+    for x in (-20, -7, 0, 13, 20):
+        for r in (0, 5, 9):
+            assert k(x=x, R3=r) == int(np.fmod(x, 6)) + r // 4
+
+
+def test_expression_kernel_invalid_is_none(cache) -> None:
+    k = compile_kernel(parse("(where (lt (var x 0 9) 5) (mul (var x 0 9) 3) (invalid))"),
+                       optimize=False, cache_dir=cache)
+    assert [k(x=x) for x in range(10)] == [0, 3, 6, 9, 12, None, None, None, None, None]
+
+
+# ---- argument checks ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def transpose(cache) -> Kernel:
+    return compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=cache)
+
+
+@pytest.mark.parametrize("args,err,match", [
+    (lambda: (np.zeros(60, np.float32),), TypeError, "takes 2 arrays"),
+    (lambda: (np.zeros(60, np.float64), np.zeros(60, np.float32)), TypeError, "dtype float64"),
+    (lambda: (np.zeros(59, np.float32), np.zeros(60, np.float32)), ValueError, "59 elements"),
+    (lambda: (np.zeros(60, np.float32), np.zeros(120, np.float32)[::2]), ValueError,
+     "C-contiguous"),
+    (lambda: ([0.0] * 60, np.zeros(60, np.float32)), TypeError, "numpy array"),
+])
+def test_bad_arrays(transpose: Kernel, args, err, match: str) -> None:
+    with pytest.raises(err, match=match):
+        transpose(*args())
+
+
+def test_read_only_output_and_aliasing(transpose: Kernel) -> None:
+    ro = np.zeros(60, np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        transpose(ro, np.zeros(60, np.float32))
+    a = np.zeros(60, np.float32)
+    with pytest.raises(ValueError, match="overlap"):
+        transpose(a, a)
+    transpose(np.zeros(60, np.float32), ro)  # a read-only input is fine
+
+
+def test_variable_checks(cache) -> None:
+    k = compile_kernel(parse("(add (var x 0 9) (var y -3 3))"), optimize=False, cache_dir=cache)
+    assert k(x=9, y=-3) == 6
+    with pytest.raises(TypeError, match="missing"):
+        k(x=1)
+    with pytest.raises(TypeError, match="unknown"):
+        k(x=1, y=1, z=2)
+    with pytest.raises(ValueError, match="outside its declared range"):
+        k(x=10, y=0)
+    with pytest.raises(TypeError, match="integer"):
+        k(x=1.5, y=0)
+    assert k(x=np.int64(2), y=np.int8(1)) == 3
+
+
+# ---- compiling ----------------------------------------------------------------------------------
+def test_cache_by_source_hash(tmp_path, monkeypatch) -> None:
+    src = "int answer(void) { return 42; }\n"
+    lib = compile_c(src, tmp_path)
+    assert lib.exists() and lib.parent == tmp_path
+    calls = []
+    import subprocess
+
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    assert compile_c(src, tmp_path) == lib and not calls  # cached: no compiler run
+    other = compile_c(src.replace("42", "43"), tmp_path)
+    assert other != lib and len(calls) == 1
+
+
+def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CC", "no-such-compiler-xyz")
+    with pytest.raises(CompileError, match="no C compiler found"):
+        compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path)
+
+
+def test_compiler_error_shows_source(tmp_path) -> None:
+    with pytest.raises(CompileError, match="C compiler failed"):
+        compile_c("this is not C", tmp_path)
+
+
+def test_default_cache_dir_env(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("EQSAT_CACHE_DIR", str(tmp_path / "k"))
+    assert default_cache_dir() == tmp_path / "k"
+    monkeypatch.delenv("EQSAT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "uop-eqsat" / "kernels"
+
+
+def test_deferred_compile_and_repr(tmp_path) -> None:
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False)
+    assert not list(tmp_path.glob("*.so"))
+    o = np.zeros(60, np.float32)
+    k(o, np.arange(60, dtype=np.float32))
+    assert list(tmp_path.glob("*.so")) and o[1] == 6.0
+    assert "kernel(0:f32[60], 1:f32[60])" in repr(k)
+
+
+def test_bad_options() -> None:
+    g = parse(TRANSPOSE)
+    with pytest.raises(ValueError, match="optimize"):
+        compile_kernel(g, optimize="fast")
+    with pytest.raises(ValueError, match="emit"):
+        lower(g, emit="asm")
+    with pytest.raises(TypeError, match="Target"):
+        compile_kernel(g, target="c")
+    with pytest.raises(LoweringError):
+        compile_kernel(parse("(sink (store (index (buffer 0 f32 4) (range 0 4)) 1.0))"),
+                       optimize=False)
+
+
+def test_lower_linear_text() -> None:
+    text = lower(parse(TRANSPOSE), emit="linear", optimize=False)
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("%0") and lines[-1].split()[2] == "sink"
+    assert all(ln.startswith("%") for ln in lines)
