@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -386,6 +387,7 @@ class PassResult:
     unions: int = 0
     skipped: int = 0
     skipped_cap: int = 0
+    times: dict[str, float] = field(default_factory=dict)
 
 
 class PassState:
@@ -426,10 +428,18 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 roots: Iterable[int] = ()) -> PassResult:
     """Apply every selected computed rule to the snapshot; record the unions in ``ins``."""
     res = PassResult()
+    _t = [time.perf_counter(), ""]
+
+    def _lap(name: str | None) -> None:
+        now = time.perf_counter()
+        if _t[1]:
+            res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
+        _t[0], _t[1] = now, name or ""
     # every existing e-node maps to its class: rebuilding one returns the class
     memo = ins._memo
     for n in snap.nodes:
         memo[(n.ctor, *n.fields)] = n.cls
+    _lap('best')
     best, _cost = best_nodes(snap)
     lins = LinForms(snap, best)
     ctx = EClassCtx(snap, lins)
@@ -469,6 +479,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
 
     basis = [r for r in rules if r.kind == "basis"]
     searcher: _BasisSearch | None = None
+    _lap('sums')
     if canon or sums or basis:
         inner = _inner_sums(snap, roots)
         for c in _index_classes(snap):
@@ -510,6 +521,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                         continue
                     if out is not None:
                         union(c, out, r.name)
+    _lap('and')
     for r in [r for r in rules if r.kind == "canon_and"]:
         for c, i in best.items():
             n = snap.nodes[i]
@@ -524,12 +536,16 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             for k in clauses[1:]:
                 t = ("And", "bool", t, k)
             union(c, t, r.name)
+    _lap('cmp')
     for r in [r for r in rules if r.kind == "cmp"]:
         cmp_pass(snap, lins, ctx, state, r.name, union)
+    _lap('lift')
     for r in [r for r in rules if r.kind == "lift"]:
         lift_pass(snap, ins, best, state, r.name, union)
+    _lap('context')
     for r in [r for r in rules if r.kind == "context"]:
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union)
+    _lap('divmod')
     if dm:
         for n in snap.nodes:
             if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
@@ -553,6 +569,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                     continue
                 if t is not None:
                     union(n.cls, t, r.name)
+    _lap(None)
     return res
 
 
@@ -895,6 +912,9 @@ def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, n
 # ---------------------------------------------------------------------------
 # a cheaper basis for sums of quotients and remainders
 # ---------------------------------------------------------------------------
+_MISSING = object()
+
+
 class _BasisSearch:
     """Rewrite a sum through the division identities ``x == n*(x//n) + x%n``.
 
@@ -914,6 +934,7 @@ class _BasisSearch:
         self.snap, self.best, self.ctx, self.ins = snap, best, ctx, ins
         self._closure: dict[int, frozenset[int]] = {}
         self._rel: dict[Any, list[Lin]] = {}
+        self._resolved: dict[Any, int | None] = {}
 
     def closure(self, c: int) -> frozenset[int]:
         hit = self._closure.get(c)
@@ -936,6 +957,14 @@ class _BasisSearch:
         """The class a pending term already is, without inserting anything."""
         if isinstance(t, int):
             return t
+        hit = self._resolved.get(t, _MISSING)
+        if hit is not _MISSING:
+            return hit
+        res = self._resolve(t)
+        self._resolved[t] = res
+        return res
+
+    def _resolve(self, t: Term) -> int | None:
         sig = CTORS[t[0]]
         fields = []
         for f, sg in zip(t[1:], sig, strict=True):

@@ -39,7 +39,6 @@ import os
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from eqsat.dtype import DType, dtypes
@@ -313,18 +312,36 @@ class Inserter:
 # ---------------------------------------------------------------------------
 # reading the e-graph back
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One e-node of a snapshot: its class, constructor, fields (children as classes)."""
+_E_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "E") for name, sig in CTORS.items()}
 
-    cls: int
-    ctor: str
-    fields: tuple
-    subsumed: bool = False
+
+class Node:
+    """One e-node of a snapshot: its class, constructor, fields (children as classes).
+
+    ``kids`` are the child classes (a GL's list not flattened), ``dtype`` the
+    dtype name (None for list cells).
+    """
+
+    __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype")
+
+    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False):
+        self.cls = cls
+        self.ctor = ctor
+        self.fields = fields
+        self.subsumed = subsumed
+        pos = _E_POS[ctor]
+        self.kids = tuple(fields[i] for i in pos)
+        if ctor == "Cst" or ctor in CTOR_OP:
+            self.dtype = fields[0]
+        elif ctor in ("Cons", "Nil"):
+            self.dtype = None
+        else:
+            self.dtype = fields[1]
 
     @property
     def op(self) -> Ops | None:
-        """The IR op (None for Cons/Nil)."""
+        """The IR op (None for Cons/Nil and engine-internal leaves)."""
         c = self.ctor
         if c == "Cst":
             return Ops.CONST
@@ -334,20 +351,8 @@ class Node:
             return None
         return Ops[self.fields[0]]
 
-    @property
-    def dtype(self) -> str | None:
-        c = self.ctor
-        if c == "Cst" or c in CTOR_OP:
-            return self.fields[0]
-        if c in ("Cons", "Nil"):
-            return None
-        return self.fields[1]
-
-    @property
-    def kids(self) -> tuple[int, ...]:
-        """The child classes (a GL's list not flattened)."""
-        sig = CTORS[self.ctor]
-        return tuple(f for f, s in zip(self.fields, sig, strict=True) if s == "E")
+    def __repr__(self) -> str:
+        return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
 
 
 class Snapshot:
@@ -360,7 +365,7 @@ class Snapshot:
     """
 
     def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
-                 analyses: tuple[str, ...] = ("lo", "hi")):
+                 analyses: tuple[str, ...] = ("lo", "hi"), check: bool = True):
         fr = egraph.freeze()
         funcs = fr.functions
         eg = egraph
@@ -374,27 +379,33 @@ class Snapshot:
                 cls_of[r.output] = k
         strs: dict[Any, str] = {}
         ints: dict[Any, int] = {}
+
+        def to_str(v: Any) -> str:
+            x = strs.get(v)
+            if x is None:
+                x = strs[v] = eg.value_to_string(v)
+            return x
+
+        def to_int(v: Any) -> int:
+            x = ints.get(v)
+            if x is None:
+                x = ints[v] = eg.value_to_i64(v)
+            return x
+
         raw: list[tuple[str, Any, list, bool]] = []
         for name, sig in CTORS.items():
             f = funcs.get(name)
-            if f is None:
+            if f is None or not f.rows:
+                continue
+            conv = [to_str if c == "S" else to_int if c == "I" else None for c in sig]
+            if sig == "SEE":  # the common case: binary ALU nodes
+                for r in f.rows:
+                    a = r.inputs
+                    raw.append((name, r.output, [to_str(a[0]), a[1], a[2]], r.subsumed))
                 continue
             for r in f.rows:
-                vals = []
-                for v, s in zip(r.inputs, sig, strict=True):
-                    if s == "S":
-                        x = strs.get(v)
-                        if x is None:
-                            x = strs[v] = eg.value_to_string(v)
-                        vals.append(x)
-                    elif s == "I":
-                        x = ints.get(v)
-                        if x is None:
-                            x = ints[v] = eg.value_to_i64(v)
-                        vals.append(x)
-                    else:
-                        vals.append(v)
-                raw.append((name, r.output, vals, r.subsumed))
+                raw.append((name, r.output, [v if c is None else c(v) for v, c in
+                                             zip(r.inputs, conv, strict=True)], r.subsumed))
         # classes without a handle (made by egglog's rewrites): handles bottom-up
         self.new_handles = 0
         todo = [x for x in raw if x[1] not in cls_of]
@@ -409,6 +420,8 @@ class Snapshot:
                 else:
                     rest.append(x)
             if not ready:
+                if not check:
+                    break
                 raise RuntimeError(f"e-graph snapshot: {len(rest)} e-nodes have no finite "
                                    "term (a class reachable only through a cycle)")
             keyed = []
@@ -428,9 +441,12 @@ class Snapshot:
             todo = rest
         nodes: list[Node] = []
         for name, out, vals, sub in raw:
-            sig = CTORS[name]
-            fields = tuple(cls_of[v] if s == "E" else v for v, s in zip(vals, sig, strict=True))
-            nodes.append(Node(cls_of[out], name, fields, sub))
+            c = cls_of.get(out)
+            if c is None or any(vals[i] not in cls_of for i in _E_POS[name]):
+                continue  # only when check=False: a class without a finite term
+            for i in _E_POS[name]:
+                vals[i] = cls_of[vals[i]]
+            nodes.append(Node(c, name, tuple(vals), sub))
         nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields))
         self.nodes = nodes
         classes: dict[int, list[int]] = {}

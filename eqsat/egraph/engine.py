@@ -185,6 +185,8 @@ class Session:
                                       roots=[snap.cls_of_handle(h) for h in handles])
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
+                for k, v in res.times.items():
+                    times["computed." + k] = times.get("computed." + k, 0.0) + v
                 last_iter = time.perf_counter() - t_it
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
@@ -215,7 +217,7 @@ class Session:
         it; the cheaper selection (DAG cost) wins."""
         from extraction import EGraphView, ENode, extract_dag, extract_tree
 
-        nodes = []
+        enodes: dict[int, ENode] = {}
         for i, n in enumerate(snap.nodes):
             if n.subsumed:
                 continue
@@ -223,25 +225,46 @@ class Session:
             if dec is None:
                 continue
             op, dt, arg, kids = dec
-            nodes.append(ENode(i, n.cls, op, dt, arg, kids))
-        view = EGraphView(nodes, class_min=snap.lo)
+            enodes[i] = ENode(i, n.cls, op, dt, arg, kids)
         roots = [snap.cls_of_handle(h) for h in handles]
         uniq = list(dict.fromkeys(roots))
+        views = {}
+        if len(uniq) == 1:
+            views[uniq[0]] = EGraphView(list(enodes.values()), class_min=snap.lo)
+        else:  # a view per root: only the classes it reaches
+            for r in uniq:
+                sub, seen, stack = [], {r}, [r]
+                while stack:
+                    c = stack.pop()
+                    for i in snap.classes.get(c, ()):
+                        en = enodes.get(i)
+                        if en is None:
+                            continue
+                        sub.append(en)
+                        for k in en.children:
+                            if k not in seen:
+                                seen.add(k)
+                                stack.append(k)
+                views[r] = EGraphView(sub, class_min={c: snap.lo[c] for c in seen
+                                                       if c in snap.lo})
         best: dict[int, Any] = {}
         for r in uniq:
-            best[r] = extract_tree(view, [r], model)
+            best[r] = extract_tree(views[r], [r], model)
         method = "tree"
         t0 = time.perf_counter()
-        for i, r in enumerate(uniq):
-            per = (time.perf_counter() - t0) / i if i else clock.dag_estimate(len(nodes))
+        size = 0
+        for r in uniq:
+            n = len(views[r])
+            per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
             if clock.elapsed() + per > clock.seconds:
                 break
-            ext = extract_dag(view, [r], model)
+            ext = extract_dag(views[r], [r], model)
+            size += n
             method = "dag"
             if ext.cost <= best[r].cost:
                 best[r] = ext
-        if method == "dag" and uniq:
-            clock.learn_dag((time.perf_counter() - t0) / max(1, len(uniq)), len(nodes))
+        if method == "dag" and size:
+            clock.learn_dag((time.perf_counter() - t0), size)
         outs = [best[r].to_uops()[0] for r in roots]
         return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
 

@@ -48,7 +48,7 @@ class Clock:
 
     SOFT = 0.8
     TREE_PER_NODE = 3e-5
-    _dag_per_node = 5e-4  # seconds per e-node per root, refined by learn_dag()
+    _dag_per_node = 5e-4  # seconds per e-node of a root's view, refined by learn_dag()
 
     def __init__(self, seconds: float):
         self.seconds = seconds

@@ -1,0 +1,222 @@
+"""The e-graph engine against the ordered baseline and tinygrad, over the corpus.
+
+Prints, in one run and per corpus source (and for all cases): the total
+reference cost of the inputs, of tinygrad's field, of the baseline's and of
+the e-graph's outputs; their idiv+mod counts; total and median time per engine
+(wall and CPU); how many e-graph outputs are strictly cheaper than the
+baseline's and than tinygrad's (and how many are costlier than the baseline's,
+which should be none); and, with ``--check``, how many outputs of each engine
+are not equivalent to their input. Then the targets of the e-graph issue.
+
+The e-graph runs in batches (``--batch``, one e-graph per batch of cases; each
+case's time is its share of the batch's); ``--batch 1`` calls
+``eqsat.optimize`` once per case. Both engines get the same cost model
+(``--model``, default ``reference``); every output is the engine's result or,
+when that is costlier, the input (``eqsat.optimize``'s rule).
+
+Usage: ``python3 benchmarks/compare.py [--corpus PATH] [--batch N] [--model M]
+[--check] [--limit N] [--seconds S] [--worst N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from eqsat.api import Budget, optimize  # noqa: E402
+from eqsat.egraph import optimize_many, session_for  # noqa: E402
+from eqsat.sexpr import parse  # noqa: E402
+from extraction import divmod_count, get_cost_model, reference_cost  # noqa: E402
+
+__all__ = ["Case", "run", "main", "source_group", "load"]
+
+
+def default_corpus() -> Path:
+    env = os.environ.get("EQSAT_CORPUS")
+    return Path(env) if env else REPO.parent / "shared" / "corpus" / "index-exprs.jsonl"
+
+
+def source_group(source: str) -> str:
+    """The three source kinds of the corpus README (kernels grouped)."""
+    return "kernel" if source.startswith("kernel") else source
+
+
+def load(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+@dataclass
+class Case:
+    """One corpus line and what both engines made of it."""
+
+    id: str
+    source: str
+    cost_in: int
+    cost_tg: int
+    divmod_in: int
+    divmod_tg: int
+    cost_base: int = 0
+    cost_eg: int = 0
+    divmod_base: int = 0
+    divmod_eg: int = 0
+    model_base: float = 0.0
+    model_eg: float = 0.0
+    wall_base: float = 0.0
+    wall_eg: float = 0.0
+    cpu_base: float = 0.0
+    cpu_eg: float = 0.0
+    eq_base: bool | None = None
+    eq_eg: bool | None = None
+    out_base: Any = field(default=None, repr=False)
+    out_eg: Any = field(default=None, repr=False)
+    stats_eg: dict = field(default_factory=dict, repr=False)
+
+
+def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference",
+        check: bool = False, seconds: float = 2.0, samples: int = 3000) -> list[Case]:
+    """Optimize every row with both engines; the per-case results."""
+    cm = get_cost_model(model)
+    graphs = [parse(r["expr"]) for r in rows]
+    cases = [Case(r["id"], r["source"], r["cost_in"], r["cost_tg"], r["divmod_in"],
+                  r["divmod_tg"]) for r in rows]
+    # baseline, one call per case
+    for c, g in zip(cases, graphs, strict=True):
+        w, p = time.perf_counter(), time.process_time()
+        res = optimize(g, engine="baseline", cost_model=cm)
+        c.wall_base, c.cpu_base = time.perf_counter() - w, time.process_time() - p
+        c.out_base, c.model_base = res.graph, res.cost
+    # e-graph (the session's one-time setup is not a case's time)
+    session_for(None)
+    if batch <= 1:
+        for c, g in zip(cases, graphs, strict=True):
+            w, p = time.perf_counter(), time.process_time()
+            res = optimize(g, engine="egraph", cost_model=cm, budget=Budget(seconds=seconds))
+            c.wall_eg, c.cpu_eg = time.perf_counter() - w, time.process_time() - p
+            c.out_eg, c.model_eg, c.stats_eg = res.graph, res.cost, res.stats
+    else:
+        for i in range(0, len(graphs), batch):
+            gs, cs = graphs[i:i + batch], cases[i:i + batch]
+            w, p = time.perf_counter(), time.process_time()
+            outs, stats = optimize_many(gs, cost_model=cm, budget=Budget(
+                iterations=12, enodes=20_000 * len(gs), seconds=seconds * len(gs)))
+            wall, cpu = time.perf_counter() - w, time.process_time() - p
+            for c, g, o in zip(cs, gs, outs, strict=True):
+                cin, cout = cm.graph_cost(g), cm.graph_cost(o)
+                c.out_eg, c.model_eg = (o, cout) if cout <= cin else (g, cin)
+                c.wall_eg, c.cpu_eg, c.stats_eg = wall / len(gs), cpu / len(gs), stats
+    for c, g in zip(cases, graphs, strict=True):
+        c.cost_base, c.cost_eg = reference_cost(c.out_base), reference_cost(c.out_eg)
+        c.divmod_base, c.divmod_eg = divmod_count(c.out_base), divmod_count(c.out_eg)
+        if check:
+            from eqsat.equiv import check_equivalent
+
+            c.eq_base = bool(check_equivalent(g, c.out_base, samples=samples))
+            c.eq_eg = bool(check_equivalent(g, c.out_eg, samples=samples))
+    return cases
+
+
+def _table(cases: list[Case], check: bool) -> list[str]:
+    groups: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        groups[source_group(c.source)].append(c)
+    head = (f"{'source':<20}{'n':>5} | {'cost in':>8}{'tg':>7}{'base':>7}{'egraph':>7} | "
+            f"{'dm in':>6}{'tg':>5}{'base':>5}{'eg':>5} | {'base s':>7}{'med ms':>7}"
+            f"{'eg s':>7}{'med ms':>7} | {'<base':>5}{'<tg':>5}{'>base':>6}")
+    if check:
+        head += f" | {'neq b':>5}{'neq e':>6}"
+    out = [head, "-" * len(head)]
+    for name in sorted(groups) + ["ALL"]:
+        cs = cases if name == "ALL" else groups[name]
+        line = (f"{name:<20}{len(cs):>5} | {sum(c.cost_in for c in cs):>8}"
+                f"{sum(c.cost_tg for c in cs):>7}{sum(c.cost_base for c in cs):>7}"
+                f"{sum(c.cost_eg for c in cs):>7} | {sum(c.divmod_in for c in cs):>6}"
+                f"{sum(c.divmod_tg for c in cs):>5}{sum(c.divmod_base for c in cs):>5}"
+                f"{sum(c.divmod_eg for c in cs):>5} | {sum(c.wall_base for c in cs):>7.2f}"
+                f"{statistics.median(c.wall_base for c in cs) * 1e3:>7.1f}"
+                f"{sum(c.wall_eg for c in cs):>7.2f}"
+                f"{statistics.median(c.wall_eg for c in cs) * 1e3:>7.1f} | "
+                f"{sum(c.cost_eg < c.cost_base for c in cs):>5}"
+                f"{sum(c.cost_eg < c.cost_tg for c in cs):>5}"
+                f"{sum(c.cost_eg > c.cost_base for c in cs):>6}")
+        if check:
+            line += (f" | {sum(c.eq_base is False for c in cs):>5}"
+                     f"{sum(c.eq_eg is False for c in cs):>6}")
+        out.append(line)
+    return out
+
+
+def report(cases: list[Case], check: bool, worst: int = 10) -> str:
+    """The printed report (table, CPU times, targets, worst cases)."""
+    lines = _table(cases, check)
+    tot = {k: sum(getattr(c, k) for c in cases) for k in
+           ("cost_tg", "cost_eg", "cost_base", "divmod_tg", "divmod_eg", "wall_base", "wall_eg",
+            "cpu_base", "cpu_eg")}
+    lines.append("")
+    lines.append(f"CPU time: baseline {tot['cpu_base']:.2f} s, e-graph {tot['cpu_eg']:.2f} s "
+                 f"(x{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}); wall: baseline "
+                 f"{tot['wall_base']:.2f} s, e-graph {tot['wall_eg']:.2f} s "
+                 f"(x{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f})")
+    costlier_in = sum(c.cost_eg > c.cost_in for c in cases)
+    worse = [c for c in cases if c.model_eg > c.model_base + 1e-9]
+    lines.append("targets:")
+    lines.append(f"  total reference cost {tot['cost_eg']} <= 0.85 x tinygrad "
+                 f"{0.85 * tot['cost_tg']:.0f}: {tot['cost_eg'] <= 0.85 * tot['cost_tg']}")
+    lines.append(f"  idiv+mod {tot['divmod_eg']} <= 0.85 x tinygrad {0.85 * tot['divmod_tg']:.0f}: "
+                 f"{tot['divmod_eg'] <= 0.85 * tot['divmod_tg']}")
+    lines.append(f"  cases costlier than the baseline (chosen model): {len(worse)}; "
+                 f"(reference cost): {sum(c.cost_eg > c.cost_base for c in cases)}")
+    lines.append(f"  outputs costlier than their input (reference cost): {costlier_in}")
+    if check:
+        lines.append(f"  inequivalent outputs: e-graph {sum(c.eq_eg is False for c in cases)}, "
+                     f"baseline {sum(c.eq_base is False for c in cases)}")
+    lines.append(f"  e-graph time <= 3 x baseline: wall x"
+                 f"{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f}, CPU x"
+                 f"{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}")
+    if worst:
+        lines.append(f"\n{worst} cases furthest above the e-graph's best (e-graph - min(baseline, "
+                     "tinygrad), reference cost):")
+        gap = sorted(cases, key=lambda c: min(c.cost_base, c.cost_tg) - c.cost_eg)[:worst]
+        for c in gap:
+            lines.append(f"  {c.id:<8} {source_group(c.source):<20} in {c.cost_in:>4}  tg "
+                         f"{c.cost_tg:>4}  base {c.cost_base:>4}  egraph {c.cost_eg:>4}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=default_corpus())
+    ap.add_argument("--batch", type=int, default=32, help="cases per e-graph (1: per case)")
+    ap.add_argument("--model", default="reference", help="cost model: reference or default")
+    ap.add_argument("--check", action="store_true", help="check every output's equivalence")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    ap.add_argument("--seconds", type=float, default=2.0, help="e-graph time budget per case")
+    ap.add_argument("--worst", type=int, default=10)
+    args = ap.parse_args(argv)
+    if not args.corpus.exists():
+        print(f"corpus not found: {args.corpus} (set EQSAT_CORPUS)", file=sys.stderr)
+        return 2
+    rows = load(args.corpus, args.limit)
+    cases = run(rows, batch=args.batch, model=args.model, check=args.check,
+                seconds=args.seconds)
+    print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
+          f"{args.batch}")
+    print(report(cases, args.check, args.worst))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
