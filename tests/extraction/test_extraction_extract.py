@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import random
 
+import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eqsat import Ops, UOp, dtypes
 from extraction import (
+    CpuCost,
     Decoded,
     EGraphView,
     ENode,
@@ -80,17 +82,24 @@ def brute_force_dag(view: EGraphView, roots, model) -> float:
     return best
 
 
-def check_selection(view: EGraphView, ex: Extraction) -> None:
-    """Classes right, children selected, acyclic, costs consistent."""
+def check_selection(view: EGraphView, ex: Extraction, model=REF) -> None:
+    """Classes right, children selected, acyclic (checked by networkx too), exactly
+    the classes the roots reach, costs consistent."""
+    g = nx.DiGraph()
     for cid, n in ex.selection.items():
         assert n.eclass == cid
         assert n in view.classes[cid]
+        g.add_node(cid)
         for k in n.children:
             assert k in ex.selection
+            g.add_edge(cid, k)
+    assert nx.is_directed_acyclic_graph(g)
+    reached = set(ex.roots).union(*(nx.descendants(g, r) for r in ex.roots))
+    assert reached == set(ex.selection)
     terms = ex.build(lambda n, kids: (n.key, kids))  # raises on a cycle
     assert len(terms) == len(ex.roots)
-    assert ex.cost == pytest.approx(dag_cost(view, ex.selection, list(ex.roots), REF))
-    assert ex.tree_cost == pytest.approx(tree_cost(view, ex.selection, list(ex.roots), REF))
+    assert ex.cost == pytest.approx(dag_cost(view, ex.selection, list(ex.roots), model))
+    assert ex.tree_cost == pytest.approx(tree_cost(view, ex.selection, list(ex.roots), model))
 
 
 # ---- sharing ------------------------------------------------------------------------
@@ -286,15 +295,15 @@ def test_deep_chain_no_recursion_limit():
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(5, 9), cyc=st.sampled_from([0.0, 0.2, 0.5]),
-       nroots=st.integers(1, 2))
-def test_random_small_egraphs(seed, n, cyc, nroots):
+       nroots=st.integers(1, 2), model=st.sampled_from([REF, CpuCost()]))
+def test_random_small_egraphs(seed, n, cyc, nroots, model):
     v = random_view(seed, n_classes=n, max_nodes_per_class=2, n_leaves=2, cycle_prob=cyc,
                     n_roots=nroots)
-    t, d = extract_tree(v, model=REF), extract_dag(v, model=REF)
-    check_selection(v, t)
-    check_selection(v, d)
+    t, d = extract_tree(v, model=model), extract_dag(v, model=model)
+    check_selection(v, t, model)
+    check_selection(v, d, model)
     assert d.cost <= t.cost + 1e-9
-    assert d.cost >= brute_force_dag(v, v.roots, REF) - 1e-9
+    assert d.cost >= brute_force_dag(v, v.roots, model) - 1e-9
 
 
 @settings(max_examples=30, deadline=None)
