@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from typing import Any
 
 from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
@@ -149,8 +150,9 @@ def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
     return out
 
 
-# x -> (valid, result) of the last simplify_given_valid(valid, x) (guard and build share it)
-_GIVEN: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp | None]] = weakref.WeakKeyDictionary()
+# x -> weak refs to (valid, result) of the last simplify_given_valid(valid, x), so the guard
+# and the builder share one computation; weak values: a result holding x must not keep x alive
+_GIVEN: weakref.WeakKeyDictionary[UOp, tuple[weakref.ref, Any]] = weakref.WeakKeyDictionary()
 
 
 def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
@@ -188,10 +190,14 @@ def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
 
 def _given_valid(c: UOp, x: UOp) -> UOp | None:
     hit = _GIVEN.get(x)
-    if hit is not None and hit[0] is c:
-        return hit[1]
+    if hit is not None and hit[0]() is c:
+        if hit[1] is None:
+            return None
+        y = hit[1]()
+        if y is not None:
+            return y
     y = simplify_given_valid(c, x)
-    _GIVEN[x] = (c, y)
+    _GIVEN[x] = (weakref.ref(c), None if y is None else weakref.ref(y))
     return y
 
 
