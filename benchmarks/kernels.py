@@ -47,7 +47,7 @@ sys.path.insert(0, str(_HERE.parent))
 
 from eqsat.ops import Ops  # noqa: E402
 from lowering import Target, compile_kernel, lower_graph  # noqa: E402
-from lowering.builders import BUILDERS, Kernel, make  # noqa: E402
+from lowering.builders import BUILDERS, BuiltKernel, make  # noqa: E402
 
 PLAIN_C = Target(fast_div=False)
 
@@ -88,7 +88,7 @@ def graph_divisions(graph) -> int:
     return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_int)
 
 
-def _close(k: Kernel, got: np.ndarray, want: np.ndarray) -> bool:
+def _close(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> bool:
     if k.dtype.is_float:
         return bool(np.allclose(got, want, rtol=1e-4, atol=1e-4))
     return bool(np.array_equal(got, want))
@@ -104,7 +104,7 @@ def _time(fn, runs: int) -> list[float]:
     return out
 
 
-def bench(label: str, k: Kernel, engine: str, runs: int) -> Row:
+def bench(label: str, k: BuiltKernel, engine: str, runs: int) -> Row:
     ins = k.random_inputs(0)
     want = k.reference(*ins)
     results = {}

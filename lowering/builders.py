@@ -45,7 +45,8 @@ from eqsat.ops import Ops
 from eqsat.uop import UOp
 
 __all__ = [
-    "BuildError", "View", "Kernel", "BuilderSpec", "BUILDERS", "make", "reference", "apply_numpy",
+    "BuildError", "View", "BuiltKernel", "BuilderSpec", "BUILDERS", "make", "reference",
+    "apply_numpy", "unravel", "contiguous_strides",
     "elementwise", "unary", "binary", "copy", "permute", "pad", "shrink", "flip", "stride",
     "expand", "reshape", "reduce", "matmul", "conv2d", "pool2d", "maxpool2d", "avgpool2d",
     "cumsum", "load", "kernel", "UNARY_OPS", "BINARY_OPS",
@@ -979,8 +980,13 @@ class BuilderSpec:
         return f"BUILDERS[{self.name!r}]"
 
 
+_NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
+              "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+              "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+
+
 @dataclass
-class Kernel:
+class BuiltKernel:
     """One built kernel: its graph, shapes, dtype and numpy reference."""
 
     name: str
@@ -1004,10 +1010,10 @@ class Kernel:
 
     @property
     def np_dtype(self) -> np.dtype:
-        return np.dtype({"f16": np.float16, "f32": np.float32, "f64": np.float64,
-                         "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-                         "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
-                         "u64": np.uint64}[self.dtype.name])
+        """The numpy dtype of the buffers (bf16 has none: BuildError)."""
+        if self.dtype.name not in _NP_DTYPES:
+            raise BuildError(f"no numpy dtype for {self.dtype}; use f16/f32/f64 or an int")
+        return np.dtype(_NP_DTYPES[self.dtype.name])
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Input arrays (in their shapes) suited to the kernel: floats in [-1, 1)
@@ -1035,7 +1041,7 @@ class Kernel:
                 *[np.ascontiguousarray(a, self.np_dtype).reshape(-1).copy() for a in inputs]]
 
 
-def make(name: str, **params: Any) -> Kernel:
+def make(name: str, **params: Any) -> BuiltKernel:
     """Build the kernel ``name`` with ``params`` (``dtype`` included)."""
     if name not in BUILDERS:
         raise BuildError(f"unknown builder {name!r}; choose one of {', '.join(BUILDERS)}")
@@ -1051,8 +1057,8 @@ def make(name: str, **params: Any) -> Kernel:
         graph = spec.build(**params)
     finally:
         _VIEW_LOGS.remove(log)
-    return Kernel(name, params, graph, spec.input_shapes(**params), spec.output_shape(**params),
-                  dt, spec, tuple(log))
+    return BuiltKernel(name, params, graph, spec.input_shapes(**params),
+                       spec.output_shape(**params), dt, spec, tuple(log))
 
 
 def reference(name: str, *arrays: np.ndarray, **params: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ from eqsat.uop import UOp
 from lowering.builders import (
     BUILDERS,
     BuildError,
-    Kernel,
+    BuiltKernel,
     View,
     apply_numpy,
     make,
@@ -34,7 +34,7 @@ CASES = [(name, i) for name, spec in BUILDERS.items() for i in range(len(spec.ca
 CASE_IDS = [f"{n}-{i}" for n, i in CASES]
 
 
-def _check(k: Kernel, seed: int = 0) -> None:
+def _check(k: BuiltKernel, seed: int = 0) -> None:
     ins = k.random_inputs(seed)
     bufs = run_kernel(k.graph, k.buffers(ins))
     got = bufs[0].reshape(k.output_shape)
@@ -331,6 +331,7 @@ def test_registry_specs_are_consistent() -> None:
     (lambda: make("conv2d", h=2, kh=3), "larger than the padded input"),
     (lambda: make("maxpool2d", op="min"), "unexpected keyword"),
     (lambda: reference("matmul", np.zeros((3, 5))), "1 arrays for 2 inputs"),
+    (lambda: make("permute", dtype=dtypes.bf16).random_inputs(), "no numpy dtype"),
 ])
 def test_bad_input(fn, match) -> None:
     with pytest.raises((BuildError, TypeError), match=match):

@@ -2,7 +2,7 @@
 reference interpreter and numpy; and the optimized C of copy-like kernels is
 division-free wherever a division-free form exists.
 
-A kernel's loads address its inputs through views; ``Kernel.needs_division()``
+A kernel's loads address its inputs through views; ``BuiltKernel.needs_division()``
 decides, by exact evaluation, whether a division-free form exists with the
 kernel's loops (the address is affine in the loop indices where valid, and
 every mask compares an affine index). Those kernels must come out of the
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from eqsat import dtypes, run_kernel
 from eqsat.ops import Ops
 from lowering import Target, compile_kernel
-from lowering.builders import BUILDERS, Kernel, View, make
+from lowering.builders import BUILDERS, BuiltKernel, View, make
 
 CASES = [(name, i) for name, spec in BUILDERS.items() for i in range(len(spec.cases))]
 CASE_IDS = [f"{n}-{i}" for n, i in CASES]
@@ -91,7 +91,7 @@ def _index_divisions(graph) -> int:
     return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_int)
 
 
-def _run_compiled(k: Kernel, optimize, inputs, target=None) -> tuple[np.ndarray, object]:
+def _run_compiled(k: BuiltKernel, optimize, inputs, target=None) -> tuple[np.ndarray, object]:
     ck = compile_kernel(k.graph, optimize=optimize, target=target)
     bufs = k.buffers(inputs)
     ck(*bufs)
@@ -100,14 +100,14 @@ def _run_compiled(k: Kernel, optimize, inputs, target=None) -> tuple[np.ndarray,
     return bufs[0].reshape(k.output_shape), ck
 
 
-def _same(k: Kernel, got: np.ndarray, want: np.ndarray) -> None:
+def _same(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> None:
     if k.dtype.is_float:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     else:
         np.testing.assert_array_equal(got, want)
 
 
-def _check(k: Kernel, optimize, seed: int = 0) -> object:
+def _check(k: BuiltKernel, optimize, seed: int = 0) -> object:
     ins = k.random_inputs(seed)
     got, ck = _run_compiled(k, optimize, ins)
     interp = run_kernel(k.graph, k.buffers(ins))[0].reshape(k.output_shape)
