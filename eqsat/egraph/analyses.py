@@ -22,6 +22,10 @@ class and its e-nodes.
 other than ``(invalid)``, ALU ops of such operands). ``lo``/``hi`` bound a class
 where it has a value; a rewrite that drops an operand (``x*0 -> 0``, folding a
 class to its constant) must not drop an Invalid, so such rules require ``Def``.
+The engine computes ``Def`` on each snapshot in Python (:func:`defined_classes`,
+a least fixed point) and loads it back for the native rules' guards; the
+egglog rules of the same analysis (:func:`def_rules`) are kept for reference
+and tests.
 """
 
 from __future__ import annotations
@@ -210,7 +214,7 @@ for _c in ("Eq", "Ne"):
                                f"((set (lo e) {_v}) (set (hi e) {_v}))"))
 
 
-def _def_rules() -> list[tuple[str, str, str]]:
+def def_rules() -> list[tuple[str, str, str]]:
     """``Def``: the e-classes that are never Invalid (a value wherever defined)."""
     from eqsat.egraph.encoding import ALU_CTOR, CTORS
 
@@ -247,6 +251,6 @@ def analysis_program(ruleset: str = "analysis") -> str:
     out.append("(relation RDef (i64))")
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')
-    for name, _identity, body in ANALYSIS_RULES + _def_rules():
+    for name, _identity, body in ANALYSIS_RULES:
         out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
     return "\n".join(out)

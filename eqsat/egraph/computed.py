@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eqsat.egraph.analyses import INT_DTYPES
 from eqsat.egraph.encoding import CTOR_OP, CTORS, CTXVAR, Inserter, Node, Snapshot, fits_i64
 from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule, lin_bounds
 
@@ -80,7 +81,7 @@ def best_nodes(snap: Snapshot) -> tuple[dict[int, int], dict[int, float]]:
         cls = nodes[i].cls
         if cls in best:
             continue
-        best[cls] = i
+        best[cls] = i  # insertion order: children before parents
         cost[cls] = c
         for p in parents.get(cls, ()):
             pending[p] -= 1
@@ -397,6 +398,55 @@ class PassState:
         self.done: set[tuple] = set()
         self.contexts: list[Context] = []
         self.unions: dict[int, int] = {}
+        self.sigs: dict[int, Any] = {}
+
+
+def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], None],
+              name: str) -> None:
+    """Union every never-Invalid integer class whose interval is one value with that
+    constant (a division counts only when its divisor is never 0)."""
+    for c in sorted(dirty):
+        v = snap.lo.get(c)
+        if v is None or v != snap.hi.get(c) or c not in snap.defined:
+            continue
+        dt = None
+        ok = False
+        for n in snap.class_nodes(c):
+            if n.ctor == "Cst":
+                ok = False
+                break
+            if n.dtype not in INT_DTYPES:
+                continue
+            dt = n.dtype
+            if n.ctor in ("Idiv", "Mod"):
+                dlo, dhi = snap.bounds(n.fields[2])
+                ok = ok or dlo > 0 or dhi < 0
+            else:
+                ok = True
+        if ok and dt is not None:
+            union(c, ("Cst", dt, v), name)
+
+
+def _dirty(snap: Snapshot, best: dict[int, int], state: PassState) -> set[int]:
+    """The classes whose cheapest term may read differently since the last pass: the
+    class changed (e-nodes, bounds, Def) or its best e-node did, or a child's did."""
+    nodes = snap.nodes
+    lo, hi, defined = snap.lo, snap.hi, snap.defined
+    sigs = state.sigs
+    new_sigs: dict[int, Any] = {}
+    changed: set[int] = set()
+    for c, idxs in snap.classes.items():
+        sig = (tuple((nodes[i].ctor, nodes[i].fields, nodes[i].subsumed) for i in idxs),
+               lo.get(c), hi.get(c), c in defined)
+        new_sigs[c] = sig
+        if sigs.get(c) != sig:
+            changed.add(c)
+    dirty: set[int] = set()
+    for c, i in best.items():  # children come before their parents
+        if c in changed or any(k in dirty for k in nodes[i].kids):
+            dirty.add(c)
+    state.sigs = new_sigs
+    return dirty
 
 
 def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
@@ -441,6 +491,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         memo[(n.ctor, *n.fields)] = n.cls
     _lap('best')
     best, _cost = best_nodes(snap)
+    dirty = _dirty(snap, best, state)
     lins = LinForms(snap, best)
     ctx = EClassCtx(snap, lins)
     canon = [r for r in rules if r.kind == "canon"]
@@ -483,7 +534,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     if canon or sums or basis:
         inner = _inner_sums(snap, roots)
         for c in _index_classes(snap):
-            if c in inner:
+            if c in inner or c not in dirty:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
                 res.skipped += 1
@@ -521,11 +572,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                         continue
                     if out is not None:
                         union(c, out, r.name)
+    _lap('fold')
+    if any(r.kind == "fold" for r in rules):
+        name = next(r.name for r in rules if r.kind == "fold")
+        fold_pass(snap, dirty, union, name)
     _lap('and')
     for r in [r for r in rules if r.kind == "canon_and"]:
         for c, i in best.items():
             n = snap.nodes[i]
-            if n.ctor != "And" or n.fields[0] != "bool":
+            if n.ctor != "And" or n.fields[0] != "bool" or c not in dirty:
                 continue
             clauses = conjuncts(snap, best, c)
             key = ("and", c, tuple(clauses))
@@ -538,17 +593,19 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             union(c, t, r.name)
     _lap('cmp')
     for r in [r for r in rules if r.kind == "cmp"]:
-        cmp_pass(snap, lins, ctx, state, r.name, union)
+        cmp_pass(snap, lins, ctx, state, r.name, union, dirty)
     _lap('lift')
     for r in [r for r in rules if r.kind == "lift"]:
-        lift_pass(snap, ins, best, state, r.name, union)
+        lift_pass(snap, ins, best, state, r.name, union, dirty)
     _lap('context')
     for r in [r for r in rules if r.kind == "context"]:
-        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union)
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty)
     _lap('divmod')
     if dm:
         for n in snap.nodes:
             if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
+                continue
+            if n.cls not in dirty and n.fields[1] not in dirty and n.fields[2] not in dirty:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
                 res.skipped += 1
@@ -760,12 +817,14 @@ def _is_invalid(snap: Snapshot, c: int) -> bool:
 
 def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
                  lins: LinForms, ectx: EClassCtx, state: PassState, name: str,
-                 union: Callable[[int, Term, str], None]) -> None:
+                 union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
     """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
     ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
     # open
     for n in snap.nodes:
         if n.ctor != "Where" or n.subsumed or n.fields[0] != "index":
+            continue
+        if n.cls not in dirty and not any(k in dirty for k in n.kids):
             continue
         c, x, f = n.fields[1], n.fields[2], n.fields[3]
         if not _is_invalid(snap, f) or x not in snap.defined:
@@ -886,13 +945,15 @@ def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
 
 
 def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, name: str,
-             union: Callable[[int, Term, str], None]) -> None:
+             union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
     """Rewrite every index comparison ``a < b`` through :func:`cmp_rewrites`."""
     defined = snap.defined
     for n in snap.nodes:
         if n.ctor != "Lt" or n.subsumed:
             continue
         a, b = n.fields[1], n.fields[2]
+        if n.cls not in dirty and a not in dirty and b not in dirty:
+            continue
         if _class_dtype(snap, a) != "index":
             continue
         x = lins.get(a) - lins.get(b)
@@ -1043,7 +1104,19 @@ class _BasisSearch:
                         return k
         return t
 
+    def worth(self, s: Lin) -> bool:
+        """Whether a basis change can pay: two or more quotient/remainder terms."""
+        n = 0
+        for _, a in s.terms:
+            if isinstance(a, int) and (self.ctx.idiv_parts(a) or self.ctx.mod_parts(a)):
+                n += 1
+                if n >= 2:
+                    return True
+        return False
+
     def search(self, s: Lin) -> Lin | None:
+        if not self.worth(s):
+            return None
         start = self.cost(s)
         seen = {s}
         beam = [(start, s)]
@@ -1075,7 +1148,7 @@ _INVALID = object()  # lift(): the class is the bare Invalid
 
 
 def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassState,
-              name: str, union: Callable[[int, Term, str], None]) -> None:
+              name: str, union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
     """Lift every Invalid guard of an index term to its top, in one step.
 
     ``lift(c)`` reads class ``c`` through its cheapest term as ``where(clauses,
@@ -1107,7 +1180,7 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
 
     for c, i in best.items():
         n = snap.nodes[i]
-        if n.dtype != "index":
+        if n.dtype != "index" or c not in dirty:
             continue
         v = lift(c)
         if v is None or v is _INVALID:

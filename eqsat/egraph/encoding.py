@@ -464,12 +464,15 @@ class Snapshot:
                 c = cls_of.get(r.inputs[0])
                 if c is not None:
                     table[c] = eg.value_to_i64(r.output)
-        self.defined: set[int] = set()
+        known: set[int] = set()
         if "Def" in funcs:
             for r in funcs["Def"].rows:
                 c = cls_of.get(r.inputs[0])
                 if c is not None:
-                    self.defined.add(c)
+                    known.add(c)
+        self.defined = defined_classes(nodes, known)
+        for c in sorted(self.defined - known):  # for the native rules' guards
+            inserter._row("RDef", (c,))
         self.relations: dict[str, list[tuple[int, ...]]] = {}
         for name in analyses:
             if name in ("lo", "hi") or name not in funcs:
@@ -520,6 +523,47 @@ class Snapshot:
             out.append(cons[0].fields[0])
             c = cons[0].fields[1]
         return out
+
+
+def defined_classes(nodes: list[Node], known: set[int]) -> set[int]:
+    """The classes that are never Invalid: a least fixed point over the e-nodes (a
+    constant, a leaf other than Invalid, range/special of such an end, an ALU op
+    whose operands all are), starting from ``known``."""
+    out = set(known)
+    waiting: dict[int, list[Node]] = {}
+    stack: list[int] = []
+
+    def ready(n: Node) -> bool:
+        c = n.ctor
+        if c == "Cst":
+            return True
+        if c == "Leaf":
+            return n.fields[0] != "INVALID"
+        if c in CTOR_OP or (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL")):
+            return all(k in out for k in n.kids)
+        return False
+
+    for n in nodes:
+        if n.cls in out:
+            continue
+        c = n.ctor
+        if not (c in ("Cst", "Leaf") or c in CTOR_OP or
+                (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL"))):
+            continue
+        if ready(n):
+            out.add(n.cls)
+            stack.append(n.cls)
+        else:
+            for k in n.kids:
+                if k not in out:
+                    waiting.setdefault(k, []).append(n)
+    while stack:
+        k = stack.pop()
+        for n in waiting.pop(k, ()):
+            if n.cls not in out and ready(n):
+                out.add(n.cls)
+                stack.append(n.cls)
+    return out
 
 
 def _det_key(x: Any) -> tuple:

@@ -254,6 +254,8 @@ class Session:
         t0 = time.perf_counter()
         size = 0
         for r in uniq:
+            if best[r].cost >= best[r].tree_cost:
+                continue  # the tree choice shares nothing: nothing for the DAG search to use
             n = len(views[r])
             per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
             if clock.elapsed() + per > clock.seconds:

@@ -138,6 +138,9 @@ G_ADVANCED_DIVISION = "advanced_division_dsl_patterns"
 G_BOOLEAN = "boolean_dsl_patterns"
 G_COMPARISON = "comparison_dsl_patterns"
 G_CONSTANT_FOLDING = "constant_folding_dsl_patterns"
+#: opt-in: "a class whose interval is [c, c] is c" natively, one rule per op (the default
+#: is the computed fold_known, one generic rule)
+G_FOLD_KNOWN_NATIVE = "constant_folding_native"
 G_DIV_MOD_RECOMBINE = "div_mod_recombine_dsl_patterns"
 G_DIVISION = "division_dsl_patterns"
 G_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
@@ -165,19 +168,19 @@ for _ctor, _ar in (("Add", 2), ("Sub", 2), ("Mul", 2), ("Max", 2), ("Min", 2), (
                    ("Where", 3), ("Cast", 1), ("Mulacc", 3)):
     _args = " ".join(f"x{i}" for i in range(_ar))
     add(Q(f"fold_known_{_ctor.lower()}", f"{_ctor.lower()}(...) -> c when its interval is [c, c]",
-          G_CONSTANT_FOLDING,
+          G_FOLD_KNOWN_NATIVE,
           f"(= e ({_ctor} dt {_args})) (= v (lo e)) (= v (hi e)) (= m (dmin dt)) (Def e)",
           "(union e (Cst dt v))"))
 for _ctor in ("Idiv", "Mod"):
     for _sign, _g in (("pos", "(> (lo y) 0)"), ("neg", "(< (hi y) 0)")):
         add(Q(f"fold_known_{_ctor.lower()}_{_sign}",
               f"{_ctor.lower()}(x, y) -> c when its interval is [c, c] and y is never 0",
-              G_CONSTANT_FOLDING,
+              G_FOLD_KNOWN_NATIVE,
               f"(= e ({_ctor} dt x y)) {_g} (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
               "(Def e)",
               "(union e (Cst dt v))"))
 add(Q("fold_known_range", "range(end) -> c when its interval is [c, c] (one iteration)",
-      G_CONSTANT_FOLDING,
+      G_FOLD_KNOWN_NATIVE,
       "(= e (G1 op dt a n)) (= op \"RANGE\") (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
       "(Def e)",
       "(union e (Cst dt v))"))

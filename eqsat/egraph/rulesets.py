@@ -29,7 +29,8 @@ DIVMOD_GROUP = {"range_based": "range_based_mod_div_patterns",
                 "fold_divmod_general": "range_based_mod_div_patterns",
                 "advanced_division": "advanced_division_dsl_patterns",
                 "div_mod_recombine": "div_mod_recombine_dsl_patterns"}
-OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native")
+OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
+                           "constant_folding_native")
 
 _FAMILIES = ("invalid", "constants", "identity", "canonical", "division", "casts", "combine",
              "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep")
@@ -42,6 +43,9 @@ def _drafts() -> dict[str, list[Any]]:
     out.setdefault(CANON_GROUP, []).append(PyRule(
         "canonical_sum", "a+b+... -> the sorted flattened sum, like terms merged, constant last",
         CANON_GROUP, "canon"))
+    out.setdefault("constant_folding_dsl_patterns", []).append(PyRule(
+        "fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division by a "
+        "possible 0)", "constant_folding_dsl_patterns", "fold"))
     out.setdefault("boolean_dsl_patterns", []).append(PyRule(
         "canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
         "boolean_dsl_patterns", "canon_and"))
