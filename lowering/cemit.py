@@ -259,7 +259,12 @@ class _Emitter:
                 cname = _var_cname(name)
                 if (name, lo, hi) not in self.sig.variables:
                     self.sig.variables.append((name, lo, hi))
-                self.expr[u] = cname if u.dtype.name == "i64" else f"(({ctype(u.dtype)}){cname})"
+                if u.dtype.name == "i64":
+                    self.expr[u] = cname
+                else:  # narrowed: a local of the narrow type
+                    local = f"{cname}_{u.dtype.name}"
+                    self.emit(f"const {ctype(u.dtype)} {local} = ({ctype(u.dtype)}){cname};")
+                    self.expr[u] = local
             elif op is Ops.CONST:
                 self.expr[u] = c_literal(u.arg, u.dtype)
             elif op is Ops.DEFINE_REG:

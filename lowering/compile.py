@@ -37,7 +37,7 @@ from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
-from lowering.narrow import LoweringError, narrow_index
+from lowering.narrow import LoweringError, is_invalid, narrow_index
 
 __all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "lower", "lower_graph",
            "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS"]
@@ -108,7 +108,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     root, kind = prepare(g)
     narrowed = narrow_index(root)
     if kind == "expr":
-        if narrowed.op is Ops.WHERE and narrowed.src[2].op is Ops.INVALID:
+        if narrowed.op is Ops.WHERE and is_invalid(narrowed.src[2]):
             srcs = (narrowed.src[1], narrowed.src[0])
         else:
             srcs = (narrowed,)
@@ -120,7 +120,11 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     edges = add_control_flow(fin) if kind == "kernel" else {}
     linear = linearize(fin, edges)
     if not target.predicated_stores:
-        linear = add_if_endif(linear)
+        replaced: dict[UOp, UOp] = {}
+        linear = add_if_endif(linear, replaced)
+        if replaced:
+            edges = {replaced.get(k, k): tuple(replaced.get(d, d) for d in v)
+                     for k, v in edges.items()}
     src, sig = render_c(linear, name, target)
     return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
 

@@ -225,16 +225,26 @@ def check_structure(linear: list[UOp], live: dict[UOp, frozenset[UOp]] | None = 
         raise LoweringError(f"internal: loop of range {stack[-1].arg} is never closed")
 
 
-def add_if_endif(linear: list[UOp]) -> list[UOp]:
-    """Wrap gated stores in IF/ENDIF (stage 22, for targets without predicated stores)."""
+def add_if_endif(linear: list[UOp], replaced: dict[UOp, UOp] | None = None) -> list[UOp]:
+    """Wrap gated stores in IF/ENDIF (stage 22, for targets without predicated stores).
+
+    Instructions that used a rewritten store (its END, the SINK) are rebuilt on
+    the new one; ``replaced`` (if given) receives every old -> new instruction.
+    """
     out: list[UOp] = []
     n_if = 0
+    new: dict[UOp, UOp] = {} if replaced is None else replaced
     for u in linear:
+        if any(s in new for s in u.src) and u.op is not Ops.STORE:
+            nu = u.replace(src=tuple(new.get(s, s) for s in u.src))
+            new[u] = nu
+            u = nu
         if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 3:
             idx = u.src[0]
             gate = idx.src[2]
             plain = UOp(Ops.INDEX, idx.dtype, idx.src[:2], idx.arg)
             store = UOp(Ops.STORE, u.dtype, (plain,) + u.src[1:], u.arg)
+            new[u] = store
             if out and out[-1].op is Ops.ENDIF and out[-1].src[0].src[0] is gate:
                 endif = out.pop()
                 out += [plain, store, endif]

@@ -35,8 +35,8 @@ from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
 
 __all__ = [
-    "LoweringError", "select_dtype", "narrow_index", "hoist_invalid", "pm_hoist_invalid",
-    "leaf_rules", "upward_rules", "terminal_rules", "pm_lower_index_dtype",
+    "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid",
+    "pm_hoist_invalid", "leaf_rules", "upward_rules", "terminal_rules", "pm_lower_index_dtype",
     "I32_MIN", "I32_MAX",
 ]
 
@@ -100,8 +100,12 @@ def _wide(*ds: DType) -> DType:
     return dt
 
 
-def _is_invalid(u: UOp) -> bool:
-    return u.op is Ops.INVALID
+def is_invalid(u: UOp) -> bool:
+    """``Invalid``: ``(invalid)`` or its cast to another dtype (a typed Invalid)."""
+    return u.op is Ops.INVALID or (u.op is Ops.CAST and u.src[0].op is Ops.INVALID)
+
+
+_is_invalid = is_invalid
 
 
 def _is_where_invalid(u: UOp) -> bool:
@@ -113,7 +117,12 @@ def _maybe_invalid(u: UOp) -> bool:
 
 
 def _invalid_like(u: UOp) -> UOp:
-    return UOp(Ops.INVALID, dtypes.index.vec(u.dtype.count) if u.dtype.count > 1 else dtypes.index)
+    inv = UOp(Ops.INVALID, dtypes.index.vec(u.dtype.count) if u.dtype.count > 1 else dtypes.index)
+    return inv if u.dtype.is_index else inv.cast(u.dtype)
+
+
+def _is_intlike(u: UOp) -> bool:
+    return u.dtype.is_int
 
 
 def _true_like(u: UOp) -> UOp:
@@ -183,18 +192,18 @@ _INDEX_ALU = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE})
 pm_hoist_invalid = PatternMatcher([
     Rule("where_invalid_true_branch", "where(c, inv, x) -> where(!c, x, inv)",
          UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b")), name="u",
-              pred=_is_index),
+              pred=_is_intlike),
          build=_hoist_where, guard=lambda a, b: _maybe_invalid(a) or _is_invalid(b)),
     Rule("hoist_invalid_alu", "op(where(c, x, inv), y) -> where(c, op(x, y), inv)",
-         UPat(_INDEX_ALU, name="u", pred=lambda u: _is_index(u)
+         UPat(_INDEX_ALU, name="u", pred=lambda u: _is_intlike(u)
               and any(_maybe_invalid(s) for s in u.src)),
          build=_hoist_alu),
     Rule("hoist_invalid_vectorize", "vectorize(where(c, x, inv), ..) -> where(vec(c), vec(x), inv)",
-         UPat(Ops.VECTORIZE, name="u", pred=lambda u: _is_index(u)
+         UPat(Ops.VECTORIZE, name="u", pred=lambda u: _is_intlike(u)
               and any(_maybe_invalid(s) for s in u.src)),
          build=_hoist_vectorize),
     Rule("hoist_invalid_gep", "gep(where(c, x, inv), i) -> where(gep(c, i), gep(x, i), inv)",
-         UPat(Ops.GEP, src=(UPat.var("x"),), name="u", pred=_is_index),
+         UPat(Ops.GEP, src=(UPat.var("x"),), name="u", pred=_is_intlike),
          build=_hoist_gep, guard=lambda x: _maybe_invalid(x)),
 ], name="hoist_invalid")
 
@@ -263,9 +272,10 @@ def _up_range(u: UOp, e: UOp) -> UOp:
 
 
 def _up_vectorize(u: UOp) -> UOp:
-    xs = [s.src[0] for s in u.src]
-    dt = _wide(select_dtype(u).scalar(), *(x.dtype for x in xs))
-    return UOp(u.op, dt.vec(u.dtype.count), tuple(_cast(x, dt) for x in xs), u.arg).cast(u.dtype)
+    xs = [s.src[0] for s in u.src]  # scalars (VECTORIZE) or vectors (CAT)
+    dt = _wide(select_dtype(u).scalar(), *(x.dtype.scalar() for x in xs))
+    return UOp(u.op, dt.vec(u.dtype.count), tuple(_cast(x, dt.vec(x.dtype.count)) for x in xs),
+               u.arg).cast(u.dtype)
 
 
 def _up_gep(u: UOp, x: UOp) -> UOp:
@@ -324,9 +334,9 @@ def _index_terminal(u: UOp) -> UOp | None:
     if _is_wrapped(idx):
         return UOp(Ops.INDEX, u.dtype, (buf, idx.src[0]) + ((gate,) if gate is not None else ()),
                    u.arg)
-    if _is_where_invalid(idx) and _is_wrapped(idx.src[1]):
+    if _is_where_invalid(idx) and (_is_wrapped(idx.src[1]) or idx.src[1].dtype.is_fixed_int):
         c = idx.src[0] if gate is None else _and(gate, idx.src[0])
-        return UOp(Ops.INDEX, u.dtype, (buf, idx.src[1].src[0], c), u.arg)
+        return UOp(Ops.INDEX, u.dtype, (buf, _unwrap(idx.src[1]), c), u.arg)
     if _is_invalid(idx):
         zero = UOp.const(dtypes.i32.vec(idx.dtype.count) if idx.dtype.count > 1 else dtypes.i32, 0)
         false = UOp.const(dtypes.bool.vec(idx.dtype.count) if idx.dtype.count > 1 else dtypes.bool,
@@ -389,14 +399,14 @@ def narrow_index(graph: UOp) -> UOp:
         # a bare maybe-invalid index expression: keep the validity at the root
         g = UOp(Ops.WHERE, g.src[1].src[0].dtype, (g.src[0], g.src[1].src[0],
                                                    UOp(Ops.INVALID, g.src[1].src[0].dtype)))
-    root_invalid = g.src[2] if _is_where_invalid(g) else None
+    allowed = set(g.src[2].toposort()) if _is_where_invalid(g) else set()
     nodes = g.toposort()
     users: dict[UOp, UOp] = {}
     for u in nodes:
         for s in u.src:
             users.setdefault(s, u)
     for u in nodes:
-        if u is root_invalid:
+        if u in allowed:
             continue
         if u.op is Ops.INVALID or u.dtype.is_index:
             user = users.get(u)

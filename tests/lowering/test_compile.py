@@ -9,6 +9,7 @@ import pytest
 
 from eqsat import dtypes, parse, run_kernel
 from eqsat.ops import Ops
+from eqsat.uop import UOp
 from lowering import CompileError, Kernel, LoweringError, Target, compile_kernel, lower
 from lowering.compile import compile_c, default_cache_dir
 
@@ -249,3 +250,32 @@ def test_lower_linear_text() -> None:
     lines = text.strip().splitlines()
     assert lines[0].startswith("%0") and lines[-1].split()[2] == "sink"
     assert all(ln.startswith("%") for ln in lines)
+
+
+def test_vector_kernel_matches_interpreter(cache) -> None:
+    """Vector values (vconst, vectorize, gep, cat, gather loads, scatter stores) are unrolled."""
+    f4, i4 = dtypes.f32.vec(4), dtypes.index.vec(4)
+    o, a = UOp.buffer(0, dtypes.f32, 32), UOp.buffer(1, dtypes.f32, 32)
+    r = UOp.range(4, 0)
+    base = UOp(Ops.VECTORIZE, i4, (r * 8,) * 4)
+    lo = base + UOp.vconst(dtypes.index, (0, 1, 2, 3))
+    hi = base + UOp.vconst(dtypes.index, (4, 5, 6, 7))
+    x = UOp(Ops.LOAD, f4, (UOp(Ops.INDEX, a.dtype, (a, lo)),))
+    y = UOp(Ops.LOAD, f4, (UOp(Ops.INDEX, a.dtype, (a, hi)),))
+    s = x * UOp.const(f4, 2.0) + y.gep(3, 2, 1, 0)
+    both = UOp(Ops.CAT, dtypes.f32.vec(8), (x, y))
+    val = UOp(Ops.CAT, dtypes.f32.vec(8), (s, both.gep(7, 6, 5, 4)))
+    idx = UOp(Ops.CAT, dtypes.index.vec(8), (lo, hi))
+    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, o.dtype, (o, idx)), val))
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, r)),))
+    a_np = np.arange(32, dtype=np.float32)
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    assert not any(u.dtype.count > 1 for u in k.linear if not u.dtype.ptr)
+    out = np.zeros(32, np.float32)
+    k(out, a_np.copy())
+    want = a_np.reshape(4, 8).copy()
+    want[:, :4] = a_np.reshape(4, 8)[:, :4] * 2 + a_np.reshape(4, 8)[:, 7:3:-1]
+    want[:, 4:] = a_np.reshape(4, 8)[:, 7:3:-1]
+    np.testing.assert_array_equal(out, want.reshape(-1))
+    ref = run_kernel(g, [np.zeros(32, np.float32), a_np.copy()])[0]
+    np.testing.assert_array_equal(out, ref)
