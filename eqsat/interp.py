@@ -644,6 +644,8 @@ class _Machine:
     # ---- effects --------------------------------------------------------
     def open_ranges(self, root: UOp) -> frozenset[UOp]:
         """The ranges ``root`` depends on that no END/REDUCE inside it closes."""
+        if root in self._open:
+            return self._open[root]
         for u in root.toposort():
             if u in self._open:
                 continue
