@@ -27,8 +27,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+# the repo first, and not this directory: benchmarks/extraction.py would shadow the
+# `extraction` package
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(REPO)] + [p for p in sys.path
+                             if p and Path(p).resolve() not in (_HERE, REPO)]
 
 from tests.gen_cases import KINDS, generate, kind_of  # noqa: E402
 
@@ -151,15 +154,16 @@ def summarize(results: list[dict[str, Any]], engines: tuple[str, ...]) -> None:
         rows = results if kind == "all" else by_kind.get(kind, [])
         if not rows:
             continue
+        clean = [r for r in rows if all("error" not in r[e] for e in engines)]
         for eng in engines:
             recs = [r[eng] for r in rows]
-            ok = [x for x in recs if "error" not in x]
+            ok = [r[eng] for r in clean]
+            err = sum(1 for x in recs if "error" in x)
             cin = sum(x["cost_in"] for x in ok)
             cout = sum(x["cost_out"] for x in ok)
             dmin = sum(x["dm_in"] for x in ok)
             dmout = sum(x["dm_out"] for x in ok)
             ineq = sum(1 for x in ok if x.get("equivalent") is False)
-            err = len(recs) - len(ok)
             worse = sum(1 for x in ok if x["cost_out"] > x["cost_in"])
             t = sum(x.get("time", 0.0) for x in recs)
             tmax = max((x.get("time", 0.0) for x in recs), default=0.0)
