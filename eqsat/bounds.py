@@ -212,6 +212,9 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         lo, hi = lo + src[2].vmin, hi + src[2].vmax
     elif op is Ops.NEG:
         lo, hi = -src[0].vmax, -src[0].vmin
+    elif op in (Ops.IDIV, Ops.MOD) and src[1].vmin == src[1].vmax == 0:
+        # always a division by zero: undefined, so no range may let it fold to a value
+        return dtype_bounds(dtype)
     elif op is Ops.IDIV:
         lo, hi = _idiv_bounds(src[0].vmin, src[0].vmax, src[1].vmin, src[1].vmax)
     elif op is Ops.MOD:
@@ -220,16 +223,19 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         lo, hi = max(src[0].vmin, src[1].vmin), max(src[0].vmax, src[1].vmax)
     elif op is Ops.MIN:
         lo, hi = min(src[0].vmin, src[1].vmin), min(src[0].vmax, src[1].vmax)
-    elif op is Ops.SHL:
-        if src[1].vmin < 0 or src[1].vmax > 4096:
+    elif op in (Ops.SHL, Ops.SHR):
+        # a shift by a negative amount, or by >= the width of a fixed-width dtype, is
+        # undefined: only the defined amounts count, and none may not fold to a value
+        s0, s1 = src[1].vmin, src[1].vmax
+        limit = dtype.bits - 1 if dtype.is_fixed_int else 4096
+        if s0 < 0 or s0 > limit or s1 > 4096:
             return dtype_bounds(dtype)
-        lo, hi = _corners(lambda x, s: x * (1 << int(s)), (src[0].vmin, src[0].vmax),
-                          (src[1].vmin, src[1].vmax))
-    elif op is Ops.SHR:
-        if src[1].vmin < 0 or src[1].vmax > 4096:
-            return dtype_bounds(dtype)
-        lo, hi = _corners(lambda x, s: x >> int(s), (src[0].vmin, src[0].vmax),
-                          (src[1].vmin, src[1].vmax))
+        s1 = min(s1, limit)
+        if op is Ops.SHL:
+            lo, hi = _corners(lambda x, s: x * (1 << int(s)), (src[0].vmin, src[0].vmax),
+                              (s0, s1))
+        else:
+            lo, hi = _corners(lambda x, s: x >> int(s), (src[0].vmin, src[0].vmax), (s0, s1))
     elif op in (Ops.AND, Ops.OR, Ops.XOR):
         x0, x1, y0, y1 = src[0].vmin, src[0].vmax, src[1].vmin, src[1].vmax
         if op is Ops.AND and (x0 >= 0 or y0 >= 0):

@@ -114,6 +114,19 @@ def test_exact_bounds(e, lo, hi):
     assert type(e.vmin) is type(lo)
 
 
+@pytest.mark.parametrize("e", [
+    UOp.const(dtypes.index, 0) // (p * 0),            # the divisor is always zero
+    UOp.const(dtypes.index, 0) % (p * 0),
+    UOp.const(u8, 0) // UOp.const(u8, 0),
+    UOp.const(u8, 4) >> UOp.const(u8, 8),             # shift by the full width
+    UOp.const(i32, 0) << UOp.const(i32, 40),
+    p >> (n // 10 - 1),                               # always a negative amount
+])
+def test_always_undefined_nodes_are_unbounded(e):
+    """No range may pin an always-undefined node to a value a rule could fold to."""
+    assert e.vmin == dtype_bounds(e.dtype)[0] and e.vmax == dtype_bounds(e.dtype)[1]
+
+
 @pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 5), (5, -1)])
 def test_cdiv_cmod(a, b):
     assert cdiv(a, b) == int(a / b)
