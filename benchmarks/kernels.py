@@ -4,13 +4,14 @@ For every builder in ``lowering.builders.BUILDERS`` (its ``bench`` case) and a
 few loop variants, the kernel is lowered and compiled twice -- as built, and
 after ``eqsat.optimize`` -- and both run on the same inputs. Printed per kernel:
 
-- ``unopt ms`` / ``opt ms``: median wall time of ``--runs`` calls (after a warm-up);
+- ``unopt ms`` / ``opt ms``: median wall time of ``--runs`` calls (after a warm-up;
+  the two kernels' runs interleaved, so both see the same machine load);
 - ``div g``: idiv+mod nodes of integer dtype in the graph that is lowered
   (unoptimized -> optimized);
 - ``div C``: ``/`` and ``%`` operators in the kernel's C when emitted with
   ``Target(fast_div=False)`` (constant divisions kept as C divisions; powers of
   two still become shifts and masks); the timed C is the default target's;
-- ``opt s``: time the optimizer took;
+- ``opt s``: time the optimizer took (``eqsat.optimize``);
 - for copy-like kernels (permute, pad, shrink, flip, ...; at least 16 MiB):
   ``GB/s`` of the optimized kernel, counting one read and one write per output
   element, next to a numpy copy (``np.copyto``) of the same number of bytes
@@ -94,53 +95,41 @@ def _close(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
-def _time(fn, runs: int) -> list[float]:
-    fn()  # warm-up (page faults, first-call compile)
-    out = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def bench(label: str, k: BuiltKernel, engine: str, runs: int) -> Row:
     ins = k.random_inputs(0)
     want = k.reference(*ins)
-    results = {}
+    built = []
     for opt in (False, engine):
-        t0 = time.perf_counter()
         ck = compile_kernel(k.graph, optimize=opt)
-        compile_s = time.perf_counter() - t0
         bufs = k.buffers(ins)
-        ck(*bufs)
+        ck(*bufs)  # also the warm-up: page faults, first call
         ok = _close(k, bufs[0].reshape(k.output_shape), want)
         plain = lower_graph(ck.graph, optimize=False, target=PLAIN_C)
-        results[opt] = (ck, bufs, ok, compile_s, graph_divisions(ck.graph),
-                        c_divisions(plain.c_source))
-    (ck0, b0, ok0, _, dg0, dc0), (ck1, b1, ok1, opt_s, dg1, dc1) = results[False], results[engine]
-    t_un = statistics.median(_time(lambda: ck0(*b0), runs))
-    row = Row(label, "x".join(map(str, k.input_shapes[0])), t_un * 1e3, 0.0, (dg0, dg1),
-              (dc0, dc1), opt_s, ok=ok0 and ok1)
-    if k.spec.copy_like:
-        nbytes = 2 * math.prod(k.output_shape) * k.np_dtype.itemsize
-        src = np.random.default_rng(1).random(math.prod(k.output_shape)).astype(k.np_dtype)
-        dst = np.empty_like(src)
-        ck1(*b1)
-        np.copyto(dst, src)
-        tk, tn = [], []
-        for _ in range(runs):  # interleaved, so both see the same machine load
-            t = time.perf_counter()
-            ck1(*b1)
-            tk.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            np.copyto(dst, src)
-            tn.append(time.perf_counter() - t)
-        t_opt, t_np = statistics.median(tk), statistics.median(tn)
-        row.gbps, row.numpy_gbps = nbytes / t_opt / 1e9, nbytes / t_np / 1e9
-    else:
-        t_opt = statistics.median(_time(lambda: ck1(*b1), runs))
-    row.opt_ms = t_opt * 1e3
+        opt_s = ck.lowered.stats.get("time", {}).get("total", 0.0)
+        built.append((ck, bufs, ok, opt_s, graph_divisions(ck.graph),
+                      c_divisions(plain.c_source)))
+    (ck0, b0, ok0, _, dg0, dc0), (ck1, b1, ok1, opt_s, dg1, dc1) = built
+    copy_like = k.spec.copy_like
+    nbytes = 2 * math.prod(k.output_shape) * k.np_dtype.itemsize
+    src = np.random.default_rng(1).random(math.prod(k.output_shape)).astype(k.np_dtype)
+    dst = src.copy()
+    t_un, t_opt, t_np = [], [], []
+    for _ in range(runs):  # interleaved, so all three see the same machine load
+        t_un.append(_timed(lambda: ck0(*b0)))
+        t_opt.append(_timed(lambda: ck1(*b1)))
+        if copy_like:
+            t_np.append(_timed(lambda: np.copyto(dst, src)))
+    row = Row(label, "x".join(map(str, k.input_shapes[0])), statistics.median(t_un) * 1e3,
+              statistics.median(t_opt) * 1e3, (dg0, dg1), (dc0, dc1), opt_s, ok=ok0 and ok1)
+    if copy_like:
+        row.gbps = nbytes / statistics.median(t_opt) / 1e9
+        row.numpy_gbps = nbytes / statistics.median(t_np) / 1e9
     return row
 
 
@@ -161,7 +150,7 @@ def _fmt(rows: list[Row], engine: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", default="egraph", choices=["egraph", "baseline"])
-    ap.add_argument("--runs", type=int, default=7, help="timed runs per kernel (median)")
+    ap.add_argument("--runs", type=int, default=9, help="timed runs per kernel (median)")
     ap.add_argument("--kernels", default="", help="comma-separated labels (default: all)")
     ap.add_argument("--quick", action="store_true", help="3 runs, no loop variants")
     args = ap.parse_args(argv)
