@@ -39,8 +39,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+# the repo first, and not this directory: tests/eqsat would shadow the `eqsat` package
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(REPO)] + [p for p in sys.path
+                             if p and Path(p).resolve() not in (_HERE, REPO)]
 
 from eqsat.dtype import dtypes  # noqa: E402
 from eqsat.sexpr import to_sexpr  # noqa: E402
@@ -482,6 +484,10 @@ def _reshape_case(rng: random.Random, loops: _Loops) -> tuple[str, UOp]:
                 idx.append(_c(0))
             elif rng.random() < 0.12:
                 idx.append(_c(rng.randrange(s)))
+            elif rng.random() < 0.1:  # a reflect/replicate pad index, Invalid outside
+                p = rng.choice([1, 2])
+                r = loops.rng_(s + p)
+                idx.append((~r.lt(p)).where(r * -1 + (s + p - 1), UOp.invalid()))
             else:
                 idx.append(loops.axis(s))
     # tinygrad prints the flattening as (add (add 0 (mul 1 i_last)) (mul s i_prev)) ...
