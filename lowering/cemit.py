@@ -105,6 +105,9 @@ _BINARY = {
     Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.LT: "<", Ops.LE: "<=", Ops.GT: ">",
     Ops.GE: ">=", Ops.EQ: "==", Ops.NE: "!=",
 }
+_NARROW = ("i8", "i16", "u8", "u16", "f16")
+_NO_RECAST = GroupOp.Comparison | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.MAX, Ops.MIN}
+_BOOL_OPS = {Ops.ADD: "|", Ops.MUL: "&", Ops.MAX: "|", Ops.MIN: "&"}
 _MATH = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin",
          Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.ROUND: "rint"}
 
@@ -184,7 +187,23 @@ class _Emitter:
 
     # ---- rendering ---------------------------------------------------------------------------
     def alu(self, u: UOp) -> str:
+        """The C expression of an ALU/CAST node, exactly the IR's value.
+
+        C computes on ``int``/``float`` at least: results of types narrower
+        than ``int`` (i8/i16/u8/u16) and f16 are cast back, so they wrap (or
+        round) at every op as the IR says, even when inlined into a bigger
+        expression. Bool ``add``/``mul``/``max``/``min`` are ``|``/``&``.
+        """
+        val = self._alu(u)
+        if u.dtype.name in _NARROW and u.op not in _NO_RECAST:
+            return f"(({ctype(u.dtype)}){val})"
+        return val
+
+    def _alu(self, u: UOp) -> str:
         op, dt = u.op, u.dtype
+        if dt.is_bool and op in _BOOL_OPS:
+            a = [self.ref(s) for s in u.src]
+            return f"({a[0]}{_BOOL_OPS[op]}{a[1]})"
         a = [self.ref(s) for s in u.src]
         sdt = u.src[0].dtype if u.src else dt
         if op in (Ops.IDIV, Ops.MOD):

@@ -20,6 +20,7 @@ rule                   identity                                         guard
 ``fdiv_const``         ``x / c -> x * (1/c)``                           floats, 1/c exact
 ``mul_neg_one``        ``x * -1 -> -x``                                 ``target.neg``
 ``mulacc``             ``a*b + c -> mulacc(a, b, c)``                   floats, ``target.fma``
+``pow_const``          ``x ** c -> x * x * ..`` (square and multiply)   integers, ``0 <= c <= 64``
 ``demorgan_and``       ``!a & !b -> !(a | b)``                          --
 ``demorgan_or``        ``!a | !b -> !(a & b)``                          --
 ``not_not``            ``!!x -> x``                                     --
@@ -171,6 +172,21 @@ def _mulacc(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     return None
 
 
+def _pow_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    e = _const_int(u.src[1])
+    if e is None or e < 0 or e > 64 or not u.dtype.is_int:
+        return None  # floats keep pow(); a negative integer exponent is undefined
+    x, out = s[0], None
+    while True:  # square-and-multiply
+        if e & 1:
+            out = x if out is None else out * x
+        e >>= 1
+        if not e:
+            break
+        x = x * x
+    return out if out is not None else UOp.const(u.dtype, 1)
+
+
 # ---- logic ----------------------------------------------------------------------------
 def _demorgan(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     a, b = s
@@ -222,6 +238,8 @@ DECOMPOSITIONS: list[Decomposition] = [
                   _mul_const),
     Decomposition("fdiv_const", "x / c -> x * (1/c) when 1/c is exact", frozenset({Ops.FDIV}),
                   _fdiv_const),
+    Decomposition("pow_const", "x ** c -> x * x * .. (integers, 0 <= c <= 64)",
+                  frozenset({Ops.POW}), _pow_const),
     Decomposition("demorgan", "!a & !b -> !(a | b); !a | !b -> !(a & b)",
                   frozenset({Ops.AND, Ops.OR}), _demorgan),
     Decomposition("not_cmp", "!!x -> x; !(x < c) -> (c-1) < x; !(a == b) -> a != b",

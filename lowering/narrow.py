@@ -88,8 +88,13 @@ def _unwrap(u: UOp) -> UOp:
 
 
 def _cast(x: UOp, dt: DType) -> UOp:
-    """``x.cast(dt)``, or ``x`` itself when it already has dtype ``dt``."""
-    return x if x.dtype is dt else x.cast(dt)
+    """``x.cast(dt)``: ``x`` itself when it has dtype ``dt``, a new constant for a constant."""
+    if x.dtype is dt:
+        return x
+    if x.op is Ops.CONST and dt.is_fixed_int and not x.dtype.is_float and \
+            dt.scalar().min <= x.arg <= dt.scalar().max:
+        return UOp.const(dt, x.arg)
+    return x.cast(dt)
 
 
 def _wide(*ds: DType) -> DType:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
-from eqsat import dtypes, parse, run_kernel
+from eqsat import EvalError, dtypes, evaluate, parse, run_kernel
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 from lowering import CompileError, Kernel, LoweringError, Target, compile_kernel, lower
 from lowering.compile import compile_c, default_cache_dir
+from tests.strategies import assignments, fixed_width_exprs, int_exprs, leaf_pools
 
 
 @pytest.fixture(scope="module")
@@ -279,3 +282,39 @@ def test_vector_kernel_matches_interpreter(cache) -> None:
     np.testing.assert_array_equal(out, want.reshape(-1))
     ref = run_kernel(g, [np.zeros(32, np.float32), a_np.copy()])[0]
     np.testing.assert_array_equal(out, ref)
+
+
+# ---- random expressions, compiled, against the interpreter --------------------------------------
+@settings(max_examples=12)
+@given(data=st.data())
+def test_random_expressions_compiled(data: st.DataObject, tmp_path_factory) -> None:
+    """Index and fixed-width expressions (wrapping, shifts, casts, pow, min, mulacc...) in one
+    kernel, each stored as i64; C must agree with the interpreter wherever it is defined."""
+    pool = data.draw(leaf_pools(max_vars=3, max_ranges=0))
+    exprs = [data.draw(int_exprs(max_depth=4, leaves=pool, extra_ops=True)) for _ in range(4)]
+    exprs += [data.draw(fixed_width_exprs(max_depth=3, leaves=pool)) for _ in range(4)]
+    # a store outside any loop: loop indices become variables of the same env name
+    as_var = {u: UOp.var(f"R{u.arg}", 0, int(u.vmax)) for e in exprs for u in e.toposort()
+              if u.op is Ops.RANGE}
+    exprs = [e.substitute(as_var) for e in exprs]
+    out = UOp.buffer(0, dtypes.i64, len(exprs))
+    vals = [e.cast(dtypes.i64) for e in exprs]
+    stores = [UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (
+        out, UOp.const(dtypes.index, j))), v)) for j, v in enumerate(vals)]
+    try:
+        k = compile_kernel(UOp(Ops.SINK, dtypes.void, tuple(stores)), optimize=False,
+                           cache_dir=tmp_path_factory.getbasetemp() / "random")
+    except LoweringError as e:
+        assume("beyond the i64 range" not in str(e))
+        raise
+    names = [n for n, _, _ in k.signature.variables]
+    for _ in range(4):
+        env = data.draw(assignments(*exprs))
+        res = np.zeros(len(exprs), np.int64)
+        k(res, **{n: env[n] for n in names})
+        for j, v in enumerate(vals):
+            try:
+                want = evaluate(v, env)
+            except EvalError:
+                continue  # undefined here (division by zero, shift out of range ...)
+            assert int(res[j]) == want, (exprs[j], env, int(res[j]), want)
