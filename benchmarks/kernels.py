@@ -6,7 +6,7 @@ after ``eqsat.optimize`` -- and both run on the same inputs. Printed per kernel:
 
 - ``unopt ms`` / ``opt ms``: median wall time of ``--runs`` calls (after a warm-up;
   the two kernels' runs interleaved, so both see the same machine load);
-- ``div g``: idiv+mod nodes of integer dtype in the graph that is lowered
+- ``div g``: idiv+mod nodes of index dtype in the graph that is lowered
   (unoptimized -> optimized);
 - ``div C``: ``/`` and ``%`` operators in the kernel's C when emitted with
   ``Target(fast_div=False)`` (constant divisions kept as C divisions; powers of
@@ -86,7 +86,7 @@ def c_divisions(src: str) -> int:
 
 
 def graph_divisions(graph) -> int:
-    return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_int)
+    return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_index)
 
 
 def _close(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> bool:

@@ -88,7 +88,7 @@ def _c_body(src: str) -> str:
 
 
 def _index_divisions(graph) -> int:
-    return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_int)
+    return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_index)
 
 
 def _run_compiled(k: BuiltKernel, optimize, inputs, target=None) -> tuple[np.ndarray, object]:
