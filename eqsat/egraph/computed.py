@@ -41,11 +41,61 @@ Term = Any  # int (an e-class handle) or a tuple (ctor, *fields) with Term child
 #: computed rewrites unioned into one class at most (a runaway family of rewrites of
 #: one class stops here; the first ones are the ones found first, deterministically)
 MAX_UNIONS_PER_CLASS = 24
+#: e-nodes of a guarded copy x' brought back as alternatives of x per pass
+CONTEXT_ALTERNATIVES = 4
 
 #: tree-cost weights used to pick each class's representative (the reference metric)
 NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
                                  "Cst": 0.0, "Leaf": 0.0, "Cons": 0.0, "Nil": 0.0}
 _ZERO_G = {"RANGE", "SPECIAL"}
+
+
+class Weights:
+    """The cost of every e-node of a snapshot under the run's cost model (reference
+    weights when there is none): best terms, linear forms and the basis search
+    choose by the same prices the final extraction uses."""
+
+    def __init__(self, snap: Snapshot, model: Any = None):
+        self.snap = snap
+        self.model = model
+        self.bounds_aware = bool(getattr(model, "uses_bounds", False))
+        self._w: dict[int, float] = {}
+
+    def of(self, i: int) -> float:
+        w = self._w.get(i)
+        if w is None:
+            w = self._w[i] = self._price(self.snap.nodes[i])
+        return w
+
+    def _price(self, n: Node) -> float:
+        if self.model is None:
+            return node_weight(n)
+        op = n.op
+        if op is None or n.ctor in ("Cst", "Leaf"):
+            return 0.0
+        from eqsat.egraph.encoding import dtype_of
+
+        snap = self.snap
+        consts = tuple(snap.const_node_of(k) for k in n.kids)
+        try:
+            if self.bounds_aware:
+                mins = tuple(snap.lo.get(k) for k in n.kids)
+                return float(self.model.node_cost(op, dtype_of(n.dtype), None, consts,
+                                                  child_mins=mins))
+            return float(self.model.node_cost(op, dtype_of(n.dtype), None, consts))
+        except Exception:  # a model that cannot price an engine node: reference weight
+            return node_weight(n)
+
+    def pending(self, ctor: str, kid_consts: tuple) -> float:
+        """The price of a node not yet in the e-graph (no bounds known)."""
+        if self.model is None or ctor not in CTOR_OP:
+            return NODE_WEIGHT.get(ctor, 1.0)
+        from eqsat.dtype import dtypes
+
+        try:
+            return float(self.model.node_cost(CTOR_OP[ctor], dtypes.index, None, kid_consts))
+        except Exception:
+            return NODE_WEIGHT.get(ctor, 1.0)
 
 
 def node_weight(n: Node) -> float:
@@ -57,10 +107,12 @@ def node_weight(n: Node) -> float:
     return 1.0
 
 
-def best_nodes(snap: Snapshot) -> tuple[dict[int, int], dict[int, float]]:
-    """The cheapest (tree cost, reference weights) e-node of every class: ``(class ->
-    node index, class -> cost)``. Ties go to the earlier node (deterministic)."""
+def best_nodes(snap: Snapshot, weights: Weights | None = None
+               ) -> tuple[dict[int, int], dict[int, float]]:
+    """The cheapest (tree cost) e-node of every class: ``(class -> node index, class ->
+    cost)``. Ties go to the earlier node (deterministic)."""
     nodes = snap.nodes
+    wt = (weights or Weights(snap)).of
     parents: dict[int, list[int]] = {}
     pending: list[int] = []
     heap: list[tuple[float, int]] = []
@@ -73,7 +125,7 @@ def best_nodes(snap: Snapshot) -> tuple[dict[int, int], dict[int, float]]:
         for k in kids:
             parents.setdefault(k, []).append(i)
         if not kids:
-            heapq.heappush(heap, (node_weight(n), i))
+            heapq.heappush(heap, (wt(i), i))
     best: dict[int, int] = {}
     cost: dict[int, float] = {}
     while heap:
@@ -89,7 +141,7 @@ def best_nodes(snap: Snapshot) -> tuple[dict[int, int], dict[int, float]]:
                 pn = nodes[p]
                 if pn.cls in best:
                     continue
-                heapq.heappush(heap, (node_weight(pn) + sum(cost[k] for k in pn.kids), p))
+                heapq.heappush(heap, (wt(p) + sum(cost[k] for k in pn.kids), p))
     return best, cost
 
 
@@ -330,7 +382,8 @@ class EClassCtx(LinBuilder):
 
     def sum(self, terms: list[tuple[int, Term]], const: int) -> Term:
         """``sum(c*t) + const`` in the canonical shape: terms ordered by handle,
-        positive terms added, negative ones subtracted, the constant added last."""
+        positive terms added, negative ones subtracted, the constant added last
+        (``k - a - b`` when no term is positive, ``a*-c - b`` when neither is k)."""
         merged: dict[Any, list] = {}
         for c, t in terms:
             k = _key(t)
@@ -346,9 +399,14 @@ class EClassCtx(LinBuilder):
         for c, t in pos:
             s = self.mul(t, c)
             acc = s if acc is None else self.add(acc, s)
+        if acc is None and neg:
+            if const:  # k - a - b
+                acc, const = self.const(const), 0
+            else:  # a*(-c) - b: no negation node
+                c, t = neg.pop(0)
+                acc = self.mul(t, -c)
         for c, t in neg:
-            s = self.mul(t, c)
-            acc = self.neg(s) if acc is None else self.sub(acc, s)
+            acc = self.sub(acc, self.mul(t, c))
         if acc is None:
             return self.const(const)
         return self.add(acc, self.const(const)) if const else acc
@@ -475,7 +533,7 @@ def _index_classes(snap: Snapshot) -> Iterable[int]:
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
                 deadline: float | None = None, clock: Callable[[], float] | None = None,
-                roots: Iterable[int] = ()) -> PassResult:
+                roots: Iterable[int] = (), model: Any = None) -> PassResult:
     """Apply every selected computed rule to the snapshot; record the unions in ``ins``."""
     res = PassResult()
     _t = [time.perf_counter(), ""]
@@ -490,7 +548,8 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     for n in snap.nodes:
         memo[(n.ctor, *n.fields)] = n.cls
     _lap('best')
-    best, _cost = best_nodes(snap)
+    weights = Weights(snap, model)
+    best, _cost = best_nodes(snap, weights)
     dirty = _dirty(snap, best, state)
     lins = LinForms(snap, best)
     ctx = EClassCtx(snap, lins)
@@ -553,9 +612,9 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 if key not in state.done:
                     state.done.add(key)
                     if searcher is None:
-                        searcher = _BasisSearch(snap, best, ctx, ins)
+                        searcher = _BasisSearch(snap, best, ctx, ins, weights)
                     try:
-                        nx = searcher.search(x)
+                        nx = searcher.search(x, deadline)
                         if nx is not None:
                             union(c, ctx.lin(nx), basis[0].name)
                     except _UnrepresentableError:
@@ -599,7 +658,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         lift_pass(snap, ins, best, state, r.name, union, dirty)
     _lap('context')
     for r in [r for r in rules if r.kind == "context"]:
-        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty)
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
     _lap('divmod')
     if dm:
         for n in snap.nodes:
@@ -817,7 +876,8 @@ def _is_invalid(snap: Snapshot, c: int) -> bool:
 
 def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
                  lins: LinForms, ectx: EClassCtx, state: PassState, name: str,
-                 union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
+                 union: Callable[[int, Term, str], None], dirty: set[int],
+                 weights: Weights) -> None:
     """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
     ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
     # open
@@ -879,7 +939,10 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         xt = _rebuild(snap, best, x, fresh_terms, {}, reach)
         xh = emit(xt, ins)
         state.contexts.append(Context(n.cls, n.fields[0], c, f, x, xh, fresh))
-    # close
+    # close: the few cheapest e-nodes of x' (children by their best terms), each with
+    # the context variables put back, as alternatives for x under c; the extractor
+    # prices them where they are used (x' itself sees only the narrowed bounds)
+    wt = weights.of
     for ctx in state.contexts:
         try:
             xc = snap.cls_of_handle(ctx.xh)
@@ -887,16 +950,36 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
             fresh_cls = {snap.cls_of_handle(h): t for h, t in ctx.fresh.items()}
         except KeyError:
             continue
-        if xc not in cost or cost[xc] >= cost.get(ctx.x, INF):
+        limit = cost.get(ctx.x, INF)
+        if xc not in cost or cost[xc] > limit:
             continue
         own = frozenset(fresh_cls)
-        if _reaches(snap, best, xc, None, {},
-                    lambda m, own=own: _is_ctxvar(m) and m.cls not in own):
-            continue  # a foreign context variable: cannot be put back
-        t = _rebuild(snap, best, xc, dict(fresh_cls), {}, {})
-        if _mentions(t, wc):
-            continue
-        union(wc, ("Where", ctx.dt, ctx.c, t, ctx.f), name)
+
+        def foreign(m: Node, own: frozenset[int] = own) -> bool:
+            return _is_ctxvar(m) and m.cls not in own
+
+        cands = []
+        for i in snap.classes.get(xc, ()):
+            n = snap.nodes[i]
+            if n.subsumed or any(k not in cost for k in n.kids) or _is_ctxvar(n):
+                continue
+            c = wt(i) + sum(cost[k] for k in n.kids)
+            if c <= limit * 1.5 + 4:
+                cands.append((c, i))
+        cands.sort()
+        reach: dict[int, bool] = {}
+        for _c, i in cands[:CONTEXT_ALTERNATIVES]:
+            n = snap.nodes[i]
+            if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
+                continue  # a foreign context variable: cannot be put back
+            sub = dict(fresh_cls)
+            memo: dict[int, Term] = {}
+            sig = CTORS[n.ctor]
+            t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, {}) if sg == "E" else f
+                           for f, sg in zip(n.fields, sig, strict=True)))
+            if _mentions(t, wc):
+                continue
+            union(wc, ("Where", ctx.dt, ctx.c, t, ctx.f), name)
 
 
 # ---------------------------------------------------------------------------
@@ -990,9 +1073,12 @@ class _BasisSearch:
 
     BEAM = 6
     DEPTH = 3
+    MAX_TERMS = 48
 
-    def __init__(self, snap: Snapshot, best: dict[int, int], ctx: EClassCtx, ins: Inserter):
+    def __init__(self, snap: Snapshot, best: dict[int, int], ctx: EClassCtx, ins: Inserter,
+                 weights: Weights):
         self.snap, self.best, self.ctx, self.ins = snap, best, ctx, ins
+        self.weights = weights
         self._closure: dict[int, frozenset[int]] = {}
         self._rel: dict[Any, list[Lin]] = {}
         self._resolved: dict[Any, int | None] = {}
@@ -1054,10 +1140,12 @@ class _BasisSearch:
                 if k is not None:
                     classes |= self.closure(k)
                     continue
-                extra += NODE_WEIGHT.get(t[0], 1.0)
+                kc = tuple(_cval(f) if isinstance(f, tuple) else self.snap.const_of(f)
+                           for f, sg in zip(t[1:], CTORS[t[0]], strict=True) if sg == "E")
+                extra += self.weights.pending(t[0], kc)
                 stack.extend(f for f, sg in zip(t[1:], CTORS[t[0]], strict=True) if sg == "E")
-        nodes = self.snap.nodes
-        total = extra + sum(node_weight(nodes[self.best[k]]) for k in classes if k in self.best)
+        wt = self.weights.of
+        total = extra + sum(wt(self.best[k]) for k in classes if k in self.best)
         total += sum(4.0 for c, _ in s.terms if abs(c) != 1)
         total += max(0, len(s.terms) - 1) + (1 if s.const else 0)
         return total
@@ -1114,18 +1202,23 @@ class _BasisSearch:
                     return True
         return False
 
-    def search(self, s: Lin) -> Lin | None:
-        if not self.worth(s):
+    def search(self, s: Lin, deadline: float | None = None) -> Lin | None:
+        if not self.worth(s) or len(s.terms) > self.MAX_TERMS:
             return None
         start = self.cost(s)
         seen = {s}
         beam = [(start, s)]
         best_cost, best = start, None
         for _ in range(self.DEPTH):
+            if deadline is not None and time.perf_counter() > deadline:
+                break
             cand: list[tuple[float, Lin]] = []
             for _c, cur in beam:
                 for _, a in cur.terms:
                     for rel in self.relations(a):
+                        # an identity pays only if it links this term to another of the sum
+                        if sum(1 for _, t in rel.terms if cur.coef(t)) < 2:
+                            continue
                         for _, t in rel.terms:
                             cs, cr = cur.coef(t), rel.coef(t)
                             if cs == 0 or cs % cr:

@@ -501,6 +501,13 @@ class Snapshot:
     def bounds(self, c: int) -> tuple[float, float]:
         return (self.lo.get(c, -math.inf), self.hi.get(c, math.inf))
 
+    def const_node_of(self, c: int) -> int | None:
+        """The value of a Cst e-node in class ``c`` (not the interval), else None."""
+        for n in self.class_nodes(c):
+            if n.ctor == "Cst":
+                return n.fields[1]
+        return None
+
     def const_of(self, c: int) -> int | None:
         """The integer constant of class ``c`` (a Cst e-node in it), else None."""
         for n in self.class_nodes(c):

@@ -103,9 +103,34 @@ class Session:
                             f"hi={snap.hi[c]} (an unsound rewrite unioned different values); "
                             f"its e-nodes: {desc}")
 
+    # ---- inspection -----------------------------------------------------------
+    def analyze(self, roots: list[UOp], seed_all: bool = False
+                ) -> dict[UOp, tuple[float, float, bool]]:
+        """Insert ``roots`` (no rewrites), run the analyses to a fixed point and return
+        every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
+        when unknown). ``seed_all``: start from the IR bounds of every node, not just
+        the leaves'. The e-graph is left as it was."""
+        self._cmd("(push)")
+        saved = self.ins.state()
+        try:
+            self._insert(roots, seed_all=seed_all)
+            self._step(False, {})
+            snap = Snapshot(self.egraph, self.ins)
+            out = {}
+            for _key, h in self.ins.uop_handle.items():
+                u = self.ins.handle_uop[h]
+                c = snap.cls_of_handle(h)
+                lo, hi = snap.bounds(c)
+                out[u] = (lo, hi, c in snap.defined)
+            return out
+        finally:
+            self._cmd("(pop)")
+            self.ins.restore(saved)
+
     # ---- insertion ------------------------------------------------------------
-    def _insert(self, roots: list[UOp]) -> list[int]:
-        """Record the roots' rows and their IR bounds (loaded by the next step)."""
+    def _insert(self, roots: list[UOp], seed_all: bool = True) -> list[int]:
+        """Record the roots' rows and their IR bounds (loaded by the next step): every
+        node's (``seed_all``) or the leaves' only; and which nodes are never Invalid."""
         ins = self.ins
         before = set(ins.uop_handle)
         handles = [ins.add_uop(r) for r in roots]
@@ -125,6 +150,8 @@ class Session:
                     Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.CAST, Ops.BITCAST)):
                 ins._row("RDef", (k,))
             if u.dtype.count != 1 or u.dtype.ptr:
+                continue
+            if not seed_all and u.src and u.op is not Ops.RANGE and u.op is not Ops.SPECIAL:
                 continue
             if not (u.dtype.is_int or u.dtype.is_bool):
                 continue
@@ -150,6 +177,7 @@ class Session:
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
+            input_nodes = len(self.ins.uop_handle) - len(saved[2])
             state = PassState()
             it = 0
             stop = None
@@ -164,8 +192,10 @@ class Session:
                 if sizes and sizes[-1] * growth > limits.enodes:
                     stop = "enodes"
                     break
-                if it > 0 and clock.elapsed() + last_iter * growth * 1.2 + \
-                        clock.tree_estimate(sizes[-1] * growth) > clock.seconds * clock.SOFT:
+                n_est = sizes[-1] * growth if sizes else input_nodes * 1.5
+                it_est = last_iter * growth * 1.2 if it > 0 else clock.iter_estimate(n_est)
+                if clock.elapsed() + it_est + clock.tree_estimate(n_est) + clock.FIXED > \
+                        clock.seconds * clock.SOFT:
                     stop = "time"
                     break
                 t_it = time.perf_counter()
@@ -182,12 +212,14 @@ class Session:
                     res = python_pass(snap, self.ins, self.pyrules, state,
                                       deadline=clock.soft_deadline(snap.enodes),
                                       clock=time.perf_counter,
-                                      roots=[snap.cls_of_handle(h) for h in handles])
+                                      roots=[snap.cls_of_handle(h) for h in handles],
+                                      model=model)
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 for k, v in res.times.items():
                     times["computed." + k] = times.get("computed." + k, 0.0) + v
                 last_iter = time.perf_counter() - t_it
+                clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
                     break

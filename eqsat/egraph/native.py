@@ -379,9 +379,9 @@ add(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", 
       "(Where dt c a (Where dt c b d))", "(Where dt c a d)", subsume=True))
 
 # ---- range-based mod/div (the div-mod engine's fast paths, natively) -----------------
-add(R("mod_self_range", "x%n -> x when 0 <= x < n", G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x",
+add(R("mod_in_range", "x%n -> x when 0 <= x < n", G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x",
       "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)", subsume=True))
-add(R("mod_self_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)",
+add(R("mod_in_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)",
       G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x", "(<= (hi x) 0)", "(> (lo n) 0)",
       "(< (- 0 (lo x)) (lo n))", "(Def n)", subsume=True))
 

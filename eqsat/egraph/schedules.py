@@ -46,9 +46,11 @@ class Clock:
     runs only when its estimate (learned from earlier runs) fits what is left.
     """
 
-    SOFT = 0.8
+    SOFT = 0.75
     TREE_PER_NODE = 3e-5
     _dag_per_node = 5e-4  # seconds per e-node of a root's view, refined by learn_dag()
+    _iter_per_node = 4e-4  # seconds per e-node of one iteration, refined by learn_iter()
+    FIXED = 0.08  # push/pop of the e-graph and the caller's cost checks
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -66,6 +68,14 @@ class Clock:
     def dag_estimate(self, enodes: float) -> float:
         return 0.002 + enodes * Clock._dag_per_node
 
+    def iter_estimate(self, enodes: float) -> float:
+        return 0.005 + enodes * Clock._iter_per_node
+
+    @classmethod
+    def learn_iter(cls, seconds: float, enodes: int) -> None:
+        if enodes > 50:
+            cls._iter_per_node = 0.7 * cls._iter_per_node + 0.3 * (seconds / enodes)
+
     @classmethod
     def learn_dag(cls, seconds: float, enodes: int) -> None:
         if enodes > 50:
@@ -73,7 +83,7 @@ class Clock:
 
     def soft_deadline(self, enodes: float = 0) -> float:
         """When the computed rewrites must stop to leave time for the extraction."""
-        return self.t0 + self.seconds * self.SOFT - self.tree_estimate(enodes)
+        return self.t0 + self.seconds * self.SOFT - self.tree_estimate(enodes) - self.FIXED
 
     def over_hard(self) -> bool:
         return self.elapsed() > self.seconds

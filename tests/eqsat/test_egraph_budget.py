@@ -1,0 +1,98 @@
+"""Budgets (iterations, e-nodes, wall time), stop reasons, and determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eqsat.api import Budget, optimize
+from eqsat.dtype import dtypes
+from eqsat.egraph import session_for
+from eqsat.egraph.schedules import STOP_REASONS
+from eqsat.equiv import check_equivalent
+from eqsat.uop import UOp
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> None:
+    session_for(None)  # the one-time session setup is not part of any budget
+
+
+def big_sum(n: int = 200, seed: int = 1) -> UOp:
+    rnd = random.Random(seed)
+    vs = [UOp.var(f"v{i}", 0, 9) for i in range(40)]
+    s = UOp.const(dtypes.index, 0)
+    for _ in range(n):
+        if rnd.random() < 0.3:
+            t = (vs[rnd.randrange(40)] + rnd.randint(0, 30)) // rnd.randint(2, 8)
+        else:
+            t = vs[rnd.randrange(40)] * rnd.randint(1, 9)
+        s = s + t
+    return s
+
+
+def deep_nest(depth: int = 30) -> UOp:
+    x = UOp.range(1000, 0)
+    e = x
+    for i in range(depth):
+        e = (e + x * (i % 3)) // 2 if i % 2 else (e * 3 + 1) % 7
+    return e
+
+
+@pytest.mark.parametrize("name, graph", [("200-term sum", big_sum()),
+                                         ("30-deep div/mod nest", deep_nest())])
+@pytest.mark.parametrize("seconds", [1.0, 3.0])
+def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) -> None:
+    t = time.perf_counter()
+    res = optimize(graph, engine="egraph", cost_model="reference",
+                   budget=Budget(seconds=seconds))
+    elapsed = time.perf_counter() - t
+    assert elapsed <= 1.2 * seconds, f"{name}: {elapsed:.2f} s for a {seconds} s budget"
+    assert res.stats["stop_reason"] in STOP_REASONS
+    assert res.cost <= res.input_cost
+    assert check_equivalent(graph, res.graph, samples=2000)
+
+
+def test_stop_reasons_name_the_budget() -> None:
+    g = big_sum(60)
+    r = optimize(g, engine="egraph", budget=Budget(iterations=1))
+    assert r.stats["stop_reason"] == "iterations" and r.stats["iterations"] == 1
+    r = optimize(g, engine="egraph", budget=Budget(enodes=50))
+    assert r.stats["stop_reason"] == "enodes"
+    r = optimize(UOp.var("x", 0, 9) + 0, engine="egraph")
+    assert r.stats["stop_reason"] == "saturated"
+    for k in ("iterations", "enodes", "stop_reason", "time", "matches"):
+        assert k in r.stats
+    assert r.stats["matches"].get("add_zero", 0) + r.stats["matches"].get("add_zero~1", 0) >= 1
+    assert {"insert", "egglog", "snapshot", "computed", "extract", "total"} <= set(r.stats["time"])
+
+
+_PROBE = r"""
+import json, sys
+sys.path.insert(0, {repo!r})
+from eqsat.sexpr import parse, to_sexpr
+from eqsat.egraph import optimize_egraph, optimize_many
+texts = json.loads(sys.argv[1])
+one = [to_sexpr(optimize_egraph(parse(t), cost_model="reference")[0]) for t in texts]
+many = [to_sexpr(g) for g in optimize_many([parse(t) for t in texts])[0]]
+print(json.dumps([one, many]))
+"""
+
+
+def test_deterministic_across_processes_and_hash_seeds(corpus_lines) -> None:
+    texts = [r["expr"] for r in corpus_lines[::29]]
+    outs = []
+    for seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        p = subprocess.run([sys.executable, "-c", _PROBE.format(repo=str(REPO)), json.dumps(texts)],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=str(REPO))
+        assert p.returncode == 0, p.stderr[-2000:]
+        outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]
