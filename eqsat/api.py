@@ -8,7 +8,7 @@ from typing import Any
 
 from eqsat.uop import UOp
 
-__all__ = ["Budget", "Result", "optimize", "ENGINES"]
+__all__ = ["Budget", "Result", "optimize", "optimize_many", "ENGINES"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,44 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"
     return Result(out, out_cost, in_cost, stats)
+
+
+def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str] | None = None,
+                  cost_model: Any = None, budget: Budget | None = None) -> list[Result]:
+    """Optimize several graphs; one :class:`Result` each, in order.
+
+    The e-graph engine puts all of them in one e-graph (shared subgraphs once, one
+    warm-up of the e-graph for the lot: several times faster per graph than one
+    ``optimize`` call each); ``budget`` is per graph (the batch gets the sum of the
+    e-node and time budgets). Each result is never costlier than its input. The
+    shared ``stats`` of a batch are the batch's, with ``batch`` = its size.
+    """
+    from extraction import get_cost_model
+
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    graphs = list(graphs)
+    for i, g in enumerate(graphs):
+        if not isinstance(g, UOp):
+            raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
+    if engine != "egraph" or len(graphs) <= 1:
+        return [optimize(g, engine, rulesets, cost_model, budget) for g in graphs]
+    from eqsat.egraph import optimize_many as egraph_many
+
+    model = get_cost_model(cost_model)
+    b = budget or Budget()
+    n = len(graphs)
+    t0 = time.perf_counter()
+    outs, stats = egraph_many(graphs, rulesets=rulesets, cost_model=model, budget=Budget(
+        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n))
+    stats.setdefault("time", {})["total"] = time.perf_counter() - t0
+    stats["batch"] = n
+    results = []
+    for g, out in zip(graphs, outs, strict=True):
+        st = dict(stats)
+        in_cost, out_cost = model.graph_cost(g), model.graph_cost(out)
+        if out_cost > in_cost:
+            out, out_cost = g, in_cost
+            st["fallback"] = "input was cheaper"
+        results.append(Result(out, out_cost, in_cost, st))
+    return results
