@@ -36,6 +36,7 @@ sys.path[:] = [str(REPO)] + [p for p in sys.path
 from tests.gen_cases import KINDS, generate, kind_of  # noqa: E402
 
 ENGINES = ("baseline", "egraph")
+WARMUP = "(idiv (add (mul (var x 0 7) 4) 3) 4)"
 
 
 def run_one(expr: str, engine: str, cost_model: str) -> dict[str, Any]:
@@ -128,6 +129,11 @@ def evaluate(rows: list[dict[str, str]], engines: tuple[str, ...], timeout: floa
     runner = Runner(timeout, cost_model)
     out = []
     try:
+        # warm up (imports, e-graph start-up) outside the per-case times
+        for eng in engines:
+            w = runner.run(WARMUP, eng)
+            print(f"start-up + first call, {eng}: {w.get('time', 0.0):.2f} s"
+                  + (f" ({w['error']})" if "error" in w else ""))
         for i, row in enumerate(rows):
             rec = dict(row)
             for eng in engines:
@@ -175,7 +181,8 @@ def summarize(results: list[dict[str, Any]], engines: tuple[str, ...]) -> None:
                 eglt = str(sum(1 for e, b in pairs if e["cost_out"] < b["cost_out"]))
             print(f"{kind:<19} {eng:<9} {len(rows):>5} {cin:>8} {cout:>8} {dmin:>6} {dmout:>6} "
                   f"{ineq:>4} {err:>4} {worse:>4} {egbl:>5} {eglt:>5} {t:>7.1f} {tmax:>6.2f}")
-    print("\ncost in/out: total reference cost (input / engine output, cases without error); "
+    print("\ncost in/out: total reference cost (input / engine output, over the cases where no "
+          "engine failed); "
           "dm: idiv+mod nodes; ineq: outputs not equivalent to the input; err: crash, "
           "RewriteLimitError or timeout; >in: output costlier than input; eg>bl / eg<bl: "
           "cases where the e-graph output costs more / less than the baseline's.")
