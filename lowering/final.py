@@ -9,6 +9,8 @@
   (outermost first, by name);
 - a range closed by several ``END``/``REDUCE`` nodes is renamed in all but
   the first, so that every loop is opened and closed exactly once;
+- ``(sink A B)`` runs A, then B: B's loads of buffers A stored to (and B's
+  stores to buffers A used) go through ``AFTER(buf, A)``;
 - a range used but never closed is an error.
 
 :func:`final_rewrite` (run after narrowing and decompositions):
@@ -169,6 +171,57 @@ def _drop_folded_ranges(root: UOp) -> UOp:
     return new[root]
 
 
+def _buffer_of(idx: UOp) -> UOp | None:
+    base = idx.src[0] if idx.op is Ops.INDEX else idx
+    while base.op is Ops.AFTER:
+        base = base.src[0]
+    return base if base.op is Ops.DEFINE_GLOBAL else None
+
+
+def _accesses(x: UOp) -> tuple[set[UOp], set[UOp]]:
+    """(buffers loaded, buffers stored) anywhere under ``x``."""
+    reads, writes = set(), set()
+    for u in x.toposort():
+        if u.op in (Ops.LOAD, Ops.STORE) and u.src:
+            b = _buffer_of(u.src[0])
+            if b is not None:
+                (reads if u.op is Ops.LOAD else writes).add(b)
+    return reads, writes
+
+
+def _order_effects(root: UOp) -> UOp:
+    """``(sink A B)`` runs A, then B: B's accesses to a buffer A wrote (or, for B's
+    stores, read) go through ``AFTER(buf, A)``, so they cannot move before A and
+    are not shared with A (a load of the same address in both reads twice)."""
+    new: dict[UOp, UOp] = {}
+    for u in root.toposort():
+        src = tuple(new[s] for s in u.src)
+        if u.op is Ops.SINK and len(src) > 1:
+            last_write: dict[UOp, UOp] = {}
+            last_any: dict[UOp, UOp] = {}
+            kids = []
+            for child in src:
+                reads, writes = _accesses(child)
+                deps: dict[UOp, list[UOp]] = {}
+                for b in reads:
+                    if b in last_write:
+                        deps.setdefault(b, []).append(last_write[b])
+                for b in writes:
+                    if b in last_any and last_any[b] not in deps.get(b, []):
+                        deps.setdefault(b, []).append(last_any[b])
+                if deps:
+                    child = child.substitute({b: UOp(Ops.AFTER, b.dtype, (b, *d))
+                                              for b, d in deps.items()})
+                for b in writes:
+                    last_write[b] = child
+                for b in reads | writes:
+                    last_any[b] = child
+                kids.append(child)
+            src = tuple(kids)
+        new[u] = u if src == u.src else u.replace(src=src)
+    return new[root]
+
+
 def prepare(graph: UOp) -> tuple[UOp, str]:
     """The kernel root and its kind: ``"kernel"`` (a SINK) or ``"expr"`` (a value).
 
@@ -189,6 +242,7 @@ def prepare(graph: UOp) -> tuple[UOp, str]:
     root = _drop_folded_ranges(root)
     root = _specials_to_ranges(root)
     root = _uniquify_ranges(root)
+    root = _order_effects(root)
     open_ranges = live_ranges(root)[root]
     if open_ranges:
         names = ", ".join(sorted(_range_name(r) for r in open_ranges))

@@ -15,9 +15,10 @@ tinygrad's ``pm_add_control_flow`` gives a RANGE:
   END; the first child of an END waits for the parent's RANGE;
 - ``AFTER(x, d, r)`` with a RANGE r and another dependency d (the
   accumulator of a lowered REDUCE: initialise, then loop) opens r after d;
-- the kernel SINK runs its sources in order: a load or store reached first
-  from source k waits for source k-1 to finish (``(sink A B)`` runs A, then B).
-  Independent loops are still never interleaved: siblings are sequenced.
+- a SINK runs its sources in order: the loop of source k opens after source
+  k-1 (memory order between sources is explicit in the graph: ``prepare``
+  routes B's accesses to what A wrote through ``AFTER(buf, A)``). Independent
+  loops are never interleaved: siblings are sequenced.
 
 **Linearization** (:func:`linearize`, stage 21) is tinygrad's priority-aware
 topological sort: every node gets the key ``(run_count, priority,
@@ -81,6 +82,20 @@ def _end_range(u: UOp) -> UOp:
     return u.src[1]
 
 
+def _body(x: UOp) -> list[UOp]:
+    """The nodes written inside ``x``: its sources, but not what an AFTER waits for
+    (``AFTER(buf, A)`` orders after A; A is not part of the body)."""
+    out, seen, stack = [], {x}, [x]
+    while stack:
+        u = stack.pop()
+        out.append(u)
+        for s in (u.src[:1] if u.op is Ops.AFTER else u.src):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return out
+
+
 def _closure(root: UOp, edges: Edges) -> dict[UOp, frozenset[UOp]]:
     """For every node, the RANGE/END nodes it depends on (through sources and edges)."""
     deps: dict[UOp, frozenset[UOp]] = {}
@@ -103,7 +118,7 @@ def add_control_flow(root: UOp) -> Edges:
     for u in nodes:
         if _is_user_end(u):
             r = _end_range(u)
-            for x in u.src[0].toposort():
+            for x in _body(u.src[0]):
                 if _is_user_end(x) and x is not u:
                     _add(edges, _end_range(x), r)
         if u.op is Ops.AFTER:
@@ -140,29 +155,13 @@ def add_control_flow(root: UOp) -> Edges:
         for a, b in zip(chain, chain[1:], strict=False):
             _add(edges, _end_range(b), a)
 
-    # the kernel SINK runs its sources in order
-    if root.op is Ops.SINK and len(root.src) > 1:
-        seen: set[UOp] = set()
-        for k, child in enumerate(root.src):
-            sub = child.toposort()
-            prev = root.src[k - 1] if k > 0 else None
-            if prev is not None and prev not in set(sub):
-                if child.op is Ops.END:
+    # a SINK runs its sources in order (memory order is explicit: see final._order_effects)
+    for s in nodes:
+        if s.op is Ops.SINK and s.arg != "return":
+            for prev, child in zip(s.src, s.src[1:], strict=False):
+                if child.op is Ops.END and prev not in set(child.toposort()):
                     _add(edges, _end_range(child), prev)
-                for x in sub:
-                    if x not in seen and (x.op is Ops.STORE or (x.op is Ops.LOAD
-                                                                and _global_access(x))):
-                        _add(edges, x, prev)
-            seen.update(sub)
     return dict(edges)
-
-
-def _global_access(u: UOp) -> bool:
-    idx = u.src[0]
-    base = idx.src[0] if idx.op is Ops.INDEX else idx
-    while base.op is Ops.AFTER:
-        base = base.src[0]
-    return base.op is Ops.DEFINE_GLOBAL
 
 
 def run_count(u: UOp, live: dict[UOp, frozenset[UOp]]) -> int:

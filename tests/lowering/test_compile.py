@@ -318,3 +318,61 @@ def test_random_expressions_compiled(data: st.DataObject, tmp_path_factory) -> N
             except EvalError:
                 continue  # undefined here (division by zero, shift out of range ...)
             assert int(res[j]) == want, (exprs[j], env, int(res[j]), want)
+
+
+def test_optimize_true_falls_back_to_the_baseline(monkeypatch, cache) -> None:
+    import eqsat.api
+
+    def missing(*a, **k):
+        raise ImportError("no module named eqsat.egraph (simulated)")
+
+    monkeypatch.setitem(eqsat.api.ENGINES, "egraph", missing)
+    with pytest.warns(RuntimeWarning, match="baseline"):
+        k = compile_kernel(parse(TRANSPOSE), optimize=True, cache_dir=cache)
+    assert k.lowered.stats["engine"] == "baseline"
+    with pytest.raises(LoweringError, match="unavailable"):
+        compile_kernel(parse(TRANSPOSE), optimize="egraph", cache_dir=cache)
+
+
+def test_f16_kernel(cache) -> None:
+    g = parse("""
+    %o = (buffer 0 f16 8)
+    %a = (buffer 1 f16 8)
+    %r = (range 0 8)
+    %v = (load (index %a %r))
+    (sink (end (store (index %o %r) (add (mul %v %v) (const f16 0.1))) %r))""")
+    a = np.linspace(-3, 3, 8).astype(np.float16)
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    o = np.zeros(8, np.float16)
+    k(o, a.copy())
+    np.testing.assert_array_equal(o, run_kernel(g, [np.zeros(8, np.float16), a.copy()])[0])
+
+
+@pytest.mark.parametrize("text", [
+    # a load shared by both sources reads a[0] before and after the first store
+    """%a = (buffer 0 f32 1)
+       %b = (buffer 1 f32 2)
+       %v = (load (index %a 0))
+       (sink (store (index %b 0) %v) (store (index %a 0) (add %v 1.0)) (store (index %b 1) %v))""",
+    # inside a loop: store then load of the same address, in order (read after write)
+    """%a = (buffer 0 f32 4)
+       %b = (buffer 1 f32 4)
+       %r = (range 0 4)
+       (sink (end (sink (store (index %a %r) (cast f32 %r)) (store (index %b %r)
+                                                                    (load (index %a %r)))) %r))""",
+    # write after read: the second source overwrites what the first one reads
+    """%a = (buffer 0 f32 4)
+       %b = (buffer 1 f32 4)
+       %r = (range 0 4)
+       %s = (range 1 4)
+       (sink (end (store (index %b %r) (load (index %a %r))) %r)
+             (end (store (index %a %s) 9.0) %s))""",
+], ids=["shared_load", "loop_raw", "war"])
+def test_sink_runs_sources_in_order(text: str, cache) -> None:
+    g = parse(text)
+    bufs = sorted((u for u in g.toposort() if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg[0])
+    mk = lambda: [np.arange(u.arg[1], dtype=np.float32) + 1 for u in bufs]  # noqa: E731
+    got = mk()
+    compile_kernel(g, optimize=False, cache_dir=cache)(*got)
+    for a, b in zip(got, run_kernel(g, mk()), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -71,8 +71,11 @@ def test_phase1_leaf_wrappers() -> None:
     assert v.src[0].arg == ("n", 0, 10)
     vc = _phase(UOp.vconst(IDX, (1, 2)), leaf_rules)
     assert vc.op is Ops.CAST and vc.src[0].op is Ops.VCONST and vc.src[0].dtype is I32.vec(2)
-    b = _phase(UOp.const(dtypes.bool, True).cast(IDX), leaf_rules)  # casts to index are leaves
-    assert b.src[0].op is Ops.CAST and b.src[0].dtype is I32
+    cond = UOp(Ops.DEFINE_VAR, I32, (), ("b", 0, 5)).lt(UOp.const(I32, 3))
+    b = _phase(cond.cast(IDX), leaf_rules)  # casts to index are leaves
+    assert b.src[0].op is Ops.CAST and b.src[0].dtype is I32 and b.src[0].src[0] is cond
+    one = _phase(UOp.const(dtypes.bool, True).cast(IDX), leaf_rules)  # constants fold
+    assert one.src[0].op is Ops.CONST and one.src[0].dtype is I32 and one.src[0].arg == 1
 
 
 def test_phase2_upward_propagation() -> None:
