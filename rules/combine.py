@@ -150,3 +150,33 @@ GROUPS: dict[str, list[Rule]] = {G_TERM: term_combining_dsl_patterns,
 for _g, _rs in GROUPS.items():
     for _r in _rs:
         _r.group = _g
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import INT_DT, ERule, R  # noqa: E402
+
+_E_TERM_COMBINING = "term_combining_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- term combining -------------------------------------------------------------
+_eg(R("add_self", "x+x -> x*2 (integers)", _E_TERM_COMBINING, "(Add dt x x)",
+      "(Mul dt x (Cst dt 2))", INT_DT))
+
+_eg(R("sub_add_cancel", "(x+y)-y -> x (integers)", _E_TERM_COMBINING, "(Sub dt (Add dt x y) y)",
+      "x", INT_DT, "(Def y)", subsume=True))
+
+_eg(R("add_sub_cancel", "(x-y)+y -> x (integers)", _E_TERM_COMBINING, "(Add dt (Sub dt x y) y)",
+      "x", INT_DT, "(Def y)", subsume=True))
+
+_eg([PyRule("canonical_sum", "a+b+... -> the sorted flattened sum, like terms merged, constant "
+           "last", "alu_folding_dsl_patterns", "canon")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

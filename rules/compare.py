@@ -209,3 +209,75 @@ for _r in comparison_dsl_patterns:
     _r.group = G
 
 GROUPS: dict[str, list[Rule]] = {G: comparison_dsl_patterns}
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import ERule, Q  # noqa: E402
+
+_E_COMPARISON = "comparison_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- comparisons ----------------------------------------------------------------
+_eg(Q("gt_to_lt", "x > y -> y < x", _E_COMPARISON, "(= e (Gt dt x y))",
+      "(union e (Lt dt y x))"))
+
+_eg(Q("ge_const_to_lt", "x >= c -> c-1 < x (integers)", _E_COMPARISON,
+      "(= e (Ge dt x (Cst dx c))) (IntDt dx) (= c1 (- c 1)) (>= c1 (dmin dx))",
+      "(union e (Lt dt (Cst dx c1) x))"))
+
+_eg(Q("le_const_to_lt", "x <= c -> x < c+1 (integers)", _E_COMPARISON,
+      "(= e (Le dt x (Cst dx c))) (IntDt dx) (= c1 (+ c 1)) (<= c1 (dmax dx))",
+      "(union e (Lt dt x (Cst dx c1)))"))
+
+_eg(Q("not_lt_const", "!(x < c) -> c-1 < x (integers)", _E_COMPARISON,
+      "(= e (Not dt (Lt dt x (Cst dx c)))) (IntDt dx) (= c1 (- c 1)) (>= c1 (dmin dx))",
+      "(union e (Lt dt (Cst dx c1) x))"))
+
+_eg(Q("not_const_lt", "!(c < x) -> x < c+1 (integers)", _E_COMPARISON,
+      "(= e (Not dt (Lt dt (Cst dx c) x))) (IntDt dx) (= c1 (+ c 1)) (<= c1 (dmax dx))",
+      "(union e (Lt dt x (Cst dx c1)))"))
+
+_eg(Q("lt_offset", "x+c0 < c1 -> x < c1-c0 (index)", _E_COMPARISON,
+      "(= e (Lt dt (Add dx x (Cst dx c0)) (Cst dx c1))) (IdxDt dx) (= c (- c1 c0))",
+      "(union e (Lt dt x (Cst dx c)))"))
+
+_eg(Q("lt_offset_lhs", "c1 < x+c0 -> c1-c0 < x (index)", _E_COMPARISON,
+      "(= e (Lt dt (Cst dx c1) (Add dx x (Cst dx c0)))) (IdxDt dx) (= c (- c1 c0))",
+      "(union e (Lt dt (Cst dx c) x))"))
+
+_eg(Q("lt_idiv_lift_pos", "x//d < c -> x < c*d (d > 0, c > 0)", _E_COMPARISON,
+      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (IdxDt dx) (> d 0) (> c 0) "
+      "(= k (* c d))", "(union e (Lt dt x (Cst dx k)))"))
+
+_eg(Q("lt_idiv_lift_nonpos", "x//d < c -> x < (c-1)*d+1 (d > 0, c <= 0)", _E_COMPARISON,
+      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (IdxDt dx) (> d 0) (<= c 0) "
+      "(= k (+ (* (- c 1) d) 1))", "(union e (Lt dt x (Cst dx k)))"))
+
+_eg(Q("const_lt_idiv_lift", "c < x//d -> (c+1)*d-1 < x (d > 0, c >= 0)", _E_COMPARISON,
+      "(= e (Lt dt (Cst dx c) (Idiv dx x (Cst dx d)))) (IdxDt dx) (> d 0) (>= c 0) "
+      "(= k (- (* (+ c 1) d) 1))", "(union e (Lt dt (Cst dx k) x))"))
+
+_eg(Q("lt_mul_pos", "x*c0 < c1 -> x < ceil(c1/c0) (c0 > 0, index)", _E_COMPARISON,
+      "(= e (Lt dt (Mul dx x (Cst dx c0)) (Cst dx c1))) (IdxDt dx) (> c0 0) (> c1 0) "
+      "(= k (/ (+ c1 (- c0 1)) c0))", "(union e (Lt dt x (Cst dx k)))"))
+
+_eg(Q("const_lt_mul_pos", "c1 < x*c0 -> c1//c0 < x (c0 > 0, c1 >= 0, index)", _E_COMPARISON,
+      "(= e (Lt dt (Cst dx c1) (Mul dx x (Cst dx c0)))) (IdxDt dx) (> c0 0) (>= c1 0) "
+      "(= k (/ c1 c0))", "(union e (Lt dt (Cst dx k) x))"))
+
+_eg(Q("neg_lt_flip", "-x < -y -> y < x (index)", _E_COMPARISON,
+      "(= e (Lt dt (Neg dx x) (Neg dx y))) (IdxDt dx)", "(union e (Lt dt y x))"))
+
+_eg([PyRule("lt_linear", "sum < c -> divided by the gcd, small remainder split off "
+           "(4*a + 30 < 0 -> a < -7; 4*a + b < 8 -> a < 2 for 0 <= b < 4)",
+           "comparison_dsl_patterns", "cmp")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -109,3 +109,52 @@ GROUPS: dict[str, list[Rule]] = {
     _GROUP: constant_folding_dsl_patterns,
     _VGROUP: vconst_folding_patterns,
 }
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import ERule, Q  # noqa: E402
+
+#: opt-in: "a class whose interval is [c, c] is c" natively, one rule per op
+#: (the default is the computed fold_known, one generic rule)
+_E_FOLD_KNOWN_NATIVE = "constant_folding_native"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- constant folding: a class whose interval is one value is that value ----
+for _e_ctor, _e_ar in (("Add", 2), ("Sub", 2), ("Mul", 2), ("Max", 2), ("Min", 2), ("Neg", 1),
+                   ("Not", 1), ("And", 2), ("Or", 2), ("Xor", 2), ("Shl", 2), ("Shr", 2),
+                   ("Lt", 2), ("Le", 2), ("Gt", 2), ("Ge", 2), ("Eq", 2), ("Ne", 2),
+                   ("Where", 3), ("Cast", 1), ("Mulacc", 3)):
+    _e_args = " ".join(f"x{i}" for i in range(_e_ar))
+    _eg(Q(f"fold_known_{_e_ctor.lower()}",
+          f"{_e_ctor.lower()}(...) -> c when its interval is [c, c]",
+          _E_FOLD_KNOWN_NATIVE,
+          f"(= e ({_e_ctor} dt {_e_args})) (= v (lo e)) (= v (hi e)) (= m (dmin dt)) (Def e)",
+          "(union e (Cst dt v))"))
+
+for _e_ctor in ("Idiv", "Mod"):
+    for _e_sign, _e_g in (("pos", "(> (lo y) 0)"), ("neg", "(< (hi y) 0)")):
+        _eg(Q(f"fold_known_{_e_ctor.lower()}_{_e_sign}",
+              f"{_e_ctor.lower()}(x, y) -> c when its interval is [c, c] and y is never 0",
+              _E_FOLD_KNOWN_NATIVE,
+              f"(= e ({_e_ctor} dt x y)) {_e_g} (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
+              "(Def e)",
+              "(union e (Cst dt v))"))
+
+_eg(Q("fold_known_range", "range(end) -> c when its interval is [c, c] (one iteration)",
+      _E_FOLD_KNOWN_NATIVE,
+      "(= e (G1 op dt a n)) (= op \"RANGE\") (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
+      "(Def e)",
+      "(union e (Cst dt v))"))
+
+_eg([PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division "
+           "by a possible 0)", "constant_folding_dsl_patterns", "fold")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -57,3 +57,31 @@ for _r in division_dsl_patterns:
     _r.group = G
 
 GROUPS: dict[str, list[Rule]] = {G: division_dsl_patterns}
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import IDX_DT, ERule, R  # noqa: E402
+
+_E_DIVISION = "division_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- division ---------------------------------------------------------------------
+_eg(R("idiv_mul_cancel", "(x*y)//y -> x when y is never 0 (index: no wrap)", _E_DIVISION,
+      "(Idiv dt (Mul dt x y) y)", "x", IDX_DT, "(> (lo y) 0)", "(Def y)"))
+
+_eg(R("idiv_mul_cancel_neg", "(x*y)//y -> x when y is never 0 (index: no wrap)", _E_DIVISION,
+      "(Idiv dt (Mul dt x y) y)", "x", IDX_DT, "(< (hi y) 0)", "(Def y)"))
+
+_eg(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", _E_DIVISION,
+      "(Mod dt (Mul dt x y) y)", "(Cst dt 0)", IDX_DT, "(> (lo y) 0)", "(Def x)",
+      "(Def y)"))
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -122,3 +122,95 @@ GROUPS: dict[str, list[Rule]] = {
 for _g, _rs in GROUPS.items():
     for _r in _rs:
         _r.group = _g
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import IDX_DT, INT_DT, ERule, Q, R  # noqa: E402
+
+_E_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
+_E_NEGATION = "negation_dsl_patterns"
+_E_SELF_FOLDING = "self_folding_dsl_patterns"
+_E_ZERO_FOLDING = "zero_folding_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- identity and zero -------------------------------------------------------
+_eg(R("add_zero", "x+0 -> x", _E_IDENTITY_AND_ZERO, "(Add dt x (Cst dt 0))", "x", subsume=True))
+
+_eg(R("sub_zero", "x-0 -> x", _E_IDENTITY_AND_ZERO, "(Sub dt x (Cst dt 0))", "x", subsume=True))
+
+_eg(R("mul_one", "x*1 -> x", _E_IDENTITY_AND_ZERO, "(Mul dt x (Cst dt 1))", "x", INT_DT,
+      subsume=True))
+
+_eg(R("mul_zero", "x*0 -> 0 (integers; x is never Invalid)",
+      _E_IDENTITY_AND_ZERO, "(Mul dt x (Cst dt 0))", "(Cst dt 0)", INT_DT, "(Def x)",
+      subsume=True))
+
+_eg(R("idiv_one", "x//1 -> x", _E_IDENTITY_AND_ZERO, "(Idiv dt x (Cst dt 1))", "x",
+      subsume=True))
+
+_eg(R("mod_one", "x%1 -> 0 (integers)", _E_IDENTITY_AND_ZERO, "(Mod dt x (Cst dt 1))",
+      "(Cst dt 0)", INT_DT, "(Def x)", subsume=True))
+
+_eg(R("mod_neg_one", "x%-1 -> 0 (integers)", _E_IDENTITY_AND_ZERO, "(Mod dt x (Cst dt -1))",
+      "(Cst dt 0)", INT_DT, "(Def x)", subsume=True))
+
+_eg(R("or_zero", "x|0 -> x (integers)", _E_IDENTITY_AND_ZERO, "(Or dt x (Cst dt 0))", "x",
+      INT_DT, subsume=True))
+
+_eg(R("xor_zero", "x^0 -> x (integers)", _E_IDENTITY_AND_ZERO, "(Xor dt x (Cst dt 0))", "x",
+      INT_DT, subsume=True))
+
+_eg(R("and_zero", "x&0 -> 0 (integers; x is never Invalid)", _E_IDENTITY_AND_ZERO,
+      "(And dt x (Cst dt 0))", "(Cst dt 0)", INT_DT, "(Def x)", subsume=True))
+
+# ---- self folding ---------------------------------------------------------------
+_eg(R("idiv_self", "x//x -> 1 when x is never 0", _E_SELF_FOLDING, "(Idiv dt x x)",
+      "(Cst dt 1)", INT_DT, "(> (lo x) 0)", "(Def x)", subsume=True))
+
+_eg(R("idiv_self_neg", "x//x -> 1 when x is never 0", _E_SELF_FOLDING, "(Idiv dt x x)",
+      "(Cst dt 1)", INT_DT, "(< (hi x) 0)", "(Def x)", subsume=True))
+
+_eg(R("idiv_neg_one", "x//-1 -> -x (index: no wrap)", _E_SELF_FOLDING,
+      "(Idiv dt x (Cst dt -1))", "(Neg dt x)", IDX_DT, subsume=True))
+
+_eg(R("mod_mod_same", "(x%y)%y -> x%y", _E_SELF_FOLDING, "(Mod dt (Mod dt x y) y)",
+      "(Mod dt x y)", subsume=True))
+
+_eg(R("and_self", "x&x -> x", _E_SELF_FOLDING, "(And dt x x)", "x", subsume=True))
+
+_eg(R("or_self", "x|x -> x", _E_SELF_FOLDING, "(Or dt x x)", "x", subsume=True))
+
+# ---- zero folding ---------------------------------------------------------------
+_eg(R("mod_self", "x%x -> 0 when x is never 0", _E_ZERO_FOLDING, "(Mod dt x x)", "(Cst dt 0)",
+      INT_DT, "(> (lo x) 0)", "(Def x)", subsume=True))
+
+_eg(R("mod_self_neg", "x%x -> 0 when x is never 0", _E_ZERO_FOLDING, "(Mod dt x x)",
+      "(Cst dt 0)", INT_DT, "(< (hi x) 0)", "(Def x)", subsume=True))
+
+_eg(R("sub_self", "x-x -> 0 (integers)", _E_ZERO_FOLDING, "(Sub dt x x)", "(Cst dt 0)", INT_DT,
+      "(Def x)", subsume=True))
+
+for _e_c, _e_v in (("Lt", 0), ("Gt", 0), ("Ne", 0), ("Le", 1), ("Ge", 1), ("Eq", 1)):
+    _eg(Q(f"{_e_c.lower()}_self", f"{_e_c.lower()}(x,x) -> {bool(_e_v)} (x an integer or bool)",
+          _E_ZERO_FOLDING, f"(= e ({_e_c} dt x x)) (= lx (lo x)) (Def x)",
+          f"(union e (Cst dt {_e_v}))"))
+
+# ---- negation / power ---------------------------------------------------------------------
+_eg(R("neg_neg", "-(-x) -> x", _E_NEGATION, "(Neg dt (Neg dt x))", "x", subsume=True))
+
+_eg(R("sub_neg", "x - (-y) -> x + y", _E_NEGATION, "(Sub dt x (Neg dt y))", "(Add dt x y)"))
+
+_eg(R("add_neg", "x + (-y) -> x - y", _E_NEGATION, "(Add dt x (Neg dt y))", "(Sub dt x y)"))
+
+_eg(Q("mul_neg_one", "x*-1 -> -x (index)", _E_NEGATION,
+      "(= e (Mul dt x (Cst dt -1))) (IdxDt dt)", "(union e (Neg dt x))"))
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -133,3 +133,52 @@ GROUPS: dict[str, list[Rule]] = {G: propagate_invalid, G_LS: fold_invalid_load_s
 for _g, _rs in GROUPS.items():
     for _r in _rs:
         _r.group = _g
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import INVALID_LEAF, ERule, Q, R  # noqa: E402
+
+#: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast)
+_E_LIFT_STEPWISE = "propagate_invalid_stepwise"
+_E_PROPAGATE_INVALID = "propagate_invalid"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- invalid ---------------------------------------------------------------------------
+_eg(R("where_invalid_merge", "where(c1, where(c2, x, Inv), Inv) -> where(c1 & c2, x, Inv)",
+      _E_PROPAGATE_INVALID, "(Where dt c1 (Where dt c2 x (Leaf \"INVALID\" dt a)) "
+      "(Leaf \"INVALID\" dt a))", "(Where dt (And \"bool\" c1 c2) x (Leaf \"INVALID\" dt a))"))
+
+for _e_c in ("Add", "Sub", "Mul", "Idiv", "Mod", "Max", "Min", "And", "Or", "Xor", "Shl", "Shr",
+           "Lt", "Le", "Gt", "Ge", "Eq", "Ne"):
+    _e_l = _e_c.lower()
+    _eg(Q(f"{_e_l}_where_invalid_lhs",
+          f"{_e_l}(where(c, x, Inv), y) -> where(c, {_e_l}(x, y), Inv)",
+          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt (Where dw c x {INVALID_LEAF}) y))",
+          f"(union e (Where dt c ({_e_c} dt x y) {INVALID_LEAF}))"))
+    _eg(Q(f"{_e_l}_where_invalid_rhs",
+          f"{_e_l}(y, where(c, x, Inv)) -> where(c, {_e_l}(y, x), Inv)",
+          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt y (Where dw c x {INVALID_LEAF})))",
+          f"(union e (Where dt c ({_e_c} dt y x) {INVALID_LEAF}))"))
+
+for _e_c in ("Neg", "Not", "Cast"):
+    _e_l = _e_c.lower()
+    _eg(Q(f"{_e_l}_where_invalid", f"{_e_l}(where(c, x, Inv)) -> where(c, {_e_l}(x), Inv)",
+          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt (Where dw c x {INVALID_LEAF})))",
+          f"(union e (Where dt c ({_e_c} dt x) {INVALID_LEAF}))"))
+
+_eg(Q("where_cond_invalid", "where(where(c, b, Inv), t, f) -> where(c, where(b, t, f), Inv)",
+      _E_LIFT_STEPWISE, f"(= e (Where dt (Where dw c b {INVALID_LEAF}) t f))",
+      f"(union e (Where dt c (Where dt b t f) {INVALID_LEAF}))"))
+
+_eg([PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
+           "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

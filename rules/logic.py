@@ -85,3 +85,64 @@ for _r in boolean_dsl_patterns:
     _r.group = G
 
 GROUPS: dict[str, list[Rule]] = {G: boolean_dsl_patterns}
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import ERule, R  # noqa: E402
+
+_E_BOOLEAN = "boolean_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- boolean logic ----------------------------------------------------------------
+_eg(R("not_not", "!!x -> x", _E_BOOLEAN, "(Not dt (Not dt x))", "x", subsume=True))
+
+_eg(R("and_true", "x & true -> x", _E_BOOLEAN, "(And dt x (Cst dt 1))", "x",
+      "(= dt \"bool\")", subsume=True))
+
+_eg(R("and_false", "x & false -> false", _E_BOOLEAN, "(And dt x (Cst dt 0))", "(Cst dt 0)",
+      "(= dt \"bool\")", "(Def x)", subsume=True))
+
+_eg(R("or_true", "x | true -> true", _E_BOOLEAN, "(Or dt x (Cst dt 1))", "(Cst dt 1)",
+      "(= dt \"bool\")", "(Def x)", subsume=True))
+
+_eg(R("or_false", "x | false -> x", _E_BOOLEAN, "(Or dt x (Cst dt 0))", "x",
+      "(= dt \"bool\")", subsume=True))
+
+_eg(R("xor_self", "x^x -> 0", _E_BOOLEAN, "(Xor dt x x)", "(Cst dt 0)", "(Def x)",
+      subsume=True))
+
+_eg(R("and_not_self", "x & !x -> false (bools)", _E_BOOLEAN, "(And dt x (Not dt x))",
+      "(Cst dt 0)", "(= dt \"bool\")", "(Def x)", subsume=True))
+
+_eg(R("or_not_self", "x | !x -> true (bools)", _E_BOOLEAN, "(Or dt x (Not dt x))", "(Cst dt 1)",
+      "(= dt \"bool\")", "(Def x)", subsume=True))
+
+_eg(R("de_morgan_and", "!x & !y -> !(x | y)", _E_BOOLEAN, "(And dt (Not dt x) (Not dt y))",
+      "(Not dt (Or dt x y))"))
+
+_eg(R("de_morgan_or", "!x | !y -> !(x & y)", _E_BOOLEAN, "(Or dt (Not dt x) (Not dt y))",
+      "(Not dt (And dt x y))"))
+
+_eg(R("and_absorb_lt", "(x < c1) & (x < c2) -> x < min(c1, c2)", _E_BOOLEAN,
+      "(And dt (Lt dt x (Cst dx c1)) (Lt dt x (Cst dx c2)))",
+      "(Lt dt x (Cst dx (min c1 c2)))"))
+
+_eg(R("and_absorb_gt", "(c1 < x) & (c2 < x) -> max(c1, c2) < x", _E_BOOLEAN,
+      "(And dt (Lt dt (Cst dx c1) x) (Lt dt (Cst dx c2) x))",
+      "(Lt dt (Cst dx (max c1 c2)) x)"))
+
+_eg(R("and_assoc_dedup", "(a & b) & b -> a & b", _E_BOOLEAN, "(And dt (And dt a b) b)",
+      "(And dt a b)", subsume=True))
+
+_eg([PyRule("canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
+           "boolean_dsl_patterns", "canon_and")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -32,3 +32,31 @@ for _r in minmax_dsl_patterns:
     _r.group = G
 
 GROUPS: dict[str, list[Rule]] = {G: minmax_dsl_patterns}
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import ERule, R  # noqa: E402
+
+_E_MINMAX = "minmax_dsl_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+_eg(R("max_self", "max(x,x) -> x", _E_MINMAX, "(Max dt x x)", "x", subsume=True))
+
+_eg(R("min_self", "min(x,x) -> x", _E_MINMAX, "(Min dt x x)", "x", subsume=True))
+
+# ---- min / max ----------------------------------------------------------------------
+_eg(R("max_left", "max(x,y) -> x when lo(x) >= hi(y)", _E_MINMAX, "(Max dt x y)", "x",
+      "(>= (lo x) (hi y))", "(Def y)", subsume=True))
+
+_eg(R("min_left", "min(x,y) -> x when hi(x) <= lo(y)", _E_MINMAX, "(Min dt x y)", "x",
+      "(<= (hi x) (lo y))", "(Def y)", subsume=True))
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

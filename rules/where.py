@@ -259,3 +259,66 @@ GROUPS: dict[str, list[Rule]] = {G_BOUND: where_bound_patterns, G_DCE: dce_dsl_p
 for _g, _rs in GROUPS.items():
     for _r in _rs:
         _r.group = _g
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# rules.list_rulesets() and the e-graph engine read EGRAPH.
+from eqsat.egraph.computed import PyRule  # noqa: E402
+from eqsat.egraph.native import ERule, R  # noqa: E402
+
+_E_WHERE_BOUND = "where_bound_patterns"
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- where --------------------------------------------------------------------------
+_eg(R("where_true", "where(c,t,f) -> t when c is always true", _E_WHERE_BOUND,
+      "(Where dt c t f)", "t", "(= (lo c) 1)", "(Def c)", subsume=True))
+
+_eg(R("where_false", "where(c,t,f) -> f when c is always false", _E_WHERE_BOUND,
+      "(Where dt c t f)", "f", "(= (hi c) 0)", "(Def c)", subsume=True))
+
+_eg(R("where_same", "where(c,t,t) -> t", _E_WHERE_BOUND, "(Where dt c t t)", "t",
+      "(Def c)", subsume=True))
+
+_eg(R("where_bool_id", "where(c,true,false) -> c", _E_WHERE_BOUND,
+      "(Where dt c (Cst dt 1) (Cst dt 0))", "c", "(= dt \"bool\")", subsume=True))
+
+_eg(R("where_bool_not", "where(c,false,true) -> !c", _E_WHERE_BOUND,
+      "(Where dt c (Cst dt 0) (Cst dt 1))", "(Not dt c)", "(= dt \"bool\")"))
+
+_eg(R("where_not_flip", "where(!c,t,f) -> where(c,f,t) when f is not Invalid (f has a value)",
+      _E_WHERE_BOUND, "(Where dt (Not dc c) t f)", "(Where dt c f t)", "(= lf (lo f))"))
+
+_eg(R("where_merge", "where(a, where(b, x, y), y) -> where(a & b, x, y)", _E_WHERE_BOUND,
+      "(Where dt a (Where dt b x y) y)", "(Where dt (And dc a b) x y)",
+      "(= dc \"bool\")", "(= la (lo a))", "(= lb (lo b))"))
+
+for _e_c in ("Add", "Sub", "Mul", "Max", "Min"):
+    _eg(R(f"{_e_c.lower()}_where_same_cond",
+          f"{_e_c.lower()}(where(c, k1, k2), where(c, k3, k4)) -> "
+          f"where(c, {_e_c.lower()}(k1, k3), {_e_c.lower()}(k2, k4)) (constant branches)",
+          _E_WHERE_BOUND,
+          f"({_e_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+          f"(Where dt c ({_e_c} dt (Cst dt k1) (Cst dt k3)) ({_e_c} dt (Cst dt k2) (Cst dt k4)))"))
+
+for _e_c in ("Add", "Mul"):
+    _eg(R(f"{_e_c.lower()}_where_const", f"{_e_c.lower()}(where(c, k1, k2), k3) -> "
+          f"where(c, {_e_c.lower()}(k1, k3), {_e_c.lower()}(k2, k3)) (constant branches)",
+          _E_WHERE_BOUND, f"({_e_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Cst dt k3))",
+          f"(Where dt c ({_e_c} dt (Cst dt k1) (Cst dt k3)) ({_e_c} dt (Cst dt k2) (Cst dt k3)))"))
+
+_eg(R("where_same_cond_true", "where(c, where(c, a, b), d) -> where(c, a, d)", _E_WHERE_BOUND,
+      "(Where dt c (Where dt c a b) d)", "(Where dt c a d)", subsume=True))
+
+_eg(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", _E_WHERE_BOUND,
+      "(Where dt c a (Where dt c b d))", "(Where dt c a d)", subsume=True))
+
+_eg([PyRule("where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x "
+           "simplified under the bounds c implies", "where_bound_patterns", "context")])
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -18,12 +18,12 @@ from typing import Any
 
 from eqsat.egraph.analyses import UnsoundError
 from eqsat.egraph.engine import Session, clear_sessions, session_for
-from eqsat.egraph.rulesets import DEFAULT_GROUPS, egraph_groups, resolve
+from eqsat.egraph.rulesets import default_groups, egraph_groups, resolve
 from eqsat.egraph.schedules import Limits
 from eqsat.uop import UOp
 
 __all__ = ["optimize_egraph", "optimize_many", "Session", "session_for", "clear_sessions",
-           "UnsoundError", "egraph_groups", "resolve", "DEFAULT_GROUPS", "Limits"]
+           "UnsoundError", "egraph_groups", "resolve", "default_groups", "Limits"]
 
 
 def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_model: Any = None,

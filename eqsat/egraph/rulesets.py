@@ -4,9 +4,10 @@ Group names are the seeds' (``identity_and_zero_patterns``,
 ``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
 section of its family module ``rules/<family>.py`` when that module declares
 the group, else from this package's drafts (:mod:`eqsat.egraph.native`, the
-div/mod core ``rules.divmod_core`` and the sum canonicalization).
+div/mod core ``rules.divmod_core`` and the basis search): the family modules
+whose author marked them done carry their twins in ``EGRAPH``.
 
-``DEFAULT_GROUPS`` is every group but the opt-in ones (``OPT_IN``): the
+:func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
 stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
 time, builds every partial lifting of a sum (it grows combinatorially); the
 default lifts in one computed step (``lift_invalid``).
@@ -20,7 +21,7 @@ from typing import Any
 from eqsat.egraph.computed import PyRule, divmod_pyrules, sum_pyrules
 from eqsat.egraph.native import ERule, native_groups
 
-__all__ = ["egraph_groups", "resolve", "DEFAULT_GROUPS", "OPT_IN", "CANON_GROUP",
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP",
            "DIVMOD_GROUP"]
 
 CANON_GROUP = "alu_folding_dsl_patterns"
@@ -40,25 +41,6 @@ def _drafts() -> dict[str, list[Any]]:
     from rules import divmod_core as core
 
     out: dict[str, list[Any]] = {g: list(rs) for g, rs in native_groups().items()}
-    out.setdefault(CANON_GROUP, []).append(PyRule(
-        "canonical_sum", "a+b+... -> the sorted flattened sum, like terms merged, constant last",
-        CANON_GROUP, "canon"))
-    out.setdefault("constant_folding_dsl_patterns", []).append(PyRule(
-        "fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division by a "
-        "possible 0)", "constant_folding_dsl_patterns", "fold"))
-    out.setdefault("boolean_dsl_patterns", []).append(PyRule(
-        "canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
-        "boolean_dsl_patterns", "canon_and"))
-    out.setdefault("comparison_dsl_patterns", []).append(PyRule(
-        "lt_linear", "sum < c -> divided by the gcd, small remainder split off "
-        "(4*a + 30 < 0 -> a < -7; 4*a + b < 8 -> a < 2 for 0 <= b < 4)",
-        "comparison_dsl_patterns", "cmp"))
-    out.setdefault("propagate_invalid", []).append(PyRule(
-        "lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
-        "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift"))
-    out.setdefault("where_bound_patterns", []).append(PyRule(
-        "where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x simplified "
-        "under the bounds c implies", "where_bound_patterns", "context"))
     for r in divmod_pyrules(core.DIVMOD_RULES):
         g = DIVMOD_GROUP.get(r.group, r.group)
         out.setdefault(g, []).append(PyRule(r.name, r.identity, g, "divmod", r.rule))
@@ -86,7 +68,9 @@ def egraph_groups() -> dict[str, list[Any]]:
     return out
 
 
-DEFAULT_GROUPS: tuple[str, ...] = tuple(g for g in _drafts() if g not in OPT_IN)
+def default_groups() -> tuple[str, ...]:
+    """The groups of the default selection (every group but the opt-in ones)."""
+    return tuple(g for g in egraph_groups() if g not in OPT_IN)
 
 
 def resolve(rulesets: list[str] | tuple[str, ...] | str | None
