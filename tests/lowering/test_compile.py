@@ -376,3 +376,22 @@ def test_sink_runs_sources_in_order(text: str, cache) -> None:
     compile_kernel(g, optimize=False, cache_dir=cache)(*got)
     for a, b in zip(got, run_kernel(g, mk()), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_i64_intermediates_in_c(cache) -> None:
+    """Values beyond i32 are computed in i64 (and 128-bit for the division's product)."""
+    g = parse("""
+    %o = (buffer 0 i32 8)
+    %r = (range 0 8)
+    (sink (end (store (index %o %r)
+                      (cast i32 (idiv (add (mul %r 3000000000) 2999999999) 3000000000))) %r))""")
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    assert "int64_t" in k.c_source
+    o = np.zeros(8, np.int32)
+    k(o)
+    np.testing.assert_array_equal(o, np.arange(8))
+    e = compile_kernel(parse("(mod (mul (var x -1099511627776 1099511627776) 7) 1000003)"),
+                       optimize=False, cache_dir=cache)
+    assert e.signature.returns is dtypes.i64
+    for x in (-(1 << 40), -12345678901, -1, 0, 999, 1 << 39, 1 << 40):
+        assert e(x=x) == int(np.fmod(x * 7, 1000003))
