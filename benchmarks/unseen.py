@@ -57,8 +57,13 @@ def run_one(expr: str, engine: str, cost_model: str) -> dict[str, Any]:
         return rec
     rec["time"] = time.perf_counter() - t0
     out = res.graph
-    rec.update(cost_out=reference_cost(out), dm_out=divmod_count(out), out=to_sexpr(out, True),
+    text = to_sexpr(out, True)
+    rec.update(cost_out=reference_cost(out), dm_out=divmod_count(out), out=text,
                stop=res.stats.get("stop_reason"), fallback=res.stats.get("fallback"))
+    try:  # the printed output must read back to the same graph
+        rec["roundtrip"] = parse(text) is out
+    except Exception as e:  # noqa: BLE001
+        rec["roundtrip"] = f"{type(e).__name__}: {e}"[:300]
     try:
         eq = check_equivalent(g, out)
         rec["equivalent"] = bool(eq)
@@ -195,6 +200,9 @@ def findings(results: list[dict[str, Any]], engines: tuple[str, ...], limit: int
         for eng in engines:
             x = r[eng]
             head = f"{r['id']} [{r['source']}] {eng}"
+            if x.get("roundtrip", True) is not True:
+                lists["output does not read back"].append(f"{head}: {x['roundtrip']}\n    out: "
+                                                          f"{x['out']}")
             if "error" in x:
                 lists["error"].append(f"{head}: {x['error']}\n    in:  {r['expr']}")
             elif x.get("equivalent") is False:
@@ -210,7 +218,8 @@ def findings(results: list[dict[str, Any]], engines: tuple[str, ...], limit: int
                     f"{r['id']} [{r['source']}]: egraph {e['cost_out']} > baseline "
                     f"{b['cost_out']} (input {e['cost_in']})\n    in:  {r['expr']}\n"
                     f"    bl:  {b['out']}\n    eg:  {e['out']}")
-    for what in ("inequivalent", "error", "costlier than input", "e-graph costlier than baseline"):
+    for what in ("inequivalent", "error", "output does not read back", "costlier than input",
+                 "e-graph costlier than baseline"):
         items = lists.get(what, [])
         print(f"\n== {what}: {len(items)}")
         for s in items[:limit]:
