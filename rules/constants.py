@@ -158,3 +158,12 @@ _eg([PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, 
 EGRAPH: dict[str, list[ERule | PyRule]] = {}
 for _e_r in _EG:
     EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+
+# floats, vectors and other non-integer constants: the baseline's folding applied to
+# e-nodes (integer and bool classes fold through the interval analysis: fold_known)
+from eqsat.egraph.computed import bridge  # noqa: E402
+
+EGRAPH["constant_folding_dsl_patterns"] += bridge(constant_folding_dsl_patterns,
+                                                  "constant_folding_dsl_patterns", non_int=True)
+EGRAPH["vconst_folding_patterns"] = bridge(vconst_folding_patterns, "vconst_folding_patterns",
+                                         non_int=True)

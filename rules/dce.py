@@ -98,3 +98,13 @@ GROUPS: dict[str, list[Rule]] = {G_LOOP: dead_loop_patterns,
 for _g, _rs in GROUPS.items():
     for _r in _rs:
         _r.group = _g
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
+# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
+# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
+from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+
+EGRAPH: dict[str, list[PyRule]] = {G_LOOP: bridge(dead_loop_patterns, G_LOOP),
+                                   G_AFTER: bridge(after_simplification_patterns, G_AFTER)}

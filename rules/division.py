@@ -85,3 +85,8 @@ _eg(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", _E_DIVISION,
 EGRAPH: dict[str, list[ERule | PyRule]] = {}
 for _e_r in _EG:
     EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+
+# the float divisions: baseline rules applied to e-nodes (no native twin)
+from eqsat.egraph.computed import bridge  # noqa: E402
+
+EGRAPH[G] += bridge([r for r in division_dsl_patterns if r.name.startswith("fdiv")], G)

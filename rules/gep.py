@@ -137,3 +137,12 @@ for _r in gep_pushing_patterns:
     _r.group = G
 
 GROUPS: dict[str, list[Rule]] = {G: gep_pushing_patterns}
+
+
+# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
+# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
+# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
+from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+
+EGRAPH: dict[str, list[PyRule]] = {G: bridge(gep_pushing_patterns, G)}

@@ -182,3 +182,8 @@ _eg([PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..)
 EGRAPH: dict[str, list[ERule | PyRule]] = {}
 for _e_r in _EG:
     EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+
+# the load/store of an Invalid index: baseline rules applied to e-nodes (no native twin)
+from eqsat.egraph.computed import bridge  # noqa: E402
+
+EGRAPH[G_LS] = bridge(fold_invalid_load_store, G_LS)

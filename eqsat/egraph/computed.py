@@ -30,6 +30,7 @@ from typing import Any
 
 from eqsat.egraph.analyses import INT_DTYPES
 from eqsat.egraph.encoding import CTOR_OP, CTORS, CTXVAR, Inserter, Node, Snapshot, fits_i64
+from eqsat.uop import UOp
 from rules.divmod_core import DivModRule, Lin, LinBuilder, SumRule, lin_bounds
 
 __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "PyRule", "python_pass",
@@ -659,6 +660,10 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     _lap('context')
     for r in [r for r in rules if r.kind == "context"]:
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
+    _lap('bridge')
+    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
+    if bridged:
+        bridge_pass(snap, ins, best, dirty, bridged, union, deadline)
     _lap('divmod')
     if dm:
         for n in snap.nodes:
@@ -1332,6 +1337,88 @@ def _lift_node(snap: Snapshot, n: Node | None, memo: dict[int, Any]) -> Any:
             cl |= v[0]
             core.append(v[1])
     return (frozenset(cl), (n.ctor, n.fields[0], *core))
+
+
+# ---------------------------------------------------------------------------
+# a baseline rule applied to e-nodes
+# ---------------------------------------------------------------------------
+def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRule]:
+    """Baseline :class:`~eqsat.pattern.Rule` objects as computed e-graph rewrites.
+
+    Each rule is applied on its own (never through the ordered matcher) to every
+    e-node of the ops its pattern names, read as a UOp (the e-node over its
+    children's cheapest terms); its result is unioned into the e-node's class. Its
+    guard reads the UOp's bounds (sound; the e-graph's may be tighter). ``non_int``:
+    only e-nodes of float/vector/other dtypes (integer and bool folding is the
+    e-graph's own, through the interval analysis). For families with no native twin.
+    """
+    return [PyRule(r.name, r.identity, group, "uop_nonint" if non_int else "uop", r)
+            for r in rules]
+
+
+def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
+                rules: list[PyRule], union: Callable[[int, Term, str], None],
+                deadline: float | None) -> None:
+    """Apply bridged baseline rules (see :func:`bridge`) to the dirty classes' e-nodes."""
+    from eqsat.egraph.encoding import decode_node
+
+    by_op: dict[Any, list[PyRule]] = {}
+    for r in rules:
+        for op in (r.rule.pattern.ops or [None]):
+            by_op.setdefault(op, []).append(r)
+    any_op = by_op.pop(None, [])
+    built: dict[int, Any] = {}
+
+    def term(c: int) -> Any:
+        if c in built:
+            return built[c]
+        built[c] = None  # cycle guard (best terms are acyclic)
+        i = best.get(c)
+        if i is None:
+            return None
+        n = snap.nodes[i]
+        dec = decode_node(n, ins.args, snap)
+        if dec is None:
+            return None
+        kids = [term(k) for k in dec[3]]
+        if any(k is None for k in kids):
+            return None
+        try:
+            built[c] = UOp(dec[0], dec[1], tuple(kids), dec[2])
+        except Exception:
+            built[c] = None
+        return built[c]
+
+    for c in sorted(dirty):
+        if deadline is not None and time.perf_counter() > deadline:
+            return
+        for i in snap.classes.get(c, ()):
+            n = snap.nodes[i]
+            if n.subsumed:
+                continue
+            op = n.op
+            cand = by_op.get(op, []) + any_op
+            if not cand:
+                continue
+            u = None
+            for r in cand:
+                if r.kind == "uop_nonint" and n.dtype in INT_DTYPES:
+                    continue
+                if u is None:
+                    dec = decode_node(n, ins.args, snap)
+                    kids = [term(k) for k in dec[3]] if dec is not None else [None]
+                    if dec is None or any(k is None for k in kids):
+                        break
+                    try:
+                        u = UOp(dec[0], dec[1], tuple(kids), dec[2])
+                    except Exception:
+                        break
+                try:
+                    out = r.rule.apply(u)
+                except Exception:  # a rule that cannot handle this node: no rewrite
+                    continue
+                if out is not None and out is not u:
+                    union(c, ins.add_uop_with_facts(out), r.name)
 
 
 def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:

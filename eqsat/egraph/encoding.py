@@ -262,6 +262,31 @@ class Inserter:
             self.handle_uop.setdefault(k, u)
         return memo[id(root)]
 
+    def add_uop_with_facts(self, root: UOp) -> int:
+        """:meth:`add_uop` plus the IR's facts of the new nodes: their bounds (``RLo``/
+        ``RHi``) and which are never Invalid (``RDef``)."""
+        before = len(self._keep)
+        h = self.add_uop(root)
+        new = self._keep[before:]
+        may_inv: dict[int, bool] = {}
+        for u in root.toposort():
+            may_inv[id(u)] = u.op is Ops.INVALID or any(may_inv[id(x)] for x in u.src)
+        for u in new:
+            k = self.uop_handle[id(u)]
+            if not may_inv[id(u)] and (u.op in GroupOp.ALU or u.op in (
+                    Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.CAST, Ops.BITCAST)):
+                self._row("RDef", (k,))
+            if u.dtype.count != 1 or u.dtype.ptr or not (u.dtype.is_int or u.dtype.is_bool):
+                continue
+            lo, hi = u.vmin, u.vmax
+            if isinstance(lo, float) or isinstance(hi, float):
+                continue
+            lo, hi = int(lo), int(hi)
+            if lo <= hi and fits_i64(lo) and fits_i64(hi):
+                self._row("RLo", (k, lo))
+                self._row("RHi", (k, hi))
+        return h
+
     def _encode(self, u: UOp, kids: list[int]) -> int:
         dt = str(u.dtype)
         ctor = uop_ctor(u)

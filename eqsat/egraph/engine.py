@@ -37,12 +37,11 @@ from eqsat.egraph.encoding import (
     Snapshot,
     declarations,
     decode_node,
-    fits_i64,
 )
 from eqsat.egraph.native import ERule
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import Clock, Limits
-from eqsat.ops import GroupOp, Ops
+from eqsat.ops import Ops
 from eqsat.uop import UOp
 
 __all__ = ["Session", "session_for", "clear_sessions"]
@@ -129,40 +128,23 @@ class Session:
 
     # ---- insertion ------------------------------------------------------------
     def _insert(self, roots: list[UOp], seed_all: bool = True) -> list[int]:
-        """Record the roots' rows and their IR bounds (loaded by the next step): every
-        node's (``seed_all``) or the leaves' only; and which nodes are never Invalid."""
+        """Record the roots' rows and facts (loaded by the next step): the IR bounds of
+        every node (``seed_all``) or of the leaves only, and which nodes are never
+        Invalid."""
         ins = self.ins
-        before = set(ins.uop_handle)
-        handles = [ins.add_uop(r) for r in roots]
-        # never-Invalid nodes (no Invalid below them), so the analysis need not climb
-        may_inv: dict[int, bool] = {}
+        if seed_all:
+            return [ins.add_uop_with_facts(r) for r in roots]
+        handles = []
         for r in roots:
-            for u in r.toposort():
-                if id(u) not in may_inv:
-                    may_inv[id(u)] = u.op is Ops.INVALID or any(may_inv[id(x)] for x in u.src)
-        for key, k in ins.uop_handle.items():
-            if key in before:
-                continue
-            u = ins.handle_uop.get(k)
-            if u is None:
-                continue
-            if not may_inv.get(key, True) and (u.op in GroupOp.ALU or u.op in (
-                    Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.CAST, Ops.BITCAST)):
-                ins._row("RDef", (k,))
-            if u.dtype.count != 1 or u.dtype.ptr:
-                continue
-            if not seed_all and u.src and u.op is not Ops.RANGE and u.op is not Ops.SPECIAL:
-                continue
-            if not (u.dtype.is_int or u.dtype.is_bool):
-                continue
-            lo, hi = u.vmin, u.vmax
-            if _inf(lo) or _inf(hi):
-                continue
-            lo, hi = int(lo), int(hi)
-            if lo > hi or not (fits_i64(lo) and fits_i64(hi)):
-                continue
-            ins._row("RLo", (k, lo))
-            ins._row("RHi", (k, hi))
+            before = len(ins._keep)
+            handles.append(ins.add_uop(r))
+            for u in ins._keep[before:]:
+                if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and u.dtype.count == 1 \
+                        and (u.dtype.is_int or u.dtype.is_bool) and not _inf(u.vmin) \
+                        and not _inf(u.vmax) and u.vmin <= u.vmax:
+                    k = ins.uop_handle[id(u)]
+                    ins._row("RLo", (k, int(u.vmin)))
+                    ins._row("RHi", (k, int(u.vmax)))
         return handles
 
     # ---- the run ----------------------------------------------------------------
