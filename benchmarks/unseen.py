@@ -10,8 +10,8 @@ cases where the e-graph is costlier than the baseline, and time (total and
 slowest). Then the listed findings with their ``.uop`` text.
 
 Usage: ``python3 benchmarks/unseen.py [--n 150] [--seed 0] [--kind KIND]
-[--engine baseline|egraph] [--timeout 60] [--jobs 1] [--cost-model reference]
-[--json OUT]``
+[--engine baseline|egraph] [--timeout 60] [--cost-model reference] [--only ID]
+[--limit 15] [--json OUT] [--progress]``
 """
 
 from __future__ import annotations
@@ -238,10 +238,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cost-model", default="reference", help="cost model passed to optimize")
     ap.add_argument("--limit", type=int, default=15, help="findings listed per category")
     ap.add_argument("--json", type=Path, help="write every record to this JSONL file")
+    ap.add_argument("--only", action="append", metavar="ID",
+                    help="only these case ids (e.g. gk20_0023; repeatable)")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
     engines = tuple(args.engine or ENGINES)
     rows = list(generate(args.n, args.seed, tuple(args.kind or KINDS)))
+    if args.only:
+        rows = [r for r in rows if r["id"] in set(args.only)]
     t0 = time.perf_counter()
     results = evaluate(rows, engines, args.timeout, args.cost_model, args.progress)
     print(f"unseen cases: n={args.n} per kind, seed={args.seed}, cost model for optimize: "
