@@ -11,7 +11,7 @@ slowest). Then the listed findings with their ``.uop`` text.
 
 Usage: ``python3 benchmarks/unseen.py [--n 150] [--seed 0] [--kind KIND]
 [--engine baseline|egraph] [--timeout 60] [--cost-model reference] [--only ID]
-[--limit 15] [--json OUT] [--progress]``
+[--limit 15] [--json OUT] [--corpus JSONL] [--progress]``
 """
 
 from __future__ import annotations
@@ -240,16 +240,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, help="write every record to this JSONL file")
     ap.add_argument("--only", action="append", metavar="ID",
                     help="only these case ids (e.g. gk20_0023; repeatable)")
+    ap.add_argument("--corpus", type=Path, metavar="JSONL",
+                    help="run these rows (the corpus's shape) instead of generated cases, for "
+                         "comparing the unseen figures with the corpus's")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
     engines = tuple(args.engine or ENGINES)
-    rows = list(generate(args.n, args.seed, tuple(args.kind or KINDS)))
+    if args.corpus:
+        with args.corpus.open() as f:
+            rows = [{k: d[k] for k in ("id", "source", "expr")}
+                    for d in map(json.loads, f) if kind_of(d["source"]) in (args.kind or KINDS)]
+    else:
+        rows = list(generate(args.n, args.seed, tuple(args.kind or KINDS)))
     if args.only:
         rows = [r for r in rows if r["id"] in set(args.only)]
     t0 = time.perf_counter()
     results = evaluate(rows, engines, args.timeout, args.cost_model, args.progress)
-    print(f"unseen cases: n={args.n} per kind, seed={args.seed}, cost model for optimize: "
-          f"{args.cost_model}, wall {time.perf_counter() - t0:.1f} s\n")
+    if args.corpus:
+        what = f"rows of {args.corpus}"
+    else:
+        what = f"unseen cases: n={args.n} per kind, seed={args.seed}"
+    print(f"{what}, cost model for optimize: {args.cost_model}, "
+          f"wall {time.perf_counter() - t0:.1f} s\n")
     summarize(results, engines)
     findings(results, engines, args.limit)
     if args.json:
