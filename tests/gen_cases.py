@@ -159,8 +159,8 @@ def _tu_compare(rng: random.Random) -> UOp:
         d = rng.choice([2, 3, 8])
         return (x // d).eq(rng.randint(0, x.vmax // d + 1))
     if pick == 4:
-        t = rng.choice([2, 4, 8])
-        e = UOp.range(rng.choice([4, 8, 16]), 0) * t + UOp.range(t, 1)
+        t = rng.choice([2, 3, 4, 8])
+        e = UOp.range(rng.choice([3, 4, 8, 16]), 0) * t + UOp.range(rng.choice([t, t, t + 1]), 1)
         return e.lt(rng.randint(1, 3 * t))
     if pick == 5:
         xn = UOp.var("x", -rng.choice([3, 9]), rng.choice([5, 9]))
@@ -216,7 +216,7 @@ def _tu_negative(rng: random.Random) -> UOp:
     if pick == 3:
         return x % d
     if pick == 4:
-        return (-UOp.var("x", 0, 9)) // rng.choice([3, 5])
+        return (-UOp.var("x", 0, rng.choice([9, 10, 20, 31]))) // rng.choice([2, 3, 5, 7])
     return (x * d + rng.randint(0, d - 1)) % d
 
 
@@ -233,7 +233,8 @@ def _tu_misc(rng: random.Random) -> UOp:
     if pick == 3:
         y = UOp.var("y", 1, 5)
         return (x * y + UOp.var("z", 0, 0)) % y
-    return (x * 4) & 3 if rng.random() < 0.5 else (x * 8) | 7
+    k = rng.choice([2, 4, 8, 16])
+    return (x * k) & (k - 1) if rng.random() < 0.5 else (x * k) | rng.randint(1, k - 1)
 
 
 _TU = [(_tu_lin_divmod, 30), (_tu_nested, 18), (_tu_refold, 6), (_tu_compare, 17),
