@@ -56,11 +56,12 @@ class Weights:
     weights when there is none): best terms, linear forms and the basis search
     choose by the same prices the final extraction uses."""
 
-    def __init__(self, snap: Snapshot, model: Any = None):
+    def __init__(self, snap: Snapshot, model: Any = None, cache: dict | None = None):
         self.snap = snap
         self.model = model
         self.bounds_aware = bool(getattr(model, "uses_bounds", False))
         self._w: dict[int, float] = {}
+        self._cache = cache if cache is not None else {}  # price key -> price, across passes
 
     def of(self, i: int) -> float:
         w = self._w.get(i)
@@ -71,21 +72,31 @@ class Weights:
     def _price(self, n: Node) -> float:
         if self.model is None:
             return node_weight(n)
-        op = n.op
-        if op is None or n.ctor in ("Cst", "Leaf"):
+        if n.ctor in ("Cst", "Leaf", "Cons", "Nil"):
             return 0.0
-        from eqsat.egraph.encoding import dtype_of
-
         snap = self.snap
         consts = tuple(snap.const_node_of(k) for k in n.kids)
-        try:
-            if self.bounds_aware:
-                mins = tuple(snap.lo.get(k) for k in n.kids)
-                return float(self.model.node_cost(op, dtype_of(n.dtype), None, consts,
-                                                  child_mins=mins))
-            return float(self.model.node_cost(op, dtype_of(n.dtype), None, consts))
-        except Exception:  # a model that cannot price an engine node: reference weight
-            return node_weight(n)
+        mins = tuple(snap.lo.get(k) for k in n.kids) if self.bounds_aware else None
+        key = (n.ctor, n.fields[0] if n.ctor in CTOR_OP else n.fields[:3], consts, mins)
+        w = self._cache.get(key)
+        if w is not None:
+            return w
+        op = n.op
+        if op is None:
+            w = 0.0
+        else:
+            from eqsat.egraph.encoding import dtype_of
+
+            try:
+                if self.bounds_aware:
+                    w = float(self.model.node_cost(op, dtype_of(n.dtype), None, consts,
+                                                   child_mins=mins))
+                else:
+                    w = float(self.model.node_cost(op, dtype_of(n.dtype), None, consts))
+            except Exception:  # a model that cannot price an engine node: reference weight
+                w = node_weight(n)
+        self._cache[key] = w
+        return w
 
     def pending(self, ctor: str, kid_consts: tuple) -> float:
         """The price of a node not yet in the e-graph (no bounds known)."""
@@ -129,13 +140,17 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
             heapq.heappush(heap, (wt(i), i))
     best: dict[int, int] = {}
     cost: dict[int, float] = {}
+    height = snap.height
+    height.clear()
     while heap:
         c, i = heapq.heappop(heap)
-        cls = nodes[i].cls
+        n = nodes[i]
+        cls = n.cls
         if cls in best:
             continue
         best[cls] = i  # insertion order: children before parents
         cost[cls] = c
+        height[cls] = 1 + max((height[k] for k in n.kids), default=0)
         for p in parents.get(cls, ()):
             pending[p] -= 1
             if pending[p] == 0:
@@ -237,13 +252,16 @@ def _key(t: Term) -> tuple:
     return (1, tuple(_key(x) if isinstance(x, (int, tuple)) else (2, str(x)) for x in t))
 
 
-def emit(t: Term, ins: Inserter) -> int:
-    """Insert a pending term (memoized per node); its handle."""
+def emit(t: Term, ins: Inserter, canon: Callable[[int], int] | None = None) -> int:
+    """Insert a pending term (memoized per node); its handle. ``canon`` maps a handle
+    to its class's current name, so a node that exists is found whatever handle it
+    was built from."""
     if isinstance(t, int):
-        return t
+        return canon(t) if canon is not None else t
     ctor = t[0]
     sig = CTORS[ctor]
-    fields = tuple(emit(f, ins) if s == "E" else f for f, s in zip(t[1:], sig, strict=True))
+    fields = tuple(emit(f, ins, canon) if s == "E" else f
+                   for f, s in zip(t[1:], sig, strict=True))
     return ins.node(ctor, *fields)
 
 
@@ -458,6 +476,7 @@ class PassState:
         self.contexts: list[Context] = []
         self.unions: dict[int, int] = {}
         self.sigs: dict[int, Any] = {}
+        self.prices: dict[Any, float] = {}
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], None],
@@ -486,25 +505,31 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
             union(c, ("Cst", dt, v), name)
 
 
-def _dirty(snap: Snapshot, best: dict[int, int], state: PassState) -> set[int]:
-    """The classes whose cheapest term may read differently since the last pass: the
-    class changed (e-nodes, bounds, Def) or its best e-node did, or a child's did."""
+def _changed(snap: Snapshot, state: PassState) -> set[int]:
+    """The classes that differ from the last pass (e-nodes, bounds, Def) or are new."""
     nodes = snap.nodes
     lo, hi, defined = snap.lo, snap.hi, snap.defined
     sigs = state.sigs
     new_sigs: dict[int, Any] = {}
     changed: set[int] = set()
     for c, idxs in snap.classes.items():
-        sig = (tuple((nodes[i].ctor, nodes[i].fields, nodes[i].subsumed) for i in idxs),
+        sig = (tuple([(nodes[i].ctor, nodes[i].fields, nodes[i].subsumed) for i in idxs]),
                lo.get(c), hi.get(c), c in defined)
         new_sigs[c] = sig
         if sigs.get(c) != sig:
             changed.add(c)
+    state.sigs = new_sigs
+    return changed
+
+
+def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]) -> set[int]:
+    """The classes whose cheapest term may read differently since the last pass: the
+    class changed, or a class in its best term did."""
+    nodes = snap.nodes
     dirty: set[int] = set()
     for c, i in best.items():  # children come before their parents
         if c in changed or any(k in dirty for k in nodes[i].kids):
             dirty.add(c)
-    state.sigs = new_sigs
     return dirty
 
 
@@ -544,14 +569,19 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         if _t[1]:
             res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
         _t[0], _t[1] = now, name or ""
-    # every existing e-node maps to its class: rebuilding one returns the class
+    changed = _changed(snap, state)
+    # every existing e-node maps to its class: rebuilding one returns the class (the
+    # nodes of unchanged classes were registered by an earlier pass)
     memo = ins._memo
-    for n in snap.nodes:
-        memo[(n.ctor, *n.fields)] = n.cls
+    nodes = snap.nodes
+    for c in changed:
+        for i in snap.classes[c]:
+            n = nodes[i]
+            memo[(n.ctor, *n.fields)] = c
     _lap('best')
-    weights = Weights(snap, model)
+    weights = Weights(snap, model, state.prices)
     best, _cost = best_nodes(snap, weights)
-    dirty = _dirty(snap, best, state)
+    dirty = _dirty(snap, best, changed)
     lins = LinForms(snap, best)
     ctx = EClassCtx(snap, lins)
     canon = [r for r in rules if r.kind == "canon"]
@@ -559,17 +589,27 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     dm = [r for r in rules if r.kind == "divmod"]
 
     reach_memo: dict[int, dict[int, bool]] = {}
+    height = snap.height
+
+    def canon_h(h: int) -> int:
+        try:
+            return snap.cls_of_handle(h)
+        except KeyError:  # a handle made during this pass
+            return h
 
     def union(cls: int, t: Term, name: str) -> None:
         # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
+        # (an atom no taller than cls cannot hold cls in its best term)
+        hc = height.get(cls, 0)
         memo = reach_memo.setdefault(cls, {})
-        if any(a == cls or _reaches(snap, best, a, {cls}, memo) for a in _atoms(t)):
+        if any(a == cls or (height.get(a, 0) > hc and _reaches(snap, best, a, {cls}, memo))
+               for a in map(canon_h, _atoms(t))):
             return
         if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
             res.skipped_cap += 1
             return
         try:
-            h = emit(t, ins)
+            h = emit(t, ins, canon_h)
         except _UnrepresentableError:
             return
         if h != cls:
@@ -742,11 +782,7 @@ def _cmp_constraints(snap: Snapshot, lins: LinForms, n: Node, negate: bool) -> l
 
 
 def _class_dtype(snap: Snapshot, c: int) -> str | None:
-    for n in snap.class_nodes(c):
-        d = n.dtype
-        if d is not None:
-            return d
-    return None
+    return snap.dtypes.get(c)
 
 
 def clause_bounds(snap: Snapshot, lins: LinForms, clauses: Iterable[int]
@@ -912,8 +948,9 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                     break
         if not present and not elim:
             continue
-        key = ("ctx", n.cls, c, x, present, tuple(nb[a] for a in present),
-               tuple((e, a, b) for e, _, a, b in elim))
+        # one guarded copy per where-class and condition: the copy evolves with the
+        # e-graph, and where-nodes the copy itself brought back must not open new copies
+        key = ("ctx", n.cls, c)
         if key in state.done:
             continue
         state.done.add(key)

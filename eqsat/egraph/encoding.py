@@ -478,6 +478,14 @@ class Snapshot:
         for i, n in enumerate(nodes):
             classes.setdefault(n.cls, []).append(i)
         self.classes = classes
+        #: class -> the value of its Cst e-node; class -> its dtype name
+        self.consts: dict[int, int] = {}
+        self.dtypes: dict[int, str] = {}
+        for n in nodes:
+            if n.ctor == "Cst":
+                self.consts[n.cls] = n.fields[1]
+            if n.dtype is not None and n.cls not in self.dtypes:
+                self.dtypes[n.cls] = n.dtype
         self.cls_of = cls_of
         self._handle_val = handle_val
         self.lo: dict[int, int] = {}
@@ -505,6 +513,8 @@ class Snapshot:
             self.relations[name] = [tuple(cls_of.get(v, -1) for v in r.inputs)
                                     for r in funcs[name].rows]
         self.enodes = len(nodes)
+        #: class -> height of its cheapest term (filled by the computed pass)
+        self.height: dict[int, int] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -528,16 +538,13 @@ class Snapshot:
 
     def const_node_of(self, c: int) -> int | None:
         """The value of a Cst e-node in class ``c`` (not the interval), else None."""
-        for n in self.class_nodes(c):
-            if n.ctor == "Cst":
-                return n.fields[1]
-        return None
+        return self.consts.get(c)
 
     def const_of(self, c: int) -> int | None:
         """The integer constant of class ``c`` (a Cst e-node in it), else None."""
-        for n in self.class_nodes(c):
-            if n.ctor == "Cst":
-                return n.fields[1]
+        v = self.consts.get(c)
+        if v is not None:
+            return v
         lo, hi = self.lo.get(c), self.hi.get(c)
         if lo is not None and lo == hi:
             return lo

@@ -25,6 +25,7 @@ cost model.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -289,24 +290,30 @@ def _inf(v: Any) -> bool:
     return isinstance(v, float) and (math.isinf(v) or math.isnan(v))
 
 
-_SESSIONS: dict[tuple, Session] = {}
+_LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on its thread
+_ALL: list[Session] = []
 
 
 def session_for(rulesets: list[str] | tuple[str, ...] | str | None) -> Session:
-    """The cached warm session of a rule set selection."""
+    """The cached warm session of a rule set selection, in this thread (an egglog
+    e-graph may only be used by the thread that made it)."""
     key = (None,) if rulesets is None else tuple([rulesets] if isinstance(rulesets, str)
                                                   else rulesets)
-    s = _SESSIONS.get(key)
+    cache = getattr(_LOCAL, "sessions", None)
+    if cache is None:
+        cache = _LOCAL.sessions = {}
+    s = cache.get(key)
     if s is None:
-        s = _SESSIONS[key] = Session(rulesets)
+        s = cache[key] = Session(rulesets)
     return s
 
 
 def clear_sessions() -> None:
-    """Drop every cached session (tests; freeing memory)."""
-    for s in _SESSIONS.values():
+    """Drop this thread's cached sessions (tests; freeing memory)."""
+    cache = getattr(_LOCAL, "sessions", {})
+    for s in cache.values():
         s.ins.close()
-    _SESSIONS.clear()
+    cache.clear()
 
 
 _ = (ERule, PyRule)
