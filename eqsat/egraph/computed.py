@@ -335,6 +335,10 @@ class EClassCtx(LinBuilder):
         self._parts[key] = out
         return out
 
+    def may_be_invalid(self, a: Any) -> bool:
+        """Whether the atom may evaluate to Invalid (not in the e-graph's ``Def``)."""
+        return not (isinstance(a, int) and a in self.snap.defined)
+
     def mod_parts(self, a: int) -> list[tuple[Lin, Lin]]:
         return self._parts_of("Mod", a)
 

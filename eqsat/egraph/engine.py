@@ -232,15 +232,21 @@ class Session:
         it; the cheaper selection (DAG cost) wins."""
         from extraction import EGraphView, ENode, extract_dag, extract_tree
 
-        enodes: dict[int, ENode] = {}
+        decoded: dict[int, tuple] = {}
         for i, n in enumerate(snap.nodes):
-            if n.subsumed:
-                continue
             dec = decode_node(n, self.args, snap)
-            if dec is None:
-                continue
-            op, dt, arg, kids = dec
-            enodes[i] = ENode(i, n.cls, op, dt, arg, kids)
+            if dec is not None:
+                decoded[i] = dec
+        # subsumed e-nodes are out, unless a class has no finite term without them (a
+        # cancellation such as (x - y) + y -> x may subsume the only grounded node)
+        use = {i for i in decoded if not snap.nodes[i].subsumed}
+        while True:
+            ok = _grounded(snap, decoded, use)
+            extra = {i for i in decoded if i not in use and snap.nodes[i].cls not in ok}
+            if not extra:
+                break
+            use |= extra
+        enodes = {i: ENode(i, snap.nodes[i].cls, *decoded[i]) for i in sorted(use)}
         roots = [snap.cls_of_handle(h) for h in handles]
         uniq = list(dict.fromkeys(roots))
         views = {}
@@ -284,6 +290,32 @@ class Session:
             clock.learn_dag((time.perf_counter() - t0), size)
         outs = [best[r].to_uops()[0] for r in roots]
         return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
+
+
+def _grounded(snap: Snapshot, decoded: dict[int, tuple], use: set[int]) -> set[int]:
+    """The classes with a finite term made of the e-nodes in ``use``."""
+    ok: set[int] = set()
+    waiting: dict[int, list[int]] = {}
+    missing: dict[int, int] = {}
+    stack = []
+    for i in use:
+        kids = set(decoded[i][3])
+        missing[i] = len(kids)
+        for k in kids:
+            waiting.setdefault(k, []).append(i)
+        if not kids:
+            stack.append(i)
+    while stack:
+        i = stack.pop()
+        c = snap.nodes[i].cls
+        if c in ok:
+            continue
+        ok.add(c)
+        for p in waiting.get(c, ()):
+            missing[p] -= 1
+            if missing[p] == 0:
+                stack.append(p)
+    return ok
 
 
 def _inf(v: Any) -> bool:
