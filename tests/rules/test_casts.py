@@ -5,14 +5,7 @@ One line per case; guarded rows have a blocked case (rule, input, what remains).
 
 from __future__ import annotations
 
-import pytest
-
-import rules
-from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
-from eqsat.uop import UOp
+from tests.rules._cases import blocked_test, rewrite_test, simp
 
 X = "(var x -20 20)"
 # opaque fixed-width values: the casts wrap, so their bounds are the dtype's full range
@@ -20,21 +13,6 @@ L64 = "(cast i64 (var big -100000000000000000000 100000000000000000000))"
 L32 = "(cast i32 (var big -100000000000000000000 100000000000000000000))"
 L8 = "(cast i8 (var big -100000000000000000000 100000000000000000000))"
 C = "(lt (var x -20 20) 5)"
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
-
-
-def _int_valued(u: UOp) -> bool:
-    return u.dtype.is_int or u.dtype.is_bool
-
 
 
 POSITIVE = [
@@ -74,24 +52,10 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_rewrites = rewrite_test(POSITIVE)
 
 
-@pytest.mark.parametrize("rule,text,rest", BLOCKED)
-def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:  # nothing else fired: the guarded rule did not either
-        assert rule not in matches, f"{rule} fired on {text}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
-
+test_blocked = blocked_test(BLOCKED)
 
 
 def test_cast_into_where_did_not_fire_on_invalid() -> None:

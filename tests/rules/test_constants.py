@@ -10,25 +10,11 @@ import math
 
 import pytest
 
-import rules
-from eqsat import parse, to_sexpr
 from eqsat.baseline import optimize_baseline
 from eqsat.dtype import dtypes
-from eqsat.equiv import check_equivalent
 from eqsat.ops import Ops
-from eqsat.pattern import graph_rewrite
 from eqsat.uop import UOp
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
-
+from tests.rules._cases import check_blocked, never, output_int_valued, rewrite_test, simp
 
 POSITIVE = [
     ("const_fold_neg", "(neg 5)", "-5"),
@@ -87,21 +73,12 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_folds(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    if out.dtype.is_int or out.dtype.is_bool:
-        assert check_equivalent(g, out)
+test_folds = rewrite_test(POSITIVE, equiv=output_int_valued)
 
 
 @pytest.mark.parametrize("rule,text,rest", BLOCKED)
 def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:
-        assert rule not in matches
+    _, out = check_blocked(rule, text, rest, equiv=never)
     assert out.op is not Ops.CONST and out.op is not Ops.VCONST
 
 

@@ -8,21 +8,14 @@ folds to 0 and leaves the END; a range with no iteration makes the END a NOOP
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
+from eqsat import parse
 from eqsat.interp import run_kernel
 from eqsat.ops import Ops
+from tests.rules._cases import never, noop_test, rewrite_test, simp
 
 BUF = "(buffer 0 f32 8)"
 X = "(var x -20 20)"
-
-
-def simp(text: str):
-    g = parse(text)
-    out, st = optimize_baseline(g)
-    return g, out, st["matches"]
 
 
 POSITIVE = [
@@ -42,11 +35,7 @@ POSITIVE = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    _, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is parse(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+test_rewrites = rewrite_test(POSITIVE, expect=parse, equiv=never)
 
 
 NOOPS = [
@@ -56,10 +45,7 @@ NOOPS = [
 ]
 
 
-@pytest.mark.parametrize("rule,text", NOOPS)
-def test_dead_ends(rule: str, text: str) -> None:
-    _, out, matches = simp(text)
-    assert rule in matches and out.op is Ops.NOOP, (matches, out)
+test_dead_ends = noop_test(NOOPS)
 
 
 def test_sink_drops_noops() -> None:

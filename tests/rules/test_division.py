@@ -6,33 +6,14 @@ One line per case: (rule, input, expected); guarded rows have a blocked case
 
 from __future__ import annotations
 
-import pytest
-
 import rules
-from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
-from eqsat.uop import UOp
+from tests.rules._cases import blocked_test, rewrite_test, simp
 
 X = "(var x -20 20)"
 Y = "(var y 1 5)"          # never zero
 Y0 = "(var y0 0 5)"        # may be zero
 F = "(cast f32 (var x -20 20))"
 G = "(cast f32 (var y 1 5))"
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
-
-
-def _int_valued(u: UOp) -> bool:
-    return u.dtype.is_int or u.dtype.is_bool
 
 
 POSITIVE = [
@@ -60,23 +41,10 @@ BLOCKED = [
      "(where (lt (var x -20 20) 5) 1.0 (cast f32 (invalid)))"),
 ]
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_rewrites = rewrite_test(POSITIVE)
 
 
-@pytest.mark.parametrize("rule,text,rest", BLOCKED)
-def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:  # nothing else fired: the guarded rule did not either
-        assert rule not in matches, f"{rule} fired on {text}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_blocked = blocked_test(BLOCKED)
 
 
 def test_zero_over_zero_wins_over_self_division() -> None:

@@ -3,13 +3,12 @@ dtype only. One line per case; the Index guard has blocked cases."""
 
 from __future__ import annotations
 
-import pytest
-
-from eqsat import parse, to_sexpr
+from eqsat import parse
 from eqsat.baseline import optimize_baseline
 from eqsat.dtype import dtypes
 from eqsat.ops import Ops
 from eqsat.uop import UOp
+from tests.rules._cases import never, rewrite_test, simp, untouched_test
 
 A, B, C, D = "(var a 0 9)", "(var b 0 9)", "(var c 0 9)", "(var d 0 9)"
 V2 = f"(vectorize {A} {B})"
@@ -17,12 +16,6 @@ W2 = f"(vectorize {C} {D})"
 # an opaque index vector (no rule takes a LOAD apart)
 L4 = "(load (index (buffer 0 indexx4 8) (var i 0 7)))"
 FA, FB = "(cast f32 (var a 0 9))", "(cast f32 (var b 0 9))"
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
 
 
 POSITIVE = [
@@ -53,11 +46,7 @@ POSITIVE = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    _, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is parse(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
+test_rewrites = rewrite_test(POSITIVE, expect=parse, equiv=never)
 
 
 BLOCKED = [
@@ -69,10 +58,7 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("text", BLOCKED)
-def test_not_pushed_for_non_index(text: str) -> None:
-    _, out, matches = simp(text)
-    assert "gep_through_alu" not in matches and out is parse(text), to_sexpr(out, compact=True)
+test_not_pushed_for_non_index = untouched_test("gep_through_alu", BLOCKED)
 
 
 def test_symbolic_simple_has_no_gep_pushing() -> None:

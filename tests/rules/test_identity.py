@@ -3,14 +3,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-import rules
-from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
-from eqsat.uop import UOp
+from tests.rules._cases import always, blocked_test, canon, rewrite_test, simp
 
 X = "(var x -20 20)"
 P = "(var p 1 9)"        # never zero
@@ -18,16 +11,6 @@ Z = "(var z 0 9)"        # may be zero
 F = "(cast f32 (var x -20 20))"
 C = "(lt (var x -20 20) 5)"
 INV = f"(where {C} (var x -20 20) (invalid))"
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
 
 
 POSITIVE = [
@@ -86,21 +69,8 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    assert check_equivalent(g, out)
-
-
-@pytest.mark.parametrize("rule,text,rest", BLOCKED)
-def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:  # nothing else fired: the guarded rule did not either
-        assert rule not in matches, f"{rule} fired on {text}"
-    assert check_equivalent(g, out)
+test_rewrites = rewrite_test(POSITIVE, equiv=always)
+test_blocked = blocked_test(BLOCKED, equiv=always)
 
 
 def test_seed_priority_example() -> None:

@@ -6,14 +6,11 @@ Invalid set exactly (eqsat.check_equivalent).
 
 from __future__ import annotations
 
-import pytest
-
 import rules
-from eqsat import parse, to_sexpr
+from eqsat import parse
 from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
 from eqsat.uop import UOp
+from tests.rules._cases import blocked_test, never, noop_test, rewrite_test, simp
 
 X = "(var x -20 20)"
 Y = "(var y 0 9)"
@@ -21,21 +18,6 @@ C = "(lt (var x -20 20) 5)"
 D = "(lt (var y 0 9) 7)"
 P = f"(where {C} {X} (invalid))"           # a padded index
 BUF = "(buffer 0 f32 64)"
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
-
-
-def _int_valued(u: UOp) -> bool:
-    return u.dtype.is_int or u.dtype.is_bool
-
 
 
 POSITIVE = [
@@ -69,24 +51,10 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_rewrites = rewrite_test(POSITIVE)
 
 
-@pytest.mark.parametrize("rule,text,rest", BLOCKED)
-def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:  # nothing else fired: the guarded rule did not either
-        assert rule not in matches, f"{rule} fired on {text}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
-
+test_blocked = blocked_test(BLOCKED)
 
 
 LOADS = [
@@ -100,11 +68,7 @@ LOADS = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", LOADS)
-def test_dead_loads(rule: str, text: str, want: str) -> None:
-    _, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is parse(want), to_sexpr(out, compact=True)
+test_dead_loads = rewrite_test(LOADS, expect=parse, equiv=never)
 
 
 STORES = [
@@ -114,10 +78,7 @@ STORES = [
 ]
 
 
-@pytest.mark.parametrize("rule,text", STORES)
-def test_dead_stores(rule: str, text: str) -> None:
-    _, out, matches = simp(text)
-    assert rule in matches and out.op.name == "NOOP", (matches, out)
+test_dead_stores = noop_test(STORES)
 
 
 def test_through_cast_of_invalid_index() -> None:

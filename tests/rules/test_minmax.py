@@ -4,35 +4,13 @@ blocked case.
 
 from __future__ import annotations
 
-import pytest
-
-import rules
-from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
-from eqsat.uop import UOp
+from tests.rules._cases import blocked_test, rewrite_test
 
 X = "(var x -20 20)"
 HI = "(var h 5 9)"
 LO = "(var l 0 5)"
 F = "(cast f32 (var x -20 20))"
 G = "(cast f32 (var l 0 5))"
-
-
-def simp(text: str, rulesets=None):
-    g = parse(text)
-    out, st = optimize_baseline(g, rulesets)
-    return g, out, st["matches"]
-
-
-def canon(text: str) -> UOp:
-    return graph_rewrite(parse(text), rules.matcher("commutative_canonicalization"))
-
-
-def _int_valued(u: UOp) -> bool:
-    return u.dtype.is_int or u.dtype.is_bool
-
 
 
 POSITIVE = [
@@ -54,20 +32,7 @@ BLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("rule,text,want", POSITIVE)
-def test_rewrites(rule: str, text: str, want: str) -> None:
-    g, out, matches = simp(text)
-    assert rule in matches, f"{rule} did not fire on {text}: {matches}"
-    assert out is canon(want), f"{text} -> {to_sexpr(out, compact=True)}, want {want}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_rewrites = rewrite_test(POSITIVE)
 
 
-@pytest.mark.parametrize("rule,text,rest", BLOCKED)
-def test_blocked(rule: str, text: str, rest: str) -> None:
-    g, out, matches = simp(text)
-    assert out is canon(rest), f"{text} -> {to_sexpr(out, compact=True)}, want {rest}"
-    if rest == text:  # nothing else fired: the guarded rule did not either
-        assert rule not in matches, f"{rule} fired on {text}"
-    if _int_valued(g):
-        assert check_equivalent(g, out)
+test_blocked = blocked_test(BLOCKED)
