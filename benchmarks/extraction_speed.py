@@ -1,6 +1,6 @@
 """Speed and quality of the extractors. Prints figures; asserts nothing.
 
-    PYTHONPATH=. python3 benchmarks/extraction.py [--quick]
+    PYTHONPATH=. python3 benchmarks/extraction_speed.py [--quick]
 
 Times are CPU seconds of this process (``time.process_time``), medians of 3.
 
