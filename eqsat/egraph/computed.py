@@ -14,9 +14,21 @@ the interval analysis in the e-graph guards them and the extractor chooses.
   returns them.
 - :class:`LinForms` reads an index e-class as a linear form
   ``sum(coef*atom) + const`` through the cheapest term of each class (a
-  bottom-up tree extraction with the reference weights), so every class has
+  bottom-up tree extraction priced by the run's cost model), so every class has
   one well-founded form (no cycles through unions such as ``x == x + 0``).
-- :func:`python_pass` applies the selected computed rule groups to a snapshot.
+- :func:`python_pass` applies the selected computed rules to a snapshot, only to
+  the classes that changed since the last pass (or whose cheapest term did):
+  known constants (``fold``), canonical sums and conjunctions, linear
+  comparisons, the basis search over division identities
+  (:class:`_BasisSearch`), the one-step lifting of Invalid guards
+  (:func:`lift_pass`), guarded copies for ``where(c, x, Invalid)``
+  (:func:`context_pass`), baseline rules of families without a native twin
+  (:func:`bridge_pass`) and every div/mod core rule.
+
+Safety of the unions: a rule never drops an atom that may be Invalid (``Def``),
+never unions a class with a term whose cheapest form contains the class (a
+cycle that only feeds rules new constants), and no class takes more than
+``MAX_UNIONS_PER_CLASS`` computed unions in one run.
 """
 
 from __future__ import annotations

@@ -4,22 +4,26 @@ One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
 analyses and the native rules of one rule set selection already loaded. Every
 ``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
 every shared subgraph is inserted once), iterates, extracts, and pops back, so
-sessions are reused across calls (``session_for`` caches one per selection).
+sessions are reused across calls (``session_for`` caches one per selection and
+thread; the first costs 1-3 s to build).
 
 One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
 1. the pending insertions, the interval analysis to a fixed point (the
    tripwire panics on an empty interval), one round of the native egglog
    rewrites, the analysis again -- all in one egglog call;
-3. a snapshot of the e-graph (``freeze``) and the computed rewrites
-   (:mod:`eqsat.egraph.computed`): sum canonicalization, every div/mod core
-   rule on every index ``idiv``/``mod`` e-node, whole-sum recombination;
-4. their results are loaded (unions), and the budgets are checked.
+2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
+   (``Def``) computed and sent back for the native rules' guards;
+3. the computed rewrites (:mod:`eqsat.egraph.computed`) on the classes that
+   changed; their results are recorded as rows, loaded by the next step;
+4. the budgets are checked (e-nodes, iterations, and the time the next
+   iteration and the extraction are expected to take).
 
 The run stops when nothing changes (``"saturated"``) or a budget is reached
 (``"iterations"``, ``"enodes"``, ``"time"``); the best terms found so far are then
-extracted with the DAG-aware extractor of :mod:`extraction` under the chosen
-cost model.
+extracted root by root under the chosen cost model: tree extraction, and the
+DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
+the time budget allows it.
 """
 
 from __future__ import annotations
