@@ -28,7 +28,9 @@ compiler emits; ``loops="flat"`` gives a single RANGE over all output elements,
 whose indices are themselves unflattened with ``//``/``%`` (e.g. the transpose of
 the spec), and cannot be division-free for a permute; a tuple of tile sizes
 (``loops=(128, 16)``) gives tiled loops, outer tiles first, as a tensor compiler
-schedules a transpose for locality.
+schedules a transpose for locality: 2-D cache blocking over every output axis, the
+loops ordered outer tiles, then the tile's axes, the innermost over the contiguous
+output axis (``for o0: for o1: for i0: for i1: out[(o0*t0+i0)*n1 + o1*t1+i1] = ...``).
 """
 
 from __future__ import annotations
