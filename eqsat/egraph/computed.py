@@ -202,6 +202,27 @@ class LinForms:
                 return b * a.const
         return None
 
+    def forms(self, cls: int, extra: int = 2) -> list[Lin]:
+        """The class's linear form and, when its cheapest term is not a sum, up to
+        ``extra`` others read through its linear e-nodes (the cheapest term may hide a
+        sum: ``(7*b + a)//2`` is also ``3*b + (b + a)//2``)."""
+        out = [self.get(cls)]
+        bi = self.best.get(cls)
+        if bi is None or _lin_kids(self.snap.nodes[bi]):
+            return out  # the cheapest term is a sum already: its form is the one
+        for i in self.snap.classes.get(cls, ()):
+            if len(out) > extra:
+                break
+            n = self.snap.nodes[i]
+            if i == bi or n.subsumed or not _lin_kids(n):
+                continue
+            if any(k not in self.best for k in _lin_kids(n)):
+                continue
+            x = self.node_lin(n)
+            if x is not None and x not in out:
+                out.append(x)
+        return out
+
     def get(self, cls: int) -> Lin:
         """The linear form of class ``cls`` (``1*cls`` when its best term is not linear)."""
         hit = self._memo.get(cls)
@@ -720,6 +741,16 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
     if bridged:
         bridge_pass(snap, ins, best, dirty, bridged, union, deadline)
+    def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
+        for r in dm:
+            rule: DivModRule = r.rule
+            try:
+                t = rule.fn(op, x, y, ctx)
+            except _UnrepresentableError:
+                continue
+            if t is not None:
+                union(n.cls, t, r.name)
+
     _lap('divmod')
     if dm:
         for n in snap.nodes:
@@ -731,21 +762,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 res.skipped += 1
                 continue
             op = "idiv" if n.ctor == "Idiv" else "mod"
-            x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
-            if not (all_def(x) and all_def(y)):
-                continue  # a rule may drop an atom: never drop a possible Invalid
-            key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
-            if key in state.done:
-                continue
-            state.done.add(key)
-            for r in dm:
-                rule: DivModRule = r.rule
-                try:
-                    t = rule.fn(op, x, y, ctx)
-                except _UnrepresentableError:
+            y = lins.get(n.fields[2])
+            for x in lins.forms(n.fields[1]):
+                if not (all_def(x) and all_def(y)):
+                    continue  # a rule may drop an atom: never drop a possible Invalid
+                key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
+                if key in state.done:
                     continue
-                if t is not None:
-                    union(n.cls, t, r.name)
+                state.done.add(key)
+                divmod_rules(n, op, x, y)
     _lap(None)
     return res
 
@@ -1016,6 +1041,10 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         def foreign(m: Node, own: frozenset[int] = own) -> bool:
             return _is_ctxvar(m) and m.cls not in own
 
+        if xc in fresh_cls:  # x' is one of its own variables: x is what it stands for
+            t0 = fresh_cls[xc]
+            if not _mentions(t0, wc):
+                union(wc, ("Where", ctx.dt, ctx.c, t0, ctx.f), name)
         cands = []
         for i in snap.classes.get(xc, ()):
             n = snap.nodes[i]
@@ -1049,7 +1078,8 @@ def _ceil_div(a: int, b: int) -> int:
 
 def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
     """``x < 0`` (``x`` a linear form) rewritten: divided by the gcd of its
-    coefficients (``4*a + 30 < 0 -> a < -7``), and with a small remainder split off
+    coefficients (``4*a + 30 < 0 -> a < -7``), a simplex of non-negative terms
+    (``2*a + b < 1 -> a + b < 1``), and with a small remainder split off
     (``d*A + B < c -> A < ceil((c - max B)/d)`` when no multiple of ``d`` falls where
     ``B`` would decide, e.g. ``4*a + b < 8 -> a < 2`` for ``b`` in ``[0, 3]``)."""
     out: list[Term] = []
@@ -1067,6 +1097,11 @@ def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
     g = x.content()
     if g > 1:
         emit_lt([(c // g, a) for c, a in x.terms], _ceil_div(c0, g))
+    # a simplex: a0*x0 + a1*x1 + ... < c with every ai > 0, xi >= 0 and 0 < c <= min ai
+    # holds exactly when every xi is 0, i.e. x0 + x1 + ... < 1
+    if len(x.terms) > 1 and all(c > 0 and ctx.bounds(a)[0] >= 0 for c, a in x.terms) and \
+            0 < c0 <= min(c for c, _ in x.terms) and any(c != 1 for c, _ in x.terms):
+        emit_lt([(1, a) for _, a in x.terms], 1)
     for d in sorted({abs(c) for c, _ in x.terms}):
         if d <= 1 or d == g:
             continue
