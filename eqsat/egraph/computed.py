@@ -514,6 +514,7 @@ class PassState:
         self.unions: dict[int, int] = {}
         self.sigs: dict[int, Any] = {}
         self.prices: dict[Any, float] = {}
+        self.ctx_out: dict[int, set[int]] = {}
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], None],
@@ -987,11 +988,31 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                     elim.append((e, ce, a, b))
                     used.add(a)
                     break
-        if not present and not elim:
+        # a narrowed remainder m = z % k whose dividend z (not m) is in x: write z in
+        # its digits, z == k*(z//k) + m, with m the variable
+        digits: list[tuple[int, int, int, tuple[int, int]]] = []
+        for a in sorted(nb):
+            if a in used:
+                continue
+            for zl, kl in ectx.mod_parts(a):
+                z = zl.single_atom
+                if z is None or (z in used and z not in present) or not kl.is_const or \
+                        kl.const <= 0 or any(z == d[1] for d in digits):
+                    continue
+                if _reaches(snap, best, x, {z}, {}):
+                    digits.append((a, z, kl.const, nb[a]))
+                    used.update((a, z))
+                    break
+        if not present and not elim and not digits:
             continue
-        # one guarded copy per where-class and condition: the copy evolves with the
-        # e-graph, and where-nodes the copy itself brought back must not open new copies
-        key = ("ctx", n.cls, c)
+        # one guarded copy per where-node and cheapest form of its x (the copy evolves
+        # with the e-graph; a better x gets a fresh copy); where-nodes that a copy
+        # brought back open none (they would only copy the copy again)
+        if x in state.ctx_out.get(n.cls, ()):
+            continue
+        bx = best.get(x)
+        key = ("ctx", n.cls, c, x, None if bx is None else (snap.nodes[bx].ctor,
+                                                           snap.nodes[bx].fields))
         if key in state.done:
             continue
         state.done.add(key)
@@ -1006,7 +1027,10 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
             ins._row("RHi", (h, hi))
             return h
 
+        digit_of = {d[1] for d in digits}
         for a in present:
+            if a in digit_of:
+                continue  # written in its digits below
             h = var(a, *nb[a])
             fresh_terms[a] = h
             fresh[h] = a
@@ -1017,6 +1041,20 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                 # e == v  ->  a == ce*(v - rest)
                 fresh_terms[a] = ectx.lin(Lin.of([(ce, h)]) - rest * ce)
                 fresh[h] = ectx.lin(e)
+            for a, z, k, (lo, hi) in digits:
+                h = var(("digit", a), lo, hi)
+                q: Term = ectx.idiv(z, ectx.const(k))
+                kc = ins._memo.get(("Cst", "index", k))
+                qc = ins._memo.get(("Idiv", "index", z, kc)) if kc is not None else None
+                zlo, zhi = nb.get(z, snap.bounds(z))
+                if qc is not None and qc in fresh_terms:  # the quotient has its variable
+                    q = fresh_terms[qc]
+                elif z in nb and zlo >= 0:  # z narrowed too: so is its quotient
+                    qh = var(("quot", z, k), int(zlo) // k, int(zhi) // k)
+                    fresh[qh] = q
+                    q = qh
+                fresh_terms[z] = ectx.add(ectx.mul(q, k), h)
+                fresh[h] = a
         except _UnrepresentableError:
             continue
         xt = _rebuild(snap, best, x, fresh_terms, {}, reach)
@@ -1026,6 +1064,16 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
     # the context variables put back, as alternatives for x under c; the extractor
     # prices them where they are used (x' itself sees only the narrowed bounds)
     wt = weights.of
+
+    def _close(wc: int, ctx: Context, t: Term) -> None:
+        try:
+            th = emit(t, ins)
+        except _UnrepresentableError:
+            return
+        for c in (wc, ctx.where_h):
+            state.ctx_out.setdefault(c, set()).add(th)
+        union(wc, ("Where", ctx.dt, ctx.c, th, ctx.f), name)
+
     for ctx in state.contexts:
         try:
             xc = snap.cls_of_handle(ctx.xh)
@@ -1044,7 +1092,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if xc in fresh_cls:  # x' is one of its own variables: x is what it stands for
             t0 = fresh_cls[xc]
             if not _mentions(t0, wc):
-                union(wc, ("Where", ctx.dt, ctx.c, t0, ctx.f), name)
+                _close(wc, ctx, t0)
         cands = []
         for i in snap.classes.get(xc, ()):
             n = snap.nodes[i]
@@ -1066,7 +1114,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                            for f, sg in zip(n.fields, sig, strict=True)))
             if _mentions(t, wc):
                 continue
-            union(wc, ("Where", ctx.dt, ctx.c, t, ctx.f), name)
+            _close(wc, ctx, t)
 
 
 # ---------------------------------------------------------------------------

@@ -172,11 +172,13 @@ add = _rules.extend
 
 
 # ---- range-based mod/div (the div-mod engine's fast paths, natively) -----------------
+# (not subsumed: the mod node stays visible to the computed rules, which may still find
+# a cheaper form of the class through it, e.g. (g - 4*(g//2) + 2) % 4 -> (g + 2) % 4)
 add(R("mod_in_range", "x%n -> x when 0 <= x < n", G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x",
-      "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)", subsume=True))
+      "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)"))
 add(R("mod_in_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)",
       G_RANGE_BASED_MOD_DIV, "(Mod dt x n)", "x", "(<= (hi x) 0)", "(> (lo n) 0)",
-      "(< (- 0 (lo x)) (lo n))", "(Def n)", subsume=True))
+      "(< (- 0 (lo x)) (lo n))", "(Def n)"))
 
 # ---- div-mod recombination (seed 003 #1-#5) -----------------------------------------
 add(R("recombine_divmod_1", "x%n + (x//n)*n -> x", G_DIV_MOD_RECOMBINE,
