@@ -153,9 +153,12 @@ class Session:
         return handles
 
     # ---- the run ----------------------------------------------------------------
-    def run(self, roots: list[UOp], model: Any, limits: Limits) -> tuple[list[UOp], dict]:
-        """Optimize ``roots`` together; ``(new roots, stats)``."""
-        clock = Clock(limits.seconds)
+    def run(self, roots: list[UOp], model: Any, limits: Limits,
+            t0: float | None = None) -> tuple[list[UOp], dict]:
+        """Optimize ``roots`` together; ``(new roots, stats)``. ``t0``: when the
+        caller's clock started (``time.perf_counter()``; e.g. before it built this
+        session): the time budget counts from there."""
+        clock = Clock(limits.seconds, t0)
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
         matches: dict[str, int] = {}

@@ -52,9 +52,9 @@ class Clock:
     _iter_per_node = 4e-4  # seconds per e-node of one iteration, refined by learn_iter()
     FIXED = 0.08  # push/pop of the e-graph and the caller's cost checks
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, t0: float | None = None):
         self.seconds = seconds
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter() if t0 is None else t0
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0

@@ -96,3 +96,30 @@ def test_deterministic_across_processes_and_hash_seeds(corpus_lines) -> None:
         assert p.returncode == 0, p.stderr[-2000:]
         outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
     assert outs[0] == outs[1]
+
+
+_FRESH = r"""
+import sys, time
+sys.path.insert(0, {repo!r})
+t = time.perf_counter()
+from eqsat.api import Budget, optimize
+from eqsat.sexpr import parse
+g = parse({text!r})
+r = optimize(g, engine="egraph", budget=Budget(seconds={seconds}))
+print(time.perf_counter() - t, r.stats["stop_reason"], r.stats["time"]["setup"])
+"""
+
+
+def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
+    # the one-time session build counts inside the budget of the first call
+    seconds = 3.0
+    text = ("(where (lt (range 0 114) 112) (add (mul (mod (idiv (range 0 114) 16) 7) 16) "
+            "(mod (range 0 114) 16)) (invalid))")
+    p = subprocess.run([sys.executable, "-c", _FRESH.format(repo=str(REPO), text=text,
+                                                            seconds=seconds)],
+                       capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    assert p.returncode == 0, p.stderr[-2000:]
+    elapsed, stop, setup = p.stdout.split()
+    assert float(elapsed) <= 1.2 * seconds + 0.5, (  # + the imports before optimize()
+        f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
+    assert stop in STOP_REASONS
