@@ -685,7 +685,16 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 if key in state.done:
                     continue
                 state.done.add(key)
-                union(c, ctx.lin(x), r.name)
+                try:
+                    union(c, ctx.lin(x), r.name)
+                    # and factored by the terms' common factor: g*(a + b) + k
+                    g = x.content()
+                    if len(x.terms) >= 2 and g > 1:
+                        core = Lin(tuple((f // g, a) for f, a in x.terms), 0)
+                        union(c, ctx.add(ctx.mul(ctx.lin(core), g), ctx.const(x.const)),
+                              r.name)
+                except _UnrepresentableError:
+                    pass
             if len(x.terms) >= 2 and basis:
                 key = ("basis", c, x, bkey(x))
                 if key not in state.done:
