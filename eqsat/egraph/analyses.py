@@ -13,10 +13,11 @@ Leaves get their bounds from the IR (``UOp.vmin``/``vmax``) at insertion, and so
 does every inserted node (the IR's bounds are sound, the e-graph's rules may
 tighten them). Bools are 0/1.
 
-The tripwire: an e-class whose ``lo`` exceeds its ``hi`` can only come from an
-unsound rewrite (two different values unioned); the rule panics, which stops
-the egglog run at once, and the engine raises :class:`UnsoundError` naming the
-class and its e-nodes.
+The tripwire: a never-Invalid (``Def``) e-class whose ``lo`` exceeds its ``hi``
+can only come from an unsound rewrite (two different values unioned); the rule
+panics, which stops the egglog run at once, and the engine raises
+:class:`UnsoundError` naming the class and its e-nodes. (A class that is Invalid
+everywhere has no value at all: an empty interval is true of it.)
 
 ``Def``: the relation of e-classes that are never Invalid (constants, leaves
 other than ``(invalid)``, ALU ops of such operands). ``lo``/``hi`` bound a class
@@ -240,14 +241,15 @@ def analysis_program(ruleset: str = "analysis") -> str:
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
            f"(ruleset {ruleset})",
-           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))",
+           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
            '(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset insert '
            ':name "insert-lo")',
            '(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset insert '
            ':name "insert-hi")',
-           f'(rule ((= l (lo e)) (= h (hi e)) (> l h)) ((panic "{TRIPWIRE}")) '
+           # only never-Invalid classes: a class that is Invalid everywhere has no value,
+           # and any interval of it (an empty one too) is vacuously true
+           f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '
            f':ruleset {ruleset} :name "tripwire")']
-    out.append("(relation Def (E))")
     out.append("(relation RDef (i64))")
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')

@@ -49,7 +49,12 @@ from eqsat.egraph.schedules import Clock, Limits
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
-__all__ = ["Session", "session_for", "clear_sessions"]
+__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP"]
+
+#: rounds of the interval analysis per step at most. A sound e-graph settles in about
+#: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
+#: itself, whose interval (vacuous: the class has no value) would climb for ever.
+ANALYSIS_CAP = 512
 
 _SPAN = bindings.PanicSpan()
 
@@ -66,6 +71,7 @@ class Session:
         prog += [r.program("native") for r in self.native]
         self.egraph.run_program(*self.egraph.parse_program("\n".join(prog)))
         self._native_names = {r.name for r in self.native}
+        self.capped = 0  # analysis steps that hit ANALYSIS_CAP
 
     def __repr__(self) -> str:
         return (f"<eqsat.egraph.Session groups={len(self.groups)} native={len(self.native)} "
@@ -76,18 +82,25 @@ class Session:
         return self.egraph.run_program(*self.egraph.parse_program(text))
 
     def _step(self, native: bool, matches: dict[str, int]) -> bool:
-        """Load pending rows, then: analysis to a fixed point, one round of the native
-        rules, analysis again (one egglog call). Whether the native rules changed anything."""
-        sched = "(saturate (run analysis))"
+        """Load pending rows, then: the analysis to a fixed point (at most
+        ``ANALYSIS_CAP`` rounds), one round of the native rules, the analysis again (one
+        egglog call). Whether the native rules changed anything."""
+        cmds = f"(run analysis {ANALYSIS_CAP})"
         if native and self.native:
-            sched += " (run native) (saturate (run analysis))"
+            cmds += f"\n(run native 1)\n(run analysis {ANALYSIS_CAP})"
         try:
-            out = self.ins.flush(f"(run-schedule {sched})")
+            out = self.ins.flush(cmds)
         except bindings.EggSmolError as e:
             if TRIPWIRE in str(e):
                 raise self._diagnose() from None
             raise
-        rep = out[-1].report
+        reports = [o.report for o in out if hasattr(o, "report")]
+        for r in (reports[-3], reports[-1]) if native and self.native else reports[-1:]:
+            if len(r.iterations) >= ANALYSIS_CAP:
+                self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
+        if not (native and self.native):
+            return False
+        rep = reports[-2]
         changed = False
         for k, v in rep.num_matches_per_rule.items():
             name = k.split('"')[1] if '"' in k else k
@@ -98,7 +111,8 @@ class Session:
 
     def _diagnose(self) -> UnsoundError:
         snap = Snapshot(self.egraph, self.ins, check=False)
-        bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]]
+        bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
+               and c in snap.defined]
         if not bad:
             return UnsoundError(TRIPWIRE)
         c = bad[0]
@@ -159,6 +173,7 @@ class Session:
         caller's clock started (``time.perf_counter()``; e.g. before it built this
         session): the time budget counts from there."""
         clock = Clock(limits.seconds, t0)
+        capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
@@ -225,7 +240,7 @@ class Session:
             with clock.phase(times, "extract"):
                 outs, ext_stats = self._extract(snap, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
-                         stop_reason=stop, time=times,
+                         stop_reason=stop, time=times, analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
             return outs, stats
         finally:

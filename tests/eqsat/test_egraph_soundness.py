@@ -7,7 +7,6 @@ sets and the opt-in ones. Example counts are modest (each run is an e-graph run)
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,8 +44,6 @@ def test_fixed_width_expressions(data) -> None:
     _check(data.draw(fixed_width_exprs(max_depth=3)))
 
 
-@pytest.mark.xfail(strict=False, reason="known bug (open, issue 4): an opt-in rule set can "
-                   "union values with disjoint intervals; the lo > hi tripwire catches it")
 @settings(max_examples=20, deadline=None)
 @given(st.data())
 def test_every_group_including_the_opt_in_ones(data) -> None:
