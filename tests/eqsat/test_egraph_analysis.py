@@ -131,3 +131,28 @@ def test_tripwire_fails_loudly_on_an_unsound_union(session: Session) -> None:
         session.ins.restore(saved)
     # the session still works afterwards
     assert session.analyze([x + 1])[x + 1][:2] == (1, 6)
+
+
+def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
+    # a class that is Invalid everywhere may hold `c + 3` of itself (Invalid + 3 is
+    # Invalid): its interval is vacuous and would climb for ever; the analysis is capped
+    import time
+
+    inv = UOp.invalid()
+    session._cmd("(push)")
+    saved = session.ins.state()
+    try:
+        hi_, h3 = session._insert([inv, UOp.const(dtypes.index, 3)])
+        ins = session.ins
+        h_add = ins.node("Add", "index", hi_, h3)
+        ins.union(hi_, h_add)
+        ins._row("RLo", (hi_, 0))
+        ins._row("RHi", (hi_, 10))
+        t = time.perf_counter()
+        before = session.capped
+        session._step(False, {})  # no UnsoundError: the class is not Def
+        assert time.perf_counter() - t < 10
+        assert session.capped == before + 1
+    finally:
+        session._cmd("(pop)")
+        session.ins.restore(saved)
