@@ -51,14 +51,6 @@ for _name, _expr in FINDINGS:
     CASES.append({"id": f"finding:{_name}", "source": "finding", "expr": _expr})
 SAMPLE = [r for r in CASES if r["source"] != "finding"]
 
-# Findings the e-graph still loses to the baseline on (sound, costlier). Kept as
-# visible xfails so they are not forgotten; remove an entry when it is fixed.
-KNOWN_EGRAPH_MISSES = {
-    "finding:valid-context-drops-mod": "the validity condition is not used to drop a mod",
-    "finding:mod2-after-split": "(x//2)%2 of a split sum is not distributed like the baseline",
-    "finding:compare-coefficient-reduction": "comparisons keep their coefficients",
-}
-
 _outputs: dict[tuple[str, str], UOp] = {}
 
 
@@ -125,8 +117,6 @@ def test_engine_output_is_equivalent_and_no_costlier(case_id: str, engine: str) 
 
 @pytest.mark.parametrize("case_id", [r["id"] for r in CASES])
 def test_egraph_no_costlier_than_baseline(case_id: str) -> None:
-    if case_id in KNOWN_EGRAPH_MISSES:
-        pytest.xfail(f"known e-graph miss (open, issue 4): {KNOWN_EGRAPH_MISSES[case_id]}")
     g, eg = _optimized(case_id, "egraph")
     _, bl = _optimized(case_id, "baseline")
     assert reference_cost(eg) <= reference_cost(bl), (
