@@ -15,7 +15,8 @@ _LAZY = {
     "parse": "eqsat.sexpr", "to_sexpr": "eqsat.sexpr", "ParseError": "eqsat.sexpr",
     "evaluate": "eqsat.interp", "run_kernel": "eqsat.interp", "EvalError": "eqsat.interp",
     "check_equivalent": "eqsat.equiv", "Equivalence": "eqsat.equiv",
-    "optimize": "eqsat.api", "Budget": "eqsat.api", "Result": "eqsat.api",
+    "optimize": "eqsat.api", "optimize_many": "eqsat.api", "Budget": "eqsat.api",
+    "Result": "eqsat.api",
     "UPat": "eqsat.pattern", "Rule": "eqsat.pattern", "PatternMatcher": "eqsat.pattern",
     "graph_rewrite": "eqsat.pattern",
 }
