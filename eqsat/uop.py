@@ -257,8 +257,12 @@ class UOp:
         """A constant of this node's dtype."""
         return UOp.const(self.dtype, value)
 
-    def toposort(self) -> list[UOp]:
-        """Every node of the graph, children before parents (iterative: no recursion limit)."""
+    def toposort(self, extra: dict[UOp, tuple[UOp, ...]] | None = None) -> list[UOp]:
+        """Every node of the graph, children before parents (iterative: no recursion limit).
+
+        ``extra`` adds ordering edges: ``extra[u]`` are visited before ``u`` as if they were
+        more sources of ``u`` (the linearizer's range dependencies).
+        """
         out: list[UOp] = []
         seen: set[int] = set()
         stack: list[tuple[UOp, bool]] = [(self, False)]
@@ -271,7 +275,8 @@ class UOp:
                 continue
             seen.add(id(node))
             stack.append((node, True))
-            for s in reversed(node.src):
+            srcs = node.src + extra.get(node, ()) if extra else node.src
+            for s in reversed(srcs):
                 if id(s) not in seen:
                     stack.append((s, False))
         return out

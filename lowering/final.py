@@ -65,24 +65,7 @@ def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
 
 
 def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
-    if not extra:
-        return root.toposort()
-    out: list[UOp] = []
-    seen: set[int] = set()
-    stack: list[tuple[UOp, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            out.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for s in reversed(node.src + extra.get(node, ())):
-            if id(s) not in seen:
-                stack.append((s, False))
-    return out
+    return root.toposort(extra)
 
 
 def _range_name(r: UOp) -> str:
