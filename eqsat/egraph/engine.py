@@ -189,6 +189,7 @@ class Session:
             snap: Snapshot | None = None
             last_iter = 0.0
             sizes: list[int] = []
+            per_iter: list[tuple[int, float]] = []
             while True:
                 if it >= limits.iterations:
                     stop = "iterations"
@@ -224,6 +225,7 @@ class Session:
                 for k, v in res.times.items():
                     times["computed." + k] = times.get("computed." + k, 0.0) + v
                 last_iter = time.perf_counter() - t_it
+                per_iter.append((snap.enodes, round(last_iter, 4)))
                 clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
@@ -240,7 +242,8 @@ class Session:
             with clock.phase(times, "extract"):
                 outs, ext_stats = self._extract(snap, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
-                         stop_reason=stop, time=times, analysis_capped=self.capped - capped0,
+                         stop_reason=stop, time=times, per_iteration=per_iter,
+                         analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
             return outs, stats
         finally:
