@@ -23,6 +23,7 @@ algebra of the core is exact there, not under fixed-width wrapping).
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 from typing import Any
 
 from eqsat.dtype import dtypes
@@ -32,6 +33,7 @@ from eqsat.uop import UOp
 from rules.common import may_be_invalid
 from rules.divmod_core import (
     ADVANCED,
+    DIVMOD_RULES,
     RANGE_BASED,
     RECOMBINE,
     SUM_RULES,
@@ -41,8 +43,8 @@ from rules.divmod_core import (
     fold_divmod_general,
 )
 
-__all__ = ["GROUPS", "UOP_CTX", "UOpCtx", "to_lin", "fold_divmod_general_rule",
-           "recombine_prepass", "RECOMBINE_PREPASS"]
+__all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "UOP_CTX", "UOpCtx", "to_lin",
+           "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
@@ -320,3 +322,93 @@ def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
     running only the recombination rules first gives the same chance.
     """
     return graph_rewrite(root, RECOMBINE_PREPASS, limit=limit)
+
+
+# ---- e-graph twins ------------------------------------------------------------------------
+# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
+# computed rewrites (PyRule, applied by eqsat.egraph.computed over e-classes) of this family,
+# by group; rules.list_rulesets() and the e-graph engine (eqsat.egraph.rulesets) read EGRAPH.
+# The natives come first in each group, then the computed twins in the core's order.
+from eqsat.egraph.computed import PyRule, divmod_pyrules, sum_pyrules  # noqa: E402
+from eqsat.egraph.native import ERule, Q, R  # noqa: E402
+
+#: opt-in (eqsat.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
+#: computed nested_idiv_offset, whose unions are checked against cycles
+G_REC_NESTED = "div_mod_recombine_nested_native"
+#: the core's group of a DivModRule -> the seed group its e-graph twin joins
+DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,
+                                "advanced_division": G_ADV, "div_mod_recombine": G_REC}
+
+_EG: list[ERule | PyRule] = []
+_eg = _EG.extend
+
+# ---- range-based mod/div (the core's fast paths, natively) ---------------------------------
+# (not subsumed: the mod node stays visible to the computed rules, which may still find
+# a cheaper form of the class through it, e.g. (g - 4*(g//2) + 2) % 4 -> (g + 2) % 4)
+_eg(R("mod_in_range", "x%n -> x when 0 <= x < n", G_RANGE, "(Mod dt x n)", "x",
+      "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)"))
+
+_eg(R("mod_in_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)", G_RANGE,
+      "(Mod dt x n)", "x", "(<= (hi x) 0)", "(> (lo n) 0)", "(< (- 0 (lo x)) (lo n))",
+      "(Def n)"))
+
+# ---- div-mod recombination (seed 003 #1-#5) ------------------------------------------------
+# (#1 and #4 drop n's occurrences but keep x: n must not be Invalid; #2, #3 have constants)
+_eg(R("recombine_divmod_1", "x%n + (x//n)*n -> x", G_REC,
+      "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", "(Def n)"))
+
+_eg(Q("recombine_divmod_2", "((x//a)%c) + (x//b)*c -> x//a when a*c == b", G_REC,
+      "(= e (Add dt (Mod dt (Idiv dt x (Cst dt a)) (Cst dt c)) "
+      "(Mul dt (Idiv dt x (Cst dt b)) (Cst dt c)))) (= b (* a c))",
+      "(union e (Idiv dt x (Cst dt a)))"))
+
+_eg(Q("recombine_divmod_3", "(x%c1)*c2 + (x//c1)*c3 -> x*c2 when c1*c2 == c3", G_REC,
+      "(= e (Add dt (Mul dt (Mod dt x (Cst dt c1)) (Cst dt c2)) "
+      "(Mul dt (Idiv dt x (Cst dt c1)) (Cst dt c3)))) (= c3 (* c1 c2))",
+      "(union e (Mul dt x (Cst dt c2)))"))
+
+_eg(R("recombine_divmod_4", "(y + x%n) + (x//n)*n -> y + x", G_REC,
+      "(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)", "(Def n)"))
+
+# #5 holds when a//c1 + c2 does not change sign: both halves keep one sign (index only)
+_eg(Q("recombine_divmod_5", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, a, c2 >= 0)",
+      G_REC_NESTED,
+      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
+      "(> c1 0) (> c3 0) (>= c2 0) (>= (lo a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
+      "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
+
+_eg(Q("recombine_divmod_5_neg", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, "
+      "a, c2 <= 0)", G_REC_NESTED,
+      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
+      "(> c1 0) (> c3 0) (<= c2 0) (<= (hi a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
+      "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
+
+# ---- advanced division (index only: the products must not wrap) -----------------------------
+_eg(Q("nested_idiv_const", "(a//b)//c -> a//(b*c) (b, c constants, non-zero)", G_ADV,
+      "(= e (Idiv dt (Idiv dt a (Cst dt b)) (Cst dt c))) (IdxDt dt) (!= b 0) (!= c 0) "
+      "(= k (* b c))", "(union e (Idiv dt a (Cst dt k)))"))
+
+_eg(Q("idiv_of_mod_const", "(a % (k*c)) // c -> (a // c) % k (c > 0 constant)", G_ADV,
+      "(= e (Idiv dt (Mod dt a (Cst dt m)) (Cst dt c))) (IdxDt dt) (> c 0) (> m c) "
+      "(= 0 (% m c)) (= k (/ m c))", "(union e (Mod dt (Idiv dt a (Cst dt c)) (Cst dt k)))"))
+
+_eg(Q("mod_of_mod_multiple", "(a % (k*c)) % c -> a % c (c != 0 constant)", G_ADV,
+      "(= e (Mod dt (Mod dt a (Cst dt m)) (Cst dt c))) (IdxDt dt) (!= c 0) (!= m 0) "
+      "(= 0 (% m c))", "(union e (Mod dt a (Cst dt c)))"))
+
+# ---- computed twins --------------------------------------------------------------------------
+# every rule of the div/mod core (rules.divmod_core), over the e-classes' linear forms, each
+# with the core rule's own name and identity, in the core's order (RANGE_BASED,
+# fold_divmod_general's eight, ADVANCED, RECOMBINE)
+_eg(replace(r, group=DIVMOD_GROUP[r.group]) for r in divmod_pyrules(DIVMOD_RULES))
+
+_eg([PyRule("divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper basis through "
+            "x == n*(x//n) + x%n (e.g. 30*(r//30) + r%10 - 10*((r//10)%3) -> r - 20*((r//10)%3))",
+            G_REC, "basis")])
+
+# the whole-sum recombinations (the baseline's recombine_divmod_sum, one PyRule each)
+_eg(sum_pyrules(SUM_RULES, G_REC))
+
+EGRAPH: dict[str, list[ERule | PyRule]] = {}
+for _e_r in _EG:
+    EGRAPH.setdefault(_e_r.group, []).append(_e_r)

@@ -2,10 +2,12 @@
 
 Group names are the seeds' (``identity_and_zero_patterns``,
 ``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
-section of its family module ``rules/<family>.py`` when that module declares
-the group, else from this package's drafts (:mod:`eqsat.egraph.native`, the
-div/mod core ``rules.divmod_core`` and the basis search): the family modules
-whose author marked them done carry their twins in ``EGRAPH``.
+section of its family module ``rules/<family>.py``, beside the family's
+baseline ``GROUPS`` (the div/mod family's native rules, its core's computed
+twins, the basis search and the whole-sum recombinations are in
+``rules/divmod.py``); a group no family module declares may be drafted in
+:data:`eqsat.egraph.native.NATIVE_RULES` (none today), and a family's group
+replaces a draft group of the same name wholesale.
 
 :func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
 stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
@@ -18,39 +20,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from eqsat.egraph.computed import PyRule, divmod_pyrules, sum_pyrules
+from eqsat.egraph.computed import PyRule
 from eqsat.egraph.native import ERule, native_groups
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP",
-           "DIVMOD_GROUP"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP"]
 
 CANON_GROUP = "alu_folding_dsl_patterns"
-#: div/mod core group -> the seed's group name
-DIVMOD_GROUP = {"range_based": "range_based_mod_div_patterns",
-                "fold_divmod_general": "range_based_mod_div_patterns",
-                "advanced_division": "advanced_division_dsl_patterns",
-                "div_mod_recombine": "div_mod_recombine_dsl_patterns"}
 OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
                            "constant_folding_native")
 
-_FAMILIES = ("invalid", "constants", "identity", "canonical", "division", "casts", "combine",
-             "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep")
+# the family modules in schedule order: a group's rules (native and computed) are loaded in
+# the order its family comes here; divmod leads (its computed rules are tried first)
+_FAMILIES = ("divmod", "invalid", "constants", "identity", "canonical", "division", "casts",
+             "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
 
 
 def _drafts() -> dict[str, list[Any]]:
-    from rules import divmod_core as core
-
-    out: dict[str, list[Any]] = {g: list(rs) for g, rs in native_groups().items()}
-    for r in divmod_pyrules(core.DIVMOD_RULES):
-        g = DIVMOD_GROUP.get(r.group, r.group)
-        out.setdefault(g, []).append(PyRule(r.name, r.identity, g, "divmod", r.rule))
-    out.setdefault("div_mod_recombine_dsl_patterns", []).append(PyRule(
-        "divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper basis through "
-        "x == n*(x//n) + x%n (e.g. 30*(r//30) + r%10 - 10*((r//10)%3) -> r - 20*((r//10)%3))",
-        "div_mod_recombine_dsl_patterns", "basis"))
-    for r in sum_pyrules(core.SUM_RULES, "div_mod_recombine_dsl_patterns"):
-        out["div_mod_recombine_dsl_patterns"].append(r)
-    return out
+    """The draft groups: native rules of groups no family module declares yet."""
+    return {g: list(rs) for g, rs in native_groups().items()}
 
 
 def egraph_groups() -> dict[str, list[Any]]:
