@@ -6,7 +6,7 @@ Subcommands::
     eqsat eval FILE --var x=3 --var R0=5    the value under an assignment
     eqsat cost FILE [--cost reference|default]
     eqsat optimize [engine flags] FILE|-    the optimized graph, as .uop text
-    eqsat batch [engine flags] [--jobs N] IN.jsonl -o OUT.jsonl
+    eqsat batch [engine flags] [--jobs N] [--chunk N] IN.jsonl -o OUT.jsonl
     eqsat rules [--engine egraph|baseline]  the rule sets and their rules
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
@@ -247,42 +247,88 @@ def _warm(opts: dict[str, Any]) -> None:
             raise
 
 
-def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
-    """One line of a batch: parse, optimize, print; errors become an ``error`` field."""
-    lineno, line, opts = job
-    _warm(opts)
+def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """Parse one batch line: ``(result so far, graph)``; the graph is None when the
+    result is already an error."""
+    lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
     try:
         row = json.loads(line)
     except json.JSONDecodeError as e:
-        return {"id": None, "line": lineno, "error": f"bad JSON: {e}"}
+        return {"id": None, "line": lineno, "error": f"bad JSON: {e}"}, None
     if not isinstance(row, dict):
-        return {"id": None, "line": lineno, "error": "expected a JSON object with id and expr"}
+        return {"id": None, "line": lineno,
+                "error": "expected a JSON object with id and expr"}, None
     out["id"] = row.get("id")
     for key in ("id", "expr"):
         if key not in row:
-            return {**out, "line": lineno, "error": f"missing field {key!r}"}
+            return {**out, "line": lineno, "error": f"missing field {key!r}"}, None
     if not isinstance(row["expr"], str):
-        return {**out, "line": lineno, "error": "field 'expr' must be a string"}
+        return {**out, "line": lineno, "error": "field 'expr' must be a string"}, None
     try:
-        from eqsat.sexpr import ParseError, parse, to_sexpr
+        from eqsat.sexpr import ParseError, parse
     except ImportError as e:  # pragma: no cover - broken installation
-        return {**out, "line": lineno, "error": str(_fail("batch", e))}
-    t0 = time.perf_counter()
+        return {**out, "line": lineno, "error": str(_fail("batch", e))}, None
     try:
-        graph = parse(row["expr"])
-        res = _optimize(graph, opts)
-        text = to_sexpr(res.graph, compact=True)
-        us = (time.perf_counter() - t0) * 1e6
-        cost = _cost(res.graph, "reference")
+        return out, parse(row["expr"])
     except ParseError as e:
-        return {**out, "line": lineno, "error": f"expr:{e.line}:{e.col}: {e.msg}"}
+        return {**out, "line": lineno, "error": f"expr:{e.line}:{e.col}: {e.msg}"}, None
+
+
+def _finish(out: dict[str, Any], graph: Any, us: float) -> dict[str, Any]:
+    from eqsat.sexpr import to_sexpr
+
+    return {**out, "out": to_sexpr(graph, compact=True), "cost": _cost(graph, "reference"),
+            "us": round(us, 1)}
+
+
+def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
+    """One line of a batch: parse, optimize, print; errors become an ``error`` field."""
+    lineno, _, opts = job
+    _warm(opts)
+    t0 = time.perf_counter()
+    out, graph = _prepare(job)
+    if graph is None:
+        return out
+    try:
+        res = _optimize(graph, opts)
+        return _finish(out, res.graph, (time.perf_counter() - t0) * 1e6)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: B036 - engine panics (egglog) are BaseExceptions
         return {**out, "line": lineno,
                 "error": str(_fail(f"optimize (engine {opts['engine']})", e))}
-    return {**out, "out": text, "cost": cost, "us": round(us, 1)}
+
+
+def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Several lines of a batch optimized together (``eqsat.optimize_many``: one e-graph
+    for the chunk); each case's ``us`` is its share of the chunk's time. When the
+    chunk's run fails, its cases run one by one, so the error lands on its own case."""
+    if not jobs:
+        return []
+    opts = jobs[0][2]
+    _warm(opts)
+    t0 = time.perf_counter()
+    prepared = [_prepare(j) for j in jobs]
+    live = [i for i, (_, g) in enumerate(prepared) if g is not None]
+    results: list[dict[str, Any]] = [out for out, _ in prepared]
+    if len(live) <= 1:
+        return [_batch_case(j) if i in live else results[i] for i, j in enumerate(jobs)]
+    from eqsat.api import Budget, optimize_many
+
+    try:
+        res = optimize_many([prepared[i][1] for i in live], engine=opts["engine"],
+                            rulesets=opts["rulesets"], cost_model=opts["cost"],
+                            budget=Budget(*opts["budget"]))
+        share = (time.perf_counter() - t0) * 1e6 / len(jobs)
+        for i, r in zip(live, res, strict=True):
+            results[i] = _finish(prepared[i][0], r.graph, share)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: B036 - find the case at fault: one at a time
+        for i in live:
+            results[i] = _batch_case(jobs[i])
+    return results
 
 
 def _spawn_pool(jobs: int) -> ProcessPoolExecutor:
@@ -292,10 +338,16 @@ def _spawn_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _run_parallel(cases: list[tuple[int, str, dict[str, Any]]], jobs: int,
-                  fn: Callable[[Any], dict[str, Any]] = _batch_case
-                  ) -> Iterator[dict[str, Any]]:
-    """Results in input order; a worker that dies costs its case an error, not the run.
+def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
+    return {"id": _case_id(case[1]), "line": case[0],
+            "error": "the worker process died on this case (crash or out of memory)"}
+
+
+def _run_parallel(cases: list[Any], jobs: int,
+                  fn: Callable[[Any], Any] = _batch_case,
+                  died: Callable[[Any], Any] = _died) -> Iterator[Any]:
+    """``fn`` of every case, in input order; a worker that dies costs its case
+    ``died(case)``, not the run.
 
     After a crash the unfinished cases run one at a time in a fresh pool until the
     one that kills its worker again is found (it gets the error), then in parallel.
@@ -320,8 +372,7 @@ def _run_parallel(cases: list[tuple[int, str, dict[str, Any]]], jobs: int,
                 if done >= careful_until:  # who crashed is unknown: retry one by one
                     careful_until, nxt = nxt, i
                     continue
-                res = {"id": _case_id(cases[i][1]), "line": cases[i][0],
-                       "error": "the worker process died on this case (crash or out of memory)"}
+                res = died(cases[i])
                 nxt = i + 1
             yield res
             done = i + 1
@@ -337,10 +388,39 @@ def _case_id(line: str) -> Any:
         return None
 
 
+class _ChunkDied:
+    """A chunk whose worker died: its cases are rerun one by one."""
+
+    def __init__(self, chunk: list[tuple[int, str, dict[str, Any]]]):
+        self.chunk = chunk
+
+
+def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
+                   fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                   ) -> Iterator[dict[str, Any]]:
+    """Every case's result, in input order: chunks of ``chunk`` cases (one e-graph each,
+    ``fn``) spread over ``jobs`` worker processes. The cases of a chunk whose worker
+    dies run again one by one, so only the case at fault gets the error."""
+    chunks = [cases[i:i + chunk] for i in range(0, len(cases), chunk)]
+    if jobs == 1 or len(chunks) <= 1:
+        for ch in chunks:
+            yield from fn(ch)
+        return
+    for res in _run_parallel(chunks, jobs, fn, _ChunkDied):
+        if isinstance(res, _ChunkDied):
+            singles = [[c] for c in res.chunk]
+            for one in _run_parallel(singles, jobs, fn, _ChunkDied):
+                yield from ([_died(one.chunk[0])] if isinstance(one, _ChunkDied) else one)
+        else:
+            yield from res
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     opts = _options(args)
     if args.jobs < 1:
         raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.chunk < 1:
+        raise CLIError(f"--chunk must be >= 1, got {args.chunk}")
     text, name = _read(args.input)
     cases = [(n, line, opts) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if args.output == "-":
@@ -353,9 +433,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     n_err = 0
     t0 = time.perf_counter()
     try:
-        results = (map(_batch_case, cases) if args.jobs == 1 or len(cases) <= 1
-                   else _run_parallel(cases, args.jobs))
-        for res in results:
+        for res in _batch_results(cases, args.jobs, args.chunk):
             n_err += "error" in res
             fh.write(json.dumps(res) + "\n")
             fh.flush()
@@ -466,12 +544,16 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Read JSON objects with 'id' and 'expr' (one a line); write "
                                    "one object per case, in input order, with 'id', 'out' "
                                    "(compact .uop), 'cost' (reference cost of out) and 'us' "
-                                   "(microseconds to parse, optimize and print it), or "
+                                   "(microseconds to parse, optimize and print it: its share "
+                                   "of its chunk's time), or "
                                    "'error' (and 'line') for a case that failed. Blank lines "
                                    "are skipped.")
     _engine_flags(s)
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
+    s.add_argument("--chunk", type=int, default=16, metavar="N",
+                   help="cases optimized together in one e-graph (default 16; 1: one "
+                        "e-graph per case)")
     s.add_argument("input", metavar="IN.jsonl", help="input file or - for stdin")
     s.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
                    help="output file (default: stdout)")

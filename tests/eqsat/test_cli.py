@@ -257,6 +257,43 @@ def crash_on_boom(job):
     return {"id": json.loads(job[1])["id"], "out": "ok"}
 
 
+@pytest.mark.parametrize("chunk", ["1", "3", "16"])
+def test_batch_chunks_keep_order_and_errors(capsys, tmp_path, chunk):
+    """Cases optimized together in one e-graph come out in order, each error on its case."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(BATCH_LINES) + "\n")
+    rc, _, err = run(capsys, "batch", "--jobs", "1", "--chunk", chunk, str(src), "-o", str(dst))
+    assert rc == 0 and "7 cases" in err and "5 errors" in err
+    rows = [json.loads(line) for line in dst.read_text().splitlines()]
+    assert [r.get("id") for r in rows] == ["a", None, "b", "c", "d", None, 5]
+    assert rows[0]["out"] == "(range 0 32)" and rows[0]["us"] > 0
+    assert rows[3]["error"].startswith("expr:1:7: expected ')'")
+    assert parse(rows[4]["out"]) is not None and rows[4]["cost"] <= 25 + 4 + 1
+
+
+def test_batch_chunk_must_be_positive(capsys, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(BATCH_LINES[0] + "\n")
+    rc, _, err = run(capsys, "batch", "--chunk", "0", str(src))
+    assert rc == 1 and "--chunk must be >= 1" in err
+
+
+def crash_chunk_on_boom(chunk):
+    """A chunk worker that dies on any chunk holding the case 'boom'."""
+    if any('"boom"' in job[1] for job in chunk):
+        os._exit(3)
+    return [{"id": json.loads(job[1])["id"], "out": "ok"} for job in chunk]
+
+
+def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
+    lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t", "u")]
+    cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
+    rows = list(cli._batch_results(cases, 2, 3, crash_chunk_on_boom))
+    assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t", "u"]
+    assert "died" in rows[2]["error"] and rows[2]["line"] == 3
+    assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
+
+
 def test_batch_survives_a_dying_worker():
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
