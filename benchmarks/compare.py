@@ -187,10 +187,12 @@ def report(cases: list[Case], check: bool, worst: int = 10) -> str:
                  f"{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f}, CPU x"
                  f"{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}")
     if worst:
-        lines.append(f"\n{worst} cases furthest above the e-graph's best (e-graph - min(baseline, "
-                     "tinygrad), reference cost):")
-        gap = sorted(cases, key=lambda c: min(c.cost_base, c.cost_tg) - c.cost_eg)[:worst]
-        for c in gap:
+        above = sorted((c for c in cases if c.cost_eg > min(c.cost_base, c.cost_tg)),
+                       key=lambda c: (min(c.cost_base, c.cost_tg) - c.cost_eg, c.id))
+        lines.append(f"\ncases where the e-graph is above min(baseline, tinygrad) (reference "
+                     f"cost): {len(above)}" + (f", the {min(worst, len(above))} furthest:"
+                                               if above else ""))
+        for c in above[:worst]:
             lines.append(f"  {c.id:<8} {source_group(c.source):<20} in {c.cost_in:>4}  tg "
                          f"{c.cost_tg:>4}  base {c.cost_base:>4}  egraph {c.cost_eg:>4}")
     return "\n".join(lines)
