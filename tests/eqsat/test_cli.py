@@ -335,3 +335,19 @@ def test_subprocess_entry_point(tmp_path):
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr == "eqsat: error: <stdin>:2:3: unknown op 'ad'\n"
+
+
+def test_cli_budget_is_the_optimizers(tmp_path):
+    """The CLI builds the e-graph session at start-up: a fresh process's first (and only)
+    run gets its whole time budget (it used to spend it on the build and return the input)."""
+    src = tmp_path / "t.uop"
+    src.write_text("(where (lt (range 0 114) 112) (add (mul (mod (idiv (range 0 114) 16) 7) 16) "
+                   "(mod (range 0 114) 16)) (invalid))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-m", "eqsat", "optimize", "--stats", "--seconds", "1.5",
+                        str(src)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    stats = json.loads(p.stderr.splitlines()[-1])
+    assert stats["iterations"] >= 1 and stats["time"]["setup"] < 0.5 * stats["time"]["total"]
+    assert p.stdout.strip() == "(where (lt (range 0 114) 112) (range 0 114) (invalid))"
+
