@@ -18,6 +18,23 @@ section 1 are plain UPat rules (they also hold for fixed-width integers).
 
 The Lin-based rules only match ``index`` dtype (unbounded integers: the linear
 algebra of the core is exact there, not under fixed-width wrapping).
+
+``EGRAPH`` holds the e-graph twins, by the same seed group names (read by
+:func:`eqsat.egraph.rulesets.egraph_groups` and ``rules.list_rulesets()``);
+in each group the native egglog rewrites come first, then the computed ones:
+
+- native rules (:class:`eqsat.egraph.native.ERule`, guards over the e-graph's
+  ``lo``/``hi``/``Def`` analyses): ``mod_in_range``/``mod_in_range_neg``
+  (range-based), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
+  images added), ``nested_idiv_const``, ``idiv_of_mod_const``,
+  ``mod_of_mod_multiple`` (advanced division, index only);
+- ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
+  ``_5_neg``), opt-in (``eqsat.egraph.rulesets.OPT_IN``): the default is the
+  core's ``nested_idiv_offset``, whose unions are checked against cycles;
+- computed rules (:class:`eqsat.egraph.computed.PyRule`): every core rule
+  (``DIVMOD_RULES``, in the core's order, joined to the seed group by
+  :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
+  search ``divmod_basis`` and the whole-sum recombinations (``SUM_RULES``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,230 @@
+"""The e-graph twin of the div/mod family (``rules/divmod.py`` ``EGRAPH``), one line per case.
+
+Every rule of the family's ``EGRAPH`` has a line where it fires, run through
+``eqsat.optimize(engine="egraph")`` with its own group (or the groups named on
+the line), next to the expected output; every native rule has a line where
+its guard blocks it. Every output is checked equivalent to its input. The
+baseline rules of the family are tested in ``test_divmod.py``, the core's
+rules on linear forms in ``test_divmod_core.py``, and the e-graph on whole
+seed examples (default rule sets) in ``tests/eqsat/test_egraph_rules.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import eqsat
+from eqsat import parse, to_sexpr
+from eqsat.egraph.computed import PyRule
+from eqsat.egraph.native import NATIVE_RULES, ERule
+from eqsat.egraph.rulesets import OPT_IN, default_groups, egraph_groups
+from eqsat.equiv import check_equivalent
+from extraction import reference_cost
+from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, GROUPS
+from rules.divmod_core import DIVMOD_RULES, SUM_RULES
+
+RB = "range_based_mod_div_patterns"
+REC = "div_mod_recombine_dsl_patterns"
+ADV = "advanced_division_dsl_patterns"
+NEST = G_REC_NESTED  # opt-in
+
+A, B, V = "(var a 0 7)", "(var b 0 5)", "(var v 0 1)"
+W, M, X = "(var w 0 100)", "(var m -4 4)", "(var x -50 50)"
+S = "(var s 2 6)"
+XI = "(cast i32 (var x -50 50))"
+WI = "(cast i32 (var w 0 100))"
+SI = f"(where (lt {S} 5) {S} (invalid))"            # may be Invalid
+NI = "(where (lt (var s 8 12) 10) (var s 8 12) (invalid))"
+R270 = "(range 0 270)"
+
+# rule, rule sets, input, expected output (or its reference cost when shapes tie)
+FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
+    # range_based_mod_div_patterns: native
+    ("mod_in_range", (RB,), "(mod (range 0 3) 3)", "(range 0 3)"),
+    ("mod_in_range", (RB,), f"(mod {A} (var s 8 9))", A),
+    ("mod_in_range", (RB,), "(mod (cast i32 (var a 0 7)) (const i32 9))", "(cast i32 (var a 0 7))"),
+    ("mod_in_range_neg", (RB,), "(mod (var n -2 0) 3)", "(var n -2 0)"),
+    # range_based_mod_div_patterns: computed (the core's fast paths and fold_divmod_general)
+    ("mod_self_range", (RB,), f"(mod {A} -10)", A),
+    ("idiv_one_bucket", (RB,), f"(idiv {M} 5)", "0"),
+    ("mod_drop_multiple", (RB,), f"(mod (add (mul {A} 512) {W}) 512)", W),
+    ("idiv_drop_multiple_small", (RB,), f"(idiv (add (mul {A} 512) {B}) 512)", A),
+    ("idiv_drop_multiple", (RB,), f"(idiv (add (mul {A} 8) {W}) 8)", f"(add {A} (idiv {W} 8))"),
+    ("idiv_small_offset", (RB,), "(idiv (add (mul (range 0 4) 4) 1) 8)", "(idiv (range 0 4) 2)"),
+    ("idiv_large_offset", (RB,), f"(idiv (add {W} 70) 8)", 26),  # ((w+6)//8)+8: a tie
+    ("cancel_divmod", (RB,), "(mod (add (range 0 4) 8) 4)", "(range 0 4)"),
+    ("remove_nested_mod", (RB,), "(mod (add (mod (range 0 8) 4) (range 1 2)) 2)",
+     "(mod (add (range 0 8) (range 1 2)) 2)"),
+    ("fold_binary_numerator", (RB,), f"(mod (add (mul {V} 3) 2) 5)", f"(sub 2 (mul {V} 2))"),
+    ("fold_divmod_congruence", (RB,), f"(mod (add (mul (range 0 4) 8) {V}) 7)",
+     f"(add (range 0 4) {V})"),
+    ("gcd_with_remainder", (RB,), f"(idiv (add (mul {A} 4) 10) 8)", f"(add (idiv {A} 2) 1)"),
+    ("divide_by_gcd", (RB,), f"(idiv (mul {A} 4) (mul {S} 2))", f"(idiv (mul {A} 2) {S})"),
+    ("factor_remainder", (RB,), f"(idiv (add (mul {A} 8) (mul {B} 3)) 8)",
+     f"(add {A} (idiv (mul {B} 3) 8))"),
+    ("nest_div_by_smallest_factor", (RB,),
+     f"(idiv (add (add (mul (range 0 4) 8) (mul {V} 4)) (var p 0 2)) 16)", "(idiv (range 0 4) 2)"),
+    # div_mod_recombine_dsl_patterns: native #1-#4 (any integer dtype; mirror images too)
+    ("recombine_divmod_1", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 7))", X),
+    ("recombine_divmod_1", (REC,), f"(add (mul 7 (idiv {X} 7)) (mod {X} 7))", X),
+    ("recombine_divmod_1", (REC,), f"(add (mod {X} {S}) (mul (idiv {X} {S}) {S}))", X),
+    ("recombine_divmod_1", (REC,),
+     f"(add (mod {XI} (const i32 7)) (mul (idiv {XI} (const i32 7)) (const i32 7)))", XI),
+    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 6) 3))",
+     f"(idiv {X} 2)"),
+    ("recombine_divmod_3", (REC,), f"(add (mul (mod {X} 4) 3) (mul (idiv {X} 4) 12))",
+     f"(mul {X} 3)"),
+    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} 7)) (mul (idiv {X} 7) 7))",
+     f"(add {B} {X})"),
+    # div_mod_recombine_dsl_patterns: computed
+    ("nested_idiv_offset", (REC,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
+    ("divmod_basis", (REC,), f"(add (add (mul (idiv {R270} 30) 30) (mod {R270} 10)) "
+     f"(mul (mod (idiv {R270} 10) 3) -10))", f"(sub {R270} (mul (mod (idiv {R270} 10) 3) 20))"),
+    ("recombine_divmod", (REC,), f"(add (add (mul (mod (range 0 64) 8) 2) {B}) "
+     "(mul (idiv (range 0 64) 8) 16))", f"(add (mul (range 0 64) 2) {B})"),
+    ("recombine_mod_chain", (REC,), "(add (mul (mod (idiv (range 0 192) 4) 3) 4) "
+     "(mod (range 0 192) 4))", "(mod (range 0 192) 12)"),
+    # div_mod_recombine_nested_native (opt-in): #5 natively, both signs
+    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
+    ("recombine_divmod_5_neg", (NEST,), "(idiv (add (idiv (var n -90 0) 4) -3) 2)",
+     "(idiv (add (var n -90 0) -12) 8)"),
+    # advanced_division_dsl_patterns: native (index only)
+    ("nested_idiv_const", (ADV,), f"(idiv (idiv {W} 4) 3)", f"(idiv {W} 12)"),
+    ("idiv_of_mod_const", (ADV, REC), f"(add (idiv (mod {W} 12) 4) (mul (idiv {W} 12) 3))",
+     f"(idiv {W} 4)"),                           # exposes #2: ((w//4)%3) + (w//12)*3
+    ("mod_of_mod_multiple", (ADV,), f"(mod (mod {X} 12) 4)", f"(mod {X} 4)"),
+    # advanced_division_dsl_patterns: computed
+    ("nested_idiv", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)", f"(idiv {W} (mul (var y 1 4) 3))"),
+    ("exact_division", (ADV,), f"(idiv (add (mul {M} 4) 8) 4)", f"(add {M} 2)"),
+    ("exact_division", (ADV,), f"(mod (add (mul {M} 4) 8) -4)", "0"),
+    ("sum_divisible_symbolic", (ADV,), f"(idiv (add (mul {A} {S}) {B}) {S})",
+     f"(add {A} (idiv {B} {S}))"),
+    ("mod_coef_reduce", (ADV,), f"(mod (add (mul (range 0 4) 8) {W}) 7)",
+     f"(mod (add (range 0 4) {W}) 7)"),
+    ("idiv_of_mod", (ADV, REC), f"(add (idiv (mod {W} -12) 4) (mul (idiv {W} 12) 3))",
+     f"(idiv {W} 4)"),                           # C: w % -12 == w % 12
+]
+
+# rule, rule sets, input, what remains: the rule's guard blocks it (others may still fire)
+BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("mod_in_range", (RB,), f"(mod {A} 7)", f"(mod {A} 7)"),                  # x reaches n
+    ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # x < 0 (C: m)
+    ("mod_in_range", (RB,), f"(mod {A} {NI})", f"(mod {A} {NI})"),           # n may be Invalid
+    # (the lo/hi guards of mod_in_range see no interval of such an n either; the Def guard is
+    # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
+    ("mod_in_range_neg", (RB,), "(mod (var n -3 0) 3)", "(mod (var n -3 0) 3)"),  # -n reached
+    ("mod_in_range_neg", (RB,), "(mod (var n -2 0) -3)", "(var n -2 0)"),    # n < 0 (C: x)
+    ("recombine_divmod_1", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 8))",
+     f"(add {X} (idiv {X} 7))"),                                              # 8 != 7
+    ("recombine_divmod_1", (REC,), f"(add (mod {X} {SI}) (mul (idiv {X} {SI}) {SI}))",
+     f"(add (mod {X} {SI}) (mul (idiv {X} {SI}) {SI}))"),                     # n may be Invalid
+    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 5) 3))",
+     f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 5) 3))"),                     # 2*3 != 5
+    ("recombine_divmod_3", (REC,), f"(add (mul (mod {X} 4) 3) (mul (idiv {X} 4) 10))",
+     f"(sub (mul {X} 3) (mul (idiv {X} 4) 2))"),                              # 4*3 != 10
+    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} 7)) (mul (idiv {W} 7) 7))",
+     f"(add (add {B} (mod {X} 7)) (mul (idiv {W} 7) 7))"),                    # x != w
+    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} {SI})) (mul (idiv {X} {SI}) {SI}))",
+     f"(add (add {B} (mod {X} {SI})) (mul (idiv {X} {SI}) {SI}))"),           # n may be Invalid
+    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {M} 4) 3) 2)",
+     f"(idiv (add (idiv {M} 4) 3) 2)"),                                       # a crosses 0
+    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) "
+     "(const i32 2))", f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) (const i32 2))"),
+    ("recombine_divmod_5_neg", (NEST,), f"(idiv (add (idiv {M} 4) -3) 2)",
+     f"(idiv (add (idiv {M} 4) -3) 2)"),                                      # a crosses 0
+    ("nested_idiv_const", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)",
+     f"(idiv {W} (mul (var y 1 4) 3))"),                                      # b not constant
+    ("nested_idiv_const", (ADV,), f"(idiv (idiv {WI} (const i32 4)) (const i32 3))",
+     f"(idiv (idiv {WI} (const i32 4)) (const i32 3))"),                      # i32: b*c may wrap
+    ("idiv_of_mod_const", (ADV,), f"(idiv (mod {M} 10) 4)",
+     f"(idiv (mod {M} 10) 4)"),                                               # 10 % 4 != 0
+    ("idiv_of_mod_const", (ADV,), f"(idiv (mod {W} -12) 4)", f"(idiv (mod {W} -12) 4)"),  # m < 0
+    ("mod_of_mod_multiple", (ADV,), f"(mod (mod {X} 10) 4)",
+     f"(mod (mod {X} 10) 4)"),                                                # 10 % 4 != 0
+    ("mod_of_mod_multiple", (ADV,), f"(mod (mod {XI} (const i32 12)) (const i32 4))",
+     f"(mod (mod {XI} (const i32 12)) (const i32 4))"),                       # index only
+]
+
+
+def _fired(rule: str, matches: dict[str, int]) -> bool:
+    """Whether ``rule`` (or one of its mirror images ``rule~k``) matched."""
+    return any(k == rule or k.startswith(rule + "~") for k in matches)
+
+
+def _run(rulesets: tuple[str, ...], src: str) -> tuple[eqsat.UOp, eqsat.UOp, dict[str, int]]:
+    g = parse(src)
+    res = eqsat.optimize(g, engine="egraph", rulesets=list(rulesets), cost_model="reference")
+    eq = check_equivalent(g, res.graph)
+    assert eq, f"{to_sexpr(res.graph)} is not equivalent to {src}: {eq.reason}"
+    return g, res.graph, res.stats["matches"]
+
+
+@pytest.mark.parametrize("rule, rulesets, src, want", FIRES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(FIRES)])
+def test_rule_fires(rule: str, rulesets: tuple[str, ...], src: str, want: str | int) -> None:
+    _, out, matches = _run(rulesets, src)
+    assert _fired(rule, matches), f"{rule} did not fire on {src} (matches: {sorted(matches)})"
+    if isinstance(want, int):
+        assert reference_cost(out) == want, f"got {to_sexpr(out)}"
+    else:
+        assert out is parse(want), f"got {to_sexpr(out)}, want {want}"
+
+
+@pytest.mark.parametrize("rule, rulesets, src, want", BLOCKED,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BLOCKED)])
+def test_guard_blocks(rule: str, rulesets: tuple[str, ...], src: str, want: str) -> None:
+    _, out, matches = _run(rulesets, src)
+    assert not _fired(rule, matches), f"{rule} fired on {src}: {to_sexpr(out)}"
+    assert out is parse(want), f"got {to_sexpr(out)}, want {want}"
+
+
+def _base(name: str) -> str:
+    return name.split("~")[0]
+
+
+def test_every_rule_fires_and_every_native_rule_is_blocked_somewhere() -> None:
+    names = {_base(r.name) for rs in EGRAPH.values() for r in rs}
+    assert {c[0] for c in FIRES} == names
+    native = {_base(r.name) for rs in EGRAPH.values() for r in rs if isinstance(r, ERule)}
+    assert {c[0] for c in BLOCKED} == native
+
+
+def test_egraph_section_metadata() -> None:
+    # the family's groups, plus the opt-in native #5; each rule named, grouped, with its law
+    assert set(EGRAPH) == set(GROUPS) | {NEST}
+    assert NEST in OPT_IN and NEST not in default_groups()
+    assert set(GROUPS) <= set(default_groups())
+    seen: set[str] = set()
+    for group, rs in EGRAPH.items():
+        assert rs, f"{group} is empty"
+        for r in rs:
+            assert isinstance(r, (ERule, PyRule)), f"{group}: {r!r}"
+            assert r.name and r.name not in seen, f"{group}: {r.name!r} missing or used twice"
+            seen.add(r.name)
+            assert r.group == group, f"{r.name} is filed under {group} but names {r.group}"
+            assert r.identity and "->" in r.identity and "\n" not in r.identity, r.name
+    # natives first in each group, then the computed twins
+    for group, rs in EGRAPH.items():
+        kinds = [isinstance(r, ERule) for r in rs]
+        assert kinds == sorted(kinds, reverse=True), group
+
+
+def test_every_core_rule_has_its_computed_twin() -> None:
+    twins = {r.name: r for rs in EGRAPH.values() for r in rs
+             if isinstance(r, PyRule) and r.kind == "divmod"}
+    assert set(twins) == {r.name for r in DIVMOD_RULES}
+    for r in DIVMOD_RULES:
+        t = twins[r.name]
+        assert t.rule is r and t.identity == r.identity and t.group == DIVMOD_GROUP[r.group]
+    sums = [r for r in EGRAPH[REC] if isinstance(r, PyRule) and r.kind == "sum"]
+    assert [r.rule for r in sums] == list(SUM_RULES)
+    assert [r.name for r in EGRAPH[REC] if isinstance(r, PyRule) and r.kind == "basis"] == [
+        "divmod_basis"]
+
+
+def test_the_engine_reads_the_family_section() -> None:
+    # the family module's groups are what the engine runs (no draft left beside them)
+    groups = egraph_groups()
+    for group, rs in EGRAPH.items():
+        assert [r.name for r in groups[group]] == [r.name for r in rs], group
+    assert not [r for r in NATIVE_RULES if r.group in EGRAPH]
