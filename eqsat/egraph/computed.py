@@ -138,38 +138,62 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     nodes = snap.nodes
     wt = (weights or Weights(snap)).of
     parents: dict[int, list[int]] = {}
-    pending: list[int] = []
+    pending = [0] * len(nodes)
     heap: list[tuple[float, int]] = []
     for i, n in enumerate(nodes):
         if n.subsumed:
-            pending.append(-1)
+            pending[i] = -1
             continue
-        kids = set(n.kids)
-        pending.append(len(kids))
-        for k in kids:
-            parents.setdefault(k, []).append(i)
+        kids = n.kids
         if not kids:
-            heapq.heappush(heap, (wt(i), i))
+            heap.append((wt(i), i))
+            continue
+        if len(kids) > 1:
+            kids = set(kids)
+        pending[i] = len(kids)
+        for k in kids:
+            pl = parents.get(k)
+            if pl is None:
+                parents[k] = [i]
+            else:
+                pl.append(i)
+    # (cost, index) pairs are distinct: pops come in one total order however pushed
+    heapq.heapify(heap)
     best: dict[int, int] = {}
     cost: dict[int, float] = {}
     height = snap.height
     height.clear()
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        c, i = heapq.heappop(heap)
+        c, i = pop(heap)
         n = nodes[i]
         cls = n.cls
         if cls in best:
             continue
         best[cls] = i  # insertion order: children before parents
         cost[cls] = c
-        height[cls] = 1 + max((height[k] for k in n.kids), default=0)
-        for p in parents.get(cls, ()):
-            pending[p] -= 1
-            if pending[p] == 0:
+        kids = n.kids
+        if not kids:
+            height[cls] = 1
+        elif len(kids) == 1:
+            height[cls] = 1 + height[kids[0]]
+        else:
+            height[cls] = 1 + max([height[k] for k in kids])
+        ps = parents.get(cls)
+        if ps is None:
+            continue
+        for p in ps:
+            left = pending[p] - 1
+            pending[p] = left
+            if left == 0:
                 pn = nodes[p]
                 if pn.cls in best:
                     continue
-                heapq.heappush(heap, (wt(p) + sum(cost[k] for k in pn.kids), p))
+                pk = pn.kids
+                if len(pk) == 1:
+                    push(heap, (wt(p) + cost[pk[0]], p))
+                else:
+                    push(heap, (wt(p) + sum([cost[k] for k in pk]), p))
     return best, cost
 
 
@@ -282,7 +306,15 @@ def conjuncts(snap: Snapshot, best: dict[int, int], c: int) -> list[int]:
 def _key(t: Term) -> tuple:
     if isinstance(t, int):
         return (0, t)
-    return (1, tuple(_key(x) if isinstance(x, (int, tuple)) else (2, str(x)) for x in t))
+    out = []
+    for x in t:
+        if isinstance(x, int):
+            out.append((0, x))
+        elif isinstance(x, tuple):
+            out.append(_key(x))
+        else:
+            out.append((2, str(x)))
+    return (1, tuple(out))
 
 
 def emit(t: Term, ins: Inserter, canon: Callable[[int], int] | None = None) -> int:
@@ -298,6 +330,10 @@ def emit(t: Term, ins: Inserter, canon: Callable[[int], int] | None = None) -> i
     return ins.node(ctor, *fields)
 
 
+#: the positions (in a pending term, after its constructor) of the e-class fields
+_TERM_E = {ctor: tuple(i + 1 for i, c in enumerate(sig) if c == "E") for ctor, sig in CTORS.items()}
+
+
 def _atoms(t: Term) -> list[int]:
     """The classes a pending term refers to (its own class when it is one)."""
     if not isinstance(t, tuple):
@@ -306,9 +342,8 @@ def _atoms(t: Term) -> list[int]:
     stack = [t]
     while stack:
         x = stack.pop()
-        for f, s in zip(x[1:], CTORS[x[0]], strict=True):
-            if s != "E":
-                continue
+        for i in _TERM_E[x[0]]:
+            f = x[i]
             if isinstance(f, tuple):
                 stack.append(f)
             else:
@@ -346,10 +381,14 @@ class EClassCtx(LinBuilder):
         self.snap = snap
         self.lins = lins
         self._parts: dict[tuple[str, int], list[tuple[Lin, Lin]]] = {}
+        self._bounds: dict[Any, tuple[float, float]] = {}
 
     # ---- facts -----------------------------------------------------------
     def bounds(self, a: int) -> tuple[float, float]:
-        return self.snap.bounds(a)
+        b = self._bounds.get(a)
+        if b is None:
+            b = self._bounds[a] = self.snap.bounds(a)
+        return b
 
     def _parts_of(self, ctor: str, a: int) -> list[tuple[Lin, Lin]]:
         key = (ctor, a)
@@ -545,18 +584,17 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
 
 def _changed(snap: Snapshot, state: PassState) -> set[int]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new."""
-    nodes = snap.nodes
     lo, hi, defined = snap.lo, snap.hi, snap.defined
-    sigs = state.sigs
-    new_sigs: dict[int, Any] = {}
-    changed: set[int] = set()
-    for c, idxs in snap.classes.items():
-        sig = (tuple([(nodes[i].ctor, nodes[i].fields, nodes[i].subsumed) for i in idxs]),
-               lo.get(c), hi.get(c), c in defined)
-        new_sigs[c] = sig
-        if sigs.get(c) != sig:
-            changed.add(c)
-    state.sigs = new_sigs
+    # the e-nodes (with their class) and the facts of every class: a class changed when
+    # one of its e-nodes or facts is not in the last pass's sets, or one of the last
+    # pass's is not in this one's
+    keys = {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
+    facts = {(c, lo.get(c), hi.get(c), c in defined) for c in snap.classes}
+    old_keys, old_facts = state.sigs.get("nodes", set()), state.sigs.get("facts", set())
+    changed = {k[0] for k in keys - old_keys} | {k[0] for k in old_keys - keys}
+    changed |= {f[0] for f in facts - old_facts} | {f[0] for f in old_facts - facts}
+    changed &= snap.classes.keys()
+    state.sigs = {"nodes": keys, "facts": facts}
     return changed
 
 
@@ -635,19 +673,36 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         except KeyError:  # a handle made during this pass
             return h
 
+    emitted: dict[Any, int] = {}  # pending term -> handle (canon_h is fixed in a pass)
+
+    def emit_m(t: Term) -> int:
+        if isinstance(t, int):
+            return canon_h(t)
+        h = emitted.get(t)
+        if h is None:
+            h = emitted[t] = ins.node(*(emit_m(f) if i in _TERM_E[t[0]] else f
+                                        for i, f in enumerate(t)))
+        return h
+
     def union(cls: int, t: Term, name: str) -> None:
         # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
         # (an atom no taller than cls cannot hold cls in its best term)
         hc = height.get(cls, 0)
-        memo = reach_memo.setdefault(cls, {})
-        if any(a == cls or (height.get(a, 0) > hc and _reaches(snap, best, a, {cls}, memo))
-               for a in map(canon_h, _atoms(t))):
-            return
+        memo = None
+        for a in _atoms(t):
+            a = canon_h(a)
+            if a == cls:
+                return
+            if height.get(a, 0) > hc:
+                if memo is None:
+                    memo = reach_memo.setdefault(cls, {})
+                if _reaches(snap, best, a, {cls}, memo):
+                    return
         if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
             res.skipped_cap += 1
             return
         try:
-            h = emit(t, ins, canon_h)
+            h = emit_m(t)
         except _UnrepresentableError:
             return
         if h != cls:
@@ -751,11 +806,24 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
     if bridged:
         bridge_pass(snap, ins, best, dirty, bridged, union, deadline)
+    # DivModRule.out's guards, hoisted: the rules of the op only, the divisor's range
+    # checked once per pair (no rule fires when it may be 0); the atoms are all Def
+    # (checked by the caller), so _invalid_free holds
+    dm_by_op = {op: [r for r in dm if op in r.rule.ops or type(r.rule) is not DivModRule]
+                for op in ("idiv", "mod")}
+
     def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
-        for r in dm:
+        ylo, yhi = lin_bounds(y, ctx)
+        if ylo <= 0 <= yhi:
+            return
+        for r in dm_by_op[op]:
             rule: DivModRule = r.rule
             try:
-                t = rule.fn(op, x, y, ctx)
+                if type(rule) is DivModRule:
+                    o = rule.core(op, x, y, ctx)
+                    t = None if o is None else o.emit(ctx)
+                else:
+                    t = rule.fn(op, x, y, ctx)
             except _UnrepresentableError:
                 continue
             if t is not None:
@@ -940,6 +1008,23 @@ def _reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: set[int] |
     return memo[cls]
 
 
+def _best_closure(snap: Snapshot, best: dict[int, int], cls: int) -> set[int]:
+    """The classes the best term of ``cls`` mentions, ``cls`` included (``a`` in it
+    exactly when ``_reaches(snap, best, cls, {a}, {})``)."""
+    out = {cls}
+    stack = [cls]
+    nodes = snap.nodes
+    while stack:
+        i = best.get(stack.pop())
+        if i is None:
+            continue
+        for k in nodes[i].kids:
+            if k not in out:
+                out.add(k)
+                stack.append(k)
+    return out
+
+
 def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Term],
              memo: dict[int, Term], reach: dict[int, bool]) -> Term:
     """The best term of ``cls`` with the classes of ``subst`` replaced."""
@@ -948,7 +1033,10 @@ def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Te
     hit = memo.get(cls)
     if hit is not None:
         return hit
-    if not _reaches(snap, best, cls, set(subst), reach):
+    r = reach.get(cls)
+    if r is None:
+        r = _reaches(snap, best, cls, set(subst), reach)
+    if not r:
         return cls
     n = snap.nodes[best[cls]]
     sig = CTORS[n.ctor]
@@ -987,13 +1075,14 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if not nb and not eb:
             continue
         reach: dict[int, bool] = {}
-        present = tuple(sorted(a for a in nb if _reaches(snap, best, x, {a}, {})))
+        in_x = _best_closure(snap, best, x)  # the classes x's best term mentions
+        present = tuple(sorted(a for a in nb if a in in_x))
         # a constrained sum: eliminate one of its unit-coefficient atoms that x mentions
         elim: list[tuple[Lin, int, int, tuple[int, int]]] = []
         used = set(present)
         for e, b in sorted(eb.items(), key=lambda t: str(t[0])):
             for ce, a in e.terms:
-                if abs(ce) == 1 and a not in used and _reaches(snap, best, x, {a}, {}):
+                if abs(ce) == 1 and a not in used and a in in_x:
                     elim.append((e, ce, a, b))
                     used.add(a)
                     break
@@ -1008,7 +1097,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                 if z is None or (z in used and z not in present) or not kl.is_const or \
                         kl.const <= 0 or any(z == d[1] for d in digits):
                     continue
-                if _reaches(snap, best, x, {z}, {}):
+                if z in in_x:
                     digits.append((a, z, kl.const, nb[a]))
                     used.update((a, z))
                     break
@@ -1112,14 +1201,16 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                 cands.append((c, i))
         cands.sort()
         reach: dict[int, bool] = {}
+        # one substitution for every candidate: its rebuilt terms and reach memo are shared
+        sub = dict(fresh_cls)
+        memo: dict[int, Term] = {}
+        sub_reach: dict[int, bool] = {}
         for _c, i in cands[:CONTEXT_ALTERNATIVES]:
             n = snap.nodes[i]
             if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
                 continue  # a foreign context variable: cannot be put back
-            sub = dict(fresh_cls)
-            memo: dict[int, Term] = {}
             sig = CTORS[n.ctor]
-            t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, {}) if sg == "E" else f
+            t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, sub_reach) if sg == "E" else f
                            for f, sg in zip(n.fields, sig, strict=True)))
             if _mentions(t, wc):
                 continue
@@ -1512,6 +1603,7 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
         for op in (r.rule.pattern.ops or [None]):
             by_op.setdefault(op, []).append(r)
     any_op = by_op.pop(None, [])
+    cands: dict[tuple[Any, bool], list[PyRule]] = {}
     built: dict[int, Any] = {}
 
     def term(c: int) -> Any:
@@ -1541,14 +1633,15 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             n = snap.nodes[i]
             if n.subsumed:
                 continue
-            op = n.op
-            cand = by_op.get(op, []) + any_op
+            ck = (n.op, n.dtype in INT_DTYPES)
+            cand = cands.get(ck)
+            if cand is None:  # the op's rules (integer nodes: no "uop_nonint" rule)
+                cand = cands[ck] = [r for r in by_op.get(ck[0], []) + any_op
+                                    if not (ck[1] and r.kind == "uop_nonint")]
             if not cand:
                 continue
             u = None
             for r in cand:
-                if r.kind == "uop_nonint" and n.dtype in INT_DTYPES:
-                    continue
                 if u is None:
                     dec = decode_node(n, ins.args, snap)
                     kids = [term(k) for k in dec[3]] if dec is not None else [None]
