@@ -19,7 +19,11 @@ after ``eqsat.optimize`` -- and both run on the same inputs. Printed per kernel:
   (target >= 50 %, goal 80 %). Every timed call starts from a cold cache (64 MiB
   streamed before it), so no run profits from the previous one's cached data.
 
-Every result is checked against the numpy reference before it is timed.
+Every result is checked against the numpy reference before it is timed. The
+C is compiled with ``lowering.compile.CFLAGS`` (``cc -O2 -shared -fPIC -fwrapv``,
+no ``-march``) for the default ``Target()``; both are printed with the table,
+and so is every row's loop schedule (``loops``; ``"auto"`` resolved by
+``lowering.builders.auto_tiling``).
 
 Usage::
 
@@ -49,17 +53,18 @@ sys.path.insert(0, str(_HERE.parent))
 
 from eqsat.ops import Ops  # noqa: E402
 from lowering import Target, compile_kernel, lower_graph  # noqa: E402
-from lowering.builders import BUILDERS, BuiltKernel, make  # noqa: E402
+from lowering.builders import BUILDERS, BuiltKernel, auto_tiling, make  # noqa: E402
+from lowering.compile import CFLAGS  # noqa: E402
 
 PLAIN_C = Target(fast_div=False)
 
 # (label, builder, parameter overrides of the bench case): loop variants worth a row
 VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
-    # 2-D cache blocking over both output axes of the (2112, 2080) transpose: outer tile
-    # loops first, then the tile (inner loop over the contiguous output axis). Tiles swept
-    # (16..192 x 16..2080) all land at ~2.5-4 GB/s of scalar C on the 2-core CI machine;
-    # 64x160 was the best; 64x16 is kept as the smaller, L1-sized block
-    ("permute/t64x160", "permute", {"shape": (2080, 2112), "loops": (64, 160)}),
+    # the bench permute runs loops="auto" (auto_tiling: a 4x4 register tile, 16-wide output
+    # panels, loops along the input rows); these rows show the schedules it replaced:
+    # one loop per output axis (strided reads), 2-D cache blocking without a register tile
+    # (64x16, the best scalar tile of an earlier sweep), and one flat loop (divisions)
+    ("permute/nd", "permute", {"shape": (2080, 2112), "loops": "nd"}),
     ("permute/t64x16", "permute", {"shape": (2080, 2112), "loops": (64, 16)}),
     ("permute/flat", "permute", {"shape": (2080, 2112), "loops": "flat"}),
     ("pad/flat", "pad", {"loops": "flat"}),
@@ -79,6 +84,7 @@ class Row:
     gbps: float | None = None
     numpy_gbps: float | None = None
     ok: bool = True
+    loops: str = "nd"
 
 
 def c_divisions(src: str) -> int:
@@ -113,6 +119,14 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def schedule(k: BuiltKernel) -> str:
+    """The kernel's loop schedule as built (``"auto"`` resolved)."""
+    loops = k.loops
+    if loops == "auto" and k.spec.copy_like and k.views:
+        return f"auto: {auto_tiling(k.views[0][1], k.np_dtype.itemsize)!r}"
+    return repr(loops)
+
+
 def bench(label: str, k: BuiltKernel, engine: str, runs: int) -> Row:
     ins = k.random_inputs(0)
     want = k.reference(*ins)
@@ -138,7 +152,8 @@ def bench(label: str, k: BuiltKernel, engine: str, runs: int) -> Row:
         if copy_like:
             t_np.append(_timed(lambda: np.copyto(dst, src)))
     row = Row(label, "x".join(map(str, k.input_shapes[0])), statistics.median(t_un) * 1e3,
-              statistics.median(t_opt) * 1e3, (dg0, dg1), (dc0, dc1), opt_s, ok=ok0 and ok1)
+              statistics.median(t_opt) * 1e3, (dg0, dg1), (dc0, dc1), opt_s, ok=ok0 and ok1,
+              loops=schedule(k))
     if copy_like:
         row.gbps = nbytes / statistics.median(t_opt) / 1e9
         row.numpy_gbps = nbytes / statistics.median(t_np) / 1e9
@@ -148,7 +163,8 @@ def bench(label: str, k: BuiltKernel, engine: str, runs: int) -> Row:
 def _fmt(rows: list[Row], engine: str) -> str:
     head = (f"{'kernel':<15} {'input':<14} {'unopt ms':>9} {'opt ms':>8} {'speedup':>7} "
             f"{'div g':>9} {'div C':>8} {'opt s':>6} {'GB/s':>6} {'numpy':>6} {'%np':>5} ok")
-    lines = [f"optimizer: {engine}; times are medians", head, "-" * len(head)]
+    lines = [f"optimizer: {engine}; C: cc {' '.join(CFLAGS)}, {Target()!r}; times are medians",
+             head, "-" * len(head)]
     for r in rows:
         bw = (f"{r.gbps:6.2f} {r.numpy_gbps:6.2f} {100 * r.gbps / r.numpy_gbps:4.0f}%"
               if r.gbps is not None else f"{'':6} {'':6} {'':5}")
@@ -156,6 +172,7 @@ def _fmt(rows: list[Row], engine: str) -> str:
             f"{r.label:<15} {r.shape:<14} {r.unopt_ms:9.2f} {r.opt_ms:8.2f} "
             f"{r.unopt_ms / r.opt_ms:6.2f}x {r.div_graph[0]:>4}->{r.div_graph[1]:<3} "
             f"{r.div_c[0]:>3}->{r.div_c[1]:<3} {r.opt_s:6.2f} {bw} {'yes' if r.ok else 'NO'}")
+    lines.append("loops: " + "; ".join(f"{r.label} {r.loops}" for r in rows if r.loops != "'nd'"))
     return "\n".join(lines)
 
 

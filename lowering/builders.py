@@ -31,10 +31,15 @@ the spec), and cannot be division-free for a permute; a tuple of tile sizes
 schedules a transpose for locality: 2-D cache blocking over every output axis, the
 loops ordered outer tiles, then the tile's axes, the innermost over the contiguous
 output axis (``for o0: for o1: for i0: for i1: out[(o0*t0+i0)*n1 + o1*t1+i1] = ...``).
+A :class:`Tiling` adds a register tile (``upcast``: unrolled lanes, one STORE
+each, as a tensor compiler's UPCAST) and a loop order; ``loops="auto"`` lets a
+copy pick one (:func:`auto_tiling`: a 4x4 register tile for a transpose, so
+that the C compiler vectorizes it), and means ``"nd"`` for other kernels.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +52,8 @@ from eqsat.ops import Ops
 from eqsat.uop import UOp
 
 __all__ = [
-    "BuildError", "View", "BuiltKernel", "BuilderSpec", "BUILDERS", "make", "reference",
+    "BuildError", "View", "Tiling", "auto_tiling", "BuiltKernel", "BuilderSpec", "BUILDERS",
+    "make", "reference",
     "apply_numpy", "unravel", "contiguous_strides",
     "elementwise", "unary", "binary", "copy", "permute", "pad", "shrink", "flip", "stride",
     "expand", "reshape", "reduce", "matmul", "conv2d", "pool2d", "maxpool2d", "avgpool2d",
@@ -57,7 +63,6 @@ __all__ = [
 Shape = tuple[int, ...]
 Mask = tuple[tuple[int, int], ...]
 Chain = Sequence[tuple[str, Any]]
-Loops = str | tuple[int, ...]
 
 
 class BuildError(ValueError):
@@ -543,6 +548,116 @@ def load(buf: UOp, view: View, idxs: Sequence[UOp], alt: UOp | None = None) -> U
     return UOp(Ops.LOAD, buf.dtype.base(), src)
 
 
+@dataclass(frozen=True)
+class Tiling:
+    """A loop schedule for :func:`kernel`: tiles, an unrolled register tile, a loop order.
+
+    ``tiles[d]`` divides output axis ``d``: an outer RANGE of ``shape[d] // tiles[d]``
+    per axis, then an inner RANGE of ``tiles[d] // upcast[d]`` per axis (left out
+    when 1). ``upcast[d]`` (dividing ``tiles[d]``; default 1) unrolls the tile's
+    last ``upcast[d]`` positions of axis ``d``: the kernel stores one lane per
+    combination (``prod(upcast)`` STOREs in a group, each with constant offsets),
+    as a tensor compiler's UPCAST does, so the C compiler can vectorize the
+    register tile (for a transpose: ``4x4`` lanes read four contiguous input
+    runs and write four contiguous output runs). ``order`` (a permutation of the
+    axes; default ``0, 1, ..``) nests both the outer and the inner loops, the
+    first outermost. Axis ``d`` is ``outer*tiles[d] + inner*upcast[d] + lane``.
+
+        >>> Tiling((16, 64), upcast=(4, 4), order=(1, 0))
+        Tiling((16, 64), upcast=(4, 4), order=(1, 0))
+    """
+
+    tiles: tuple[int, ...]
+    upcast: tuple[int, ...] | None = None
+    order: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        tiles = _shape(self.tiles, "tile sizes")
+        n = len(tiles)
+        up = _shape(self.upcast, "upcast") if self.upcast is not None else (1,) * n
+        order = tuple(int(a) for a in self.order) if self.order is not None else tuple(range(n))
+        if len(up) != n or any(u < 1 or t % u for t, u in zip(tiles, up, strict=True)):
+            raise BuildError(f"upcast {up} must divide the tile sizes {tiles}")
+        if sorted(order) != list(range(n)):
+            raise BuildError(f"loop order {order} is not a permutation of {n} axes")
+        object.__setattr__(self, "tiles", tiles)
+        object.__setattr__(self, "upcast", up)
+        object.__setattr__(self, "order", order)
+
+    def __repr__(self) -> str:
+        return f"Tiling({self.tiles}, upcast={self.upcast}, order={self.order})"
+
+    def axes(self, shape: Shape) -> tuple[list[UOp], list[list[UOp]]]:
+        """``(ranges outermost first, one axis-index list per unrolled lane)`` for ``shape``."""
+        tiles, up, order = self.tiles, self.upcast, self.order
+        n = len(shape)
+        if len(tiles) != n or any(t < 1 or s % t for s, t in zip(shape, tiles, strict=True)):
+            raise BuildError(f"tile sizes {tiles} must divide the output shape {shape}")
+        assert up is not None and order is not None
+        outer = [UOp.range(s // t, d) for d, (s, t) in enumerate(zip(shape, tiles, strict=True))]
+        inner = {d: UOp.range(t // u, n + d) for d, (t, u) in enumerate(zip(tiles, up,
+                                                                             strict=True))
+                 if t // u > 1}
+        base = []
+        for d in range(n):
+            e = outer[d] * tiles[d] if tiles[d] > 1 else outer[d]
+            if d in inner:
+                e = e + (inner[d] * up[d] if up[d] > 1 else inner[d])
+            base.append(e)
+        lanes = [[b + k if k else b for b, k in zip(base, lane, strict=True)]
+                 for lane in itertools.product(*[range(u) for u in up])]
+        ranges = [outer[d] for d in order] + [inner[d] for d in order if d in inner]
+        return ranges, lanes
+
+
+Loops = str | tuple[int, ...] | Tiling
+
+
+def _largest_divisor(n: int, step: int, limit: int) -> int:
+    """The largest multiple of ``step`` dividing ``n`` and at most ``max(limit, step)``."""
+    best = step
+    for t in range(step, min(n, max(limit, step)) + 1, step):
+        if n % t == 0:
+            best = t
+    return best
+
+
+def auto_tiling(view: View, itemsize: int = 4) -> Loops:
+    """A transpose-friendly schedule for a copy through ``view`` (``loops="auto"``).
+
+    When the input's contiguous axis (stride +-1 in a single-layer view) is not
+    the output's (its last axis longer than 1), the two axes get a register tile
+    (``upcast`` 4, or 2, where the size allows) and cache tiles: the output
+    axis one cache line of elements (a panel of full lines written), the input
+    axis up to 1024 elements; the loops run over the other axes, then the
+    output panel, then along the input's rows (innermost: contiguous reads
+    of ``upcast`` input rows, each writing ``upcast`` contiguous outputs).
+    Anything else (already contiguous, a reshaped view, sizes not divisible
+    by 2) keeps ``"nd"``: one loop per axis, the innermost contiguous.
+    """
+    n = view.ndim
+    long = [d for d in range(n) if view.shape[d] > 1]
+    if view.parent is not None or len(long) < 2:
+        return "nd"
+    a_out = long[-1]
+    ins = [d for d in long if abs(view.strides[d]) == 1]
+    if not ins or ins[-1] == a_out:
+        return "nd"
+    a_in = ins[-1]
+
+    def lanes(size: int) -> int:
+        return 4 if size % 4 == 0 else 2 if size % 2 == 0 else 1
+    u_out, u_in = lanes(view.shape[a_out]), lanes(view.shape[a_in])
+    if u_out == 1 or u_in == 1:
+        return "nd"
+    tiles, up = [1] * n, [1] * n
+    tiles[a_out] = _largest_divisor(view.shape[a_out], u_out, max(1, 64 // itemsize))
+    tiles[a_in] = _largest_divisor(view.shape[a_in], u_in, 1024)
+    up[a_out], up[a_in] = u_out, u_in
+    order = [d for d in range(n) if d not in (a_out, a_in)] + [a_out, a_in]
+    return Tiling(tuple(tiles), tuple(up), tuple(order))
+
+
 def kernel(out_shape: Sequence[int], dtype: DType | str,
            body: Callable[[list[UOp], Callable[..., UOp]], UOp],
            red_shape: Sequence[int] = (), red_op: Ops | None = None,
@@ -562,38 +677,36 @@ def kernel(out_shape: Sequence[int], dtype: DType | str,
     if math.prod(out_shape) == 0:
         raise BuildError(f"empty output shape {out_shape}")
     out = UOp.buffer(0, dt, math.prod(out_shape))
+    if loops == "auto":  # copies choose a schedule (auto_tiling); other kernels loop per axis
+        loops = "nd"
     if loops == "nd":
         ranges = [UOp.range(s, i) for i, s in enumerate(out_shape)]
-        oidx = View.contiguous(out_shape).address(ranges)
+        lanes = [View.contiguous(out_shape).address(ranges)]
     elif loops == "flat":
         ranges = [UOp.range(math.prod(out_shape), 0)]
-        oidx = ranges[0]
-    elif isinstance(loops, (tuple, list)):
-        tiles = _shape(loops, "tile sizes")
-        if len(tiles) != len(out_shape) or any(t < 1 or s % t for s, t in
-                                               zip(out_shape, tiles, strict=False)):
-            raise BuildError(f"tile sizes {tiles} must divide the output shape {out_shape}")
-        outer = [UOp.range(s // t, i) for i, (s, t) in enumerate(zip(out_shape, tiles,
-                                                                     strict=True))]
-        inner = {d: UOp.range(t, len(out_shape) + d) for d, t in enumerate(tiles) if t > 1}
-        axes = [o * t + inner[d] if d in inner else o
-                for d, (o, t) in enumerate(zip(outer, tiles, strict=True))]
-        ranges = outer + list(inner.values())
-        oidx = View.contiguous(out_shape).address(axes)
+        lanes = [ranges[0]]
+    elif isinstance(loops, (tuple, list, Tiling)):
+        ranges, axes = (loops if isinstance(loops, Tiling) else Tiling(loops)).axes(out_shape)
+        lanes = [View.contiguous(out_shape).address(a) for a in axes]
     else:
-        raise BuildError(f"loops must be 'nd', 'flat' or a tuple of tile sizes, got {loops!r}")
-    # the flat output index, unflattened by the output shape (tinygrad's unravel)
-    idxs = unravel(out_shape, oidx)
+        raise BuildError(f"loops must be 'nd', 'flat', a tuple of tile sizes or a Tiling, got "
+                         f"{loops!r}")
     rid = max(r.arg for r in ranges) + 1
     rranges = [UOp.range(s, rid + i) for i, s in enumerate(red_shape)]
-    value = body(idxs + rranges, lambda slot, size: UOp.buffer(slot, dt, size))
-    if red_op is not None:
-        value = UOp(Ops.REDUCE, value.dtype, (value, *rranges), red_op)
-    elif rranges:
-        raise BuildError("reduce ranges without a reduce op")
-    if value.dtype is not dt:
-        raise BuildError(f"kernel value has dtype {value.dtype}, output is {dt}")
-    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, oidx)), value))
+    stores = []
+    for oidx in lanes:  # one store per unrolled lane (one lane unless upcast)
+        # the flat output index, unflattened by the output shape (tinygrad's unravel)
+        idxs = unravel(out_shape, oidx)
+        value = body(idxs + rranges, lambda slot, size: UOp.buffer(slot, dt, size))
+        if red_op is not None:
+            value = UOp(Ops.REDUCE, value.dtype, (value, *rranges), red_op)
+        elif rranges:
+            raise BuildError("reduce ranges without a reduce op")
+        if value.dtype is not dt:
+            raise BuildError(f"kernel value has dtype {value.dtype}, output is {dt}")
+        stores.append(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, oidx)),
+                                                   value)))
+    st = stores[0] if len(stores) == 1 else UOp(Ops.SINK, dtypes.void, tuple(stores))
     return UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, *ranges)),))
 
 
@@ -686,6 +799,8 @@ def copy(shape: Sequence[int] = (4, 6), chain: Chain = (), dtype: DType | str = 
          loops: Loops = "nd") -> UOp:
     """``out = view(x)``: a copy of ``x`` (shape ``shape``) through a movement chain."""
     v = View.contiguous(shape).apply(chain)
+    if loops == "auto":
+        loops = auto_tiling(v, _dtype(dtype).itemsize)
     return kernel(v.shape, dtype, lambda idxs, buf: load(buf(1, v.buffer_size), v, idxs),
                   loops=loops)
 
@@ -1183,7 +1298,7 @@ _register(_movement_spec(
         {"shape": (2, 3, 4, 5), "order": (3, 1, 0, 2)},
         {"shape": (9, 1, 5), "order": (1, 2, 0)},
     ],
-    bench={"shape": (2080, 2112), "order": (1, 0)}))
+    bench={"shape": (2080, 2112), "order": (1, 0), "loops": "auto"}))
 _register(_movement_spec(
     "pad", lambda padding=((1, 1), (2, 0)), **_: [("pad", tuple(map(tuple, padding)))], pad,
     cases=[

@@ -2,7 +2,8 @@
 
 ``compile_kernel(graph)`` runs::
 
-    optimize (eqsat.optimize, optional) -> prepare -> narrow_index -> decompose
+    optimize (eqsat.optimize, optional) -> split_gated_ranges (Target.split_gates)
+      -> prepare -> narrow_index -> decompose
       -> final_rewrite -> add_control_flow + linearize -> [add_if_endif] -> render_c
 
 then compiles the C with ``cc -O2 -shared -fPIC -fwrapv`` (``$CC`` overrides
@@ -38,6 +39,7 @@ from lowering.decompose import Target, decompose
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
+from lowering.split import split_gated_ranges
 
 __all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "lower", "lower_graph",
            "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS"]
@@ -105,7 +107,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     if not isinstance(target, Target):
         raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")
     g, stats = _optimize(graph, optimize)
-    root, kind = prepare(g)
+    root, kind = prepare(split_gated_ranges(g) if target.split_gates else g)
     narrowed = narrow_index(root)
     if kind == "expr":
         if narrowed.op is Ops.WHERE and is_invalid(narrowed.src[2]):

@@ -59,6 +59,9 @@ class Target:
     statement; when False they are wrapped in IF/ENDIF (stage 22).
     ``neg``: a negate instruction exists (``x * -1 -> neg(x)``).
     ``fast_div``: divide by constants with multiply-high and shift.
+    ``split_gates``: split loops where a gate comparing the loop index with a
+    constant changes value (:func:`lowering.split.split_gated_ranges`), so a
+    padded copy's middle loop is an ungated, vectorizable copy.
     """
 
     name: str = "c"
@@ -66,11 +69,12 @@ class Target:
     predicated_stores: bool = False
     neg: bool = True
     fast_div: bool = True
+    split_gates: bool = True
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
-                f"fast_div={self.fast_div})")
+                f"fast_div={self.fast_div}, split_gates={self.split_gates})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]

@@ -1,0 +1,180 @@
+"""Index-set splitting of gated loops (lowering.split) and the Tiling/auto schedules
+of the builders: correct against numpy, division-free, and shaped as intended."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqsat import dtypes
+from eqsat.ops import Ops
+from eqsat.uop import UOp
+from lowering import Target, compile_kernel, lower_graph
+from lowering.builders import BuildError, Tiling, View, auto_tiling, make
+from lowering.split import fold_decided, split_gated_ranges, split_points
+
+PLAIN_C = Target(fast_div=False)
+NO_SPLIT = Target(split_gates=False)
+
+
+def _body(src: str) -> str:
+    return src[src.find("void kernel("):]
+
+
+def _run(k, optimize="baseline", target=None, seed=0):
+    ins = k.random_inputs(seed)
+    ck = compile_kernel(k.graph, optimize=optimize, target=target)
+    bufs = k.buffers(ins)
+    ck(*bufs)
+    got, want = bufs[0].reshape(k.output_shape), k.reference(*ins)
+    if k.dtype.is_float and k.spec.kind != "movement":  # sums: rounding order may differ
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+    return ck
+
+
+# ---- split points and folding ------------------------------------------------------------
+
+R = UOp.range(10, 0)
+
+
+@pytest.mark.parametrize("cmp,points", [
+    (R.lt(4), [4]),                              # r < 4
+    (UOp.const(dtypes.index, 6).lt(R), [7]),     # 6 < r  <=>  r >= 7
+    ((R + 2).lt(5), [3]),                        # r + 2 < 5  <=>  r < 3
+    (R.lt(0), []),                               # never true: no point inside (0, 10)
+    (R.lt(10), []),                              # always true
+    ((R * 2).lt(5), []),                         # not a plain range: left alone
+])
+def test_split_points(cmp, points) -> None:
+    assert split_points(cmp.where(R, UOp.invalid()), R) == points
+
+
+def test_fold_decided_uses_bounds() -> None:
+    r = UOp.range(5, 1)
+    g = ((r + 4).lt(9) & ~r.lt(0)).where(r, UOp.invalid())
+    assert fold_decided(g) is r                   # both comparisons hold on [0, 5)
+    off = (r + 9).lt(9).where(r, UOp.invalid())
+    assert fold_decided(off).src[0].arg is False  # gate off: where(False, .., Invalid) kept
+
+
+def test_split_builds_pieces_in_order() -> None:
+    k = make("pad", shape=(5,), padding=((2, 3),))
+    g = split_gated_ranges(lower_graph(k.graph, optimize="baseline").graph)
+    sizes = [u.src[0].arg for u in g.toposort() if u.op is Ops.RANGE]
+    assert sorted(sizes) == [2, 3, 5]
+    assert not any(u.op is Ops.LT for u in g.toposort())  # every gate decided
+
+
+def test_split_respects_max_loops() -> None:
+    k = make("pad", shape=(3, 5, 7), padding=((0, 2), (1, 1), (3, 0)))
+    g = lower_graph(k.graph, optimize="baseline").graph
+    assert split_gated_ranges(g, max_loops=0) is g
+
+
+# ---- pad kernels: split loops, correct either way ------------------------------------------
+
+PADS = [
+    {"shape": (4, 6), "padding": ((1, 1), (2, 0))},
+    {"shape": (3, 5, 7), "padding": ((0, 2), (1, 1), (3, 0))},
+    {"shape": (13,), "padding": ((3, 5),)},
+    {"shape": (2, 3, 4), "padding": ((1, 0), (0, 0), (2, 3))},
+    {"shape": (6, 9), "padding": ((1, 2), (0, 1))},
+]
+
+
+@pytest.mark.parametrize("i", range(len(PADS)))
+@pytest.mark.parametrize("target", [None, NO_SPLIT, PLAIN_C], ids=["split", "nosplit", "plain"])
+def test_pad_split_correct(i: int, target) -> None:
+    ck = _run(make("pad", **PADS[i]), target=target, seed=i)
+    body = _body(ck.c_source)
+    assert "/" not in body and "%" not in body
+    if target is not NO_SPLIT:
+        # no load is gated any more: every gate was decided by its loop piece
+        assert "?" not in body, body
+
+
+def test_pad_split_egraph() -> None:
+    _run(make("pad", **PADS[1]), optimize="egraph")
+
+
+def test_unoptimized_pad_is_not_split() -> None:
+    """Gates over unsimplified idiv/mod expressions compare no plain range: no split."""
+    k = make("pad", **PADS[0])
+    assert lower_graph(k.graph, optimize=False).c_source.count("for (") == 2
+
+
+# ---- Tiling and auto schedules -----------------------------------------------------------
+
+def test_tiling_repr_reads_back() -> None:
+    t = Tiling((16, 64), upcast=(4, 4), order=(1, 0))
+    assert eval(repr(t)) == t
+    assert Tiling((4, 4)).upcast == (1, 1) and Tiling((4, 4)).order == (0, 1)
+
+
+@pytest.mark.parametrize("tiling,msg", [
+    (lambda: Tiling((4, 6), upcast=(4, 4)), "must divide the tile"),
+    (lambda: Tiling((4, 4), order=(0, 0)), "not a permutation"),
+    (lambda: make("permute", shape=(4, 6), loops=Tiling((4, 4))), "must divide the output"),
+])
+def test_tiling_errors(tiling, msg) -> None:
+    with pytest.raises(BuildError, match=msg):
+        tiling()
+
+
+@pytest.mark.parametrize("shape,order,want", [
+    ((2080, 2112), (1, 0), Tiling((704, 16), upcast=(4, 4), order=(1, 0))),
+    ((12, 10), (1, 0), Tiling((10, 12), upcast=(2, 4), order=(1, 0))),
+    ((4, 6, 8), (2, 0, 1), Tiling((8, 1, 6), upcast=(4, 1, 2), order=(1, 2, 0))),
+    ((5, 7), (1, 0), "nd"),                  # odd sizes: no register tile
+    ((6, 8), (0, 1), "nd"),                  # already contiguous
+    ((2, 3, 4, 5), (3, 1, 0, 2), "nd"),      # 5 and 3 are odd
+])
+def test_auto_tiling(shape, order, want) -> None:
+    assert auto_tiling(View.contiguous(shape).permute(order)) == want
+
+
+def test_auto_tiling_keeps_reshaped_views() -> None:
+    v = View.contiguous((4, 6)).permute((1, 0)).reshape((3, 8))
+    assert auto_tiling(v) == "nd"
+
+
+@pytest.mark.parametrize("params", [
+    {"shape": (6, 8), "order": (1, 0)},
+    {"shape": (12, 10), "order": (1, 0)},
+    {"shape": (5, 7), "order": (1, 0)},
+    {"shape": (4, 6, 8), "order": (2, 0, 1)},
+    {"shape": (8, 4, 6), "order": (0, 2, 1)},
+    {"shape": (3, 4, 8), "order": (2, 1, 0)},
+])
+@pytest.mark.parametrize("dtype", ["f32", "i16"])
+def test_auto_permute_correct_and_division_free(params, dtype) -> None:
+    k = make("permute", loops="auto", dtype=dtypes.parse(dtype), **params)
+    ck = _run(k, target=PLAIN_C, seed=3)
+    body = _body(ck.c_source)
+    assert "/" not in body and "%" not in body, body
+
+
+def test_auto_permute_egraph() -> None:
+    _run(make("permute", shape=(8, 12), order=(1, 0), loops="auto"), optimize="egraph")
+
+
+def test_register_tile_is_unrolled() -> None:
+    """A 4x4 register tile: 16 loads and 16 stores in the innermost loop, with
+    constant offsets from one base address per buffer."""
+    k = make("permute", shape=(8, 12), order=(1, 0),
+             loops=Tiling((4, 8), upcast=(4, 4), order=(1, 0)))
+    ck = _run(k)
+    inner = _body(ck.c_source).split("for (")[-1]
+    assert inner.count("data0[") == 16 and inner.count("data1[") == 16
+
+
+@pytest.mark.parametrize("name,params", [
+    ("matmul", {"m": 4, "k": 3, "n": 8, "loops": Tiling((2, 4), upcast=(2, 2))}),
+    ("reduce", {"shape": (8, 6), "axis": 1, "loops": Tiling((4,), upcast=(2,))}),
+    ("pad", {"shape": (4, 6), "padding": ((1, 1), (2, 0)),
+             "loops": Tiling((3, 4), upcast=(1, 2), order=(1, 0))}),
+])
+def test_upcast_other_kernels(name, params) -> None:
+    _run(make(name, **params))
