@@ -35,6 +35,7 @@ created get fresh handles there (deterministically, bottom-up).
 from __future__ import annotations
 
 import math
+import operator
 import os
 import struct
 import tempfile
@@ -341,6 +342,25 @@ _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, c in enumerate(sig) if c == "E") for name, sig in CTORS.items()}
 
 
+#: constructor -> the position of its dtype field (-1: none, a list cell)
+_DTYPE_POS: dict[str, int] = {
+    name: (0 if name == "Cst" or name in CTOR_OP else -1 if name in ("Cons", "Nil") else 1)
+    for name in CTORS}
+
+
+def _make_node(cls: int, ctor: str, fields: tuple, subsumed: bool, kids: tuple,
+               dtype: str | None) -> Node:
+    """A :class:`Node` with its derived fields given (the snapshot's fast path)."""
+    n = _new_node(Node)
+    n.cls = cls
+    n.ctor = ctor
+    n.fields = fields
+    n.subsumed = subsumed
+    n.kids = kids
+    n.dtype = dtype
+    return n
+
+
 class Node:
     """One e-node of a snapshot: its class, constructor, fields (children as classes).
 
@@ -357,12 +377,8 @@ class Node:
         self.subsumed = subsumed
         pos = _E_POS[ctor]
         self.kids = tuple(fields[i] for i in pos)
-        if ctor == "Cst" or ctor in CTOR_OP:
-            self.dtype = fields[0]
-        elif ctor in ("Cons", "Nil"):
-            self.dtype = None
-        else:
-            self.dtype = fields[1]
+        d = _DTYPE_POS[ctor]
+        self.dtype = None if d < 0 else fields[d]
 
     @property
     def op(self) -> Ops | None:
@@ -394,14 +410,16 @@ class Snapshot:
         fr = egraph.freeze()
         funcs = fr.functions
         eg = egraph
+        to_i64 = eg.value_to_i64
         cls_of: dict[Any, int] = {}
         handle_val: dict[int, Any] = {}
         for r in funcs["H"].rows:
-            k = eg.value_to_i64(r.inputs[0])
-            handle_val[k] = r.output
-            c = cls_of.get(r.output)
+            k = to_i64(r.inputs[0])
+            o = r.output
+            handle_val[k] = o
+            c = cls_of.get(o)
             if c is None or k < c:
-                cls_of[r.output] = k
+                cls_of[o] = k
         strs: dict[Any, str] = {}
         ints: dict[Any, int] = {}
 
@@ -414,23 +432,31 @@ class Snapshot:
         def to_int(v: Any) -> int:
             x = ints.get(v)
             if x is None:
-                x = ints[v] = eg.value_to_i64(v)
+                x = ints[v] = to_i64(v)
             return x
 
+        # (ctor, output, fields with classes still as egglog values, subsumed)
         raw: list[tuple[str, Any, list, bool]] = []
+        append = raw.append
         for name, sig in CTORS.items():
             f = funcs.get(name)
-            if f is None or not f.rows:
+            if f is None:
                 continue
-            conv = [to_str if c == "S" else to_int if c == "I" else None for c in sig]
-            if sig == "SEE":  # the common case: binary ALU nodes
-                for r in f.rows:
+            rows = f.rows
+            if not rows:
+                continue
+            if name in CTOR_OP:  # ALU: dtype, then classes
+                for r in rows:
                     a = r.inputs
-                    raw.append((name, r.output, [to_str(a[0]), a[1], a[2]], r.subsumed))
+                    a[0] = to_str(a[0])
+                    append((name, r.output, a, r.subsumed))
                 continue
-            for r in f.rows:
-                raw.append((name, r.output, [v if c is None else c(v) for v, c in
-                                             zip(r.inputs, conv, strict=True)], r.subsumed))
+            conv = [(i, to_str if c == "S" else to_int) for i, c in enumerate(sig) if c != "E"]
+            for r in rows:
+                a = r.inputs
+                for i, fn in conv:
+                    a[i] = fn(a[i])
+                append((name, r.output, a, r.subsumed))
         # classes without a handle (made by egglog's rewrites): handles bottom-up
         self.new_handles = 0
         todo = [x for x in raw if x[1] not in cls_of]
@@ -439,8 +465,7 @@ class Snapshot:
             for x in todo:
                 if x[1] in cls_of:
                     continue
-                sig = CTORS[x[0]]
-                if all(s != "E" or v in cls_of for v, s in zip(x[2], sig, strict=True)):
+                if all(x[2][i] in cls_of for i in _E_POS[x[0]]):
                     ready.append(x)
                 else:
                     rest.append(x)
@@ -464,28 +489,46 @@ class Snapshot:
                 inserter.node_with_handle(k, ctor, *fields)
                 self.new_handles += 1
             todo = rest
-        nodes: list[Node] = []
+        # (class, ctor, fields, subsumed), sorted: the nodes' order is part of the result
+        rows4: list[tuple[int, str, tuple, bool]] = []
         for name, out, vals, sub in raw:
             c = cls_of.get(out)
-            if c is None or any(vals[i] not in cls_of for i in _E_POS[name]):
+            if c is None:
                 continue  # only when check=False: a class without a finite term
+            ok = True
             for i in _E_POS[name]:
-                vals[i] = cls_of[vals[i]]
-            nodes.append(Node(c, name, tuple(vals), sub))
-        nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields))
-        self.nodes = nodes
+                k = cls_of.get(vals[i])
+                if k is None:
+                    ok = False
+                    break
+                vals[i] = k
+            if ok:
+                rows4.append((c, name, tuple(vals), sub))
+        rows4.sort(key=_NODE_KEY)
+        make = _make_node
+        nodes: list[Node] = []
         classes: dict[int, list[int]] = {}
-        for i, n in enumerate(nodes):
-            classes.setdefault(n.cls, []).append(i)
-        self.classes = classes
         #: class -> the value of its Cst e-node; class -> its dtype name
         self.consts: dict[int, int] = {}
         self.dtypes: dict[int, str] = {}
-        for n in nodes:
-            if n.ctor == "Cst":
-                self.consts[n.cls] = n.fields[1]
-            if n.dtype is not None and n.cls not in self.dtypes:
-                self.dtypes[n.cls] = n.dtype
+        consts, dtypes_ = self.consts, self.dtypes
+        for i, (c, name, fields, sub) in enumerate(rows4):
+            pos = _E_POS[name]
+            d = _DTYPE_POS[name]
+            dt = None if d < 0 else fields[d]
+            n = make(c, name, fields, sub, tuple([fields[j] for j in pos]) if pos else (), dt)
+            nodes.append(n)
+            lst = classes.get(c)
+            if lst is None:
+                classes[c] = [i]
+            else:
+                lst.append(i)
+            if name == "Cst":
+                consts[c] = fields[1]
+            if dt is not None and c not in dtypes_:
+                dtypes_[c] = dt
+        self.nodes = nodes
+        self.classes = classes
         self.cls_of = cls_of
         self._handle_val = handle_val
         self.lo: dict[int, int] = {}
@@ -496,7 +539,7 @@ class Snapshot:
             for r in funcs[name].rows:
                 c = cls_of.get(r.inputs[0])
                 if c is not None:
-                    table[c] = eg.value_to_i64(r.output)
+                    table[c] = to_i64(r.output)
         known: set[int] = set()
         if "Def" in funcs:
             for r in funcs["Def"].rows:
@@ -515,6 +558,9 @@ class Snapshot:
         self.enodes = len(nodes)
         #: class -> height of its cheapest term (filled by the computed pass)
         self.height: dict[int, int] = {}
+        #: class -> tree cost of its cheapest term under the run's cost model (filled by
+        #: the computed pass; the engine's stall check reads the roots' entries)
+        self.best_cost: dict[int, float] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -562,6 +608,10 @@ class Snapshot:
             out.append(cons[0].fields[0])
             c = cons[0].fields[1]
         return out
+
+
+_new_node = object.__new__
+_NODE_KEY = operator.itemgetter(0, 1, 2)
 
 
 def defined_classes(nodes: list[Node], known: set[int]) -> set[int]:

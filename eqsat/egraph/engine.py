@@ -19,8 +19,11 @@ One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 4. the budgets are checked (e-nodes, iterations, and the time the next
    iteration and the extraction are expected to take).
 
-The run stops when nothing changes (``"saturated"``) or a budget is reached
-(``"iterations"``, ``"enodes"``, ``"time"``); the best terms found so far are then
+The run stops when nothing changes (``"saturated"``), when the roots' best tree
+cost (as the computed pass priced it) has not improved for ``Limits.stall``
+iterations while the e-graph barely grew (``"stalled"``: the last iterations of a
+run rarely find anything), or when a budget is reached (``"iterations"``,
+``"enodes"``, ``"time"``); the best terms found so far are then
 extracted root by root under the chosen cost model: tree extraction, and the
 DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
 the time budget allows it.
@@ -45,7 +48,7 @@ from eqsat.egraph.encoding import (
 )
 from eqsat.egraph.native import ERule
 from eqsat.egraph.rulesets import resolve
-from eqsat.egraph.schedules import Clock, Limits
+from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
@@ -189,6 +192,7 @@ class Session:
             snap: Snapshot | None = None
             last_iter = 0.0
             sizes: list[int] = []
+            costs: list[float | None] = []
             per_iter: list[tuple[int, float]] = []
             while True:
                 if it >= limits.iterations:
@@ -214,12 +218,11 @@ class Session:
                 if snap.enodes > limits.enodes:
                     stop = "enodes"
                     break
+                root_cls = [snap.cls_of_handle(h) for h in handles]
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
                                       deadline=clock.soft_deadline(snap.enodes),
-                                      clock=time.perf_counter,
-                                      roots=[snap.cls_of_handle(h) for h in handles],
-                                      model=model)
+                                      clock=time.perf_counter, roots=root_cls, model=model)
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 for k, v in res.times.items():
@@ -229,6 +232,10 @@ class Session:
                 clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
+                    break
+                costs.append(_root_cost(snap, root_cls))
+                if _stalled(costs, sizes, limits.stall):
+                    stop = "stalled"
                     break
                 if res.skipped:
                     stop = "time"
@@ -315,6 +322,30 @@ class Session:
             clock.learn_dag((time.perf_counter() - t0), size)
         outs = [best[r].to_uops()[0] for r in roots]
         return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
+
+
+def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
+    """The summed best tree cost of the (distinct) root classes, as the computed pass
+    priced them (``Snapshot.best_cost``); None when a root has none."""
+    total = 0.0
+    for r in dict.fromkeys(roots):
+        c = snap.best_cost.get(r)
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def _stalled(costs: list[float | None], sizes: list[int], k: int) -> bool:
+    """Whether the last ``k`` iterations found no cheaper root term while the e-graph
+    grew by at most ``STALL_GROWTH`` over them (``costs``/``sizes``: one per
+    iteration)."""
+    if k <= 0 or len(costs) <= k:
+        return False
+    now, then = costs[-1], costs[-1 - k]
+    if now is None or then is None or now < then - 1e-9:
+        return False
+    return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
 
 
 def _grounded(snap: Snapshot, decoded: dict[int, tuple], use: set[int]) -> set[int]:

@@ -15,19 +15,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "Clock", "STOP_REASONS"]
+__all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH"]
 
-#: why a run stopped
-STOP_REASONS = ("saturated", "iterations", "enodes", "time")
+#: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
+#: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
+#: see :data:`STALL_GROWTH`); or a budget was reached (``iterations``, ``enodes``,
+#: ``time``)
+STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time")
+
+#: iterations without a cheaper root term before a run counts as stalled (0: never)
+STALL_ITERATIONS = 2
+#: ... and only while the e-graph grew by at most this fraction over those iterations
+STALL_GROWTH = 0.10
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The three limits (``eqsat.api.Budget`` converts to this)."""
+    """The limits of a run (``eqsat.api.Budget`` converts to this).
+
+    ``stall``: stop (``"stalled"``) after that many iterations in a row without a
+    cheaper best term of the roots while the e-graph grew by at most
+    :data:`STALL_GROWTH`; 0 never stops early.
+    """
 
     iterations: int = 12
     enodes: int = 20_000
     seconds: float = 2.0
+    stall: int = STALL_ITERATIONS
+
+    def __post_init__(self) -> None:
+        if self.stall < 0:
+            raise ValueError(f"invalid limits {self!r}: stall >= 0 required")
 
     @staticmethod
     def of(budget: Any) -> Limits:
@@ -35,7 +53,8 @@ class Limits:
             return Limits()
         if isinstance(budget, Limits):
             return budget
-        return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds))
+        return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds),
+                      int(getattr(budget, "stall", STALL_ITERATIONS)))
 
 
 class Clock:

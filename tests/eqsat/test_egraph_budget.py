@@ -14,8 +14,10 @@ import pytest
 from eqsat.api import Budget, optimize
 from eqsat.dtype import dtypes
 from eqsat.egraph import session_for
-from eqsat.egraph.schedules import STOP_REASONS
+from eqsat.egraph.engine import _stalled
+from eqsat.egraph.schedules import STALL_ITERATIONS, STOP_REASONS, Limits
 from eqsat.equiv import check_equivalent
+from eqsat.sexpr import parse
 from eqsat.uop import UOp
 from tests.conftest import REPO
 
@@ -72,6 +74,63 @@ def test_stop_reasons_name_the_budget() -> None:
         assert k in r.stats
     assert r.stats["matches"].get("add_zero", 0) + r.stats["matches"].get("add_zero~1", 0) >= 1
     assert {"insert", "egglog", "snapshot", "computed", "extract", "total"} <= set(r.stats["time"])
+
+
+# (root costs per iteration, e-graph sizes per iteration, k, stalled?)
+STALL_CASES = [
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 152, 155], 2, True),    # 2 flat iterations, +3%
+    ([9.0, 5.0, 5.0], [100, 150, 152], 2, False),             # only 1 flat iteration
+    ([9.0, 5.0, 5.0, 4.0], [100, 150, 152, 155], 2, False),   # improved last
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 160, 170], 2, False),   # grew 13% meanwhile
+    ([9.0, 5.0, 5.0], [100, 150, 152], 1, True),
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 152, 155], 0, False),   # 0: never
+    ([9.0, None, 5.0, 5.0], [100, 150, 152, 155], 2, False),  # a cost unknown
+    ([5.0, 5.0, 5.0], [100, 100, 100], 2, True),
+]
+
+
+@pytest.mark.parametrize("costs, sizes, k, expect", STALL_CASES)
+def test_stall_rule(costs: list, sizes: list, k: int, expect: bool) -> None:
+    assert _stalled(costs, sizes, k) is expect
+
+
+def test_stall_limit_is_validated_and_defaults() -> None:
+    assert "stalled" in STOP_REASONS and "saturated" in STOP_REASONS
+    assert Limits.of(Budget()).stall == STALL_ITERATIONS >= 1
+    assert Limits.of(None).stall == STALL_ITERATIONS
+    with pytest.raises(ValueError, match="stall"):
+        Limits(stall=-1)
+
+
+# the corpus case v0112: its best cost stops improving two iterations before saturation
+V0112 = ("(add (add (mul (idiv (add (add (mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var "
+         "gidx 0 7) 2) 2) 4)) (mul (mod (var gidx 0 7) 2) 2)) 4) 12) (mul (mod (idiv (add (add "
+         "(mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var gidx 0 7) 2) 2) 4)) (mul (mod "
+         "(var gidx 0 7) 2) 2)) 2) 2) 6)) (add (mod (add (add (mul (idiv (var gidx 0 7) 4) 8) "
+         "(mul (mod (idiv (var gidx 0 7) 2) 2) 4)) (mul (mod (var gidx 0 7) 2) 2)) 2) 3))")
+
+
+def test_a_stalled_run_stops_early_and_keeps_the_result(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    import eqsat.egraph.computed as computed
+    from eqsat.egraph import optimize_many
+    from extraction import get_cost_model, reference_cost
+
+    orig = computed.best_nodes
+
+    def best_nodes(snap, weights=None):  # make sure the pass reports its best costs
+        best, cost = orig(snap, weights)
+        snap.best_cost = cost
+        return best, cost
+
+    monkeypatch.setattr(computed, "best_nodes", best_nodes)
+    g, cm = parse(V0112), get_cost_model("reference")
+    full, s0 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
+    early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 2))
+    assert s0["stop_reason"] == "saturated"
+    assert s2["stop_reason"] == "stalled" and s2["iterations"] < s0["iterations"]
+    assert reference_cost(early[0]) == reference_cost(full[0])
+    assert check_equivalent(g, early[0], samples=500)
 
 
 _PROBE = r"""
