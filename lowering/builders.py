@@ -560,16 +560,18 @@ class Tiling:
     as a tensor compiler's UPCAST does, so the C compiler can vectorize the
     register tile (for a transpose: ``4x4`` lanes read four contiguous input
     runs and write four contiguous output runs). ``order`` (a permutation of the
-    axes; default ``0, 1, ..``) nests both the outer and the inner loops, the
-    first outermost. Axis ``d`` is ``outer*tiles[d] + inner*upcast[d] + lane``.
+    axes; default ``0, 1, ..``) nests the inner loops, the first outermost;
+    ``outer`` (default: ``order``) nests the outer tile loops. Axis ``d`` is
+    ``outer*tiles[d] + inner*upcast[d] + lane``.
 
-        >>> Tiling((16, 64), upcast=(4, 4), order=(1, 0))
-        Tiling((16, 64), upcast=(4, 4), order=(1, 0))
+        >>> Tiling((16, 64), upcast=(4, 4), order=(1, 0), outer=(0, 1))
+        Tiling((16, 64), upcast=(4, 4), order=(1, 0), outer=(0, 1))
     """
 
     tiles: tuple[int, ...]
     upcast: tuple[int, ...] | None = None
     order: tuple[int, ...] | None = None
+    outer: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         tiles = _shape(self.tiles, "tile sizes")
@@ -578,14 +580,18 @@ class Tiling:
         order = tuple(int(a) for a in self.order) if self.order is not None else tuple(range(n))
         if len(up) != n or any(u < 1 or t % u for t, u in zip(tiles, up, strict=True)):
             raise BuildError(f"upcast {up} must divide the tile sizes {tiles}")
-        if sorted(order) != list(range(n)):
-            raise BuildError(f"loop order {order} is not a permutation of {n} axes")
+        outer = tuple(int(a) for a in self.outer) if self.outer is not None else order
+        for o in (order, outer):
+            if sorted(o) != list(range(n)):
+                raise BuildError(f"loop order {o} is not a permutation of {n} axes")
         object.__setattr__(self, "tiles", tiles)
         object.__setattr__(self, "upcast", up)
         object.__setattr__(self, "order", order)
+        object.__setattr__(self, "outer", outer)
 
     def __repr__(self) -> str:
-        return f"Tiling({self.tiles}, upcast={self.upcast}, order={self.order})"
+        return (f"Tiling({self.tiles}, upcast={self.upcast}, order={self.order}, "
+                f"outer={self.outer})")
 
     def axes(self, shape: Shape) -> tuple[list[UOp], list[list[UOp]]]:
         """``(ranges outermost first, one axis-index list per unrolled lane)`` for ``shape``."""
@@ -606,7 +612,8 @@ class Tiling:
             base.append(e)
         lanes = [[b + k if k else b for b, k in zip(base, lane, strict=True)]
                  for lane in itertools.product(*[range(u) for u in up])]
-        ranges = [outer[d] for d in order] + [inner[d] for d in order if d in inner]
+        assert self.outer is not None
+        ranges = [outer[d] for d in self.outer] + [inner[d] for d in order if d in inner]
         return ranges, lanes
 
 

@@ -108,14 +108,27 @@ def test_unoptimized_pad_is_not_split() -> None:
 # ---- Tiling and auto schedules -----------------------------------------------------------
 
 def test_tiling_repr_reads_back() -> None:
-    t = Tiling((16, 64), upcast=(4, 4), order=(1, 0))
+    t = Tiling((16, 64), upcast=(4, 4), order=(1, 0), outer=(0, 1))
     assert eval(repr(t)) == t
-    assert Tiling((4, 4)).upcast == (1, 1) and Tiling((4, 4)).order == (0, 1)
+    d = Tiling((4, 4))
+    assert d.upcast == (1, 1) and d.order == (0, 1) and d.outer == (0, 1)
+
+
+def test_tiling_loop_orders() -> None:
+    """``outer`` nests the tile loops, ``order`` the loops inside a tile."""
+    k = make("permute", shape=(8, 12), order=(1, 0),
+             loops=Tiling((4, 4), upcast=(2, 2), order=(1, 0), outer=(0, 1)))
+    sizes = [r.src[0].arg for r in k.graph.src[0].src[1:]]
+    assert sizes == [12 // 4, 8 // 4, 4 // 2, 4 // 2]
+    ids = [r.arg for r in k.graph.src[0].src[1:]]
+    assert ids == [0, 1, 3, 2]  # outer: axis 0 then 1; inner: axis 1 (id 3) then 0 (id 2)
+    _run(k)
 
 
 @pytest.mark.parametrize("tiling,msg", [
     (lambda: Tiling((4, 6), upcast=(4, 4)), "must divide the tile"),
     (lambda: Tiling((4, 4), order=(0, 0)), "not a permutation"),
+    (lambda: Tiling((4, 4), outer=(1,)), "not a permutation"),
     (lambda: make("permute", shape=(4, 6), loops=Tiling((4, 4))), "must divide the output"),
 ])
 def test_tiling_errors(tiling, msg) -> None:
