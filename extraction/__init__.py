@@ -31,6 +31,7 @@ from extraction.extract import (
     dag_cost,
     extract_dag,
     extract_tree,
+    extract_tree_each,
     tree_cost,
     uop_builder,
 )
@@ -38,6 +39,7 @@ from extraction.extract import (
 __all__ = [
     "COST_MODELS", "ClassId", "CostModel", "CpuCost", "Decoded", "EGraphView", "ENode",
     "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "build_terms",
-    "dag_cost", "divmod_count", "extract_dag", "extract_tree", "get_cost_model",
+    "dag_cost", "divmod_count", "extract_dag", "extract_tree", "extract_tree_each",
+    "get_cost_model",
     "reference_cost", "tree_cost", "uop_builder", "uop_child_consts",
 ]

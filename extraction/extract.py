@@ -41,7 +41,8 @@ from eqsat.uop import UOp
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled
 
-__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_dag", "build_terms",
+__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_tree_each", "extract_dag",
+           "build_terms",
            "uop_builder", "dag_cost", "tree_cost"]
 
 T = TypeVar("T")
@@ -827,6 +828,31 @@ def extract_tree(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = N
     assert order is not None  # a tree choice is acyclic by construction
     return _result(comp, cost, choice, ridx, order, "tree",
                    {"enodes": len(comp.nodes), "classes": len(comp.cids)})
+
+
+def extract_tree_each(view: EGraphView, roots: Sequence[ClassId],
+                      model: CostModel | str | None = None) -> list[Extraction]:
+    """:func:`extract_tree` of every root on its own (``[extract_tree(view, [r], model)
+    for r in roots]``), sharing one tree pass over the whole view: a class's best tree
+    does not depend on which root reaches it, and the view's canonical order breaks
+    ties the same way as in a view of only the classes one root reaches.
+
+    Raises ExtractionError when a root has no finite acyclic term.
+    """
+    roots = list(roots)
+    if not roots:
+        return []
+    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
+    choice, _best = _tree_choice(comp, cost, relevant)
+    if any(choice[r] < 0 for r in ridx):
+        raise _unextractable(comp, ridx, choice)
+    out = []
+    for r in ridx:
+        order = _walk(comp, choice, [r])
+        assert order is not None  # a tree choice is acyclic by construction
+        out.append(_result(comp, cost, choice, [r], order, "tree",
+                           {"enodes": len(comp.nodes), "classes": len(comp.cids)}))
+    return out
 
 
 def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,

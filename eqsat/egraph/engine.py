@@ -262,7 +262,7 @@ class Session:
         """Extract every root on its own (a batch gives each graph its own best):
         tree extraction first (fast), then the DAG-aware one when the budget allows
         it; the cheaper selection (DAG cost) wins."""
-        from extraction import EGraphView, ENode, extract_dag, extract_tree
+        from extraction import EGraphView, ENode, extract_dag, extract_tree_each
 
         decoded: dict[int, tuple] = {}
         for i, n in enumerate(snap.nodes):
@@ -281,11 +281,18 @@ class Session:
         enodes = {i: ENode(i, snap.nodes[i].cls, *decoded[i]) for i in sorted(use)}
         roots = [snap.cls_of_handle(h) for h in handles]
         uniq = list(dict.fromkeys(roots))
-        views = {}
-        if len(uniq) == 1:
-            views[uniq[0]] = EGraphView(list(enodes.values()), class_min=snap.lo)
-        else:  # a view per root: only the classes it reaches
-            for r in uniq:
+        # tree extraction of every root on its own, in one pass over the whole e-graph
+        full = EGraphView(list(enodes.values()), class_min=snap.lo)
+        best: dict[int, Any] = dict(zip(uniq, extract_tree_each(full, uniq, model),
+                                        strict=True))
+        views: dict[int, EGraphView] = {}
+
+        def view_of(r: int) -> EGraphView:
+            """The classes root ``r`` reaches (the DAG search of one root)."""
+            if len(uniq) == 1:
+                return full
+            v = views.get(r)
+            if v is None:
                 sub, seen, stack = [], {r}, [r]
                 while stack:
                     c = stack.pop()
@@ -298,22 +305,22 @@ class Session:
                             if k not in seen:
                                 seen.add(k)
                                 stack.append(k)
-                views[r] = EGraphView(sub, class_min={c: snap.lo[c] for c in seen
-                                                       if c in snap.lo})
-        best: dict[int, Any] = {}
-        for r in uniq:
-            best[r] = extract_tree(views[r], [r], model)
+                v = views[r] = EGraphView(sub, class_min={c: snap.lo[c] for c in seen
+                                                          if c in snap.lo})
+            return v
+
         method = "tree"
         t0 = time.perf_counter()
         size = 0
         for r in uniq:
             if best[r].cost >= best[r].tree_cost:
                 continue  # the tree choice shares nothing: nothing for the DAG search to use
-            n = len(views[r])
+            view = view_of(r)
+            n = len(view)
             per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
             if clock.elapsed() + per > clock.seconds:
                 break
-            ext = extract_dag(views[r], [r], model)
+            ext = extract_dag(view, [r], model)
             size += n
             method = "dag"
             if ext.cost <= best[r].cost:

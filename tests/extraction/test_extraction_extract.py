@@ -23,6 +23,7 @@ from extraction import (
     dag_cost,
     extract_dag,
     extract_tree,
+    extract_tree_each,
     tree_cost,
 )
 from extraction.synth import random_view
@@ -325,6 +326,37 @@ def test_random_egraphs_local_optimum(seed, cyc):
             except ExtractionError:
                 continue  # cyclic or incomplete
             assert c >= d.cost - 1e-9, (cid, alt.key)
+
+
+def _reach_view(v: EGraphView, root) -> EGraphView:
+    """The sub-view of the classes ``root`` reaches through any e-node."""
+    seen, stack = {root}, [root]
+    while stack:
+        for n in v.classes[stack.pop()]:
+            for k in n.children:
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+    return EGraphView([n for c in seen for n in v.classes[c]],
+                      class_min={c: m for c, m in v.class_min.items() if c in seen})
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), cyc=st.sampled_from([0.0, 0.3]),
+       model=st.sampled_from([REF, CpuCost()]))
+def test_tree_each_root_is_its_own_tree_extraction(seed, cyc, model):
+    """One shared tree pass gives every root what a view of only its classes gives."""
+    v = random_view(seed, n_classes=25, max_nodes_per_class=3, cycle_prob=cyc)
+    roots = sorted(v.classes)[::3]
+    each = extract_tree_each(v, roots, model)
+    assert len(each) == len(roots)
+    for r, ex in zip(roots, each, strict=True):
+        alone = extract_tree(_reach_view(v, r), [r], model)
+        assert ex.roots == (r,)
+        assert {c: n.key for c, n in ex.selection.items()} == \
+            {c: n.key for c, n in alone.selection.items()}
+        assert (ex.cost, ex.tree_cost) == (alone.cost, alone.tree_cost)
+    assert extract_tree_each(v, [], model) == []
 
 
 def test_deterministic_across_hash_seeds():
