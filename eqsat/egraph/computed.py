@@ -61,6 +61,7 @@ CONTEXT_ALTERNATIVES = 4
 NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
                                  "Cst": 0.0, "Leaf": 0.0, "Cons": 0.0, "Nil": 0.0}
 _ZERO_G = {"RANGE", "SPECIAL"}
+_FREE = frozenset(("Cst", "Leaf", "Cons", "Nil"))  # priced 0 under every model
 
 
 class Weights:
@@ -84,12 +85,19 @@ class Weights:
     def _price(self, n: Node) -> float:
         if self.model is None:
             return node_weight(n)
-        if n.ctor in ("Cst", "Leaf", "Cons", "Nil"):
+        ctor = n.ctor
+        if ctor in _FREE:
             return 0.0
         snap = self.snap
-        consts = tuple(snap.const_node_of(k) for k in n.kids)
-        mins = tuple(snap.lo.get(k) for k in n.kids) if self.bounds_aware else None
-        key = (n.ctor, n.fields[0] if n.ctor in CTOR_OP else n.fields[:3], consts, mins)
+        kids = n.kids
+        cn = snap.const_node_of
+        consts = tuple([cn(k) for k in kids])
+        if self.bounds_aware:
+            lo = snap.lo
+            mins = tuple([lo.get(k) for k in kids])
+        else:
+            mins = None
+        key = (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3], consts, mins)
         w = self._cache.get(key)
         if w is not None:
             return w
@@ -382,6 +390,7 @@ class EClassCtx(LinBuilder):
         self.lins = lins
         self._parts: dict[tuple[str, int], list[tuple[Lin, Lin]]] = {}
         self._bounds: dict[Any, tuple[float, float]] = {}
+        self._lins: dict[Lin, Term] = {}
 
     # ---- facts -----------------------------------------------------------
     def bounds(self, a: int) -> tuple[float, float]:
@@ -423,6 +432,14 @@ class EClassCtx(LinBuilder):
     # ---- builders (pending terms, lightly folded) -------------------------
     def atom(self, a: int) -> Term:
         return a
+
+    def lin(self, x: Lin) -> Term:
+        """The term of a linear form (memoized: :meth:`sum` orders the terms itself, so
+        equal forms give equal terms)."""
+        t = self._lins.get(x)
+        if t is None:
+            t = self._lins[x] = self.sum(list(x.terms), x.const)
+        return t
 
     def const(self, v: int) -> Term:
         if not fits_i64(v):
@@ -481,13 +498,14 @@ class EClassCtx(LinBuilder):
         (``k - a - b`` when no term is positive, ``a*-c - b`` when neither is k)."""
         merged: dict[Any, list] = {}
         for c, t in terms:
-            k = _key(t)
-            if k in merged:
-                merged[k][0] += c
-            else:
+            k = (0, t) if isinstance(t, int) else _key(t)
+            e = merged.get(k)
+            if e is None:
                 merged[k] = [c, t]
-        items = sorted(((k, c, t) for k, (c, t) in merged.items() if c != 0),
-                       key=lambda x: x[0])
+            else:
+                e[0] += c
+        items = sorted((k, c, t) for k, (c, t) in merged.items() if c != 0) \
+            if len(merged) > 1 else [(k, c, t) for k, (c, t) in merged.items() if c != 0]
         pos = [(c, t) for _, c, t in items if c > 0]
         neg = [(-c, t) for _, c, t in items if c < 0]
         acc: Term | None = None
@@ -556,7 +574,7 @@ class PassState:
         self.ctx_out: dict[int, set[int]] = {}
 
 
-def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], None],
+def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
               name: str) -> None:
     """Union every never-Invalid integer class whose interval is one value with that
     constant (a division counts only when its divisor is never 0)."""
@@ -684,7 +702,9 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                                         for i, f in enumerate(t)))
         return h
 
-    def union(cls: int, t: Term, name: str) -> None:
+    def union(cls: int, t: Term, name: str) -> bool:
+        """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
+        outside i64), True when recorded or already there."""
         # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
         # (an atom no taller than cls cannot hold cls in its best term)
         hc = height.get(cls, 0)
@@ -692,19 +712,19 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         for a in _atoms(t):
             a = canon_h(a)
             if a == cls:
-                return
+                return False
             if height.get(a, 0) > hc:
                 if memo is None:
                     memo = reach_memo.setdefault(cls, {})
                 if _reaches(snap, best, a, {cls}, memo):
-                    return
+                    return False
         if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
             res.skipped_cap += 1
-            return
+            return False
         try:
             h = emit_m(t)
         except _UnrepresentableError:
-            return
+            return False
         if h != cls:
             before = ins.pending
             ins.union(cls, h)
@@ -712,6 +732,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 res.unions += 1
                 res.matches[name] = res.matches.get(name, 0) + 1
                 state.unions[cls] = state.unions.get(cls, 0) + 1
+        return True
 
     def bkey(x: Lin) -> tuple:
         return tuple(snap.bounds(a) for _, a in x.terms)
@@ -874,6 +895,9 @@ class Context:
     x: int
     xh: int
     fresh: dict[int, Term]
+    #: (x' class, where class, variables' classes) of the last close whose unions all
+    #: went in (or were there): with nothing of it dirty, closing again changes nothing
+    closed: tuple | None = field(default=None, repr=False, compare=False)
 
 
 def _cmp_constraints(snap: Snapshot, lins: LinForms, n: Node, negate: bool) -> list[Lin]:
@@ -1056,7 +1080,7 @@ def _is_invalid(snap: Snapshot, c: int) -> bool:
 
 def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
                  lins: LinForms, ectx: EClassCtx, state: PassState, name: str,
-                 union: Callable[[int, Term, str], None], dirty: set[int],
+                 union: Callable[[int, Term, str], Any], dirty: set[int],
                  weights: Weights) -> None:
     """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
     ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
@@ -1163,6 +1187,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
     # prices them where they are used (x' itself sees only the narrowed bounds)
     wt = weights.of
 
+    refused = [False]
+
     def _close(wc: int, ctx: Context, t: Term) -> None:
         try:
             th = emit(t, ins)
@@ -1170,7 +1196,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
             return
         for c in (wc, ctx.where_h):
             state.ctx_out.setdefault(c, set()).add(th)
-        union(wc, ("Where", ctx.dt, ctx.c, th, ctx.f), name)
+        if union(wc, ("Where", ctx.dt, ctx.c, th, ctx.f), name) is False:
+            refused[0] = True
 
     for ctx in state.contexts:
         try:
@@ -1179,42 +1206,66 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
             fresh_cls = {snap.cls_of_handle(h): t for h, t in ctx.fresh.items()}
         except KeyError:
             continue
-        limit = cost.get(ctx.x, INF)
-        if xc not in cost or cost[xc] > limit:
+        sig = (xc, wc, tuple(fresh_cls))
+        if ctx.closed == sig and not _close_dirty(snap, ctx, sig, dirty):
+            continue  # what it reads is as it was: it would union what it did
+        ctx.closed = None
+        refused[0] = False
+        _close_one(snap, ctx, xc, wc, fresh_cls, best, cost, wt, _close)
+        if not refused[0]:
+            ctx.closed = sig
+
+
+def _close_dirty(snap: Snapshot, ctx: Context, sig: tuple, dirty: set[int]) -> bool:
+    """Whether anything a context's close reads may differ since its last close: its
+    classes, the variables' classes, the children of x''s e-nodes."""
+    xc, wc, fresh = sig
+    if xc in dirty or wc in dirty or ctx.x in dirty or any(c in dirty for c in fresh):
+        return True
+    nodes = snap.nodes
+    return any(k in dirty for i in snap.classes.get(xc, ()) for k in nodes[i].kids)
+
+
+def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[int, Term],
+               best: dict[int, int], cost: dict[int, float], wt: Callable[[int], float],
+               _close: Callable[[int, Context, Term], None]) -> None:
+    """Close one context (see :func:`context_pass`)."""
+    limit = cost.get(ctx.x, INF)
+    if xc not in cost or cost[xc] > limit:
+        return
+    own = frozenset(fresh_cls)
+
+    def foreign(m: Node, own: frozenset[int] = own) -> bool:
+        return _is_ctxvar(m) and m.cls not in own
+
+    if xc in fresh_cls:  # x' is one of its own variables: x is what it stands for
+        t0 = fresh_cls[xc]
+        if not _mentions(t0, wc):
+            _close(wc, ctx, t0)
+    cands = []
+    for i in snap.classes.get(xc, ()):
+        n = snap.nodes[i]
+        if n.subsumed or any(k not in cost for k in n.kids) or _is_ctxvar(n):
             continue
-        own = frozenset(fresh_cls)
-
-        def foreign(m: Node, own: frozenset[int] = own) -> bool:
-            return _is_ctxvar(m) and m.cls not in own
-
-        if xc in fresh_cls:  # x' is one of its own variables: x is what it stands for
-            t0 = fresh_cls[xc]
-            if not _mentions(t0, wc):
-                _close(wc, ctx, t0)
-        cands = []
-        for i in snap.classes.get(xc, ()):
-            n = snap.nodes[i]
-            if n.subsumed or any(k not in cost for k in n.kids) or _is_ctxvar(n):
-                continue
-            c = wt(i) + sum(cost[k] for k in n.kids)
-            if c <= limit * 1.5 + 4:
-                cands.append((c, i))
-        cands.sort()
-        reach: dict[int, bool] = {}
-        # one substitution for every candidate: its rebuilt terms and reach memo are shared
-        sub = dict(fresh_cls)
-        memo: dict[int, Term] = {}
-        sub_reach: dict[int, bool] = {}
-        for _c, i in cands[:CONTEXT_ALTERNATIVES]:
-            n = snap.nodes[i]
-            if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
-                continue  # a foreign context variable: cannot be put back
-            sig = CTORS[n.ctor]
-            t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, sub_reach) if sg == "E" else f
-                           for f, sg in zip(n.fields, sig, strict=True)))
-            if _mentions(t, wc):
-                continue
-            _close(wc, ctx, t)
+        c = wt(i) + sum(cost[k] for k in n.kids)
+        if c <= limit * 1.5 + 4:
+            cands.append((c, i))
+    cands.sort()
+    reach: dict[int, bool] = {}
+    # one substitution for every candidate: its rebuilt terms and reach memo are shared
+    sub = dict(fresh_cls)
+    memo: dict[int, Term] = {}
+    sub_reach: dict[int, bool] = {}
+    for _c, i in cands[:CONTEXT_ALTERNATIVES]:
+        n = snap.nodes[i]
+        if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
+            continue  # a foreign context variable: cannot be put back
+        sig = CTORS[n.ctor]
+        t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, sub_reach) if sg == "E" else f
+                       for f, sg in zip(n.fields, sig, strict=True)))
+        if _mentions(t, wc):
+            continue
+        _close(wc, ctx, t)
 
 
 # ---------------------------------------------------------------------------
@@ -1269,7 +1320,7 @@ def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
 
 
 def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, name: str,
-             union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
+             union: Callable[[int, Term, str], Any], dirty: set[int]) -> None:
     """Rewrite every index comparison ``a < b`` through :func:`cmp_rewrites`."""
     defined = snap.defined
     for n in snap.nodes:
@@ -1464,25 +1515,42 @@ class _BasisSearch:
                             cs, cr = cur.coef(t), rel.coef(t)
                             if cs == 0 or cs % cr:
                                 continue
-                            nxt = cur - rel * (cs // cr)
+                            nxt = cur + rel * -(cs // cr)  # == cur - rel*(cs//cr)
                             if nxt in seen:
                                 continue
                             seen.add(nxt)
                             cand.append((self.cost(nxt), nxt))
             if not cand:
                 break
-            cand.sort(key=lambda t: (t[0], str(t[1])))
-            beam = cand[:self.BEAM]
+            beam = _first_by_cost(cand, self.BEAM)
             if beam[0][0] < best_cost - 0.5:
                 best_cost, best = beam[0]
         return best
+
+
+def _first_by_cost(cand: list[tuple[float, Lin]], k: int) -> list[tuple[float, Lin]]:
+    """The first ``k`` of ``cand`` sorted by ``(cost, str(form))``; the forms' strings
+    are made only for the ties that reach the first ``k``."""
+    cand.sort(key=lambda t: t[0])
+    out: list[tuple[float, Lin]] = []
+    i = 0
+    while i < len(cand) and len(out) < k:
+        j = i + 1
+        while j < len(cand) and cand[j][0] == cand[i][0]:
+            j += 1
+        run = cand[i:j]
+        if len(run) > 1:
+            run.sort(key=lambda t: str(t[1]))
+        out.extend(run)
+        i = j
+    return out[:k]
 
 
 _INVALID = object()  # lift(): the class is the bare Invalid
 
 
 def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassState,
-              name: str, union: Callable[[int, Term, str], None], dirty: set[int]) -> None:
+              name: str, union: Callable[[int, Term, str], Any], dirty: set[int]) -> None:
     """Lift every Invalid guard of an index term to its top, in one step.
 
     ``lift(c)`` reads class ``c`` through its cheapest term as ``where(clauses,
@@ -1593,7 +1661,7 @@ def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRu
 
 
 def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
-                rules: list[PyRule], union: Callable[[int, Term, str], None],
+                rules: list[PyRule], union: Callable[[int, Term, str], Any],
                 deadline: float | None) -> None:
     """Apply bridged baseline rules (see :func:`bridge`) to the dirty classes' e-nodes."""
     from eqsat.egraph.encoding import decode_node
