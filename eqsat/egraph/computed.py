@@ -685,11 +685,17 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     reach_memo: dict[int, dict[int, bool]] = {}
     height = snap.height
 
+    canon_memo: dict[int, int] = {}
+
     def canon_h(h: int) -> int:
-        try:
-            return snap.cls_of_handle(h)
-        except KeyError:  # a handle made during this pass
-            return h
+        c = canon_memo.get(h)
+        if c is None:
+            try:
+                c = snap.cls_of_handle(h)
+            except KeyError:  # a handle made during this pass
+                c = h
+            canon_memo[h] = c
+        return c
 
     emitted: dict[Any, int] = {}  # pending term -> handle (canon_h is fixed in a pass)
 
@@ -698,8 +704,11 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             return canon_h(t)
         h = emitted.get(t)
         if h is None:
-            h = emitted[t] = ins.node(*(emit_m(f) if i in _TERM_E[t[0]] else f
-                                        for i, f in enumerate(t)))
+            fields = list(t)
+            for i in _TERM_E[t[0]]:
+                f = t[i]
+                fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+            h = emitted[t] = ins.node(*fields)
         return h
 
     def union(cls: int, t: Term, name: str) -> bool:
@@ -1672,6 +1681,7 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             by_op.setdefault(op, []).append(r)
     any_op = by_op.pop(None, [])
     cands: dict[tuple[Any, bool], list[PyRule]] = {}
+    needs = {id(r): _needed_child_ops(r.rule.pattern) for r in rules}
     built: dict[int, Any] = {}
 
     def term(c: int) -> Any:
@@ -1708,12 +1718,29 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                                     if not (ck[1] and r.kind == "uop_nonint")]
             if not cand:
                 continue
+            # the ops of the children's best terms: a rule whose pattern needs a child
+            # op none of them has cannot match (no UOp is built for it)
+            dec = decode_node(n, ins.args, snap)
+            if dec is None:
+                continue
+            kid_ops: set[int] | None = set()
+            for k in dec[3]:
+                bi = best.get(k)
+                kop = snap.nodes[bi].op if bi is not None else None
+                if kop is None:  # no UOp for this child (term() is None): no rule applies
+                    kid_ops = None
+                    break
+                kid_ops.add(kop._value_)
+            if kid_ops is None:
+                continue
+            cand = [r for r in cand if needs[id(r)] <= kid_ops]
+            if not cand:
+                continue
             u = None
             for r in cand:
                 if u is None:
-                    dec = decode_node(n, ins.args, snap)
-                    kids = [term(k) for k in dec[3]] if dec is not None else [None]
-                    if dec is None or any(k is None for k in kids):
+                    kids = [term(k) for k in dec[3]]
+                    if any(k is None for k in kids):
                         break
                     try:
                         u = UOp(dec[0], dec[1], tuple(kids), dec[2])
@@ -1725,6 +1752,16 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                     continue
                 if out is not None and out is not u:
                     union(c, ins.add_uop_with_facts(out), r.name)
+
+
+def _needed_child_ops(p: Any) -> frozenset[int]:
+    """Ops (by value) that some direct child must have for the pattern ``p`` to match
+    (each source pattern restricted to one op names one; see eqsat.pattern)."""
+    src = getattr(p, "src", None)
+    if src is None or (p.any_len and len(src) == 1):
+        return frozenset()
+    return frozenset(next(iter(c.ops))._value_ for c in src
+                     if c.ops is not None and len(c.ops) == 1)
 
 
 def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:
