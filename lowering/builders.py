@@ -1296,7 +1296,8 @@ _register(_movement_spec(
                                     ("reshape", (3, 6)), ("flip", (1,))]},
     ],
     bench={"shape": (2000, 2100), "chain": [("pad", ((4, 4), (0, 6))), ("permute", (1, 0)),
-                                             ("shrink", ((0, 2100), (2, 2006)))]}))
+                                             ("shrink", ((0, 2100), (2, 2006)))],
+           "loops": "auto"}))
 _register(_movement_spec(
     "permute", lambda order=(1, 0), **_: [("permute", tuple(order))], permute,
     cases=[
