@@ -38,7 +38,7 @@ from typing import Any
 
 from eqsat.egraph._egglog import bindings
 from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
-from eqsat.egraph.computed import PassState, PyRule, python_pass
+from eqsat.egraph.computed import PassState, PyRule, Weights, best_nodes, python_pass
 from eqsat.egraph.encoding import (
     ArgTable,
     Inserter,
@@ -233,6 +233,12 @@ class Session:
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
                     break
+                if limits.stall and not snap.best_cost and len(sizes) > 1 and \
+                        sizes[-1] <= sizes[-2] * (1.0 + STALL_GROWTH):
+                    # the pass did not report its best costs: price them here, only after
+                    # a quiet iteration (a stalled window starts and ends with one)
+                    with clock.phase(times, "stall"):
+                        snap.best_cost = best_nodes(snap, Weights(snap, model, state.prices))[1]
                 costs.append(_root_cost(snap, root_cls))
                 if _stalled(costs, sizes, limits.stall):
                     stop = "stalled"
