@@ -675,6 +675,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     _lap('best')
     weights = Weights(snap, model, state.prices)
     best, _cost = best_nodes(snap, weights)
+    snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty = _dirty(snap, best, changed)
     lins = LinForms(snap, best)
     ctx = EClassCtx(snap, lins)
