@@ -572,6 +572,7 @@ class PassState:
         self.sigs: dict[int, Any] = {}
         self.prices: dict[Any, float] = {}
         self.ctx_out: dict[int, set[int]] = {}
+        self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
@@ -606,7 +607,9 @@ def _changed(snap: Snapshot, state: PassState) -> set[int]:
     # the e-nodes (with their class) and the facts of every class: a class changed when
     # one of its e-nodes or facts is not in the last pass's sets, or one of the last
     # pass's is not in this one's
-    keys = {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
+    rows = getattr(snap, "rows", None)  # (cls, ctor, fields, subsumed) per e-node, if kept
+    keys = set(rows) if rows is not None else \
+        {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
     facts = {(c, lo.get(c), hi.get(c), c in defined) for c in snap.classes}
     old_keys, old_facts = state.sigs.get("nodes", set()), state.sigs.get("facts", set())
     changed = {k[0] for k in keys - old_keys} | {k[0] for k in old_keys - keys}
@@ -736,12 +739,14 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         except _UnrepresentableError:
             return False
         if h != cls:
-            before = ins.pending
-            ins.union(cls, h)
-            if ins.pending != before:
-                res.unions += 1
-                res.matches[name] = res.matches.get(name, 0) + 1
-                state.unions[cls] = state.unions.get(cls, 0) + 1
+            # a union this run recorded already is in the e-graph: no second row (it
+            # counts as before: matches and the per-class cap are unchanged)
+            if (cls, h) not in state.recorded:
+                state.recorded.add((cls, h))
+                ins.union(cls, h)
+            res.unions += 1
+            res.matches[name] = res.matches.get(name, 0) + 1
+            state.unions[cls] = state.unions.get(cls, 0) + 1
         return True
 
     def bkey(x: Lin) -> tuple:
