@@ -136,6 +136,15 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
 class _Emitter:
     def __init__(self, linear: list[UOp], name: str, target: object | None):
         self.linear = linear
+        self.target = target
+        # vector groups (Target.vectorize): load -> (group, lane); group -> its 4 loads
+        self.vload: dict[UOp, tuple[int, int]] = {}
+        self.vload_groups: list[tuple[UOp, ...]] = []
+        self.vload_first: dict[UOp, int] = {}  # first-emitted member -> group
+        self.vload_name: dict[int, str] = {}
+        self.vstore: dict[UOp, tuple[UOp, ...]] = {}  # first store -> its 4 stores
+        self.vskip: set[UOp] = set()  # stores emitted with their group's first
+        self.streamed = False
         self.name = name
         self.expr: dict[UOp, str] = {}
         self.addr: dict[UOp, tuple[str, str, str | None]] = {}
@@ -264,8 +273,132 @@ class _Emitter:
         buf, off, gate = self.addr[idx]
         return f"{buf}[{off}]", gate
 
+    # ---- vector groups (Target.vectorize) -----------------------------------------------
+    def _vector_groups(self, inline: set[UOp]) -> None:
+        t = self.target
+        if t is None or not getattr(t, "vectorize", False):
+            return
+        lin = self.linear
+        written = {_global(u.src[0].src[0]) for u in lin
+                   if u.op is Ops.STORE and u.src[0].op is Ops.INDEX}
+        seg, cur, pos = {}, 0, {}
+        for i, u in enumerate(lin):
+            if u.op in (Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF):
+                cur += 1
+            seg[u] = cur
+            pos.setdefault(u, i)
+        # loads: 4 consecutive addresses of one read-only buffer in one loop body
+        cands: dict[tuple, dict[int, UOp]] = defaultdict(dict)
+        for u in lin:
+            ab = _access(u)
+            if u.op is Ops.LOAD and len(u.src) == 1 and ab is not None and ab[2] not in written:
+                cands[(seg[u], ab[2], ab[0])].setdefault(ab[1], u)
+        for run in cands.values():
+            for c in sorted(run):
+                members = [run.get(c + k) for k in range(4)]
+                if all(m is not None and m not in self.vload for m in members):
+                    g = len(self.vload_groups)
+                    self.vload_groups.append(tuple(members))  # type: ignore[arg-type]
+                    for k, m in enumerate(members):
+                        self.vload[m] = (g, k)  # type: ignore[index]
+                    self.vload_first[min(members, key=pos.__getitem__)] = g
+        # stores: four in a row (nothing emitted between) to A+c .. A+c+3 of one buffer
+        silent = {Ops.INDEX, Ops.CONST, Ops.NOOP, Ops.AFTER}
+        i = 0
+        while i < len(lin):
+            first = lin[i]
+            base = _access(first) if first.op is Ops.STORE and len(first.src) == 2 else None
+            if base is None:
+                i += 1
+                continue
+            group, j = [first], i + 1
+            while j < len(lin) and len(group) < 4:
+                u = lin[j]
+                if u.op in silent or u in inline or (u.op is Ops.LOAD and u in self.vload
+                                                     and u not in self.vload_first):
+                    j += 1
+                    continue
+                b = _access(u) if u.op is Ops.STORE and len(u.src) == 2 else None
+                if b is None or b[0] is not base[0] or b[2] is not base[2] or \
+                        b[1] != base[1] + len(group):
+                    break
+                group.append(u)
+                j += 1
+            if len(group) == 4:
+                self.vstore[first] = tuple(group)
+                self.vskip.update(group[1:])
+                i = j
+            else:
+                i += 1
+
+    def _vec_helpers(self) -> None:
+        self.helpers.setdefault("eqsat_f32x4", _VEC_TYPES)
+
+    def emit_vload(self, g: int) -> None:
+        self._vec_helpers()
+        members = self.vload_groups[g]
+        a, c, _ = _access(members[0])  # type: ignore[misc]
+        name = self.fresh("vec")
+        self.vload_name[g] = name
+        buf = self.base_name(members[0].src[0].src[0])
+        off = self.ref(a) if c == 0 else f"({self.ref(a)}+{c_literal(c, a.dtype)})"
+        self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, &{buf}[{off}], 16);")
+        for k, m in enumerate(members):
+            self.expr[m] = f"{name}[{k}]"
+
+    def _lanes_vector(self, vals: list[UOp]) -> str:
+        """A C vector expression of the four values, shuffles where they are lanes of
+        loaded vectors."""
+        if not all(v in self.vload and v.dtype.name == "f32" for v in vals):
+            return f"((eqsat_f32x4){{{', '.join(self.ref(v) for v in vals)}}})"
+        src = [(self.vload_name[self.vload[v][0]], self.vload[v][1]) for v in vals]
+        names = list(dict.fromkeys(n for n, _ in src))
+        if len(names) == 1:
+            ks = [k for _, k in src]
+            if ks == [0, 1, 2, 3]:
+                return names[0]
+            return f"__builtin_shuffle({names[0]}, (eqsat_i32x4){{{', '.join(map(str, ks))}}})"
+        if len(names) == 2:
+            ks = [k + 4 * names.index(n) for n, k in src]
+            return (f"__builtin_shuffle({names[0]}, {names[1]}, "
+                    f"(eqsat_i32x4){{{', '.join(map(str, ks))}}})")
+
+        def pair(x: tuple[str, int], y: tuple[str, int]) -> tuple[str, int]:
+            """A vector holding lanes x, y at positions (p, p+1), and p. Equal lanes
+            of two vectors come from their interleave (``unpcklps``/``unpckhps``),
+            which the C compiler computes once for all the stores that share it
+            (a 4x4 transpose: 8 shuffles)."""
+            (na, ka), (nb, kb) = x, y
+            if na != nb and ka == kb:
+                m = "0, 4, 1, 5" if ka < 2 else "2, 6, 3, 7"
+                return f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{m}}})", 2 * (ka % 2)
+            if na == nb:
+                return f"__builtin_shuffle({na}, (eqsat_i32x4){{{ka}, {kb}, {ka}, {kb}}})", 0
+            return (f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{ka}, {kb + 4}, {ka}, "
+                    f"{kb + 4}}})", 0)
+        (x, px), (y, py) = pair(src[0], src[1]), pair(src[2], src[3])
+        return (f"__builtin_shuffle({x}, {y}, (eqsat_i32x4){{{px}, {px + 1}, {py + 4}, "
+                f"{py + 5}}})")
+
+    def emit_vstore(self, group: tuple[UOp, ...]) -> None:
+        self._vec_helpers()
+        lv, _ = self.lvalue(group[0].src[0])
+        vec = self._lanes_vector([u.src[1] for u in group])
+        buf = _global(group[0].src[0].src[0])
+        if buf is not None:
+            self.sig.written.add(buf.arg[0])
+        t = self.target
+        if getattr(t, "streaming_stores", False) and buf is not None and \
+                buf.arg[1] * 4 >= getattr(t, "stream_min_bytes", 0):
+            self.helpers.setdefault("eqsat_stream_f32x4", _STREAM_HELPER)
+            self.streamed = True
+            self.emit(f"eqsat_stream_f32x4(&{lv}, {vec});")
+        else:
+            self.emit(f"{{ eqsat_f32x4 v_ = {vec}; __builtin_memcpy(&{lv}, &v_, 16); }}")
+
     def render(self) -> str:
         inline = self._inline_set()
+        self._vector_groups(inline)
         root = self.linear[-1] if self.linear else None
         for u in self.linear:
             op = u.op
@@ -295,6 +428,9 @@ class _Emitter:
             elif op is Ops.INDEX:
                 gate = self.ref(u.src[2]) if len(u.src) > 2 else None
                 self.addr[u] = (self.base_name(u.src[0]), self.ref(u.src[1]), gate)
+            elif op is Ops.LOAD and u in self.vload:
+                if u in self.vload_first:
+                    self.emit_vload(self.vload_first[u])
             elif op is Ops.LOAD:
                 lv, gate = self.lvalue(u.src[0])
                 if gate is not None:
@@ -305,6 +441,10 @@ class _Emitter:
                 name = self.fresh("val")
                 self.emit(f"{ctype(u.dtype)} {name} = {val};")
                 self.expr[u] = name
+            elif op is Ops.STORE and u in self.vskip:
+                pass
+            elif op is Ops.STORE and u in self.vstore:
+                self.emit_vstore(self.vstore[u])
             elif op is Ops.STORE:
                 lv, gate = self.lvalue(u.src[0])
                 base = u.src[0].src[0]
@@ -372,7 +512,45 @@ class _Emitter:
         head = ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>", ""]
         head += list(self.helpers.values()) + ([""] if self.helpers else [])
         proto = f"{ret} {self.name}({', '.join(params) or 'void'}) {{"
-        return "\n".join(head + [proto] + self.lines + ["}", ""])
+        tail = [_STREAM_FENCE] if self.streamed else []
+        return "\n".join(head + [proto] + self.lines + tail + ["}", ""])
+
+
+_VEC_TYPES = """typedef float eqsat_f32x4 __attribute__((vector_size(16)));
+typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));"""
+_STREAM_HELPER = """static inline void eqsat_stream_f32x4(float* p, eqsat_f32x4 v) {
+#if defined(__SSE__)
+  if (((uintptr_t)p & 15) == 0) { __builtin_ia32_movntps(p, v); return; }
+#endif
+  __builtin_memcpy(p, &v, 16);
+}"""
+_STREAM_FENCE = """#if defined(__SSE__)
+  __builtin_ia32_sfence();
+#endif"""
+
+
+def _global(buf: UOp) -> UOp | None:
+    while buf.op is Ops.AFTER:
+        buf = buf.src[0]
+    return buf if buf.op is Ops.DEFINE_GLOBAL else None
+
+
+def _access(u: UOp) -> tuple[UOp, int, UOp] | None:
+    """``(A, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A + c)``
+    (c a constant; 0 for ``buf[A]``) of a global buffer; else None."""
+    if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or \
+            len(u.src[0].src) != 2:
+        return None
+    val = u if u.op is Ops.LOAD else u.src[1]
+    if val.dtype.name != "f32":
+        return None
+    buf = _global(u.src[0].src[0])
+    addr = u.src[0].src[1]
+    if buf is None:
+        return None
+    if addr.op is Ops.ADD and addr.src[1].op is Ops.CONST:
+        return addr.src[0], int(addr.src[1].arg), buf
+    return addr, 0, buf
 
 
 def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None

@@ -62,6 +62,15 @@ class Target:
     ``split_gates``: split loops where a gate comparing the loop index with a
     constant changes value (:func:`lowering.split.split_gated_ranges`), so a
     padded copy's middle loop is an ungated, vectorizable copy.
+    ``vectorize``: four f32 loads of one loop body from consecutive addresses
+    of a buffer the kernel never writes become one 16-byte vector load, and
+    four f32 stores in a row to consecutive addresses one vector store (GCC
+    vector extensions; a stored vector built from loaded ones is a
+    ``__builtin_shuffle``), e.g. a transpose's 4x4 register tile.
+    ``streaming_stores``: those vector stores to an output of at least
+    ``stream_min_bytes`` are non-temporal (x86 SSE ``movntps`` where the
+    address is 16-byte aligned, a plain store elsewhere and without SSE): a big
+    output goes to memory without first being read into the cache.
     """
 
     name: str = "c"
@@ -70,11 +79,16 @@ class Target:
     neg: bool = True
     fast_div: bool = True
     split_gates: bool = True
+    vectorize: bool = True
+    streaming_stores: bool = True
+    stream_min_bytes: int = 8 << 20
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
-                f"fast_div={self.fast_div}, split_gates={self.split_gates})")
+                f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
+                f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
+                f"stream_min_bytes={self.stream_min_bytes})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]

@@ -137,9 +137,9 @@ def test_tiling_errors(tiling, msg) -> None:
 
 
 @pytest.mark.parametrize("shape,order,want", [
-    ((2080, 2112), (1, 0), Tiling((704, 16), upcast=(4, 4), order=(1, 0))),
-    ((12, 10), (1, 0), Tiling((10, 12), upcast=(2, 4), order=(1, 0))),
-    ((4, 6, 8), (2, 0, 1), Tiling((8, 1, 6), upcast=(4, 1, 2), order=(1, 2, 0))),
+    ((2080, 2112), (1, 0), Tiling((16, 520), upcast=(4, 4), order=(0, 1))),
+    ((12, 10), (1, 0), Tiling((10, 12), upcast=(2, 4), order=(0, 1))),
+    ((4, 6, 8), (2, 0, 1), Tiling((8, 1, 6), upcast=(4, 1, 2), order=(1, 0, 2))),
     ((5, 7), (1, 0), "nd"),                  # odd sizes: no register tile
     ((6, 8), (0, 1), "nd"),                  # already contiguous
     ((2, 3, 4, 5), (3, 1, 0, 2), "nd"),      # 5 and 3 are odd
@@ -178,9 +178,12 @@ def test_register_tile_is_unrolled() -> None:
     constant offsets from one base address per buffer."""
     k = make("permute", shape=(8, 12), order=(1, 0),
              loops=Tiling((4, 8), upcast=(4, 4), order=(1, 0)))
-    ck = _run(k)
+    ck = _run(k, target=Target(vectorize=False))
     inner = _body(ck.c_source).split("for (")[-1]
     assert inner.count("data0[") == 16 and inner.count("data1[") == 16
+    # vectorized (the default): four 16-byte loads and four 16-byte stores
+    inner = _body(_run(k).c_source).split("for (")[-1]
+    assert inner.count("data0[") == 4 and inner.count("data1[") == 4
 
 
 @pytest.mark.parametrize("name,params", [
@@ -191,3 +194,69 @@ def test_register_tile_is_unrolled() -> None:
 ])
 def test_upcast_other_kernels(name, params) -> None:
     _run(make(name, **params))
+
+
+# ---- vector loads/stores and streaming stores (Target.vectorize, streaming_stores) ----------
+
+STREAM_ALL = Target(stream_min_bytes=0)
+
+
+@pytest.mark.parametrize("target", [None, STREAM_ALL, Target(vectorize=False),
+                                    Target(streaming_stores=False, stream_min_bytes=0)],
+                         ids=["default", "stream", "scalar", "vector"])
+@pytest.mark.parametrize("params", [
+    {"shape": (8, 12), "order": (1, 0)},
+    {"shape": (4, 6, 8), "order": (2, 0, 1)},
+    {"shape": (12, 10), "order": (1, 0)},
+])
+def test_vector_tiles_correct(params, target) -> None:
+    ck = _run(make("permute", loops="auto", **params), target=target, seed=2)
+    body = _body(ck.c_source)
+    if target is STREAM_ALL and params["shape"] == (8, 12):
+        assert body.count("eqsat_stream_f32x4(") == 4, body  # 4 rows of a 4x4 tile
+        assert body.count("__builtin_memcpy(&vec") == 4, body  # 4 vector loads
+        assert "__builtin_shuffle" in body
+        assert "restrict data0" in body and "const float* restrict data0" not in body
+    if target is not None and not target.vectorize:
+        assert "eqsat_f32x4" not in ck.c_source
+
+
+def _offset_copy(n: int, off: int) -> UOp:
+    """out[4r + off + k] = in[4r + k], k < 4: runs of four at any alignment."""
+    out, inp = UOp.buffer(0, dtypes.f32, 4 * n + off), UOp.buffer(1, dtypes.f32, 4 * n)
+    r = UOp.range(n, 0)
+    stores = [UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, r * 4 + off + k)),
+                                           UOp(Ops.LOAD, dtypes.f32, (UOp(
+                                               Ops.INDEX, inp.dtype, (inp, r * 4 + k)),))))
+              for k in range(4)]
+    body = UOp(Ops.SINK, dtypes.void, tuple(stores))
+    return UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (body, r)),))
+
+
+@pytest.mark.parametrize("off", [0, 1, 2, 3])
+def test_streaming_stores_any_alignment(off: int) -> None:
+    """Unaligned runs take the plain vector store; the result is the same."""
+    ck = compile_kernel(_offset_copy(5, off), optimize="baseline", target=STREAM_ALL)
+    assert "eqsat_stream_f32x4(" in ck.c_source
+    src = np.arange(20, dtype=np.float32) + 1
+    for start in (0, 1):  # the output at two alignments of its own
+        raw = np.zeros(20 + off + 8, np.float32)
+        out = raw[start:start + 20 + off]
+        ck(out, src)
+        want = np.zeros(20 + off, np.float32)
+        want[off:] = src
+        np.testing.assert_array_equal(out, want)
+
+
+def test_written_buffer_loads_stay_scalar() -> None:
+    """Loads of a buffer the kernel also stores to are not grouped (no reordering)."""
+    b = UOp.buffer(0, dtypes.f32, 8)
+    r = UOp.range(2, 0)
+    st = [UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, b.dtype, (b, r * 4 + k)),
+                                       UOp(Ops.LOAD, dtypes.f32, (UOp(
+                                           Ops.INDEX, b.dtype, (b, r * 4 + (3 - k))),))))
+          for k in range(4)]
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void,
+                                        (UOp(Ops.SINK, dtypes.void, tuple(st)), r)),))
+    src = lower_graph(g, optimize="baseline", target=STREAM_ALL).c_source
+    assert "__builtin_memcpy(&vec" not in src
