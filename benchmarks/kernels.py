@@ -66,10 +66,13 @@ PLAIN_C = Target(fast_div=False)
 
 # (label, builder, parameter overrides of the bench case): loop variants worth a row
 VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
-    # the bench permute and copy run loops="auto" (auto_tiling: a 4x4 register tile, 16-wide
-    # output panels, loops along the input rows); these rows show the schedules it replaced:
+    # the bench permute and copy run loops="auto" (auto_tiling: a 4x4 register tile, panels
+    # of 16 input columns, the inner loop along the output rows; the C emitter makes the tile
+    # 4 vector loads, 8 shuffles and 4 streaming vector stores). permute/scalar: the same
+    # loops as scalar C (Target(vectorize=False)); the others: the schedules it replaced:
     # one loop per output axis (strided reads), 2-D cache blocking without a register tile
     # (64x16, the best scalar tile of an earlier sweep), and one flat loop (divisions)
+    ("permute/scalar", "permute", {"target": Target(vectorize=False)}),
     ("permute/nd", "permute", {"shape": (2080, 2112), "loops": "nd"}),
     ("permute/t64x16", "permute", {"shape": (2080, 2112), "loops": (64, 16)}),
     ("permute/flat", "permute", {"shape": (2080, 2112), "loops": "flat"}),
