@@ -635,23 +635,23 @@ def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     multiplication by a constant) and not roots: their enclosing sum covers them."""
     lin_use: set[int] = set()
     other_use: set[int] = set(roots)
+    const_of = snap.const_of
+    lin_ctors = ("Add", "Sub", "Neg")
     for n in snap.nodes:
-        if n.subsumed:
-            continue
         kids = n.kids
-        if not kids:
+        if not kids or n.subsumed:
             continue
-        linear = n.dtype == "index" and (n.ctor in ("Add", "Sub", "Neg") or (
-            n.ctor == "Mul" and any(snap.const_of(k) is not None for k in kids)))
-        (lin_use if linear else other_use).update(kids)
+        if n.dtype == "index" and (n.ctor in lin_ctors or (n.ctor == "Mul" and any(
+                const_of(k) is not None for k in kids))):
+            lin_use.update(kids)
+        else:
+            other_use.update(kids)
     return lin_use - other_use
 
 
-def _index_classes(snap: Snapshot) -> Iterable[int]:
-    for c, idxs in snap.classes.items():
-        n = snap.nodes[idxs[0]]
-        if n.dtype == "index":
-            yield c
+def _index_classes(snap: Snapshot) -> list[int]:
+    nodes = snap.nodes
+    return [c for c, idxs in snap.classes.items() if nodes[idxs[0]].dtype == "index"]
 
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
@@ -749,8 +749,10 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             state.unions[cls] = state.unions.get(cls, 0) + 1
         return True
 
+    cbounds = ctx.bounds  # snap.bounds, memoized
+
     def bkey(x: Lin) -> tuple:
-        return tuple(snap.bounds(a) for _, a in x.terms)
+        return tuple([cbounds(a) for _, a in x.terms])
 
     defined = snap.defined
 
