@@ -35,7 +35,6 @@ created get fresh handles there (deterministically, bottom-up).
 from __future__ import annotations
 
 import math
-import operator
 import os
 import struct
 import tempfile
@@ -204,6 +203,8 @@ class Inserter:
         self.handle_uop: dict[int, UOp] = {}   # handle -> the inserted UOp
         self.pending = 0
         self._flushes = 0
+        #: (class, ctor, fields, subsumed) -> Node, reused by the next snapshots
+        self.node_cache: dict[tuple, Node] = {}
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -213,6 +214,7 @@ class Inserter:
     def restore(self, st: tuple) -> None:
         self._next, self._memo, self.uop_handle, self._keep, self.handle_uop = \
             st[0], dict(st[1]), dict(st[2]), list(st[3]), dict(st[4])
+        self.node_cache.clear()
         self._rows.clear()
         self.pending = 0
 
@@ -435,9 +437,12 @@ class Snapshot:
                 x = ints[v] = to_i64(v)
             return x
 
+        # every row becomes (class, ctor, fields, subsumed) with its classes named by
+        # handle; a row whose class or a child's has no handle yet waits in `raw` as
         # (ctor, output, fields with classes still as egglog values, subsumed)
+        rows4: list[tuple[int, str, tuple, bool]] = []
         raw: list[tuple[str, Any, list, bool]] = []
-        append = raw.append
+        get = cls_of.get
         for name, sig in CTORS.items():
             f = funcs.get(name)
             if f is None:
@@ -445,18 +450,41 @@ class Snapshot:
             rows = f.rows
             if not rows:
                 continue
-            if name in CTOR_OP:  # ALU: dtype, then classes
+            if sig == "SEE":  # binary ALU nodes, the common case
                 for r in rows:
                     a = r.inputs
-                    a[0] = to_str(a[0])
-                    append((name, r.output, a, r.subsumed))
+                    o = r.output
+                    c, x, y = get(o), get(a[1]), get(a[2])
+                    d = strs.get(a[0])
+                    if d is None:
+                        d = to_str(a[0])
+                    if c is None or x is None or y is None:
+                        a[0] = d
+                        raw.append((name, o, a, r.subsumed))
+                    else:
+                        rows4.append((c, name, (d, x, y), r.subsumed))
                 continue
-            conv = [(i, to_str if c == "S" else to_int) for i, c in enumerate(sig) if c != "E"]
+            conv = [(i, to_str if ch == "S" else to_int) for i, ch in enumerate(sig)
+                    if ch != "E"]
+            pos = _E_POS[name]
             for r in rows:
                 a = r.inputs
                 for i, fn in conv:
                     a[i] = fn(a[i])
-                append((name, r.output, a, r.subsumed))
+                o = r.output
+                c = get(o)
+                if c is not None:
+                    vals = list(a)
+                    for i in pos:
+                        k = get(a[i])
+                        if k is None:
+                            c = None
+                            break
+                        vals[i] = k
+                if c is None:
+                    raw.append((name, o, a, r.subsumed))
+                else:
+                    rows4.append((c, name, tuple(vals), r.subsumed))
         # classes without a handle (made by egglog's rewrites): handles bottom-up
         self.new_handles = 0
         todo = [x for x in raw if x[1] not in cls_of]
@@ -477,8 +505,8 @@ class Snapshot:
             keyed = []
             for x in ready:
                 sig = CTORS[x[0]]
-                fields = tuple(cls_of[v] if s == "E" else v
-                               for v, s in zip(x[2], sig, strict=True))
+                fields = tuple(cls_of[v] if ch == "E" else v
+                               for v, ch in zip(x[2], sig, strict=True))
                 keyed.append(((x[0], fields), x))
             keyed.sort(key=lambda t: _det_key(t[0]))
             for (ctor, fields), x in keyed:
@@ -489,42 +517,51 @@ class Snapshot:
                 inserter.node_with_handle(k, ctor, *fields)
                 self.new_handles += 1
             todo = rest
-        # (class, ctor, fields, subsumed), sorted: the nodes' order is part of the result
-        rows4: list[tuple[int, str, tuple, bool]] = []
         for name, out, vals, sub in raw:
-            c = cls_of.get(out)
+            c = get(out)
             if c is None:
                 continue  # only when check=False: a class without a finite term
             ok = True
             for i in _E_POS[name]:
-                k = cls_of.get(vals[i])
+                k = get(vals[i])
                 if k is None:
                     ok = False
                     break
                 vals[i] = k
             if ok:
                 rows4.append((c, name, tuple(vals), sub))
-        rows4.sort(key=_NODE_KEY)
-        make = _make_node
+        # sorted: the nodes' order is part of the result ((class, ctor, fields) is unique)
+        rows4.sort()
+        # Node objects are immutable: the previous snapshots' are reused (most of the
+        # e-graph is unchanged from one iteration to the next)
+        cache = inserter.node_cache
+        if len(cache) > 4 * len(rows4) + 4096:
+            cache.clear()
         nodes: list[Node] = []
         classes: dict[int, list[int]] = {}
         #: class -> the value of its Cst e-node; class -> its dtype name
         self.consts: dict[int, int] = {}
         self.dtypes: dict[int, str] = {}
         consts, dtypes_ = self.consts, self.dtypes
-        for i, (c, name, fields, sub) in enumerate(rows4):
-            pos = _E_POS[name]
-            d = _DTYPE_POS[name]
-            dt = None if d < 0 else fields[d]
-            n = make(c, name, fields, sub, tuple([fields[j] for j in pos]) if pos else (), dt)
+        for i, t in enumerate(rows4):
+            n = cache.get(t)
+            c = t[0]
+            if n is None:
+                name, fields = t[1], t[2]
+                pos = _E_POS[name]
+                d = _DTYPE_POS[name]
+                n = cache[t] = _make_node(c, name, fields, t[3],
+                                          tuple([fields[j] for j in pos]) if pos else (),
+                                          None if d < 0 else fields[d])
             nodes.append(n)
             lst = classes.get(c)
             if lst is None:
                 classes[c] = [i]
             else:
                 lst.append(i)
-            if name == "Cst":
-                consts[c] = fields[1]
+            if n.ctor == "Cst":
+                consts[c] = n.fields[1]
+            dt = n.dtype
             if dt is not None and c not in dtypes_:
                 dtypes_[c] = dt
         self.nodes = nodes
@@ -611,7 +648,6 @@ class Snapshot:
 
 
 _new_node = object.__new__
-_NODE_KEY = operator.itemgetter(0, 1, 2)
 
 
 def defined_classes(nodes: list[Node], known: set[int]) -> set[int]:
