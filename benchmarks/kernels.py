@@ -217,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown kernels {sorted(unknown)}; choose from "
                      f"{', '.join(label for label, _, _ in todo)}")
         todo = [t for t in todo if t[0] in want]
+    if args.engine == "egraph":  # build the engine's session first, as the CLI does: every
+        try:                     # kernel's optimizer run then gets its whole time budget
+            from eqsat.egraph import session_for
+            session_for(None)
+        except ImportError:
+            pass
     rows, failed = [], []
     for label, name, extra in todo:
         extra = dict(extra)
