@@ -253,10 +253,11 @@ class Inserter:
         if a != b:
             self._row("RUnion", (a, b))
 
-    def add_uop(self, root: UOp) -> int:
-        """Insert a UOp graph (every unique node once); the root's handle."""
+    def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
+        """Insert a UOp graph (every unique node once); the root's handle. ``order``:
+        ``root.toposort()`` when the caller has it already."""
         memo = self.uop_handle
-        for u in root.toposort():
+        for u in root.toposort() if order is None else order:
             if id(u) in memo:
                 continue
             k = self._encode(u, [memo[id(s)] for s in u.src])
@@ -269,11 +270,12 @@ class Inserter:
         """:meth:`add_uop` plus the IR's facts of the new nodes: their bounds (``RLo``/
         ``RHi``) and which are never Invalid (``RDef``)."""
         before = len(self._keep)
-        h = self.add_uop(root)
+        order = root.toposort()
+        h = self.add_uop(root, order)
         new = self._keep[before:]
         may_inv: dict[int, bool] = {}
-        for u in root.toposort():
-            may_inv[id(u)] = u.op is Ops.INVALID or any(may_inv[id(x)] for x in u.src)
+        for u in order:
+            may_inv[id(u)] = u.op is Ops.INVALID or any([may_inv[id(x)] for x in u.src])
         for u in new:
             k = self.uop_handle[id(u)]
             if not may_inv[id(u)] and (u.op in GroupOp.ALU or u.op in (
