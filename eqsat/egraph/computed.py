@@ -844,28 +844,11 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
     if bridged:
         bridge_pass(snap, ins, best, dirty, bridged, union, deadline)
-    # DivModRule.out's guards, hoisted: the rules of the op only, the divisor's range
-    # checked once per pair (no rule fires when it may be 0); the atoms are all Def
-    # (checked by the caller), so _invalid_free holds
-    dm_by_op = {op: [r for r in dm if op in r.rule.ops or type(r.rule) is not DivModRule]
-                for op in ("idiv", "mod")}
+    dm_by_op = divmod_rules_by_op(dm)
 
     def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
-        ylo, yhi = lin_bounds(y, ctx)
-        if ylo <= 0 <= yhi:
-            return
-        for r in dm_by_op[op]:
-            rule: DivModRule = r.rule
-            try:
-                if type(rule) is DivModRule:
-                    o = rule.core(op, x, y, ctx)
-                    t = None if o is None else o.emit(ctx)
-                else:
-                    t = rule.fn(op, x, y, ctx)
-            except _UnrepresentableError:
-                continue
-            if t is not None:
-                union(n.cls, t, r.name)
+        for name, t in divmod_rewrites(dm_by_op, op, x, y, ctx):
+            union(n.cls, t, name)
 
     _lap('divmod')
     if dm:
@@ -1770,6 +1753,38 @@ def _needed_child_ops(p: Any) -> frozenset[int]:
         return frozenset()
     return frozenset(next(iter(c.ops))._value_ for c in src
                      if c.ops is not None and len(c.ops) == 1)
+
+
+def divmod_rules_by_op(rules: Iterable[PyRule]) -> dict[str, list[PyRule]]:
+    """The div/mod rules that can fire on each op (``DivModRule.ops``), in order."""
+    rules = list(rules)
+    return {op: [r for r in rules if type(r.rule) is not DivModRule or op in r.rule.ops]
+            for op in ("idiv", "mod")}
+
+
+def divmod_rewrites(by_op: dict[str, list[PyRule]], op: str, x: Lin, y: Lin, ctx: Any
+                    ) -> list[tuple[str, Term]]:
+    """``[(rule name, term)]`` of every rule that rewrites ``x OP y``: the same as
+    each ``rule.fn(op, x, y, ctx)`` when no atom of ``x``, ``y`` may be Invalid (the
+    caller's check), with ``DivModRule.out``'s shared guards hoisted: the rules of the
+    op only, and the divisor's range read once (no rule fires when it may be 0)."""
+    out: list[tuple[str, Term]] = []
+    ylo, yhi = lin_bounds(y, ctx)
+    if ylo <= 0 <= yhi:
+        return out
+    for r in by_op[op]:
+        rule = r.rule
+        try:
+            if type(rule) is DivModRule:
+                o = rule.core(op, x, y, ctx)
+                t = None if o is None else o.emit(ctx)
+            else:
+                t = rule.fn(op, x, y, ctx)
+        except _UnrepresentableError:
+            continue
+        if t is not None:
+            out.append((r.name, t))
+    return out
 
 
 def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:
