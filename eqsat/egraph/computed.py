@@ -33,6 +33,7 @@ cycle that only feeds rules new constants), and no class takes more than
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import time
@@ -657,7 +658,23 @@ def _index_classes(snap: Snapshot) -> list[int]:
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
                 deadline: float | None = None, clock: Callable[[], float] | None = None,
                 roots: Iterable[int] = (), model: Any = None) -> PassResult:
-    """Apply every selected computed rule to the snapshot; record the unions in ``ins``."""
+    """Apply every selected computed rule to the snapshot; record the unions in ``ins``.
+
+    The cyclic garbage collector is paused meanwhile: the pass makes many short-lived,
+    acyclic objects (terms, forms), which reference counting frees; collections would
+    only rescan the young objects the pass keeps."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                 deadline: float | None, clock: Callable[[], float] | None,
+                 roots: Iterable[int], model: Any) -> PassResult:
     res = PassResult()
     _t = [time.perf_counter(), ""]
 
