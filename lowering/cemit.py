@@ -304,11 +304,21 @@ class _Emitter:
                     self.vload_first[min(members, key=pos.__getitem__)] = g
         # stores: four in a row (nothing emitted between) to A+c .. A+c+3 of one buffer
         silent = {Ops.INDEX, Ops.CONST, Ops.NOOP, Ops.AFTER}
+        first_of = {g: min(ms, key=pos.__getitem__) for g, ms in enumerate(self.vload_groups)}
+
+        def ready(v: UOp, at: int) -> bool:
+            """The value is computed before position ``at`` (it is emitted there)."""
+            if v.op is Ops.CONST:
+                return True
+            if v in self.vload:
+                return pos[first_of[self.vload[v][0]]] < at
+            return pos.get(v, at) < at
+
         i = 0
         while i < len(lin):
             first = lin[i]
             base = _access(first) if first.op is Ops.STORE and len(first.src) == 2 else None
-            if base is None:
+            if base is None or not ready(first.src[1], i):
                 i += 1
                 continue
             group, j = [first], i + 1
@@ -320,7 +330,7 @@ class _Emitter:
                     continue
                 b = _access(u) if u.op is Ops.STORE and len(u.src) == 2 else None
                 if b is None or b[0] is not base[0] or b[2] is not base[2] or \
-                        b[1] != base[1] + len(group):
+                        b[1] != base[1] + len(group) or not ready(u.src[1], i):
                     break
                 group.append(u)
                 j += 1

@@ -221,14 +221,17 @@ def test_vector_tiles_correct(params, target) -> None:
         assert "eqsat_f32x4" not in ck.c_source
 
 
-def _offset_copy(n: int, off: int) -> UOp:
-    """out[4r + off + k] = in[4r + k], k < 4: runs of four at any alignment."""
+def _offset_copy(n: int, off: int, scale: float | None = None) -> UOp:
+    """out[4r + off + k] = in[4r + k] (times ``scale``), k < 4: runs of four at any
+    alignment."""
     out, inp = UOp.buffer(0, dtypes.f32, 4 * n + off), UOp.buffer(1, dtypes.f32, 4 * n)
     r = UOp.range(n, 0)
+
+    def val(k: int) -> UOp:
+        x = UOp(Ops.LOAD, dtypes.f32, (UOp(Ops.INDEX, inp.dtype, (inp, r * 4 + k)),))
+        return x if scale is None else x * scale
     stores = [UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, r * 4 + off + k)),
-                                           UOp(Ops.LOAD, dtypes.f32, (UOp(
-                                               Ops.INDEX, inp.dtype, (inp, r * 4 + k)),))))
-              for k in range(4)]
+                                           val(k))) for k in range(4)]
     body = UOp(Ops.SINK, dtypes.void, tuple(stores))
     return UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (body, r)),))
 
@@ -260,3 +263,15 @@ def test_written_buffer_loads_stay_scalar() -> None:
                                         (UOp(Ops.SINK, dtypes.void, tuple(st)), r)),))
     src = lower_graph(g, optimize="baseline", target=STREAM_ALL).c_source
     assert "__builtin_memcpy(&vec" not in src
+
+
+@pytest.mark.parametrize("off", [0, 3])
+def test_vector_groups_with_computed_values(off: int) -> None:
+    """Stored values computed from the loads (not loads themselves): still correct."""
+    ck = compile_kernel(_offset_copy(6, off, scale=2.0), optimize="baseline",
+                        target=STREAM_ALL)
+    src = np.arange(24, dtype=np.float32) - 5
+    out = np.zeros(24 + off, np.float32)
+    ck(out, src)
+    np.testing.assert_array_equal(out[off:], src * 2)
+    assert not out[:off].any()
