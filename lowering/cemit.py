@@ -11,7 +11,14 @@ takes a ``bool* valid`` last when the value may be ``Invalid``.
 
 Every value is a scalar (vectors were unrolled by the final rewrite). Values
 used once, at the loop depth they are computed at, are inlined into their
-user; the rest become ``const`` locals. Integer division by a non-constant
+user; the rest become ``const`` locals. With ``Target.vectorize`` the emitter
+groups them again where the C compiler would not: four f32 loads of one loop
+body from ``A+c .. A+c+3`` of a buffer the kernel never writes become one
+16-byte load into a GCC vector (``eqsat_f32x4``), four stores in a row to
+consecutive addresses one 16-byte store of a vector built by
+``__builtin_shuffle`` (a register-tile transpose: 4 loads, 8 shuffles, 4
+stores), non-temporal (``movntps`` where aligned) into outputs of at least
+``Target.stream_min_bytes``. Integer division by a non-constant
 divisor goes through a small helper that gives 0 for a zero divisor and wraps
 ``MIN / -1`` (both undefined in the IR) instead of trapping. Unsupported ops
 raise :class:`~lowering.narrow.LoweringError` naming the op.
