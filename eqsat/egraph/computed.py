@@ -83,6 +83,31 @@ class Weights:
             w = self._w[i] = self._price(self.snap.nodes[i])
         return w
 
+    def prices(self) -> list[float]:
+        """The price of every e-node, in snapshot order (fills :meth:`of`'s cache)."""
+        nodes = self.snap.nodes
+        wd = self._w
+        if self.model is None:
+            out = [node_weight(n) for n in nodes]
+        else:
+            cache, price = self._cache, self._price
+            cn = self.snap.const_node_of
+            lo = self.snap.lo if self.bounds_aware else None
+            out = []
+            for n in nodes:
+                ctor = n.ctor
+                if ctor in _FREE:
+                    out.append(0.0)
+                    continue
+                kids = n.kids
+                key = (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
+                       tuple([cn(k) for k in kids]),
+                       None if lo is None else tuple([lo.get(k) for k in kids]))
+                w = cache.get(key)
+                out.append(w if w is not None else price(n))
+        wd.update(enumerate(out))
+        return out
+
     def _price(self, n: Node) -> float:
         if self.model is None:
             return node_weight(n)
@@ -145,7 +170,7 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     """The cheapest (tree cost) e-node of every class: ``(class -> node index, class ->
     cost)``. Ties go to the earlier node (deterministic)."""
     nodes = snap.nodes
-    wt = (weights or Weights(snap)).of
+    wts = (weights or Weights(snap)).prices()
     parents: dict[int, list[int]] = {}
     pending = [0] * len(nodes)
     heap: list[tuple[float, int]] = []
@@ -155,7 +180,7 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
             continue
         kids = n.kids
         if not kids:
-            heap.append((wt(i), i))
+            heap.append((wts[i], i))
             continue
         if len(kids) > 1:
             kids = set(kids)
@@ -200,9 +225,9 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
                     continue
                 pk = pn.kids
                 if len(pk) == 1:
-                    push(heap, (wt(p) + cost[pk[0]], p))
+                    push(heap, (wts[p] + cost[pk[0]], p))
                 else:
-                    push(heap, (wt(p) + sum([cost[k] for k in pk]), p))
+                    push(heap, (wts[p] + sum([cost[k] for k in pk]), p))
     return best, cost
 
 
