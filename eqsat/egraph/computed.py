@@ -417,6 +417,7 @@ class EClassCtx(LinBuilder):
         self._parts: dict[tuple[str, int], list[tuple[Lin, Lin]]] = {}
         self._bounds: dict[Any, tuple[float, float]] = {}
         self._lins: dict[Lin, Term] = {}
+        self._keys: dict[Term, tuple] = {}  # term -> _key(term)
 
     # ---- facts -----------------------------------------------------------
     def bounds(self, a: int) -> tuple[float, float]:
@@ -523,8 +524,14 @@ class EClassCtx(LinBuilder):
         positive terms added, negative ones subtracted, the constant added last
         (``k - a - b`` when no term is positive, ``a*-c - b`` when neither is k)."""
         merged: dict[Any, list] = {}
+        keys = self._keys
         for c, t in terms:
-            k = (0, t) if isinstance(t, int) else _key(t)
+            if isinstance(t, int):
+                k = (0, t)
+            else:
+                k = keys.get(t)
+                if k is None:
+                    k = keys[t] = _key(t)
             e = merged.get(k)
             if e is None:
                 merged[k] = [c, t]
