@@ -567,6 +567,8 @@ class Snapshot:
             if dt is not None and c not in dtypes_:
                 dtypes_[c] = dt
         self.nodes = nodes
+        #: ``(class, ctor, fields, subsumed)`` of every e-node, in the order of ``nodes``
+        self.rows = rows4
         self.classes = classes
         self.cls_of = cls_of
         self._handle_val = handle_val
