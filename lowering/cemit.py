@@ -152,6 +152,7 @@ class _Emitter:
         self.vstore: dict[UOp, tuple[UOp, ...]] = {}  # first store -> its 4 stores
         self.vskip: set[UOp] = set()  # stores emitted with their group's first
         self.streamed = False
+        self.loops: list[UOp] = []  # open RANGEs, innermost last
         self.name = name
         self.expr: dict[UOp, str] = {}
         self.addr: dict[UOp, tuple[str, str, str | None]] = {}
@@ -336,7 +337,7 @@ class _Emitter:
                     j += 1
                     continue
                 b = _access(u) if u.op is Ops.STORE and len(u.src) == 2 else None
-                if b is None or b[0] is not base[0] or b[2] is not base[2] or \
+                if b is None or b[0] != base[0] or b[2] is not base[2] or \
                         b[1] != base[1] + len(group) or not ready(u.src[1], i):
                     break
                 group.append(u)
@@ -351,17 +352,27 @@ class _Emitter:
     def _vec_helpers(self) -> None:
         self.helpers.setdefault("eqsat_f32x4", _VEC_TYPES)
 
-    def emit_vload(self, g: int) -> None:
+    def emit_vload(self, g: int, at: UOp) -> None:
+        """The vector load of group ``g``, at its first-emitted member ``at`` (whose
+        address is rendered; lane 0 is a constant away from it)."""
         self._vec_helpers()
         members = self.vload_groups[g]
-        a, c, _ = _access(members[0])  # type: ignore[misc]
+        c0 = _access(members[0])[1]  # type: ignore[index]
+        delta = c0 - _access(at)[1]  # type: ignore[index]
         name = self.fresh("vec")
         self.vload_name[g] = name
-        buf = self.base_name(members[0].src[0].src[0])
-        off = self.ref(a) if c == 0 else f"({self.ref(a)}+{c_literal(c, a.dtype)})"
+        buf = self.base_name(at.src[0].src[0])
+        a = at.src[0].src[1]
+        here = self.addr[at.src[0]][1]
+        off = here if delta == 0 else f"({here}+{c_literal(delta, a.dtype)})"
         self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, &{buf}[{off}], 16);")
         for k, m in enumerate(members):
             self.expr[m] = f"{name}[{k}]"
+        ahead = getattr(self.target, "prefetch", 0)
+        step = _coefficient(a, self.loops[-1]) if self.loops and ahead else None
+        if step is not None and abs(step) * 4 > 64:  # more than a line per iteration
+            self.emit(f"__builtin_prefetch((const void*)((uintptr_t)&{buf}[{off}] + "
+                      f"(uintptr_t){ahead * step * 4}LL), 0, 3);")
 
     def _lanes_vector(self, vals: list[UOp]) -> str:
         """A C vector expression of the four values, shuffles where they are lanes of
@@ -447,7 +458,7 @@ class _Emitter:
                 self.addr[u] = (self.base_name(u.src[0]), self.ref(u.src[1]), gate)
             elif op is Ops.LOAD and u in self.vload:
                 if u in self.vload_first:
-                    self.emit_vload(self.vload_first[u])
+                    self.emit_vload(self.vload_first[u], u)
             elif op is Ops.LOAD:
                 lv, gate = self.lvalue(u.src[0])
                 if gate is not None:
@@ -479,10 +490,13 @@ class _Emitter:
                 t = ctype(u.dtype)
                 self.emit(f"for ({t} {name} = 0; {name} < {self.ref(u.src[0])}; {name}++) {{")
                 self.depth += 1
+                self.loops.append(u)
                 self.expr[u] = name
             elif op in (Ops.END, Ops.ENDIF):
                 self.depth -= 1
                 self.emit("}")
+                if op is Ops.END and self.loops:
+                    self.loops.pop()
             elif op is Ops.IF:
                 self.emit(f"if ({self.ref(u.src[0])}) {{")
                 self.depth += 1
@@ -546,15 +560,84 @@ _STREAM_FENCE = """#if defined(__SSE__)
 #endif"""
 
 
+def _coefficient(u: UOp, r: UOp) -> int | None:
+    """How much the integer ``u`` grows when the loop index ``r`` grows by one, if
+    ``u`` is affine in ``r`` (sums, differences, products with and shifts by
+    constants, integer casts); None otherwise."""
+    memo: dict[UOp, int | None] = {}
+    for x in u.toposort():
+        src = [memo[s] for s in x.src]
+        if x is r:
+            c: int | None = 1
+        elif all(v == 0 for v in src) and x.op is not Ops.RANGE or x.op in (
+                Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE):
+            c = 0
+        elif x.op is Ops.ADD:
+            c = None if None in src else src[0] + src[1]  # type: ignore[operator]
+        elif x.op is Ops.SUB:
+            c = None if None in src else src[0] - src[1]  # type: ignore[operator]
+        elif x.op is Ops.NEG:
+            c = None if src[0] is None else -src[0]
+        elif x.op is Ops.MUL and x.src[1].op is Ops.CONST and src[0] is not None:
+            c = src[0] * int(x.src[1].arg)
+        elif x.op is Ops.MUL and x.src[0].op is Ops.CONST and src[1] is not None:
+            c = src[1] * int(x.src[0].arg)
+        elif x.op is Ops.SHL and x.src[1].op is Ops.CONST and src[0] is not None:
+            c = src[0] << int(x.src[1].arg)
+        elif x.op is Ops.CAST and x.dtype.is_int and src[0] is not None:
+            c = src[0]
+        else:
+            c = None
+        memo[x] = c
+    return memo[u]
+
+
 def _global(buf: UOp) -> UOp | None:
     while buf.op is Ops.AFTER:
         buf = buf.src[0]
     return buf if buf.op is Ops.DEFINE_GLOBAL else None
 
 
-def _access(u: UOp) -> tuple[UOp, int, UOp] | None:
-    """``(A, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A + c)``
-    (c a constant; 0 for ``buf[A]``) of a global buffer; else None."""
+def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
+    """``u`` as ``sum(coef * atom) + c``: the atoms (by uid) with their coefficients,
+    and the constant (through ``+ - *`` by constants, negation, shifts by constants;
+    anything else is an atom). Narrowed index arithmetic never wraps, so two
+    addresses with the same atoms differ by the difference of their constants."""
+    memo: dict[UOp, tuple[dict[UOp, int], int]] = {}
+    for x in u.toposort():
+        src = [memo.get(s) for s in x.src]
+        if x.op is Ops.CONST and x.dtype.is_int:
+            memo[x] = ({}, int(x.arg))
+            continue
+        scale: int | None = None
+        if x.op in (Ops.ADD, Ops.SUB):
+            (ta, ca), (tb, cb) = src  # type: ignore[misc]
+            sign = 1 if x.op is Ops.ADD else -1
+            terms = dict(ta)
+            for t, k in tb.items():
+                terms[t] = terms.get(t, 0) + sign * k
+            memo[x] = (terms, ca + sign * cb)
+            continue
+        if x.op is Ops.MUL and x.src[1].op is Ops.CONST:
+            scale, inner = int(x.src[1].arg), src[0]
+        elif x.op is Ops.MUL and x.src[0].op is Ops.CONST:
+            scale, inner = int(x.src[0].arg), src[1]
+        elif x.op is Ops.SHL and x.src[1].op is Ops.CONST and 0 <= x.src[1].arg < 63:
+            scale, inner = 1 << int(x.src[1].arg), src[0]
+        elif x.op is Ops.NEG:
+            scale, inner = -1, src[0]
+        if scale is not None and inner is not None:
+            memo[x] = ({t: k * scale for t, k in inner[0].items()}, inner[1] * scale)
+        else:
+            memo[x] = ({x: 1}, 0)
+    terms, c = memo[u]
+    return tuple(sorted((t.uid, k) for t, k in terms.items() if k)), c
+
+
+def _access(u: UOp) -> tuple[tuple, int, UOp] | None:
+    """``(key, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A)``
+    of a global buffer, ``A = sum(atoms) + c`` (:func:`_linear`; ``key`` the atoms:
+    equal keys, addresses ``c`` apart); else None."""
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or \
             len(u.src[0].src) != 2:
         return None
@@ -565,9 +648,8 @@ def _access(u: UOp) -> tuple[UOp, int, UOp] | None:
     addr = u.src[0].src[1]
     if buf is None:
         return None
-    if addr.op is Ops.ADD and addr.src[1].op is Ops.CONST:
-        return addr.src[0], int(addr.src[1].arg), buf
-    return addr, 0, buf
+    key, c = _linear(addr)
+    return key, c, buf
 
 
 def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None

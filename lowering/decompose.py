@@ -71,6 +71,10 @@ class Target:
     ``stream_min_bytes`` are non-temporal (x86 SSE ``movntps`` where the
     address is 16-byte aligned, a plain store elsewhere and without SSE): a big
     output goes to memory without first being read into the cache.
+    ``prefetch``: a vector load whose address advances by more than a cache
+    line per iteration of its innermost loop (a stride the hardware prefetcher
+    does not follow, e.g. down a transpose's input rows) is prefetched that
+    many iterations ahead (``__builtin_prefetch``; 0: never).
     """
 
     name: str = "c"
@@ -82,13 +86,14 @@ class Target:
     vectorize: bool = True
     streaming_stores: bool = True
     stream_min_bytes: int = 8 << 20
+    prefetch: int = 8
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
-                f"stream_min_bytes={self.stream_min_bytes})")
+                f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]

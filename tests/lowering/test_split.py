@@ -183,7 +183,11 @@ def test_register_tile_is_unrolled() -> None:
     assert inner.count("data0[") == 16 and inner.count("data1[") == 16
     # vectorized (the default): four 16-byte loads and four 16-byte stores
     inner = _body(_run(k).c_source).split("for (")[-1]
-    assert inner.count("data0[") == 4 and inner.count("data1[") == 4
+    assert inner.count("data0[") == 4 and inner.count("__builtin_memcpy(&vec") == 4
+    # reads advance 4 input rows (48 floats) per iteration: prefetched, 8 iterations ahead
+    assert inner.count("__builtin_prefetch(") == 4 and "(uintptr_t)1536LL" in inner
+    plain = _body(_run(k, target=Target(prefetch=0)).c_source)
+    assert "__builtin_prefetch" not in plain
 
 
 @pytest.mark.parametrize("name,params", [
@@ -275,3 +279,24 @@ def test_vector_groups_with_computed_values(off: int) -> None:
     ck(out, src)
     np.testing.assert_array_equal(out[off:], src * 2)
     assert not out[:off].any()
+
+
+def test_groups_found_whatever_the_association() -> None:
+    """Addresses ``(4r + k) + 8s`` (the constant inside): still four consecutive loads
+    and stores (the emitter compares addresses as sums of terms plus a constant)."""
+    from lowering.cemit import _linear
+
+    r, s = UOp.range(2, 0), UOp.range(3, 1)
+    a = [(r * 4 + k) + s * 8 for k in range(4)]
+    keys = {_linear(x)[0] for x in a}
+    assert len(keys) == 1 and [_linear(x)[1] for x in a] == [0, 1, 2, 3]
+    out, inp = UOp.buffer(0, dtypes.f32, 24), UOp.buffer(1, dtypes.f32, 24)
+    st = [UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, x)), UOp(
+        Ops.LOAD, dtypes.f32, (UOp(Ops.INDEX, inp.dtype, (inp, x)),)))) for x in a]
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void,
+                                        (UOp(Ops.SINK, dtypes.void, tuple(st)), s, r)),))
+    ck = compile_kernel(g, optimize=False, target=STREAM_ALL)
+    assert ck.c_source.count("__builtin_memcpy(&vec") == 1, ck.c_source
+    src, dst = np.arange(24, dtype=np.float32), np.zeros(24, np.float32)
+    ck(dst, src)
+    np.testing.assert_array_equal(dst, src)
