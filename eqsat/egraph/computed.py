@@ -1423,6 +1423,8 @@ class _BasisSearch:
         self._closure: dict[int, frozenset[int]] = {}
         self._rel: dict[Any, list[Lin]] = {}
         self._resolved: dict[Any, int | None] = {}
+        self._parts_memo: dict[Any, tuple[list[frozenset[int]], list[float]]] = {}
+        self._class_w: dict[int, Any] = {}  # class -> its best e-node's price (None: no best)
 
     def closure(self, c: int) -> frozenset[int]:
         hit = self._closure.get(c)
@@ -1465,28 +1467,51 @@ class _BasisSearch:
                 fields.append(f)
         return self.ins._memo.get((t[0], *fields))
 
-    def cost(self, s: Lin) -> float:
-        classes: set[int] = set()
-        extra = 0.0
-        for _, a in s.terms:
-            k = self.resolve(a)
-            if k is not None:
-                classes |= self.closure(k)
-                continue
-            # a new node: its own weight plus its operands' terms
+    def _atom_parts(self, a: Any) -> tuple[list[frozenset[int]], list[float]]:
+        """What one atom of a sum adds to :meth:`cost`, in order: the closures of the
+        classes its term is made of, and the prices of its nodes not yet in the e-graph."""
+        hit = self._parts_memo.get(a)
+        if hit is not None:
+            return hit
+        closures: list[frozenset[int]] = []
+        prices: list[float] = []
+        k = self.resolve(a)
+        if k is not None:
+            closures.append(self.closure(k))
+        else:  # a new node: its own weight plus its operands' terms
             stack = [a]
             while stack:
                 t = stack.pop()
                 k = self.resolve(t)
                 if k is not None:
-                    classes |= self.closure(k)
+                    closures.append(self.closure(k))
                     continue
                 kc = tuple(_cval(f) if isinstance(f, tuple) else self.snap.const_of(f)
                            for f, sg in zip(t[1:], CTORS[t[0]], strict=True) if sg == "E")
-                extra += self.weights.pending(t[0], kc)
+                prices.append(self.weights.pending(t[0], kc))
                 stack.extend(f for f, sg in zip(t[1:], CTORS[t[0]], strict=True) if sg == "E")
-        wt = self.weights.of
-        total = extra + sum(wt(self.best[k]) for k in classes if k in self.best)
+        res = self._parts_memo[a] = (closures, prices)
+        return res
+
+    def cost(self, s: Lin) -> float:
+        classes: set[int] = set()
+        extra = 0.0
+        for _, a in s.terms:
+            closures, prices = self._atom_parts(a)
+            for c in closures:
+                classes |= c
+            for p in prices:
+                extra += p
+        cw = self._class_w
+        vals = []
+        for k in classes:
+            w = cw.get(k, _MISSING)
+            if w is _MISSING:
+                i = self.best.get(k)
+                w = cw[k] = None if i is None else self.weights.of(i)
+            if w is not None:
+                vals.append(w)
+        total = extra + sum(vals)
         total += sum(4.0 for c, _ in s.terms if abs(c) != 1)
         total += max(0, len(s.terms) - 1) + (1 if s.const else 0)
         return total
