@@ -602,7 +602,7 @@ class PassState:
         self.done: set[tuple] = set()
         self.contexts: list[Context] = []
         self.unions: dict[int, int] = {}
-        self.sigs: dict[int, Any] = {}
+        self.sigs: dict[str, set] = {}  # the last pass's e-node rows and class facts
         self.prices: dict[Any, float] = {}
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
@@ -1745,7 +1745,7 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
         for op in (r.rule.pattern.ops or [None]):
             by_op.setdefault(op, []).append(r)
     any_op = by_op.pop(None, [])
-    cands: dict[tuple[Any, bool], list[PyRule]] = {}
+    cands: dict[tuple, list[PyRule]] = {}
     needs = {id(r): _needed_child_ops(r.rule.pattern) for r in rules}
     built: dict[int, Any] = {}
 
@@ -1776,11 +1776,12 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             n = snap.nodes[i]
             if n.subsumed:
                 continue
-            ck = (n.op, n.dtype in INT_DTYPES)
+            ck = (n.ctor, n.fields[0] if n.fields else None, n.dtype)  # fixes op, dtype
             cand = cands.get(ck)
             if cand is None:  # the op's rules (integer nodes: no "uop_nonint" rule)
-                cand = cands[ck] = [r for r in by_op.get(ck[0], []) + any_op
-                                    if not (ck[1] and r.kind == "uop_nonint")]
+                is_int = n.dtype in INT_DTYPES
+                cand = cands[ck] = [r for r in by_op.get(n.op, []) + any_op
+                                    if not (is_int and r.kind == "uop_nonint")]
             if not cand:
                 continue
             # the ops of the children's best terms: a rule whose pattern needs a child
