@@ -1142,6 +1142,17 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         c, x, f = n.fields[1], n.fields[2], n.fields[3]
         if not _is_invalid(snap, f) or x not in snap.defined:
             continue
+        # one guarded copy per where-node and cheapest form of its x (the copy evolves
+        # with the e-graph; a better x gets a fresh copy); where-nodes that a copy
+        # brought back open none (they would only copy the copy again). Checked before
+        # the clauses are read: nothing below changes either.
+        if x in state.ctx_out.get(n.cls, ()):
+            continue
+        bx = best.get(x)
+        key = ("ctx", n.cls, c, x, None if bx is None else (snap.nodes[bx].ctor,
+                                                           snap.nodes[bx].fields))
+        if key in state.done:
+            continue
         clauses = conjuncts(snap, best, c)
         nb, cons = clause_bounds(snap, lins, clauses)
         eb = expr_bounds(snap, cons)
@@ -1175,16 +1186,6 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
                     used.update((a, z))
                     break
         if not present and not elim and not digits:
-            continue
-        # one guarded copy per where-node and cheapest form of its x (the copy evolves
-        # with the e-graph; a better x gets a fresh copy); where-nodes that a copy
-        # brought back open none (they would only copy the copy again)
-        if x in state.ctx_out.get(n.cls, ()):
-            continue
-        bx = best.get(x)
-        key = ("ctx", n.cls, c, x, None if bx is None else (snap.nodes[bx].ctor,
-                                                           snap.nodes[bx].fields))
-        if key in state.done:
             continue
         state.done.add(key)
         if _reaches(snap, best, x, None, {}, _is_ctxvar):
