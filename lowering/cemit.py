@@ -162,6 +162,7 @@ class _Emitter:
         self.counter: dict[str, int] = defaultdict(int)
         self.range_names: set[str] = set()
         self.sig = Signature(name)
+        self.params: list[UOp] = []  # render_c's extra parameters
 
     # ---- naming -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -523,6 +524,11 @@ class _Emitter:
 
     def assemble(self) -> str:
         sig = self.sig
+        for u in self.params:  # the caller's parameters that the program no longer reads
+            if u.op is Ops.DEFINE_GLOBAL and u.arg[0] not in {b[0] for b in sig.buffers}:
+                sig.buffers.append((u.arg[0], u.dtype.base(), u.arg[1]))
+            elif u.op is Ops.DEFINE_VAR and tuple(u.arg) not in sig.variables:
+                sig.variables.append(tuple(u.arg))
         sig.buffers.sort(key=lambda b: b[0])
         sig.variables.sort(key=lambda v: v[0])
         slots = [b[0] for b in sig.buffers]
@@ -652,12 +658,18 @@ def _access(u: UOp) -> tuple[tuple, int, UOp] | None:
     return key, c, buf
 
 
-def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None
-             ) -> tuple[str, Signature]:
-    """The C source of one function for ``linear`` and its :class:`Signature`."""
+def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None,
+             params: list[UOp] | tuple[UOp, ...] = ()) -> tuple[str, Signature]:
+    """The C source of one function for ``linear`` and its :class:`Signature`.
+
+    ``params``: DEFINE_GLOBAL / DEFINE_VAR nodes that are parameters of the function
+    even when ``linear`` does not use them (the buffers and variables of the graph
+    before optimization: a kernel's calling convention does not change because the
+    optimizer proved a buffer is never read, e.g. a pad fully shrunk away)."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise LoweringError(f"kernel name {name!r} is not a C identifier")
     em = _Emitter(linear, name, target)
+    em.params = [u for u in params if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
     return em.render(), em.sig
 
 

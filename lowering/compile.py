@@ -74,7 +74,8 @@ class Lowered:
         return format_linear(self.linear, self.edges)
 
 
-def _optimize(graph: UOp, optimize: bool | str | None) -> tuple[UOp, dict[str, Any]]:
+def _optimize(graph: UOp, optimize: bool | str | None, budget: Any = None
+              ) -> tuple[UOp, dict[str, Any]]:
     if optimize not in OPTIMIZE_CHOICES:
         raise ValueError(f"optimize must be one of True, False, 'egraph', 'baseline'; "
                          f"got {optimize!r}")
@@ -84,14 +85,18 @@ def _optimize(graph: UOp, optimize: bool | str | None) -> tuple[UOp, dict[str, A
 
     engine = "egraph" if optimize is True else optimize
     try:
-        res = run(graph, engine=engine)
+        if engine == "egraph":  # the one-time session build is not the optimizer's budget
+            from eqsat.egraph import session_for
+
+            session_for(None)
+        res = run(graph, engine=engine, budget=budget)
     except ImportError as e:
         if optimize is not True:
             raise LoweringError(f"optimize={optimize!r}: engine unavailable ({e})") from e
         warnings.warn(f"e-graph engine unavailable ({e}); optimizing with the baseline",
                       RuntimeWarning, stacklevel=3)
         try:
-            res = run(graph, engine="baseline")
+            res = run(graph, engine="baseline", budget=budget)
         except ImportError as e2:
             raise LoweringError(f"no optimizer available: e-graph ({e}), baseline ({e2})") from e2
         engine = "baseline"
@@ -101,12 +106,13 @@ def _optimize(graph: UOp, optimize: bool | str | None) -> tuple[UOp, dict[str, A
 
 
 def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target | None = None,
-                name: str = "kernel") -> Lowered:
-    """Run the lowering pipeline on ``graph`` (see the module doc); no compiling."""
+                name: str = "kernel", budget: Any = None) -> Lowered:
+    """Run the lowering pipeline on ``graph`` (see the module doc); no compiling.
+    ``budget``: the optimizer's ``eqsat.Budget`` (default: its default)."""
     target = target or Target()
     if not isinstance(target, Target):
         raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")
-    g, stats = _optimize(graph, optimize)
+    g, stats = _optimize(graph, optimize, budget)
     root, kind = prepare(split_gated_ranges(g) if target.split_gates else g)
     narrowed = narrow_index(root)
     if kind == "expr":
@@ -127,19 +133,20 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
         if replaced:
             edges = {replaced.get(k, k): tuple(replaced.get(d, d) for d in v)
                      for k, v in edges.items()}
-    src, sig = render_c(linear, name, target)
+    params = [u for u in graph.toposort() if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+    src, sig = render_c(linear, name, target, params)
     return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
 
 
 def lower(graph: UOp, emit: str = "c", optimize: bool | str | None = True,
-          target: Target | None = None, name: str = "kernel") -> str:
+          target: Target | None = None, name: str = "kernel", budget: Any = None) -> str:
     """The lowered ``graph`` as text: C source (``emit="c"``) or the linear form (``"linear"``).
 
     The linear form prints one instruction per line (``format_linear``).
     """
     if emit not in ("c", "linear"):
         raise ValueError(f"emit must be 'c' or 'linear', got {emit!r}")
-    low = lower_graph(graph, optimize=optimize, target=target, name=name)
+    low = lower_graph(graph, optimize=optimize, target=target, name=name, budget=budget)
     return low.c_source if emit == "c" else low.linear_text + "\n"
 
 
@@ -365,7 +372,7 @@ class Kernel:
 
 def compile_kernel(graph: UOp, optimize: bool | str | None = True, target: Target | None = None,
                    name: str = "kernel", cache_dir: str | os.PathLike | None = None,
-                   compile: bool = True) -> Kernel:
+                   compile: bool = True, budget: Any = None) -> Kernel:
     """Lower ``graph`` to C and compile it; see :class:`Kernel` for running it.
 
     ``optimize``: ``True``/``"egraph"`` (the e-graph; True falls back to the
@@ -374,8 +381,10 @@ def compile_kernel(graph: UOp, optimize: bool | str | None = True, target: Targe
     ``target``: a :class:`Target` (default: plain C, no FMA, no predicated
     stores). ``cache_dir``: where compiled libraries are kept (default
     :func:`default_cache_dir`). ``compile=False`` defers compiling to the
-    first call.
+    first call. ``budget``: the optimizer's ``eqsat.Budget`` (its default when None; the
+    e-graph's warm session is built before the budget starts).
     """
     target = target or Target()
-    k = Kernel(lower_graph(graph, optimize=optimize, target=target, name=name), target, cache_dir)
+    k = Kernel(lower_graph(graph, optimize=optimize, target=target, name=name, budget=budget),
+               target, cache_dir)
     return k.compile() if compile else k

@@ -142,6 +142,22 @@ def test_expression_kernel_returns_the_value(cache) -> None:
             assert k(x=x, R3=r) == int(np.fmod(x, 6)) + r // 4
 
 
+@pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
+def test_parameters_survive_the_optimizer(optimize, cache) -> None:
+    """A buffer or variable the optimized program no longer reads is still a parameter:
+    the calling convention is the input graph's (here the load is gated off everywhere
+    and the variable is multiplied by 0)."""
+    g = parse("(sink (end (store (index (buffer 0 i32 4) (range 0 4)) "
+              "(add (cast i32 (mul (var n 0 9) 0)) (load (index (buffer 1 i32 4) "
+              "(where (lt (range 0 4) 0) (range 0 4) (invalid))) 7))) (range 0 4)))")
+    k = compile_kernel(g, optimize=optimize, cache_dir=cache)
+    assert [b[0] for b in k.signature.buffers] == [0, 1]
+    assert [v[0] for v in k.signature.variables] == ["n"]
+    out, inp = np.zeros(4, np.int32), np.arange(4, dtype=np.int32)
+    k(out, inp, n=3)
+    np.testing.assert_array_equal(out, [7, 7, 7, 7])
+
+
 def test_expression_kernel_invalid_is_none(cache) -> None:
     k = compile_kernel(parse("(where (lt (var x 0 9) 5) (mul (var x 0 9) 3) (invalid))"),
                        optimize=False, cache_dir=cache)

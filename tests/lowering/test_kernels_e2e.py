@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqsat import dtypes, run_kernel
+from eqsat import Budget, dtypes, run_kernel
 from eqsat.ops import Ops
 from lowering import Target, compile_kernel
 from lowering.builders import BUILDERS, BuiltKernel, View, make
@@ -47,31 +47,24 @@ INHERENT = {
 # Optimizer misses known at the time of writing (reported in /work/team/requests.md): the
 # kernel must still be correct, but its remaining division is an expected failure, checked
 # only while it remains (a fix makes the case pass; any other miss fails).
-_SHARED = ("e-graph saturates keeping (idiv X c), X the store index it shares; the same "
-           "idiv alone simplifies")
-_BUDGET = "e-graph stops at its 2 s time budget after ~2 iterations on the big conv/pool graphs"
 KNOWN_MISSES = {
     ("baseline", "copy-3"): "baseline: flip's -1 coefficient breaks ((x//3)%7)*3 + x%3 -> x",
     ("baseline", "hard0"): "baseline: flip's -1 coefficient breaks ((x//3)%7)*3 + x%3 -> x",
     ("baseline", "hard2"): "baseline: flip's -1 coefficient breaks the mod-4 recombination",
-    ("egraph", "reshape-4"): _SHARED,
-    ("egraph", "hard1"): _SHARED,
-    ("egraph", "conv2d-0"): _BUDGET,
-    ("egraph", "conv2d-1"): _BUDGET,
-    ("egraph", "conv2d-2"): _BUDGET,
-    ("egraph", "conv2d-3"): _BUDGET,
-    ("egraph", "maxpool2d-0"): _BUDGET,
-    ("egraph", "maxpool2d-1"): _BUDGET,
-    ("egraph", "maxpool2d-2"): _BUDGET,
-    ("egraph", "avgpool2d-0"): _BUDGET,
-    ("egraph", "avgpool2d-1"): _BUDGET,
-    ("egraph", "avgpool2d-2"): _BUDGET,
-    ("egraph", "cumsum-3"): _BUDGET,
 }
+
+#: the optimizer's budget where a test checks what it finds: bounded by iterations and
+#: e-nodes, with time to spare on a loaded machine (the default 2 s can stop a big conv
+#: graph early when the CI runner is busy; these graphs saturate in 0.1-3 s)
+QUALITY = Budget(iterations=12, enodes=200_000, seconds=60)
 
 
 def _assert_division_free(graph, optimize: str, label: str) -> None:
-    n = _index_divisions(graph)
+    """No index division left but those by a power of two of a non-negative numerator
+    (a shift or a mask in the C, which the callers check has no ``/`` or ``%``): the
+    default cost model prices them so, and may keep one shared, e.g. ``X >> 3`` with
+    ``X`` the store index, rather than rebuild ``X // 8`` from the loop variables."""
+    n = _real_divisions(graph)
     if n and (optimize, label) in KNOWN_MISSES:
         pytest.xfail(f"known miss ({n} left): {KNOWN_MISSES[optimize, label]}")
     assert n == 0, f"{optimize} left {n} divisions: {graph}"
@@ -91,8 +84,18 @@ def _index_divisions(graph) -> int:
     return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_index)
 
 
+def _real_divisions(graph) -> int:
+    """Index divisions the lowering cannot make a shift or a mask."""
+    def shift(u) -> bool:
+        d, x = u.src[1], u.src[0]
+        return (d.op is Ops.CONST and isinstance(d.arg, int) and d.arg > 0
+                and d.arg & (d.arg - 1) == 0 and x.vmin >= 0)
+    return sum(1 for u in graph.toposort()
+               if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_index and not shift(u))
+
+
 def _run_compiled(k: BuiltKernel, optimize, inputs, target=None) -> tuple[np.ndarray, object]:
-    ck = compile_kernel(k.graph, optimize=optimize, target=target)
+    ck = compile_kernel(k.graph, optimize=optimize, target=target, budget=QUALITY)
     bufs = k.buffers(inputs)
     ck(*bufs)
     for a, b in zip(inputs, bufs[1:], strict=True):
@@ -242,13 +245,14 @@ def test_random_views_division_free(sc) -> None:
     """Random movement chains (a fixed, derandomized sample): correct after the e-graph,
     and division-free whenever a division-free form exists."""
     k = make("copy", shape=sc[0], chain=sc[1], dtype=dtypes.i32)
-    ck = compile_kernel(k.graph, optimize="egraph", target=PLAIN_C)
+    ck = compile_kernel(k.graph, optimize="egraph", target=PLAIN_C, budget=QUALITY)
     ins = k.random_inputs(9)
     bufs = k.buffers(ins)
     ck(*bufs)
     np.testing.assert_array_equal(bufs[0].reshape(k.output_shape), k.reference(*ins))
     if not k.needs_division():
-        assert _index_divisions(ck.graph) == 0, ck.graph
+        assert _real_divisions(ck.graph) == 0, ck.graph
+        assert "/" not in _c_body(ck.c_source) and "%" not in _c_body(ck.c_source)
 
 
 @pytest.mark.parametrize("name,i", [c for c in CASES if not BUILDERS[c[0]].copy_like],
