@@ -46,6 +46,10 @@ FINDINGS = [
     ("mod2-after-split", "(mod (idiv (add (range 2 7) (mul (range 1 4) 7)) 2) 2)"),
     ("flipped-view-refold", "(add (mul (mod (idiv (add (add (mul (range 0 7) -5) (range 1 5)) 30) "
      "7) 5) 7) (mod (add (add (mul (range 0 7) -5) (range 1 5)) 30) 7))"),
+    # the guard pays for r%4; the value must reuse it (DAG), not avoid it (tree: 64 > 60)
+    ("share-the-guards-mod", "(where (and (not (lt (mod (idiv (range 0 40) 4) 10) 2)) (lt (mod "
+     "(range 0 40) 4) 3)) (add (add (mod (idiv (range 0 40) 4) 10) (mul (mod (range 0 40) 4) 8)) "
+     "-2) (invalid))"),
 ]
 for _name, _expr in FINDINGS:
     CASES.append({"id": f"finding:{_name}", "source": "finding", "expr": _expr})

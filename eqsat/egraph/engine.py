@@ -319,14 +319,20 @@ class Session:
         t0 = time.perf_counter()
         size = 0
         for r in uniq:
-            if best[r].cost >= best[r].tree_cost:
-                continue  # the tree choice shares nothing: nothing for the DAG search to use
+            # the tree choice shares nothing: a DAG choice may still share, e.g. write the
+            # value with the x%c the guard pays for anyway; a light search where two or
+            # more divisions are at stake, none otherwise
+            light = best[r].cost >= best[r].tree_cost
+            if light and sum(en.op in (Ops.IDIV, Ops.MOD)
+                             for en in best[r].selection.values()) < 2:
+                continue
             view = view_of(r)
             n = len(view)
             per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
             if clock.elapsed() + per > clock.seconds:
                 break
-            ext = extract_dag(view, [r], model)
+            ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
+                               work_budget=20_000) if light else extract_dag(view, [r], model))
             size += n
             method = "dag"
             if ext.cost <= best[r].cost:
