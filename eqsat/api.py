@@ -16,17 +16,21 @@ class Budget:
     """Limits of one e-graph run; whichever is reached first stops it.
 
     ``iterations``: rewrite rounds; ``enodes``: e-graph size; ``seconds``: wall
-    time of the whole optimize call (never exceeded by more than 20%).
+    time of the whole optimize call (never exceeded by more than 20%); ``stall``:
+    stop early (``"stalled"``) after that many rounds in a row that found no cheaper
+    term for the roots while the e-graph grew by at most 10% (0: run to saturation
+    or a limit).
     """
 
     iterations: int = 12
     enodes: int = 20_000
     seconds: float = 2.0
+    stall: int = 2
 
     def __post_init__(self) -> None:
-        if self.iterations < 0 or self.enodes < 1 or not self.seconds > 0:
+        if self.iterations < 0 or self.enodes < 1 or not self.seconds > 0 or self.stall < 0:
             raise ValueError(f"invalid budget {self!r}: iterations >= 0, enodes >= 1, "
-                             "seconds > 0 required")
+                             "seconds > 0, stall >= 0 required")
 
 
 @dataclass
@@ -117,7 +121,7 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     n = len(graphs)
     t0 = time.perf_counter()
     outs, stats = egraph_many(graphs, rulesets=rulesets, cost_model=model, budget=Budget(
-        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n))
+        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall))
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     stats["batch"] = n
     results = []

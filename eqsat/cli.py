@@ -125,7 +125,7 @@ def _parse_vars(items: Sequence[str]) -> dict[str, Any]:
 def _budget(args: argparse.Namespace):
     from eqsat.api import Budget
 
-    kw = {k: getattr(args, k) for k in ("iterations", "enodes", "seconds")
+    kw = {k: getattr(args, k) for k in ("iterations", "enodes", "seconds", "stall")
           if getattr(args, k) is not None}
     try:
         return Budget(**kw)
@@ -146,7 +146,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The picklable optimize() options of the engine flags."""
     b = _budget(args)
     return {"engine": args.engine, "cost": args.cost, "rulesets": _rulesets(args.rulesets),
-            "budget": (b.iterations, b.enodes, b.seconds)}
+            "budget": (b.iterations, b.enodes, b.seconds, b.stall)}
 
 
 def _optimize(graph, opts: dict[str, Any]):
@@ -504,6 +504,9 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--iterations", type=int, metavar="N", help="e-graph rewrite rounds")
     g.add_argument("--enodes", type=int, metavar="N", help="e-graph size limit")
     g.add_argument("--seconds", type=float, metavar="S", help="wall-time limit per graph")
+    g.add_argument("--stall", type=int, metavar="N",
+                   help="stop after N rounds without a cheaper result while the e-graph "
+                        "barely grows (default 2; 0: never)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -82,7 +82,7 @@ def optimize_batches(graphs: list[UOp], batch: int = 32, workers: int = 1,
     def one(chunk: list[UOp]) -> tuple[list[UOp], dict[str, Any]]:
         n = len(chunk)
         return session_for(rulesets).run(chunk, model, Limits(lim.iterations, lim.enodes * n,
-                                                              lim.seconds * n))
+                                                              lim.seconds * n, lim.stall))
 
     if workers <= 1 or len(chunks) <= 1:
         results = [one(c) for c in chunks]
@@ -97,7 +97,7 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
     """Optimize one graph by equality saturation; ``(graph', stats)``.
 
     ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
-    (``saturated``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
+    (``saturated``/``stalled``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
     ``matches`` (rule name -> unions), ``extraction``.
     """
     outs, stats = optimize_many([graph], rulesets, cost_model, budget)

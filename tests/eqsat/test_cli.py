@@ -46,7 +46,8 @@ def test_help_lists_every_subcommand(capsys):
 
 
 @pytest.mark.parametrize("cmd, flag", [
-    ("optimize", "--rulesets"), ("optimize", "--stats"), ("batch", "--jobs"), ("eval", "--var"),
+    ("optimize", "--rulesets"), ("optimize", "--stats"), ("optimize", "--stall"),
+    ("batch", "--jobs"), ("batch", "--chunk"), ("eval", "--var"),
     ("lower", "--emit"), ("cost", "--cost"), ("rules", "--engine"), ("fmt", "--compact"),
 ])
 def test_subcommand_help(capsys, cmd, flag):

@@ -100,6 +100,21 @@ def test_stall_limit_is_validated_and_defaults() -> None:
     assert Limits.of(None).stall == STALL_ITERATIONS
     with pytest.raises(ValueError, match="stall"):
         Limits(stall=-1)
+    with pytest.raises(ValueError, match="stall"):
+        Budget(stall=-1)
+    assert Limits.of(Budget(stall=0)).stall == 0 and Limits.of(Budget(stall=5)).stall == 5
+
+
+def test_budget_stall_reaches_the_engine() -> None:
+    """``Budget.stall`` is the public switch: 0 runs on to saturation (the corpus case
+    below stalls two iterations before it saturates)."""
+    g = parse(V0112)
+    r0 = optimize(g, engine="egraph", cost_model="reference",
+                  budget=Budget(seconds=30.0, stall=0))
+    r2 = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=30.0))
+    assert r0.stats["stop_reason"] == "saturated"
+    assert r2.stats["stop_reason"] == "stalled"
+    assert r2.stats["iterations"] < r0.stats["iterations"] and r2.cost == r0.cost
 
 
 # the corpus case v0112: its best cost stops improving two iterations before saturation
