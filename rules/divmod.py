@@ -147,7 +147,25 @@ def _combine(n: UOp) -> Lin:
 
 
 class UOpCtx(LinBuilder[UOp]):
-    """The baseline's :class:`rules.divmod_core.Ctx`: atoms are index UOps."""
+    """The baseline's :class:`rules.divmod_core.Ctx`: atoms are index UOps.
+
+    ``scope``: the node a rule is rewriting. Building a linear form that a node
+    of ``scope`` already has returns that node (the rule's output keeps the
+    input's own sub-sums, e.g. a factored ``(a + b)*4``); a node with the same
+    form elsewhere -- alive in some other graph -- is not used, so the output
+    depends on the input alone, not on what else the process holds.
+    """
+
+    def __init__(self, scope: UOp | None = None):
+        self.scope = scope
+        self._ids: set[int] | None = None
+
+    def _in_scope(self, u: UOp) -> bool:
+        if self.scope is None:
+            return True
+        if self._ids is None:
+            self._ids = {id(n) for n in self.scope.toposort()}
+        return id(u) in self._ids
 
     def bounds(self, a: UOp) -> tuple[Any, Any]:
         return a.vmin, a.vmax
@@ -195,7 +213,7 @@ class UOpCtx(LinBuilder[UOp]):
 
     def lin(self, x: Lin) -> UOp:
         hit = _ORIGIN.get(x)
-        if hit is not None:
+        if hit is not None and self._in_scope(hit):
             return hit
         return super().lin(x)
 
@@ -218,14 +236,14 @@ def _twin(rule: DivModRule, group: str) -> Rule:
     ops = [o for o, n in _OPNAME.items() if n in rule.ops]
 
     def build(d: UOp, x: UOp, y: UOp) -> UOp | None:
-        return rule.fn(_OPNAME[d.op], to_lin(x), to_lin(y), UOP_CTX)
+        return rule.fn(_OPNAME[d.op], to_lin(x), to_lin(y), UOpCtx(d))
 
     return Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
                 build=build, guard=_divisor_ok, group=group)
 
 
 def _fold_general(d: UOp, x: UOp, y: UOp) -> UOp | None:
-    return fold_divmod_general(_OPNAME[d.op], to_lin(x), to_lin(y), UOP_CTX)
+    return fold_divmod_general(_OPNAME[d.op], to_lin(x), to_lin(y), UOpCtx(d))
 
 
 fold_divmod_general_rule = Rule(
@@ -274,8 +292,9 @@ _x, _n = UPat.var("x"), UPat.var("n")
 
 def _recombine_sum(s: UOp) -> UOp | None:
     lin = to_lin(s)
+    ctx = UOpCtx(s)
     for r in SUM_RULES:
-        out = r.fn(lin, UOP_CTX)
+        out = r.fn(lin, ctx)
         if out is not None:
             return out
     return None
