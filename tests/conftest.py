@@ -62,3 +62,16 @@ def corpus_lines() -> list[dict[str, Any]]:
 def repo_root() -> Path:
     """The checkout's top directory."""
     return REPO
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_egraph_session() -> None:
+    """Build the e-graph's default warm session once per test process, before any test:
+    otherwise the first e-graph test of each worker spends 0.5-3 s of its 2 s time
+    budget on the build (more on a loaded CI runner) and may return early."""
+    try:
+        from eqsat.egraph import session_for
+    except ImportError:  # pragma: no cover - engine unavailable: its tests say so
+        return
+    session_for(None)
+

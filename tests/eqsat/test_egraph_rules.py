@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from eqsat.api import optimize
+from eqsat.api import Budget, optimize
 from eqsat.egraph import egraph_groups, optimize_egraph, resolve
 from eqsat.equiv import check_equivalent
 from eqsat.sexpr import parse, to_sexpr
 from extraction import reference_cost
+
+#: the e-graph's budget where a test checks what it finds: bounded by iterations and
+#: e-nodes, with time to spare on a loaded CI runner
+QUALITY = Budget(seconds=30.0)
 
 X, Y = "(var x 0 9)", "(var y 0 9)"
 
@@ -76,7 +80,7 @@ TABLE: list[tuple[str, str, str | int]] = [
                          ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(TABLE)])
 def test_family_table(family: str, text: str, want: str | int) -> None:
     g = parse(text)
-    out, stats = optimize_egraph(g, cost_model="reference")
+    out, stats = optimize_egraph(g, cost_model="reference", budget=QUALITY)
     assert check_equivalent(g, out), f"{family}: {to_sexpr(out)} is not equivalent to the input"
     if isinstance(want, int):
         assert reference_cost(out) == want, f"{family}: got {to_sexpr(out)}"
@@ -101,7 +105,7 @@ ORDER_LOSES = [
 def test_egraph_beats_the_ordered_baseline(text: str) -> None:
     g = parse(text)
     base = optimize(g, engine="baseline", cost_model="reference")
-    eg = optimize(g, engine="egraph", cost_model="reference")
+    eg = optimize(g, engine="egraph", cost_model="reference", budget=QUALITY)
     assert check_equivalent(g, eg.graph)
     assert eg.cost < base.cost, (f"e-graph {to_sexpr(eg.graph)} ({eg.cost}) vs baseline "
                                  f"{to_sexpr(base.graph)} ({base.cost})")

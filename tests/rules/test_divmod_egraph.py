@@ -23,6 +23,10 @@ from extraction import reference_cost
 from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, GROUPS
 from rules.divmod_core import DIVMOD_RULES, SUM_RULES
 
+#: the e-graph's budget where a test checks what it finds: bounded by iterations and
+#: e-nodes, with time to spare on a loaded CI runner
+QUALITY = eqsat.Budget(seconds=30.0)
+
 RB = "range_based_mod_div_patterns"
 REC = "div_mod_recombine_dsl_patterns"
 ADV = "advanced_division_dsl_patterns"
@@ -153,7 +157,8 @@ def _fired(rule: str, matches: dict[str, int]) -> bool:
 
 def _run(rulesets: tuple[str, ...], src: str) -> tuple[eqsat.UOp, eqsat.UOp, dict[str, int]]:
     g = parse(src)
-    res = eqsat.optimize(g, engine="egraph", rulesets=list(rulesets), cost_model="reference")
+    res = eqsat.optimize(g, engine="egraph", rulesets=list(rulesets), cost_model="reference",
+                         budget=QUALITY)
     eq = check_equivalent(g, res.graph)
     assert eq, f"{to_sexpr(res.graph)} is not equivalent to {src}: {eq.reason}"
     return g, res.graph, res.stats["matches"]
