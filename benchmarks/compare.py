@@ -14,8 +14,12 @@ case's time is its share of the batch's); ``--batch 1`` calls
 (``--model``, default ``reference``); every output is the engine's result or,
 when that is costlier, the input (``eqsat.optimize``'s rule).
 
+``--jobs N`` runs the e-graph's batches on N worker processes (as ``eqsat batch
+--jobs N`` does; each worker's warm session is built before the clock starts) and
+prints the elapsed wall time next to the one-process figures.
+
 Usage: ``python3 benchmarks/compare.py [--corpus PATH] [--batch N] [--model M]
-[--check] [--limit N] [--seconds S] [--worst N]``
+[--check] [--limit N] [--seconds S] [--worst N] [--jobs N]``
 """
 
 from __future__ import annotations
@@ -86,9 +90,60 @@ class Case:
     stats_eg: dict = field(default_factory=dict, repr=False)
 
 
+def _warm_worker() -> None:
+    session_for(None)
+
+
+def _ping(_: int) -> int:
+    time.sleep(0.3)  # long enough that every worker starts (and warms) before the timing
+    return os.getpid()
+
+
+def _eg_chunk(job: tuple[list[str], str, float]) -> tuple[list[str], float, float]:
+    """One batch in a worker process: (outputs as text, wall s, CPU s)."""
+    from eqsat.sexpr import to_sexpr
+
+    texts, model, seconds = job
+    cm = get_cost_model(model)
+    gs = [parse(t) for t in texts]
+    w, p = time.perf_counter(), time.process_time()
+    outs, _ = optimize_many(gs, cost_model=cm, budget=Budget(
+        iterations=12, enodes=20_000 * len(gs), seconds=seconds * len(gs)))
+    wall, cpu = time.perf_counter() - w, time.process_time() - p
+    return [to_sexpr(o, compact=True) for o in outs], wall, cpu
+
+
+def _run_parallel(rows: list[dict[str, Any]], cases: list[Case], graphs: list[Any], batch: int,
+                  model: str, seconds: float, jobs: int) -> float:
+    """The e-graph batches on ``jobs`` worker processes (sessions built before the
+    clock starts); each case gets its batch's time share; returns the elapsed wall."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cm = get_cost_model(model)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_warm_worker) as pool:
+        list(pool.map(_ping, range(2 * jobs)))
+        starts = range(0, len(rows), batch)
+        t0 = time.perf_counter()
+        results = list(pool.map(_eg_chunk, [([r["expr"] for r in rows[i:i + batch]], model,
+                                              seconds) for i in starts]))
+        elapsed = time.perf_counter() - t0
+    for i, (texts, wall, cpu) in zip(starts, results, strict=True):
+        for c, g, t in zip(cases[i:i + batch], graphs[i:i + batch], texts, strict=True):
+            o = parse(t)
+            cin, cout = cm.graph_cost(g), cm.graph_cost(o)
+            c.out_eg, c.model_eg = (o, cout) if cout <= cin else (g, cin)
+            c.wall_eg, c.cpu_eg = wall / len(texts), cpu / len(texts)
+    return elapsed
+
+
 def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference",
-        check: bool = False, seconds: float = 2.0, samples: int = 3000) -> list[Case]:
-    """Optimize every row with both engines; the per-case results."""
+        check: bool = False, seconds: float = 2.0, samples: int = 3000,
+        jobs: int = 1) -> list[Case]:
+    """Optimize every row with both engines; the per-case results. ``jobs`` > 1: the
+    e-graph's batches run on that many worker processes (``run.elapsed`` is then the
+    e-graph's elapsed wall time)."""
     cm = get_cost_model(model)
     graphs = [parse(r["expr"]) for r in rows]
     cases = [Case(r["id"], r["source"], r["cost_in"], r["cost_tg"], r["divmod_in"],
@@ -100,14 +155,18 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
         c.wall_base, c.cpu_base = time.perf_counter() - w, time.process_time() - p
         c.out_base, c.model_base = res.graph, res.cost
     # e-graph (the session's one-time setup is not a case's time)
-    session_for(None)
-    if batch <= 1:
+    run.elapsed = None
+    if jobs > 1 and batch > 1:
+        run.elapsed = _run_parallel(rows, cases, graphs, batch, model, seconds, jobs)
+    elif batch <= 1:
+        session_for(None)
         for c, g in zip(cases, graphs, strict=True):
             w, p = time.perf_counter(), time.process_time()
             res = optimize(g, engine="egraph", cost_model=cm, budget=Budget(seconds=seconds))
             c.wall_eg, c.cpu_eg = time.perf_counter() - w, time.process_time() - p
             c.out_eg, c.model_eg, c.stats_eg = res.graph, res.cost, res.stats
     else:
+        session_for(None)
         for i in range(0, len(graphs), batch):
             gs, cs = graphs[i:i + batch], cases[i:i + batch]
             w, p = time.perf_counter(), time.process_time()
@@ -159,8 +218,11 @@ def _table(cases: list[Case], check: bool) -> list[str]:
     return out
 
 
-def report(cases: list[Case], check: bool, worst: int = 10) -> str:
-    """The printed report (table, CPU times, targets, worst cases)."""
+def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | None = None,
+           jobs: int = 1) -> str:
+    """The printed report (table, CPU times, targets, worst cases). ``elapsed``: the
+    e-graph's elapsed wall time on ``jobs`` worker processes (the table's e-graph times
+    are then the workers' per-batch times, summed)."""
     lines = _table(cases, check)
     tot = {k: sum(getattr(c, k) for c in cases) for k in
            ("cost_tg", "cost_eg", "cost_base", "divmod_tg", "divmod_eg", "wall_base", "wall_eg",
@@ -185,7 +247,12 @@ def report(cases: list[Case], check: bool, worst: int = 10) -> str:
                      f"baseline {sum(c.eq_base is False for c in cases)}")
     lines.append(f"  e-graph time <= 3 x baseline: wall x"
                  f"{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f}, CPU x"
-                 f"{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}")
+                 f"{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f} ("
+                 + ("one process)" if elapsed is None else "the batches' times summed)"))
+    if elapsed is not None:
+        lines.append(f"  e-graph on {jobs} worker processes: elapsed {elapsed:.2f} s = x"
+                     f"{elapsed / max(tot['wall_base'], 1e-9):.2f} the baseline's wall time "
+                     f"(baseline: one process); the workers' CPU {tot['cpu_eg']:.2f} s")
     if worst:
         above = sorted((c for c in cases if c.cost_eg > min(c.cost_base, c.cost_tg)),
                        key=lambda c: (min(c.cost_base, c.cost_tg) - c.cost_eg, c.id))
@@ -207,16 +274,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N cases")
     ap.add_argument("--seconds", type=float, default=2.0, help="e-graph time budget per case")
     ap.add_argument("--worst", type=int, default=10)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes for the e-graph's batches (eqsat batch's --jobs)")
     args = ap.parse_args(argv)
     if not args.corpus.exists():
         print(f"corpus not found: {args.corpus} (set EQSAT_CORPUS)", file=sys.stderr)
         return 2
     rows = load(args.corpus, args.limit)
+    if args.jobs < 1:
+        print("--jobs must be >= 1", file=sys.stderr)
+        return 2
     cases = run(rows, batch=args.batch, model=args.model, check=args.check,
-                seconds=args.seconds)
+                seconds=args.seconds, jobs=args.jobs)
     print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
           f"{args.batch}")
-    print(report(cases, args.check, args.worst))
+    print(report(cases, args.check, args.worst, run.elapsed, args.jobs))
     return 0
 
 
