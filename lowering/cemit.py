@@ -297,11 +297,17 @@ class _Emitter:
             seg[u] = cur
             pos.setdefault(u, i)
         # loads: 4 consecutive addresses of one read-only buffer in one loop body
+        # (gated loads too, when the four share one gate and one alternative value: the
+        # vector is loaded when the gate holds, else it is the alternative in every lane)
         cands: dict[tuple, dict[int, UOp]] = defaultdict(dict)
         for u in lin:
-            ab = _access(u)
-            if u.op is Ops.LOAD and len(u.src) == 1 and ab is not None and ab[2] not in written:
-                cands[(seg[u], ab[2], ab[0])].setdefault(ab[1], u)
+            ab = _access(u, gated=True)
+            if u.op is Ops.LOAD and ab is not None and ab[2] not in written:
+                gate = u.src[0].src[2] if len(u.src[0].src) > 2 else None
+                alt = u.src[1] if len(u.src) > 1 else None
+                if gate is None and alt is not None:
+                    continue
+                cands[(seg[u], ab[2], ab[0], gate, alt)].setdefault(ab[1], u)
         for run in cands.values():
             for c in sorted(run):
                 members = [run.get(c + k) for k in range(4)]
@@ -358,15 +364,22 @@ class _Emitter:
         address is rendered; lane 0 is a constant away from it)."""
         self._vec_helpers()
         members = self.vload_groups[g]
-        c0 = _access(members[0])[1]  # type: ignore[index]
-        delta = c0 - _access(at)[1]  # type: ignore[index]
+        c0 = _access(members[0], gated=True)[1]  # type: ignore[index]
+        delta = c0 - _access(at, gated=True)[1]  # type: ignore[index]
         name = self.fresh("vec")
         self.vload_name[g] = name
         buf = self.base_name(at.src[0].src[0])
         a = at.src[0].src[1]
         here = self.addr[at.src[0]][1]
         off = here if delta == 0 else f"({here}+{c_literal(delta, a.dtype)})"
-        self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, &{buf}[{off}], 16);")
+        gate = self.addr[at.src[0]][2]
+        if gate is None:
+            self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, &{buf}[{off}], 16);")
+        else:  # one gate for the four lanes: load them all, or the alternative in each
+            alt = self.ref(at.src[1]) if len(at.src) > 1 else c_literal(0.0, at.dtype)
+            self.emit(f"eqsat_f32x4 {name}; if ({gate}) __builtin_memcpy(&{name}, "
+                      f"&{buf}[{off}], 16); else {name} = (eqsat_f32x4){{{alt}, {alt}, "
+                      f"{alt}, {alt}}};")
         for k, m in enumerate(members):
             self.expr[m] = f"{name}[{k}]"
         ahead = getattr(self.target, "prefetch", 0)
@@ -640,12 +653,13 @@ def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
     return tuple(sorted((t.uid, k) for t, k in terms.items() if k)), c
 
 
-def _access(u: UOp) -> tuple[tuple, int, UOp] | None:
+def _access(u: UOp, gated: bool = False) -> tuple[tuple, int, UOp] | None:
     """``(key, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A)``
     of a global buffer, ``A = sum(atoms) + c`` (:func:`_linear`; ``key`` the atoms:
-    equal keys, addresses ``c`` apart); else None."""
+    equal keys, addresses ``c`` apart); else None. ``gated``: a gated
+    ``INDEX(buf, A, gate)`` too (the caller checks the gate)."""
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or \
-            len(u.src[0].src) != 2:
+            len(u.src[0].src) != 2 + (gated and len(u.src[0].src) == 3):
         return None
     val = u if u.op is Ops.LOAD else u.src[1]
     if val.dtype.name != "f32":
