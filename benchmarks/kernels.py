@@ -80,6 +80,9 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("pad/flat", "pad", {"loops": "flat"}),
     # the pad's loops kept whole: every load gated (Target.split_gates=False)
     ("pad/nosplit", "pad", {"target": Target(split_gates=False)}),
+    # the padded transpose (its register tile's row loads gated as a whole) with the row
+    # loads prefetched 16 iterations ahead instead of the default 8
+    ("copy/prefetch16", "copy", {"target": Target(prefetch=16)}),
     ("reshape/flat", "reshape", {"loops": "flat"}),
 ]
 

@@ -14,8 +14,11 @@ used once, at the loop depth they are computed at, are inlined into their
 user; the rest become ``const`` locals. With ``Target.vectorize`` the emitter
 groups them again where the C compiler would not: four f32 loads of one loop
 body from ``A+c .. A+c+3`` of a buffer the kernel never writes become one
-16-byte load into a GCC vector (``eqsat_f32x4``), four stores in a row to
-consecutive addresses one 16-byte store of a vector built by
+16-byte load into a GCC vector (``eqsat_f32x4``; four gated loads too when
+they share one gate and one alternative value: the vector is loaded when the
+gate holds, else every lane is the alternative, as for a padded transpose's
+rows), four stores in a row to consecutive addresses one 16-byte store of a
+vector built by
 ``__builtin_shuffle`` (a register-tile transpose: 4 loads, 8 shuffles, 4
 stores), non-temporal (``movntps`` where aligned) into outputs of at least
 ``Target.stream_min_bytes``. Integer division by a non-constant

@@ -29,35 +29,69 @@ from lowering.narrow import is_invalid
 __all__ = ["split_gated_ranges", "split_points", "fold_decided"]
 
 
-def _range_offset(u: UOp) -> tuple[UOp, int] | None:
-    """``(range, k)`` when ``u`` is ``range`` or ``range + k`` (k a constant)."""
-    if u.op is Ops.RANGE:
-        return u, 0
-    if u.op is Ops.ADD and len(u.src) == 2:
-        a, b = u.src
-        if a.op is Ops.RANGE and b.op is Ops.CONST:
-            return a, int(b.arg)
-        if b.op is Ops.RANGE and a.op is Ops.CONST:
-            return b, int(a.arg)
-    return None
+def _affine(u: UOp, r: UOp, memo: dict[UOp, tuple[int, int, int] | None]
+            ) -> tuple[int, int, int] | None:
+    """``(a, lo, hi)`` when the integer ``u`` is ``a*r + rest`` with ``rest`` in
+    ``[lo, hi]`` whatever ``r`` is (through ``+ - *`` by constants, negation and
+    shifts by constants; a term without ``r`` contributes its value bounds);
+    None when ``r`` occurs otherwise."""
+    if u in memo:
+        return memo[u]
+    out: tuple[int, int, int] | None = None
+    if u is r:
+        out = (1, 0, 0)
+    elif r not in u.ranges:
+        out = (0, int(u.vmin), int(u.vmax))
+    elif u.op in (Ops.ADD, Ops.SUB) and len(u.src) == 2:
+        x, y = _affine(u.src[0], r, memo), _affine(u.src[1], r, memo)
+        if x is not None and y is not None:
+            out = ((x[0] + y[0], x[1] + y[1], x[2] + y[2]) if u.op is Ops.ADD
+                   else (x[0] - y[0], x[1] - y[2], x[2] - y[1]))
+    elif u.op in (Ops.MUL, Ops.SHL) and len(u.src) == 2 and u.src[1].op is Ops.CONST or \
+            u.op is Ops.MUL and len(u.src) == 2 and u.src[0].op is Ops.CONST:
+        c, v = (u.src[0], u.src[1]) if u.src[0].op is Ops.CONST else (u.src[1], u.src[0])
+        k = int(c.arg)
+        if u.op is Ops.SHL:
+            k = 1 << k if 0 <= k < 63 else 0
+        x = _affine(v, r, memo) if k else None
+        if x is not None:
+            out = (x[0] * k, *sorted((x[1] * k, x[2] * k)))  # type: ignore[misc]
+    elif u.op is Ops.NEG:
+        x = _affine(u.src[0], r, memo)
+        if x is not None:
+            out = (-x[0], -x[2], -x[1])
+    memo[u] = out
+    return out
 
 
 def split_points(body: UOp, r: UOp) -> list[int]:
-    """The positions ``0 < p < n`` of range ``r`` (size ``n``) where a comparison
-    ``r + k < c`` or ``c < r + k`` in ``body`` changes value, ascending."""
+    """The positions ``0 < p < n`` of range ``r`` (size ``n``) where an integer
+    comparison ``x < y`` in ``body`` may stop being decided or become decided.
+
+    With ``x - y = a*r + rest`` (``rest`` in ``[lo, hi]`` over everything but
+    ``r``, see :func:`_affine`), the comparison is true for every ``rest`` where
+    ``a*r + hi < 0`` and false for every ``rest`` where ``a*r + lo >= 0``: each
+    is a prefix or a suffix of ``r``'s range, so the pieces are decided /
+    mixed / decided. ``r + k < c`` splits at ``c - k``; a tiled index
+    ``668*r1 + 4*r3 < c`` splits the outer ``r1`` at the tiles wholly on one side
+    (the mixed tile keeps its gate, and its inner ``r3`` splits in turn)."""
     n = r.src[0].arg if r.src[0].op is Ops.CONST else None
     if not isinstance(n, int):
         return []
     pts: set[int] = set()
+    memo: dict[UOp, tuple[int, int, int] | None] = {}
     for u in body.toposort():
-        if u.op is not Ops.LT or not u.src[0].dtype.is_int:
+        if u.op is not Ops.LT or not u.src[0].dtype.is_int or r not in u.ranges:
             continue
-        a, b = u.src
-        ra, rb = _range_offset(a), _range_offset(b)
-        if ra is not None and ra[0] is r and b.op is Ops.CONST:
-            pts.add(int(b.arg) - ra[1])          # r + k < c  <=>  r < c - k
-        elif rb is not None and rb[0] is r and a.op is Ops.CONST:
-            pts.add(int(a.arg) - rb[1] + 1)      # c < r + k  <=>  r >= c - k + 1
+        x, y = _affine(u.src[0], r, memo), _affine(u.src[1], r, memo)
+        if x is None or y is None or x[0] == y[0]:
+            continue
+        a, lo, hi = x[0] - y[0], x[1] - y[2], x[2] - y[1]
+        if a > 0:   # true everywhere below -hi/a, false everywhere from -lo/a on
+            pts.update((-(hi // a), -(lo // a)))
+        else:       # false everywhere up to lo/b, true everywhere beyond hi/b
+            b = -a
+            pts.update((hi // b + 1, lo // b + 1))
     return sorted(p for p in pts if 0 < p < n)
 
 

@@ -45,7 +45,13 @@ R = UOp.range(10, 0)
     ((R + 2).lt(5), [3]),                        # r + 2 < 5  <=>  r < 3
     (R.lt(0), []),                               # never true: no point inside (0, 10)
     (R.lt(10), []),                              # always true
-    ((R * 2).lt(5), []),                         # not a plain range: left alone
+    ((R * 2).lt(5), [3]),                        # 2r < 5  <=>  r < 3
+    ((R * -3).lt(-7), [3]),                      # -3r < -7  <=>  r >= 3
+    (R.lt(R * R), []),                           # not affine in r: left alone
+    # a tiled index 4*r + s (s < 4): decided below 2, mixed at 2, decided from 3 on
+    ((R * 4 + UOp.range(4, 1)).lt(9), [2, 3]),
+    ((R * 4 + UOp.range(4, 1)).lt(8), [2]),      # tile-aligned bound: no mixed tile
+    (UOp.const(dtypes.index, 9).lt(R * 4 - UOp.range(4, 1)), [3, 4]),
 ])
 def test_split_points(cmp, points) -> None:
     assert split_points(cmp.where(R, UOp.invalid()), R) == points
@@ -65,6 +71,24 @@ def test_split_builds_pieces_in_order() -> None:
     sizes = [u.src[0].arg for u in g.toposort() if u.op is Ops.RANGE]
     assert sorted(sizes) == [2, 3, 5]
     assert not any(u.op is Ops.LT for u in g.toposort())  # every gate decided
+
+
+def test_tiled_gate_splits_outer_then_inner() -> None:
+    """A gate on ``4*r + s`` (r outer, s inner): the outer range splits at the tiles
+    wholly valid / mixed, and the mixed tile's inner range in turn; no gate is left."""
+    r, s = UOp.range(5, 0), UOp.range(4, 1)
+    out, x = UOp.buffer(0, dtypes.f32, 20), UOp.buffer(1, dtypes.f32, 20)
+    i = r * 4 + s
+    gated = UOp(Ops.INDEX, x.dtype, (x, i.lt(10).where(i, UOp.invalid())))
+    val = UOp(Ops.LOAD, dtypes.f32, (gated,))
+    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, i)), val))
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, r, s)),))
+    split = split_gated_ranges(g)
+    assert not any(u.op is Ops.LT for u in split.toposort())
+    ck = compile_kernel(split, optimize=False)
+    xs, o = np.arange(1, 21, dtype=np.float32), np.full(20, -1, np.float32)
+    ck(o, xs)
+    np.testing.assert_array_equal(o, np.where(np.arange(20) < 10, xs, 0))
 
 
 def test_split_respects_max_loops() -> None:
