@@ -9,9 +9,12 @@ comparison the piece decides (by the value bounds of its operands): inside
 the middle piece the gate is ``True`` and the load is a plain, vectorizable
 copy; in the others it is ``False`` and the loop stores the alternative value.
 
-Only comparisons ``LT`` of a range (or a range plus a constant) against a
-constant split a range, and only in loops whose stores are unconditional
-(gated stores keep their loop whole). Ranges are split outermost first, and each piece is
+Comparisons ``x < y`` whose difference is affine in the range (``a*r + rest``,
+``rest`` bounded independently of ``r``) split it where they become decided
+for every ``rest`` (:func:`split_points`): a tiled index ``668*r1 + 4*r3 < c``
+splits the outer ``r1`` at the tiles wholly valid or invalid, and the mixed
+tile's inner ``r3`` in turn. Only loops whose stores are unconditional are
+split (gated stores keep their loop whole). Ranges are split outermost first, and each piece is
 examined again (its folded body may no longer compare an inner range), so a
 fully padded row is one loop of zeros. The iteration order is unchanged (the
 pieces run in ascending order inside the same outer loops), so the split is
