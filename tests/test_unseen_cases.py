@@ -14,16 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from eqsat.api import Budget, optimize
+from eqsat.api import optimize
 from eqsat.equiv import check_equivalent
 from eqsat.sexpr import parse, to_sexpr
 from eqsat.uop import UOp
 from extraction.cost import reference_cost
+from tests.budgets import QUALITY
 from tests.gen_cases import KINDS, gen_case, generate, inline_sexpr, kind_of
-
-#: the e-graph's budget where a test checks what it finds: bounded by iterations and
-#: e-nodes, with time to spare on a loaded CI runner
-QUALITY = Budget(seconds=30.0)
 
 N_PER_KIND = 20
 SEED = 0

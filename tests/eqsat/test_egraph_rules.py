@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from eqsat.api import Budget, optimize
+from eqsat.api import optimize
 from eqsat.egraph import egraph_groups, optimize_egraph, resolve
 from eqsat.equiv import check_equivalent
 from eqsat.sexpr import parse, to_sexpr
 from extraction import reference_cost
-
-#: the e-graph's budget where a test checks what it finds: bounded by iterations and
-#: e-nodes, with time to spare on a loaded CI runner
-QUALITY = Budget(seconds=30.0)
+from tests.budgets import QUALITY
 
 X, Y = "(var x 0 9)", "(var y 0 9)"
 

@@ -23,10 +23,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqsat import Budget, dtypes, run_kernel
+from eqsat import dtypes, run_kernel
 from eqsat.ops import Ops
 from lowering import Target, compile_kernel
 from lowering.builders import BUILDERS, BuiltKernel, View, make
+from tests.budgets import QUALITY
 
 CASES = [(name, i) for name, spec in BUILDERS.items() for i in range(len(spec.cases))]
 CASE_IDS = [f"{n}-{i}" for n, i in CASES]
@@ -52,12 +53,6 @@ KNOWN_MISSES = {
     ("baseline", "hard0"): "baseline: flip's -1 coefficient breaks ((x//3)%7)*3 + x%3 -> x",
     ("baseline", "hard2"): "baseline: flip's -1 coefficient breaks the mod-4 recombination",
 }
-
-#: the optimizer's budget where a test checks what it finds: bounded by iterations and
-#: e-nodes, with time to spare on a loaded machine (the default 2 s can stop a big conv
-#: graph early when the CI runner is busy; these graphs saturate in 0.1-3 s)
-QUALITY = Budget(iterations=12, enodes=200_000, seconds=60)
-
 
 def _assert_division_free(graph, optimize: str, label: str) -> None:
     """No index division left but those by a power of two of a non-negative numerator

@@ -22,10 +22,7 @@ from eqsat.equiv import check_equivalent
 from extraction import reference_cost
 from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, GROUPS
 from rules.divmod_core import DIVMOD_RULES, SUM_RULES
-
-#: the e-graph's budget where a test checks what it finds: bounded by iterations and
-#: e-nodes, with time to spare on a loaded CI runner
-QUALITY = eqsat.Budget(seconds=30.0)
+from tests.budgets import QUALITY
 
 RB = "range_based_mod_div_patterns"
 REC = "div_mod_recombine_dsl_patterns"
