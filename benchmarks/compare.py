@@ -90,6 +90,20 @@ class Case:
     stats_eg: dict = field(default_factory=dict, repr=False)
 
 
+def _batch_budget(n: int, seconds: float) -> Budget:
+    """A batch of ``n`` cases: ``n`` times the per-case e-node and time budgets."""
+    return Budget(iterations=12, enodes=20_000 * n, seconds=seconds * n)
+
+
+def _take_egraph(c: Case, g: Any, o: Any, cm: Any, wall: float, cpu: float,
+                 stats: dict | None = None) -> None:
+    """Record the e-graph's output of one case (the input when that is cheaper:
+    ``eqsat.optimize``'s rule) and its share of its batch's time."""
+    cin, cout = cm.graph_cost(g), cm.graph_cost(o)
+    c.out_eg, c.model_eg = (o, cout) if cout <= cin else (g, cin)
+    c.wall_eg, c.cpu_eg, c.stats_eg = wall, cpu, stats or {}
+
+
 def _warm_worker() -> None:
     session_for(None)
 
@@ -107,8 +121,7 @@ def _eg_chunk(job: tuple[list[str], str, float]) -> tuple[list[str], float, floa
     cm = get_cost_model(model)
     gs = [parse(t) for t in texts]
     w, p = time.perf_counter(), time.process_time()
-    outs, _ = optimize_many(gs, cost_model=cm, budget=Budget(
-        iterations=12, enodes=20_000 * len(gs), seconds=seconds * len(gs)))
+    outs, _ = optimize_many(gs, cost_model=cm, budget=_batch_budget(len(gs), seconds))
     wall, cpu = time.perf_counter() - w, time.process_time() - p
     return [to_sexpr(o, compact=True) for o in outs], wall, cpu
 
@@ -131,19 +144,16 @@ def _run_parallel(rows: list[dict[str, Any]], cases: list[Case], graphs: list[An
         elapsed = time.perf_counter() - t0
     for i, (texts, wall, cpu) in zip(starts, results, strict=True):
         for c, g, t in zip(cases[i:i + batch], graphs[i:i + batch], texts, strict=True):
-            o = parse(t)
-            cin, cout = cm.graph_cost(g), cm.graph_cost(o)
-            c.out_eg, c.model_eg = (o, cout) if cout <= cin else (g, cin)
-            c.wall_eg, c.cpu_eg = wall / len(texts), cpu / len(texts)
+            _take_egraph(c, g, parse(t), cm, wall / len(texts), cpu / len(texts))
     return elapsed
 
 
 def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference",
         check: bool = False, seconds: float = 2.0, samples: int = 3000,
-        jobs: int = 1) -> list[Case]:
-    """Optimize every row with both engines; the per-case results. ``jobs`` > 1: the
-    e-graph's batches run on that many worker processes (``run.elapsed`` is then the
-    e-graph's elapsed wall time)."""
+        jobs: int = 1) -> tuple[list[Case], float | None]:
+    """Optimize every row with both engines: the per-case results, and with ``jobs`` > 1
+    (the e-graph's batches on that many worker processes) the e-graph's elapsed wall
+    time (else None)."""
     cm = get_cost_model(model)
     graphs = [parse(r["expr"]) for r in rows]
     cases = [Case(r["id"], r["source"], r["cost_in"], r["cost_tg"], r["divmod_in"],
@@ -155,9 +165,9 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
         c.wall_base, c.cpu_base = time.perf_counter() - w, time.process_time() - p
         c.out_base, c.model_base = res.graph, res.cost
     # e-graph (the session's one-time setup is not a case's time)
-    run.elapsed = None
+    elapsed = None
     if jobs > 1 and batch > 1:
-        run.elapsed = _run_parallel(rows, cases, graphs, batch, model, seconds, jobs)
+        elapsed = _run_parallel(rows, cases, graphs, batch, model, seconds, jobs)
     elif batch <= 1:
         session_for(None)
         for c, g in zip(cases, graphs, strict=True):
@@ -170,13 +180,11 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
         for i in range(0, len(graphs), batch):
             gs, cs = graphs[i:i + batch], cases[i:i + batch]
             w, p = time.perf_counter(), time.process_time()
-            outs, stats = optimize_many(gs, cost_model=cm, budget=Budget(
-                iterations=12, enodes=20_000 * len(gs), seconds=seconds * len(gs)))
+            outs, stats = optimize_many(gs, cost_model=cm,
+                                        budget=_batch_budget(len(gs), seconds))
             wall, cpu = time.perf_counter() - w, time.process_time() - p
             for c, g, o in zip(cs, gs, outs, strict=True):
-                cin, cout = cm.graph_cost(g), cm.graph_cost(o)
-                c.out_eg, c.model_eg = (o, cout) if cout <= cin else (g, cin)
-                c.wall_eg, c.cpu_eg, c.stats_eg = wall / len(gs), cpu / len(gs), stats
+                _take_egraph(c, g, o, cm, wall / len(gs), cpu / len(gs), stats)
     for c, g in zip(cases, graphs, strict=True):
         c.cost_base, c.cost_eg = reference_cost(c.out_base), reference_cost(c.out_eg)
         c.divmod_base, c.divmod_eg = divmod_count(c.out_base), divmod_count(c.out_eg)
@@ -185,7 +193,7 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
 
             c.eq_base = bool(check_equivalent(g, c.out_base, samples=samples))
             c.eq_eg = bool(check_equivalent(g, c.out_eg, samples=samples))
-    return cases
+    return cases, elapsed
 
 
 def _table(cases: list[Case], check: bool) -> list[str]:
@@ -284,11 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print("--jobs must be >= 1", file=sys.stderr)
         return 2
-    cases = run(rows, batch=args.batch, model=args.model, check=args.check,
+    cases, elapsed = run(rows, batch=args.batch, model=args.model, check=args.check,
                 seconds=args.seconds, jobs=args.jobs)
     print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
           f"{args.batch}")
-    print(report(cases, args.check, args.worst, run.elapsed, args.jobs))
+    print(report(cases, args.check, args.worst, elapsed, args.jobs))
     return 0
 
 

@@ -294,14 +294,9 @@ def _finish(out: dict[str, Any], graph: Any, us: float) -> dict[str, Any]:
             "us": round(us, 1)}
 
 
-def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
-    """One line of a batch: parse, optimize, print; errors become an ``error`` field."""
-    lineno, _, opts = job
-    _warm(opts)
-    t0 = time.perf_counter()
-    out, graph = _prepare(job)
-    if graph is None:
-        return out
+def _optimize_one(lineno: int, out: dict[str, Any], graph: Any, opts: dict[str, Any],
+                  t0: float) -> dict[str, Any]:
+    """Optimize one parsed batch case (``t0``: when its time started)."""
     try:
         res = _optimize(graph, opts)
         return _finish(out, res.graph, (time.perf_counter() - t0) * 1e6)
@@ -310,6 +305,14 @@ def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
     except BaseException as e:  # noqa: B036 - engine panics (egglog) are BaseExceptions
         return {**out, "line": lineno,
                 "error": str(_fail(f"optimize (engine {opts['engine']})", e))}
+
+
+def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
+    """One line of a batch: parse, optimize, print; errors become an ``error`` field."""
+    _warm(job[2])
+    t0 = time.perf_counter()
+    out, graph = _prepare(job)
+    return out if graph is None else _optimize_one(job[0], out, graph, job[2], t0)
 
 
 def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -324,8 +327,16 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
     prepared = [_prepare(j) for j in jobs]
     live = [i for i, (_, g) in enumerate(prepared) if g is not None]
     results: list[dict[str, Any]] = [out for out, _ in prepared]
+
+    def one_by_one(start: float | None = None) -> list[dict[str, Any]]:
+        for i in live:
+            out, graph = prepared[i]
+            results[i] = _optimize_one(jobs[i][0], out, graph, opts,
+                                       time.perf_counter() if start is None else start)
+        return results
+
     if len(live) <= 1:
-        return [_batch_case(j) if i in live else results[i] for i, j in enumerate(jobs)]
+        return one_by_one(t0)
     from eqsat.api import Budget, optimize_many
 
     try:
@@ -338,8 +349,7 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
     except KeyboardInterrupt:
         raise
     except BaseException:  # noqa: B036 - find the case at fault: one at a time
-        for i in live:
-            results[i] = _batch_case(jobs[i])
+        return one_by_one()
     return results
 
 

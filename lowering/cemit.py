@@ -144,7 +144,8 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
 
 
 class _Emitter:
-    def __init__(self, linear: list[UOp], name: str, target: object | None):
+    def __init__(self, linear: list[UOp], name: str, target: object | None,
+                 params: list[UOp] | tuple[UOp, ...] = ()):
         self.linear = linear
         self.target = target
         # vector groups (Target.vectorize): load -> (group, lane); group -> its 4 loads
@@ -165,7 +166,7 @@ class _Emitter:
         self.counter: dict[str, int] = defaultdict(int)
         self.range_names: set[str] = set()
         self.sig = Signature(name)
-        self.params: list[UOp] = []  # render_c's extra parameters
+        self.params = [u for u in params if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
 
     # ---- naming -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -685,8 +686,7 @@ def render_c(linear: list[UOp], name: str = "kernel", target: object | None = No
     optimizer proved a buffer is never read, e.g. a pad fully shrunk away)."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise LoweringError(f"kernel name {name!r} is not a C identifier")
-    em = _Emitter(linear, name, target)
-    em.params = [u for u in params if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+    em = _Emitter(linear, name, target, params)
     return em.render(), em.sig
 
 
