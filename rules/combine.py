@@ -16,7 +16,7 @@ from __future__ import annotations
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import eval_op, may_be_invalid
+from rules.common import by_group, eval_op, may_be_invalid
 
 __all__ = ["GROUPS"]
 
@@ -177,6 +177,4 @@ _eg(R("add_sub_cancel", "(x-y)+y -> x (integers)", _E_TERM_COMBINING, "(Add dt (
 _eg([PyRule("canonical_sum", "a+b+... -> the sorted flattened sum, like terms merged, constant "
            "last", "alu_folding_dsl_patterns", "canon")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

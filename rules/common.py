@@ -23,7 +23,7 @@ __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
     "has_invalid", "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits", "INT_KINDS",
+    "exact_product_fits", "INT_KINDS", "by_group",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -383,3 +383,13 @@ def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
 
 
 _ = const_value  # re-exported for rule modules that normalize values
+
+
+def by_group(rules: Any) -> dict[str, list[Any]]:
+    """A family's e-graph rules (anything with a ``.group``) as its ``EGRAPH`` dict:
+    group name -> the rules in definition order."""
+    out: dict[str, list[Any]] = {}
+    for r in rules:
+        out.setdefault(r.group, []).append(r)
+    return out
+

@@ -23,6 +23,7 @@ from eqsat.uop import UOp
 from rules.common import (
     CONSTS,
     bool_like,
+    by_group,
     eval_values,
     fits,
     int_exact,
@@ -278,6 +279,4 @@ _eg([PyRule("lt_linear", "sum < c -> divided by the gcd, small remainder split o
            "(4*a + 30 < 0 -> a < -7; 4*a + b < 8 -> a < 2 for 0 <= b < 4)",
            "comparison_dsl_patterns", "cmp")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

@@ -19,7 +19,7 @@ from eqsat.dtype import DType
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import eval_values, make_const
+from rules.common import by_group, eval_values, make_const
 
 __all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
 
@@ -155,9 +155,7 @@ _eg(Q("fold_known_range", "range(end) -> c when its interval is [c, c] (one iter
 _eg([PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division "
            "by a possible 0)", "constant_folding_dsl_patterns", "fold")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # floats, vectors and other non-integer constants: the baseline's folding applied to
 # e-nodes (integer and bool classes fold through the interval analysis: fold_known)

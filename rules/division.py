@@ -16,7 +16,7 @@ import math
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import CONSTS, exact_product_fits, is_zero, may_be_invalid, nonzero
+from rules.common import CONSTS, by_group, exact_product_fits, is_zero, may_be_invalid, nonzero
 
 __all__ = ["GROUPS"]
 
@@ -82,9 +82,7 @@ _eg(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", _E_DIVISION,
       "(Mod dt (Mul dt x y) y)", "(Cst dt 0)", IDX_DT, "(> (lo y) 0)", "(Def x)",
       "(Def y)"))
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # the float divisions: baseline rules applied to e-nodes (no native twin)
 from eqsat.egraph.computed import bridge  # noqa: E402

@@ -47,7 +47,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import Ops
 from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
-from rules.common import may_be_invalid
+from rules.common import by_group, may_be_invalid
 from rules.divmod_core import (
     ADVANCED,
     DIVMOD_RULES,
@@ -445,6 +445,4 @@ _eg([PyRule("divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper
 # the whole-sum recombinations (the baseline's recombine_divmod_sum, one PyRule each)
 _eg(sum_pyrules(SUM_RULES, G_REC))
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

@@ -14,7 +14,16 @@ from __future__ import annotations
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import CONSTS, bool_like, const_is, is_one, is_zero, may_be_invalid, nonzero
+from rules.common import (
+    CONSTS,
+    bool_like,
+    by_group,
+    const_is,
+    is_one,
+    is_zero,
+    may_be_invalid,
+    nonzero,
+)
 
 __all__ = ["GROUPS"]
 
@@ -211,6 +220,4 @@ _eg(R("add_neg", "x + (-y) -> x - y", _E_NEGATION, "(Add dt x (Neg dt y))", "(Su
 _eg(Q("mul_neg_one", "x*-1 -> -x (index)", _E_NEGATION,
       "(= e (Mul dt x (Cst dt -1))) (IdxDt dt)", "(union e (Neg dt x))"))
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

@@ -30,7 +30,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import const_is, invalid_like, is_invalid
+from rules.common import by_group, const_is, invalid_like, is_invalid
 
 __all__ = ["GROUPS", "INVALID_PUSH_OPS"]
 
@@ -179,9 +179,7 @@ _eg(Q("where_cond_invalid", "where(where(c, b, Inv), t, f) -> where(c, where(b, 
 _eg([PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
            "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # the load/store of an Invalid index: baseline rules applied to e-nodes (no native twin)
 from eqsat.egraph.computed import bridge  # noqa: E402

@@ -13,7 +13,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
 from eqsat.uop import UOp
-from rules.common import bool_like, const_is, may_be_invalid
+from rules.common import bool_like, by_group, const_is, may_be_invalid
 
 __all__ = ["GROUPS"]
 
@@ -143,6 +143,4 @@ _eg(R("and_assoc_dedup", "(a & b) & b -> a & b", _E_BOOLEAN, "(And dt (And dt a 
 _eg([PyRule("canonical_and", "a & b & ... -> the sorted conjunction of the distinct clauses",
            "boolean_dsl_patterns", "canon_and")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

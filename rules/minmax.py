@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eqsat.ops import Ops
 from eqsat.pattern import Rule, UPat
-from rules.common import may_be_invalid
+from rules.common import by_group, may_be_invalid
 
 __all__ = ["GROUPS"]
 
@@ -57,6 +57,4 @@ _eg(R("max_left", "max(x,y) -> x when lo(x) >= hi(y)", _E_MINMAX, "(Max dt x y)"
 _eg(R("min_left", "min(x,y) -> x when hi(x) <= lo(y)", _E_MINMAX, "(Min dt x y)", "x",
       "(<= (hi x) (lo y))", "(Def y)", subsume=True))
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

@@ -28,7 +28,7 @@ from eqsat.dtype import dtypes
 from eqsat.ops import GroupOp, Ops
 from eqsat.pattern import Rule, UPat, graph_rewrite
 from eqsat.uop import UOp
-from rules.common import const_is, invalid_like, is_invalid, may_be_invalid, nonzero
+from rules.common import by_group, const_is, invalid_like, is_invalid, may_be_invalid, nonzero
 
 __all__ = ["GROUPS", "parse_valid", "simplify_given_valid"]
 
@@ -319,6 +319,4 @@ _eg(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", 
 _eg([PyRule("where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x "
            "simplified under the bounds c implies", "where_bound_patterns", "context")])
 
-EGRAPH: dict[str, list[ERule | PyRule]] = {}
-for _e_r in _EG:
-    EGRAPH.setdefault(_e_r.group, []).append(_e_r)
+EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
