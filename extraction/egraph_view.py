@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from eqsat.dtype import DType
@@ -107,6 +108,9 @@ def _sort_key(x: Any) -> tuple:
     return (3, 0, repr(x))
 
 
+_node_key = attrgetter("key")
+
+
 class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
@@ -115,31 +119,77 @@ class _Compiled:
 
     def __init__(self, view: EGraphView):
         cids = list(view.classes)
+        classes, empty = view.classes, view._empty
         for n in view._all_nodes:
             for ch in n.children:
-                if ch not in view.classes and ch not in view._empty:
-                    view._empty[ch] = None
-        cids.extend(view._empty)  # classes that are named but have no e-node
+                if ch not in classes and ch not in empty:
+                    empty[ch] = None
+        cids.extend(empty)  # classes that are named but have no e-node
         self.cids = cids
-        self.cidx = {c: i for i, c in enumerate(cids)}
-        self.nodes: list[ENode] = []
-        self.ncls: list[int] = []
-        self.class_nodes: list[list[int]] = [[] for _ in cids]
+        self.cidx = cidx = {c: i for i, c in enumerate(cids)}
+        nodes: list[ENode] = []
+        ncls: list[int] = []
+        class_nodes: list[list[int]] = []
         for ci, c in enumerate(cids):
-            for n in view.classes.get(c, ()):
-                self.class_nodes[ci].append(len(self.nodes))
-                self.nodes.append(n)
-                self.ncls.append(ci)
-        cidx = self.cidx
-        self.nch = [tuple(cidx[k] for k in n.children) for n in self.nodes]
-        self.nchd = [tuple(sorted(set(ch))) for ch in self.nch]
-        self.selfloop = [self.ncls[i] in self.nchd[i] for i in range(len(self.nodes))]
-        parents: list[list[int]] = [[] for _ in cids]
-        for i, ch in enumerate(self.nchd):
+            ns = classes.get(c, ())
+            k = len(nodes)
+            class_nodes.append(list(range(k, k + len(ns))))
+            nodes.extend(ns)
+            ncls.extend([ci] * len(ns))
+        self.nodes = nodes
+        self.ncls = ncls
+        self.class_nodes = class_nodes
+        self.nch = [tuple([cidx[k] for k in n.children]) for n in nodes]
+        self._finish()
+        self.cost_cache: dict[Any, list[float]] = {}
+
+    def _finish(self) -> None:
+        """``nchd``, ``selfloop`` and ``parents`` from ``nch``/``ncls``."""
+        nchd = self.nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
+        ncls = self.ncls
+        self.selfloop = [ncls[i] in ch for i, ch in enumerate(nchd)]
+        parents: list[list[int]] = [[] for _ in self.cids]
+        for i, ch in enumerate(nchd):
             for k in ch:
                 parents[k].append(i)
         self.parents = parents
-        self.cost_cache: dict[Any, list[float]] = {}
+
+    def restrict(self, keep: list[int], sub: EGraphView) -> _Compiled:
+        """The compiled form of ``sub``, the view of the classes ``keep`` (indices,
+        ascending, closed under children, every non-empty one with all its e-nodes):
+        the arrays a fresh compile of ``sub`` gives, sliced from these (costs
+        included). Fills ``sub._empty``."""
+        out = _Compiled.__new__(_Compiled)
+        cids, class_nodes, nch = self.cids, self.class_nodes, self.nch
+        full = [c for c in keep if class_nodes[c]]
+        m: dict[int, int] = {c: i for i, c in enumerate(full)}
+        src = [n for c in full for n in class_nodes[c]]
+        new_cids = [cids[c] for c in full]
+        for n in src:  # empty classes in order of first use, as a fresh compile names them
+            for k in nch[n]:
+                if k not in m:
+                    m[k] = len(new_cids)
+                    new_cids.append(cids[k])
+                    sub._empty[cids[k]] = None
+        out.cids = new_cids
+        out.cidx = {c: i for i, c in enumerate(new_cids)}
+        nodes = self.nodes
+        out.nodes = [nodes[n] for n in src]
+        ncls: list[int] = []
+        sub_class_nodes: list[list[int]] = []
+        for i, c in enumerate(full):
+            k = len(ncls)
+            cnt = len(class_nodes[c])
+            sub_class_nodes.append(list(range(k, k + cnt)))
+            ncls.extend([i] * cnt)
+        sub_class_nodes.extend([] for _ in range(len(new_cids) - len(full)))
+        out.ncls = ncls
+        out.class_nodes = sub_class_nodes
+        get = m.__getitem__
+        out.nch = [tuple(map(get, nch[n])) for n in src]
+        out._finish()
+        out.cost_cache = {key: [costs[n] for n in src] for key, costs in self.cost_cache.items()}
+        return out
 
 
 class EGraphView:
@@ -159,25 +209,39 @@ class EGraphView:
         by_key: dict[Hashable, ENode] = {}
         classes: dict[ClassId, list[ENode]] = {}
         for n in all_nodes:
-            if not isinstance(n, ENode):
+            if type(n) is not ENode and not isinstance(n, ENode):
                 raise TypeError(f"EGraphView takes ENode objects, got {type(n).__name__}: {n!r}")
-            if n.key in by_key:
-                raise ValueError(f"duplicate e-node key {n.key!r} (classes "
-                                 f"{by_key[n.key].eclass!r} "
+            key = n.key
+            if key in by_key:
+                raise ValueError(f"duplicate e-node key {key!r} (classes "
+                                 f"{by_key[key].eclass!r} "
                                  f"and {n.eclass!r})")
-            if n.op is not None and not isinstance(n.op, Ops):
-                raise TypeError(f"e-node {n.key!r}: op must be an Ops or None, got {n.op!r}")
-            if not isinstance(n.children, tuple):
-                raise TypeError(f"e-node {n.key!r}: children must be a tuple of class ids")
-            if n.op is None and not (isinstance(n.cost, (int, float)) and n.cost >= 0
-                                     and math.isfinite(n.cost)):
-                raise ValueError(f"e-node {n.key!r}: structural cost must be finite and >= 0, "
+            op = n.op
+            if op is not None and type(op) is not Ops:
+                raise TypeError(f"e-node {key!r}: op must be an Ops or None, got {op!r}")
+            if type(n.children) is not tuple and not isinstance(n.children, tuple):
+                raise TypeError(f"e-node {key!r}: children must be a tuple of class ids")
+            if op is None and not (isinstance(n.cost, (int, float)) and n.cost >= 0
+                                   and math.isfinite(n.cost)):
+                raise ValueError(f"e-node {key!r}: structural cost must be finite and >= 0, "
                                  f"got {n.cost!r}")
-            by_key[n.key] = n
-            classes.setdefault(n.eclass, []).append(n)
-        self.classes: dict[ClassId, list[ENode]] = {
-            c: sorted(classes[c], key=lambda n: _sort_key(n.key))
-            for c in sorted(classes, key=_sort_key)}
+            by_key[key] = n
+            ns = classes.get(n.eclass)
+            if ns is None:
+                classes[n.eclass] = [n]
+            else:
+                ns.append(n)
+        # plain ints sort as _sort_key sorts them (no bool can share a dict with 0/1)
+        if all(type(k) is int for k in by_key):
+            for ns in classes.values():
+                if len(ns) > 1:
+                    ns.sort(key=_node_key)
+        else:
+            for ns in classes.values():
+                ns.sort(key=lambda n: _sort_key(n.key))
+        order = (sorted(classes) if all(type(c) is int for c in classes)
+                 else sorted(classes, key=_sort_key))
+        self.classes: dict[ClassId, list[ENode]] = {c: classes[c] for c in order}
         self._all_nodes = [n for ns in self.classes.values() for n in ns]
         self._by_key = by_key
         self._empty: dict[ClassId, None] = {}
@@ -241,22 +305,66 @@ class EGraphView:
         if cache_key is not None and cache_key in comp.cost_cache:
             return comp.cost_cache[cache_key]
         bounds = bool(getattr(model, "uses_bounds", False))
+        node_cost = model.node_cost
+        consts, cm = self._class_const, self.class_min
         out: list[float] = []
         for n in comp.nodes:
             if n.op is None:
                 v = float(n.cost)
-            elif bounds:
-                v = model.node_cost(n.op, n.dtype, n.arg, self.child_consts(n),
-                                    child_mins=self.child_mins(n))
             else:
-                v = model.node_cost(n.op, n.dtype, n.arg, self.child_consts(n))
-            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                ch = n.children
+                kc = tuple([consts.get(c) for c in ch])
+                if bounds:
+                    v = node_cost(n.op, n.dtype, n.arg, kc,
+                                  child_mins=tuple([cm.get(c, consts.get(c)) for c in ch]))
+                else:
+                    v = node_cost(n.op, n.dtype, n.arg, kc)
+            if not ((type(v) is float or isinstance(v, (int, float))) and v >= 0
+                    and math.isfinite(v)):
                 raise ValueError(f"cost model {model!r} priced e-node {n.key!r} ({n.op}) at "
                                  f"{v!r}; costs must be finite numbers >= 0")
             out.append(float(v))
         if cache_key is not None:
             comp.cost_cache[cache_key] = out
         return out
+
+    def subview(self, roots: Sequence[ClassId]) -> EGraphView:
+        """The view of the classes ``roots`` reach through any e-node (all their
+        e-nodes, ``class_min``/``lets`` restricted to them, ``roots`` as given): what
+        the constructor gives for those e-nodes, built from this view's validated
+        nodes, compiled arrays and cached per-model costs (sliced, not recomputed)."""
+        comp = self.compiled()
+        cidx, class_nodes, nchd = comp.cidx, comp.class_nodes, comp.nchd
+        mark = [False] * len(comp.cids)
+        stack = []
+        for r in roots:
+            i = cidx.get(r)
+            if i is None:
+                raise KeyError(f"root class {r!r} is not in this view")
+            if not mark[i]:
+                mark[i] = True
+                stack.append(i)
+        while stack:
+            c = stack.pop()
+            for n in class_nodes[c]:
+                for k in nchd[n]:
+                    if not mark[k]:
+                        mark[k] = True
+                        stack.append(k)
+        keep = [c for c, m in enumerate(mark) if m]
+        cids = comp.cids
+        kept = {cids[c] for c in keep}
+        sub = EGraphView.__new__(EGraphView)
+        sub.classes = {cids[c]: self.classes[cids[c]] for c in keep if class_nodes[c]}
+        sub._empty = {}
+        sub._compiled = comp.restrict(keep, sub)
+        sub._all_nodes = sub._compiled.nodes[:]
+        sub._by_key = {n.key: n for n in sub._all_nodes}
+        sub.class_min = {c: v for c, v in self.class_min.items() if c in kept}
+        sub.roots = tuple(roots)
+        sub.lets = {k: c for k, c in self.lets.items() if c in kept}
+        sub._class_const = {c: v for c, v in self._class_const.items() if c in kept}
+        return sub
 
     # ---- constructors -------------------------------------------------------
     @classmethod

@@ -25,25 +25,28 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     and stats (``cost``: the summed cost of the distinct roots, ``method``)."""
     from extraction import EGraphView, ENode, extract_dag, extract_tree_each
 
-    decoded: dict[int, tuple] = {}
-    for i, n in enumerate(snap.nodes):
-        dec = decode_node(n, args, snap)
-        if dec is not None:
-            decoded[i] = dec
-    # subsumed e-nodes are out, unless a class has no finite term without them (a
-    # cancellation such as (x - y) + y -> x may subsume the only grounded node)
-    use = {i for i in decoded if not snap.nodes[i].subsumed}
-    while True:
-        ok = _grounded(snap, decoded, use)
-        extra = {i for i in decoded if i not in use and snap.nodes[i].cls not in ok}
-        if not extra:
-            break
-        use |= extra
-    enodes = {i: ENode(i, snap.nodes[i].cls, *decoded[i]) for i in sorted(use)}
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
+    # only the classes the roots reach (through any e-node, list cells included) matter
+    nodes, classes = snap.nodes, snap.classes
+    seen, stack = set(uniq), list(uniq)
+    reach: list[int] = []
+    while stack:
+        for i in classes.get(stack.pop(), ()):
+            reach.append(i)
+            for k in nodes[i].kids:
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+    decoded: dict[int, tuple] = {}
+    for i in sorted(reach):
+        dec = decode_node(nodes[i], args, snap)
+        if dec is not None:
+            decoded[i] = dec
+    use = _usable(snap, decoded)
+    enodes = [ENode(i, nodes[i].cls, *decoded[i]) for i in sorted(use)]
     # tree extraction of every root on its own, in one pass over the whole e-graph
-    full = EGraphView(list(enodes.values()), class_min=snap.lo)
+    full = EGraphView(enodes, class_min=snap.lo)
     best: dict[int, Any] = dict(zip(uniq, extract_tree_each(full, uniq, model),
                                     strict=True))
     views: dict[int, EGraphView] = {}
@@ -54,20 +57,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
             return full
         v = views.get(r)
         if v is None:
-            sub, seen, stack = [], {r}, [r]
-            while stack:
-                c = stack.pop()
-                for i in snap.classes.get(c, ()):
-                    en = enodes.get(i)
-                    if en is None:
-                        continue
-                    sub.append(en)
-                    for k in en.children:
-                        if k not in seen:
-                            seen.add(k)
-                            stack.append(k)
-            v = views[r] = EGraphView(sub, class_min={c: snap.lo[c] for c in seen
-                                                      if c in snap.lo})
+            v = views[r] = full.subview([r])
         return v
 
     method = "tree"
@@ -98,27 +88,41 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
 
 
-def _grounded(snap: Snapshot, decoded: dict[int, tuple], use: set[int]) -> set[int]:
-    """The classes with a finite term made of the e-nodes in ``use``."""
+def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
+    """The e-nodes of ``decoded`` the extraction may use: the ones not subsumed, and
+    every node of a class without a finite term made of those (a cancellation such
+    as (x - y) + y -> x may subsume the only grounded node), to a fixed point.
+
+    Grounding only grows with the nodes allowed, so the fixed point is reached
+    incrementally: each round allows the nodes of the classes still ungrounded and
+    carries the grounding on from where it stood."""
+    nodes = snap.nodes
+    use: set[int] = set()
     ok: set[int] = set()
     waiting: dict[int, list[int]] = {}
     missing: dict[int, int] = {}
-    stack = []
-    for i in use:
-        kids = set(decoded[i][3])
+    for i, dec in decoded.items():
+        kids = set(dec[3])
         missing[i] = len(kids)
         for k in kids:
-            waiting.setdefault(k, []).append(i)
-        if not kids:
-            stack.append(i)
-    while stack:
-        i = stack.pop()
-        c = snap.nodes[i].cls
-        if c in ok:
-            continue
-        ok.add(c)
-        for p in waiting.get(c, ()):
-            missing[p] -= 1
-            if missing[p] == 0:
-                stack.append(p)
-    return ok
+            w = waiting.get(k)
+            if w is None:
+                waiting[k] = [i]
+            else:
+                w.append(i)
+    batch = [i for i in decoded if not nodes[i].subsumed]
+    while batch:
+        use.update(batch)
+        stack = [i for i in batch if not missing[i]]
+        while stack:
+            c = nodes[stack.pop()].cls
+            if c in ok:
+                continue
+            ok.add(c)
+            for p in waiting.get(c, ()):
+                left = missing[p] - 1
+                missing[p] = left
+                if not left and p in use:
+                    stack.append(p)
+        batch = [i for i in decoded if i not in use and nodes[i].cls not in ok]
+    return use
