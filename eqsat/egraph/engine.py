@@ -9,9 +9,9 @@ thread; the first costs 1-3 s to build).
 
 One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
-1. the pending insertions, the interval analysis to a fixed point (the
-   tripwire panics on an empty interval), one round of the native egglog
-   rewrites, the analysis again -- all in one egglog call;
+1. the pending insertions (with their bounds), one round of the native egglog
+   rewrites, the interval analysis to a fixed point (the tripwire panics on an
+   empty interval) -- all in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
    (``Def``) computed and sent back for the native rules' guards;
 3. the computed rewrites (:mod:`eqsat.egraph.computed`) on the classes that
@@ -85,12 +85,18 @@ class Session:
         return self.egraph.run_program(*self.egraph.parse_program(text))
 
     def _step(self, native: bool, matches: dict[str, int]) -> bool:
-        """Load pending rows, then: the analysis to a fixed point (at most
-        ``ANALYSIS_CAP`` rounds), one round of the native rules, the analysis again (one
-        egglog call). Whether the native rules changed anything."""
-        cmds = f"(run analysis {ANALYSIS_CAP})"
+        """Load pending rows, then (one egglog call) one round of the native rules and
+        the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
+        ``native``, the analysis only. Whether the native rules changed anything.
+
+        The native rules run before the analysis: the rows loaded carry their bounds
+        (the IR's for inserted terms, the computed pass's for its results), so the
+        guards read sound intervals already; a guard that needs a bound the analysis
+        tightens fires one iteration later (semi-naive matching sees the new bound)."""
         if native and self.native:
-            cmds += f"\n(run native 1)\n(run analysis {ANALYSIS_CAP})"
+            cmds = f"(run native 1)\n(run analysis {ANALYSIS_CAP})"
+        else:
+            cmds = f"(run analysis {ANALYSIS_CAP})"
         try:
             out = self.ins.flush(cmds)
         except bindings.EggSmolError as e:
@@ -98,9 +104,8 @@ class Session:
                 raise self._diagnose() from None
             raise
         reports = [o.report for o in out if hasattr(o, "report")]
-        for r in (reports[-3], reports[-1]) if native and self.native else reports[-1:]:
-            if len(r.iterations) >= ANALYSIS_CAP:
-                self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
+        if len(reports[-1].iterations) >= ANALYSIS_CAP:
+            self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
         if not (native and self.native):
             return False
         rep = reports[-2]

@@ -152,10 +152,15 @@ _PROBE = r"""
 import json, sys
 sys.path.insert(0, {repo!r})
 from eqsat.sexpr import parse, to_sexpr
+from eqsat.api import Budget
 from eqsat.egraph import optimize_egraph, optimize_many
 texts = json.loads(sys.argv[1])
-one = [to_sexpr(optimize_egraph(parse(t), cost_model="reference")[0]) for t in texts]
-many = [to_sexpr(g) for g in optimize_many([parse(t) for t in texts])[0]]
+# bounded by iterations, e-nodes and stalls, not by the clock (a loaded machine must
+# not cut one of the two runs shorter than the other)
+b = Budget(seconds=600.0)
+one = [to_sexpr(optimize_egraph(parse(t), cost_model="reference", budget=b)[0])
+       for t in texts]
+many = [to_sexpr(g) for g in optimize_many([parse(t) for t in texts], budget=b)[0]]
 print(json.dumps([one, many]))
 """
 
