@@ -111,11 +111,21 @@ def _sort_key(x: Any) -> tuple:
 _node_key = attrgetter("key")
 
 
+def _model_key(model: Any) -> Any:
+    """The key of ``model`` in a view's per-model caches (None: not hashable, no caching)."""
+    try:
+        key: Any = (type(model), model)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "cost_cache")
+                 "selfloop", "cost_cache", "tree_cache")
 
     def __init__(self, view: EGraphView):
         cids = list(view.classes)
@@ -141,7 +151,10 @@ class _Compiled:
         self.class_nodes = class_nodes
         self.nch = [tuple([cidx[k] for k in n.children]) for n in nodes]
         self._finish()
+        #: per model key (see :func:`_model_key`): the costs of the e-nodes, and the
+        #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
+        self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
 
     def _finish(self) -> None:
         """``nchd``, ``selfloop`` and ``parents`` from ``nch``/``ncls``."""
@@ -165,11 +178,13 @@ class _Compiled:
         m: dict[int, int] = {c: i for i, c in enumerate(full)}
         src = [n for c in full for n in class_nodes[c]]
         new_cids = [cids[c] for c in full]
+        order = full[:]  # the index here of each class there
         for n in src:  # empty classes in order of first use, as a fresh compile names them
             for k in nch[n]:
                 if k not in m:
                     m[k] = len(new_cids)
                     new_cids.append(cids[k])
+                    order.append(k)
                     sub._empty[cids[k]] = None
         out.cids = new_cids
         out.cidx = {c: i for i, c in enumerate(new_cids)}
@@ -189,6 +204,12 @@ class _Compiled:
         out.nch = [tuple(map(get, nch[n])) for n in src]
         out._finish()
         out.cost_cache = {key: [costs[n] for n in src] for key, costs in self.cost_cache.items()}
+        # a tree choice over every class holds for any subset closed under children
+        # (its e-nodes finalize in the same order with or without the others)
+        pos = {n: j for j, n in enumerate(src)}
+        pos[-1] = -1
+        out.tree_cache = {key: ([pos[choice[c]] for c in order], [best[c] for c in order])
+                          for key, (choice, best) in self.tree_cache.items()}
         return out
 
 
@@ -297,11 +318,7 @@ class EGraphView:
     def node_costs(self, model: Any) -> list[float]:
         """The cost of every e-node (in compiled order) under ``model``; cached per model."""
         comp = self.compiled()
-        try:
-            cache_key: Any = (type(model), model)
-            hash(cache_key)
-        except TypeError:
-            cache_key = None
+        cache_key = _model_key(model)
         if cache_key is not None and cache_key in comp.cost_cache:
             return comp.cost_cache[cache_key]
         bounds = bool(getattr(model, "uses_bounds", False))

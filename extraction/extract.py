@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from eqsat.uop import UOp
 from extraction.cost import CostModel, get_cost_model
-from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled
+from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
 __all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_tree_each", "extract_dag",
            "build_terms",
@@ -95,13 +95,17 @@ def uop_builder(node: ENode, children: tuple[UOp, ...]) -> UOp:
 
 
 def build_terms(selection: Mapping[ClassId, ENode], roots: Sequence[ClassId],
-                build: Callable[[ENode, tuple[T, ...]], T]) -> list[T]:
+                build: Callable[[ENode, tuple[T, ...]], T], *,
+                done: dict[ClassId, T] | None = None) -> list[T]:
     """Rebuild the terms of ``roots`` from ``selection`` (class -> e-node).
 
-    Iterative (no recursion limit); each class is built once. Raises
-    ExtractionError for a class missing from the selection or a cycle.
+    Iterative (no recursion limit); each class is built once. ``done``: terms
+    already built (class -> term) by earlier calls with a selection that agrees on
+    every class they share (e.g. the tree extractions of one view); it is used and
+    filled in. Raises ExtractionError for a class missing from the selection or a cycle.
     """
-    done: dict[ClassId, T] = {}
+    if done is None:
+        done = {}
     active: set[ClassId] = set()
     for r in roots:
         stack: list[tuple[ClassId, bool]] = [(r, False)]
@@ -202,6 +206,25 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
     return choice, best
 
 
+def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: Any
+             ) -> tuple[list[int], list[float]]:
+    """:func:`_tree_choice`, from the view's cached choice over every class when
+    ``cost`` is the view's cached cost list of ``model``: a set of classes closed
+    under children (as ``relevant`` is) finalizes its e-nodes in the same order
+    with or without the other classes, so the choices agree on it."""
+    key = _model_key(model)
+    if key is None or comp.cost_cache.get(key) is not cost:
+        return _tree_choice(comp, cost, relevant)
+    hit = comp.tree_cache.get(key)
+    if hit is None:
+        hit = comp.tree_cache[key] = _tree_choice(comp, cost, [True] * len(comp.cids))
+    choice, best = hit
+    if all(relevant):
+        return list(choice), list(best)
+    return ([ch if rel else -1 for ch, rel in zip(choice, relevant, strict=True)],
+            [b if rel else INF for b, rel in zip(best, relevant, strict=True)])
+
+
 def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
     """Classes reachable from ``starts`` through any e-node without entering
     ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
@@ -229,24 +252,34 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
     reach a region class) or at region classes finalized before them."""
     new = list(sel)
     best: dict[int, float] = dict.fromkeys(free, 0.0)
-    inreg = set(region)
+    get = best.__getitem__
     nchd, nch, ncls, parents = comp.nchd, comp.nch, comp.ncls, comp.parents
-    pending: dict[int, int] = {}
+    class_nodes, selfloop = comp.class_nodes, comp.selfloop
+    pending: dict[int, int] = {}  # only e-nodes of region classes
     heap: list[tuple[float, int]] = []
     for c in region:
         new[c] = -1
-        for n in comp.class_nodes[c]:
-            ch = nchd[n]
-            if comp.selfloop[n] or banned in ch:
+        for n in class_nodes[c]:
+            if selfloop[n]:
                 continue
-            left = sum(1 for k in ch if k not in best)
+            ch = nchd[n]
+            if not ch:
+                heap.append((cost[n], n))
+                continue
+            if banned in ch:
+                continue
+            left = 0
+            for k in ch:
+                if k not in best:
+                    left += 1
             if left:
                 pending[n] = left
             else:
-                heap.append((cost[n] + sum(best[k] for k in nch[n]), n))
+                heap.append((cost[n] + sum(map(get, nch[n])), n))
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        v, n = heapq.heappop(heap)
+        v, n = pop(heap)
         c = ncls[n]
         if c in best:
             continue
@@ -258,8 +291,8 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
                 continue
             left -= 1
             pending[p] = left
-            if left == 0 and ncls[p] in inreg and ncls[p] not in best:
-                heapq.heappush(heap, (cost[p] + sum(best[k] for k in nch[p]), p))
+            if not left and ncls[p] not in best:
+                push(heap, (cost[p] + sum(map(get, nch[p])), p))
     if banned >= 0:
         new[banned] = -1
     return new
@@ -820,8 +853,8 @@ def extract_tree(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = N
     name for :func:`extraction.get_cost_model` (None = the default CpuCost).
     Raises ExtractionError when a root has no finite acyclic term.
     """
-    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
-    choice, _best = _tree_choice(comp, cost, relevant)
+    comp, cost, ridx, relevant, model = _prepare(view, roots, model)
+    choice, _best = _tree_of(comp, cost, relevant, model)
     if any(choice[r] < 0 for r in ridx):
         raise _unextractable(comp, ridx, choice)
     order = _walk(comp, choice, ridx)
@@ -842,8 +875,8 @@ def extract_tree_each(view: EGraphView, roots: Sequence[ClassId],
     roots = list(roots)
     if not roots:
         return []
-    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
-    choice, _best = _tree_choice(comp, cost, relevant)
+    comp, cost, ridx, relevant, model = _prepare(view, roots, model)
+    choice, _best = _tree_of(comp, cost, relevant, model)
     if any(choice[r] < 0 for r in ridx):
         raise _unextractable(comp, ridx, choice)
     out = []
@@ -871,8 +904,8 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     ``greedy_start`` (DAG costs of the starting points), ``start``, ``passes``,
     ``swaps``, ``moves``, ``moves_tried``, ``rounds``, ``work``.
     """
-    comp, cost, ridx, relevant, _ = _prepare(view, roots, model)
-    tchoice, _best = _tree_choice(comp, cost, relevant)
+    comp, cost, ridx, relevant, model = _prepare(view, roots, model)
+    tchoice, _best = _tree_of(comp, cost, relevant, model)
     if any(tchoice[r] < 0 for r in ridx):
         raise _unextractable(comp, ridx, tchoice)
     torder = _walk(comp, tchoice, ridx)

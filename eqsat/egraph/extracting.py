@@ -23,7 +23,14 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
                   clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
     """The best term of every root handle under ``model`` (see the module docstring),
     and stats (``cost``: the summed cost of the distinct roots, ``method``)."""
-    from extraction import EGraphView, ENode, extract_dag, extract_tree_each
+    from extraction import (
+        EGraphView,
+        ENode,
+        build_terms,
+        extract_dag,
+        extract_tree_each,
+        uop_builder,
+    )
 
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
@@ -84,7 +91,10 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
             best[r] = ext
     if method == "dag" and size:
         clock.learn_dag((time.perf_counter() - t0), size)
-    outs = [best[r].to_uops()[0] for r in roots]
+    # the tree choices of all roots come from one selection: build their terms once
+    tree_terms: dict[int, UOp] = {}
+    outs = [build_terms(best[r].selection, [r], uop_builder, done=tree_terms)[0]
+            if best[r].method == "tree" else best[r].to_uops()[0] for r in roots]
     return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
 
 
@@ -97,12 +107,16 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
     incrementally: each round allows the nodes of the classes still ungrounded and
     carries the grounding on from where it stood."""
     nodes = snap.nodes
+    cls = {i: nodes[i].cls for i in decoded}
     use: set[int] = set()
     ok: set[int] = set()
     waiting: dict[int, list[int]] = {}
     missing: dict[int, int] = {}
+    batch = []
     for i, dec in decoded.items():
-        kids = set(dec[3])
+        kids = dec[3]
+        if len(kids) > 1:
+            kids = set(kids)
         missing[i] = len(kids)
         for k in kids:
             w = waiting.get(k)
@@ -110,12 +124,13 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
                 waiting[k] = [i]
             else:
                 w.append(i)
-    batch = [i for i in decoded if not nodes[i].subsumed]
+        if not nodes[i].subsumed:
+            batch.append(i)
     while batch:
         use.update(batch)
         stack = [i for i in batch if not missing[i]]
         while stack:
-            c = nodes[stack.pop()].cls
+            c = cls[stack.pop()]
             if c in ok:
                 continue
             ok.add(c)
@@ -124,5 +139,5 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
                 missing[p] = left
                 if not left and p in use:
                     stack.append(p)
-        batch = [i for i in decoded if i not in use and nodes[i].cls not in ok]
+        batch = [i for i, c in cls.items() if c not in ok and i not in use]
     return use
