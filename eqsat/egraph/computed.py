@@ -37,8 +37,10 @@ import gc
 import heapq
 import math
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from eqsat.egraph.analyses import INT_DTYPES
@@ -70,14 +72,29 @@ class Weights:
     weights when there is none): best terms, linear forms and the basis search
     choose by the same prices the final extraction uses."""
 
-    def __init__(self, snap: Snapshot, model: Any = None, cache: dict | None = None):
+    def __init__(self, snap: Snapshot, model: Any = None, cache: dict | None = None,
+                 prev: dict[Node, float] | None = None, changed: set[int] | None = None):
         self.snap = snap
         self.model = model
         self.bounds_aware = bool(getattr(model, "uses_bounds", False))
         self._w: dict[int, float] = {}
+        self._list: list[float] | None = None  # every e-node's price, once computed
         self._cache = cache if cache is not None else {}  # price key -> price, across passes
+        #: the last pass's prices by e-node (the snapshots share unchanged Node objects)
+        #: and the classes that changed since (e-nodes, bounds): an e-node of the last
+        #: pass none of whose children changed has the price it had (same price key)
+        self._prev = prev if changed is not None else None
+        self._changed = changed
+        #: this snapshot's prices by e-node (filled by :meth:`prices`), for the next pass
+        self.by_node: dict[Node, float] = {}
+
+    def __repr__(self) -> str:
+        return f"Weights({self.snap!r}, {self.model!r})"
 
     def of(self, i: int) -> float:
+        lst = self._list
+        if lst is not None:
+            return lst[i]
         w = self._w.get(i)
         if w is None:
             w = self._w[i] = self._price(self.snap.nodes[i])
@@ -86,26 +103,34 @@ class Weights:
     def prices(self) -> list[float]:
         """The price of every e-node, in snapshot order (fills :meth:`of`'s cache)."""
         nodes = self.snap.nodes
-        wd = self._w
         if self.model is None:
             out = [node_weight(n) for n in nodes]
         else:
             cache, price = self._cache, self._price
-            cn = self.snap.const_node_of
+            cn = self.snap.consts.get
             lo = self.snap.lo if self.bounds_aware else None
+            prev = self._prev if self._prev is not None else {}
+            changed = self._changed if self._changed is not None else set()
+            unchanged = changed.isdisjoint
             out = []
+            append = out.append
             for n in nodes:
                 ctor = n.ctor
                 if ctor in _FREE:
-                    out.append(0.0)
+                    append(0.0)
                     continue
                 kids = n.kids
+                w = prev.get(n)
+                if w is not None and unchanged(kids):
+                    append(w)
+                    continue
                 key = (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
                        tuple([cn(k) for k in kids]),
                        None if lo is None else tuple([lo.get(k) for k in kids]))
                 w = cache.get(key)
-                out.append(w if w is not None else price(n))
-        wd.update(enumerate(out))
+                append(w if w is not None else price(n))
+        self.by_node = dict(zip(nodes, out, strict=True))
+        self._list = out
         return out
 
     def _price(self, n: Node) -> float:
@@ -168,29 +193,38 @@ def node_weight(n: Node) -> float:
 def best_nodes(snap: Snapshot, weights: Weights | None = None
                ) -> tuple[dict[int, int], dict[int, float]]:
     """The cheapest (tree cost) e-node of every class: ``(class -> node index, class ->
-    cost)``. Ties go to the earlier node (deterministic)."""
+    cost)``. Ties go to the earlier node (deterministic). Also fills ``snap.height``
+    (the height of each class's cheapest term).
+
+    A Dijkstra over the e-nodes: an e-node is pushed once all its children are priced,
+    a class is priced by the first of its e-nodes popped; ``best`` lists the classes in
+    that order (children before parents)."""
     nodes = snap.nodes
     wts = (weights or Weights(snap)).prices()
-    parents: dict[int, list[int]] = {}
+    parents: defaultdict[int, list[int]] = defaultdict(list)
     pending = [0] * len(nodes)
     heap: list[tuple[float, int]] = []
+    push_leaf = heap.append
     for i, n in enumerate(nodes):
         if n.subsumed:
-            pending[i] = -1
+            pending[i] = -1  # never reaches 0: never pushed
             continue
         kids = n.kids
-        if not kids:
-            heap.append((wts[i], i))
-            continue
-        if len(kids) > 1:
-            kids = set(kids)
-        pending[i] = len(kids)
-        for k in kids:
-            pl = parents.get(k)
-            if pl is None:
-                parents[k] = [i]
-            else:
-                pl.append(i)
+        nk = len(kids)
+        if nk == 0:
+            push_leaf((wts[i], i))
+        elif nk == 1:
+            pending[i] = 1
+            parents[kids[0]].append(i)
+        elif nk == 2 and kids[0] != kids[1]:
+            pending[i] = 2
+            parents[kids[0]].append(i)
+            parents[kids[1]].append(i)
+        else:
+            ks = set(kids)  # each distinct child counts once (order irrelevant here)
+            pending[i] = len(ks)
+            for k in ks:
+                parents[k].append(i)
     # (cost, index) pairs are distinct: pops come in one total order however pushed
     heapq.heapify(heap)
     best: dict[int, int] = {}
@@ -198,6 +232,7 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     height = snap.height
     height.clear()
     pop, push = heapq.heappop, heapq.heappush
+    parents_of = parents.get
     while heap:
         c, i = pop(heap)
         n = nodes[i]
@@ -213,7 +248,7 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
             height[cls] = 1 + height[kids[0]]
         else:
             height[cls] = 1 + max([height[k] for k in kids])
-        ps = parents.get(cls)
+        ps = parents_of(cls)
         if ps is None:
             continue
         for p in ps:
@@ -283,25 +318,46 @@ class LinForms:
 
     def get(self, cls: int) -> Lin:
         """The linear form of class ``cls`` (``1*cls`` when its best term is not linear)."""
-        hit = self._memo.get(cls)
+        memo = self._memo
+        hit = memo.get(cls)
         if hit is not None:
             return hit
         # iterative: walk the best-term skeleton, children first
-        stack = [(cls, False)]
+        best, nodes = self.best, self.snap.nodes
+        stack = [cls]
         while stack:
-            c, done = stack.pop()
-            if c in self._memo:
+            c = stack[-1]
+            if c in memo:
+                stack.pop()
                 continue
-            i = self.best.get(c)
-            n = self.snap.nodes[i] if i is not None else None
-            lin_kids = _lin_kids(n)
-            if not done and lin_kids:
-                stack.append((c, True))
-                stack.extend((k, False) for k in lin_kids if k not in self._memo)
+            i = best.get(c)
+            if i is None:
+                memo[c] = Lin.atom(c)
+                stack.pop()
                 continue
-            res = self.node_lin(n) if n is not None else None
-            self._memo[c] = res if res is not None else Lin.atom(c)
-        return self._memo[cls]
+            n = nodes[i]
+            ctor = n.ctor
+            if ctor == "Cst":
+                memo[c] = Lin.constant(n.fields[1])
+                stack.pop()
+                continue
+            if n.dtype != "index" or ctor not in _LIN_CTORS:
+                memo[c] = Lin.atom(c)
+                stack.pop()
+                continue
+            kids = n.kids
+            missing = [k for k in kids if k not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            res = self.node_lin(n)
+            memo[c] = res if res is not None else Lin.atom(c)
+            stack.pop()
+        return memo[cls]
+
+
+#: the index e-nodes read as linear arithmetic (their children are their operands)
+_LIN_CTORS = frozenset(("Add", "Sub", "Mul", "Neg"))
 
 
 def _lin_kids(n: Node | None) -> tuple[int, ...]:
@@ -406,6 +462,39 @@ def _cval(t: Term) -> int | None:
     return t[2] if isinstance(t, tuple) and t[0] == "Cst" else None
 
 
+def _class_parts(snap: Snapshot, lins: LinForms, ctor: str, a: int) -> list[tuple[Lin, Lin]]:
+    """``[(x, y)]`` of the index ``ctor`` e-nodes of class ``a`` (``x``, ``y`` the
+    operands' linear forms; distinct pairs; no products by a constant)."""
+    out: list[tuple[Lin, Lin]] = []
+    for n in snap.class_nodes(a):
+        if n.ctor != ctor or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
+            continue
+        x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
+        if ctor == "Mul" and (x.is_const or y.is_const):
+            continue
+        if (x, y) not in out:
+            out.append((x, y))
+    return out
+
+
+class _Memo(dict):
+    """A dict that fills a missing key with ``fn(key)`` (``memo[key]`` is the memoized
+    call; its bound ``__getitem__`` is as fast as a plain lookup once filled)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        super().__init__()
+        self.fn = fn
+
+    def __missing__(self, key: Any) -> Any:
+        v = self[key] = self.fn(key)
+        return v
+
+    def __repr__(self) -> str:
+        return f"_Memo({self.fn!r}, {dict(self)!r})"
+
+
 class EClassCtx(LinBuilder):
     """The div/mod core's ``Ctx`` over an e-graph snapshot (index dtype)."""
 
@@ -414,47 +503,32 @@ class EClassCtx(LinBuilder):
     def __init__(self, snap: Snapshot, lins: LinForms):
         self.snap = snap
         self.lins = lins
-        self._parts: dict[tuple[str, int], list[tuple[Lin, Lin]]] = {}
-        self._bounds: dict[Any, tuple[float, float]] = {}
         self._lins: dict[Lin, Term] = {}
         self._keys: dict[Term, tuple] = {}  # term -> _key(term)
+        # the facts, memoized per atom: each query is one dict lookup (a C call) once
+        # answered (the rules ask them tens of thousands of times per run); the memos
+        # hold no reference to the context (no cycle)
+        self.bounds = _Memo(snap.bounds).__getitem__  # type: ignore[method-assign]
+        self.mod_parts = _Memo(partial(_class_parts, snap, lins, "Mod")).__getitem__  # type: ignore
+        self.idiv_parts = _Memo(partial(_class_parts, snap, lins, "Idiv")).__getitem__  # type: ignore
+        self.mul_parts = _Memo(partial(_class_parts, snap, lins, "Mul")).__getitem__  # type: ignore
 
-    # ---- facts -----------------------------------------------------------
+    # ---- facts (each replaced by a memo of itself per instance) -------------
     def bounds(self, a: int) -> tuple[float, float]:
-        b = self._bounds.get(a)
-        if b is None:
-            b = self._bounds[a] = self.snap.bounds(a)
-        return b
+        return self.snap.bounds(a)
 
-    def _parts_of(self, ctor: str, a: int) -> list[tuple[Lin, Lin]]:
-        key = (ctor, a)
-        hit = self._parts.get(key)
-        if hit is not None:
-            return hit
-        out = []
-        for n in self.snap.class_nodes(a):
-            if n.ctor != ctor or n.subsumed or n.fields[0] != self.dt or a in n.fields[1:]:
-                continue
-            x, y = self.lins.get(n.fields[1]), self.lins.get(n.fields[2])
-            if ctor == "Mul" and (x.is_const or y.is_const):
-                continue
-            if (x, y) not in out:
-                out.append((x, y))
-        self._parts[key] = out
-        return out
+    def mod_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return _class_parts(self.snap, self.lins, "Mod", a)
+
+    def idiv_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return _class_parts(self.snap, self.lins, "Idiv", a)
+
+    def mul_parts(self, a: int) -> list[tuple[Lin, Lin]]:
+        return _class_parts(self.snap, self.lins, "Mul", a)
 
     def may_be_invalid(self, a: Any) -> bool:
         """Whether the atom may evaluate to Invalid (not in the e-graph's ``Def``)."""
         return not (isinstance(a, int) and a in self.snap.defined)
-
-    def mod_parts(self, a: int) -> list[tuple[Lin, Lin]]:
-        return self._parts_of("Mod", a)
-
-    def idiv_parts(self, a: int) -> list[tuple[Lin, Lin]]:
-        return self._parts_of("Idiv", a)
-
-    def mul_parts(self, a: int) -> list[tuple[Lin, Lin]]:
-        return self._parts_of("Mul", a)
 
     # ---- builders (pending terms, lightly folded) -------------------------
     def atom(self, a: int) -> Term:
@@ -604,6 +678,7 @@ class PassState:
         self.unions: dict[int, int] = {}
         self.sigs: dict[str, set] = {}  # the last pass's e-node rows and class facts
         self.prices: dict[Any, float] = {}
+        self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
 
@@ -725,8 +800,9 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             n = nodes[i]
             memo[(n.ctor, *n.fields)] = c
     _lap('best')
-    weights = Weights(snap, model, state.prices)
+    weights = Weights(snap, model, state.prices, state.node_prices, changed)
     best, _cost = best_nodes(snap, weights)
+    state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty = _dirty(snap, best, changed)
     lins = LinForms(snap, best)
