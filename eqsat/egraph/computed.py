@@ -242,10 +242,14 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
         best[cls] = i  # insertion order: children before parents
         cost[cls] = c
         kids = n.kids
-        if not kids:
+        nk = len(kids)
+        if nk == 0:
             height[cls] = 1
-        elif len(kids) == 1:
+        elif nk == 1:
             height[cls] = 1 + height[kids[0]]
+        elif nk == 2:
+            h0, h1 = height[kids[0]], height[kids[1]]
+            height[cls] = 1 + (h0 if h0 >= h1 else h1)
         else:
             height[cls] = 1 + max([height[k] for k in kids])
         ps = parents_of(cls)
@@ -259,8 +263,11 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
                 if pn.cls in best:
                     continue
                 pk = pn.kids
-                if len(pk) == 1:
+                nk = len(pk)
+                if nk == 1:
                     push(heap, (wts[p] + cost[pk[0]], p))
+                elif nk == 2:  # the same sum as sum([...]): ((0 + a) + b)
+                    push(heap, (wts[p] + (0 + cost[pk[0]] + cost[pk[1]]), p))
                 else:
                     push(heap, (wts[p] + sum([cost[k] for k in pk]), p))
     return best, cost
@@ -1714,7 +1721,20 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
     memo: dict[int, Any] = {}
     inv = None
 
+    nodes = snap.nodes
+
     def lift(c: int) -> Any:
+        if c in memo:
+            return memo[c]
+        i = best.get(c)
+        n = nodes[i] if i is not None else None
+        kids = _lift_kids(snap, n)
+        for x in kids:
+            if x not in memo:
+                break
+        else:  # the children's are known (classes come children first): no walk
+            v = memo[c] = _lift_node(snap, n, memo)
+            return v
         stack = [(c, False)]
         while stack:
             k, done = stack.pop()
@@ -1732,8 +1752,7 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
         return memo[c]
 
     for c, i in best.items():
-        n = snap.nodes[i]
-        if n.dtype != "index" or c not in dirty:
+        if c not in dirty or nodes[i].dtype != "index":
             continue
         v = lift(c)
         if v is None or v is _INVALID:
@@ -1781,7 +1800,9 @@ def _lift_node(snap: Snapshot, n: Node | None, memo: dict[int, Any]) -> Any:
         if vt is not None or vf is not None or vc is None:
             return None
         return (vc[0], ("Where", n.fields[0], vc[1], t, f))
-    if any(v is _INVALID for v in vals) or all(v is None for v in vals):
+    # (no Invalid child, not all None; `in`/`count` compare by identity first, and a
+    # child's value is None, _INVALID or a tuple, which equals neither)
+    if _INVALID in vals or vals.count(None) == len(vals):
         return None
     cl = set()
     core = []
