@@ -125,7 +125,7 @@ class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "cost_cache", "tree_cache")
+                 "selfloop", "inner", "leaves", "kids", "cost_cache", "tree_cache")
 
     def __init__(self, view: EGraphView):
         cids = list(view.classes)
@@ -160,7 +160,15 @@ class _Compiled:
         """``nchd``, ``selfloop`` and ``parents`` from ``nch``/``ncls``."""
         nchd = self.nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
         ncls = self.ncls
-        self.selfloop = [ncls[i] in ch for i, ch in enumerate(nchd)]
+        selfloop = self.selfloop = [ncls[i] in ch for i, ch in enumerate(nchd)]
+        # per class: (e-node, distinct children) of its e-nodes with children and
+        # without a self-loop, and its leaf e-nodes (what a tree pass starts from)
+        self.inner = [[(n, len(nchd[n])) for n in ns if nchd[n] and not selfloop[n]]
+                      for ns in self.class_nodes]
+        self.leaves = [[n for n in ns if not nchd[n]] for ns in self.class_nodes]
+        # per class: the classes any of its e-nodes has as a child (for reachability)
+        self.kids = [nchd[ns[0]] if len(ns) == 1 else tuple({k for n in ns for k in nchd[n]})
+                     for ns in self.class_nodes]
         parents: list[list[int]] = [[] for _ in self.cids]
         for i, ch in enumerate(nchd):
             for k in ch:
@@ -351,7 +359,7 @@ class EGraphView:
         the constructor gives for those e-nodes, built from this view's validated
         nodes, compiled arrays and cached per-model costs (sliced, not recomputed)."""
         comp = self.compiled()
-        cidx, class_nodes, nchd = comp.cidx, comp.class_nodes, comp.nchd
+        cidx, class_nodes, kids = comp.cidx, comp.class_nodes, comp.kids
         mark = [False] * len(comp.cids)
         stack = []
         for r in roots:
@@ -362,12 +370,10 @@ class EGraphView:
                 mark[i] = True
                 stack.append(i)
         while stack:
-            c = stack.pop()
-            for n in class_nodes[c]:
-                for k in nchd[n]:
-                    if not mark[k]:
-                        mark[k] = True
-                        stack.append(k)
+            for k in kids[stack.pop()]:
+                if not mark[k]:
+                    mark[k] = True
+                    stack.append(k)
         keep = [c for c, m in enumerate(mark) if m]
         cids = comp.cids
         kept = {cids[c] for c in keep}

@@ -158,13 +158,12 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
     stack = list(ridx)
     for r in ridx:
         relevant[r] = True
+    kids = comp.kids
     while stack:
-        c = stack.pop()
-        for n in comp.class_nodes[c]:
-            for k in comp.nchd[n]:
-                if not relevant[k]:
-                    relevant[k] = True
-                    stack.append(k)
+        for k in kids[stack.pop()]:
+            if not relevant[k]:
+                relevant[k] = True
+                stack.append(k)
     return comp, cost, ridx, relevant, model
 
 
@@ -174,22 +173,18 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
     nclasses = len(comp.cids)
     best = [INF] * nclasses
     choice = [-1] * nclasses
-    nchd, nch, ncls, parents = comp.nchd, comp.nch, comp.ncls, comp.parents
+    nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
+    get = best.__getitem__
     pending: dict[int, int] = {}
     heap: list[tuple[float, int]] = []
     for c in range(nclasses):
-        if not relevant[c]:
-            continue
-        for n in comp.class_nodes[c]:
-            if comp.selfloop[n]:
-                continue
-            if nchd[n]:
-                pending[n] = len(nchd[n])
-            else:
-                heap.append((cost[n], n))
+        if relevant[c]:
+            pending.update(inner[c])
+            heap.extend([(cost[n], n) for n in leaves[c]])
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        v, n = heapq.heappop(heap)
+        v, n = pop(heap)
         c = ncls[n]
         if choice[c] >= 0:
             continue
@@ -201,8 +196,8 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
                 continue
             left -= 1
             pending[p] = left
-            if left == 0 and choice[ncls[p]] < 0:
-                heapq.heappush(heap, (cost[p] + sum(best[k] for k in nch[p]), p))
+            if not left and choice[ncls[p]] < 0:
+                push(heap, (cost[p] + sum(map(get, nch[p])), p))
     return choice, best
 
 
@@ -230,14 +225,12 @@ def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> l
     ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
     out = set(starts)
     stack = list(starts)
-    nchd, class_nodes = comp.nchd, comp.class_nodes
+    kids = comp.kids
     while stack:
-        c = stack.pop()
-        for n in class_nodes[c]:
-            for k in nchd[n]:
-                if k not in out and k not in free and k != banned:
-                    out.add(k)
-                    stack.append(k)
+        for k in kids[stack.pop()]:
+            if k not in out and k not in free and k != banned:
+                out.add(k)
+                stack.append(k)
     return sorted(out)
 
 
@@ -253,29 +246,25 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
     new = list(sel)
     best: dict[int, float] = dict.fromkeys(free, 0.0)
     get = best.__getitem__
-    nchd, nch, ncls, parents = comp.nchd, comp.nch, comp.ncls, comp.parents
-    class_nodes, selfloop = comp.class_nodes, comp.selfloop
-    pending: dict[int, int] = {}  # only e-nodes of region classes
+    nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
+    pending: dict[int, int] = {}  # e-nodes of region classes -> children not final
     heap: list[tuple[float, int]] = []
     for c in region:
         new[c] = -1
-        for n in class_nodes[c]:
-            if selfloop[n]:
+        pending.update(inner[c])
+        heap.extend([(cost[n], n) for n in leaves[c]])
+    if banned >= 0:
+        for p in parents[banned]:
+            pending.pop(p, None)
+    for f in free:  # final from the start
+        for p in parents[f]:
+            left = pending.get(p)
+            if left is None:
                 continue
-            ch = nchd[n]
-            if not ch:
-                heap.append((cost[n], n))
-                continue
-            if banned in ch:
-                continue
-            left = 0
-            for k in ch:
-                if k not in best:
-                    left += 1
-            if left:
-                pending[n] = left
-            else:
-                heap.append((cost[n] + sum(map(get, nch[n])), n))
+            left -= 1
+            pending[p] = left
+            if not left:
+                heap.append((cost[p] + sum(map(get, nch[p])), p))
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     while heap:
@@ -314,10 +303,9 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
     queued: dict[int, float] = {}
     for c in range(nclasses):
         if relevant[c]:
-            for n in comp.class_nodes[c]:
-                if not nchd[n]:
-                    heap.append((cost[n], n))
-                    queued[n] = cost[n]
+            for n in comp.leaves[c]:
+                heap.append((cost[n], n))
+                queued[n] = cost[n]
     heapq.heapify(heap)
     pops = 0
     copied = 0
@@ -550,7 +538,8 @@ class _State:
 
 
 def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list[int],
-                  order: list[int], max_passes: int, budget: int) -> tuple[int, int, int]:
+                  order: list[int], max_passes: int, budget: int
+                  ) -> tuple[int, int, int, list[int]]:
     """Hill-climb on the exact DAG cost, one class's e-node swap at a time.
 
     For class ``c`` currently on ``cur``: removing ``cur``'s edges frees the
@@ -560,7 +549,7 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
     through a present class above ``c``, or through unselected classes) would
     close a cycle and is skipped. The best improving candidate of a class is
     applied at once (incremental state update). Mutates ``sel``; returns
-    (passes, swaps, work).
+    (passes, swaps, work, the classes the roots reach under ``sel``, children first).
     """
     nch, nchd, class_nodes = comp.nch, comp.nchd, comp.class_nodes
     selfloop = comp.selfloop
@@ -571,6 +560,7 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
     swaps = 0
     passes = 0
     snapshot = order
+    dirty = False  # sel changed since snapshot was walked
     for passes in range(1, max_passes + 1):  # noqa: B007 - passes is reported
         improved = False
         for c in reversed(snapshot):  # parents first
@@ -642,15 +632,19 @@ def _local_search(comp: _Compiled, cost: list[float], sel: list[int], ridx: list
                 swaps += 1
                 improved = True
         if not improved or work > budget:
+            dirty = improved
             break
         snapshot = _walk(comp, sel, ridx)
         if snapshot is None:
+            dirty = True
             break
         work += len(snapshot)
-    if _walk(comp, sel, ridx) is None:  # cannot happen; keep the selection sound regardless
+    final = _walk(comp, sel, ridx) if dirty else snapshot
+    if final is None:  # cannot happen; keep the selection sound regardless
         sel[:] = start
         swaps = 0
-    return passes, swaps, work
+        final = order
+    return passes, swaps, work, final
 
 
 def _reaches(nchd: list[tuple[int, ...]], sel: list[int], h: dict[int, int], k: int,
@@ -766,18 +760,15 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
     def search() -> list[int]:
         order = _walk(comp, sel, ridx)
         assert order is not None
-        p, s_, w = _local_search(comp, cost, sel, ridx, order, max_passes,
-                                 work_budget - stats["work"])
+        p, s_, w, order = _local_search(comp, cost, sel, ridx, order, max_passes,
+                                        work_budget - stats["work"])
         stats["passes"] += p
         stats["swaps"] += s_
         stats["work"] += w
-        order = _walk(comp, sel, ridx)
-        assert order is not None
         return order
 
-    def refresh() -> None:
-        order = _walk(comp, sel, ridx)
-        assert order is not None
+    def refresh(order: list[int]) -> None:
+        """Re-choose the unused classes; ``order``: the classes ``sel`` reaches."""
         present = set(order)
         region = [c for c in rel_classes if c not in present]
         sel[:] = _rechoose(comp, cost, sel, present, region)
@@ -785,9 +776,10 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
 
     for _ in range(max_rounds):
         stats["rounds"] += 1
-        search()
-        refresh()
+        refresh(search())
         order = search()
+        if max_moves == 0:  # nothing to try (the slice below would be empty)
+            break
         st = _State(comp, cost, sel, ridx, order)
         eps = 1e-9 * max(1.0, abs(st.total))
         moved = False
@@ -820,7 +812,7 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
             if _dag_total(comp, cost, cand, cord) < st.total - eps:
                 sel[:] = cand
                 stats["moves"] += 1
-                refresh()
+                refresh(cord)
                 moved = True
                 break
         if not moved or stats["work"] >= work_budget:
