@@ -1,0 +1,191 @@
+"""Sub-views sliced from a view, the view's shared tree choice, shared term building and
+the grounding of extract_roots: each must equal what the plain construction gives."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from eqsat import Ops, dtypes
+from eqsat.egraph.extracting import _usable
+from extraction import (
+    CpuCost,
+    EGraphView,
+    ENode,
+    ReferenceCost,
+    build_terms,
+    extract_dag,
+    extract_tree,
+    extract_tree_each,
+    uop_builder,
+)
+from extraction.extract import _tree_choice
+from extraction.synth import random_view
+
+I = dtypes.index  # noqa: E741
+MODELS = [ReferenceCost(), CpuCost()]
+
+
+def int_keyed(v: EGraphView, lo_seed: int) -> EGraphView:
+    """``v`` with int class ids and node keys (the engine's kind), plus class bounds."""
+    rng = random.Random(lo_seed)
+    cid = {c: int(str(c)[1:]) * 3 + 1 for c in v.classes}
+    nodes = [ENode(i * 7 + 2, cid[n.eclass], n.op, n.dtype, n.arg,
+                   tuple(cid[k] for k in n.children)) for i, n in enumerate(v._all_nodes)]
+    return EGraphView(nodes, class_min={c: rng.randrange(-3, 3) for c in cid.values()},
+                      roots=[cid[r] for r in v.roots])
+
+
+def reach(v: EGraphView, roots) -> set:
+    seen, stack = set(roots), list(roots)
+    while stack:
+        for n in v.classes.get(stack.pop(), ()):
+            for k in n.children:
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+    return seen
+
+
+def fresh_sub(v: EGraphView, roots) -> EGraphView:
+    """The sub-view built the plain way (what extract_roots did before subview())."""
+    keep = reach(v, roots)
+    return EGraphView([n for c in keep for n in v.classes.get(c, ())],
+                      class_min={c: m for c, m in v.class_min.items() if c in keep},
+                      roots=roots, lets={k: c for k, c in v.lets.items() if c in keep})
+
+
+def arrays(v: EGraphView) -> tuple:
+    comp = v.compiled()
+    return (comp.cids, [id(n) for n in comp.nodes], comp.ncls, comp.nch, comp.nchd,
+            comp.class_nodes, comp.parents, comp.selfloop, comp.inner, comp.leaves,
+            [sorted(k) for k in comp.kids])
+
+
+def selection_keys(e) -> list:
+    return sorted((str(c), str(n.key)) for c, n in e.selection.items())
+
+
+CASES = [  # seed, n_classes, max_nodes_per_class, cycle_prob, locality, n_roots
+    (1, 12, 3, 0.1, None, 2),
+    (2, 30, 3, 0.2, 8, 3),
+    (3, 60, 4, 0.3, 10, 4),
+    (4, 80, 2, 0.0, 6, 5),
+    (5, 45, 4, 0.25, None, 3),
+]
+
+
+@pytest.mark.parametrize("seed,n,per,cyc,loc,nroots", CASES)
+@pytest.mark.parametrize("ints", [False, True])
+def test_subview_equals_fresh_view(seed, n, per, cyc, loc, nroots, ints):
+    v = random_view(seed, n_classes=n, max_nodes_per_class=per, cycle_prob=cyc, locality=loc,
+                    n_roots=nroots)
+    if ints:
+        v = int_keyed(v, seed)
+    for model in MODELS:
+        extract_tree_each(v, list(v.roots), model)  # fills the view's per-model caches
+    for r in v.roots:
+        sub, ref = v.subview([r]), fresh_sub(v, [r])
+        assert arrays(sub) == arrays(ref)
+        assert sub.classes == ref.classes and sub._all_nodes == ref._all_nodes
+        assert sub.class_min == ref.class_min and sub.roots == ref.roots
+        assert sub._class_const == ref._class_const and len(sub) == len(ref)
+        for model in MODELS:
+            assert sub.node_costs(model) == ref.node_costs(model)
+            a, b = extract_dag(sub, [r], model), extract_dag(ref, [r], model)
+            assert (a.cost, a.tree_cost, a.stats) == (b.cost, b.tree_cost, b.stats)
+            assert selection_keys(a) == selection_keys(b)
+            assert a.to_uops()[0] is b.to_uops()[0]
+
+
+@pytest.mark.parametrize("seed,n,per,cyc,loc,nroots", CASES)
+def test_cached_tree_choice_is_the_plain_one(seed, n, per, cyc, loc, nroots):
+    """The view's tree choice over every class, sliced to a sub-view or masked to the
+    classes some roots reach, is what a tree pass over just those classes chooses."""
+    v = int_keyed(random_view(seed, n_classes=n, max_nodes_per_class=per, cycle_prob=cyc,
+                              locality=loc, n_roots=nroots), seed)
+    model = ReferenceCost()
+    each = extract_tree_each(v, list(v.roots), model)
+    for r, e in zip(v.roots, each, strict=True):
+        assert selection_keys(e) == selection_keys(extract_tree(fresh_sub(v, [r]), [r], model))
+        sub = v.subview([r])
+        comp = sub.compiled()
+        (key, cached), = comp.tree_cache.items()
+        assert cached == _tree_choice(comp, sub.node_costs(model), [True] * len(comp.cids))
+
+
+def test_subview_of_an_unknown_root_and_of_all_roots():
+    v = random_view(7, n_classes=20, n_roots=2)
+    with pytest.raises(KeyError, match="not in this view"):
+        v.subview(["nope"])
+    both = v.subview(list(v.roots))
+    assert arrays(both) == arrays(fresh_sub(v, list(v.roots)))
+    assert both.roots == v.roots
+
+
+def test_subview_keeps_empty_classes_in_first_use_order():
+    """Classes named by children but without e-nodes come last, in order of first use."""
+    nodes = [ENode(1, 10, Ops.ADD, I, None, (40, 30)), ENode(2, 20, Ops.ADD, I, None, (30, 50)),
+             ENode(3, 5, Ops.MUL, I, None, (20, 10)), ENode(4, 6, Ops.MUL, I, None, (50, 10))]
+    v = EGraphView(nodes)
+    for roots in ([5], [6], [20], [5, 6]):
+        assert arrays(v.subview(roots)) == arrays(fresh_sub(v, roots))
+
+
+def test_build_terms_shares_done_terms():
+    v = random_view(3, n_classes=40, cycle_prob=0.2, n_roots=4)
+    each = extract_tree_each(v, list(v.roots), ReferenceCost())
+    done: dict = {}
+    shared = [build_terms(e.selection, [r], uop_builder, done=done)[0]
+              for r, e in zip(v.roots, each, strict=True)]
+    assert [e.to_uops()[0] for e in each] == shared
+    assert set(done) == set().union(*(e.selection for e in each))
+
+
+def old_usable(nodes, decoded) -> set[int]:
+    """The grounding fixpoint as extract_roots computed it before (from scratch each round)."""
+    def grounded(use):
+        ok, waiting, missing, stack = set(), {}, {}, []
+        for i in use:
+            kids = set(decoded[i][3])
+            missing[i] = len(kids)
+            for k in kids:
+                waiting.setdefault(k, []).append(i)
+            if not kids:
+                stack.append(i)
+        while stack:
+            i = stack.pop()
+            c = nodes[i].cls
+            if c in ok:
+                continue
+            ok.add(c)
+            for p in waiting.get(c, ()):
+                missing[p] -= 1
+                if missing[p] == 0:
+                    stack.append(p)
+        return ok
+
+    use = {i for i in decoded if not nodes[i].subsumed}
+    while True:
+        ok = grounded(use)
+        extra = {i for i in decoded if i not in use and nodes[i].cls not in ok}
+        if not extra:
+            return use
+        use |= extra
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_usable_matches_the_round_by_round_fixpoint(seed):
+    rng = random.Random(seed)
+    n_cls = rng.randint(2, 25)
+    nodes, decoded = [], {}
+    for i in range(rng.randint(n_cls, 3 * n_cls)):
+        c = i if i < n_cls else rng.randrange(n_cls)
+        kids = tuple(rng.randrange(n_cls) for _ in range(rng.choice([0, 1, 2, 2, 3])))
+        nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < 0.3))
+        if rng.random() < 0.9:
+            decoded[i] = (Ops.ADD, I, None, kids)
+    snap = SimpleNamespace(nodes=nodes)
+    assert _usable(snap, decoded) == old_usable(nodes, decoded)
