@@ -50,8 +50,8 @@ from eqsat.uop import UOp, const_value
 CTXVAR = "CTXVAR"
 
 __all__ = [
-    "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "Node", "ArgTable", "Inserter", "Snapshot",
-    "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64", "uop_ctor",
+    "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "Node", "ArgTable", "Inserter",
+    "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64", "uop_ctor",
 ]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -81,22 +81,46 @@ CTORS: dict[str, str] = {
 _SORT = {"S": "String", "I": "i64", "E": "E"}
 
 
+#: the insertion relation of every e-node and union: ``(RNode k tag s1 s2 i e1 e2 e3 e4)``
+#: is ``(union (H k) (tag ...))`` with the constructor's String fields in ``s1 s2``,
+#: its i64 field in ``i`` and its children's handles in ``e1..e4`` (unused ones ``""``
+#: or 0); tag ``"U"`` unions ``(H k)`` with ``(H e1)``. One relation: each egglog
+#: ``input`` command costs about as much as loading hundreds of rows.
+NODE_REL = "RNode"
+_UNION_TAG = "U"
+
+
+def _node_template(ctor: str) -> str:
+    """The TSV line of an RNode row of ``ctor`` as a ``str.format`` template taking the
+    handle and the fields (every signature is String fields, an i64, then classes)."""
+    sig = CTORS[ctor]
+    s, i, e = sig.count("S"), sig.count("I"), sig.count("E")
+    if sig != "S" * s + "I" * i + "E" * e:
+        raise ValueError(f"constructor {ctor}: fields {sig!r} are not String, i64, E in order")
+    cols = ["{}", ctor, *["{}"] * s, *[""] * (2 - s), "{}" if i else "0", *["{}"] * e,
+            *["0"] * (4 - e)]
+    return "\t".join(cols)
+
+
+_NODE_FMT: dict[str, str] = {name: _node_template(name) for name in CTORS}
+
+
 def declarations() -> str:
-    """egglog program text: the sort, constructors, handles and insertion relations."""
+    """egglog program text: the sort, constructors, handles and the insertion relation."""
     out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
     for name, sig in CTORS.items():
         out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
     out.append("(ruleset insert)")
+    out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
     for name, sig in CTORS.items():
-        fields = " ".join(_SORT[s] if s != "E" else "i64" for s in sig)
-        out.append(f"(relation R{name} (i64 {fields}))")
-        vs = [f"v{i}" for i in range(len(sig))]
-        args = " ".join(f"(H {v})" if s == "E" else v for v, s in zip(vs, sig, strict=True))
-        row = f"R{name} k {' '.join(vs)}"
+        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        args = " ".join(f"(H {v})" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
+        row = f'{NODE_REL} k "{name}" s1 s2 i e1 e2 e3 e4'
         out.append(f"(rule (({row})) ((union (H k) ({name} {args})) (delete ({row})))"
                    f" :ruleset insert :name \"insert-{name}\")")
-    out.append("(relation RUnion (i64 i64))")
-    out.append('(rule ((RUnion a b)) ((union (H a) (H b)) (delete (RUnion a b))) '
+    row = f'{NODE_REL} k "{_UNION_TAG}" s1 s2 i e1 e2 e3 e4'
+    out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
                ':ruleset insert :name "insert-union")')
     return "\n".join(out)
 
@@ -264,12 +288,34 @@ class Inserter:
         return k
 
     def _row(self, rel: str, fields: tuple[Any, ...]) -> None:
+        """Record one row of relation ``rel`` (``R<Ctor>``/``RUnion`` go to
+        :data:`NODE_REL`)."""
+        if rel.startswith("R") and (rel[1:] in _NODE_FMT or rel == "RUnion"):
+            if rel == "RUnion":
+                self._node_line(f"{fields[0]}\t{_UNION_TAG}\t\t\t0\t{fields[1]}\t0\t0\t0")
+            else:
+                self._node_row(rel[1:], fields[0], fields[1:])
+            return
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
         rows = self._rows.get(rel)
         if rows is None:
             rows = self._rows[rel] = []
+        rows.append(line)
+        self.pending += 1
+
+    def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
+        line = _NODE_FMT[ctor].format(k, *fields)
+        if "True" in line or "False" in line:  # a bool field is written as 0/1
+            line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
+                                               for f in fields])
+        self._node_line(line)
+
+    def _node_line(self, line: str) -> None:
+        rows = self._rows.get(NODE_REL)
+        if rows is None:
+            rows = self._rows[NODE_REL] = []
         rows.append(line)
         self.pending += 1
 
@@ -282,17 +328,17 @@ class Inserter:
         k = self._next
         self._next = k + 1
         self._memo[key] = k
-        self._row("R" + ctor, (k, *fields))
+        self._node_row(ctor, k, fields)
         return k
 
     def node_with_handle(self, k: int, ctor: str, *fields: Any) -> None:
         """Record ``(union (H k) (ctor fields...))`` for an existing handle ``k``."""
         self._memo.setdefault((ctor, *fields), k)
-        self._row("R" + ctor, (k, *fields))
+        self._node_row(ctor, k, fields)
 
     def union(self, a: int, b: int) -> None:
         if a != b:
-            self._row("RUnion", (a, b))
+            self._node_line(f"{a}\t{_UNION_TAG}\t\t\t0\t{b}\t0\t0\t0")
 
     def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
         """Insert a UOp graph (every unique node once); the root's handle. ``order``:
