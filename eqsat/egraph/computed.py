@@ -465,6 +465,14 @@ def _mentions(t: Term, cls: int) -> bool:
     return False
 
 
+def _class_of_handle(snap: Snapshot, h: int) -> int:
+    """The class of handle ``h`` in ``snap``; ``h`` itself when it is newer."""
+    try:
+        return snap.cls_of_handle(h)
+    except KeyError:  # a handle made after the snapshot
+        return h
+
+
 def _cval(t: Term) -> int | None:
     return t[2] if isinstance(t, tuple) and t[0] == "Cst" else None
 
@@ -821,31 +829,22 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     reach_memo: dict[int, dict[int, bool]] = {}
     height = snap.height
 
-    canon_memo: dict[int, int] = {}
-
-    def canon_h(h: int) -> int:
-        c = canon_memo.get(h)
-        if c is None:
-            try:
-                c = snap.cls_of_handle(h)
-            except KeyError:  # a handle made during this pass
-                c = h
-            canon_memo[h] = c
-        return c
-
-    emitted: dict[Any, int] = {}  # pending term -> handle (canon_h is fixed in a pass)
+    # handle -> its class now (a handle made during this pass is its own class)
+    canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
+    node_memo = ins._memo  # (ctor, *fields) -> handle: what ins.node finds
+    new_node = ins.node
 
     def emit_m(t: Term) -> int:
+        """Insert a pending term; its handle (its children by their classes now, so
+        an existing e-node is found whatever handles the term was built from)."""
         if isinstance(t, int):
             return canon_h(t)
-        h = emitted.get(t)
-        if h is None:
-            fields = list(t)
-            for i in _TERM_E[t[0]]:
-                f = t[i]
-                fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
-            h = emitted[t] = ins.node(*fields)
-        return h
+        fields = list(t)
+        for i in _TERM_E[t[0]]:
+            f = t[i]
+            fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+        h = node_memo.get(tuple(fields))
+        return h if h is not None else new_node(*fields)
 
     def union(cls: int, t: Term, name: str) -> bool:
         """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
