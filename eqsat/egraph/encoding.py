@@ -19,12 +19,14 @@ any other op with more sources          ``(GL OP DT arg (Cons a (Cons b ... (Nil
 name (``"RANGE"``) and ``arg`` an i64 key into the session's :class:`ArgTable`.
 
 Terms are inserted in bulk: each e-class the Python side knows has a *handle*,
-an unextractable ``(H k)`` e-node in the class. A node is one row of an input
-relation ``R<Ctor>`` (``(RAdd k "index" a b)`` means ``(union (H k) (Add "index"
-(H a) (H b)))``), written as a tab-separated file and loaded with egglog's
-``input`` command, then applied by the ``insert`` rule set: thousands of nodes
-cost milliseconds, where one egglog command per node costs about a millisecond
-each. ``RUnion`` rows union two handles; ``RLo``/``RHi`` set interval facts.
+an unextractable ``(H k)`` e-node in the class. A node is one row of the input
+relation ``RNode`` (``(RNode k "Add" "index" "" 0 a b 0 0)`` means ``(union (H k)
+(Add "index" (H a) (H b)))``; tag ``"U"`` unions two handles), written as a
+tab-separated file and loaded with egglog's ``input`` command, then applied by the
+``insert`` rule set: thousands of nodes cost milliseconds, where one egglog command
+per node costs about a millisecond each (and one ``input`` command about as much as
+hundreds of rows: every constructor shares the one relation). ``RLo``/``RHi`` set
+interval facts, ``RDef`` marks never-Invalid classes.
 
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
 e-node with its class (named by the smallest handle in it), dtype, arg and
