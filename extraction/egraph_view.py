@@ -149,7 +149,8 @@ class _Compiled:
         self.nodes = nodes
         self.ncls = ncls
         self.class_nodes = class_nodes
-        self.nch = [tuple([cidx[k] for k in n.children]) for n in nodes]
+        get = cidx.__getitem__
+        self.nch = [tuple(map(get, n.children)) for n in nodes]
         self._finish()
         #: per model key (see :func:`_model_key`): the costs of the e-nodes, and the
         #: extractors' tree choice over every class (choices, best costs)
@@ -157,23 +158,41 @@ class _Compiled:
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
 
     def _finish(self) -> None:
-        """``nchd``, ``selfloop`` and ``parents`` from ``nch``/``ncls``."""
+        """``nchd`` (distinct children, sorted), ``selfloop``, ``parents`` and the
+        per-class lists from ``nch``/``ncls``/``class_nodes``: ``inner`` ((e-node,
+        distinct children) of its e-nodes with children and without a self-loop),
+        ``leaves`` (its e-nodes without children: where a tree pass starts) and
+        ``kids`` (the classes any of its e-nodes has as a child)."""
         nchd = self.nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
-        ncls = self.ncls
-        selfloop = self.selfloop = [ncls[i] in ch for i, ch in enumerate(nchd)]
-        # per class: (e-node, distinct children) of its e-nodes with children and
-        # without a self-loop, and its leaf e-nodes (what a tree pass starts from)
-        self.inner = [[(n, len(nchd[n])) for n in ns if nchd[n] and not selfloop[n]]
-                      for ns in self.class_nodes]
-        self.leaves = [[n for n in ns if not nchd[n]] for ns in self.class_nodes]
-        # per class: the classes any of its e-nodes has as a child (for reachability)
-        self.kids = [nchd[ns[0]] if len(ns) == 1 else tuple({k for n in ns for k in nchd[n]})
-                     for ns in self.class_nodes]
+        selfloop = self.selfloop = [False] * len(nchd)
         parents: list[list[int]] = [[] for _ in self.cids]
-        for i, ch in enumerate(nchd):
-            for k in ch:
-                parents[k].append(i)
+        inner: list[list[tuple[int, int]]] = []
+        leaves: list[list[int]] = []
+        kids: list[tuple[int, ...]] = []
+        for c, ns in enumerate(self.class_nodes):
+            inn: list[tuple[int, int]] = []
+            lv: list[int] = []
+            for n in ns:
+                ch = nchd[n]
+                if not ch:
+                    lv.append(n)
+                    continue
+                for k in ch:
+                    parents[k].append(n)
+                if c in ch:
+                    selfloop[n] = True
+                else:
+                    inn.append((n, len(ch)))
+            inner.append(inn)
+            leaves.append(lv)
+            if len(ns) == 1:
+                kids.append(nchd[ns[0]])
+            else:
+                kids.append(tuple({k for n in ns for k in nchd[n]}))
         self.parents = parents
+        self.inner = inner
+        self.leaves = leaves
+        self.kids = kids
 
     def restrict(self, keep: list[int], sub: EGraphView) -> _Compiled:
         """The compiled form of ``sub``, the view of the classes ``keep`` (indices,

@@ -235,36 +235,47 @@ def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> l
 
 
 def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
-              region: list[int], banned: int = -1) -> list[int]:
+              region: list[int], banned: int = -1, until: Iterable[int] = ()) -> list[int]:
     """A new selection: classes in ``free`` (closed under ``sel``) keep their
     e-node and cost nothing to their users; the classes of ``region`` (whose
     e-nodes point only into ``region``, ``free`` or ``banned``) are re-chosen by
     tree cost over that (Knuth, as in :func:`_tree_choice`); ``banned`` (a class
     or -1) may not be used and gets -1, as does a region class left without a
     finite choice. Acyclic: new choices point only at free classes (which never
-    reach a region class) or at region classes finalized before them."""
+    reach a region class) or at region classes finalized before them.
+
+    ``until``: region classes whose terms are all that is wanted; the pass stops
+    once they are final (so is every class their new choices reach: a choice is
+    made only after its children's) and the region classes not reached by then
+    keep -1."""
     new = list(sel)
     best: dict[int, float] = dict.fromkeys(free, 0.0)
     get = best.__getitem__
     nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
     pending: dict[int, int] = {}  # e-nodes of region classes -> children not final
+    pget = pending.get
     heap: list[tuple[float, int]] = []
     for c in region:
         new[c] = -1
         pending.update(inner[c])
-        heap.extend([(cost[n], n) for n in leaves[c]])
+        lv = leaves[c]
+        if lv:
+            for n in lv:
+                heap.append((cost[n], n))
     if banned >= 0:
         for p in parents[banned]:
             pending.pop(p, None)
     for f in free:  # final from the start
         for p in parents[f]:
-            left = pending.get(p)
+            left = pget(p)
             if left is None:
                 continue
             left -= 1
             pending[p] = left
             if not left:
                 heap.append((cost[p] + sum(map(get, nch[p])), p))
+    wanted = set(until)
+    need = len(wanted)
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     while heap:
@@ -274,14 +285,20 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
             continue
         best[c] = v
         new[c] = n
+        if need and c in wanted:
+            need -= 1
+            if not need:
+                break
         for p in parents[c]:
-            left = pending.get(p)
+            left = pget(p)
             if left is None:
                 continue
-            left -= 1
-            pending[p] = left
-            if not left and ncls[p] not in best:
-                push(heap, (cost[p] + sum(map(get, nch[p])), p))
+            if left == 1:
+                pending[p] = 0
+                if ncls[p] not in best:
+                    push(heap, (cost[p] + sum(map(get, nch[p])), p))
+            else:
+                pending[p] = left - 1
     if banned >= 0:
         new[banned] = -1
     return new
@@ -805,7 +822,10 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
             region = _region(comp, {c for c in order if c not in free and c != banned}, free,
                              banned)
             stats["work"] += len(region) + len(nonfree)
-            cand = _rechoose(comp, cost, sel, free, region, banned)
+            # only the terms of the roots count: a move that is kept is followed by a
+            # re-choice of every class they do not use
+            cand = _rechoose(comp, cost, sel, free, region, banned,
+                             until=[r for r in ridx if r not in free])
             cord = _walk(comp, cand, ridx)
             if cord is None:
                 continue
