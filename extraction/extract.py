@@ -47,6 +47,8 @@ __all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_tree_each",
 
 T = TypeVar("T")
 INF = math.inf
+#: cost-model classes get_cost_model() has accepted (the protocol check is slow)
+_MODEL_TYPES: set[type] = set()
 _MOVE_CAP = 256  # a big move re-chooses at most this many used classes (else skipped)
 
 
@@ -139,7 +141,10 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
              ) -> tuple[_Compiled, list[float], list[int], list[bool], CostModel]:
     if not isinstance(view, EGraphView):
         raise TypeError(f"expected an EGraphView, got {type(view).__name__}")
-    model = get_cost_model(model)
+    if type(model) not in _MODEL_TYPES:
+        model = get_cost_model(model)
+        if hasattr(type(model), "node_cost") and hasattr(type(model), "graph_cost"):
+            _MODEL_TYPES.add(type(model))  # its instances resolve to themselves
     if roots is None:
         roots = view.roots
     if isinstance(roots, (str, bytes)) or not isinstance(roots, Sequence):
@@ -180,7 +185,10 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
     for c in range(nclasses):
         if relevant[c]:
             pending.update(inner[c])
-            heap.extend([(cost[n], n) for n in leaves[c]])
+            lv = leaves[c]
+            if lv:
+                for n in lv:
+                    heap.append((cost[n], n))
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     while heap:
