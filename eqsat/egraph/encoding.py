@@ -515,12 +515,12 @@ class Snapshot:
         to_i64 = eg.value_to_i64
         cls_of: dict[Any, int] = {}
         handle_val: dict[int, Any] = {}
+        first = cls_of.setdefault
         for r in funcs["H"].rows:
             k = to_i64(r.inputs[0])
             o = r.output
             handle_val[k] = o
-            c = cls_of.get(o)
-            if c is None or k < c:
+            if first(o, k) > k:
                 cls_of[o] = k
         strs: dict[Any, str] = {}
         ints: dict[Any, int] = {}
@@ -643,27 +643,35 @@ class Snapshot:
         self.consts: dict[int, int] = {}
         self.dtypes: dict[int, str] = {}
         consts, dtypes_ = self.consts, self.dtypes
+        append = nodes.append
+        cget = cache.get
+        prev = -1  # the rows are sorted by class: each class is one run
+        lst: list[int] = []
+        need_dt = False
         for i, t in enumerate(rows4):
-            n = cache.get(t)
-            c = t[0]
+            n = cget(t)
             if n is None:
                 name, fields = t[1], t[2]
                 pos = _E_POS[name]
                 d = _DTYPE_POS[name]
-                n = cache[t] = _make_node(c, name, fields, t[3],
+                n = cache[t] = _make_node(t[0], name, fields, t[3],
                                           tuple([fields[j] for j in pos]) if pos else (),
                                           None if d < 0 else fields[d])
-            nodes.append(n)
-            lst = classes.get(c)
-            if lst is None:
-                classes[c] = [i]
+            append(n)
+            c = t[0]
+            if c != prev:
+                prev = c
+                lst = classes[c] = [i]
+                need_dt = True
             else:
                 lst.append(i)
-            if n.ctor == "Cst":
-                consts[c] = n.fields[1]
-            dt = n.dtype
-            if dt is not None and c not in dtypes_:
-                dtypes_[c] = dt
+            if t[1] == "Cst":
+                consts[c] = t[2][1]
+            if need_dt:
+                dt = n.dtype
+                if dt is not None:
+                    dtypes_[c] = dt
+                    need_dt = False
         self.nodes = nodes
         #: ``(class, ctor, fields, subsumed)`` of every e-node, in the order of ``nodes``
         self.rows = rows4
@@ -675,16 +683,12 @@ class Snapshot:
         for name, table in (("lo", self.lo), ("hi", self.hi)):
             if name not in analyses or name not in funcs:
                 continue
-            for r in funcs[name].rows:
-                c = cls_of.get(r.inputs[0])
-                if c is not None:
-                    table[c] = to_i64(r.output)
+            table.update({get(r.inputs[0]): to_i64(r.output) for r in funcs[name].rows})
+            table.pop(None, None)  # type: ignore[call-overload]
         known: set[int] = set()
         if "Def" in funcs:
-            for r in funcs["Def"].rows:
-                c = cls_of.get(r.inputs[0])
-                if c is not None:
-                    known.add(c)
+            known = {get(r.inputs[0]) for r in funcs["Def"].rows}
+            known.discard(None)  # type: ignore[arg-type]
         self.defined = defined_classes(nodes, known)
         for c in sorted(self.defined - known):  # for the native rules' guards
             inserter._row("RDef", (c,))
