@@ -157,13 +157,15 @@ class _Compiled:
         self.cost_cache: dict[Any, list[float]] = {}
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
 
-    def _finish(self) -> None:
-        """``nchd`` (distinct children, sorted), ``selfloop``, ``parents`` and the
-        per-class lists from ``nch``/``ncls``/``class_nodes``: ``inner`` ((e-node,
-        distinct children) of its e-nodes with children and without a self-loop),
-        ``leaves`` (its e-nodes without children: where a tree pass starts) and
-        ``kids`` (the classes any of its e-nodes has as a child)."""
-        nchd = self.nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
+    def _finish(self, nchd: list[tuple[int, ...]] | None = None) -> None:
+        """``nchd`` (distinct children, sorted; computed unless given), ``selfloop``,
+        ``parents`` and the per-class lists from ``nch``/``class_nodes``: ``inner``
+        ((e-node, distinct children) of its e-nodes with children and without a
+        self-loop), ``leaves`` (its e-nodes without children: where a tree pass
+        starts) and ``kids`` (the classes any of its e-nodes has as a child)."""
+        if nchd is None:
+            nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
+        self.nchd = nchd
         selfloop = self.selfloop = [False] * len(nchd)
         parents: list[list[int]] = [[] for _ in self.cids]
         inner: list[list[tuple[int, int]]] = []
@@ -206,13 +208,14 @@ class _Compiled:
         src = [n for c in full for n in class_nodes[c]]
         new_cids = [cids[c] for c in full]
         order = full[:]  # the index here of each class there
-        for n in src:  # empty classes in order of first use, as a fresh compile names them
-            for k in nch[n]:
-                if k not in m:
-                    m[k] = len(new_cids)
-                    new_cids.append(cids[k])
-                    order.append(k)
-                    sub._empty[cids[k]] = None
+        if len(full) < len(keep):  # empty classes, in order of first use (as a compile names them)
+            for n in src:
+                for k in nch[n]:
+                    if k not in m:
+                        m[k] = len(new_cids)
+                        new_cids.append(cids[k])
+                        order.append(k)
+                        sub._empty[cids[k]] = None
         out.cids = new_cids
         out.cidx = {c: i for i, c in enumerate(new_cids)}
         nodes = self.nodes
@@ -229,7 +232,9 @@ class _Compiled:
         out.class_nodes = sub_class_nodes
         get = m.__getitem__
         out.nch = [tuple(map(get, nch[n])) for n in src]
-        out._finish()
+        # without empty classes the renumbering keeps the order: nchd stays sorted
+        out._finish(None if len(full) < len(keep)
+                    else [tuple(map(get, self.nchd[n])) for n in src])
         out.cost_cache = {key: [costs[n] for n in src] for key, costs in self.cost_cache.items()}
         # a tree choice over every class holds for any subset closed under children
         # (its e-nodes finalize in the same order with or without the others)
@@ -357,7 +362,7 @@ class EGraphView:
                 v = float(n.cost)
             else:
                 ch = n.children
-                kc = tuple([consts.get(c) for c in ch])
+                kc = tuple(map(consts.get, ch))
                 if bounds:
                     v = node_cost(n.op, n.dtype, n.arg, kc,
                                   child_mins=tuple([cm.get(c, consts.get(c)) for c in ch]))
@@ -378,7 +383,7 @@ class EGraphView:
         the constructor gives for those e-nodes, built from this view's validated
         nodes, compiled arrays and cached per-model costs (sliced, not recomputed)."""
         comp = self.compiled()
-        cidx, class_nodes, kids = comp.cidx, comp.class_nodes, comp.kids
+        cidx, kids = comp.cidx, comp.kids
         mark = [False] * len(comp.cids)
         stack = []
         for r in roots:
@@ -395,17 +400,20 @@ class EGraphView:
                     stack.append(k)
         keep = [c for c, m in enumerate(mark) if m]
         cids = comp.cids
-        kept = {cids[c] for c in keep}
+        kept = [cids[c] for c in keep]
         sub = EGraphView.__new__(EGraphView)
-        sub.classes = {cids[c]: self.classes[cids[c]] for c in keep if class_nodes[c]}
+        classes = self.classes
+        sub.classes = {c: classes[c] for c in kept if c in classes}
         sub._empty = {}
         sub._compiled = comp.restrict(keep, sub)
         sub._all_nodes = sub._compiled.nodes[:]
         sub._by_key = {n.key: n for n in sub._all_nodes}
-        sub.class_min = {c: v for c, v in self.class_min.items() if c in kept}
+        cm, consts = self.class_min, self._class_const
+        sub.class_min = {c: cm[c] for c in kept if c in cm}
         sub.roots = tuple(roots)
-        sub.lets = {k: c for k, c in self.lets.items() if c in kept}
-        sub._class_const = {c: v for c, v in self._class_const.items() if c in kept}
+        kept_set = set(kept)
+        sub.lets = {k: c for k, c in self.lets.items() if c in kept_set}
+        sub._class_const = {c: consts[c] for c in kept if c in consts}
         return sub
 
     # ---- constructors -------------------------------------------------------
