@@ -18,14 +18,14 @@ class Budget:
     ``iterations``: rewrite rounds; ``enodes``: e-graph size; ``seconds``: wall
     time of the whole optimize call (never exceeded by more than 20%); ``stall``:
     stop early (``"stalled"``) after that many rounds in a row that found no cheaper
-    term for the roots while the e-graph grew by at most 10% (0: run to saturation
-    or a limit).
+    term for the roots while the e-graph grew by at most 10% and the last round's
+    computed rewrites added at most 10% more (0: run to saturation or a limit).
     """
 
     iterations: int = 12
     enodes: int = 20_000
     seconds: float = 2.0
-    stall: int = 2
+    stall: int = 1
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.enodes < 1 or not self.seconds > 0 or self.stall < 0:

@@ -516,7 +516,7 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seconds", type=float, metavar="S", help="wall-time limit per graph")
     g.add_argument("--stall", type=int, metavar="N",
                    help="stop after N rounds without a cheaper result while the e-graph "
-                        "barely grows (default 2; 0: never)")
+                        "barely grows (default 1; 0: never)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,8 +21,10 @@ One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
 The run stops when nothing changes (``"saturated"``), when the roots' best tree
 cost (as the computed pass priced it) has not improved for ``Limits.stall``
-iterations while the e-graph barely grew (``"stalled"``: the last iterations of a
-run rarely find anything), or when a budget is reached (``"iterations"``,
+iterations while the e-graph barely grew and the last computed pass recorded
+little (``"stalled"``: the last iterations of a run rarely find anything; a pass
+that opens a guarded copy of a value pays only later, so it keeps the run going),
+or when a budget is reached (``"iterations"``,
 ``"enodes"``, ``"time"``); the best terms found so far are then
 extracted root by root under the chosen cost model: tree extraction, and the
 DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
@@ -199,6 +201,7 @@ class Session:
             sizes: list[int] = []
             costs: list[float | None] = []
             per_iter: list[tuple[int, float]] = []
+            emitted: list[int] = []  # rows each computed pass recorded
             while True:
                 if it >= limits.iterations:
                     stop = "iterations"
@@ -224,6 +227,7 @@ class Session:
                     stop = "enodes"
                     break
                 root_cls = [snap.cls_of_handle(h) for h in handles]
+                pending0 = self.ins.pending
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
                                       deadline=clock.soft_deadline(snap.enodes),
@@ -234,6 +238,7 @@ class Session:
                     times["computed." + k] = times.get("computed." + k, 0.0) + v
                 last_iter = time.perf_counter() - t_it
                 per_iter.append((snap.enodes, round(last_iter, 4)))
+                emitted.append(self.ins.pending - pending0)
                 clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
@@ -245,7 +250,7 @@ class Session:
                     with clock.phase(times, "stall"):
                         snap.best_cost = best_nodes(snap, Weights(snap, model, state.prices))[1]
                 costs.append(_root_cost(snap, root_cls))
-                if _stalled(costs, sizes, limits.stall):
+                if _stalled(costs, sizes, limits.stall, emitted):
                     stop = "stalled"
                     break
                 if res.skipped:
@@ -253,14 +258,14 @@ class Session:
                     break
             # bring the last results in (analysis only), then extract
             if self.ins.pending or snap is None:
-                with clock.phase(times, "egglog"):
+                with clock.phase(times, "last"):
                     self._step(False, matches)
-                with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
             with clock.phase(times, "extract"):
                 outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
                          stop_reason=stop, time=times, per_iteration=per_iter,
+                         emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
             return outs, stats
@@ -280,14 +285,20 @@ def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
     return total
 
 
-def _stalled(costs: list[float | None], sizes: list[int], k: int) -> bool:
+def _stalled(costs: list[float | None], sizes: list[int], k: int,
+             emitted: list[int] | None = None) -> bool:
     """Whether the last ``k`` iterations found no cheaper root term while the e-graph
-    grew by at most ``STALL_GROWTH`` over them (``costs``/``sizes``: one per
-    iteration)."""
+    grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
+    most that fraction of the e-graph in new rows (``costs``/``sizes``/``emitted``: one
+    per iteration). The last condition keeps a run going whose last pass started
+    something that pays only later, e.g. opened a guarded copy of a ``where``'s value
+    that the next iterations simplify."""
     if k <= 0 or len(costs) <= k:
         return False
     now, then = costs[-1], costs[-1 - k]
     if now is None or then is None or now < then - 1e-9:
+        return False
+    if emitted and emitted[-1] > sizes[-1] * STALL_GROWTH:
         return False
     return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
 

@@ -24,8 +24,9 @@ __all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH"
 STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time")
 
 #: iterations without a cheaper root term before a run counts as stalled (0: never)
-STALL_ITERATIONS = 2
-#: ... and only while the e-graph grew by at most this fraction over those iterations
+STALL_ITERATIONS = 1
+#: ... and only while the e-graph grew by at most this fraction over those iterations,
+#: and the last computed pass recorded at most this fraction of it in new rows
 STALL_GROWTH = 0.10
 
 
