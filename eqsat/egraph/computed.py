@@ -733,7 +733,9 @@ def _changed(snap: Snapshot, state: PassState) -> set[int]:
     rows = getattr(snap, "rows", None)  # (cls, ctor, fields, subsumed) per e-node, if kept
     keys = set(rows) if rows is not None else \
         {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
-    facts = {(c, lo.get(c), hi.get(c), c in defined) for c in snap.classes}
+    cls = list(snap.classes)
+    facts = set(zip(cls, map(lo.get, cls), map(hi.get, cls), map(defined.__contains__, cls),
+                    strict=True))
     old_keys, old_facts = state.sigs.get("nodes", set()), state.sigs.get("facts", set())
     changed = {k[0] for k in keys - old_keys} | {k[0] for k in old_keys - keys}
     changed |= {f[0] for f in facts - old_facts} | {f[0] for f in old_facts - facts}
@@ -748,7 +750,7 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]) -> set[int]:
     nodes = snap.nodes
     dirty: set[int] = set()
     for c, i in best.items():  # children come before their parents
-        if c in changed or any(k in dirty for k in nodes[i].kids):
+        if c in changed or not dirty.isdisjoint(nodes[i].kids):
             dirty.add(c)
     return dirty
 
@@ -764,8 +766,8 @@ def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
         kids = n.kids
         if not kids or n.subsumed:
             continue
-        if n.dtype == "index" and (n.ctor in lin_ctors or (n.ctor == "Mul" and any(
-                const_of(k) is not None for k in kids))):
+        if n.dtype == "index" and (n.ctor in lin_ctors or (n.ctor == "Mul" and (
+                const_of(kids[0]) is not None or const_of(kids[1]) is not None))):
             lin_use.update(kids)
         else:
             other_use.update(kids)
