@@ -275,6 +275,14 @@ _eg(Q("const_lt_mul_pos", "c1 < x*c0 -> c1//c0 < x (c0 > 0, c1 >= 0, index)", _E
 _eg(Q("neg_lt_flip", "-x < -y -> y < x (index)", _E_COMPARISON,
       "(= e (Lt dt (Neg dx x) (Neg dx y))) (IdxDt dx)", "(union e (Lt dt y x))"))
 
+_eg(Q("neg_lt_const", "-x < c -> -c < x (index)", _E_COMPARISON,
+      "(= e (Lt dt (Neg dx x) (Cst dx c))) (IdxDt dx) (= k (- 0 c))",
+      "(union e (Lt dt (Cst dx k) x))"))
+
+_eg(Q("const_lt_neg", "c < -x -> x < -c (index)", _E_COMPARISON,
+      "(= e (Lt dt (Cst dx c) (Neg dx x))) (IdxDt dx) (= k (- 0 c))",
+      "(union e (Lt dt x (Cst dx k)))"))
+
 _eg([PyRule("lt_linear", "sum < c -> divided by the gcd, small remainder split off "
            "(4*a + 30 < 0 -> a < -7; 4*a + b < 8 -> a < 2 for 0 <= b < 4)",
            "comparison_dsl_patterns", "cmp")])

@@ -37,6 +37,12 @@ TABLE: list[tuple[str, str, str | int]] = [
     ("comparison", "(lt (add (mul (range 0 8) 4) (range 1 4)) 8)", "(lt (range 0 8) 2)"),
     ("comparison", "(lt (add (mul (var x -9 9) 4) 30) 0)", "(lt (var x -9 9) -7)"),
     ("comparison", f"(not (lt {X} 3))", f"(lt 2 {X})"),
+    ("comparison", "(lt (neg (var x 0 2)) 0)", "(lt 0 (var x 0 2))"),
+    ("comparison", "(lt (neg (var x -5 5)) -2)", "(lt 2 (var x -5 5))"),
+    ("comparison", "(lt 3 (neg (var x -5 5)))", "(lt (var x -5 5) -3)"),
+    # unseen gv23_0090: (2 - g) % 3 == 2 - g; 2 - g < 2 is 0 < g, not -g < 0
+    ("comparison", "(where (lt (mod (add (mul (mod (var g 0 2) 3) -1) 2) 3) 2) (mod (add (mul "
+     "(mod (var g 0 2) 3) -1) 2) 3) (invalid))", 3),
     ("boolean", f"(and (lt {X} 3) (not (not (lt {X} 3))))", f"(lt {X} 3)"),
     ("boolean", f"(and (lt {X} 3) (lt {X} 5))", f"(lt {X} 3)"),
     ("minmax", "(max (var x 5 9) (var y 0 3))", "(var x 5 9)"),
