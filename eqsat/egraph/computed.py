@@ -694,6 +694,7 @@ class PassState:
         self.sigs: dict[str, set] = {}  # the last pass's e-node rows and class facts
         self.prices: dict[Any, float] = {}
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
+        self.bridge_cache: dict = {}  # bridge_pass's index of its rules
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
 
@@ -976,7 +977,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('bridge')
     bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
     if bridged:
-        bridge_pass(snap, ins, best, dirty, bridged, union, deadline)
+        bridge_pass(snap, ins, best, dirty, bridged, union, deadline, state.bridge_cache)
     dm_by_op = divmod_rules_by_op(dm)
 
     def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
@@ -1835,17 +1836,24 @@ def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRu
 
 def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
                 rules: list[PyRule], union: Callable[[int, Term, str], Any],
-                deadline: float | None) -> None:
-    """Apply bridged baseline rules (see :func:`bridge`) to the dirty classes' e-nodes."""
+                deadline: float | None, cache: dict | None = None) -> None:
+    """Apply bridged baseline rules (see :func:`bridge`) to the dirty classes' e-nodes.
+    ``cache``: a dict kept across the passes of a run (the rules' index by op)."""
     from eqsat.egraph.encoding import decode_node
 
-    by_op: dict[Any, list[PyRule]] = {}
-    for r in rules:
-        for op in (r.rule.pattern.ops or [None]):
-            by_op.setdefault(op, []).append(r)
-    any_op = by_op.pop(None, [])
-    cands: dict[tuple, list[PyRule]] = {}
-    needs = {id(r): _needed_child_ops(r.rule.pattern) for r in rules}
+    key = tuple(map(id, rules))  # the rules live as long as the run: ids are stable
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
+        by_op: dict[Any, list[PyRule]] = {}
+        for r in rules:
+            for op in (r.rule.pattern.ops or [None]):
+                by_op.setdefault(op, []).append(r)
+        any_op = by_op.pop(None, [])
+        needs = {id(r): _needed_child_ops(r.rule.pattern) for r in rules}
+        hit = (by_op, any_op, needs, {})
+        if cache is not None:
+            cache[key] = hit
+    by_op, any_op, needs, cands = hit  # cands: (ctor, field, dtype) -> the op's rules
     built: dict[int, Any] = {}
 
     def term(c: int) -> Any:
