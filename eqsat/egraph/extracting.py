@@ -8,7 +8,10 @@ the cheaper selection (DAG cost) wins.
 
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from eqsat.egraph.encoding import ArgTable, Snapshot, decode_node
@@ -22,7 +25,30 @@ __all__ = ["extract_roots"]
 def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
                   clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
     """The best term of every root handle under ``model`` (see the module docstring),
-    and stats (``cost``: the summed cost of the distinct roots, ``method``)."""
+    and stats (``cost``: the summed cost of the distinct roots, ``method``).
+
+    The cyclic garbage collector is paused meanwhile: the extraction allocates many
+    short-lived lists and tuples (no cycles; reference counting frees them), and the
+    collections they would trigger walk the engine's large heap for nothing."""
+    with _gc_paused():
+        return _extract_roots(snap, args, handles, model, clock)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Automatic garbage collection off inside, back on after (if it was on)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
+                   clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
     from extraction import (
         EGraphView,
         ENode,

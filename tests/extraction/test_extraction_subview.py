@@ -189,3 +189,22 @@ def test_usable_matches_the_round_by_round_fixpoint(seed):
             decoded[i] = (Ops.ADD, I, None, kids)
     snap = SimpleNamespace(nodes=nodes)
     assert _usable(snap, decoded) == old_usable(nodes, decoded)
+
+
+def test_gc_paused_restores_the_collector():
+    import gc
+
+    from eqsat.egraph.extracting import _gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), _gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # it was off: stays off
+    finally:
+        gc.enable()
