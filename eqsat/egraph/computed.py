@@ -276,10 +276,27 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
 class LinForms:
     """Linear forms of index e-classes through each class's cheapest e-node."""
 
-    def __init__(self, snap: Snapshot, best: dict[int, int]):
+    def __init__(self, snap: Snapshot, best: dict[int, int],
+                 prev: dict[int, tuple[Node | None, Lin]] | None = None):
         self.snap = snap
         self.best = best
         self._memo: dict[int, Lin] = {}
+        #: class -> (its best e-node, its form) as an earlier pass of the run read them:
+        #: a form is taken over when the class has the same best e-node (the same Node
+        #: object: same row) and its operands' forms are the very objects that form was
+        #: made from, i.e. exactly what it would be made again from
+        self._prev = prev if prev is not None else {}
+        #: the forms made or taken over by this one (``prev`` for the next pass)
+        self.made: dict[int, tuple[Node | None, Lin]] = {}
+
+    def __repr__(self) -> str:
+        return f"<LinForms {len(self._memo)} forms>"
+
+    def kept(self) -> dict[int, tuple[Node | None, Lin]]:
+        """The forms for the next pass: this pass's over the earlier ones."""
+        out = dict(self._prev)
+        out.update(self.made)
+        return out
 
     def node_lin(self, n: Node) -> Lin | None:
         """The linear form of one e-node, or None when it is not linear arithmetic."""
@@ -331,6 +348,7 @@ class LinForms:
             return hit
         # iterative: walk the best-term skeleton, children first
         best, nodes = self.best, self.snap.nodes
+        prev, made = self._prev, self.made
         stack = [cls]
         while stack:
             c = stack[-1]
@@ -338,18 +356,20 @@ class LinForms:
                 stack.pop()
                 continue
             i = best.get(c)
-            if i is None:
-                memo[c] = Lin.atom(c)
-                stack.pop()
-                continue
-            n = nodes[i]
-            ctor = n.ctor
-            if ctor == "Cst":
-                memo[c] = Lin.constant(n.fields[1])
-                stack.pop()
-                continue
-            if n.dtype != "index" or ctor not in _LIN_CTORS:
-                memo[c] = Lin.atom(c)
+            n = nodes[i] if i is not None else None
+            p = prev.get(c)
+            if n is None or n.ctor == "Cst" or n.dtype != "index" or \
+                    n.ctor not in _LIN_CTORS:
+                if p is not None and p[0] is n:
+                    x = p[1]
+                elif n is None:
+                    x = Lin.atom(c)
+                elif n.ctor == "Cst":
+                    x = Lin.constant(n.fields[1])
+                else:
+                    x = Lin.atom(c)
+                memo[c] = x
+                made[c] = (n, x)
                 stack.pop()
                 continue
             kids = n.kids
@@ -357,8 +377,14 @@ class LinForms:
             if missing:
                 stack.extend(missing)
                 continue
-            res = self.node_lin(n)
-            memo[c] = res if res is not None else Lin.atom(c)
+            if p is not None and p[0] is n and all(
+                    (q := prev.get(k)) is not None and q[1] is memo[k] for k in kids):
+                x = p[1]
+            else:
+                res = self.node_lin(n)
+                x = res if res is not None else Lin.atom(c)
+            memo[c] = x
+            made[c] = (n, x)
             stack.pop()
         return memo[cls]
 
@@ -695,6 +721,7 @@ class PassState:
         self.prices: dict[Any, float] = {}
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
         self.bridge_cache: dict = {}  # bridge_pass's index of its rules
+        self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
 
@@ -823,7 +850,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty = _dirty(snap, best, changed)
-    lins = LinForms(snap, best)
+    lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins)
     canon = [r for r in rules if r.kind == "canon"]
     sums = [r for r in rules if r.kind == "sum"]
@@ -1005,6 +1032,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 state.done.add(key)
                 divmod_rules(n, op, x, y)
     _lap(None)
+    state.lins = lins.kept()
     return res
 
 

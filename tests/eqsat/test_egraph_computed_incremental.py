@@ -168,3 +168,23 @@ def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.Monk
     outs, stats = optimize_many(_exprs(), cost_model=model)
     assert len(outs) == len(_exprs())
     assert len(seen) >= 2, stats.get("stop_reason")  # several passes: reuse was exercised
+
+
+@pytest.mark.parametrize("model", [None, "reference"])
+def test_forms_taken_over_equal_fresh_forms_on_real_runs(monkeypatch: pytest.MonkeyPatch,
+                                                         model: str | None) -> None:
+    taken = [0]
+    plain = computed.LinForms
+
+    class Checked(plain):
+        def get(self, cls: int) -> Any:
+            x = super().get(cls)
+            fresh = plain(self.snap, self.best).get(cls)
+            # the same form with its terms in the same order (rules read them in order)
+            assert (x.terms, x.const) == (fresh.terms, fresh.const)
+            taken[0] += x is not fresh and cls in self._prev
+            return x
+
+    monkeypatch.setattr(computed, "LinForms", Checked)
+    optimize_many(_exprs(), cost_model=model)
+    assert taken[0] > 0  # forms of earlier passes were taken over
