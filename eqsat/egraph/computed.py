@@ -869,8 +869,12 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         an existing e-node is found whatever handles the term was built from)."""
         if isinstance(t, int):
             return canon_h(t)
+        pos = _TERM_E[t[0]]
+        if not pos:  # a leaf (a constant): the term is its key
+            h = node_memo.get(t)
+            return h if h is not None else new_node(*t)
         fields = list(t)
-        for i in _TERM_E[t[0]]:
+        for i in pos:
             f = t[i]
             fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
         h = node_memo.get(tuple(fields))
