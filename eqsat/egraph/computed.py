@@ -446,11 +446,10 @@ def emit(t: Term, ins: Inserter, canon: Callable[[int], int] | None = None) -> i
     was built from."""
     if isinstance(t, int):
         return canon(t) if canon is not None else t
-    ctor = t[0]
-    sig = CTORS[ctor]
-    fields = tuple(emit(f, ins, canon) if s == "E" else f
-                   for f, s in zip(t[1:], sig, strict=True))
-    return ins.node(ctor, *fields)
+    fields = list(t)
+    for i in _TERM_E[t[0]]:  # children first, left to right
+        fields[i] = emit(t[i], ins, canon)
+    return ins.node(*fields)
 
 
 #: the positions (in a pending term, after its constructor) of the e-class fields
@@ -481,9 +480,8 @@ def _mentions(t: Term, cls: int) -> bool:
     stack = [t]
     while stack:
         x = stack.pop()
-        for f, s in zip(x[1:], CTORS[x[0]], strict=True):
-            if s != "E":
-                continue
+        for i in _TERM_E[x[0]]:
+            f = x[i]
             if isinstance(f, tuple):
                 stack.append(f)
             elif f == cls:
@@ -1229,10 +1227,10 @@ def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Te
     if not r:
         return cls
     n = snap.nodes[best[cls]]
-    sig = CTORS[n.ctor]
-    t = (n.ctor, *(_rebuild(snap, best, f, subst, memo, reach) if s == "E" else f
-                   for f, s in zip(n.fields, sig, strict=True)))
-    memo[cls] = t
+    fields = [n.ctor, *n.fields]
+    for i in _TERM_E[n.ctor]:  # left to right
+        fields[i] = _rebuild(snap, best, fields[i], subst, memo, reach)
+    t = memo[cls] = tuple(fields)
     return t
 
 
