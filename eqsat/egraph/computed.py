@@ -1425,9 +1425,10 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
         n = snap.nodes[i]
         if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
             continue  # a foreign context variable: cannot be put back
-        sig = CTORS[n.ctor]
-        t = (n.ctor, *(_rebuild(snap, best, f, sub, memo, sub_reach) if sg == "E" else f
-                       for f, sg in zip(n.fields, sig, strict=True)))
+        fields = [n.ctor, *n.fields]
+        for j in _TERM_E[n.ctor]:  # left to right
+            fields[j] = _rebuild(snap, best, fields[j], sub, memo, sub_reach)
+        t = tuple(fields)
         if _mentions(t, wc):
             continue
         _close(wc, ctx, t)
@@ -1571,17 +1572,13 @@ class _BasisSearch:
         return res
 
     def _resolve(self, t: Term) -> int | None:
-        sig = CTORS[t[0]]
-        fields = []
-        for f, sg in zip(t[1:], sig, strict=True):
-            if sg == "E":
-                k = self.resolve(f)
-                if k is None:
-                    return None
-                fields.append(k)
-            else:
-                fields.append(f)
-        return self.ins._memo.get((t[0], *fields))
+        fields = list(t)
+        for i in _TERM_E[t[0]]:  # left to right: the first unknown child stops it
+            k = self.resolve(t[i])
+            if k is None:
+                return None
+            fields[i] = k
+        return self.ins._memo.get(tuple(fields))
 
     def _atom_parts(self, a: Any) -> tuple[list[frozenset[int]], list[float]]:
         """What one atom of a sum adds to :meth:`cost`, in order: the closures of the
