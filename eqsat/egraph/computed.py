@@ -928,7 +928,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     if canon or sums or basis:
         inner = _inner_sums(snap, roots)
         for c in _index_classes(snap):
-            if c in inner or c not in dirty:
+            if c not in dirty or c in inner:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
                 res.skipped += 1
@@ -982,8 +982,10 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('and')
     for r in [r for r in rules if r.kind == "canon_and"]:
         for c, i in best.items():
+            if c not in dirty:
+                continue
             n = snap.nodes[i]
-            if n.ctor != "And" or n.fields[0] != "bool" or c not in dirty:
+            if n.ctor != "And" or n.fields[0] != "bool":
                 continue
             clauses = conjuncts(snap, best, c)
             key = ("and", c, tuple(clauses))
@@ -1016,7 +1018,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('divmod')
     if dm:
         for n in snap.nodes:
-            if n.subsumed or n.ctor not in ("Idiv", "Mod") or n.fields[0] != "index":
+            if n.ctor not in ("Idiv", "Mod") or n.subsumed or n.fields[0] != "index":
                 continue
             if n.cls not in dirty and n.fields[1] not in dirty and n.fields[2] not in dirty:
                 continue
