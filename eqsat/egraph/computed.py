@@ -539,11 +539,14 @@ class EClassCtx(LinBuilder):
 
     dt = "index"
 
-    def __init__(self, snap: Snapshot, lins: LinForms):
+    def __init__(self, snap: Snapshot, lins: LinForms, terms: dict[Lin, Term] | None = None,
+                 keys: dict[Term, tuple] | None = None):
         self.snap = snap
         self.lins = lins
-        self._lins: dict[Lin, Term] = {}
-        self._keys: dict[Term, tuple] = {}  # term -> _key(term)
+        # a form's term and a term's sort key read nothing of the snapshot (:meth:`sum`
+        # orders by key): a run's passes may share them (``terms``, ``keys``)
+        self._lins: dict[Lin, Term] = terms if terms is not None else {}
+        self._keys: dict[Term, tuple] = keys if keys is not None else {}  # term -> _key
         # the facts, memoized per atom: each query is one dict lookup (a C call) once
         # answered (the rules ask them tens of thousands of times per run); the memos
         # hold no reference to the context (no cycle)
@@ -720,6 +723,8 @@ class PassState:
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
         self.bridge_cache: dict = {}  # bridge_pass's index of its rules
         self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
+        self.lin_terms: dict[Lin, Term] = {}  # EClassCtx.lin's terms (pure: shared)
+        self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
 
@@ -849,7 +854,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty = _dirty(snap, best, changed)
     lins = LinForms(snap, best, state.lins)
-    ctx = EClassCtx(snap, lins)
+    ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
     canon = [r for r in rules if r.kind == "canon"]
     sums = [r for r in rules if r.kind == "sum"]
     dm = [r for r in rules if r.kind == "divmod"]
