@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eqsat.egraph.computed as computed
+from eqsat.api import Budget
 from eqsat.dtype import dtypes
 from eqsat.egraph import optimize_many
 from eqsat.egraph.computed import Weights, best_nodes
@@ -143,6 +144,10 @@ def test_prices_reuse_only_unchanged_children() -> None:
     assert stale != fresh and stale[2:] == w1.prices()[2:]
 
 
+#: several passes even on a loaded machine (the checks slow every pass down)
+_BUDGET = Budget(iterations=4, seconds=30.0, stall=0)
+
+
 def _exprs() -> list[UOp]:
     x = UOp.var("x", 0, 99)
     y = UOp.var("y", -5, 5)
@@ -165,7 +170,7 @@ def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.Monk
         return plain(snap, weights)
 
     monkeypatch.setattr(computed, "best_nodes", checked)
-    outs, stats = optimize_many(_exprs(), cost_model=model)
+    outs, stats = optimize_many(_exprs(), cost_model=model, budget=_BUDGET)
     assert len(outs) == len(_exprs())
     assert len(seen) >= 2, stats.get("stop_reason")  # several passes: reuse was exercised
 
@@ -186,5 +191,5 @@ def test_forms_taken_over_equal_fresh_forms_on_real_runs(monkeypatch: pytest.Mon
             return x
 
     monkeypatch.setattr(computed, "LinForms", Checked)
-    optimize_many(_exprs(), cost_model=model)
+    optimize_many(_exprs(), cost_model=model, budget=_BUDGET)
     assert taken[0] > 0  # forms of earlier passes were taken over
