@@ -712,7 +712,11 @@ class PassResult:
 
 
 class PassState:
-    """Memory shared by the passes of one run (what was already applied)."""
+    """Memory shared by the passes of one run: what was already applied, and what a
+    pass may take over from the last one instead of recomputing it (the prices of
+    e-nodes whose children did not change, the linear forms of classes whose best
+    term reads the same, the terms of linear forms), each exactly what a fresh
+    computation gives."""
 
     def __init__(self) -> None:
         self.done: set[tuple] = set()
@@ -727,6 +731,9 @@ class PassState:
         self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
+
+    def __repr__(self) -> str:
+        return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
