@@ -199,6 +199,14 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     A Dijkstra over the e-nodes: an e-node is pushed once all its children are priced,
     a class is priced by the first of its e-nodes popped; ``best`` lists the classes in
     that order (children before parents)."""
+    best, cost, _ = _best_nodes(snap, weights)
+    return best, cost
+
+
+def _best_nodes(snap: Snapshot, weights: Weights | None = None
+                ) -> tuple[dict[int, int], dict[int, float], dict[int, list[int]]]:
+    """:func:`best_nodes`, and the parents it read: class -> the indices of the
+    e-nodes (not subsumed) it is a child of, each once, in snapshot order."""
     nodes = snap.nodes
     wts = (weights or Weights(snap)).prices()
     parents: defaultdict[int, list[int]] = defaultdict(list)
@@ -270,7 +278,7 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
                     push(heap, (wts[p] + (0 + cost[pk[0]] + cost[pk[1]]), p))
                 else:
                     push(heap, (wts[p] + sum([cost[k] for k in pk]), p))
-    return best, cost
+    return best, cost, parents
 
 
 class LinForms:
@@ -812,6 +820,34 @@ def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     return lin_use - other_use
 
 
+class _InnerSums:
+    """``c in inner`` exactly when ``c in _inner_sums(snap, roots)``, read from the
+    class's parents (only the classes asked about are read)."""
+
+    def __init__(self, snap: Snapshot, parents: dict[int, list[int]], roots: Iterable[int]):
+        self.snap = snap
+        self.parents = parents
+        self.roots = set(roots)
+
+    def __repr__(self) -> str:
+        return f"<_InnerSums of {self.snap!r}>"
+
+    def __contains__(self, c: int) -> bool:
+        if c in self.roots:
+            return False
+        nodes = self.snap.nodes
+        const_of = self.snap.const_of
+        lin = False
+        for p in self.parents.get(c, ()):
+            n = nodes[p]
+            if n.dtype == "index" and (n.ctor in ("Add", "Sub", "Neg") or (n.ctor == "Mul" and (
+                    const_of(n.kids[0]) is not None or const_of(n.kids[1]) is not None))):
+                lin = True
+            else:
+                return False  # an other use
+        return lin
+
+
 def _index_classes(snap: Snapshot) -> list[int]:
     nodes = snap.nodes
     return [c for c, idxs in snap.classes.items() if nodes[idxs[0]].dtype == "index"]
@@ -856,7 +892,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             memo[(n.ctor, *n.fields)] = c
     _lap('best')
     weights = Weights(snap, model, state.prices, state.node_prices, changed)
-    best, _cost = best_nodes(snap, weights)
+    best, _cost, parents = _best_nodes(snap, weights)
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty = _dirty(snap, best, changed)
@@ -938,7 +974,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     searcher: _BasisSearch | None = None
     _lap('sums')
     if canon or sums or basis:
-        inner = _inner_sums(snap, roots)
+        inner = _InnerSums(snap, parents, roots)
         for c in _index_classes(snap):
             if c not in dirty or c in inner:
                 continue

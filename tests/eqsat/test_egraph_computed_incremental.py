@@ -2,9 +2,12 @@
 
 - ``best_nodes`` (two-child sums and heights without temporaries) picks, prices, orders
   and measures every class as a plain Dijkstra over the e-nodes does;
+- ``_InnerSums`` (read from the parents best_nodes collects) answers as the full scan
+  ``_inner_sums`` does;
 - ``Weights.prices`` reusing the last pass's prices of e-nodes whose children did not
   change equals pricing every e-node afresh (on hand-made snapshots, and on every pass
-  of real runs under the bounds-aware default model and the reference model).
+  of real runs under the bounds-aware default model and the reference model);
+- linear forms taken over from the last pass equal fresh ones, terms in the same order.
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ def _exprs() -> list[UOp]:
 def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.MonkeyPatch,
                                                          model: str | None) -> None:
     seen = []
-    plain = computed.best_nodes
+    plain = computed._best_nodes
 
     def checked(snap: Any, weights: Weights | None = None) -> Any:
         assert weights is not None
@@ -169,7 +172,7 @@ def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.Monk
         seen.append(len(got))
         return plain(snap, weights)
 
-    monkeypatch.setattr(computed, "best_nodes", checked)
+    monkeypatch.setattr(computed, "_best_nodes", checked)
     outs, stats = optimize_many(_exprs(), cost_model=model, budget=_BUDGET)
     assert len(outs) == len(_exprs())
     assert len(seen) >= 2, stats.get("stop_reason")  # several passes: reuse was exercised
@@ -193,3 +196,30 @@ def test_forms_taken_over_equal_fresh_forms_on_real_runs(monkeypatch: pytest.Mon
     monkeypatch.setattr(computed, "LinForms", Checked)
     optimize_many(_exprs(), cost_model=model, budget=_BUDGET)
     assert taken[0] > 0  # forms of earlier passes were taken over
+
+
+def test_inner_sums_from_parents_equal_the_full_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = [0]
+    plain = computed._InnerSums
+
+    class Checked(plain):
+        def __init__(self, snap: Any, parents: dict, roots: Any) -> None:
+            super().__init__(snap, parents, roots)
+            self.full = computed._inner_sums(snap, roots)
+
+        def __contains__(self, c: int) -> bool:
+            got = super().__contains__(c)
+            assert got == (c in self.full), c
+            asked[0] += 1
+            return got
+
+        def check_all(self) -> None:
+            for c in self.snap.classes:
+                assert super().__contains__(c) == (c in self.full), c
+
+    made: list = []
+    monkeypatch.setattr(computed, "_InnerSums", lambda *a: made.append(Checked(*a)) or made[-1])
+    optimize_many(_exprs(), budget=_BUDGET)
+    assert asked[0] > 0 and made
+    for inner in made:  # every class, not only the ones the pass asked about
+        inner.check_all()
