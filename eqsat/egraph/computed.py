@@ -968,7 +968,10 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     defined = snap.defined
 
     def all_def(x: Lin) -> bool:
-        return all(a in defined for _, a in x.terms)
+        for _, a in x.terms:  # (a loop: no generator per call)
+            if a not in defined:
+                return False
+        return True
 
     basis = [r for r in rules if r.kind == "basis"]
     searcher: _BasisSearch | None = None
