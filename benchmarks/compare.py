@@ -18,8 +18,12 @@ when that is costlier, the input (``eqsat.optimize``'s rule).
 --jobs N`` does; each worker's warm session is built before the clock starts) and
 prints the elapsed wall time next to the one-process figures.
 
+In one process the engines take turns batch by batch (the baseline on a batch's
+cases, then the e-graph on the batch), so both see the same machine; ``--repeat N``
+times everything N times and prints every round's ratio and their median.
+
 Usage: ``python3 benchmarks/compare.py [--corpus PATH] [--batch N] [--model M]
-[--check] [--limit N] [--seconds S] [--worst N] [--jobs N]``
+[--check] [--limit N] [--seconds S] [--worst N] [--jobs N] [--repeat N]``
 """
 
 from __future__ import annotations
@@ -150,41 +154,63 @@ def _run_parallel(rows: list[dict[str, Any]], cases: list[Case], graphs: list[An
 
 def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference",
         check: bool = False, seconds: float = 2.0, samples: int = 3000,
-        jobs: int = 1) -> tuple[list[Case], float | None]:
+        jobs: int = 1, repeat: int = 1) -> tuple[list[Case], float | None]:
     """Optimize every row with both engines: the per-case results, and with ``jobs`` > 1
     (the e-graph's batches on that many worker processes) the e-graph's elapsed wall
-    time (else None)."""
+    time (else None).
+
+    In one process the engines take turns: the baseline on a batch's cases, then the
+    e-graph on that batch, and so on, so a load change on the shared machine hits
+    both alike. ``repeat``: time everything that many times; each case keeps the
+    median of its times (the outputs are the first round's) and ``run.rounds`` lists
+    every round's totals."""
     cm = get_cost_model(model)
     graphs = [parse(r["expr"]) for r in rows]
     cases = [Case(r["id"], r["source"], r["cost_in"], r["cost_tg"], r["divmod_in"],
                   r["divmod_tg"]) for r in rows]
-    # baseline, one call per case
-    for c, g in zip(cases, graphs, strict=True):
-        w, p = time.perf_counter(), time.process_time()
-        res = optimize(g, engine="baseline", cost_model=cm)
-        c.wall_base, c.cpu_base = time.perf_counter() - w, time.process_time() - p
-        c.out_base, c.model_base = res.graph, res.cost
-    # e-graph (the session's one-time setup is not a case's time)
     elapsed = None
-    if jobs > 1 and batch > 1:
-        elapsed = _run_parallel(rows, cases, graphs, batch, model, seconds, jobs)
-    elif batch <= 1:
-        session_for(None)
-        for c, g in zip(cases, graphs, strict=True):
-            w, p = time.perf_counter(), time.process_time()
-            res = optimize(g, engine="egraph", cost_model=cm, budget=Budget(seconds=seconds))
-            c.wall_eg, c.cpu_eg = time.perf_counter() - w, time.process_time() - p
-            c.out_eg, c.model_eg, c.stats_eg = res.graph, res.cost, res.stats
-    else:
-        session_for(None)
-        for i in range(0, len(graphs), batch):
-            gs, cs = graphs[i:i + batch], cases[i:i + batch]
+    times: dict[str, list[list[float]]] = {k: [[] for _ in cases] for k in
+                                           ("wall_base", "cpu_base", "wall_eg", "cpu_eg")}
+    session_for(None)  # the session's one-time setup is not a case's time
+    step = max(batch, 1)
+    for rnd in range(max(repeat, 1)):
+        for i in range(0, len(graphs), step):
+            gs, cs = graphs[i:i + step], cases[i:i + step]
+            for k, (c, g) in enumerate(zip(cs, gs, strict=True)):
+                w, p = time.perf_counter(), time.process_time()
+                res = optimize(g, engine="baseline", cost_model=cm)
+                times["wall_base"][i + k].append(time.perf_counter() - w)
+                times["cpu_base"][i + k].append(time.process_time() - p)
+                if rnd == 0:
+                    c.out_base, c.model_base = res.graph, res.cost
+            if jobs > 1 and batch > 1:
+                continue
+            if batch <= 1:
+                c, g = cs[0], gs[0]
+                w, p = time.perf_counter(), time.process_time()
+                res = optimize(g, engine="egraph", cost_model=cm, budget=Budget(seconds=seconds))
+                times["wall_eg"][i].append(time.perf_counter() - w)
+                times["cpu_eg"][i].append(time.process_time() - p)
+                if rnd == 0:
+                    c.out_eg, c.model_eg, c.stats_eg = res.graph, res.cost, res.stats
+                continue
             w, p = time.perf_counter(), time.process_time()
             outs, stats = optimize_many(gs, cost_model=cm,
                                         budget=_batch_budget(len(gs), seconds))
             wall, cpu = time.perf_counter() - w, time.process_time() - p
-            for c, g, o in zip(cs, gs, outs, strict=True):
-                _take_egraph(c, g, o, cm, wall / len(gs), cpu / len(gs), stats)
+            for k, (c, g, o) in enumerate(zip(cs, gs, outs, strict=True)):
+                times["wall_eg"][i + k].append(wall / len(gs))
+                times["cpu_eg"][i + k].append(cpu / len(gs))
+                if rnd == 0:
+                    _take_egraph(c, g, o, cm, 0.0, 0.0, stats)
+    run.rounds = [{k: sum(v[r] for v in times[k] if len(v) > r) for k in times}
+                  for r in range(max(repeat, 1))]
+    for k, per_case in times.items():
+        for c, v in zip(cases, per_case, strict=True):
+            if v:
+                setattr(c, k, statistics.median(v))
+    if jobs > 1 and batch > 1:
+        elapsed = _run_parallel(rows, cases, graphs, batch, model, seconds, jobs)
     for c, g in zip(cases, graphs, strict=True):
         c.cost_base, c.cost_eg = reference_cost(c.out_base), reference_cost(c.out_eg)
         c.divmod_base, c.divmod_eg = divmod_count(c.out_base), divmod_count(c.out_eg)
@@ -194,6 +220,9 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
             c.eq_base = bool(check_equivalent(g, c.out_base, samples=samples))
             c.eq_eg = bool(check_equivalent(g, c.out_eg, samples=samples))
     return cases, elapsed
+
+
+run.rounds = []
 
 
 def _table(cases: list[Case], check: bool) -> list[str]:
@@ -240,6 +269,14 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
                  f"(x{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}); wall: baseline "
                  f"{tot['wall_base']:.2f} s, e-graph {tot['wall_eg']:.2f} s "
                  f"(x{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f})")
+    rounds = getattr(run, "rounds", [])
+    if len(rounds) > 1:
+        ratios = [r["cpu_eg"] / max(r["cpu_base"], 1e-9) for r in rounds if r["cpu_eg"]]
+        if ratios:
+            lines.append(f"{len(rounds)} timing rounds, CPU ratio e-graph/baseline per round: "
+                         + ", ".join(f"x{x:.2f}" for x in ratios)
+                         + f"; median x{statistics.median(ratios):.2f} (the table: each "
+                         "case's median time)")
     costlier_in = sum(c.cost_eg > c.cost_in for c in cases)
     worse = [c for c in cases if c.model_eg > c.model_base + 1e-9]
     lines.append("targets:")
@@ -282,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N cases")
     ap.add_argument("--seconds", type=float, default=2.0, help="e-graph time budget per case")
     ap.add_argument("--worst", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="timing rounds (each case reports its median time)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="worker processes for the e-graph's batches (eqsat batch's --jobs)")
     args = ap.parse_args(argv)
@@ -289,11 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus not found: {args.corpus} (set EQSAT_CORPUS)", file=sys.stderr)
         return 2
     rows = load(args.corpus, args.limit)
-    if args.jobs < 1:
-        print("--jobs must be >= 1", file=sys.stderr)
+    if args.jobs < 1 or args.repeat < 1:
+        print("--jobs and --repeat must be >= 1", file=sys.stderr)
         return 2
     cases, elapsed = run(rows, batch=args.batch, model=args.model, check=args.check,
-                seconds=args.seconds, jobs=args.jobs)
+                         seconds=args.seconds, jobs=args.jobs, repeat=args.repeat)
     print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
           f"{args.batch}")
     print(report(cases, args.check, args.worst, elapsed, args.jobs))
