@@ -98,7 +98,8 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
 
     ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
     (``saturated``/``stalled``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
-    ``matches`` (rule name -> unions), ``extraction``.
+    ``matches`` (rule name -> unions), ``extraction``, ``per_iteration`` ((e-nodes, seconds)
+    per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``.
     """
     outs, stats = optimize_many([graph], rulesets, cost_model, budget)
     return outs[0], stats
