@@ -1,0 +1,51 @@
+"""The div/mod core's rules and the whole-sum rules as computed rewrites."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from eqsat.egraph.computed.linear import _UnrepresentableError
+from eqsat.egraph.computed.state import PyRule
+from eqsat.egraph.computed.terms import Term
+from rules.divmod_core import DivModRule, Lin, SumRule, lin_bounds
+
+
+def divmod_rules_by_op(rules: Iterable[PyRule]) -> dict[str, list[PyRule]]:
+    """The div/mod rules that can fire on each op (``DivModRule.ops``), in order."""
+    rules = list(rules)
+    return {op: [r for r in rules if type(r.rule) is not DivModRule or op in r.rule.ops]
+            for op in ("idiv", "mod")}
+
+
+def divmod_rewrites(by_op: dict[str, list[PyRule]], op: str, x: Lin, y: Lin, ctx: Any
+                    ) -> list[tuple[str, Term]]:
+    """``[(rule name, term)]`` of every rule that rewrites ``x OP y``: the same as
+    each ``rule.fn(op, x, y, ctx)`` when no atom of ``x``, ``y`` may be Invalid (the
+    caller's check), with ``DivModRule.out``'s shared guards hoisted: the rules of the
+    op only, and the divisor's range read once (no rule fires when it may be 0)."""
+    out: list[tuple[str, Term]] = []
+    ylo, yhi = lin_bounds(y, ctx)
+    if ylo <= 0 <= yhi:
+        return out
+    for r in by_op[op]:
+        rule = r.rule
+        try:
+            if type(rule) is DivModRule:
+                o = rule.core(op, x, y, ctx)
+                t = None if o is None else o.emit(ctx)
+            else:
+                t = rule.fn(op, x, y, ctx)
+        except _UnrepresentableError:
+            continue
+        if t is not None:
+            out.append((r.name, t))
+    return out
+
+
+def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, r.group, "divmod", r) for r in rules]
+
+
+def sum_pyrules(rules: Iterable[SumRule], group: str) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, group, "sum", r) for r in rules]

@@ -1,0 +1,385 @@
+"""The computed pass: every selected computed rule on the classes that changed.
+
+:func:`python_pass` applies the rules to a snapshot, only to the classes that
+changed since the last pass (or whose cheapest term did), and unions the results
+(at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
+known constants.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from eqsat.egraph.analyses import INT_DTYPES
+from eqsat.egraph.computed.bridge import bridge_pass
+from eqsat.egraph.computed.compare import cmp_pass
+from eqsat.egraph.computed.context import _reaches, context_pass
+from eqsat.egraph.computed.divmod import divmod_rewrites, divmod_rules_by_op
+from eqsat.egraph.computed.lift import _BasisSearch, lift_pass
+from eqsat.egraph.computed.linear import (
+    EClassCtx,
+    LinForms,
+    _Memo,
+    _UnrepresentableError,
+    conjuncts,
+)
+from eqsat.egraph.computed.pricing import Weights, _best_nodes
+from eqsat.egraph.computed.state import PassResult, PassState, PyRule
+from eqsat.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
+from eqsat.egraph.encoding import Inserter, Node, Snapshot
+from rules.divmod_core import Lin
+
+#: computed rewrites unioned into one class at most (a runaway family of rewrites of
+#: one class stops here; the first ones are the ones found first, deterministically)
+MAX_UNIONS_PER_CLASS = 24
+
+
+def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
+              name: str) -> None:
+    """Union every never-Invalid integer class whose interval is one value with that
+    constant (a division counts only when its divisor is never 0)."""
+    for c in sorted(dirty):
+        v = snap.lo.get(c)
+        if v is None or v != snap.hi.get(c) or c not in snap.defined:
+            continue
+        dt = None
+        ok = False
+        for n in snap.class_nodes(c):
+            if n.ctor == "Cst":
+                ok = False
+                break
+            if n.dtype not in INT_DTYPES:
+                continue
+            dt = n.dtype
+            if n.ctor in ("Idiv", "Mod"):
+                dlo, dhi = snap.bounds(n.fields[2])
+                ok = ok or dlo > 0 or dhi < 0
+            else:
+                ok = True
+        if ok and dt is not None:
+            union(c, ("Cst", dt, v), name)
+
+
+def _changed(snap: Snapshot, state: PassState) -> set[int]:
+    """The classes that differ from the last pass (e-nodes, bounds, Def) or are new."""
+    lo, hi, defined = snap.lo, snap.hi, snap.defined
+    # the e-nodes (with their class) and the facts of every class: a class changed when
+    # one of its e-nodes or facts is not in the last pass's sets, or one of the last
+    # pass's is not in this one's
+    rows = getattr(snap, "rows", None)  # (cls, ctor, fields, subsumed) per e-node, if kept
+    keys = set(rows) if rows is not None else \
+        {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
+    cls = list(snap.classes)
+    facts = set(zip(cls, map(lo.get, cls), map(hi.get, cls), map(defined.__contains__, cls),
+                    strict=True))
+    old_keys, old_facts = state.sigs.get("nodes", set()), state.sigs.get("facts", set())
+    changed = {k[0] for k in keys - old_keys} | {k[0] for k in old_keys - keys}
+    changed |= {f[0] for f in facts - old_facts} | {f[0] for f in old_facts - facts}
+    changed &= snap.classes.keys()
+    state.sigs = {"nodes": keys, "facts": facts}
+    return changed
+
+
+def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]) -> set[int]:
+    """The classes whose cheapest term may read differently since the last pass: the
+    class changed, or a class in its best term did."""
+    nodes = snap.nodes
+    dirty: set[int] = set()
+    for c, i in best.items():  # children come before their parents
+        if c in changed or not dirty.isdisjoint(nodes[i].kids):
+            dirty.add(c)
+    return dirty
+
+
+def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
+    """Index classes used only inside other sums (as operands of add/sub/neg or of a
+    multiplication by a constant) and not roots: their enclosing sum covers them."""
+    lin_use: set[int] = set()
+    other_use: set[int] = set(roots)
+    const_of = snap.const_of
+    lin_ctors = ("Add", "Sub", "Neg")
+    for n in snap.nodes:
+        kids = n.kids
+        if not kids or n.subsumed:
+            continue
+        if n.dtype == "index" and (n.ctor in lin_ctors or (n.ctor == "Mul" and (
+                const_of(kids[0]) is not None or const_of(kids[1]) is not None))):
+            lin_use.update(kids)
+        else:
+            other_use.update(kids)
+    return lin_use - other_use
+
+
+class _InnerSums:
+    """``c in inner`` exactly when ``c in _inner_sums(snap, roots)``, read from the
+    class's parents (only the classes asked about are read)."""
+
+    def __init__(self, snap: Snapshot, parents: dict[int, list[int]], roots: Iterable[int]):
+        self.snap = snap
+        self.parents = parents
+        self.roots = set(roots)
+
+    def __repr__(self) -> str:
+        return f"<_InnerSums of {self.snap!r}>"
+
+    def __contains__(self, c: int) -> bool:
+        if c in self.roots:
+            return False
+        nodes = self.snap.nodes
+        const_of = self.snap.const_of
+        lin = False
+        for p in self.parents.get(c, ()):
+            n = nodes[p]
+            if n.dtype == "index" and (n.ctor in ("Add", "Sub", "Neg") or (n.ctor == "Mul" and (
+                    const_of(n.kids[0]) is not None or const_of(n.kids[1]) is not None))):
+                lin = True
+            else:
+                return False  # an other use
+        return lin
+
+
+def _index_classes(snap: Snapshot) -> list[int]:
+    nodes = snap.nodes
+    return [c for c, idxs in snap.classes.items() if nodes[idxs[0]].dtype == "index"]
+
+
+def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                deadline: float | None = None, clock: Callable[[], float] | None = None,
+                roots: Iterable[int] = (), model: Any = None) -> PassResult:
+    """Apply every selected computed rule to the snapshot; record the unions in ``ins``.
+
+    The cyclic garbage collector is paused meanwhile: the pass makes many short-lived,
+    acyclic objects (terms, forms), which reference counting frees; collections would
+    only rescan the young objects the pass keeps."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                 deadline: float | None, clock: Callable[[], float] | None,
+                 roots: Iterable[int], model: Any) -> PassResult:
+    res = PassResult()
+    _t = [time.perf_counter(), ""]
+
+    def _lap(name: str | None) -> None:
+        now = time.perf_counter()
+        if _t[1]:
+            res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
+        _t[0], _t[1] = now, name or ""
+    changed = _changed(snap, state)
+    # every existing e-node maps to its class: rebuilding one returns the class (the
+    # nodes of unchanged classes were registered by an earlier pass)
+    memo = ins._memo
+    nodes = snap.nodes
+    for c in changed:
+        for i in snap.classes[c]:
+            n = nodes[i]
+            memo[(n.ctor, *n.fields)] = c
+    _lap('best')
+    weights = Weights(snap, model, state.prices, state.node_prices, changed)
+    best, _cost, parents = _best_nodes(snap, weights)
+    state.node_prices = weights.by_node
+    snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
+    dirty = _dirty(snap, best, changed)
+    lins = LinForms(snap, best, state.lins)
+    ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
+    canon = [r for r in rules if r.kind == "canon"]
+    sums = [r for r in rules if r.kind == "sum"]
+    dm = [r for r in rules if r.kind == "divmod"]
+
+    reach_memo: dict[int, dict[int, bool]] = {}
+    height = snap.height
+
+    # handle -> its class now (a handle made during this pass is its own class)
+    canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
+    node_memo = ins._memo  # (ctor, *fields) -> handle: what ins.node finds
+    new_node = ins.node
+
+    def emit_m(t: Term) -> int:
+        """Insert a pending term; its handle (its children by their classes now, so
+        an existing e-node is found whatever handles the term was built from)."""
+        if isinstance(t, int):
+            return canon_h(t)
+        pos = _TERM_E[t[0]]
+        if not pos:  # a leaf (a constant): the term is its key
+            h = node_memo.get(t)
+            return h if h is not None else new_node(*t)
+        fields = list(t)
+        for i in pos:
+            f = t[i]
+            fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+        h = node_memo.get(tuple(fields))
+        return h if h is not None else new_node(*fields)
+
+    def union(cls: int, t: Term, name: str) -> bool:
+        """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
+        outside i64), True when recorded or already there."""
+        # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
+        # (an atom no taller than cls cannot hold cls in its best term)
+        hc = height.get(cls, 0)
+        memo = None
+        for a in _atoms(t):
+            a = canon_h(a)
+            if a == cls:
+                return False
+            if height.get(a, 0) > hc:
+                if memo is None:
+                    memo = reach_memo.setdefault(cls, {})
+                if _reaches(snap, best, a, {cls}, memo):
+                    return False
+        if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
+            res.skipped_cap += 1
+            return False
+        try:
+            h = emit_m(t)
+        except _UnrepresentableError:
+            return False
+        if h != cls:
+            # a union this run recorded already is in the e-graph: no second row (it
+            # counts as before: matches and the per-class cap are unchanged)
+            if (cls, h) not in state.recorded:
+                state.recorded.add((cls, h))
+                ins.union(cls, h)
+            res.unions += 1
+            res.matches[name] = res.matches.get(name, 0) + 1
+            state.unions[cls] = state.unions.get(cls, 0) + 1
+        return True
+
+    cbounds = ctx.bounds  # snap.bounds, memoized
+
+    def bkey(x: Lin) -> tuple:
+        return tuple([cbounds(a) for _, a in x.terms])
+
+    defined = snap.defined
+
+    def all_def(x: Lin) -> bool:
+        for _, a in x.terms:  # (a loop: no generator per call)
+            if a not in defined:
+                return False
+        return True
+
+    basis = [r for r in rules if r.kind == "basis"]
+    searcher: _BasisSearch | None = None
+    _lap('sums')
+    if canon or sums or basis:
+        inner = _InnerSums(snap, parents, roots)
+        for c in _index_classes(snap):
+            if c not in dirty or c in inner:
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                break
+            x = lins.get(c)
+            if x.single_atom == c or c not in defined or not all_def(x):
+                continue
+            for r in canon:
+                key = ("canon", c, x)
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                try:
+                    union(c, ctx.lin(x), r.name)
+                    # and factored by the terms' common factor: g*(a + b) + k
+                    g = x.content()
+                    if len(x.terms) >= 2 and g > 1:
+                        core = Lin(tuple((f // g, a) for f, a in x.terms), 0)
+                        union(c, ctx.add(ctx.mul(ctx.lin(core), g), ctx.const(x.const)),
+                              r.name)
+                except _UnrepresentableError:
+                    pass
+            if len(x.terms) >= 2 and basis:
+                key = ("basis", c, x, bkey(x))
+                if key not in state.done:
+                    state.done.add(key)
+                    if searcher is None:
+                        searcher = _BasisSearch(snap, best, ctx, ins, weights)
+                    try:
+                        nx = searcher.search(x, deadline)
+                        if nx is not None:
+                            union(c, ctx.lin(nx), basis[0].name)
+                    except _UnrepresentableError:
+                        pass
+            if len(x.terms) >= 2:
+                for r in sums:
+                    key = (r.name, c, x, bkey(x))
+                    if key in state.done:
+                        continue
+                    state.done.add(key)
+                    try:
+                        out = r.rule.fn(x, ctx)
+                    except _UnrepresentableError:
+                        continue
+                    if out is not None:
+                        union(c, out, r.name)
+    _lap('fold')
+    if any(r.kind == "fold" for r in rules):
+        name = next(r.name for r in rules if r.kind == "fold")
+        fold_pass(snap, dirty, union, name)
+    _lap('and')
+    for r in [r for r in rules if r.kind == "canon_and"]:
+        for c, i in best.items():
+            if c not in dirty:
+                continue
+            n = snap.nodes[i]
+            if n.ctor != "And" or n.fields[0] != "bool":
+                continue
+            clauses = conjuncts(snap, best, c)
+            key = ("and", c, tuple(clauses))
+            if key in state.done:
+                continue
+            state.done.add(key)
+            t: Term = clauses[0]
+            for k in clauses[1:]:
+                t = ("And", "bool", t, k)
+            union(c, t, r.name)
+    _lap('cmp')
+    for r in [r for r in rules if r.kind == "cmp"]:
+        cmp_pass(snap, lins, ctx, state, r.name, union, dirty)
+    _lap('lift')
+    for r in [r for r in rules if r.kind == "lift"]:
+        lift_pass(snap, ins, best, state, r.name, union, dirty)
+    _lap('context')
+    for r in [r for r in rules if r.kind == "context"]:
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
+    _lap('bridge')
+    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
+    if bridged:
+        bridge_pass(snap, ins, best, dirty, bridged, union, deadline, state.bridge_cache)
+    dm_by_op = divmod_rules_by_op(dm)
+
+    def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
+        for name, t in divmod_rewrites(dm_by_op, op, x, y, ctx):
+            union(n.cls, t, name)
+
+    _lap('divmod')
+    if dm:
+        for n in snap.nodes:
+            if n.ctor not in ("Idiv", "Mod") or n.subsumed or n.fields[0] != "index":
+                continue
+            if n.cls not in dirty and n.fields[1] not in dirty and n.fields[2] not in dirty:
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                continue
+            op = "idiv" if n.ctor == "Idiv" else "mod"
+            y = lins.get(n.fields[2])
+            for x in lins.forms(n.fields[1]):
+                if not (all_def(x) and all_def(y)):
+                    continue  # a rule may drop an atom: never drop a possible Invalid
+                key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                divmod_rules(n, op, x, y)
+    _lap(None)
+    state.lins = lins.kept()
+    return res

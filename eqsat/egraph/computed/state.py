@@ -1,0 +1,72 @@
+"""The computed rules and what the passes of one run share.
+
+:class:`PyRule` is one computed rewrite, :class:`PassResult` what one pass did,
+:class:`PassState` the memory carried from one pass to the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eqsat.egraph.computed.terms import Term
+from eqsat.egraph.encoding import Node
+from rules.divmod_core import Lin
+
+if TYPE_CHECKING:
+    from eqsat.egraph.computed.context import Context
+
+
+@dataclass(frozen=True)
+class PyRule:
+    """A computed rewrite: ``apply(state)`` yields ``(class, term)`` pairs to union.
+
+    ``name``/``identity``/``group`` as for every rule; ``kind`` is one of
+    ``"divmod"`` (a div/mod core rule), ``"sum"`` (a whole-sum rule) or
+    ``"canon"`` (sum canonicalization).
+    """
+
+    name: str
+    identity: str
+    group: str
+    kind: str
+    rule: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"PyRule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+@dataclass
+class PassResult:
+    """What one computed pass did: unions per rule, and whether anything was new."""
+
+    matches: dict[str, int] = field(default_factory=dict)
+    unions: int = 0
+    skipped: int = 0
+    skipped_cap: int = 0
+    times: dict[str, float] = field(default_factory=dict)
+
+
+class PassState:
+    """Memory shared by the passes of one run: what was already applied, and what a
+    pass may take over from the last one instead of recomputing it (the prices of
+    e-nodes whose children did not change, the linear forms of classes whose best
+    term reads the same, the terms of linear forms), each exactly what a fresh
+    computation gives."""
+
+    def __init__(self) -> None:
+        self.done: set[tuple] = set()
+        self.contexts: list[Context] = []
+        self.unions: dict[int, int] = {}
+        self.sigs: dict[str, set] = {}  # the last pass's e-node rows and class facts
+        self.prices: dict[Any, float] = {}
+        self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
+        self.bridge_cache: dict = {}  # bridge_pass's index of its rules
+        self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
+        self.lin_terms: dict[Lin, Term] = {}  # EClassCtx.lin's terms (pure: shared)
+        self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
+        self.ctx_out: dict[int, set[int]] = {}
+        self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
+
+    def __repr__(self) -> str:
+        return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
