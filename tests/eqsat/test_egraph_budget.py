@@ -186,10 +186,10 @@ def test_deterministic_across_processes_and_hash_seeds(corpus_lines) -> None:
 _FRESH = r"""
 import sys, time
 sys.path.insert(0, {repo!r})
-t = time.perf_counter()
 from eqsat.api import Budget, optimize
-from eqsat.sexpr import parse, to_sexpr
+from eqsat.sexpr import parse
 g = parse({text!r})
+t = time.perf_counter()  # the budget covers the call, the session's one-time build included
 r = optimize(g, engine="egraph", budget=Budget(seconds={seconds}))
 print(time.perf_counter() - t, r.stats["stop_reason"], r.stats["time"]["setup"])
 """
@@ -205,6 +205,6 @@ def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
                        capture_output=True, text=True, timeout=120, cwd=str(REPO))
     assert p.returncode == 0, p.stderr[-2000:]
     elapsed, stop, setup = p.stdout.split()
-    assert float(elapsed) <= 1.2 * seconds + 0.5, (  # + the imports before optimize()
+    assert float(elapsed) <= 1.2 * seconds, (
         f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
     assert stop in STOP_REASONS
