@@ -40,7 +40,7 @@ from typing import Any
 
 from eqsat.egraph._egglog import bindings
 from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
-from eqsat.egraph.computed import PassState, PyRule, Weights, best_nodes, python_pass
+from eqsat.egraph.computed import PassState, python_pass
 from eqsat.egraph.encoding import (
     ArgTable,
     Inserter,
@@ -48,7 +48,6 @@ from eqsat.egraph.encoding import (
     declarations,
 )
 from eqsat.egraph.extracting import extract_roots
-from eqsat.egraph.native import ERule
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits
 from eqsat.ops import Ops
@@ -243,13 +242,7 @@ class Session:
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
                     break
-                if limits.stall and not snap.best_cost and len(sizes) > 1 and \
-                        sizes[-1] <= sizes[-2] * (1.0 + STALL_GROWTH):
-                    # the pass did not report its best costs: price them here, only after
-                    # a quiet iteration (a stalled window starts and ends with one)
-                    with clock.phase(times, "stall"):
-                        snap.best_cost = best_nodes(snap, Weights(snap, model, state.prices))[1]
-                costs.append(_root_cost(snap, root_cls))
+                costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if _stalled(costs, sizes, limits.stall, emitted):
                     stop = "stalled"
                     break
@@ -308,7 +301,6 @@ def _inf(v: Any) -> bool:
 
 
 _LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on its thread
-_ALL: list[Session] = []
 
 
 def session_for(rulesets: list[str] | tuple[str, ...] | str | None) -> Session:
@@ -332,5 +324,3 @@ def clear_sessions() -> None:
         s.ins.close()
     cache.clear()
 
-
-_ = (ERule, PyRule)
