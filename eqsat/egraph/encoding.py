@@ -290,14 +290,8 @@ class Inserter:
         return k
 
     def _row(self, rel: str, fields: tuple[Any, ...]) -> None:
-        """Record one row of relation ``rel`` (``R<Ctor>``/``RUnion`` go to
-        :data:`NODE_REL`)."""
-        if rel.startswith("R") and (rel[1:] in _NODE_FMT or rel == "RUnion"):
-            if rel == "RUnion":
-                self._node_line(f"{fields[0]}\t{_UNION_TAG}\t\t\t0\t{fields[1]}\t0\t0\t0")
-            else:
-                self._node_row(rel[1:], fields[0], fields[1:])
-            return
+        """Record one row of a fact relation (``RLo``, ``RHi``, ``RDef``); e-nodes and
+        unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`."""
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
@@ -448,19 +442,6 @@ _E_POS: dict[str, tuple[int, ...]] = {
 _DTYPE_POS: dict[str, int] = {
     name: (0 if name == "Cst" or name in CTOR_OP else -1 if name in ("Cons", "Nil") else 1)
     for name in CTORS}
-
-
-def _make_node(cls: int, ctor: str, fields: tuple, subsumed: bool, kids: tuple,
-               dtype: str | None) -> Node:
-    """A :class:`Node` with its derived fields given (the snapshot's fast path)."""
-    n = _new_node(Node)
-    n.cls = cls
-    n.ctor = ctor
-    n.fields = fields
-    n.subsumed = subsumed
-    n.kids = kids
-    n.dtype = dtype
-    return n
 
 
 class Node:
@@ -651,12 +632,7 @@ class Snapshot:
         for i, t in enumerate(rows4):
             n = cget(t)
             if n is None:
-                name, fields = t[1], t[2]
-                pos = _E_POS[name]
-                d = _DTYPE_POS[name]
-                n = cache[t] = _make_node(t[0], name, fields, t[3],
-                                          tuple([fields[j] for j in pos]) if pos else (),
-                                          None if d < 0 else fields[d])
+                n = cache[t] = Node(*t)
             append(n)
             c = t[0]
             if c != prev:
@@ -753,7 +729,6 @@ class Snapshot:
         return out
 
 
-_new_node = object.__new__
 
 
 def defined_classes(nodes: list[Node], known: set[int]) -> set[int]:

@@ -114,15 +114,18 @@ def test_one_node_relation_for_every_constructor_and_union(tmp_path) -> None:
     ins.close()
 
 
-@pytest.mark.parametrize("rel, fields, line", [
-    ("RAdd", (5, "index", 1, 2), "5\tAdd\tindex\t\t0\t1\t2\t0\t0"),
-    ("RLeaf", (5, "SPECIAL", "index", 9), "5\tLeaf\tSPECIAL\tindex\t9\t0\t0\t0\t0"),
-    ("RNil", (5,), "5\tNil\t\t\t0\t0\t0\t0\t0"),
-    ("RUnion", (5, 6), "5\tU\t\t\t0\t6\t0\t0\t0"),
+@pytest.mark.parametrize("ctor, fields, line", [
+    ("Add", (5, "index", 1, 2), "5\tAdd\tindex\t\t0\t1\t2\t0\t0"),
+    ("Leaf", (5, "SPECIAL", "index", 9), "5\tLeaf\tSPECIAL\tindex\t9\t0\t0\t0\t0"),
+    ("Nil", (5,), "5\tNil\t\t\t0\t0\t0\t0\t0"),
+    ("U", (5, 6), "5\tU\t\t\t0\t6\t0\t0\t0"),
 ])
-def test_row_of_a_constructor_relation_goes_to_the_node_relation(rel, fields, line) -> None:
+def test_every_node_and_union_row_goes_to_the_node_relation(ctor, fields, line) -> None:
     ins = Inserter(_egraph(), ArgTable())
-    ins._row(rel, fields)
+    if ctor == "U":
+        ins.union(*fields)
+    else:
+        ins.node_with_handle(fields[0], ctor, *fields[1:])
     assert ins._rows == {NODE_REL: [line]}
     ins.close()
 
