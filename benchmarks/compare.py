@@ -154,16 +154,16 @@ def _run_parallel(rows: list[dict[str, Any]], cases: list[Case], graphs: list[An
 
 def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference",
         check: bool = False, seconds: float = 2.0, samples: int = 3000,
-        jobs: int = 1, repeat: int = 1) -> tuple[list[Case], float | None]:
-    """Optimize every row with both engines: the per-case results, and with ``jobs`` > 1
+        jobs: int = 1, repeat: int = 1
+        ) -> tuple[list[Case], float | None, list[dict[str, float]]]:
+    """Optimize every row with both engines: the per-case results; with ``jobs`` > 1
     (the e-graph's batches on that many worker processes) the e-graph's elapsed wall
-    time (else None).
+    time (else None); every timing round's totals.
 
     In one process the engines take turns: the baseline on a batch's cases, then the
     e-graph on that batch, and so on, so a load change on the shared machine hits
     both alike. ``repeat``: time everything that many times; each case keeps the
-    median of its times (the outputs are the first round's) and ``run.rounds`` lists
-    every round's totals."""
+    median of its times (the outputs are the first round's)."""
     cm = get_cost_model(model)
     graphs = [parse(r["expr"]) for r in rows]
     cases = [Case(r["id"], r["source"], r["cost_in"], r["cost_tg"], r["divmod_in"],
@@ -203,7 +203,7 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
                 times["cpu_eg"][i + k].append(cpu / len(gs))
                 if rnd == 0:
                     _take_egraph(c, g, o, cm, 0.0, 0.0, stats)
-    run.rounds = [{k: sum(v[r] for v in times[k] if len(v) > r) for k in times}
+    rounds = [{k: sum(v[r] for v in times[k] if len(v) > r) for k in times}
                   for r in range(max(repeat, 1))]
     for k, per_case in times.items():
         for c, v in zip(cases, per_case, strict=True):
@@ -219,10 +219,7 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
 
             c.eq_base = bool(check_equivalent(g, c.out_base, samples=samples))
             c.eq_eg = bool(check_equivalent(g, c.out_eg, samples=samples))
-    return cases, elapsed
-
-
-run.rounds = []
+    return cases, elapsed, rounds
 
 
 def _table(cases: list[Case], check: bool) -> list[str]:
@@ -256,10 +253,11 @@ def _table(cases: list[Case], check: bool) -> list[str]:
 
 
 def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | None = None,
-           jobs: int = 1) -> str:
+           jobs: int = 1, rounds: list[dict[str, float]] | None = None) -> str:
     """The printed report (table, CPU times, targets, worst cases). ``elapsed``: the
     e-graph's elapsed wall time on ``jobs`` worker processes (the table's e-graph times
-    are then the workers' per-batch times, summed)."""
+    are then the workers' per-batch times, summed); ``rounds``: every timing round's
+    totals (their ratios are printed when there are several)."""
     lines = _table(cases, check)
     tot = {k: sum(getattr(c, k) for c in cases) for k in
            ("cost_tg", "cost_eg", "cost_base", "divmod_tg", "divmod_eg", "wall_base", "wall_eg",
@@ -269,8 +267,7 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
                  f"(x{tot['cpu_eg'] / max(tot['cpu_base'], 1e-9):.2f}); wall: baseline "
                  f"{tot['wall_base']:.2f} s, e-graph {tot['wall_eg']:.2f} s "
                  f"(x{tot['wall_eg'] / max(tot['wall_base'], 1e-9):.2f})")
-    rounds = getattr(run, "rounds", [])
-    if len(rounds) > 1:
+    if rounds and len(rounds) > 1:
         ratios = [r["cpu_eg"] / max(r["cpu_base"], 1e-9) for r in rounds if r["cpu_eg"]]
         if ratios:
             lines.append(f"{len(rounds)} timing rounds, CPU ratio e-graph/baseline per round: "
@@ -331,11 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1 or args.repeat < 1:
         print("--jobs and --repeat must be >= 1", file=sys.stderr)
         return 2
-    cases, elapsed = run(rows, batch=args.batch, model=args.model, check=args.check,
-                         seconds=args.seconds, jobs=args.jobs, repeat=args.repeat)
+    cases, elapsed, rounds = run(rows, batch=args.batch, model=args.model, check=args.check,
+                                 seconds=args.seconds, jobs=args.jobs,
+                                 repeat=args.repeat)
     print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
           f"{args.batch}")
-    print(report(cases, args.check, args.worst, elapsed, args.jobs))
+    print(report(cases, args.check, args.worst, elapsed, args.jobs, rounds))
     return 0
 
 
