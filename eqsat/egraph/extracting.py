@@ -8,14 +8,11 @@ the cheaper selection (DAG cost) wins.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from eqsat.egraph.encoding import ArgTable, Snapshot, decode_node
-from eqsat.egraph.schedules import Clock
+from eqsat.egraph.schedules import Clock, gc_paused
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
@@ -30,21 +27,8 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     The cyclic garbage collector is paused meanwhile: the extraction allocates many
     short-lived lists and tuples (no cycles; reference counting frees them), and the
     collections they would trigger walk the engine's large heap for nothing."""
-    with _gc_paused():
+    with gc_paused():
         return _extract_roots(snap, args, handles, model, clock)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Automatic garbage collection off inside, back on after (if it was on)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,

@@ -9,13 +9,14 @@ the time budget plus a small overshoot (one egglog step cannot be interrupted).
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH"]
+__all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH", "gc_paused"]
 
 #: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
 #: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
@@ -115,3 +116,19 @@ class Clock:
             yield
         finally:
             times[name] = times.get(name, 0.0) + time.perf_counter() - t
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Automatic garbage collection off inside, back on after (if it was on). The
+    computed pass and the extraction allocate many short-lived, acyclic objects that
+    reference counting frees; the collections they would trigger only rescan the
+    engine's heap."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

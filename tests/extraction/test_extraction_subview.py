@@ -194,7 +194,7 @@ def test_usable_matches_the_round_by_round_fixpoint(seed):
 def test_gc_paused_restores_the_collector():
     import gc
 
-    from eqsat.egraph.extracting import _gc_paused
+    from eqsat.egraph.schedules import gc_paused as _gc_paused
 
     assert gc.isenabled()
     with pytest.raises(RuntimeError), _gc_paused():

@@ -8,7 +8,6 @@ known constants.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -31,6 +30,7 @@ from eqsat.egraph.computed.pricing import Weights, _best_nodes
 from eqsat.egraph.computed.state import PassResult, PassState, PyRule
 from eqsat.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
 from eqsat.egraph.encoding import Inserter, Node, Snapshot
+from eqsat.egraph.schedules import gc_paused
 from rules.divmod_core import Lin
 
 #: computed rewrites unioned into one class at most (a runaway family of rewrites of
@@ -155,13 +155,8 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     The cyclic garbage collector is paused meanwhile: the pass makes many short-lived,
     acyclic objects (terms, forms), which reference counting frees; collections would
     only rescan the young objects the pass keeps."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
