@@ -278,6 +278,11 @@ class CpuCost(_GraphCostMixin):
 COST_MODELS = {"default": CpuCost, "cpu": CpuCost, "reference": ReferenceCost}
 
 
+#: classes whose instances passed the CostModel check (a runtime Protocol check is slow,
+#: and extractions resolve their model every call)
+_ACCEPTED: set[type] = set()
+
+
 def get_cost_model(x: Any = None) -> CostModel:
     """Resolve a cost-model choice.
 
@@ -285,6 +290,8 @@ def get_cost_model(x: Any = None) -> CostModel:
     :class:`ReferenceCost`; an object with ``node_cost`` and ``graph_cost`` ->
     itself. Anything else raises ValueError naming the choices.
     """
+    if type(x) in _ACCEPTED:
+        return x
     if x is None:
         return CpuCost()
     if isinstance(x, str):
@@ -293,6 +300,8 @@ def get_cost_model(x: Any = None) -> CostModel:
         raise ValueError(f"unknown cost model {x!r}; choose one of "
                          f"{', '.join(repr(k) for k in COST_MODELS)}, or pass a CostModel")
     if not isinstance(x, type) and isinstance(x, CostModel):
+        if hasattr(type(x), "node_cost") and hasattr(type(x), "graph_cost"):
+            _ACCEPTED.add(type(x))  # every instance of the class passes: skip the check
         return x
     raise ValueError(f"invalid cost model {x!r}: expected None, one of "
                      f"{', '.join(repr(k) for k in COST_MODELS)}, or a CostModel instance "

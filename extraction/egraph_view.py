@@ -262,7 +262,7 @@ class EGraphView:
         by_key: dict[Hashable, ENode] = {}
         classes: dict[ClassId, list[ENode]] = {}
         for n in all_nodes:
-            if type(n) is not ENode and not isinstance(n, ENode):
+            if not isinstance(n, ENode):
                 raise TypeError(f"EGraphView takes ENode objects, got {type(n).__name__}: {n!r}")
             key = n.key
             if key in by_key:
@@ -272,7 +272,7 @@ class EGraphView:
             op = n.op
             if op is not None and type(op) is not Ops:
                 raise TypeError(f"e-node {key!r}: op must be an Ops or None, got {op!r}")
-            if type(n.children) is not tuple and not isinstance(n.children, tuple):
+            if not isinstance(n.children, tuple):
                 raise TypeError(f"e-node {key!r}: children must be a tuple of class ids")
             if op is None and not (isinstance(n.cost, (int, float)) and n.cost >= 0
                                    and math.isfinite(n.cost)):

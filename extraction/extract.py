@@ -47,8 +47,6 @@ __all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_tree_each",
 
 T = TypeVar("T")
 INF = math.inf
-#: cost-model classes get_cost_model() has accepted (the protocol check is slow)
-_MODEL_TYPES: set[type] = set()
 _MOVE_CAP = 256  # a big move re-chooses at most this many used classes (else skipped)
 
 
@@ -141,10 +139,7 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
              ) -> tuple[_Compiled, list[float], list[int], list[bool], CostModel]:
     if not isinstance(view, EGraphView):
         raise TypeError(f"expected an EGraphView, got {type(view).__name__}")
-    if type(model) not in _MODEL_TYPES:
-        model = get_cost_model(model)
-        if hasattr(type(model), "node_cost") and hasattr(type(model), "graph_cost"):
-            _MODEL_TYPES.add(type(model))  # its instances resolve to themselves
+    model = get_cost_model(model)
     if roots is None:
         roots = view.roots
     if isinstance(roots, (str, bytes)) or not isinstance(roots, Sequence):
