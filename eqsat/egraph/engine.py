@@ -9,7 +9,7 @@ thread; the first costs 1-3 s to build).
 
 One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
-1. the pending insertions (with their bounds), one round of the native egglog
+1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
    rewrites, the interval analysis to a fixed point (the tripwire panics on an
    empty interval) -- all in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
@@ -90,10 +90,11 @@ class Session:
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
         ``native``, the analysis only. Whether the native rules changed anything.
 
-        The native rules run before the analysis: the rows loaded carry their bounds
-        (the IR's for inserted terms, the computed pass's for its results), so the
-        guards read sound intervals already; a guard that needs a bound the analysis
-        tightens fires one iteration later (semi-naive matching sees the new bound)."""
+        The native rules run before the analysis: the inserted terms carry the IR's
+        bounds and every older class has the last analysis's, all sound; a guard that
+        needs a bound not known yet (a computed result loaded by this step, a bound the
+        analysis tightens) fires one iteration later (semi-naive matching sees the new
+        bound). On the corpus the outputs are those of analysing before the rules too."""
         if native and self.native:
             cmds = f"(run native 1)\n(run analysis {ANALYSIS_CAP})"
         else:
