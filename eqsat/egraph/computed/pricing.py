@@ -59,9 +59,7 @@ class Weights:
         if self.model is None:
             out = [node_weight(n) for n in nodes]
         else:
-            cache, price = self._cache, self._price
-            cn = self.snap.consts.get
-            lo = self.snap.lo if self.bounds_aware else None
+            cache, price, key_of = self._cache, self._price, self._key
             prev = self._prev if self._prev is not None else {}
             changed = self._changed if self._changed is not None else set()
             unchanged = changed.isdisjoint
@@ -77,31 +75,35 @@ class Weights:
                 if w is not None and unchanged(kids):
                     append(w)
                     continue
-                key = (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
-                       tuple([cn(k) for k in kids]),
-                       None if lo is None else tuple([lo.get(k) for k in kids]))
+                key = key_of(n)
                 w = cache.get(key)
-                append(w if w is not None else price(n))
+                append(w if w is not None else price(n, key))
         self.by_node = dict(zip(nodes, out, strict=True))
         self._list = out
         return out
 
-    def _price(self, n: Node) -> float:
+    def _key(self, n: Node) -> tuple:
+        """The price key of an e-node: what its price depends on (its constructor and
+        dtype, its children's constants and, for a bounds-aware model, their minima)."""
+        snap = self.snap
+        kids = n.kids
+        cn = snap.consts.get
+        lo = snap.lo if self.bounds_aware else None
+        ctor = n.ctor
+        return (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
+                tuple([cn(k) for k in kids]),
+                None if lo is None else tuple([lo.get(k) for k in kids]))
+
+    def _price(self, n: Node, key: tuple | None = None) -> float:
+        """The price of an e-node (``key``: its :meth:`_key`, when known)."""
         if self.model is None:
             return node_weight(n)
         ctor = n.ctor
         if ctor in _FREE:
             return 0.0
-        snap = self.snap
-        kids = n.kids
-        cn = snap.const_node_of
-        consts = tuple([cn(k) for k in kids])
-        if self.bounds_aware:
-            lo = snap.lo
-            mins = tuple([lo.get(k) for k in kids])
-        else:
-            mins = None
-        key = (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3], consts, mins)
+        if key is None:
+            key = self._key(n)
+        consts, mins = key[2], key[3]
         w = self._cache.get(key)
         if w is not None:
             return w
