@@ -27,6 +27,7 @@ from extraction.egraph_view import ClassId, Decoded, EGraphView, ENode, Serializ
 from extraction.extract import (
     Extraction,
     ExtractionError,
+    TreeChoice,
     build_terms,
     dag_cost,
     extract_dag,
@@ -38,7 +39,7 @@ from extraction.extract import (
 
 __all__ = [
     "COST_MODELS", "ClassId", "CostModel", "CpuCost", "Decoded", "EGraphView", "ENode",
-    "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "build_terms",
+    "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "TreeChoice", "build_terms",
     "dag_cost", "divmod_count", "extract_dag", "extract_tree", "extract_tree_each",
     "get_cost_model",
     "reference_cost", "tree_cost", "uop_builder", "uop_child_consts",

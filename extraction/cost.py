@@ -111,13 +111,14 @@ class ReferenceCost(_GraphCostMixin):
 
     def node_cost(self, op: Ops, dtype: DType, arg: Any, child_consts: ChildConsts,
                   child_mins: Sequence[int | float | None] | None = None) -> float:
-        return float(_ref_cost(op))
+        c = _REF_FLOAT.get(id(op))
+        return float(_ref_cost_of(op)) if c is None else c
 
     def __repr__(self) -> str:
         return "ReferenceCost()"
 
 
-def _ref_cost(op: Ops) -> int:
+def _ref_cost_of(op: Ops) -> int:
     if op in LEAVES:
         return 0
     if op is Ops.IDIV or op is Ops.MOD:
@@ -127,6 +128,17 @@ def _ref_cost(op: Ops) -> int:
     if op is Ops.MULACC:
         return 5
     return 1
+
+
+# the reference cost of every op, keyed by id(): an Ops member's hash runs Python code
+# (Enum.__hash__), an id is a C call; the members live as long as the module
+_REF_INT: dict[int, int] = {id(op): _ref_cost_of(op) for op in Ops}
+_REF_FLOAT: dict[int, float] = {k: float(v) for k, v in _REF_INT.items()}
+
+
+def _ref_cost(op: Ops) -> int:
+    c = _REF_INT.get(id(op))
+    return _ref_cost_of(op) if c is None else c
 
 
 def reference_cost(uop: UOp) -> int:

@@ -296,7 +296,7 @@ class EGraphView:
                  else sorted(classes, key=_sort_key))
         self.classes: dict[ClassId, list[ENode]] = {c: classes[c] for c in order}
         self._all_nodes = [n for ns in self.classes.values() for n in ns]
-        self._by_key = by_key
+        self._by_key: dict[Hashable, ENode] | None = by_key
         self._empty: dict[ClassId, None] = {}
         self.class_min: dict[ClassId, int | float] = dict(class_min or {})
         self.roots: tuple[ClassId, ...] = tuple(roots)
@@ -308,6 +308,30 @@ class EGraphView:
                     self._class_const[c] = n.arg
                     break
         self._compiled: _Compiled | None = None
+
+    @classmethod
+    def _of_classes(cls, classes: dict[ClassId, list[ENode]],
+                    class_min: Mapping[ClassId, int | float] | None = None) -> EGraphView:
+        """The view the constructor gives for the e-nodes of ``classes`` (class id ->
+        its e-nodes), trusted to be in canonical order already (classes ascending,
+        each one's e-nodes by key, int ids and keys) and valid (unique keys, ``op``
+        an Ops, tuple children, cost 0): no checks, no sorting. ``classes`` is kept."""
+        view = cls.__new__(cls)
+        view.classes = classes
+        view._all_nodes = [n for ns in classes.values() for n in ns]
+        view._by_key = None  # built by node() when asked
+        view._empty = {}
+        view.class_min = dict(class_min or {})
+        view.roots = ()
+        view.lets = {}
+        const = Ops.CONST
+        cc: dict[ClassId, Any] = {}
+        for n in view._all_nodes:
+            if n.op is const and n.eclass not in cc and isinstance(n.arg, (int, float)):
+                cc[n.eclass] = n.arg
+        view._class_const = cc
+        view._compiled = None
+        return view
 
     # ---- queries ------------------------------------------------------------
     def __len__(self) -> int:
@@ -324,8 +348,11 @@ class EGraphView:
 
     def node(self, key: Hashable) -> ENode:
         """The e-node with this key."""
+        by_key = self._by_key
+        if by_key is None:  # a view built without the index (see _of_classes, subview)
+            by_key = self._by_key = {n.key: n for n in self._all_nodes}
         try:
-            return self._by_key[key]
+            return by_key[key]
         except KeyError:
             raise KeyError(f"no e-node with key {key!r} in this view") from None
 
@@ -357,22 +384,27 @@ class EGraphView:
         node_cost = model.node_cost
         consts, cm = self._class_const, self.class_min
         out: list[float] = []
+        add = out.append
+        inf = math.inf
         for n in comp.nodes:
-            if n.op is None:
+            op = n.op
+            if op is None:
                 v = float(n.cost)
             else:
                 ch = n.children
                 kc = tuple(map(consts.get, ch))
                 if bounds:
-                    v = node_cost(n.op, n.dtype, n.arg, kc,
+                    v = node_cost(op, n.dtype, n.arg, kc,
                                   child_mins=tuple([cm.get(c, consts.get(c)) for c in ch]))
                 else:
-                    v = node_cost(n.op, n.dtype, n.arg, kc)
-            if not ((type(v) is float or isinstance(v, (int, float))) and v >= 0
-                    and math.isfinite(v)):
+                    v = node_cost(op, n.dtype, n.arg, kc)
+            if type(v) is float and 0.0 <= v < inf:  # the common case, checked fast
+                add(v)
+                continue
+            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
                 raise ValueError(f"cost model {model!r} priced e-node {n.key!r} ({n.op}) at "
                                  f"{v!r}; costs must be finite numbers >= 0")
-            out.append(float(v))
+            add(float(v))
         if cache_key is not None:
             comp.cost_cache[cache_key] = out
         return out
@@ -407,7 +439,7 @@ class EGraphView:
         sub._empty = {}
         sub._compiled = comp.restrict(keep, sub)
         sub._all_nodes = sub._compiled.nodes[:]
-        sub._by_key = {n.key: n for n in sub._all_nodes}
+        sub._by_key = None  # built by node() when asked
         cm, consts = self.class_min, self._class_const
         sub.class_min = {c: cm[c] for c in kept if c in cm}
         sub.roots = tuple(roots)

@@ -41,7 +41,8 @@ from eqsat.uop import UOp
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
-__all__ = ["Extraction", "ExtractionError", "extract_tree", "extract_tree_each", "extract_dag",
+__all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extract_tree_each",
+           "extract_dag",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost"]
 
@@ -226,15 +227,20 @@ def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: An
 def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
     """Classes reachable from ``starts`` through any e-node without entering
     ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
-    out = set(starts)
+    seen = free | starts  # one test per child: free and banned count as seen
+    seen.add(banned)
     stack = list(starts)
+    add, push = seen.add, stack.append
     kids = comp.kids
     while stack:
         for k in kids[stack.pop()]:
-            if k not in out and k not in free and k != banned:
-                out.add(k)
-                stack.append(k)
-    return sorted(out)
+            if k not in seen:
+                add(k)
+                push(k)
+    seen -= free
+    seen.discard(banned)
+    seen |= starts  # a start may be free or banned too: it stays in
+    return sorted(seen)
 
 
 def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
@@ -252,8 +258,10 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
     made only after its children's) and the region classes not reached by then
     keep -1."""
     new = list(sel)
-    best: dict[int, float] = dict.fromkeys(free, 0.0)
-    get = best.__getitem__
+    # val: the best tree cost of the classes final so far (free ones are 0); a class
+    # popped is a region class, final once new[c] >= 0 (every region class starts -1)
+    val = [0.0] * len(new)
+    get = val.__getitem__
     nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
     pending: dict[int, int] = {}  # e-nodes of region classes -> children not final
     pget = pending.get
@@ -284,9 +292,9 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
     while heap:
         v, n = pop(heap)
         c = ncls[n]
-        if c in best:
+        if new[c] >= 0:
             continue
-        best[c] = v
+        val[c] = v
         new[c] = n
         if need and c in wanted:
             need -= 1
@@ -298,7 +306,7 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
                 continue
             if left == 1:
                 pending[p] = 0
-                if ncls[p] not in best:
+                if new[ncls[p]] < 0:
                     push(heap, (cost[p] + sum(map(get, nch[p])), p))
             else:
                 pending[p] = left - 1
@@ -878,6 +886,93 @@ def extract_tree(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = N
                    {"enodes": len(comp.nodes), "classes": len(comp.cids)})
 
 
+class TreeChoice:
+    """One tree pass over a view, read per root: what :func:`extract_tree_each` is
+    made of, for a caller that needs only some of each root's :class:`Extraction`
+    (its costs, its e-nodes, its term) without building the selection dicts.
+
+    ``comp``/``cost``: the view's compiled arrays and e-node costs; ``ridx``: the
+    class index of each root; ``choice``/``best``: the chosen e-node (-1: none) and
+    the best tree cost of every class.
+    """
+
+    __slots__ = ("comp", "cost", "ridx", "choice", "best", "model")
+
+    def __init__(self, view: EGraphView, roots: Sequence[ClassId],
+                 model: CostModel | str | None = None):
+        comp, cost, ridx, relevant, model = _prepare(view, roots, model)
+        choice, best = _tree_of(comp, cost, relevant, model)
+        if any(choice[r] < 0 for r in ridx):
+            raise _unextractable(comp, ridx, choice)
+        self.comp, self.cost, self.ridx, self.model = comp, cost, ridx, model
+        self.choice, self.best = choice, best
+
+    def __repr__(self) -> str:
+        return f"<TreeChoice of {len(self.ridx)} roots over {len(self.comp.cids)} classes>"
+
+    def order(self, i: int) -> list[int]:
+        """The classes root ``i`` (a position in the roots) reaches, children first."""
+        order = _walk(self.comp, self.choice, [self.ridx[i]])
+        assert order is not None  # a tree choice is acyclic by construction
+        return order
+
+    def reached(self, i: int) -> set[int]:
+        """The classes root ``i`` reaches: :meth:`order` (i) as a set, found without
+        ordering them."""
+        choice, nchd = self.choice, self.comp.nchd
+        r = self.ridx[i]
+        seen = {r}
+        stack = [r]
+        add, push = seen.add, stack.append
+        while stack:
+            for k in nchd[choice[stack.pop()]]:
+                if k not in seen:
+                    add(k)
+                    push(k)
+        return seen
+
+    def costs(self, i: int, classes: Iterable[int]) -> tuple[float, float]:
+        """(DAG cost, tree cost) of root ``i``'s term, the values :func:`extract_tree`
+        reports; ``classes``: the classes it reaches (:meth:`reached` or :meth:`order`;
+        fsum is exact, so their order does not matter). The tree cost is the pass's
+        own: a class's best is its chosen e-node's cost plus its children's bests."""
+        cost, choice = self.cost, self.choice
+        return math.fsum([cost[choice[c]] for c in classes]), self.best[self.ridx[i]]
+
+    def extraction(self, i: int, order: list[int] | None = None) -> Extraction:
+        """Root ``i``'s :class:`Extraction`, as :func:`extract_tree` gives it."""
+        comp = self.comp
+        return _result(comp, self.cost, self.choice, [self.ridx[i]],
+                       self.order(i) if order is None else order, "tree",
+                       {"enodes": len(comp.nodes), "classes": len(comp.cids)})
+
+    def terms(self, idx: Sequence[int], build: Callable[[ENode, tuple[T, ...]], T],
+              done: dict[int, T]) -> list[T]:
+        """The terms of the roots at positions ``idx``, as :func:`build_terms` builds
+        them from their selections; ``done`` (class index -> term) is used and filled,
+        so a class shared by several roots is built once."""
+        comp, choice = self.comp, self.choice
+        nodes, nch = comp.nodes, comp.nch
+        for i in idx:
+            r = self.ridx[i]
+            if r in done:
+                continue
+            stack: list[tuple[int, bool]] = [(r, False)]
+            while stack:
+                c, expanded = stack.pop()
+                if expanded:
+                    n = choice[c]
+                    done[c] = build(nodes[n], tuple([done[k] for k in nch[n]]))
+                    continue
+                if c in done:
+                    continue
+                stack.append((c, True))
+                for k in reversed(nch[choice[c]]):
+                    if k not in done:
+                        stack.append((k, False))
+        return [done[self.ridx[i]] for i in idx]
+
+
 def extract_tree_each(view: EGraphView, roots: Sequence[ClassId],
                       model: CostModel | str | None = None) -> list[Extraction]:
     """:func:`extract_tree` of every root on its own (``[extract_tree(view, [r], model)
@@ -890,17 +985,8 @@ def extract_tree_each(view: EGraphView, roots: Sequence[ClassId],
     roots = list(roots)
     if not roots:
         return []
-    comp, cost, ridx, relevant, model = _prepare(view, roots, model)
-    choice, _best = _tree_of(comp, cost, relevant, model)
-    if any(choice[r] < 0 for r in ridx):
-        raise _unextractable(comp, ridx, choice)
-    out = []
-    for r in ridx:
-        order = _walk(comp, choice, [r])
-        assert order is not None  # a tree choice is acyclic by construction
-        out.append(_result(comp, cost, choice, [r], order, "tree",
-                           {"enodes": len(comp.nodes), "classes": len(comp.cids)}))
-    return out
+    tc = TreeChoice(view, roots, model)
+    return [tc.extraction(i) for i in range(len(roots))]
 
 
 def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = None,

@@ -9,6 +9,7 @@ the cheaper selection (DAG cost) wins.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from typing import Any
 
 from eqsat.egraph.encoding import ArgTable, Snapshot, decode_node
@@ -33,62 +34,54 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
                    clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
-    from extraction import (
-        EGraphView,
-        ENode,
-        build_terms,
-        extract_dag,
-        extract_tree_each,
-        uop_builder,
-    )
+    from extraction import EGraphView, ENode, Extraction, TreeChoice, extract_dag, uop_builder
 
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
     # only the classes the roots reach (through any e-node, list cells included) matter
     nodes, classes = snap.nodes, snap.classes
     seen, stack = set(uniq), list(uniq)
-    reach: list[int] = []
     while stack:
         for i in classes.get(stack.pop(), ()):
-            reach.append(i)
             for k in nodes[i].kids:
                 if k not in seen:
                     seen.add(k)
                     stack.append(k)
+    # their e-nodes in canonical order (classes ascending, a class's e-nodes by index)
+    reach = [(c, sorted(classes[c])) for c in sorted(seen) if c in classes]
     decoded: dict[int, tuple] = {}
-    for i in sorted(reach):
-        dec = decode_node(nodes[i], args, snap)
-        if dec is not None:
-            decoded[i] = dec
+    for _c, ns in reach:
+        for i in ns:
+            dec = decode_node(nodes[i], args, snap)
+            if dec is not None:
+                decoded[i] = dec
     use = _usable(snap, decoded)
-    enodes = [ENode(i, nodes[i].cls, *decoded[i]) for i in sorted(use)]
+    groups: dict[int, list[ENode]] = {}
+    for c, ns in reach:
+        ens = [ENode(i, c, *decoded[i]) for i in ns if i in use]
+        if ens:
+            groups[c] = ens
     # tree extraction of every root on its own, in one pass over the whole e-graph
-    full = EGraphView(enodes, class_min=snap.lo)
-    best: dict[int, Any] = dict(zip(uniq, extract_tree_each(full, uniq, model),
-                                    strict=True))
-    views: dict[int, EGraphView] = {}
-
-    def view_of(r: int) -> EGraphView:
-        """The classes root ``r`` reaches (the DAG search of one root)."""
-        if len(uniq) == 1:
-            return full
-        v = views.get(r)
-        if v is None:
-            v = views[r] = full.subview([r])
-        return v
-
+    full = EGraphView._of_classes(groups, class_min=snap.lo)
+    tc = TreeChoice(full, uniq, model)
+    nodes_of = tc.comp.nodes
+    choice = tc.choice
+    cost: dict[int, float] = {}
+    dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
     method = "tree"
     t0 = time.perf_counter()
     size = 0
-    for r in uniq:
+    for i, r in enumerate(uniq):
+        order = tc.reached(i)
+        c_dag, c_tree = tc.costs(i, order)
+        cost[r] = c_dag
         # the tree choice shares nothing: a DAG choice may still share, e.g. write the
         # value with the x%c the guard pays for anyway; a light search where two or
         # more divisions are at stake, none otherwise
-        light = best[r].cost >= best[r].tree_cost
-        if light and sum(en.op in (Ops.IDIV, Ops.MOD)
-                         for en in best[r].selection.values()) < 2:
+        light = c_dag >= c_tree
+        if light and sum(nodes_of[choice[c]].op in (Ops.IDIV, Ops.MOD) for c in order) < 2:
             continue
-        view = view_of(r)
+        view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
         n = len(view)
         per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
         if clock.elapsed() + per > clock.seconds:
@@ -97,15 +90,27 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
                            work_budget=20_000) if light else extract_dag(view, [r], model))
         size += n
         method = "dag"
-        if ext.cost <= best[r].cost:
-            best[r] = ext
+        if ext.cost <= c_dag:
+            dag[r] = ext
+            cost[r] = ext.cost
     if method == "dag" and size:
         clock.learn_dag((time.perf_counter() - t0), size)
-    # the tree choices of all roots come from one selection: build their terms once
-    tree_terms: dict[int, UOp] = {}
-    outs = [build_terms(best[r].selection, [r], uop_builder, done=tree_terms)[0]
-            if best[r].method == "tree" else best[r].to_uops()[0] for r in roots]
-    return outs, {"cost": sum(best[r].cost for r in uniq), "method": method}
+    # the tree choices of all roots come from one selection: build their terms once;
+    # a DAG choice builds through the same memo (e-node, child terms) -> term, so the
+    # parts it shares with the tree terms are not built (looked up) again
+    memo: dict[tuple[int, tuple[UOp, ...]], UOp] = {}
+
+    def build(en: ENode, kids: tuple[UOp, ...]) -> UOp:
+        key = (id(en), kids)  # en is alive in the view, kids in the key
+        u = memo.get(key)
+        if u is None:
+            u = memo[key] = uop_builder(en, kids)
+        return u
+
+    done: dict[int, UOp] = {}  # class index -> term, of the tree choice
+    term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
+            for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
+    return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
 
 
 def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
@@ -117,24 +122,22 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
     incrementally: each round allows the nodes of the classes still ungrounded and
     carries the grounding on from where it stood."""
     nodes = snap.nodes
-    cls = {i: nodes[i].cls for i in decoded}
+    cls: dict[int, int] = {}
     use: set[int] = set()
     ok: set[int] = set()
-    waiting: dict[int, list[int]] = {}
+    waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
     batch = []
     for i, dec in decoded.items():
+        n = nodes[i]
+        cls[i] = n.cls
         kids = dec[3]
         if len(kids) > 1:
             kids = set(kids)
         missing[i] = len(kids)
         for k in kids:
-            w = waiting.get(k)
-            if w is None:
-                waiting[k] = [i]
-            else:
-                w.append(i)
-        if not nodes[i].subsumed:
+            waiting[k].append(i)
+        if not n.subsumed:
             batch.append(i)
     while batch:
         use.update(batch)

@@ -202,3 +202,12 @@ def test_reference_cost_matches_corpus():
             if got != (d[cost], d[dm]):
                 bad.append((d["id"], field, got, (d[cost], d[dm])))
     assert not bad, bad[:10]
+
+
+def test_reference_cost_table_is_the_rule_for_every_op():
+    """The id-keyed table behind ReferenceCost answers what the op rule gives."""
+    from extraction.cost import _ref_cost, _ref_cost_of
+
+    for op in Ops:
+        assert _ref_cost(op) == _ref_cost_of(op)
+        assert ReferenceCost().node_cost(op, dtypes.index, None, ()) == float(_ref_cost_of(op))

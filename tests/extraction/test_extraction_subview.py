@@ -15,13 +15,14 @@ from extraction import (
     EGraphView,
     ENode,
     ReferenceCost,
+    TreeChoice,
     build_terms,
     extract_dag,
     extract_tree,
     extract_tree_each,
     uop_builder,
 )
-from extraction.extract import _tree_choice
+from extraction.extract import _region, _tree_choice
 from extraction.synth import random_view
 
 I = dtypes.index  # noqa: E741
@@ -208,3 +209,64 @@ def test_gc_paused_restores_the_collector():
         assert not gc.isenabled()  # it was off: stays off
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("seed,n,per,cyc,loc,nroots", CASES)
+def test_of_classes_equals_the_checked_constructor(seed, n, per, cyc, loc, nroots):
+    """The trusted constructor (canonical input, no checks) gives the plain view."""
+    v = int_keyed(random_view(seed, n_classes=n, max_nodes_per_class=per, cycle_prob=cyc,
+                              locality=loc, n_roots=nroots), seed)
+    fast = EGraphView._of_classes({c: list(ns) for c, ns in v.classes.items()},
+                                  class_min=v.class_min)
+    assert arrays(fast) == arrays(v) and fast._all_nodes == v._all_nodes
+    assert fast._class_const == v._class_const and fast.class_min == v.class_min
+    assert fast._empty == v._empty and len(fast) == len(v)
+    for model in MODELS:
+        assert fast.node_costs(model) == v.node_costs(model)
+    key = v._all_nodes[-1].key
+    assert fast.node(key) is v.node(key)  # the key index, built on demand
+    with pytest.raises(KeyError, match="no e-node"):
+        fast.node("nope")
+
+
+@pytest.mark.parametrize("seed,n,per,cyc,loc,nroots", CASES)
+@pytest.mark.parametrize("model", MODELS, ids=repr)
+def test_tree_choice_reads_what_extract_tree_gives(seed, n, per, cyc, loc, nroots, model):
+    """TreeChoice's per-root costs, classes and terms are extract_tree's, and its terms
+    are build_terms' of that selection."""
+    v = int_keyed(random_view(seed, n_classes=n, max_nodes_per_class=per, cycle_prob=cyc,
+                              locality=loc, n_roots=nroots), seed)
+    roots = list(v.roots)
+    tc = TreeChoice(v, roots, model)
+    done: dict = {}
+    for i, r in enumerate(roots):
+        ref = extract_tree(v, [r], model)
+        reached = tc.reached(i)
+        assert reached == set(tc.order(i))
+        assert {tc.comp.cids[c] for c in reached} == set(ref.selection)
+        assert tc.costs(i, reached) == tc.costs(i, tc.order(i)) == (ref.cost, ref.tree_cost)
+        assert selection_keys(tc.extraction(i)) == selection_keys(ref)
+        assert tc.terms([i], uop_builder, done)[0] is ref.to_uops()[0]
+    assert tc.terms(range(len(roots)), uop_builder, {}) == [
+        build_terms(e.selection, [r], uop_builder)[0]
+        for r, e in zip(roots, extract_tree_each(v, roots, model), strict=True)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_region_is_the_plain_reachability(seed):
+    """_region: classes reachable from the starts without entering free or banned."""
+    v = random_view(seed, n_classes=30, cycle_prob=0.3, n_roots=3)
+    comp = v.compiled()
+    rng = random.Random(seed)
+    n = len(comp.cids)
+    for _ in range(10):
+        starts = set(rng.sample(range(n), rng.randint(1, 4)))
+        free = set(rng.sample(range(n), rng.randint(0, 6)))
+        banned = rng.choice([-1, rng.randrange(n)])
+        out, stack = set(starts), list(starts)
+        while stack:
+            for k in comp.kids[stack.pop()]:
+                if k not in out and k not in free and k != banned:
+                    out.add(k)
+                    stack.append(k)
+        assert _region(comp, starts, free, banned) == sorted(out)
