@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -38,17 +38,7 @@ __all__ = ["ENode", "EGraphView", "SerializedNode", "Decoded", "ClassId"]
 ClassId = Hashable
 
 
-@dataclass(frozen=True, slots=True)
-class ENode:
-    """One e-node: ``key`` (unique in the view), its e-class ``eclass``, the IR
-    ``op``/``dtype``/``arg`` and the e-class ids of its ``children`` in order.
-
-    ``op=None`` marks a structural node that is not an IR op (a container, a
-    tuple); a cost model cannot price it, so it costs ``cost`` (>= 0). ``raw``
-    is whatever the view was built from (an egglog :class:`SerializedNode`,
-    a UOp), for the term builder's use.
-    """
-
+class _ENodeFields(NamedTuple):
     key: Hashable
     eclass: ClassId
     op: Ops | None
@@ -56,7 +46,43 @@ class ENode:
     arg: Any
     children: tuple[ClassId, ...]
     cost: float = 0.0
-    raw: Any = field(default=None, compare=False, repr=False)
+    raw: Any = None
+
+
+class ENode(_ENodeFields):
+    """One e-node: ``key`` (unique in the view), its e-class ``eclass``, the IR
+    ``op``/``dtype``/``arg`` and the e-class ids of its ``children`` in order.
+
+    ``op=None`` marks a structural node that is not an IR op (a container, a
+    tuple); a cost model cannot price it, so it costs ``cost`` (>= 0). ``raw``
+    is whatever the view was built from (an egglog :class:`SerializedNode`,
+    a UOp), for the term builder's use.
+
+    Immutable. A tuple underneath (cheap to build: views hold one per e-node), but
+    compared and hashed as a record: two e-nodes are equal when all fields but
+    ``raw`` are; an e-node never equals a plain tuple.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is self.__class__ and self[:7] == other[:7]  # type: ignore
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self[:7])
+
+    def __repr__(self) -> str:
+        return (f"ENode(key={self.key!r}, eclass={self.eclass!r}, op={self.op!r}, "
+                f"dtype={self.dtype!r}, arg={self.arg!r}, children={self.children!r}, "
+                f"cost={self.cost!r})")
+
+
+#: ``_new_enode((key, eclass, op, dtype, arg, children, cost, raw))``: an ENode from all
+#: eight fields, without the keyword-handling constructor (for bulk builders)
+_new_enode = partial(tuple.__new__, ENode)
 
 
 class SerializedNode(NamedTuple):

@@ -35,6 +35,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
                    clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
     from extraction import EGraphView, ENode, Extraction, TreeChoice, extract_dag, uop_builder
+    from extraction.egraph_view import _new_enode
 
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
@@ -58,7 +59,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     use = _usable(snap, decoded)
     groups: dict[int, list[ENode]] = {}
     for c, ns in reach:
-        ens = [ENode(i, c, *decoded[i]) for i in ns if i in use]
+        ens = [_new_enode((i, c, *decoded[i], 0.0, None)) for i in ns if i in use]
         if ens:
             groups[c] = ens
     # tree extraction of every root on its own, in one pass over the whole e-graph

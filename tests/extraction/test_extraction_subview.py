@@ -270,3 +270,25 @@ def test_region_is_the_plain_reachability(seed):
                     out.add(k)
                     stack.append(k)
         assert _region(comp, starts, free, banned) == sorted(out)
+
+
+def test_enode_is_a_record():
+    """ENode compares and hashes on every field but raw, equals no plain tuple, is
+    immutable, and copies/pickles to an equal ENode; the bulk builder makes the same."""
+    import copy
+    import pickle
+
+    from extraction.egraph_view import _new_enode
+
+    a = ENode(1, 10, Ops.ADD, I, None, (2, 3), raw="x")
+    b = ENode(1, 10, Ops.ADD, I, None, (2, 3), 0.0, "y")
+    assert a == b and hash(a) == hash(b) and not (a != b)
+    assert a != ENode(1, 10, Ops.ADD, I, None, (2, 3), cost=1.0)
+    assert a != tuple(a) and tuple(a) != a and a != 5
+    assert _new_enode((1, 10, Ops.ADD, I, None, (2, 3), 0.0, None)) == a
+    assert repr(a) == ("ENode(key=1, eclass=10, op=Ops.ADD, dtype=" + repr(I)
+                       + ", arg=None, children=(2, 3), cost=0.0)")
+    with pytest.raises(AttributeError):
+        a.key = 2  # type: ignore[misc]
+    for c in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert type(c) is ENode and c == a and c.raw == "x"
