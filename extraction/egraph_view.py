@@ -151,7 +151,7 @@ class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "inner", "leaves", "kids", "cost_cache", "tree_cache")
+                 "selfloop", "inner", "leaves", "kids", "cost_cache", "tree_cache", "_pending")
 
     def __init__(self, view: EGraphView):
         cids = list(view.classes)
@@ -182,6 +182,20 @@ class _Compiled:
         #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
+        self._pending: list[int] | None = None
+
+    def pending(self) -> list[int]:
+        """Per e-node, how many distinct child classes a tree pass waits for: the
+        e-nodes of ``inner`` (with children, no self-loop) have that count, the others
+        -1 (never ready). A pass copies it (cheaper than a dict filled per class)."""
+        out = self._pending
+        if out is None:
+            out = [-1] * len(self.nodes)
+            for inn in self.inner:
+                for n, k in inn:
+                    out[n] = k
+            self._pending = out
+        return out
 
     def _finish(self, nchd: list[tuple[int, ...]] | None = None) -> None:
         """``nchd`` (distinct children, sorted; computed unless given), ``selfloop``,
@@ -228,6 +242,7 @@ class _Compiled:
         the arrays a fresh compile of ``sub`` gives, sliced from these (costs
         included). Fills ``sub._empty``."""
         out = _Compiled.__new__(_Compiled)
+        out._pending = None
         cids, class_nodes, nch = self.cids, self.class_nodes, self.nch
         full = [c for c in keep if class_nodes[c]]
         m: dict[int, int] = {c: i for i, c in enumerate(full)}

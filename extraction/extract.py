@@ -174,17 +174,32 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
     nclasses = len(comp.cids)
     best = [INF] * nclasses
     choice = [-1] * nclasses
-    nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
-    get = best.__getitem__
-    pending: dict[int, int] = {}
+    leaves = comp.leaves
+    # children not final yet, per e-node; only the e-nodes of relevant classes are pushed
+    pending = comp.pending()[:]
     heap: list[tuple[float, int]] = []
     for c in range(nclasses):
         if relevant[c]:
-            pending.update(inner[c])
             lv = leaves[c]
             if lv:
                 for n in lv:
                     heap.append((cost[n], n))
+    _knuth(comp, cost, choice, best, relevant, heap, pending, set())
+    return choice, best
+
+
+def _knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
+           ok: list[bool], heap: list[tuple[float, int]], pending: list[int],
+           wanted: set[int]) -> None:
+    """The pass of :func:`_tree_choice` and :func:`_rechoose`: pop (cost, e-node)
+    cheapest first; the first e-node popped of a class not final (``choice[c] < 0``)
+    is its choice and its cost its ``best``; an e-node of a class allowed by ``ok``
+    is pushed once its ``pending`` count of children not final drops to 0 (counts
+    of -1: never). ``heap``: the starting items (heapified here); ``wanted``: stop
+    once these classes are final (empty: run to the end)."""
+    nch, ncls, parents = comp.nch, comp.ncls, comp.parents
+    get = best.__getitem__
+    need = len(wanted)
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     while heap:
@@ -194,15 +209,19 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
             continue
         best[c] = v
         choice[c] = n
+        if need and c in wanted:
+            need -= 1
+            if not need:
+                break
         for p in parents[c]:
-            left = pending.get(p)
-            if left is None:
-                continue
-            left -= 1
-            pending[p] = left
-            if not left and choice[ncls[p]] < 0:
-                push(heap, (cost[p] + sum(map(get, nch[p])), p))
-    return choice, best
+            left = pending[p]
+            if left == 1:
+                pending[p] = 0
+                pc = ncls[p]
+                if ok[pc] and choice[pc] < 0:
+                    push(heap, (cost[p] + sum(map(get, nch[p])), p))
+            elif left > 1:
+                pending[p] = left - 1
 
 
 def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: Any
@@ -262,54 +281,31 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
     # popped is a region class, final once new[c] >= 0 (every region class starts -1)
     val = [0.0] * len(new)
     get = val.__getitem__
-    nch, ncls, parents, inner, leaves = comp.nch, comp.ncls, comp.parents, comp.inner, comp.leaves
-    pending: dict[int, int] = {}  # e-nodes of region classes -> children not final
-    pget = pending.get
+    inreg = [False] * len(new)
+    nch, ncls, parents, leaves = comp.nch, comp.ncls, comp.parents, comp.leaves
+    # children not final yet, per e-node; only the e-nodes of region classes are pushed
+    pending = comp.pending()[:]
     heap: list[tuple[float, int]] = []
     for c in region:
         new[c] = -1
-        pending.update(inner[c])
+        inreg[c] = True
         lv = leaves[c]
         if lv:
             for n in lv:
                 heap.append((cost[n], n))
     if banned >= 0:
         for p in parents[banned]:
-            pending.pop(p, None)
+            pending[p] = -1  # never ready
     for f in free:  # final from the start
         for p in parents[f]:
-            left = pget(p)
-            if left is None:
+            left = pending[p]
+            if left <= 0 or not inreg[ncls[p]]:
                 continue
             left -= 1
             pending[p] = left
             if not left:
                 heap.append((cost[p] + sum(map(get, nch[p])), p))
-    wanted = set(until)
-    need = len(wanted)
-    heapq.heapify(heap)
-    pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        v, n = pop(heap)
-        c = ncls[n]
-        if new[c] >= 0:
-            continue
-        val[c] = v
-        new[c] = n
-        if need and c in wanted:
-            need -= 1
-            if not need:
-                break
-        for p in parents[c]:
-            left = pget(p)
-            if left is None:
-                continue
-            if left == 1:
-                pending[p] = 0
-                if new[ncls[p]] < 0:
-                    push(heap, (cost[p] + sum(map(get, nch[p])), p))
-            else:
-                pending[p] = left - 1
+    _knuth(comp, cost, new, val, inreg, heap, pending, set(until))
     if banned >= 0:
         new[banned] = -1
     return new

@@ -22,7 +22,7 @@ from extraction import (
     extract_tree_each,
     uop_builder,
 )
-from extraction.extract import _region, _tree_choice
+from extraction.extract import _closure, _rechoose, _region, _tree_choice
 from extraction.synth import random_view
 
 I = dtypes.index  # noqa: E741
@@ -292,3 +292,93 @@ def test_enode_is_a_record():
         a.key = 2  # type: ignore[misc]
     for c in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
         assert type(c) is ENode and c == a and c.raw == "x"
+
+
+def plain_knuth(comp, cost, sel, free, region, banned=-1, until=()):
+    """The re-choice as written before the pending-count lists (dicts filled per class)."""
+    import heapq
+
+    new = list(sel)
+    best = dict.fromkeys(free, 0.0)
+    pending: dict = {}
+    heap = []
+    for c in region:
+        new[c] = -1
+        pending.update(comp.inner[c])
+        heap.extend((cost[n], n) for n in comp.leaves[c])
+    if banned >= 0:
+        for p in comp.parents[banned]:
+            pending.pop(p, None)
+    for f in free:
+        for p in comp.parents[f]:
+            if p in pending:
+                pending[p] -= 1
+                if not pending[p]:
+                    heap.append((cost[p] + sum(best[k] for k in comp.nch[p]), p))
+    wanted = set(until)
+    heapq.heapify(heap)
+    while heap:
+        v, n = heapq.heappop(heap)
+        c = comp.ncls[n]
+        if c in best:
+            continue
+        best[c], new[c] = v, n
+        wanted.discard(c)
+        if until and not wanted:
+            break
+        for p in comp.parents[c]:
+            if p in pending:
+                pending[p] -= 1
+                if not pending[p] and comp.ncls[p] not in best:
+                    heapq.heappush(heap, (cost[p] + sum(best[k] for k in comp.nch[p]), p))
+    if banned >= 0:
+        new[banned] = -1
+    return new
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_rechoose_and_tree_pass_match_the_plain_knuth(seed):
+    """_rechoose and _tree_choice (pending counts copied from the view's list) choose
+    what the plain dict-based pass chooses, free/banned/until included."""
+    v = random_view(seed, n_classes=rng_n(seed), max_nodes_per_class=4, cycle_prob=0.3,
+                    n_roots=3)
+    comp = v.compiled()
+    rng = random.Random(seed)
+    n = len(comp.cids)
+    for model in MODELS:
+        cost = v.node_costs(model)
+        choice, _ = _tree_choice(comp, cost, [True] * n)
+        assert choice == plain_knuth(comp, cost, [-1] * n, set(), list(range(n)))
+        part = [rng.random() < 0.6 for _ in range(n)]
+        for c in range(n):  # close the part under children
+            if part[c]:
+                for k in comp.kids[c]:
+                    part[k] = True
+        closed = [False] * n
+        stack = [c for c in range(n) if part[c]]
+        for c in stack:
+            closed[c] = True
+        while stack:
+            for k in comp.kids[stack.pop()]:
+                if not closed[k]:
+                    closed[k] = True
+                    stack.append(k)
+        region = [c for c in range(n) if closed[c]]
+        sub, _ = _tree_choice(comp, cost, closed)
+        assert sub == plain_knuth(comp, cost, [-1] * n, set(), region)
+        for _ in range(8):
+            sel = list(choice)
+            tops = [c for c in range(n) if sel[c] >= 0]
+            free = _closure(comp, sel, rng.sample(tops, min(len(tops), rng.randint(0, 3))))
+            banned = rng.choice([-1] + [c for c in range(n) if c not in free])
+            starts = {c for c in tops if c not in free and c != banned}
+            if not starts:
+                continue
+            reg = _region(comp, starts, free, banned)
+            until = rng.sample(sorted(starts), min(len(starts), rng.randint(0, 2)))
+            assert (_rechoose(comp, cost, sel, free, reg, banned, until)
+                    == plain_knuth(comp, cost, sel, free, reg, banned, until))
+
+
+def rng_n(seed: int) -> int:
+    return 8 + (seed * 7) % 30
