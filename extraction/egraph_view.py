@@ -151,7 +151,7 @@ class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "inner", "leaves", "kids", "cost_cache", "tree_cache", "_pending")
+                 "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache")
 
     def __init__(self, view: EGraphView):
         cids = list(view.classes)
@@ -182,37 +182,28 @@ class _Compiled:
         #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
-        self._pending: list[int] | None = None
 
     def pending(self) -> list[int]:
-        """Per e-node, how many distinct child classes a tree pass waits for: the
-        e-nodes of ``inner`` (with children, no self-loop) have that count, the others
-        -1 (never ready). A pass copies it (cheaper than a dict filled per class)."""
-        out = self._pending
-        if out is None:
-            out = [-1] * len(self.nodes)
-            for inn in self.inner:
-                for n, k in inn:
-                    out[n] = k
-            self._pending = out
-        return out
+        """Per e-node, how many distinct child classes a tree pass waits for (``pend``:
+        an e-node with children and without a self-loop has that count, the others -1,
+        never ready). A pass copies it (cheaper than a dict filled per class)."""
+        return self.pend
 
     def _finish(self, nchd: list[tuple[int, ...]] | None = None) -> None:
         """``nchd`` (distinct children, sorted; computed unless given), ``selfloop``,
-        ``parents`` and the per-class lists from ``nch``/``class_nodes``: ``inner``
-        ((e-node, distinct children) of its e-nodes with children and without a
-        self-loop), ``leaves`` (its e-nodes without children: where a tree pass
-        starts) and ``kids`` (the classes any of its e-nodes has as a child)."""
+        ``pend`` (see :meth:`pending`), ``parents`` and the per-class lists from
+        ``nch``/``class_nodes``: ``leaves`` (its e-nodes without children: where a
+        tree pass starts) and ``kids`` (the classes any of its e-nodes has as a child)."""
         if nchd is None:
-            nchd = [ch if len(ch) < 2 else tuple(sorted(set(ch))) for ch in self.nch]
+            nchd = [ch if len(ch) < 2 or (len(ch) == 2 and ch[0] < ch[1])
+                    else tuple(sorted(set(ch))) for ch in self.nch]
         self.nchd = nchd
         selfloop = self.selfloop = [False] * len(nchd)
+        pend = self.pend = [-1] * len(nchd)
         parents: list[list[int]] = [[] for _ in self.cids]
-        inner: list[list[tuple[int, int]]] = []
         leaves: list[list[int]] = []
         kids: list[tuple[int, ...]] = []
         for c, ns in enumerate(self.class_nodes):
-            inn: list[tuple[int, int]] = []
             lv: list[int] = []
             for n in ns:
                 ch = nchd[n]
@@ -224,15 +215,13 @@ class _Compiled:
                 if c in ch:
                     selfloop[n] = True
                 else:
-                    inn.append((n, len(ch)))
-            inner.append(inn)
+                    pend[n] = len(ch)
             leaves.append(lv)
             if len(ns) == 1:
                 kids.append(nchd[ns[0]])
             else:
                 kids.append(tuple({k for n in ns for k in nchd[n]}))
         self.parents = parents
-        self.inner = inner
         self.leaves = leaves
         self.kids = kids
 
@@ -242,7 +231,6 @@ class _Compiled:
         the arrays a fresh compile of ``sub`` gives, sliced from these (costs
         included). Fills ``sub._empty``."""
         out = _Compiled.__new__(_Compiled)
-        out._pending = None
         cids, class_nodes, nch = self.cids, self.class_nodes, self.nch
         full = [c for c in keep if class_nodes[c]]
         m: dict[int, int] = {c: i for i, c in enumerate(full)}

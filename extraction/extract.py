@@ -246,20 +246,23 @@ def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: An
 def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
     """Classes reachable from ``starts`` through any e-node without entering
     ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
-    seen = free | starts  # one test per child: free and banned count as seen
-    seen.add(banned)
+    n = len(comp.cids)
+    mark = [0] * n  # 1: free or banned (not entered), 2: in the region
+    for f in free:
+        mark[f] = 1
+    if banned >= 0:
+        mark[banned] = 1
+    for c in starts:  # a start is in even when free or banned
+        mark[c] = 2
     stack = list(starts)
-    add, push = seen.add, stack.append
+    push = stack.append
     kids = comp.kids
     while stack:
         for k in kids[stack.pop()]:
-            if k not in seen:
-                add(k)
+            if not mark[k]:
+                mark[k] = 2
                 push(k)
-    seen -= free
-    seen.discard(banned)
-    seen |= starts  # a start may be free or banned too: it stays in
-    return sorted(seen)
+    return [c for c in range(n) if mark[c] == 2]
 
 
 def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
@@ -405,10 +408,10 @@ def _walk(comp: _Compiled, sel: list[int], ridx: list[int]) -> list[int] | None:
     """Classes reachable from the roots under ``sel``, children first; None on a cycle
     or a class without a selection."""
     nchd = comp.nchd
-    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+    state = [0] * len(sel)  # 1 = on the stack, 2 = done
     order: list[int] = []
     for r in ridx:
-        if r in state:
+        if state[r]:
             continue
         if sel[r] < 0:
             return None
@@ -417,8 +420,8 @@ def _walk(comp: _Compiled, sel: list[int], ridx: list[int]) -> list[int] | None:
         while stack:
             c, it = stack[-1]
             for k in it:
-                st = state.get(k)
-                if st is None:
+                st = state[k]
+                if not st:
                     if sel[k] < 0:
                         return None
                     state[k] = 1
@@ -434,7 +437,7 @@ def _walk(comp: _Compiled, sel: list[int], ridx: list[int]) -> list[int] | None:
 
 
 def _dag_total(comp: _Compiled, cost: list[float], sel: list[int], order: list[int]) -> float:
-    return math.fsum(cost[sel[c]] for c in order)
+    return math.fsum([cost[sel[c]] for c in order])
 
 
 def _tree_total(comp: _Compiled, cost: list[float], sel: list[int], order: list[int],

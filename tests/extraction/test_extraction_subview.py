@@ -61,7 +61,7 @@ def fresh_sub(v: EGraphView, roots) -> EGraphView:
 def arrays(v: EGraphView) -> tuple:
     comp = v.compiled()
     return (comp.cids, [id(n) for n in comp.nodes], comp.ncls, comp.nch, comp.nchd,
-            comp.class_nodes, comp.parents, comp.selfloop, comp.inner, comp.leaves,
+            comp.class_nodes, comp.parents, comp.selfloop, comp.pend, comp.leaves,
             [sorted(k) for k in comp.kids])
 
 
@@ -304,7 +304,7 @@ def plain_knuth(comp, cost, sel, free, region, banned=-1, until=()):
     heap = []
     for c in region:
         new[c] = -1
-        pending.update(comp.inner[c])
+        pending.update((n, k) for n in comp.class_nodes[c] if (k := comp.pend[n]) > 0)
         heap.extend((cost[n], n) for n in comp.leaves[c])
     if banned >= 0:
         for p in comp.parents[banned]:
