@@ -7,7 +7,9 @@
 - ``Weights.prices`` reusing the last pass's prices of e-nodes whose children did not
   change equals pricing every e-node afresh (on hand-made snapshots, and on every pass
   of real runs under the bounds-aware default model and the reference model);
-- linear forms taken over from the last pass equal fresh ones, terms in the same order.
+- linear forms taken over from the last pass equal fresh ones, terms in the same order;
+- ``_changed`` (e-nodes by identity, facts dict against dict, the children index it
+  keeps) names the classes and e-nodes comparing every row and fact names.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import eqsat.egraph.computed.pricing as pricing
 from eqsat.api import Budget
 from eqsat.dtype import dtypes
 from eqsat.egraph import optimize_many
-from eqsat.egraph.computed import Weights, best_nodes
+from eqsat.egraph.computed import PassState, Weights, best_nodes
 from eqsat.egraph.encoding import Node
 from eqsat.uop import UOp
 
@@ -225,3 +227,71 @@ def test_inner_sums_from_parents_equal_the_full_scan(monkeypatch: pytest.MonkeyP
     assert asked[0] > 0 and made
     for inner in made:  # every class, not only the ones the pass asked about
         inner.check_all()
+
+
+class _FactSnap:
+    """The parts of a Snapshot that ``_changed`` reads."""
+
+    def __init__(self, nodes: list[Node], lo: dict[int, int], hi: dict[int, int],
+                 defined: set[int]):
+        self.nodes = nodes
+        self.classes: dict[int, list[int]] = {}
+        for i, n in enumerate(nodes):
+            self.classes.setdefault(n.cls, []).append(i)
+        self.lo, self.hi, self.defined = lo, hi, defined
+
+    def __repr__(self) -> str:
+        return f"_FactSnap({len(self.nodes)} e-nodes)"
+
+
+def _plain_changed(old: _FactSnap | None, new: _FactSnap) -> set[int]:
+    """The reference: the classes of every row and every fact in one pass and not the
+    other (a fact is (class, lo, hi, defined)), among the new pass's classes."""
+    def rows(s: _FactSnap | None) -> set:
+        return set() if s is None else {(n.cls, n.ctor, n.fields, n.subsumed) for n in s.nodes}
+
+    def facts(s: _FactSnap | None) -> set:
+        return set() if s is None else {(c, s.lo.get(c), s.hi.get(c), c in s.defined)
+                                        for c in s.classes}
+    out = {r[0] for r in rows(old) ^ rows(new)} | {f[0] for f in facts(old) ^ facts(new)}
+    return out & new.classes.keys()
+
+
+#: one pass's e-graph: (class, shape, children, subsumed) rows, and per class 0..5 an
+#: optional (lo, hi) and whether it is defined
+_passes = st.lists(st.tuples(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, len(_SHAPES) - 1),
+                       st.lists(st.integers(0, 5), min_size=3, max_size=3),
+                       st.sampled_from([False, False, True])), min_size=1, max_size=10),
+    st.lists(st.one_of(st.none(), st.tuples(st.integers(-3, 3), st.integers(3, 6))),
+             min_size=6, max_size=6),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+    st.booleans()), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_passes)
+def test_changed_by_identity_equals_the_row_and_fact_comparison(raw: list) -> None:
+    # the snapshots share the Node objects of unchanged rows (a cache, as the engine's),
+    # except that a pass may rebuild some as new objects (the engine's cache is cleared)
+    cache: dict[tuple, Node] = {}
+    state = PassState()
+    last: _FactSnap | None = None
+    for rows_raw, bounds, defs, rebuild in raw:
+        rows = sorted({(c, sh, tuple(ks), sub) for c, sh, ks, sub in rows_raw})
+        nodes = []
+        for c, sh, ks, sub in rows:
+            n = _node(c, sh, list(ks), sub)
+            key = (n.cls, n.ctor, n.fields, n.subsumed)
+            if rebuild or key not in cache:
+                cache[key] = n
+            nodes.append(cache[key])
+        nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields, n.subsumed))
+        classes = {n.cls for n in nodes}
+        lo = {c: b[0] for c, b in enumerate(bounds) if b is not None and c in classes}
+        hi = {c: b[1] for c, b in enumerate(bounds) if b is not None and c in classes}
+        snap = _FactSnap(nodes, lo, hi, {c for c, d in enumerate(defs) if d and c in classes})
+        changed, affected = passes._changed(snap, state)  # type: ignore[arg-type]
+        assert changed == _plain_changed(last, snap)
+        assert affected == {n for n in nodes if changed & set(n.kids)}
+        last = snap

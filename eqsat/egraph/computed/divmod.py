@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from eqsat.egraph.computed.linear import _UnrepresentableError
@@ -24,22 +24,38 @@ def divmod_rewrites(by_op: dict[str, list[PyRule]], op: str, x: Lin, y: Lin, ctx
     each ``rule.fn(op, x, y, ctx)`` when no atom of ``x``, ``y`` may be Invalid (the
     caller's check), with ``DivModRule.out``'s shared guards hoisted: the rules of the
     op only, and the divisor's range read once (no rule fires when it may be 0)."""
+    return _apply(_plan(by_op[op]), op, x, y, ctx)
+
+
+#: one rule of a plan: its name, its core (a DivModRule's, else None) and its fn
+_Step = tuple[str, Callable[..., Any] | None, Callable[..., Any]]
+
+
+def _plan(rules: Iterable[PyRule]) -> list[_Step]:
+    """The rules as :func:`_apply` runs them (what each would look up per call)."""
+    return [(r.name, r.rule.core if type(r.rule) is DivModRule else None, r.rule.fn)
+            for r in rules]
+
+
+def _apply(plan: list[_Step], op: str, x: Lin, y: Lin, ctx: Any) -> list[tuple[str, Term]]:
+    """:func:`divmod_rewrites` over a :func:`_plan` of the op's rules."""
     out: list[tuple[str, Term]] = []
     ylo, yhi = lin_bounds(y, ctx)
     if ylo <= 0 <= yhi:
         return out
-    for r in by_op[op]:
-        rule = r.rule
+    for name, core, fn in plan:
         try:
-            if type(rule) is DivModRule:
-                o = rule.core(op, x, y, ctx)
-                t = None if o is None else o.emit(ctx)
+            if core is not None:
+                o = core(op, x, y, ctx)
+                if o is None:
+                    continue
+                t = o.emit(ctx)
             else:
-                t = rule.fn(op, x, y, ctx)
+                t = fn(op, x, y, ctx)
         except _UnrepresentableError:
             continue
         if t is not None:
-            out.append((r.name, t))
+            out.append((name, t))
     return out
 
 

@@ -9,7 +9,7 @@ term to its top in one step.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from eqsat.egraph.computed.linear import EClassCtx
@@ -242,7 +242,8 @@ _INVALID = object()  # lift(): the class is the bare Invalid
 
 
 def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassState,
-              name: str, union: Callable[[int, Term, str], Any], dirty: set[int]) -> None:
+              name: str, union: Callable[[int, Term, str], Any], dirty: set[int],
+              dirty_best: Iterable[tuple[int, int]] | None = None) -> None:
     """Lift every Invalid guard of an index term to its top, in one step.
 
     ``lift(c)`` reads class ``c`` through its cheapest term as ``where(clauses,
@@ -251,6 +252,8 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
     ``where(k, t, f)`` with a valid ``f`` lifts only ``k``'s clauses (the branch
     not taken does not matter). The class is unioned with
     ``where(clause & ..., core, Invalid)``, clauses sorted and deduplicated.
+    ``dirty_best``: ``(class, best e-node)`` of the dirty classes in ``best``'s order,
+    when known (else read from ``best``).
     """
     memo: dict[int, Any] = {}
     inv = None
@@ -285,8 +288,10 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
             memo[k] = _lift_node(snap, n, memo)
         return memo[c]
 
-    for c, i in best.items():
-        if c not in dirty or nodes[i].dtype != "index":
+    if dirty_best is None:
+        dirty_best = [(c, i) for c, i in best.items() if c in dirty]
+    for c, i in dirty_best:
+        if nodes[i].dtype != "index":
             continue
         v = lift(c)
         if v is None or v is _INVALID:

@@ -104,8 +104,7 @@ class LinForms:
             i = best.get(c)
             n = nodes[i] if i is not None else None
             p = prev.get(c)
-            if n is None or n.ctor == "Cst" or n.dtype != "index" or \
-                    n.ctor not in _LIN_CTORS:
+            if n is None or n.dtype != "index" or n.ctor not in _LIN_CTORS:
                 if p is not None and p[0] is n:
                     x = p[1]
                 elif n is None:
@@ -119,16 +118,36 @@ class LinForms:
                 stack.pop()
                 continue
             kids = n.kids
-            missing = [k for k in kids if k not in memo]
-            if missing:
-                stack.extend(missing)
+            a = memo.get(kids[0])
+            b = memo.get(kids[1]) if len(kids) > 1 else a
+            if a is None or b is None:
+                stack.extend([k for k in kids if k not in memo])
                 continue
-            if p is not None and p[0] is n and all(
-                    (q := prev.get(k)) is not None and q[1] is memo[k] for k in kids):
-                x = p[1]
-            else:
-                res = self.node_lin(n)
-                x = res if res is not None else Lin.atom(c)
+            x = None
+            if p is not None and p[0] is n:
+                # taken over when the operands' forms are the ones it was made from
+                q = prev.get(kids[0])
+                if q is not None and q[1] is a:
+                    if len(kids) == 1:
+                        x = p[1]
+                    else:
+                        q = prev.get(kids[1])
+                        if q is not None and q[1] is b:
+                            x = p[1]
+            if x is None:  # node_lin(n), from the operands' forms at hand
+                ctor = n.ctor
+                if ctor == "Add":
+                    x = a + b
+                elif ctor == "Sub":
+                    x = a - b
+                elif ctor == "Neg":
+                    x = -a
+                elif b.is_const:  # Mul
+                    x = a * b.const
+                elif a.is_const:
+                    x = b * a.const
+                else:
+                    x = Lin.atom(c)
             memo[c] = x
             made[c] = (n, x)
             stack.pop()
@@ -207,13 +226,13 @@ class EClassCtx(LinBuilder):
 
     dt = "index"
 
-    def __init__(self, snap: Snapshot, lins: LinForms, terms: dict[Lin, Term] | None = None,
+    def __init__(self, snap: Snapshot, lins: LinForms, terms: dict[tuple, Term] | None = None,
                  keys: dict[Term, tuple] | None = None):
         self.snap = snap
         self.lins = lins
         # a form's term and a term's sort key read nothing of the snapshot (:meth:`sum`
         # orders by key): a run's passes may share them (``terms``, ``keys``)
-        self._lins: dict[Lin, Term] = terms if terms is not None else {}
+        self._lins: dict[tuple, Term] = terms if terms is not None else {}
         self._keys: dict[Term, tuple] = keys if keys is not None else {}  # term -> _key
         # the facts, memoized per atom: each query is one dict lookup (a C call) once
         # answered (the rules ask them tens of thousands of times per run); the memos
@@ -245,11 +264,13 @@ class EClassCtx(LinBuilder):
         return a
 
     def lin(self, x: Lin) -> Term:
-        """The term of a linear form (memoized: :meth:`sum` orders the terms itself, so
-        equal forms give equal terms)."""
-        t = self._lins.get(x)
+        """The term of a linear form (memoized by its terms and constant: a tuple hashes
+        in C, where a fresh form hashes a frozenset of its map; :meth:`sum` orders the
+        terms itself, so equal forms give equal terms whatever their terms' order)."""
+        key = (x.terms, x.const)
+        t = self._lins.get(key)
         if t is None:
-            t = self._lins[x] = self.sum(list(x.terms), x.const)
+            t = self._lins[key] = self.sum(list(x.terms), x.const)
         return t
 
     def const(self, v: int) -> Term:

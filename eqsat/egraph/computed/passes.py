@@ -17,7 +17,7 @@ from eqsat.egraph.analyses import INT_DTYPES
 from eqsat.egraph.computed.bridge import bridge_pass
 from eqsat.egraph.computed.compare import cmp_pass
 from eqsat.egraph.computed.context import _reaches, context_pass
-from eqsat.egraph.computed.divmod import divmod_rewrites, divmod_rules_by_op
+from eqsat.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
 from eqsat.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.egraph.computed.linear import (
     EClassCtx,
@@ -64,35 +64,71 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
             union(c, ("Cst", dt, v), name)
 
 
-def _changed(snap: Snapshot, state: PassState) -> set[int]:
-    """The classes that differ from the last pass (e-nodes, bounds, Def) or are new."""
-    lo, hi, defined = snap.lo, snap.hi, snap.defined
-    # the e-nodes (with their class) and the facts of every class: a class changed when
-    # one of its e-nodes or facts is not in the last pass's sets, or one of the last
-    # pass's is not in this one's
-    rows = getattr(snap, "rows", None)  # (cls, ctor, fields, subsumed) per e-node, if kept
-    keys = set(rows) if rows is not None else \
-        {(n.cls, n.ctor, n.fields, n.subsumed) for n in snap.nodes}
-    cls = list(snap.classes)
-    facts = set(zip(cls, map(lo.get, cls), map(hi.get, cls), map(defined.__contains__, cls),
-                    strict=True))
-    old_keys, old_facts = state.sigs.get("nodes", set()), state.sigs.get("facts", set())
-    changed = {k[0] for k in keys - old_keys} | {k[0] for k in old_keys - keys}
-    changed |= {f[0] for f in facts - old_facts} | {f[0] for f in old_facts - facts}
-    changed &= snap.classes.keys()
-    state.sigs = {"nodes": keys, "facts": facts}
-    return changed
+def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+    """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
+    and the e-nodes with a child among them (their prices may differ).
+
+    The snapshots share the Node objects of unchanged rows, so the e-nodes are compared
+    by identity first; only the few new and gone ones are compared by row (a row rebuilt
+    as a new Node is no change). The facts are compared dict against dict. Both give
+    what comparing every ``(class, ctor, fields, subsumed)`` row and every ``(class,
+    lo, hi, defined)`` fact of the two passes gives. ``state.kid_index`` (class -> the
+    e-nodes it is a child of) follows the e-nodes."""
+    nodes = snap.nodes
+    now = set(nodes)
+    old = state.node_set
+    added = now - old
+    gone = old - now
+    if gone:
+        ra = {(n.cls, n.ctor, n.fields, n.subsumed) for n in added}
+        rg = {(n.cls, n.ctor, n.fields, n.subsumed) for n in gone}
+        changed = {r[0] for r in ra - rg}
+        changed.update(r[0] for r in rg - ra)
+    else:
+        changed = {n.cls for n in added}
+    lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
+    olo, ohi, odef, ocls = state.facts
+    if lo != olo:
+        changed.update([k for k, _ in lo.items() ^ olo.items()])
+    if hi != ohi:
+        changed.update([k for k, _ in hi.items() ^ ohi.items()])
+    changed |= defined ^ odef
+    changed |= ocls.symmetric_difference(classes)
+    changed &= classes.keys()
+    state.node_set = now
+    state.facts = (dict(lo), dict(hi), set(defined), set(classes))  # (copies: C loops)
+    index = state.kid_index
+    for n in gone:
+        for k in n.kids:
+            index[k].discard(n)
+    for n in added:
+        for k in n.kids:
+            e = index.get(k)
+            if e is None:
+                index[k] = {n}
+            else:
+                e.add(n)
+    affected: set[Node] = set()
+    for c in changed:
+        e = index.get(c)
+        if e:
+            affected |= e
+    return changed, affected
 
 
-def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]) -> set[int]:
+def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
+           ) -> tuple[set[int], list[tuple[int, int]]]:
     """The classes whose cheapest term may read differently since the last pass: the
-    class changed, or a class in its best term did."""
+    class changed, or a class in its best term did; and ``(class, best e-node)`` of
+    each, in ``best``'s order."""
     nodes = snap.nodes
     dirty: set[int] = set()
+    order: list[tuple[int, int]] = []
     for c, i in best.items():  # children come before their parents
         if c in changed or not dirty.isdisjoint(nodes[i].kids):
             dirty.add(c)
-    return dirty
+            order.append((c, i))
+    return dirty, order
 
 
 def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
@@ -142,9 +178,10 @@ class _InnerSums:
         return lin
 
 
-def _index_classes(snap: Snapshot) -> list[int]:
-    nodes = snap.nodes
-    return [c for c, idxs in snap.classes.items() if nodes[idxs[0]].dtype == "index"]
+def _index_classes(snap: Snapshot, among: set[int]) -> list[int]:
+    """The index classes in ``among``, in the snapshot's order."""
+    nodes, classes = snap.nodes, snap.classes
+    return [c for c in classes if c in among and nodes[classes[c][0]].dtype == "index"]
 
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
@@ -170,7 +207,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         if _t[1]:
             res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
         _t[0], _t[1] = now, name or ""
-    changed = _changed(snap, state)
+    changed, affected = _changed(snap, state)
     # every existing e-node maps to its class: rebuilding one returns the class (the
     # nodes of unchanged classes were registered by an earlier pass)
     memo = ins._memo
@@ -180,11 +217,11 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             n = nodes[i]
             memo[(n.ctor, *n.fields)] = c
     _lap('best')
-    weights = Weights(snap, model, state.prices, state.node_prices, changed)
+    weights = Weights(snap, model, state.prices, state.node_prices, changed, affected)
     best, _cost, parents = _best_nodes(snap, weights)
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
-    dirty = _dirty(snap, best, changed)
+    dirty, dirty_best = _dirty(snap, best, changed)
     lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
     canon = [r for r in rules if r.kind == "canon"]
@@ -215,29 +252,47 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         h = node_memo.get(tuple(fields))
         return h if h is not None else new_node(*fields)
 
-    def union(cls: int, t: Term, name: str) -> bool:
-        """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
-        outside i64), True when recorded or already there."""
-        # x == f(x) where f's term holds x: a cycle that only feeds rules new constants
-        # (an atom no taller than cls cannot hold cls in its best term)
+    def cycles(cls: int, t: Term) -> bool:
+        """Whether ``cls == t`` would be a cycle: ``t`` is ``cls`` or holds an atom
+        whose cheapest term holds ``cls`` (``x == f(x)`` only feeds rules new
+        constants; an atom no taller than ``cls`` cannot hold it in its best term)."""
         hc = height.get(cls, 0)
         memo = None
         for a in _atoms(t):
             a = canon_h(a)
             if a == cls:
-                return False
+                return True
             if height.get(a, 0) > hc:
                 if memo is None:
                     memo = reach_memo.setdefault(cls, {})
                 if _reaches(snap, best, a, {cls}, memo):
-                    return False
+                    return True
+        return False
+
+    # what union() computed of a (class, term) and a term this pass: within a pass both
+    # depend on nothing that changes (best terms, heights and classes are fixed, and the
+    # e-nodes ins knows only grow), and the rules repeat many of their results
+    cycle_of: dict[tuple[int, Term], bool] = {}
+    handle_of: dict[Term, int] = {}
+
+    def union(cls: int, t: Term, name: str) -> bool:
+        """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
+        outside i64), True when recorded or already there."""
+        key = (cls, t)
+        cyc = cycle_of.get(key)
+        if cyc is None:
+            cyc = cycle_of[key] = cycles(cls, t)
+        if cyc:
+            return False
         if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
             res.skipped_cap += 1
             return False
-        try:
-            h = emit_m(t)
-        except _UnrepresentableError:
-            return False
+        h = handle_of.get(t)
+        if h is None:
+            try:
+                h = handle_of[t] = emit_m(t)
+            except _UnrepresentableError:
+                return False
         if h != cls:
             # a union this run recorded already is in the e-graph: no second row (it
             # counts as before: matches and the per-class cap are unchanged)
@@ -267,8 +322,8 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('sums')
     if canon or sums or basis:
         inner = _InnerSums(snap, parents, roots)
-        for c in _index_classes(snap):
-            if c not in dirty or c in inner:
+        for c in _index_classes(snap, dirty):
+            if c in inner:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
                 res.skipped += 1
@@ -291,8 +346,9 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                               r.name)
                 except _UnrepresentableError:
                     pass
+            bx = bkey(x) if len(x.terms) >= 2 else ()
             if len(x.terms) >= 2 and basis:
-                key = ("basis", c, x, bkey(x))
+                key = ("basis", c, x, bx)
                 if key not in state.done:
                     state.done.add(key)
                     if searcher is None:
@@ -305,7 +361,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                         pass
             if len(x.terms) >= 2:
                 for r in sums:
-                    key = (r.name, c, x, bkey(x))
+                    key = (r.name, c, x, bx)
                     if key in state.done:
                         continue
                     state.done.add(key)
@@ -321,9 +377,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         fold_pass(snap, dirty, union, name)
     _lap('and')
     for r in [r for r in rules if r.kind == "canon_and"]:
-        for c, i in best.items():
-            if c not in dirty:
-                continue
+        for c, i in dirty_best:  # the dirty classes in best's order
             n = snap.nodes[i]
             if n.ctor != "And" or n.fields[0] != "bool":
                 continue
@@ -341,7 +395,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         cmp_pass(snap, lins, ctx, state, r.name, union, dirty)
     _lap('lift')
     for r in [r for r in rules if r.kind == "lift"]:
-        lift_pass(snap, ins, best, state, r.name, union, dirty)
+        lift_pass(snap, ins, best, state, r.name, union, dirty, dirty_best)
     _lap('context')
     for r in [r for r in rules if r.kind == "context"]:
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
@@ -350,31 +404,35 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     if bridged:
         bridge_pass(snap, ins, best, dirty, bridged, union, deadline, state.bridge_cache)
     dm_by_op = divmod_rules_by_op(dm)
-
-    def divmod_rules(n: Node, op: str, x: Lin, y: Lin) -> None:
-        for name, t in divmod_rewrites(dm_by_op, op, x, y, ctx):
-            union(n.cls, t, name)
+    plans = {op: _plan(rs) for op, rs in dm_by_op.items()}
 
     _lap('divmod')
     if dm:
         for n in snap.nodes:
             if n.ctor not in ("Idiv", "Mod") or n.subsumed or n.fields[0] != "index":
                 continue
-            if n.cls not in dirty and n.fields[1] not in dirty and n.fields[2] not in dirty:
+            cls, xc, yc = n.cls, n.fields[1], n.fields[2]
+            if cls not in dirty and xc not in dirty and yc not in dirty:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
                 res.skipped += 1
                 continue
             op = "idiv" if n.ctor == "Idiv" else "mod"
-            y = lins.get(n.fields[2])
-            for x in lins.forms(n.fields[1]):
-                if not (all_def(x) and all_def(y)):
-                    continue  # a rule may drop an atom: never drop a possible Invalid
-                key = ("dm", n.cls, op, x, y, bkey(x), bkey(y))
+            plan = plans[op]
+            y = lins.get(yc)
+            forms = lins.forms(xc)
+            if not all_def(y):
+                continue  # a rule may drop an atom: never drop a possible Invalid
+            by = bkey(y)
+            for x in forms:
+                if not all_def(x):
+                    continue
+                key = ("dm", cls, op, x, y, bkey(x), by)
                 if key in state.done:
                     continue
                 state.done.add(key)
-                divmod_rules(n, op, x, y)
+                for name, t in _apply(plan, op, x, y, ctx):
+                    union(cls, t, name)
     _lap(None)
-    state.lins = lins.kept()
+    state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
     return res

@@ -26,7 +26,8 @@ class Weights:
     choose by the same prices the final extraction uses."""
 
     def __init__(self, snap: Snapshot, model: Any = None, cache: dict | None = None,
-                 prev: dict[Node, float] | None = None, changed: set[int] | None = None):
+                 prev: dict[Node, float] | None = None, changed: set[int] | None = None,
+                 affected: set[Node] | None = None):
         self.snap = snap
         self.model = model
         self.bounds_aware = bool(getattr(model, "uses_bounds", False))
@@ -38,6 +39,9 @@ class Weights:
         #: pass none of whose children changed has the price it had (same price key)
         self._prev = prev if changed is not None else None
         self._changed = changed
+        #: the e-nodes with a child in ``changed``, when the caller knows them (each
+        #: other e-node of the last pass then takes its price without a test)
+        self._affected = affected
         #: this snapshot's prices by e-node (filled by :meth:`prices`), for the next pass
         self.by_node: dict[Node, float] = {}
 
@@ -58,6 +62,8 @@ class Weights:
         nodes = self.snap.nodes
         if self.model is None:
             out = [node_weight(n) for n in nodes]
+        elif self._prev is not None and self._affected is not None:
+            out = self._reprice(nodes, self._prev, self._affected)
         else:
             cache, price, key_of = self._cache, self._price, self._key
             prev = self._prev if self._prev is not None else {}
@@ -80,6 +86,38 @@ class Weights:
                 append(w if w is not None else price(n, key))
         self.by_node = dict(zip(nodes, out, strict=True))
         self._list = out
+        return out
+
+    def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
+                 ) -> list[float | None]:
+        """:meth:`prices` from the last pass's: every e-node of it not in ``affected``
+        keeps its price; the new and the affected ones are priced."""
+        out: list[float | None] = list(map(prev.get, nodes))
+        cache, price, key_of = self._cache, self._price, self._key
+
+        def reprice(i: int) -> None:
+            n = nodes[i]
+            if n.ctor in _FREE:
+                out[i] = 0.0
+                return
+            key = key_of(n)
+            w = cache.get(key)
+            out[i] = w if w is not None else price(n, key)
+
+        if affected:
+            where = dict(zip(nodes, range(len(nodes)), strict=True))
+            for n in affected:
+                i = where.get(n)
+                if i is not None:
+                    reprice(i)
+        i = -1
+        index = out.index
+        try:
+            while True:  # the e-nodes new since the last pass
+                i = index(None, i + 1)
+                reprice(i)
+        except ValueError:
+            pass
         return out
 
     def _key(self, n: Node) -> tuple:

@@ -58,12 +58,15 @@ class PassState:
         self.done: set[tuple] = set()
         self.contexts: list[Context] = []
         self.unions: dict[int, int] = {}
-        self.sigs: dict[str, set] = {}  # the last pass's e-node rows and class facts
+        self.node_set: set[Node] = set()  # the last pass's e-nodes
+        #: the last pass's facts: (lo, hi, defined, the classes)
+        self.facts: tuple[dict, dict, set, set] = ({}, {}, set(), set())
+        self.kid_index: dict[int, set[Node]] = {}  # class -> the e-nodes it is a child of
         self.prices: dict[Any, float] = {}
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
         self.bridge_cache: dict = {}  # bridge_pass's index of its rules
         self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
-        self.lin_terms: dict[Lin, Term] = {}  # EClassCtx.lin's terms (pure: shared)
+        self.lin_terms: dict[tuple, Term] = {}  # EClassCtx.lin's terms (pure: shared)
         self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
