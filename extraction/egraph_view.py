@@ -154,29 +154,37 @@ class _Compiled:
                  "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache")
 
     def __init__(self, view: EGraphView):
-        cids = list(view.classes)
-        classes, empty = view.classes, view._empty
-        for n in view._all_nodes:
-            for ch in n.children:
-                if ch not in classes and ch not in empty:
-                    empty[ch] = None
-        cids.extend(empty)  # classes that are named but have no e-node
+        classes = view.classes
+        cids = list(classes)
         self.cids = cids
         self.cidx = cidx = {c: i for i, c in enumerate(cids)}
-        nodes: list[ENode] = []
+        nodes: list[ENode] = view._all_nodes[:]  # grouped by class, in class order
         ncls: list[int] = []
         class_nodes: list[list[int]] = []
-        for ci, c in enumerate(cids):
-            ns = classes.get(c, ())
-            k = len(nodes)
-            class_nodes.append(list(range(k, k + len(ns))))
-            nodes.extend(ns)
-            ncls.extend([ci] * len(ns))
+        k = 0
+        for ci, ns in enumerate(classes.values()):
+            m = len(ns)
+            class_nodes.append(list(range(k, k + m)))
+            ncls.extend([ci] * m)
+            k += m
         self.nodes = nodes
         self.ncls = ncls
         self.class_nodes = class_nodes
         get = cidx.__getitem__
-        self.nch = [tuple(map(get, n.children)) for n in nodes]
+        try:
+            self.nch = [tuple(map(get, n.children)) for n in nodes]
+        except KeyError:  # classes that are named but have no e-node: they come last,
+            nch = []      # in order of first use
+            empty = view._empty
+            for n in nodes:
+                for c in n.children:
+                    if c not in cidx:
+                        cidx[c] = len(cids)
+                        cids.append(c)
+                        class_nodes.append([])
+                        empty[c] = None
+                nch.append(tuple(map(get, n.children)))
+            self.nch = nch
         self._finish()
         #: per model key (see :func:`_model_key`): the costs of the e-nodes, and the
         #: extractors' tree choice over every class (choices, best costs)
@@ -201,14 +209,15 @@ class _Compiled:
         selfloop = self.selfloop = [False] * len(nchd)
         pend = self.pend = [-1] * len(nchd)
         parents: list[list[int]] = [[] for _ in self.cids]
-        leaves: list[list[int]] = []
+        leaves: list[tuple[int, ...]] = []
         kids: list[tuple[int, ...]] = []
+        add_leaves, add_kids = leaves.append, kids.append
         for c, ns in enumerate(self.class_nodes):
-            lv: list[int] = []
+            lv: tuple[int, ...] = ()
             for n in ns:
                 ch = nchd[n]
                 if not ch:
-                    lv.append(n)
+                    lv += (n,)
                     continue
                 for k in ch:
                     parents[k].append(n)
@@ -216,11 +225,8 @@ class _Compiled:
                     selfloop[n] = True
                 else:
                     pend[n] = len(ch)
-            leaves.append(lv)
-            if len(ns) == 1:
-                kids.append(nchd[ns[0]])
-            else:
-                kids.append(tuple({k for n in ns for k in nchd[n]}))
+            add_leaves(lv)
+            add_kids(nchd[ns[0]] if len(ns) == 1 else tuple({k for n in ns for k in nchd[n]}))
         self.parents = parents
         self.leaves = leaves
         self.kids = kids

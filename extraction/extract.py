@@ -334,11 +334,12 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
                 heap.append((cost[n], n))
                 queued[n] = cost[n]
     heapq.heapify(heap)
+    pop, push, qget = heapq.heappop, heapq.heappush, queued.get
     pops = 0
     copied = 0
     while heap and pops < max_pops and copied < max_copied:
-        key, n = heapq.heappop(heap)
-        if queued.get(n) != key:
+        key, n = pop(heap)
+        if qget(n) != key:
             continue  # a stale duplicate
         del queued[n]
         pops += 1
@@ -397,10 +398,10 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
                 if selfloop[p] or not relevant[ncls[p]]:
                     continue
                 pk = cost[p] + tot
-                old = queued.get(p)
+                old = qget(p)
                 if old is None or pk < old:
                     queued[p] = pk
-                    heapq.heappush(heap, (pk, p))
+                    push(heap, (pk, p))
     return choice, pops
 
 

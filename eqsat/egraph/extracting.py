@@ -48,8 +48,9 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
                 if k not in seen:
                     seen.add(k)
                     stack.append(k)
-    # their e-nodes in canonical order (classes ascending, a class's e-nodes by index)
-    reach = [(c, sorted(classes[c])) for c in sorted(seen) if c in classes]
+    # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
+    # (a snapshot lists them so: its rows are sorted by class, one run each)
+    reach = [(c, classes[c]) for c in sorted(seen) if c in classes]
     decoded: dict[int, tuple] = {}
     for _c, ns in reach:
         for i in ns:
@@ -123,28 +124,36 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
     incrementally: each round allows the nodes of the classes still ungrounded and
     carries the grounding on from where it stood."""
     nodes = snap.nodes
-    cls: dict[int, int] = {}
     use: set[int] = set()
     ok: set[int] = set()
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
     batch = []
     for i, dec in decoded.items():
-        n = nodes[i]
-        cls[i] = n.cls
         kids = dec[3]
-        if len(kids) > 1:
-            kids = set(kids)
-        missing[i] = len(kids)
-        for k in kids:
-            waiting[k].append(i)
-        if not n.subsumed:
+        m = len(kids)
+        if m == 2:
+            a, b = kids
+            if a == b:
+                waiting[a].append(i)
+                m = 1
+            else:
+                waiting[a].append(i)
+                waiting[b].append(i)
+        elif m:
+            if m > 2:
+                kids = set(kids)
+                m = len(kids)
+            for k in kids:
+                waiting[k].append(i)
+        missing[i] = m
+        if not nodes[i].subsumed:
             batch.append(i)
     while batch:
         use.update(batch)
         stack = [i for i in batch if not missing[i]]
         while stack:
-            c = cls[stack.pop()]
+            c = nodes[stack.pop()].cls
             if c in ok:
                 continue
             ok.add(c)
@@ -153,5 +162,5 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
                 missing[p] = left
                 if not left and p in use:
                     stack.append(p)
-        batch = [i for i, c in cls.items() if c not in ok and i not in use]
+        batch = [i for i in decoded if i not in use and nodes[i].cls not in ok]
     return use
