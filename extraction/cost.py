@@ -54,7 +54,9 @@ class CostModel(Protocol):
 
     A model may set the class attribute ``uses_bounds = True`` and accept a
     keyword ``child_mins`` (the known lower bound of each child, or None);
-    callers pass it only to models that declare it.
+    callers pass it only to models that declare it. A model whose ``node_cost``
+    depends on the op alone may set ``op_only = True``: the extractors then ask it
+    once per op.
     """
 
     def node_cost(self, op: Ops, dtype: DType, arg: Any, child_consts: ChildConsts) -> float: ...
@@ -108,6 +110,7 @@ class ReferenceCost(_GraphCostMixin):
     """
 
     uses_bounds: ClassVar[bool] = False
+    op_only: ClassVar[bool] = True
 
     def node_cost(self, op: Ops, dtype: DType, arg: Any, child_consts: ChildConsts,
                   child_mins: Sequence[int | float | None] | None = None) -> float:

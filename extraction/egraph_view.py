@@ -421,8 +421,16 @@ class EGraphView:
         out: list[float] = []
         add = out.append
         inf = math.inf
+        # a model that prices by the op alone is asked once per op (by id: an Ops
+        # member's hash runs Python code); its answer is checked like any other
+        by_op: dict[int, float] | None = {} if getattr(model, "op_only", False) else None
         for n in comp.nodes:
             op = n.op
+            if by_op is not None and op is not None:
+                v = by_op.get(id(op))
+                if v is not None:
+                    add(v)
+                    continue
             if op is None:
                 v = float(n.cost)
             else:
@@ -433,13 +441,14 @@ class EGraphView:
                                   child_mins=tuple([cm.get(c, consts.get(c)) for c in ch]))
                 else:
                     v = node_cost(op, n.dtype, n.arg, kc)
-            if type(v) is float and 0.0 <= v < inf:  # the common case, checked fast
-                add(v)
-                continue
-            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
-                raise ValueError(f"cost model {model!r} priced e-node {n.key!r} ({n.op}) at "
-                                 f"{v!r}; costs must be finite numbers >= 0")
-            add(float(v))
+            if not (type(v) is float and 0.0 <= v < inf):  # the common case, checked fast
+                if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                    raise ValueError(f"cost model {model!r} priced e-node {n.key!r} ({n.op}) "
+                                     f"at {v!r}; costs must be finite numbers >= 0")
+                v = float(v)
+            if by_op is not None and op is not None:
+                by_op[id(op)] = v
+            add(v)
         if cache_key is not None:
             comp.cost_cache[cache_key] = out
         return out

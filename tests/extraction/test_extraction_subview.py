@@ -382,3 +382,27 @@ def test_rechoose_and_tree_pass_match_the_plain_knuth(seed):
 
 def rng_n(seed: int) -> int:
     return 8 + (seed * 7) % 30
+
+
+def test_op_only_model_is_asked_once_per_op():
+    """node_costs asks an op_only model once per op, and prices as asking every node."""
+    calls: list = []
+
+    class Counted(ReferenceCost):
+        def node_cost(self, op, dtype, arg, child_consts, child_mins=None):
+            calls.append(op)
+            return super().node_cost(op, dtype, arg, child_consts)
+
+    class Every(Counted):
+        op_only = False
+
+    class Bad(ReferenceCost):
+        def node_cost(self, op, dtype, arg, child_consts, child_mins=None):
+            return -1.0
+
+    v = random_view(5, n_classes=40, n_roots=2)
+    fast = v.node_costs(Counted())
+    assert len(calls) == len(set(calls)) == len({n.op for n in v._all_nodes} - {None})
+    assert fast == v.node_costs(Every()) and len(calls) > len(set(calls))
+    with pytest.raises(ValueError, match="costs must be finite numbers >= 0"):
+        random_view(5, n_classes=40, n_roots=2).node_costs(Bad())
