@@ -31,7 +31,10 @@ interval facts, ``RDef`` marks never-Invalid classes.
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
 e-node with its class (named by the smallest handle in it), dtype, arg and
 children, and the ``lo``/``hi`` analysis. Classes that egglog's own rewrites
-created get fresh handles there (deterministically, bottom-up).
+created get fresh handles there (deterministically, bottom-up). A row equal to
+the last snapshot's row at the same place keeps that snapshot's result (its Node)
+unless a class it names changed its handle: most of the e-graph is unchanged from
+one iteration to the next, and converting a row costs several times comparing it.
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ import os
 import struct
 import tempfile
 from collections.abc import Iterator
+from operator import attrgetter, eq, itemgetter
+from sys import intern
 from typing import Any
 
 from eqsat.dtype import DType, dtypes
 from eqsat.egraph._egglog import bindings
+from eqsat.egraph.schedules import gc_paused
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 
@@ -266,6 +272,12 @@ class Inserter:
         self._flushes = 0
         #: (class, ctor, fields, subsumed) -> Node, reused by the next snapshots
         self.node_cache: dict[tuple, Node] = {}
+        #: the last snapshot's rows and their results, per egglog function, and its
+        #: class names (egglog value -> handle): a row that did not change is not read
+        #: again (see Snapshot). Valid while the e-graph is not popped (a ``(pop)``
+        #: may give egglog's values other meanings): :meth:`restore` drops them.
+        self._reads: dict[str, tuple[list, list]] = {}
+        self._read_cls: dict[Any, int] | None = None
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -276,6 +288,8 @@ class Inserter:
         self._next, self._memo, self.uop_handle, self._keep, self.handle_uop = \
             st[0], dict(st[1]), dict(st[2]), list(st[3]), dict(st[4])
         self.node_cache.clear()
+        self._reads = {}
+        self._read_cls = None
         self._rows.clear()
         self.pending = 0
 
@@ -438,6 +452,44 @@ _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, c in enumerate(sig) if c == "E") for name, sig in CTORS.items()}
 
 
+#: constructor -> the positions of its String / i64 fields
+_S_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "S") for name, sig in CTORS.items()}
+_I_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "I") for name, sig in CTORS.items()}
+_FIRST = itemgetter(0)
+_ROW_OF = attrgetter("row")
+_NONE: frozenset[int] = frozenset()
+
+
+def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
+               kind: str = "") -> tuple[list, list[int]]:
+    """For one function's rows (``FrozenRow``): the results the last snapshot had for
+    the rows equal to its row at the same place (egglog adds rows at the end, so most
+    keep their place; a FrozenRow compares in Rust), None for the others and for the
+    results that name a class in ``stale``; and the indices of the None ones.
+    ``last``: that snapshot's ``(rows, results)``; ``kind``: what a result is, a
+    ``"node"`` (Node), a ``"pair"`` (class, value) or a ``"class"``."""
+    n = len(rows)
+    if last is None:
+        return [None] * n, list(range(n))
+    same = zip(map(eq, rows, last[0]), last[1], strict=False)
+    if not stale:
+        res = [t if e else None for e, t in same]
+    elif kind == "node":
+        res = [t if e and t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
+               else None for e, t in same]
+    elif kind == "pair":
+        res = [t if e and t is not None and t[0] not in stale else None for e, t in same]
+    elif kind == "class":
+        res = [t if e and t not in stale else None for e, t in same]
+    else:
+        raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
+    if len(res) < n:
+        res += [None] * (n - len(res))
+    return res, [i for i, t in enumerate(res) if t is None]
+
+
 #: constructor -> the position of its dtype field (-1: none, a list cell)
 _DTYPE_POS: dict[str, int] = {
     name: (0 if name == "Cst" or name in CTOR_OP else -1 if name in ("Cons", "Nil") else 1)
@@ -448,10 +500,11 @@ class Node:
     """One e-node of a snapshot: its class, constructor, fields (children as classes).
 
     ``kids`` are the child classes (a GL's list not flattened), ``dtype`` the
-    dtype name (None for list cells).
+    dtype name (None for list cells), ``row`` the tuple ``(cls, ctor, fields,
+    subsumed)`` (the snapshot's sort key).
     """
 
-    __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype")
+    __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype", "row")
 
     def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False):
         self.cls = cls
@@ -462,6 +515,7 @@ class Node:
         self.kids = tuple(fields[i] for i in pos)
         d = _DTYPE_POS[ctor]
         self.dtype = None if d < 0 else fields[d]
+        self.row = (cls, ctor, fields, subsumed)
 
     @property
     def op(self) -> Ops | None:
@@ -490,39 +544,48 @@ class Snapshot:
 
     def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
                  analyses: tuple[str, ...] = ("lo", "hi"), check: bool = True):
+        # automatic collections off: the read makes tens of thousands of short-lived,
+        # acyclic objects (egglog's rows) and no reference cycles
+        with gc_paused():
+            self._read(egraph, inserter, analyses, check)
+
+    def _read(self, egraph: bindings.EGraph, inserter: Inserter, analyses: tuple[str, ...],
+              check: bool) -> None:
         fr = egraph.freeze()
         funcs = fr.functions
-        eg = egraph
-        to_i64 = eg.value_to_i64
-        cls_of: dict[Any, int] = {}
-        handle_val: dict[int, Any] = {}
+        to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
+        # A row equal to the last snapshot's row at the same place (see _unchanged)
+        # keeps its result: an (H k) row always, any other row unless it names a class
+        # whose egglog value now has another handle or is gone (``stale``)
+        reads = inserter._reads
+        fresh: dict[str, tuple[list, list]] = {}
+        hrows = funcs["H"].rows
+        hres, todo = _unchanged(reads.get("H"), hrows, _NONE)
+        for i in todo:
+            r = hrows[i]
+            hres[i] = (to_i64(r.inputs[0]), r.output)
+        fresh["H"] = (hrows, hres)
+        handle_val: dict[int, Any] = dict(hres)
+        cls_of: dict[Any, int] = {}  # a class is named by its smallest handle
         first = cls_of.setdefault
-        for r in funcs["H"].rows:
-            k = to_i64(r.inputs[0])
-            o = r.output
-            handle_val[k] = o
+        for k, o in hres:
             if first(o, k) > k:
                 cls_of[o] = k
+        last = inserter._read_cls
+        if last is None:
+            reads = {}
+        stale = _NONE if last is None else {k for _, k in last.items() - cls_of.items()}
         strs: dict[Any, str] = {}
-        ints: dict[Any, int] = {}
-
-        def to_str(v: Any) -> str:
-            x = strs.get(v)
-            if x is None:
-                x = strs[v] = eg.value_to_string(v)
-            return x
-
-        def to_int(v: Any) -> int:
-            x = ints.get(v)
-            if x is None:
-                x = ints[v] = to_i64(v)
-            return x
-
-        # every row becomes (class, ctor, fields, subsumed) with its classes named by
-        # handle; a row whose class or a child's has no handle yet waits in `raw` as
-        # (ctor, output, fields with classes still as egglog values, subsumed)
-        rows4: list[tuple[int, str, tuple, bool]] = []
+        sget = strs.get
+        # every row becomes a Node (class, ctor, fields, subsumed) with its classes named
+        # by handle; a row whose class or a child's has no handle yet waits in `raw` as
+        # (ctor, output, fields with classes still as egglog values, subsumed). Node
+        # objects are immutable: the previous snapshots' are reused
+        cache = inserter.node_cache
+        cget = cache.get
+        nodes: list[Node] = []
         raw: list[tuple[str, Any, list, bool]] = []
+        csts: list[Node] = []  # the Cst e-nodes
         get = cls_of.get
         for name, sig in CTORS.items():
             f = funcs.get(name)
@@ -531,47 +594,71 @@ class Snapshot:
             rows = f.rows
             if not rows:
                 continue
-            if sig == "SEE":  # binary ALU nodes, the common case
-                for r in rows:
+            res, todo = _unchanged(reads.get(name), rows, stale, "node")
+            if not todo:
+                pass
+            elif sig == "SEE":  # binary ALU nodes, the common case
+                for i in todo:
+                    r = rows[i]
                     a = r.inputs
                     o = r.output
                     c, x, y = get(o), get(a[1]), get(a[2])
-                    d = strs.get(a[0])
+                    v = a[0]
+                    d = sget(v)
                     if d is None:
-                        d = to_str(a[0])
+                        d = strs[v] = intern(to_string(v))
                     if c is None or x is None or y is None:
                         a[0] = d
                         raw.append((name, o, a, r.subsumed))
                     else:
-                        rows4.append((c, name, (d, x, y), r.subsumed))
-                continue
-            conv = [(i, to_str if ch == "S" else to_int) for i, ch in enumerate(sig)
-                    if ch != "E"]
-            pos = _E_POS[name]
-            for r in rows:
-                a = r.inputs
-                for i, fn in conv:
-                    a[i] = fn(a[i])
-                o = r.output
-                c = get(o)
-                if c is not None:
-                    vals = list(a)
-                    for i in pos:
-                        k = get(a[i])
-                        if k is None:
-                            c = None
-                            break
-                        vals[i] = k
-                if c is None:
-                    raw.append((name, o, a, r.subsumed))
-                else:
-                    rows4.append((c, name, tuple(vals), r.subsumed))
+                        t = (c, name, (d, x, y), r.subsumed)
+                        n = cget(t)
+                        if n is None:
+                            n = cache[t] = Node(*t)
+                        res[i] = n
+            else:
+                s_pos, i_pos, pos = _S_POS[name], _I_POS[name], _E_POS[name]
+                for i in todo:
+                    r = rows[i]
+                    a = r.inputs
+                    for j in s_pos:
+                        v = a[j]
+                        d = sget(v)
+                        if d is None:
+                            d = strs[v] = intern(to_string(v))
+                        a[j] = d
+                    for j in i_pos:
+                        a[j] = to_i64(a[j])
+                    o = r.output
+                    c = get(o)
+                    if c is not None and pos:
+                        vals = list(a)
+                        for j in pos:
+                            k = get(a[j])
+                            if k is None:
+                                c = None
+                                break
+                            vals[j] = k
+                        else:
+                            a = vals
+                    if c is None:
+                        raw.append((name, o, a, r.subsumed))
+                    else:
+                        t = (c, name, tuple(a), r.subsumed)
+                        n = cget(t)
+                        if n is None:
+                            n = cache[t] = Node(*t)
+                        res[i] = n
+            fresh[name] = (rows, res)
+            if name == "Cst":
+                csts = [n for n in res if n is not None]
+            nodes += filter(None, res)
         # classes without a handle (made by egglog's rewrites): handles bottom-up
         self.new_handles = 0
-        todo = [x for x in raw if x[1] not in cls_of]
-        while todo:
+        todo_raw = [x for x in raw if x[1] not in cls_of]
+        while todo_raw:
             ready, rest = [], []
-            for x in todo:
+            for x in todo_raw:
                 if x[1] in cls_of:
                     continue
                 if all(x[2][i] in cls_of for i in _E_POS[x[0]]):
@@ -597,7 +684,7 @@ class Snapshot:
                 cls_of[x[1]] = k
                 inserter.node_with_handle(k, ctor, *fields)
                 self.new_handles += 1
-            todo = rest
+            todo_raw = rest
         for name, out, vals, sub in raw:
             c = get(out)
             if c is None:
@@ -610,44 +697,45 @@ class Snapshot:
                     break
                 vals[i] = k
             if ok:
-                rows4.append((c, name, tuple(vals), sub))
+                t = (c, name, tuple(vals), sub)
+                n = cget(t)
+                if n is None:
+                    n = cache[t] = Node(*t)
+                nodes.append(n)
+                if name == "Cst":
+                    csts.append(n)
         # sorted: the nodes' order is part of the result ((class, ctor, fields) is unique)
-        rows4.sort()
-        # Node objects are immutable: the previous snapshots' are reused (most of the
-        # e-graph is unchanged from one iteration to the next)
-        cache = inserter.node_cache
-        if len(cache) > 4 * len(rows4) + 4096:
+        nodes.sort(key=_ROW_OF)
+        if len(cache) > 4 * len(nodes) + 4096:
             cache.clear()
-        nodes: list[Node] = []
+        rows4 = list(map(_ROW_OF, nodes))
         classes: dict[int, list[int]] = {}
-        #: class -> the value of its Cst e-node; class -> its dtype name
-        self.consts: dict[int, int] = {}
+        #: class -> the value of its Cst e-node; class -> its dtype name (that of its
+        #: first e-node with one: all but list cells)
+        csts.sort(key=_ROW_OF)
+        self.consts: dict[int, int] = {n.cls: n.fields[1] for n in csts}
         self.dtypes: dict[int, str] = {}
-        consts, dtypes_ = self.consts, self.dtypes
-        append = nodes.append
-        cget = cache.get
+        dtypes_ = self.dtypes
         prev = -1  # the rows are sorted by class: each class is one run
         lst: list[int] = []
         need_dt = False
-        for i, t in enumerate(rows4):
-            n = cget(t)
-            if n is None:
-                n = cache[t] = Node(*t)
-            append(n)
-            c = t[0]
+        for i, c in enumerate(map(_FIRST, rows4)):
             if c != prev:
                 prev = c
                 lst = classes[c] = [i]
-                need_dt = True
-            else:
-                lst.append(i)
-            if t[1] == "Cst":
-                consts[c] = t[2][1]
-            if need_dt:
-                dt = n.dtype
-                if dt is not None:
+                dt = nodes[i].dtype
+                if dt is None:
+                    need_dt = True
+                else:
                     dtypes_[c] = dt
                     need_dt = False
+            else:
+                lst.append(i)
+                if need_dt:
+                    dt = nodes[i].dtype
+                    if dt is not None:
+                        dtypes_[c] = dt
+                        need_dt = False
         self.nodes = nodes
         #: ``(class, ctor, fields, subsumed)`` of every e-node, in the order of ``nodes``
         self.rows = rows4
@@ -659,13 +747,27 @@ class Snapshot:
         for name, table in (("lo", self.lo), ("hi", self.hi)):
             if name not in analyses or name not in funcs:
                 continue
-            table.update({get(r.inputs[0]): to_i64(r.output) for r in funcs[name].rows})
-            table.pop(None, None)  # type: ignore[call-overload]
+            rows = funcs[name].rows
+            res, todo = _unchanged(reads.get(name), rows, stale, "pair")
+            for i in todo:
+                r = rows[i]
+                c = get(r.inputs[0])
+                if c is not None:
+                    res[i] = (c, to_i64(r.output))
+            fresh[name] = (rows, res)
+            table.update(filter(None, res))
         known: set[int] = set()
         if "Def" in funcs:
-            known = {get(r.inputs[0]) for r in funcs["Def"].rows}
+            rows = funcs["Def"].rows
+            res, todo = _unchanged(reads.get("Def"), rows, stale, "class")
+            for i in todo:
+                res[i] = get(rows[i].inputs[0])
+            fresh["Def"] = (rows, res)
+            known = set(res)
             known.discard(None)  # type: ignore[arg-type]
-        self.defined = defined_classes(nodes, known)
+        inserter._reads = fresh
+        inserter._read_cls = cls_of
+        self.defined = defined_classes(nodes, known, classes)
         for c in sorted(self.defined - known):  # for the native rules' guards
             inserter._row("RDef", (c,))
         self.relations: dict[str, list[tuple[int, ...]]] = {}
@@ -731,11 +833,17 @@ class Snapshot:
 
 
 
-def defined_classes(nodes: list[Node], known: set[int]) -> set[int]:
+def defined_classes(nodes: list[Node], known: set[int],
+                    classes: dict[int, list[int]] | None = None) -> set[int]:
     """The classes that are never Invalid: a least fixed point over the e-nodes (a
     constant, a leaf other than Invalid, range/special of such an end, an ALU op
-    whose operands all are), starting from ``known``."""
+    whose operands all are), starting from ``known``. With ``classes`` (class ->
+    indices into ``nodes``, as :attr:`Snapshot.classes`) only the e-nodes of the
+    classes not in ``known`` are visited (the fixed point does not depend on the
+    order the e-nodes are visited in)."""
     out = set(known)
+    if classes is not None:
+        nodes = [nodes[i] for c in sorted(classes.keys() - out) for i in classes[c]]
     waiting: dict[int, list[Node]] = {}
     stack: list[int] = []
 
