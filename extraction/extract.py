@@ -727,17 +727,19 @@ def _closure(comp: _Compiled, sel: list[int], starts: list[int]) -> set[int]:
 
 def _egraph_ancestors(comp: _Compiled, relevant: list[bool], k: int) -> set[int]:
     """Relevant classes with some e-node path down to class ``k`` (``k`` excluded)."""
-    out: set[int] = set()
+    seen = [False] * len(relevant)
+    seen[k] = True
+    out: list[int] = []
     stack = [k]
     ncls, parents = comp.ncls, comp.parents
     while stack:
-        c = stack.pop()
-        for p in parents[c]:
+        for p in parents[stack.pop()]:
             pc = ncls[p]
-            if relevant[pc] and pc not in out and pc != k:
-                out.add(pc)
+            if relevant[pc] and not seen[pc]:
+                seen[pc] = True
+                out.append(pc)
                 stack.append(pc)
-    return out
+    return set(out)
 
 
 def _moves(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],

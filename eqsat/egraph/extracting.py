@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from eqsat.egraph.encoding import ArgTable, Snapshot, decode_node
 from eqsat.egraph.schedules import Clock, gc_paused
 from eqsat.ops import Ops
 from eqsat.uop import UOp
+
+if TYPE_CHECKING:
+    from extraction import ENode
 
 __all__ = ["extract_roots"]
 
@@ -34,7 +38,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
                    clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
-    from extraction import EGraphView, ENode, Extraction, TreeChoice, extract_dag, uop_builder
+    from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
     from extraction.egraph_view import _new_enode
 
     roots = [snap.cls_of_handle(h) for h in handles]
@@ -51,16 +55,16 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
     # (a snapshot lists them so: its rows are sorted by class, one run each)
     reach = [(c, classes[c]) for c in sorted(seen) if c in classes]
-    decoded: dict[int, tuple] = {}
-    for _c, ns in reach:
-        for i in ns:
-            dec = decode_node(nodes[i], args, snap)
-            if dec is not None:
-                decoded[i] = dec
-    use = _usable(snap, decoded)
-    groups: dict[int, list[ENode]] = {}
+    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
     for c, ns in reach:
-        ens = [_new_enode((i, c, *decoded[i], 0.0, None)) for i in ns if i in use]
+        ens = [_new_enode((i, c, *dec, 0.0, None)) for i in ns
+               if (dec := decode_node(nodes[i], args, snap)) is not None]
+        if ens:
+            decoded.append((c, ens))
+    use = _usable(snap, [e for _c, ens in decoded for e in ens])
+    groups: dict[int, list[ENode]] = {}
+    for c, ens in decoded:
+        ens = [e for e in ens if e.key in use]
         if ens:
             groups[c] = ens
     # tree extraction of every root on its own, in one pass over the whole e-graph
@@ -115,10 +119,11 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
 
 
-def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
-    """The e-nodes of ``decoded`` the extraction may use: the ones not subsumed, and
-    every node of a class without a finite term made of those (a cancellation such
-    as (x - y) + y -> x may subsume the only grounded node), to a fixed point.
+def _usable(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
+    """The keys (snapshot node indices) of the e-nodes of ``enodes`` the extraction
+    may use: the ones not subsumed, and every node of a class without a finite term
+    made of those (a cancellation such as (x - y) + y -> x may subsume the only
+    grounded node), to a fixed point.
 
     Grounding only grows with the nodes allowed, so the fixed point is reached
     incrementally: each round allows the nodes of the classes still ungrounded and
@@ -129,8 +134,9 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
     batch = []
-    for i, dec in decoded.items():
-        kids = dec[3]
+    for e in enodes:
+        i = e.key
+        kids = e.children
         m = len(kids)
         if m == 2:
             a, b = kids
@@ -162,5 +168,5 @@ def _usable(snap: Snapshot, decoded: dict[int, tuple]) -> set[int]:
                 missing[p] = left
                 if not left and p in use:
                     stack.append(p)
-        batch = [i for i in decoded if i not in use and nodes[i].cls not in ok]
+        batch = [i for i in missing if i not in use and nodes[i].cls not in ok]
     return use

@@ -181,15 +181,16 @@ def old_usable(nodes, decoded) -> set[int]:
 def test_usable_matches_the_round_by_round_fixpoint(seed):
     rng = random.Random(seed)
     n_cls = rng.randint(2, 25)
-    nodes, decoded = [], {}
+    nodes, decoded, enodes = [], {}, []
     for i in range(rng.randint(n_cls, 3 * n_cls)):
         c = i if i < n_cls else rng.randrange(n_cls)
-        kids = tuple(rng.randrange(n_cls) for _ in range(rng.choice([0, 1, 2, 2, 3])))
+        kids = tuple(rng.randrange(n_cls) for _ in range(rng.choice([0, 1, 2, 2, 3, 4])))
         nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < 0.3))
         if rng.random() < 0.9:
             decoded[i] = (Ops.ADD, I, None, kids)
+            enodes.append(ENode(i, c, Ops.ADD, I, None, kids))
     snap = SimpleNamespace(nodes=nodes)
-    assert _usable(snap, decoded) == old_usable(nodes, decoded)
+    assert _usable(snap, enodes) == old_usable(nodes, decoded)
 
 
 def test_gc_paused_restores_the_collector():
