@@ -106,13 +106,14 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     # parts it shares with the tree terms are not built (looked up) again
     memo: dict[tuple[int, tuple[UOp, ...]], UOp] = {}
 
-    def build(en: ENode, kids: tuple[UOp, ...]) -> UOp:
+    def memo_build(en: ENode, kids: tuple[UOp, ...]) -> UOp:
         key = (id(en), kids)  # en is alive in the view, kids in the key
         u = memo.get(key)
         if u is None:
             u = memo[key] = uop_builder(en, kids)
         return u
 
+    build = memo_build if dag else uop_builder  # no DAG choice: each e-node built once
     done: dict[int, UOp] = {}  # class index -> term, of the tree choice
     term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
             for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
