@@ -224,9 +224,13 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     dirty, dirty_best = _dirty(snap, best, changed)
     lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
-    canon = [r for r in rules if r.kind == "canon"]
-    sums = [r for r in rules if r.kind == "sum"]
-    dm = [r for r in rules if r.kind == "divmod"]
+    # the rules by kind, each list in the rules' order (one scan of the rules)
+    kinds: dict[str, list[PyRule]] = {}
+    for r in rules:
+        kinds.setdefault(r.kind, []).append(r)
+    canon = kinds.get("canon", [])
+    sums = kinds.get("sum", [])
+    dm = kinds.get("divmod", [])
 
     reach_memo: dict[int, dict[int, bool]] = {}
     height = snap.height
@@ -317,7 +321,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 return False
         return True
 
-    basis = [r for r in rules if r.kind == "basis"]
+    basis = kinds.get("basis", [])
     searcher: _BasisSearch | None = None
     _lap('sums')
     if canon or sums or basis:
@@ -372,11 +376,11 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                     if out is not None:
                         union(c, out, r.name)
     _lap('fold')
-    if any(r.kind == "fold" for r in rules):
-        name = next(r.name for r in rules if r.kind == "fold")
+    if "fold" in kinds:
+        name = kinds["fold"][0].name
         fold_pass(snap, dirty, union, name)
     _lap('and')
-    for r in [r for r in rules if r.kind == "canon_and"]:
+    for r in kinds.get("canon_and", []):
         for c, i in dirty_best:  # the dirty classes in best's order
             n = snap.nodes[i]
             if n.ctor != "And" or n.fields[0] != "bool":
@@ -391,16 +395,16 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 t = ("And", "bool", t, k)
             union(c, t, r.name)
     _lap('cmp')
-    for r in [r for r in rules if r.kind == "cmp"]:
+    for r in kinds.get("cmp", []):
         cmp_pass(snap, lins, ctx, state, r.name, union, dirty)
     _lap('lift')
-    for r in [r for r in rules if r.kind == "lift"]:
+    for r in kinds.get("lift", []):
         lift_pass(snap, ins, best, state, r.name, union, dirty, dirty_best)
     _lap('context')
-    for r in [r for r in rules if r.kind == "context"]:
+    for r in kinds.get("context", []):
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
     _lap('bridge')
-    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]
+    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]  # (in order)
     if bridged:
         bridge_pass(snap, ins, best, dirty, bridged, union, deadline, state.bridge_cache)
     dm_by_op = divmod_rules_by_op(dm)
