@@ -349,6 +349,18 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
         if not ch:
             s: dict[int, float] = {c: cost[n]}
             tot = cost[n]
+        elif len(ch) == 1:  # the general case below, for one child set
+            k = ch[0]
+            sk = sets[k]
+            if sk is None or cost[n] + (totals[k] if totals[k] > 0.0 else 0.0) >= prev:
+                continue
+            s = dict(sk)
+            copied += len(s)
+            if c in s:
+                continue
+            tot = totals[k]
+            s[c] = cost[n]
+            tot += cost[n]
         else:
             child_sets = []
             lb = 0.0
@@ -368,7 +380,7 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
                 if len(child_sets[i]) > len(child_sets[big]):
                     big = i
             s = dict(child_sets[big])
-            small = sum(len(sk) for sk in child_sets) - len(s)
+            small = sum(map(len, child_sets)) - len(s)
             copied += len(s) + small
             if small <= 16:  # add what the small sets bring, entry by entry
                 tot = totals[ch[big]]  # == the sum of that set
