@@ -61,12 +61,17 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
                if (dec := decode_node(nodes[i], args, snap)) is not None]
         if ens:
             decoded.append((c, ens))
-    use = _usable(snap, [e for _c, ens in decoded for e in ens])
+    every = [e for _c, ens in decoded for e in ens]
+    use = _usable(snap, every)
+    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
+    cut = {e.eclass for e in every if e.key not in use}
     groups: dict[int, list[ENode]] = {}
     for c, ens in decoded:
-        ens = [e for e in ens if e.key in use]
-        if ens:
-            groups[c] = ens
+        if c in cut:
+            ens = [e for e in ens if e.key in use]
+            if not ens:
+                continue
+        groups[c] = ens
     # tree extraction of every root on its own, in one pass over the whole e-graph
     full = EGraphView._of_classes(groups, class_min=snap.lo)
     tc = TreeChoice(full, uniq, model)
@@ -135,9 +140,7 @@ def _usable(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
     batch = []
-    for e in enodes:
-        i = e.key
-        kids = e.children
+    for i, _c, _op, _dt, _arg, kids, _cost, _raw in enodes:
         m = len(kids)
         if m == 2:
             a, b = kids
