@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eqsat.egraph.computed.context import _class_dtype
-from eqsat.egraph.computed.linear import EClassCtx, LinForms, _UnrepresentableError
+from eqsat.egraph.computed.linear import EClassCtx, LinForms, _UnrepresentableError, nodes_of
 from eqsat.egraph.computed.state import PassState
 from eqsat.egraph.computed.terms import Term
 from eqsat.egraph.encoding import Snapshot
@@ -64,12 +64,15 @@ def cmp_rewrites(x: Lin, ctx: EClassCtx) -> list[Term]:
     return out
 
 
+_LT = frozenset(("Lt",))
+
+
 def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, name: str,
              union: Callable[[int, Term, str], Any], dirty: set[int]) -> None:
     """Rewrite every index comparison ``a < b`` through :func:`cmp_rewrites`."""
     defined = snap.defined
-    for n in snap.nodes:
-        if n.ctor != "Lt" or n.subsumed:
+    for n in nodes_of(snap, _LT):
+        if n.subsumed:
             continue
         a, b = n.fields[1], n.fields[2]
         if n.cls not in dirty and a not in dirty and b not in dirty:

@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqsat.egraph.computed.linear import EClassCtx, LinForms, _UnrepresentableError, conjuncts
+from eqsat.egraph.computed.linear import (
+    EClassCtx,
+    LinForms,
+    _UnrepresentableError,
+    conjuncts,
+    nodes_of,
+)
 from eqsat.egraph.computed.pricing import Weights
 from eqsat.egraph.computed.state import PassState
 from eqsat.egraph.computed.terms import _TERM_E, Term, _mentions, emit
@@ -230,6 +236,9 @@ def _is_invalid(snap: Snapshot, c: int) -> bool:
     return any(n.ctor == "Leaf" and n.fields[0] == "INVALID" for n in snap.class_nodes(c))
 
 
+_WHERE = frozenset(("Where",))
+
+
 def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict[int, float],
                  lins: LinForms, ectx: EClassCtx, state: PassState, name: str,
                  union: Callable[[int, Term, str], Any], dirty: set[int],
@@ -237,8 +246,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
     """Open contexts for new ``where(c, x, Invalid)`` nodes; close the ones whose
     ``x'`` became cheaper than ``x`` (union ``where(c, x'[vars -> atoms], f)``)."""
     # open
-    for n in snap.nodes:
-        if n.ctor != "Where" or n.subsumed or n.fields[0] != "index":
+    for n in nodes_of(snap, _WHERE):
+        if n.subsumed or n.fields[0] != "index":
             continue
         if n.cls not in dirty and not any(k in dirty for k in n.kids):
             continue

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from eqsat.egraph.computed.terms import Term, _cval, _key
@@ -166,6 +168,16 @@ def _lin_kids(n: Node | None) -> tuple[int, ...]:
     if n.ctor == "Neg":
         return (n.fields[1],)
     return ()
+
+
+def nodes_of(snap: Snapshot, ctors: frozenset[str]) -> list[Node]:
+    """The e-nodes whose constructor is in ``ctors``, in snapshot order (the scan runs
+    in C: the passes each look at a few constructors' e-nodes)."""
+    nodes = snap.nodes
+    return list(compress(nodes, map(ctors.__contains__, map(_CTOR, nodes))))
+
+
+_CTOR = attrgetter("ctor")
 
 
 def conjuncts(snap: Snapshot, best: dict[int, int], c: int) -> list[int]:

@@ -25,6 +25,7 @@ from eqsat.egraph.computed.linear import (
     _Memo,
     _UnrepresentableError,
     conjuncts,
+    nodes_of,
 )
 from eqsat.egraph.computed.pricing import Weights, _best_nodes
 from eqsat.egraph.computed.state import PassResult, PassState, PyRule
@@ -36,6 +37,8 @@ from rules.divmod_core import Lin
 #: computed rewrites unioned into one class at most (a runaway family of rewrites of
 #: one class stops here; the first ones are the ones found first, deterministically)
 MAX_UNIONS_PER_CLASS = 24
+
+_DIVMOD = frozenset(("Idiv", "Mod"))
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
@@ -412,8 +415,8 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
 
     _lap('divmod')
     if dm:
-        for n in snap.nodes:
-            if n.ctor not in ("Idiv", "Mod") or n.subsumed or n.fields[0] != "index":
+        for n in nodes_of(snap, _DIVMOD):
+            if n.subsumed or n.fields[0] != "index":
                 continue
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
             if cls not in dirty and xc not in dirty and yc not in dirty:
