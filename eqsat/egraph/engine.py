@@ -53,14 +53,48 @@ from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
-__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP"]
+__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
 
-_SPAN = bindings.PanicSpan()
+def top_level_commands(text: str) -> list[str]:
+    """The top-level s-expressions of egglog ``text``, each as its own text (strings
+    and ``;`` comments respected). Unbalanced text raises ValueError naming the line."""
+    out: list[str] = []
+    depth, start, i, n = 0, -1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = text.find('"', i + 1)
+            while j > 0 and text[j - 1] == "\\":
+                j = text.find('"', j + 1)
+            if j < 0:
+                raise ValueError(f"egglog text: unterminated string at line "
+                                 f"{text.count(chr(10), 0, i) + 1}")
+            i = j + 1
+            continue
+        if ch == ";":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"egglog text: unbalanced ')' at line "
+                                 f"{text.count(chr(10), 0, i) + 1}")
+            if depth == 0:
+                out.append(text[start:i + 1])
+        i += 1
+    if depth:
+        raise ValueError(f"egglog text: unclosed '(' at line {text.count(chr(10), 0, start) + 1}")
+    return out
 
 
 class Session:
@@ -73,7 +107,10 @@ class Session:
         self.ins = Inserter(self.egraph, self.args)
         prog = [declarations(), analysis_program("analysis"), "(ruleset native)"]
         prog += [r.program("native") for r in self.native]
-        self.egraph.run_program(*self.egraph.parse_program("\n".join(prog)))
+        # one command at a time: the bindings copy a command's whole source text into
+        # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
+        for cmd in top_level_commands("\n".join(prog)):
+            self.egraph.run_program(*self.egraph.parse_program(cmd))
         self._native_names = {r.name for r in self.native}
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
 

@@ -1,0 +1,51 @@
+"""The engine's helpers: splitting egglog text into commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqsat.egraph.engine import Session, top_level_commands
+
+# egglog text, its top-level commands
+SPLITS: list[tuple[str, list[str]]] = [
+    ("", []),
+    ("(a)", ["(a)"]),
+    ("(a (b c))\n(d)", ["(a (b c))", "(d)"]),
+    ('(a "x)" (b))', ['(a "x)" (b))']),                      # a paren inside a string
+    ('(e "q\\"(")', ['(e "q\\"(")']),                         # an escaped quote
+    ("(a) ; (not a command)\n(b)", ["(a)", "(b)"]),           # a comment
+    ('(rule ((= l (lo e))) ((panic "empty (lo > hi)")))',
+     ['(rule ((= l (lo e))) ((panic "empty (lo > hi)")))']),
+]
+
+BAD: list[tuple[str, str]] = [
+    ("(a", "unclosed '(' at line 1"),
+    ("(a)\n(b))", "unbalanced ')' at line 2"),
+    ('(a "x)', "unterminated string at line 1"),
+]
+
+
+@pytest.mark.parametrize("text, want", SPLITS)
+def test_top_level_commands(text: str, want: list[str]) -> None:
+    assert top_level_commands(text) == want
+
+
+@pytest.mark.parametrize("text, msg", BAD)
+def test_top_level_commands_rejects_unbalanced_text(text: str, msg: str) -> None:
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        top_level_commands(text)
+
+
+def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
+    # no command lost or merged: the same commands as egglog's parse of the whole program
+    from eqsat.egraph._egglog import bindings
+    from eqsat.egraph.analyses import analysis_program
+    from eqsat.egraph.encoding import declarations
+
+    s = Session(None)
+    text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
+                      *(r.program("native") for r in s.native)])
+    cmds = top_level_commands(text)
+    parsed = bindings.EGraph().parse_program(text)
+    assert len(cmds) == len(parsed) > 200
+    assert sum(len(bindings.EGraph().parse_program(c)) for c in cmds[::25]) == len(cmds[::25])
