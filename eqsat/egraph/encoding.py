@@ -50,7 +50,6 @@ from typing import Any
 
 from eqsat.dtype import DType, dtypes
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.schedules import gc_paused
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 
@@ -506,16 +505,18 @@ class Node:
 
     __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype", "row")
 
-    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False):
+    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False,
+                 row: tuple | None = None):
         self.cls = cls
         self.ctor = ctor
         self.fields = fields
         self.subsumed = subsumed
         pos = _E_POS[ctor]
-        self.kids = tuple(fields[i] for i in pos)
+        self.kids = tuple(map(fields.__getitem__, pos))
         d = _DTYPE_POS[ctor]
         self.dtype = None if d < 0 else fields[d]
-        self.row = (cls, ctor, fields, subsumed)
+        # ``row``: the caller's tuple when it has one (not checked)
+        self.row = (cls, ctor, fields, subsumed) if row is None else row
 
     @property
     def op(self) -> Ops | None:
@@ -544,13 +545,6 @@ class Snapshot:
 
     def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
                  analyses: tuple[str, ...] = ("lo", "hi"), check: bool = True):
-        # automatic collections off: the read makes tens of thousands of short-lived,
-        # acyclic objects (egglog's rows) and no reference cycles
-        with gc_paused():
-            self._read(egraph, inserter, analyses, check)
-
-    def _read(self, egraph: bindings.EGraph, inserter: Inserter, analyses: tuple[str, ...],
-              check: bool) -> None:
         fr = egraph.freeze()
         funcs = fr.functions
         to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
@@ -560,10 +554,14 @@ class Snapshot:
         reads = inserter._reads
         fresh: dict[str, tuple[list, list]] = {}
         hrows = funcs["H"].rows
-        hres, todo = _unchanged(reads.get("H"), hrows, _NONE)
-        for i in todo:
-            r = hrows[i]
-            hres[i] = (to_i64(r.inputs[0]), r.output)
+        last_rows = reads.get("H")
+        if last_rows is None:  # (a comprehension: the fast way to read every row)
+            hres = [(to_i64(r.inputs[0]), r.output) for r in hrows]
+        else:
+            hres, todo = _unchanged(last_rows, hrows, _NONE)
+            for i in todo:
+                r = hrows[i]
+                hres[i] = (to_i64(r.inputs[0]), r.output)
         fresh["H"] = (hrows, hres)
         handle_val: dict[int, Any] = dict(hres)
         cls_of: dict[Any, int] = {}  # a class is named by its smallest handle
@@ -614,7 +612,7 @@ class Snapshot:
                         t = (c, name, (d, x, y), r.subsumed)
                         n = cget(t)
                         if n is None:
-                            n = cache[t] = Node(*t)
+                            n = cache[t] = Node(*t, row=t)
                         res[i] = n
             else:
                 s_pos, i_pos, pos = _S_POS[name], _I_POS[name], _E_POS[name]
@@ -647,7 +645,7 @@ class Snapshot:
                         t = (c, name, tuple(a), r.subsumed)
                         n = cget(t)
                         if n is None:
-                            n = cache[t] = Node(*t)
+                            n = cache[t] = Node(*t, row=t)
                         res[i] = n
             fresh[name] = (rows, res)
             if name == "Cst":
@@ -700,7 +698,7 @@ class Snapshot:
                 t = (c, name, tuple(vals), sub)
                 n = cget(t)
                 if n is None:
-                    n = cache[t] = Node(*t)
+                    n = cache[t] = Node(*t, row=t)
                 nodes.append(n)
                 if name == "Cst":
                     csts.append(n)
@@ -748,20 +746,29 @@ class Snapshot:
             if name not in analyses or name not in funcs:
                 continue
             rows = funcs[name].rows
-            res, todo = _unchanged(reads.get(name), rows, stale, "pair")
-            for i in todo:
-                r = rows[i]
-                c = get(r.inputs[0])
-                if c is not None:
-                    res[i] = (c, to_i64(r.output))
+            last_rows = reads.get(name)
+            if last_rows is None:
+                res = [None if (c := get(r.inputs[0])) is None else (c, to_i64(r.output))
+                       for r in rows]
+            else:
+                res, todo = _unchanged(last_rows, rows, stale, "pair")
+                for i in todo:
+                    r = rows[i]
+                    c = get(r.inputs[0])
+                    if c is not None:
+                        res[i] = (c, to_i64(r.output))
             fresh[name] = (rows, res)
             table.update(filter(None, res))
         known: set[int] = set()
         if "Def" in funcs:
             rows = funcs["Def"].rows
-            res, todo = _unchanged(reads.get("Def"), rows, stale, "class")
-            for i in todo:
-                res[i] = get(rows[i].inputs[0])
+            last_rows = reads.get("Def")
+            if last_rows is None:
+                res = [get(r.inputs[0]) for r in rows]
+            else:
+                res, todo = _unchanged(last_rows, rows, stale, "class")
+                for i in todo:
+                    res[i] = get(rows[i].inputs[0])
             fresh["Def"] = (rows, res)
             known = set(res)
             known.discard(None)  # type: ignore[arg-type]
