@@ -51,14 +51,17 @@ class UnsoundError(RuntimeError):
 
 
 def dtype_table() -> str:
-    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``."""
+    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``/
+    ``FixDt`` (fixed-width integers: ``IntDt`` but index)."""
     out = ["(function dmin (String) i64 :no-merge)", "(function dmax (String) i64 :no-merge)",
-           "(relation IntDt (String))", "(relation IdxDt (String))"]
+           "(relation IntDt (String))", "(relation IdxDt (String))", "(relation FixDt (String))"]
     for name, (lo, hi) in INT_DTYPES.items():
         out.append(f'(set (dmin "{name}") {lo})')
         out.append(f'(set (dmax "{name}") {hi})')
         if name != "bool":
             out.append(f'(IntDt "{name}")')
+        if name not in ("bool", "index"):
+            out.append(f'(FixDt "{name}")')
     out.append('(IdxDt "index")')
     return "\n".join(out)
 

@@ -10,7 +10,8 @@ thread; the first costs 1-3 s to build).
 One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
 1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
-   rewrites, the interval analysis to a fixed point (the tripwire panics on an
+   rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
+   such a dtype), the interval analysis to a fixed point (the tripwire panics on an
    empty interval) -- all in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
    (``Def``) computed and sent back for the native rules' guards;
@@ -39,7 +40,7 @@ import time
 from typing import Any
 
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.analyses import TRIPWIRE, UnsoundError, analysis_program
+from eqsat.egraph.analyses import INT_DTYPES, TRIPWIRE, UnsoundError, analysis_program
 from eqsat.egraph.computed import PassState, python_pass
 from eqsat.egraph.encoding import (
     ArgTable,
@@ -53,12 +54,19 @@ from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
-__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands"]
+__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands",
+           "FIXED_RULESET", "fixed_only"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
+
+#: the native rules that match fixed-width integer nodes only (their guards say
+#: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
+FIXED_RULESET = "native_fixed"
+FIXED_DTYPES = frozenset(n for n in INT_DTYPES if n not in ("bool", "index"))
+
 
 def top_level_commands(text: str) -> list[str]:
     """The top-level s-expressions of egglog ``text``, each as its own text (strings
@@ -97,6 +105,11 @@ def top_level_commands(text: str) -> list[str]:
     return out
 
 
+def fixed_only(rule: Any) -> bool:
+    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard)."""
+    return "(FixDt dt)" in rule.when or "(FixDt dt)" in rule.query
+
+
 class Session:
     """A warm e-graph for one rule set selection (see the module docstring)."""
 
@@ -105,13 +118,16 @@ class Session:
         self.egraph = bindings.EGraph()
         self.args = ArgTable()
         self.ins = Inserter(self.egraph, self.args)
-        prog = [declarations(), analysis_program("analysis"), "(ruleset native)"]
-        prog += [r.program("native") for r in self.native]
+        prog = [declarations(), analysis_program("analysis"), "(ruleset native)",
+                f"(ruleset {FIXED_RULESET})"]
+        prog += [r.program(FIXED_RULESET if fixed_only(r) else "native") for r in self.native]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
         for cmd in top_level_commands("\n".join(prog)):
             self.egraph.run_program(*self.egraph.parse_program(cmd))
         self._native_names = {r.name for r in self.native}
+        self._has_fixed_rules = any(fixed_only(r) for r in self.native)
+        self._fixed = False  # this run's e-graph has fixed-width integer nodes
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
 
     def __repr__(self) -> str:
@@ -133,7 +149,10 @@ class Session:
         analysis tightens) fires one iteration later (semi-naive matching sees the new
         bound). On the corpus the outputs are those of analysing before the rules too."""
         if native and self.native:
-            cmds = f"(run native 1)\n(run analysis {ANALYSIS_CAP})"
+            cmds = "(run native 1)\n"
+            if self._fixed and self._has_fixed_rules:
+                cmds += f"(run {FIXED_RULESET} 1)\n"
+            cmds += f"(run analysis {ANALYSIS_CAP})"
         else:
             cmds = f"(run analysis {ANALYSIS_CAP})"
         try:
@@ -147,14 +166,16 @@ class Session:
             self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
         if not (native and self.native):
             return False
-        rep = reports[-2]
         changed = False
-        for k, v in rep.num_matches_per_rule.items():
-            name = k.split('"')[1] if '"' in k else k
-            if v and name in self._native_names:
-                changed = True
-                matches[name] = matches.get(name, 0) + v
-        return changed and bool(rep.updated)
+        for rep in reports[:-1]:  # the native round(s); the last is the analysis
+            fired = False
+            for k, v in rep.num_matches_per_rule.items():
+                name = k.split('"')[1] if '"' in k else k
+                if v and name in self._native_names:
+                    fired = True
+                    matches[name] = matches.get(name, 0) + v
+            changed = changed or (fired and bool(rep.updated))
+        return changed
 
     def _diagnose(self) -> UnsoundError:
         snap = Snapshot(self.egraph, self.ins, check=False)
@@ -229,6 +250,10 @@ class Session:
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
+                # only an input can bring a fixed-width integer dtype in (rewrites keep
+                # their operands' dtypes): its rules run only then
+                self._fixed = any(str(u.dtype) in FIXED_DTYPES
+                                  for u in self.ins._keep[len(saved[3]):])
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
             state = PassState()
             it = 0

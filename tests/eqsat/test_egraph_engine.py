@@ -1,10 +1,12 @@
-"""The engine's helpers: splitting egglog text into commands."""
+"""The engine's helpers: splitting egglog text into commands, the fixed-width rule set."""
 
 from __future__ import annotations
 
 import pytest
 
-from eqsat.egraph.engine import Session, top_level_commands
+from eqsat.api import optimize
+from eqsat.egraph.engine import FIXED_RULESET, Session, fixed_only, top_level_commands
+from eqsat.sexpr import parse
 
 # egglog text, its top-level commands
 SPLITS: list[tuple[str, list[str]]] = [
@@ -49,3 +51,23 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
     parsed = bindings.EGraph().parse_program(text)
     assert len(cmds) == len(parsed) > 200
     assert sum(len(bindings.EGraph().parse_program(c)) for c in cmds[::25]) == len(cmds[::25])
+
+
+def test_fixed_width_rules_form_their_own_rule_set() -> None:
+    s = Session(None)
+    fixed = [r.name for r in s.native if fixed_only(r)]
+    assert fixed and all(n.startswith("recombine_divmod_") for n in fixed)
+    assert FIXED_RULESET == "native_fixed"
+
+
+@pytest.mark.parametrize("text, fires", [
+    # an index input never runs the fixed-width rule set (its rules could not match)
+    ("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))", False),
+    ("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 (var x 0 99)) "
+     "(const i32 4)) (const i32 4)))", True),
+])
+def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires: bool) -> None:
+    res = optimize(parse(text), cost_model="reference")
+    native_fired = any(k.startswith("recombine_divmod_") for k in res.stats["matches"])
+    assert native_fired is fires, res.stats["matches"]
+    assert res.cost <= 4

@@ -74,6 +74,20 @@ TABLE: list[tuple[str, str, str | int]] = [
      " 10)) (mod (range 0 270) 10)) 15) 2) 15)) (mod (add (add (mul (idiv (range 0 270) 30) 30) "
      "(mul (add (mul (mod (idiv (range 0 270) 10) 3) -1) 2) 10)) (mod (range 0 270) 10)) 15)) 3)",
      "(add (sub (range 0 270) (mul (mod (idiv (range 0 270) 10) 3) 20)) 23)"),
+    # fixed-width ints: the native binary forms (rule set native_fixed, run when the input
+    # has such a dtype); index sums recombine through the computed whole-sum twin
+    ("div_mod_recombine", "(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 "
+     "(var x 0 99)) (const i32 4)) (const i32 4)))", "(cast i32 (var x 0 99))"),
+    ("div_mod_recombine", "(add (add (cast i32 (var b 0 5)) (mod (cast i32 (var x -50 50)) (const "
+     "i32 7))) (mul (idiv (cast i32 (var x -50 50)) (const i32 7)) (const i32 7)))",
+     "(add (cast i32 (var b 0 5)) (cast i32 (var x -50 50)))"),
+    ("div_mod_recombine", "(add (mul (mod (cast i32 (var x -50 50)) (const i32 4)) (const i32 3)) "
+     "(mul (idiv (cast i32 (var x -50 50)) (const i32 4)) (const i32 12)))",
+     "(mul (cast i32 (var x -50 50)) (const i32 3))"),
+    ("div_mod_recombine", "(add (add (var b 0 5) (mod (var x -50 50) 7)) (mul (idiv (var x -50 50) "
+     "7) 7))", "(add (var b 0 5) (var x -50 50))"),
+    ("div_mod_recombine", "(add (mod (idiv (var x 0 99) 2) 3) (mul (idiv (var x 0 99) 6) 3))",
+     "(idiv (var x 0 99) 2)"),
     ("negation", f"(neg (neg {X}))", X),
     ("negation", f"(sub {X} (neg {Y}))", 1),
 ]

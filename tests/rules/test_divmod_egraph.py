@@ -37,6 +37,16 @@ WI = "(cast i32 (var w 0 100))"
 SI = f"(where (lt {S} 5) {S} (invalid))"            # may be Invalid
 NI = "(where (lt (var s 8 12) 10) (var s 8 12) (invalid))"
 R270 = "(range 0 270)"
+BC, SC = "(cast i32 (var b 0 5))", "(cast i32 (var s 2 6))"
+SIC = f"(cast i32 {SI})"                            # may be Invalid
+
+
+def ci(v: int) -> str:
+    """An i32 constant."""
+    return f"(const i32 {v})"
+
+
+C7 = ci(7)
 
 # rule, rule sets, input, expected output (or its reference cost when shapes tie)
 FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
@@ -65,24 +75,32 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      f"(add {A} (idiv (mul {B} 3) 8))"),
     ("nest_div_by_smallest_factor", (RB,),
      f"(idiv (add (add (mul (range 0 4) 8) (mul {V} 4)) (var p 0 2)) 16)", "(idiv (range 0 4) 2)"),
-    # div_mod_recombine_dsl_patterns: native #1-#4 (any integer dtype; mirror images too)
-    ("recombine_divmod_1", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 7))", X),
-    ("recombine_divmod_1", (REC,), f"(add (mul 7 (idiv {X} 7)) (mod {X} 7))", X),
-    ("recombine_divmod_1", (REC,), f"(add (mod {X} {S}) (mul (idiv {X} {S}) {S}))", X),
-    ("recombine_divmod_1", (REC,),
-     f"(add (mod {XI} (const i32 7)) (mul (idiv {XI} (const i32 7)) (const i32 7)))", XI),
-    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 6) 3))",
-     f"(idiv {X} 2)"),
-    ("recombine_divmod_3", (REC,), f"(add (mul (mod {X} 4) 3) (mul (idiv {X} 4) 12))",
-     f"(mul {X} 3)"),
-    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} 7)) (mul (idiv {X} 7) 7))",
-     f"(add {B} {X})"),
+    # div_mod_recombine_dsl_patterns: native #1-#4 (fixed-width ints; mirror images too; an
+    # index sum recombines through the computed twin recombine_divmod, lines below)
+    ("recombine_divmod_1", (REC,), f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {C7}))", XI),
+    ("recombine_divmod_1", (REC,), f"(add (mul {C7} (idiv {XI} {C7})) (mod {XI} {C7}))", XI),
+    ("recombine_divmod_1", (REC,), f"(add (mod {XI} {SC}) (mul (idiv {XI} {SC}) {SC}))", XI),
+    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {XI} {ci(2)}) {ci(3)}) (mul (idiv {XI} "
+     f"{ci(6)}) {ci(3)}))", f"(idiv {XI} {ci(2)})"),
+    ("recombine_divmod_3", (REC,), f"(add (mul (mod {XI} {ci(4)}) {ci(3)}) (mul (idiv {XI} "
+     f"{ci(4)}) {ci(12)}))", f"(mul {XI} {ci(3)})"),
+    ("recombine_divmod_4", (REC,), f"(add (add {BC} (mod {XI} {C7})) (mul (idiv {XI} {C7}) "
+     f"{C7}))", f"(add {BC} {XI})"),
     # div_mod_recombine_dsl_patterns: computed
     ("nested_idiv_offset", (REC,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
     ("divmod_basis", (REC,), f"(add (add (mul (idiv {R270} 30) 30) (mod {R270} 10)) "
      f"(mul (mod (idiv {R270} 10) 3) -10))", f"(sub {R270} (mul (mod (idiv {R270} 10) 3) 20))"),
     ("recombine_divmod", (REC,), f"(add (add (mul (mod (range 0 64) 8) 2) {B}) "
      "(mul (idiv (range 0 64) 8) 16))", f"(add (mul (range 0 64) 2) {B})"),
+    ("recombine_divmod", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 7))", X),        # #1
+    ("recombine_divmod", (REC,), f"(add (mul 7 (idiv {X} 7)) (mod {X} 7))", X),
+    ("recombine_divmod", (REC,), f"(add (mod {X} {S}) (mul (idiv {X} {S}) {S}))", X),
+    ("recombine_divmod", (REC,), f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 6) 3))",   # #2
+     f"(idiv {X} 2)"),
+    ("recombine_divmod", (REC,), f"(add (mul (mod {X} 4) 3) (mul (idiv {X} 4) 12))",   # #3
+     f"(mul {X} 3)"),
+    ("recombine_divmod", (REC,), f"(add (add {B} (mod {X} 7)) (mul (idiv {X} 7) 7))",  # #4
+     f"(add {B} {X})"),
     ("recombine_mod_chain", (REC,), "(add (mul (mod (idiv (range 0 192) 4) 3) 4) "
      "(mod (range 0 192) 4))", "(mod (range 0 192) 12)"),
     # div_mod_recombine_nested_native (opt-in): #5 natively, both signs
@@ -115,18 +133,22 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
     # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
     ("mod_in_range_neg", (RB,), "(mod (var n -3 0) 3)", "(mod (var n -3 0) 3)"),  # -n reached
     ("mod_in_range_neg", (RB,), "(mod (var n -2 0) -3)", "(var n -2 0)"),    # n < 0 (C: x)
-    ("recombine_divmod_1", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 8))",
-     f"(add {X} (idiv {X} 7))"),                                              # 8 != 7
-    ("recombine_divmod_1", (REC,), f"(add (mod {X} {SI}) (mul (idiv {X} {SI}) {SI}))",
-     f"(add (mod {X} {SI}) (mul (idiv {X} {SI}) {SI}))"),                     # n may be Invalid
-    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 5) 3))",
-     f"(add (mod (idiv {X} 2) 3) (mul (idiv {X} 5) 3))"),                     # 2*3 != 5
-    ("recombine_divmod_3", (REC,), f"(add (mul (mod {X} 4) 3) (mul (idiv {X} 4) 10))",
-     f"(sub (mul {X} 3) (mul (idiv {X} 4) 2))"),                              # 4*3 != 10
-    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} 7)) (mul (idiv {W} 7) 7))",
-     f"(add (add {B} (mod {X} 7)) (mul (idiv {W} 7) 7))"),                    # x != w
-    ("recombine_divmod_4", (REC,), f"(add (add {B} (mod {X} {SI})) (mul (idiv {X} {SI}) {SI}))",
-     f"(add (add {B} (mod {X} {SI})) (mul (idiv {X} {SI}) {SI}))"),           # n may be Invalid
+    ("recombine_divmod_1", (REC,), f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))",
+     f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))"),                # 8 != 7
+    ("recombine_divmod_1", (REC,), f"(add (mod {XI} {SIC}) (mul (idiv {XI} {SIC}) {SIC}))",
+     f"(add (mod {XI} {SIC}) (mul (idiv {XI} {SIC}) {SIC}))"),                # n may be Invalid
+    ("recombine_divmod_1", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 7))", X),  # index:
+    # the computed twin's (the native forms run for fixed-width ints only)
+    ("recombine_divmod_2", (REC,), f"(add (mod (idiv {XI} {ci(2)}) {ci(3)}) (mul (idiv {XI} "
+     f"{ci(5)}) {ci(3)}))", f"(add (mod (idiv {XI} {ci(2)}) {ci(3)}) (mul (idiv {XI} {ci(5)}) "
+     f"{ci(3)}))"),                                                           # 2*3 != 5
+    ("recombine_divmod_3", (REC,), f"(add (mul (mod {XI} {ci(4)}) {ci(3)}) (mul (idiv {XI} "
+     f"{ci(4)}) {ci(10)}))", f"(add (mul (mod {XI} {ci(4)}) {ci(3)}) (mul (idiv {XI} {ci(4)}) "
+     f"{ci(10)}))"),                                                          # 4*3 != 10
+    ("recombine_divmod_4", (REC,), f"(add (add {BC} (mod {XI} {C7})) (mul (idiv {WI} {C7}) "
+     f"{C7}))", f"(add (add {BC} (mod {XI} {C7})) (mul (idiv {WI} {C7}) {C7}))"),  # x != w
+    ("recombine_divmod_4", (REC,), f"(add (add {BC} (mod {XI} {SIC})) (mul (idiv {XI} {SIC}) "
+     f"{SIC}))", f"(add (add {BC} (mod {XI} {SIC})) (mul (idiv {XI} {SIC}) {SIC}))"),  # Invalid
     ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {M} 4) 3) 2)",
      f"(idiv (add (idiv {M} 4) 3) 2)"),                                       # a crosses 0
     ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) "

@@ -67,6 +67,12 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
             union(c, ("Cst", dt, v), name)
 
 
+#: the constructors the whole-sum rules read inside their atoms' classes (``mod_parts``,
+#: ``idiv_parts``, ``mul_parts``): a class that gains one gets a new version
+#: (``PassState.versions``), and a sum rule's memo key holds its atoms' versions
+_READ_CTORS = frozenset(("Mod", "Idiv", "Mul"))
+
+
 def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
     and the e-nodes with a child among them (their prices may differ).
@@ -82,13 +88,21 @@ def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
     old = state.node_set
     added = now - old
     gone = old - now
+    ver = state.versions
     if gone:
         ra = {(n.cls, n.ctor, n.fields, n.subsumed) for n in added}
         rg = {(n.cls, n.ctor, n.fields, n.subsumed) for n in gone}
-        changed = {r[0] for r in ra - rg}
+        new = ra - rg
+        changed = {r[0] for r in new}
         changed.update(r[0] for r in rg - ra)
+        for r in new:
+            if r[1] in _READ_CTORS:
+                ver[r[0]] = ver.get(r[0], 0) + 1
     else:
         changed = {n.cls for n in added}
+        for n in added:
+            if n.ctor in _READ_CTORS:
+                ver[n.cls] = ver.get(n.cls, 0) + 1
     lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
     olo, ohi, odef, ocls = state.facts
     if lo != olo:
@@ -317,6 +331,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         return tuple([cbounds(a) for _, a in x.terms])
 
     defined = snap.defined
+    versions = state.versions
 
     def all_def(x: Lin) -> bool:
         for _, a in x.terms:  # (a loop: no generator per call)
@@ -367,8 +382,9 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                     except _UnrepresentableError:
                         pass
             if len(x.terms) >= 2:
+                vx = tuple([versions.get(a, 0) for _, a in x.terms])
                 for r in sums:
-                    key = (r.name, c, x, bx)
+                    key = (r.name, c, x, bx, vx)
                     if key in state.done:
                         continue
                     state.done.add(key)

@@ -70,6 +70,10 @@ class PassState:
         self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
         self.ctx_out: dict[int, set[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
+        #: class -> a version, bumped when the class gains a Mod/Idiv/Mul e-node (what the
+        #: whole-sum rules read inside their atoms' classes): their memo keys hold the
+        #: versions, so a sum runs its rules again when an atom's class gained such a node
+        self.versions: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
