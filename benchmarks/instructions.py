@@ -1,0 +1,108 @@
+"""Both engines on the whole corpus, counted in instructions (valgrind's callgrind).
+
+Wall and CPU times swing by 30% and more from run to run on a shared machine;
+an instruction count does not. This script runs, each under
+``valgrind --tool=callgrind``, a process that loads the corpus and warms both
+engines (the *setup*), and the same process followed by the whole corpus through
+one engine: the baseline case by case, the e-graph in batches as
+``benchmarks/compare.py`` runs it. Each engine's count is its run minus the
+setup; the ratio e-graph/baseline is what compare.py's CPU ratio estimates,
+without the noise (it leaves out cache misses and page faults, which counts do
+not see). Takes a few minutes: callgrind runs Python about 50 times slower.
+
+Usage: ``python3 benchmarks/instructions.py [--batch 32] [--corpus JSONL]
+[--keep DIR]`` (``--keep``: leave the callgrind files there, for
+``callgrind_annotate``). Needs ``valgrind`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.compare import default_corpus  # noqa: E402
+
+_CHILD = """
+import sys
+sys.path.insert(0, {repo!r})
+from benchmarks.compare import load, _batch_budget
+from eqsat.api import optimize
+from eqsat.egraph import optimize_many, session_for
+from eqsat.sexpr import parse
+from extraction import get_cost_model
+rows = load({corpus!r})
+graphs = [parse(r["expr"]) for r in rows]
+model = get_cost_model("reference")
+session_for(None)
+optimize(graphs[0], engine="baseline", cost_model=model)
+mode, batch = {mode!r}, {batch}
+if mode == "baseline":
+    for g in graphs:
+        optimize(g, engine="baseline", cost_model=model)
+elif mode == "egraph":
+    for i in range(0, len(graphs), batch):
+        chunk = graphs[i:i + batch]
+        # a generous time budget: the count must not depend on the machine's speed
+        optimize_many(chunk, cost_model=model, budget=_batch_budget(len(chunk), 60.0))
+"""
+
+
+def count(mode: str, corpus: str, batch: int, out_dir: Path) -> int:
+    """Instructions of one child process (``setup``, ``baseline`` or ``egraph``)."""
+    out = out_dir / f"callgrind.{mode}.out"
+    code = _CHILD.format(repo=str(REPO), corpus=corpus, mode=mode, batch=batch)
+    p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"the {mode} run failed under valgrind (exit {p.returncode}):\n"
+                           f"{p.stderr[-2000:]}")
+    m = re.search(r"^totals:\s+(\d+)", out.read_text(), re.M)
+    if m is None:
+        raise RuntimeError(f"no instruction total in {out}")
+    return int(m.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=32, help="e-graph batch size")
+    ap.add_argument("--corpus", default=None, help="corpus JSONL (default: the shared one)")
+    ap.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
+    a = ap.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        print("valgrind is not on the PATH (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    if a.batch < 1:
+        print(f"--batch must be >= 1, got {a.batch}", file=sys.stderr)
+        return 2
+    corpus = str(a.corpus or default_corpus())
+    if not Path(corpus).is_file():
+        print(f"corpus not found: {corpus}", file=sys.stderr)
+        return 2
+    out_dir = a.keep or Path(tempfile.mkdtemp(prefix="eqsat-callgrind-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        setup = count("setup", corpus, a.batch, out_dir)
+        base = count("baseline", corpus, a.batch, out_dir) - setup
+        eg = count("egraph", corpus, a.batch, out_dir) - setup
+    finally:
+        if a.keep is None:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    print(f"corpus {corpus}; e-graph batch {a.batch}; instructions (callgrind), setup "
+          f"{setup / 1e9:.2f} G left out")
+    print(f"  baseline {base / 1e9:8.2f} G")
+    print(f"  e-graph  {eg / 1e9:8.2f} G")
+    print(f"  ratio e-graph/baseline x{eg / base:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
