@@ -366,7 +366,7 @@ def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
 # by group; rules.list_rulesets() and the e-graph engine (eqsat.egraph.rulesets) read EGRAPH.
 # The natives come first in each group, then the computed twins in the core's order.
 from eqsat.egraph.computed import PyRule, divmod_pyrules, sum_pyrules  # noqa: E402
-from eqsat.egraph.native import ERule, Q, R  # noqa: E402
+from eqsat.egraph.native import FIX_DT, ERule, Q, R  # noqa: E402
 
 #: opt-in (eqsat.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
 #: computed nested_idiv_offset, whose unions are checked against cycles
@@ -395,7 +395,7 @@ _eg(R("mod_in_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)", 
 # terms, whatever their grouping; the binary forms add nothing there and, with their mirror
 # images, their joins over the Add/Mul/Idiv/Mod tables cost about a quarter of the egglog
 # time on the corpus (measured: same outputs without them).
-_FIX = "(FixDt dt)"
+_FIX = FIX_DT
 _eg(R("recombine_divmod_1", "x%n + (x//n)*n -> x (fixed-width ints)", G_REC,
       "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", _FIX, "(Def n)"))
 

@@ -49,6 +49,7 @@ from eqsat.egraph.encoding import (
     declarations,
 )
 from eqsat.egraph.extracting import extract_roots
+from eqsat.egraph.native import FIX_DT
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ops import Ops
@@ -107,7 +108,7 @@ def top_level_commands(text: str) -> list[str]:
 
 def fixed_only(rule: Any) -> bool:
     """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard)."""
-    return "(FixDt dt)" in rule.when or "(FixDt dt)" in rule.query
+    return FIX_DT in rule.when or FIX_DT in rule.query
 
 
 class Session:

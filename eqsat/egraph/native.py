@@ -5,7 +5,9 @@ named after the seeds' pattern groups (``identity_and_zero_patterns``,
 ``comparison_dsl_patterns``, ...). Rules match the constructors of
 :mod:`eqsat.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
 ``lo``/``hi`` (see :mod:`eqsat.egraph.analyses`) and the dtype relations
-``IntDt`` (index and fixed-width integers) and ``IdxDt`` (index only: no wrap).
+``IntDt`` (index and fixed-width integers), ``IdxDt`` (index only: no wrap) and
+``FixDt`` (fixed-width integers only: a rule guarded by it goes to the rule set
+``native_fixed``, which a run schedules only when its input has such a dtype).
 Computed values are bound in the query (an i64 overflow there is "no match").
 
 A commutative pattern is written once; :func:`commuted` adds its mirror images.
@@ -30,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
-           "INVALID_LEAF"]
+           "FIX_DT", "INVALID_LEAF"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,8 @@ def Q(name: str, identity: str, group: str, query: str, actions: str) -> list[ER
 INT_DT = "(IntDt dt)"
 #: guard: ``dt`` is index (unbounded: no wrap)
 IDX_DT = "(IdxDt dt)"
+#: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
+FIX_DT = "(FixDt dt)"
 #: pattern of the Invalid leaf (binds ``di``, ``ai``)
 INVALID_LEAF = "(Leaf \"INVALID\" di ai)"
 
