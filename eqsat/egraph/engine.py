@@ -77,10 +77,10 @@ def top_level_commands(text: str) -> list[str]:
     while i < n:
         ch = text[i]
         if ch == '"':
-            j = text.find('"', i + 1)
-            while j > 0 and text[j - 1] == "\\":
-                j = text.find('"', j + 1)
-            if j < 0:
+            j = i + 1  # to the closing quote: a backslash escapes the next character
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
                 raise ValueError(f"egglog text: unterminated string at line "
                                  f"{text.count(chr(10), 0, i) + 1}")
             i = j + 1

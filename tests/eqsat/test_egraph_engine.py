@@ -15,6 +15,7 @@ SPLITS: list[tuple[str, list[str]]] = [
     ("(a (b c))\n(d)", ["(a (b c))", "(d)"]),
     ('(a "x)" (b))', ['(a "x)" (b))']),                      # a paren inside a string
     ('(e "q\\"(")', ['(e "q\\"(")']),                         # an escaped quote
+    ('(e "a\\\\") (f)', ['(e "a\\\\")', "(f)"]),                # an escaped backslash
     ("(a) ; (not a command)\n(b)", ["(a)", "(b)"]),           # a comment
     ('(rule ((= l (lo e))) ((panic "empty (lo > hi)")))',
      ['(rule ((= l (lo e))) ((panic "empty (lo > hi)")))']),
@@ -24,6 +25,7 @@ BAD: list[tuple[str, str]] = [
     ("(a", "unclosed '(' at line 1"),
     ("(a)\n(b))", "unbalanced ')' at line 2"),
     ('(a "x)', "unterminated string at line 1"),
+    ('(a "x\\")', "unterminated string at line 1"),                 # the quote is escaped
 ]
 
 
