@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from eqsat.dtype import dtypes
 
-__all__ = ["analysis_program", "ANALYSIS_RULES", "UnsoundError", "INT_DTYPES", "dtype_table"]
+__all__ = ["analysis_program", "ANALYSIS_RULES", "UnsoundError", "INT_DTYPES", "FIXED_DTYPES",
+           "dtype_table"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -50,6 +51,10 @@ class UnsoundError(RuntimeError):
     """An e-class got an empty interval (lo > hi): some rewrite was unsound."""
 
 
+#: the fixed-width integer dtypes (``FixDt``): every scalar integer dtype but bool and index
+FIXED_DTYPES: frozenset[str] = frozenset(n for n in INT_DTYPES if n not in ("bool", "index"))
+
+
 def dtype_table() -> str:
     """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``/
     ``FixDt`` (fixed-width integers: ``IntDt`` but index)."""
@@ -60,7 +65,7 @@ def dtype_table() -> str:
         out.append(f'(set (dmax "{name}") {hi})')
         if name != "bool":
             out.append(f'(IntDt "{name}")')
-        if name not in ("bool", "index"):
+        if name in FIXED_DTYPES:
             out.append(f'(FixDt "{name}")')
     out.append('(IdxDt "index")')
     return "\n".join(out)

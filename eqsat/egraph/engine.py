@@ -40,7 +40,7 @@ import time
 from typing import Any
 
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.analyses import INT_DTYPES, TRIPWIRE, UnsoundError, analysis_program
+from eqsat.egraph.analyses import FIXED_DTYPES, TRIPWIRE, UnsoundError, analysis_program
 from eqsat.egraph.computed import PassState, python_pass
 from eqsat.egraph.encoding import (
     ArgTable,
@@ -66,7 +66,6 @@ ANALYSIS_CAP = 512
 #: the native rules that match fixed-width integer nodes only (their guards say
 #: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
 FIXED_RULESET = "native_fixed"
-FIXED_DTYPES = frozenset(n for n in INT_DTYPES if n not in ("bool", "index"))
 
 
 def top_level_commands(text: str) -> list[str]:
@@ -261,11 +260,12 @@ class Session:
         saved = self.ins.state()
         try:
             with clock.phase(times, "insert"):
+                before = len(self.ins._keep)
                 handles = self._insert(roots)
                 # only an input can bring a fixed-width integer dtype in (rewrites keep
                 # their operands' dtypes): its rules run only then
                 self._fixed = any(str(u.dtype) in FIXED_DTYPES
-                                  for u in self.ins._keep[len(saved[3]):])
+                                  for u in self.ins._keep[before:])
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
             state = PassState()
             it = 0

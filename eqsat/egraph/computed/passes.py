@@ -88,21 +88,19 @@ def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
     old = state.node_set
     added = now - old
     gone = old - now
-    ver = state.versions
     if gone:
-        ra = {(n.cls, n.ctor, n.fields, n.subsumed) for n in added}
-        rg = {(n.cls, n.ctor, n.fields, n.subsumed) for n in gone}
+        ra = {n.row for n in added}
+        rg = {n.row for n in gone}
         new = ra - rg
         changed = {r[0] for r in new}
         changed.update(r[0] for r in rg - ra)
-        for r in new:
-            if r[1] in _READ_CTORS:
-                ver[r[0]] = ver.get(r[0], 0) + 1
     else:
-        changed = {n.cls for n in added}
-        for n in added:
-            if n.ctor in _READ_CTORS:
-                ver[n.cls] = ver.get(n.cls, 0) + 1
+        new = {n.row for n in added}
+        changed = {r[0] for r in new}
+    ver = state.versions
+    for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
+        if r[1] in _READ_CTORS:
+            ver[r[0]] = ver.get(r[0], 0) + 1
     lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
     olo, ohi, odef, ocls = state.facts
     if lo != olo:
@@ -381,7 +379,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                             union(c, ctx.lin(nx), basis[0].name)
                     except _UnrepresentableError:
                         pass
-            if len(x.terms) >= 2:
+            if len(x.terms) >= 2 and sums:
                 vx = tuple([versions.get(a, 0) for _, a in x.terms])
                 for r in sums:
                     key = (r.name, c, x, bx, vx)
