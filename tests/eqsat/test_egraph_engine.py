@@ -73,3 +73,27 @@ def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires:
     native_fired = any(k.startswith("recombine_divmod_") for k in res.stats["matches"])
     assert native_fired is fires, res.stats["matches"]
     assert res.cost <= 4
+
+
+def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
+    # egglog's overall run report grows with every iteration and is copied on every
+    # push/pop: past REBUILD_ITERATIONS the session starts a fresh e-graph
+    from eqsat.egraph import engine
+    from eqsat.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    monkeypatch.setattr(engine, "REBUILD_ITERATIONS", 10)
+    s = Session(None)
+    roots = [parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))"),
+             parse("(idiv (add (mul (range 0 32) 8) (range 1 8)) 4)")]
+    model = get_cost_model("reference")
+    first, _ = s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 1 and s.egg_iterations == 0
+    old = s.egraph
+    again, _ = s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 2 and s.egraph is not old
+    assert [a is b for a, b in zip(first, again)] == [True, True]
+    # no rebuild when the budget has no room for it
+    s.build_seconds = 100.0
+    s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 2 and s.egg_iterations > 10
