@@ -92,7 +92,7 @@ def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> 
     old = s.egraph
     again, _ = s.run(roots, model, Limits(seconds=30.0))
     assert s.rebuilds == 2 and s.egraph is not old
-    assert [a is b for a, b in zip(first, again)] == [True, True]
+    assert [a is b for a, b in zip(first, again, strict=True)] == [True, True]
     # no rebuild when the budget has no room for it
     s.build_seconds = 100.0
     s.run(roots, model, Limits(seconds=30.0))
