@@ -75,6 +75,8 @@ FIXED_RULESET = "native_fixed"
 #: time budget left (see :meth:`Session.run`)
 REBUILD_ITERATIONS = 2000
 
+_RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+
 
 def top_level_commands(text: str) -> list[str]:
     """The top-level s-expressions of egglog ``text``, each as its own text (strings
@@ -182,9 +184,11 @@ class Session:
             if TRIPWIRE in str(e):
                 raise self._diagnose() from None
             raise
-        reports = [o.report for o in out if hasattr(o, "report")]
-        self.egg_iterations += sum(len(r.iterations) for r in reports)
-        if len(reports[-1].iterations) >= ANALYSIS_CAP:
+        # (each attribute read converts the whole Rust value to Python: read each once)
+        reports = [o.report for o in out if type(o) is _RUN_OUTPUT]
+        rounds = [len(r.iterations) for r in reports]
+        self.egg_iterations += sum(rounds)
+        if rounds[-1] >= ANALYSIS_CAP:
             self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
         if not (native and self.native):
             return False

@@ -295,3 +295,24 @@ def test_changed_by_identity_equals_the_row_and_fact_comparison(raw: list) -> No
         assert changed == _plain_changed(last, snap)
         assert affected == {n for n in nodes if changed & set(n.kids)}
         last = snap
+
+
+_LEAVES = [Node(1, "Leaf", ("RANGE", "index", 0)), Node(2, "Cst", ("index", 4))]
+
+
+@pytest.mark.parametrize("nodes, best_of, free", [
+    # (x // 4) + x: a division in the best term, and above it
+    (_LEAVES + [Node(3, "Idiv", ("index", 1, 2)), Node(4, "Add", ("index", 3, 1))],
+     {1: 0, 2: 1, 3: 2, 4: 3}, {1, 2}),
+    # a mod class whose best term is division-free (an add): free, and so is its parent
+    (_LEAVES + [Node(3, "Mod", ("index", 1, 2)), Node(3, "Add", ("index", 1, 2)),
+                Node(5, "Add", ("index", 3, 2))],
+     {1: 0, 2: 1, 3: 3, 5: 4}, {1, 2, 3, 5}),
+    # a mod two levels down keeps every ancestor in
+    (_LEAVES + [Node(3, "Mod", ("index", 1, 2)), Node(4, "Mul", ("index", 3, 2)),
+                Node(5, "Add", ("index", 4, 1))],
+     {1: 0, 2: 1, 3: 2, 4: 3, 5: 4}, {1, 2}),
+])
+def test_divmod_free_classes(nodes: list[Node], best_of: dict[int, int], free: set[int]
+                             ) -> None:
+    assert passes.divmod_free(nodes, best_of) == free
