@@ -97,3 +97,26 @@ def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> 
     s.build_seconds = 100.0
     s.run(roots, model, Limits(seconds=30.0))
     assert s.rebuilds == 2 and s.egg_iterations > 10
+
+
+def test_a_run_leaves_no_cyclic_garbage() -> None:
+    # the passes' recursive closures are unbound when they end: a run's snapshots and
+    # memo tables are freed by reference counting, not left to the cyclic collector
+    import gc
+
+    from eqsat.egraph import optimize_many
+
+    graphs = [parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))"),
+              parse("(idiv (add (mul (range 0 32) 8) (range 1 8)) 4)"),
+              parse("(where (lt (range 0 10) 5) (add (range 0 10) 1) (const index 0))")]
+    optimize_many(graphs)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        optimize_many(graphs)
+        gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert kinds == []

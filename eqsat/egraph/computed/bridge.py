@@ -72,55 +72,59 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             built[c] = None
         return built[c]
 
-    for c in sorted(dirty):
-        if deadline is not None and time.perf_counter() > deadline:
-            return
-        for i in snap.classes.get(c, ()):
-            n = snap.nodes[i]
-            if n.subsumed:
-                continue
-            ck = (n.ctor, n.fields[0] if n.fields else None, n.dtype)  # fixes op, dtype
-            cand = cands.get(ck)
-            if cand is None:  # the op's rules (integer nodes: no "uop_nonint" rule)
-                is_int = n.dtype in INT_DTYPES
-                cand = cands[ck] = [r for r in by_op.get(n.op, []) + any_op
-                                    if not (is_int and r.kind == "uop_nonint")]
-            if not cand:
-                continue
-            # the ops of the children's best terms: a rule whose pattern needs a child
-            # op none of them has cannot match (no UOp is built for it)
-            dec = decode_node(n, ins.args, snap)
-            if dec is None:
-                continue
-            kid_ops: set[int] | None = set()
-            for k in dec[3]:
-                bi = best.get(k)
-                kop = snap.nodes[bi].op if bi is not None else None
-                if kop is None:  # no UOp for this child (term() is None): no rule applies
-                    kid_ops = None
-                    break
-                kid_ops.add(kop._value_)
-            if kid_ops is None:
-                continue
-            cand = [r for r in cand if needs[id(r)] <= kid_ops]
-            if not cand:
-                continue
-            u = None
-            for r in cand:
-                if u is None:
-                    kids = [term(k) for k in dec[3]]
-                    if any(k is None for k in kids):
-                        break
-                    try:
-                        u = UOp(dec[0], dec[1], tuple(kids), dec[2])
-                    except Exception:
-                        break
-                try:
-                    out = r.rule.apply(u)
-                except Exception:  # a rule that cannot handle this node: no rewrite
+    try:
+        for c in sorted(dirty):
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            for i in snap.classes.get(c, ()):
+                n = snap.nodes[i]
+                if n.subsumed:
                     continue
-                if out is not None and out is not u:
-                    union(c, ins.add_uop_with_facts(out), r.name)
+                ck = (n.ctor, n.fields[0] if n.fields else None, n.dtype)  # fixes op, dtype
+                cand = cands.get(ck)
+                if cand is None:  # the op's rules (integer nodes: no "uop_nonint" rule)
+                    is_int = n.dtype in INT_DTYPES
+                    cand = cands[ck] = [r for r in by_op.get(n.op, []) + any_op
+                                        if not (is_int and r.kind == "uop_nonint")]
+                if not cand:
+                    continue
+                # the ops of the children's best terms: a rule whose pattern needs a child
+                # op none of them has cannot match (no UOp is built for it)
+                dec = decode_node(n, ins.args, snap)
+                if dec is None:
+                    continue
+                kid_ops: set[int] | None = set()
+                for k in dec[3]:
+                    bi = best.get(k)
+                    kop = snap.nodes[bi].op if bi is not None else None
+                    if kop is None:  # no UOp for this child (term() is None): no rule applies
+                        kid_ops = None
+                        break
+                    kid_ops.add(kop._value_)
+                if kid_ops is None:
+                    continue
+                cand = [r for r in cand if needs[id(r)] <= kid_ops]
+                if not cand:
+                    continue
+                u = None
+                for r in cand:
+                    if u is None:
+                        kids = [term(k) for k in dec[3]]
+                        if any(k is None for k in kids):
+                            break
+                        try:
+                            u = UOp(dec[0], dec[1], tuple(kids), dec[2])
+                        except Exception:
+                            break
+                    try:
+                        out = r.rule.apply(u)
+                    except Exception:  # a rule that cannot handle this node: no rewrite
+                        continue
+                    if out is not None and out is not u:
+                        union(c, ins.add_uop_with_facts(out), r.name)
+    finally:
+        term = None  # noqa: F811, F841  (breaks term's reference to itself: the pass's
+        # data is freed now by reference counting, not by the next collection)
 
 
 def _needed_child_ops(p: Any) -> frozenset[int]:

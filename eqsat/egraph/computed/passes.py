@@ -482,4 +482,8 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                     union(cls, t, name)
     _lap(None)
     state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
+    # emit_m calls itself through its closure: unbind it so that the pass's data
+    # (the snapshot included) is freed now by reference counting, not by the next
+    # collection of the cyclic garbage collector
+    emit_m = None  # noqa: F811, F841
     return res
