@@ -166,3 +166,33 @@ def test_analyze_between_runs_leaves_nothing_behind(warm) -> None:
     warm.analyze(_graphs(4, -16, 31, 8))
     assert warm.ins._reads == {} and warm.ins._read_cls is None
     assert _result(warm, g) == before
+
+
+class _Row:
+    """A stand-in for egglog's FrozenRow: compares by value, unhashable."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, v: int):
+        self.v = v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Row) and self.v == other.v
+
+
+@pytest.mark.parametrize("new, old, want", [
+    ([1, 2, 3, 4], [1, 2, 3, 4], [0, 1, 2, 3]),       # unchanged
+    ([1, 3, 4, 9], [1, 2, 3, 4], [0, 2, 3, -1]),      # 2 deleted in place, 9 added at the end
+    ([1, 4, 7], [1, 2, 3, 4], [0, 3, -1]),            # two deleted in a row
+    ([5, 1, 2], [1, 2], [-1, 0, 1]),                  # a new row first
+    ([1, 2, 3, 7, 8], [1, 9, 9, 2, 3], [0, 3, 4, -1, -1]),
+    ([], [1], []),
+    ([1], [], [-1]),
+    # past the lookahead a row counts as new (then it is read again: never wrong)
+    ([1, 50], [1] + list(range(100, 120)) + [50], [0, -1]),
+])
+def test_align_finds_the_rows_kept_from_the_last_snapshot(new: list[int], old: list[int],
+                                                          want: list[int]) -> None:
+    from eqsat.egraph.encoding import _align
+
+    assert _align([_Row(v) for v in new], [_Row(v) for v in old]) == want
