@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from eqsat.egraph.encoding import CTOR_OP, Node, Snapshot
@@ -91,33 +92,32 @@ class Weights:
     def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
                  ) -> list[float | None]:
         """:meth:`prices` from the last pass's: every e-node of it not in ``affected``
-        keeps its price; the new and the affected ones are priced."""
+        keeps its price; the new and the affected ones are priced (an e-node both new
+        and affected once)."""
         out: list[float | None] = list(map(prev.get, nodes))
-        cache, price, key_of = self._cache, self._price, self._key
+        cache_get, price = self._cache.get, self._price
+        const_get = self.snap.consts.get
+        lo_get = self.snap.lo.get if self.bounds_aware else None
+        free, ctor_op = _FREE, CTOR_OP
 
-        def reprice(i: int) -> None:
-            n = nodes[i]
-            if n.ctor in _FREE:
-                out[i] = 0.0
-                return
-            key = key_of(n)
-            w = cache.get(key)
-            out[i] = w if w is not None else price(n, key)
+        def reprice(todo: Iterable[int]) -> None:
+            for i in todo:
+                n = nodes[i]
+                ctor = n.ctor
+                if ctor in free:
+                    out[i] = 0.0
+                    continue
+                kids = n.kids
+                key = (ctor, n.fields[0] if ctor in ctor_op else n.fields[:3],
+                       tuple(map(const_get, kids)),
+                       None if lo_get is None else tuple(map(lo_get, kids)))  # :meth:`_key`
+                w = cache_get(key)
+                out[i] = w if w is not None else price(n, key)
 
         if affected:
-            where = dict(zip(nodes, range(len(nodes)), strict=True))
-            for n in affected:
-                i = where.get(n)
-                if i is not None:
-                    reprice(i)
-        i = -1
-        index = out.index
-        try:
-            while True:  # the e-nodes new since the last pass
-                i = index(None, i + 1)
-                reprice(i)
-        except ValueError:
-            pass
+            where = dict(zip(nodes, range(len(nodes)), strict=True)).get
+            reprice([i for i in map(where, affected) if i is not None])
+        reprice(_nones(out))  # the e-nodes new since the last pass
         return out
 
     def _key(self, n: Node) -> tuple:
@@ -174,6 +174,19 @@ class Weights:
             return NODE_WEIGHT.get(ctor, 1.0)
 
 
+def _nones(lst: list) -> list[int]:
+    """The indices of the ``None`` items of ``lst``, ascending."""
+    found: list[int] = []
+    index = lst.index
+    i = -1
+    try:
+        while True:
+            i = index(None, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
+
+
 def node_weight(n: Node) -> float:
     w = NODE_WEIGHT.get(n.ctor)
     if w is not None:
@@ -203,72 +216,109 @@ def _best_nodes(snap: Snapshot, weights: Weights | None = None
     nodes = snap.nodes
     wts = (weights or Weights(snap)).prices()
     parents: defaultdict[int, list[int]] = defaultdict(list)
-    pending = [0] * len(nodes)
-    heap: list[tuple[float, int]] = []
-    push_leaf = heap.append
-    for i, n in enumerate(nodes):
+    # children not priced yet, per e-node (2 for most; a subsumed e-node or a leaf is
+    # no one's parent: its count is never read)
+    pending = [2] * len(nodes)
+    leaves: list[tuple[float, int]] = []
+    push_leaf = leaves.append
+    i = -1
+    for n in nodes:
+        i += 1
         if n.subsumed:
-            pending[i] = -1  # never reaches 0: never pushed
             continue
         kids = n.kids
         nk = len(kids)
-        if nk == 0:
-            push_leaf((wts[i], i))
+        if nk == 2:
+            a, b = kids
+            if a != b:
+                parents[a].append(i)
+                parents[b].append(i)
+            else:
+                pending[i] = 1
+                parents[a].append(i)
         elif nk == 1:
             pending[i] = 1
             parents[kids[0]].append(i)
-        elif nk == 2 and kids[0] != kids[1]:
-            pending[i] = 2
-            parents[kids[0]].append(i)
-            parents[kids[1]].append(i)
+        elif nk == 0:
+            push_leaf((wts[i], i))
         else:
-            ks = set(kids)  # each distinct child counts once (order irrelevant here)
+            ks = set(kids)
             pending[i] = len(ks)
             for k in ks:
                 parents[k].append(i)
-    # (cost, index) pairs are distinct: pops come in one total order however pushed
-    heapq.heapify(heap)
+    # the queue of (cost, index) pairs: the distinct costs in a heap and, per cost, its
+    # indices in a heap; the pairs are distinct, so they pop in one total order (the
+    # one a heap of the pairs gives), and ``val`` keeps each pushed cost as computed
+    val = [0.0] * len(nodes)
+    buckets: dict[float, list[int]] = {}
+    for c, i in leaves:
+        val[i] = c
+        b = buckets.get(c)
+        if b is None:
+            buckets[c] = [i]
+        else:
+            b.append(i)
+    costs = list(buckets)
+    heapq.heapify(costs)
+    for b in buckets.values():
+        heapq.heapify(b)
     best: dict[int, int] = {}
     cost: dict[int, float] = {}
     height = snap.height
     height.clear()
     pop, push = heapq.heappop, heapq.heappush
     parents_of = parents.get
-    while heap:
-        c, i = pop(heap)
+    bget = buckets.get
+    while costs:
+        c = costs[0]
+        b = buckets[c]
+        i = pop(b)
+        if not b:
+            del buckets[c]
+            pop(costs)
         n = nodes[i]
         cls = n.cls
         if cls in best:
             continue
-        best[cls] = i  # insertion order: children before parents
-        cost[cls] = c
+        best[cls] = i
+        cost[cls] = val[i]
         kids = n.kids
         nk = len(kids)
-        if nk == 0:
+        if nk == 2:
+            a, b = kids
+            h0, h1 = height[a], height[b]
+            height[cls] = 1 + (h0 if h0 >= h1 else h1)
+        elif nk == 0:
             height[cls] = 1
         elif nk == 1:
             height[cls] = 1 + height[kids[0]]
-        elif nk == 2:
-            h0, h1 = height[kids[0]], height[kids[1]]
-            height[cls] = 1 + (h0 if h0 >= h1 else h1)
         else:
             height[cls] = 1 + max([height[k] for k in kids])
         ps = parents_of(cls)
         if ps is None:
             continue
         for p in ps:
-            left = pending[p] - 1
-            pending[p] = left
-            if left == 0:
+            left = pending[p]
+            if left != 1:  # (a count at 1 is read no more: its last child is priced)
+                pending[p] = left - 1
+            else:
                 pn = nodes[p]
                 if pn.cls in best:
                     continue
                 pk = pn.kids
                 nk = len(pk)
-                if nk == 1:
-                    push(heap, (wts[p] + cost[pk[0]], p))
-                elif nk == 2:  # the same sum as sum([...]): ((0 + a) + b)
-                    push(heap, (wts[p] + (0 + cost[pk[0]] + cost[pk[1]]), p))
+                if nk == 2:
+                    a, b = pk
+                    v = wts[p] + (0 + cost[a] + cost[b])
+                elif nk == 1:
+                    v = wts[p] + cost[pk[0]]
                 else:
-                    push(heap, (wts[p] + sum([cost[k] for k in pk]), p))
+                    v = wts[p] + sum([cost[k] for k in pk])
+                val[p] = v
+                b = bget(v)
+                if b is None:
+                    buckets[v] = [p]
+                    push(costs, v)
+                else:
+                    push(b, p)
     return best, cost, parents
