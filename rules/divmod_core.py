@@ -445,6 +445,7 @@ def _normalized(core: Core) -> Core:
 
     fn.__name__ = core.__name__
     fn.__doc__ = core.__doc__
+    fn.raw = core  # type: ignore[attr-defined]  # (callers that normalize once: the e-graph)
     return fn
 
 

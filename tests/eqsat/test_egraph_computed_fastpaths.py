@@ -1,7 +1,8 @@
 """The computed pass's fast paths give what the plain computations give.
 
-- ``divmod_rewrites`` (the div/mod rules with ``DivModRule.out``'s guards hoisted)
-  returns exactly the non-None ``rule.fn`` results, in rule order;
+- ``divmod_rewrites`` (the div/mod rules with ``DivModRule.out``'s guards hoisted, and
+  one sign normalization shared by the ``_normalized`` rules) returns exactly the
+  non-None ``rule.fn`` results, in rule order;
 - ``_first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
 - ``_best_closure`` holds exactly the classes ``_reaches`` finds;
 - ``_needed_child_ops`` names only ops a match needs (the bridge's prefilter).

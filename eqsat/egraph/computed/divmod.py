@@ -27,25 +27,57 @@ def divmod_rewrites(by_op: dict[str, list[PyRule]], op: str, x: Lin, y: Lin, ctx
     return _apply(_plan(by_op[op]), op, x, y, ctx)
 
 
-#: one rule of a plan: its name, its core (a DivModRule's, else None) and its fn
-_Step = tuple[str, Callable[..., Any] | None, Callable[..., Any]]
+#: one rule of a plan: its name, its core (a DivModRule's, else None), its fn, and the
+#: core's sign-normalized body (``_normalized``'s ``raw``, else None)
+_Step = tuple[str, Callable[..., Any] | None, Callable[..., Any], Callable[..., Any] | None]
 
 
 def _plan(rules: Iterable[PyRule]) -> list[_Step]:
     """The rules as :func:`_apply` runs them (what each would look up per call)."""
-    return [(r.name, r.rule.core if type(r.rule) is DivModRule else None, r.rule.fn)
-            for r in rules]
+    out: list[_Step] = []
+    for r in rules:
+        core = r.rule.core if type(r.rule) is DivModRule else None
+        out.append((r.name, core, r.rule.fn, getattr(core, "raw", None)))
+    return out
 
 
 def _apply(plan: list[_Step], op: str, x: Lin, y: Lin, ctx: Any) -> list[tuple[str, Term]]:
-    """:func:`divmod_rewrites` over a :func:`_plan` of the op's rules."""
+    """:func:`divmod_rewrites` over a :func:`_plan` of the op's rules.
+
+    The rules written for ``x >= 0, y > 0`` (``_normalized``) share one normalization
+    of the signs here, done once for all of them: each gets what its own wrapper would
+    give it (``x//y == -(x//(-y))``, ``x%y == x%(-y)``, ``x <= 0`` mirrored), and its
+    result is negated back as the wrapper does."""
     out: list[tuple[str, Term]] = []
     ylo, yhi = lin_bounds(y, ctx)
     if ylo <= 0 <= yhi:
         return out
-    for name, core, fn in plan:
+    norm: tuple[Lin, Lin, bool] | None = None  # (x', y', negate), made on first use
+    no_norm = False  # x's range crosses 0: no normalized rule applies
+    for name, core, fn, raw in plan:
         try:
-            if core is not None:
+            if raw is not None:
+                if no_norm:
+                    continue
+                if norm is None:
+                    flip_y = yhi < 0
+                    xlo, xhi = lin_bounds(x, ctx)
+                    if xlo >= 0:
+                        flip_x = False
+                    elif xhi <= 0:
+                        flip_x = True
+                    else:
+                        no_norm = True
+                        continue
+                    negate = (flip_x != flip_y) if op == "idiv" else flip_x
+                    norm = (-x if flip_x else x, -y if flip_y else y, negate)
+                o = raw(op, norm[0], norm[1], ctx)
+                if o is None:
+                    continue
+                if norm[2]:
+                    o = -o
+                t = o.emit(ctx)
+            elif core is not None:
                 o = core(op, x, y, ctx)
                 if o is None:
                     continue
