@@ -5,7 +5,8 @@ analyses and the native rules of one rule set selection already loaded. Every
 ``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
 every shared subgraph is inserted once), iterates, extracts, and pops back, so
 sessions are reused across calls (``session_for`` caches one per selection and
-thread; the first costs 1-3 s to build).
+thread; building one takes about 0.25 s, and a session builds itself a fresh e-graph
+after :data:`REBUILD_ITERATIONS` egglog iterations, which keeps its memory bounded).
 
 One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
