@@ -215,11 +215,15 @@ def _knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[flo
                 break
         for p in parents[c]:
             left = pending[p]
-            if left == 1:
-                pending[p] = 0
+            if left == 1:  # c is its last child not final: the count is read no more
                 pc = ncls[p]
                 if ok[pc] and choice[pc] < 0:
-                    push(heap, (cost[p] + sum(map(get, nch[p])), p))
+                    ch = nch[p]
+                    if len(ch) == 2:  # the value sum() gives: ((0 + a) + b)
+                        a, b = ch
+                        push(heap, (cost[p] + (0 + best[a] + best[b]), p))
+                    else:
+                        push(heap, (cost[p] + sum(map(get, ch)), p))
             elif left > 1:
                 pending[p] = left - 1
 
