@@ -55,6 +55,12 @@ TABLE: list[tuple[str, str, str | int]] = [
      "(add (mul (range 0 7) -1) 9) (invalid)))) 7) 5)", "(where (lt 5 (range 0 7)) 3 (invalid))"),
     ("where_valid_context", "(where (not (lt (add (range 1 33) (range 2 33)) 32)) (mod (add (add "
      "(range 1 33) (range 2 33)) -32) 64) (invalid))", 4),
+    # unseen gv11_0114: the clauses simplify to 2 < g < 12 after the first copy of the
+    # value was made over (g//3)%5 in [1, 3]; a second copy over g in [3, 11] drops the mod
+    ("where_valid_context", "(where (and (not (lt (mod (idiv (var g 0 14) 3) 5) 1)) (lt (mod "
+     "(idiv (var g 0 14) 3) 5) 4)) (mod (add (add (mul (mod (idiv (var g 0 14) 3) 5) 3) (mod "
+     "(var g 0 14) 3)) -3) 9) (invalid))",
+     "(where (and (lt 2 (var g 0 14)) (lt (var g 0 14) 12)) (add (var g 0 14) -3) (invalid))"),
     ("range_based", "(mod (add (mul (range 0 4) 8) (range 1 8)) 32)", 5),
     ("range_based", "(idiv (add (mul (range 0 4) 8) (range 1 8)) 8)", "(range 0 4)"),
     ("fold_divmod_general", "(idiv (add (add (mul (var x 0 7) 3) (var y 0 1)) 11) 3)", 2),

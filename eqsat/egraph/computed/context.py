@@ -254,21 +254,24 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         c, x, f = n.fields[1], n.fields[2], n.fields[3]
         if not _is_invalid(snap, f) or x not in snap.defined:
             continue
-        # one guarded copy per where-node and cheapest form of its x (the copy evolves
-        # with the e-graph; a better x gets a fresh copy); where-nodes that a copy
-        # brought back open none (they would only copy the copy again). Checked before
-        # the clauses are read: nothing below changes either.
+        # where-nodes that a copy brought back open none (they would only copy the
+        # copy again)
         if x in state.ctx_out.get(n.cls, ()):
-            continue
-        bx = best.get(x)
-        key = ("ctx", n.cls, c, x, None if bx is None else (snap.nodes[bx].ctor,
-                                                           snap.nodes[bx].fields))
-        if key in state.done:
             continue
         clauses = conjuncts(snap, best, c)
         nb, cons = clause_bounds(snap, lins, clauses)
         eb = expr_bounds(snap, cons)
         if not nb and not eb:
+            continue
+        # one guarded copy per where-node, cheapest form of its x and what its clauses
+        # imply (the copy evolves with the e-graph; a better x gets a fresh copy, and so
+        # do bounds the clauses imply once they simplify: `not((x//3)%5 < 1)` read as
+        # `(x//3)%5 >= 1` first, as `x >= 3` once the e-graph has that form)
+        bx = best.get(x)
+        key = ("ctx", n.cls, c, x, None if bx is None else (snap.nodes[bx].ctor,
+                                                           snap.nodes[bx].fields),
+               frozenset(nb.items()), frozenset(eb.items()))
+        if key in state.done:
             continue
         reach: dict[int, bool] = {}
         in_x = _best_closure(snap, best, x)  # the classes x's best term mentions
