@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import partial
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -238,9 +239,9 @@ class _Compiled:
         included). Fills ``sub._empty``."""
         out = _Compiled.__new__(_Compiled)
         cids, class_nodes, nch = self.cids, self.class_nodes, self.nch
-        full = [c for c in keep if class_nodes[c]]
+        full = list(compress(keep, map(class_nodes.__getitem__, keep)))  # the non-empty
         m: dict[int, int] = {c: i for i, c in enumerate(full)}
-        src = [n for c in full for n in class_nodes[c]]
+        src = list(chain.from_iterable(map(class_nodes.__getitem__, full)))
         new_cids = [cids[c] for c in full]
         order = full[:]  # the index here of each class there
         if len(full) < len(keep):  # empty classes, in order of first use (as a compile names them)
@@ -330,7 +331,7 @@ class EGraphView:
         order = (sorted(classes) if all(type(c) is int for c in classes)
                  else sorted(classes, key=_sort_key))
         self.classes: dict[ClassId, list[ENode]] = {c: classes[c] for c in order}
-        self._all_nodes = [n for ns in self.classes.values() for n in ns]
+        self._all_nodes = list(chain.from_iterable(self.classes.values()))
         self._by_key: dict[Hashable, ENode] | None = by_key
         self._empty: dict[ClassId, None] = {}
         self.class_min: dict[ClassId, int | float] = dict(class_min or {})
@@ -353,7 +354,7 @@ class EGraphView:
         an Ops, tuple children, cost 0): no checks, no sorting. ``classes`` is kept."""
         view = cls.__new__(cls)
         view.classes = classes
-        view._all_nodes = [n for ns in classes.values() for n in ns]
+        view._all_nodes = list(chain.from_iterable(classes.values()))
         view._by_key = None  # built by node() when asked
         view._empty = {}
         view.class_min = dict(class_min or {})
@@ -474,7 +475,7 @@ class EGraphView:
                 if not mark[k]:
                     mark[k] = True
                     stack.append(k)
-        keep = [c for c, m in enumerate(mark) if m]
+        keep = list(compress(range(len(mark)), mark))
         cids = comp.cids
         kept = [cids[c] for c in keep]
         sub = EGraphView.__new__(EGraphView)

@@ -35,6 +35,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, filterfalse
 from typing import Any, TypeVar
 
 from eqsat.uop import UOp
@@ -178,12 +179,11 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
     # children not final yet, per e-node; only the e-nodes of relevant classes are pushed
     pending = comp.pending()[:]
     heap: list[tuple[float, int]] = []
-    for c in range(nclasses):
-        if relevant[c]:
-            lv = leaves[c]
-            if lv:
-                for n in lv:
-                    heap.append((cost[n], n))
+    for c in compress(range(nclasses), relevant):
+        lv = leaves[c]
+        if lv:
+            for n in lv:
+                heap.append((cost[n], n))
     _knuth(comp, cost, choice, best, relevant, heap, pending, set())
     return choice, best
 
@@ -266,7 +266,7 @@ def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> l
             if not mark[k]:
                 mark[k] = 2
                 push(k)
-    return [c for c in range(n) if mark[c] == 2]
+    return list(compress(range(n), map((2).__eq__, mark)))  # the c with mark[c] == 2
 
 
 def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
@@ -332,11 +332,10 @@ def _greedy_dag_choice(comp: _Compiled, cost: list[float], relevant: list[bool],
     nchd, ncls, parents, selfloop = comp.nchd, comp.ncls, comp.parents, comp.selfloop
     heap: list[tuple[float, int]] = []
     queued: dict[int, float] = {}
-    for c in range(nclasses):
-        if relevant[c]:
-            for n in comp.leaves[c]:
-                heap.append((cost[n], n))
-                queued[n] = cost[n]
+    for c in compress(range(nclasses), relevant):
+        for n in comp.leaves[c]:
+            heap.append((cost[n], n))
+            queued[n] = cost[n]
     heapq.heapify(heap)
     pop, push, qget = heapq.heappop, heapq.heappush, queued.get
     pops = 0
@@ -800,7 +799,7 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
     (eliminate or introduce one class, re-choosing the classes around it by
     tree cost with the rest free), accepting the first that lowers the exact
     DAG cost. ``work_budget`` bounds the visited classes/e-nodes overall."""
-    rel_classes = [c for c in range(len(comp.cids)) if relevant[c]]
+    rel_classes = list(compress(range(len(comp.cids)), relevant))
     stats = {"passes": 0, "swaps": 0, "moves": 0, "moves_tried": 0, "rounds": 0, "work": 0}
 
     def search() -> list[int]:
@@ -816,7 +815,7 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
     def refresh(order: list[int]) -> None:
         """Re-choose the unused classes; ``order``: the classes ``sel`` reaches."""
         present = set(order)
-        region = [c for c in rel_classes if c not in present]
+        region = list(filterfalse(present.__contains__, rel_classes))
         sel[:] = _rechoose(comp, cost, sel, present, region)
         stats["work"] += len(region)
 

@@ -152,3 +152,50 @@ def test_reprice_prices_as_afresh() -> None:
     assert w2.prices() == fresh.prices()
     assert p1[2] != w2.prices()[2]  # the Add's child became a constant
     assert w2.by_node == fresh.by_node
+
+
+def test_reprice_skips_keys_that_cannot_change() -> None:
+    from eqsat.egraph.encoding import Node
+
+    x = Node(0, "Leaf", ("DEFINE_VAR", "index", 0))
+    y = Node(1, "Leaf", ("DEFINE_VAR", "index", 1))
+    add = Node(2, "Add", ("index", 0, 1))
+    s1 = SimpleNamespace(nodes=[x, y, add], consts={}, lo={}, height={})
+    w1 = Weights(s1, _Model(), {}, {}, set(), set())  # type: ignore[arg-type]
+    w1.prices()
+    assert w1.by_node.consts == {} and w1.by_node.lo is None
+    # class 1 changes (a new e-node) but keeps its constant (none): the Add, affected,
+    # keeps its price without a new key (the model is not asked, the cache is empty)
+    y2 = Node(1, "Leaf", ("DEFINE_VAR", "index", 7))
+    s2 = SimpleNamespace(nodes=[x, y, y2, add], consts={}, lo={}, height={})
+    model = _Model()
+    w2 = Weights(s2, model, {}, w1.by_node, {1}, {add})  # type: ignore[arg-type]
+    assert w2.prices() == Weights(s2, _Model(), {}).prices()  # type: ignore[arg-type]
+    assert model.calls == 0
+    # a previous pass without its facts (a plain dict): every affected e-node re-keyed
+    model = _Model()
+    w3 = Weights(s2, model, {}, dict(w1.by_node), {1}, {add})  # type: ignore[arg-type]
+    assert w3.prices() == w2.prices()
+    assert model.calls == 1
+
+
+class _BoundsModel(_Model):
+    uses_bounds = True
+
+    def node_cost(self, op, dtype, arg, consts, child_mins=None) -> float:  # noqa: ANN001
+        self.calls += 1
+        return float(len(op.name) + sum(1 for m in child_mins or () if m is not None and m >= 0))
+
+
+def test_reprice_bounds_aware_rekeys_on_a_new_lower_bound() -> None:
+    from eqsat.egraph.encoding import Node
+
+    x = Node(0, "Leaf", ("DEFINE_VAR", "index", 0))
+    y = Node(1, "Leaf", ("DEFINE_VAR", "index", 1))
+    add = Node(2, "Add", ("index", 0, 1))
+    s1 = SimpleNamespace(nodes=[x, y, add], consts={}, lo={0: -3, 1: 0}, height={})
+    w1 = Weights(s1, _BoundsModel(), {}, {}, set(), set())  # type: ignore[arg-type]
+    assert w1.prices()[2] == 4.0 and w1.by_node.lo == {0: -3, 1: 0}
+    s2 = SimpleNamespace(nodes=[x, y, add], consts={}, lo={0: 2, 1: 0}, height={})
+    w2 = Weights(s2, _BoundsModel(), {}, w1.by_node, {0}, {add})  # type: ignore[arg-type]
+    assert w2.prices() == Weights(s2, _BoundsModel(), {}).prices() == [0.0, 0.0, 5.0]  # type: ignore[arg-type]

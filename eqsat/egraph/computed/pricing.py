@@ -21,6 +21,17 @@ _ZERO_G = {"RANGE", "SPECIAL"}
 _FREE = frozenset(("Cst", "Leaf", "Cons", "Nil"))  # priced 0 under every model
 
 
+class NodePrices(dict):
+    """A pass's prices by e-node (``Node -> price``), with the facts its price keys
+    read: every class's constant (``consts``) and, for a bounds-aware model, lower
+    bound (``lo``; None otherwise). The next pass compares its facts with these."""
+
+    __slots__ = ("consts", "lo")
+
+    def __repr__(self) -> str:
+        return f"NodePrices({dict(self)!r})"
+
+
 class Weights:
     """The cost of every e-node of a snapshot under the run's cost model (reference
     weights when there is none): best terms, linear forms and the basis search
@@ -44,7 +55,7 @@ class Weights:
         #: other e-node of the last pass then takes its price without a test)
         self._affected = affected
         #: this snapshot's prices by e-node (filled by :meth:`prices`), for the next pass
-        self.by_node: dict[Node, float] = {}
+        self.by_node: dict[Node, float] = NodePrices()
 
     def __repr__(self) -> str:
         return f"Weights({self.snap!r}, {self.model!r})"
@@ -85,7 +96,9 @@ class Weights:
                 key = key_of(n)
                 w = cache.get(key)
                 append(w if w is not None else price(n, key))
-        self.by_node = dict(zip(nodes, out, strict=True))
+        by_node = self.by_node = NodePrices(zip(nodes, out, strict=True))
+        by_node.consts = dict(self.snap.consts)
+        by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
         self._list = out
         return out
 
@@ -115,10 +128,35 @@ class Weights:
                 out[i] = w if w is not None else price(n, key)
 
         if affected:
+            affected = self._keyed_anew(prev, affected)
+        if affected:
             where = dict(zip(nodes, range(len(nodes)), strict=True)).get
             reprice([i for i in map(where, affected) if i is not None])
         reprice(_nones(out))  # the e-nodes new since the last pass
         return out
+
+    def _keyed_anew(self, prev: dict[Node, float], affected: set[Node]
+                    ) -> Iterable[Node]:
+        """The e-nodes of ``affected`` whose price key may differ from the last pass's:
+        the ones with a child whose constant (or, bounds-aware, lower bound) differs
+        from the one ``prev`` (a :class:`NodePrices`) was priced with. The others
+        have their key unchanged (same constructor and fields; the children not in
+        ``changed`` kept their facts), so the price they had. All of them when
+        ``prev`` does not carry its facts."""
+        consts = getattr(prev, "consts", None)
+        lo = getattr(prev, "lo", None)
+        changed = self._changed
+        if consts is None or changed is None or (self.bounds_aware and lo is None):
+            return affected
+        get, old = self.snap.consts.get, consts.get
+        delta = {c for c in changed if get(c) != old(c)}
+        if self.bounds_aware:
+            get, old = self.snap.lo.get, lo.get
+            delta.update([c for c in changed if get(c) != old(c)])
+        if not delta:
+            return ()
+        isdisjoint = delta.isdisjoint
+        return [n for n in affected if not isdisjoint(n.kids)]
 
     def _key(self, n: Node) -> tuple:
         """The price key of an e-node: what its price depends on (its constructor and
