@@ -41,7 +41,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 __all__ = [
     "Atom", "Lin", "Ctx", "LinBuilder", "DivModRule", "SumRule", "RuleOut", "Op",
-    "cdiv", "cmod", "lin_bounds", "split_divisible", "emit_lin",
+    "cdiv", "cmod", "lin_bounds", "normalize_signs", "split_divisible", "emit_lin",
     "DIVMOD_RULES", "RANGE_BASED", "GENERAL", "ADVANCED", "RECOMBINE", "SUM_RULES",
     "RULES_BY_NAME", "fold_divmod_general", "all_rewrites", "recombine_sum",
 ]
@@ -414,38 +414,45 @@ def _out(x: Lin, *extra: tuple[int, Any]) -> RuleOut:
 Core = Callable[[str, Lin, Lin, Ctx], RuleOut | None]
 
 
-def _normalized(core: Core) -> Core:
-    """Run ``core`` (which needs ``x >= 0`` and ``y > 0``) on every sign case.
+def normalize_signs(op: str, x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin, bool] | None:
+    """``(x', y', negate)`` with ``x' >= 0``, ``y' > 0`` and ``x OP y`` equal to
+    ``x' OP y'``, negated when ``negate``; None when ``y``'s range holds 0 or ``x``'s
+    crosses 0 (C truncation differs from floor there).
 
     ``x//y == -(x//(-y))``, ``x%y == x%(-y)``; for ``x <= 0``:
-    ``x//y == -((-x)//y)`` and ``x%y == -((-x)%y)``. Numerators whose range crosses 0
-    are left alone (C truncation differs from floor there).
-    """
+    ``x//y == -((-x)//y)`` and ``x%y == -((-x)%y)``."""
+    ylo, yhi = lin_bounds(y, ctx)
+    flip_y = yhi < 0
+    if not flip_y and ylo <= 0:
+        return None
+    xlo, xhi = lin_bounds(x, ctx)
+    if xlo >= 0:
+        flip_x = False
+    elif xhi <= 0:
+        flip_x = True
+    else:
+        return None
+    negate = (flip_x != flip_y) if op == "idiv" else flip_x
+    return (-x if flip_x else x), (-y if flip_y else y), negate
+
+
+def _normalized(core: Core) -> Core:
+    """Run ``core`` (which needs ``x >= 0`` and ``y > 0``) on every sign case
+    (:func:`normalize_signs`); ``.raw`` is ``core`` itself, for a caller that
+    normalizes once for many such rules (the e-graph's div/mod pass)."""
 
     def fn(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
-        ylo, yhi = lin_bounds(y, ctx)
-        flip_y = yhi < 0
-        if flip_y:
-            y = -y
-        elif ylo <= 0:
+        norm = normalize_signs(op, x, y, ctx)
+        if norm is None:
             return None
-        xlo, xhi = lin_bounds(x, ctx)
-        if xlo >= 0:
-            flip_x = False
-        elif xhi <= 0:
-            flip_x = True
-            x = -x
-        else:
-            return None
-        r = core(op, x, y, ctx)
+        r = core(op, norm[0], norm[1], ctx)
         if r is None:
             return None
-        negate = (flip_x != flip_y) if op == "idiv" else flip_x
-        return -r if negate else r
+        return -r if norm[2] else r
 
     fn.__name__ = core.__name__
     fn.__doc__ = core.__doc__
-    fn.raw = core  # type: ignore[attr-defined]  # (callers that normalize once: the e-graph)
+    fn.raw = core  # type: ignore[attr-defined]
     return fn
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from eqsat.egraph.computed.linear import _UnrepresentableError
 from eqsat.egraph.computed.state import PyRule
 from eqsat.egraph.computed.terms import Term
-from rules.divmod_core import DivModRule, Lin, SumRule, lin_bounds
+from rules.divmod_core import DivModRule, Lin, SumRule, lin_bounds, normalize_signs
 
 
 def divmod_rules_by_op(rules: Iterable[PyRule]) -> dict[str, list[PyRule]]:
@@ -44,33 +44,22 @@ def _plan(rules: Iterable[PyRule]) -> list[_Step]:
 def _apply(plan: list[_Step], op: str, x: Lin, y: Lin, ctx: Any) -> list[tuple[str, Term]]:
     """:func:`divmod_rewrites` over a :func:`_plan` of the op's rules.
 
-    The rules written for ``x >= 0, y > 0`` (``_normalized``) share one normalization
-    of the signs here, done once for all of them: each gets what its own wrapper would
-    give it (``x//y == -(x//(-y))``, ``x%y == x%(-y)``, ``x <= 0`` mirrored), and its
-    result is negated back as the wrapper does."""
+    The rules written for ``x >= 0, y > 0`` (``_normalized``) share one
+    :func:`normalize_signs` here, done once for all of them: each gets what its own
+    wrapper would give it, and its result is negated back as the wrapper does."""
     out: list[tuple[str, Term]] = []
     ylo, yhi = lin_bounds(y, ctx)
     if ylo <= 0 <= yhi:
         return out
-    norm: tuple[Lin, Lin, bool] | None = None  # (x', y', negate), made on first use
-    no_norm = False  # x's range crosses 0: no normalized rule applies
+    norm: tuple[Lin, Lin, bool] | None = None
+    normalized = False  # norm is made on the first normalized rule (None: no such rule fires)
     for name, core, fn, raw in plan:
         try:
             if raw is not None:
-                if no_norm:
-                    continue
+                if not normalized:
+                    norm, normalized = normalize_signs(op, x, y, ctx), True
                 if norm is None:
-                    flip_y = yhi < 0
-                    xlo, xhi = lin_bounds(x, ctx)
-                    if xlo >= 0:
-                        flip_x = False
-                    elif xhi <= 0:
-                        flip_x = True
-                    else:
-                        no_norm = True
-                        continue
-                    negate = (flip_x != flip_y) if op == "idiv" else flip_x
-                    norm = (-x if flip_x else x, -y if flip_y else y, negate)
+                    continue
                 o = raw(op, norm[0], norm[1], ctx)
                 if o is None:
                     continue
