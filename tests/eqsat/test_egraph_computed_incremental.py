@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import heapq
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ import eqsat.egraph.computed.pricing as pricing
 from eqsat.api import Budget
 from eqsat.dtype import dtypes
 from eqsat.egraph import optimize_many
-from eqsat.egraph.computed import PassState, Weights, best_nodes
+from eqsat.egraph.computed import PassState, Weights
 from eqsat.egraph.encoding import Node
 from eqsat.uop import UOp
 
@@ -48,9 +49,10 @@ class _Snap:
         return f"_Snap({len(self.nodes)} e-nodes)"
 
 
-def _plain_best(nodes: list[Node], wts: list[float]) -> tuple[list, list, list]:
+def _plain_best(nodes: list[Any], wts: list[float]) -> tuple[list, list, list, dict]:
     """The reference: push an e-node once its distinct children are priced, price a
-    class by its first e-node popped; heights from the chosen e-nodes."""
+    class by its first e-node popped; heights from the chosen e-nodes; the parents
+    (class -> the e-nodes not subsumed it is a child of, in index order)."""
     parents: dict[int, list[int]] = {}
     pending = [0] * len(nodes)
     heap = []
@@ -80,7 +82,7 @@ def _plain_best(nodes: list[Node], wts: list[float]) -> tuple[list, list, list]:
             pending[p] -= 1
             if pending[p] == 0 and nodes[p].cls not in best:
                 heapq.heappush(heap, (wts[p] + sum([cost[k] for k in nodes[p].kids]), p))
-    return list(best.items()), list(cost.items()), list(height.items())
+    return list(best.items()), list(cost.items()), list(height.items()), parents
 
 
 #: e-node shapes: (ctor, number of children); Cst/Leaf cost 0, Mul 4, Idiv 25, others 1
@@ -114,9 +116,62 @@ def test_best_nodes_is_the_plain_dijkstra(raw: list) -> None:
     nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields, n.subsumed))
     snap = _Snap(nodes)
     wts = Weights(snap).prices()  # type: ignore[arg-type]
-    best, cost = best_nodes(snap, Weights(snap))  # type: ignore[arg-type]
-    assert (list(best.items()), list(cost.items()), list(snap.height.items())) == \
-        _plain_best(nodes, wts)
+    best, cost, parents = passes._best_nodes(snap, Weights(snap))  # type: ignore[arg-type]
+    assert (list(best.items()), list(cost.items()), list(snap.height.items()),
+            {k: v for k, v in parents.items() if v}) == _plain_best(nodes, wts)
+
+
+class _Prices:
+    """Given e-node prices, as ``Weights`` hands them to ``_best_nodes``."""
+
+    def __init__(self, w: list[float]):
+        self.w = w
+
+    def __repr__(self) -> str:
+        return f"_Prices({self.w!r})"
+
+    def prices(self) -> list[float]:
+        return self.w
+
+
+@st.composite
+def _tied_egraphs(draw: st.DrawFn) -> tuple[list[SimpleNamespace], list[float]]:
+    """Random e-graphs (cycles, repeated children, subsumed e-nodes, up to 4 children)
+    with few distinct prices, so that ties are common."""
+    ncls = draw(st.integers(1, 9))
+    nodes = []
+    for c in range(ncls):
+        for _ in range(draw(st.integers(1, 3))):
+            kids = tuple(draw(st.lists(st.integers(0, ncls - 1), max_size=4)))
+            nodes.append(SimpleNamespace(cls=c, kids=kids, subsumed=draw(st.booleans()) and
+                                         draw(st.booleans())))
+    wts = [draw(st.sampled_from([0.0, 1.0, 1.0, 2.0, 0.5, 25.0])) for _ in nodes]
+    return nodes, wts
+
+
+@settings(max_examples=400, deadline=None)
+@given(_tied_egraphs())
+def test_best_nodes_is_the_plain_dijkstra_under_ties(g: tuple[list, list[float]]) -> None:
+    # best_nodes' bucketed queue pops in the tuple heap's order: costs exactly (repr)
+    nodes, wts = g
+    snap = SimpleNamespace(nodes=nodes, height={})
+    best, cost, parents = passes._best_nodes(snap, _Prices(wts))  # type: ignore[arg-type]
+    rb, rc, rh, rp = _plain_best(nodes, wts)
+    assert list(best.items()) == rb and list(snap.height.items()) == rh
+    assert [(k, repr(v)) for k, v in cost.items()] == [(k, repr(v)) for k, v in rc]
+    assert {k: v for k, v in parents.items() if v} == rp
+
+
+def test_best_nodes_ties_by_index() -> None:
+    # two leaves of equal cost in one class: the earlier e-node wins; a parent
+    # whose cost equals a leaf's is ordered by index among them
+    nodes = [SimpleNamespace(cls=c, kids=k, subsumed=False)
+             for c, k in ((0, ()), (0, ()), (1, (0,)), (2, ()))]
+    snap = SimpleNamespace(nodes=nodes, height={})
+    best, cost, _ = passes._best_nodes(snap, _Prices([1.0, 1.0, 0.0, 1.0]))  # type: ignore[arg-type]
+    assert list(best.items()) == [(0, 0), (1, 2), (2, 3)]
+    assert cost == {0: 1.0, 1: 1.0, 2: 1.0}
+    assert snap.height == {0: 1, 1: 2, 2: 1}
 
 
 class _ConstModel:
@@ -280,9 +335,13 @@ def test_changed_by_identity_equals_the_row_and_fact_comparison(raw: list) -> No
     for rows_raw, bounds, defs, rebuild in raw:
         rows = sorted({(c, sh, tuple(ks), sub) for c, sh, ks, sub in rows_raw})
         nodes = []
+        keys = set()  # a snapshot's rows are distinct (shapes ignore some children)
         for c, sh, ks, sub in rows:
             n = _node(c, sh, list(ks), sub)
             key = (n.cls, n.ctor, n.fields, n.subsumed)
+            if key in keys:
+                continue
+            keys.add(key)
             if rebuild or key not in cache:
                 cache[key] = n
             nodes.append(cache[key])
