@@ -84,14 +84,11 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     it, and on the corpus and the unseen cases no output costs more (it saves about a
     fifth of the div/mod rule work)."""
     dm: set[int] = set()
-    free: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
         if n.ctor in _DIVMOD or not dm.isdisjoint(n.kids):
             dm.add(c)
-        else:
-            free.add(c)
-    return free
+    return best.keys() - dm
 
 
 def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
