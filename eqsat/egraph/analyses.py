@@ -31,10 +31,13 @@ and tests.
 
 from __future__ import annotations
 
+import re
+
 from eqsat.dtype import dtypes
 
-__all__ = ["analysis_program", "ANALYSIS_RULES", "UnsoundError", "INT_DTYPES", "FIXED_DTYPES",
-           "dtype_table"]
+__all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
+           "INT_DTYPES", "FIXED_DTYPES", "FIXED_ANALYSIS_DTYPES", "FIXED_ANALYSIS",
+           "ALL_ANALYSIS", "dtype_table"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -79,9 +82,39 @@ def _set(lo: str, hi: str) -> str:
     return f"(set (lo e) {lo}) (set (hi e) {hi})"
 
 
+#: where a rule checks that its result fits ``dt``'s range: :func:`_split` makes it two
+#: rules, one for ``index`` (no range to fit: any i64 bound holds) and one (``*_fixed``)
+#: for the other integer dtypes, which reads ``dt``'s range from ``dmin``/``dmax``
+_FITS = re.compile(r"<fits (\S+) (\S+)>")
+
+
 def _fitted(body: str, lo: str, hi: str) -> str:
     """A rule setting [lo, hi] when it fits dt's range (no wrap)."""
-    return f"({body} {_FIT} (>= {lo} m0) (<= {hi} m1)) ({_set(lo, hi)})"
+    return f"({body} <fits {lo} {hi}>) ({_set(lo, hi)})"
+
+
+def _split(rules: list[tuple[str, str, str]]
+           ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """The rules with a ``<fits lo hi>`` check (``-``: no lower one) split in two: the
+    ``index`` rule keeps the name, the other dtypes' rule is ``<name>_fixed``. The two
+    ``dmin``/``dmax`` atoms cost every seminaive round and every push/pop of the
+    e-graph, and the fixed-width rules run only when the e-graph may hold such a node
+    (:data:`FIXED_ANALYSIS_DTYPES`)."""
+    base, fixed = [], []
+    for name, identity, body in rules:
+        m = _FITS.search(body)
+        if m is None:
+            base.append((name, identity, body))
+            continue
+        lo, hi = m.groups()
+        check = f'(!= dt "index") {_FIT}' + (f" (>= {lo} m0)" if lo != "-" else "") + \
+            f" (<= {hi} m1)"
+        # (index is an IntDt: that guard adds nothing to the index rule)
+        base.append((name, f"{identity} (index)",
+                     body.replace(m.group(0), '(= dt "index")').replace("(IntDt dt) ", "")))
+        fixed.append((f"{name}_fixed", f"{identity} (other integer dtypes: when it fits dt's "
+                      "range)", body.replace(m.group(0), check)))
+    return base, fixed
 
 
 # (name, identity, egglog rule body "(query) (actions)")
@@ -162,10 +195,10 @@ ANALYSIS_RULES: list[tuple[str, str, str]] = [
     ("iv_or_nonneg", "a|b in [max(la,lb), 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
      f"((= e (Or dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
      "(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) (= l (max la lb)) "
-     f"{_FIT} (<= h m1)) ({_set('l', 'h')})"),
+     f"<fits - h>) ({_set('l', 'h')})"),
     ("iv_xor_nonneg", "a^b in [0, 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
      f"((= e (Xor dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
-     f"(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) {_FIT} (<= h m1)) "
+     "(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) <fits - h>) "
      "((set (lo e) 0) (set (hi e) h))"),
     ("iv_shl_const", "a<<s in [la*2^s, ha*2^s] for a constant 0 <= s < 63",
      _fitted("(= e (Shl dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= s (lo b)) "
@@ -223,6 +256,30 @@ for _c in ("Eq", "Ne"):
                                f"((set (lo e) {_v}) (set (hi e) {_v}))"))
 
 
+ANALYSIS_RULES, ANALYSIS_FIXED_RULES = _split(ANALYSIS_RULES)
+
+#: the rule set of the ``*_fixed`` interval rules, and the one that runs both sets
+FIXED_ANALYSIS = "analysis_fixed"
+ALL_ANALYSIS = "analysis_all"
+
+
+def _fixed_dtypes() -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for _name, _identity, body in ANALYSIS_FIXED_RULES:
+        m = re.match(r"\(\(= e \((\w+) dt ", body)
+        if m is None:
+            raise ValueError(f"fixed-width interval rule {_name}: no (= e (Ctor dt ...)) first")
+        dts = FIXED_DTYPES if "(IntDt dt)" in body else FIXED_DTYPES | {"bool"}
+        out[m.group(1)] = out.get(m.group(1), frozenset()) | dts
+    return out
+
+
+#: constructor -> the dtypes its ``*_fixed`` interval rules match (not ``index``; bool
+#: where no ``IntDt`` guard excludes it). A run whose e-graph gets no such e-node skips
+#: those rules (rewrites keep their operands' dtypes: only an inserted node brings one)
+FIXED_ANALYSIS_DTYPES: dict[str, frozenset[str]] = _fixed_dtypes()
+
+
 def def_rules() -> list[tuple[str, str, str]]:
     """``Def``: the e-classes that are never Invalid (a value wherever defined)."""
     from eqsat.egraph.encoding import ALU_CTOR, CTORS
@@ -263,4 +320,8 @@ def analysis_program(ruleset: str = "analysis") -> str:
                ':name "insert-def")')
     for name, _identity, body in ANALYSIS_RULES:
         out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
+    out.append(f"(ruleset {ruleset}_fixed)")
+    for name, _identity, body in ANALYSIS_FIXED_RULES:
+        out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
+    out.append(f"(unstable-combined-ruleset {ruleset}_all {ruleset} {ruleset}_fixed)")
     return "\n".join(out)

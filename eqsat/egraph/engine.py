@@ -41,7 +41,13 @@ import time
 from typing import Any
 
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.analyses import FIXED_DTYPES, TRIPWIRE, UnsoundError, analysis_program
+from eqsat.egraph.analyses import (
+    ALL_ANALYSIS,
+    FIXED_DTYPES,
+    TRIPWIRE,
+    UnsoundError,
+    analysis_program,
+)
 from eqsat.egraph.computed import PassState, python_pass
 from eqsat.egraph.encoding import (
     ArgTable,
@@ -172,13 +178,15 @@ class Session:
         needs a bound not known yet (a computed result loaded by this step, a bound the
         analysis tightens) fires one iteration later (semi-naive matching sees the new
         bound). On the corpus the outputs are those of analysing before the rules too."""
+        # the fixed-width interval rules too when an e-node of this run may need them
+        analysis = ALL_ANALYSIS if self.ins.fixed_width else "analysis"
         if native and self.native:
             cmds = "(run native 1)\n"
             if self._fixed and self._has_fixed_rules:
                 cmds += f"(run {FIXED_RULESET} 1)\n"
-            cmds += f"(run analysis {ANALYSIS_CAP})"
+            cmds += f"(run {analysis} {ANALYSIS_CAP})"
         else:
-            cmds = f"(run analysis {ANALYSIS_CAP})"
+            cmds = f"(run {analysis} {ANALYSIS_CAP})"
         try:
             out = self.ins.flush(cmds)
         except bindings.EggSmolError as e:

@@ -100,6 +100,11 @@ def test_intervals_are_sound_on_padded_expressions(session: Session, data) -> No
     ("(add (const i8 100) (const i8 100))", -math.inf, math.inf),
     ("(add (cast i8 (var x 0 100)) (cast i8 (var y 0 100)))", -math.inf, math.inf),
     ("(add (cast i8 (var x 0 60)) (cast i8 (var y 0 60)))", 0, 120),  # cannot wrap
+    # the fixed-width interval rules (``*_fixed``) run for these, not for index inputs
+    ("(mul (cast i32 (var x 0 9)) (const i32 3))", 0, 27),
+    ("(neg (cast i8 (var x 0 9)))", -9, 0),
+    ("(cast i16 (var x -5 9))", -5, 9),
+    ("(mul (lt (var x 0 3) 2) (lt (var y 0 3) 2))", 0, 1),  # bool arithmetic
     ("(and (var x 0 12) (var y 0 5))", 0, 5),
     ("(xor (var x 0 12) (var y 0 5))", 0, 15),
     ("(shl (var x 0 3) 2)", 0, 12),
@@ -156,3 +161,33 @@ def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
     finally:
         session._cmd("(pop)")
         session.ins.restore(saved)
+
+
+@pytest.mark.parametrize("text, fixed", [
+    ("(add (mul (var x 0 9) 3) (idiv (range 0 12) 4))", False),
+    ("(where (lt (var x 0 9) 3) (var x 0 9) 0)", False),
+    ("(add (cast i8 (var x 0 60)) (const i8 1))", True),
+    ("(mul (lt (var x 0 3) 2) (lt (var y 0 3) 2))", True),
+    ("(cast i32 (var x 0 9))", True),
+])
+def test_fixed_width_interval_rules_run_only_when_an_enode_needs_them(
+        session: Session, text: str, fixed: bool) -> None:
+    saved = session.ins.state()
+    try:
+        session.ins.add_uop(parse(text))
+        assert session.ins.fixed_width is fixed
+    finally:
+        session.ins.restore(saved)
+    assert session.ins.fixed_width is False
+
+
+def test_index_interval_rules_read_no_dtype_range() -> None:
+    # the index rules need no dmin/dmax (two atoms per rule, per round and per push/pop)
+    from eqsat.egraph.analyses import ANALYSIS_FIXED_RULES, ANALYSIS_RULES, FIXED_ANALYSIS_DTYPES
+
+    assert not [n for n, _, body in ANALYSIS_RULES if "dmin" in body or "dmax" in body]
+    assert {n for n, _, _ in ANALYSIS_FIXED_RULES} == {
+        f"{n}_fixed" for n, _, body in ANALYSIS_RULES if '(= dt "index")' in body}
+    for name, _, body in ANALYSIS_FIXED_RULES:
+        ctor = body.split("(", 4)[3].split()[0]
+        assert "index" not in FIXED_ANALYSIS_DTYPES[ctor], name
