@@ -375,3 +375,29 @@ _LEAVES = [Node(1, "Leaf", ("RANGE", "index", 0)), Node(2, "Cst", ("index", 4))]
 def test_divmod_free_classes(nodes: list[Node], best_of: dict[int, int], free: set[int]
                              ) -> None:
     assert passes.divmod_free(nodes, best_of) == free
+
+
+def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
+    # x*4 + x*6 -> x*10: the new root e-node is recorded in the sum's class (one row),
+    # not as a fresh class that a second row unions in
+    from eqsat.egraph import Session
+    from eqsat.egraph.computed import PassState, python_pass
+    from eqsat.egraph.encoding import NODE_REL, Snapshot
+
+    s = Session(None)
+    x = UOp.var("x", 0, 99)
+    s._cmd("(push)")
+    saved = s.ins.state()
+    try:
+        h = s._insert([x * 4 + x * 6])[0]
+        s._step(True, {})
+        snap = Snapshot(s.egraph, s.ins)
+        c = snap.cls_of_handle(h)
+        first, n0 = len(s.ins._rows.get(NODE_REL, [])), s.ins.handles
+        python_pass(snap, s.ins, s.pyrules, PassState(), roots=[c])
+        rows = [r.split("\t") for r in s.ins._rows[NODE_REL][first:]]
+        assert ["Mul", "index"] in [f[1:3] for f in rows if f[0] == str(c)]
+        assert not [f for f in rows if f[1] == "U" and f[0] == str(c) and int(f[5]) >= n0]
+    finally:
+        s._cmd("(pop)")
+        s.ins.restore(saved)

@@ -289,6 +289,29 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         h = node_memo.get(tuple(fields))
         return h if h is not None else new_node(*fields)
 
+    node_with_handle = ins.node_with_handle
+
+    def emit_into(cls: int, t: Term) -> tuple[int, bool]:
+        """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
+        (one row: no class of its own to make and union); ``(handle, True)`` then, else
+        ``(the handle of the e-node the e-graph has, False)``."""
+        if isinstance(t, int):
+            return canon_h(t), False
+        pos = _TERM_E[t[0]]
+        if not pos:  # a leaf (a constant): the term is its key
+            key = t
+        else:
+            fields = list(t)
+            for i in pos:
+                f = t[i]
+                fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+            key = tuple(fields)
+        h = node_memo.get(key)
+        if h is not None:
+            return h, False
+        node_with_handle(cls, *key)
+        return cls, True
+
     def cycles(cls: int, t: Term) -> bool:
         """Whether ``cls == t`` would be a cycle: ``t`` is ``cls`` or holds an atom
         whose cheapest term holds ``cls`` (``x == f(x)`` only feeds rules new
@@ -325,12 +348,19 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             res.skipped_cap += 1
             return False
         h = handle_of.get(t)
+        fresh = False
         if h is None:
             try:
-                h = handle_of[t] = emit_m(t)
+                h, fresh = emit_into(cls, t)
             except _UnrepresentableError:
                 return False
-        if h != cls:
+            handle_of[t] = h
+        if fresh:
+            # the term's root e-node went straight into cls (no class of its own to union)
+            res.unions += 1
+            res.matches[name] = res.matches.get(name, 0) + 1
+            state.unions[cls] = state.unions.get(cls, 0) + 1
+        elif h != cls:
             # a union this run recorded already is in the e-graph: no second row (it
             # counts as before: matches and the per-class cap are unchanged)
             if (cls, h) not in state.recorded:
