@@ -237,22 +237,35 @@ _CMP = {
     "Eq": ("(= la ha) (= lb hb) (= la lb)", None),
     "Ne": (None, "(= la ha) (= lb hb) (= la lb)"),
 }
+_BOUND_OF = {"la": "(= la (lo a))", "ha": "(= ha (hi a))", "lb": "(= lb (lo b))",
+             "hb": "(= hb (hi b))"}
+
+
+def _reads(cond: str) -> str:
+    """The bound atoms ``cond`` reads, and only those: an atom it does not read would
+    cost a join in every round and a clone on every push, and keep the rule from
+    firing when that bound is unknown."""
+    return " ".join(atom for v, atom in _BOUND_OF.items() if re.search(rf"\b{v}\b", cond))
+
+
 for _c, (_t, _f) in _CMP.items():
     ANALYSIS_RULES.append((f"iv_{_c.lower()}", f"{_c.lower()}(a,b) in [0, 1]",
                            f"((= e ({_c} dt a b))) ((set (lo e) 0) (set (hi e) 1))"))
     if _t:
         ANALYSIS_RULES.append((f"iv_{_c.lower()}_true", f"{_c.lower()}(a,b) is true by bounds",
-                               f"((= e ({_c} dt a b)) {_AB} {_t}) ((set (lo e) 1) (set (hi e) 1))"))
+                               f"((= e ({_c} dt a b)) {_reads(_t)} {_t}) "
+                               "((set (lo e) 1) (set (hi e) 1))"))
     if _f:
         ANALYSIS_RULES.append((f"iv_{_c.lower()}_false", f"{_c.lower()}(a,b) is false by bounds",
-                               f"((= e ({_c} dt a b)) {_AB} {_f}) ((set (lo e) 0) (set (hi e) 0))"))
+                               f"((= e ({_c} dt a b)) {_reads(_f)} {_f}) "
+                               "((set (lo e) 0) (set (hi e) 0))"))
 for _c in ("Eq", "Ne"):
     _v = "0" if _c == "Eq" else "1"
     for _x, _y in (("ha", "lb"), ("hb", "la")):
         ANALYSIS_RULES.append((f"iv_{_c.lower()}_apart_{_x}",
                                f"{_c.lower()}(a,b) is {'false' if _c == 'Eq' else 'true'} "
                                "when the ranges are disjoint",
-                               f"((= e ({_c} dt a b)) {_AB} (< {_x} {_y})) "
+                               f"((= e ({_c} dt a b)) {_reads(_x + ' ' + _y)} (< {_x} {_y})) "
                                f"((set (lo e) {_v}) (set (hi e) {_v}))"))
 
 

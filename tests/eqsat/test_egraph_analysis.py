@@ -191,3 +191,16 @@ def test_index_interval_rules_read_no_dtype_range() -> None:
     for name, _, body in ANALYSIS_FIXED_RULES:
         ctor = body.split("(", 4)[3].split()[0]
         assert "index" not in FIXED_ANALYSIS_DTYPES[ctor], name
+
+
+def test_no_interval_rule_reads_a_bound_it_does_not_use() -> None:
+    # every (= v (lo x)) / (= v (hi x)) atom of a rule is a join in every round and part
+    # of every push/pop clone: a rule binds only the bounds its condition or result reads
+    import re
+
+    from eqsat.egraph.analyses import ANALYSIS_FIXED_RULES, ANALYSIS_RULES
+
+    for name, _, body in ANALYSIS_RULES + ANALYSIS_FIXED_RULES:
+        for v, f, x in re.findall(r"\(= (\w+) \((lo|hi) (\w+)\)\)", body):
+            rest = body.replace(f"(= {v} ({f} {x}))", "", 1)
+            assert re.search(rf"\b{v}\b", rest), f"{name} binds ({f} {x}) and never reads it"
