@@ -334,6 +334,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     # e-nodes ins knows only grow), and the rules repeat many of their results
     cycle_of: dict[tuple[int, Term], bool] = {}
     handle_of: dict[Term, int] = {}
+    into: dict[Term, int] = {}  # term -> the class its new root e-node went into
 
     def union(cls: int, t: Term, name: str) -> bool:
         """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
@@ -348,15 +349,17 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             res.skipped_cap += 1
             return False
         h = handle_of.get(t)
-        fresh = False
         if h is None:
             try:
                 h, fresh = emit_into(cls, t)
             except _UnrepresentableError:
                 return False
             handle_of[t] = h
-        if fresh:
-            # the term's root e-node went straight into cls (no class of its own to union)
+            if fresh:
+                into[t] = cls
+        if h == cls and into.get(t) == cls:
+            # the term's root e-node went straight into cls this pass (no class of its own
+            # to union): it counts as a union, for every rule that gives it
             res.unions += 1
             res.matches[name] = res.matches.get(name, 0) + 1
             state.unions[cls] = state.unions.get(cls, 0) + 1
