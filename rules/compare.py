@@ -245,42 +245,42 @@ _eg(Q("not_const_lt", "!(c < x) -> x < c+1 (integers)", _E_COMPARISON,
       "(union e (Lt dt x (Cst dx c1)))"))
 
 _eg(Q("lt_offset", "x+c0 < c1 -> x < c1-c0 (index)", _E_COMPARISON,
-      "(= e (Lt dt (Add dx x (Cst dx c0)) (Cst dx c1))) (IdxDt dx) (= c (- c1 c0))",
+      "(= e (Lt dt (Add dx x (Cst dx c0)) (Cst dx c1))) (= dx \"index\") (= c (- c1 c0))",
       "(union e (Lt dt x (Cst dx c)))"))
 
 _eg(Q("lt_offset_lhs", "c1 < x+c0 -> c1-c0 < x (index)", _E_COMPARISON,
-      "(= e (Lt dt (Cst dx c1) (Add dx x (Cst dx c0)))) (IdxDt dx) (= c (- c1 c0))",
+      "(= e (Lt dt (Cst dx c1) (Add dx x (Cst dx c0)))) (= dx \"index\") (= c (- c1 c0))",
       "(union e (Lt dt (Cst dx c) x))"))
 
 _eg(Q("lt_idiv_lift_pos", "x//d < c -> x < c*d (d > 0, c > 0)", _E_COMPARISON,
-      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (IdxDt dx) (> d 0) (> c 0) "
+      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (= dx \"index\") (> d 0) (> c 0) "
       "(= k (* c d))", "(union e (Lt dt x (Cst dx k)))"))
 
 _eg(Q("lt_idiv_lift_nonpos", "x//d < c -> x < (c-1)*d+1 (d > 0, c <= 0)", _E_COMPARISON,
-      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (IdxDt dx) (> d 0) (<= c 0) "
+      "(= e (Lt dt (Idiv dx x (Cst dx d)) (Cst dx c))) (= dx \"index\") (> d 0) (<= c 0) "
       "(= k (+ (* (- c 1) d) 1))", "(union e (Lt dt x (Cst dx k)))"))
 
 _eg(Q("const_lt_idiv_lift", "c < x//d -> (c+1)*d-1 < x (d > 0, c >= 0)", _E_COMPARISON,
-      "(= e (Lt dt (Cst dx c) (Idiv dx x (Cst dx d)))) (IdxDt dx) (> d 0) (>= c 0) "
+      "(= e (Lt dt (Cst dx c) (Idiv dx x (Cst dx d)))) (= dx \"index\") (> d 0) (>= c 0) "
       "(= k (- (* (+ c 1) d) 1))", "(union e (Lt dt (Cst dx k) x))"))
 
 _eg(Q("lt_mul_pos", "x*c0 < c1 -> x < ceil(c1/c0) (c0 > 0, index)", _E_COMPARISON,
-      "(= e (Lt dt (Mul dx x (Cst dx c0)) (Cst dx c1))) (IdxDt dx) (> c0 0) (> c1 0) "
+      "(= e (Lt dt (Mul dx x (Cst dx c0)) (Cst dx c1))) (= dx \"index\") (> c0 0) (> c1 0) "
       "(= k (/ (+ c1 (- c0 1)) c0))", "(union e (Lt dt x (Cst dx k)))"))
 
 _eg(Q("const_lt_mul_pos", "c1 < x*c0 -> c1//c0 < x (c0 > 0, c1 >= 0, index)", _E_COMPARISON,
-      "(= e (Lt dt (Cst dx c1) (Mul dx x (Cst dx c0)))) (IdxDt dx) (> c0 0) (>= c1 0) "
+      "(= e (Lt dt (Cst dx c1) (Mul dx x (Cst dx c0)))) (= dx \"index\") (> c0 0) (>= c1 0) "
       "(= k (/ c1 c0))", "(union e (Lt dt (Cst dx k) x))"))
 
 _eg(Q("neg_lt_flip", "-x < -y -> y < x (index)", _E_COMPARISON,
-      "(= e (Lt dt (Neg dx x) (Neg dx y))) (IdxDt dx)", "(union e (Lt dt y x))"))
+      "(= e (Lt dt (Neg dx x) (Neg dx y))) (= dx \"index\")", "(union e (Lt dt y x))"))
 
 _eg(Q("neg_lt_const", "-x < c -> -c < x (index)", _E_COMPARISON,
-      "(= e (Lt dt (Neg dx x) (Cst dx c))) (IdxDt dx) (= k (- 0 c))",
+      "(= e (Lt dt (Neg dx x) (Cst dx c))) (= dx \"index\") (= k (- 0 c))",
       "(union e (Lt dt (Cst dx k) x))"))
 
 _eg(Q("const_lt_neg", "c < -x -> x < -c (index)", _E_COMPARISON,
-      "(= e (Lt dt (Cst dx c) (Neg dx x))) (IdxDt dx) (= k (- 0 c))",
+      "(= e (Lt dt (Cst dx c) (Neg dx x))) (= dx \"index\") (= k (- 0 c))",
       "(union e (Lt dt x (Cst dx k)))"))
 
 _eg([PyRule("lt_linear", "sum < c -> divided by the gcd, small remainder split off "

@@ -418,27 +418,27 @@ _eg(R("recombine_divmod_4", "(y + x%n) + (x//n)*n -> y + x (fixed-width ints)", 
 # #5 holds when a//c1 + c2 does not change sign: both halves keep one sign (index only)
 _eg(Q("recombine_divmod_5", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, a, c2 >= 0)",
       G_REC_NESTED,
-      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
+      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (= dt \"index\") "
       "(> c1 0) (> c3 0) (>= c2 0) (>= (lo a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
       "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
 
 _eg(Q("recombine_divmod_5_neg", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, "
       "a, c2 <= 0)", G_REC_NESTED,
-      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (IdxDt dt) "
+      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (= dt \"index\") "
       "(> c1 0) (> c3 0) (<= c2 0) (<= (hi a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
       "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
 
 # ---- advanced division (index only: the products must not wrap) -----------------------------
 _eg(Q("nested_idiv_const", "(a//b)//c -> a//(b*c) (b, c constants, non-zero)", G_ADV,
-      "(= e (Idiv dt (Idiv dt a (Cst dt b)) (Cst dt c))) (IdxDt dt) (!= b 0) (!= c 0) "
+      "(= e (Idiv dt (Idiv dt a (Cst dt b)) (Cst dt c))) (= dt \"index\") (!= b 0) (!= c 0) "
       "(= k (* b c))", "(union e (Idiv dt a (Cst dt k)))"))
 
 _eg(Q("idiv_of_mod_const", "(a % (k*c)) // c -> (a // c) % k (c > 0 constant)", G_ADV,
-      "(= e (Idiv dt (Mod dt a (Cst dt m)) (Cst dt c))) (IdxDt dt) (> c 0) (> m c) "
+      "(= e (Idiv dt (Mod dt a (Cst dt m)) (Cst dt c))) (= dt \"index\") (> c 0) (> m c) "
       "(= 0 (% m c)) (= k (/ m c))", "(union e (Mod dt (Idiv dt a (Cst dt c)) (Cst dt k)))"))
 
 _eg(Q("mod_of_mod_multiple", "(a % (k*c)) % c -> a % c (c != 0 constant)", G_ADV,
-      "(= e (Mod dt (Mod dt a (Cst dt m)) (Cst dt c))) (IdxDt dt) (!= c 0) (!= m 0) "
+      "(= e (Mod dt (Mod dt a (Cst dt m)) (Cst dt c))) (= dt \"index\") (!= c 0) (!= m 0) "
       "(= 0 (% m c))", "(union e (Mod dt a (Cst dt c)))"))
 
 # ---- computed twins --------------------------------------------------------------------------

@@ -218,6 +218,6 @@ _eg(R("sub_neg", "x - (-y) -> x + y", _E_NEGATION, "(Sub dt x (Neg dt y))", "(Ad
 _eg(R("add_neg", "x + (-y) -> x - y", _E_NEGATION, "(Add dt x (Neg dt y))", "(Sub dt x y)"))
 
 _eg(Q("mul_neg_one", "x*-1 -> -x (index)", _E_NEGATION,
-      "(= e (Mul dt x (Cst dt -1))) (IdxDt dt)", "(union e (Neg dt x))"))
+      "(= e (Mul dt x (Cst dt -1))) (= dt \"index\")", "(union e (Neg dt x))"))
 
 EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)

@@ -5,7 +5,7 @@ named after the seeds' pattern groups (``identity_and_zero_patterns``,
 ``comparison_dsl_patterns``, ...). Rules match the constructors of
 :mod:`eqsat.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
 ``lo``/``hi`` (see :mod:`eqsat.egraph.analyses`) and the dtype relations
-``IntDt`` (index and fixed-width integers), ``IdxDt`` (index only: no wrap) and
+``IntDt`` (index and fixed-width integers), ``(= dt "index")`` (index only: no wrap) and
 ``FixDt`` (fixed-width integers only: a rule guarded by it goes to the rule set
 ``native_fixed``, which a run schedules only when its input has such a dtype).
 Computed values are bound in the query (an i64 overflow there is "no match").
@@ -139,8 +139,10 @@ def Q(name: str, identity: str, group: str, query: str, actions: str) -> list[ER
 
 #: guard: ``dt`` is index or a fixed-width integer dtype
 INT_DT = "(IntDt dt)"
-#: guard: ``dt`` is index (unbounded: no wrap)
-IDX_DT = "(IdxDt dt)"
+#: guard: ``dt`` is index (unbounded: no wrap). A literal, not the ``IdxDt`` relation: a
+#: constant on the pattern's column, where a relation is one more atom to join in every
+#: round and to clone on every push/pop
+IDX_DT = '(= dt "index")'
 #: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
 FIX_DT = "(FixDt dt)"
 #: pattern of the Invalid leaf (binds ``di``, ``ai``)
