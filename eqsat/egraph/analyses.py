@@ -9,6 +9,11 @@ rather than an aborted run. A fixed-width integer result gets a bound only when
 the exact interval fits the dtype (no wrap possible); ``index`` is unbounded
 (bounds beyond i64 are simply unknown).
 
+A rule whose result must fit ``dt``'s range exists twice: for ``index`` (no range to
+fit, no ``dmin``/``dmax`` atoms) in the rule set ``analysis``, and as ``<name>_fixed`` for
+the other integer dtypes in ``analysis_fixed``; the engine runs both (``analysis_all``)
+only when an e-node of the run is one a fixed rule can match (``FIXED_ANALYSIS_DTYPES``).
+
 Leaves get their bounds from the IR (``UOp.vmin``/``vmax``) at insertion, and so
 does every inserted node (the IR's bounds are sound, the e-graph's rules may
 tighten them). Bools are 0/1.
