@@ -273,21 +273,26 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     node_memo = ins._memo  # (ctor, *fields) -> handle: what ins.node finds
     new_node = ins.node
 
-    def emit_m(t: Term) -> int:
-        """Insert a pending term; its handle (its children by their classes now, so
-        an existing e-node is found whatever handles the term was built from)."""
-        if isinstance(t, int):
-            return canon_h(t)
+    def node_key(t: Term) -> tuple:
+        """The e-node key of a pending term (not a handle): its children inserted and
+        named by their classes now, so an existing e-node is found whatever handles the
+        term was built from."""
         pos = _TERM_E[t[0]]
         if not pos:  # a leaf (a constant): the term is its key
-            h = node_memo.get(t)
-            return h if h is not None else new_node(*t)
+            return t
         fields = list(t)
         for i in pos:
             f = t[i]
             fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
-        h = node_memo.get(tuple(fields))
-        return h if h is not None else new_node(*fields)
+        return tuple(fields)
+
+    def emit_m(t: Term) -> int:
+        """Insert a pending term; its handle."""
+        if isinstance(t, int):
+            return canon_h(t)
+        key = node_key(t)
+        h = node_memo.get(key)
+        return h if h is not None else new_node(*key)
 
     node_with_handle = ins.node_with_handle
 
@@ -297,15 +302,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         ``(the handle of the e-node the e-graph has, False)``."""
         if isinstance(t, int):
             return canon_h(t), False
-        pos = _TERM_E[t[0]]
-        if not pos:  # a leaf (a constant): the term is its key
-            key = t
-        else:
-            fields = list(t)
-            for i in pos:
-                f = t[i]
-                fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
-            key = tuple(fields)
+        key = node_key(t)
         h = node_memo.get(key)
         if h is not None:
             return h, False
@@ -512,8 +509,8 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                     union(cls, t, name)
     _lap(None)
     state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
-    # emit_m calls itself through its closure: unbind it so that the pass's data
-    # (the snapshot included) is freed now by reference counting, not by the next
-    # collection of the cyclic garbage collector
-    emit_m = None  # noqa: F811, F841
+    # emit_m and node_key call each other through their closures: unbind them so that
+    # the pass's data (the snapshot included) is freed now by reference counting, not
+    # by the next collection of the cyclic garbage collector
+    emit_m = node_key = None  # noqa: F811, F841
     return res
