@@ -108,22 +108,15 @@ class Weights:
         keeps its price; the new and the affected ones are priced (an e-node both new
         and affected once)."""
         out: list[float | None] = list(map(prev.get, nodes))
-        cache_get, price = self._cache.get, self._price
-        const_get = self.snap.consts.get
-        lo_get = self.snap.lo.get if self.bounds_aware else None
-        free, ctor_op = _FREE, CTOR_OP
+        cache_get, price, key_of = self._cache.get, self._price, self._key
 
         def reprice(todo: Iterable[int]) -> None:
             for i in todo:
                 n = nodes[i]
-                ctor = n.ctor
-                if ctor in free:
+                if n.ctor in _FREE:
                     out[i] = 0.0
                     continue
-                kids = n.kids
-                key = (ctor, n.fields[0] if ctor in ctor_op else n.fields[:3],
-                       tuple(map(const_get, kids)),
-                       None if lo_get is None else tuple(map(lo_get, kids)))  # :meth:`_key`
+                key = key_of(n)
                 w = cache_get(key)
                 out[i] = w if w is not None else price(n, key)
 
@@ -163,12 +156,10 @@ class Weights:
         dtype, its children's constants and, for a bounds-aware model, their minima)."""
         snap = self.snap
         kids = n.kids
-        cn = snap.consts.get
-        lo = snap.lo if self.bounds_aware else None
         ctor = n.ctor
         return (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
-                tuple([cn(k) for k in kids]),
-                None if lo is None else tuple([lo.get(k) for k in kids]))
+                tuple(map(snap.consts.get, kids)),
+                tuple(map(snap.lo.get, kids)) if self.bounds_aware else None)
 
     def _price(self, n: Node, key: tuple | None = None) -> float:
         """The price of an e-node (``key``: its :meth:`_key`, when known)."""
