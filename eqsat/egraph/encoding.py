@@ -51,7 +51,6 @@ from typing import Any
 
 from eqsat.dtype import DType, dtypes
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.analyses import FIXED_ANALYSIS_DTYPES
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 
@@ -279,9 +278,6 @@ class Inserter:
         #: may give egglog's values other meanings): :meth:`restore` drops them.
         self._reads: dict[str, tuple[list, list]] = {}
         self._read_cls: dict[Any, int] | None = None
-        #: an e-node recorded since the last :meth:`restore` is one the fixed-width
-        #: interval rules match (``FIXED_ANALYSIS_DTYPES``): the analysis runs them too
-        self.fixed_width = False
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -296,7 +292,6 @@ class Inserter:
         self._read_cls = None
         self._rows.clear()
         self.pending = 0
-        self.fixed_width = False
 
     @property
     def handles(self) -> int:
@@ -321,10 +316,6 @@ class Inserter:
         self.pending += 1
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
-        if not self.fixed_width:
-            dts = FIXED_ANALYSIS_DTYPES.get(ctor)
-            if dts is not None and fields[0] in dts:
-                self.fixed_width = True
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f

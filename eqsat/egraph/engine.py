@@ -43,6 +43,7 @@ from typing import Any
 from eqsat.egraph._egglog import bindings
 from eqsat.egraph.analyses import (
     ALL_ANALYSIS,
+    FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
     TRIPWIRE,
     UnsoundError,
@@ -53,7 +54,9 @@ from eqsat.egraph.encoding import (
     ArgTable,
     Inserter,
     Snapshot,
+    _dt_name,
     declarations,
+    uop_ctor,
 )
 from eqsat.egraph.extracting import extract_roots
 from eqsat.egraph.native import FIX_DT
@@ -135,6 +138,8 @@ class Session:
         self._native_names = {r.name for r in self.native}
         self._has_fixed_rules = any(fixed_only(r) for r in self.native)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
+        #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
+        self._fixed_analysis = False
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self._build()
@@ -179,7 +184,7 @@ class Session:
         analysis tightens) fires one iteration later (semi-naive matching sees the new
         bound). On the corpus the outputs are those of analysing before the rules too."""
         # the fixed-width interval rules too when an e-node of this run may need them
-        analysis = ALL_ANALYSIS if self.ins.fixed_width else "analysis"
+        analysis = ALL_ANALYSIS if self._fixed_analysis else "analysis"
         if native and self.native:
             cmds = "(run native 1)\n"
             if self._fixed and self._has_fixed_rules:
@@ -254,19 +259,31 @@ class Session:
         every node (``seed_all``) or of the leaves only, and which nodes are never
         Invalid."""
         ins = self.ins
+        first = len(ins._keep)
         if seed_all:
-            return [ins.add_uop_with_facts(r) for r in roots]
-        handles = []
-        for r in roots:
-            before = len(ins._keep)
-            handles.append(ins.add_uop(r))
-            for u in ins._keep[before:]:
-                if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and u.dtype.count == 1 \
-                        and (u.dtype.is_int or u.dtype.is_bool) and not _inf(u.vmin) \
-                        and not _inf(u.vmax) and u.vmin <= u.vmax:
-                    k = ins.uop_handle[id(u)]
-                    ins._row("RLo", (k, int(u.vmin)))
-                    ins._row("RHi", (k, int(u.vmax)))
+            handles = [ins.add_uop_with_facts(r) for r in roots]
+        else:
+            handles = []
+            for r in roots:
+                before = len(ins._keep)
+                handles.append(ins.add_uop(r))
+                for u in ins._keep[before:]:
+                    if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and \
+                            u.dtype.count == 1 and (u.dtype.is_int or u.dtype.is_bool) and \
+                            not _inf(u.vmin) and not _inf(u.vmax) and u.vmin <= u.vmax:
+                        k = ins.uop_handle[id(u)]
+                        ins._row("RLo", (k, int(u.vmin)))
+                        ins._row("RHi", (k, int(u.vmax)))
+        # only an input brings a dtype in (rewrites keep their operands' dtypes): the
+        # fixed-width rule sets run only when an inserted node is one they can match
+        fixed = fixed_analysis = False
+        for u in ins._keep[first:]:
+            d = _dt_name(u.dtype)
+            if d == "index":
+                continue
+            fixed = fixed or d in FIXED_DTYPES
+            fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
+        self._fixed, self._fixed_analysis = fixed, fixed_analysis
         return handles
 
     # ---- the run ----------------------------------------------------------------
@@ -302,12 +319,7 @@ class Session:
         saved = self.ins.state()
         try:
             with clock.phase(times, "insert"):
-                before = len(self.ins._keep)
                 handles = self._insert(roots)
-                # only an input can bring a fixed-width integer dtype in (rewrites keep
-                # their operands' dtypes): its rules run only then
-                self._fixed = any(str(u.dtype) in FIXED_DTYPES
-                                  for u in self.ins._keep[before:])
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
             state = PassState()
             it = 0

@@ -174,11 +174,14 @@ def test_fixed_width_interval_rules_run_only_when_an_enode_needs_them(
         session: Session, text: str, fixed: bool) -> None:
     saved = session.ins.state()
     try:
-        session.ins.add_uop(parse(text))
-        assert session.ins.fixed_width is fixed
+        session._insert([parse(text)])
+        assert session._fixed_analysis is fixed
+        # each insertion decides afresh: an index-only one after it does not run them
+        session.ins.restore(saved)
+        session._insert([parse("(add (var x 0 9) 1)")])
+        assert session._fixed_analysis is False
     finally:
         session.ins.restore(saved)
-    assert session.ins.fixed_width is False
 
 
 def test_index_interval_rules_read_no_dtype_range() -> None:
