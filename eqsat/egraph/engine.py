@@ -21,7 +21,10 @@ One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 4. the budgets are checked (e-nodes, iterations, and the time the next
    iteration and the extraction are expected to take).
 
-The run stops when nothing changes (``"saturated"``), when the roots' best tree
+The run stops when nothing changes (``"saturated"``: the native rules changed nothing
+and the computed pass recorded nothing; or, found right after step 1, the last pass
+recorded nothing and that step's rules changed nothing, so steps 2-3 are skipped and
+the last snapshot is extracted), when the roots' best tree
 cost (as the computed pass priced it) has not improved for ``Limits.stall``
 iterations while the e-graph barely grew and the last computed pass recorded
 little (``"stalled"``: the last iterations of a run rarely find anything; a pass
@@ -142,6 +145,7 @@ class Session:
         self._fixed_analysis = False
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
+        self.step_updated = True  # whether the last _step changed the e-graph
         self._build()
 
     def _build(self) -> None:
@@ -192,6 +196,7 @@ class Session:
             cmds += f"(run {analysis} {ANALYSIS_CAP})"
         else:
             cmds = f"(run {analysis} {ANALYSIS_CAP})"
+        loaded = self.ins.pending > 0  # flush runs the insertion rules first
         try:
             out = self.ins.flush(cmds)
         except bindings.EggSmolError as e:
@@ -200,6 +205,9 @@ class Session:
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
         reports = [o.report for o in out if type(o) is _RUN_OUTPUT]
+        # whether a run of the rules (native, analysis) changed the e-graph; the loading
+        # run before them (when rows were loaded) does not count
+        self.step_updated = any([r.updated for r in reports[1 if loaded else 0:]])
         rounds = [len(r.iterations) for r in reports]
         self.egg_iterations += sum(rounds)
         if rounds[-1] >= ANALYSIS_CAP:
@@ -347,6 +355,13 @@ class Session:
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
                     changed = self._step(True, matches)
+                if emitted and not emitted[-1] and not self.step_updated:
+                    # the last pass recorded nothing (this step loaded only the handles
+                    # its snapshot gave new classes) and no rule changed anything: the
+                    # e-graph is the one that snapshot read, and another pass over it
+                    # would find nothing new
+                    stop = "saturated"
+                    break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1

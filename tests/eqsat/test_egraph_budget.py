@@ -123,7 +123,7 @@ def test_stall_limit_is_validated_and_defaults() -> None:
 
 def test_budget_stall_reaches_the_engine() -> None:
     """``Budget.stall`` is the public switch: 0 runs on to saturation (the corpus case
-    below stalls two iterations before it saturates)."""
+    below stalls an iteration before it saturates)."""
     g = parse(V0112)
     r0 = optimize(g, engine="egraph", cost_model="reference",
                   budget=Budget(seconds=30.0, stall=0))
@@ -133,7 +133,7 @@ def test_budget_stall_reaches_the_engine() -> None:
     assert r2.stats["iterations"] < r0.stats["iterations"] and r2.cost == r0.cost
 
 
-# the corpus case v0112: its best cost stops improving two iterations before saturation
+# the corpus case v0112: its best cost stops improving before the run saturates
 V0112 = ("(add (add (mul (idiv (add (add (mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var "
          "gidx 0 7) 2) 2) 4)) (mul (mod (var gidx 0 7) 2) 2)) 4) 12) (mul (mod (idiv (add (add "
          "(mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var gidx 0 7) 2) 2) 4)) (mul (mod "
@@ -147,11 +147,27 @@ def test_a_stalled_run_stops_early_and_keeps_the_result() -> None:
 
     g, cm = parse(V0112), get_cost_model("reference")
     full, s0 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
-    early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 2))
+    early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 1))
     assert s0["stop_reason"] == "saturated"
     assert s2["stop_reason"] == "stalled" and s2["iterations"] < s0["iterations"]
     assert reference_cost(early[0]) == reference_cost(full[0])
     assert check_equivalent(g, early[0], samples=500)
+
+
+def test_a_run_stops_when_a_step_changes_nothing_after_an_empty_pass() -> None:
+    """A pass that records nothing, then a step whose rules change nothing: the e-graph
+    is the one that pass saw, so the run stops there (saturated) without reading it
+    again and running another pass that could only record nothing."""
+    from eqsat.egraph import optimize_many
+    from extraction import get_cost_model
+
+    g, cm = parse(V0112), get_cost_model("reference")
+    out, st = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
+    assert st["stop_reason"] == "saturated"
+    assert st["emitted"][-1] == 0 and all(st["emitted"][:-1])  # one empty pass, the last
+    assert len(st["per_iteration"]) == st["iterations"] == len(st["emitted"])
+    assert "last" not in st["time"]  # nothing was left to load
+    assert check_equivalent(g, out[0], samples=500)
 
 
 _PROBE = r"""
