@@ -43,7 +43,7 @@ import math
 import os
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import takewhile
 from operator import attrgetter, eq, itemgetter, truth
 from sys import intern
@@ -278,6 +278,11 @@ class Inserter:
         #: may give egglog's values other meanings): :meth:`restore` drops them.
         self._reads: dict[str, tuple[list, list]] = {}
         self._read_cls: dict[Any, int] | None = None
+        #: called for every e-node recorded while set (a computed pass's
+        #: :class:`~eqsat.egraph.computed.seed.BoundSeeder`)
+        self.seeder: Callable[..., None] | None = None
+        #: rows loaded after the step's native rules (the seeded bounds): rel -> lines
+        self._late: dict[str, list[str]] = {}
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -291,7 +296,19 @@ class Inserter:
         self._reads = {}
         self._read_cls = None
         self._rows.clear()
+        self._late.clear()
+        self.seeder = None
         self.pending = 0
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether rows wait for :meth:`flush` (a ``(run insert 1)`` before ``extra``)."""
+        return bool(self._rows)
+
+    @property
+    def has_late(self) -> bool:
+        """Whether late rows wait (a ``(run insert 1)`` between ``extra`` and ``after``)."""
+        return bool(self._late)
 
     @property
     def handles(self) -> int:
@@ -339,12 +356,28 @@ class Inserter:
         self._next = k + 1
         self._memo[key] = k
         self._node_row(ctor, k, fields)
+        if self.seeder is not None:
+            self.seeder(self, k, ctor, fields, True)
         return k
 
     def node_with_handle(self, k: int, ctor: str, *fields: Any) -> None:
         """Record ``(union (H k) (ctor fields...))`` for an existing handle ``k``."""
         self._memo.setdefault((ctor, *fields), k)
         self._node_row(ctor, k, fields)
+        if self.seeder is not None:
+            self.seeder(self, k, ctor, fields, False)
+
+    def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
+        """Record the bounds of class ``k`` (either may be None: not known) as rows
+        loaded after the next step's native rules; how many rows."""
+        n = 0
+        if lo is not None:
+            self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
+            n += 1
+        if hi is not None:
+            self._late.setdefault("RHi", []).append(f"{k}\t{hi}")
+            n += 1
+        return n
 
     def union(self, a: int, b: int) -> None:
         if a != b:
@@ -416,24 +449,37 @@ class Inserter:
             return self.node("GL", u.op.name, dt, a, lst)
         return self.node(ctor, u.op.name, dt, a, *kids)
 
-    def flush(self, extra: str = "") -> list[Any]:
-        """Load the recorded rows (and run ``extra`` egglog commands after them);
-        the outputs of the egglog commands."""
-        if not self._rows and not extra:
+    def flush(self, extra: str = "", after: str = "") -> list[Any]:
+        """Load the recorded rows, run the egglog commands ``extra``, load the late rows
+        (:meth:`late_bound`), run ``after``; the outputs of the egglog commands (a
+        ``(run insert 1)`` loads each group of rows: its report comes first, then
+        ``extra``'s, then the late rows' when there are any, then ``after``'s)."""
+        if not self._rows and not self._late and not extra and not after:
+            return []
+        self._flushes += 1
+        cmds = self._inputs(self._rows, "")
+        if extra:
+            cmds.append(extra)
+        cmds += self._inputs(self._late, "late.")
+        if after:
+            cmds.append(after)
+        self.pending = 0
+        return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
+
+    def _inputs(self, rows: dict[str, list[str]], tag: str) -> list[str]:
+        """Write ``rows`` (rel -> lines) to files; the commands that load them (none
+        when there are none), and ``rows`` emptied."""
+        if not rows:
             return []
         cmds = []
-        self._flushes += 1
-        for rel, rows in sorted(self._rows.items()):
-            path = os.path.join(self._dir, f"{rel}.{self._flushes % 2}.tsv")
-            rows.append("")  # the last line's newline
-            _write(path, "\n".join(rows).encode())
+        for rel, lines in sorted(rows.items()):
+            path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")
+            lines.append("")  # the last line's newline
+            _write(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
-        if self._rows:
-            cmds.append("(run insert 1)")
-        self._rows.clear()
-        self.pending = 0
-        text = "\n".join(cmds) + ("\n" + extra if extra else "")
-        return self.egraph.run_program(*self.egraph.parse_program(text))
+        cmds.append("(run insert 1)")
+        rows.clear()
+        return cmds
 
     def close(self) -> None:
         """Remove the temporary files."""

@@ -12,8 +12,9 @@ One iteration (see :mod:`eqsat.egraph.schedules` for the budgets):
 
 1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
    rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
-   such a dtype), the interval analysis to a fixed point (the tripwire panics on an
-   empty interval) -- all in one egglog call;
+   such a dtype), the bounds the last computed pass seeded for its e-nodes, the
+   interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
+   in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
    (``Def``) computed and sent back for the native rules' guards;
 3. the computed rewrites (:mod:`eqsat.egraph.computed`) on the classes that
@@ -186,36 +187,44 @@ class Session:
         bounds and every older class has the last analysis's, all sound; a guard that
         needs a bound not known yet (a computed result loaded by this step, a bound the
         analysis tightens) fires one iteration later (semi-naive matching sees the new
-        bound). On the corpus the outputs are those of analysing before the rules too."""
+        bound). On the corpus the outputs are those of analysing before the rules too.
+        The bounds the last computed pass seeded for its e-nodes (:mod:`.computed.seed`)
+        load between the native rules and the analysis: the analysis reaches the same
+        fixed point in fewer rounds, and the native guards see what they saw without."""
         # the fixed-width interval rules too when an e-node of this run may need them
-        analysis = ALL_ANALYSIS if self._fixed_analysis else "analysis"
+        analysis = f"(run {ALL_ANALYSIS if self._fixed_analysis else 'analysis'} {ANALYSIS_CAP})"
+        runs = []
         if native and self.native:
-            cmds = "(run native 1)\n"
+            runs.append("(run native 1)")
             if self._fixed and self._has_fixed_rules:
-                cmds += f"(run {FIXED_RULESET} 1)\n"
-            cmds += f"(run {analysis} {ANALYSIS_CAP})"
-        else:
-            cmds = f"(run {analysis} {ANALYSIS_CAP})"
-        loaded = self.ins.pending > 0  # flush runs the insertion rules first
+                runs.append(f"(run {FIXED_RULESET} 1)")
+        ins = self.ins
+        loaded, late = ins.has_rows, ins.has_late  # each loaded by a (run insert 1)
         try:
-            out = self.ins.flush(cmds)
+            out = ins.flush("\n".join(runs), analysis)
         except bindings.EggSmolError as e:
             if TRIPWIRE in str(e):
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
         reports = [o.report for o in out if type(o) is _RUN_OUTPUT]
+        # [rows' insert] + the native runs + [late rows' insert] + the analysis
+        first = 1 if loaded else 0
+        natives = reports[first:first + len(runs)]
+        if len(natives) + first + late + 1 != len(reports):
+            raise RuntimeError(f"egglog step: {len(reports)} run reports, expected "
+                               f"{len(natives) + first + late + 1}")
+        analysed = reports[-1]
         # whether a run of the rules (native, analysis) changed the e-graph; the loading
-        # run before them (when rows were loaded) does not count
-        self.step_updated = any([r.updated for r in reports[1 if loaded else 0:]])
-        rounds = [len(r.iterations) for r in reports]
-        self.egg_iterations += sum(rounds)
-        if rounds[-1] >= ANALYSIS_CAP:
+        # runs do not count
+        self.step_updated = analysed.updated or any([r.updated for r in natives])
+        self.egg_iterations += sum([len(r.iterations) for r in reports])
+        if len(analysed.iterations) >= ANALYSIS_CAP:
             self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
-        if not (native and self.native):
+        if not runs:
             return False
         changed = False
-        for rep in reports[:-1]:  # the native round(s); the last is the analysis
+        for rep in natives:
             fired = False
             for k, v in rep.num_matches_per_rule.items():
                 name = k.split('"')[1] if '"' in k else k

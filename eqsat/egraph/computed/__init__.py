@@ -41,6 +41,8 @@ The package, one module per concern (each imports only the ones above it):
 - :mod:`.lift`: the basis search (:class:`_BasisSearch`) and :func:`lift_pass`;
 - :mod:`.bridge`: baseline rules on e-nodes (:func:`bridge`, :func:`bridge_pass`);
 - :mod:`.divmod`: the div/mod core and sum rules as :class:`PyRule` objects;
+- :mod:`.seed`: the bounds of the e-nodes a pass records (:class:`BoundSeeder`), sent
+  with them so the analysis needs fewer rounds;
 - :mod:`.passes`: :func:`python_pass`, the pass that runs them all.
 """
 

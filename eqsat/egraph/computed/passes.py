@@ -28,11 +28,16 @@ from eqsat.egraph.computed.linear import (
     nodes_of,
 )
 from eqsat.egraph.computed.pricing import Weights, _best_nodes
+from eqsat.egraph.computed.seed import BoundSeeder
 from eqsat.egraph.computed.state import PassResult, PassState, PyRule
 from eqsat.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
 from eqsat.egraph.encoding import Inserter, Node, Snapshot
 from eqsat.egraph.schedules import gc_paused
 from rules.divmod_core import Lin
+
+#: whether the e-nodes a pass records carry their bounds (:mod:`.seed`): the
+#: analysis then needs fewer rounds to reach the same fixed point
+SEED_BOUNDS = True
 
 #: computed rewrites unioned into one class at most (a runaway family of rewrites of
 #: one class stops here; the first ones are the ones found first, deterministically)
@@ -226,7 +231,12 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
     acyclic objects (terms, forms), which reference counting frees; collections would
     only rescan the young objects the pass keeps."""
     with gc_paused():
-        return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+        if SEED_BOUNDS:
+            ins.seeder = BoundSeeder(snap.lo, snap.hi, partial(_class_of_handle, snap))
+        try:
+            return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+        finally:
+            ins.seeder = None
 
 
 def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
