@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine == "egraph":  # build the engine's session first, as the CLI does: every
         try:                     # kernel's optimizer run then gets its whole time budget
             from eqsat.egraph import session_for
-            session_for(None)
+            session_for(None).prepare()
         except ImportError:
             pass
     rows, failed = [], []

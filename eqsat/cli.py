@@ -217,7 +217,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     graph, name = _parse_file(args.file)
     opts = _options(args)
     try:
-        _start_engine(opts)
+        _start_engine(opts, graph)
         res = _optimize(graph, opts)
     except Exception as e:
         raise _fail(f"{name}: optimize (engine {args.engine})", e) from None
@@ -229,15 +229,16 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_engine(opts: dict[str, Any]) -> None:
+def _start_engine(opts: dict[str, Any], graph: Any = None) -> None:
     """Build the e-graph engine's warm session before the run, as part of the
     command's start-up (like the imports): the time budget is then all the
     optimizer's (the first call of a process otherwise spends 0.5-2 s of it on the
-    build, ``stats["time"]["setup"]``)."""
+    build, ``stats["time"]["setup"]``). ``graph``: the e-graph ``graph`` needs (None:
+    every e-graph of the session)."""
     if opts["engine"] == "egraph":
         from eqsat.egraph import session_for
 
-        session_for(opts["rulesets"])
+        session_for(opts["rulesets"]).prepare(None if graph is None else [graph])
 
 
 _WARM: set[str] = set()
@@ -253,6 +254,7 @@ def _warm(opts: dict[str, Any]) -> None:
     try:
         from eqsat.sexpr import parse
 
+        _start_engine(opts)  # every e-graph of the session: a batch may need both
         _optimize(parse("(add (mod (idiv (var x 0 9) 2) 3) 0)"), opts)
     except BaseException as e:  # noqa: B036 - the real case reports any problem
         if isinstance(e, KeyboardInterrupt):
@@ -492,7 +494,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         raise _fail("lower", e) from None
     try:
         if not args.no_optimize:
-            _start_engine({"engine": "egraph", "rulesets": None})
+            _start_engine({"engine": "egraph", "rulesets": None}, graph)
         out = lower(graph, emit=args.emit, optimize=not args.no_optimize)
     except Exception as e:
         raise _fail(f"{name}: lower", e) from None

@@ -88,7 +88,7 @@ def _optimize(graph: UOp, optimize: bool | str | None, budget: Any = None
         if engine == "egraph":  # the one-time session build is not the optimizer's budget
             from eqsat.egraph import session_for
 
-            session_for(None)
+            session_for(None).prepare([graph])
         res = run(graph, engine=engine, budget=budget)
     except ImportError as e:
         if optimize is not True:

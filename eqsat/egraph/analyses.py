@@ -318,8 +318,10 @@ def def_rules() -> list[tuple[str, str, str]]:
     return out
 
 
-def analysis_program(ruleset: str = "analysis") -> str:
-    """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule."""
+def analysis_program(ruleset: str = "analysis", fixed: bool = True) -> str:
+    """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
+    fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set and
+    ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty)."""
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
@@ -339,7 +341,7 @@ def analysis_program(ruleset: str = "analysis") -> str:
     for name, _identity, body in ANALYSIS_RULES:
         out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
     out.append(f"(ruleset {ruleset}_fixed)")
-    for name, _identity, body in ANALYSIS_FIXED_RULES:
+    for name, _identity, body in ANALYSIS_FIXED_RULES if fixed else ():
         out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
     out.append(f"(unstable-combined-ruleset {ruleset}_all {ruleset} {ruleset}_fixed)")
     return "\n".join(out)

@@ -1,7 +1,10 @@
 """The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
 
 One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
-analyses and the native rules of one rule set selection already loaded. Every
+analyses and the native rules of one rule set selection already loaded (two, in
+fact: a run whose input has no fixed-width integer node goes to one without the
+fixed-width rule sets, which could not match there and would only be cloned on every
+push/pop; the other is built on the first input that needs it). Every
 ``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
 every shared subgraph is inserted once), iterates, extracts, and pops back, so
 sessions are reused across calls (``session_for`` caches one per selection and
@@ -40,8 +43,10 @@ the time budget allows it.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from eqsat.egraph._egglog import bindings
@@ -63,7 +68,7 @@ from eqsat.egraph.encoding import (
     uop_ctor,
 )
 from eqsat.egraph.extracting import extract_roots
-from eqsat.egraph.native import FIX_DT
+from eqsat.egraph.native import int_dt_twins
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ops import Ops
@@ -129,9 +134,59 @@ def top_level_commands(text: str) -> list[str]:
     return out
 
 
+_FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
+
+
 def fixed_only(rule: Any) -> bool:
-    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard)."""
-    return FIX_DT in rule.when or FIX_DT in rule.query
+    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard,
+    ``FIX_DT`` or on another variable)."""
+    return any(_FIX_DT_GUARD.search(w) for w in rule.when) or \
+        bool(_FIX_DT_GUARD.search(rule.query))
+
+
+class _EGraph:
+    """One egglog e-graph of a session: the e-graph, its argument table and inserter,
+    whether it has the fixed-width rule sets, how many egglog iterations its overall
+    report holds, and how long it took to build."""
+
+    __slots__ = ("egraph", "args", "ins", "fixed_width", "build_seconds", "egg_iterations")
+
+    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, fixed_width: bool,
+                 build_seconds: float):
+        self.egraph, self.args, self.ins = egraph, args, ins
+        self.fixed_width, self.build_seconds = fixed_width, build_seconds
+        self.egg_iterations = 0
+
+    def __repr__(self) -> str:
+        return (f"<_EGraph fixed_width={self.fixed_width} "
+                f"egg_iterations={self.egg_iterations}>")
+
+
+def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
+    """Whether ``nodes`` hold a fixed-width integer node (the fixed-width native rules
+    may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
+    fixed = fixed_analysis = False
+    for u in nodes:
+        d = _dt_name(u.dtype)
+        if d == "index":
+            continue
+        fixed = fixed or d in FIXED_DTYPES
+        fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
+    return fixed, fixed_analysis
+
+
+def needs_fixed_width(roots: list[UOp]) -> tuple[bool, bool]:
+    """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
+    the session's index-only e-graph (rewrites keep their operands' dtypes, so no
+    fixed-width node appears later)."""
+    seen: set[int] = set()
+    nodes = []
+    for r in roots:
+        for u in r.toposort():
+            if id(u) not in seen:
+                seen.add(id(u))
+                nodes.append(u)
+    return _fixed_width_of(nodes)
 
 
 class Session:
@@ -139,35 +194,96 @@ class Session:
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)
-        self._native_names = {r.name for r in self.native}
-        self._has_fixed_rules = any(fixed_only(r) for r in self.native)
+        #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
+        self._native_names: dict[str, str] = {}
+        #: the egglog program of each native rule, in the rule sets they join
+        self._native_programs: list[str] = []
+        for r in self.native:
+            twins = int_dt_twins(r)
+            if twins is None:
+                self._native_names[r.name] = r.name
+                self._native_programs.append(
+                    r.program(FIXED_RULESET if fixed_only(r) else "native"))
+                continue
+            for t, ruleset in zip(twins, ("native", FIXED_RULESET), strict=True):
+                self._native_names[t.name] = r.name
+                self._native_programs.append(t.program(ruleset))
+        self._has_fixed_rules = any(f" :ruleset {FIXED_RULESET} " in p
+                                    for p in self._native_programs)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
         self._fixed_analysis = False
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
-        self._build()
+        #: the session's e-graphs: with the fixed-width rule sets (True) and without
+        #: (False, for inputs without fixed-width integers: every push/pop clones the
+        #: rules, and those of an index input would never run); each built on first use
+        self._egraphs: dict[bool, _EGraph] = {}
+        self._cur = self._egraph(False)
 
-    def _build(self) -> None:
-        """A fresh egglog e-graph with the declarations, analyses and rules loaded."""
+    # the current e-graph's parts
+    egraph = property(lambda self: self._cur.egraph)
+    args = property(lambda self: self._cur.args)
+    ins = property(lambda self: self._cur.ins)
+
+    @property
+    def build_seconds(self) -> float:
+        """How long the current e-graph took to build."""
+        return self._cur.build_seconds
+
+    @build_seconds.setter
+    def build_seconds(self, t: float) -> None:
+        self._cur.build_seconds = t
+
+    @property
+    def egg_iterations(self) -> int:
+        """egglog iterations in the current e-graph's overall report."""
+        return self._cur.egg_iterations
+
+    @egg_iterations.setter
+    def egg_iterations(self, n: int) -> None:
+        self._cur.egg_iterations = n
+
+    def _egraph(self, fixed_width: bool) -> _EGraph:
+        e = self._egraphs.get(fixed_width)
+        if e is None:
+            e = self._egraphs[fixed_width] = self._build(fixed_width)
+        return e
+
+    def _build(self, fixed_width: bool) -> _EGraph:
+        """A fresh egglog e-graph with the declarations, analyses and rules loaded (the
+        fixed-width rule sets' rules only with ``fixed_width``)."""
         t = time.perf_counter()
-        self.egraph = bindings.EGraph()
-        self.args = ArgTable()
-        self.ins = Inserter(self.egraph, self.args)
-        prog = [declarations(), analysis_program("analysis"), "(ruleset native)",
-                f"(ruleset {FIXED_RULESET})"]
-        prog += [r.program(FIXED_RULESET if fixed_only(r) else "native") for r in self.native]
+        egraph = bindings.EGraph()
+        args = ArgTable()
+        prog = [declarations(), analysis_program("analysis", fixed=fixed_width),
+                "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
+        prog += [p for p in self._native_programs
+                 if fixed_width or f" :ruleset {FIXED_RULESET} " not in p]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
         for cmd in top_level_commands("\n".join(prog)):
-            self.egraph.run_program(*self.egraph.parse_program(cmd))
-        self.egg_iterations = 0  # egglog iterations in this e-graph's overall report
-        self.build_seconds = time.perf_counter() - t
+            egraph.run_program(*egraph.parse_program(cmd))
+        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
+                       time.perf_counter() - t)
+
+    def prepare(self, roots: list[UOp] | None = None) -> None:
+        """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
+        one-time build is not part of a run's time budget."""
+        if roots is None:
+            self._egraph(True)
+        else:
+            self._egraph(any(needs_fixed_width(roots)))
+
+    def _select(self, roots: list[UOp]) -> None:
+        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`)."""
+        fixed, fixed_analysis = needs_fixed_width(roots)
+        self._cur = self._egraph(fixed or fixed_analysis)
 
     def _rebuild(self) -> None:
-        self.ins.close()
-        self._build()
+        self._cur.ins.close()
+        self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
         self.rebuilds += 1
 
     def __repr__(self) -> str:
@@ -191,6 +307,9 @@ class Session:
         The bounds the last computed pass seeded for its e-nodes (:mod:`.computed.seed`)
         load between the native rules and the analysis: the analysis reaches the same
         fixed point in fewer rounds, and the native guards see what they saw without."""
+        if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
+            raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
+                               "e-graph (insert through run() or analyze())")
         # the fixed-width interval rules too when an e-node of this run may need them
         analysis = f"(run {ALL_ANALYSIS if self._fixed_analysis else 'analysis'} {ANALYSIS_CAP})"
         runs = []
@@ -228,7 +347,8 @@ class Session:
             fired = False
             for k, v in rep.num_matches_per_rule.items():
                 name = k.split('"')[1] if '"' in k else k
-                if v and name in self._native_names:
+                name = self._native_names.get(name)
+                if v and name is not None:
                     fired = True
                     matches[name] = matches.get(name, 0) + v
             changed = changed or (fired and bool(rep.updated))
@@ -253,6 +373,7 @@ class Session:
         every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
         when unknown). ``seed_all``: start from the IR bounds of every node, not just
         the leaves'. The e-graph is left as it was."""
+        self._select(roots)
         self._cmd("(push)")
         saved = self.ins.state()
         try:
@@ -293,14 +414,7 @@ class Session:
                         ins._row("RHi", (k, int(u.vmax)))
         # only an input brings a dtype in (rewrites keep their operands' dtypes): the
         # fixed-width rule sets run only when an inserted node is one they can match
-        fixed = fixed_analysis = False
-        for u in ins._keep[first:]:
-            d = _dt_name(u.dtype)
-            if d == "index":
-                continue
-            fixed = fixed or d in FIXED_DTYPES
-            fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
-        self._fixed, self._fixed_analysis = fixed, fixed_analysis
+        self._fixed, self._fixed_analysis = _fixed_width_of(ins._keep[first:])
         return handles
 
     # ---- the run ----------------------------------------------------------------
@@ -317,6 +431,7 @@ class Session:
         run leaves in reference cycles is collected after it."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
+            self._select(roots)
             out = self._run(roots, model, limits, clock)
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has

@@ -5,9 +5,10 @@ named after the seeds' pattern groups (``identity_and_zero_patterns``,
 ``comparison_dsl_patterns``, ...). Rules match the constructors of
 :mod:`eqsat.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
 ``lo``/``hi`` (see :mod:`eqsat.egraph.analyses`) and the dtype relations
-``IntDt`` (index and fixed-width integers), ``(= dt "index")`` (index only: no wrap) and
-``FixDt`` (fixed-width integers only: a rule guarded by it goes to the rule set
-``native_fixed``, which a run schedules only when its input has such a dtype).
+``IntDt`` (index and fixed-width integers: the session loads such a rule as its
+:func:`int_dt_twins`), ``(= dt "index")`` (index only: no wrap) and ``FixDt``
+(fixed-width integers only: a rule guarded by it goes to the rule set ``native_fixed``,
+which a run schedules only when its input has such a dtype).
 Computed values are bound in the query (an i64 overflow there is "no match").
 
 A commutative pattern is written once; :func:`commuted` adds its mirror images.
@@ -32,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
-           "FIX_DT", "INVALID_LEAF"]
+           "FIX_DT", "INVALID_LEAF", "int_dt_twins"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,46 @@ INT_DT = "(IntDt dt)"
 IDX_DT = '(= dt "index")'
 #: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
 FIX_DT = "(FixDt dt)"
+_INT_DT_VAR = re.compile(r"\(IntDt (\w+)\)")
+
+
+def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
+    """A rule guarded by ``IntDt`` (index or a fixed-width integer) as the two rules
+    that cover the same e-nodes: the index one, whose guard is the literal
+    ``(= v "index")`` on the pattern's column and whose ``dmin``/``dmax`` range checks
+    on ``v`` drop out (any i64 fits index; egglog's i64 arithmetic fails the match on
+    overflow), and the fixed-width one (``FixDt``, name ``<name>~fixed``) for
+    :data:`~eqsat.egraph.engine.FIXED_RULESET`. None for a rule without that guard.
+
+    The relation ``IntDt`` is a table atom, joined in every round and cloned on every
+    push/pop; the literal costs nothing, and the fixed twin runs only when the input
+    has a fixed-width dtype."""
+    text = " ".join(rule.when) if rule.lhs else rule.query
+    if not _INT_DT_VAR.search(text):
+        return None
+
+    def index(t: str) -> str:
+        for v in _INT_DT_VAR.findall(t):
+            t = re.sub(rf"\s*\((?:>= \w+ \(dmin {v}\)|<= \w+ \(dmax {v}\))\)", "", t)
+            t = t.replace(f"(IntDt {v})", f'(= {v} "index")')
+        return t
+
+    def fixed(t: str) -> str:
+        return _INT_DT_VAR.sub(r"(FixDt \1)", t)
+
+    if rule.lhs:
+        idx = ERule(rule.name, rule.identity, rule.group, rule.lhs, rule.rhs,
+                    tuple(index(w) for w in rule.when if index(w)), subsume=rule.subsume)
+        fix = ERule(f"{rule.name}~fixed", rule.identity, rule.group, rule.lhs, rule.rhs,
+                    tuple(fixed(w) for w in rule.when), subsume=rule.subsume)
+    else:
+        idx = ERule(rule.name, rule.identity, rule.group, query=index(rule.query),
+                    actions=rule.actions)
+        fix = ERule(f"{rule.name}~fixed", rule.identity, rule.group, query=fixed(rule.query),
+                    actions=rule.actions)
+    return idx, fix
+
+
 #: pattern of the Invalid leaf (binds ``di``, ``ai``)
 INVALID_LEAF = "(Leaf \"INVALID\" di ai)"
 

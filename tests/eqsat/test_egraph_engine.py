@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from eqsat.api import optimize
-from eqsat.egraph.engine import FIXED_RULESET, Session, fixed_only, top_level_commands
+from eqsat.egraph.engine import (
+    FIXED_RULESET,
+    Session,
+    fixed_only,
+    needs_fixed_width,
+    top_level_commands,
+)
+from eqsat.egraph.native import ERule, int_dt_twins
 from eqsat.sexpr import parse
 
 # egglog text, its top-level commands
@@ -60,6 +67,49 @@ def test_fixed_width_rules_form_their_own_rule_set() -> None:
     fixed = [r.name for r in s.native if fixed_only(r)]
     assert fixed and all(n.startswith("recombine_divmod_") for n in fixed)
     assert FIXED_RULESET == "native_fixed"
+
+
+# a native rule, and its two egglog rules when it is guarded by IntDt (None: one rule)
+TWINS = [
+    (ERule("mul_one", "x*1 -> x", "g", "(Mul dt x (Cst dt 1))", "x", ("(IntDt dt)",)),
+     ('(= dt "index")',), ("(FixDt dt)",)),
+    (ERule("s", "", "g", "(Sub dt x x)", "(Cst dt 0)", ("(IntDt dt)", "(Def x)")),
+     ('(= dt "index")', "(Def x)"), ("(FixDt dt)", "(Def x)")),
+    # the index twin drops the range check on the guarded variable (any i64 fits index)
+    (ERule("ge", "", "g", query="(= e (Ge dt x (Cst dx c))) (IntDt dx) (= c1 (- c 1)) "
+           "(>= c1 (dmin dx))", actions="(union e (Lt dt (Cst dx c1) x))"),
+     '(= e (Ge dt x (Cst dx c))) (= dx "index") (= c1 (- c 1))',
+     "(= e (Ge dt x (Cst dx c))) (FixDt dx) (= c1 (- c 1)) (>= c1 (dmin dx))"),
+    (ERule("a", "", "g", "(Add dt x (Cst dt 0))", "x", ('(= dt "index")',)), None, None),
+    (ERule("f", "", "g", "(Add dt x y)", "x", ("(FixDt dt)",)), None, None),
+]
+
+
+@pytest.mark.parametrize("rule, index, fixed", TWINS)
+def test_int_dt_twins(rule: ERule, index, fixed) -> None:
+    twins = int_dt_twins(rule)
+    if index is None:
+        assert twins is None
+        return
+    idx, fix = twins
+    assert (idx.name, fix.name) == (rule.name, rule.name + "~fixed")
+    assert (idx.when, fix.when) == (index, fixed) if rule.lhs else \
+        (idx.query, fix.query) == (index, fixed)
+    assert fixed_only(fix) and not fixed_only(idx)
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("(mul (var x 0 9) 1)", "mul_one"),
+    ("(mul (cast i32 (var x 0 9)) (const i32 1))", "mul_one"),
+    ("(sub (cast i16 (var x 0 9)) (cast i16 (var x 0 9)))", "sub_self"),
+    ("(ge (var x 0 9) 3)", "ge_const_to_lt"),
+    ("(ge (cast i32 (var x 0 9)) (const i32 3))", "ge_const_to_lt"),
+])
+def test_an_int_dt_rule_fires_on_index_and_fixed_width_under_its_name(text: str,
+                                                                      rule: str) -> None:
+    res = optimize(parse(text), cost_model="reference")
+    assert res.stats["matches"].get(rule, 0) > 0, res.stats["matches"]
+    assert not any(k.endswith("~fixed") for k in res.stats["matches"])
 
 
 @pytest.mark.parametrize("text, fires", [
@@ -120,3 +170,53 @@ def test_a_run_leaves_no_cyclic_garbage() -> None:
         gc.set_debug(0)
         gc.garbage.clear()
     assert kinds == []
+
+
+@pytest.mark.parametrize("text, needs", [
+    ("(add (mod (var x 0 99) 4) (range 0 8))", (False, False)),
+    ("(where (lt (var x 0 9) 3) (var x 0 9) 0)", (False, False)),
+    ("(add (cast i8 (var x 0 60)) (const i8 1))", (True, True)),
+    ("(mul (lt (var x 0 3) 2) (lt (var y 0 3) 2))", (False, True)),  # bool arithmetic
+])
+def test_needs_fixed_width(text: str, needs: tuple[bool, bool]) -> None:
+    assert needs_fixed_width([parse("(var z 0 1)"), parse(text)]) == needs
+
+
+def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
+    from eqsat.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    model, lim = get_cost_model("reference"), Limits(seconds=30.0)
+    index = parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))")
+    fixed = parse("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 "
+                  "(var x 0 99)) (const i32 4)) (const i32 4)))")
+    s = Session(None)
+    assert list(s._egraphs) == [False]  # the index-only e-graph, built first
+    out, _ = s.run([index], model, lim)
+    assert list(s._egraphs) == [False] and not s._cur.fixed_width
+    out_f, st = s.run([fixed], model, lim)  # builds the other e-graph on first use
+    assert sorted(s._egraphs) == [False, True] and s._cur.fixed_width
+    assert any(k.startswith("recombine_divmod_") for k in st["matches"])
+    again, _ = s.run([index], model, lim)
+    assert not s._cur.fixed_width and again[0] is out[0]
+    # the index-only e-graph refuses a step over fixed-width nodes
+    s._cmd("(push)")
+    saved = s.ins.state()
+    try:
+        s._insert([fixed])
+        with pytest.raises(RuntimeError, match="index-only e-graph"):
+            s._step(True, {})
+    finally:
+        s._cmd("(pop)")
+        s.ins.restore(saved)
+
+
+@pytest.mark.parametrize("roots, built", [
+    (["(add (var x 0 9) 1)"], [False]),
+    (["(add (var x 0 9) 1)", "(cast i32 (var x 0 9))"], [False, True]),
+    (None, [False, True]),
+])
+def test_prepare_builds_the_egraphs_a_run_will_use(roots, built) -> None:
+    s = Session(None)
+    s.prepare(None if roots is None else [parse(t) for t in roots])
+    assert sorted(s._egraphs) == built
