@@ -103,10 +103,23 @@ class Lin:
     def _raw(m: dict, const: int) -> Lin:
         """From an atom -> non-zero int coefficient map (trusted: no checks)."""
         self = object.__new__(Lin)
-        object.__setattr__(self, "terms", tuple((c, a) for a, c in m.items()))
-        object.__setattr__(self, "const", const)
-        object.__setattr__(self, "_map", m)
-        object.__setattr__(self, "_h", None)
+        d = self.__dict__  # (frozen: written past __setattr__, as dataclasses do)
+        d["terms"] = tuple(zip(m.values(), m, strict=True))
+        d["const"] = const
+        d["_map"] = m
+        d["_h"] = None
+        return self
+
+    @staticmethod
+    def _trusted(terms: tuple[tuple[int, Atom], ...], const: int) -> Lin:
+        """From ``terms`` already valid (distinct atoms, non-zero int coefficients:
+        e.g. a part of another form's terms) and an int ``const``; no checks."""
+        self = object.__new__(Lin)
+        d = self.__dict__
+        d["terms"] = terms
+        d["const"] = const
+        d["_map"] = {a: c for c, a in terms}
+        d["_h"] = None
         return self
 
     @staticmethod
@@ -124,21 +137,26 @@ class Lin:
     @staticmethod
     def constant(v: int) -> Lin:
         """The constant ``v``."""
-        return Lin((), int(v))
+        return Lin._trusted((), int(v))
 
     @staticmethod
     def atom(a: Atom, coef: int = 1) -> Lin:
         """``coef*a``."""
-        return Lin(((int(coef), a),), 0) if coef else Lin()
+        return Lin._trusted(((int(coef), a),), 0) if coef else _ZERO
 
     def sorted_by(self, key: Callable[[Atom], Any]) -> Lin:
         """The same form with its terms ordered by ``key(atom)``."""
-        return Lin(tuple(sorted(self.terms, key=lambda t: key(t[1]))), self.const)
+        return Lin._trusted(tuple(sorted(self.terms, key=lambda t: key(t[1]))), self.const)
 
     # ---- queries --------------------------------------------------------
     @property
     def is_const(self) -> bool:
         return not self.terms
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether this is the form 0 (``== Lin()``)."""
+        return not self.terms and self.const == 0
 
     @property
     def single_atom(self) -> Atom | None:
@@ -164,7 +182,7 @@ class Lin:
             raise ZeroDivisionError("Lin.divide by 0")
         if self.const % k or any(c % k for c, _ in self.terms):
             return None
-        return Lin(tuple((c // k, a) for c, a in self.terms), self.const // k)
+        return Lin._trusted(tuple([(c // k, a) for c, a in self.terms]), self.const // k)
 
     def evaluate(self, env: Mapping[Atom, int]) -> int:
         """The value at ``env`` (atom -> int)."""
@@ -191,7 +209,16 @@ class Lin:
         return Lin._raw({a: -c for a, c in self._map.items()}, -self.const)
 
     def __sub__(self, o: Lin | int) -> Lin:
-        return self + (-o)
+        if isinstance(o, int):
+            return Lin._raw(self._map, self.const - o)
+        m = dict(self._map)
+        for a, c in o._map.items():
+            v = m.get(a, 0) - c
+            if v:
+                m[a] = v
+            else:
+                del m[a]
+        return Lin._raw(m, self.const - o.const)
 
     def __rsub__(self, o: int) -> Lin:
         return (-self) + o
@@ -200,7 +227,7 @@ class Lin:
         if not isinstance(k, int):
             return NotImplemented
         if k == 0:
-            return Lin()
+            return _ZERO
         return Lin._raw({a: c * k for a, c in self._map.items()}, self.const * k)
 
     __rmul__ = __mul__
@@ -223,6 +250,10 @@ class Lin:
         if self.const or not parts:
             parts.append(str(self.const))
         return " + ".join(parts)
+
+
+#: the form 0 (forms are immutable: one is enough)
+_ZERO = Lin()
 
 
 # ---------------------------------------------------------------------------
@@ -357,8 +388,8 @@ def split_divisible(x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin] | None:
         for c, a in x.terms:
             (q if c % n == 0 else r).append((c // n if c % n == 0 else c, a))
         qc, rc = (x.const // n, 0) if x.const % n == 0 else (0, x.const)
-        return Lin(tuple(q), qc), Lin(tuple(r), rc)
-    qlin = Lin()
+        return Lin._trusted(tuple(q), qc), Lin._trusted(tuple(r), rc)
+    qlin = _ZERO
     r = []
     ya = y.terms[0][1] if len(y.terms) == 1 and y.const == 0 else None
     for c, a in x.terms:
@@ -374,7 +405,7 @@ def split_divisible(x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin] | None:
                 break
         else:
             r.append((c, a))
-    return qlin, Lin(tuple(r), x.const)
+    return qlin, Lin._trusted(tuple(r), x.const)
 
 
 def emit_lin(x: Lin, ctx: Ctx) -> Any:
@@ -490,9 +521,9 @@ def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     if n is None:
         return None
     q, r = split_divisible(x, y, ctx)
-    if q == Lin() or lin_bounds(r, ctx)[0] < 0:
+    if q.is_zero or lin_bounds(r, ctx)[0] < 0:
         return None
-    return _out(Lin()) if r == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", r, n)))
+    return _out(_ZERO) if r.is_zero else _out(_ZERO, (1, _div_term(ctx, "mod", r, n)))
 
 
 @_normalized
@@ -503,7 +534,7 @@ def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | No
         return None
     q, r = split_divisible(x, y, ctx)
     rlo, rhi = lin_bounds(r, ctx)
-    if q == Lin() or not (0 <= rlo and rhi < n):
+    if q.is_zero or not (0 <= rlo and rhi < n):
         return None
     return _out(q)
 
@@ -515,9 +546,9 @@ def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     if n is None:
         return None
     q, r = split_divisible(x, y, ctx)
-    if q == Lin() or lin_bounds(r, ctx)[0] < 0:
+    if q.is_zero or lin_bounds(r, ctx)[0] < 0:
         return None
-    return _out(q) if r == Lin() else _out(q, (1, _div_term(ctx, "idiv", r, n)))
+    return _out(q) if r.is_zero else _out(q, (1, _div_term(ctx, "idiv", r, n)))
 
 
 def _residues(x: Lin, n: int, ctx: Ctx) -> set[int] | None:
@@ -569,7 +600,7 @@ def _idiv_small_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     if rr is None:
         return None
     if (c > 0 and rr[1] + c < d) or (c < 0 and rr[0] + c >= 0):
-        return _out(Lin(), (1, _div_term(ctx, "idiv", rest, d)))
+        return _out(_ZERO, (1, _div_term(ctx, "idiv", rest, d)))
     return None
 
 
@@ -612,7 +643,7 @@ def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     changed = False
     for f, a in x.terms:
         for inner, m in ctx.mod_parts(a):
-            if m.divide(c) is not None and m != Lin():
+            if m.divide(c) is not None and not m.is_zero:
                 new.extend((f * g, b) for g, b in inner.terms)
                 const += f * inner.const
                 changed = True
@@ -625,7 +656,7 @@ def _remove_nested_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     single = len(x.terms) == 1 and x.const == 0  # f*(a%m) and f*a share their sign
     if not single and not _same_sign_class(lin_bounds(x, ctx), lin_bounds(nx, ctx)):
         return None
-    return _out(Lin(), (1, _div_term(ctx, "mod", nx, y)))
+    return _out(_ZERO, (1, _div_term(ctx, "mod", nx, y)))
 
 
 def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
@@ -697,18 +728,18 @@ def _divide_by_gcd(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     assert nx is not None and ny is not None
     if ny.is_const and abs(ny.const) == 1:
         if op == "mod":
-            return _out(Lin())
+            return _out(_ZERO)
         return _out(nx * ny.const)
     if op == "idiv":
-        return _out(Lin(), (1, _div_term(ctx, "idiv", nx, ny)))
-    return _out(Lin(), (g, _div_term(ctx, "mod", nx, ny)))
+        return _out(_ZERO, (1, _div_term(ctx, "idiv", nx, ny)))
+    return _out(_ZERO, (g, _div_term(ctx, "mod", nx, ny)))
 
 
 @_normalized
 def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(y*q + r) // y -> q + r // y, (y*q + r) % y -> r % y when r >= 0 (last resort)."""
     n = _const_divisor(y)
-    quo = Lin()
+    quo = _ZERO
     rem: list[tuple[int, Any]] = []
     changed = False
     if n is not None:
@@ -729,16 +760,16 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         if split is None:
             return None
         quo, r = split
-        changed = quo != Lin()
+        changed = not quo.is_zero
         rem, rk = list(r.terms), r.const
     if not changed:
         return None
-    nr = Lin(tuple(rem), rk)
+    nr = Lin._trusted(tuple(rem), rk)
     if lin_bounds(nr, ctx)[0] < 0:
         return None
     if op == "mod":
-        return _out(Lin()) if nr == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", nr, y)))
-    return _out(quo) if nr == Lin() else _out(quo, (1, _div_term(ctx, "idiv", nr, y)))
+        return _out(_ZERO) if nr.is_zero else _out(_ZERO, (1, _div_term(ctx, "mod", nr, y)))
+    return _out(quo) if nr.is_zero else _out(quo, (1, _div_term(ctx, "idiv", nr, y)))
 
 
 @_normalized
@@ -758,7 +789,7 @@ def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut |
     else:
         return None
     if op == "idiv":
-        return _out(Lin(), (1, _div_term(ctx, "idiv", inner.lin, c // div)))
+        return _out(_ZERO, (1, _div_term(ctx, "idiv", inner.lin, c // div)))
     b = Lin.of([(f % div, a) for f, a in x.terms], x.const % div)
     blo, bhi = lin_bounds(b, ctx)
     if not (0 <= blo and bhi < div):
@@ -779,7 +810,7 @@ def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
             prod = b * y.const if y.is_const else y * b.const
             if prod.is_const and prod.const == 0:
                 continue
-            return _out(Lin(), (1, _div_term(ctx, "idiv", inner, prod)))
+            return _out(_ZERO, (1, _div_term(ctx, "idiv", inner, prod)))
     return None
 
 
@@ -792,16 +823,16 @@ def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     for inner, m in ctx.mod_parts(a):
         if m.is_const and m.const != 0 and m.const % c == 0 and abs(m.const) != c:
             k = abs(m.const) // c
-            return _out(Lin(), (1, ctx.mod(_div_term(ctx, "idiv", inner, c), ctx.const(k))))
+            return _out(_ZERO, (1, ctx.mod(_div_term(ctx, "idiv", inner, c), ctx.const(k))))
     return None
 
 
 def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> x/y and x % y -> 0 when y divides every term (expr.divides(d))."""
     split = split_divisible(x, y, ctx)
-    if split is None or split[1] != Lin():
+    if split is None or not split[1].is_zero:
         return None
-    return _out(split[0]) if op == "idiv" else _out(Lin())
+    return _out(split[0]) if op == "idiv" else _out(_ZERO)
 
 
 def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
@@ -813,13 +844,13 @@ def _sum_divisible_symbolic(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None
     if split is None:
         return None
     q, r = split
-    if q == Lin() or r == Lin():
+    if q.is_zero or r.is_zero:
         return None
     if not _same_sign_class(lin_bounds(x, ctx), lin_bounds(r, ctx)):
         return None
     if op == "idiv":
         return _out(q, (1, _div_term(ctx, "idiv", r, y)))
-    return _out(Lin(), (1, _div_term(ctx, "mod", r, y)))
+    return _out(_ZERO, (1, _div_term(ctx, "mod", r, y)))
 
 
 @_normalized
@@ -831,7 +862,7 @@ def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     nx = Lin.of([(f % c, a) for f, a in x.terms], x.const % c)
     if nx == x or lin_bounds(nx, ctx)[0] < 0:
         return None
-    return _out(Lin()) if nx == Lin() else _out(Lin(), (1, _div_term(ctx, "mod", nx, c)))
+    return _out(_ZERO) if nx.is_zero else _out(_ZERO, (1, _div_term(ctx, "mod", nx, c)))
 
 
 def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
@@ -846,7 +877,7 @@ def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
             continue
         alo, ahi = lin_bounds(a, ctx)
         if (alo >= 0 and c2 >= 0) or (ahi <= 0 and c2 <= 0):
-            return _out(Lin(), (1, _div_term(ctx, "idiv", a + c1 * c2, c1 * c3)))
+            return _out(_ZERO, (1, _div_term(ctx, "idiv", a + c1 * c2, c1 * c3)))
     return None
 
 

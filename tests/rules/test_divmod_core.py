@@ -193,10 +193,23 @@ def test_lin_equality_ignores_order_and_hash_agrees():
     (((1.5, "a"),), 0, ValueError),          # non-int coefficient
     ((("a",),), 0, TypeError),               # not a pair
     ((), 1.0, TypeError),                    # non-int constant
+    (((True, "a"),), 0, ValueError),         # a bool is not an int coefficient
+    (((1, "a"), (2, "b"), (0, "c")), 0, ValueError),  # a zero after good terms
+    (((1, "a"), [2, "b"]), 0, TypeError),    # a list, not a pair
 ])
 def test_lin_rejects_bad_input(terms, const, err):
     with pytest.raises(err):
         Lin(terms, const)
+
+
+@pytest.mark.parametrize("terms, want", [
+    ((), {}),
+    (((3, "a"), (-1, "b")), {"a": 3, "b": -1}),
+    ([(2, "a")], {"a": 2}),                  # a list of pairs (checked term by term)
+])
+def test_lin_maps_its_terms(terms, want):
+    x = Lin(terms, 0)
+    assert x._map == want and x == Lin.of(list(terms), 0)
 
 
 def test_lin_arithmetic_content_divide_repr():
