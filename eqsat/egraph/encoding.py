@@ -396,11 +396,13 @@ class Inserter:
             self.handle_uop.setdefault(k, u)
         return memo[id(root)]
 
-    def add_uop_with_facts(self, root: UOp) -> int:
+    def add_uop_with_facts(self, root: UOp, order: list[UOp] | None = None) -> int:
         """:meth:`add_uop` plus the IR's facts of the new nodes: their bounds (``RLo``/
-        ``RHi``) and which are never Invalid (``RDef``)."""
+        ``RHi``) and which are never Invalid (``RDef``). ``order``: ``root.toposort()``
+        when the caller has it already."""
         before = len(self._keep)
-        order = root.toposort()
+        if order is None:
+            order = root.toposort()
         h = self.add_uop(root, order)
         new = self._keep[before:]
         if not new:

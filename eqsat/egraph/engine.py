@@ -175,14 +175,15 @@ def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     return fixed, fixed_analysis
 
 
-def needs_fixed_width(roots: list[UOp]) -> tuple[bool, bool]:
+def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
+                      ) -> tuple[bool, bool]:
     """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
     the session's index-only e-graph (rewrites keep their operands' dtypes, so no
-    fixed-width node appears later)."""
+    fixed-width node appears later). ``orders``: the roots' toposorts when known."""
     seen: set[int] = set()
     nodes = []
-    for r in roots:
-        for u in r.toposort():
+    for order in orders if orders is not None else [r.toposort() for r in roots]:
+        for u in order:
             if id(u) not in seen:
                 seen.add(id(u))
                 nodes.append(u)
@@ -221,6 +222,7 @@ class Session:
         #: rules, and those of an index input would never run); each built on first use
         self._egraphs: dict[bool, _EGraph] = {}
         self._cur = self._egraph(False)
+        self._orders: dict[int, list[UOp]] = {}  # _select's toposorts, for _insert
 
     # the current e-graph's parts
     egraph = property(lambda self: self._cur.egraph)
@@ -277,8 +279,11 @@ class Session:
             self._egraph(any(needs_fixed_width(roots)))
 
     def _select(self, roots: list[UOp]) -> None:
-        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`)."""
-        fixed, fixed_analysis = needs_fixed_width(roots)
+        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`); the
+        roots' toposorts are kept for the insertion that follows."""
+        orders = [r.toposort() for r in roots]
+        self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
+        fixed, fixed_analysis = needs_fixed_width(roots, orders)
         self._cur = self._egraph(fixed or fixed_analysis)
 
     def _rebuild(self) -> None:
@@ -398,8 +403,12 @@ class Session:
         Invalid."""
         ins = self.ins
         first = len(ins._keep)
+        orders, self._orders = self._orders, {}  # (used once: not kept)
         if seed_all:
-            handles = [ins.add_uop_with_facts(r) for r in roots]
+            handles = []
+            for r in roots:
+                o = orders.get(id(r))
+                handles.append(ins.add_uop_with_facts(r, o if o and o[-1] is r else None))
         else:
             handles = []
             for r in roots:

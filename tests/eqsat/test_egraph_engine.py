@@ -220,3 +220,21 @@ def test_prepare_builds_the_egraphs_a_run_will_use(roots, built) -> None:
     s = Session(None)
     s.prepare(None if roots is None else [parse(t) for t in roots])
     assert sorted(s._egraphs) == built
+
+
+def test_the_insertion_uses_the_selections_toposort_once_and_only_its_roots() -> None:
+    s = Session(None)
+    g, h = parse("(add (mul (var x 0 9) 3) 1)"), parse("(idiv (var y 0 9) 2)")
+    s._cmd("(push)")
+    saved = s.ins.state()
+    try:
+        s._select([g])
+        assert list(s._orders) == [id(g)]
+        s._orders[id(h)] = s._orders[id(g)]  # a stale entry: not h's toposort
+        hg, hh = s._insert([g, h])
+        assert s._orders == {}
+        assert s.ins.handle_uop[hg] is g and s.ins.handle_uop[hh] is h
+        assert all(id(u) in s.ins.uop_handle for u in h.toposort())
+    finally:
+        s._cmd("(pop)")
+        s.ins.restore(saved)
