@@ -331,19 +331,22 @@ class Session:
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
-        reports = [o.report for o in out if type(o) is _RUN_OUTPUT]
-        # [rows' insert] + the native runs + [late rows' insert] + the analysis
+        # [rows' insert] + the native runs + [late rows' insert] + the analysis; only the
+        # reports read are converted (the loading runs' are not), and of the analysis's
+        # only its iterations: every other run is one iteration (``run ... 1``)
+        done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = 1 if loaded else 0
-        natives = reports[first:first + len(runs)]
-        if len(natives) + first + late + 1 != len(reports):
-            raise RuntimeError(f"egglog step: {len(reports)} run reports, expected "
-                               f"{len(natives) + first + late + 1}")
-        analysed = reports[-1]
+        if first + len(runs) + late + 1 != len(done):
+            raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
+                               f"{first + len(runs) + late + 1}")
+        natives = [o.report for o in done[first:first + len(runs)]]
+        analysed = done[-1].report
+        rounds = len(analysed.iterations)
         # whether a run of the rules (native, analysis) changed the e-graph; the loading
         # runs do not count
         self.step_updated = analysed.updated or any([r.updated for r in natives])
-        self.egg_iterations += sum([len(r.iterations) for r in reports])
-        if len(analysed.iterations) >= ANALYSIS_CAP:
+        self.egg_iterations += len(done) - 1 + rounds
+        if rounds >= ANALYSIS_CAP:
             self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
         if not runs:
             return False
