@@ -205,6 +205,19 @@ class Lin:
 
     __radd__ = __add__
 
+    def plus(self, o: Lin, k: int) -> Lin:
+        """``self + k*o`` (one new form, not two)."""
+        if not k:
+            return self
+        m = dict(self._map)
+        for a, c in o._map.items():
+            v = m.get(a, 0) + k * c
+            if v:
+                m[a] = v
+            else:
+                del m[a]  # (k*c != 0: a was in m, with -k*c)
+        return Lin._raw(m, self.const + k * o.const)
+
     def __neg__(self) -> Lin:
         return Lin._raw({a: -c for a, c in self._map.items()}, -self.const)
 
@@ -684,12 +697,21 @@ def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None
         r = f % c
         choices.append((r, r - c) if 2 * r == c else (min(r, r - c, key=abs),))
     for rems in itertools.islice(itertools.product(*choices), _MAX_TIE_COMBOS):
-        rem = Lin.of([(r, a) for r, (_, a) in zip(rems, x.terms, strict=True)], x.const % c)
-        lo, hi = lin_bounds(rem, ctx)
+        # lin_bounds of the remainder form, before making it (most choices fail)
+        lo = hi = x.const % c
+        for r, (_, a) in zip(rems, x.terms, strict=True):
+            if r:
+                alo, ahi = ctx.bounds(a)
+                if r > 0:
+                    lo, hi = lo + r * alo, hi + r * ahi
+                else:
+                    lo, hi = lo + r * ahi, hi + r * alo
         if not _finite(lo, hi) or int(lo) // c != int(hi) // c:
             continue
         b = int(lo) // c
         if op == "mod":
+            rem = Lin.of([(r, a) for r, (_, a) in zip(rems, x.terms, strict=True)],
+                         x.const % c)
             return _out(rem - b * c)
         quo = Lin.of([((f - r) // c, a) for r, (f, a) in zip(rems, x.terms, strict=True)],
                      x.const // c + b)
@@ -743,10 +765,11 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     rem: list[tuple[int, Any]] = []
     changed = False
     if n is not None:
+        q: dict = {}  # atom -> floor(f/n), non-zero (f >= n or f < 0), atoms in x's order
         for f, a in x.terms:
             if f % n != f:  # f >= n or f < 0: split off floor(f/n)*n
                 changed = True
-                quo = quo + Lin.atom(a, f // n)
+                q[a] = f // n
                 if f % n:
                     rem.append((f % n, a))
             else:
@@ -754,7 +777,7 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         k = x.const
         if k % n != k:
             changed = True
-        quo, rk = quo + k // n, k % n
+        quo, rk = Lin._raw(q, k // n), k % n
     else:
         split = split_divisible(x, y, ctx)
         if split is None:

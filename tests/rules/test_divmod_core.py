@@ -202,6 +202,15 @@ def test_lin_rejects_bad_input(terms, const, err):
         Lin(terms, const)
 
 
+@settings(max_examples=60, deadline=None)
+@given(a=st.lists(st.tuples(st.integers(-5, 5), st.sampled_from("abcd")), max_size=5),
+       b=st.lists(st.tuples(st.integers(-5, 5), st.sampled_from("abcd")), max_size=5),
+       ca=st.integers(-9, 9), cb=st.integers(-9, 9), k=st.integers(-4, 4))
+def test_lin_plus_is_adding_a_multiple(a, b, ca, cb, k):
+    x, y = Lin.of(a, ca), Lin.of(b, cb)
+    assert x.plus(y, k) == x + y * k and x.plus(y, k)._map == (x + y * k)._map
+
+
 @pytest.mark.parametrize("terms, want", [
     ((), {}),
     (((3, "a"), (-1, "b")), {"a": 3, "b": -1}),

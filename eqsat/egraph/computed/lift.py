@@ -207,7 +207,7 @@ class _BasisSearch:
                             cs, cr = cur.coef(t), rel.coef(t)
                             if cs == 0 or cs % cr:
                                 continue
-                            nxt = cur + rel * -(cs // cr)  # == cur - rel*(cs//cr)
+                            nxt = cur.plus(rel, -(cs // cr))  # cur - rel*(cs//cr)
                             if nxt in seen:
                                 continue
                             seen.add(nxt)
