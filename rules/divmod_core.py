@@ -882,6 +882,8 @@ def _mod_coef_reduce(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     c = _const_divisor(y)
     if c is None:
         return None
+    if x.const % c == x.const and all([f % c == f for f, _ in x.terms]):
+        return None  # every coefficient reduced already: nx would be x
     nx = Lin.of([(f % c, a) for f, a in x.terms], x.const % c)
     if nx == x or lin_bounds(nx, ctx)[0] < 0:
         return None
