@@ -385,6 +385,29 @@ def _same_sign_class(a: tuple[Num, Num], b: tuple[Num, Num]) -> bool:
     return (a[0] >= 0 and b[0] >= 0) or (a[1] <= 0 and b[1] <= 0)
 
 
+def _splits_off(x: Lin, n: int) -> bool:
+    """Whether :func:`split_divisible` of ``x`` by the non-zero constant ``n`` has a
+    non-zero quotient (a term or the constant is a non-zero multiple of ``n``),
+    without making the two forms."""
+    if x.const and x.const % n == 0:
+        return True
+    for c, _ in x.terms:
+        if c % n == 0:
+            return True
+    return False
+
+
+def _divides_all(x: Lin, n: int) -> bool:
+    """Whether every term and the constant of ``x`` are multiples of ``n`` (non-zero):
+    :func:`split_divisible`'s remainder is 0."""
+    if x.const % n:
+        return False
+    for c, _ in x.terms:
+        if c % n:
+            return False
+    return True
+
+
 def split_divisible(x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin] | None:
     """``(q, r)`` with ``x == q*y + r`` exactly, ``q`` holding every term of ``x``
     that ``y`` divides (``r`` the rest, unchanged), or None when ``y`` is 0.
@@ -533,6 +556,8 @@ def _mod_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     n = _const_divisor(y)
     if n is None:
         return None
+    if not _splits_off(x, n):
+        return None  # (q would be 0)
     q, r = split_divisible(x, y, ctx)
     if q.is_zero or lin_bounds(r, ctx)[0] < 0:
         return None
@@ -545,6 +570,8 @@ def _idiv_drop_multiple_small(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | No
     n = _const_divisor(y)
     if n is None:
         return None
+    if not _splits_off(x, n):
+        return None  # (q would be 0)
     q, r = split_divisible(x, y, ctx)
     rlo, rhi = lin_bounds(r, ctx)
     if q.is_zero or not (0 <= rlo and rhi < n):
@@ -558,6 +585,8 @@ def _idiv_drop_multiple(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     n = _const_divisor(y)
     if n is None:
         return None
+    if not _splits_off(x, n):
+        return None  # (q would be 0)
     q, r = split_divisible(x, y, ctx)
     if q.is_zero or lin_bounds(r, ctx)[0] < 0:
         return None
@@ -852,6 +881,8 @@ def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
 
 def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> x/y and x % y -> 0 when y divides every term (expr.divides(d))."""
+    if y.is_const and y.const and not _divides_all(x, y.const):
+        return None  # (the remainder would not be 0)
     split = split_divisible(x, y, ctx)
     if split is None or not split[1].is_zero:
         return None
