@@ -806,6 +806,8 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         k = x.const
         if k % n != k:
             changed = True
+        if not changed:
+            return None
         quo, rk = Lin._raw(q, k // n), k % n
     else:
         split = split_divisible(x, y, ctx)
