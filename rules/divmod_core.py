@@ -102,23 +102,22 @@ class Lin:
     @staticmethod
     def _raw(m: dict, const: int) -> Lin:
         """From an atom -> non-zero int coefficient map (trusted: no checks)."""
-        self = object.__new__(Lin)
-        d = self.__dict__  # (frozen: written past __setattr__, as dataclasses do)
-        d["terms"] = tuple(zip(m.values(), m, strict=True))
-        d["const"] = const
-        d["_map"] = m
-        d["_h"] = None
-        return self
+        return Lin._make(tuple(zip(m.values(), m, strict=True)), m, const)
 
     @staticmethod
     def _trusted(terms: tuple[tuple[int, Atom], ...], const: int) -> Lin:
         """From ``terms`` already valid (distinct atoms, non-zero int coefficients:
         e.g. a part of another form's terms) and an int ``const``; no checks."""
+        return Lin._make(terms, {a: c for c, a in terms}, const)
+
+    @staticmethod
+    def _make(terms: tuple[tuple[int, Atom], ...], m: dict, const: int) -> Lin:
+        """A form from its terms and their map, which agree (no checks)."""
         self = object.__new__(Lin)
-        d = self.__dict__
+        d = self.__dict__  # (frozen: written past __setattr__, as dataclasses do)
         d["terms"] = terms
         d["const"] = const
-        d["_map"] = {a: c for c, a in terms}
+        d["_map"] = m
         d["_h"] = None
         return self
 
@@ -194,14 +193,7 @@ class Lin:
             return Lin._raw(self._map, self.const + o)
         if not o._map:
             return Lin._raw(self._map, self.const + o.const)
-        m = dict(self._map)
-        for a, c in o._map.items():
-            v = m.get(a, 0) + c
-            if v:
-                m[a] = v
-            else:
-                del m[a]
-        return Lin._raw(m, self.const + o.const)
+        return self.plus(o, 1)
 
     __radd__ = __add__
 
@@ -224,14 +216,7 @@ class Lin:
     def __sub__(self, o: Lin | int) -> Lin:
         if isinstance(o, int):
             return Lin._raw(self._map, self.const - o)
-        m = dict(self._map)
-        for a, c in o._map.items():
-            v = m.get(a, 0) - c
-            if v:
-                m[a] = v
-            else:
-                del m[a]
-        return Lin._raw(m, self.const - o.const)
+        return self.plus(o, -1)
 
     def __rsub__(self, o: int) -> Lin:
         return (-self) + o

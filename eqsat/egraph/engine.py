@@ -162,6 +162,13 @@ class _EGraph:
                 f"egg_iterations={self.egg_iterations}>")
 
 
+def _current(name: str) -> property:
+    """The session attribute ``name`` of its current e-graph (read and written there)."""
+    return property(lambda s: getattr(s._cur, name),
+                    lambda s, v: setattr(s._cur, name, v),
+                    doc=f"The current e-graph's ``{name}`` (:class:`_EGraph`).")
+
+
 def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     """Whether ``nodes`` hold a fixed-width integer node (the fixed-width native rules
     may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
@@ -197,20 +204,16 @@ class Session:
         self.groups, self.native, self.pyrules = resolve(rulesets)
         #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
         self._native_names: dict[str, str] = {}
-        #: the egglog program of each native rule, in the rule sets they join
-        self._native_programs: list[str] = []
+        #: (rule set, egglog program) of each egglog rule of the native rules
+        self._native_programs: list[tuple[str, str]] = []
         for r in self.native:
             twins = int_dt_twins(r)
-            if twins is None:
-                self._native_names[r.name] = r.name
-                self._native_programs.append(
-                    r.program(FIXED_RULESET if fixed_only(r) else "native"))
-                continue
-            for t, ruleset in zip(twins, ("native", FIXED_RULESET), strict=True):
+            pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
+                else list(zip(("native", FIXED_RULESET), twins, strict=True))
+            for ruleset, t in pairs:
                 self._native_names[t.name] = r.name
-                self._native_programs.append(t.program(ruleset))
-        self._has_fixed_rules = any(f" :ruleset {FIXED_RULESET} " in p
-                                    for p in self._native_programs)
+                self._native_programs.append((ruleset, t.program(ruleset)))
+        self._has_fixed_rules = any(rs == FIXED_RULESET for rs, _ in self._native_programs)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
         self._fixed_analysis = False
@@ -224,28 +227,12 @@ class Session:
         self._cur = self._egraph(False)
         self._orders: dict[int, list[UOp]] = {}  # _select's toposorts, for _insert
 
-    # the current e-graph's parts
-    egraph = property(lambda self: self._cur.egraph)
-    args = property(lambda self: self._cur.args)
-    ins = property(lambda self: self._cur.ins)
-
-    @property
-    def build_seconds(self) -> float:
-        """How long the current e-graph took to build."""
-        return self._cur.build_seconds
-
-    @build_seconds.setter
-    def build_seconds(self, t: float) -> None:
-        self._cur.build_seconds = t
-
-    @property
-    def egg_iterations(self) -> int:
-        """egglog iterations in the current e-graph's overall report."""
-        return self._cur.egg_iterations
-
-    @egg_iterations.setter
-    def egg_iterations(self, n: int) -> None:
-        self._cur.egg_iterations = n
+    # the current e-graph's parts (see _EGraph)
+    egraph = _current("egraph")
+    args = _current("args")
+    ins = _current("ins")
+    build_seconds = _current("build_seconds")
+    egg_iterations = _current("egg_iterations")
 
     def _egraph(self, fixed_width: bool) -> _EGraph:
         e = self._egraphs.get(fixed_width)
@@ -261,8 +248,7 @@ class Session:
         args = ArgTable()
         prog = [declarations(), analysis_program("analysis", fixed=fixed_width),
                 "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
-        prog += [p for p in self._native_programs
-                 if fixed_width or f" :ruleset {FIXED_RULESET} " not in p]
+        prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
         for cmd in top_level_commands("\n".join(prog)):

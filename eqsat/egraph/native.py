@@ -30,7 +30,7 @@ them first, and a family's ``EGRAPH`` group replaces a draft group wholesale).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
            "FIX_DT", "INVALID_LEAF", "int_dt_twins"]
@@ -173,17 +173,12 @@ def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
     def fixed(t: str) -> str:
         return _INT_DT_VAR.sub(r"(FixDt \1)", t)
 
+    name = f"{rule.name}~fixed"
     if rule.lhs:
-        idx = ERule(rule.name, rule.identity, rule.group, rule.lhs, rule.rhs,
-                    tuple(index(w) for w in rule.when if index(w)), subsume=rule.subsume)
-        fix = ERule(f"{rule.name}~fixed", rule.identity, rule.group, rule.lhs, rule.rhs,
-                    tuple(fixed(w) for w in rule.when), subsume=rule.subsume)
-    else:
-        idx = ERule(rule.name, rule.identity, rule.group, query=index(rule.query),
-                    actions=rule.actions)
-        fix = ERule(f"{rule.name}~fixed", rule.identity, rule.group, query=fixed(rule.query),
-                    actions=rule.actions)
-    return idx, fix
+        return (replace(rule, when=tuple(w for w in map(index, rule.when) if w)),
+                replace(rule, name=name, when=tuple(map(fixed, rule.when))))
+    return replace(rule, query=index(rule.query)), replace(rule, name=name,
+                                                           query=fixed(rule.query))
 
 
 #: pattern of the Invalid leaf (binds ``di``, ``ai``)

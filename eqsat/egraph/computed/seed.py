@@ -286,9 +286,7 @@ class BoundSeeder:
                 else:  # iv_mul
                     p1, p2, p3, p4 = la * lb, la * hb, ha * lb, ha * hb
                     lo, hi = min(p1, p2, p3, p4), max(p1, p2, p3, p4)
-                    if not (I64_MIN <= lo and hi <= I64_MAX):
-                        return
-                if not (I64_MIN <= lo and hi <= I64_MAX):
+                if not (I64_MIN <= lo and hi <= I64_MAX):  # (every corner, for a product)
                     return
         elif (ctor, fields[0]) in SEEDED:
             lo, hi = node_bounds(ctor, fields, self.bound)
