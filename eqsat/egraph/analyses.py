@@ -54,6 +54,9 @@ for _d in (dtypes.i8, dtypes.i16, dtypes.i32, dtypes.i64, dtypes.u8, dtypes.u16,
 
 TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
 
+#: the rule set that loads the late bound rows (``RLo``/``RHi`` only)
+LATE_RULESET = "insert_late"
+
 
 class UnsoundError(RuntimeError):
     """An e-class got an empty interval (lo > hi): some rewrite was unsound."""
@@ -331,6 +334,14 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True) -> str:
            ':name "insert-lo")',
            '(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset insert '
            ':name "insert-hi")',
+           # the late bounds (Inserter.late_bound) load by these two alone: every run of a
+           # rule set builds all its rules anew, and the insert rule set has one per
+           # constructor
+           f"(ruleset {LATE_RULESET})",
+           f'(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset {LATE_RULESET} '
+           ':name "insert-late-lo")',
+           f'(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset {LATE_RULESET} '
+           ':name "insert-late-hi")',
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
            # and any interval of it (an empty one too) is vacuously true
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '

@@ -51,6 +51,7 @@ from typing import Any
 
 from eqsat.dtype import DType, dtypes
 from eqsat.egraph._egglog import bindings
+from eqsat.egraph.analyses import LATE_RULESET
 from eqsat.ops import GroupOp, Ops
 from eqsat.uop import UOp, const_value
 
@@ -462,15 +463,16 @@ class Inserter:
         cmds = self._inputs(self._rows, "")
         if extra:
             cmds.append(extra)
-        cmds += self._inputs(self._late, "late.")
+        cmds += self._inputs(self._late, "late.", LATE_RULESET)
         if after:
             cmds.append(after)
         self.pending = 0
         return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
 
-    def _inputs(self, rows: dict[str, list[str]], tag: str) -> list[str]:
+    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = "insert"
+                ) -> list[str]:
         """Write ``rows`` (rel -> lines) to files; the commands that load them (none
-        when there are none), and ``rows`` emptied."""
+        when there are none) by a run of ``ruleset``, and ``rows`` emptied."""
         if not rows:
             return []
         cmds = []
@@ -479,7 +481,7 @@ class Inserter:
             lines.append("")  # the last line's newline
             _write(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
-        cmds.append("(run insert 1)")
+        cmds.append(f"(run {ruleset} 1)")
         rows.clear()
         return cmds
 

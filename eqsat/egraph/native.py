@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 __all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
            "FIX_DT", "INVALID_LEAF", "int_dt_twins"]
@@ -70,13 +71,15 @@ class ERule:
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
-def _swaps(text: str) -> list[str]:
-    """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
-    # parse into a tree of lists
-    toks = re.findall(r'\(|\)|"[^"]*"|[^\s()]+', text)
+_TOKEN = re.compile(r'\(|\)|"[^"]*"|[^\s()]+')
+
+
+def _tree(text: str) -> Any:
+    """An egglog s-expression as nested lists of tokens."""
+    toks = _TOKEN.findall(text)
     pos = 0
 
-    def parse():
+    def parse() -> Any:
         nonlocal pos
         t = toks[pos]
         pos += 1
@@ -88,13 +91,21 @@ def _swaps(text: str) -> list[str]:
         pos += 1
         return out
 
-    tree = parse()
+    return parse()
 
-    def variants(t):
+
+def _show(t: Any) -> str:
+    return t if not isinstance(t, list) else "(" + " ".join(_show(x) for x in t) + ")"
+
+
+def _swaps(text: str) -> list[str]:
+    """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
+
+    def variants(t: Any) -> list[Any]:
         if not isinstance(t, list):
             return [t]
         kids = [variants(x) for x in t]
-        combos = [[]]
+        combos: list[list[Any]] = [[]]
         for ks in kids:
             combos = [c + [k] for c in combos for k in ks]
         out = []
@@ -104,24 +115,84 @@ def _swaps(text: str) -> list[str]:
                 out.append([c[0], c[1], c[3], c[2]])
         return out
 
-    def show(t):
-        return t if not isinstance(t, list) else "(" + " ".join(show(x) for x in t) + ")"
-
     seen, res = set(), []
-    for v in variants(tree):
-        s = show(v)
+    for v in variants(_tree(text)):
+        s = _show(v)
         if s not in seen:
             seen.add(s)
             res.append(s)
     return res
 
 
+#: egglog primitives whose two arguments commute (a guard or right side that differs
+#: only in their order computes the same value)
+_PRIM_COMM = {"min", "max", "+", "*"}
+_VAR = re.compile(r"[a-z_][A-Za-z0-9_]*")
+
+
+def _is_var(t: Any) -> bool:
+    """A pattern variable: a lower-case symbol that is not a primitive or an operator."""
+    return isinstance(t, str) and _VAR.fullmatch(t) is not None and t not in _PRIM_COMM
+
+
+def _var_order(t: Any, out: list[str]) -> list[str]:
+    """The pattern variables of ``t`` in order of first occurrence (heads excluded)."""
+    if isinstance(t, list):
+        for x in t[1:] if t and isinstance(t[0], str) else t:
+            _var_order(x, out)
+    elif _is_var(t) and t not in out:
+        out.append(t)
+    return out
+
+
+def _rename(t: Any, sigma: dict[str, str]) -> Any:
+    if isinstance(t, list):
+        return [_rename(x, sigma) for x in t]
+    return sigma.get(t, t) if _is_var(t) else t
+
+
+def _norm(t: Any) -> Any:
+    """``t`` with the arguments of commutative primitives in a fixed order."""
+    if not isinstance(t, list):
+        return t
+    t = [_norm(x) for x in t]
+    if len(t) == 3 and t[0] in _PRIM_COMM:
+        t = [t[0], *sorted(t[1:], key=_show)]
+    return t
+
+
+def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bool:
+    """Whether the variant ``lhs`` of a rewrite matches what its variant ``earlier`` does
+    and rewrites each match to the same thing: the two patterns are equal up to a
+    renaming of their variables that leaves the right side and the guards unchanged
+    (up to the order of the arguments of commutative primitives). E.g. ``(x < c1) &
+    (x < c2) -> x < min(c1, c2)``: its mirror image renames ``c1``/``c2``, and ``min``
+    does not care."""
+    a, b = _tree(lhs), _tree(earlier)
+    va, vb = _var_order(a, []), _var_order(b, [])
+    if len(va) != len(vb):
+        return False
+    sigma = dict(zip(va, vb, strict=True))
+    if _show(_rename(a, sigma)) != _show(b):
+        return False
+    same = _show(_norm(_rename(_tree(rhs), sigma))) == _show(_norm(_tree(rhs)))
+    guards = sorted(_show(_norm(_tree(w))) for w in when)
+    return same and sorted(_show(_norm(_rename(_tree(w), sigma))) for w in when) == guards
+
+
 def commuted(rule: ERule) -> list[ERule]:
-    """``rule`` and its mirror images over commutative operands (named ``name``, ``name~1``...)."""
+    """``rule`` and its mirror images over commutative operands (named ``name``, ``name~1``...).
+
+    A mirror image that matches what an earlier one does and rewrites each match to the
+    same result (:func:`_same_rewrite`) is left out: it would only search again."""
     if not rule.lhs:
         return [rule]
-    out = []
+    out: list[ERule] = []
+    kept: list[str] = []
     for i, lhs in enumerate(_swaps(rule.lhs)):
+        if any(_same_rewrite(lhs, k, rule.rhs, rule.when) for k in kept):
+            continue
+        kept.append(lhs)
         out.append(ERule(rule.name if i == 0 else f"{rule.name}~{i}", rule.identity, rule.group,
                          lhs, rule.rhs, rule.when, subsume=rule.subsume))
     return out

@@ -9,7 +9,7 @@ import pytest
 
 from eqsat.dtype import dtypes
 from eqsat.egraph._egglog import bindings
-from eqsat.egraph.analyses import analysis_program
+from eqsat.egraph.analyses import LATE_RULESET, analysis_program
 from eqsat.egraph.encoding import (
     _E_POS,
     CTORS,
@@ -219,3 +219,23 @@ def test_write(tmp_path, size: int) -> None:
     _write(p, data)
     with open(p, "rb") as f:
         assert f.read() == data
+
+
+def test_late_bounds_load_after_extra_by_their_own_two_rule_rule_set(tmp_path) -> None:
+    """Late bounds (``late_bound``) load between ``extra`` and ``after`` by a run of
+    ``insert_late``, which holds the two bound rules only (a run builds every rule of
+    its rule set)."""
+    prog = analysis_program("analysis")
+    late = [line for line in prog.splitlines() if f":ruleset {LATE_RULESET}" in line]
+    assert len(late) == 2 and all("(set (lo" in r or "(set (hi" in r for r in late)
+    eg = _egraph()
+    ins = Inserter(eg, ArgTable(), workdir=str(tmp_path))
+    h = _record(ins)
+    assert ins.late_bound(h[2], -2, None) == 1 and ins.late_bound(h[2], None, 3) == 1
+    out = ins.flush("(run analysis 8)")
+    # the rows' insert, the extra run, the late rows' run
+    assert sum(type(o).__name__ == "RunScheduleOutput" for o in out) == 3
+    assert not ins.has_late and ins.pending == 0
+    snap = Snapshot(eg, ins)
+    assert snap.bounds(snap.cls_of_handle(h[2])) == (-2, 3)
+    ins.close()
