@@ -151,14 +151,13 @@ ANALYSIS_RULES: list[tuple[str, str, str]] = [
              "(= lc (lo c)) (= hc (hi c)) (= p1 (* la lb)) (= p2 (* la hb)) (= p3 (* ha lb)) "
              "(= p4 (* ha hb)) (= l (+ (min (min p1 p2) (min p3 p4)) lc)) "
              "(= h (+ (max (max p1 p2) (max p3 p4)) hc))", "l", "h")),
-    ("iv_idiv_pos", "a//b, b > 0: between the corner quotients (truncation is monotone)",
-     _fitted(f"(= e (Idiv dt a b)) {_AB} (> lb 0) (= p1 (/ la lb)) (= p2 (/ la hb)) "
-             "(= p3 (/ ha lb)) (= p4 (/ ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
-             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
-    ("iv_idiv_neg", "a//b, b < 0: between the corner quotients",
-     _fitted(f"(= e (Idiv dt a b)) {_AB} (< hb 0) (= p1 (/ la lb)) (= p2 (/ la hb)) "
-             "(= p3 (/ ha lb)) (= p4 (/ ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
-             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
+    # one rule for both signs of the divisor (a rule per sign searched every Idiv twice)
+    ("iv_idiv_nonzero", "a//b, b > 0 or b < 0: between the corner quotients (truncation "
+     "is monotone in a, and in b on either side of 0)",
+     _fitted(f"(= e (Idiv dt a b)) {_AB} (= true (or (bool-> lb 0) (bool-< hb 0))) "
+             "(= p1 (/ la lb)) (= p2 (/ la hb)) (= p3 (/ ha lb)) (= p4 (/ ha hb)) "
+             "(= l (min (min p1 p2) (min p3 p4))) (= h (max (max p1 p2) (max p3 p4)))",
+             "l", "h")),
     ("iv_idiv_any", "a//b in [-M, M], M = max|a| (|a//b| <= |a|)",
      _fitted("(= e (Idiv dt a b)) (= la (lo a)) (= ha (hi a)) (= aa (abs la)) (= ab (abs ha)) "
              "(= h (max aa ab)) (= l (- 0 h))", "l", "h")),

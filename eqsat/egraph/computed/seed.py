@@ -88,7 +88,7 @@ def _idiv(a: _Bound, b: _Bound, out: list) -> None:
     lb, hb = b
     if lb is None or hb is None:
         return
-    if lb > 0 or hb < 0:  # iv_idiv_pos, iv_idiv_neg: the corner quotients
+    if lb > 0 or hb < 0:  # iv_idiv_nonzero: the corner quotients
         ps = (_tdiv(la, lb), _tdiv(la, hb), _tdiv(ha, lb), _tdiv(ha, hb))
         if _fits(*ps):
             _meet(out, min(ps), max(ps))
