@@ -64,7 +64,7 @@ GROUPS: dict[str, list[Rule]] = {G: division_dsl_patterns}
 # computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
 from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import IDX_DT, ERule, R  # noqa: E402
+from eqsat.egraph.native import IDX_DT, NONZERO, ERule, R  # noqa: E402
 
 _E_DIVISION = "division_dsl_patterns"
 
@@ -73,10 +73,7 @@ _eg = _EG.extend
 
 # ---- division ---------------------------------------------------------------------
 _eg(R("idiv_mul_cancel", "(x*y)//y -> x when y is never 0 (index: no wrap)", _E_DIVISION,
-      "(Idiv dt (Mul dt x y) y)", "x", IDX_DT, "(> (lo y) 0)", "(Def y)"))
-
-_eg(R("idiv_mul_cancel_neg", "(x*y)//y -> x when y is never 0 (index: no wrap)", _E_DIVISION,
-      "(Idiv dt (Mul dt x y) y)", "x", IDX_DT, "(< (hi y) 0)", "(Def y)"))
+      "(Idiv dt (Mul dt x y) y)", "x", IDX_DT, NONZERO.format("y"), "(Def y)"))
 
 _eg(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", _E_DIVISION,
       "(Mod dt (Mul dt x y) y)", "(Cst dt 0)", IDX_DT, "(> (lo y) 0)", "(Def x)",

@@ -24,8 +24,8 @@ algebra of the core is exact there, not under fixed-width wrapping).
 in each group the native egglog rewrites come first, then the computed ones:
 
 - native rules (:class:`eqsat.egraph.native.ERule`, guards over the e-graph's
-  ``lo``/``hi``/``Def`` analyses): ``mod_in_range``/``mod_in_range_neg``
-  (range-based), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
+  ``lo``/``hi``/``Def`` analyses): ``mod_in_range`` (range-based, either sign
+  of x), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
   images added), ``nested_idiv_const``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
 - ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
@@ -381,12 +381,13 @@ _eg = _EG.extend
 # ---- range-based mod/div (the core's fast paths, natively) ---------------------------------
 # (not subsumed: the mod node stays visible to the computed rules, which may still find
 # a cheaper form of the class through it, e.g. (g - 4*(g//2) + 2) % 4 -> (g + 2) % 4)
-_eg(R("mod_in_range", "x%n -> x when 0 <= x < n", G_RANGE, "(Mod dt x n)", "x",
-      "(>= (lo x) 0)", "(< (hi x) (lo n))", "(Def n)"))
-
-_eg(R("mod_in_range_neg", "x%n -> x when -n < x <= 0 (C: the dividend's sign)", G_RANGE,
-      "(Mod dt x n)", "x", "(<= (hi x) 0)", "(> (lo n) 0)", "(< (- 0 (lo x)) (lo n))",
-      "(Def n)"))
+# one rule for both signs of x: the two cases read the same bounds (lx, hx, ln), and a
+# rule per case searched every Mod twice. (-lx overflows only where lx < 0, where the
+# first case is false anyway)
+_eg(R("mod_in_range", "x%n -> x when 0 <= x < n, or -n < x <= 0 (C: the dividend's sign)",
+      G_RANGE, "(Mod dt x n)", "x", "(= lx (lo x))", "(= hx (hi x))", "(= ln (lo n))",
+      "(= true (or (and (bool->= lx 0) (bool-< hx ln)) "
+      "(and (bool-<= hx 0) (and (bool-> ln 0) (bool-< (- 0 lx) ln)))))", "(Def n)"))
 
 # ---- div-mod recombination (seed 003 #1-#5) ------------------------------------------------
 # (#1 and #4 drop n's occurrences but keep x: n must not be Invalid; #2, #3 have constants)

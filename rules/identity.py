@@ -138,7 +138,7 @@ for _g, _rs in GROUPS.items():
 # computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
 from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import IDX_DT, INT_DT, ERule, Q, R  # noqa: E402
+from eqsat.egraph.native import IDX_DT, INT_DT, NONZERO, ERule, Q, R  # noqa: E402
 
 _E_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
 _E_NEGATION = "negation_dsl_patterns"
@@ -180,10 +180,7 @@ _eg(R("and_zero", "x&0 -> 0 (integers; x is never Invalid)", _E_IDENTITY_AND_ZER
 
 # ---- self folding ---------------------------------------------------------------
 _eg(R("idiv_self", "x//x -> 1 when x is never 0", _E_SELF_FOLDING, "(Idiv dt x x)",
-      "(Cst dt 1)", INT_DT, "(> (lo x) 0)", "(Def x)", subsume=True))
-
-_eg(R("idiv_self_neg", "x//x -> 1 when x is never 0", _E_SELF_FOLDING, "(Idiv dt x x)",
-      "(Cst dt 1)", INT_DT, "(< (hi x) 0)", "(Def x)", subsume=True))
+      "(Cst dt 1)", INT_DT, NONZERO.format("x"), "(Def x)", subsume=True))
 
 _eg(R("idiv_neg_one", "x//-1 -> -x (index: no wrap)", _E_SELF_FOLDING,
       "(Idiv dt x (Cst dt -1))", "(Neg dt x)", IDX_DT, subsume=True))
@@ -197,10 +194,7 @@ _eg(R("or_self", "x|x -> x", _E_SELF_FOLDING, "(Or dt x x)", "x", subsume=True))
 
 # ---- zero folding ---------------------------------------------------------------
 _eg(R("mod_self", "x%x -> 0 when x is never 0", _E_ZERO_FOLDING, "(Mod dt x x)", "(Cst dt 0)",
-      INT_DT, "(> (lo x) 0)", "(Def x)", subsume=True))
-
-_eg(R("mod_self_neg", "x%x -> 0 when x is never 0", _E_ZERO_FOLDING, "(Mod dt x x)",
-      "(Cst dt 0)", INT_DT, "(< (hi x) 0)", "(Def x)", subsume=True))
+      INT_DT, NONZERO.format("x"), "(Def x)", subsume=True))
 
 _eg(R("sub_self", "x-x -> 0 (integers)", _E_ZERO_FOLDING, "(Sub dt x x)", "(Cst dt 0)", INT_DT,
       "(Def x)", subsume=True))

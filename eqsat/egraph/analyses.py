@@ -41,6 +41,7 @@ import re
 from eqsat.dtype import dtypes
 
 __all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
+           "CHECK_RULESET", "LATE_RULESET",
            "INT_DTYPES", "FIXED_DTYPES", "FIXED_ANALYSIS_DTYPES", "FIXED_ANALYSIS",
            "ALL_ANALYSIS", "dtype_table"]
 
@@ -56,6 +57,9 @@ TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
 
 #: the rule set that loads the late bound rows (``RLo``/``RHi`` only)
 LATE_RULESET = "insert_late"
+
+#: the tripwire's rule set, of ``analysis_program("analysis")``: run after the analysis
+CHECK_RULESET = "analysis_check"
 
 
 class UnsoundError(RuntimeError):
@@ -165,12 +169,12 @@ ANALYSIS_RULES: list[tuple[str, str, str]] = [
      "((= e (Mod dt a b)) (= la (lo a)) (>= la 0)) ((set (lo e) 0))"),
     ("iv_mod_hi_neg", "a%b <= 0 when a <= 0",
      "((= e (Mod dt a b)) (= ha (hi a)) (<= ha 0)) ((set (hi e) 0))"),
-    ("iv_mod_lo", "a%b >= max(la, -(M-1)), M = max|b|, when a may be negative",
-     "((= e (Mod dt a b)) (= la (lo a)) (< la 0) (= lb (lo b)) (= hb (hi b)) "
-     "(= m (max (abs lb) (abs hb))) (> m 0) (= l (max la (- 1 m)))) ((set (lo e) l))"),
-    ("iv_mod_hi", "a%b <= min(ha, M-1), M = max|b|, when a may be positive",
-     "((= e (Mod dt a b)) (= ha (hi a)) (> ha 0) (= lb (lo b)) (= hb (hi b)) "
-     "(= m (max (abs lb) (abs hb))) (> m 0) (= h (min ha (- m 1)))) ((set (hi e) h))"),
+    # both sides in one rule (one rule per side read the divisor's bounds twice): where
+    # la >= 0 its lo is iv_mod_lo_pos's 0, where ha <= 0 its hi is iv_mod_hi_neg's 0
+    ("iv_mod_range", "a%b in [min(0, max(la, 1-M)), max(0, min(ha, M-1))], M = max|b|",
+     f"((= e (Mod dt a b)) {_AB} (= m (max (abs lb) (abs hb))) (> m 0) "
+     "(= l (min 0 (max la (- 1 m)))) (= h (max 0 (min ha (- m 1))))) "
+     f"({_set('l', 'h')})"),
     ("iv_mod_bucket", "a%c in [la%c, ha%c] when a stays in one bucket of one sign",
      "((= e (Mod dt a b)) (= la (lo a)) (= ha (hi a)) (= c (lo b)) (= c (hi b)) (!= c 0) "
      "(= ac (abs c)) (= q (/ la ac)) (= q (/ ha ac)) (= sl (* la ha)) (>= sl 0) "
@@ -342,9 +346,13 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True) -> str:
            f'(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset {LATE_RULESET} '
            ':name "insert-late-hi")',
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
-           # and any interval of it (an empty one too) is vacuously true
+           # and any interval of it (an empty one too) is vacuously true. Its own rule set,
+           # run once after the analysis's rounds (``<ruleset>_check``): an interval only
+           # narrows, so an empty one is still empty then, and a rule of the analysis
+           # would be joined in every round
+           f"(ruleset {ruleset}_check)",
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '
-           f':ruleset {ruleset} :name "tripwire")']
+           f':ruleset {ruleset}_check :name "tripwire")']
     out.append("(relation RDef (i64))")
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')

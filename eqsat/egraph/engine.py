@@ -52,6 +52,7 @@ from typing import Any
 from eqsat.egraph._egglog import bindings
 from eqsat.egraph.analyses import (
     ALL_ANALYSIS,
+    CHECK_RULESET,
     FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
     TRIPWIRE,
@@ -302,7 +303,8 @@ class Session:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
         # the fixed-width interval rules too when an e-node of this run may need them
-        analysis = f"(run {ALL_ANALYSIS if self._fixed_analysis else 'analysis'} {ANALYSIS_CAP})"
+        analysis = (f"(run {ALL_ANALYSIS if self._fixed_analysis else 'analysis'} {ANALYSIS_CAP})\n"
+                    f"(run {CHECK_RULESET} 1)")  # the tripwire, once the analysis settled
         runs = []
         if native and self.native:
             runs.append("(run native 1)")
@@ -317,16 +319,17 @@ class Session:
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
-        # [rows' insert] + the native runs + [late rows' insert] + the analysis; only the
-        # reports read are converted (the loading runs' are not), and of the analysis's
-        # only its iterations: every other run is one iteration (``run ... 1``)
+        # [rows' insert] + the native runs + [late rows' insert] + the analysis + the
+        # tripwire; only the reports read are converted (the loading runs' are not), and
+        # of the analysis's only its iterations: every other run is one iteration
+        # (``run ... 1``)
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = 1 if loaded else 0
-        if first + len(runs) + late + 1 != len(done):
+        if first + len(runs) + late + 2 != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
-                               f"{first + len(runs) + late + 1}")
+                               f"{first + len(runs) + late + 2}")
         natives = [o.report for o in done[first:first + len(runs)]]
-        analysed = done[-1].report
+        analysed = done[-2].report
         rounds = len(analysed.iterations)
         # whether a run of the rules (native, analysis) changed the e-graph; the loading
         # runs do not count

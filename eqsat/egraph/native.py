@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
-           "FIX_DT", "INVALID_LEAF", "int_dt_twins"]
+           "FIX_DT", "NONZERO", "INVALID_LEAF", "int_dt_twins"]
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,12 @@ INT_DT = "(IntDt dt)"
 IDX_DT = '(= dt "index")'
 #: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
 FIX_DT = "(FixDt dt)"
+#: guard (``.format(v)``): the interval of ``v`` excludes 0, on either side. One rule
+#: with this guard instead of one per sign: the two would search the same pattern
+#: every step. (A class whose bound on one side is known has the other too: the
+#: insertion loads both, and the interval rules that set one side give ``lo <= 0`` or
+#: ``hi >= 0``, which this guard does not need.)
+NONZERO = "(= true (or (bool-> (lo {0}) 0) (bool-< (hi {0}) 0)))"
 _INT_DT_VAR = re.compile(r"\(IntDt (\w+)\)")
 
 

@@ -54,7 +54,7 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("mod_in_range", (RB,), "(mod (range 0 3) 3)", "(range 0 3)"),
     ("mod_in_range", (RB,), f"(mod {A} (var s 8 9))", A),
     ("mod_in_range", (RB,), "(mod (cast i32 (var a 0 7)) (const i32 9))", "(cast i32 (var a 0 7))"),
-    ("mod_in_range_neg", (RB,), "(mod (var n -2 0) 3)", "(var n -2 0)"),
+    ("mod_in_range", (RB,), "(mod (var n -2 0) 3)", "(var n -2 0)"),          # -n < x <= 0
     # range_based_mod_div_patterns: computed (the core's fast paths and fold_divmod_general)
     ("mod_self_range", (RB,), f"(mod {A} -10)", A),
     ("idiv_one_bucket", (RB,), f"(idiv {M} 5)", "0"),
@@ -131,8 +131,8 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
     ("mod_in_range", (RB,), f"(mod {A} {NI})", f"(mod {A} {NI})"),           # n may be Invalid
     # (the lo/hi guards of mod_in_range see no interval of such an n either; the Def guard is
     # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
-    ("mod_in_range_neg", (RB,), "(mod (var n -3 0) 3)", "(mod (var n -3 0) 3)"),  # -n reached
-    ("mod_in_range_neg", (RB,), "(mod (var n -2 0) -3)", "(var n -2 0)"),    # n < 0 (C: x)
+    ("mod_in_range", (RB,), "(mod (var n -3 0) 3)", "(mod (var n -3 0) 3)"),  # -n reached
+    ("mod_in_range", (RB,), "(mod (var n -2 0) -3)", "(var n -2 0)"),    # n < 0 (C: x)
     ("recombine_divmod_1", (REC,), f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))",
      f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))"),                # 8 != 7
     ("recombine_divmod_1", (REC,), f"(add (mod {XI} {SIC}) (mul (idiv {XI} {SIC}) {SIC}))",

@@ -106,10 +106,8 @@ def _mod(a: _Bound, b: _Bound, out: list) -> None:
     m = max(abs(lb), abs(hb))
     if not _fits(m) or m <= 0:
         return
-    if la is not None and la < 0:  # iv_mod_lo
-        _meet(out, max(la, 1 - m), None)
-    if ha is not None and ha > 0:  # iv_mod_hi
-        _meet(out, None, min(ha, m - 1))
+    if la is not None and ha is not None:  # iv_mod_range
+        _meet(out, min(0, max(la, 1 - m)), max(0, min(ha, m - 1)))
     # iv_mod_bucket: a constant divisor c, a within one bucket of one sign
     if la is not None and ha is not None and lb == hb and lb != 0:
         ac = abs(lb)
