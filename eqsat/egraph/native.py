@@ -151,23 +151,29 @@ def _rename(t: Any, sigma: dict[str, str]) -> Any:
     return sigma.get(t, t) if _is_var(t) else t
 
 
-def _norm(t: Any) -> Any:
-    """``t`` with the arguments of commutative primitives in a fixed order."""
+def _norm(t: Any, ctors: bool = False) -> Any:
+    """``t`` with the arguments of commutative primitives in a fixed order; with
+    ``ctors``, the operands of commutative constructors (``_SWAP``) too."""
     if not isinstance(t, list):
         return t
-    t = [_norm(x) for x in t]
+    t = [_norm(x, ctors) for x in t]
     if len(t) == 3 and t[0] in _PRIM_COMM:
         t = [t[0], *sorted(t[1:], key=_show)]
+    elif ctors and len(t) == 4 and t[0] in _SWAP:
+        t = [t[0], t[1], *sorted(t[2:], key=_show)]
     return t
 
 
 def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bool:
     """Whether the variant ``lhs`` of a rewrite matches what its variant ``earlier`` does
-    and rewrites each match to the same thing: the two patterns are equal up to a
-    renaming of their variables that leaves the right side and the guards unchanged
-    (up to the order of the arguments of commutative primitives). E.g. ``(x < c1) &
-    (x < c2) -> x < min(c1, c2)``: its mirror image renames ``c1``/``c2``, and ``min``
-    does not care."""
+    and rewrites each match to the same value: the two patterns are equal up to a
+    renaming of their variables that leaves the guards unchanged (up to the order of
+    the arguments of commutative primitives) and the right side unchanged up to the
+    operand order of commutative operators too. E.g. ``(x < c1) & (x < c2) -> x <
+    min(c1, c2)``: its mirror image renames ``c1``/``c2``, and ``min`` does not care;
+    ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
+    write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
+    because these operators commute)."""
     a, b = _tree(lhs), _tree(earlier)
     va, vb = _var_order(a, []), _var_order(b, [])
     if len(va) != len(vb):
@@ -175,7 +181,7 @@ def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bo
     sigma = dict(zip(va, vb, strict=True))
     if _show(_rename(a, sigma)) != _show(b):
         return False
-    same = _show(_norm(_rename(_tree(rhs), sigma))) == _show(_norm(_tree(rhs)))
+    same = _show(_norm(_rename(_tree(rhs), sigma), True)) == _show(_norm(_tree(rhs), True))
     guards = sorted(_show(_norm(_tree(w))) for w in when)
     return same and sorted(_show(_norm(_rename(_tree(w), sigma))) for w in when) == guards
 
