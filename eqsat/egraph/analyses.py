@@ -324,14 +324,36 @@ def def_rules() -> list[tuple[str, str, str]]:
     return out
 
 
-def analysis_program(ruleset: str = "analysis", fixed: bool = True) -> str:
+_RULE_CTOR = re.compile(r"\(\(= e \((\w+) ")
+
+
+def rule_ctor(body: str) -> str:
+    """The constructor an interval rule's body is about (its first atom ``(= e (C ...))``)."""
+    m = _RULE_CTOR.match(body)
+    if m is None:
+        raise ValueError(f"interval rule without a first atom (= e (Ctor ...)): {body[:60]}")
+    return m.group(1)
+
+
+#: the index interval rules' constructors
+ANALYSIS_CTORS: frozenset[str] = frozenset(rule_ctor(b) for _n, _i, b in ANALYSIS_RULES)
+
+
+def analysis_program(ruleset: str = "analysis", fixed: bool = True,
+                     ext: frozenset[str] | set[str] = frozenset()) -> str:
     """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
     fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set and
-    ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty)."""
+    ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty).
+
+    The index rules of the constructors in ``ext`` go to ``<ruleset>_ext``, the others to
+    ``<ruleset>_core``; ``<ruleset>`` runs both, ``<ruleset>_all`` both and the fixed-width
+    ones, ``<ruleset>_core_fixed`` the core and the fixed-width ones. A run whose e-graph
+    holds none of ``ext``'s constructors runs the core only: every round of a rule set
+    builds and searches all its rules, matching or not."""
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
-           f"(ruleset {ruleset})",
+           f"(ruleset {ruleset}_core)", f"(ruleset {ruleset}_ext)",
            "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
            '(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset insert '
            ':name "insert-lo")',
@@ -357,9 +379,13 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True) -> str:
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')
     for name, _identity, body in ANALYSIS_RULES:
-        out.append(f'(rule {body} :ruleset {ruleset} :name "{name}")')
+        part = "ext" if rule_ctor(body) in ext else "core"
+        out.append(f'(rule {body} :ruleset {ruleset}_{part} :name "{name}")')
     out.append(f"(ruleset {ruleset}_fixed)")
     for name, _identity, body in ANALYSIS_FIXED_RULES if fixed else ():
         out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
-    out.append(f"(unstable-combined-ruleset {ruleset}_all {ruleset} {ruleset}_fixed)")
+    r = ruleset
+    out += [f"(unstable-combined-ruleset {r} {r}_core {r}_ext)",
+            f"(unstable-combined-ruleset {r}_all {r}_core {r}_ext {r}_fixed)",
+            f"(unstable-combined-ruleset {r}_core_fixed {r}_core {r}_fixed)"]
     return "\n".join(out)

@@ -284,6 +284,9 @@ class Inserter:
         self.seeder: Callable[..., None] | None = None
         #: rows loaded after the step's native rules (the seeded bounds): rel -> lines
         self._late: dict[str, list[str]] = {}
+        #: the constructors of the e-node rows recorded since the last restore (the
+        #: engine runs the interval rules of the others only when one of them is here)
+        self.ctors: set[str] = set()
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -298,6 +301,7 @@ class Inserter:
         self._read_cls = None
         self._rows.clear()
         self._late.clear()
+        self.ctors.clear()
         self.seeder = None
         self.pending = 0
 
@@ -334,6 +338,7 @@ class Inserter:
         self.pending += 1
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
+        self.ctors.add(ctor)
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f

@@ -52,6 +52,7 @@ from typing import Any
 from eqsat.egraph._egglog import bindings
 from eqsat.egraph.analyses import (
     ALL_ANALYSIS,
+    ANALYSIS_CTORS,
     CHECK_RULESET,
     FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
@@ -69,7 +70,7 @@ from eqsat.egraph.encoding import (
     uop_ctor,
 )
 from eqsat.egraph.extracting import extract_roots
-from eqsat.egraph.native import int_dt_twins
+from eqsat.egraph.native import ERule, int_dt_twins
 from eqsat.egraph.rulesets import resolve
 from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ops import Ops
@@ -183,6 +184,29 @@ def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     return fixed, fixed_analysis
 
 
+#: (an extension constructor was inserted, fixed-width analysis) -> the interval rule set
+_ANALYSIS_SETS: dict[tuple[bool, bool], str] = {
+    (False, False): "analysis_core", (True, False): "analysis",
+    (False, True): "analysis_core_fixed", (True, True): ALL_ANALYSIS}
+
+#: constructors every index input has, whose interval rules always run
+_ALWAYS_CORE = frozenset(("Cst", "G1"))
+
+
+def analysis_ext(native: list[ERule]) -> frozenset[str]:
+    """The constructors whose interval rules run only in a run that inserted one of them
+    (``analysis_program``'s ``ext``): those no native rule's right side makes (the
+    computed rules' e-nodes are insertions too), but constants and ranges. A run
+    without them cannot hold such an e-node, so those rules could not match."""
+    made: set[str] = set()
+    for r in native:
+        made.update(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))
+    return frozenset(ANALYSIS_CTORS - made - _ALWAYS_CORE)
+
+
+_CTOR_CALL = re.compile(r"\((\w+)")
+
+
 def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
                       ) -> tuple[bool, bool]:
     """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
@@ -215,6 +239,7 @@ class Session:
                 self._native_names[t.name] = r.name
                 self._native_programs.append((ruleset, t.program(ruleset)))
         self._has_fixed_rules = any(rs == FIXED_RULESET for rs, _ in self._native_programs)
+        self._ext = analysis_ext(self.native)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
         self._fixed_analysis = False
@@ -247,7 +272,7 @@ class Session:
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
-        prog = [declarations(), analysis_program("analysis", fixed=fixed_width),
+        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext),
                 "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
         prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
         # one command at a time: the bindings copy a command's whole source text into
@@ -302,8 +327,10 @@ class Session:
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
-        # the fixed-width interval rules too when an e-node of this run may need them
-        analysis = (f"(run {ALL_ANALYSIS if self._fixed_analysis else 'analysis'} {ANALYSIS_CAP})\n"
+        # the interval rules of the constructors only an insertion brings in (_ext) when
+        # one was inserted; the fixed-width ones too when an e-node of this run may need them
+        ext = not self._ext.isdisjoint(self.ins.ctors)
+        analysis = (f"(run {_ANALYSIS_SETS[ext, self._fixed_analysis]} {ANALYSIS_CAP})\n"
                     f"(run {CHECK_RULESET} 1)")  # the tripwire, once the analysis settled
         runs = []
         if native and self.native:

@@ -207,3 +207,65 @@ def test_no_interval_rule_reads_a_bound_it_does_not_use() -> None:
         for v, f, x in re.findall(r"\(= (\w+) \((lo|hi) (\w+)\)\)", body):
             rest = body.replace(f"(= {v} ({f} {x}))", "", 1)
             assert re.search(rf"\b{v}\b", rest), f"{name} binds ({f} {x}) and never reads it"
+
+
+# the interval rules of the constructors only an insertion brings in (the session's
+# extension set) run when a run inserted one: an input, its bounds (lo, hi)
+EXT_BOUNDS: list[tuple[str, int, int]] = [
+    ("(xor (var x 0 3) (var y 0 3))", 0, 3),
+    ("(shl (var x 1 3) 2)", 4, 12),
+    ("(eq (var x 0 5) 9)", 0, 0),
+    ("(ne (var x 0 5) 9)", 1, 1),
+    ("(gt (var x 6 9) 5)", 1, 1),
+    ("(le (var x 0 5) 9)", 1, 1),
+    ("(mulacc (var x 0 3) 2 1)", 1, 7),
+    ("(where (eq (var x 0 5) 9) 7 (var x 0 5))", 0, 5),  # under a core node
+]
+
+
+@pytest.mark.parametrize("text, lo, hi", EXT_BOUNDS)
+def test_extension_interval_rules_run_when_their_constructor_is_inserted(
+        text: str, lo: int, hi: int) -> None:
+    from eqsat.egraph import session_for
+
+    g = parse(text)
+    assert session_for(None).analyze([g])[g][:2] == (lo, hi)
+
+
+def test_the_extension_constructors_are_those_no_native_rule_makes() -> None:
+    import re
+
+    from eqsat.egraph import session_for
+    from eqsat.egraph.analyses import ANALYSIS_CTORS
+    from eqsat.egraph.engine import analysis_ext
+
+    s = session_for(None)
+    made = {c for r in s.native for c in re.findall(r"\((\w+)", f"{r.rhs} {r.actions}")}
+    assert s._ext == analysis_ext(s.native) == ANALYSIS_CTORS - made - {"Cst", "G1"}
+    assert {"Eq", "Ne", "Gt", "Xor", "Shl"} <= s._ext
+    assert not s._ext & {"Add", "Mul", "Idiv", "Mod", "Lt", "Where", "And", "Not", "G1"}
+    # without native rules nothing is made: every constructor's rules wait for an insertion
+    assert analysis_ext([]) == ANALYSIS_CTORS - {"Cst", "G1"}
+
+
+@pytest.mark.parametrize("text, rule_set", [
+    ("(add (mod (var x 0 99) 4) 1)", "analysis_core"),
+    ("(add (xor (var x 0 3) 1) 2)", "analysis"),
+    ("(where (ne (var x 0 5) 2) (var x 0 5) (invalid))", "analysis"),
+])
+def test_a_run_schedules_the_extension_rules_only_when_it_inserted_one(
+        monkeypatch, text: str, rule_set: str) -> None:
+    from eqsat.api import optimize
+    from eqsat.egraph import encoding
+
+    seen: list[str] = []
+    flush = encoding.Inserter.flush
+
+    def spy(self, extra: str = "", after: str = ""):
+        seen.append(after)
+        return flush(self, extra, after)
+
+    monkeypatch.setattr(encoding.Inserter, "flush", spy)
+    optimize(parse(text), engine="egraph", cost_model="reference")
+    runs = {a.split()[1] for a in seen if a.startswith("(run ")}
+    assert runs == {rule_set}, seen
