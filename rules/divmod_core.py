@@ -179,9 +179,19 @@ class Lin:
         """``self / k`` when every coefficient and the constant are multiples of ``k``."""
         if k == 0:
             raise ZeroDivisionError("Lin.divide by 0")
-        if self.const % k or any(c % k for c, _ in self.terms):
+        if not self.divisible_by(k):
             return None
         return Lin._trusted(tuple([(c // k, a) for c, a in self.terms]), self.const // k)
+
+    def divisible_by(self, k: int) -> bool:
+        """Whether every coefficient and the constant are multiples of ``k`` (non-zero):
+        :meth:`divide` gives a form, :func:`split_divisible`'s remainder is 0."""
+        if self.const % k:
+            return False
+        for c, _ in self.terms:  # (a loop: no generator per call)
+            if c % k:
+                return False
+        return True
 
     def evaluate(self, env: Mapping[Atom, int]) -> int:
         """The value at ``env`` (atom -> int)."""
@@ -380,17 +390,6 @@ def _splits_off(x: Lin, n: int) -> bool:
         if c % n == 0:
             return True
     return False
-
-
-def _divides_all(x: Lin, n: int) -> bool:
-    """Whether every term and the constant of ``x`` are multiples of ``n`` (non-zero):
-    :func:`split_divisible`'s remainder is 0."""
-    if x.const % n:
-        return False
-    for c, _ in x.terms:
-        if c % n:
-            return False
-    return True
 
 
 def split_divisible(x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin] | None:
@@ -868,7 +867,7 @@ def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
 
 def _exact_division(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> x/y and x % y -> 0 when y divides every term (expr.divides(d))."""
-    if y.is_const and y.const and not _divides_all(x, y.const):
+    if y.is_const and y.const and not x.divisible_by(y.const):
         return None  # (the remainder would not be 0)
     split = split_divisible(x, y, ctx)
     if split is None or not split[1].is_zero:

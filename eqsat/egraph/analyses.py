@@ -287,14 +287,27 @@ FIXED_ANALYSIS = "analysis_fixed"
 ALL_ANALYSIS = "analysis_all"
 
 
+_RULE_CTOR = re.compile(r"\(\(= e \((\w+) ")
+
+
+def rule_ctor(body: str) -> str:
+    """The constructor an interval rule's body is about (its first atom ``(= e (C ...))``)."""
+    m = _RULE_CTOR.match(body)
+    if m is None:
+        raise ValueError(f"interval rule without a first atom (= e (Ctor ...)): {body[:60]}")
+    return m.group(1)
+
+
+#: the index interval rules' constructors
+ANALYSIS_CTORS: frozenset[str] = frozenset(rule_ctor(b) for _n, _i, b in ANALYSIS_RULES)
+
+
 def _fixed_dtypes() -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for _name, _identity, body in ANALYSIS_FIXED_RULES:
-        m = re.match(r"\(\(= e \((\w+) dt ", body)
-        if m is None:
-            raise ValueError(f"fixed-width interval rule {_name}: no (= e (Ctor dt ...)) first")
+        ctor = rule_ctor(body)
         dts = FIXED_DTYPES if "(IntDt dt)" in body else FIXED_DTYPES | {"bool"}
-        out[m.group(1)] = out.get(m.group(1), frozenset()) | dts
+        out[ctor] = out.get(ctor, frozenset()) | dts
     return out
 
 
@@ -324,21 +337,6 @@ def def_rules() -> list[tuple[str, str, str]]:
     return out
 
 
-_RULE_CTOR = re.compile(r"\(\(= e \((\w+) ")
-
-
-def rule_ctor(body: str) -> str:
-    """The constructor an interval rule's body is about (its first atom ``(= e (C ...))``)."""
-    m = _RULE_CTOR.match(body)
-    if m is None:
-        raise ValueError(f"interval rule without a first atom (= e (Ctor ...)): {body[:60]}")
-    return m.group(1)
-
-
-#: the index interval rules' constructors
-ANALYSIS_CTORS: frozenset[str] = frozenset(rule_ctor(b) for _n, _i, b in ANALYSIS_RULES)
-
-
 def analysis_program(ruleset: str = "analysis", fixed: bool = True,
                      ext: frozenset[str] | set[str] = frozenset()) -> str:
     """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
@@ -355,18 +353,14 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
            "(function hi (E) i64 :merge (min old new))",
            f"(ruleset {ruleset}_core)", f"(ruleset {ruleset}_ext)",
            "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
-           '(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset insert '
-           ':name "insert-lo")',
-           '(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset insert '
-           ':name "insert-hi")',
-           # the late bounds (Inserter.late_bound) load by these two alone: every run of a
-           # rule set builds all its rules anew, and the insert rule set has one per
-           # constructor
+           # the late bounds (Inserter.late_bound) load by these two rules alone (every
+           # run of a rule set builds all its rules anew, and the insert rule set has
+           # one per constructor)
            f"(ruleset {LATE_RULESET})",
-           f'(rule ((RLo k v)) ((set (lo (H k)) v) (delete (RLo k v))) :ruleset {LATE_RULESET} '
-           ':name "insert-late-lo")',
-           f'(rule ((RHi k v)) ((set (hi (H k)) v) (delete (RHi k v))) :ruleset {LATE_RULESET} '
-           ':name "insert-late-hi")',
+           *[f"(rule (({rel} k v)) ((set ({fn} (H k)) v) (delete ({rel} k v))) "
+             f':ruleset {rs} :name "{name}-{fn}")'
+             for rs, name in (("insert", "insert"), (LATE_RULESET, "insert-late"))
+             for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
            # and any interval of it (an empty one too) is vacuously true. Its own rule set,
            # run once after the analysis's rounds (``<ruleset>_check``): an interval only
