@@ -124,7 +124,7 @@ def test_stall_limit_is_validated_and_defaults() -> None:
 def test_budget_stall_reaches_the_engine() -> None:
     """``Budget.stall`` is the public switch: 0 runs on to saturation (the corpus case
     below stalls an iteration before it saturates)."""
-    g = parse(V0112)
+    g = parse(K0611)
     r0 = optimize(g, engine="egraph", cost_model="reference",
                   budget=Budget(seconds=30.0, stall=0))
     r2 = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=30.0))
@@ -133,19 +133,18 @@ def test_budget_stall_reaches_the_engine() -> None:
     assert r2.stats["iterations"] < r0.stats["iterations"] and r2.cost == r0.cost
 
 
-# the corpus case v0112: its best cost stops improving before the run saturates
-V0112 = ("(add (add (mul (idiv (add (add (mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var "
-         "gidx 0 7) 2) 2) 4)) (mul (mod (var gidx 0 7) 2) 2)) 4) 12) (mul (mod (idiv (add (add "
-         "(mul (idiv (var gidx 0 7) 4) 8) (mul (mod (idiv (var gidx 0 7) 2) 2) 4)) (mul (mod "
-         "(var gidx 0 7) 2) 2)) 2) 2) 6)) (add (mod (add (add (mul (idiv (var gidx 0 7) 4) 8) "
-         "(mul (mod (idiv (var gidx 0 7) 2) 2) 4)) (mul (mod (var gidx 0 7) 2) 2)) 2) 3))")
+# the corpus case k0611: its best cost stops improving before the run saturates
+K0611 = ("(where (and (not (lt (add (mul (range 3 1) 3) (range 4 3)) 1)) (not (lt (add (mul "
+         "(range 2 1) 3) (range 5 3)) 1))) (add (add (add (mul (add (mul (range 2 1) 3) (range "
+         "5 3)) 15) (mul (add (mul (range 3 1) 3) (range 4 3)) 3)) (mul (add (mul (range 0 1) 5) "
+         "(range 6 5)) 25)) -12) (invalid))")
 
 
 def test_a_stalled_run_stops_early_and_keeps_the_result() -> None:
     from eqsat.egraph import optimize_many
     from extraction import get_cost_model
 
-    g, cm = parse(V0112), get_cost_model("reference")
+    g, cm = parse(K0611), get_cost_model("reference")
     full, s0 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
     early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 1))
     assert s0["stop_reason"] == "saturated"
@@ -161,7 +160,7 @@ def test_a_run_stops_when_a_step_changes_nothing_after_an_empty_pass() -> None:
     from eqsat.egraph import optimize_many
     from extraction import get_cost_model
 
-    g, cm = parse(V0112), get_cost_model("reference")
+    g, cm = parse(K0611), get_cost_model("reference")
     out, st = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
     assert st["stop_reason"] == "saturated"
     assert st["emitted"][-1] == 0 and all(st["emitted"][:-1])  # one empty pass, the last

@@ -3,7 +3,9 @@
 :func:`python_pass` applies the rules to a snapshot, only to the classes that
 changed since the last pass (or whose cheapest term did), and unions the results
 (at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
-known constants.
+known constants. The whole-sum, basis and div/mod rules (most of a pass's work) visit
+only the classes near a root's cheapest term or not reached by any root yet
+(:func:`_focus`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ from rules.divmod_core import Lin
 #: whether the e-nodes a pass records carry their bounds (:mod:`.seed`): the
 #: analysis then needs fewer rounds to reach the same fixed point
 SEED_BOUNDS = True
+
+#: the whole-sum, basis and div/mod rewrites go to the classes a root's term may pass
+#: through at a price near the best (:func:`_focus`): reached from a root through
+#: e-nodes whose tree cost is at most ``NEAR_FACTOR`` x their class's best cost +
+#: ``NEAR_SLACK``; and to the classes no root reaches yet. A changed class off those
+#: paths waits (``PassState.deferred``) until a pass finds it on one
+NEAR_FACTOR = 1.5
+NEAR_SLACK = 2.0
 
 #: computed rewrites unioned into one class at most (a runaway family of rewrites of
 #: one class stops here; the first ones are the ones found first, deterministically)
@@ -169,6 +179,53 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
     return dirty, order
 
 
+def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
+           price: Callable[[int], float]) -> tuple[set[int], set[int]]:
+    """``(near, reached)``: the classes reached from ``roots`` through e-nodes (not
+    subsumed) whose tree cost (``price`` + the children's best ``cost``) is at most
+    :data:`NEAR_FACTOR` x their class's best cost + :data:`NEAR_SLACK`; and the classes
+    reached through any e-node. A class outside ``near`` but in ``reached`` is off
+    every near-best term of the roots: rewriting it can make a root cheaper only
+    through a parent's choice that costs well over its best."""
+    nodes, classes = snap.nodes, snap.classes
+    reached: set[int] = set()
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if c in reached:
+            continue
+        reached.add(c)
+        for i in classes.get(c, ()):
+            stack.extend(nodes[i].kids)
+    near: set[int] = set()
+    stack = list(roots)
+    get = cost.get
+    while stack:
+        c = stack.pop()
+        if c in near:
+            continue
+        near.add(c)
+        best = get(c)
+        if best is None:
+            continue
+        limit = best * NEAR_FACTOR + NEAR_SLACK
+        for i in classes.get(c, ()):
+            n = nodes[i]
+            kids = n.kids
+            if n.subsumed or not kids:
+                continue
+            total = price(i)
+            for k in kids:
+                v = get(k)
+                if v is None:
+                    break
+                total += v
+            else:
+                if total <= limit:
+                    stack.extend(kids)
+    return near, reached
+
+
 def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     """Index classes used only inside other sums (as operands of add/sub/neg or of a
     multiplication by a constant) and not roots: their enclosing sum covers them."""
@@ -265,6 +322,14 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty, dirty_best = _dirty(snap, best, changed)
+    # the classes the whole-sum, basis and div/mod rules visit (NEAR_FACTOR): the dirty
+    # ones and those deferred before, near a root's best term or reached by no root
+    roots = list(roots)
+    near, reached = _focus(snap, roots, _cost, weights.of)
+    classes_now = snap.classes
+    waiting = dirty.union([c for c in state.deferred if c in classes_now])
+    focus = {c for c in waiting if c in near or c not in reached}
+    deferred = waiting - focus
     lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
     # the rules by kind, each list in the rules' order (one scan of the rules)
@@ -401,7 +466,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('sums')
     if canon or sums or basis:
         inner = _InnerSums(snap, parents, roots)
-        for c in _index_classes(snap, dirty):
+        for c in _index_classes(snap, focus):
             if c in inner:
                 continue
             if deadline is not None and clock is not None and clock() > deadline:
@@ -494,7 +559,10 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             if n.subsumed or n.fields[0] != "index":
                 continue
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
-            if cls not in dirty and xc not in dirty and yc not in dirty:
+            if cls not in waiting and xc not in dirty and yc not in dirty:
+                continue
+            if cls not in focus:
+                deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
             if cls in free:
                 continue
@@ -518,6 +586,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 for name, t in _apply(plan, op, x, y, ctx):
                     union(cls, t, name)
     _lap(None)
+    state.deferred = deferred
     state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
     # emit_m and node_key call each other through their closures: unbind them so that
     # the pass's data (the snapshot included) is freed now by reference counting, not

@@ -74,6 +74,9 @@ class PassState:
         #: whole-sum rules read inside their atoms' classes): their memo keys hold the
         #: versions, so a sum runs its rules again when an atom's class gained such a node
         self.versions: dict[int, int] = {}
+        #: changed classes the whole-sum, basis and div/mod rules have not visited yet:
+        #: no root's near-best term passed through them (passes.NEAR_FACTOR)
+        self.deferred: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
