@@ -19,7 +19,7 @@ class Budget:
     time of the whole optimize call (never exceeded by more than 20%); ``stall``:
     stop early (``"stalled"``) after that many rounds in a row that found no cheaper
     term for the roots while the e-graph grew by at most 10% and the last round's
-    computed rewrites added at most 10% more (0: run to saturation or a limit).
+    computed rewrites added at most 2% more (0: run to saturation or a limit).
     """
 
     iterations: int = 12

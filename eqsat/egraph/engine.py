@@ -72,7 +72,7 @@ from eqsat.egraph.encoding import (
 from eqsat.egraph.extracting import extract_roots
 from eqsat.egraph.native import ERule, int_dt_twins
 from eqsat.egraph.rulesets import resolve
-from eqsat.egraph.schedules import STALL_GROWTH, Clock, Limits, gc_paused
+from eqsat.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ops import Ops
 from eqsat.uop import UOp
 
@@ -578,7 +578,7 @@ def _stalled(costs: list[float | None], sizes: list[int], k: int,
              emitted: list[int] | None = None) -> bool:
     """Whether the last ``k`` iterations found no cheaper root term while the e-graph
     grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
-    most that fraction of the e-graph in new rows (``costs``/``sizes``/``emitted``: one
+    most ``STALL_EMITTED`` of the e-graph in new rows (``costs``/``sizes``/``emitted``: one
     per iteration). The last condition keeps a run going whose last pass started
     something that pays only later, e.g. opened a guarded copy of a ``where``'s value
     that the next iterations simplify."""
@@ -587,7 +587,7 @@ def _stalled(costs: list[float | None], sizes: list[int], k: int,
     now, then = costs[-1], costs[-1 - k]
     if now is None or then is None or now < then - 1e-9:
         return False
-    if emitted and emitted[-1] > sizes[-1] * STALL_GROWTH:
+    if emitted and emitted[-1] > sizes[-1] * STALL_EMITTED:
         return False
     return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
 

@@ -1,9 +1,10 @@
 """Which classes the whole-sum, basis and div/mod rewrites visit (``passes._focus``).
 
 - the near set holds the roots and every class of the roots' cheapest terms, and is
-  part of the reached set; a class off every near-best term is reached but not near; a
-  class no root reaches is in neither (the pass visits it: a guarded copy waiting
-  for its union);
+  part of the reached set; a class only on terms of a root that cost more than
+  ``NEAR_FACTOR`` x its best + ``NEAR_SLACK`` over that best is reached but not near,
+  the excess summed along the path; a class no root reaches is in neither (the pass
+  visits it: a guarded copy waiting for its union);
 - a class the pass leaves (``PassState.deferred``) is visited by a later pass that
   finds it near a root, and real runs give the same costs with the pruning as without.
 """
@@ -43,10 +44,11 @@ _COST = {0: 3.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 3.0, 6: 7.0}
 
 
 @pytest.mark.parametrize("factor, slack, near", [
-    (1.5, 2.0, {0, 1, 2}),           # 32 > 1.5*3 + 2: 3*4 is far from the best
-    (1.0, 0.0, {0, 1, 2}),           # only the cheapest e-nodes
-    (11.0, 0.0, {0, 1, 2, 3, 4}),    # 32 <= 11*3: 3*4 is near
-    (1.0, 29.0, {0, 1, 2, 3, 4}),    # 32 <= 3 + 29
+    (0.5, 2.0, {0, 1, 2}),           # 3*4 costs 29 over the root's best: over 0.5*3 + 2
+    (0.0, 0.0, {0, 1, 2}),           # only the cheapest terms
+    (10.0, 0.0, {0, 1, 2, 3, 4}),    # 29 <= 10*3
+    (0.0, 29.0, {0, 1, 2, 3, 4}),    # 29 <= 29
+    (0.0, 28.5, {0, 1, 2}),
 ])
 def test_focus_table(monkeypatch: pytest.MonkeyPatch, factor: float, slack: float,
                      near: set[int]) -> None:
@@ -55,6 +57,28 @@ def test_focus_table(monkeypatch: pytest.MonkeyPatch, factor: float, slack: floa
     got_near, reached = passes._focus(_snap(_NODES), [0], _COST, _PRICE.__getitem__)
     assert got_near == near
     assert reached == {0, 1, 2, 3, 4}  # 5 and 6: no root reaches them
+
+
+# a chain: 0 = f(1) (price 1); 1 = a leaf (1) or g(2) (price 3: 3 over its best);
+# 2 = a leaf (1) or h(3) (price 3: 3 over); 3 = a leaf (1); 4 = a constant (best 0)
+# or k(3) (price 1: 2 over) -- a class whose best is a constant still leads on
+_CHAIN = [_n(0, 1), _n(0, 4), _n(1), _n(1, 2), _n(2), _n(2, 3), _n(3), _n(4), _n(4, 3)]
+_CHAIN_PRICE = [1.0, 1.0, 1.0, 3.0, 1.0, 3.0, 1.0, 0.0, 1.0]
+_CHAIN_COST = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 0.0}
+
+
+@pytest.mark.parametrize("slack, near", [
+    (0.0, {0, 4}),              # the cheapest term only: 0 = f(4), 4 = the constant
+    (2.0, {0, 1, 3, 4}),        # f(1) is 1 over; k(3) 2 over
+    (4.0, {0, 1, 2, 3, 4}),     # f(g(2)) is 1 + 3 over
+    (6.5, {0, 1, 2, 3, 4}),
+])
+def test_focus_adds_the_excess_along_the_path(monkeypatch: pytest.MonkeyPatch, slack: float,
+                                               near: set[int]) -> None:
+    monkeypatch.setattr(passes, "NEAR_FACTOR", 0.0)
+    monkeypatch.setattr(passes, "NEAR_SLACK", slack)
+    got, reached = passes._focus(_snap(_CHAIN), [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
+    assert got == near and reached == {0, 1, 2, 3, 4}
 
 
 def test_focus_skips_subsumed_and_unpriced_enodes() -> None:
@@ -143,6 +167,6 @@ def test_focus_changes_no_cost(monkeypatch: pytest.MonkeyPatch, text: str) -> No
     cm = get_cost_model("reference")
     g = parse(text)
     pruned = cm.graph_cost(optimize_many([g], cost_model=cm)[0][0])
-    monkeypatch.setattr(passes, "NEAR_FACTOR", float("inf"))
+    monkeypatch.setattr(passes, "NEAR_FACTOR", 1e9)  # (not inf: 0 * inf is nan)
     full = cm.graph_cost(optimize_many([g], cost_model=cm)[0][0])
     assert pruned == full
