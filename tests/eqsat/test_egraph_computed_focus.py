@@ -32,8 +32,8 @@ def _snap(nodes: list[SimpleNamespace]) -> SimpleNamespace:
     return SimpleNamespace(nodes=nodes, classes=classes)
 
 
-def _n(cls: int, *kids: int, subsumed: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(cls=cls, kids=kids, subsumed=subsumed)
+def _n(cls: int, *kids: int, subsumed: bool = False, ctor: str = "Add") -> SimpleNamespace:
+    return SimpleNamespace(cls=cls, kids=kids, subsumed=subsumed, ctor=ctor)
 
 
 # class 0 (the root) = 1 + 2 (price 1, tree cost 3) or 3 * 4 (price 30, tree cost 32);
@@ -79,6 +79,20 @@ def test_focus_adds_the_excess_along_the_path(monkeypatch: pytest.MonkeyPatch, s
     monkeypatch.setattr(passes, "NEAR_SLACK", slack)
     got, reached = passes._focus(_snap(_CHAIN), [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
     assert got == near and reached == {0, 1, 2, 3, 4}
+
+
+@pytest.mark.parametrize("ctor, near", [
+    ("Mod", {0, 1, 2, 3}),  # (big sum) % 4: the dividend's cost now is not counted
+    ("Idiv", {0, 1, 2, 3}),
+    ("Mul", {0}),           # (big sum) * 4 costs 25 + 100, 95 over 30
+])
+def test_focus_does_not_count_a_dividend(ctor: str, near: set[int]) -> None:
+    # 0 = a leaf-priced term (30) or OP(1, 2) (price 25); 1 = a sum of cost 100 (of 3);
+    # 2 = the constant 4
+    nodes = [_n(0), _n(0, 1, 2, ctor=ctor), _n(1, 3, 3), _n(2), _n(3)]
+    got, reached = passes._focus(_snap(nodes), [0], {0: 30.0, 1: 100.0, 2: 0.0, 3: 1.0},
+                                 [30.0, 25.0, 98.0, 0.0, 1.0].__getitem__)
+    assert got == near and reached == {0, 1, 2, 3}
 
 
 def test_focus_skips_subsumed_and_unpriced_enodes() -> None:
