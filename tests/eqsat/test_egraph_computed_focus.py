@@ -1,4 +1,4 @@
-"""Which classes the whole-sum, basis and div/mod rewrites visit (``passes._focus``).
+"""Which classes the computed rewrites visit (``passes._focus``).
 
 - the near set holds the roots and every class of the roots' cheapest terms, and is
   part of the reached set; a class only on terms of a root that cost more than

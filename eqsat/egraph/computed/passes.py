@@ -3,7 +3,7 @@
 :func:`python_pass` applies the rules to a snapshot, only to the classes that
 changed since the last pass (or whose cheapest term did), and unions the results
 (at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
-known constants. The whole-sum, basis and div/mod rules (most of a pass's work) visit
+known constants. The rules (but the constant fold and the and-canonicalization) visit
 only the classes near a root's cheapest term or not reached by any root yet
 (:func:`_focus`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
 """
@@ -42,15 +42,16 @@ from rules.divmod_core import Lin
 #: analysis then needs fewer rounds to reach the same fixed point
 SEED_BOUNDS = True
 
-#: the whole-sum, basis and div/mod rewrites go to the classes some term of a root
-#: passes through that costs at most ``NEAR_FACTOR`` x the root's best cost +
-#: ``NEAR_SLACK`` more than that best (:func:`_focus`), and to the classes no root
-#: reaches yet. A changed class off those terms waits (``PassState.deferred``) until
-#: a pass finds it on one. Measured (callgrind, setup + one corpus run): 10.78 G
-#: without the pruning, 9.93 G with it; the same corpus outputs; on the unseen cases
-#: (ten seeds of 450) the same totals but +29 and +8 on two seeds, none above the
-#: baseline. A per-class bound (tree cost <= 1.5 x the class's best + 2) pruned more
-#: but never looked under a class whose best is a constant, and lost cases to it
+#: the computed rewrites (but the constant fold and the and-canonicalization, cheap)
+#: go to the classes some term of a root passes through that costs at most
+#: ``NEAR_FACTOR`` x the root's best cost + ``NEAR_SLACK`` more than that best
+#: (:func:`_focus`), and to the classes no root reaches yet. A changed class off
+#: those terms waits (``PassState.deferred``) until a pass finds it on one. Measured
+#: (callgrind, setup + one corpus run): 10.78 G without the pruning, 9.87 G with it;
+#: the same corpus outputs; on the unseen cases (twelve seeds of 450) the same
+#: totals but +29 and +8 on two seeds, none above the baseline. A per-class bound
+#: (tree cost <= 1.5 x the class's best + 2) pruned more but never looked under a
+#: class whose best is a constant, and lost cases to it
 NEAR_FACTOR = 0.5
 NEAR_SLACK = 2.0
 
@@ -348,7 +349,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty, dirty_best = _dirty(snap, best, changed)
-    # the classes the whole-sum, basis and div/mod rules visit (NEAR_FACTOR): the dirty
+    # the classes the rules visit (NEAR_FACTOR; but fold and canon_and): the dirty
     # ones and those deferred before, near a root's best term or reached by no root
     roots = list(roots)
     near, reached = _focus(snap, roots, _cost, weights.of)
@@ -565,17 +566,18 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             union(c, t, r.name)
     _lap('cmp')
     for r in kinds.get("cmp", []):
-        cmp_pass(snap, lins, ctx, state, r.name, union, dirty)
+        cmp_pass(snap, lins, ctx, state, r.name, union, focus)
     _lap('lift')
+    focus_best = [(c, i) for c, i in best.items() if c in focus]  # (in best's order)
     for r in kinds.get("lift", []):
-        lift_pass(snap, ins, best, state, r.name, union, dirty, dirty_best)
+        lift_pass(snap, ins, best, state, r.name, union, focus, focus_best)
     _lap('context')
     for r in kinds.get("context", []):
-        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, dirty, weights)
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, focus, weights)
     _lap('bridge')
     bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]  # (in order)
     if bridged:
-        bridge_pass(snap, ins, best, dirty, bridged, union, deadline, state.bridge_cache)
+        bridge_pass(snap, ins, best, focus, bridged, union, deadline, state.bridge_cache)
     dm_by_op = divmod_rules_by_op(dm)
     plans = {op: _plan(rs) for op, rs in dm_by_op.items()}
 

@@ -74,7 +74,7 @@ class PassState:
         #: whole-sum rules read inside their atoms' classes): their memo keys hold the
         #: versions, so a sum runs its rules again when an atom's class gained such a node
         self.versions: dict[int, int] = {}
-        #: changed classes the whole-sum, basis and div/mod rules have not visited yet:
+        #: changed classes the computed rules have not visited yet:
         #: no root's near-best term passed through them (passes.NEAR_FACTOR)
         self.deferred: set[int] = set()
 
