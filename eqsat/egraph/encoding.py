@@ -43,7 +43,7 @@ import math
 import os
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import takewhile
 from operator import attrgetter, eq, itemgetter, truth
 from sys import intern
@@ -901,6 +901,20 @@ class Snapshot:
     def class_nodes(self, c: int) -> Iterator[Node]:
         for i in self.classes.get(c, ()):
             yield self.nodes[i]
+
+    def reached(self, roots: Iterable[int]) -> set[int]:
+        """The classes ``roots`` reach through any e-node (subsumed ones and list cells
+        too), the roots included."""
+        nodes, classes = self.nodes, self.classes
+        seen = set(roots)
+        stack = list(seen)
+        while stack:
+            for i in classes.get(stack.pop(), ()):
+                for k in nodes[i].kids:
+                    if k not in seen:
+                        seen.add(k)
+                        stack.append(k)
+        return seen
 
     def bounds(self, c: int) -> tuple[float, float]:
         return (self.lo.get(c, -math.inf), self.hi.get(c, math.inf))

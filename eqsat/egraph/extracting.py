@@ -45,13 +45,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     uniq = list(dict.fromkeys(roots))
     # only the classes the roots reach (through any e-node, list cells included) matter
     nodes, classes = snap.nodes, snap.classes
-    seen, stack = set(uniq), list(uniq)
-    while stack:
-        for i in classes.get(stack.pop(), ()):
-            for k in nodes[i].kids:
-                if k not in seen:
-                    seen.add(k)
-                    stack.append(k)
+    seen = snap.reached(uniq)
     # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
     # (a snapshot lists them so: its rows are sorted by class, one run each)
     reach = [(c, classes[c]) for c in sorted(seen) if c in classes]

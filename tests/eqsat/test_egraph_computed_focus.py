@@ -26,10 +26,24 @@ from extraction import get_cost_model
 
 
 def _snap(nodes: list[SimpleNamespace]) -> SimpleNamespace:
+    """The parts of a Snapshot that _focus reads (its ``reached`` included)."""
     classes: dict[int, list[int]] = {}
     for i, n in enumerate(nodes):
         classes.setdefault(n.cls, []).append(i)
-    return SimpleNamespace(nodes=nodes, classes=classes)
+    snap = SimpleNamespace(nodes=nodes, classes=classes)
+    snap.reached = lambda roots: Snapshot.reached(snap, roots)  # type: ignore[arg-type]
+    return snap
+
+
+@pytest.mark.parametrize("roots, want", [
+    ([0], {0, 1, 2, 3, 4}),   # through every e-node of 0, the costly 3*4 too
+    ([5], {1, 5}),            # 5 = 1 + 1
+    ([6], {1, 5, 6}),
+    ([2, 6], {1, 2, 5, 6}),
+    ([], set()),
+])
+def test_snapshot_reached(roots: list[int], want: set[int]) -> None:
+    assert _snap(_NODES).reached(roots) == want
 
 
 def _n(cls: int, *kids: int, subsumed: bool = False, ctor: str = "Add") -> SimpleNamespace:

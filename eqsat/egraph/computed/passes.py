@@ -203,15 +203,7 @@ def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     rewriting it makes a root cheaper only through a choice that costs that much
     more."""
     nodes, classes = snap.nodes, snap.classes
-    reached: set[int] = set()
-    stack = list(roots)
-    while stack:
-        c = stack.pop()
-        if c in reached:
-            continue
-        reached.add(c)
-        for i in classes.get(c, ()):
-            stack.extend(nodes[i].kids)
+    reached = snap.reached(roots)
     get = cost.get
     slack: dict[int, float] = {}
     heap: list[tuple[float, int]] = []
@@ -353,9 +345,10 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     # ones and those deferred before, near a root's best term or reached by no root
     roots = list(roots)
     near, reached = _focus(snap, roots, _cost, weights.of)
+    unreached = snap.classes.keys() - reached
     classes_now = snap.classes
     waiting = dirty.union([c for c in state.deferred if c in classes_now])
-    focus = {c for c in waiting if c in near or c not in reached}
+    focus = waiting & (near | unreached)
     deferred = waiting - focus
     lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
@@ -568,9 +561,8 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     for r in kinds.get("cmp", []):
         cmp_pass(snap, lins, ctx, state, r.name, union, focus)
     _lap('lift')
-    focus_best = [(c, i) for c, i in best.items() if c in focus]  # (in best's order)
     for r in kinds.get("lift", []):
-        lift_pass(snap, ins, best, state, r.name, union, focus, focus_best)
+        lift_pass(snap, ins, best, state, r.name, union, focus)
     _lap('context')
     for r in kinds.get("context", []):
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, focus, weights)
@@ -589,7 +581,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
             if cls not in waiting and xc not in dirty and yc not in dirty:
                 continue
-            if cls not in near and cls in reached:
+            if cls not in near and cls not in unreached:
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
             if cls in free:
