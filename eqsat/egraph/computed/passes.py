@@ -345,10 +345,13 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     # ones and those deferred before, near a root's best term or reached by no root
     roots = list(roots)
     near, reached = _focus(snap, roots, _cost, weights.of)
-    unreached = snap.classes.keys() - reached
+
+    def visits(c: int) -> bool:  # the rules visit class c in this pass
+        return c in near or c not in reached
+
     classes_now = snap.classes
     waiting = dirty.union([c for c in state.deferred if c in classes_now])
-    focus = waiting & (near | unreached)
+    focus = {c for c in waiting if visits(c)}
     deferred = waiting - focus
     lins = LinForms(snap, best, state.lins)
     ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
@@ -581,7 +584,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
             if cls not in waiting and xc not in dirty and yc not in dirty:
                 continue
-            if cls not in near and cls not in unreached:
+            if not visits(cls):
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
             if cls in free:
