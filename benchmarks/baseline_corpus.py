@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from eqsat.baseline import optimize_baseline  # noqa: E402
-from eqsat.sexpr import parse, to_sexpr  # noqa: E402
+from eqsat.engines.baseline import optimize_baseline  # noqa: E402
+from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from extraction.cost import divmod_count, reference_cost  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def source_group(source: str) -> str:
 
 def run(rows: list[dict[str, Any]], check: bool) -> list[dict[str, Any]]:
     """Optimize every row; one result dict per row."""
-    from eqsat.equiv import check_equivalent
+    from eqsat.ir.equiv import check_equivalent
 
     out = []
     for row in rows:

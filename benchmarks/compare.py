@@ -52,8 +52,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from eqsat.api import Budget, optimize  # noqa: E402
-from eqsat.egraph import optimize_many, session_for  # noqa: E402
-from eqsat.sexpr import parse, to_sexpr  # noqa: E402
+from eqsat.engines.egraph import optimize_many, session_for  # noqa: E402
+from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from extraction import divmod_count, get_cost_model, reference_cost  # noqa: E402
 
 __all__ = ["Case", "run", "main", "source_group", "load"]
@@ -234,7 +234,7 @@ def run(rows: list[dict[str, Any]], *, batch: int = 32, model: str = "reference"
         c.cost_base, c.cost_eg = reference_cost(c.out_base), reference_cost(c.out_eg)
         c.divmod_base, c.divmod_eg = divmod_count(c.out_base), divmod_count(c.out_eg)
         if check:
-            from eqsat.equiv import check_equivalent
+            from eqsat.ir.equiv import check_equivalent
 
             c.eq_base = bool(check_equivalent(g, c.out_base, samples=samples))
             c.eq_eg = bool(check_equivalent(g, c.out_eg, samples=samples))

@@ -36,8 +36,8 @@ import sys
 sys.path.insert(0, {repo!r})
 from benchmarks.compare import load, _batch_budget
 from eqsat.api import optimize
-from eqsat.egraph import optimize_many, session_for
-from eqsat.sexpr import parse
+from eqsat.engines.egraph import optimize_many, session_for
+from eqsat.ir.sexpr import parse
 from extraction import get_cost_model
 rows = load({corpus!r})
 graphs = [parse(r["expr"]) for r in rows]

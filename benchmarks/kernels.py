@@ -57,7 +57,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-from eqsat.ops import Ops  # noqa: E402
+from eqsat.ir.ops import Ops  # noqa: E402
 from lowering import Target, compile_kernel, lower_graph  # noqa: E402
 from lowering.builders import BUILDERS, BuiltKernel, auto_tiling, make  # noqa: E402
 from lowering.compile import CFLAGS  # noqa: E402
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         todo = [t for t in todo if t[0] in want]
     if args.engine == "egraph":  # build the engine's session first, as the CLI does: every
         try:                     # kernel's optimizer run then gets its whole time budget
-            from eqsat.egraph import session_for
+            from eqsat.engines.egraph import session_for
             session_for(None).prepare()
         except ImportError:
             pass

@@ -42,8 +42,8 @@ WARMUP = "(idiv (add (mul (var x 0 7) 4) 3) 4)"
 def run_one(expr: str, engine: str, cost_model: str) -> dict[str, Any]:
     """Optimize one case and check it; a plain dict (picklable) with the figures."""
     from eqsat.api import optimize
-    from eqsat.equiv import check_equivalent
-    from eqsat.sexpr import parse, to_sexpr
+    from eqsat.ir.equiv import check_equivalent
+    from eqsat.ir.sexpr import parse, to_sexpr
     from extraction.cost import divmod_count, reference_cost
 
     g = parse(expr)

@@ -5,20 +5,20 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from eqsat.dtype import DType, DTypeError, can_safe_cast, dtypes, least_upper_dtype
-from eqsat.ops import GroupOp, Ops
-from eqsat.uop import IRError, UOp, const_value
+from eqsat.ir.dtype import DType, DTypeError, can_safe_cast, dtypes, least_upper_dtype
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import IRError, UOp, const_value
 
 # names defined in submodules, imported on first use (keeps `import eqsat` light
 # and free of import cycles)
 _LAZY = {
-    "parse": "eqsat.sexpr", "to_sexpr": "eqsat.sexpr", "ParseError": "eqsat.sexpr",
-    "evaluate": "eqsat.interp", "run_kernel": "eqsat.interp", "EvalError": "eqsat.interp",
-    "check_equivalent": "eqsat.equiv", "Equivalence": "eqsat.equiv",
+    "parse": "eqsat.ir.sexpr", "to_sexpr": "eqsat.ir.sexpr", "ParseError": "eqsat.ir.sexpr",
+    "evaluate": "eqsat.ir.interp", "run_kernel": "eqsat.ir.interp", "EvalError": "eqsat.ir.interp",
+    "check_equivalent": "eqsat.ir.equiv", "Equivalence": "eqsat.ir.equiv",
     "optimize": "eqsat.api", "optimize_many": "eqsat.api", "Budget": "eqsat.api",
-    "Result": "eqsat.api",
-    "UPat": "eqsat.pattern", "Rule": "eqsat.pattern", "PatternMatcher": "eqsat.pattern",
-    "graph_rewrite": "eqsat.pattern",
+    "Result": "eqsat.api", "session_for": "eqsat.engines.egraph",
+    "UPat": "eqsat.ir.pattern", "Rule": "eqsat.ir.pattern", "PatternMatcher": "eqsat.ir.pattern",
+    "graph_rewrite": "eqsat.ir.pattern",
 }
 
 __all__ = [

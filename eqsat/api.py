@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqsat.uop import UOp
+from eqsat.ir.uop import UOp
 
 __all__ = ["Budget", "Result", "optimize", "optimize_many", "ENGINES"]
 
@@ -54,13 +54,13 @@ class Result:
 
 
 def _run_baseline(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
-    from eqsat.baseline import optimize_baseline
+    from eqsat.engines.baseline import optimize_baseline
 
     return optimize_baseline(graph, rulesets=rulesets)
 
 
 def _run_egraph(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
-    from eqsat.egraph import optimize_egraph
+    from eqsat.engines.egraph import optimize_egraph
 
     return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget)
 
@@ -114,7 +114,7 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
             raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
     if engine != "egraph" or len(graphs) <= 1:
         return [optimize(g, engine, rulesets, cost_model, budget) for g in graphs]
-    from eqsat.egraph import optimize_many as egraph_many
+    from eqsat.engines.egraph import optimize_many as egraph_many
 
     model = get_cost_model(cost_model)
     b = budget or Budget()

@@ -54,7 +54,7 @@ def _read(path: str) -> tuple[str, str]:
 
 
 def _parse_file(path: str):
-    from eqsat.sexpr import ParseError, parse
+    from eqsat.ir.sexpr import ParseError, parse
 
     text, name = _read(path)
     try:
@@ -75,7 +75,7 @@ def _fail(what: str, e: BaseException) -> CLIError:
 
 
 def _to_text(uop, compact: bool = False) -> str:
-    from eqsat.sexpr import to_sexpr
+    from eqsat.ir.sexpr import to_sexpr
 
     try:
         return to_sexpr(uop, compact=compact)
@@ -180,7 +180,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     graph, name = _parse_file(args.file)
     env = _parse_vars(args.var)
     try:
-        from eqsat.interp import evaluate
+        from eqsat.ir.interp import evaluate
     except ImportError as e:
         raise _fail("eval", e) from None
     try:
@@ -236,7 +236,7 @@ def _start_engine(opts: dict[str, Any], graph: Any = None) -> None:
     build, ``stats["time"]["setup"]``). ``graph``: the e-graph ``graph`` needs (None:
     every e-graph of the session)."""
     if opts["engine"] == "egraph":
-        from eqsat.egraph import session_for
+        from eqsat.engines.egraph import session_for
 
         session_for(opts["rulesets"]).prepare(None if graph is None else [graph])
 
@@ -252,7 +252,7 @@ def _warm(opts: dict[str, Any]) -> None:
         return
     _WARM.add(key)
     try:
-        from eqsat.sexpr import parse
+        from eqsat.ir.sexpr import parse
 
         _start_engine(opts)  # every e-graph of the session: a batch may need both
         _optimize(parse("(add (mod (idiv (var x 0 9) 2) 3) 0)"), opts)
@@ -280,7 +280,7 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
     if not isinstance(row["expr"], str):
         return {**out, "line": lineno, "error": "field 'expr' must be a string"}, None
     try:
-        from eqsat.sexpr import ParseError, parse
+        from eqsat.ir.sexpr import ParseError, parse
     except ImportError as e:  # pragma: no cover - broken installation
         return {**out, "line": lineno, "error": str(_fail("batch", e))}, None
     try:
@@ -290,7 +290,7 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
 
 
 def _finish(out: dict[str, Any], graph: Any, us: float) -> dict[str, Any]:
-    from eqsat.sexpr import to_sexpr
+    from eqsat.ir.sexpr import to_sexpr
 
     return {**out, "out": to_sexpr(graph, compact=True), "cost": _cost(graph, "reference"),
             "us": round(us, 1)}

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from eqsat.dtype import DType
-from eqsat.ops import GroupOp, Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import UOp
 
 __all__ = [
     "CostModel",

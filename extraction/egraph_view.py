@@ -30,9 +30,9 @@ from itertools import chain, compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from eqsat.dtype import DType
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 
 __all__ = ["ENode", "EGraphView", "SerializedNode", "Decoded", "ClassId"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from itertools import compress, filterfalse
 from typing import Any, TypeVar
 
-from eqsat.uop import UOp
+from eqsat.ir.uop import UOp
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
 from extraction.egraph_view import EGraphView, ENode
 
 __all__ = ["random_view"]

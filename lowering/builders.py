@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 
 __all__ = [
     "BuildError", "View", "Tiling", "auto_tiling", "BuiltKernel", "BuilderSpec", "BUILDERS",

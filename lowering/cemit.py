@@ -34,9 +34,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import GroupOp, Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import UOp
 from lowering.narrow import LoweringError
 
 __all__ = ["Signature", "render_c", "ctype", "c_literal"]

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
 from lowering.final import final_rewrite, prepare
@@ -86,7 +86,7 @@ def _optimize(graph: UOp, optimize: bool | str | None, budget: Any = None
     engine = "egraph" if optimize is True else optimize
     try:
         if engine == "egraph":  # the one-time session build is not the optimizer's budget
-            from eqsat.egraph import session_for
+            from eqsat.engines.egraph import session_for
 
             session_for(None).prepare([graph])
         res = run(graph, engine=engine, budget=budget)

@@ -42,9 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering.fastdiv import build_idiv, build_mod, is_pow2
 
 __all__ = ["Target", "Decomposition", "DECOMPOSITIONS", "decompose"]

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 
 __all__ = ["DivPlan", "magic", "plan_idiv", "build_idiv", "build_mod", "is_pow2"]
 

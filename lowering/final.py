@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
+from eqsat.ir.uop import UOp
 from lowering.narrow import LoweringError
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",

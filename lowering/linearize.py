@@ -41,9 +41,9 @@ import heapq
 import math
 from collections import defaultdict
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering.final import _toposort, live_ranges
 from lowering.narrow import LoweringError
 

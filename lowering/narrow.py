@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 
-from eqsat.dtype import DType, dtypes, least_upper_dtype
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes, least_upper_dtype
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
+from eqsat.ir.uop import UOp
 
 __all__ = [
     "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid",

@@ -24,9 +24,9 @@ of loops created per kernel; past it the remaining ranges stay whole.
 
 from __future__ import annotations
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering.narrow import is_invalid
 
 __all__ = ["split_gated_ranges", "split_points", "fold_decided"]

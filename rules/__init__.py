@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from eqsat.pattern import PatternMatcher, Rule
+from eqsat.ir.pattern import PatternMatcher, Rule
 
 __all__ = [
     "GROUP_ORDER", "SIMPLE_GROUPS", "SYMBOLIC_GROUPS", "BASELINE_RULESETS", "FAMILY_MODULES",

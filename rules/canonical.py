@@ -14,10 +14,10 @@ grouping later passes rely on (tinygrad symbolic.py makes the same choice).
 
 from __future__ import annotations
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 
 __all__ = ["GROUPS", "canon_key"]
 

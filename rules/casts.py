@@ -1,6 +1,6 @@
 """Cast folding and cast pushing into WHERE (seed 000 section 6).
 
-``can_safe_cast(src, dst)`` (eqsat.dtype) holds when ``dst`` preserves every
+``can_safe_cast(src, dst)`` (eqsat.ir.dtype) holds when ``dst`` preserves every
 value of ``src``. ``CAST(CAST(x, a), b)`` folds only through an ``a`` that
 keeps every value ``x`` can take: ``CAST(CAST(x, i8), i64)`` with ``x: i64``
 stays (the i8 truncation is observable).
@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.dtype import DType, can_safe_cast
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, can_safe_cast
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import CONSTS, is_invalid, make_const
+from rules.computed import PyRule, bridge
 
 __all__ = ["GROUPS", "cast_value"]
 
@@ -125,11 +126,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # No native egglog twin yet: the e-graph applies each of these baseline rules on its own
 # (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
-from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
 
 EGRAPH: dict[str, list[PyRule]] = {G: bridge(cast_dsl_patterns, G),
                                    GW: bridge(cast_where_dsl_patterns, GW)}

@@ -13,10 +13,12 @@ addition (``x - c -> x + (-c)``), so the div/mod rules see ``sum + offset``.
 
 from __future__ import annotations
 
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import by_group, eval_op, may_be_invalid
+from rules.computed import PyRule
+from rules.native import INT_DT, ERule, R
 
 __all__ = ["GROUPS"]
 
@@ -152,12 +154,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import INT_DT, ERule, R  # noqa: E402
 
 _E_TERM_COMBINING = "term_combining_dsl_patterns"
 

@@ -14,10 +14,10 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eqsat.bounds import cdiv, cmod
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import GroupOp, Ops
-from eqsat.uop import IRError, UOp, const_value
+from eqsat.ir.bounds import cdiv, cmod
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import IRError, UOp, const_value
 
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
@@ -85,7 +85,7 @@ _MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 def may_be_invalid(u: UOp) -> bool:
     """``u`` can evaluate to Invalid: an Invalid sits below it outside any LOAD.
 
-    Invalid propagates through every op (eqsat.interp), so a rule that drops a
+    Invalid propagates through every op (eqsat.ir.interp), so a rule that drops a
     subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
     value is never Invalid (a load through an Invalid index reads 0). Cached.
     """
@@ -134,7 +134,7 @@ def int_exact(u: UOp) -> bool:
     """``u`` is an integer node whose value is exact (did not wrap).
 
     Index arithmetic is exact. A fixed-width node is exact when its bounds are
-    narrower than its dtype's full range (eqsat.bounds widens to the full range
+    narrower than its dtype's full range (eqsat.ir.bounds widens to the full range
     whenever the exact interval may wrap).
     """
     dt = u.dtype
@@ -267,7 +267,7 @@ def _binary(op: Ops, dt: DType, a: Any, b: Any) -> Any:
     if op in (Ops.IDIV, Ops.MOD):
         if b == 0:
             return None  # undefined: never folded
-        # INT_MIN // -1 wraps to INT_MIN, as in eqsat.interp
+        # INT_MIN // -1 wraps to INT_MIN, as in eqsat.ir.interp
         return cdiv(a, b) if op is Ops.IDIV else cmod(a, b)
     if op is Ops.MAX:
         return max(a, b)
@@ -301,7 +301,7 @@ def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
     ``dt`` is the dtype of the operands (the result of comparisons is bool).
     Returns None when the value is undefined (division by zero, out-of-range
     shift, negative integer power) or not folded. Fixed-width results wrap
-    (``make_const``), ``INT_MIN // -1`` included, as in eqsat.interp.
+    (``make_const``), ``INT_MIN // -1`` included, as in eqsat.ir.interp.
     """
     s = dt.scalar()
     if op in GroupOp.Comparison:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from functools import reduce
 
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import (
     CONSTS,
     bool_like,
@@ -33,6 +33,8 @@ from rules.common import (
     split_add,
     sum_terms,
 )
+from rules.computed import PyRule
+from rules.native import ERule, Q
 
 __all__ = ["GROUPS", "lt_gcd_fold", "lt_simplex"]
 
@@ -212,12 +214,10 @@ for _r in comparison_dsl_patterns:
 GROUPS: dict[str, list[Rule]] = {G: comparison_dsl_patterns}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import ERule, Q  # noqa: E402
 
 _E_COMPARISON = "comparison_dsl_patterns"
 

@@ -15,11 +15,13 @@ constants). The bounds fold ``vmin == vmax -> CONST`` is in
 
 from __future__ import annotations
 
-from eqsat.dtype import DType
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import by_group, eval_values, make_const
+from rules.computed import PyRule, bridge
+from rules.native import ERule, Q
 
 __all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
 
@@ -111,12 +113,10 @@ GROUPS: dict[str, list[Rule]] = {
 }
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import ERule, Q  # noqa: E402
 
 #: opt-in: "a class whose interval is [c, c] is c" natively, one rule per op
 #: (the default is the computed fold_known, one generic rule)
@@ -159,7 +159,6 @@ EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # floats, vectors and other non-integer constants: the baseline's folding applied to
 # e-nodes (integer and bool classes fold through the interval analysis: fold_known)
-from eqsat.egraph.computed import bridge  # noqa: E402
 
 EGRAPH["constant_folding_dsl_patterns"] += bridge(constant_folding_dsl_patterns,
                                                   "constant_folding_dsl_patterns", non_int=True)

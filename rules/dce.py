@@ -16,10 +16,11 @@ END/REDUCE rules see it.
 
 from __future__ import annotations
 
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import make_const
+from rules.computed import PyRule, bridge
 
 __all__ = ["GROUPS", "is_empty_range", "reduce_identity"]
 
@@ -100,11 +101,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # No native egglog twin yet: the e-graph applies each of these baseline rules on its own
 # (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
-from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
 
 EGRAPH: dict[str, list[PyRule]] = {G_LOOP: bridge(dead_loop_patterns, G_LOOP),
                                    G_AFTER: bridge(after_simplification_patterns, G_AFTER)}

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import CONSTS, by_group, exact_product_fits, is_zero, may_be_invalid, nonzero
+from rules.computed import PyRule, bridge
+from rules.native import IDX_DT, NONZERO, ERule, R
 
 __all__ = ["GROUPS"]
 
@@ -59,12 +61,10 @@ for _r in division_dsl_patterns:
 GROUPS: dict[str, list[Rule]] = {G: division_dsl_patterns}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import IDX_DT, NONZERO, ERule, R  # noqa: E402
 
 _E_DIVISION = "division_dsl_patterns"
 
@@ -82,6 +82,5 @@ _eg(R("mod_mul_cancel", "(x*y)%y -> 0 when y is never 0 (index)", _E_DIVISION,
 EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # the float divisions: baseline rules applied to e-nodes (no native twin)
-from eqsat.egraph.computed import bridge  # noqa: E402
 
 EGRAPH[G] += bridge([r for r in division_dsl_patterns if r.name.startswith("fdiv")], G)

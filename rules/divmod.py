@@ -20,18 +20,18 @@ The Lin-based rules only match ``index`` dtype (unbounded integers: the linear
 algebra of the core is exact there, not under fixed-width wrapping).
 
 ``EGRAPH`` holds the e-graph twins, by the same seed group names (read by
-:func:`eqsat.egraph.rulesets.egraph_groups` and ``rules.list_rulesets()``);
+:func:`eqsat.engines.egraph.rulesets.egraph_groups` and ``rules.list_rulesets()``);
 in each group the native egglog rewrites come first, then the computed ones:
 
-- native rules (:class:`eqsat.egraph.native.ERule`, guards over the e-graph's
+- native rules (:class:`rules.native.ERule`, guards over the e-graph's
   ``lo``/``hi``/``Def`` analyses): ``mod_in_range`` (range-based, either sign
   of x), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
   images added), ``nested_idiv_const``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
 - ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
-  ``_5_neg``), opt-in (``eqsat.egraph.rulesets.OPT_IN``): the default is the
+  ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
   core's ``nested_idiv_offset``, whose unions are checked against cycles;
-- computed rules (:class:`eqsat.egraph.computed.PyRule`): every core rule
+- computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
   (``DIVMOD_RULES``, in the core's order, joined to the seed group by
   :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
   search ``divmod_basis`` and the whole-sum recombinations (``SUM_RULES``).
@@ -43,11 +43,13 @@ import weakref
 from dataclasses import replace
 from typing import Any
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.linear import Lin, LinBuilder
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
+from eqsat.ir.uop import UOp
 from rules.common import by_group, may_be_invalid
+from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
     ADVANCED,
     DIVMOD_RULES,
@@ -55,10 +57,9 @@ from rules.divmod_core import (
     RECOMBINE,
     SUM_RULES,
     DivModRule,
-    Lin,
-    LinBuilder,
     fold_divmod_general,
 )
+from rules.native import FIX_DT, ERule, Q, R
 
 __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "UOP_CTX", "UOpCtx", "to_lin",
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
@@ -360,15 +361,14 @@ def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
     return graph_rewrite(root, RECOMBINE_PREPASS, limit=limit)
 
 
-# ---- e-graph twins ------------------------------------------------------------------------
+# ---- e-graph rules ---------------------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed over e-classes) of this family,
-# by group; rules.list_rulesets() and the e-graph engine (eqsat.egraph.rulesets) read EGRAPH.
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed over e-classes) of this
+# family, by group; rules.list_rulesets() and the e-graph engine (eqsat.engines.egraph.rulesets)
+# read EGRAPH.
 # The natives come first in each group, then the computed twins in the core's order.
-from eqsat.egraph.computed import PyRule, divmod_pyrules, sum_pyrules  # noqa: E402
-from eqsat.egraph.native import FIX_DT, ERule, Q, R  # noqa: E402
 
-#: opt-in (eqsat.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
+#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
 #: computed nested_idiv_offset, whose unions are checked against cycles
 G_REC_NESTED = "div_mod_recombine_nested_native"
 #: the core's group of a DivModRule -> the seed group its e-graph twin joins

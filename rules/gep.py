@@ -9,9 +9,10 @@ high-dimensional kernels (tinygrad symbolic.py has the same guard).
 
 from __future__ import annotations
 
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
+from rules.computed import PyRule, bridge
 
 __all__ = ["GROUPS"]
 
@@ -139,10 +140,9 @@ for _r in gep_pushing_patterns:
 GROUPS: dict[str, list[Rule]] = {G: gep_pushing_patterns}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # No native egglog twin yet: the e-graph applies each of these baseline rules on its own
 # (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
-from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
 
 EGRAPH: dict[str, list[PyRule]] = {G: bridge(gep_pushing_patterns, G)}

@@ -11,9 +11,9 @@ Seed 000 sections 2-4 and 15. Guards the seed calls out:
 
 from __future__ import annotations
 
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import (
     CONSTS,
     bool_like,
@@ -24,6 +24,8 @@ from rules.common import (
     may_be_invalid,
     nonzero,
 )
+from rules.computed import PyRule
+from rules.native import IDX_DT, INT_DT, NONZERO, ERule, Q, R
 
 __all__ = ["GROUPS"]
 
@@ -133,12 +135,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import IDX_DT, INT_DT, NONZERO, ERule, Q, R  # noqa: E402
 
 _E_IDENTITY_AND_ZERO = "identity_and_zero_patterns"
 _E_NEGATION = "negation_dsl_patterns"

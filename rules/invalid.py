@@ -4,7 +4,7 @@
 (before ``x*0 -> 0`` and friends) so arithmetic on a padded index keeps its
 validity: ``0 * WHERE(c, x, Inv) -> WHERE(c, 0*x, Inv) -> WHERE(c, 0, Inv)``.
 
-Invalid propagates through every op (eqsat.interp), comparisons included,
+Invalid propagates through every op (eqsat.ir.interp), comparisons included,
 and two expressions are equal only where both are Invalid or both have the
 same value. Two seed rows are therefore changed to keep that equivalence:
 
@@ -26,11 +26,13 @@ written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
 
 from __future__ import annotations
 
-from eqsat.dtype import dtypes
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import by_group, const_is, invalid_like, is_invalid
+from rules.computed import PyRule, bridge
+from rules.native import INVALID_LEAF, ERule, Q, R
 
 __all__ = ["GROUPS", "INVALID_PUSH_OPS"]
 
@@ -135,12 +137,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import INVALID_LEAF, ERule, Q, R  # noqa: E402
 
 #: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast)
 _E_LIFT_STEPWISE = "propagate_invalid_stepwise"
@@ -182,6 +182,5 @@ _eg([PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..)
 EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
 
 # the load/store of an Invalid index: baseline rules applied to e-nodes (no native twin)
-from eqsat.egraph.computed import bridge  # noqa: E402
 
 EGRAPH[G_LS] = bridge(fold_invalid_load_store, G_LS)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from functools import reduce
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import invalid_like, is_invalid, is_zero
+from rules.computed import PyRule, bridge
 
 __all__ = ["GROUPS", "where_on_load"]
 
@@ -98,10 +99,9 @@ for _r in pm_move_where_on_load:
 GROUPS: dict[str, list[Rule]] = {G: pm_move_where_on_load}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # No native egglog twin yet: the e-graph applies each of these baseline rules on its own
 # (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.egraph.computed.bridge).
-from eqsat.egraph.computed import PyRule, bridge  # noqa: E402
+# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
 
 EGRAPH: dict[str, list[PyRule]] = {G: bridge(pm_move_where_on_load, G)}

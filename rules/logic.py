@@ -9,11 +9,13 @@ does the same) so no arithmetic rule mistakes them for integers.
 
 from __future__ import annotations
 
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.uop import UOp
 from rules.common import bool_like, by_group, const_is, may_be_invalid
+from rules.computed import PyRule
+from rules.native import ERule, R
 
 __all__ = ["GROUPS"]
 
@@ -87,12 +89,10 @@ for _r in boolean_dsl_patterns:
 GROUPS: dict[str, list[Rule]] = {G: boolean_dsl_patterns}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import ERule, R  # noqa: E402
 
 _E_BOOLEAN = "boolean_dsl_patterns"
 

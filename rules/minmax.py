@@ -7,9 +7,11 @@ constant, so the bounds rules never decide a float (NaN) comparison.
 
 from __future__ import annotations
 
-from eqsat.ops import Ops
-from eqsat.pattern import Rule, UPat
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import Rule, UPat
 from rules.common import by_group, may_be_invalid
+from rules.computed import PyRule
+from rules.native import ERule, R
 
 __all__ = ["GROUPS"]
 
@@ -34,12 +36,10 @@ for _r in minmax_dsl_patterns:
 GROUPS: dict[str, list[Rule]] = {G: minmax_dsl_patterns}
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import ERule, R  # noqa: E402
 
 _E_MINMAX = "minmax_dsl_patterns"
 

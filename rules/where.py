@@ -24,11 +24,13 @@ import math
 import weakref
 from typing import Any
 
-from eqsat.dtype import dtypes
-from eqsat.ops import GroupOp, Ops
-from eqsat.pattern import Rule, UPat, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.pattern import Rule, UPat, graph_rewrite
+from eqsat.ir.uop import UOp
 from rules.common import by_group, const_is, invalid_like, is_invalid, may_be_invalid, nonzero
+from rules.computed import PyRule
+from rules.native import ERule, R
 
 __all__ = ["GROUPS", "parse_valid", "simplify_given_valid"]
 
@@ -261,12 +263,10 @@ for _g, _rs in GROUPS.items():
         _r.group = _g
 
 
-# ---- e-graph twins (appended by the e-graph engineer; see eqsat/egraph) -----------------
+# ---- e-graph rules ------------------------------------------------------------
 # Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.egraph.computed) of this family, by group;
+# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
 # rules.list_rulesets() and the e-graph engine read EGRAPH.
-from eqsat.egraph.computed import PyRule  # noqa: E402
-from eqsat.egraph.native import ERule, R  # noqa: E402
 
 _E_WHERE_BOUND = "where_bound_patterns"
 

@@ -70,7 +70,7 @@ def _warm_egraph_session() -> None:
     otherwise the first e-graph test of each worker spends 0.5-3 s of its 2 s time
     budget on the build (more on a loaded CI runner) and may return early."""
     try:
-        from eqsat.egraph import session_for
+        from eqsat.engines.egraph import session_for
     except ImportError:  # pragma: no cover - engine unavailable: its tests say so
         return
     session_for(None)

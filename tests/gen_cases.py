@@ -44,9 +44,9 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(REPO)] + [p for p in sys.path
                              if p and Path(p).resolve() not in (_HERE, REPO)]
 
-from eqsat.dtype import dtypes  # noqa: E402
-from eqsat.sexpr import to_sexpr  # noqa: E402
-from eqsat.uop import UOp  # noqa: E402
+from eqsat.ir.dtype import dtypes  # noqa: E402
+from eqsat.ir.sexpr import to_sexpr  # noqa: E402
+from eqsat.ir.uop import UOp  # noqa: E402
 from lowering.builders import BuildError, View, unravel  # noqa: E402
 
 __all__ = ["KINDS", "generate", "gen_case", "tinygrad_unit_like", "synthetic_view", "kernel_case"]

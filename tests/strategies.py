@@ -38,9 +38,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from eqsat.dtype import DType, dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 
 __all__ = [
     "int_exprs",

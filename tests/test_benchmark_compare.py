@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from eqsat.sexpr import to_sexpr
-from eqsat.uop import UOp
+from eqsat.ir.sexpr import to_sexpr
+from eqsat.ir.uop import UOp
 
 
 @pytest.mark.parametrize("warm", [False, True])

@@ -3,7 +3,7 @@
 For each line: the e-graph's output costs no more than the baseline's, under the
 default cost model and under the reference cost (each engine run with that
 model), and it is equivalent to the input. The e-graph runs in batches of 32
-lines per e-graph (``eqsat.egraph.optimize_many``), as ``benchmarks/compare.py``
+lines per e-graph (``eqsat.engines.egraph.optimize_many``), as ``benchmarks/compare.py``
 does; the totals of the issue's targets are checked too.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from eqsat.api import Budget, optimize
-from eqsat.egraph import optimize_many
-from eqsat.equiv import check_equivalent
-from eqsat.sexpr import parse
+from eqsat.engines.egraph import optimize_many
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse
 from extraction import divmod_count, get_cost_model, reference_cost
 from tests.conftest import load_corpus
 

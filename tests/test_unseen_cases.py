@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from eqsat.api import optimize
-from eqsat.equiv import check_equivalent
-from eqsat.sexpr import parse, to_sexpr
-from eqsat.uop import UOp
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse, to_sexpr
+from eqsat.ir.uop import UOp
 from extraction.cost import reference_cost
 from tests.budgets import QUALITY
 from tests.gen_cases import KINDS, gen_case, generate, inline_sexpr, kind_of

@@ -13,7 +13,7 @@ import pytest
 
 from eqsat import cli
 from eqsat.cli import main
-from eqsat.sexpr import parse, to_sexpr
+from eqsat.ir.sexpr import parse, to_sexpr
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "eqsat" / "examples"
@@ -151,7 +151,7 @@ def test_cost_unknown_model(capsys):
 # ---------------------------------------------------------------------------
 # optimize
 def test_optimize_baseline(capsys):
-    from eqsat.equiv import check_equivalent
+    from eqsat.ir.equiv import check_equivalent
     from extraction import reference_cost
 
     rc, out, err = run(capsys, "optimize", "--engine", "baseline", "--cost", "reference",
@@ -165,13 +165,11 @@ def test_optimize_baseline(capsys):
 
 
 def test_optimize_egraph(capsys, monkeypatch):
-    pytest.importorskip("eqsat.egraph", reason="the e-graph engine (eqsat/egraph/) is not in "
-                                               "this checkout")
     text = Path(TILED).read_text()
     rc, out, err = run(capsys, "optimize", "--iterations", "4", "--seconds", "5", "--compact",
                        "-", stdin=text, monkeypatch=monkeypatch)
     assert rc == 0 and err == "" and "\n" not in out.strip()
-    from eqsat.equiv import check_equivalent
+    from eqsat.ir.equiv import check_equivalent
     assert check_equivalent(parse(text), parse(out))
 
 
@@ -187,11 +185,11 @@ def test_optimize_errors(capsys, argv, fragment):
 
 
 def test_missing_engine_module_is_a_clean_error(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "eqsat.baseline", None)  # import fails
+    monkeypatch.setitem(sys.modules, "eqsat.engines.baseline", None)  # import fails
     rc, _, err = run(capsys, "optimize", "--engine", "baseline", TILED)
     assert rc == 1
     line = one_line_error(err)
-    assert "not available" in line and "eqsat.baseline" in line
+    assert "not available" in line and "eqsat.engines.baseline" in line
 
 
 def test_engine_exception_is_a_clean_error(capsys, monkeypatch):

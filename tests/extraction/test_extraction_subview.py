@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from eqsat import Ops, dtypes
-from eqsat.egraph.extracting import _usable
+from eqsat.engines.egraph.extracting import _usable
 from extraction import (
     CpuCost,
     EGraphView,
@@ -196,7 +196,7 @@ def test_usable_matches_the_round_by_round_fixpoint(seed):
 def test_gc_paused_restores_the_collector():
     import gc
 
-    from eqsat.egraph.schedules import gc_paused as _gc_paused
+    from eqsat.engines.egraph.schedules import gc_paused as _gc_paused
 
     assert gc.isenabled()
     with pytest.raises(RuntimeError), _gc_paused():

@@ -3,14 +3,14 @@
 :meth:`Weights._reprice` must price exactly as pricing every e-node afresh does, and
 re-key only the e-nodes whose children's facts changed. (``_best_nodes``' bucketed
 queue is tested against the plain tuple-heap Dijkstra in
-``tests/eqsat/test_egraph_computed_incremental.py``.)
+``tests/eqsat/engines/test_egraph_computed_incremental.py``.)
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from eqsat.egraph.computed.pricing import Weights, _nones
+from eqsat.engines.egraph.computed.pricing import Weights, _nones
 
 
 def test_nones() -> None:
@@ -33,7 +33,7 @@ class _Model:
 
 
 def test_reprice_prices_as_afresh() -> None:
-    from eqsat.egraph.encoding import Node
+    from eqsat.engines.egraph.encoding import Node
 
     # Add/Mul e-nodes over constant and leaf classes; the second pass changes class 1
     # (now a constant) and adds an e-node
@@ -58,7 +58,7 @@ def test_reprice_prices_as_afresh() -> None:
 
 
 def test_reprice_skips_keys_that_cannot_change() -> None:
-    from eqsat.egraph.encoding import Node
+    from eqsat.engines.egraph.encoding import Node
 
     x = Node(0, "Leaf", ("DEFINE_VAR", "index", 0))
     y = Node(1, "Leaf", ("DEFINE_VAR", "index", 1))
@@ -91,7 +91,7 @@ class _BoundsModel(_Model):
 
 
 def test_reprice_bounds_aware_rekeys_on_a_new_lower_bound() -> None:
-    from eqsat.egraph.encoding import Node
+    from eqsat.engines.egraph.encoding import Node
 
     x = Node(0, "Leaf", ("DEFINE_VAR", "index", 0))
     y = Node(1, "Leaf", ("DEFINE_VAR", "index", 1))

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat import dtypes, run_kernel
-from eqsat.interp import evaluate_many
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.interp import evaluate_many
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering.builders import (
     BUILDERS,
     BuildError,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from eqsat import dtypes, parse
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import LoweringError, Target, compile_kernel, lower, lower_graph
 from lowering.cemit import c_literal, render_c
 

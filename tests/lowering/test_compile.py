@@ -10,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from eqsat import EvalError, dtypes, evaluate, parse, run_kernel
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import CompileError, Kernel, LoweringError, Target, compile_kernel, lower
 from lowering.compile import compile_c, default_cache_dir
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, leaf_pools
@@ -340,7 +340,7 @@ def test_optimize_true_falls_back_to_the_baseline(monkeypatch, cache) -> None:
     import eqsat.api
 
     def missing(*a, **k):
-        raise ImportError("no module named eqsat.egraph (simulated)")
+        raise ImportError("no module named eqsat.engines.egraph (simulated)")
 
     monkeypatch.setitem(eqsat.api.ENGINES, "egraph", missing)
     with pytest.warns(RuntimeWarning, match="baseline"):

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eqsat import EvalError, dtypes, evaluate
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import Target, decompose, narrow_index, prepare
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_index_exprs
 

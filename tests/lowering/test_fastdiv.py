@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat import dtypes, evaluate
-from eqsat.bounds import cdiv, cmod
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.bounds import cdiv, cmod
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import Target, compile_kernel
 from lowering.fastdiv import build_idiv, build_mod, magic, plan_idiv
 

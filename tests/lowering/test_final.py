@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from eqsat import dtypes, parse
-from eqsat.ops import Ops
-from eqsat.pattern import PatternMatcher, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import PatternMatcher, graph_rewrite
+from eqsat.ir.uop import UOp
 from lowering import LoweringError, final_rewrite, live_ranges, narrow_index, prepare
 from lowering.final import pm_final, split_ends
 

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat import dtypes, run_kernel
-from eqsat.ops import Ops
+from eqsat.ir.ops import Ops
 from lowering import Target, compile_kernel
 from lowering.builders import BUILDERS, BuiltKernel, View, make
 from tests.budgets import QUALITY

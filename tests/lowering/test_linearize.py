@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from eqsat import dtypes, parse
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import (
     PRIORITY,
     Target,

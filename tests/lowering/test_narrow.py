@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eqsat import EvalError, dtypes, evaluate
-from eqsat.interp import INVALID
-from eqsat.ops import Ops
-from eqsat.pattern import PatternMatcher, graph_rewrite
-from eqsat.uop import UOp
+from eqsat.ir.interp import INVALID
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import PatternMatcher, graph_rewrite
+from eqsat.ir.uop import UOp
 from lowering.narrow import (
     LoweringError,
     leaf_rules,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from eqsat import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import Target, compile_kernel, lower_graph
 from lowering.builders import BuildError, Tiling, View, auto_tiling, make
 from lowering.split import fold_decided, split_gated_ranges, split_points

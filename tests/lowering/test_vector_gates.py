@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from eqsat import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from lowering import Target, compile_kernel
 from lowering.builders import make
 

@@ -6,7 +6,7 @@ the result must be what remains and, where nothing else fired, the guarded rule 
 not have fired either. ``rewrite_test`` / ``blocked_test`` turn a table into one
 parametrized test function; assign it to a ``test_*`` name in the test module.
 
-Whether a case is also checked by ``eqsat.equiv.check_equivalent`` is chosen by an
+Whether a case is also checked by ``eqsat.ir.equiv.check_equivalent`` is chosen by an
 ``equiv`` predicate on ``(input, output)``: ``input_int_valued`` (the default),
 ``output_int_valued``, ``always`` or ``never``.
 """
@@ -19,10 +19,10 @@ import pytest
 
 import rules
 from eqsat import parse, to_sexpr
-from eqsat.baseline import optimize_baseline
-from eqsat.equiv import check_equivalent
-from eqsat.pattern import graph_rewrite
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.pattern import graph_rewrite
+from eqsat.ir.uop import UOp
 
 Equiv = Callable[[UOp, UOp], bool]
 Row = tuple[str, str, str]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from eqsat import parse
-from eqsat.baseline import optimize_baseline
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from rules.canonical import canon_key
 
 

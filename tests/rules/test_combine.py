@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eqsat import parse
-from eqsat.equiv import check_equivalent
+from eqsat.ir.equiv import check_equivalent
 from tests.rules._cases import blocked_test, rewrite_test, simp
 
 X = "(var x -20 20)"

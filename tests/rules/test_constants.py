@@ -10,10 +10,10 @@ import math
 
 import pytest
 
-from eqsat.baseline import optimize_baseline
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from tests.rules._cases import check_blocked, never, output_int_valued, rewrite_test, simp
 
 POSITIVE = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from eqsat import parse
-from eqsat.interp import run_kernel
-from eqsat.ops import Ops
+from eqsat.ir.interp import run_kernel
+from eqsat.ir.ops import Ops
 from tests.rules._cases import never, noop_test, rewrite_test, simp
 
 BUF = "(buffer 0 f32 8)"

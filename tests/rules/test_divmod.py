@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eqsat import UOp, dtypes, parse, to_sexpr
-from eqsat.equiv import check_equivalent
-from eqsat.interp import EvalError, evaluate
-from eqsat.ops import Ops
-from eqsat.pattern import PatternMatcher, graph_rewrite
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.interp import EvalError, evaluate
+from eqsat.ir.linear import Lin
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import PatternMatcher, graph_rewrite
 from rules.divmod import GROUPS, UOP_CTX, recombine_prepass, to_lin
-from rules.divmod_core import Lin
 from tests.strategies import assignments, int_exprs
 
 RULES = {r.name: r for g in GROUPS.values() for r in g}
@@ -246,7 +246,7 @@ def test_divmod_rules_sound_on_random_exprs(data):
 # ---------------------------------------------------------------------------
 # the corpus: the whole baseline within 5% of tinygrad's total reference cost
 def test_corpus_reference_cost(corpus_lines):
-    from eqsat.baseline import optimize_baseline
+    from eqsat.engines.baseline import optimize_baseline
     from extraction.cost import reference_cost
 
     total = tg = 0

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eqsat.ir.linear import Lin, LinBuilder, cdiv, cmod, lin_bounds
 from rules.divmod_core import (
     ADVANCED,
     DIVMOD_RULES,
@@ -29,13 +30,8 @@ from rules.divmod_core import (
     RECOMBINE,
     RULES_BY_NAME,
     SUM_RULES,
-    Lin,
-    LinBuilder,
     all_rewrites,
-    cdiv,
-    cmod,
     fold_divmod_general,
-    lin_bounds,
     recombine_sum,
     split_divisible,
 )

@@ -6,7 +6,7 @@ the line), next to the expected output; every native rule has a line where
 its guard blocks it. Every output is checked equivalent to its input. The
 baseline rules of the family are tested in ``test_divmod.py``, the core's
 rules on linear forms in ``test_divmod_core.py``, and the e-graph on whole
-seed examples (default rule sets) in ``tests/eqsat/test_egraph_rules.py``.
+seed examples (default rule sets) in ``tests/eqsat/engines/test_egraph_rules.py``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import pytest
 
 import eqsat
 from eqsat import parse, to_sexpr
-from eqsat.egraph.computed import PyRule
-from eqsat.egraph.native import NATIVE_RULES, ERule
-from eqsat.egraph.rulesets import OPT_IN, default_groups, egraph_groups
-from eqsat.equiv import check_equivalent
+from eqsat.engines.egraph.rulesets import OPT_IN, default_groups, egraph_groups
+from eqsat.ir.equiv import check_equivalent
 from extraction import reference_cost
+from rules.computed import PyRule
 from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, GROUPS
 from rules.divmod_core import DIVMOD_RULES, SUM_RULES
+from rules.native import NATIVE_RULES, ERule
 from tests.budgets import QUALITY
 
 RB = "range_based_mod_div_patterns"

@@ -4,10 +4,10 @@ dtype only. One line per case; the Index guard has blocked cases."""
 from __future__ import annotations
 
 from eqsat import parse
-from eqsat.baseline import optimize_baseline
-from eqsat.dtype import dtypes
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from tests.rules._cases import never, rewrite_test, simp, untouched_test
 
 A, B, C, D = "(var a 0 9)", "(var b 0 9)", "(var c 0 9)", "(var d 0 9)"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import rules
 from eqsat import parse
-from eqsat.baseline import optimize_baseline
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.uop import UOp
 from tests.rules._cases import blocked_test, never, noop_test, rewrite_test, simp
 
 X = "(var x -20 20)"
@@ -82,8 +82,8 @@ test_dead_stores = noop_test(STORES)
 
 
 def test_through_cast_of_invalid_index() -> None:
-    from eqsat.dtype import dtypes
-    from eqsat.ops import Ops
+    from eqsat.ir.dtype import dtypes
+    from eqsat.ir.ops import Ops
 
     buf = UOp.buffer(0, dtypes.f32, 64)
     ix = UOp(Ops.INDEX, buf.dtype, (buf, UOp.invalid())).cast(dtypes.i32.ptr_to())

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from eqsat import parse
-from eqsat.dtype import dtypes
-from eqsat.interp import run_kernel
-from eqsat.ops import Ops
-from eqsat.uop import UOp
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.interp import run_kernel
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
 from tests.rules._cases import check_rewrite, never, untouched_test
 
 BUF = "(buffer 1 f32 64)"

@@ -5,8 +5,8 @@ guarded rows have a blocked case (the Invalid guard on the condition flip).
 from __future__ import annotations
 
 from eqsat import parse
-from eqsat.baseline import optimize_baseline
-from eqsat.uop import UOp
+from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.uop import UOp
 from tests.rules._cases import blocked_test, rewrite_test
 
 X = "(var x -20 20)"
@@ -74,8 +74,8 @@ test_blocked = blocked_test(BLOCKED)
 
 def test_flip_guard_sees_vectorized_invalid() -> None:
     """Blocked: WHERE(!c, t, VECTORIZE(Invalid, Invalid)) keeps its orientation."""
-    from eqsat.dtype import dtypes
-    from eqsat.ops import Ops
+    from eqsat.ir.dtype import dtypes
+    from eqsat.ir.ops import Ops
 
     c = parse(A)
     cv = UOp(Ops.VECTORIZE, dtypes.bool.vec(2), (c, c)).alu(Ops.NOT)

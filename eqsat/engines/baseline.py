@@ -1,0 +1,51 @@
+"""The ordered pattern-matcher baseline: ``graph_rewrite(graph, symbolic())``.
+
+This is the tinygrad/Morok way of simplifying: the seed's rule groups in a
+fixed order, first match wins, bottom-up to a fixed point. ``optimize()``
+calls :func:`optimize_baseline` for ``engine="baseline"``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
+from eqsat.ir.uop import UOp
+
+__all__ = ["optimize_baseline"]
+
+
+def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
+                      limit: int = 1000) -> tuple[UOp, dict[str, Any]]:
+    """Rewrite ``graph`` with the ordered matcher of ``rulesets`` (default ``symbolic``).
+
+    ``rulesets`` names baseline rule sets (``rules.BASELINE_RULESETS``:
+    ``"symbolic"``, ``"symbolic_simple"`` or group names; composed in the
+    seed's order). Returns ``(graph', stats)``; stats has ``engine``,
+    ``iterations`` and ``rewrites`` (rules applied), ``stop_reason``
+    (``"fixpoint"``, or ``"rewrite_limit"`` when one node was rewritten more than
+    ``limit`` times, a rule cycle: the input is returned, ``error`` names the
+    rules), ``time`` (seconds) and ``matches`` (rule name -> count).
+    """
+    import rules
+
+    if not isinstance(graph, UOp):
+        raise TypeError(f"optimize_baseline expects a UOp graph, got {type(graph).__name__}")
+    pm = rules.matcher(rulesets)
+    before = dict(pm.matches)
+    stats: dict[str, Any] = {"engine": "baseline", "rulesets": pm.name}
+    t0 = time.perf_counter()
+    try:
+        out = graph_rewrite(graph, pm, limit=limit)
+        stats["stop_reason"] = "fixpoint"
+    except RewriteLimitError as e:
+        out = graph
+        stats["stop_reason"] = "rewrite_limit"
+        stats["error"] = str(e)
+    elapsed = time.perf_counter() - t0
+    matches = {k: v - before.get(k, 0) for k, v in pm.matches.items()
+               if v - before.get(k, 0) > 0}
+    n = sum(matches.values())
+    stats.update(iterations=n, rewrites=n, time={"rewrite": elapsed}, matches=matches)
+    return out, stats

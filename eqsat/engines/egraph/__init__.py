@@ -1,0 +1,105 @@
+"""The e-graph optimizer: UOp graphs in egglog, rules as guarded rewrites, extraction.
+
+``optimize_egraph(graph, rulesets=None, cost_model=None, budget=None) -> (UOp, stats)``
+is what ``eqsat.optimize(engine="egraph")`` calls; ``optimize_many`` optimizes
+several graphs in one e-graph (shared subgraphs inserted once).
+
+Modules: :mod:`~eqsat.engines.egraph.encoding` (UOp <-> egglog terms, bulk insertion,
+snapshots), :mod:`~eqsat.engines.egraph.analyses` (interval analysis, tripwire),
+:mod:`~rules.native` (native egglog rewrites), :mod:`~eqsat.engines.egraph.computed`
+(computed rewrites: the div/mod core over e-classes, canonical sums),
+:mod:`~eqsat.engines.egraph.rulesets` (groups), :mod:`~eqsat.engines.egraph.schedules` (budgets),
+:mod:`~eqsat.engines.egraph.engine` (the loop and extraction).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from eqsat.engines.egraph.analyses import UnsoundError
+from eqsat.engines.egraph.engine import Session, clear_sessions, session_for
+from eqsat.engines.egraph.rulesets import default_groups, egraph_groups, resolve
+from eqsat.engines.egraph.schedules import Limits
+from eqsat.ir.uop import UOp
+
+__all__ = ["optimize_egraph", "optimize_many", "optimize_batches", "Session", "session_for",
+           "clear_sessions", "UnsoundError", "egraph_groups", "resolve", "default_groups",
+           "Limits"]
+
+
+def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_model: Any = None,
+                  budget: Any = None) -> tuple[list[UOp], dict[str, Any]]:
+    """Optimize several graphs in one e-graph; ``(outputs, stats)``. The time budget
+    counts from the call, including the one-time build of this thread's warm
+    session (``stats["time"]["setup"]``; ``session_for(None)`` builds it ahead)."""
+    from extraction import get_cost_model
+
+    for g in graphs:
+        if not isinstance(g, UOp):
+            raise TypeError(f"optimize_egraph expects UOp graphs, got {type(g).__name__}")
+    t0 = time.perf_counter()  # the budget includes building the session (first call)
+    model = get_cost_model(cost_model)
+    session = session_for(rulesets)
+    setup = time.perf_counter() - t0
+    outs, stats = session.run(list(graphs), model, Limits.of(budget), t0=t0)
+    stats.setdefault("time", {})["setup"] = setup
+    return outs, stats
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def _pool(workers: int) -> Any:
+    """A persistent thread pool (its threads keep their warm sessions)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    p = _POOLS.get(workers)
+    if p is None:
+        p = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers,
+                                                 thread_name_prefix="eqsat-egraph")
+    return p
+
+
+def optimize_batches(graphs: list[UOp], batch: int = 32, workers: int = 1,
+                     rulesets: list[str] | None = None, cost_model: Any = None,
+                     budget: Any = None) -> tuple[list[UOp], list[dict[str, Any]]]:
+    """Optimize many graphs in batches of ``batch`` (one e-graph each), ``workers``
+    batches at a time (threads, each with its own warm e-graph; the GIL limits what
+    a second worker gains). ``budget`` is per graph (a batch gets n times its
+    e-node and time budgets). Returns the outputs in order and each batch's stats.
+    Every batch's result is what ``optimize_many`` gives it alone (deterministic)."""
+    from extraction import get_cost_model
+
+    graphs = list(graphs)
+    for g in graphs:
+        if not isinstance(g, UOp):
+            raise TypeError(f"optimize_batches expects UOp graphs, got {type(g).__name__}")
+    model = get_cost_model(cost_model)
+    lim = Limits.of(budget)
+    chunks = [graphs[i:i + batch] for i in range(0, len(graphs), max(1, batch))]
+
+    def one(chunk: list[UOp]) -> tuple[list[UOp], dict[str, Any]]:
+        n = len(chunk)
+        return session_for(rulesets).run(chunk, model, Limits(lim.iterations, lim.enodes * n,
+                                                              lim.seconds * n, lim.stall))
+
+    if workers <= 1 or len(chunks) <= 1:
+        results = [one(c) for c in chunks]
+    else:
+        results = list(_pool(workers).map(one, chunks))
+    outs = [o for r in results for o in r[0]]
+    return outs, [r[1] for r in results]
+
+
+def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: Any = None,
+                    budget: Any = None) -> tuple[UOp, dict[str, Any]]:
+    """Optimize one graph by equality saturation; ``(graph', stats)``.
+
+    ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
+    (``saturated``/``stalled``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
+    ``matches`` (rule name -> unions), ``extraction``, ``per_iteration`` ((e-nodes, seconds)
+    per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``.
+    """
+    outs, stats = optimize_many([graph], rulesets, cost_model, budget)
+    return outs[0], stats

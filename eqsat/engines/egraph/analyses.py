@@ -1,0 +1,385 @@
+"""The e-graph's analyses, as egglog rules: value intervals and the tripwire.
+
+``lo``/``hi`` are lattice functions on e-classes: ``lo`` merges with ``max`` and
+``hi`` with ``min``, so every rule that proves a bound tightens the class's
+interval, and two e-nodes of one class pool what they know. Every rule is sound
+under C semantics (``idiv`` truncates, ``mod`` takes the dividend's sign) and
+computes its bound in the rule's query, where an i64 overflow means "no match"
+rather than an aborted run. A fixed-width integer result gets a bound only when
+the exact interval fits the dtype (no wrap possible); ``index`` is unbounded
+(bounds beyond i64 are simply unknown).
+
+A rule whose result must fit ``dt``'s range exists twice: for ``index`` (no range to
+fit, no ``dmin``/``dmax`` atoms) in the rule set ``analysis``, and as ``<name>_fixed`` for
+the other integer dtypes in ``analysis_fixed``; the engine runs both (``analysis_all``)
+only when an e-node of the run is one a fixed rule can match (``FIXED_ANALYSIS_DTYPES``).
+
+Leaves get their bounds from the IR (``UOp.vmin``/``vmax``) at insertion, and so
+does every inserted node (the IR's bounds are sound, the e-graph's rules may
+tighten them). Bools are 0/1.
+
+The tripwire: a never-Invalid (``Def``) e-class whose ``lo`` exceeds its ``hi``
+can only come from an unsound rewrite (two different values unioned); the rule
+panics, which stops the egglog run at once, and the engine raises
+:class:`UnsoundError` naming the class and its e-nodes. (A class that is Invalid
+everywhere has no value at all: an empty interval is true of it.)
+
+``Def``: the relation of e-classes that are never Invalid (constants, leaves
+other than ``(invalid)``, ALU ops of such operands). ``lo``/``hi`` bound a class
+where it has a value; a rewrite that drops an operand (``x*0 -> 0``, folding a
+class to its constant) must not drop an Invalid, so such rules require ``Def``.
+The engine computes ``Def`` on each snapshot in Python (:func:`defined_classes`,
+a least fixed point) and loads it back for the native rules' guards; the
+egglog rules of the same analysis (:func:`def_rules`) are kept for reference
+and tests.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eqsat.ir.dtype import dtypes
+
+__all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
+           "CHECK_RULESET", "LATE_RULESET",
+           "INT_DTYPES", "FIXED_DTYPES", "FIXED_ANALYSIS_DTYPES", "FIXED_ANALYSIS",
+           "ALL_ANALYSIS", "dtype_table"]
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+#: scalar dtypes the interval rules know: name -> (min, max) as i64
+INT_DTYPES: dict[str, tuple[int, int]] = {"index": (I64_MIN, I64_MAX), "bool": (0, 1)}
+for _d in (dtypes.i8, dtypes.i16, dtypes.i32, dtypes.i64, dtypes.u8, dtypes.u16, dtypes.u32):
+    INT_DTYPES[str(_d)] = (int(_d.min), int(_d.max))
+
+
+TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
+
+#: the rule set that loads the late bound rows (``RLo``/``RHi`` only)
+LATE_RULESET = "insert_late"
+
+#: the tripwire's rule set, of ``analysis_program("analysis")``: run after the analysis
+CHECK_RULESET = "analysis_check"
+
+
+class UnsoundError(RuntimeError):
+    """An e-class got an empty interval (lo > hi): some rewrite was unsound."""
+
+
+#: the fixed-width integer dtypes (``FixDt``): every scalar integer dtype but bool and index
+FIXED_DTYPES: frozenset[str] = frozenset(n for n in INT_DTYPES if n not in ("bool", "index"))
+
+
+def dtype_table() -> str:
+    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``/
+    ``FixDt`` (fixed-width integers: ``IntDt`` but index)."""
+    out = ["(function dmin (String) i64 :no-merge)", "(function dmax (String) i64 :no-merge)",
+           "(relation IntDt (String))", "(relation IdxDt (String))", "(relation FixDt (String))"]
+    for name, (lo, hi) in INT_DTYPES.items():
+        out.append(f'(set (dmin "{name}") {lo})')
+        out.append(f'(set (dmax "{name}") {hi})')
+        if name != "bool":
+            out.append(f'(IntDt "{name}")')
+        if name in FIXED_DTYPES:
+            out.append(f'(FixDt "{name}")')
+    out.append('(IdxDt "index")')
+    return "\n".join(out)
+
+
+_FIT = "(= m0 (dmin dt)) (= m1 (dmax dt))"
+_AB = "(= la (lo a)) (= ha (hi a)) (= lb (lo b)) (= hb (hi b))"
+
+
+def _set(lo: str, hi: str) -> str:
+    return f"(set (lo e) {lo}) (set (hi e) {hi})"
+
+
+#: where a rule checks that its result fits ``dt``'s range: :func:`_split` makes it two
+#: rules, one for ``index`` (no range to fit: any i64 bound holds) and one (``*_fixed``)
+#: for the other integer dtypes, which reads ``dt``'s range from ``dmin``/``dmax``
+_FITS = re.compile(r"<fits (\S+) (\S+)>")
+
+
+def _fitted(body: str, lo: str, hi: str) -> str:
+    """A rule setting [lo, hi] when it fits dt's range (no wrap)."""
+    return f"({body} <fits {lo} {hi}>) ({_set(lo, hi)})"
+
+
+def _split(rules: list[tuple[str, str, str]]
+           ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """The rules with a ``<fits lo hi>`` check (``-``: no lower one) split in two: the
+    ``index`` rule keeps the name, the other dtypes' rule is ``<name>_fixed``. The two
+    ``dmin``/``dmax`` atoms cost every seminaive round and every push/pop of the
+    e-graph, and the fixed-width rules run only when the e-graph may hold such a node
+    (:data:`FIXED_ANALYSIS_DTYPES`)."""
+    base, fixed = [], []
+    for name, identity, body in rules:
+        m = _FITS.search(body)
+        if m is None:
+            base.append((name, identity, body))
+            continue
+        lo, hi = m.groups()
+        check = f'(!= dt "index") {_FIT}' + (f" (>= {lo} m0)" if lo != "-" else "") + \
+            f" (<= {hi} m1)"
+        # (index is an IntDt: that guard adds nothing to the index rule)
+        base.append((name, f"{identity} (index)",
+                     body.replace(m.group(0), '(= dt "index")').replace("(IntDt dt) ", "")))
+        fixed.append((f"{name}_fixed", f"{identity} (other integer dtypes: when it fits dt's "
+                      "range)", body.replace(m.group(0), check)))
+    return base, fixed
+
+
+# (name, identity, egglog rule body "(query) (actions)")
+ANALYSIS_RULES: list[tuple[str, str, str]] = [
+    ("iv_const", "lo = hi = c for a constant c",
+     "((= e (Cst dt v))) ((set (lo e) v) (set (hi e) v))"),
+    ("iv_range", "range/special over 0 .. end-1: [0, hi(end)-1]",
+     "((= e (G1 op dt a n)) (= op \"RANGE\") (= h (hi n)) (= h1 (- h 1)) (>= h1 0)) "
+     "((set (lo e) 0) (set (hi e) h1))"),
+    ("iv_special", "special over 0 .. end-1: [0, hi(end)-1]",
+     "((= e (G1 op dt a n)) (= op \"SPECIAL\") (= h (hi n)) (= h1 (- h 1)) (>= h1 0)) "
+     "((set (lo e) 0) (set (hi e) h1))"),
+    ("iv_add", "a+b in [la+lb, ha+hb]",
+     _fitted(f"(= e (Add dt a b)) {_AB} (= l (+ la lb)) (= h (+ ha hb))", "l", "h")),
+    ("iv_sub", "a-b in [la-hb, ha-lb]",
+     _fitted(f"(= e (Sub dt a b)) {_AB} (= l (- la hb)) (= h (- ha lb))", "l", "h")),
+    ("iv_neg", "-a in [-ha, -la]",
+     _fitted("(= e (Neg dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= l (- 0 ha)) "
+             "(= h (- 0 la))", "l", "h")),
+    ("iv_mul", "a*b between the four corner products",
+     _fitted(f"(= e (Mul dt a b)) {_AB} (= p1 (* la lb)) (= p2 (* la hb)) (= p3 (* ha lb)) "
+             "(= p4 (* ha hb)) (= l (min (min p1 p2) (min p3 p4))) "
+             "(= h (max (max p1 p2) (max p3 p4)))", "l", "h")),
+    ("iv_mulacc", "a*b+c between the corner products plus c's bounds",
+     _fitted("(= e (Mulacc dt a b c)) (= la (lo a)) (= ha (hi a)) (= lb (lo b)) (= hb (hi b)) "
+             "(= lc (lo c)) (= hc (hi c)) (= p1 (* la lb)) (= p2 (* la hb)) (= p3 (* ha lb)) "
+             "(= p4 (* ha hb)) (= l (+ (min (min p1 p2) (min p3 p4)) lc)) "
+             "(= h (+ (max (max p1 p2) (max p3 p4)) hc))", "l", "h")),
+    # one rule for both signs of the divisor (a rule per sign searched every Idiv twice)
+    ("iv_idiv_nonzero", "a//b, b > 0 or b < 0: between the corner quotients (truncation "
+     "is monotone in a, and in b on either side of 0)",
+     _fitted(f"(= e (Idiv dt a b)) {_AB} (= true (or (bool-> lb 0) (bool-< hb 0))) "
+             "(= p1 (/ la lb)) (= p2 (/ la hb)) (= p3 (/ ha lb)) (= p4 (/ ha hb)) "
+             "(= l (min (min p1 p2) (min p3 p4))) (= h (max (max p1 p2) (max p3 p4)))",
+             "l", "h")),
+    ("iv_idiv_any", "a//b in [-M, M], M = max|a| (|a//b| <= |a|)",
+     _fitted("(= e (Idiv dt a b)) (= la (lo a)) (= ha (hi a)) (= aa (abs la)) (= ab (abs ha)) "
+             "(= h (max aa ab)) (= l (- 0 h))", "l", "h")),
+    ("iv_mod_lo_pos", "a%b >= 0 when a >= 0 (C: the dividend's sign)",
+     "((= e (Mod dt a b)) (= la (lo a)) (>= la 0)) ((set (lo e) 0))"),
+    ("iv_mod_hi_neg", "a%b <= 0 when a <= 0",
+     "((= e (Mod dt a b)) (= ha (hi a)) (<= ha 0)) ((set (hi e) 0))"),
+    # both sides in one rule (one rule per side read the divisor's bounds twice): where
+    # la >= 0 its lo is iv_mod_lo_pos's 0, where ha <= 0 its hi is iv_mod_hi_neg's 0
+    ("iv_mod_range", "a%b in [min(0, max(la, 1-M)), max(0, min(ha, M-1))], M = max|b|",
+     f"((= e (Mod dt a b)) {_AB} (= m (max (abs lb) (abs hb))) (> m 0) "
+     "(= l (min 0 (max la (- 1 m)))) (= h (max 0 (min ha (- m 1))))) "
+     f"({_set('l', 'h')})"),
+    ("iv_mod_bucket", "a%c in [la%c, ha%c] when a stays in one bucket of one sign",
+     "((= e (Mod dt a b)) (= la (lo a)) (= ha (hi a)) (= c (lo b)) (= c (hi b)) (!= c 0) "
+     "(= ac (abs c)) (= q (/ la ac)) (= q (/ ha ac)) (= sl (* la ha)) (>= sl 0) "
+     "(= l (% la ac)) (= h (% ha ac))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_max", "max(a,b) in [max(la,lb), max(ha,hb)]",
+     f"((= e (Max dt a b)) {_AB} (= l (max la lb)) (= h (max ha hb))) ({_set('l', 'h')})"),
+    ("iv_min", "min(a,b) in [min(la,lb), min(ha,hb)]",
+     f"((= e (Min dt a b)) {_AB} (= l (min la lb)) (= h (min ha hb))) ({_set('l', 'h')})"),
+    ("iv_not_bool", "!a in [1-ha, 1-la] (bool)",
+     "((= e (Not dt a)) (= dt \"bool\") (= la (lo a)) (= ha (hi a)) (= l (- 1 ha)) "
+     "(= h (- 1 la))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_not_int", "~a in [-ha-1, -la-1] (integers)",
+     _fitted("(= e (Not dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= l (- -1 ha)) "
+             "(= h (- -1 la))", "l", "h")),
+    ("iv_and_bool", "a&b in [min(la,lb), min(ha,hb)] (bool)",
+     f"((= e (And dt a b)) (= dt \"bool\") {_AB} (= l (min la lb)) (= h (min ha hb))) "
+     f"({_set('l', 'h')})"),
+    ("iv_or_bool", "a|b in [max(la,lb), max(ha,hb)] (bool)",
+     f"((= e (Or dt a b)) (= dt \"bool\") {_AB} (= l (max la lb)) (= h (max ha hb))) "
+     f"({_set('l', 'h')})"),
+    ("iv_xor_bool", "a^b in [0, 1] (bool)",
+     "((= e (Xor dt a b)) (= dt \"bool\")) ((set (lo e) 0) (set (hi e) 1))"),
+    ("iv_and_nonneg", "a&b in [0, min(ha,hb)] when a, b >= 0 (integers)",
+     f"((= e (And dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= h (min ha hb))) "
+     "((set (lo e) 0) (set (hi e) h))"),
+    ("iv_and_nonneg1", "a&b in [0, ha] when a >= 0 (integers)",
+     "((= e (And dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (>= la 0)) "
+     "((set (lo e) 0) (set (hi e) ha))"),
+    ("iv_or_nonneg", "a|b in [max(la,lb), 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
+     f"((= e (Or dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
+     "(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) (= l (max la lb)) "
+     f"<fits - h>) ({_set('l', 'h')})"),
+    ("iv_xor_nonneg", "a^b in [0, 2^k-1] when a, b >= 0, k = bits of max(ha,hb)",
+     f"((= e (Xor dt a b)) (IntDt dt) {_AB} (>= la 0) (>= lb 0) (= m (max ha hb)) (> m 0) "
+     "(= k (+ (log2 m) 1)) (< k 63) (= h (- (<< 1 k) 1)) <fits - h>) "
+     "((set (lo e) 0) (set (hi e) h))"),
+    ("iv_shl_const", "a<<s in [la*2^s, ha*2^s] for a constant 0 <= s < 63",
+     _fitted("(= e (Shl dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= s (lo b)) "
+             "(= s (hi b)) (>= s 0) (< s 63) (= p (<< 1 s)) (= l (* la p)) (= h (* ha p))",
+             "l", "h")),
+    ("iv_shr_const", "a>>s in [la>>s, ha>>s] for a constant 0 <= s < 63",
+     "((= e (Shr dt a b)) (IntDt dt) (= la (lo a)) (= ha (hi a)) (= s (lo b)) (= s (hi b)) "
+     "(>= s 0) (< s 63) (= l (>> la s)) (= h (>> ha s))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_cast_int", "cast(a) in [la, ha] when that fits the target (no wrap)",
+     _fitted("(= e (Cast dt a)) (IntDt dt) (= la (lo a)) (= ha (hi a))", "la", "ha")),
+    ("iv_cast_bool_true", "cast(a, bool) is true when 0 is outside [la, ha]",
+     "((= e (Cast dt a)) (= dt \"bool\") (= la (lo a)) (= ha (hi a)) (= p (* la ha)) (> p 0))"
+     " ((set (lo e) 1) (set (hi e) 1))"),
+    ("iv_cast_bool_false", "cast(a, bool) is false when a is always 0",
+     "((= e (Cast dt a)) (= dt \"bool\") (= (lo a) 0) (= (hi a) 0))"
+     " ((set (lo e) 0) (set (hi e) 0))"),
+    ("iv_cast_bool", "cast(a, bool) in [0, 1]",
+     "((= e (Cast dt a)) (= dt \"bool\")) ((set (lo e) 0) (set (hi e) 1))"),
+    ("iv_where", "where(c,t,f) in [min(lt,lf), max(ht,hf)]",
+     "((= e (Where dt c t f)) (= lt (lo t)) (= ht (hi t)) (= lf (lo f)) (= hf (hi f)) "
+     "(= l (min lt lf)) (= h (max ht hf))) ((set (lo e) l) (set (hi e) h))"),
+    ("iv_where_true", "where(c,t,f) in [lt, ht] when c is always true",
+     "((= e (Where dt c t f)) (= (lo c) 1) (= lt (lo t)) (= ht (hi t))) "
+     "((set (lo e) lt) (set (hi e) ht))"),
+    ("iv_where_false", "where(c,t,f) in [lf, hf] when c is always false",
+     "((= e (Where dt c t f)) (= (hi c) 0) (= lf (lo f)) (= hf (hi f))) "
+     "((set (lo e) lf) (set (hi e) hf))"),
+]
+
+# comparisons: (ctor, always-true condition, always-false condition)
+_CMP = {
+    "Lt": ("(< ha lb)", "(>= la hb)"),
+    "Le": ("(<= ha lb)", "(> la hb)"),
+    "Gt": ("(> la hb)", "(<= ha lb)"),
+    "Ge": ("(>= la hb)", "(< ha lb)"),
+    "Eq": ("(= la ha) (= lb hb) (= la lb)", None),
+    "Ne": (None, "(= la ha) (= lb hb) (= la lb)"),
+}
+_BOUND_OF = {"la": "(= la (lo a))", "ha": "(= ha (hi a))", "lb": "(= lb (lo b))",
+             "hb": "(= hb (hi b))"}
+
+
+def _reads(cond: str) -> str:
+    """The bound atoms ``cond`` reads, and only those: an atom it does not read would
+    cost a join in every round and a clone on every push, and keep the rule from
+    firing when that bound is unknown."""
+    return " ".join(atom for v, atom in _BOUND_OF.items() if re.search(rf"\b{v}\b", cond))
+
+
+for _c, (_t, _f) in _CMP.items():
+    ANALYSIS_RULES.append((f"iv_{_c.lower()}", f"{_c.lower()}(a,b) in [0, 1]",
+                           f"((= e ({_c} dt a b))) ((set (lo e) 0) (set (hi e) 1))"))
+    if _t:
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_true", f"{_c.lower()}(a,b) is true by bounds",
+                               f"((= e ({_c} dt a b)) {_reads(_t)} {_t}) "
+                               "((set (lo e) 1) (set (hi e) 1))"))
+    if _f:
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_false", f"{_c.lower()}(a,b) is false by bounds",
+                               f"((= e ({_c} dt a b)) {_reads(_f)} {_f}) "
+                               "((set (lo e) 0) (set (hi e) 0))"))
+for _c in ("Eq", "Ne"):
+    _v = "0" if _c == "Eq" else "1"
+    for _x, _y in (("ha", "lb"), ("hb", "la")):
+        ANALYSIS_RULES.append((f"iv_{_c.lower()}_apart_{_x}",
+                               f"{_c.lower()}(a,b) is {'false' if _c == 'Eq' else 'true'} "
+                               "when the ranges are disjoint",
+                               f"((= e ({_c} dt a b)) {_reads(_x + ' ' + _y)} (< {_x} {_y})) "
+                               f"((set (lo e) {_v}) (set (hi e) {_v}))"))
+
+
+ANALYSIS_RULES, ANALYSIS_FIXED_RULES = _split(ANALYSIS_RULES)
+
+#: the rule set of the ``*_fixed`` interval rules, and the one that runs both sets
+FIXED_ANALYSIS = "analysis_fixed"
+ALL_ANALYSIS = "analysis_all"
+
+
+_RULE_CTOR = re.compile(r"\(\(= e \((\w+) ")
+
+
+def rule_ctor(body: str) -> str:
+    """The constructor an interval rule's body is about (its first atom ``(= e (C ...))``)."""
+    m = _RULE_CTOR.match(body)
+    if m is None:
+        raise ValueError(f"interval rule without a first atom (= e (Ctor ...)): {body[:60]}")
+    return m.group(1)
+
+
+#: the index interval rules' constructors
+ANALYSIS_CTORS: frozenset[str] = frozenset(rule_ctor(b) for _n, _i, b in ANALYSIS_RULES)
+
+
+def _fixed_dtypes() -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for _name, _identity, body in ANALYSIS_FIXED_RULES:
+        ctor = rule_ctor(body)
+        dts = FIXED_DTYPES if "(IntDt dt)" in body else FIXED_DTYPES | {"bool"}
+        out[ctor] = out.get(ctor, frozenset()) | dts
+    return out
+
+
+#: constructor -> the dtypes its ``*_fixed`` interval rules match (not ``index``; bool
+#: where no ``IntDt`` guard excludes it). A run whose e-graph gets no such e-node skips
+#: those rules (rewrites keep their operands' dtypes: only an inserted node brings one)
+FIXED_ANALYSIS_DTYPES: dict[str, frozenset[str]] = _fixed_dtypes()
+
+
+def def_rules() -> list[tuple[str, str, str]]:
+    """``Def``: the e-classes that are never Invalid (a value wherever defined)."""
+    from eqsat.engines.egraph.encoding import ALU_CTOR, CTORS
+
+    out = [("def_const", "a constant is never Invalid", "((= e (Cst dt v))) ((Def e))"),
+           ("def_leaf", "a leaf other than Invalid is never Invalid",
+            "((= e (Leaf op dt a)) (!= op \"INVALID\")) ((Def e))"),
+           ("def_range", "range(end) is never Invalid when end is not",
+            "((= e (G1 \"RANGE\" dt a n)) (Def n)) ((Def e))"),
+           ("def_special", "special(end) is never Invalid when end is not",
+            "((= e (G1 \"SPECIAL\" dt a n)) (Def n)) ((Def e))")]
+    for ctor in ALU_CTOR.values():
+        n = CTORS[ctor].count("E")
+        xs = " ".join(f"x{i}" for i in range(n))
+        facts = " ".join(f"(Def x{i})" for i in range(n))
+        out.append((f"def_{ctor.lower()}", f"{ctor.lower()} of never-Invalid operands is never "
+                    "Invalid", f"((= e ({ctor} dt {xs})) {facts}) ((Def e))"))
+    return out
+
+
+def analysis_program(ruleset: str = "analysis", fixed: bool = True,
+                     ext: frozenset[str] | set[str] = frozenset()) -> str:
+    """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
+    fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set and
+    ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty).
+
+    The index rules of the constructors in ``ext`` go to ``<ruleset>_ext``, the others to
+    ``<ruleset>_core``; ``<ruleset>`` runs both, ``<ruleset>_all`` both and the fixed-width
+    ones, ``<ruleset>_core_fixed`` the core and the fixed-width ones. A run whose e-graph
+    holds none of ``ext``'s constructors runs the core only: every round of a rule set
+    builds and searches all its rules, matching or not."""
+    out = [dtype_table(),
+           "(function lo (E) i64 :merge (max old new))",
+           "(function hi (E) i64 :merge (min old new))",
+           f"(ruleset {ruleset}_core)", f"(ruleset {ruleset}_ext)",
+           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
+           # the late bounds (Inserter.late_bound) load by these two rules alone (every
+           # run of a rule set builds all its rules anew, and the insert rule set has
+           # one per constructor)
+           f"(ruleset {LATE_RULESET})",
+           *[f"(rule (({rel} k v)) ((set ({fn} (H k)) v) (delete ({rel} k v))) "
+             f':ruleset {rs} :name "{name}-{fn}")'
+             for rs, name in (("insert", "insert"), (LATE_RULESET, "insert-late"))
+             for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
+           # only never-Invalid classes: a class that is Invalid everywhere has no value,
+           # and any interval of it (an empty one too) is vacuously true. Its own rule set,
+           # run once after the analysis's rounds (``<ruleset>_check``): an interval only
+           # narrows, so an empty one is still empty then, and a rule of the analysis
+           # would be joined in every round
+           f"(ruleset {ruleset}_check)",
+           f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '
+           f':ruleset {ruleset}_check :name "tripwire")']
+    out.append("(relation RDef (i64))")
+    out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
+               ':name "insert-def")')
+    for name, _identity, body in ANALYSIS_RULES:
+        part = "ext" if rule_ctor(body) in ext else "core"
+        out.append(f'(rule {body} :ruleset {ruleset}_{part} :name "{name}")')
+    out.append(f"(ruleset {ruleset}_fixed)")
+    for name, _identity, body in ANALYSIS_FIXED_RULES if fixed else ():
+        out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
+    r = ruleset
+    out += [f"(unstable-combined-ruleset {r} {r}_core {r}_ext)",
+            f"(unstable-combined-ruleset {r}_all {r}_core {r}_ext {r}_fixed)",
+            f"(unstable-combined-ruleset {r}_core_fixed {r}_core {r}_fixed)"]
+    return "\n".join(out)

@@ -1,0 +1,619 @@
+"""The computed pass: every selected computed rule on the classes that changed.
+
+:func:`python_pass` applies the rules to a snapshot, only to the classes that
+changed since the last pass (or whose cheapest term did), and unions the results
+(at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
+known constants. The rules (but the constant fold and the and-canonicalization) visit
+only the classes near a root's cheapest term or not reached by any root yet
+(:func:`_focus`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from eqsat.engines.egraph.analyses import INT_DTYPES
+from eqsat.engines.egraph.computed.bridge import bridge_pass
+from eqsat.engines.egraph.computed.compare import cmp_pass
+from eqsat.engines.egraph.computed.context import _reaches, context_pass
+from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
+from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
+from eqsat.engines.egraph.computed.linear import (
+    EClassCtx,
+    LinForms,
+    _Memo,
+    _UnrepresentableError,
+    conjuncts,
+    nodes_of,
+)
+from eqsat.engines.egraph.computed.pricing import Weights, _best_nodes
+from eqsat.engines.egraph.computed.seed import BoundSeeder
+from eqsat.engines.egraph.computed.state import PassResult, PassState
+from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
+from eqsat.engines.egraph.encoding import Inserter, Node, Snapshot
+from eqsat.engines.egraph.schedules import gc_paused
+from eqsat.ir.linear import Lin
+from rules.computed import PyRule
+
+#: whether the e-nodes a pass records carry their bounds (:mod:`.seed`): the
+#: analysis then needs fewer rounds to reach the same fixed point
+SEED_BOUNDS = True
+
+#: the computed rewrites (but the constant fold and the and-canonicalization, cheap)
+#: go to the classes some term of a root passes through that costs at most
+#: ``NEAR_FACTOR`` x the root's best cost + ``NEAR_SLACK`` more than that best
+#: (:func:`_focus`), and to the classes no root reaches yet. A changed class off
+#: those terms waits (``PassState.deferred``) until a pass finds it on one. Measured
+#: (callgrind, setup + one corpus run): 10.78 G without the pruning, 9.87 G with it;
+#: the same corpus outputs; on the unseen cases (twelve seeds of 450) the same
+#: totals but +29 and +8 on two seeds, none above the baseline. A per-class bound
+#: (tree cost <= 1.5 x the class's best + 2) pruned more but never looked under a
+#: class whose best is a constant, and lost cases to it
+NEAR_FACTOR = 0.5
+NEAR_SLACK = 2.0
+
+#: computed rewrites unioned into one class at most (a runaway family of rewrites of
+#: one class stops here; the first ones are the ones found first, deterministically)
+MAX_UNIONS_PER_CLASS = 24
+
+_DIVMOD = frozenset(("Idiv", "Mod"))
+
+
+def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
+              name: str) -> None:
+    """Union every never-Invalid integer class whose interval is one value with that
+    constant (a division counts only when its divisor is never 0)."""
+    for c in sorted(dirty):
+        v = snap.lo.get(c)
+        if v is None or v != snap.hi.get(c) or c not in snap.defined:
+            continue
+        dt = None
+        ok = False
+        for n in snap.class_nodes(c):
+            if n.ctor == "Cst":
+                ok = False
+                break
+            if n.dtype not in INT_DTYPES:
+                continue
+            dt = n.dtype
+            if n.ctor in ("Idiv", "Mod"):
+                dlo, dhi = snap.bounds(n.fields[2])
+                ok = ok or dlo > 0 or dhi < 0
+            else:
+                ok = True
+        if ok and dt is not None:
+            union(c, ("Cst", dt, v), name)
+
+
+#: the constructors the whole-sum rules read inside their atoms' classes (``mod_parts``,
+#: ``idiv_parts``, ``mul_parts``): a class that gains one gets a new version
+#: (``PassState.versions``), and a sum rule's memo key holds its atoms' versions
+_READ_CTORS = frozenset(("Mod", "Idiv", "Mul"))
+
+
+def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
+    """The classes whose cheapest term has no idiv or mod anywhere (``best`` lists the
+    classes children first, as :func:`best_nodes` makes it).
+
+    The pass gives such a class no div/mod rewrite and no whole-sum or basis rewrite
+    (the rules that remove or recombine divisions): it has a division-free term at
+    the best cost already, and what those rules would add is a division or a
+    recombination of terms it does not hold. Pruning only: nothing unsound can come of
+    it, and on the corpus and the unseen cases no output costs more (it saves about a
+    fifth of the div/mod rule work)."""
+    dm: set[int] = set()
+    for c, i in best.items():
+        n = nodes[i]
+        if n.ctor in _DIVMOD or not dm.isdisjoint(n.kids):
+            dm.add(c)
+    return best.keys() - dm
+
+
+def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+    """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
+    and the e-nodes with a child among them (their prices may differ).
+
+    The snapshots share the Node objects of unchanged rows, so the e-nodes are compared
+    by identity first; only the few new and gone ones are compared by row (a row rebuilt
+    as a new Node is no change). The facts are compared dict against dict. Both give
+    what comparing every ``(class, ctor, fields, subsumed)`` row and every ``(class,
+    lo, hi, defined)`` fact of the two passes gives. ``state.kid_index`` (class -> the
+    e-nodes it is a child of) follows the e-nodes."""
+    nodes = snap.nodes
+    now = set(nodes)
+    old = state.node_set
+    added = now - old
+    gone = old - now
+    if gone:
+        ra = {n.row for n in added}
+        rg = {n.row for n in gone}
+        new = ra - rg
+        changed = {r[0] for r in new}
+        changed.update(r[0] for r in rg - ra)
+    else:
+        new = {n.row for n in added}
+        changed = {r[0] for r in new}
+    ver = state.versions
+    for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
+        if r[1] in _READ_CTORS:
+            ver[r[0]] = ver.get(r[0], 0) + 1
+    lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
+    olo, ohi, odef, ocls = state.facts
+    if lo != olo:
+        changed.update([k for k, _ in lo.items() ^ olo.items()])
+    if hi != ohi:
+        changed.update([k for k, _ in hi.items() ^ ohi.items()])
+    changed |= defined ^ odef
+    changed |= ocls.symmetric_difference(classes)
+    changed &= classes.keys()
+    state.node_set = now
+    state.facts = (dict(lo), dict(hi), set(defined), set(classes))  # (copies: C loops)
+    index = state.kid_index
+    for n in gone:
+        for k in n.kids:
+            index[k].discard(n)
+    for n in added:
+        for k in n.kids:
+            e = index.get(k)
+            if e is None:
+                index[k] = {n}
+            else:
+                e.add(n)
+    affected: set[Node] = set()
+    for c in changed:
+        e = index.get(c)
+        if e:
+            affected |= e
+    return changed, affected
+
+
+def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
+           ) -> tuple[set[int], list[tuple[int, int]]]:
+    """The classes whose cheapest term may read differently since the last pass: the
+    class changed, or a class in its best term did; and ``(class, best e-node)`` of
+    each, in ``best``'s order."""
+    nodes = snap.nodes
+    dirty: set[int] = set()
+    order: list[tuple[int, int]] = []
+    for c, i in best.items():  # children come before their parents
+        if c in changed or not dirty.isdisjoint(nodes[i].kids):
+            dirty.add(c)
+            order.append((c, i))
+    return dirty, order
+
+
+def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
+           price: Callable[[int], float]) -> tuple[set[int], set[int]]:
+    """``(near, reached)``: the classes some term of a root passes through whose cost
+    is at most :data:`NEAR_FACTOR` x the root's best cost + :data:`NEAR_SLACK` above
+    that best; and the classes reached through any e-node, subsumed ones too.
+
+    A term of a root that takes e-node ``n`` in class ``c`` costs ``n``'s tree cost
+    (its price + its children's best costs) minus ``c``'s best cost more than the
+    root's best term, summed over the path from the root: the classes are visited
+    with the most slack left first, so each gets the largest slack any path leaves
+    it. A division's or remainder's dividend is not counted in its tree cost: the
+    div/mod rules rewrite the whole dividend sum, and what ``(big sum) % 4`` comes to
+    (``(x + 2) % 4``) says nothing of the sum's cost now (unseen gv8_0025: 31 with the
+    dividend counted, 26 without; the baseline 26). A class outside ``near`` but in
+    ``reached`` is only on terms of the roots that cost well over their best:
+    rewriting it makes a root cheaper only through a choice that costs that much
+    more."""
+    nodes, classes = snap.nodes, snap.classes
+    reached = snap.reached(roots)
+    get = cost.get
+    slack: dict[int, float] = {}
+    heap: list[tuple[float, int]] = []
+    for r in roots:
+        b = get(r)
+        s = NEAR_SLACK if b is None else b * NEAR_FACTOR + NEAR_SLACK
+        if s > slack.get(r, -1.0):
+            slack[r] = s
+            heapq.heappush(heap, (-s, r))
+    near: set[int] = set()
+    while heap:
+        neg, c = heapq.heappop(heap)
+        if c in near:
+            continue
+        near.add(c)
+        best = get(c)
+        if best is None:
+            continue
+        left = -neg + best  # (the slack after an e-node: left - its tree cost)
+        for i in classes.get(c, ()):
+            n = nodes[i]
+            kids = n.kids
+            if n.subsumed or not kids:
+                continue
+            rem = left - price(i)
+            dividend = kids[0] if n.ctor in _DIVMOD else -1
+            for k in kids:
+                v = get(k)
+                if v is None:
+                    break
+                if k != dividend:
+                    rem -= v
+            else:
+                if rem >= 0:
+                    for k in kids:
+                        if k not in near and rem > slack.get(k, -1.0):
+                            slack[k] = rem
+                            heapq.heappush(heap, (-rem, k))
+    return near, reached
+
+
+def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
+    """Index classes used only inside other sums (as operands of add/sub/neg or of a
+    multiplication by a constant) and not roots: their enclosing sum covers them."""
+    lin_use: set[int] = set()
+    other_use: set[int] = set(roots)
+    const_of = snap.const_of
+    lin_ctors = ("Add", "Sub", "Neg")
+    for n in snap.nodes:
+        kids = n.kids
+        if not kids or n.subsumed:
+            continue
+        if n.dtype == "index" and (n.ctor in lin_ctors or (n.ctor == "Mul" and (
+                const_of(kids[0]) is not None or const_of(kids[1]) is not None))):
+            lin_use.update(kids)
+        else:
+            other_use.update(kids)
+    return lin_use - other_use
+
+
+class _InnerSums:
+    """``c in inner`` exactly when ``c in _inner_sums(snap, roots)``, read from the
+    class's parents (only the classes asked about are read)."""
+
+    def __init__(self, snap: Snapshot, parents: dict[int, list[int]], roots: Iterable[int]):
+        self.snap = snap
+        self.parents = parents
+        self.roots = set(roots)
+
+    def __repr__(self) -> str:
+        return f"<_InnerSums of {self.snap!r}>"
+
+    def __contains__(self, c: int) -> bool:
+        if c in self.roots:
+            return False
+        nodes = self.snap.nodes
+        const_of = self.snap.const_of
+        lin = False
+        for p in self.parents.get(c, ()):
+            n = nodes[p]
+            if n.dtype == "index" and (n.ctor in ("Add", "Sub", "Neg") or (n.ctor == "Mul" and (
+                    const_of(n.kids[0]) is not None or const_of(n.kids[1]) is not None))):
+                lin = True
+            else:
+                return False  # an other use
+        return lin
+
+
+def _index_classes(snap: Snapshot, among: set[int]) -> list[int]:
+    """The index classes in ``among``, in the snapshot's order."""
+    nodes, classes = snap.nodes, snap.classes
+    return [c for c in classes if c in among and nodes[classes[c][0]].dtype == "index"]
+
+
+def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                deadline: float | None = None, clock: Callable[[], float] | None = None,
+                roots: Iterable[int] = (), model: Any = None) -> PassResult:
+    """Apply every selected computed rule to the snapshot; record the unions in ``ins``.
+
+    The cyclic garbage collector is paused meanwhile: the pass makes many short-lived,
+    acyclic objects (terms, forms), which reference counting frees; collections would
+    only rescan the young objects the pass keeps."""
+    with gc_paused():
+        if SEED_BOUNDS:
+            ins.seeder = BoundSeeder(snap.lo, snap.hi, partial(_class_of_handle, snap))
+        try:
+            return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+        finally:
+            ins.seeder = None
+
+
+def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                 deadline: float | None, clock: Callable[[], float] | None,
+                 roots: Iterable[int], model: Any) -> PassResult:
+    res = PassResult()
+    _t = [time.perf_counter(), ""]
+
+    def _lap(name: str | None) -> None:
+        now = time.perf_counter()
+        if _t[1]:
+            res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
+        _t[0], _t[1] = now, name or ""
+    changed, affected = _changed(snap, state)
+    # every existing e-node maps to its class: rebuilding one returns the class (the
+    # nodes of unchanged classes were registered by an earlier pass)
+    memo = ins._memo
+    nodes = snap.nodes
+    for c in changed:
+        for i in snap.classes[c]:
+            n = nodes[i]
+            memo[(n.ctor, *n.fields)] = c
+    _lap('best')
+    weights = Weights(snap, model, state.prices, state.node_prices, changed, affected)
+    best, _cost, parents = _best_nodes(snap, weights)
+    state.node_prices = weights.by_node
+    snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
+    dirty, dirty_best = _dirty(snap, best, changed)
+    # the classes the rules visit (NEAR_FACTOR; but fold and canon_and): the dirty
+    # ones and those deferred before, near a root's best term or reached by no root
+    roots = list(roots)
+    near, reached = _focus(snap, roots, _cost, weights.of)
+
+    def visits(c: int) -> bool:  # the rules visit class c in this pass
+        return c in near or c not in reached
+
+    classes_now = snap.classes
+    waiting = dirty.union([c for c in state.deferred if c in classes_now])
+    focus = {c for c in waiting if visits(c)}
+    deferred = waiting - focus
+    lins = LinForms(snap, best, state.lins)
+    ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
+    # the rules by kind, each list in the rules' order (one scan of the rules)
+    kinds: dict[str, list[PyRule]] = {}
+    for r in rules:
+        kinds.setdefault(r.kind, []).append(r)
+    canon = kinds.get("canon", [])
+    sums = kinds.get("sum", [])
+    dm = kinds.get("divmod", [])
+
+    reach_memo: dict[int, dict[int, bool]] = {}
+    height = snap.height
+
+    # handle -> its class now (a handle made during this pass is its own class)
+    canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
+    node_memo = ins._memo  # (ctor, *fields) -> handle: what ins.node finds
+    new_node = ins.node
+
+    def node_key(t: Term) -> tuple:
+        """The e-node key of a pending term (not a handle): its children inserted and
+        named by their classes now, so an existing e-node is found whatever handles the
+        term was built from."""
+        pos = _TERM_E[t[0]]
+        if not pos:  # a leaf (a constant): the term is its key
+            return t
+        fields = list(t)
+        for i in pos:
+            f = t[i]
+            fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+        return tuple(fields)
+
+    def emit_m(t: Term) -> int:
+        """Insert a pending term; its handle."""
+        if isinstance(t, int):
+            return canon_h(t)
+        key = node_key(t)
+        h = node_memo.get(key)
+        return h if h is not None else new_node(*key)
+
+    node_with_handle = ins.node_with_handle
+
+    def emit_into(cls: int, t: Term) -> tuple[int, bool]:
+        """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
+        (one row: no class of its own to make and union); ``(handle, True)`` then, else
+        ``(the handle of the e-node the e-graph has, False)``."""
+        if isinstance(t, int):
+            return canon_h(t), False
+        key = node_key(t)
+        h = node_memo.get(key)
+        if h is not None:
+            return h, False
+        node_with_handle(cls, *key)
+        return cls, True
+
+    def cycles(cls: int, t: Term) -> bool:
+        """Whether ``cls == t`` would be a cycle: ``t`` is ``cls`` or holds an atom
+        whose cheapest term holds ``cls`` (``x == f(x)`` only feeds rules new
+        constants; an atom no taller than ``cls`` cannot hold it in its best term)."""
+        hc = height.get(cls, 0)
+        memo = None
+        for a in _atoms(t):
+            a = canon_h(a)
+            if a == cls:
+                return True
+            if height.get(a, 0) > hc:
+                if memo is None:
+                    memo = reach_memo.setdefault(cls, {})
+                if _reaches(snap, best, a, {cls}, memo):
+                    return True
+        return False
+
+    # what union() computed of a (class, term) and a term this pass: within a pass both
+    # depend on nothing that changes (best terms, heights and classes are fixed, and the
+    # e-nodes ins knows only grow), and the rules repeat many of their results
+    cycle_of: dict[tuple[int, Term], bool] = {}
+    handle_of: dict[Term, int] = {}
+    into: dict[Term, int] = {}  # term -> the class its new root e-node went into
+
+    def union(cls: int, t: Term, name: str) -> bool:
+        """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
+        outside i64), True when recorded or already there."""
+        key = (cls, t)
+        cyc = cycle_of.get(key)
+        if cyc is None:
+            cyc = cycle_of[key] = cycles(cls, t)
+        if cyc:
+            return False
+        if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
+            res.skipped_cap += 1
+            return False
+        h = handle_of.get(t)
+        if h is None:
+            try:
+                h, fresh = emit_into(cls, t)
+            except _UnrepresentableError:
+                return False
+            handle_of[t] = h
+            if fresh:
+                into[t] = cls
+        if h == cls and into.get(t) == cls:
+            # the term's root e-node went straight into cls this pass (no class of its own
+            # to union): it counts as a union, for every rule that gives it
+            res.unions += 1
+            res.matches[name] = res.matches.get(name, 0) + 1
+            state.unions[cls] = state.unions.get(cls, 0) + 1
+        elif h != cls:
+            # a union this run recorded already is in the e-graph: no second row (it
+            # counts as before: matches and the per-class cap are unchanged)
+            if (cls, h) not in state.recorded:
+                state.recorded.add((cls, h))
+                ins.union(cls, h)
+            res.unions += 1
+            res.matches[name] = res.matches.get(name, 0) + 1
+            state.unions[cls] = state.unions.get(cls, 0) + 1
+        return True
+
+    cbounds = ctx.bounds  # snap.bounds, memoized
+
+    def bkey(x: Lin) -> tuple:
+        return tuple([cbounds(a) for _, a in x.terms])
+
+    defined = snap.defined
+    versions = state.versions
+
+    def all_def(x: Lin) -> bool:
+        for _, a in x.terms:  # (a loop: no generator per call)
+            if a not in defined:
+                return False
+        return True
+
+    basis = kinds.get("basis", [])
+    free = divmod_free(nodes, best) if (dm or sums or basis) else set()
+    searcher: _BasisSearch | None = None
+    _lap('sums')
+    if canon or sums or basis:
+        inner = _InnerSums(snap, parents, roots)
+        for c in _index_classes(snap, focus):
+            if c in inner:
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                break
+            x = lins.get(c)
+            if x.single_atom == c or c not in defined or not all_def(x):
+                continue
+            for r in canon:
+                key = ("canon", c, x)
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                try:
+                    union(c, ctx.lin(x), r.name)
+                    # and factored by the terms' common factor: g*(a + b) + k
+                    g = x.content()
+                    if len(x.terms) >= 2 and g > 1:
+                        core = Lin(tuple((f // g, a) for f, a in x.terms), 0)
+                        union(c, ctx.add(ctx.mul(ctx.lin(core), g), ctx.const(x.const)),
+                              r.name)
+                except _UnrepresentableError:
+                    pass
+            if c in free:
+                continue
+            bx = bkey(x) if len(x.terms) >= 2 else ()
+            if len(x.terms) >= 2 and basis:
+                key = ("basis", c, x, bx)
+                if key not in state.done:
+                    state.done.add(key)
+                    if searcher is None:
+                        searcher = _BasisSearch(snap, best, ctx, ins, weights)
+                    try:
+                        nx = searcher.search(x, deadline)
+                        if nx is not None:
+                            union(c, ctx.lin(nx), basis[0].name)
+                    except _UnrepresentableError:
+                        pass
+            if len(x.terms) >= 2 and sums:
+                vx = tuple([versions.get(a, 0) for _, a in x.terms])
+                for r in sums:
+                    key = (r.name, c, x, bx, vx)
+                    if key in state.done:
+                        continue
+                    state.done.add(key)
+                    try:
+                        out = r.rule.fn(x, ctx)
+                    except _UnrepresentableError:
+                        continue
+                    if out is not None:
+                        union(c, out, r.name)
+    _lap('fold')
+    if "fold" in kinds:
+        name = kinds["fold"][0].name
+        fold_pass(snap, dirty, union, name)
+    _lap('and')
+    for r in kinds.get("canon_and", []):
+        for c, i in dirty_best:  # the dirty classes in best's order
+            n = snap.nodes[i]
+            if n.ctor != "And" or n.fields[0] != "bool":
+                continue
+            clauses = conjuncts(snap, best, c)
+            key = ("and", c, tuple(clauses))
+            if key in state.done:
+                continue
+            state.done.add(key)
+            t: Term = clauses[0]
+            for k in clauses[1:]:
+                t = ("And", "bool", t, k)
+            union(c, t, r.name)
+    _lap('cmp')
+    for r in kinds.get("cmp", []):
+        cmp_pass(snap, lins, ctx, state, r.name, union, focus)
+    _lap('lift')
+    for r in kinds.get("lift", []):
+        lift_pass(snap, ins, best, state, r.name, union, focus)
+    _lap('context')
+    for r in kinds.get("context", []):
+        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, focus, weights)
+    _lap('bridge')
+    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]  # (in order)
+    if bridged:
+        bridge_pass(snap, ins, best, focus, bridged, union, deadline, state.bridge_cache)
+    dm_by_op = divmod_rules_by_op(dm)
+    plans = {op: _plan(rs) for op, rs in dm_by_op.items()}
+
+    _lap('divmod')
+    if dm:
+        for n in nodes_of(snap, _DIVMOD):
+            if n.subsumed or n.fields[0] != "index":
+                continue
+            cls, xc, yc = n.cls, n.fields[1], n.fields[2]
+            if cls not in waiting and xc not in dirty and yc not in dirty:
+                continue
+            if not visits(cls):
+                deferred.add(cls)  # (its div/mod rules run when it is near a root)
+                continue
+            if cls in free:
+                continue
+            if deadline is not None and clock is not None and clock() > deadline:
+                res.skipped += 1
+                continue
+            op = "idiv" if n.ctor == "Idiv" else "mod"
+            plan = plans[op]
+            y = lins.get(yc)
+            forms = lins.forms(xc)
+            if not all_def(y):
+                continue  # a rule may drop an atom: never drop a possible Invalid
+            by = bkey(y)
+            for x in forms:
+                if not all_def(x):
+                    continue
+                key = ("dm", cls, op, x, y, bkey(x), by)
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                for name, t in _apply(plan, op, x, y, ctx):
+                    union(cls, t, name)
+    _lap(None)
+    state.deferred = deferred
+    state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
+    # emit_m and node_key call each other through their closures: unbind them so that
+    # the pass's data (the snapshot included) is freed now by reference counting, not
+    # by the next collection of the cyclic garbage collector
+    emit_m = node_key = None  # noqa: F811, F841
+    return res

@@ -1,0 +1,353 @@
+"""Prices of e-nodes and each e-class's cheapest e-node under the run's cost model.
+
+:class:`Weights` prices an e-node (the reference metric's :data:`NODE_WEIGHT` or a
+cost model's own prices), and :func:`best_nodes` runs the bottom-up tree extraction
+that gives every class its cheapest e-node and that e-node's tree cost.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
+
+#: tree-cost weights used to pick each class's representative (the reference metric)
+NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
+                                 "Cst": 0.0, "Leaf": 0.0, "Cons": 0.0, "Nil": 0.0}
+_ZERO_G = {"RANGE", "SPECIAL"}
+_FREE = frozenset(("Cst", "Leaf", "Cons", "Nil"))  # priced 0 under every model
+
+
+class NodePrices(dict):
+    """A pass's prices by e-node (``Node -> price``), with the facts its price keys
+    read: every class's constant (``consts``) and, for a bounds-aware model, lower
+    bound (``lo``; None otherwise). The next pass compares its facts with these."""
+
+    __slots__ = ("consts", "lo")
+
+    def __repr__(self) -> str:
+        return f"NodePrices({dict(self)!r})"
+
+
+class Weights:
+    """The cost of every e-node of a snapshot under the run's cost model (reference
+    weights when there is none): best terms, linear forms and the basis search
+    choose by the same prices the final extraction uses."""
+
+    def __init__(self, snap: Snapshot, model: Any = None, cache: dict | None = None,
+                 prev: dict[Node, float] | None = None, changed: set[int] | None = None,
+                 affected: set[Node] | None = None):
+        self.snap = snap
+        self.model = model
+        self.bounds_aware = bool(getattr(model, "uses_bounds", False))
+        self._w: dict[int, float] = {}
+        self._list: list[float] | None = None  # every e-node's price, once computed
+        self._cache = cache if cache is not None else {}  # price key -> price, across passes
+        #: the last pass's prices by e-node (the snapshots share unchanged Node objects)
+        #: and the classes that changed since (e-nodes, bounds): an e-node of the last
+        #: pass none of whose children changed has the price it had (same price key)
+        self._prev = prev if changed is not None else None
+        self._changed = changed
+        #: the e-nodes with a child in ``changed``, when the caller knows them (each
+        #: other e-node of the last pass then takes its price without a test)
+        self._affected = affected
+        #: this snapshot's prices by e-node (filled by :meth:`prices`), for the next pass
+        self.by_node: dict[Node, float] = NodePrices()
+
+    def __repr__(self) -> str:
+        return f"Weights({self.snap!r}, {self.model!r})"
+
+    def of(self, i: int) -> float:
+        lst = self._list
+        if lst is not None:
+            return lst[i]
+        w = self._w.get(i)
+        if w is None:
+            w = self._w[i] = self._price(self.snap.nodes[i])
+        return w
+
+    def prices(self) -> list[float]:
+        """The price of every e-node, in snapshot order (fills :meth:`of`'s cache)."""
+        nodes = self.snap.nodes
+        if self.model is None:
+            out = [node_weight(n) for n in nodes]
+        elif self._prev is not None and self._affected is not None:
+            out = self._reprice(nodes, self._prev, self._affected)
+        else:
+            cache, price, key_of = self._cache, self._price, self._key
+            prev = self._prev if self._prev is not None else {}
+            changed = self._changed if self._changed is not None else set()
+            unchanged = changed.isdisjoint
+            out = []
+            append = out.append
+            for n in nodes:
+                ctor = n.ctor
+                if ctor in _FREE:
+                    append(0.0)
+                    continue
+                kids = n.kids
+                w = prev.get(n)
+                if w is not None and unchanged(kids):
+                    append(w)
+                    continue
+                key = key_of(n)
+                w = cache.get(key)
+                append(w if w is not None else price(n, key))
+        by_node = self.by_node = NodePrices(zip(nodes, out, strict=True))
+        by_node.consts = dict(self.snap.consts)
+        by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
+        self._list = out
+        return out
+
+    def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
+                 ) -> list[float | None]:
+        """:meth:`prices` from the last pass's: every e-node of it not in ``affected``
+        keeps its price; the new and the affected ones are priced (an e-node both new
+        and affected once)."""
+        out: list[float | None] = list(map(prev.get, nodes))
+        cache_get, price, key_of = self._cache.get, self._price, self._key
+
+        def reprice(todo: Iterable[int]) -> None:
+            for i in todo:
+                n = nodes[i]
+                if n.ctor in _FREE:
+                    out[i] = 0.0
+                    continue
+                key = key_of(n)
+                w = cache_get(key)
+                out[i] = w if w is not None else price(n, key)
+
+        if affected:
+            affected = self._keyed_anew(prev, affected)
+        if affected:
+            where = dict(zip(nodes, range(len(nodes)), strict=True)).get
+            reprice([i for i in map(where, affected) if i is not None])
+        reprice(_nones(out))  # the e-nodes new since the last pass
+        return out
+
+    def _keyed_anew(self, prev: dict[Node, float], affected: set[Node]
+                    ) -> Iterable[Node]:
+        """The e-nodes of ``affected`` whose price key may differ from the last pass's:
+        the ones with a child whose constant (or, bounds-aware, lower bound) differs
+        from the one ``prev`` (a :class:`NodePrices`) was priced with. The others
+        have their key unchanged (same constructor and fields; the children not in
+        ``changed`` kept their facts), so the price they had. All of them when
+        ``prev`` does not carry its facts."""
+        consts = getattr(prev, "consts", None)
+        lo = getattr(prev, "lo", None)
+        changed = self._changed
+        if consts is None or changed is None or (self.bounds_aware and lo is None):
+            return affected
+        get, old = self.snap.consts.get, consts.get
+        delta = {c for c in changed if get(c) != old(c)}
+        if self.bounds_aware:
+            get, old = self.snap.lo.get, lo.get
+            delta.update([c for c in changed if get(c) != old(c)])
+        if not delta:
+            return ()
+        isdisjoint = delta.isdisjoint
+        return [n for n in affected if not isdisjoint(n.kids)]
+
+    def _key(self, n: Node) -> tuple:
+        """The price key of an e-node: what its price depends on (its constructor and
+        dtype, its children's constants and, for a bounds-aware model, their minima)."""
+        snap = self.snap
+        kids = n.kids
+        ctor = n.ctor
+        return (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
+                tuple(map(snap.consts.get, kids)),
+                tuple(map(snap.lo.get, kids)) if self.bounds_aware else None)
+
+    def _price(self, n: Node, key: tuple | None = None) -> float:
+        """The price of an e-node (``key``: its :meth:`_key`, when known)."""
+        if self.model is None:
+            return node_weight(n)
+        ctor = n.ctor
+        if ctor in _FREE:
+            return 0.0
+        if key is None:
+            key = self._key(n)
+        consts, mins = key[2], key[3]
+        w = self._cache.get(key)
+        if w is not None:
+            return w
+        op = n.op
+        if op is None:
+            w = 0.0
+        else:
+            from eqsat.engines.egraph.encoding import dtype_of
+
+            try:
+                if self.bounds_aware:
+                    w = float(self.model.node_cost(op, dtype_of(n.dtype), None, consts,
+                                                   child_mins=mins))
+                else:
+                    w = float(self.model.node_cost(op, dtype_of(n.dtype), None, consts))
+            except Exception:  # a model that cannot price an engine node: reference weight
+                w = node_weight(n)
+        self._cache[key] = w
+        return w
+
+    def pending(self, ctor: str, kid_consts: tuple) -> float:
+        """The price of a node not yet in the e-graph (no bounds known)."""
+        if self.model is None or ctor not in CTOR_OP:
+            return NODE_WEIGHT.get(ctor, 1.0)
+        from eqsat.ir.dtype import dtypes
+
+        try:
+            return float(self.model.node_cost(CTOR_OP[ctor], dtypes.index, None, kid_consts))
+        except Exception:
+            return NODE_WEIGHT.get(ctor, 1.0)
+
+
+def _nones(lst: list) -> list[int]:
+    """The indices of the ``None`` items of ``lst``, ascending."""
+    found: list[int] = []
+    index = lst.index
+    i = -1
+    try:
+        while True:
+            i = index(None, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
+
+
+def node_weight(n: Node) -> float:
+    w = NODE_WEIGHT.get(n.ctor)
+    if w is not None:
+        return w
+    if n.ctor.startswith("G") and n.fields[0] in _ZERO_G:
+        return 0.0
+    return 1.0
+
+
+def best_nodes(snap: Snapshot, weights: Weights | None = None
+               ) -> tuple[dict[int, int], dict[int, float]]:
+    """The cheapest (tree cost) e-node of every class: ``(class -> node index, class ->
+    cost)``. Ties go to the earlier node (deterministic). Also fills ``snap.height``
+    (the height of each class's cheapest term).
+
+    A Dijkstra over the e-nodes: an e-node is pushed once all its children are priced,
+    a class is priced by the first of its e-nodes popped; ``best`` lists the classes in
+    that order (children before parents)."""
+    best, cost, _ = _best_nodes(snap, weights)
+    return best, cost
+
+
+def _best_nodes(snap: Snapshot, weights: Weights | None = None
+                ) -> tuple[dict[int, int], dict[int, float], dict[int, list[int]]]:
+    """:func:`best_nodes`, and the parents it read: class -> the indices of the
+    e-nodes (not subsumed) it is a child of, each once, in snapshot order."""
+    nodes = snap.nodes
+    wts = (weights or Weights(snap)).prices()
+    parents: defaultdict[int, list[int]] = defaultdict(list)
+    # children not priced yet, per e-node (2 for most; a subsumed e-node or a leaf is
+    # no one's parent: its count is never read)
+    pending = [2] * len(nodes)
+    leaves: list[tuple[float, int]] = []
+    push_leaf = leaves.append
+    i = -1
+    for n in nodes:
+        i += 1
+        if n.subsumed:
+            continue
+        kids = n.kids
+        nk = len(kids)
+        if nk == 2:
+            a, b = kids
+            if a != b:
+                parents[a].append(i)
+                parents[b].append(i)
+            else:
+                pending[i] = 1
+                parents[a].append(i)
+        elif nk == 1:
+            pending[i] = 1
+            parents[kids[0]].append(i)
+        elif nk == 0:
+            push_leaf((wts[i], i))
+        else:
+            ks = set(kids)
+            pending[i] = len(ks)
+            for k in ks:
+                parents[k].append(i)
+    # the queue of (cost, index) pairs: the distinct costs in a heap and, per cost, its
+    # indices in a heap; the pairs are distinct, so they pop in one total order (the
+    # one a heap of the pairs gives), and ``val`` keeps each pushed cost as computed
+    val = [0.0] * len(nodes)
+    buckets: dict[float, list[int]] = {}
+    for c, i in leaves:
+        val[i] = c
+        b = buckets.get(c)
+        if b is None:
+            buckets[c] = [i]
+        else:
+            b.append(i)
+    costs = list(buckets)
+    heapq.heapify(costs)
+    for b in buckets.values():
+        heapq.heapify(b)
+    best: dict[int, int] = {}
+    cost: dict[int, float] = {}
+    height = snap.height
+    height.clear()
+    pop, push = heapq.heappop, heapq.heappush
+    parents_of = parents.get
+    bget = buckets.get
+    while costs:
+        c = costs[0]
+        b = buckets[c]
+        i = pop(b)
+        if not b:
+            del buckets[c]
+            pop(costs)
+        n = nodes[i]
+        cls = n.cls
+        if cls in best:
+            continue
+        best[cls] = i
+        cost[cls] = val[i]
+        kids = n.kids
+        nk = len(kids)
+        if nk == 2:
+            a, b = kids
+            h0, h1 = height[a], height[b]
+            height[cls] = 1 + (h0 if h0 >= h1 else h1)
+        elif nk == 0:
+            height[cls] = 1
+        elif nk == 1:
+            height[cls] = 1 + height[kids[0]]
+        else:
+            height[cls] = 1 + max([height[k] for k in kids])
+        ps = parents_of(cls)
+        if ps is None:
+            continue
+        for p in ps:
+            left = pending[p]
+            if left != 1:  # (a count at 1 is read no more: its last child is priced)
+                pending[p] = left - 1
+            else:
+                pn = nodes[p]
+                if pn.cls in best:
+                    continue
+                pk = pn.kids
+                nk = len(pk)
+                if nk == 2:
+                    a, b = pk
+                    v = wts[p] + (0 + cost[a] + cost[b])
+                elif nk == 1:
+                    v = wts[p] + cost[pk[0]]
+                else:
+                    v = wts[p] + sum([cost[k] for k in pk])
+                val[p] = v
+                b = bget(v)
+                if b is None:
+                    buckets[v] = [p]
+                    push(costs, v)
+                else:
+                    push(b, p)
+    return best, cost, parents

@@ -1,0 +1,622 @@
+"""The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
+
+One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
+analyses and the native rules of one rule set selection already loaded (two, in
+fact: a run whose input has no fixed-width integer node goes to one without the
+fixed-width rule sets, which could not match there and would only be cloned on every
+push/pop; the other is built on the first input that needs it). Every
+``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
+every shared subgraph is inserted once), iterates, extracts, and pops back, so
+sessions are reused across calls (``session_for`` caches one per selection and
+thread; building one takes about 0.25 s, and a session builds itself a fresh e-graph
+after :data:`REBUILD_ITERATIONS` egglog iterations, which keeps its memory bounded).
+
+One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
+
+1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
+   rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
+   such a dtype), the bounds the last computed pass seeded for its e-nodes, the
+   interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
+   in one egglog call;
+2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
+   (``Def``) computed and sent back for the native rules' guards;
+3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
+   changed; their results are recorded as rows, loaded by the next step;
+4. the budgets are checked (e-nodes, iterations, and the time the next
+   iteration and the extraction are expected to take).
+
+The run stops when nothing changes (``"saturated"``: the native rules changed nothing
+and the computed pass recorded nothing; or, found right after step 1, the last pass
+recorded nothing and that step's rules changed nothing, so steps 2-3 are skipped and
+the last snapshot is extracted), when the roots' best tree
+cost (as the computed pass priced it) has not improved for ``Limits.stall``
+iterations while the e-graph barely grew and the last computed pass recorded
+little (``"stalled"``: the last iterations of a run rarely find anything; a pass
+that opens a guarded copy of a value pays only later, so it keeps the run going),
+or when a budget is reached (``"iterations"``,
+``"enodes"``, ``"time"``); the best terms found so far are then
+extracted root by root under the chosen cost model: tree extraction, and the
+DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
+the time budget allows it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from eqsat.engines.egraph._egglog import bindings
+from eqsat.engines.egraph.analyses import (
+    ALL_ANALYSIS,
+    ANALYSIS_CTORS,
+    CHECK_RULESET,
+    FIXED_ANALYSIS_DTYPES,
+    FIXED_DTYPES,
+    TRIPWIRE,
+    UnsoundError,
+    analysis_program,
+)
+from eqsat.engines.egraph.computed import PassState, python_pass
+from eqsat.engines.egraph.encoding import (
+    ArgTable,
+    Inserter,
+    Snapshot,
+    _dt_name,
+    declarations,
+    uop_ctor,
+)
+from eqsat.engines.egraph.extracting import extract_roots
+from eqsat.engines.egraph.rulesets import resolve
+from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
+from rules.native import ERule, int_dt_twins
+
+__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands",
+           "FIXED_RULESET", "fixed_only"]
+
+#: rounds of the interval analysis per step at most. A sound e-graph settles in about
+#: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
+#: itself, whose interval (vacuous: the class has no value) would climb for ever.
+ANALYSIS_CAP = 512
+
+#: the native rules that match fixed-width integer nodes only (their guards say
+#: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
+FIXED_RULESET = "native_fixed"
+
+#: egglog keeps a report of every iteration it ever ran (its "overall run report"),
+#: across push/pop, and copies it on every push and pop: a warm session grew by about
+#: 8 kB and its push+pop by about 5 us per egglog iteration (measured: +4 MB of RSS and
+#: +2.7 ms per push+pop per corpus run of 429 cases). After this many iterations a
+#: session builds a fresh e-graph (about 0.25 s), when a run ends with that much of its
+#: time budget left (see :meth:`Session.run`)
+REBUILD_ITERATIONS = 2000
+
+_RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+
+
+def top_level_commands(text: str) -> list[str]:
+    """The top-level s-expressions of egglog ``text``, each as its own text (strings
+    and ``;`` comments respected). Unbalanced text raises ValueError naming the line."""
+    out: list[str] = []
+    depth, start, i, n = 0, -1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1  # to the closing quote: a backslash escapes the next character
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                raise ValueError(f"egglog text: unterminated string at line "
+                                 f"{text.count(chr(10), 0, i) + 1}")
+            i = j + 1
+            continue
+        if ch == ";":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"egglog text: unbalanced ')' at line "
+                                 f"{text.count(chr(10), 0, i) + 1}")
+            if depth == 0:
+                out.append(text[start:i + 1])
+        i += 1
+    if depth:
+        raise ValueError(f"egglog text: unclosed '(' at line {text.count(chr(10), 0, start) + 1}")
+    return out
+
+
+_FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
+
+
+def fixed_only(rule: Any) -> bool:
+    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard,
+    ``FIX_DT`` or on another variable)."""
+    return any(_FIX_DT_GUARD.search(w) for w in rule.when) or \
+        bool(_FIX_DT_GUARD.search(rule.query))
+
+
+class _EGraph:
+    """One egglog e-graph of a session: the e-graph, its argument table and inserter,
+    whether it has the fixed-width rule sets, how many egglog iterations its overall
+    report holds, and how long it took to build."""
+
+    __slots__ = ("egraph", "args", "ins", "fixed_width", "build_seconds", "egg_iterations")
+
+    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, fixed_width: bool,
+                 build_seconds: float):
+        self.egraph, self.args, self.ins = egraph, args, ins
+        self.fixed_width, self.build_seconds = fixed_width, build_seconds
+        self.egg_iterations = 0
+
+    def __repr__(self) -> str:
+        return (f"<_EGraph fixed_width={self.fixed_width} "
+                f"egg_iterations={self.egg_iterations}>")
+
+
+def _current(name: str) -> property:
+    """The session attribute ``name`` of its current e-graph (read and written there)."""
+    return property(lambda s: getattr(s._cur, name),
+                    lambda s, v: setattr(s._cur, name, v),
+                    doc=f"The current e-graph's ``{name}`` (:class:`_EGraph`).")
+
+
+def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
+    """Whether ``nodes`` hold a fixed-width integer node (the fixed-width native rules
+    may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
+    fixed = fixed_analysis = False
+    for u in nodes:
+        d = _dt_name(u.dtype)
+        if d == "index":
+            continue
+        fixed = fixed or d in FIXED_DTYPES
+        fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
+    return fixed, fixed_analysis
+
+
+#: (an extension constructor was inserted, fixed-width analysis) -> the interval rule set
+_ANALYSIS_SETS: dict[tuple[bool, bool], str] = {
+    (False, False): "analysis_core", (True, False): "analysis",
+    (False, True): "analysis_core_fixed", (True, True): ALL_ANALYSIS}
+
+#: constructors every index input has, whose interval rules always run
+_ALWAYS_CORE = frozenset(("Cst", "G1"))
+
+
+def analysis_ext(native: list[ERule]) -> frozenset[str]:
+    """The constructors whose interval rules run only in a run that inserted one of them
+    (``analysis_program``'s ``ext``): those no native rule's right side makes (the
+    computed rules' e-nodes are insertions too), but constants and ranges. A run
+    without them cannot hold such an e-node, so those rules could not match."""
+    made: set[str] = set()
+    for r in native:
+        made.update(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))
+    return frozenset(ANALYSIS_CTORS - made - _ALWAYS_CORE)
+
+
+_CTOR_CALL = re.compile(r"\((\w+)")
+
+
+def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
+                      ) -> tuple[bool, bool]:
+    """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
+    the session's index-only e-graph (rewrites keep their operands' dtypes, so no
+    fixed-width node appears later). ``orders``: the roots' toposorts when known."""
+    seen: set[int] = set()
+    nodes = []
+    for order in orders if orders is not None else [r.toposort() for r in roots]:
+        for u in order:
+            if id(u) not in seen:
+                seen.add(id(u))
+                nodes.append(u)
+    return _fixed_width_of(nodes)
+
+
+class Session:
+    """A warm e-graph for one rule set selection (see the module docstring)."""
+
+    def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
+        self.groups, self.native, self.pyrules = resolve(rulesets)
+        #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
+        self._native_names: dict[str, str] = {}
+        #: (rule set, egglog program) of each egglog rule of the native rules
+        self._native_programs: list[tuple[str, str]] = []
+        for r in self.native:
+            twins = int_dt_twins(r)
+            pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
+                else list(zip(("native", FIXED_RULESET), twins, strict=True))
+            for ruleset, t in pairs:
+                self._native_names[t.name] = r.name
+                self._native_programs.append((ruleset, t.program(ruleset)))
+        self._has_fixed_rules = any(rs == FIXED_RULESET for rs, _ in self._native_programs)
+        self._ext = analysis_ext(self.native)
+        self._fixed = False  # this run's e-graph has fixed-width integer nodes
+        #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
+        self._fixed_analysis = False
+        self.capped = 0  # analysis steps that hit ANALYSIS_CAP
+        self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
+        self.step_updated = True  # whether the last _step changed the e-graph
+        #: the session's e-graphs: with the fixed-width rule sets (True) and without
+        #: (False, for inputs without fixed-width integers: every push/pop clones the
+        #: rules, and those of an index input would never run); each built on first use
+        self._egraphs: dict[bool, _EGraph] = {}
+        self._cur = self._egraph(False)
+        self._orders: dict[int, list[UOp]] = {}  # _select's toposorts, for _insert
+
+    # the current e-graph's parts (see _EGraph)
+    egraph = _current("egraph")
+    args = _current("args")
+    ins = _current("ins")
+    build_seconds = _current("build_seconds")
+    egg_iterations = _current("egg_iterations")
+
+    def _egraph(self, fixed_width: bool) -> _EGraph:
+        e = self._egraphs.get(fixed_width)
+        if e is None:
+            e = self._egraphs[fixed_width] = self._build(fixed_width)
+        return e
+
+    def _build(self, fixed_width: bool) -> _EGraph:
+        """A fresh egglog e-graph with the declarations, analyses and rules loaded (the
+        fixed-width rule sets' rules only with ``fixed_width``)."""
+        t = time.perf_counter()
+        egraph = bindings.EGraph()
+        args = ArgTable()
+        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext),
+                "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
+        prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
+        # one command at a time: the bindings copy a command's whole source text into
+        # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
+        for cmd in top_level_commands("\n".join(prog)):
+            egraph.run_program(*egraph.parse_program(cmd))
+        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
+                       time.perf_counter() - t)
+
+    def prepare(self, roots: list[UOp] | None = None) -> None:
+        """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
+        one-time build is not part of a run's time budget."""
+        if roots is None:
+            self._egraph(True)
+        else:
+            self._egraph(any(needs_fixed_width(roots)))
+
+    def _select(self, roots: list[UOp]) -> None:
+        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`); the
+        roots' toposorts are kept for the insertion that follows."""
+        orders = [r.toposort() for r in roots]
+        self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
+        fixed, fixed_analysis = needs_fixed_width(roots, orders)
+        self._cur = self._egraph(fixed or fixed_analysis)
+
+    def _rebuild(self) -> None:
+        self._cur.ins.close()
+        self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
+        self.rebuilds += 1
+
+    def __repr__(self) -> str:
+        return (f"<eqsat.engines.egraph.Session groups={len(self.groups)} "
+                f"native={len(self.native)} computed={len(self.pyrules)}>")
+
+    # ---- egglog steps ---------------------------------------------------------
+    def _cmd(self, text: str) -> list[Any]:
+        return self.egraph.run_program(*self.egraph.parse_program(text))
+
+    def _step(self, native: bool, matches: dict[str, int]) -> bool:
+        """Load pending rows, then (one egglog call) one round of the native rules and
+        the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
+        ``native``, the analysis only. Whether the native rules changed anything.
+
+        The native rules run before the analysis: the inserted terms carry the IR's
+        bounds and every older class has the last analysis's, all sound; a guard that
+        needs a bound not known yet (a computed result loaded by this step, a bound the
+        analysis tightens) fires one iteration later (semi-naive matching sees the new
+        bound). On the corpus the outputs are those of analysing before the rules too.
+        The bounds the last computed pass seeded for its e-nodes (:mod:`.computed.seed`)
+        load between the native rules and the analysis: the analysis reaches the same
+        fixed point in fewer rounds, and the native guards see what they saw without."""
+        if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
+            raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
+                               "e-graph (insert through run() or analyze())")
+        # the interval rules of the constructors only an insertion brings in (_ext) when
+        # one was inserted; the fixed-width ones too when an e-node of this run may need them
+        ext = not self._ext.isdisjoint(self.ins.ctors)
+        analysis = (f"(run {_ANALYSIS_SETS[ext, self._fixed_analysis]} {ANALYSIS_CAP})\n"
+                    f"(run {CHECK_RULESET} 1)")  # the tripwire, once the analysis settled
+        runs = []
+        if native and self.native:
+            runs.append("(run native 1)")
+            if self._fixed and self._has_fixed_rules:
+                runs.append(f"(run {FIXED_RULESET} 1)")
+        ins = self.ins
+        loaded, late = ins.has_rows, ins.has_late  # each loaded by a (run insert 1)
+        try:
+            out = ins.flush("\n".join(runs), analysis)
+        except bindings.EggSmolError as e:
+            if TRIPWIRE in str(e):
+                raise self._diagnose() from None
+            raise
+        # (each attribute read converts the whole Rust value to Python: read each once)
+        # [rows' insert] + the native runs + [late rows' insert] + the analysis + the
+        # tripwire; only the reports read are converted (the loading runs' are not), and
+        # of the analysis's only its iterations: every other run is one iteration
+        # (``run ... 1``)
+        done = [o for o in out if type(o) is _RUN_OUTPUT]
+        first = 1 if loaded else 0
+        if first + len(runs) + late + 2 != len(done):
+            raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
+                               f"{first + len(runs) + late + 2}")
+        natives = [o.report for o in done[first:first + len(runs)]]
+        analysed = done[-2].report
+        rounds = len(analysed.iterations)
+        # whether a run of the rules (native, analysis) changed the e-graph; the loading
+        # runs do not count
+        self.step_updated = analysed.updated or any([r.updated for r in natives])
+        self.egg_iterations += len(done) - 1 + rounds
+        if rounds >= ANALYSIS_CAP:
+            self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
+        if not runs:
+            return False
+        changed = False
+        for rep in natives:
+            fired = False
+            for k, v in rep.num_matches_per_rule.items():
+                name = k.split('"')[1] if '"' in k else k
+                name = self._native_names.get(name)
+                if v and name is not None:
+                    fired = True
+                    matches[name] = matches.get(name, 0) + v
+            changed = changed or (fired and bool(rep.updated))
+        return changed
+
+    def _diagnose(self) -> UnsoundError:
+        snap = Snapshot(self.egraph, self.ins, check=False)
+        bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
+               and c in snap.defined]
+        if not bad:
+            return UnsoundError(TRIPWIRE)
+        c = bad[0]
+        desc = "; ".join(f"{n.ctor}{n.fields}" for n in list(snap.class_nodes(c))[:6])
+        return UnsoundError(f"e-class {c} has an empty interval lo={snap.lo[c]} > "
+                            f"hi={snap.hi[c]} (an unsound rewrite unioned different values); "
+                            f"its e-nodes: {desc}")
+
+    # ---- inspection -----------------------------------------------------------
+    def analyze(self, roots: list[UOp], seed_all: bool = False
+                ) -> dict[UOp, tuple[float, float, bool]]:
+        """Insert ``roots`` (no rewrites), run the analyses to a fixed point and return
+        every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
+        when unknown). ``seed_all``: start from the IR bounds of every node, not just
+        the leaves'. The e-graph is left as it was."""
+        self._select(roots)
+        self._cmd("(push)")
+        saved = self.ins.state()
+        try:
+            self._insert(roots, seed_all=seed_all)
+            self._step(False, {})
+            snap = Snapshot(self.egraph, self.ins)
+            out = {}
+            for _key, h in self.ins.uop_handle.items():
+                u = self.ins.handle_uop[h]
+                c = snap.cls_of_handle(h)
+                lo, hi = snap.bounds(c)
+                out[u] = (lo, hi, c in snap.defined)
+            return out
+        finally:
+            self._cmd("(pop)")
+            self.ins.restore(saved)
+
+    # ---- insertion ------------------------------------------------------------
+    def _insert(self, roots: list[UOp], seed_all: bool = True) -> list[int]:
+        """Record the roots' rows and facts (loaded by the next step): the IR bounds of
+        every node (``seed_all``) or of the leaves only, and which nodes are never
+        Invalid."""
+        ins = self.ins
+        first = len(ins._keep)
+        orders, self._orders = self._orders, {}  # (used once: not kept)
+        if seed_all:
+            handles = []
+            for r in roots:
+                o = orders.get(id(r))
+                handles.append(ins.add_uop_with_facts(r, o if o and o[-1] is r else None))
+        else:
+            handles = []
+            for r in roots:
+                before = len(ins._keep)
+                handles.append(ins.add_uop(r))
+                for u in ins._keep[before:]:
+                    if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and \
+                            u.dtype.count == 1 and (u.dtype.is_int or u.dtype.is_bool) and \
+                            not _inf(u.vmin) and not _inf(u.vmax) and u.vmin <= u.vmax:
+                        k = ins.uop_handle[id(u)]
+                        ins._row("RLo", (k, int(u.vmin)))
+                        ins._row("RHi", (k, int(u.vmax)))
+        # only an input brings a dtype in (rewrites keep their operands' dtypes): the
+        # fixed-width rule sets run only when an inserted node is one they can match
+        self._fixed, self._fixed_analysis = _fixed_width_of(ins._keep[first:])
+        return handles
+
+    # ---- the run ----------------------------------------------------------------
+    def run(self, roots: list[UOp], model: Any, limits: Limits,
+            t0: float | None = None) -> tuple[list[UOp], dict]:
+        """Optimize ``roots`` together; ``(new roots, stats)``. ``t0``: when the
+        caller's clock started (``time.perf_counter()``; e.g. before it built this
+        session): the time budget counts from there.
+
+        Automatic garbage collection is paused for the run (:func:`gc_paused`): the
+        passes allocate many objects that live until the run ends (memo tables, the
+        snapshots' e-nodes), and every collection during the run rescanned them (about
+        0.09 s of collections per corpus run, measured with ``gc.callbacks``); what the
+        run leaves in reference cycles is collected after it."""
+        with gc_paused():
+            clock = Clock(limits.seconds, t0)
+            self._select(roots)
+            out = self._run(roots, model, limits, clock)
+        # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
+        # after the run (its result does not depend on it) and only when the budget has
+        # room for it; else a later run does it
+        if self.egg_iterations >= REBUILD_ITERATIONS and \
+                clock.elapsed() + 2 * self.build_seconds < limits.seconds:
+            self._rebuild()
+        return out
+
+    def _run(self, roots: list[UOp], model: Any, limits: Limits,
+             clock: Clock) -> tuple[list[UOp], dict]:
+        capped0 = self.capped
+        stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
+        times: dict[str, float] = {}
+        matches: dict[str, int] = {}
+        self._cmd("(push)")
+        saved = self.ins.state()
+        try:
+            with clock.phase(times, "insert"):
+                handles = self._insert(roots)
+            input_nodes = len(self.ins.uop_handle) - len(saved[2])
+            state = PassState()
+            it = 0
+            stop = None
+            snap: Snapshot | None = None
+            last_iter = 0.0
+            sizes: list[int] = []
+            costs: list[float | None] = []
+            per_iter: list[tuple[int, float]] = []
+            emitted: list[int] = []  # rows each computed pass recorded
+            while True:
+                if it >= limits.iterations:
+                    stop = "iterations"
+                    break
+                growth = min(max(sizes[-1] / sizes[-2], 1.0), 4.0) if len(sizes) > 1 else 2.0
+                if sizes and sizes[-1] * growth > limits.enodes:
+                    stop = "enodes"
+                    break
+                n_est = sizes[-1] * growth if sizes else input_nodes * 1.5
+                it_est = last_iter * growth * 1.2 if it > 0 else clock.iter_estimate(n_est)
+                if clock.elapsed() + it_est + clock.tree_estimate(n_est) + clock.FIXED > \
+                        clock.seconds * clock.SOFT:
+                    stop = "time"
+                    break
+                t_it = time.perf_counter()
+                with clock.phase(times, "egglog"):
+                    changed = self._step(True, matches)
+                if emitted and not emitted[-1] and not self.step_updated:
+                    # the last pass recorded nothing (this step loaded only the handles
+                    # its snapshot gave new classes) and no rule changed anything: the
+                    # e-graph is the one that snapshot read, and another pass over it
+                    # would find nothing new
+                    stop = "saturated"
+                    break
+                with clock.phase(times, "snapshot"):
+                    snap = Snapshot(self.egraph, self.ins)
+                it += 1
+                sizes.append(snap.enodes)
+                if snap.enodes > limits.enodes:
+                    stop = "enodes"
+                    break
+                root_cls = [snap.cls_of_handle(h) for h in handles]
+                pending0 = self.ins.pending
+                with clock.phase(times, "computed"):
+                    res = python_pass(snap, self.ins, self.pyrules, state,
+                                      deadline=clock.soft_deadline(snap.enodes),
+                                      clock=time.perf_counter, roots=root_cls, model=model)
+                for k, v in res.matches.items():
+                    matches[k] = matches.get(k, 0) + v
+                for k, v in res.times.items():
+                    times["computed." + k] = times.get("computed." + k, 0.0) + v
+                last_iter = time.perf_counter() - t_it
+                per_iter.append((snap.enodes, round(last_iter, 4)))
+                emitted.append(self.ins.pending - pending0)
+                clock.learn_iter(last_iter, snap.enodes)
+                if not changed and self.ins.pending == 0:
+                    stop = "saturated"
+                    break
+                costs.append(_root_cost(snap, root_cls))  # the pass priced every class
+                if _stalled(costs, sizes, limits.stall, emitted):
+                    stop = "stalled"
+                    break
+                if res.skipped:
+                    stop = "time"
+                    break
+            # bring the last results in (analysis only), then extract
+            if self.ins.pending or snap is None:
+                with clock.phase(times, "last"):
+                    self._step(False, matches)
+                    snap = Snapshot(self.egraph, self.ins)
+            with clock.phase(times, "extract"):
+                outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
+            stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
+                         stop_reason=stop, time=times, per_iteration=per_iter,
+                         emitted=emitted,
+                         analysis_capped=self.capped - capped0,
+                         matches=dict(sorted(matches.items())), extraction=ext_stats)
+            return outs, stats
+        finally:
+            self._cmd("(pop)")
+            self.ins.restore(saved)
+
+def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
+    """The summed best tree cost of the (distinct) root classes, as the computed pass
+    priced them (``Snapshot.best_cost``); None when a root has none."""
+    total = 0.0
+    for r in dict.fromkeys(roots):
+        c = snap.best_cost.get(r)
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def _stalled(costs: list[float | None], sizes: list[int], k: int,
+             emitted: list[int] | None = None) -> bool:
+    """Whether the last ``k`` iterations found no cheaper root term while the e-graph
+    grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
+    most ``STALL_EMITTED`` of the e-graph in new rows (``costs``/``sizes``/``emitted``: one
+    per iteration). The last condition keeps a run going whose last pass started
+    something that pays only later, e.g. opened a guarded copy of a ``where``'s value
+    that the next iterations simplify."""
+    if k <= 0 or len(costs) <= k:
+        return False
+    now, then = costs[-1], costs[-1 - k]
+    if now is None or then is None or now < then - 1e-9:
+        return False
+    if emitted and emitted[-1] > sizes[-1] * STALL_EMITTED:
+        return False
+    return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
+
+
+def _inf(v: Any) -> bool:
+    return isinstance(v, float) and (math.isinf(v) or math.isnan(v))
+
+
+_LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on its thread
+
+
+def session_for(rulesets: list[str] | tuple[str, ...] | str | None) -> Session:
+    """The cached warm session of a rule set selection, in this thread (an egglog
+    e-graph may only be used by the thread that made it)."""
+    key = (None,) if rulesets is None else tuple([rulesets] if isinstance(rulesets, str)
+                                                  else rulesets)
+    cache = getattr(_LOCAL, "sessions", None)
+    if cache is None:
+        cache = _LOCAL.sessions = {}
+    s = cache.get(key)
+    if s is None:
+        s = cache[key] = Session(rulesets)
+    return s
+
+
+def clear_sessions() -> None:
+    """Drop this thread's cached sessions (tests; freeing memory)."""
+    cache = getattr(_LOCAL, "sessions", {})
+    for s in cache.values():
+        s.ins.close()
+    cache.clear()
+

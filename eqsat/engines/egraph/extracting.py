@@ -1,0 +1,170 @@
+"""Extraction of a run's roots from its last snapshot (the engine's last phase).
+
+Every root is extracted on its own (a batch gives each graph its own best): tree
+extraction of all roots in one pass first (fast), then the DAG-aware extractor of
+:mod:`extraction` where a DAG choice may share more and the time budget allows it;
+the cheaper selection (DAG cost) wins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
+from eqsat.engines.egraph.schedules import Clock, gc_paused
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
+
+if TYPE_CHECKING:
+    from extraction import ENode
+
+__all__ = ["extract_roots"]
+
+
+def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
+                  clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
+    """The best term of every root handle under ``model`` (see the module docstring),
+    and stats (``cost``: the summed cost of the distinct roots, ``method``).
+
+    The cyclic garbage collector is paused meanwhile: the extraction allocates many
+    short-lived lists and tuples (no cycles; reference counting frees them), and the
+    collections they would trigger walk the engine's large heap for nothing."""
+    with gc_paused():
+        return _extract_roots(snap, args, handles, model, clock)
+
+
+def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
+                   clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
+    from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
+    from extraction.egraph_view import _new_enode
+
+    roots = [snap.cls_of_handle(h) for h in handles]
+    uniq = list(dict.fromkeys(roots))
+    # only the classes the roots reach (through any e-node, list cells included) matter
+    nodes, classes = snap.nodes, snap.classes
+    seen = snap.reached(uniq)
+    # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
+    # (a snapshot lists them so: its rows are sorted by class, one run each)
+    reach = [(c, classes[c]) for c in sorted(seen) if c in classes]
+    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
+    for c, ns in reach:
+        ens = [_new_enode((i, c, *dec, 0.0, None)) for i in ns
+               if (dec := decode_node(nodes[i], args, snap)) is not None]
+        if ens:
+            decoded.append((c, ens))
+    every = [e for _c, ens in decoded for e in ens]
+    use = _usable(snap, every)
+    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
+    cut = {e.eclass for e in every if e.key not in use}
+    groups: dict[int, list[ENode]] = {}
+    for c, ens in decoded:
+        if c in cut:
+            ens = [e for e in ens if e.key in use]
+            if not ens:
+                continue
+        groups[c] = ens
+    # tree extraction of every root on its own, in one pass over the whole e-graph
+    full = EGraphView._of_classes(groups, class_min=snap.lo)
+    tc = TreeChoice(full, uniq, model)
+    nodes_of = tc.comp.nodes
+    choice = tc.choice
+    cost: dict[int, float] = {}
+    dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
+    method = "tree"
+    t0 = time.perf_counter()
+    size = 0
+    for i, r in enumerate(uniq):
+        order = tc.reached(i)
+        c_dag, c_tree = tc.costs(i, order)
+        cost[r] = c_dag
+        # the tree choice shares nothing: a DAG choice may still share, e.g. write the
+        # value with the x%c the guard pays for anyway; a light search where two or
+        # more divisions are at stake, none otherwise
+        light = c_dag >= c_tree
+        if light and sum(nodes_of[choice[c]].op in (Ops.IDIV, Ops.MOD) for c in order) < 2:
+            continue
+        view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
+        n = len(view)
+        per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
+        if clock.elapsed() + per > clock.seconds:
+            break
+        ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
+                           work_budget=20_000) if light else extract_dag(view, [r], model))
+        size += n
+        method = "dag"
+        if ext.cost <= c_dag:
+            dag[r] = ext
+            cost[r] = ext.cost
+    if method == "dag" and size:
+        clock.learn_dag((time.perf_counter() - t0), size)
+    # the tree choices of all roots come from one selection: build their terms once;
+    # a DAG choice builds through the same memo (e-node, child terms) -> term, so the
+    # parts it shares with the tree terms are not built (looked up) again
+    memo: dict[tuple[int, tuple[UOp, ...]], UOp] = {}
+
+    def memo_build(en: ENode, kids: tuple[UOp, ...]) -> UOp:
+        key = (id(en), kids)  # en is alive in the view, kids in the key
+        u = memo.get(key)
+        if u is None:
+            u = memo[key] = uop_builder(en, kids)
+        return u
+
+    build = memo_build if dag else uop_builder  # no DAG choice: each e-node built once
+    done: dict[int, UOp] = {}  # class index -> term, of the tree choice
+    term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
+            for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
+    return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
+
+
+def _usable(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
+    """The keys (snapshot node indices) of the e-nodes of ``enodes`` the extraction
+    may use: the ones not subsumed, and every node of a class without a finite term
+    made of those (a cancellation such as (x - y) + y -> x may subsume the only
+    grounded node), to a fixed point.
+
+    Grounding only grows with the nodes allowed, so the fixed point is reached
+    incrementally: each round allows the nodes of the classes still ungrounded and
+    carries the grounding on from where it stood."""
+    nodes = snap.nodes
+    use: set[int] = set()
+    ok: set[int] = set()
+    waiting: defaultdict[int, list[int]] = defaultdict(list)
+    missing: dict[int, int] = {}
+    batch = []
+    for i, _c, _op, _dt, _arg, kids, _cost, _raw in enodes:
+        m = len(kids)
+        if m == 2:
+            a, b = kids
+            if a == b:
+                waiting[a].append(i)
+                m = 1
+            else:
+                waiting[a].append(i)
+                waiting[b].append(i)
+        elif m:
+            if m > 2:
+                kids = set(kids)
+                m = len(kids)
+            for k in kids:
+                waiting[k].append(i)
+        missing[i] = m
+        if not nodes[i].subsumed:
+            batch.append(i)
+    while batch:
+        use.update(batch)
+        stack = [i for i in batch if not missing[i]]
+        while stack:
+            c = nodes[stack.pop()].cls
+            if c in ok:
+                continue
+            ok.add(c)
+            for p in waiting.get(c, ()):
+                left = missing[p] - 1
+                missing[p] = left
+                if not left and p in use:
+                    stack.append(p)
+        batch = [i for i in missing if i not in use and nodes[i].cls not in ok]
+    return use

@@ -1,0 +1,102 @@
+"""The e-graph's rule sets: native egglog rewrites and computed rewrites, by group.
+
+Group names are the seeds' (``identity_and_zero_patterns``,
+``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
+section of its family module ``rules/<family>.py``, beside the family's
+baseline ``GROUPS`` (the div/mod family's native rules, its core's computed
+twins, the basis search and the whole-sum recombinations are in
+``rules/divmod.py``); a group no family module declares may be drafted in
+:data:`rules.native.NATIVE_RULES` (none today), and a family's group
+replaces a draft group of the same name wholesale.
+
+:func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
+stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
+time, builds every partial lifting of a sum (it grows combinatorially); the
+default lifts in one computed step (``lift_invalid``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from rules.computed import PyRule
+from rules.native import ERule, native_groups
+
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP"]
+
+CANON_GROUP = "alu_folding_dsl_patterns"
+OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
+                           "constant_folding_native")
+
+# the family modules in schedule order: a group's rules (native and computed) are loaded in
+# the order its family comes here; divmod leads (its computed rules are tried first)
+_FAMILIES = ("divmod", "invalid", "constants", "identity", "canonical", "division", "casts",
+             "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
+
+
+def _drafts() -> dict[str, list[Any]]:
+    """The draft groups: native rules of groups no family module declares yet."""
+    return {g: list(rs) for g, rs in native_groups().items()}
+
+
+def egraph_groups() -> dict[str, list[Any]]:
+    """Every e-graph group name -> its rules (ERule / PyRule objects)."""
+    out = _drafts()
+    for fam in _FAMILIES:
+        try:
+            mod = importlib.import_module(f"rules.{fam}")
+        except ImportError:
+            continue
+        eg = getattr(mod, "EGRAPH", None)
+        if isinstance(eg, dict):
+            for g, rs in eg.items():
+                out[g] = list(rs)
+    return out
+
+
+def default_groups() -> tuple[str, ...]:
+    """The groups of the default selection (every group but the opt-in ones)."""
+    return tuple(g for g in egraph_groups() if g not in OPT_IN)
+
+
+def resolve(rulesets: list[str] | tuple[str, ...] | str | None
+            ) -> tuple[tuple[str, ...], list[ERule], list[PyRule]]:
+    """``(group names, native rules, computed rules)`` of a rule set selection.
+
+    None = the default groups; ``"all"`` = every group; names may also be
+    ``"symbolic"``/``"symbolic_simple"`` (= the default). Unknown names raise
+    ValueError listing the choices.
+    """
+    groups = egraph_groups()
+    if rulesets is None:
+        names = [g for g in groups if g not in OPT_IN]
+    else:
+        if isinstance(rulesets, str):
+            rulesets = [rulesets]
+        names = []
+        for n in rulesets:
+            if n in ("symbolic", "symbolic_simple", "default"):
+                names.extend(g for g in groups if g not in OPT_IN)
+            elif n == "all":
+                names.extend(groups)
+            elif n in groups:
+                names.append(n)
+            else:
+                raise ValueError(f"unknown e-graph rule set {n!r}; choose from "
+                                 f"{', '.join(sorted(groups))}, 'default', 'all'")
+    seen: list[str] = []
+    for n in names:
+        if n not in seen:
+            seen.append(n)
+    native: list[ERule] = []
+    py: list[PyRule] = []
+    for g in seen:
+        for r in groups[g]:
+            if isinstance(r, ERule):
+                native.append(r)
+            elif isinstance(r, PyRule):
+                py.append(r)
+            else:
+                raise TypeError(f"e-graph group {g!r}: {r!r} is neither an ERule nor a PyRule")
+    return tuple(seen), native, py

@@ -1,0 +1,1025 @@
+"""The reference interpreter: the plainly-right meaning of a UOp graph.
+
+``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
+buffers)`` executes a whole kernel on numpy buffers (spec/uop-sexpr.md,
+"Semantics of kernels"). Both are slow and simple on purpose: they are the
+oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
+numpy evaluator the equivalence checker uses over many assignments at once.
+
+Semantics
+---------
+- ``index``: exact Python ``int`` (unbounded). Fixed-width integers wrap
+  two's-complement at their width after every operation (casts included).
+- ``idiv`` truncates toward zero, ``mod`` takes the dividend's sign (C). A
+  division or modulo by zero is *undefined*; so is a shift by a negative amount
+  (or by >= the width of a fixed-width dtype), a negative integer ``pow``
+  exponent and a float-to-int cast of NaN/inf or of a value the target cannot
+  hold. An undefined value is not an error until it is used: ``where`` picks
+  its branch lane by lane, so an undefined value in the branch not taken is
+  harmless. When the result (or a stored value, an address) is undefined,
+  ``EvalError`` is raised, naming the cause.
+- floats: IEEE at the dtype's precision (f16/f32/f64 via numpy rounding, bf16
+  by round-to-nearest-even of the f32 bits); computed in f64 and rounded, which
+  is exact for + - * / sqrt. ``max``/``min`` propagate NaN (numpy's
+  ``maximum``). ``mulacc`` is ``a*b`` rounded then ``+ c`` rounded (unfused).
+- bool: ``add``/``or``/``max`` are or, ``mul``/``and``/``min`` are and.
+- vectors are tuples; ALU ops work lane by lane (a scalar operand broadcasts).
+- ``INVALID`` (the value of ``(invalid)``) propagates through every op (an
+  undefined operand wins over it); ``where`` is lazy per lane, so
+  ``where(c, i, invalid)`` is ``i`` where ``c`` holds.
+
+``env`` maps leaves to values: keys are the leaf UOps themselves or strings (a
+var's or special's name, ``"R<id>"`` for range number id). A missing leaf or a
+value outside the leaf's bounds raises ``EvalError`` naming the leaf.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eqsat.ir.bounds import cdiv, cmod
+from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import UOp, const_value
+
+__all__ = [
+    "evaluate",
+    "run_kernel",
+    "evaluate_many",
+    "EvalError",
+    "INVALID",
+    "Undefined",
+    "leaf_key",
+    "vectorizable",
+    "Value",
+]
+
+Value = Any  # int | float | bool | tuple | INVALID
+
+
+class EvalError(ValueError):
+    """The graph has no value here: undefined operation, missing/out-of-range
+    leaf, out-of-bounds memory access, or an op the interpreter cannot run."""
+
+
+class _InvalidType:
+    """The singleton value of ``(invalid)``."""
+
+    _inst: _InvalidType | None = None
+
+    def __new__(cls) -> _InvalidType:
+        if cls._inst is None:
+            cls._inst = super().__new__(cls)
+        return cls._inst
+
+    def __repr__(self) -> str:
+        return "INVALID"
+
+    def __reduce__(self):
+        return (_InvalidType, ())
+
+
+INVALID = _InvalidType()
+
+
+@dataclass(frozen=True, slots=True)
+class Undefined:
+    """An undefined value (division by zero, ...) carrying its cause."""
+
+    reason: str
+
+    def __repr__(self) -> str:
+        return f"Undefined({self.reason!r})"
+
+
+def leaf_key(u: UOp) -> str:
+    """The string env key of a leaf: name of a var/special, ``R<id>`` of a range."""
+    if u.op is Ops.DEFINE_VAR:
+        return u.arg[0]
+    if u.op is Ops.RANGE:
+        return f"R{u.arg}"
+    if u.op is Ops.SPECIAL:
+        return str(u.arg)
+    raise EvalError(f"{u.op.name} is not a leaf variable")
+
+
+def _describe(u: UOp) -> str:
+    if u.op is Ops.DEFINE_VAR:
+        return f"(var {u.arg[0]} {u.arg[1]} {u.arg[2]})"
+    if u.op is Ops.RANGE:
+        return f"(range {u.arg} ...)"
+    if u.op is Ops.SPECIAL:
+        return f"(special {u.arg} ...)"
+    return f"{u.op.name.lower()}:{u.dtype}"
+
+
+# ---------------------------------------------------------------------------
+# scalar arithmetic
+def _wrap(dt: DType, v: int) -> int:
+    if dt.kind == "int":
+        m = 1 << dt.bits
+        v &= m - 1
+        return v - m if v >= m >> 1 else v
+    if dt.kind == "uint":
+        return v & ((1 << dt.bits) - 1)
+    return v
+
+
+def _round(dt: DType, v: float) -> float:
+    return const_value(dt, v)  # type: ignore[return-value]
+
+
+def _f(x: float) -> np.float64:
+    return np.float64(x)
+
+
+def _fop(dt: DType, fn: Callable[[], Any]) -> float:
+    with np.errstate(all="ignore"):
+        return _round(dt, float(fn()))
+
+
+_CMP: dict[Ops, Callable[[Any, Any], bool]] = {
+    Ops.LT: lambda a, b: a < b, Ops.LE: lambda a, b: a <= b, Ops.GT: lambda a, b: a > b,
+    Ops.GE: lambda a, b: a >= b, Ops.EQ: lambda a, b: a == b, Ops.NE: lambda a, b: a != b,
+}
+_SHIFT_LIMIT = 4096  # an index shift beyond this is refused (would build a huge int)
+
+
+def _scalar_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
+    """One lane of an ALU op; ``dt`` is the result's scalar dtype."""
+    if op is Ops.WHERE:  # lazy: only the condition and the branch taken matter
+        c = args[0]
+        if isinstance(c, Undefined) or c is INVALID:
+            return c
+        return args[1] if c else args[2]
+    for a in args:
+        if isinstance(a, Undefined):
+            return a
+    for a in args:
+        if a is INVALID:
+            return INVALID
+    if op in _CMP:
+        return bool(_CMP[op](args[0], args[1]))
+    if dt.is_bool:
+        return _bool_alu(op, args)
+    if dt.is_float:
+        return _float_alu(op, dt, args)
+    if dt.is_int:
+        return _int_alu(op, dt, args)
+    raise EvalError(f"cannot compute {op.name} of dtype {dt}")
+
+
+def _bool_alu(op: Ops, args: Sequence[Value]) -> Value:
+    a = args[0]
+    if op is Ops.NOT:
+        return not a
+    b = args[1]
+    if op in (Ops.ADD, Ops.OR, Ops.MAX):
+        return bool(a or b)
+    if op in (Ops.MUL, Ops.AND, Ops.MIN):
+        return bool(a and b)
+    if op is Ops.XOR:
+        return bool(a) != bool(b)
+    raise EvalError(f"{op.name} is not defined on bool")
+
+
+def _float_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
+    a = args[0]
+    if op is Ops.NEG:
+        return -a
+    if op is Ops.RECIP:
+        return _fop(dt, lambda: _f(1.0) / _f(a))
+    if op is Ops.SQRT:
+        return _fop(dt, lambda: np.sqrt(_f(a)))
+    if op is Ops.EXP2:
+        return _fop(dt, lambda: np.exp2(_f(a)))
+    if op is Ops.LOG2:
+        return _fop(dt, lambda: np.log2(_f(a)))
+    if op is Ops.SIN:
+        return _fop(dt, lambda: np.sin(_f(a)))
+    if op is Ops.TRUNC:
+        return _fop(dt, lambda: np.trunc(_f(a)))
+    if op is Ops.FLOOR:
+        return _fop(dt, lambda: np.floor(_f(a)))
+    if op is Ops.CEIL:
+        return _fop(dt, lambda: np.ceil(_f(a)))
+    if op is Ops.ROUND:
+        return _fop(dt, lambda: np.rint(_f(a)))
+    b = args[1] if len(args) > 1 else None
+    if op is Ops.ADD:
+        return _fop(dt, lambda: _f(a) + _f(b))
+    if op is Ops.SUB:
+        return _fop(dt, lambda: _f(a) - _f(b))
+    if op is Ops.MUL:
+        return _fop(dt, lambda: _f(a) * _f(b))
+    if op is Ops.FDIV:
+        return _fop(dt, lambda: _f(a) / _f(b))
+    if op is Ops.MAX:
+        return _fop(dt, lambda: np.maximum(_f(a), _f(b)))
+    if op is Ops.MIN:
+        return _fop(dt, lambda: np.minimum(_f(a), _f(b)))
+    if op is Ops.POW:
+        return _fop(dt, lambda: np.power(_f(a), _f(b)))
+    if op is Ops.MULACC:
+        ab = _fop(dt, lambda: _f(a) * _f(b))
+        return _fop(dt, lambda: _f(ab) + _f(args[2]))
+    raise EvalError(f"{op.name} is not defined on {dt}")
+
+
+def _int_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
+    a = int(args[0])
+    if op is Ops.NEG:
+        return _wrap(dt, -a)
+    if op is Ops.NOT:
+        return _wrap(dt, ~a)
+    if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
+        return a
+    b = int(args[1])
+    if op is Ops.ADD:
+        return _wrap(dt, a + b)
+    if op is Ops.SUB:
+        return _wrap(dt, a - b)
+    if op is Ops.MUL:
+        return _wrap(dt, a * b)
+    if op in (Ops.IDIV, Ops.MOD):
+        if b == 0:
+            return Undefined(f"{op.name.lower()} by zero")
+        return _wrap(dt, cdiv(a, b) if op is Ops.IDIV else cmod(a, b))
+    if op is Ops.MAX:
+        return max(a, b)
+    if op is Ops.MIN:
+        return min(a, b)
+    if op is Ops.AND:
+        return _wrap(dt, a & b)
+    if op is Ops.OR:
+        return _wrap(dt, a | b)
+    if op is Ops.XOR:
+        return _wrap(dt, a ^ b)
+    if op in (Ops.SHL, Ops.SHR):
+        limit = dt.bits if dt.is_fixed_int else _SHIFT_LIMIT
+        if b < 0 or b >= limit:
+            return Undefined(f"{op.name.lower()} by {b} on {dt}")
+        return _wrap(dt, a << b if op is Ops.SHL else a >> b)
+    if op is Ops.MULACC:
+        return _wrap(dt, a * b + int(args[2]))
+    if op is Ops.POW:
+        if b < 0:
+            return Undefined(f"integer pow with negative exponent {b}")
+        if b > _SHIFT_LIMIT and abs(a) > 1 and not dt.is_fixed_int:
+            raise EvalError(f"index pow exponent {b} is too large to compute")
+        return _wrap(dt, pow(a, b, 1 << dt.bits) if dt.is_fixed_int else a ** b)
+    if op is Ops.MULHI:
+        if not dt.is_fixed_int:
+            raise EvalError(f"mulhi needs a fixed-width dtype, not {dt}")
+        return _wrap(dt, (a * b) >> dt.bits)
+    if op is Ops.FDIV:
+        raise EvalError(f"fdiv is a float op, not defined on {dt}")
+    raise EvalError(f"{op.name} is not defined on {dt}")
+
+
+def _cast(x: Value, src: DType, dst: DType) -> Value:
+    """One lane of CAST."""
+    if isinstance(x, Undefined) or x is INVALID:
+        return x
+    if dst.is_bool:
+        return bool(x != 0)  # NaN is true, as in C
+    if dst.is_float:
+        try:
+            return _round(dst, float(x))
+        except OverflowError:  # an index beyond every float rounds to infinity
+            return math.inf if x > 0 else -math.inf
+    if dst.is_int:
+        if isinstance(x, float):
+            if not math.isfinite(x):
+                return Undefined(f"cast of {x} to {dst}")
+            v = math.trunc(x)
+            if dst.is_fixed_int and not dst.min <= v <= dst.max:
+                return Undefined(f"cast of {x} to {dst} out of range")
+            return v
+        return _wrap(dst, int(x))
+    raise EvalError(f"cannot cast {src} to {dst}")
+
+
+_BITFMT = {("int", 8): "b", ("int", 16): "h", ("int", 32): "i", ("int", 64): "q",
+           ("uint", 8): "B", ("uint", 16): "H", ("uint", 32): "I", ("uint", 64): "Q",
+           ("float", 16): "e", ("float", 32): "f", ("float", 64): "d", ("bool", 1): "?"}
+
+
+def _bitcast(x: Value, src: DType, dst: DType) -> Value:
+    if isinstance(x, Undefined) or x is INVALID:
+        return x
+    if src.name == "bf16" or dst.name == "bf16":
+        if src.name == "bf16":
+            bits = struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+            return _cast(bits, dtypes.u16, dst) if dst.is_int else _bitcast(
+                bits, dtypes.u16, dst)
+        bits = struct.unpack("<H", struct.pack(f"<{_BITFMT[(src.kind, src.bits)]}", x))[0]
+        return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+    fs, fd = _BITFMT.get((src.kind, src.bits)), _BITFMT.get((dst.kind, dst.bits))
+    if fs is None or fd is None or src.bits != dst.bits:
+        raise EvalError(f"cannot bitcast {src} to {dst}")
+    out = struct.unpack(f"<{fd}", struct.pack(f"<{fs}", x))[0]
+    return _round(dst, out) if dst.is_float else out
+
+
+# ---------------------------------------------------------------------------
+# memory
+@dataclass(frozen=True, slots=True)
+class _Buf:
+    slot: int
+    size: int
+    dtype: DType  # element dtype
+
+
+@dataclass(frozen=True, slots=True)
+class _Addr:
+    buf: _Buf
+    offset: int | None  # None: not valid (gated off / invalid index)
+    count: int = 1      # > 1: a vector access of consecutive elements
+
+
+def _lanes(v: Value, n: int) -> tuple:
+    if isinstance(v, tuple):
+        if len(v) != n:
+            raise EvalError(f"vector of {len(v)} lanes where {n} are needed")
+        return v
+    return (v,) * n
+
+
+def _first_undef(v: Value) -> Undefined | None:
+    if isinstance(v, Undefined):
+        return v
+    if isinstance(v, tuple):
+        for x in v:
+            if isinstance(x, Undefined):
+                return x
+    return None
+
+
+class _Machine:
+    """Evaluates values and executes effects over optional buffers."""
+
+    def __init__(self, env: Mapping[Any, Any] | None,
+                 buffers: Sequence[np.ndarray] | None = None) -> None:
+        self.by_node: dict[UOp, Any] = {}
+        self.by_name: dict[str, Any] = {}
+        for k, v in (env or {}).items():
+            if isinstance(k, UOp):
+                self.by_node[k] = v
+            elif isinstance(k, str):
+                self.by_name[k] = v
+            else:
+                raise EvalError(f"env key {k!r} is neither a leaf UOp nor a name")
+        self.buffers = buffers
+        self.executed: set[tuple] = set()
+        self._open: dict[UOp, frozenset[UOp]] = {}
+
+    # ---- leaves ---------------------------------------------------------
+    def leaf(self, u: UOp, loops: Mapping[UOp, int], vals: list[Value]) -> Value:
+        if u in loops:
+            return loops[u]
+        if u in self.by_node:
+            v = self.by_node[u]
+        else:
+            key = leaf_key(u)
+            if key not in self.by_name:
+                raise EvalError(f"no value for {_describe(u)} (env key {key!r})")
+            v = self.by_name[key]
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise EvalError(f"value {v!r} for {_describe(u)} is not an integer")
+        v = int(v)
+        if u.op is Ops.DEFINE_VAR:
+            lo, hi = u.arg[1], u.arg[2]
+        else:
+            end = vals[0]
+            if isinstance(end, Undefined) or end is INVALID:
+                raise EvalError(f"the end of {_describe(u)} has no value: {end!r}")
+            lo, hi = 0, int(end) - 1
+        if not lo <= v <= hi:
+            raise EvalError(f"value {v} for {_describe(u)} is outside [{lo}, {hi}]")
+        return v
+
+    # ---- values ---------------------------------------------------------
+    def value(self, root: UOp, loops: Mapping[UOp, int]) -> Value:
+        """The value of ``root`` with the loop ranges bound as in ``loops``."""
+        memo: dict[UOp, Value] = {}
+        stack: list[UOp] = [root]
+        while stack:
+            u = stack[-1]
+            if u in memo:
+                stack.pop()
+                continue
+            if u.op is Ops.REDUCE:
+                kids: tuple[UOp, ...] = tuple(r.src[0] for r in u.src[1:])
+            elif u.op is Ops.AFTER:
+                kids = u.src[:1]
+            else:
+                kids = u.src
+            todo = [s for s in kids if s not in memo]
+            if todo:
+                stack.extend(reversed(todo))
+                continue
+            stack.pop()
+            memo[u] = self.compute(u, [memo[s] for s in kids], loops)
+        return memo[root]
+
+    def compute(self, u: UOp, vals: list[Value], loops: Mapping[UOp, int]) -> Value:
+        op, dt = u.op, u.dtype
+        if op is Ops.CONST:
+            return (u.arg,) * dt.count if dt.count > 1 else u.arg
+        if op is Ops.VCONST:
+            return tuple(u.arg)
+        if op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL):
+            return self.leaf(u, loops, vals)
+        if op is Ops.INVALID:
+            return INVALID
+        if op in GroupOp.ALU:
+            return self.alu(u, vals)
+        if op is Ops.CAST:
+            if dt.ptr:
+                return self.ptr_cast(u, vals[0])
+            return self.lanewise(lambda x: _cast(x, u.src[0].dtype.scalar(), dt.scalar()),
+                                 vals[0], dt.count)
+        if op is Ops.BITCAST:
+            return self.lanewise(lambda x: _bitcast(x, u.src[0].dtype.scalar(), dt.scalar()),
+                                 vals[0], dt.count)
+        if op is Ops.VECTORIZE:
+            return tuple(vals)
+        if op is Ops.CAT:
+            out: list[Value] = []
+            for v in vals:
+                out.extend(v if isinstance(v, tuple) else (v,))
+            return tuple(out)
+        if op is Ops.GEP:
+            src = vals[0]
+            lanes = src if isinstance(src, tuple) else (src,)
+            try:
+                picked = tuple(lanes[i] for i in u.arg)
+            except IndexError:
+                raise EvalError(f"gep {u.arg} out of a {len(lanes)}-lane vector") from None
+            return picked[0] if len(picked) == 1 else picked
+        if op in (Ops.AFTER, Ops.BIND, Ops.NOOP):
+            if op is Ops.AFTER:
+                for dep in u.src[1:]:
+                    self.execute(dep, loops, dedupe=True)
+            return vals[0]
+        if op is Ops.REDUCE:
+            return self.reduce(u, vals, loops)
+        if op is Ops.DEFINE_GLOBAL:
+            return self.buffer(u)
+        if op is Ops.INDEX:
+            return self.index(u, vals)
+        if op is Ops.LOAD:
+            return self.load(u, vals)
+        raise EvalError(f"the interpreter cannot evaluate {op.name} as a value"
+                        + (" (it is an effect; use run_kernel)" if op in GroupOp.Void else ""))
+
+    def lanewise(self, fn: Callable[[Value], Value], v: Value, count: int) -> Value:
+        if count > 1 or isinstance(v, tuple):
+            return tuple(fn(x) for x in _lanes(v, max(count, len(v) if isinstance(v, tuple)
+                                                      else 1)))
+        return fn(v)
+
+    def alu(self, u: UOp, vals: list[Value]) -> Value:
+        dt = u.dtype.scalar()
+        n = max([u.dtype.count] + [len(v) for v in vals if isinstance(v, tuple)])
+        if n == 1:
+            return _scalar_alu(u.op, dt, vals)
+        cols = [_lanes(v, n) for v in vals]
+        return tuple(_scalar_alu(u.op, dt, lane) for lane in zip(*cols, strict=True))
+
+    def reduce(self, u: UOp, ends: list[Value], loops: Mapping[UOp, int]) -> Value:
+        x, rngs = u.src[0], u.src[1:]
+        dt = u.dtype
+        op: Ops = u.arg
+        if op not in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN):
+            raise EvalError(f"reduce op must be add/mul/max/min, not {op!r}")
+        acc: Value = _identity(op, dt)
+        for env in self._iterate(rngs, ends, loops):
+            v = self.value(x, env)
+            if acc is None:
+                acc = v
+            else:
+                acc = self.alu_values(op, dt, acc, v)
+        if acc is None:
+            raise EvalError(f"reduce {op.name.lower()} of {dt} over an empty range has no "
+                            "identity (index is unbounded)")
+        return acc
+
+    def alu_values(self, op: Ops, dt: DType, a: Value, b: Value) -> Value:
+        n = max(dt.count, len(a) if isinstance(a, tuple) else 1,
+                len(b) if isinstance(b, tuple) else 1)
+        if n == 1:
+            return _scalar_alu(op, dt.scalar(), (a, b))
+        return tuple(_scalar_alu(op, dt.scalar(), (x, y))
+                     for x, y in zip(_lanes(a, n), _lanes(b, n), strict=True))
+
+    def _iterate(self, rngs: Sequence[UOp], ends: list[Value] | None,
+                 loops: Mapping[UOp, int]):
+        """Every binding of ``rngs`` (first outermost); ends evaluated as they open."""
+        def rec(i: int, env: dict[UOp, int]):
+            if i == len(rngs):
+                yield env
+                return
+            r = rngs[i]
+            if r.op is not Ops.RANGE:
+                raise EvalError(f"expected a RANGE to loop over, got {r.op.name}")
+            end = ends[i] if ends is not None and i == 0 else self.value(r.src[0], env)
+            if _first_undef(end) is not None or end is INVALID or isinstance(end, tuple):
+                raise EvalError(f"the end of (range {r.arg}) has no scalar value: {end!r}")
+            for v in range(int(end)):
+                yield from rec(i + 1, {**env, r: v})
+        yield from rec(0, dict(loops))
+
+    # ---- memory ---------------------------------------------------------
+    def buffer(self, u: UOp) -> _Buf:
+        slot, size = u.arg
+        if self.buffers is None:
+            raise EvalError(f"buffer {slot} has no memory: use run_kernel to run kernels")
+        if not 0 <= slot < len(self.buffers):
+            raise EvalError(f"no buffer given for slot {slot} ({len(self.buffers)} given)")
+        arr = self.buffers[slot]
+        elem = u.dtype.base().scalar()
+        kinds = {"float": "f", "bool": "b", "int": "iuO", "uint": "iuO", "index": "iuO"}
+        if arr.dtype.kind not in kinds.get(elem.kind, ""):
+            raise EvalError(f"buffer {slot} holds {elem} but the array is {arr.dtype}")
+        if arr.size < size:
+            raise EvalError(f"buffer {slot} declares {size} elements but the array has "
+                            f"{arr.size}")
+        return _Buf(slot, size, u.dtype.base())
+
+    def index(self, u: UOp, vals: list[Value]) -> Value:
+        buf, idx = vals[0], vals[1]
+        gate = vals[2] if len(vals) > 2 else True
+        if not isinstance(buf, _Buf):
+            raise EvalError(f"index into {u.src[0].op.name}, not a buffer")
+
+        def one(i: Value, g: Value) -> Value:
+            if isinstance(i, Undefined):
+                return i
+            if isinstance(g, Undefined):
+                return g
+            if i is INVALID or g is INVALID or not g:
+                return _Addr(buf, None)
+            return _Addr(buf, int(i))
+
+        if isinstance(idx, tuple) or isinstance(gate, tuple):
+            n = len(idx) if isinstance(idx, tuple) else len(gate)
+            return tuple(one(i, g) for i, g in zip(_lanes(idx, n), _lanes(gate, n), strict=True))
+        return one(idx, gate)
+
+    def ptr_cast(self, u: UOp, a: Value) -> Value:
+        if isinstance(a, _Addr):
+            return _Addr(a.buf, a.offset, u.dtype.count)
+        if isinstance(a, _Buf):
+            return a
+        raise EvalError(f"cannot cast {a!r} to the pointer dtype {u.dtype}")
+
+    def _check(self, a: _Addr, what: str) -> None:
+        assert a.offset is not None
+        if a.offset < 0 or a.offset + a.count > a.buf.size:
+            raise EvalError(f"{what} outside buffer {a.buf.slot} (size {a.buf.size}): element "
+                            f"{a.offset}" + (f"..{a.offset + a.count - 1}" if a.count > 1 else ""))
+
+    def load(self, u: UOp, vals: list[Value]) -> Value:
+        addr = vals[0]
+        alt = vals[1] if len(vals) > 1 else None
+        dt = u.dtype
+
+        def one(a: Value, alt_v: Value) -> Value:
+            if isinstance(a, Undefined):
+                return a
+            if not isinstance(a, _Addr):
+                raise EvalError(f"load from {a!r}, not an address")
+            if a.offset is None:
+                if alt_v is not None:
+                    return alt_v
+                zero = const_value(dt, 0)
+                return (zero,) * a.count if a.count > 1 else zero
+            try:
+                self._check(a, "read")
+            except EvalError as e:
+                return Undefined(str(e))
+            arr = self.buffers[a.buf.slot]  # type: ignore[index]
+            got = [const_value(dt.scalar(), arr.flat[a.offset + k].item())
+                   for k in range(a.count)]
+            return tuple(got) if a.count > 1 else got[0]
+
+        if isinstance(addr, tuple):
+            alts = _lanes(alt, len(addr)) if alt is not None else (None,) * len(addr)
+            return tuple(one(a, b) for a, b in zip(addr, alts, strict=True))
+        return one(addr, alt)
+
+    def store(self, addr: Value, val: Value) -> None:
+        if isinstance(addr, tuple):
+            vs = _lanes(val, len(addr))
+            for a, v in zip(addr, vs, strict=True):
+                self.store(a, v)
+            return
+        bad = _first_undef(addr)
+        if bad is not None:
+            raise EvalError(f"store to an undefined address: {bad.reason}")
+        if not isinstance(addr, _Addr):
+            raise EvalError(f"store to {addr!r}, not an address")
+        if addr.offset is None:
+            return
+        bad = _first_undef(val)
+        if bad is not None:
+            raise EvalError(f"store of an undefined value: {bad.reason}")
+        if val is INVALID or (isinstance(val, tuple) and INVALID in val):
+            raise EvalError("store of the Invalid value")
+        self._check(addr, "write")
+        arr = self.buffers[addr.buf.slot]  # type: ignore[index]
+        lanes = _lanes(val, addr.count) if addr.count > 1 else (val,)
+        for k, v in enumerate(lanes):
+            arr.flat[addr.offset + k] = v
+
+    # ---- effects --------------------------------------------------------
+    def open_ranges(self, root: UOp) -> frozenset[UOp]:
+        """The ranges ``root`` depends on that no END/REDUCE inside it closes."""
+        if root in self._open:
+            return self._open[root]
+        for u in root.toposort():
+            if u in self._open:
+                continue
+            if u.op is Ops.RANGE:
+                s = frozenset({u}) | self._open[u.src[0]]
+            elif u.op in (Ops.END, Ops.REDUCE):
+                closed = frozenset(u.src[1:])
+                s = (self._open[u.src[0]] - closed).union(
+                    *(self._open[r.src[0]] for r in u.src[1:]))
+            else:
+                s = frozenset().union(*(self._open[x] for x in u.src))
+            self._open[u] = s
+        return self._open[root]
+
+    def execute(self, u: UOp, loops: Mapping[UOp, int], dedupe: bool) -> None:
+        """Run an effect. ``dedupe``: skip it when it already ran in this iteration of
+        the loops it depends on (AFTER dependencies, sink members)."""
+        scope = tuple(sorted((r.uid, loops[r]) for r in self.open_ranges(u) if r in loops))
+        key = (u, scope)
+        if dedupe and key in self.executed:
+            return
+        self.executed.add(key)
+        if u.op is Ops.SINK:
+            for s in u.src:
+                self.execute(s, loops, dedupe=True)
+        elif u.op is Ops.END:
+            for env in self._iterate(u.src[1:], None, loops):
+                self.execute(u.src[0], env, dedupe=False)
+        elif u.op is Ops.STORE:
+            addr = self.value(u.src[0], loops)
+            val = self.value(u.src[1], loops)
+            self.store(addr, val)
+        elif u.op is Ops.AFTER:
+            for dep in u.src[1:]:
+                self.execute(dep, loops, dedupe=True)
+            self.execute(u.src[0], loops, dedupe=True)
+        elif u.op in (Ops.NOOP, Ops.DEFINE_GLOBAL, Ops.CONST):
+            return
+        elif u.op in (Ops.IF, Ops.ENDIF):
+            raise EvalError(f"the interpreter does not run {u.op.name} (lowered control flow)")
+        else:
+            v = self.value(u, loops)
+            bad = _first_undef(v)
+            if bad is not None:
+                raise EvalError(f"undefined value in kernel: {bad.reason}")
+
+
+def _identity(op: Ops, dt: DType) -> Value:
+    s = dt.scalar()
+    if op is Ops.ADD:
+        v: Value = const_value(s, 0)
+    elif op is Ops.MUL:
+        v = const_value(s, 1)
+    elif s.is_index:
+        return None  # unbounded: no identity, the first element starts the fold
+    elif op is Ops.MAX:
+        v = s.min if not s.is_float else -math.inf
+    else:
+        v = s.max if not s.is_float else math.inf
+    return (v,) * dt.count if dt.count > 1 else v
+
+
+# ---------------------------------------------------------------------------
+# public entry points
+def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None) -> Value:
+    """The value of the expression ``uop`` under ``env`` (see the module docstring).
+
+    Returns an int/float/bool, a tuple for a vector, or ``INVALID``. Raises
+    ``EvalError`` when the value is undefined (division by zero, ...), a leaf is
+    missing or out of its bounds, or the graph needs memory (use ``run_kernel``).
+    """
+    m = _Machine(env)
+    v = m.value(uop, {})
+    bad = _first_undef(v)
+    if bad is not None:
+        raise EvalError(f"undefined: {bad.reason}")
+    return v
+
+
+def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
+               vars: Mapping[str, int] | None = None) -> Sequence[np.ndarray]:
+    """Execute a kernel (spec "Semantics of kernels") on ``buffers`` in place.
+
+    ``buffers[slot]`` is the numpy array of DEFINE_GLOBAL ``slot``; ``vars``
+    gives the DEFINE_VAR values by name. SPECIAL launch indices not given in
+    ``vars`` are iterated like outermost loops (one launch per combination).
+    Returns ``buffers``. Out-of-bounds reads/writes, undefined stored values or
+    addresses raise ``EvalError``.
+    """
+    buffers = list(buffers)
+    for i, b in enumerate(buffers):
+        if not isinstance(b, np.ndarray):
+            raise EvalError(f"buffer {i} is a {type(b).__name__}, not a numpy array")
+    given = dict(vars or {})
+    specials = sorted({u for u in sink.toposort() if u.op is Ops.SPECIAL
+                       and u.arg not in given}, key=lambda u: u.uid)
+    m = _Machine(given, buffers)
+    grids = []
+    for s in specials:
+        end = m.value(s.src[0], {})
+        if _first_undef(end) is not None or isinstance(end, tuple) or end is INVALID:
+            raise EvalError(f"the end of (special {s.arg}) has no value")
+        grids.append(range(int(end)))
+    for launch in itertools.product(*grids):
+        m.by_name.update({s.arg: v for s, v in zip(specials, launch, strict=True)})
+        m.executed.clear()
+        m.execute(sink, {}, dedupe=False)
+    return buffers
+
+
+# ---------------------------------------------------------------------------
+# the vectorized evaluator
+_VEC_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.INVALID, Ops.ADD,
+                      Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.AND,
+                      Ops.OR, Ops.XOR, Ops.NOT, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC,
+                      Ops.CAST, Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND}) | GroupOp.Comparison
+_I64_SAFE = 1 << 62
+
+
+def vectorizable(root: UOp) -> bool:
+    """True when ``evaluate_many`` runs ``root`` on numpy (scalar integer/bool ops only)."""
+    for u in root.toposort():
+        if u.op not in _VEC_OPS or u.dtype.count != 1 or u.dtype.is_float or u.dtype.ptr:
+            return False
+        if u.op is Ops.CAST and (u.src[0].dtype.is_float or u.src[0].dtype.count != 1):
+            return False
+        if u.op is Ops.CONST and isinstance(u.arg, float):
+            return False
+    return True
+
+
+def _absmax(a: np.ndarray) -> int:
+    if a.size == 0:
+        return 0
+    if a.dtype == object:
+        return max(abs(int(x)) for x in a)
+    return int(max(abs(int(a.max())), abs(int(a.min()))))
+
+
+def _obj(a: np.ndarray) -> np.ndarray:
+    return a if a.dtype == object else a.astype(object)
+
+
+def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
+                  n: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluate ``uop`` at many assignments at once.
+
+    ``columns`` maps every leaf's env key (var/special name, ``R<id>``) to an
+    array of values, one per assignment (all the same length ``n``). Returns
+    ``(values, invalid, undefined)``: ``values`` is an int64 array when every
+    intermediate provably fits, else an object array of Python ints (bools for
+    bool results); ``invalid`` marks assignments where the value is Invalid and
+    ``undefined`` where it is undefined (division by zero, bad shift, a range
+    value not below its end...). Masked lanes of ``values`` hold 0.
+
+    Integer/bool scalar graphs run on numpy; anything else (floats, vectors)
+    falls back to ``evaluate`` per assignment (values then an object array).
+    Values are not checked against the leaves' declared bounds.
+    """
+    if n is None:
+        n = len(next(iter(columns.values()))) if columns else 1
+    if not vectorizable(uop):
+        return _evaluate_many_slow(uop, columns, n)
+    vals: dict[UOp, np.ndarray] = {}
+    inv: dict[UOp, np.ndarray] = {}
+    und: dict[UOp, np.ndarray] = {}
+    false = np.zeros(n, dtype=bool)
+    for u in uop.toposort():
+        op, dt = u.op, u.dtype
+        srcv = [vals[s] for s in u.src]
+        i_m = false
+        u_m = false
+        for s in u.src:
+            i_m = i_m | inv[s] if inv[s] is not false else i_m
+            u_m = u_m | und[s] if und[s] is not false else u_m
+        if op is Ops.CONST:
+            v = _const_column(u.arg, n)
+        elif op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL):
+            key = leaf_key(u)
+            if key not in columns:
+                raise EvalError(f"no column for {_describe(u)} (env key {key!r})")
+            v = np.asarray(columns[key])
+            if v.dtype != object and v.dtype != np.int64:
+                v = v.astype(np.int64)
+            if v.shape != (n,):
+                raise EvalError(f"column {key!r} has shape {v.shape}, expected ({n},)")
+            if op is not Ops.DEFINE_VAR:
+                end = srcv[0]
+                u_m = u_m | (v >= end) | (v < 0)
+        elif op is Ops.INVALID:
+            v = np.zeros(n, dtype=np.int64)
+            i_m = np.ones(n, dtype=bool)
+        elif op is Ops.WHERE:
+            c, t, f = srcv
+            c = c.astype(bool)
+            v = np.where(c, t, f)
+            ci, cu = inv[u.src[0]], und[u.src[0]]
+            # an undefined/invalid condition decides; else the branch taken does
+            u_m = cu | (~ci & np.where(c, und[u.src[1]], und[u.src[2]]))
+            i_m = ci | (~cu & np.where(c, inv[u.src[1]], inv[u.src[2]]))
+        else:
+            v, extra_undef = _vec_alu(u, srcv)
+            if extra_undef is not None:
+                u_m = u_m | extra_undef
+        if op is not Ops.WHERE:
+            i_m = i_m & ~u_m
+        masked = i_m | u_m
+        if masked.any() and op not in (Ops.INVALID,):
+            v = np.where(masked, np.zeros(1, dtype=v.dtype) if v.dtype != object else 0, v)
+            if v.dtype == object and dt.is_bool:
+                v = v.astype(bool)
+        vals[u] = v
+        inv[u] = i_m if i_m.any() else false
+        und[u] = u_m if u_m.any() else false
+    out = vals[uop]
+    if uop.dtype.is_bool:
+        out = out.astype(bool)
+    return out, inv[uop] | false, und[uop] | false
+
+
+def _const_column(v: Any, n: int) -> np.ndarray:
+    if isinstance(v, bool):
+        return np.full(n, v, dtype=bool)
+    if abs(v) < _I64_SAFE:
+        return np.full(n, v, dtype=np.int64)
+    out = np.empty(n, dtype=object)
+    out[:] = v
+    return out
+
+
+def _wrap_col(dt: DType, v: np.ndarray) -> np.ndarray:
+    if not dt.is_fixed_int:
+        return v
+    bits = dt.bits
+    if v.dtype != object and dt.kind == "int" and bits == 64:
+        return v  # exact int64 values (overflow-prone ops went to object arrays)
+    if v.dtype != object and bits < 63:
+        m = (1 << bits) - 1
+        w = v & m
+        if dt.kind == "int":
+            w = np.where(w >= (1 << (bits - 1)), w - (1 << bits), w)
+        return w
+    o = _obj(v)
+    w = o & ((1 << bits) - 1)
+    if dt.kind == "int":
+        w = np.where(w >= (1 << (bits - 1)), w - (1 << bits), w)
+    # fits int64 after wrapping unless u64
+    if dt.kind == "int" or bits < 64:
+        return w.astype(np.int64)
+    return w
+
+
+def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    op, dt = u.op, u.dtype
+    if op in GroupOp.Comparison:
+        a, b = srcv
+        if a.dtype == object or b.dtype == object:
+            a, b = _obj(a), _obj(b)
+        return _CMP[op](a, b).astype(bool), None
+    if op is Ops.CAST:
+        x = srcv[0]
+        if dt.is_bool:
+            return (x != 0).astype(bool), None
+        if x.dtype == bool:
+            x = x.astype(np.int64)
+        return _wrap_col(dt, x), None
+    if dt.is_bool:
+        if op is Ops.NOT:
+            return ~srcv[0].astype(bool), None
+        a, b = srcv[0].astype(bool), srcv[1].astype(bool)
+        if op in (Ops.ADD, Ops.OR, Ops.MAX):
+            return a | b, None
+        if op in (Ops.MUL, Ops.AND, Ops.MIN):
+            return a & b, None
+        if op in (Ops.XOR,):
+            return a ^ b, None
+        raise EvalError(f"{op.name} is not defined on bool")
+    big = any(s.dtype == object for s in srcv)
+    mags = [_absmax(s) for s in srcv] if not big else []
+    if mags and max(mags) >= _I64_SAFE:
+        big, srcv = True, [_obj(s) for s in srcv]
+    undef = None
+    if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
+        return srcv[0], None
+    if op is Ops.NEG:
+        return _wrap_col(dt, -srcv[0]), None
+    if op is Ops.NOT:
+        return _wrap_col(dt, ~srcv[0]), None
+    a, b = srcv[0], srcv[1]
+    if op in (Ops.ADD, Ops.SUB, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR, Ops.XOR):
+        if not big and max(mags) >= _I64_SAFE:
+            a, b = _obj(a), _obj(b)
+        if op is Ops.ADD:
+            r = a + b
+        elif op is Ops.SUB:
+            r = a - b
+        elif op is Ops.MAX:
+            r = np.where(a >= b, a, b)
+        elif op is Ops.MIN:
+            r = np.where(a <= b, a, b)
+        elif op is Ops.AND:
+            r = a & b
+        elif op is Ops.OR:
+            r = a | b
+        else:
+            r = a ^ b
+        return _wrap_col(dt, r), None
+    if op in (Ops.MUL, Ops.MULACC):
+        if big or mags[0] * mags[1] + (mags[2] if len(mags) > 2 else 0) >= _I64_SAFE:
+            a, b = _obj(a), _obj(b)
+            r = a * b + (_obj(srcv[2]) if op is Ops.MULACC else 0)
+        else:
+            r = a * b + (srcv[2] if op is Ops.MULACC else 0)
+        return _wrap_col(dt, r), None
+    if op in (Ops.IDIV, Ops.MOD):
+        zero = b == 0
+        if zero.any():
+            undef = zero
+            b = np.where(zero, 1, b)
+        if big:
+            a, b = _obj(a), _obj(b)
+        q = abs(a) // abs(b)
+        neg = (a < 0) ^ (b < 0)
+        q = np.where(neg, -q, q)
+        r = q if op is Ops.IDIV else a - q * b
+        if r.dtype == object and not big:
+            r = r.astype(np.int64)
+        return _wrap_col(dt, r), undef
+    if op in (Ops.SHL, Ops.SHR):
+        limit = dt.bits if dt.is_fixed_int else _SHIFT_LIMIT
+        bad = (b < 0) | (b >= limit)
+        if bad.any():
+            undef = bad
+            b = np.where(bad, 0, b)
+        if op is Ops.SHR:
+            if big or b.dtype == object:
+                r = _obj(a) >> _obj(b)
+            else:
+                r = a >> np.minimum(b, 63)
+            return _wrap_col(dt, r), undef
+        smax = _absmax(b) if not big else None
+        if big or smax >= 62 or (mags[0] << smax) >= _I64_SAFE:
+            r = _obj(a) << _obj(b)
+        else:
+            r = a << b
+        return _wrap_col(dt, r), undef
+    raise EvalError(f"{op.name} is not vectorized")
+
+
+def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray],
+                        n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    out = np.empty(n, dtype=object)
+    inv = np.zeros(n, dtype=bool)
+    und = np.zeros(n, dtype=bool)
+    cols = {k: np.asarray(v) for k, v in columns.items()}
+    names = {leaf_key(u) for u in uop.leaves()}
+    missing = names - set(cols)
+    if missing:
+        raise EvalError(f"no column for leaves {sorted(missing)}")
+    for i in range(n):
+        env = {k: int(cols[k][i]) for k in names}
+        m = _Machine(env)
+        try:
+            v = m.value(uop, {})
+        except EvalError:
+            und[i] = True
+            out[i] = 0
+            continue
+        if _first_undef(v) is not None:
+            und[i] = True
+            out[i] = 0
+        elif v is INVALID or (isinstance(v, tuple) and INVALID in v):
+            inv[i] = True
+            out[i] = 0
+        else:
+            out[i] = v
+    return out, inv, und

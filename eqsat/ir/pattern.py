@@ -1,0 +1,441 @@
+"""The ordered pattern matcher and graph_rewrite (the baseline engine).
+
+A :class:`Rule` is a named pattern with an explicit guard and a builder::
+
+    Rule("add_zero", "x+0 -> x", UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("c")]),
+         build=lambda x: x, guard=lambda c: c.arg == 0)
+
+``src=[...]`` (a list) matches a commutative op in both operand orders;
+``src=(...)`` (a tuple) matches in order. A name bound twice must bind the same
+(hash-consed) node. Guards and builders receive the bindings they name as
+keyword arguments. A :class:`PatternMatcher` tries its rules in order; the
+first whose guard holds and whose builder returns a node wins.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
+
+__all__ = ["UPat", "Rule", "PatternMatcher", "graph_rewrite", "RewriteLimitError"]
+
+_ANY = object()
+
+
+class RewriteLimitError(RuntimeError):
+    """graph_rewrite rewrote one node more than the safety limit allows."""
+
+
+class UPat:
+    """A pattern over UOps: op set, dtype set, sources, arg and a binding name."""
+
+    __slots__ = ("ops", "dtypes", "src", "commutative", "arg", "name", "any_len", "pred", "_fn")
+
+    def __init__(self, op: Ops | Iterable[Ops] | None = None,
+                 dtype: DType | Iterable[DType] | None = None,
+                 src: tuple[UPat, ...] | list[UPat] | UPat | None = None,
+                 arg: Any = _ANY, name: str | None = None, any_len: bool = False,
+                 pred: Callable[[UOp], bool] | None = None):
+        self.ops = None if op is None else frozenset([op] if isinstance(op, Ops) else op)
+        self.dtypes = None if dtype is None else frozenset(
+            [dtype] if isinstance(dtype, DType) else dtype)
+        self.commutative = isinstance(src, list)
+        if isinstance(src, UPat):
+            src = (src,)
+            any_len = True  # a single UPat matches every source
+        self.src = None if src is None else tuple(src)
+        self.arg = arg
+        self.name = name
+        self.any_len = any_len
+        self.pred = pred
+        self._fn: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = None
+
+    # ---- shorthands ------------------------------------------------------
+    @staticmethod
+    def var(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> UPat:
+        """Any node."""
+        return UPat(dtype=dtype, name=name)
+
+    @staticmethod
+    def cvar(name: str | None = None, dtype: DType | Iterable[DType] | None = None,
+             vec: bool = True) -> UPat:
+        """A constant (CONST, or VCONST when ``vec``)."""
+        return UPat((Ops.CONST, Ops.VCONST) if vec else Ops.CONST, dtype=dtype, name=name)
+
+    @staticmethod
+    def const(value: Any, name: str | None = None, dtype: DType | None = None) -> UPat:
+        """A scalar CONST equal to ``value`` (0 matches 0.0 and False too)."""
+        return UPat(Ops.CONST, dtype=dtype, name=name,
+                    pred=lambda u: u.arg == value and type(u.arg) is not bool
+                    or (isinstance(value, bool) and u.arg is value))
+
+    def __repr__(self) -> str:
+        ops = "|".join(sorted(o.name for o in self.ops)) if self.ops else "*"
+        return f"UPat({ops}{' ' + self.name if self.name else ''})"
+
+    # ---- matching -----------------------------------------------------------
+    def matcher(self) -> Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]]:
+        """This pattern compiled to a function ``(u, env) -> [bindings]`` (cached).
+
+        Same semantics as :meth:`match`, several times faster: no generators,
+        checks specialized to the fields the pattern sets.
+        """
+        if self._fn is None:
+            self._fn = _compile(self)
+        return self._fn
+
+    def match(self, u: UOp, env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
+        """Every binding extending ``env`` under which this pattern matches ``u``."""
+        yield from self.matcher()(u, env)
+
+    def _match_slow(self, u: UOp, env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
+        """The reference (generator) matcher :func:`_compile` must agree with."""
+        if self.ops is not None and u.op not in self.ops:
+            return
+        if self.dtypes is not None and u.dtype not in self.dtypes:
+            return
+        if self.arg is not _ANY and u.arg != self.arg:
+            return
+        if self.pred is not None and not self.pred(u):
+            return
+        if self.name is not None:
+            bound = env.get(self.name)
+            if bound is not None:
+                if bound is not u:
+                    return
+            else:
+                env = {**env, self.name: u}
+        if self.src is None:
+            yield env
+            return
+        if self.any_len and len(self.src) == 1:
+            yield from _match_all(self.src[0], u.src, env)
+            return
+        if len(u.src) != len(self.src) and not (self.any_len and len(u.src) >= len(self.src)):
+            return
+        orders = [self.src]
+        if self.commutative and len(self.src) == 2:
+            orders.append(self.src[::-1])
+        for pats in orders:
+            yield from _match_seq(pats, u.src, env)
+
+
+def _match_seq(pats: tuple[UPat, ...], srcs: tuple[UOp, ...],
+               env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
+    if not pats:
+        yield env
+        return
+    for e in pats[0]._match_slow(srcs[0], env):
+        yield from _match_seq(pats[1:], srcs[1:], e)
+
+
+def _match_all(pat: UPat, srcs: tuple[UOp, ...], env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
+    if not srcs:
+        yield env
+        return
+    for e in pat._match_slow(srcs[0], env):
+        yield from _match_all(pat, srcs[1:], e)
+
+
+_Env = dict[str, UOp]
+_MatchFn = Callable[[UOp, _Env], list[_Env]]
+
+
+def _seq(fns: tuple[_MatchFn, ...], srcs: tuple[UOp, ...], env: _Env) -> list[_Env]:
+    envs = [env]
+    for fn, s in zip(fns, srcs, strict=False):
+        if len(envs) == 1:
+            envs = fn(s, envs[0])
+        else:
+            nxt: list[_Env] = []
+            for e in envs:
+                nxt.extend(fn(s, e))
+            envs = nxt
+        if not envs:
+            return envs
+    return envs
+
+
+def _compile(p: UPat) -> _MatchFn:
+    """Compile ``p`` into a list-returning matcher (see :meth:`UPat.matcher`)."""
+    ops, dts, arg, pred, name = p.ops, p.dtypes, p.arg, p.pred, p.name
+    has_arg = arg is not _ANY
+    # op membership by the enum's int value: hashing an Enum member runs Python code
+    op_vals = None if ops is None else frozenset(o._value_ for o in ops)
+    plain = dts is None and not has_arg and pred is None
+
+    if plain and name is None:
+        def head(u: UOp, env: _Env) -> _Env | None:
+            """The node-local checks and the binding of ``name``; None = no match."""
+            if op_vals is not None and u.op._value_ not in op_vals:
+                return None
+            return env
+    else:
+        def head(u: UOp, env: _Env) -> _Env | None:
+            """The node-local checks and the binding of ``name``; None = no match."""
+            if op_vals is not None and u.op._value_ not in op_vals:
+                return None
+            if dts is not None and u.dtype not in dts:
+                return None
+            if has_arg and u.arg != arg:
+                return None
+            if pred is not None and not pred(u):
+                return None
+            if name is not None:
+                bound = env.get(name)
+                if bound is not None:
+                    return env if bound is u else None
+                env = {**env, name: u}
+            return env
+
+    if p.src is None:
+        if ops is None and dts is None and not has_arg and pred is None:
+            if name is None:
+                return lambda u, env: [env]
+
+            def bind(u: UOp, env: _Env) -> list[_Env]:
+                bound = env.get(name)
+                if bound is not None:
+                    return [env] if bound is u else []
+                return [{**env, name: u}]
+            return bind
+
+        def leaf(u: UOp, env: _Env) -> list[_Env]:
+            e = head(u, env)
+            return [] if e is None else [e]
+        return leaf
+
+    fns = tuple(c.matcher() for c in p.src)
+    n = len(fns)
+    if p.any_len and n == 1:
+        one = fns[0]
+
+        def every(u: UOp, env: _Env) -> list[_Env]:
+            e = head(u, env)
+            if e is None:
+                return []
+            return _seq((one,) * len(u.src), u.src, e)
+        return every
+    any_len = p.any_len
+    if p.commutative and n == 2:
+        f0, f1 = fns
+
+        def comm(u: UOp, env: _Env) -> list[_Env]:
+            e = head(u, env)
+            if e is None:
+                return []
+            src = u.src
+            if len(src) != 2 and not (any_len and len(src) >= 2):
+                return []
+            a, b = src[0], src[1]
+            out = []
+            for e1 in f0(a, e):
+                out.extend(f1(b, e1))
+            for e1 in f0(b, e):
+                out.extend(f1(a, e1))
+            return out
+        return comm
+
+    def ordered(u: UOp, env: _Env) -> list[_Env]:
+        e = head(u, env)
+        if e is None:
+            return []
+        src = u.src
+        if len(src) != n and not (any_len and len(src) >= n):
+            return []
+        return _seq(fns, src, e)
+    return ordered
+
+
+def _required_child_ops(p: UPat) -> frozenset[int]:
+    """Ops (by value) some direct child must have for ``p`` to match: each source
+    pattern restricted to a single op names one (tinygrad's early reject)."""
+    if p.src is None or (p.any_len and len(p.src) == 1):
+        return frozenset()
+    return frozenset(next(iter(c.ops))._value_ for c in p.src
+                     if c.ops is not None and len(c.ops) == 1)
+
+
+def _pattern_names(p: UPat) -> set[str]:
+    out = {p.name} if p.name is not None else set()
+    for c in p.src or ():
+        out |= _pattern_names(c)
+    return out
+
+
+def _check_params(rule: str, what: str, fn: Callable[..., Any], names: set[str]) -> None:
+    """Every parameter ``fn`` needs must be a name the pattern binds."""
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+            continue
+        if p.default is inspect.Parameter.empty and p.name not in names:
+            raise ValueError(f"rule {rule!r}: {what} parameter {p.name!r} is not bound by the "
+                             f"pattern (it binds {', '.join(sorted(names)) or 'nothing'})")
+
+
+def _kwargs_caller(fn: Callable[..., Any]) -> Callable[[dict[str, UOp]], Any]:
+    """Call ``fn`` with only the bindings it names (``**kw`` takes them all)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return lambda b: fn(**b)
+    names = tuple(params)
+    return lambda b: fn(**{n: b[n] for n in names if n in b})
+
+
+@dataclass(eq=False)
+class Rule:
+    """A named, commented, guarded rewrite of the ordered matcher.
+
+    ``identity`` is the one-line infix identity (``(x//c1)//c2 -> x//(c1*c2)``);
+    ``guard`` (optional) must hold for the rewrite to apply; ``build`` returns
+    the replacement, or None when the match is not a rewrite after all
+    (reserved for procedural rules such as ``fold_divmod_general``).
+    """
+
+    name: str
+    identity: str
+    pattern: UPat
+    build: Callable[..., UOp | None]
+    guard: Callable[..., bool] | None = None
+    group: str = ""
+    _call_build: Callable[[dict[str, UOp]], Any] = field(init=False, repr=False)
+    _call_guard: Callable[[dict[str, UOp]], Any] | None = field(init=False, repr=False)
+    _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
+                                                                         repr=False)
+    _early: frozenset[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = _pattern_names(self.pattern)
+        _check_params(self.name, "build", self.build, names)
+        if self.guard is not None:
+            _check_params(self.name, "guard", self.guard, names)
+        self._call_build = _kwargs_caller(self.build)
+        self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
+        self._match = self.pattern.matcher()
+        self._early = _required_child_ops(self.pattern)
+
+    def apply(self, u: UOp) -> UOp | None:
+        """The rewrite of ``u`` by this rule, or None."""
+        for b in self._match(u, {}):
+            if self._call_guard is not None and not self._call_guard(b):
+                continue
+            out = self._call_build(b)
+            if out is not None and out is not u:
+                return out
+        return None
+
+    def __repr__(self) -> str:
+        return f"Rule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+class PatternMatcher:
+    """Rules tried in order, the first that returns a result wins."""
+
+    def __init__(self, rules: Iterable[Rule], name: str = "matcher"):
+        self.rules: list[Rule] = list(rules)
+        self.name = name
+        self.matches: dict[str, int] = defaultdict(int)
+        by_op: dict[Ops | None, list[tuple[int, Rule]]] = defaultdict(list)
+        for i, r in enumerate(self.rules):
+            for op in (r.pattern.ops or [None]):
+                by_op[op].append((i, r))
+        any_op = by_op.pop(None, [])
+        self._by_op: dict[Ops, list[Rule]] = {}
+        for op in Ops:
+            merged = sorted(by_op.get(op, []) + any_op, key=lambda t: t[0])
+            self._by_op[op] = [r for _, r in merged]
+
+    def __add__(self, other: PatternMatcher) -> PatternMatcher:
+        return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __repr__(self) -> str:
+        return f"PatternMatcher({self.name!r}, {len(self.rules)} rules)"
+
+    def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
+        """The first rule's rewrite of ``u`` (not of its children), or None."""
+        present = None
+        for r in self._by_op[u.op]:
+            req = r._early
+            if req:
+                if present is None:
+                    present = {s.op._value_ for s in u.src}
+                if not req <= present:
+                    continue  # a child op the pattern needs is missing
+            out = r.apply(u)
+            if out is not None:
+                self.matches[r.name] += 1
+                return out, r
+        return None
+
+
+def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000) -> UOp:
+    """Rewrite bottom-up to a fixed point: children first, then the parent re-matched.
+
+    Raises :class:`RewriteLimitError` naming the rules involved when one node is
+    rewritten more than ``limit`` times (a cycle between rules).
+    """
+    replace: dict[UOp, UOp] = {}
+    chain: dict[UOp, int] = {}
+    history: dict[UOp, tuple[str, ...]] = {}
+    waitlist: dict[UOp, list[tuple[UOp, int, UOp]]] = defaultdict(list)
+    stack: list[tuple[UOp, int, UOp]] = [(root, 0, root)]
+    on_stack = {root}
+    while stack:
+        n, stage, new_n = stack.pop()
+        if n in replace:
+            continue
+        if stage == 0:
+            stack.append((n, 1, new_n))
+            for x in reversed(new_n.src):
+                if x in on_stack:
+                    continue
+                stack.append((x, 0, x))
+                on_stack.add(x)
+        elif stage == 1:
+            tmp = []
+            for x in new_n.src:
+                rx = replace.get(x)
+                if rx is None:
+                    waitlist[x].append((n, 1, new_n))
+                    break
+                tmp.append(rx)
+            else:
+                new_src = tuple(tmp)
+                if all(a is b for a, b in zip(new_src, new_n.src, strict=True)):
+                    hit = pm.rewrite(new_n)
+                    if hit is None:
+                        replace[n] = new_n
+                        stack.extend(waitlist.pop(n, []))
+                        continue
+                    nxt, rule = hit
+                    count = chain.get(new_n, 0) + 1
+                    names = (history.get(new_n, ()) + (rule.name,))[-12:]
+                    if count > limit:
+                        raise RewriteLimitError(
+                            f"graph_rewrite: one node rewritten more than {limit} times; "
+                            f"rules involved: {', '.join(dict.fromkeys(names))}")
+                else:
+                    nxt = new_n.replace(src=new_src)
+                    count, names = chain.get(new_n, 0), history.get(new_n, ())
+                if chain.get(nxt, -1) < count:
+                    chain[nxt], history[nxt] = count, names
+                stack.append((n, 2, nxt))
+                stack.append((nxt, 0, nxt))
+        else:
+            r = replace.get(new_n)
+            if r is None:
+                waitlist[new_n].append((n, 2, new_n))
+            else:
+                replace[n] = r
+                stack.extend(waitlist.pop(n, []))
+    return replace[root]

@@ -1,0 +1,351 @@
+"""The UOp: an immutable, hash-consed node of a tensor-compiler graph.
+
+Building the same structure twice returns the same object::
+
+    >>> from eqsat import UOp
+    >>> UOp.var("x", 0, 9) + 1 is UOp.var("x", 0, 9) + 1
+    True
+
+Interning is weak: a graph nobody references any more is freed. Every node
+carries ``vmin``/``vmax``, computed eagerly at construction (eqsat.ir.bounds).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import struct
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from eqsat.ir.bounds import compute_bounds
+from eqsat.ir.dtype import DType, DTypeError, dtypes
+from eqsat.ir.ops import GroupOp, Ops
+
+__all__ = ["UOp", "const_value", "IRError"]
+
+
+class IRError(ValueError):
+    """A node that cannot be built: wrong arity, dtype mismatch, bad argument."""
+
+
+_CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
+_IDS = itertools.count()
+
+
+def _bf16(v: float) -> float:
+    bits = struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
+        return math.nan
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
+    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+def const_value(dtype: DType, v: Any) -> int | float | bool:
+    """Normalize ``v`` to a constant of the scalar of ``dtype``.
+
+    Fixed-width integers wrap two's-complement; floats round to the dtype's
+    precision; bools become ``bool``; index stays an exact ``int``.
+    """
+    s = dtype.scalar()
+    if s.is_bool:
+        return bool(v)
+    if s.is_float:
+        with np.errstate(over="ignore"):
+            if s.name == "f32":
+                return float(np.float32(v))
+            if s.name == "f16":
+                return float(np.float16(v))
+            if s.name == "bf16":
+                return _bf16(float(v))
+        return float(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise IRError(f"cannot make an integer constant of {v}")
+        v = math.trunc(v)
+    v = int(v)
+    if s.is_index:
+        return v
+    if s.is_fixed_int:
+        mask = (1 << s.bits) - 1
+        v &= mask
+        if s.kind == "int" and v >= 1 << (s.bits - 1):
+            v -= 1 << s.bits
+        return v
+    raise IRError(f"no constants of dtype {dtype}")
+
+
+def _arg_key(arg: Any) -> Any:
+    """A hash key that tells -0.0 from 0.0 and treats every NaN alike."""
+    if isinstance(arg, float):
+        return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
+    if isinstance(arg, bool):
+        return ("b", arg)
+    if isinstance(arg, tuple):
+        return tuple(_arg_key(a) for a in arg)
+    return arg
+
+
+class UOp:
+    """One node: ``op``, ``dtype``, ``src`` (children) and ``arg``.
+
+    Do not call the class directly with keyword-less positional arguments in
+    hot loops; it interns, so ``UOp(op, dtype, src, arg)`` returns an existing
+    node when one of the same structure is alive.
+    """
+
+    __slots__ = ("op", "dtype", "src", "arg", "vmin", "vmax", "uid", "__weakref__")
+
+    op: Ops
+    dtype: DType
+    src: tuple[UOp, ...]
+    arg: Any
+    vmin: int | float | bool
+    vmax: int | float | bool
+    uid: int
+
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (),
+                arg: Any = None) -> UOp:
+        src = tuple(src)
+        key = (op, dtype, src, _arg_key(arg))
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        self = object.__new__(cls)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "src", src)
+        object.__setattr__(self, "arg", arg)
+        lo, hi = compute_bounds(op, dtype, src, arg)
+        object.__setattr__(self, "vmin", lo)
+        object.__setattr__(self, "vmax", hi)
+        object.__setattr__(self, "uid", next(_IDS))
+        _CACHE[key] = self
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("UOp is immutable")
+
+    def __reduce__(self):
+        return (UOp, (self.op, self.dtype, self.src, self.arg))
+
+    def __repr__(self) -> str:
+        from eqsat.ir.sexpr import to_sexpr
+
+        try:
+            return f"eqsat.parse({to_sexpr(self, compact=True)!r})"
+        except Exception:  # a node the text format cannot hold (lowering ops)
+            return f"UOp({self.op!r}, {self.dtype!r}, <{len(self.src)} src>, {self.arg!r})"
+
+    # ---- constructors ---------------------------------------------------
+    @staticmethod
+    def const(dtype: DType, value: Any) -> UOp:
+        """A constant (wrapped/rounded to ``dtype``); vector dtypes broadcast."""
+        return UOp(Ops.CONST, dtype, (), const_value(dtype, value))
+
+    @staticmethod
+    def vconst(dtype: DType, values: tuple | list) -> UOp:
+        """A vector constant; ``dtype`` is the scalar dtype."""
+        vals = tuple(const_value(dtype, v) for v in values)
+        if len(vals) < 1:
+            raise IRError("vconst needs at least one element")
+        return UOp(Ops.VCONST, dtype.scalar().vec(len(vals)), (), vals)
+
+    @staticmethod
+    def var(name: str, lo: int, hi: int) -> UOp:
+        """A symbolic index variable (DEFINE_VAR) over ``[lo, hi]``."""
+        if lo > hi:
+            raise IRError(f"var {name}: lower bound {lo} > upper bound {hi}")
+        return UOp(Ops.DEFINE_VAR, dtypes.index, (), (name, int(lo), int(hi)))
+
+    @staticmethod
+    def range(end: UOp | int, rid: int) -> UOp:
+        """Loop index number ``rid`` over ``0 .. end-1``."""
+        end = UOp._lift(end, dtypes.index)
+        return UOp(Ops.RANGE, end.dtype, (end,), int(rid))
+
+    @staticmethod
+    def special(name: str, end: UOp | int) -> UOp:
+        """A launch index (SPECIAL) over ``0 .. end-1``."""
+        end = UOp._lift(end, dtypes.index)
+        return UOp(Ops.SPECIAL, end.dtype, (end,), name)
+
+    @staticmethod
+    def buffer(slot: int, dtype: DType, size: int) -> UOp:
+        """DEFINE_GLOBAL: a pointer to ``size`` elements of ``dtype``, argument ``slot``."""
+        return UOp(Ops.DEFINE_GLOBAL, dtype.ptr_to(), (), (int(slot), int(size)))
+
+    @staticmethod
+    def invalid() -> UOp:
+        """The Invalid sentinel of padded index regions."""
+        return UOp(Ops.INVALID, dtypes.index)
+
+    @staticmethod
+    def _lift(x: UOp | int | float | bool, dtype: DType) -> UOp:
+        if isinstance(x, UOp):
+            return x
+        if isinstance(x, bool):
+            return UOp.const(dtypes.bool, x)
+        return UOp.const(dtype, x)
+
+    def alu(self, op: Ops, *others: UOp | int | float | bool) -> UOp:
+        """Apply an ALU op; Python numbers take this node's dtype."""
+        srcs = (self,) + tuple(UOp._lift(o, self.dtype.scalar().vec(self.dtype.count)
+                                         if not self.dtype.ptr else dtypes.index) for o in others)
+        if op in GroupOp.Comparison:
+            dt = dtypes.bool.vec(self.dtype.count)
+        elif op is Ops.WHERE:
+            dt = srcs[1].dtype
+        else:
+            dt = self.dtype
+        return UOp(op, dt, srcs)
+
+    def where(self, t: UOp | int | float, f: UOp | int | float) -> UOp:
+        """``WHERE(self, t, f)``; numbers take the other branch's dtype."""
+        ref = t if isinstance(t, UOp) else f if isinstance(f, UOp) else None
+        dt = ref.dtype if ref is not None else dtypes.index
+        return UOp(Ops.WHERE, dt, (self, UOp._lift(t, dt), UOp._lift(f, dt)))
+
+    def cast(self, dtype: DType) -> UOp:
+        return UOp(Ops.CAST, dtype, (self,))
+
+    def bitcast(self, dtype: DType) -> UOp:
+        return UOp(Ops.BITCAST, dtype, (self,))
+
+    def gep(self, *idx: int) -> UOp:
+        sdt = self.dtype.scalar() if not self.dtype.ptr else self.dtype
+        return UOp(Ops.GEP, sdt.vec(len(idx)) if not sdt.ptr else sdt, (self,), tuple(idx))
+
+    # ---- operators (tinygrad-style sugar) ----------------------------------
+    def __add__(self, o): return self.alu(Ops.ADD, o)
+    def __radd__(self, o): return UOp._lift(o, self.dtype).alu(Ops.ADD, self)
+    def __sub__(self, o): return self.alu(Ops.SUB, o)
+    def __rsub__(self, o): return UOp._lift(o, self.dtype).alu(Ops.SUB, self)
+    def __mul__(self, o): return self.alu(Ops.MUL, o)
+    def __rmul__(self, o): return UOp._lift(o, self.dtype).alu(Ops.MUL, self)
+    def __floordiv__(self, o): return self.alu(Ops.IDIV, o)  # C truncation, not floor
+    def __rfloordiv__(self, o): return UOp._lift(o, self.dtype).alu(Ops.IDIV, self)
+    def __mod__(self, o): return self.alu(Ops.MOD, o)  # C remainder
+    def __rmod__(self, o): return UOp._lift(o, self.dtype).alu(Ops.MOD, self)
+    def __truediv__(self, o): return self.alu(Ops.FDIV, o)
+    def __neg__(self): return self.alu(Ops.NEG)
+    def __and__(self, o): return self.alu(Ops.AND, o)
+    def __or__(self, o): return self.alu(Ops.OR, o)
+    def __xor__(self, o): return self.alu(Ops.XOR, o)
+    def __lshift__(self, o): return self.alu(Ops.SHL, o)
+    def __rshift__(self, o): return self.alu(Ops.SHR, o)
+    def __invert__(self): return self.alu(Ops.NOT)
+    # comparisons are methods, not dunders: `a < b` on UOps would be truthy
+    def lt(self, o): return self.alu(Ops.LT, o)
+    def le(self, o): return self.alu(Ops.LE, o)
+    def gt(self, o): return self.alu(Ops.GT, o)
+    def ge(self, o): return self.alu(Ops.GE, o)
+    def eq(self, o): return self.alu(Ops.EQ, o)
+    def ne(self, o): return self.alu(Ops.NE, o)
+    def maximum(self, o): return self.alu(Ops.MAX, o)
+    __hash__ = object.__hash__
+
+    # ---- queries --------------------------------------------------------
+    @property
+    def is_const(self) -> bool:
+        return self.op is Ops.CONST
+
+    def const_like(self, value: Any) -> UOp:
+        """A constant of this node's dtype."""
+        return UOp.const(self.dtype, value)
+
+    def toposort(self, extra: dict[UOp, tuple[UOp, ...]] | None = None) -> list[UOp]:
+        """Every node of the graph, children before parents (iterative: no recursion limit).
+
+        ``extra`` adds ordering edges: ``extra[u]`` are visited before ``u`` as if they were
+        more sources of ``u`` (the linearizer's range dependencies).
+        """
+        out: list[UOp] = []
+        seen: set[int] = set()
+        stack: list[tuple[UOp, bool]] = [(self, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                out.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            srcs = node.src + extra.get(node, ()) if extra else node.src
+            for s in reversed(srcs):
+                if id(s) not in seen:
+                    stack.append((s, False))
+        return out
+
+    def walk(self) -> Iterator[UOp]:
+        yield from self.toposort()
+
+    def leaves(self) -> list[UOp]:
+        """The variables of the graph: DEFINE_VAR, RANGE and SPECIAL nodes, in toposort order."""
+        return [u for u in self.toposort() if u.op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)]
+
+    def replace(self, **kw: Any) -> UOp:
+        """A node like this one with some of op/dtype/src/arg changed."""
+        return UOp(kw.get("op", self.op), kw.get("dtype", self.dtype),
+                   tuple(kw.get("src", self.src)), kw.get("arg", self.arg))
+
+    def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
+        """Replace nodes bottom-up by ``mapping`` (identity keys)."""
+        new: dict[UOp, UOp] = {}
+        for u in self.toposort():
+            if u in mapping:
+                new[u] = mapping[u]
+                continue
+            src = tuple(new[s] for s in u.src)
+            new[u] = u if src == u.src else u.replace(src=src)
+        return new[self]
+
+    def divides(self, v: int) -> UOp | None:
+        """``self // v`` when every term of the sum is exactly divisible by ``v``, else None."""
+        if v == 1:
+            return self
+        if self.op is Ops.CONST and self.dtype.is_int:
+            return self.const_like(self.arg // v) if self.arg % v == 0 else None
+        if self.op is Ops.VCONST and self.dtype.is_int:
+            if all(x % v == 0 for x in self.arg):
+                return UOp.vconst(self.dtype.scalar(), [x // v for x in self.arg])
+            return None
+        if self.op is Ops.ADD:
+            a, b = self.src[0].divides(v), self.src[1].divides(v)
+            return a + b if a is not None and b is not None else None
+        if self.op is Ops.MUL:
+            a = self.src[0].divides(v)
+            if a is not None:
+                return a * self.src[1]
+            b = self.src[1].divides(v)
+            return self.src[0] * b if b is not None else None
+        return None
+
+    def const_factor(self) -> int:
+        """The largest known integer factor of this expression (tinygrad's const_factor)."""
+        if self.op is Ops.CONST and self.dtype.is_int:
+            return self.arg
+        if self.op is Ops.VCONST and self.dtype.is_int:
+            return math.gcd(*self.arg)
+        if self.op is Ops.ADD:
+            return math.gcd(self.src[0].const_factor(), self.src[1].const_factor())
+        if self.op is Ops.MUL:
+            for s in self.src:
+                if s.op is Ops.CONST and s.dtype.is_int:
+                    return s.arg
+        return 1
+
+    @property
+    def ranges(self) -> tuple[UOp, ...]:
+        """The RANGE nodes this node depends on (for run counts), in toposort order."""
+        return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
+
+
+def _check_dtype(dt: DType) -> DType:
+    if not isinstance(dt, DType):
+        raise DTypeError(f"expected a DType, got {dt!r}")
+    return dt

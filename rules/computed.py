@@ -1,0 +1,58 @@
+"""Computed rules: rewrites whose right side a Python function computes.
+
+A :class:`PyRule` names one such rewrite for the e-graph, which applies it between
+egglog runs (``eqsat/engines/egraph/computed/``): the div/mod core's rules and the
+whole-sum rules (:func:`divmod_pyrules`, :func:`sum_pyrules`) and, for families with
+no native twin yet, baseline rules applied to e-nodes (:func:`bridge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.divmod_core import DivModRule, SumRule
+
+__all__ = ["PyRule", "bridge", "divmod_pyrules", "sum_pyrules"]
+
+
+@dataclass(frozen=True)
+class PyRule:
+    """A computed rewrite: ``apply(state)`` yields ``(class, term)`` pairs to union.
+
+    ``name``/``identity``/``group`` as for every rule; ``kind`` is one of
+    ``"divmod"`` (a div/mod core rule), ``"sum"`` (a whole-sum rule) or
+    ``"canon"`` (sum canonicalization).
+    """
+
+    name: str
+    identity: str
+    group: str
+    kind: str
+    rule: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"PyRule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRule]:
+    """Baseline :class:`~eqsat.ir.pattern.Rule` objects as computed e-graph rewrites.
+
+    Each rule is applied on its own (never through the ordered matcher) to every
+    e-node of the ops its pattern names, read as a UOp (the e-node over its
+    children's cheapest terms); its result is unioned into the e-node's class. Its
+    guard reads the UOp's bounds (sound; the e-graph's may be tighter). ``non_int``:
+    only e-nodes of float/vector/other dtypes (integer and bool folding is the
+    e-graph's own, through the interval analysis). For families with no native twin.
+    """
+    return [PyRule(r.name, r.identity, group, "uop_nonint" if non_int else "uop", r)
+            for r in rules]
+
+
+def divmod_pyrules(rules: Iterable[DivModRule]) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, r.group, "divmod", r) for r in rules]
+
+
+def sum_pyrules(rules: Iterable[SumRule], group: str) -> list[PyRule]:
+    return [PyRule(r.name, r.identity, group, "sum", r) for r in rules]

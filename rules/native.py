@@ -1,0 +1,283 @@
+"""Native egglog rewrites: small local rules whose guards read the interval analysis.
+
+Each :class:`ERule` is one named rewrite with a one-line identity, in a group
+named after the seeds' pattern groups (``identity_and_zero_patterns``,
+``comparison_dsl_patterns``, ...). Rules match the constructors of
+:mod:`eqsat.engines.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
+``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`) and the dtype relations
+``IntDt`` (index and fixed-width integers: the session loads such a rule as its
+:func:`int_dt_twins`), ``(= dt "index")`` (index only: no wrap) and ``FixDt``
+(fixed-width integers only: a rule guarded by it goes to the rule set ``native_fixed``,
+which a run schedules only when its input has such a dtype).
+Computed values are bound in the query (an i64 overflow there is "no match").
+
+A commutative pattern is written once; :func:`commuted` adds its mirror images.
+A rule that drops an operand (``x*0 -> 0``, ``where(c, t, f) -> t``) requires
+``(Def x)`` of what it drops: ``Invalid`` propagates through every op, and the
+rewrite must not turn an Invalid into a value. Rules that replace a node by
+something strictly simpler subsume the node
+(``subsume=True``), so it stops matching other rules and is never extracted.
+
+These are the e-graph twins of the baseline's rule families. Every family's
+twins live beside its baseline rules, in the ``EGRAPH`` section of its module
+``rules/<family>.py`` (built with :func:`R`/:func:`Q` from here; the div/mod
+family's are in ``rules/divmod.py``). This module keeps the helpers, and
+:data:`NATIVE_RULES` for drafts: the native rules of a group no family module
+declares yet (none today; :func:`eqsat.engines.egraph.rulesets.egraph_groups` reads
+them first, and a family's ``EGRAPH`` group replaces a draft group wholesale).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
+           "FIX_DT", "NONZERO", "INVALID_LEAF", "int_dt_twins"]
+
+
+@dataclass(frozen=True)
+class ERule:
+    """One native egglog rewrite.
+
+    Either a rewrite (``lhs`` -> ``rhs`` under the facts ``when``) or a general
+    rule (``query`` facts -> ``actions``). ``group`` names the rule set.
+    """
+
+    name: str
+    identity: str
+    group: str
+    lhs: str = ""
+    rhs: str = ""
+    when: tuple[str, ...] = ()
+    query: str = ""
+    actions: str = ""
+    subsume: bool = False
+
+    def program(self, ruleset: str) -> str:
+        """The egglog command adding this rule to ``ruleset``."""
+        if self.lhs:
+            when = f" :when ({' '.join(self.when)})" if self.when else ""
+            sub = " :subsume" if self.subsume else ""
+            return (f"(rewrite {self.lhs} {self.rhs}{when}{sub} :ruleset {ruleset} "
+                    f':name "{self.name}")')
+        return f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} :name "{self.name}")'
+
+    def __repr__(self) -> str:
+        return f"ERule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+_SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
+
+
+_TOKEN = re.compile(r'\(|\)|"[^"]*"|[^\s()]+')
+
+
+def _tree(text: str) -> Any:
+    """An egglog s-expression as nested lists of tokens."""
+    toks = _TOKEN.findall(text)
+    pos = 0
+
+    def parse() -> Any:
+        nonlocal pos
+        t = toks[pos]
+        pos += 1
+        if t != "(":
+            return t
+        out = []
+        while toks[pos] != ")":
+            out.append(parse())
+        pos += 1
+        return out
+
+    return parse()
+
+
+def _show(t: Any) -> str:
+    return t if not isinstance(t, list) else "(" + " ".join(_show(x) for x in t) + ")"
+
+
+def _swaps(text: str) -> list[str]:
+    """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
+
+    def variants(t: Any) -> list[Any]:
+        if not isinstance(t, list):
+            return [t]
+        kids = [variants(x) for x in t]
+        combos: list[list[Any]] = [[]]
+        for ks in kids:
+            combos = [c + [k] for c in combos for k in ks]
+        out = []
+        for c in combos:
+            out.append(c)
+            if c and c[0] in _SWAP and len(c) == 4:
+                out.append([c[0], c[1], c[3], c[2]])
+        return out
+
+    seen, res = set(), []
+    for v in variants(_tree(text)):
+        s = _show(v)
+        if s not in seen:
+            seen.add(s)
+            res.append(s)
+    return res
+
+
+#: egglog primitives whose two arguments commute (a guard or right side that differs
+#: only in their order computes the same value)
+_PRIM_COMM = {"min", "max", "+", "*"}
+_VAR = re.compile(r"[a-z_][A-Za-z0-9_]*")
+
+
+def _is_var(t: Any) -> bool:
+    """A pattern variable: a lower-case symbol that is not a primitive or an operator."""
+    return isinstance(t, str) and _VAR.fullmatch(t) is not None and t not in _PRIM_COMM
+
+
+def _var_order(t: Any, out: list[str]) -> list[str]:
+    """The pattern variables of ``t`` in order of first occurrence (heads excluded)."""
+    if isinstance(t, list):
+        for x in t[1:] if t and isinstance(t[0], str) else t:
+            _var_order(x, out)
+    elif _is_var(t) and t not in out:
+        out.append(t)
+    return out
+
+
+def _rename(t: Any, sigma: dict[str, str]) -> Any:
+    if isinstance(t, list):
+        return [_rename(x, sigma) for x in t]
+    return sigma.get(t, t) if _is_var(t) else t
+
+
+def _norm(t: Any, ctors: bool = False) -> Any:
+    """``t`` with the arguments of commutative primitives in a fixed order; with
+    ``ctors``, the operands of commutative constructors (``_SWAP``) too."""
+    if not isinstance(t, list):
+        return t
+    t = [_norm(x, ctors) for x in t]
+    if len(t) == 3 and t[0] in _PRIM_COMM:
+        t = [t[0], *sorted(t[1:], key=_show)]
+    elif ctors and len(t) == 4 and t[0] in _SWAP:
+        t = [t[0], t[1], *sorted(t[2:], key=_show)]
+    return t
+
+
+def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bool:
+    """Whether the variant ``lhs`` of a rewrite matches what its variant ``earlier`` does
+    and rewrites each match to the same value: the two patterns are equal up to a
+    renaming of their variables that leaves the guards unchanged (up to the order of
+    the arguments of commutative primitives) and the right side unchanged up to the
+    operand order of commutative operators too. E.g. ``(x < c1) & (x < c2) -> x <
+    min(c1, c2)``: its mirror image renames ``c1``/``c2``, and ``min`` does not care;
+    ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
+    write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
+    because these operators commute)."""
+    a, b = _tree(lhs), _tree(earlier)
+    va, vb = _var_order(a, []), _var_order(b, [])
+    if len(va) != len(vb):
+        return False
+    sigma = dict(zip(va, vb, strict=True))
+    if _show(_rename(a, sigma)) != _show(b):
+        return False
+    same = _show(_norm(_rename(_tree(rhs), sigma), True)) == _show(_norm(_tree(rhs), True))
+    guards = sorted(_show(_norm(_tree(w))) for w in when)
+    return same and sorted(_show(_norm(_rename(_tree(w), sigma))) for w in when) == guards
+
+
+def commuted(rule: ERule) -> list[ERule]:
+    """``rule`` and its mirror images over commutative operands (named ``name``, ``name~1``...).
+
+    A mirror image that matches what an earlier one does and rewrites each match to the
+    same result (:func:`_same_rewrite`) is left out: it would only search again."""
+    if not rule.lhs:
+        return [rule]
+    out: list[ERule] = []
+    kept: list[str] = []
+    for i, lhs in enumerate(_swaps(rule.lhs)):
+        if any(_same_rewrite(lhs, k, rule.rhs, rule.when) for k in kept):
+            continue
+        kept.append(lhs)
+        out.append(ERule(rule.name if i == 0 else f"{rule.name}~{i}", rule.identity, rule.group,
+                         lhs, rule.rhs, rule.when, subsume=rule.subsume))
+    return out
+
+
+def R(name: str, identity: str, group: str, lhs: str, rhs: str, *when: str,
+      subsume: bool = False) -> list[ERule]:
+    """A rewrite ``lhs -> rhs`` under the facts ``when``, with its commuted variants."""
+    return commuted(ERule(name, identity, group, lhs, rhs, tuple(when), subsume=subsume))
+
+
+def Q(name: str, identity: str, group: str, query: str, actions: str) -> list[ERule]:
+    """A general rule: the facts of ``query`` -> the ``actions``."""
+    return [ERule(name, identity, group, query=query, actions=actions)]
+
+
+#: guard: ``dt`` is index or a fixed-width integer dtype
+INT_DT = "(IntDt dt)"
+#: guard: ``dt`` is index (unbounded: no wrap). A literal, not the ``IdxDt`` relation: a
+#: constant on the pattern's column, where a relation is one more atom to join in every
+#: round and to clone on every push/pop
+IDX_DT = '(= dt "index")'
+#: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
+FIX_DT = "(FixDt dt)"
+#: guard (``.format(v)``): the interval of ``v`` excludes 0, on either side. One rule
+#: with this guard instead of one per sign: the two would search the same pattern
+#: every step. (A class whose bound on one side is known has the other too: the
+#: insertion loads both, and the interval rules that set one side give ``lo <= 0`` or
+#: ``hi >= 0``, which this guard does not need.)
+NONZERO = "(= true (or (bool-> (lo {0}) 0) (bool-< (hi {0}) 0)))"
+_INT_DT_VAR = re.compile(r"\(IntDt (\w+)\)")
+
+
+def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
+    """A rule guarded by ``IntDt`` (index or a fixed-width integer) as the two rules
+    that cover the same e-nodes: the index one, whose guard is the literal
+    ``(= v "index")`` on the pattern's column and whose ``dmin``/``dmax`` range checks
+    on ``v`` drop out (any i64 fits index; egglog's i64 arithmetic fails the match on
+    overflow), and the fixed-width one (``FixDt``, name ``<name>~fixed``) for
+    :data:`~eqsat.engines.egraph.engine.FIXED_RULESET`. None for a rule without that guard.
+
+    The relation ``IntDt`` is a table atom, joined in every round and cloned on every
+    push/pop; the literal costs nothing, and the fixed twin runs only when the input
+    has a fixed-width dtype."""
+    text = " ".join(rule.when) if rule.lhs else rule.query
+    if not _INT_DT_VAR.search(text):
+        return None
+
+    def index(t: str) -> str:
+        for v in _INT_DT_VAR.findall(t):
+            t = re.sub(rf"\s*\((?:>= \w+ \(dmin {v}\)|<= \w+ \(dmax {v}\))\)", "", t)
+            t = t.replace(f"(IntDt {v})", f'(= {v} "index")')
+        return t
+
+    def fixed(t: str) -> str:
+        return _INT_DT_VAR.sub(r"(FixDt \1)", t)
+
+    name = f"{rule.name}~fixed"
+    if rule.lhs:
+        return (replace(rule, when=tuple(w for w in map(index, rule.when) if w)),
+                replace(rule, name=name, when=tuple(map(fixed, rule.when))))
+    return replace(rule, query=index(rule.query)), replace(rule, name=name,
+                                                           query=fixed(rule.query))
+
+
+#: pattern of the Invalid leaf (binds ``di``, ``ai``)
+INVALID_LEAF = "(Leaf \"INVALID\" di ai)"
+
+# ---------------------------------------------------------------------------
+# drafts: native rules of groups whose family module has no EGRAPH section yet
+# (none: every family declares its twins in rules/<family>.py)
+# ---------------------------------------------------------------------------
+#: the draft native rules, in definition order (each with its group)
+NATIVE_RULES: list[ERule] = []
+
+
+def native_groups() -> dict[str, list[ERule]]:
+    """group name -> its native rules, in definition order."""
+    out: dict[str, list[ERule]] = {}
+    for r in NATIVE_RULES:
+        out.setdefault(r.group, []).append(r)
+    return out

