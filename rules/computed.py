@@ -14,7 +14,7 @@ from typing import Any
 
 from rules.divmod_core import DivModRule, SumRule
 
-__all__ = ["PyRule", "bridge", "divmod_pyrules", "sum_pyrules"]
+__all__ = ["PyRule", "bridge", "ematched", "divmod_pyrules", "sum_pyrules"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class PyRule:
     group: str
     kind: str
     rule: Any = field(default=None, repr=False)
+    #: why the e-graph does not run it as native egglog rules ("" for the computed
+    #: passes, which are Python by design)
+    reason: str = ""
 
     def __repr__(self) -> str:
         return f"PyRule({self.name!r}, {self.identity!r}, group={self.group!r})"
@@ -47,6 +50,14 @@ def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRu
     e-graph's own, through the interval analysis). For families with no native twin.
     """
     return [PyRule(r.name, r.identity, group, "uop_nonint" if non_int else "uop", r)
+            for r in rules]
+
+
+def ematched(rules: Iterable[Any], group: str, non_int: bool = False,
+             reason: str = "") -> list[PyRule]:
+    """Baseline rules the e-graph matches from Python against every e-node of the classes
+    it visits, each with the ``reason`` it cannot be a native egglog rule."""
+    return [PyRule(r.name, r.identity, group, "uop_nonint" if non_int else "uop", r, reason)
             for r in rules]
 
 

@@ -54,20 +54,40 @@ class ERule:
     query: str = ""
     actions: str = ""
     subsume: bool = False
+    #: the rule of the language this one implements (its matches count under that name;
+    #: "" = this rule's own name)
+    rule: str = ""
+    #: the arguments the text names ``$arg0``, ``$arg1``, ... (a float constant, the
+    #: Invalid's None): the session puts each in its argument table and writes its key
+    args: tuple[Any, ...] = ()
 
-    def program(self, ruleset: str) -> str:
-        """The egglog command adding this rule to ``ruleset``."""
+    @property
+    def law(self) -> str:
+        """The name its matches count under (:attr:`rule`, or its own name)."""
+        return self.rule or self.name
+
+    def program(self, ruleset: str, key: Any = None) -> str:
+        """The egglog command adding this rule to ``ruleset``; ``key(arg)`` gives the
+        argument table's key of each of :attr:`args`."""
         if self.lhs:
             when = f" :when ({' '.join(self.when)})" if self.when else ""
             sub = " :subsume" if self.subsume else ""
-            return (f"(rewrite {self.lhs} {self.rhs}{when}{sub} :ruleset {ruleset} "
+            text = (f"(rewrite {self.lhs} {self.rhs}{when}{sub} :ruleset {ruleset} "
                     f':name "{self.name}")')
-        return f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} :name "{self.name}")'
+        else:
+            text = (f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} '
+                    f':name "{self.name}")')
+        if self.args:
+            if key is None:
+                raise ValueError(f"rule {self.name}: its arguments need an argument table")
+            text = _ARG.sub(lambda m: str(key(self.args[int(m.group(1))])), text)
+        return text
 
     def __repr__(self) -> str:
         return f"ERule({self.name!r}, {self.identity!r}, group={self.group!r})"
 
 
+_ARG = re.compile(r"\$arg(\d+)")
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
@@ -199,8 +219,7 @@ def commuted(rule: ERule) -> list[ERule]:
         if any(_same_rewrite(lhs, k, rule.rhs, rule.when) for k in kept):
             continue
         kept.append(lhs)
-        out.append(ERule(rule.name if i == 0 else f"{rule.name}~{i}", rule.identity, rule.group,
-                         lhs, rule.rhs, rule.when, subsume=rule.subsume))
+        out.append(replace(rule, name=rule.name if i == 0 else f"{rule.name}~{i}", lhs=lhs))
     return out
 
 

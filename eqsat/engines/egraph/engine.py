@@ -65,6 +65,7 @@ from eqsat.engines.egraph.encoding import (
     ArgTable,
     Inserter,
     Snapshot,
+    _arg_key,
     _dt_name,
     declarations,
     uop_ctor,
@@ -227,8 +228,21 @@ class Session:
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)
-        #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
+        #: egglog rule name -> the name its matches count under (the rule of the language
+        #: its variants implement; an IntDt rule is two egglog rules)
         self._native_names: dict[str, str] = {}
+        #: the arguments the native rules name (float constants, the Invalid's None), in
+        #: order: each e-graph's argument table gives them the keys 0, 1, ... first
+        self._rule_args: list[Any] = []
+        arg_keys: dict[Any, int] = {}
+
+        def key(a: Any) -> int:
+            k = _arg_key(a)
+            if k not in arg_keys:
+                arg_keys[k] = len(self._rule_args)
+                self._rule_args.append(a)
+            return arg_keys[k]
+
         #: (rule set, egglog program) of each egglog rule of the native rules
         self._native_programs: list[tuple[str, str]] = []
         for r in self.native:
@@ -236,8 +250,8 @@ class Session:
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
                 else list(zip(("native", FIXED_RULESET), twins, strict=True))
             for ruleset, t in pairs:
-                self._native_names[t.name] = r.name
-                self._native_programs.append((ruleset, t.program(ruleset)))
+                self._native_names[t.name] = r.law
+                self._native_programs.append((ruleset, t.program(ruleset, key)))
         self._has_fixed_rules = any(rs == FIXED_RULESET for rs, _ in self._native_programs)
         self._ext = analysis_ext(self.native)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
@@ -272,6 +286,8 @@ class Session:
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
+        for a in self._rule_args:  # the keys the native rules were written with
+            args.key(a)
         prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext),
                 "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
         prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]

@@ -55,7 +55,7 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
 
     s = Session(None)
     text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
-                      *(r.program("native") for r in s.native)])
+                      *(p for _, p in s._native_programs)])
     cmds = top_level_commands(text)
     parsed = bindings.EGraph().parse_program(text)
     assert len(cmds) == len(parsed) > 200
@@ -64,8 +64,11 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
 
 def test_fixed_width_rules_form_their_own_rule_set() -> None:
     s = Session(None)
-    fixed = [r.name for r in s.native if fixed_only(r)]
-    assert fixed and all(n.startswith("recombine_divmod_") for n in fixed)
+    fixed = [r for r in s.native if fixed_only(r)]
+    assert fixed and all(any("(FixDt " in w for w in r.when) or "(FixDt " in r.query
+                             for r in fixed)
+    assert {r.law for r in fixed} >= {"recombine_divmod_1", "add_const_chain"}
+    assert all("(FixDt " not in " ".join(r.when) for r in s.native if not fixed_only(r))
     assert FIXED_RULESET == "native_fixed"
 
 

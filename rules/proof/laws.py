@@ -1,0 +1,347 @@
+"""The proof obligation of a rule of the language, derived from its definition.
+
+For every choice of dtypes the rule admits (each of its types over the scalar dtypes its
+ops and guard allow), the left and right sides are evaluated as z3 terms
+(:mod:`.semantics`) over symbolic variables (each maybe Invalid, maybe undefined, with
+symbolic bounds ``vmin <= x <= vmax`` where it has a value) and symbolic constants, and
+z3 must show, wherever the guard holds and every computed constant exists:
+
+- where the left side has a value or is Invalid, the right side is the same (the same
+  value, or Invalid too);
+- where the variables are all defined and the left side is undefined (a division by
+  zero of its own), the right side is undefined too: a rule never folds an undefined
+  operation into a value.
+
+Where the left side is undefined because a variable is, the right side may be anything
+(the input promises nothing there; the equivalence checker skips such points).
+
+The bounds are finite integers: an unknown bound (``-inf``/``inf``) makes a guard that
+reads it behave as with a bound far enough out, which the proof covers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
+from rules.lang import Law, Term, conjuncts, dtype_facts_hold
+from rules.proof.semantics import (
+    FLOAT_SORTS,
+    INT_RANGE,
+    Val,
+    apply,
+    as_int,
+    canon,
+    const,
+    fresh,
+    in_range,
+    sort_of,
+)
+
+__all__ = ["Outcome", "prove_law", "dtype_choices"]
+
+_INF = math.inf
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one rule's proof: ``status`` is ``"proven"``, ``"tested-only"`` or
+    ``"failed"``; ``detail`` a counterexample, a reason or the domain tested."""
+
+    name: str
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+def dtype_choices(law: Law) -> list[dict[int, str]]:
+    """Every assignment of scalar dtypes to ``law``'s types that its guard admits."""
+    ids = sorted(law.types)
+    pools = []
+    for i in ids:
+        tc = law.types[i]
+        pools.append(sorted(tc.allowed) if tc.fixed is None else [tc.fixed])
+    out = []
+    for combo in itertools.product(*pools):
+        dts = dict(zip(ids, combo, strict=True))
+        if dtype_facts_hold(law, dts):
+            out.append(dts)
+    return out
+
+
+class _Env:
+    """The symbolic world of one obligation: the rule's variables, constants, bounds."""
+
+    def __init__(self, law: Law, dts: dict[int, str], bv: bool = False):
+        self.law, self.dts, self.bv = law, dts, bv
+        self.vals: dict[str, Val] = {}
+        self.pre: list[Any] = []
+        self.bounds: dict[tuple[str, str], Any] = {}
+        self.calc_ok: list[Any] = []
+        self.n = itertools.count()
+
+    def var(self, t: Term) -> Val:
+        v = self.vals.get(t.name)
+        if v is None:
+            dt = self.dts[t.tid]
+            if t.kind == "const":
+                v = fresh(t.name, dt, may_inv=False, may_undef=False, bv=self.bv)
+            else:
+                v = fresh(t.name, dt, bv=self.bv)
+            self.pre.append(in_range(v))
+            self.vals[t.name] = v
+        return v
+
+    def bound(self, which: str, name: str) -> Any:
+        k = (which, name)
+        b = self.bounds.get(k)
+        if b is None:
+            v = self.vals[name]
+            lo, hi = z3.Int(f"vmin({name})"), z3.Int(f"vmax({name})")
+            self.bounds[("vmin", name)], self.bounds[("vmax", name)] = lo, hi
+            x = as_int(v)
+            self.pre.append(z3.Implies(z3.And(z3.Not(v.undef), z3.Not(v.inv)),
+                                       z3.And(lo <= x, x <= hi)))
+            b = self.bounds[k]
+        return b
+
+    def term(self, t: Term, op: Ops | None, rhs: bool) -> Val:
+        dt = self.dts[t.tid]
+        if t.kind in ("var", "const"):
+            return self.var(t)
+        if t.kind == "lit":
+            return const(dt, t.value, self.bv)
+        if t.kind == "inv":
+            return Val(dt, z3.BoolVal(False), z3.BoolVal(True),
+                       z3.Const(f"inv{next(self.n)}", sort_of(dt, self.bv)))
+        if t.kind == "bound":
+            b = self.bound(t.value, t.name)
+            if dt == "bool":
+                x = b != 0
+            elif self.bv and dt in INT_RANGE:
+                x = z3.Int2BV(b, DType.parse(dt).bits)
+            else:
+                x = b
+            return Val(dt, z3.BoolVal(False), z3.BoolVal(False), x)
+        args = [self.term(s, op, rhs) for s in t.src]
+        o = t.op if t.op is not None else op
+        v = apply(o, dt, args, t.to, self.bv)
+        if rhs and t.calc:  # a computed constant: the rule fires only where it exists
+            self.calc_ok.append(z3.Not(v.undef))
+        return v
+
+    def guard(self, g: Any) -> Any:
+        """The numeric and form parts of a guard as a z3 Bool (dtype parts hold)."""
+        k = g[0]
+        if k in ("dtype", "dteq", "safe"):
+            return z3.BoolVal(True)
+        if k == "form":
+            v = self.vals[g[2]]
+            ok = z3.And(z3.Not(v.undef), z3.Not(v.inv))
+            return ok if g[1] == "is_const" else v.inv
+        if k == "not":
+            h = g[1]
+            if h[0] in ("form", "dtype", "dteq", "safe"):
+                return z3.BoolVal(True)  # a negated form guard: proven without it
+            return z3.Not(self.guard(h))
+        if k == "true":
+            return z3.BoolVal(True)
+        if k == "and":
+            return z3.And(*[self.guard(x) for x in g[1:]])
+        if k == "or":
+            return z3.Or(*[self.guard(x) for x in g[1:]])
+        if k == "cmp":
+            a, b = self.num(g[2]), self.num(g[3])
+            if isinstance(a, float) or isinstance(b, float):  # an infinite dtype limit
+                a = a if not isinstance(a, float) else None
+                return z3.BoolVal(self._inf_cmp(g[1], self.num(g[2]), self.num(g[3])))
+            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b,
+                    "!=": a != b}[g[1]]
+        raise NotImplementedError(f"guard {k}")
+
+    @staticmethod
+    def _inf_cmp(op: str, a: Any, b: Any) -> bool:
+        """A comparison with an infinite dtype limit (index): decided by the infinity."""
+        if isinstance(a, float) and isinstance(b, float):
+            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b,
+                    "!=": a != b}[op]
+        if isinstance(b, float):
+            return {"<": b > 0, "<=": b > 0, ">": b < 0, ">=": b < 0, "==": False,
+                    "!=": True}[op]
+        return {"<": a < 0, "<=": a < 0, ">": a > 0, ">=": a > 0, "==": False,
+                "!=": True}[op]
+
+    def num(self, g: Any) -> Any:
+        k = g[0]
+        if k == "num":
+            return z3.IntVal(g[1])
+        if k == "const":
+            return as_int(self.vals[g[1]])
+        if k == "bound":
+            v = self.vals[g[2]]
+            if g[2] in self.vals and self.law.types[self._tid(g[2])] is not None and \
+                    self._is_const(g[2]):
+                return as_int(v)
+            return self.bound(g[1], g[2])
+        if k == "dlim":
+            ref = g[2]
+            name = ref[1] if ref[0] == "dt" else self.dts[self.law.tid_of(ref)]
+            d = DType.parse(name)
+            v = d.min if g[1] == "dmin" else d.max
+            return float(v) if isinstance(v, float) else z3.IntVal(int(v))
+        args = [self.num(x) for x in g[2:]]
+        if any(isinstance(a, float) for a in args):
+            inf = next(a for a in args if isinstance(a, float))
+            return inf  # an infinite limit in arithmetic stays infinite
+        if k == "call":
+            if g[1] == "abs":
+                return z3.If(args[0] >= 0, args[0], -args[0])
+            out = args[0]
+            for a in args[1:]:
+                out = z3.If(a < out, a, out) if g[1] == "min" else z3.If(a > out, a, out)
+            return out
+        a, b = args
+        op = g[1]
+        if op in ("//", "%"):
+            self.calc_ok.append(b != 0)
+            q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)
+            q = z3.If((a < 0) == (b < 0), q, -q)
+            return q if op == "//" else a - q * b
+        if op in ("&", "|", "^", "<<", ">>"):
+            raise NotImplementedError(f"guard operator {op}")
+        return {"+": a + b, "-": a - b, "*": a * b}[op]
+
+    def _tid(self, name: str) -> int:
+        return self.law._tid_of(name)
+
+    def _is_const(self, name: str) -> bool:
+        return any(t.kind == "const" and t.name == name for t in self.law.lhs.walk())
+
+
+def _obligation(law: Law, dts: dict[int, str], op: Ops | None,
+                bv: bool = False) -> tuple[Any, _Env]:
+    env = _Env(law, dts, bv)
+    lhs = env.term(law.lhs, op, False)
+    guard = [env.guard(c) for c in conjuncts(law.guard)]
+    for v in law.dropped:
+        guard.append(z3.Not(env.vals[v].inv))
+    rhs = env.term(law.rhs, op, True)
+    pre = z3.And(*env.pre, *guard, *env.calc_ok)
+    defined = z3.And(*[z3.Not(v.undef) for v in env.vals.values()])
+    keep = z3.Implies(z3.Not(lhs.undef),
+                      z3.And(z3.Not(rhs.undef), lhs.inv == rhs.inv,
+                             z3.Or(lhs.inv, canon(lhs) == canon(rhs))))
+    no_fold = z3.Implies(z3.And(defined, lhs.undef), rhs.undef)
+    return z3.Implies(pre, z3.And(keep, no_fold)), env
+
+
+def _show_model(m: Any, env: _Env, dts: dict[int, str]) -> str:
+    parts = []
+    for name, v in env.vals.items():
+        if z3.is_true(m.eval(v.undef, model_completion=True)):
+            parts.append(f"{name}=undefined")
+        elif z3.is_true(m.eval(v.inv, model_completion=True)):
+            parts.append(f"{name}=Invalid")
+        else:
+            parts.append(f"{name}={m.eval(canon(v), model_completion=True)}")
+    for (which, name), b in env.bounds.items():
+        parts.append(f"{which}({name})={m.eval(b, model_completion=True)}")
+    dt = ",".join(sorted(set(dts.values())))
+    return f"[{dt}] " + " ".join(parts)
+
+
+def solver(timeout_ms: int, floats: bool = False) -> Any:
+    """A z3 solver for one obligation. With floats: simplification and equation solving
+    first (they settle most rules at once), then z3's float tactic (its default solver
+    is slow on these); else z3's default solver (integers and bools)."""
+    if floats:
+        s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
+                    "qffp").solver()
+    else:
+        s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    return s
+
+
+def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
+    """Prove ``law`` for every dtype choice; the first counterexample fails it."""
+    t0 = time.perf_counter()
+    choices = dtype_choices(law)
+    if not choices:
+        return Outcome(law.name, "failed", time.perf_counter() - t0,
+                       "no dtype satisfies the rule")
+    ops: tuple[Ops | None, ...] = law.ops or (None,)
+    local = _bit_local(law)
+    ops_used = {t.op for t in list(law.lhs.walk()) + list(law.rhs.walk())} | set(law.ops)
+    order = (True, False) if ops_used & _BITS else (False, True)
+    n = 0
+    for op in ops:
+        for dts in choices:
+            if op is not None and not _op_defined(law, op, dts):
+                continue
+            if local and "index" in dts.values():
+                # a rule of bitwise ops only holds bit by bit: at every width, so on the
+                # unbounded integers iff on 64-bit vectors
+                dts = {i: "i64" if d == "index" else d for i, d in dts.items()}
+            fixed = any(d in INT_RANGE for d in dts.values())
+            # fixed-width integers as wrapped Ints or as bit-vectors (first those of a
+            # rule with bitwise ops), the other when z3 gives up
+            for bv in (order if fixed else (False,)):
+                try:
+                    claim, env = _obligation(law, dts, op, bv)
+                except NotImplementedError as e:
+                    return Outcome(law.name, "failed", time.perf_counter() - t0,
+                                   f"no semantics: {e}")
+                s = solver(timeout_ms if bv == order[1] or not fixed
+                           else min(timeout_ms, 2000),
+                           any(d in FLOAT_SORTS for d in dts.values()))
+                s.add(z3.Not(claim))
+                r = s.check()
+                if r != z3.unknown:
+                    break
+            n += 1
+            if r == z3.sat:
+                where = f"{op.name.lower()} " if op is not None else ""
+                return Outcome(law.name, "failed", time.perf_counter() - t0,
+                               "counterexample " + where + _show_model(s.model(), env, dts))
+            if r != z3.unsat:
+                return Outcome(law.name, "failed", time.perf_counter() - t0,
+                               f"z3 gave up ({s.reason_unknown()}) on {dts}")
+    return Outcome(law.name, "proven", time.perf_counter() - t0,
+                   f"{n} dtype choices")
+
+
+_BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.NOT))
+_BITS = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR))
+
+
+def _bit_local(law: Law) -> bool:
+    """Whether every op of ``law`` is bitwise (and, or, xor, not) and its guard reads no
+    number: then each bit of the result is the same function of the same bit of the
+    operands, and the rule holds on the unbounded integers iff it holds at any width."""
+    ops = {t.op for t in list(law.lhs.walk()) + list(law.rhs.walk()) if t.kind == "op"}
+    ops |= set(law.ops)
+    ops.discard(None)
+    if not ops <= _BITWISE:
+        return False
+    return all(c[0] in ("dtype", "form") or (c[0] == "not" and c[1][0] in ("dtype", "form"))
+               for c in conjuncts(law.guard))
+
+
+def _op_defined(law: Law, op: Ops, dts: dict[int, str]) -> bool:
+    """Whether the op variable's op is defined on the operand dtype chosen."""
+    from rules.lang import _ALL, _OP_DTYPES
+
+    for t in law.lhs.walk():
+        if t.kind == "op" and t.op is None and t.src:
+            if dts[t.src[0].tid] not in _OP_DTYPES.get(op, _ALL):
+                return False
+    return True
+
