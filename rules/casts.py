@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.ir.dtype import DType, can_safe_cast
+from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import CONSTS, is_invalid, make_const
-from rules.computed import PyRule, bridge
+from rules.common import CONSTS, make_const
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
-__all__ = ["GROUPS", "cast_value"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "cast_value"]
 
 _X = UPat.var("x")
 
@@ -74,62 +74,35 @@ def _bitcast_const(c: UOp, root: UOp) -> UOp | None:
     return make_const(root.dtype, tuple(out) if c.op is Ops.VCONST else out[0])
 
 
-def _fits_in(x: UOp, a: DType) -> bool:
-    """Every value of integer ``x`` is a value of integer dtype ``a``."""
-    if not (x.dtype.is_int and a.is_int) or math.isinf(x.vmin) or math.isinf(x.vmax):
-        return False
-    return a.scalar().min <= x.vmin and x.vmax <= a.scalar().max
-
-
 G = "cast_dsl_patterns"
-cast_dsl_patterns = [
-    Rule("cast_const", "CAST(c, T) -> CONST(T(c)) (C conversion; undefined casts kept)",
-         UPat(Ops.CAST, src=(UPat(CONSTS, name="c"),), name="root"),
-         build=_cast_const, guard=lambda c, root: _cast_const(c, root) is not None),
-    Rule("cast_noop", "CAST(x, T) -> x when x has dtype T",
-         UPat(Ops.CAST, src=(_X,), name="root"), build=lambda x: x,
-         guard=lambda x, root: x.dtype == root.dtype),
-    Rule("bitcast_noop", "BITCAST(x, T) -> x when x has dtype T",
-         UPat(Ops.BITCAST, src=(_X,), name="root"), build=lambda x: x,
-         guard=lambda x, root: x.dtype == root.dtype),
-    Rule("bitcast_const", "BITCAST(c, T) -> CONST(bits of c read as T) (same size)",
-         UPat(Ops.BITCAST, src=(UPat(CONSTS, name="c"),), name="root"),
-         build=_bitcast_const, guard=lambda c, root: _bitcast_const(c, root) is not None),
-    Rule("cast_cast_roundtrip", "CAST(CAST(x, a), b) -> x when x: b and a holds every b",
-         UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(_X,), name="a"),), name="b"),
-         build=lambda x: x,
-         guard=lambda x, a, b: x.dtype == b.dtype and can_safe_cast(x.dtype, a.dtype)),
-    Rule("cast_cast_widen", "CAST(CAST(x, a), b) -> CAST(x, b) when a holds every x",
-         UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(_X,), name="a"),), name="b"),
-         build=lambda x, b: x.cast(b.dtype),
-         guard=lambda x, a: can_safe_cast(x.dtype, a.dtype)),
-    Rule("cast_cast_in_range", "CAST(CAST(x, a), b) -> CAST(x, b) when a holds x's range "
-         "(integers)",
-         UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(_X,), name="a"),), name="b"),
-         build=lambda x, b: x.cast(b.dtype), guard=lambda x, a: _fits_in(x, a.dtype)),
-]
-
 GW = "cast_where_dsl_patterns"
-cast_where_dsl_patterns = [
-    Rule("cast_into_where", "CAST(WHERE(s, a, b), T) -> WHERE(s, CAST(a, T), CAST(b, T)) "
-         "when neither branch is Invalid",
-         UPat(Ops.CAST, src=(UPat(Ops.WHERE, src=(UPat.var("s"), UPat.var("a"),
-                                                   UPat.var("b"))),), name="root"),
-         build=lambda s, a, b, root: UOp(Ops.WHERE, root.dtype,
-                                         (s, a.cast(root.dtype), b.cast(root.dtype))),
-         guard=lambda a, b: not is_invalid(a) and not is_invalid(b)),
+_FOLD = ("constant folding is Python (C's conversion of a value): integer and bool "
+         "casts fold through the interval analysis (fold_const_by_bounds), the others here")
+_SRC_DT = ("reads the dtype of the cast's operand, which no e-graph constructor of the "
+           "pattern carries (a class's e-nodes of every op: the dtype is a field of each)")
+
+LAWS = [
+    py(Rule("cast_const", "CAST(c, T) -> CONST(T(c)) (C conversion; undefined casts kept)",
+            UPat(Ops.CAST, src=(UPat(CONSTS, name="c"),), name="root"),
+            build=_cast_const, guard=lambda c, root: _cast_const(c, root) is not None, group=G),
+       "ematch_nonint", _FOLD),
+    rule("cast_noop", "cast(x, T) -> x", "dtype(x) == T", group=G, native=_SRC_DT),
+    rule("bitcast_noop", "bitcast(x, T) -> x", "dtype(x) == T", group=G, native=_SRC_DT),
+    py(Rule("bitcast_const", "BITCAST(c, T) -> CONST(bits of c read as T) (same size)",
+            UPat(Ops.BITCAST, src=(UPat(CONSTS, name="c"),), name="root"),
+            build=_bitcast_const, guard=lambda c, root: _bitcast_const(c, root) is not None,
+            group=G),
+       "ematch", "the bits of a constant are computed in Python (numpy's views)"),
+    rule("cast_cast_roundtrip", "cast(cast(x, A), B) -> x", "dtype(x) == B and "
+         "safe_cast(dtype(x), A)", group=G, native=_SRC_DT),
+    rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)", "safe_cast(dtype(x), A)",
+         group=G, native=_SRC_DT),
+    rule("cast_cast_in_range", "cast(cast(x, A), B) -> cast(x, B)",
+         "not is_float(x) and is_int(A) and vmin(x) >= dmin(A) and vmax(x) <= dmax(A)",
+         group=G, note="integers (and bools): A holds every value x takes"),
+    rule("cast_into_where", "cast(where(s, a, b), T) -> where(s, cast(a, T), cast(b, T))",
+         "not is_invalid(a) and not is_invalid(b)", group=GW),
 ]
 
-GROUPS: dict[str, list[Rule]] = {G: cast_dsl_patterns, GW: cast_where_dsl_patterns}
-for _g, _rs in GROUPS.items():
-    for _r in _rs:
-        _r.group = _g
-
-
-# ---- e-graph rules ------------------------------------------------------------
-# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
-# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
-
-EGRAPH: dict[str, list[PyRule]] = {G: bridge(cast_dsl_patterns, G),
-                                   GW: bridge(cast_where_dsl_patterns, GW)}
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))

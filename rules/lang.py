@@ -41,7 +41,10 @@ name, ``vmin(x)``/``vmax(x)`` (the bounds of an integer or bool term), ``dmin(x)
 ``+ - * // % min max abs``, ``and or not``; and, as top-level conjuncts (maybe negated),
 the dtype predicates ``is_int`` (index or fixed-width), ``is_index``, ``is_fixed``,
 ``is_bool``, ``is_float``, ``is_signed`` of a term, ``dtype(x) == dtype(y)``/``== T``,
-``safe_cast(dtype(x), T)``; and the form predicates ``is_const(x)``/``is_invalid(x)``,
+``safe_cast(dtype(x), T)``; ``never_invalid(x)`` (x is never Invalid: ``Def`` in the
+e-graph), ``never_undefined(x)`` (no division by a possible 0 or the like below x: the
+e-graph does not track it, so a rule that needs it is matched from Python); and the form
+predicates ``is_const(x)``/``is_invalid(x)``,
 which say how a term is written, not what it is worth: the ordered matcher obeys them
 (to stop a rewrite loop), the e-graph drops what it cannot say, and the proof reads a
 positive one as "x is a value" and a negated one not at all.
@@ -69,7 +72,7 @@ from eqsat.ir.pattern import Rule
 
 __all__ = ["Term", "Law", "rule", "parse_side", "LangError", "SCALAR_DTYPES", "DTYPE_SETS",
            "dtype_set_name", "ctor_name", "laws_by_group", "LAWS_BY_NAME", "baseline_groups",
-           "egraph_rules"]
+           "egraph_rules", "PyLaw", "py", "EGRAPH_ABSENT"]
 
 
 class LangError(ValueError):
@@ -95,12 +98,15 @@ DTYPE_SETS: dict[str, frozenset[str]] = {
 }
 
 
-def dtype_set_name(s: frozenset[str]) -> str | None:
-    """The name of a dtype set in :data:`DTYPE_SETS` (None: not a named set)."""
+def dtype_set_name(s: frozenset[str]) -> str:
+    """The name of a dtype set in :data:`DTYPE_SETS` (a set no rule named before is added,
+    named by its members: the e-graph loads every set a rule guard names)."""
     for k, v in DTYPE_SETS.items():
         if v == s:
             return k
-    return None
+    name = "+".join(sorted(s))
+    DTYPE_SETS[name] = frozenset(s)
+    return name
 
 
 def ctor_name(op: Ops) -> str:
@@ -374,8 +380,13 @@ def parse_guard(text: str) -> G:
                 return ("call", f, *map(go, args))
             if f in _DT_PREDS:
                 if len(args) != 1 or not isinstance(args[0], ast.Name):
+                    raise err(f"{f}() takes one variable or dtype variable")
+                a = args[0].id
+                return ("dtype", f, ("tv", a) if _DTYPE_VAR.match(a) else ("var", a))
+            if f in ("never_invalid", "never_undefined"):
+                if len(args) != 1 or not isinstance(args[0], ast.Name):
                     raise err(f"{f}() takes one variable")
-                return ("dtype", f, ("var", args[0].id))
+                return ("valid" if f == "never_invalid" else "total", args[0].id)
             if f in _FORM_PREDS:
                 if len(args) != 1 or not isinstance(args[0], ast.Name):
                     raise err(f"{f}() takes one variable")
@@ -492,7 +503,8 @@ class Law:
     ``subsume``: the e-graph hides the matched e-node (the right side is strictly simpler).
     ``ordered``: a commutative op of the left side matches in the written order only.
     ``egraph_dtypes``: the e-graph runs it on these dtypes only (a named set), with the
-    reason in ``egraph_note``.
+    reason in ``egraph_note``. ``egraph_absent``: the e-graph does not run it at all, and
+    why (another of its rules or passes covers it).
     """
 
     name: str
@@ -508,6 +520,9 @@ class Law:
     ordered: bool = False
     egraph_dtypes: str | None = None
     egraph_note: str = ""
+    egraph_absent: str | None = None
+    #: the ops of an op variable the e-graph cannot run natively, with why (the others are)
+    native_gaps: tuple[str, ...] = field(default=(), init=False)
     lhs: Term = field(init=False, repr=False)
     rhs: Term = field(init=False, repr=False)
     guard: G | None = field(init=False, repr=False)
@@ -542,7 +557,8 @@ class Law:
             if t.to and _DTYPE_VAR.match(t.to) and t.to not in ltv:
                 raise LangError(f"rule {self.name!r}: dtype variable {t.to} is not bound")
         for g in _walk_guard(self.guard or ("true",)):
-            names = [g[2]] if g[0] in ("bound", "form") else [g[1]] if g[0] == "const" else []
+            names = [g[2]] if g[0] in ("bound", "form") else [g[1]] if g[0] in (
+                "const", "valid", "total") else []
             for ref in g[1:] if g[0] in ("dteq", "safe") else g[2:3] if g[0] in ("dtype",
                                                                                  "dlim") else ():
                 if ref[0] == "var":
@@ -609,7 +625,11 @@ class Law:
                 ty.fix(kids[0], "bool")
                 ty.union(kids[1], kids[2])
                 ty.union(k, kids[1])
-            elif op is None:  # an op variable: binary ops of one dtype, or unary
+            elif op is None and self.ops[0] in GroupOp.Comparison:  # comparisons only
+                ty.fix(k, "bool")
+                for kk in kids[1:]:
+                    ty.union(kids[0], kk)
+            elif op is None:  # an op variable: ops whose operands and result agree
                 for kk in kids:
                     ty.union(k, kk)
             else:
@@ -638,6 +658,7 @@ class Law:
                 if r not in roots:
                     roots[r] = len(roots)
                 tvars[roots[r]] = k[1]
+        self._tvar_tid = {name: i for i, name in tvars.items()}
         allowed: dict[int, frozenset[str]] = {i: _ALL for i in roots.values()}
         # an op is defined on some dtypes only
         for t in terms:
@@ -651,12 +672,15 @@ class Law:
                 operand = t.src[1].tid
             ok = frozenset().union(*(_OP_DTYPES.get(o, _ALL) for o in ops))
             allowed[operand] &= ok
-        # literals: a float literal needs a float dtype, an integer one a number
+        # literals: a float literal needs a float dtype, an integer one a number (on the
+        # right side 0 and 1 are also the bools false and true)
+        rhs_lits = {id(t) for t in self.rhs.walk()}
         for t in lits:
             if isinstance(t.value, float):
                 allowed[t.tid] &= _FLOATS
             elif not isinstance(t.value, bool):
-                allowed[t.tid] &= _NUM - _not_holding(t.value)
+                ok = _NUM | ({"bool"} if id(t) in rhs_lits and t.value in (0, 1) else set())
+                allowed[t.tid] &= ok - _not_holding(t.value)
         # vmin/vmax read the bounds of an integer or bool term
         for g in _walk_guard(self.guard or ("true",)):
             if g[0] == "bound":
@@ -669,7 +693,7 @@ class Law:
             neg = c[0] == "not"
             h = c[1] if neg else c
             if h[0] == "dtype":
-                tid = self._tid_of(h[2][1])
+                tid = self.tid_of(h[2])
                 s = _DT_PREDS[h[1]]
                 allowed[tid] = allowed[tid] - s if neg else allowed[tid] & s
         fixed = {roots[r]: dt for r, dt in ty.fixed.items() if r in roots}
@@ -701,9 +725,8 @@ class Law:
         """The type class of a guard's dtype reference (``("var", x)`` or ``("tv", T)``)."""
         if ref[0] == "var":
             return self._tid_of(ref[1])
-        for i, tc in self.types.items():
-            if tc.tvar == ref[1]:
-                return i
+        if ref[1] in self._tvar_tid:
+            return self._tvar_tid[ref[1]]
         raise LangError(f"rule {self.name!r}: dtype variable {ref[1]} is not bound")
 
     # ---- facts the compilers share ----------------------------------------------------
@@ -727,6 +750,8 @@ class Law:
                 visit(s, lazy or (t.op is Ops.WHERE and i > 0))
 
         visit(self.lhs, False)
+        if self.rhs.kind == "inv":  # an Invalid result absorbs whatever is dropped
+            return ()
         order = [t.name for t in self.lhs.walk() if t.kind == "var"]
         return tuple(dict.fromkeys(v for v in order if v in strict and v not in kept))
 
@@ -810,15 +835,64 @@ def _ref_dt(law: Law, ref: G, dts: dict[int, str]) -> str:
 
 # ---------------------------------------------------------------------------
 # a family module's two sections from its rules
+@dataclass(eq=False)
+class PyLaw:
+    """A rule written in Python (one function a rule, with its ``UPat``): what needs
+    computation (constant folding, GEP lanes, the div/mod core, sums) stays so.
+
+    ``egraph``: how the e-graph runs it -- ``"ematch"`` (matched from Python against every
+    e-node of the classes it visits), ``"ematch_nonint"`` (the same on float, vector and
+    other non-integer e-nodes: the interval analysis folds integers), ``"computed"`` (a
+    computed rule of the same name, which the family lists in its ``EGRAPH``) or
+    ``"absent"``;
+    ``reason`` says why it is not native (or what covers it when absent). Its proof is in
+    :mod:`rules.proof.python`.
+    """
+
+    rule: Rule
+    egraph: str
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def group(self) -> str:
+        return self.rule.group
+
+    @property
+    def identity(self) -> str:
+        return self.rule.identity
+
+    def __repr__(self) -> str:
+        return f"PyLaw({self.rule.name!r}, egraph={self.egraph!r})"
+
+
+def py(rule: Rule, egraph: str, reason: str) -> PyLaw:
+    """A rule written in Python, with how the e-graph runs it (see :class:`PyLaw`)."""
+    if egraph not in ("ematch", "ematch_nonint", "absent", "computed"):
+        raise LangError(f"rule {rule.name!r}: egraph must be ematch, ematch_nonint, computed "
+                        "or absent")
+    return PyLaw(rule, egraph, reason)
+
+
+#: the rules the e-graph does not run, with what covers each (the parity test reads it)
+EGRAPH_ABSENT: dict[str, str] = {}
+
+
 def baseline_groups(laws: Iterable[Any]) -> dict[str, list[Rule]]:
     """The ordered matcher's groups of a family: each rule the baseline has (a
-    :class:`Law` through :attr:`Law.baseline`, or a ``Rule`` as it is), in order."""
+    :class:`Law` through :attr:`Law.baseline`, a :class:`PyLaw`'s rule, or a ``Rule`` as
+    it is), in order."""
     out: dict[str, list[Rule]] = {}
     for r in laws:
         if isinstance(r, Law):
             if r.baseline_reason is not None:
                 continue
             out.setdefault(r.group, []).append(r.baseline)
+        elif isinstance(r, PyLaw):
+            out.setdefault(r.group, []).append(r.rule)
         elif isinstance(r, Rule):
             out.setdefault(r.group, []).append(r)
     return out
@@ -826,15 +900,27 @@ def baseline_groups(laws: Iterable[Any]) -> dict[str, list[Rule]]:
 
 def egraph_rules(laws: Iterable[Any]) -> list[Any]:
     """The e-graph's rules of a family's laws, in order: a law's native egglog rules, or
-    the law matched from Python (:func:`rules.computed.ematched`) where it is not native."""
+    the law matched from Python (:func:`rules.computed.ematched`) where it is not native;
+    a rule the e-graph does not run is recorded in :data:`EGRAPH_ABSENT`."""
     from rules.computed import ematched
 
     out: list[Any] = []
     for r in laws:
-        if not isinstance(r, Law):
-            continue
-        if r.native is None:
-            out.extend(r.natives)
-        else:
-            out.extend(ematched([r.baseline], r.egraph_group or r.group, reason=r.native))
+        if isinstance(r, Law):
+            if r.egraph_absent is not None:
+                EGRAPH_ABSENT[r.name] = r.egraph_absent
+            elif r.native is None:
+                try:
+                    out.extend(r.natives)
+                except ValueError as e:
+                    raise LangError(f"rule {r.name!r} cannot be a native e-graph rule: {e} "
+                                    "(say why with native=...)") from None
+            else:
+                out.extend(ematched([r.baseline], r.egraph_group or r.group, reason=r.native))
+        elif isinstance(r, PyLaw):
+            if r.egraph == "absent":
+                EGRAPH_ABSENT[r.name] = r.reason
+            elif r.egraph != "computed":
+                out.extend(ematched([r.rule], r.group, non_int=r.egraph == "ematch_nonint",
+                                    reason=r.reason))
     return out

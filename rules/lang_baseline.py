@@ -17,7 +17,14 @@ from eqsat.ir.dtype import DType, can_safe_cast, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import eval_op, invalid_like, is_invalid, make_const, may_be_invalid
+from rules.common import (
+    eval_op,
+    invalid_like,
+    is_invalid,
+    make_const,
+    may_be_invalid,
+    may_be_undefined,
+)
 from rules.lang import _ALL, COMMUTATIVE, G, Law, Term, conjuncts
 
 __all__ = ["compile_baseline", "literal_matches", "guard_value"]
@@ -105,7 +112,7 @@ def guard_value(g: G, b: dict[str, UOp], dt: Callable[[G], DType]) -> Any:
     if k == "dlim":
         d = dt(g[2]).scalar()
         return _num(d.min if g[1] == "dmin" else d.max)
-    if k in ("dtype", "dteq", "safe", "form"):
+    if k in ("dtype", "dteq", "safe", "form", "valid", "total"):
         return True
     if k == "not":
         v = guard_value(g[1], b, dt)
@@ -177,6 +184,9 @@ def compile_baseline(law: Law) -> Rule:
             dtype_conj.append((neg, h))
         elif h[0] == "form":
             form_conj.append((neg, h[1], h[2]))
+        elif h[0] in ("valid", "total"):
+            form_conj.append((neg, "never_invalid" if h[0] == "valid" else "never_undefined",
+                              h[1]))
         else:
             numeric.append(c)
     dropped = law.dropped
@@ -213,7 +223,14 @@ def compile_baseline(law: Law) -> Rule:
                 return False
         for neg, pred, var in form_conj:
             u = b[var]
-            v = u.op in _CONSTS if pred == "is_const" else is_invalid(u)
+            if pred == "is_const":
+                v = u.op in _CONSTS
+            elif pred == "is_invalid":
+                v = is_invalid(u)
+            elif pred == "never_invalid":
+                v = not may_be_invalid(u)
+            else:
+                v = not may_be_undefined(u)
             if v == neg:
                 return False
         for v in dropped:

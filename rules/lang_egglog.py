@@ -1,23 +1,28 @@
 """A rule of the language (:class:`rules.lang.Law`) as native egglog rewrites
 (:class:`rules.native.ERule`).
 
-The left side becomes a pattern over the e-graph's constructors (``(Add dt x y)``,
-``(Cst dt 0)``, a float constant ``(Leaf "CONST" dt key)``, the Invalid ``(Leaf
-"INVALID" dt a)``); each of the rule's types is the dtype field of a constructor of that
-type (``dt``, ``dt1``, ...), or a literal when the rule fixes it. The guard becomes
-facts: bounds read ``(lo x)``/``(hi x)``, dtype sets the relations ``IntDt``/``FixDt``
-(or a literal, or ``(DtIn "set" dt)``), a dropped operand ``(Def x)``, and the numbers
-i64 primitives (an overflow or a division by zero in the query is "no match"). A
-computed constant is bound in the query too; for a fixed-width dtype it must fit the
-dtype (egglog does not wrap), so the rule fires less there, never wrongly.
+The left side becomes a pattern over the e-graph's constructors (``(Add dt x y)``, an
+integer constant ``(Cst dt 0)``, a float one ``(Leaf "CONST" dt key)``, the Invalid
+``(Leaf "INVALID" "index" a)`` or its cast ``(Cast dt (Leaf "INVALID" ...))``); each of the
+rule's types is the dtype field of a constructor of that type (``dt``, ``dt1``, ...), or
+a literal when the rule fixes it. The guard becomes facts: bounds read ``(lo x)``/``(hi
+x)``, dtype sets the relations ``FixDt``/``(DtIn "set" dt)`` or a literal, a dropped
+operand ``(Def x)``, and the numbers i64 primitives (an overflow or a division by zero
+in the query is "no match"). A computed constant is bound in the query too; for a
+fixed-width dtype it must fit the dtype (egglog does not wrap), so the rule fires less
+there, never wrongly.
 
-A type whose literals may be an integer or a float gives two variants: the integer one
-(``Cst``) keeps the name, the float one is ``<name>~float``. An op variable gives one
-variant per op (``<name>~add``). Mirror images over commutative operands come from
-:func:`rules.native.commuted`. Every variant's matches count under the rule's name.
+One rule may need several egglog rules: each type's dtypes are split where the e-graph
+writes them differently -- integer constants (``Cst``) or float ones, an index Invalid
+or a cast one, and ``index`` (no range to check: ``dmin``/``dmax`` of index are decided
+here) or the fixed-width dtypes (their own rule set, ``native_fixed``, run only for inputs
+that hold them). The first variant keeps the rule's name, the others add ``~float``,
+``~fixed``, ``~cast``; an op variable gives one per op (``~add``); mirror images over
+commutative operands come from :func:`rules.native.commuted`. Every variant's matches
+count under the rule's name.
 
-:class:`NotNativeError` says why a rule cannot be written so (a type no constructor of the
-left side carries, a float computed constant, ...); the rule then states a reason in
+:class:`NotNativeError` says why a rule cannot be written so (a type no constructor of
+the left side carries, a float computed constant, ...); the rule then states a reason in
 ``native=`` and the e-graph matches it from Python.
 """
 
@@ -31,8 +36,10 @@ from typing import Any
 from eqsat.ir.ops import Ops
 from rules.lang import (
     _ALL,
+    _FIXED,
     _FLOATS,
     _INTS,
+    _OP_DTYPES,
     DTYPE_SETS,
     G,
     Law,
@@ -47,10 +54,15 @@ from rules.native import ERule, commuted
 __all__ = ["compile_egglog", "NotNativeError"]
 
 _INTBOOL = _INTS | {"bool"}
+_INDEX = frozenset(("index",))
 
 
 class NotNativeError(ValueError):
     """The rule cannot be a native egglog rule (the message says why)."""
+
+
+class _DeadError(Exception):
+    """This variant can never match (its guard is false for its dtypes)."""
 
 
 _PRIM = {"+": "+", "-": "-", "*": "*", "//": "/", "%": "%", "&": "&", "|": "|", "^": "^",
@@ -60,35 +72,66 @@ _CALC_OP = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "/", Ops.MOD: "%
 _FACT = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "!="}
 _BOOLP = {"<": "bool-<", "<=": "bool-<=", ">": "bool->", ">=": "bool->=", "==": "bool-=",
           "!=": "bool-!="}
+_PYCMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+          ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
 
 
-def _set_guard(s: frozenset[str], v: str) -> str:
-    """The fact that dtype variable ``v`` is in the set ``s``."""
-    if s == frozenset(("index",)):
-        return f'(= {v} "index")'
+def _set_guard(s: frozenset[str], have: frozenset[str], v: str) -> list[str]:
+    """The facts that dtype variable ``v``, of a dtype in ``have``, is in the set ``s``:
+    ``FixDt`` for fixed-width dtypes (the rule joins the rule set ``native_fixed``), a
+    comparison with a literal when one or two dtypes are left out (no table to join),
+    else the relation ``DtIn`` of a named set."""
+    if s == _INDEX:
+        return [f'(= {v} "index")']
     if s == frozenset(("bool",)):
-        return f'(= {v} "bool")'
-    if s == _INTS:
-        return f"(IntDt {v})"
-    if s == DTYPE_SETS["fixed"]:
-        return f"(FixDt {v})"
-    name = dtype_set_name(s)
-    if name is None:
-        raise NotNativeError(f"no dtype relation for the set {sorted(s)}")
-    return f'(DtIn "{name}" {v})'
+        return [f'(= {v} "bool")']
+    if s <= _FIXED:
+        rest = (have & _FIXED) - s
+        if not rest:
+            return [f"(FixDt {v})"]
+        if len(rest) <= 2:
+            return [f"(FixDt {v})", *(f'(!= {v} "{d}")' for d in sorted(rest))]
+        return [f"(FixDt {v})", f'(DtIn "{dtype_set_name(s)}" {v})']
+    out = have - s
+    if len(out) <= 2:
+        return [f'(!= {v} "{d}")' for d in sorted(out)]
+    return [f'(DtIn "{dtype_set_name(s)}" {v})']
+
+
+def _parts(law: Law, i: int, restrict: frozenset[str] | None) -> list[frozenset[str]]:
+    """The dtype sets of type ``i`` the e-graph writes alike (see the module docstring)."""
+    tc = law.types[i]
+    s = tc.allowed if restrict is None or tc.fixed is not None else tc.allowed & restrict
+    terms = [t for t in list(law.lhs.walk()) + list(law.rhs.walk()) if t.tid == i]
+    parts = [s]
+    if any(t.kind in ("const", "bound") or t.calc for t in terms):
+        parts = [p & _INTBOOL for p in parts]  # constants of a computation: Cst only
+    if any(t.kind == "lit" and not isinstance(t.value, bool) for t in terms):
+        parts = [q for p in parts for q in (p & _INTBOOL, p & _FLOATS)]
+    carried = any(t.kind in ("op", "lit", "const", "inv") and t.tid == i
+                  for t in law.lhs.walk())
+    if tc.fixed is None and (carried or any(t.kind == "inv" for t in terms)):
+        parts = [q for p in parts for q in (p & _INDEX, p - _INDEX)]
+    return [p for p in parts if p]
 
 
 class _Variant:
-    """One egglog rule of a law: a choice of op (op variable) and of literal forms."""
+    """One egglog rule of a law: an op for the op variable, a dtype set per type."""
 
-    def __init__(self, law: Law, op: Ops | None, floats: dict[int, bool]):
-        self.law, self.op, self.floats = law, op, floats
+    def __init__(self, law: Law, op: Ops | None, sets: dict[int, frozenset[str]]):
+        self.law, self.op, self.sets = law, op, sets
         self.args: list[Any] = []
         self.facts: list[str] = []
         self.n = itertools.count()
         self.dtvar: dict[int, str] = {}
         self.bounds: dict[tuple[str, str], str] = {}
         self.calcs: dict[int, str] = {}
+
+    def floats(self, tid: int) -> bool:
+        return self.sets[tid] <= _FLOATS
+
+    def index(self, tid: int) -> bool:
+        return self.sets[tid] == _INDEX
 
     def arg(self, v: Any) -> str:
         for i, a in enumerate(self.args):
@@ -103,19 +146,24 @@ class _Variant:
         tc = self.law.types[tid]
         if tc.fixed is not None:
             return f'"{tc.fixed}"'
+        if self.index(tid):
+            return '"index"'
         v = self.dtvar.get(tid)
         if v is None:
-            raise NotNativeError(f"the dtype of type {tid} is not carried by a constructor of "
-                            "the left side")
+            raise NotNativeError(f"the dtype of type {tid} is not carried by a constructor "
+                                 "of the left side")
         return v
 
     def lit(self, t: Term) -> str:
         v = t.value
-        if self.floats.get(t.tid):
+        if self.floats(t.tid):
             return f'(Leaf "CONST" {self.dt(t.tid)} {self.arg(float(v))})'
-        if isinstance(v, float) and not isinstance(v, bool):
-            raise NotNativeError("a float literal in an integer position")
         return f"(Cst {self.dt(t.tid)} {int(v)})"
+
+    def inv(self, t: Term, lhs: bool) -> str:
+        a = f"inv{next(self.n)}" if lhs else self.arg(None)
+        leaf = f'(Leaf "INVALID" "index" {a})'
+        return leaf if self.index(t.tid) else f"(Cast {self.dt(t.tid)} {leaf})"
 
     def lhs(self, t: Term) -> str:
         if t.kind == "var":
@@ -125,7 +173,7 @@ class _Variant:
         if t.kind == "lit":
             return self.lit(t)
         if t.kind == "inv":
-            return f'(Leaf "INVALID" {self.dt(t.tid)} inv{next(self.n)})'
+            return self.inv(t, True)
         op = t.op if t.op is not None else self.op
         kids = " ".join(self.lhs(s) for s in t.src)
         return f"({ctor_name(op)} {self.dt(t.tid)} {kids})"
@@ -138,7 +186,8 @@ class _Variant:
             self.facts.append(f"(= {name} ({'lo' if which == 'vmin' else 'hi'} {var}))")
         return self.bounds[k]
 
-    def num(self, g: G) -> str:
+    # guard numbers: egglog text, or an infinite dtype limit (index) decided here
+    def num(self, g: G) -> str | float:
         k = g[0]
         if k == "num":
             return str(g[1])
@@ -149,16 +198,34 @@ class _Variant:
         if k == "dlim":
             ref = g[2]
             if ref[0] == "dt":
+                if ref[1] == "index":
+                    return -math.inf if g[1] == "dmin" else math.inf
                 dv = f'"{ref[1]}"'
-            elif ref[0] == "var":
-                dv = self.dt(self.law.tid_of(ref))
             else:
-                dv = self.dt(self.law.tid_of(ref))
+                tid = self.law.tid_of(ref)
+                if self.index(tid):
+                    return -math.inf if g[1] == "dmin" else math.inf
+                dv = self.dt(tid)
             return f"({'dmin' if g[1] == 'dmin' else 'dmax'} {dv})"
+        args = [self.num(x) for x in g[2:]]
+        infs = [a for a in args if isinstance(a, float)]
+        if infs:
+            if k == "bin" and g[1] in ("+", "-") and len(infs) == 1:
+                a = args[0] if isinstance(args[0], float) else args[1]
+                return -a if g[1] == "-" and args[1] is a else a
+            if k == "call" and g[1] in ("min", "max"):
+                fin = [a for a in args if not isinstance(a, float)]
+                if all(a == (math.inf if g[1] == "min" else -math.inf) for a in infs):
+                    if not fin:
+                        return infs[0]
+                    args = fin
+                else:
+                    return infs[0]
+            else:
+                raise NotNativeError("arithmetic on an infinite dtype limit")
         if k == "bin":
-            return f"({_PRIM[g[1]]} {self.num(g[2])} {self.num(g[3])})"
+            return f"({_PRIM[g[1]]} {args[0]} {args[1]})"
         if k == "call":
-            args = [self.num(x) for x in g[2:]]
             if g[1] == "abs":
                 return f"(abs {args[0]})"
             out = args[0]
@@ -167,10 +234,24 @@ class _Variant:
             return out
         raise NotNativeError(f"guard term {g[0]} is not a number")
 
+    def static_cmp(self, op: str, a: str | float, b: str | float) -> bool | None:
+        """A comparison with an infinite limit, decided; None when neither side is one."""
+        if not isinstance(a, float) and not isinstance(b, float):
+            return None
+        if isinstance(a, float) and isinstance(b, float):
+            return _PYCMP[op](a, b)
+        if isinstance(a, float):
+            return _PYCMP[op](a, 0.0)  # a finite value is above -inf and below inf
+        return _PYCMP[op](0.0, b)
+
     def boolean(self, g: G) -> str:
         k = g[0]
         if k == "cmp":
-            return f"({_BOOLP[g[1]]} {self.num(g[2])} {self.num(g[3])})"
+            a, b = self.num(g[2]), self.num(g[3])
+            s = self.static_cmp(g[1], a, b)
+            if s is not None:
+                return "true" if s else "false"
+            return f"({_BOOLP[g[1]]} {a} {b})"
         if k in ("and", "or"):
             out = self.boolean(g[1])
             for x in g[2:]:
@@ -186,7 +267,7 @@ class _Variant:
         k = g[0]
         neg = k == "not"
         h = g[1] if neg else g
-        if h[0] in ("dtype",):
+        if h[0] == "dtype":
             return  # in the types' sets
         if h[0] == "dteq":
             a, b = (self.dt(self.law.tid_of(r)) if r[0] != "dt" else f'"{r[1]}"'
@@ -205,16 +286,33 @@ class _Variant:
                 self.facts.append(f'(= {var} (Leaf "INVALID" di{next(self.n)} '
                                   f'ai{next(self.n)}))')
             return
-        if k == "cmp":
-            self.facts.append(f"({_FACT[g[1]]} {self.num(g[2])} {self.num(g[3])})")
+        if h[0] == "valid":
+            if neg:
+                raise NotNativeError("'not never_invalid' has no e-graph fact")
+            self.facts.append(f"(Def {h[1]})")
             return
-        self.facts.append(f"(= true {self.boolean(g)})")
+        if h[0] == "total":
+            raise NotNativeError("the e-graph does not track where a class is undefined "
+                                 "(never_undefined)")
+        if k == "cmp":
+            a, b = self.num(g[2]), self.num(g[3])
+            s = self.static_cmp(g[1], a, b)
+            if s is None:
+                self.facts.append(f"({_FACT[g[1]]} {a} {b})")
+            elif not s:
+                raise _DeadError
+            return
+        b = self.boolean(g)
+        if b == "false":
+            raise _DeadError
+        if b != "true":
+            self.facts.append(f"(= true {b})")
 
     def calc(self, t: Term) -> str:
         if t.kind == "const":
             return t.name
         if t.kind == "lit":
-            if isinstance(t.value, float) and not isinstance(t.value, bool):
+            if isinstance(t.value, float):
                 raise NotNativeError("a float computed constant")
             return str(int(t.value))
         if t.kind == "bound":
@@ -222,7 +320,7 @@ class _Variant:
         op = t.op
         if op is Ops.NEG:
             return f"(- 0 {self.calc(t.src[0])})"
-        if op is Ops.NOT and self.law.types[t.tid].allowed <= _INTS:
+        if op is Ops.NOT and self.sets[t.tid] <= _INTS:
             return f"(not-i64 {self.calc(t.src[0])})"
         p = _CALC_OP.get(op)
         if p is None:
@@ -237,18 +335,15 @@ class _Variant:
         if t.kind == "lit":
             return self.lit(t)
         if t.kind == "inv":
-            return f'(Leaf "INVALID" "index" {self.arg(None)})'
+            return self.inv(t, False)
         if t.kind == "bound" or t.calc:
-            if self.floats.get(t.tid):
-                raise NotNativeError("a float computed constant")
             k = self.calcs.get(id(t))
             if k is None:
                 k = self.calcs[id(t)] = f"k{len(self.calcs)}"
                 self.facts.append(f"(= {k} {self.calc(t)})")
-                # (a bool is 0/1: a value outside that, e.g. true + true, fails the check)
-                dv = self.dt(t.tid)
-                if self.law.types[t.tid].fixed is not None or \
-                        not self._set(t.tid) <= frozenset(("index",)):
+                # it must fit the dtype (a bool is 0/1: true + true fails the check)
+                if not self.index(t.tid):
+                    dv = self.dt(t.tid)
                     self.facts.append(f"(>= {k} (dmin {dv}))")
                     self.facts.append(f"(<= {k} (dmax {dv}))")
             return f"(Cst {self.dt(t.tid)} {k})"
@@ -256,121 +351,121 @@ class _Variant:
         kids = " ".join(self.rhs(s) for s in t.src)
         return f"({ctor_name(op)} {self.dt(t.tid)} {kids})"
 
-    def _set(self, tid: int) -> frozenset[str]:
-        return self.sets[tid]
-
-    def build(self) -> list[ERule]:
+    def implied(self) -> dict[int, frozenset[str]]:
+        """The dtypes each type may have given the left side's constructors alone."""
         law = self.law
-        # the dtype variables: the dtype field of each left-side constructor's type
+        out: dict[int, frozenset[str]] = {i: _ALL for i in law.types}
+        for t in law.lhs.walk():
+            if t.kind == "op":
+                op = t.op if t.op is not None else self.op
+                if op not in (Ops.CAST, Ops.BITCAST) and t.src:
+                    operand = t.src[1].tid if op is Ops.WHERE else t.src[0].tid
+                    out[operand] &= _OP_DTYPES.get(op, _ALL)
+            elif t.kind == "lit" and not isinstance(t.value, bool) and \
+                    not self.floats(t.tid):  # a Cst of a value the dtype holds
+                out[t.tid] &= _INTBOOL - _not_holding(int(t.value))
+            elif t.kind in ("lit", "const"):
+                out[t.tid] &= _FLOATS if self.floats(t.tid) else _INTBOOL
+            elif t.kind == "inv":  # the Invalid leaf is an index, its cast another dtype
+                out[t.tid] &= _INDEX if self.index(t.tid) else _ALL - _INDEX
+        for i in law.types:
+            if self.index(i) or law.types[i].fixed is not None:
+                out[i] = self.sets[i]  # a literal "index" (or the fixed dtype) in the text
+        return out
+
+    def build(self) -> ERule | None:
+        law = self.law
         names = itertools.count(1)
         for t in law.lhs.walk():
             if t.kind in ("op", "lit", "const", "inv") and t.tid not in self.dtvar \
-                    and law.types[t.tid].fixed is None:
+                    and law.types[t.tid].fixed is None and not self.index(t.tid):
                 self.dtvar[t.tid] = "dt" if t is law.lhs else f"dt{next(names)}"
-        # each type's dtype set in this variant, and what the left side implies of it
-        self.sets: dict[int, frozenset[str]] = {}
-        implied: dict[int, frozenset[str]] = {i: _ALL for i in law.types}
-        for t in law.lhs.walk():
-            if t.kind == "op":
-                ops = (t.op,) if t.op is not None else (self.op,)
-                if t.op not in (Ops.CAST, Ops.BITCAST) and t.src:
-                    from rules.lang import _OP_DTYPES
-                    operand = t.src[1].tid if t.op is Ops.WHERE else t.src[0].tid
-                    implied[operand] &= _OP_DTYPES.get(ops[0], _ALL)
-            elif t.kind == "lit" and not isinstance(t.value, bool) and \
-                    not self.floats.get(t.tid):  # a Cst of a value the dtype holds
-                implied[t.tid] &= _INTBOOL - _not_holding(int(t.value))
-            elif t.kind in ("lit", "const"):
-                implied[t.tid] &= _FLOATS if self.floats.get(t.tid) else _INTBOOL
-            elif t.kind == "inv":
-                implied[t.tid] &= frozenset(("index",))
-        restrict = DTYPE_SETS.get(law.egraph_dtypes) if law.egraph_dtypes else None
-        for i, tc in law.types.items():
-            s = tc.allowed
-            kinds = [t for t in list(law.lhs.walk()) + list(law.rhs.walk()) if t.tid == i]
-            if any(t.kind in ("lit", "const", "bound") or t.calc for t in kinds):
-                s &= _FLOATS if self.floats.get(i) else _INTBOOL
-            if any(t.kind == "inv" for t in kinds):
-                s &= frozenset(("index",))
-            if restrict is not None and tc.fixed is None:
-                s &= restrict
-            self.sets[i] = s
-            if not s:
-                return []
-        if self.op is not None:
-            from rules.lang import _OP_DTYPES
-            for t in law.lhs.walk():
-                if t.kind == "op" and t.op is None:
-                    operand = t.src[0].tid
-                    self.sets[operand] &= _OP_DTYPES.get(self.op, _ALL)
-                    if not self.sets[operand]:
-                        return []
-        lhs = self.lhs(law.lhs)
+        for t in law.lhs.walk():  # an op variable's op is defined on some dtypes only
+            if t.kind == "op" and t.op is None:
+                operand = t.src[0].tid
+                self.sets[operand] = self.sets[operand] & _OP_DTYPES.get(self.op, _ALL)
+                if not self.sets[operand]:
+                    return None
         for i, groups in law.merged.items():  # each must carry the dtype variable
             for g in groups:
-                if law.types[i].fixed is None and all(t.kind == "var" for t in g):
+                if law.types[i].fixed is None and not self.index(i) and \
+                        all(t.kind == "var" for t in g):
                     raise NotNativeError(f"the dtype of {g[0].name} is not carried by a "
-                                    "constructor of the left side (the rule needs it to be "
-                                    "another term's)")
-        for i, s in self.sets.items():
+                                         "constructor of the left side (the rule needs it "
+                                         "to be another term's)")
+        try:
+            lhs = self.lhs(law.lhs)
+            implied = self.implied()
+            for i, need in self.sets.items():
+                if law.types[i].fixed is not None or implied[i] <= need:
+                    continue
+                if i in self.dtvar:
+                    self.facts.extend(_set_guard(need, implied[i], self.dtvar[i]))
+                    continue
+                # a type no constructor carries: a term with bounds is an integer or bool
+                have = implied[i]
+                var = next((t.name for t in law.lhs.walk() if t.tid == i and t.kind == "var"),
+                           None)
+                if var is not None and need & _INTBOOL and (have & _INTBOOL) <= need and \
+                        not (have - _INTBOOL) & need:
+                    self.bound("vmin", var)
+                    continue
+                raise NotNativeError(f"the dtype of {var or 'a term'} is not carried by a "
+                                     "constructor of the left side")
+            for v in law.dropped:
+                self.facts.append(f"(Def {v})")
+            for c in conjuncts(law.guard):
+                self.fact(c)
+            rhs = self.rhs(law.rhs)
+        except _DeadError:
+            return None
+        tags = []
+        if self.op is not None:
+            tags.append(self.op.name.lower())
+        for i, s in sorted(self.sets.items()):
             if law.types[i].fixed is not None:
                 continue
-            need = s
-            have = implied[i]
-            if have <= need:
-                continue
-            if i in self.dtvar:
-                self.facts.append(_set_guard(need, self.dtvar[i]))
-                continue
-            # a type no constructor carries: a term with bounds is an integer or bool
-            var = next((t.name for t in law.lhs.walk() if t.tid == i and t.kind == "var"),
-                       None)
-            if var is not None and (have & _INTBOOL) <= need and not (have - _INTBOOL) & need \
-                    and need & _INTBOOL:
-                self.bound("vmin", var)
-                continue
-            raise NotNativeError(f"the dtype of {var or 'a term'} is not carried by a constructor "
-                            "of the left side")
-        for v in law.dropped:
-            self.facts.append(f"(Def {v})")
-        for c in conjuncts(law.guard):
-            self.fact(c)
-        rhs = self.rhs(law.rhs)
-        name = law.name + (f"~{self.op.name.lower()}" if self.op is not None else "") + \
-            ("~float" if any(self.floats.values()) else "")
+            full = law.types[i].allowed
+            if s <= _FLOATS and full & _INTBOOL:
+                tags.append("float")
+            elif "index" in full and "index" not in s and not s <= _FLOATS:
+                tags.append("fixed" if s <= _FIXED else "other")
+        name = law.name + "".join(f"~{t}" for t in dict.fromkeys(tags))
         facts = tuple(dict.fromkeys(self.facts))
-        er = ERule(name, law.identity, law.egraph_group or law.group, lhs, rhs, facts,
-                   subsume=law.subsume, rule=law.name, args=tuple(self.args))
-        if law.ordered:
-            return [er]
-        return [replace(r, rule=law.name) for r in commuted(er)]
+        return ERule(name, law.identity, law.egraph_group or law.group, lhs, rhs, facts,
+                     subsume=law.subsume, rule=law.name, args=tuple(self.args))
 
 
 def compile_egglog(law: Law) -> list[ERule]:
     """The native egglog rules of ``law`` (raises :class:`NotNativeError` with the reason
     when it cannot be written so)."""
-    # types whose literals may take an integer or a float form
-    lit_types = {t.tid for t in list(law.lhs.walk()) + list(law.rhs.walk())
-                 if t.kind == "lit" and not isinstance(t.value, bool)}
-    choices: list[list[tuple[int, bool]]] = []
-    for i in sorted(lit_types):
-        tc = law.types[i]
-        opts = []
-        calcs = any((t.calc or t.kind in ("const", "bound")) and t.tid == i
-                    for t in list(law.lhs.walk()) + list(law.rhs.walk()))
-        if tc.allowed & _INTBOOL:
-            opts.append((i, False))
-        if tc.allowed & _FLOATS and not calcs:
-            opts.append((i, True))
-        if not opts:
-            raise NotNativeError("no dtype for the literals")
-        choices.append(opts)
+    restrict = DTYPE_SETS.get(law.egraph_dtypes) if law.egraph_dtypes else None
+    ids = sorted(law.types)
+    choices = [_parts(law, i, restrict) for i in ids]
     ops = law.ops if law.ops else (None,)
     out: list[ERule] = []
+    seen: set[str] = set()
+    gaps: list[str] = []
     for op in ops:
         for combo in itertools.product(*choices):
-            out.extend(_Variant(law, op, dict(combo)).build())
+            try:
+                er = _Variant(law, op, dict(zip(ids, combo, strict=True))).build()
+            except NotNativeError as e:
+                if op is None:
+                    raise
+                gaps.append(f"{op.name.lower()}: {e}")  # the other ops' rules stand
+                continue
+            if er is None:
+                continue
+            name, k = er.name, 2
+            while name in seen:  # two types split alike: number the later variants
+                name, k = f"{er.name}~v{k}", k + 1
+            seen.add(name)
+            er = replace(er, name=name)
+            mirrors = [er] if law.ordered else commuted(er)
+            out.extend(replace(r, rule=law.name) for r in mirrors)
     if not out:
-        raise NotNativeError("no dtype the e-graph can match")
+        raise NotNativeError("no dtype the e-graph can match" +
+                             (f" ({'; '.join(gaps)})" if gaps else ""))
+    law.native_gaps = tuple(dict.fromkeys(gaps))
     return out
-

@@ -8,9 +8,10 @@ z3 must show, wherever the guard holds and every computed constant exists:
 
 - where the left side has a value or is Invalid, the right side is the same (the same
   value, or Invalid too);
-- where the variables are all defined and the left side is undefined (a division by
-  zero of its own), the right side is undefined too: a rule never folds an undefined
-  operation into a value.
+- where the variables are all defined and the left side divides by zero, the right side
+  is undefined too: a rule never folds a division by zero into a value (other undefined
+  operations, an out-of-range shift or float-to-int cast, are C's undefined behaviour,
+  which a rule may replace by a value, as the equivalence checker allows).
 
 Where the left side is undefined because a variable is, the right side may be anything
 (the input promises nothing there; the equivalence checker skips such points).
@@ -33,6 +34,7 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from rules.lang import Law, Term, conjuncts, dtype_facts_hold
 from rules.proof.semantics import (
+    CONVERSIONS,
     FLOAT_SORTS,
     INT_RANGE,
     Val,
@@ -146,6 +148,10 @@ class _Env:
             v = self.vals[g[2]]
             ok = z3.And(z3.Not(v.undef), z3.Not(v.inv))
             return ok if g[1] == "is_const" else v.inv
+        if k == "valid":
+            return z3.Not(self.vals[g[1]].inv)
+        if k == "total":
+            return z3.Not(self.vals[g[1]].undef)
         if k == "not":
             h = g[1]
             if h[0] in ("form", "dtype", "dteq", "safe"):
@@ -238,7 +244,7 @@ def _obligation(law: Law, dts: dict[int, str], op: Ops | None,
     keep = z3.Implies(z3.Not(lhs.undef),
                       z3.And(z3.Not(rhs.undef), lhs.inv == rhs.inv,
                              z3.Or(lhs.inv, canon(lhs) == canon(rhs))))
-    no_fold = z3.Implies(z3.And(defined, lhs.undef), rhs.undef)
+    no_fold = z3.Implies(z3.And(defined, lhs.divz), rhs.undef)
     return z3.Implies(pre, z3.And(keep, no_fold)), env
 
 
@@ -270,6 +276,29 @@ def solver(timeout_ms: int, floats: bool = False) -> Any:
     return s
 
 
+def _check(claim: Any, env: _Env, timeout_ms: int, floats: bool) -> tuple[Any, Any]:
+    """z3's verdict on ``not claim`` (sat: a counterexample, in the solver's model).
+
+    With floats, the claim is split on the values of the rule's bool variables (``where``
+    conditions, at most three): each case simplifies the selections away, and both sides
+    become one term, where z3 bit-blasting the two sides' float circuits with the
+    selection inside gives up."""
+    conds = [v.x for v in env.vals.values() if v.dt == "bool"][:3] if floats else []
+    cases = [dict(zip(conds, bits, strict=True))
+             for bits in itertools.product((False, True), repeat=len(conds))]
+    for case in cases:
+        c = z3.substitute(claim, *[(k, z3.BoolVal(b)) for k, b in case.items()]) \
+            if case else claim
+        s = solver(timeout_ms, floats)
+        s.add(z3.Not(c))
+        for k, b in case.items():  # (for the model of a counterexample)
+            s.add(k == z3.BoolVal(b))
+        r = s.check()
+        if r != z3.unsat:
+            return r, s
+    return z3.unsat, None
+
+
 def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
     """Prove ``law`` for every dtype choice; the first counterexample fails it."""
     t0 = time.perf_counter()
@@ -279,6 +308,7 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                        "no dtype satisfies the rule")
     ops: tuple[Ops | None, ...] = law.ops or (None,)
     local = _bit_local(law)
+    bounded: list[str] = []
     ops_used = {t.op for t in list(law.lhs.walk()) + list(law.rhs.walk())} | set(law.ops)
     order = (True, False) if ops_used & _BITS else (False, True)
     n = 0
@@ -291,31 +321,136 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                 # unbounded integers iff on 64-bit vectors
                 dts = {i: "i64" if d == "index" else d for i, d in dts.items()}
             fixed = any(d in INT_RANGE for d in dts.values())
+            floats = any(d in FLOAT_SORTS for d in dts.values())
             # fixed-width integers as wrapped Ints or as bit-vectors (first those of a
-            # rule with bitwise ops), the other when z3 gives up
-            for bv in (order if fixed else (False,)):
+            # rule with bitwise ops), the other when z3 gives up; a cast between
+            # integers and floats first as an unknown function of the value (enough
+            # where a rule only moves it), then bit-precise
+            attempts = [(bv, conv) for conv in (("uf", "real") if floats else ("real",))
+                        for bv in (order if fixed else (False,))]
+            for k, (bv, conv) in enumerate(attempts):
                 try:
+                    CONVERSIONS["mode"] = conv
                     claim, env = _obligation(law, dts, op, bv)
                 except NotImplementedError as e:
                     return Outcome(law.name, "failed", time.perf_counter() - t0,
                                    f"no semantics: {e}")
-                s = solver(timeout_ms if bv == order[1] or not fixed
-                           else min(timeout_ms, 2000),
-                           any(d in FLOAT_SORTS for d in dts.values()))
-                s.add(z3.Not(claim))
-                r = s.check()
-                if r != z3.unknown:
-                    break
+                finally:
+                    CONVERSIONS["mode"] = "real"
+                last = k == len(attempts) - 1
+                r, s = _check(claim, env, timeout_ms if last else min(timeout_ms, 2000),
+                              floats)
+                if r == z3.unsat or (r == z3.sat and conv == "real"):
+                    break  # (a counterexample with unknown conversions may be spurious)
             n += 1
+            if r == z3.unknown:
+                # z3 gives up on the symbolic constants (a product or a division of two
+                # of them is nonlinear): each choice of them in a small range instead,
+                # every value of the variables still symbolic
+                r, s, bounded_at = _bounded(law, dts, op, timeout_ms)
+                if bounded_at is not None:
+                    bounded.append(bounded_at)
             if r == z3.sat:
                 where = f"{op.name.lower()} " if op is not None else ""
                 return Outcome(law.name, "failed", time.perf_counter() - t0,
                                "counterexample " + where + _show_model(s.model(), env, dts))
             if r != z3.unsat:
                 return Outcome(law.name, "failed", time.perf_counter() - t0,
-                               f"z3 gave up ({s.reason_unknown()}) on {dts}")
+                               f"z3 gave up on {dts}")
+    if bounded:
+        return Outcome(law.name, "tested-only", time.perf_counter() - t0,
+                       f"z3 gives up on symbolic constants (nonlinear): proven for every "
+                       f"value of the variables with constants in [-{CONST_RANGE}, "
+                       f"{CONST_RANGE}] on {', '.join(sorted(set(bounded)))}; symbolically "
+                       f"on the other {n - len(bounded)} dtype choices")
     return Outcome(law.name, "proven", time.perf_counter() - t0,
                    f"{n} dtype choices")
+
+
+#: the constants of a rule z3 cannot prove symbolically range over [-CONST_RANGE,
+#: CONST_RANGE] (each choice one proof over every value of the variables)
+CONST_RANGE = 12
+
+
+def _const_only(g: Any, names: set[str]) -> bool:
+    """Whether a numeric guard conjunct reads constants and numbers only."""
+    k = g[0]
+    if k in ("num", "true"):
+        return True
+    if k == "const":
+        return g[1] in names
+    if k in ("cmp", "bin", "call", "and", "or", "not"):
+        return all(_const_only(x, names) for x in g[1:] if isinstance(x, tuple))
+    return False
+
+
+def _const_value(g: Any, known: dict[str, int]) -> Any:
+    """A constant-only guard (see _const_only) under the constants ``known`` (exact
+    integers, C division; a division by zero is false)."""
+    from rules.lang_baseline import guard_value
+
+    class _K:
+        def __init__(self, v: int) -> None:
+            self.arg = v
+
+    v = guard_value(g, {n: _K(x) for n, x in known.items()}, lambda r: None)
+    return bool(v)
+
+
+def _bounded(law: Law, dts: dict[int, str], op: Ops | None,
+             timeout_ms: int) -> tuple[Any, Any, str | None]:
+    """The verdict on ``law`` at ``dts`` with its constants enumerated (see prove_law);
+    ``(z3 result, solver, the dtype choice's label or None when there is no constant)``."""
+    consts = [t for t in law.lhs.walk() if t.kind == "const"]
+    names = list(dict.fromkeys(t.name for t in consts))
+    if not names:
+        return z3.unknown, None, None
+    env = None
+    claims = {}
+    for bv in (False, True):
+        CONVERSIONS["mode"] = "real"
+        claims[bv] = _obligation(law, dts, op, bv)
+    label = ",".join(sorted(set(dts.values())))
+    values = range(-CONST_RANGE, CONST_RANGE + 1)
+    only_consts = [c for c in conjuncts(law.guard) if _const_only(c, set(names))]
+    for combo in itertools.product(values, repeat=len(names)):
+        known = dict(zip(names, combo, strict=True))
+        if not all(_const_value(c, known) for c in only_consts):
+            continue  # the guard's constant part rules this choice out
+        r = z3.unknown
+        for bv in (False, True):
+            claim, env = claims[bv]
+            subs = []
+            for name, v in zip(names, combo, strict=True):
+                val = env.vals[name]
+                if val.dt in INT_RANGE:
+                    lo, hi = INT_RANGE[val.dt]
+                    if not lo <= v <= hi:
+                        break
+                if isinstance(val.x, z3.BitVecRef):
+                    subs.append((val.x, z3.BitVecVal(v, val.x.size())))
+                elif val.dt == "bool":
+                    subs.append((val.x, z3.BoolVal(bool(v))))
+                elif val.dt in FLOAT_SORTS:
+                    subs.append((val.x, z3.FPVal(float(v), val.x.sort())))
+                else:
+                    subs.append((val.x, z3.IntVal(v)))
+            else:
+                r, s = _check(z3.substitute(claim, *subs), env, min(timeout_ms, 5000),
+                              any(d in FLOAT_SORTS for d in dts.values()))
+                if r == z3.unsat:
+                    break
+                if r == z3.sat:
+                    for k, v in subs:  # the model shows the constants too
+                        s.add(k == v)
+                    s.check()
+                    return r, s, None
+                continue
+            r = z3.unsat  # a value the dtype cannot hold: not a constant of it
+            break
+        if r != z3.unsat:
+            return r, s, None
+    return z3.unsat, None, label
 
 
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.NOT))

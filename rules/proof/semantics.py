@@ -16,6 +16,9 @@ It follows the reference interpreter (:mod:`eqsat.ir.interp`) and the text forma
   0.0). ``max``/``min`` are numpy's (NaN wins; ``max(a, b)`` is ``a > b ? a : b``). The
   transcendental ops (``sin``, ``exp2``, ``log2``, ``pow`` of non-constant exponents) are
   uninterpreted functions of their operands: a rule may move them, not evaluate them.
+  The bitwise ops of ``index`` are uninterpreted too (z3's integers have none), and its
+  shifts multiply or divide by an uninterpreted power of two: a proof that holds for
+  every function holds for the real one.
 - A bool is a z3 ``Bool``; ``+``/``max`` are or, ``*``/``min`` and.
 - Every value also says whether it is Invalid and whether it is undefined (a division by
   zero, a bad shift, a float-to-int cast of NaN): an undefined operand makes the result
@@ -60,6 +63,15 @@ class Val:
     inv: Any
     x: Any
     raw: bool = False
+    #: undefined because of a division or remainder by zero (the part of ``undef`` a
+    #: rule must keep: the spec never folds a division by zero into a value)
+    divz: Any = z3.BoolVal(False)
+
+
+#: how casts between integers and floats are read: ``"real"`` (bit-precise) or ``"uf"``
+#: (a function of the value, unknown: a proof that holds so holds for the real one, and
+#: it is much faster where a rule only moves a conversion)
+CONVERSIONS = {"mode": "real"}
 
 
 def sort_of(dt: str, bv: bool = False) -> Any:
@@ -194,10 +206,58 @@ def _float_to_float(x: Any, src: str, dst: str) -> Any:
 
 def _cast(v: Val, dst: str, bv: bool) -> tuple[Any, Any]:
     """(value, undefined) of ``cast(v, dst)`` where ``v`` is a value."""
+    src = v.dt
+    if CONVERSIONS["mode"] == "uf" and (src in FLOAT_SORTS or dst in FLOAT_SORTS) and \
+            src != dst and "bool" not in (src, dst):
+        # a function of the exact value (an integer's as an Int), unknown
+        arg = v.x if src in FLOAT_SORTS else as_int(v)
+        key = "float" if src in FLOAT_SORTS else "int"
+        f = z3.Function(f"conv_{key}_{src if key == 'float' else ''}_{dst}",
+                        arg.sort(), sort_of(dst, bv))
+        bad = _FALSE
+        if dst not in FLOAT_SORTS:
+            bad = z3.Function(f"convbad_{src}_{dst}", arg.sort(), z3.BoolSort())(arg)
+        return f(arg), bad
+    if bv:
+        out = _cast_bv(v, dst)
+        if out is not None:
+            return out
     x, bad = _cast_int(v, dst)
     if bv and dst in INT_RANGE and not _is_bv(x):
         x = z3.Int2BV(x, _bits(dst))
     return x, bad
+
+
+def _cast_bv(v: Val, dst: str) -> tuple[Any, Any] | None:
+    """A cast from or to a fixed-width bit-vector, bit-precise (None: not one)."""
+    src = v.dt
+    x = canon(v)
+    if _is_bv(x) and dst in INT_RANGE:  # resize: truncate, or extend by the source's sign
+        n, m = x.size(), _bits(dst)
+        if m <= n:
+            return z3.Extract(m - 1, 0, x), _FALSE
+        return (z3.SignExt if _signed(src) else z3.ZeroExt)(m - n, x), _FALSE
+    if _is_bv(x) and dst in FLOAT_SORTS:  # through f64 first, as the interpreter does
+        conv = z3.fpSignedToFP if _signed(src) else z3.fpUnsignedToFP
+        f64 = conv(_RM, x, z3.Float64())
+        return (f64 if dst == "f64" else _float_to_float(f64, "f64", dst)), _FALSE
+    if src in FLOAT_SORTS and dst in INT_RANGE:  # truncate; NaN, inf, out of range: undefined
+        n = _bits(dst)
+        t = z3.fpRoundToIntegral(z3.RTZ(), x)
+        s = x.sort()
+        if _signed(dst):
+            out = z3.Or(z3.fpGEQ(t, z3.FPVal(float(2 ** (n - 1)), s)),
+                        z3.fpLT(t, z3.FPVal(-float(2 ** (n - 1)), s)))
+            val = z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(n))
+        else:
+            out = z3.Or(z3.fpGEQ(t, z3.FPVal(float(2 ** n), s)),
+                        z3.fpLT(t, z3.FPVal(0.0, s)))
+            val = z3.fpToUBV(z3.RTZ(), x, z3.BitVecSort(n))
+        return val, z3.Or(z3.fpIsNaN(x), z3.fpIsInf(x), out)
+    if src == "bool" and dst in INT_RANGE:
+        n = _bits(dst)
+        return z3.If(x, z3.BitVecVal(1, n), z3.BitVecVal(0, n)), _FALSE
+    return None
 
 
 def _cast_int(v: Val, dst: str) -> tuple[Any, Any]:
@@ -252,13 +312,18 @@ def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> 
         fx = f.x if f.raw == raw else f.x
         if t.raw != f.raw:
             tx, fx, raw = canon(t), canon(f), False
-        return Val(dt, undef, inv, z3.If(c.x, tx, fx), raw)
+        divz = z3.Or(c.divz, z3.And(z3.Not(c.undef), z3.Not(c.inv),
+                                    z3.If(c.x, t.divz, f.divz)))
+        return Val(dt, undef, inv, z3.If(c.x, tx, fx), raw, divz)
     undef_in = z3.Or(*[a.undef for a in args]) if args else _FALSE
     inv_in = z3.Or(*[a.inv for a in args]) if args else _FALSE
     x, own, raw = _value(op, dt, args, to, bv)
     undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
     inv = z3.And(z3.Not(undef_in), inv_in)
-    return Val(dt, undef, inv, x, raw)
+    divz = z3.Or(*[a.divz for a in args]) if args else _FALSE
+    if op in (Ops.IDIV, Ops.MOD):
+        divz = z3.Or(divz, z3.And(z3.Not(undef_in), z3.Not(inv_in), own))
+    return Val(dt, undef, inv, x, raw, divz)
 
 
 def _value(op: Ops, dt: str, args: list[Val], to: str,
@@ -417,8 +482,9 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     if op is Ops.MIN:
         return z3.If(a <= b, a, b), _FALSE, False
     if op in (Ops.AND, Ops.OR, Ops.XOR):
-        if not fixed:  # (see prove_law: a bit-local rule is proven on 64-bit vectors)
-            raise NotImplementedError(f"{op.name} of unbounded integers")
+        if not fixed:  # opaque on unbounded integers (a rule of bitwise ops only is
+            # proven on 64-bit vectors instead: rules.proof.laws._bit_local)
+            return _uf(op.name.lower(), "index", 2)(a, b), _FALSE, False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
         return _from_bv(dt, r), _FALSE, False
