@@ -24,7 +24,7 @@ __all__ = [
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
     "has_invalid", "may_be_invalid", "may_be_undefined", "is_invalid", "invalid_like",
     "nonzero",
-    "exact_product_fits", "INT_KINDS", "by_group",
+    "exact_product_fits", "INT_KINDS",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -427,13 +427,3 @@ def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
 
 
 _ = const_value  # re-exported for rule modules that normalize values
-
-
-def by_group(rules: Any) -> dict[str, list[Any]]:
-    """A family's e-graph rules (anything with a ``.group``) as its ``EGRAPH`` dict:
-    group name -> the rules in definition order."""
-    out: dict[str, list[Any]] = {}
-    for r in rules:
-        out.setdefault(r.group, []).append(r)
-    return out
-

@@ -117,11 +117,17 @@ LAWS = [
     rule("not_ge", "~(x >= y) -> x < y", _NOT_FLOAT, group=G),
     rule("not_eq", "~(x == y) -> x != y", group=G),
     rule("not_ne", "~(x != y) -> x == y", group=G),
-    rule("gt_to_lt", "x > y -> y < x", group=G),
-    rule("le_const_rhs", "x <= k -> x < k + 1", "is_int(x) and k + 1 <= dmax(x)", group=G),
-    rule("le_const_lhs", "k <= x -> k - 1 < x", "is_int(x) and k - 1 >= dmin(x)", group=G),
-    rule("ge_const_rhs", "x >= k -> k - 1 < x", "is_int(x) and k - 1 >= dmin(x)", group=G),
-    rule("ge_const_lhs", "k >= x -> x < k + 1", "is_int(x) and k + 1 <= dmax(x)", group=G),
+    rule("gt_to_lt", "x > y -> y < x", group=G, subsume=True),
+    # (the e-graph hides the normalized node: its LT form costs the same, and every rule
+    # reads comparisons as LT)
+    rule("le_const_rhs", "x <= k -> x < k + 1", "is_int(x) and k + 1 <= dmax(x)", group=G,
+         subsume=True),
+    rule("le_const_lhs", "k <= x -> k - 1 < x", "is_int(x) and k - 1 >= dmin(x)", group=G,
+         subsume=True),
+    rule("ge_const_rhs", "x >= k -> k - 1 < x", "is_int(x) and k - 1 >= dmin(x)", group=G,
+         subsume=True),
+    rule("ge_const_lhs", "k >= x -> x < k + 1", "is_int(x) and k + 1 <= dmax(x)", group=G,
+         subsume=True),
     rule("not_lt_const", "~(x < k) -> k - 1 < x", "is_int(x) and k - 1 >= dmin(x)", group=G,
          baseline_reason="not_lt then le_const_lhs in the ordered matcher (one step here: "
                          "the e-graph need not make the <= node)"),

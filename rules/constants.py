@@ -19,11 +19,12 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import by_group, eval_values, make_const
-from rules.computed import PyRule, bridge
-from rules.native import ERule, Q
+from rules.common import eval_values, make_const
+from rules.computed import PyRule
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD",
+           "VCONST_BINARY_FOLD"]
 
 # seed 000 section 1: 7 unary (+ NOT, FLOOR, CEIL of this IR), 13 binary (+ MIN), 2 ternary
 UNARY_FOLD = (Ops.NEG, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIP, Ops.TRUNC,
@@ -107,60 +108,17 @@ for _r in constant_folding_dsl_patterns:
 for _r in vconst_folding_patterns:
     _r.group = _VGROUP
 
-GROUPS: dict[str, list[Rule]] = {
-    _GROUP: constant_folding_dsl_patterns,
-    _VGROUP: vconst_folding_patterns,
-}
+_FOLD = ("constant folding computes in Python (eval_op, C semantics): float and vector "
+         "constants are opaque leaves of the e-graph (argument keys); integer and bool classes "
+         "fold through the interval analysis (fold_known)")
+
+LAWS = [py(r, "ematch_nonint", _FOLD) for r in constant_folding_dsl_patterns
+        + vconst_folding_patterns]
+
+GROUPS = baseline_groups(LAWS)
+# integer and bool classes: "x -> c when x's interval is [c, c]" (the fold pass, fold_known)
+EGRAPH = laws_by_group(egraph_rules(LAWS) + [
+    PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division "
+           "by a possible 0)", _GROUP, "fold")])
 
 
-# ---- e-graph rules ------------------------------------------------------------
-# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
-# rules.list_rulesets() and the e-graph engine read EGRAPH.
-
-#: opt-in: "a class whose interval is [c, c] is c" natively, one rule per op
-#: (the default is the computed fold_known, one generic rule)
-_E_FOLD_KNOWN_NATIVE = "constant_folding_native"
-
-_EG: list[ERule | PyRule] = []
-_eg = _EG.extend
-
-# ---- constant folding: a class whose interval is one value is that value ----
-for _e_ctor, _e_ar in (("Add", 2), ("Sub", 2), ("Mul", 2), ("Max", 2), ("Min", 2), ("Neg", 1),
-                   ("Not", 1), ("And", 2), ("Or", 2), ("Xor", 2), ("Shl", 2), ("Shr", 2),
-                   ("Lt", 2), ("Le", 2), ("Gt", 2), ("Ge", 2), ("Eq", 2), ("Ne", 2),
-                   ("Where", 3), ("Cast", 1), ("Mulacc", 3)):
-    _e_args = " ".join(f"x{i}" for i in range(_e_ar))
-    _eg(Q(f"fold_known_{_e_ctor.lower()}",
-          f"{_e_ctor.lower()}(...) -> c when its interval is [c, c]",
-          _E_FOLD_KNOWN_NATIVE,
-          f"(= e ({_e_ctor} dt {_e_args})) (= v (lo e)) (= v (hi e)) (= m (dmin dt)) (Def e)",
-          "(union e (Cst dt v))"))
-
-for _e_ctor in ("Idiv", "Mod"):
-    for _e_sign, _e_g in (("pos", "(> (lo y) 0)"), ("neg", "(< (hi y) 0)")):
-        _eg(Q(f"fold_known_{_e_ctor.lower()}_{_e_sign}",
-              f"{_e_ctor.lower()}(x, y) -> c when its interval is [c, c] and y is never 0",
-              _E_FOLD_KNOWN_NATIVE,
-              f"(= e ({_e_ctor} dt x y)) {_e_g} (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
-              "(Def e)",
-              "(union e (Cst dt v))"))
-
-_eg(Q("fold_known_range", "range(end) -> c when its interval is [c, c] (one iteration)",
-      _E_FOLD_KNOWN_NATIVE,
-      "(= e (G1 op dt a n)) (= op \"RANGE\") (= v (lo e)) (= v (hi e)) (= m (dmin dt)) "
-      "(Def e)",
-      "(union e (Cst dt v))"))
-
-_eg([PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division "
-           "by a possible 0)", "constant_folding_dsl_patterns", "fold")])
-
-EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
-
-# floats, vectors and other non-integer constants: the baseline's folding applied to
-# e-nodes (integer and bool classes fold through the interval analysis: fold_known)
-
-EGRAPH["constant_folding_dsl_patterns"] += bridge(constant_folding_dsl_patterns,
-                                                  "constant_folding_dsl_patterns", non_int=True)
-EGRAPH["vconst_folding_patterns"] = bridge(vconst_folding_patterns, "vconst_folding_patterns",
-                                         non_int=True)

@@ -55,6 +55,7 @@ __all__ = ["compile_egglog", "NotNativeError"]
 
 _INTBOOL = _INTS | {"bool"}
 _INDEX = frozenset(("index",))
+_BOOL = frozenset(("bool",))
 
 
 class NotNativeError(ValueError):
@@ -110,9 +111,26 @@ def _parts(law: Law, i: int, restrict: frozenset[str] | None) -> list[frozenset[
         parts = [q for p in parts for q in (p & _INTBOOL, p & _FLOATS)]
     carried = any(t.kind in ("op", "lit", "const", "inv") and t.tid == i
                   for t in law.lhs.walk())
-    if tc.fixed is None and (carried or any(t.kind == "inv" for t in terms)):
-        parts = [q for p in parts for q in (p & _INDEX, p - _INDEX)]
+    # index apart where the e-graph writes it apart: an index computed constant needs no
+    # range check, an index dtype limit is decided here, the Invalid leaf is an index
+    limits = any(g[0] == "dlim" and g[2][0] != "dt" and law.tid_of(g[2]) == i
+                 for g in _walk(law.guard))
+    apart = any(t.kind == "inv" or t.kind == "bound" or t.calc for t in terms) or limits
+    if tc.fixed is None and apart and (carried or any(t.kind == "inv" for t in terms)):
+        # (bool apart from the fixed-width dtypes too: a rule of only those is loaded with
+        # the fixed-width rules, which an index input never runs)
+        parts = [q for p in parts for q in (p & _INDEX, p & _BOOL, p - _INDEX - _BOOL)]
     return [p for p in parts if p]
+
+
+def _walk(g: G | None) -> list[G]:
+    out: list[G] = []
+    stack = [g] if g else []
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        stack.extend(y for y in x[1:] if isinstance(y, tuple))
+    return out
 
 
 class _Variant:
@@ -277,6 +295,11 @@ class _Variant:
         if h[0] == "safe":
             raise NotNativeError("safe_cast has no relation in the e-graph")
         if h[0] == "form":
+            if neg and h[1] == "is_invalid":
+                # "not the Invalid leaf": a class with a bound has a value somewhere, which
+                # the Invalid leaf has not (the rule then skips float classes: fewer matches)
+                self.bound("vmin", h[2])
+                return
             if neg:
                 return  # a form guard the e-graph cannot say: dropped (proven without it)
             var = h[2]
@@ -432,8 +455,11 @@ class _Variant:
                 tags.append("fixed" if s <= _FIXED else "other")
         name = law.name + "".join(f"~{t}" for t in dict.fromkeys(tags))
         facts = tuple(dict.fromkeys(self.facts))
+        # a variant every type of which excludes index and bool matches fixed-width
+        # integer or float nodes only (the session's rule set for those)
+        wide = all(not (s & {"index", "bool"}) for s in self.sets.values())
         return ERule(name, law.identity, law.egraph_group or law.group, lhs, rhs, facts,
-                     subsume=law.subsume, rule=law.name, args=tuple(self.args))
+                     subsume=law.subsume, rule=law.name, args=tuple(self.args), wide=wide)
 
 
 def compile_egglog(law: Law) -> list[ERule]:

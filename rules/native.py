@@ -1,30 +1,18 @@
-"""Native egglog rewrites: small local rules whose guards read the interval analysis.
+"""Native egglog rewrites: the e-graph's form of the rules of the language.
 
-Each :class:`ERule` is one named rewrite with a one-line identity, in a group
-named after the seeds' pattern groups (``identity_and_zero_patterns``,
-``comparison_dsl_patterns``, ...). Rules match the constructors of
+Each :class:`ERule` is one egglog rewrite of a rule of the language
+(:mod:`rules.lang`, compiled by :mod:`rules.lang_egglog`), named after it (variants add
+``~float``, ``~fixed``, an op's name, mirror images ``~1``...; :attr:`ERule.law` is the
+name its matches count under). Rules match the constructors of
 :mod:`eqsat.engines.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
-``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`) and the dtype relations
-``IntDt`` (index and fixed-width integers: the session loads such a rule as its
-:func:`int_dt_twins`), ``(= dt "index")`` (index only: no wrap) and ``FixDt``
-(fixed-width integers only: a rule guarded by it goes to the rule set ``native_fixed``,
-which a run schedules only when its input has such a dtype).
-Computed values are bound in the query (an i64 overflow there is "no match").
+``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`), ``Def`` (never Invalid) and the
+dtype relations ``IntDt`` (index and fixed-width integers: the session loads such a rule
+as its :func:`int_dt_twins`), ``FixDt`` (fixed-width integers only: a rule guarded by it
+goes to the rule set ``native_fixed``, which a run schedules only when its input has such
+a dtype) and ``DtIn`` (a named dtype set of :data:`rules.lang.DTYPE_SETS`). Computed
+values are bound in the query (an i64 overflow there is "no match").
 
 A commutative pattern is written once; :func:`commuted` adds its mirror images.
-A rule that drops an operand (``x*0 -> 0``, ``where(c, t, f) -> t``) requires
-``(Def x)`` of what it drops: ``Invalid`` propagates through every op, and the
-rewrite must not turn an Invalid into a value. Rules that replace a node by
-something strictly simpler subsume the node
-(``subsume=True``), so it stops matching other rules and is never extracted.
-
-These are the e-graph twins of the baseline's rule families. Every family's
-twins live beside its baseline rules, in the ``EGRAPH`` section of its module
-``rules/<family>.py`` (built with :func:`R`/:func:`Q` from here; the div/mod
-family's are in ``rules/divmod.py``). This module keeps the helpers, and
-:data:`NATIVE_RULES` for drafts: the native rules of a group no family module
-declares yet (none today; :func:`eqsat.engines.egraph.rulesets.egraph_groups` reads
-them first, and a family's ``EGRAPH`` group replaces a draft group wholesale).
 """
 
 from __future__ import annotations
@@ -33,8 +21,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
-           "FIX_DT", "NONZERO", "INVALID_LEAF", "int_dt_twins"]
+__all__ = ["ERule", "commuted", "INT_DT", "FIX_DT", "int_dt_twins"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +47,9 @@ class ERule:
     #: the arguments the text names ``$arg0``, ``$arg1``, ... (a float constant, the
     #: Invalid's None): the session puts each in its argument table and writes its key
     args: tuple[Any, ...] = ()
+    #: it matches fixed-width integer or float nodes only (not index or bool): the
+    #: session loads it with the fixed-width rules (a run of an index input skips them)
+    wide: bool = False
 
     @property
     def law(self) -> str:
@@ -223,31 +213,11 @@ def commuted(rule: ERule) -> list[ERule]:
     return out
 
 
-def R(name: str, identity: str, group: str, lhs: str, rhs: str, *when: str,
-      subsume: bool = False) -> list[ERule]:
-    """A rewrite ``lhs -> rhs`` under the facts ``when``, with its commuted variants."""
-    return commuted(ERule(name, identity, group, lhs, rhs, tuple(when), subsume=subsume))
-
-
-def Q(name: str, identity: str, group: str, query: str, actions: str) -> list[ERule]:
-    """A general rule: the facts of ``query`` -> the ``actions``."""
-    return [ERule(name, identity, group, query=query, actions=actions)]
-
-
-#: guard: ``dt`` is index or a fixed-width integer dtype
+#: guard: ``dt`` is index or a fixed-width integer dtype (loaded as two rules:
+#: :func:`int_dt_twins`)
 INT_DT = "(IntDt dt)"
-#: guard: ``dt`` is index (unbounded: no wrap). A literal, not the ``IdxDt`` relation: a
-#: constant on the pattern's column, where a relation is one more atom to join in every
-#: round and to clone on every push/pop
-IDX_DT = '(= dt "index")'
 #: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
 FIX_DT = "(FixDt dt)"
-#: guard (``.format(v)``): the interval of ``v`` excludes 0, on either side. One rule
-#: with this guard instead of one per sign: the two would search the same pattern
-#: every step. (A class whose bound on one side is known has the other too: the
-#: insertion loads both, and the interval rules that set one side give ``lo <= 0`` or
-#: ``hi >= 0``, which this guard does not need.)
-NONZERO = "(= true (or (bool-> (lo {0}) 0) (bool-< (hi {0}) 0)))"
 _INT_DT_VAR = re.compile(r"\(IntDt (\w+)\)")
 
 
@@ -281,22 +251,3 @@ def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
                 replace(rule, name=name, when=tuple(map(fixed, rule.when))))
     return replace(rule, query=index(rule.query)), replace(rule, name=name,
                                                            query=fixed(rule.query))
-
-
-#: pattern of the Invalid leaf (binds ``di``, ``ai``)
-INVALID_LEAF = "(Leaf \"INVALID\" di ai)"
-
-# ---------------------------------------------------------------------------
-# drafts: native rules of groups whose family module has no EGRAPH section yet
-# (none: every family declares its twins in rules/<family>.py)
-# ---------------------------------------------------------------------------
-#: the draft native rules, in definition order (each with its group)
-NATIVE_RULES: list[ERule] = []
-
-
-def native_groups() -> dict[str, list[ERule]]:
-    """group name -> its native rules, in definition order."""
-    out: dict[str, list[ERule]] = {}
-    for r in NATIVE_RULES:
-        out.setdefault(r.group, []).append(r)
-    return out

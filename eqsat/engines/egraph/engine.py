@@ -85,8 +85,9 @@ __all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_leve
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
 
-#: the native rules that match fixed-width integer nodes only (their guards say
-#: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
+#: the native rules that match fixed-width integer or float nodes only (their guards say
+#: ``(FixDt dt)``, or the rule of the language says so) form this rule set; a run whose
+#: input has no such dtype skips it (rewrites keep their operands' dtypes)
 FIXED_RULESET = "native_fixed"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report"),
@@ -141,10 +142,11 @@ _FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
 
 
 def fixed_only(rule: Any) -> bool:
-    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard,
-    ``FIX_DT`` or on another variable)."""
-    return any(_FIX_DT_GUARD.search(w) for w in rule.when) or \
-        bool(_FIX_DT_GUARD.search(rule.query))
+    """Whether a native rule matches fixed-width integer or float nodes only (a ``FixDt``
+    guard, ``FIX_DT`` or on another variable, or a rule of the language that says so:
+    its float constants' variants)."""
+    return getattr(rule, "wide", False) or any(_FIX_DT_GUARD.search(w) for w in rule.when) \
+        or bool(_FIX_DT_GUARD.search(rule.query))
 
 
 class _EGraph:
@@ -173,14 +175,15 @@ def _current(name: str) -> property:
 
 
 def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
-    """Whether ``nodes`` hold a fixed-width integer node (the fixed-width native rules
-    may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
+    """Whether ``nodes`` hold a fixed-width integer or float node (the native rules of
+    those dtypes may match), and one the fixed-width interval rules match
+    (FIXED_ANALYSIS_DTYPES)."""
     fixed = fixed_analysis = False
     for u in nodes:
         d = _dt_name(u.dtype)
         if d == "index":
             continue
-        fixed = fixed or d in FIXED_DTYPES
+        fixed = fixed or d in FIXED_DTYPES or u.dtype.is_float or u.dtype.is_fixed_int
         fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
     return fixed, fixed_analysis
 
@@ -192,17 +195,30 @@ _ANALYSIS_SETS: dict[tuple[bool, bool], str] = {
 
 #: constructors every index input has, whose interval rules always run
 _ALWAYS_CORE = frozenset(("Cst", "G1"))
+#: the constructors of index arithmetic and its conditions: core where a rule makes them
+_INDEX_CORE = frozenset(("Add", "Sub", "Mul", "Idiv", "Mod", "Neg", "Max", "Min", "Lt",
+                         "Where", "And", "Or", "Not"))
 
 
 def analysis_ext(native: list[ERule]) -> frozenset[str]:
     """The constructors whose interval rules run only in a run that inserted one of them
-    (``analysis_program``'s ``ext``): those no native rule's right side makes (the
-    computed rules' e-nodes are insertions too), but constants and ranges. A run
-    without them cannot hold such an e-node, so those rules could not match."""
-    made: set[str] = set()
-    for r in native:
-        made.update(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))
-    return frozenset(ANALYSIS_CTORS - made - _ALWAYS_CORE)
+    (``analysis_program``'s ``ext``): those outside the core, the least set that holds
+    constants, ranges, the index arithmetic rules make, and what rules make from core
+    constructors alone (a rule whose pattern needs an ``ext`` constructor fires only
+    where one was inserted; the computed rules' e-nodes are insertions too). A run that
+    inserted none of them cannot hold such an e-node, so those rules could not match."""
+    rules = [(set(_CTOR_CALL.findall(f"{r.lhs} {r.query}")) & ANALYSIS_CTORS,
+              set(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))) for r in native]
+    # the least fixed point from index arithmetic: what rules make from core is core
+    core = set(_INDEX_CORE | _ALWAYS_CORE) & {c for _, rhs in rules for c in rhs} | _ALWAYS_CORE
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs <= core and not rhs <= core:
+                core |= rhs
+                changed = True
+    return frozenset(ANALYSIS_CTORS - core)
 
 
 _CTOR_CALL = re.compile(r"\((\w+)")

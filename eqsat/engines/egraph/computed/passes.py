@@ -17,10 +17,10 @@ from functools import partial
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.computed.bridge import bridge_pass
 from eqsat.engines.egraph.computed.compare import cmp_pass
 from eqsat.engines.egraph.computed.context import _reaches, context_pass
 from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
+from eqsat.engines.egraph.computed.ematch import ematch_pass
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
     EClassCtx,
@@ -570,10 +570,10 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     _lap('context')
     for r in kinds.get("context", []):
         context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, focus, weights)
-    _lap('bridge')
-    bridged = [r for r in rules if r.kind in ("uop", "uop_nonint")]  # (in order)
-    if bridged:
-        bridge_pass(snap, ins, best, focus, bridged, union, deadline, state.bridge_cache)
+    _lap("ematch")
+    ematched = [r for r in rules if r.kind in ("ematch", "ematch_nonint")]  # (in order)
+    if ematched:
+        ematch_pass(snap, ins, best, focus, ematched, union, deadline, state.ematch_cache)
     dm_by_op = divmod_rules_by_op(dm)
     plans = {op: _plan(rs) for op, rs in dm_by_op.items()}
 
