@@ -17,17 +17,16 @@ from typing import Any
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import EvalError, Undefined, alu
-from eqsat.ir.uop import IRError, UOp, const_value
+from eqsat.ir.uop import IRError, UOp
 
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
-    "has_invalid", "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits", "INT_KINDS", "by_group",
+    "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
+    "exact_product_fits", "by_group",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
-INT_KINDS = ("index", "int", "uint")
 # shifts of an index (unbounded) value by more than this are not folded (huge numbers)
 _MAX_INDEX_SHIFT = 256
 
@@ -106,11 +105,6 @@ def may_be_invalid(u: UOp) -> bool:
             continue
         _MAY_INVALID[n] = any(_MAY_INVALID[s] for s in n.src)
     return _MAY_INVALID[u]
-
-
-def has_invalid(*us: UOp) -> bool:
-    """Any of ``us`` may evaluate to Invalid (see :func:`may_be_invalid`)."""
-    return any(may_be_invalid(u) for u in us)
 
 
 def nonzero(u: UOp) -> bool:
@@ -272,8 +266,6 @@ def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
         out = out + t
     return out
 
-
-_ = const_value  # re-exported for rule modules that normalize values
 
 
 def by_group(rules: Any) -> dict[str, list[Any]]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eqsat.ir.bounds import compute_bounds
-from eqsat.ir.dtype import DType, DTypeError, dtypes
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import round_float, wrap
 
@@ -320,9 +320,3 @@ class UOp:
     def ranges(self) -> tuple[UOp, ...]:
         """The RANGE nodes this node depends on (for run counts), in toposort order."""
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
-
-
-def _check_dtype(dt: DType) -> DType:
-    if not isinstance(dt, DType):
-        raise DTypeError(f"expected a DType, got {dt!r}")
-    return dt
