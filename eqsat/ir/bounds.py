@@ -20,8 +20,8 @@ from eqsat.ir.semantics import (
     dtype_bounds,
     iv_add,
     iv_bits,
+    iv_cast_bool,
     iv_cmp,
-    iv_hull,
     iv_idiv,
     iv_max,
     iv_min,
@@ -32,7 +32,9 @@ from eqsat.ir.semantics import (
     iv_not_bool,
     iv_shift,
     iv_sub,
+    iv_where,
     iv_wrap,
+    iv_xor_bool,
     shift_limit,
     unbounded,
 )
@@ -85,11 +87,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
     if op is Ops.CAST:
         x = src[0]
         if dtype.is_bool:
-            if x.vmin == x.vmax == 0:
-                return False, False
-            if x.vmin > 0 or x.vmax < 0:
-                return True, True
-            return False, True
+            return iv_cast_bool((x.vmin, x.vmax))
         if x.dtype.is_float:
             if unbounded(x.vmin) or unbounded(x.vmax):
                 return dtype_bounds(dtype)
@@ -110,9 +108,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         c, t, f = src
         if dtype.is_float and not (t.op is Ops.CONST and f.op is Ops.CONST):
             return -INF, INF
-        if c.vmin == c.vmax:
-            return (t.vmin, t.vmax) if c.vmin else (f.vmin, f.vmax)
-        return iv_hull((t.vmin, t.vmax), (f.vmin, f.vmax))
+        return iv_where((c.vmin, c.vmax), (t.vmin, t.vmax), (f.vmin, f.vmax))
 
     if op is Ops.NOT:
         x = src[0]
@@ -126,9 +122,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
             return iv_min((a.vmin, a.vmax), (b.vmin, b.vmax))
         if op in (Ops.OR, Ops.MAX, Ops.ADD):
             return iv_max((a.vmin, a.vmax), (b.vmin, b.vmax))
-        if a.vmin == a.vmax and b.vmin == b.vmax:
-            return a.vmin != b.vmin, a.vmin != b.vmin
-        return False, True
+        return iv_xor_bool((a.vmin, a.vmax), (b.vmin, b.vmax))
 
     if not (dtype.is_int or dtype.is_bool):
         return dtype_bounds(dtype)

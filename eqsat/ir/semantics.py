@@ -54,10 +54,11 @@ from eqsat.ir.ops import Ops
 __all__ = [
     "EvalError", "Undefined", "INDEX_SHIFT_LIMIT", "cdiv", "cmod", "wrap", "round_float",
     "shift_limit", "compare", "alu", "cast", "bitcast", "INT_BINARY", "BOOL_BINARY",
-    "wrap_array", "cdiv_array", "cmod_array", "Interval", "unbounded", "dtype_bounds", "iv_wrap",
-    "iv_add", "iv_sub", "iv_neg", "iv_not", "iv_not_bool", "iv_mul", "iv_max", "iv_min",
-    "iv_hull", "iv_idiv_any", "iv_idiv_corners", "iv_idiv", "iv_mod_range",
-    "iv_mod_bucket", "iv_mod", "iv_shift", "iv_bits", "cmp_decided", "iv_cmp",
+    "wrap_array", "cdiv_array", "cmod_array", "Interval", "unbounded", "dtype_bounds",
+    "iv_wrap", "iv_add", "iv_sub", "iv_neg", "iv_not", "iv_not_bool", "iv_mul", "iv_max",
+    "iv_min", "iv_hull", "iv_where", "iv_xor_bool", "iv_cast_bool", "iv_idiv_any",
+    "iv_idiv_corners", "iv_idiv", "iv_mod_range", "iv_mod_bucket", "iv_mod", "iv_shift",
+    "iv_bits", "cmp_decided", "iv_cmp",
 ]
 
 Num = int | float
@@ -446,6 +447,30 @@ def iv_min(a: Interval, b: Interval) -> Interval:
 def iv_hull(a: Interval, b: Interval) -> Interval:
     """Either ``x`` or ``y`` (``where`` whose condition may go both ways)."""
     return min(a[0], b[0]), max(a[1], b[1])
+
+
+def iv_where(c: Interval, t: Interval, f: Interval) -> Interval:
+    """``where(c, x, y)``: the branch a constant condition picks, else both."""
+    if c[0] == c[1]:
+        return t if c[0] else f
+    return iv_hull(t, f)
+
+
+def iv_xor_bool(a: Interval, b: Interval) -> tuple[bool, bool]:
+    """``x ^ y`` of bools: a value when both are constant, else ``[False, True]``."""
+    if a[0] == a[1] and b[0] == b[1]:
+        v = a[0] != b[0]
+        return v, v
+    return False, True
+
+
+def iv_cast_bool(a: Interval) -> tuple[bool, bool]:
+    """``bool(x)`` (``x != 0``): false when ``x`` is always 0, true when 0 is outside."""
+    if a[0] == a[1] == 0:
+        return False, False
+    if a[0] > 0 or a[1] < 0:
+        return True, True
+    return False, True
 
 
 def iv_idiv_any(a: Interval) -> Interval:
