@@ -26,32 +26,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat.engines.egraph import Session
+from eqsat.ir import semantics as sem
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.semantics import (
-    Interval,
-    Undefined,
-    alu,
-    cast,
-    iv_add,
-    iv_bits,
-    iv_cast_bool,
-    iv_cmp,
-    iv_idiv,
-    iv_max,
-    iv_min,
-    iv_mod,
-    iv_mul,
-    iv_neg,
-    iv_not,
-    iv_not_bool,
-    iv_shift,
-    iv_sub,
-    iv_where,
-    iv_xor_bool,
-)
 from eqsat.ir.uop import UOp
 
+Iv = sem.Interval
 INDEX, I32, BOOL = dtypes.index, dtypes.i32, dtypes.bool
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 UNKNOWN = (-math.inf, math.inf)
@@ -70,7 +50,7 @@ amounts = st.one_of(st.integers(0, 70).map(lambda s: (s, s)),
                                                                                    max(t))))
 
 
-def _leaf(name: str, iv: Interval, dt: DType) -> UOp:
+def _leaf(name: str, iv: Iv, dt: DType) -> UOp:
     """A leaf of ``dt`` whose interval is ``iv`` (a bool: a comparison of a var)."""
     if dt.is_bool:
         return UOp.var(name, 1 - iv[1], 1 - iv[0]).lt(1)  # [0, 0], [1, 1] or [0, 1]
@@ -85,21 +65,21 @@ class Op:
 
     op: Ops
     dt: DType                        # the operands' dtype
-    py: Callable[..., Interval]      # operands' intervals -> the op's interval
+    py: Callable[..., Iv]      # operands' intervals -> the op's interval
     covered: Callable[..., bool] = lambda *ivs: True
     build: Callable[..., UOp] | None = None
 
 
-def _fits(dt: DType, iv: Interval) -> bool:
+def _fits(dt: DType, iv: Iv) -> bool:
     lo, hi = (I64_MIN, I64_MAX) if dt.is_index else (dt.min, dt.max)
     return lo <= iv[0] and iv[1] <= hi
 
 
-def _nonneg(*ivs: Interval) -> bool:
+def _nonneg(*ivs: Iv) -> bool:
     return all(iv[0] >= 0 for iv in ivs)
 
 
-def _check(session: Session, spec: Op, ivs: list[Interval], seed: int) -> None:
+def _check(session: Session, spec: Op, ivs: list[Iv], seed: int) -> None:
     names = "xyz"
     leaves = [_leaf(names[i], iv, spec.dt if spec.op is not Ops.WHERE or i else BOOL)
               for i, iv in enumerate(ivs)]
@@ -119,7 +99,7 @@ def _check(session: Session, spec: Op, ivs: list[Interval], seed: int) -> None:
     for _ in range(40):
         vals = [rng.choice((iv[0], iv[1], rng.randint(iv[0], iv[1]))) for iv in kids]
         exact, value = _values(spec, rdt, vals)
-        if isinstance(value, Undefined):
+        if isinstance(value, sem.Undefined):
             continue
         assert py[0] <= exact <= py[1], (node, vals, exact, py)
         assert eg[0] <= value <= eg[1], (node, vals, value, eg)
@@ -129,42 +109,42 @@ def _values(spec: Op, rdt: DType, vals: list[int]) -> tuple[object, object]:
     """The op's value at ``vals``: exact (before a fixed-width dtype wraps it), and as
     the dtype holds it."""
     if spec.op is Ops.CAST:
-        return (vals[0] != 0 if rdt.is_bool else vals[0]), cast(vals[0], spec.dt, rdt)
-    exact = alu(spec.op, INDEX if rdt.is_fixed_int else rdt, vals)
-    return exact, alu(spec.op, rdt, vals)
+        return (vals[0] != 0 if rdt.is_bool else vals[0]), sem.cast(vals[0], spec.dt, rdt)
+    exact = sem.alu(spec.op, INDEX if rdt.is_fixed_int else rdt, vals)
+    return exact, sem.alu(spec.op, rdt, vals)
 
 
-def _binary(name: str, op: Ops, py: Callable[..., Interval], **kw) -> tuple[str, Op]:
+def _binary(name: str, op: Ops, py: Callable[..., Iv], **kw) -> tuple[str, Op]:
     return name, Op(op, INDEX, py, **kw)
 
 
 _CMP = {"lt": Ops.LT, "le": Ops.LE, "gt": Ops.GT, "ge": Ops.GE, "eq": Ops.EQ, "ne": Ops.NE}
 
 BINARY: dict[str, Op] = dict([
-    _binary("add", Ops.ADD, iv_add),
-    _binary("sub", Ops.SUB, iv_sub),
-    _binary("mul", Ops.MUL, iv_mul),
+    _binary("add", Ops.ADD, sem.iv_add),
+    _binary("sub", Ops.SUB, sem.iv_sub),
+    _binary("mul", Ops.MUL, sem.iv_mul),
     # iv_idiv_nonzero needs a divisor interval without 0; iv_idiv_any alone is looser
-    _binary("idiv", Ops.IDIV, iv_idiv, covered=lambda a, b: b[0] > 0 or b[1] < 0),
-    _binary("mod", Ops.MOD, iv_mod),
-    _binary("max", Ops.MAX, iv_max),
-    _binary("min", Ops.MIN, iv_min),
+    _binary("idiv", Ops.IDIV, sem.iv_idiv, covered=lambda a, b: b[0] > 0 or b[1] < 0),
+    _binary("mod", Ops.MOD, sem.iv_mod),
+    _binary("max", Ops.MAX, sem.iv_max),
+    _binary("min", Ops.MIN, sem.iv_min),
     # iv_and_nonneg/iv_and_nonneg1 read a non-negative first operand
-    _binary("and", Ops.AND, lambda a, b: iv_bits(Ops.AND, a, b),
+    _binary("and", Ops.AND, lambda a, b: sem.iv_bits(Ops.AND, a, b),
             covered=lambda a, b: _nonneg(a)),
     # iv_or_nonneg/iv_xor_nonneg: both operands non-negative, one of them not only 0
-    _binary("or", Ops.OR, lambda a, b: iv_bits(Ops.OR, a, b),
+    _binary("or", Ops.OR, lambda a, b: sem.iv_bits(Ops.OR, a, b),
             covered=lambda a, b: _nonneg(a, b) and max(a[1], b[1]) > 0),
-    _binary("xor", Ops.XOR, lambda a, b: iv_bits(Ops.XOR, a, b),
+    _binary("xor", Ops.XOR, lambda a, b: sem.iv_bits(Ops.XOR, a, b),
             covered=lambda a, b: _nonneg(a, b) and max(a[1], b[1]) > 0),
-    *[(n, Op(op, INDEX, lambda a, b, op=op: iv_cmp(op, a, b))) for n, op in _CMP.items()],
-    ("and_bool", Op(Ops.AND, BOOL, iv_min)),
-    ("or_bool", Op(Ops.OR, BOOL, iv_max)),
-    # iv_xor_bool: always [0, 1]; two constant operands give a constant
-    ("xor_bool", Op(Ops.XOR, BOOL, iv_xor_bool,
+    *[(n, Op(op, INDEX, lambda a, b, op=op: sem.iv_cmp(op, a, b))) for n, op in _CMP.items()],
+    ("and_bool", Op(Ops.AND, BOOL, sem.iv_min)),
+    ("or_bool", Op(Ops.OR, BOOL, sem.iv_max)),
+    # sem.iv_xor_bool: always [0, 1]; two constant operands give a constant
+    ("xor_bool", Op(Ops.XOR, BOOL, sem.iv_xor_bool,
                     covered=lambda a, b: not (a[0] == a[1] and b[0] == b[1]))),
-    ("add_i32", Op(Ops.ADD, I32, iv_add)),
-    ("mul_i32", Op(Ops.MUL, I32, iv_mul)),
+    ("add_i32", Op(Ops.ADD, I32, sem.iv_add)),
+    ("mul_i32", Op(Ops.MUL, I32, sem.iv_mul)),
 ])
 
 
@@ -181,13 +161,13 @@ def test_binary_op(session: Session, name: str, data: st.DataObject, seed: int) 
 
 
 UNARY: dict[str, Op] = {
-    "neg": Op(Ops.NEG, INDEX, iv_neg),
-    "not": Op(Ops.NOT, INDEX, iv_not),
-    "not_bool": Op(Ops.NOT, BOOL, iv_not_bool),
-    "neg_i32": Op(Ops.NEG, I32, iv_neg),
+    "neg": Op(Ops.NEG, INDEX, sem.iv_neg),
+    "not": Op(Ops.NOT, INDEX, sem.iv_not),
+    "not_bool": Op(Ops.NOT, BOOL, sem.iv_not_bool),
+    "neg_i32": Op(Ops.NEG, I32, sem.iv_neg),
     # iv_cast_int: the operand's interval when it fits the target
     "cast_i8": Op(Ops.CAST, INDEX, lambda a: a, build=lambda x: x.cast(dtypes.i8)),
-    "cast_bool": Op(Ops.CAST, INDEX, iv_cast_bool, build=lambda x: x.cast(BOOL)),
+    "cast_bool": Op(Ops.CAST, INDEX, sem.iv_cast_bool, build=lambda x: x.cast(BOOL)),
 }
 
 
@@ -202,21 +182,21 @@ def test_unary_op(session: Session, name: str, data: st.DataObject, seed: int) -
 @pytest.mark.parametrize("op", [Ops.SHL, Ops.SHR])
 @settings(max_examples=25, deadline=None)
 @given(a=intervals, s=amounts, seed=st.integers(0, 1 << 30))
-def test_shift(session: Session, op: Ops, a: Interval, s: Interval, seed: int) -> None:
+def test_shift(session: Session, op: Ops, a: Iv, s: Iv, seed: int) -> None:
     # iv_shl_const/iv_shr_const: a constant amount below 63; other amounts get no rule
-    spec = Op(op, INDEX, lambda a, s: iv_shift(op, a, s),
+    spec = Op(op, INDEX, lambda a, s: sem.iv_shift(op, a, s),
               covered=lambda a, s: s[0] == s[1] < 63)
     _check(session, spec, [a, s], seed)
 
 
 @settings(max_examples=25, deadline=None)
 @given(a=intervals, b=intervals, c=intervals, seed=st.integers(0, 1 << 30))
-def test_mulacc(session: Session, a: Interval, b: Interval, c: Interval, seed: int) -> None:
-    spec = Op(Ops.MULACC, INDEX, lambda a, b, c: iv_add(iv_mul(a, b), c))
+def test_mulacc(session: Session, a: Iv, b: Iv, c: Iv, seed: int) -> None:
+    spec = Op(Ops.MULACC, INDEX, lambda a, b, c: sem.iv_add(sem.iv_mul(a, b), c))
     _check(session, spec, [a, b, c], seed)
 
 
 @settings(max_examples=25, deadline=None)
 @given(c=bools, t=intervals, f=intervals, seed=st.integers(0, 1 << 30))
-def test_where(session: Session, c: Interval, t: Interval, f: Interval, seed: int) -> None:
-    _check(session, Op(Ops.WHERE, INDEX, iv_where), [c, t, f], seed)
+def test_where(session: Session, c: Iv, t: Iv, f: Iv, seed: int) -> None:
+    _check(session, Op(Ops.WHERE, INDEX, sem.iv_where), [c, t, f], seed)

@@ -11,37 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eqsat.ir import semantics as sem
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.semantics import (
-    EvalError,
-    Undefined,
-    alu,
-    cdiv,
-    cdiv_array,
-    cmod,
-    cmod_array,
-    iv_add,
-    iv_bits,
-    iv_cast_bool,
-    iv_cmp,
-    iv_hull,
-    iv_idiv,
-    iv_max,
-    iv_min,
-    iv_mod,
-    iv_mul,
-    iv_neg,
-    iv_not,
-    iv_shift,
-    iv_sub,
-    iv_where,
-    iv_wrap,
-    iv_xor_bool,
-    round_float,
-    wrap,
-    wrap_array,
-)
 
 FIXED = [dtypes.i8, dtypes.u8, dtypes.i16, dtypes.u16, dtypes.i32, dtypes.u32, dtypes.i64,
          dtypes.u64]
@@ -51,20 +23,20 @@ NUMPY = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32"
 
 @pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 5), (5, -1)])
 def test_cdiv_cmod(a: int, b: int) -> None:
-    assert cdiv(a, b) == int(a / b)
-    assert cmod(a, b) == a - int(a / b) * b
-    assert math.copysign(1, cmod(a, b)) == math.copysign(1, a) or cmod(a, b) == 0
+    assert sem.cdiv(a, b) == int(a / b)
+    assert sem.cmod(a, b) == a - int(a / b) * b
+    assert math.copysign(1, sem.cmod(a, b)) == math.copysign(1, a) or sem.cmod(a, b) == 0
 
 
 @settings(max_examples=300, deadline=None)
 @given(a=st.integers(-(1 << 70), 1 << 70), b=st.integers(-(1 << 70), 1 << 70).filter(bool))
 def test_cdiv_truncates_and_cmod_takes_the_dividends_sign(a: int, b: int) -> None:
-    q, r = cdiv(a, b), cmod(a, b)
+    q, r = sem.cdiv(a, b), sem.cmod(a, b)
     assert a == q * b + r and abs(r) < abs(b)
     assert r == 0 or (r > 0) == (a > 0)
     arr = np.array([a, -a], dtype=object)
-    assert list(cdiv_array(arr, np.array([b, b], dtype=object))) == [q, cdiv(-a, b)]
-    assert list(cmod_array(arr, np.array([b, b], dtype=object))) == [r, cmod(-a, b)]
+    assert list(sem.cdiv_array(arr, np.array([b, b], dtype=object))) == [q, sem.cdiv(-a, b)]
+    assert list(sem.cmod_array(arr, np.array([b, b], dtype=object))) == [r, sem.cmod(-a, b)]
 
 
 @pytest.mark.parametrize("dt", FIXED, ids=str)
@@ -72,29 +44,29 @@ def test_wrap_is_twos_complement_and_the_array_twin_agrees(dt) -> None:
     rng = random.Random(dt.bits)
     xs = [rng.randint(-(1 << 70), 1 << 70) for _ in range(200)] + [
         dt.min, dt.max, dt.min - 1, dt.max + 1, 0, -1]
-    want = [wrap(dt, x) for x in xs]
+    want = [sem.wrap(dt, x) for x in xs]
     assert all(dt.min <= w <= dt.max and (w - x) % (1 << dt.bits) == 0
                for w, x in zip(want, xs, strict=True))
-    assert [int(v) for v in wrap_array(dt, np.array(xs, dtype=object))] == want
+    assert [int(v) for v in sem.wrap_array(dt, np.array(xs, dtype=object))] == want
     small = [x for x in xs if -(1 << 62) <= x < 1 << 62]
-    assert [int(v) for v in wrap_array(dt, np.array(small, dtype=np.int64))] == \
-        [wrap(dt, x) for x in small]
+    assert [int(v) for v in sem.wrap_array(dt, np.array(small, dtype=np.int64))] == \
+        [sem.wrap(dt, x) for x in small]
     if dt.bits < 64:  # numpy's own narrowing wraps the same way
         assert [int(v) for v in np.array(small, dtype=np.int64).astype(NUMPY[dt.name])] == \
-            [wrap(dt, x) for x in small]
+            [sem.wrap(dt, x) for x in small]
 
 
 def test_undefined_values_and_undefined_ops() -> None:
-    assert isinstance(alu(Ops.IDIV, dtypes.i32, (1, 0)), Undefined)
-    assert isinstance(alu(Ops.SHL, dtypes.i8, (1, 8)), Undefined)
-    assert isinstance(alu(Ops.SHR, dtypes.index, (1, -1)), Undefined)
-    assert isinstance(alu(Ops.POW, dtypes.index, (2, -1)), Undefined)
-    assert alu(Ops.IDIV, dtypes.i32, (-(1 << 31), -1)) == -(1 << 31)  # wraps
+    assert isinstance(sem.alu(Ops.IDIV, dtypes.i32, (1, 0)), sem.Undefined)
+    assert isinstance(sem.alu(Ops.SHL, dtypes.i8, (1, 8)), sem.Undefined)
+    assert isinstance(sem.alu(Ops.SHR, dtypes.index, (1, -1)), sem.Undefined)
+    assert isinstance(sem.alu(Ops.POW, dtypes.index, (2, -1)), sem.Undefined)
+    assert sem.alu(Ops.IDIV, dtypes.i32, (-(1 << 31), -1)) == -(1 << 31)  # wraps
     for op, dt, args in [(Ops.MOD, dtypes.f32, (1.0, 2.0)), (Ops.FDIV, dtypes.i32, (1, 2)),
                          (Ops.MULACC, dtypes.bool, (True, True, False)),
                          (Ops.SQRT, dtypes.i32, (4,))]:
-        with pytest.raises(EvalError):
-            alu(op, dt, args)
+        with pytest.raises(sem.EvalError):
+            sem.alu(op, dt, args)
 
 
 @pytest.mark.parametrize("a, b, want", [
@@ -103,19 +75,19 @@ def test_undefined_values_and_undefined_ops() -> None:
     (10.0, 400.0, math.inf), (-10.0, 401.0, -math.inf), (2.0, 10.0, 1024.0),
 ])
 def test_pow_is_cs(a: float, b: float, want: float) -> None:
-    got = alu(Ops.POW, dtypes.f64, (a, b))
+    got = sem.alu(Ops.POW, dtypes.f64, (a, b))
     assert (math.isnan(got) and math.isnan(want)) or (
         got == want and math.copysign(1, got) == math.copysign(1, want))
 
 
 def test_float_ops_round_to_the_dtype() -> None:
-    third = alu(Ops.FDIV, dtypes.f32, (1.0, 3.0))
-    assert third == float(np.float32(1 / 3)) == round_float(dtypes.f32, 1 / 3)
+    third = sem.alu(Ops.FDIV, dtypes.f32, (1.0, 3.0))
+    assert third == float(np.float32(1 / 3)) == sem.round_float(dtypes.f32, 1 / 3)
     # mulacc rounds the product first (unfused)
     a, b, c = 1.0 + 2.0 ** -12, 1.0 + 2.0 ** -12, -1.0
-    assert alu(Ops.MULACC, dtypes.f32, (a, b, c)) == \
-        alu(Ops.ADD, dtypes.f32, (alu(Ops.MUL, dtypes.f32, (a, b)), c))
-    assert round_float(dtypes.bf16, 1.0 + 2.0 ** -9) == 1.0  # nearest even
+    assert sem.alu(Ops.MULACC, dtypes.f32, (a, b, c)) == \
+        sem.alu(Ops.ADD, dtypes.f32, (sem.alu(Ops.MUL, dtypes.f32, (a, b)), c))
+    assert sem.round_float(dtypes.bf16, 1.0 + 2.0 ** -9) == 1.0  # nearest even
 
 
 # ---- every interval function holds every value of its op --------------------------
@@ -128,12 +100,13 @@ def _points(iv: tuple[int, int], rng: random.Random) -> list[int]:
 
 
 INTERVALS = {
-    Ops.ADD: iv_add, Ops.SUB: iv_sub, Ops.MUL: iv_mul, Ops.IDIV: iv_idiv, Ops.MOD: iv_mod,
-    Ops.MAX: iv_max, Ops.MIN: iv_min,
-    Ops.AND: lambda a, b: iv_bits(Ops.AND, a, b), Ops.OR: lambda a, b: iv_bits(Ops.OR, a, b),
-    Ops.XOR: lambda a, b: iv_bits(Ops.XOR, a, b),
-    Ops.LT: lambda a, b: iv_cmp(Ops.LT, a, b), Ops.EQ: lambda a, b: iv_cmp(Ops.EQ, a, b),
-    Ops.NE: lambda a, b: iv_cmp(Ops.NE, a, b), Ops.GE: lambda a, b: iv_cmp(Ops.GE, a, b),
+    Ops.ADD: sem.iv_add, Ops.SUB: sem.iv_sub, Ops.MUL: sem.iv_mul, Ops.IDIV: sem.iv_idiv,
+    Ops.MOD: sem.iv_mod, Ops.MAX: sem.iv_max, Ops.MIN: sem.iv_min,
+    Ops.AND: lambda a, b: sem.iv_bits(Ops.AND, a, b),
+    Ops.OR: lambda a, b: sem.iv_bits(Ops.OR, a, b),
+    Ops.XOR: lambda a, b: sem.iv_bits(Ops.XOR, a, b),
+    Ops.LT: lambda a, b: sem.iv_cmp(Ops.LT, a, b), Ops.EQ: lambda a, b: sem.iv_cmp(Ops.EQ, a, b),
+    Ops.NE: lambda a, b: sem.iv_cmp(Ops.NE, a, b), Ops.GE: lambda a, b: sem.iv_cmp(Ops.GE, a, b),
 }
 
 
@@ -147,8 +120,8 @@ def test_binary_intervals_hold_every_value(op: Ops, a, b, seed: int) -> None:
     rng = random.Random(seed)
     for x in _points(a, rng):
         for y in _points(b, rng):
-            v = alu(op, dtypes.index, (x, y))
-            assert isinstance(v, Undefined) or lo <= v <= hi, (x, y, v, (lo, hi))
+            v = sem.alu(op, dtypes.index, (x, y))
+            assert isinstance(v, sem.Undefined) or lo <= v <= hi, (x, y, v, (lo, hi))
 
 
 BOOLS = st.sampled_from([(0, 0), (1, 1), (0, 1)])
@@ -161,29 +134,29 @@ BOOLS = st.sampled_from([(0, 0), (1, 1), (0, 1)])
 def test_unary_shift_where_bool_intervals_hold_every_value(a, b, c, d, s, seed: int) -> None:
     rng = random.Random(seed)
     for x in _points(a, rng):
-        for f, op in ((iv_neg, Ops.NEG), (iv_not, Ops.NOT)):
+        for f, op in ((sem.iv_neg, Ops.NEG), (sem.iv_not, Ops.NOT)):
             lo, hi = f(a)
-            assert lo <= alu(op, dtypes.index, (x,)) <= hi
-        lo, hi = iv_cast_bool(a)
+            assert lo <= sem.alu(op, dtypes.index, (x,)) <= hi
+        lo, hi = sem.iv_cast_bool(a)
         assert lo <= (x != 0) <= hi
         for k in range(s[0], s[1] + 1, max(1, (s[1] - s[0]) // 5)):
             for op in (Ops.SHL, Ops.SHR):
-                lo, hi = iv_shift(op, a, (s[0], s[1]))
-                assert lo <= alu(op, dtypes.index, (x, k)) <= hi
+                lo, hi = sem.iv_shift(op, a, (s[0], s[1]))
+                assert lo <= sem.alu(op, dtypes.index, (x, k)) <= hi
         y = rng.randint(b[0], b[1])
-        assert iv_hull(a, b)[0] <= min(x, y) and max(x, y) <= iv_hull(a, b)[1]
+        assert sem.iv_hull(a, b)[0] <= min(x, y) and max(x, y) <= sem.iv_hull(a, b)[1]
         for cond in range(c[0], c[1] + 1):
-            lo, hi = iv_where(c, a, b)
-            assert lo <= alu(Ops.WHERE, dtypes.index, (cond, x, y)) <= hi
+            lo, hi = sem.iv_where(c, a, b)
+            assert lo <= sem.alu(Ops.WHERE, dtypes.index, (cond, x, y)) <= hi
     for p in range(c[0], c[1] + 1):
         for q in range(d[0], d[1] + 1):
-            lo, hi = iv_xor_bool(c, d)
-            assert lo <= alu(Ops.XOR, dtypes.bool, (p, q)) <= hi
+            lo, hi = sem.iv_xor_bool(c, d)
+            assert lo <= sem.alu(Ops.XOR, dtypes.bool, (p, q)) <= hi
 
 
 @pytest.mark.parametrize("dt", [dtypes.i8, dtypes.u8, dtypes.index], ids=str)
 def test_iv_wrap_keeps_what_fits_and_widens_what_may_wrap(dt) -> None:
-    assert iv_wrap(dt, -3, 100) == ((-3, 100) if dt.min <= -3 else (dt.min, dt.max))
-    assert iv_wrap(dt, 0, 300) == ((0, 300) if dt.is_index else (dt.min, dt.max))
-    assert iv_wrap(dtypes.bool, 0, 1) == (False, True)
-    assert iv_wrap(dtypes.f32, 0, 1) == (-math.inf, math.inf)
+    assert sem.iv_wrap(dt, -3, 100) == ((-3, 100) if dt.min <= -3 else (dt.min, dt.max))
+    assert sem.iv_wrap(dt, 0, 300) == ((0, 300) if dt.is_index else (dt.min, dt.max))
+    assert sem.iv_wrap(dtypes.bool, 0, 1) == (False, True)
+    assert sem.iv_wrap(dtypes.f32, 0, 1) == (-math.inf, math.inf)
