@@ -128,18 +128,12 @@ def _scalar_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     return alu(op, dt, args)
 
 
-def _cast(x: Value, src: DType, dst: DType) -> Value:
-    """One lane of CAST."""
+def _convert(fn: Callable[[Any, DType, DType], Value], x: Value, src: DType,
+             dst: DType) -> Value:
+    """One lane of CAST (``fn`` is :func:`cast`) or BITCAST (:func:`bitcast`)."""
     if isinstance(x, Undefined) or x is INVALID:
         return x
-    return cast(x, src, dst)
-
-
-def _bitcast(x: Value, src: DType, dst: DType) -> Value:
-    """One lane of BITCAST."""
-    if isinstance(x, Undefined) or x is INVALID:
-        return x
-    return bitcast(x, src, dst)
+    return fn(x, src, dst)
 
 
 # ---------------------------------------------------------------------------
@@ -258,11 +252,13 @@ class _Machine:
         if op is Ops.CAST:
             if dt.ptr:
                 return self.ptr_cast(u, vals[0])
-            return self.lanewise(lambda x: _cast(x, u.src[0].dtype.scalar(), dt.scalar()),
-                                 vals[0], dt.count)
+            return self.lanewise(
+                lambda x: _convert(cast, x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
+                dt.count)
         if op is Ops.BITCAST:
-            return self.lanewise(lambda x: _bitcast(x, u.src[0].dtype.scalar(), dt.scalar()),
-                                 vals[0], dt.count)
+            return self.lanewise(
+                lambda x: _convert(bitcast, x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
+                dt.count)
         if op is Ops.VECTORIZE:
             return tuple(vals)
         if op is Ops.CAT:
