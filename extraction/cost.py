@@ -2,7 +2,7 @@
 
 Two models ship with the package:
 
-* :class:`ReferenceCost` -- the corpus metric (``shared/corpus/README.md``):
+* :class:`ReferenceCost` -- the corpus metric (``data/corpus/README.md``):
   25 per ``idiv``/``mod``, 4 per ``mul``, 1 per any other operator node, 0 for
   leaves, summed over the DAG of unique nodes (a shared subterm is paid once).
 * :class:`CpuCost` (the default) -- an approximate x86-64 cycle count (see its
