@@ -6,7 +6,7 @@ the e-graph's outputs; their idiv+mod counts; total and median time per engine
 (wall and CPU); how many e-graph outputs are strictly cheaper than the
 baseline's and than tinygrad's (and how many are costlier than the baseline's,
 which should be none); and, with ``--check``, how many outputs of each engine
-are not equivalent to their input. Then the targets of the e-graph issue.
+are not equivalent to their input. Then the project's targets (docs/perf.md).
 
 The e-graph runs in batches (``--batch``, one e-graph per batch of cases; each
 case's time is its share of the batch's); ``--batch 1`` calls

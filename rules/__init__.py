@@ -16,15 +16,15 @@ exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
     cast_where_dsl_patterns      rules/casts.py
     term_combining_dsl_patterns  rules/combine.py
     alu_folding_dsl_patterns     rules/combine.py
-    advanced_division_dsl_patterns rules/divmod.py    (engineer D)
-    div_mod_recombine_dsl_patterns rules/divmod.py    (engineer D)
+    advanced_division_dsl_patterns rules/divmod.py
+    div_mod_recombine_dsl_patterns rules/divmod.py
     comparison_dsl_patterns      rules/compare.py
     boolean_dsl_patterns         rules/logic.py
     minmax_dsl_patterns          rules/minmax.py
     where_bound_patterns         rules/where.py
     power_dsl_patterns           rules/identity.py
     negation_dsl_patterns        rules/identity.py
-    range_based_mod_div_patterns rules/divmod.py      (engineer D; fold_divmod_general last)
+    range_based_mod_div_patterns rules/divmod.py      (fold_divmod_general last)
     dce_dsl_patterns             rules/where.py       (Morok's name: the WHERE branch rules)
     dead_loop_patterns           rules/dce.py
     after_simplification_patterns rules/dce.py

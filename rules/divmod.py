@@ -395,7 +395,7 @@ _eg(R("mod_in_range", "x%n -> x when 0 <= x < n, or -n < x <= 0 (C: the dividend
 # and the computed twin ``recombine_divmod`` (below) finds #1-#4 between any two of its
 # terms, whatever their grouping; the binary forms add nothing there and, with their mirror
 # images, their joins over the Add/Mul/Idiv/Mod tables cost about a quarter of the egglog
-# time on the corpus (measured: same outputs without them).
+# time (docs/perf.md).
 _FIX = FIX_DT
 _eg(R("recombine_divmod_1", "x%n + (x//n)*n -> x (fixed-width ints)", G_REC,
       "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", _FIX, "(Def n)"))

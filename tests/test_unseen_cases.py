@@ -27,7 +27,7 @@ SEED = 0
 CASES = list(generate(N_PER_KIND, SEED))
 CORPUS = corpus_path()
 
-# Minimal reproducers of what benchmarks/unseen.py found (see team/requests.md), one line per
+# Minimal reproducers of what benchmarks/unseen.py found, one line per
 # case: (name, expr). Every engine must optimize them without error to an equivalent, no costlier
 # graph, and the e-graph must be no costlier than the baseline.
 FINDINGS = [

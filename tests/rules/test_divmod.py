@@ -194,7 +194,7 @@ def _symbolic():
     rules = pytest.importorskip("rules")
     try:
         return rules.symbolic()
-    except Exception as e:  # pragma: no cover - the composite is another engineer's
+    except Exception as e:  # pragma: no cover - the composite needs every family
         pytest.skip(f"rules.symbolic() unavailable: {e}")
 
 

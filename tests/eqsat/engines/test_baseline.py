@@ -57,7 +57,7 @@ def test_all_rules_named_commented_grouped() -> None:
         assert r.group in gs and r in gs[r.group], (r.name, r.group)
 
 
-def test_divmod_groups_come_from_engineer_d_module() -> None:
+def test_divmod_groups_come_from_the_divmod_module() -> None:
     from rules import divmod
 
     for g in ("advanced_division_dsl_patterns", "div_mod_recombine_dsl_patterns",
