@@ -336,6 +336,7 @@ def test_subprocess_entry_point(tmp_path):
     assert p.stderr == "eqsat: error: <stdin>:2:3: unknown op 'ad'\n"
 
 
+@pytest.mark.timing
 def test_cli_budget_is_the_optimizers(tmp_path):
     """The CLI builds the e-graph session at start-up: a fresh process's first (and only)
     run gets its whole time budget (it used to spend it on the build and return the input)."""
