@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from eqsat import dtypes, run_kernel
 from eqsat.ir.ops import Ops
 from lowering import Target, compile_kernel
-from lowering.builders import BUILDERS, BuiltKernel, View, make
 from tests.budgets import QUALITY
+from workloads import BUILDERS, BuiltKernel, View, make
 
 CASES = [(name, i) for name, spec in BUILDERS.items() for i in range(len(spec.cases))]
 CASE_IDS = [f"{n}-{i}" for n, i in CASES]

@@ -12,7 +12,7 @@ from eqsat import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering import Target, compile_kernel
-from lowering.builders import make
+from workloads import make
 
 NO_SPLIT = Target(split_gates=False)  # keep the gates in the loop body
 
