@@ -3,8 +3,8 @@
 From the bottom: the IR (``eqsat.ir``); the rules, the cost models and the test
 workloads (``rules``, ``extraction``, ``workloads``); the engines (``eqsat.engines``);
 the public API (``eqsat``, ``eqsat.api``); the lowering (``lowering``, which optimizes
-through the API); the command line (``eqsat.cli``), which reaches all of them. Imports inside functions
-count too: a late import is still a dependency.
+through the API); the command line (``eqsat.cli``), which reaches all of them.
+Imports inside functions count too: a late import is still a dependency.
 """
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ def crash_chunk_on_boom(chunk):
 def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t", "u")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli._batch_results(cases, 2, 3, crash_chunk_on_boom))
+    rows = list(cli.batch_results(cases, 2, 3, crash_chunk_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t", "u"]
     assert "died" in rows[2]["error"] and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
@@ -296,7 +296,7 @@ def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
 def test_batch_survives_a_dying_worker():
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli._run_parallel(cases, 2, crash_on_boom))
+    rows = list(cli.run_parallel(cases, 2, crash_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t"]
     assert "died" in rows[2]["error"] and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)

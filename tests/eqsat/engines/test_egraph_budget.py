@@ -13,7 +13,7 @@ import pytest
 
 from eqsat.api import Budget, optimize
 from eqsat.engines.egraph import optimize_egraph, session_for
-from eqsat.engines.egraph.engine import _stalled
+from eqsat.engines.egraph.engine import is_stalled
 from eqsat.engines.egraph.schedules import STALL_ITERATIONS, STOP_REASONS, Limits
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import check_equivalent
@@ -99,7 +99,7 @@ STALL_CASES = [
 @pytest.mark.parametrize("costs, sizes, k, emitted, expect", STALL_CASES)
 def test_stall_rule(costs: list, sizes: list, k: int, emitted: list | None,
                     expect: bool) -> None:
-    assert _stalled(costs, sizes, k, emitted) is expect
+    assert is_stalled(costs, sizes, k, emitted) is expect
 
 
 def test_a_pass_that_opens_a_context_keeps_the_run_going() -> None:
