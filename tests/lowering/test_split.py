@@ -91,6 +91,24 @@ def test_tiled_gate_splits_outer_then_inner() -> None:
     np.testing.assert_array_equal(o, np.where(np.arange(20) < 10, xs, 0))
 
 
+def test_a_loop_folded_to_a_constant_is_not_split() -> None:
+    """An END may close a constant where the optimizer folded a one-iteration loop to
+    its only index (0): it has no split points, and the real ranges still split."""
+    zero, r = UOp.const(dtypes.index, 0), UOp.range(6, 1)
+    assert split_points(r.lt(4).where(r, UOp.invalid()), zero) == []
+    out, x = UOp.buffer(0, dtypes.f32, 6), UOp.buffer(1, dtypes.f32, 6)
+    gated = UOp(Ops.INDEX, x.dtype, (x, r.lt(4).where(r, UOp.invalid())))
+    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, r)),
+                                      UOp(Ops.LOAD, dtypes.f32, (gated,))))
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, zero, r)),))
+    split = split_gated_ranges(g)
+    assert not any(u.op is Ops.LT for u in split.toposort())
+    ck = compile_kernel(split, optimize=False)
+    xs, o = np.arange(1, 7, dtype=np.float32), np.full(6, -1, np.float32)
+    ck(o, xs)
+    np.testing.assert_array_equal(o, np.where(np.arange(6) < 4, xs, 0))
+
+
 def test_split_respects_max_loops() -> None:
     k = make("pad", shape=(3, 5, 7), padding=((0, 2), (1, 1), (3, 0)))
     g = lower_graph(k.graph, optimize="baseline").graph
