@@ -73,22 +73,27 @@ def test_split_builds_pieces_in_order() -> None:
     assert not any(u.op is Ops.LT for u in g.toposort())  # every gate decided
 
 
+def _check_gated_copy(n: int, i: UOp, ends: tuple[UOp, ...], cut: int) -> None:
+    """``out[i] = i < cut ? x[i] : 0`` over the loops ``ends`` closes, split: no gate is
+    left, and the compiled kernel computes it."""
+    out, x = UOp.buffer(0, dtypes.f32, n), UOp.buffer(1, dtypes.f32, n)
+    gated = UOp(Ops.INDEX, x.dtype, (x, i.lt(cut).where(i, UOp.invalid())))
+    val = UOp(Ops.LOAD, dtypes.f32, (gated,))
+    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, i)), val))
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, *ends)),))
+    split = split_gated_ranges(g)
+    assert not any(u.op is Ops.LT for u in split.toposort())
+    ck = compile_kernel(split, optimize=False)
+    xs, o = np.arange(1, n + 1, dtype=np.float32), np.full(n, -1, np.float32)
+    ck(o, xs)
+    np.testing.assert_array_equal(o, np.where(np.arange(n) < cut, xs, 0))
+
+
 def test_tiled_gate_splits_outer_then_inner() -> None:
     """A gate on ``4*r + s`` (r outer, s inner): the outer range splits at the tiles
     wholly valid / mixed, and the mixed tile's inner range in turn; no gate is left."""
     r, s = UOp.range(5, 0), UOp.range(4, 1)
-    out, x = UOp.buffer(0, dtypes.f32, 20), UOp.buffer(1, dtypes.f32, 20)
-    i = r * 4 + s
-    gated = UOp(Ops.INDEX, x.dtype, (x, i.lt(10).where(i, UOp.invalid())))
-    val = UOp(Ops.LOAD, dtypes.f32, (gated,))
-    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, i)), val))
-    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, r, s)),))
-    split = split_gated_ranges(g)
-    assert not any(u.op is Ops.LT for u in split.toposort())
-    ck = compile_kernel(split, optimize=False)
-    xs, o = np.arange(1, 21, dtype=np.float32), np.full(20, -1, np.float32)
-    ck(o, xs)
-    np.testing.assert_array_equal(o, np.where(np.arange(20) < 10, xs, 0))
+    _check_gated_copy(20, r * 4 + s, (r, s), 10)
 
 
 def test_a_loop_folded_to_a_constant_is_not_split() -> None:
@@ -96,17 +101,7 @@ def test_a_loop_folded_to_a_constant_is_not_split() -> None:
     its only index (0): it has no split points, and the real ranges still split."""
     zero, r = UOp.const(dtypes.index, 0), UOp.range(6, 1)
     assert split_points(r.lt(4).where(r, UOp.invalid()), zero) == []
-    out, x = UOp.buffer(0, dtypes.f32, 6), UOp.buffer(1, dtypes.f32, 6)
-    gated = UOp(Ops.INDEX, x.dtype, (x, r.lt(4).where(r, UOp.invalid())))
-    st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (out, r)),
-                                      UOp(Ops.LOAD, dtypes.f32, (gated,))))
-    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, zero, r)),))
-    split = split_gated_ranges(g)
-    assert not any(u.op is Ops.LT for u in split.toposort())
-    ck = compile_kernel(split, optimize=False)
-    xs, o = np.arange(1, 7, dtype=np.float32), np.full(6, -1, np.float32)
-    ck(o, xs)
-    np.testing.assert_array_equal(o, np.where(np.arange(6) < 4, xs, 0))
+    _check_gated_copy(6, r, (zero, r), 4)
 
 
 def test_split_respects_max_loops() -> None:
