@@ -19,7 +19,8 @@ Values
 - floats: IEEE at the dtype's precision (f16/f32/f64 by numpy's rounding, bf16 by
   round-to-nearest-even of the f32 bits, :func:`round_float`), computed in f64 and
   rounded, which is exact for ``+ - * /`` and ``sqrt``. ``max``/``min`` propagate
-  NaN (numpy's ``maximum``); ``mulacc`` is ``a*b`` rounded, then ``+ c`` rounded.
+  NaN (numpy's ``maximum``); ``mulacc`` is ``a*b`` rounded, then ``+ c`` rounded;
+  ``pow`` is C's (its IEEE special values, ``pow(-inf, 0.5) == inf``).
 - bools: ``add``/``or``/``max`` are or, ``mul``/``and``/``min`` are and, ``xor`` is !=.
 
 :func:`alu` computes one op on scalar operands; :data:`INT_BINARY`, :data:`BOOL_BINARY`
