@@ -8,7 +8,7 @@ from typing import Any
 
 from eqsat.ir.uop import UOp
 
-__all__ = ["Budget", "Result", "optimize", "optimize_many", "ENGINES"]
+__all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGINES"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,45 @@ class Budget:
                              "seconds > 0, stall >= 0 required")
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What a run did, in a few figures (:meth:`Result.explain`): ``engine``,
+    ``stop_reason``, ``iterations``, ``rules`` (rule name -> times it fired, most first),
+    ``cost``/``input_cost`` under ``cost_model``, and ``by_op``: the result's cost op by
+    op (op name -> (unique nodes, their cost), dearest first). ``str()`` is a short
+    report."""
+
+    engine: str
+    stop_reason: str | None
+    iterations: int
+    rules: dict[str, int]
+    cost: float
+    input_cost: float
+    cost_model: str
+    by_op: dict[str, tuple[int, float]]
+
+    def __str__(self) -> str:
+        lines = [f"engine {self.engine}: stopped {self.stop_reason!s} after "
+                 f"{self.iterations} iterations; cost {_num(self.input_cost)} -> "
+                 f"{_num(self.cost)} ({self.cost_model})"]
+        fired = sum(self.rules.values())
+        lines.append(f"rules fired: {fired} times, {len(self.rules)} rules"
+                     + (":" if self.rules else ""))
+        w = max((len(k) for k in self.rules), default=0)
+        lines += [f"  {k:<{w}} {v:>6}" for k, v in self.rules.items()]
+        lines.append("cost of the result by op (unique nodes, cost):")
+        w = max((len(k) for k in self.by_op), default=0)
+        lines += [f"  {k.lower():<{w}} {n:>4} {_num(c):>8}" for k, (n, c) in self.by_op.items()]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.4g}"
+
+
 @dataclass
 class Result:
     """What optimize returns.
@@ -40,42 +79,79 @@ class Result:
     ``graph`` is the optimized graph, ``cost``/``input_cost`` its cost and the
     input's under the chosen cost model, ``stats`` the run's figures:
     ``engine``, ``iterations``, ``enodes``, ``stop_reason``, ``time`` (seconds
-    per phase) and ``matches`` (rule name -> count).
+    per phase) and ``matches`` (rule name -> count). ``egraph``: the run's e-graph
+    (:class:`~eqsat.engines.egraph.record.EGraphRecord`) when optimize was asked to
+    keep it (``keep_egraph=True``), else None.
     """
 
     graph: UOp
     cost: float
     input_cost: float
     stats: dict[str, Any] = field(default_factory=dict)
+    egraph: Any = field(default=None, repr=False, compare=False)
+    cost_model: Any = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"Result(cost={self.cost}, input_cost={self.input_cost}, "
                 f"stop_reason={self.stats.get('stop_reason')!r}, graph={self.graph!r})")
 
+    def explain(self) -> Explanation:
+        """The rules that fired (with counts), why the run stopped, and what the result
+        costs op by op under the run's cost model."""
+        from extraction import cost_by_op, get_cost_model
 
-def _run_baseline(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+        model = get_cost_model(self.cost_model)
+        rules = dict(sorted(self.stats.get("matches", {}).items(), key=lambda kv: (-kv[1], kv[0])))
+        return Explanation(self.stats.get("engine", "?"), self.stats.get("stop_reason"),
+                           int(self.stats.get("iterations", 0)), rules, self.cost,
+                           self.input_cost, type(model).__name__,
+                           cost_by_op(self.graph, model))
+
+    def egraph_dot(self, max_enodes: int | None = None) -> Any:
+        """The run's e-graph as DOT text (a ``str`` a notebook shows as a picture):
+        each e-class a cluster labelled with its interval, the e-nodes of the result
+        filled (see :meth:`EGraphRecord.to_dot`). Needs ``optimize(...,
+        keep_egraph=True)``."""
+        if self.egraph is None:
+            raise ValueError("this result kept no e-graph: call optimize(..., "
+                             "keep_egraph=True) (engine 'egraph')")
+        if max_enodes is None:
+            return self.egraph.to_dot(self.graph)
+        return self.egraph.to_dot(self.graph, max_enodes=max_enodes)
+
+
+def _run_baseline(graph: UOp, rulesets, cost_model, budget,
+                  keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     from eqsat.engines.baseline import optimize_baseline
 
+    if keep_egraph:
+        raise ValueError("keep_egraph: the baseline engine has no e-graph (engine='egraph')")
     return optimize_baseline(graph, rulesets=rulesets)
 
 
-def _run_egraph(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+def _run_egraph(graph: UOp, rulesets, cost_model, budget,
+                keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     from eqsat.engines.egraph import optimize_egraph
 
-    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget)
+    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget,
+                           keep_egraph=keep_egraph)
 
 
 ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
 
 
 def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = None,
-             cost_model: Any = None, budget: Budget | None = None) -> Result:
+             cost_model: Any = None, budget: Budget | None = None,
+             keep_egraph: bool = False) -> Result:
     """Optimize ``graph`` with the e-graph engine (default) or the ordered baseline.
 
     ``rulesets`` names rule sets (``eqsat rules`` lists them; None = the
     engine's default); ``cost_model`` is a :class:`extraction.CostModel` or one
     of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run.
     The result is never costlier than the input under the chosen model.
+    ``keep_egraph`` (e-graph engine): keep the run's e-graph in ``Result.egraph``
+    for :meth:`Result.egraph_dot` and a look inside (a copy of the classes the
+    graph reached; a run otherwise drops its e-graph).
     """
     from extraction import get_cost_model
 
@@ -84,18 +160,20 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
     model = get_cost_model(cost_model)
     budget = budget or Budget()
     t0 = time.perf_counter()
-    out, stats = ENGINES[engine](graph, rulesets, model, budget)
+    out, stats = ENGINES[engine](graph, rulesets, model, budget, keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     stats.setdefault("engine", engine)
+    kept = stats.pop("egraph", None)
     in_cost, out_cost = model.graph_cost(graph), model.graph_cost(out)
     if out_cost > in_cost:  # never return something costlier than the input
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"
-    return Result(out, out_cost, in_cost, stats)
+    return Result(out, out_cost, in_cost, stats, kept, model)
 
 
 def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str] | None = None,
-                  cost_model: Any = None, budget: Budget | None = None) -> list[Result]:
+                  cost_model: Any = None, budget: Budget | None = None,
+                  keep_egraph: bool = False) -> list[Result]:
     """Optimize several graphs; one :class:`Result` each, in order.
 
     The e-graph engine puts all of them in one e-graph (shared subgraphs once, one
@@ -103,6 +181,7 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     ``optimize`` call each); ``budget`` is per graph (the batch gets the sum of the
     e-node and time budgets). Each result is never costlier than its input. The
     shared ``stats`` of a batch are the batch's, with ``batch`` = its size.
+    ``keep_egraph``: every result's ``egraph`` is the batch's one e-graph.
     """
     from extraction import get_cost_model
 
@@ -113,7 +192,7 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
         if not isinstance(g, UOp):
             raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
     if engine != "egraph" or len(graphs) <= 1:
-        return [optimize(g, engine, rulesets, cost_model, budget) for g in graphs]
+        return [optimize(g, engine, rulesets, cost_model, budget, keep_egraph) for g in graphs]
     from eqsat.engines.egraph import optimize_many as egraph_many
 
     model = get_cost_model(cost_model)
@@ -121,8 +200,10 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     n = len(graphs)
     t0 = time.perf_counter()
     outs, stats = egraph_many(graphs, rulesets=rulesets, cost_model=model, budget=Budget(
-        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall))
+        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall),
+        keep_egraph=keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
+    kept = stats.pop("egraph", None)
     stats["batch"] = n
     results = []
     for g, out in zip(graphs, outs, strict=True):
@@ -131,5 +212,5 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
         if out_cost > in_cost:
             out, out_cost = g, in_cost
             st["fallback"] = "input was cheaper"
-        results.append(Result(out, out_cost, in_cost, st))
+        results.append(Result(out, out_cost, in_cost, st, kept, model))
     return results

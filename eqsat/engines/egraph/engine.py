@@ -70,6 +70,7 @@ from eqsat.engines.egraph.encoding import (
     uop_ctor,
 )
 from eqsat.engines.egraph.extracting import extract_roots
+from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ir.ops import Ops
@@ -447,10 +448,12 @@ class Session:
 
     # ---- the run ----------------------------------------------------------------
     def run(self, roots: list[UOp], model: Any, limits: Limits,
-            t0: float | None = None) -> tuple[list[UOp], dict]:
+            t0: float | None = None, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         """Optimize ``roots`` together; ``(new roots, stats)``. ``t0``: when the
         caller's clock started (``time.perf_counter()``; e.g. before it built this
-        session): the time budget counts from there.
+        session): the time budget counts from there. ``keep_egraph``: ``stats["egraph"]``
+        is then the e-graph's :class:`~eqsat.engines.egraph.record.EGraphRecord` (the
+        classes the roots reached, what merged when), which a run otherwise drops.
 
         Automatic garbage collection is paused for the run (:func:`gc_paused`): the
         passes allocate many objects that live until the run ends (memo tables, the
@@ -460,7 +463,7 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)
-            out = self._run(roots, model, limits, clock)
+            out = self._run(roots, model, limits, clock, keep_egraph)
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
@@ -470,7 +473,7 @@ class Session:
         return out
 
     def _run(self, roots: list[UOp], model: Any, limits: Limits,
-             clock: Clock) -> tuple[list[UOp], dict]:
+             clock: Clock, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
@@ -481,6 +484,7 @@ class Session:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
+            tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
             it = 0
             stop = None
@@ -517,6 +521,8 @@ class Session:
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1
+                if tracer is not None:
+                    tracer.snapshot(snap, it, matches)
                 sizes.append(snap.enodes)
                 if snap.enodes > limits.enodes:
                     stop = "enodes"
@@ -550,6 +556,8 @@ class Session:
                 with clock.phase(times, "last"):
                     self._step(False, matches)
                     snap = Snapshot(self.egraph, self.ins)
+                    if tracer is not None:
+                        tracer.snapshot(snap, 0, matches)
             with clock.phase(times, "extract"):
                 outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
@@ -557,6 +565,8 @@ class Session:
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
+            if tracer is not None:
+                stats["egraph"] = tracer.record(snap, self.args, handles, model)
             return outs, stats
         finally:
             self._cmd("(pop)")
