@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from eqsat.ir.uop import UOp
 
 __all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGINES"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,10 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
     if out_cost > in_cost:  # never return something costlier than the input
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"
+        log.debug("optimize (%s): the result cost %s > the input's %s: the input is returned",
+                  engine, out_cost, in_cost)
+    log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost, out_cost,
+              stats.get("stop_reason"), stats["time"]["total"])
     return Result(out, out_cost, in_cost, stats, kept, model)
 
 

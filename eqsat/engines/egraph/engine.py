@@ -42,6 +42,7 @@ the time budget allows it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -98,6 +99,8 @@ FIXED_RULESET = "native_fixed"
 REBUILD_ITERATIONS = 2000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+
+log = logging.getLogger(__name__)
 
 
 def top_level_commands(text: str) -> list[str]:
@@ -280,8 +283,10 @@ class Session:
         # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
         for cmd in top_level_commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
-        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
-                       time.perf_counter() - t)
+        secs = time.perf_counter() - t
+        log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",
+                  len(self._native_programs), fixed_width, secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width, secs)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
@@ -300,6 +305,8 @@ class Session:
         self._cur = self._egraph(fixed or fixed_analysis)
 
     def _rebuild(self) -> None:
+        log.debug("a fresh e-graph after %d egglog iterations (egglog's run report grows)",
+                  self.egg_iterations)
         self._cur.ins.close()
         self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
         self.rebuilds += 1
@@ -567,6 +574,8 @@ class Session:
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
             if tracer is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
+            log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
+                      "%.3f s", len(roots), it, snap.enodes, stop, clock.elapsed())
             return outs, stats
         finally:
             self._cmd("(pop)")
