@@ -6,7 +6,7 @@ the e-graph's outputs; their idiv+mod counts; total and median time per engine
 (wall and CPU); how many e-graph outputs are strictly cheaper than the
 baseline's and than tinygrad's (and how many are costlier than the baseline's,
 which should be none); and, with ``--check``, how many outputs of each engine
-are not equivalent to their input. Then the targets of the e-graph issue.
+are not equivalent to their input. Then the project's targets (docs/perf.md).
 
 The e-graph runs in batches (``--batch``, one e-graph per batch of cases; each
 case's time is its share of the batch's); ``--batch 1`` calls
@@ -19,7 +19,7 @@ when that is costlier, the input (``eqsat.optimize``'s rule).
 prints the elapsed wall time next to the one-process figures.
 
 The run and the table are :mod:`eqsat.compare`'s (what ``eqsat compare --tinygrad``
-prints); this script adds the CPU times, the timing rounds, the issue's targets, the
+prints); this script adds the CPU times, the timing rounds, the project's targets, the
 worst cases and ``--jobs``. In one process the engines take turns batch by batch (the
 baseline on a batch's cases, then the e-graph on the batch), so both see the same
 machine; ``--repeat N`` times everything N times and prints every round's ratio and
@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.compare import (  # noqa: E402
     Case,
     batch_budget,
@@ -67,11 +68,6 @@ from eqsat.progress import progress  # noqa: E402
 from extraction import get_cost_model  # noqa: E402
 
 __all__ = ["Case", "run", "main", "source_group", "load", "report", "run_parallel"]
-
-
-def default_corpus() -> Path:
-    env = os.environ.get("EQSAT_CORPUS")
-    return Path(env) if env else REPO.parent / "shared" / "corpus" / "index-exprs.jsonl"
 
 
 def _warm_worker() -> None:
@@ -188,7 +184,7 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=default_corpus())
+    ap.add_argument("--corpus", type=Path, default=corpus_path())
     ap.add_argument("--batch", type=int, default=32, help="cases per e-graph (1: per case)")
     ap.add_argument("--model", default="reference", help="cost model: reference or default")
     ap.add_argument("--check", action="store_true", help="check every output's equivalence")
