@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,7 +181,8 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
 
 def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str] | None = None,
                   cost_model: Any = None, budget: Budget | None = None,
-                  keep_egraph: bool = False) -> list[Result]:
+                  keep_egraph: bool = False, executor: Executor | None = None,
+                  chunk: int = 16) -> list[Result]:
     """Optimize several graphs; one :class:`Result` each, in order.
 
     The e-graph engine puts all of them in one e-graph (shared subgraphs once, one
@@ -189,6 +191,14 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     e-node and time budgets). Each result is never costlier than its input. The
     shared ``stats`` of a batch are the batch's, with ``batch`` = its size.
     ``keep_egraph``: every result's ``egraph`` is the batch's one e-graph.
+
+    ``executor`` (any :class:`concurrent.futures.Executor`: a process or thread pool, a
+    Dask ``Client.get_executor()``): the graphs go to it ``chunk`` at a time, each
+    chunk one ``optimize_many`` call where it runs (a worker keeps its warm session
+    from chunk to chunk); the results are the ones each chunk gives alone. Graphs
+    travel as ``.uop`` text (as pickled UOps when they have no text form), and the
+    cost model and budget are pickled; ``keep_egraph`` is not available then (the
+    e-graphs stay with the workers).
     """
     from extraction import get_cost_model
 
@@ -198,6 +208,14 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     for i, g in enumerate(graphs):
         if not isinstance(g, UOp):
             raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
+    if executor is not None:
+        if keep_egraph:
+            raise ValueError("optimize_many: keep_egraph with an executor (the e-graphs stay "
+                             "with the workers): run without an executor to keep them")
+        if chunk < 1:
+            raise ValueError(f"optimize_many: chunk must be >= 1, got {chunk}")
+        return _on_executor(executor, graphs, engine, rulesets, get_cost_model(cost_model),
+                            budget, chunk)
     if engine != "egraph" or len(graphs) <= 1:
         return [optimize(g, engine, rulesets, cost_model, budget, keep_egraph) for g in graphs]
     from eqsat.engines.egraph import optimize_many as egraph_many
@@ -220,4 +238,47 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
             out, out_cost = g, in_cost
             st["fallback"] = "input was cheaper"
         results.append(Result(out, out_cost, in_cost, st, kept, model))
+    return results
+
+
+def _to_wire(g: UOp) -> str | UOp:
+    """A graph as it travels to a worker: its ``.uop`` text (no recursion limit, small),
+    or the UOp itself when the text format cannot hold it."""
+    from eqsat.ir.sexpr import to_sexpr
+
+    try:
+        return to_sexpr(g, compact=True)
+    except ValueError:
+        return g
+
+
+def _from_wire(x: str | UOp) -> UOp:
+    from eqsat.ir.sexpr import parse
+
+    return parse(x) if isinstance(x, str) else x
+
+
+def optimize_chunk(items: list[str | UOp], engine: str, rulesets: list[str] | None,
+                   cost_model: Any, budget: Budget | None
+                   ) -> list[tuple[str | UOp, float, float, dict[str, Any]]]:
+    """What a worker runs for :func:`optimize_many` with an executor: one chunk of
+    graphs (``.uop`` text or UOps) through ``optimize_many`` here; per graph (output as
+    it travels, cost, input cost, stats)."""
+    res = optimize_many([_from_wire(x) for x in items], engine, rulesets, cost_model, budget)
+    return [(_to_wire(r.graph), r.cost, r.input_cost, r.stats) for r in res]
+
+
+def _on_executor(executor: Executor, graphs: list[UOp], engine: str,
+                 rulesets: list[str] | None, model: Any, budget: Budget | None,
+                 chunk: int) -> list[Result]:
+    """:func:`optimize_many` of ``graphs`` on ``executor``, ``chunk`` graphs a task."""
+    futures = [executor.submit(optimize_chunk, [_to_wire(g) for g in graphs[i:i + chunk]],
+                               engine, rulesets, model, budget)
+               for i in range(0, len(graphs), chunk)]
+    results = []
+    for fut in futures:
+        for out, cost, in_cost, stats in fut.result():
+            results.append(Result(_from_wire(out), cost, in_cost, stats, None, model))
+    log.debug("optimize_many: %d graphs in %d chunks on %s", len(graphs), len(futures),
+              type(executor).__name__)
     return results

@@ -6,7 +6,8 @@ Subcommands::
     eqsat eval FILE --var x=3 --var R0=5    the value under an assignment
     eqsat cost FILE [--cost reference|default]
     eqsat optimize [engine flags] FILE|-    the optimized graph, as .uop text
-    eqsat batch [engine flags] [--jobs N] [--chunk N] IN.jsonl -o OUT.jsonl
+    eqsat batch [engine flags] [--jobs N | --scheduler tcp://HOST:PORT] [--chunk N]
+                IN.jsonl -o OUT.jsonl
     eqsat compare IN.jsonl [--engines baseline,egraph] [--tinygrad] [--json]
     eqsat rules [--engine egraph|baseline]  the rule sets and their rules
     eqsat lower FILE [--emit c|linear] [--no-optimize]
@@ -34,7 +35,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -359,7 +360,9 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
             results[i] = _finish(prepared[i][0], r.graph, share)
     except KeyboardInterrupt:
         raise
-    except BaseException:  # noqa: B036 - find the case at fault: one at a time
+    except BaseException as e:  # noqa: B036 - find the case at fault: one at a time
+        log.warning("a chunk of %d cases (lines %d-%d) failed (%s); running them one by one",
+                    len(jobs), jobs[0][0], jobs[-1][0], type(e).__name__)
         return one_by_one()
     return results
 
@@ -367,8 +370,19 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
 def _spawn_pool(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing
 
-    # spawn, not fork: the engines run Rust threads that a fork would not carry over
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    # spawn, not fork: the engines run Rust threads that a fork would not carry over; a
+    # worker logs as this process does (the CLI's handler at the eqsat logger's level)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_log_like,
+                               initargs=(logging.getLogger("eqsat").getEffectiveLevel(),))
+
+
+def _log_like(level: int) -> None:
+    """A worker process's log: the CLI's handler on the eqsat logger at ``level``."""
+    logger = logging.getLogger("eqsat")
+    logger.setLevel(level)
+    if _LOG_HANDLER not in logger.handlers:
+        logger.addHandler(_LOG_HANDLER)
 
 
 def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
@@ -448,6 +462,60 @@ def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chun
             yield from res
 
 
+def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
+                      chunk: int, window: int,
+                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                      ) -> Iterator[dict[str, Any]]:
+    """Every case's result, in input order, from chunks of ``chunk`` cases run by
+    ``fn`` on ``executor`` (any concurrent.futures.Executor: a Dask client's, a pool),
+    at most ``window`` chunks in flight. A chunk whose task fails (its worker died,
+    the cluster lost it) runs again case by case; a case whose own task fails too gets
+    an ``error`` naming the failure."""
+    chunks = [cases[i:i + chunk] for i in range(0, len(cases), chunk)]
+    pending: deque[tuple[list, Future]] = deque()
+    nxt = 0
+    while nxt < len(chunks) or pending:
+        while nxt < len(chunks) and len(pending) < window:
+            pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
+            nxt += 1
+        ch, fut = pending.popleft()
+        try:
+            yield from fut.result()
+            continue
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: B036 - the task failed where it ran
+            log.warning("a chunk of %d cases failed on the executor (%s: %s); running its "
+                        "cases one by one", len(ch), type(e).__name__, e)
+        for case in ch:
+            try:
+                yield from executor.submit(fn, [case]).result()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # noqa: B036
+                yield {"id": _case_id(case[1]), "line": case[0],
+                       "error": f"the worker failed on this case ({type(e).__name__}: "
+                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"}
+
+
+def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
+    """A Dask distributed client's executor for the scheduler at ``address``, how many
+    chunks to keep in flight (twice its workers' threads), and how to close it."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise CLIError("--scheduler needs Dask distributed: pip install "
+                       "'uop-eqsat[cluster]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise CLIError(f"--scheduler {address}: cannot connect ({e})") from None
+    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    log.info("batch: Dask scheduler %s, %d workers, %d threads", address,
+             len(client.scheduler_info()["workers"]), threads)
+    return client.get_executor(pure=False), max(2 * threads, 2), client.close
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     opts = _options(args)
     if args.jobs < 1:
@@ -463,14 +531,29 @@ def cmd_batch(args: argparse.Namespace) -> int:
             fh = open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         except OSError as e:
             raise CLIError(f"{args.output}: {e.strerror or e}") from None
+    from eqsat.progress import progress
+
     n_err = 0
     t0 = time.perf_counter()
+    close: Callable[[], None] | None = None
+    bar = progress(total=len(cases), desc="batch")
     try:
-        for res in _batch_results(cases, args.jobs, args.chunk):
+        if args.scheduler:
+            executor, window, close = _cluster_executor(args.scheduler)
+            results = _executor_results(cases, executor, args.chunk, window)
+        else:
+            log.info("batch: %d cases in chunks of %d on %d worker processes", len(cases),
+                     args.chunk, args.jobs)
+            results = _batch_results(cases, args.jobs, args.chunk)
+        for res in results:
             n_err += "error" in res
             fh.write(json.dumps(res) + "\n")
             fh.flush()
+            bar.update(1)
     finally:
+        bar.close()
+        if close is not None:
+            close()
         if fh is not sys.stdout:
             fh.close()
     print(f"eqsat batch: {len(cases)} cases from {name}, {n_err} errors, "
@@ -638,6 +721,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=int, default=16, metavar="N",
                    help="cases optimized together in one e-graph (default 16; 1: one "
                         "e-graph per case)")
+    s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="send the chunks to this Dask distributed scheduler's workers "
+                        "instead of local processes (--jobs is then unused; needs the "
+                        "cluster extra and eqsat installed on the workers)")
     s.add_argument("input", metavar="IN.jsonl", help="input file or - for stdin")
     s.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
                    help="output file (default: stdout)")
