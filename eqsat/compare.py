@@ -290,24 +290,27 @@ def table(rep: dict[str, Any]) -> list[str]:
     cols = ["input", *names]
     checked = list(rep["engines"]) if "inequivalent" in allrow else []
     sn = short_name
+    # the segments of a line, each a list of columns (header, width, format, value)
+    segs: list[list[tuple[str, int, str, Callable[[dict[str, Any]], Any]]]] = [
+        [("source", 20, "<", lambda s: s["name"]), ("n", 5, ">", lambda s: s["n"])],
+        [(sn(k), 7, ">", lambda s, k=k: s["cost"][k]) for k in cols],
+        [(sn(k), 5, ">", lambda s, k=k: s["divmod"][k]) for k in cols],
+        [c for k in timed
+         for c in ((sn(k) + " s", 8, ">.2f", lambda s, k=k: s["seconds"][k]),
+                   ("med ms", 7, ">.1f", lambda s, k=k: s["median_ms"][k]))],
+        [c for a, b in pairs
+         for c in ((f"{sn(a)}<{sn(b)}", 9, ">", lambda s, a=a, b=b: s["better"][f"{a}<{b}"]),
+                   (f"{sn(a)}>{sn(b)}", 9, ">", lambda s, a=a, b=b: s["worse"][f"{a}>{b}"]))],
+        [(sn(e), 6, ">", lambda s, e=e: s.get("inequivalent", {}).get(e, 0)) for e in checked],
+    ]
 
-    def segments(name: str, s: dict[str, Any] | None) -> list[str]:
+    def segments(s: dict[str, Any] | None) -> list[str]:
         """The line's segments (the header's when ``s`` is None)."""
         if s is None:
-            return [f"{'source':<20}{'n':>5}", "".join(f"{sn(k):>7}" for k in cols),
-                    "".join(f"{sn(k):>5}" for k in cols),
-                    "".join(f"{sn(k) + ' s':>8}{'med ms':>7}" for k in timed),
-                    "".join(f"{sn(a) + '<' + sn(b):>9}{sn(a) + '>' + sn(b):>9}"
-                            for a, b in pairs),
-                    "".join(f"{sn(e):>6}" for e in checked)]
-        return [f"{name:<20}{s['n']:>5}", "".join(f"{s['cost'][k]:>7}" for k in cols),
-                "".join(f"{s['divmod'][k]:>5}" for k in cols),
-                "".join(f"{s['seconds'][k]:>8.2f}{s['median_ms'][k]:>7.1f}" for k in timed),
-                "".join(f"{s['better'][f'{a}<{b}']:>9}{s['worse'][f'{a}>{b}']:>9}"
-                        for a, b in pairs),
-                "".join(f"{s.get('inequivalent', {}).get(e, 0):>6}" for e in checked)]
+            return ["".join(f"{h:{f[0]}{w}}" for h, w, f, _ in seg) for seg in segs]
+        return ["".join(f"{get(s):{f[0]}{w}{f[1:]}}" for _, w, f, get in seg) for seg in segs]
 
-    head = segments("", None)
+    head = segments(None)
     titles = [("",), ("reference cost", "cost"), ("idiv+mod",),
               ("time (total, median)", "time"), ("cases better / worse", "better/worse"),
               ("not equivalent", "neq")]
@@ -320,7 +323,7 @@ def table(rep: dict[str, Any]) -> list[str]:
     out = [" | ".join(title(i) for i in keep), " | ".join(head[i] for i in keep)]
     out.append("-" * len(out[-1]))
     for name, s in [*rep["sources"].items(), ("ALL", allrow)]:
-        seg = segments(name, s)
+        seg = segments({"name": name, **s})
         out.append(" | ".join(seg[i] for i in keep))
     return out
 

@@ -146,7 +146,7 @@ class EGraphRecord:
         raise ValueError("the graph is not a term of any root class of this e-graph")
 
     def choices(self, graph: UOp) -> list[ClassChoice]:
-        """For every unique node of ``graph`` (root first, then operands depth first):
+        """For every unique node of ``graph`` (root first, every node before its operands):
         its class's e-nodes the extraction could use, with their tree costs under the
         run's cost model (see :class:`ClassChoice`)."""
         _root, chosen = self.chosen(graph)
@@ -158,7 +158,7 @@ class EGraphRecord:
         cost = {n.key: tc.cost[i] for i, n in enumerate(comp.nodes)}
         best = {cid: tc.best[i] for i, cid in enumerate(comp.cids)}
         out = []
-        for u in _term_order(graph):
+        for u in reversed(graph.toposort()):
             en = chosen[u]
             c = en.eclass
             opts = [(n, cost[n.key] + math.fsum(best.get(k, math.inf) for k in n.children))
@@ -193,7 +193,7 @@ class EGraphRecord:
         if not graphs:
             roots = list(dict.fromkeys(self.roots))
         classes = self.view.classes
-        shown = _reached(classes, roots)
+        shown = set(self.view.subview(roots).classes)
         total = sum(len(classes[c]) for c in shown)
         note = ""
         if total > max_enodes and marked:
@@ -247,33 +247,6 @@ class EGraphRecord:
 
 def _num(v: float) -> str:
     return str(int(v)) if math.isfinite(v) else ("-inf" if v < 0 else "inf")
-
-
-def _reached(classes: dict[int, list[ENode]], roots: list[int]) -> set[int]:
-    seen = {r for r in roots if r in classes}
-    stack = list(seen)
-    while stack:
-        for n in classes[stack.pop()]:
-            for k in n.children:
-                if k not in seen and k in classes:
-                    seen.add(k)
-                    stack.append(k)
-    return seen
-
-
-def _term_order(graph: UOp) -> list[UOp]:
-    """The unique nodes of ``graph``, root first, then operands depth first in order."""
-    out: list[UOp] = []
-    seen: set[UOp] = set()
-    stack = [graph]
-    while stack:
-        u = stack.pop()
-        if u in seen:
-            continue
-        seen.add(u)
-        out.append(u)
-        stack.extend(reversed(u.src))
-    return out
 
 
 class Tracer:
