@@ -22,11 +22,16 @@ from typing import Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Inserter, Snapshot, decode_node
 from eqsat.engines.egraph.extracting import _usable
+from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from eqsat.ir.viz import Dot, node_text, operand_labels, quote
 from extraction import EGraphView, ENode, TreeChoice, uop_builder
 
 __all__ = ["EGraphRecord", "IterationRecord", "ClassChoice", "Tracer", "MAX_DRAWN_ENODES"]
+
+#: the ops whose ranges the extraction's builder leaves out where they were extracted
+#: as constants (``uop_builder``): their e-nodes may build a term with fewer operands
+_LOOPS = (Ops.END, Ops.REDUCE)
 
 #: :meth:`EGraphRecord.to_dot` draws at most this many e-nodes by default: beyond, only
 #: the classes of the chosen terms (a picture of thousands of e-nodes shows nothing)
@@ -104,45 +109,88 @@ class EGraphRecord:
         class; an input may pass through a class twice (``x*8 + x%8`` is in the class
         of the sum ``x`` it folds to). Raises ValueError when ``graph`` is no term of a
         root class."""
+        root, out, _also = self._match(graph)
+        return root, out
+
+    def _match(self, graph: UOp) -> tuple[int, dict[UOp, ENode], list[ENode]]:
+        """:meth:`chosen`, and the e-nodes the extraction's builder used that build no
+        node of ``graph`` themselves: an END or REDUCE whose every range class was
+        extracted as its constant (the builder leaves such loops out, and the END
+        with them: ``uop_builder``), and those constants."""
         if not isinstance(graph, UOp):
             raise TypeError(f"chosen expects a UOp, got {type(graph).__name__}")
         classes = self.view.classes
-        memo: dict[tuple[int, int], ENode | None] = {}
+        # (class, id(term)) -> (e-node, its (class, term) operands in the graph, whether
+        # the e-node is left out of the term, the constants of its folded ranges)
+        memo: dict[tuple[int, int], tuple[ENode, tuple, bool, tuple] | None] = {}
 
-        def match(c: int, u: UOp) -> ENode | None:
+        def builds(en: ENode, kids: tuple[UOp, ...], u: UOp) -> bool:
+            try:
+                return uop_builder(en, kids) is u
+            except ValueError:  # an arg that cannot make this node
+                return False
+
+        def match(c: int, u: UOp) -> tuple | None:
             key = (c, id(u))
             if key in memo:
                 return memo[key]
+            memo[key] = None  # in progress: met again on the way down, it is no match
             found = None
             for en in classes.get(c, ()):
-                if en.op is not u.op or en.dtype != u.dtype or len(en.children) != len(u.src):
-                    continue
-                # (no cycle: each operand is a smaller term than u)
-                if all(match(k, s) is not None for k, s in zip(en.children, u.src,
-                                                               strict=True)):
-                    try:
-                        same = uop_builder(en, u.src) is u
-                    except ValueError:  # an arg that cannot make this node
-                        same = False
-                    if same:
-                        found = en
-                        break
+                if en.op is u.op and en.dtype == u.dtype and len(en.children) == len(u.src) \
+                        and all(match(k, s) is not None
+                                for k, s in zip(en.children, u.src, strict=True)) \
+                        and builds(en, u.src, u):
+                    found = (en, tuple(zip(en.children, u.src, strict=True)), False, ())
+                    break
+                if en.op in _LOOPS and (found := folded(en, u)) is not None:
+                    break
             memo[key] = found
             return found
+
+        def folded(en: ENode, u: UOp) -> tuple | None:
+            """``en`` (END/REDUCE) built ``u`` with some range classes as constants."""
+            kids = en.children
+            head, rest = (u.src[0], u.src[1:]) if u.op is en.op and u.src else (u, ())
+            if not kids or match(kids[0], head) is None:
+                return None
+            terms, pairs, consts, j = [head], [(kids[0], head)], [], 0
+            for k in kids[1:]:
+                if j < len(rest) and match(k, rest[j]) is not None:
+                    terms.append(rest[j])
+                    pairs.append((k, rest[j]))
+                    j += 1
+                    continue
+                cst = next((n for n in classes.get(k, ()) if n.op is Ops.CONST), None)
+                if cst is None:
+                    return None
+                terms.append(uop_builder(cst, ()))
+                consts.append(cst)
+            if j != len(rest) or not consts or not builds(en, tuple(terms), u):
+                return None
+            return en, tuple(pairs), head is u, tuple(consts)
 
         for r in dict.fromkeys(self.roots):
             if match(r, graph) is not None:
                 out: dict[UOp, ENode] = {}
+                also: list[ENode] = []
+                seen: set[tuple[int, int]] = set()
                 stack = [(r, graph)]
                 while stack:
                     c, u = stack.pop()
-                    if u in out:
+                    if (c, id(u)) in seen:
                         continue
-                    en = memo[(c, id(u))]
-                    assert en is not None
-                    out[u] = en
-                    stack.extend(zip(en.children, u.src, strict=True))
-                return r, out
+                    seen.add((c, id(u)))
+                    hit = memo[(c, id(u))]
+                    assert hit is not None
+                    en, pairs, left_out, consts = hit
+                    if left_out:
+                        also.append(en)
+                    else:
+                        out.setdefault(u, en)
+                    also.extend(consts)
+                    stack.extend(pairs)
+                return r, out, also
         raise ValueError("the graph is not a term of any root class of this e-graph")
 
     def choices(self, graph: UOp) -> list[ClassChoice]:
@@ -185,9 +233,9 @@ class EGraphRecord:
         keys: set[int] = set()  # the chosen e-nodes
         roots: list[int] = []
         for g in graphs or []:
-            r, ch = self.chosen(g)
+            r, ch, also = self._match(g)
             roots.append(r)
-            for en in ch.values():
+            for en in [*ch.values(), *also]:
                 marked.setdefault(en.eclass, en)
                 keys.add(en.key)
         if not graphs:

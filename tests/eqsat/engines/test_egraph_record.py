@@ -153,3 +153,37 @@ def test_a_batch_keeps_one_egraph_for_all(tiled) -> None:
         assert root == r.egraph.roots[(g, h).index(inp)] == chosen[r.graph].eclass
     assert res[1].graph is parse("1")
     assert math.isfinite(res[1].cost)
+
+
+def _record_of(roots: list[eqsat.UOp], unions: list[tuple[eqsat.UOp, eqsat.UOp]]
+               ) -> EGraphRecord:
+    """A record of the e-graph of ``roots`` with ``unions`` merged (no subsumed e-node)."""
+    from extraction import EGraphView, ENode, ReferenceCost
+
+    v = EGraphView.from_uops(roots, unions)
+    nodes = [ENode(n.key, n.eclass, n.op, n.dtype, n.arg, n.children, 0.0, False)
+             for ns in v.classes.values() for n in ns]
+    return EGraphRecord(EGraphView(nodes), tuple(v.roots), {}, {},
+                        frozenset(n.key for n in nodes), ReferenceCost())
+
+
+@pytest.mark.parametrize("ranges", [1, 2])
+def test_an_end_whose_ranges_were_extracted_as_constants(ranges: int) -> None:
+    # the builder leaves a range class extracted as its constant out of an END (and the
+    # END itself when no range is left): the match follows it
+    body = parse("(store (index (buffer 0 f32 4) (add (range 0 1) (range 1 4))) 1.0)")
+    r0, r1 = parse("(range 0 1)"), parse("(range 1 4)")
+    end = eqsat.UOp(eqsat.Ops.END, eqsat.dtypes.void, (body, r0, r1)[:ranges + 1])
+    rec = _record_of([end], [(r0, parse("0"))])
+    graph = body if ranges == 1 else eqsat.UOp(eqsat.Ops.END, eqsat.dtypes.void, (body, r1))
+    root, out, also = rec._match(graph)
+    assert root == rec.roots[0] and set(out) == set(graph.toposort())
+    end_en = next(n for n in rec.classes[root] if n.op is eqsat.Ops.END)
+    const = next(n for n in rec.classes[end_en.children[1]] if n.op is eqsat.Ops.CONST)
+    if ranges == 1:  # END(x, 0) built x: the END is used but builds no node of the graph
+        assert out[graph].op is eqsat.Ops.STORE and also == [end_en, const]
+    else:
+        assert out[graph] is end_en and also == [const]
+    dot = rec.to_dot(graph)
+    filled = set(re.findall(r"(e\S+) \[label=[^]]*fillcolor=lightgoldenrod1", dot))
+    assert filled == {f"e{n.key}" for n in [*out.values(), *also]}
