@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import operator
 import os
 import shutil
@@ -181,6 +182,10 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 _LIBS_LOCK = threading.Lock()
 
 
+#: under the package's ``eqsat`` logger, like every module of the project
+log = logging.getLogger("eqsat.lowering.compile")
+
+
 def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
               extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile ``source`` to a shared library (cached by hash); return its path."""
@@ -191,7 +196,9 @@ def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
     d.mkdir(parents=True, exist_ok=True)
     lib = d / f"k_{digest}.so"
     if lib.exists():
+        log.debug("kernel library cached: %s", lib)
         return lib
+    log.debug("compiling a kernel: %s", " ".join([cc, *flags]))
     with tempfile.TemporaryDirectory(dir=d, prefix=".build-") as tmp:
         c_path = Path(tmp) / "kernel.c"
         c_path.write_text(source)
