@@ -6,7 +6,7 @@ the e-graph's outputs; their idiv+mod counts; total and median time per engine
 (wall and CPU); how many e-graph outputs are strictly cheaper than the
 baseline's and than tinygrad's (and how many are costlier than the baseline's,
 which should be none); and, with ``--check``, how many outputs of each engine
-are not equivalent to their input. Then the targets of the e-graph issue.
+are not equivalent to their input. Then the project's targets (docs/perf.md).
 
 The e-graph runs in batches (``--batch``, one e-graph per batch of cases; each
 case's time is its share of the batch's); ``--batch 1`` calls
@@ -51,17 +51,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.api import Budget, optimize  # noqa: E402
 from eqsat.engines.egraph import optimize_many, session_for  # noqa: E402
 from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from extraction import divmod_count, get_cost_model, reference_cost  # noqa: E402
 
 __all__ = ["Case", "run", "main", "source_group", "load"]
-
-
-def default_corpus() -> Path:
-    env = os.environ.get("EQSAT_CORPUS")
-    return Path(env) if env else REPO.parent / "shared" / "corpus" / "index-exprs.jsonl"
 
 
 def source_group(source: str) -> str:
@@ -328,7 +324,7 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=default_corpus())
+    ap.add_argument("--corpus", type=Path, default=corpus_path())
     ap.add_argument("--batch", type=int, default=32, help="cases per e-graph (1: per case)")
     ap.add_argument("--model", default="reference", help="cost model: reference or default")
     ap.add_argument("--check", action="store_true", help="check every output's equivalence")

@@ -2,7 +2,7 @@
 
 Two models ship with the package:
 
-* :class:`ReferenceCost` -- the corpus metric (``shared/corpus/README.md``):
+* :class:`ReferenceCost` -- the corpus metric (``data/corpus/README.md``):
   25 per ``idiv``/``mod``, 4 per ``mul``, 1 per any other operator node, 0 for
   leaves, summed over the DAG of unique nodes (a shared subterm is paid once).
 * :class:`CpuCost` (the default) -- an approximate x86-64 cycle count (see its
@@ -190,7 +190,7 @@ _REDUCE_COMBINE: dict[Any, float] = {Ops.ADD: 1, Ops.MUL: 3, Ops.MAX: 1, Ops.MIN
 
 @dataclass(frozen=True)
 class CpuCost(_GraphCostMixin):
-    """Approximate cycles on a modern x86-64 core (seed 003's intro, seed 002 stage 18).
+    """Approximate cycles on a modern x86-64 core (docs/rules.md: seed 003, seed 002 stage 18).
 
     ============================================  ==========================
     node                                          cost
@@ -228,7 +228,7 @@ class CpuCost(_GraphCostMixin):
     divisor of ``idiv`` adds a negation. Integer division has no SIMD form, so
     a vector idiv/mod by a non-power-of-two is priced once per lane.
     Constant non-power-of-two divisors are priced as a hardware divide (20-40
-    cycles, the seeds' picture) even though a C compiler may use a
+    cycles, as in docs/rules.md, seed 003) even though a C compiler may use a
     multiply-high sequence: the ordering (division >> multiply > add) is what
     the optimizer needs. Index dtype is priced like a 32/64-bit integer.
     """

@@ -1,4 +1,4 @@
-"""Dead ranges, reductions, END and AFTER (seed 000 section 14).
+"""Dead ranges, reductions, END and AFTER (docs/rules.md, seed 000 §14).
 
 A loop runs its body once per value of its ranges, so:
 
@@ -7,7 +7,7 @@ A loop runs its body once per value of its ranges, so:
 * a RANGE with no iteration (``end <= 0``) makes the END that closes it a
   NOOP and the REDUCE over it its identity element.
 
-Deviation from the seed, on purpose: the seed also folds an empty RANGE to
+Deviation from seed 000, on purpose: seed 000 also folds an empty RANGE to
 ``CONST(0)`` and then filters it out of the END. Under a bottom-up rewriter
 the RANGE is rewritten before its END is seen, and the END would then run its
 body once instead of zero times. Here the empty range stays a RANGE and the

@@ -1,4 +1,4 @@
-"""WHERE simplification (seed 000 section 12).
+"""WHERE simplification (docs/rules.md, seed 000 §12).
 
 ``where_bound_patterns``: what the bounds decide. A condition whose bounds
 decide it selects a branch (this covers ``WHERE(x < c, t, f)`` with

@@ -1,6 +1,6 @@
 """A deterministic generator of *unseen* index-expression cases.
 
-The project is measured on the corpus (``shared/corpus/index-exprs.jsonl``) and on
+The project is measured on the corpus (``data/corpus/index-exprs.jsonl``) and on
 more cases of the same three kinds that are not in it. This module makes such
 cases, generalizing (not copying) the corpus lines of each kind:
 

@@ -4,7 +4,7 @@ For each line: the e-graph's output costs no more than the baseline's, under the
 default cost model and under the reference cost (each engine run with that
 model), and it is equivalent to the input. The e-graph runs in batches of 32
 lines per e-graph (``eqsat.engines.egraph.optimize_many``), as ``benchmarks/compare.py``
-does; the totals of the issue's targets are checked too.
+does; the totals of the project's targets (docs/perf.md) are checked too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The reference interpreter: the plainly-right meaning of a UOp graph.
 
 ``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
-buffers)`` executes a whole kernel on numpy buffers (spec/uop-sexpr.md,
-"Semantics of kernels"). Both are slow and simple on purpose: they are the
+buffers)`` executes a whole kernel on numpy buffers (docs/format.md,
+"Meaning"). Both are slow and simple on purpose: they are the
 oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
 numpy evaluator the equivalence checker uses over many assignments at once.
 

@@ -1,6 +1,6 @@
 """The ``.uop`` text format: :func:`parse` text into a UOp, :func:`to_sexpr` back.
 
-The grammar is ``/work/shared/spec/uop-sexpr.md``; this module implements all of
+The format is described in ``docs/format.md``; this module implements all of
 it. A file is zero or more bindings ``%NAME = EXPR`` followed by exactly one root
 expression; ``;`` starts a comment that runs to the end of the line::
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from eqsat import Ops, UOp, dtypes
@@ -184,14 +181,10 @@ def test_graph_cost_rejects_non_uop():
         reference_cost("(add 1 2)")
 
 
-CORPUS = Path("/work/shared/corpus/index-exprs.jsonl")
-
-
-@pytest.mark.skipif(not CORPUS.exists(), reason="corpus not present on this machine")
-def test_reference_cost_matches_corpus():
+def test_reference_cost_matches_corpus(corpus_lines):
     import eqsat
 
-    lines = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
+    lines = corpus_lines
     assert len(lines) >= 400
     bad = []
     for d in lines:

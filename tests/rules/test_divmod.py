@@ -2,7 +2,7 @@
 
 One line per case: every Rule of the three groups with a case it rewrites
 (checked equal to its input on every assignment) and a case its guard blocks;
-the seed's worked examples through the full ``symbolic()`` matcher; random
+seed 003's worked examples through the full ``symbolic()`` matcher; random
 index expressions rewritten by the div/mod rules alone stay equal to their input
 (C semantics); and the corpus measurement the family is held to.
 """
@@ -40,7 +40,7 @@ CASES = [
      '0'),
     ("exact_division", "(idiv (add (mul (var m -4 4) 4) 2) 4)",
      None),
-    ("exact_division", "(idiv (sub (mul (var a 0 7) 4) (mul (var b 0 5) 8)) 4)",   # seed: a-b
+    ("exact_division", "(idiv (sub (mul (var a 0 7) 4) (mul (var b 0 5) 8)) 4)",  # seed 003 §4: a-b
      '(sub (var a 0 7) (mul (var b 0 5) 2))'),
     ("exact_division", f"(mod (where (lt {XV} 5) (where (lt {XV} 0) {XV} (invalid)) 3) 1)",
      None),                                                     # may be Invalid: kept
@@ -189,12 +189,12 @@ def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
 
 
 # ---------------------------------------------------------------------------
-# worked examples of seed 003, through the whole symbolic() matcher
+# worked examples of seed 003 (docs/rules.md), through the whole symbolic() matcher
 def _symbolic():
     rules = pytest.importorskip("rules")
     try:
         return rules.symbolic()
-    except Exception as e:  # pragma: no cover - the composite is another engineer's
+    except Exception as e:  # pragma: no cover - the composite needs every family
         pytest.skip(f"rules.symbolic() unavailable: {e}")
 
 

@@ -89,9 +89,8 @@ ANALYSIS_CAP = 512
 FIXED_RULESET = "native_fixed"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report"),
-#: across push/pop, and copies it on every push and pop: a warm session grew by about
-#: 8 kB and its push+pop by about 5 us per egglog iteration (measured: +4 MB of RSS and
-#: +2.7 ms per push+pop per corpus run of 429 cases). After this many iterations a
+#: across push/pop, and copies it on every push and pop, so a warm session's memory and
+#: push/pop time grow with every iteration (docs/perf.md). After this many iterations a
 #: session builds a fresh e-graph (about 0.25 s), when a run ends with that much of its
 #: time budget left (see :meth:`Session.run`)
 REBUILD_ITERATIONS = 2000
@@ -276,7 +275,7 @@ class Session:
                 "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
         prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
         # one command at a time: the bindings copy a command's whole source text into
-        # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
+        # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in top_level_commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
         return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
@@ -454,9 +453,8 @@ class Session:
 
         Automatic garbage collection is paused for the run (:func:`gc_paused`): the
         passes allocate many objects that live until the run ends (memo tables, the
-        snapshots' e-nodes), and every collection during the run rescanned them (about
-        0.09 s of collections per corpus run, measured with ``gc.callbacks``); what the
-        run leaves in reference cycles is collected after it."""
+        snapshots' e-nodes), and every collection during the run rescanned them
+        (docs/perf.md); what the run leaves in reference cycles is collected after it."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)

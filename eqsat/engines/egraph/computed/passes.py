@@ -47,12 +47,8 @@ SEED_BOUNDS = True
 #: go to the classes some term of a root passes through that costs at most
 #: ``NEAR_FACTOR`` x the root's best cost + ``NEAR_SLACK`` more than that best
 #: (:func:`_focus`), and to the classes no root reaches yet. A changed class off
-#: those terms waits (``PassState.deferred``) until a pass finds it on one. Measured
-#: (callgrind, setup + one corpus run): 10.78 G without the pruning, 9.87 G with it;
-#: the same corpus outputs; on the unseen cases (twelve seeds of 450) the same
-#: totals but +29 and +8 on two seeds, none above the baseline. A per-class bound
-#: (tree cost <= 1.5 x the class's best + 2) pruned more but never looked under a
-#: class whose best is a constant, and lost cases to it
+#: those terms waits (``PassState.deferred``) until a pass finds it on one. Pruning
+#: only; the figures behind the bound are in docs/perf.md
 NEAR_FACTOR = 0.5
 NEAR_SLACK = 2.0
 
@@ -103,8 +99,7 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     (the rules that remove or recombine divisions): it has a division-free term at
     the best cost already, and what those rules would add is a division or a
     recombination of terms it does not hold. Pruning only: nothing unsound can come of
-    it, and on the corpus and the unseen cases no output costs more (it saves about a
-    fifth of the div/mod rule work)."""
+    it, and no corpus or unseen output costs more (docs/perf.md)."""
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
@@ -198,11 +193,10 @@ def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     with the most slack left first, so each gets the largest slack any path leaves
     it. A division's or remainder's dividend is not counted in its tree cost: the
     div/mod rules rewrite the whole dividend sum, and what ``(big sum) % 4`` comes to
-    (``(x + 2) % 4``) says nothing of the sum's cost now (unseen gv8_0025: 31 with the
-    dividend counted, 26 without; the baseline 26). A class outside ``near`` but in
-    ``reached`` is only on terms of the roots that cost well over their best:
-    rewriting it makes a root cheaper only through a choice that costs that much
-    more."""
+    (``(x + 2) % 4``) says nothing of the sum's cost now (docs/perf.md). A class
+    outside ``near`` but in ``reached`` is only on terms of the roots that cost well
+    over their best: rewriting it makes a root cheaper only through a choice that
+    costs that much more."""
     nodes, classes = snap.nodes, snap.classes
     reached = snap.reached(roots)
     get = cost.get
