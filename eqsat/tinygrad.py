@@ -15,11 +15,12 @@ How tinygrad 0.14 spells things, and what they become here
 * division: ``CDIV``/``CMOD`` (C: truncating, remainder takes the dividend's sign)
   are ``idiv``/``mod``. ``FLOORDIV``/``FLOORMOD`` (what ``//`` and ``%`` build) are
   ``idiv``/``mod`` where the dividend and the divisor are proven of the same sign
-  (both ``>= 0`` or both ``<= 0``, from the IR's bounds, on the lanes where the
-  dividend is valid); elsewhere they are the exact C expansion, with ``q = (idiv a
-  c)``, ``r = (mod a c)`` and ``adj`` true where the remainder is non-zero and of
-  the divisor's opposite sign (``(lt r 0)`` for ``c > 0``, ``(gt r 0)`` for ``c <
-  0``, ``(and (ne r 0) (ne (lt r 0) (lt c 0)))`` for a divisor of unknown sign)::
+  (both ``>= 0`` or both ``<= 0``, from the IR's bounds on the lanes where the
+  dividend is valid: :func:`valid_part`); elsewhere they are the exact C expansion,
+  with ``q = (idiv a c)``, ``r = (mod a c)`` and ``adj`` true where the remainder is
+  non-zero and of the divisor's opposite sign (``(lt r 0)`` for ``c > 0``, ``(gt r
+  0)`` for ``c < 0``, ``(and (ne r 0) (ne (lt r 0) (lt c 0)))`` for a divisor of
+  unknown sign)::
 
       floordiv(a, c) = (sub q (where adj 1 0))
       floormod(a, c) = (add r (where adj c 0))
@@ -66,6 +67,7 @@ from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.interp import INVALID, leaf_key
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
+from rules.where import narrowing
 
 __all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "TinygradError",
            "TINYGRAD_REQUIREMENT"]
@@ -143,18 +145,22 @@ def _name(u: Any) -> str:
     return f"{u.op}" if hasattr(u, "op") else str(u)
 
 
-def strip_invalid(u: UOp) -> UOp:
-    """``u`` with every ``(where c x (invalid))`` replaced by ``x``: the same value on
-    every lane where ``u`` is valid, and bounds that do not count the Invalid."""
+def valid_part(u: UOp) -> UOp:
+    """``u`` with every ``(where c x (invalid))`` replaced by ``x`` in which the
+    expressions ``c`` bounds are narrowed to those bounds (``rules.where.narrowing``):
+    the same value as ``u`` on every lane where ``u`` is valid, and bounds that count
+    only those lanes (a padded ``r - 2`` under ``2 <= r`` is ``>= 0``)."""
     if not any(n.op is Ops.INVALID for n in u.toposort()):
         return u
     new: dict[UOp, UOp] = {}
     for n in u.toposort():
         src = tuple(new[s] for s in n.src)
-        if n.op is Ops.WHERE and n.src[2].op is Ops.INVALID:
-            new[n] = src[1]
-        elif n.op is Ops.WHERE and n.src[1].op is Ops.INVALID:
-            new[n] = src[2]
+        if n.op is Ops.WHERE and Ops.INVALID in (n.src[1].op, n.src[2].op):
+            cond = n.src[0] if n.src[2].op is Ops.INVALID else UOp(Ops.NOT, dtypes.bool,
+                                                                  (n.src[0],))
+            x = src[1] if n.src[2].op is Ops.INVALID else src[2]
+            sub = narrowing(cond, x)
+            new[n] = x.substitute(sub) if sub else x
         else:
             new[n] = n if src == n.src else n.replace(src=src)
     return new[u]
@@ -163,7 +169,7 @@ def strip_invalid(u: UOp) -> UOp:
 def same_sign(a: UOp, c: UOp) -> bool:
     """True when ``a`` (where valid) and ``c`` are proven both ``>= 0`` or both ``<= 0``:
     there floor division and C's truncating division agree (and so do the remainders)."""
-    a = strip_invalid(a)
+    a = valid_part(a)
     return (a.vmin >= 0 and c.vmin >= 0) or (a.vmax <= 0 and c.vmax <= 0)
 
 

@@ -138,6 +138,23 @@ def test_floor_division_of_every_sign(lo, hi, div, op):
     assert back.op is u.op and evaluate_tinygrad(back, envs) == theirs
 
 
+def test_padding_conditions_prove_the_sign():
+    """A padded index ``r - 2`` is negative only where it is Invalid: under its
+    ``where(2 <= r, r - 2, Invalid)`` floor division is plain ``idiv``; without the
+    condition (or with one that does not bound it) it is the C expansion."""
+    r = TUOp.range(10, 0)
+    padded = (r - 2).valid(r >= 2)
+    g = from_tinygrad(padded // 4 + padded % 4)
+    assert {u.op for u in g.toposort()} >= {Ops.IDIV, Ops.MOD} and not any(
+        u.op is Ops.SUB for u in g.toposort())
+    loose = from_tinygrad((r - 2).valid(r < 8) // 4)
+    assert loose.op is Ops.SUB
+    envs = [{"R0": v} for v in range(10)]
+    for u, ours in ((padded // 4 + padded % 4, g), ((r - 2).valid(r < 8) // 4, loose)):
+        assert [evaluate(ours, e) for e in envs] == evaluate_tinygrad(u, envs)
+        assert to_tinygrad(ours, like=u) is u
+
+
 def test_floor_expansion_for_positive_divisor_is_the_documented_one():
     a, c = UOp.var("x", -5, 5), UOp.const(dtypes.index, 4)
     q, r = floor_to_c(Ops.IDIV, a, c), floor_to_c(Ops.MOD, a, c)
