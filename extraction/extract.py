@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from itertools import compress, filterfalse
 from typing import Any, TypeVar
 
-from eqsat.ir.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp, drop_folded_ranges
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
@@ -93,7 +94,9 @@ def uop_builder(node: ENode, children: tuple[UOp, ...]) -> UOp:
     if node.op is None or node.dtype is None:
         raise ExtractionError(f"e-node {node.key!r} of class {node.eclass!r} is structural "
                               "(no op/dtype): give build() your own callback")
-    return UOp(node.op, node.dtype, children, node.arg)
+    u = UOp(node.op, node.dtype, children, node.arg)
+    # a range class extracted as its constant: that loop ran once, and is gone
+    return drop_folded_ranges(u) if u.op in (Ops.END, Ops.REDUCE) else u
 
 
 def build_terms(selection: Mapping[ClassId, ENode], roots: Sequence[ClassId],

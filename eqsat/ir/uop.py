@@ -25,7 +25,7 @@ from eqsat.ir.bounds import compute_bounds
 from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["UOp", "const_value", "IRError"]
+__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
 
 
 class IRError(ValueError):
@@ -343,6 +343,18 @@ class UOp:
     def ranges(self) -> tuple[UOp, ...]:
         """The RANGE nodes this node depends on (for run counts), in toposort order."""
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
+
+
+def drop_folded_ranges(u: UOp) -> UOp:
+    """An END or REDUCE without the ranges that were folded to constants, or its first
+    operand when none is left (``END(x, r1, 0) -> END(x, r1)``, ``END(x) -> x``).
+
+    A range becomes a constant only when it runs once (its index is 0 wherever it is
+    used): that loop is gone, and END and REDUCE take loops only."""
+    live = tuple(r for r in u.src[1:] if r.op is not Ops.CONST)
+    if len(live) == len(u.src) - 1:
+        return u
+    return u.replace(src=(u.src[0], *live)) if live else u.src[0]
 
 
 def _check_dtype(dt: DType) -> DType:
