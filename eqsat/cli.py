@@ -31,7 +31,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-__all__ = ["main", "build_parser", "CLIError"]
+__all__ = ["main", "build_parser", "CLIError", "batch_results", "run_parallel"]
 
 
 class CLIError(Exception):
@@ -367,9 +367,9 @@ def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
             "error": "the worker process died on this case (crash or out of memory)"}
 
 
-def _run_parallel(cases: list[Any], jobs: int,
-                  fn: Callable[[Any], Any] = _batch_case,
-                  died: Callable[[Any], Any] = _died) -> Iterator[Any]:
+def run_parallel(cases: list[Any], jobs: int,
+                 fn: Callable[[Any], Any] = _batch_case,
+                 died: Callable[[Any], Any] = _died) -> Iterator[Any]:
     """``fn`` of every case, in input order; a worker that dies costs its case
     ``died(case)``, not the run.
 
@@ -419,9 +419,9 @@ class _ChunkDied:
         self.chunk = chunk
 
 
-def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
-                   fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
-                   ) -> Iterator[dict[str, Any]]:
+def batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
+                  fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                  ) -> Iterator[dict[str, Any]]:
     """Every case's result, in input order: chunks of ``chunk`` cases (one e-graph each,
     ``fn``) spread over ``jobs`` worker processes. The cases of a chunk whose worker
     dies run again one by one, so only the case at fault gets the error."""
@@ -430,10 +430,10 @@ def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chun
         for ch in chunks:
             yield from fn(ch)
         return
-    for res in _run_parallel(chunks, jobs, fn, _ChunkDied):
+    for res in run_parallel(chunks, jobs, fn, _ChunkDied):
         if isinstance(res, _ChunkDied):
             singles = [[c] for c in res.chunk]
-            for one in _run_parallel(singles, jobs, fn, _ChunkDied):
+            for one in run_parallel(singles, jobs, fn, _ChunkDied):
                 yield from ([_died(one.chunk[0])] if isinstance(one, _ChunkDied) else one)
         else:
             yield from res
@@ -457,7 +457,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     n_err = 0
     t0 = time.perf_counter()
     try:
-        for res in _batch_results(cases, args.jobs, args.chunk):
+        for res in batch_results(cases, args.jobs, args.chunk):
             n_err += "error" in res
             fh.write(json.dumps(res) + "\n")
             fh.flush()

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -642,9 +643,6 @@ def test_groups_partition_rules(group):
 
 # ---------------------------------------------------------------------------
 # z3 proofs of the symbolic identities (C semantics)
-z3 = pytest.importorskip("z3")
-
-
 def _tdiv(a: Any, b: Any) -> Any:
     """C truncating division in z3 (z3's `/` on Ints is floor for b > 0)."""
     q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)

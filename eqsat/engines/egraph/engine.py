@@ -77,7 +77,7 @@ from eqsat.ir.uop import UOp
 from rules.native import ERule, int_dt_twins
 
 __all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands",
-           "FIXED_RULESET", "fixed_only"]
+           "FIXED_RULESET", "fixed_only", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
@@ -537,7 +537,7 @@ class Session:
                     stop = "saturated"
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
-                if _stalled(costs, sizes, limits.stall, emitted):
+                if is_stalled(costs, sizes, limits.stall, emitted):
                     stop = "stalled"
                     break
                 if res.skipped:
@@ -572,8 +572,8 @@ def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
     return total
 
 
-def _stalled(costs: list[float | None], sizes: list[int], k: int,
-             emitted: list[int] | None = None) -> bool:
+def is_stalled(costs: list[float | None], sizes: list[int], k: int,
+               emitted: list[int] | None = None) -> bool:
     """Whether the last ``k`` iterations found no cheaper root term while the e-graph
     grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
     most ``STALL_EMITTED`` of the e-graph in new rows (``costs``/``sizes``/``emitted``: one

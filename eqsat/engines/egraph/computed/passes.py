@@ -5,7 +5,7 @@ changed since the last pass (or whose cheapest term did), and unions the results
 (at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
 known constants. The rules (but the constant fold and the and-canonicalization) visit
 only the classes near a root's cheapest term or not reached by any root yet
-(:func:`_focus`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
+(:func:`focus_classes`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from eqsat.engines.egraph.analyses import INT_DTYPES
 from eqsat.engines.egraph.computed.bridge import bridge_pass
 from eqsat.engines.egraph.computed.compare import cmp_pass
-from eqsat.engines.egraph.computed.context import _reaches, context_pass
+from eqsat.engines.egraph.computed.context import best_term_reaches, context_pass
 from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
@@ -30,7 +30,7 @@ from eqsat.engines.egraph.computed.linear import (
     conjuncts,
     nodes_of,
 )
-from eqsat.engines.egraph.computed.pricing import Weights, _best_nodes
+from eqsat.engines.egraph.computed.pricing import Weights, best_nodes_and_parents
 from eqsat.engines.egraph.computed.seed import BoundSeeder
 from eqsat.engines.egraph.computed.state import PassResult, PassState
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
@@ -46,7 +46,7 @@ SEED_BOUNDS = True
 #: the computed rewrites (but the constant fold and the and-canonicalization, cheap)
 #: go to the classes some term of a root passes through that costs at most
 #: ``NEAR_FACTOR`` x the root's best cost + ``NEAR_SLACK`` more than that best
-#: (:func:`_focus`), and to the classes no root reaches yet. A changed class off
+#: (:func:`focus_classes`), and to the classes no root reaches yet. A changed class off
 #: those terms waits (``PassState.deferred``) until a pass finds it on one. Pruning
 #: only; the figures behind the bound are in docs/perf.md
 NEAR_FACTOR = 0.5
@@ -108,7 +108,7 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     return best.keys() - dm
 
 
-def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
     and the e-nodes with a child among them (their prices may differ).
 
@@ -181,8 +181,8 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
     return dirty, order
 
 
-def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
-           price: Callable[[int], float]) -> tuple[set[int], set[int]]:
+def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
+                  price: Callable[[int], float]) -> tuple[set[int], set[int]]:
     """``(near, reached)``: the classes some term of a root passes through whose cost
     is at most :data:`NEAR_FACTOR` x the root's best cost + :data:`NEAR_SLACK` above
     that best; and the classes reached through any e-node, subsumed ones too.
@@ -240,7 +240,7 @@ def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     return near, reached
 
 
-def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
+def inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     """Index classes used only inside other sums (as operands of add/sub/neg or of a
     multiplication by a constant) and not roots: their enclosing sum covers them."""
     lin_use: set[int] = set()
@@ -259,8 +259,8 @@ def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     return lin_use - other_use
 
 
-class _InnerSums:
-    """``c in inner`` exactly when ``c in _inner_sums(snap, roots)``, read from the
+class InnerSums:
+    """``c in inner`` exactly when ``c in inner_sums(snap, roots)``, read from the
     class's parents (only the classes asked about are read)."""
 
     def __init__(self, snap: Snapshot, parents: dict[int, list[int]], roots: Iterable[int]):
@@ -269,7 +269,7 @@ class _InnerSums:
         self.roots = set(roots)
 
     def __repr__(self) -> str:
-        return f"<_InnerSums of {self.snap!r}>"
+        return f"<InnerSums of {self.snap!r}>"
 
     def __contains__(self, c: int) -> bool:
         if c in self.roots:
@@ -321,7 +321,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         if _t[1]:
             res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
         _t[0], _t[1] = now, name or ""
-    changed, affected = _changed(snap, state)
+    changed, affected = changed_classes(snap, state)
     # every existing e-node maps to its class: rebuilding one returns the class (the
     # nodes of unchanged classes were registered by an earlier pass)
     memo = ins._memo
@@ -332,14 +332,14 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             memo[(n.ctor, *n.fields)] = c
     _lap('best')
     weights = Weights(snap, model, state.prices, state.node_prices, changed, affected)
-    best, _cost, parents = _best_nodes(snap, weights)
+    best, _cost, parents = best_nodes_and_parents(snap, weights)
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty, dirty_best = _dirty(snap, best, changed)
     # the classes the rules visit (NEAR_FACTOR; but fold and canon_and): the dirty
     # ones and those deferred before, near a root's best term or reached by no root
     roots = list(roots)
-    near, reached = _focus(snap, roots, _cost, weights.of)
+    near, reached = focus_classes(snap, roots, _cost, weights.of)
 
     def visits(c: int) -> bool:  # the rules visit class c in this pass
         return c in near or c not in reached
@@ -415,7 +415,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             if height.get(a, 0) > hc:
                 if memo is None:
                     memo = reach_memo.setdefault(cls, {})
-                if _reaches(snap, best, a, {cls}, memo):
+                if best_term_reaches(snap, best, a, {cls}, memo):
                     return True
         return False
 
@@ -483,7 +483,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     searcher: _BasisSearch | None = None
     _lap('sums')
     if canon or sums or basis:
-        inner = _InnerSums(snap, parents, roots)
+        inner = InnerSums(snap, parents, roots)
         for c in _index_classes(snap, focus):
             if c in inner:
                 continue
