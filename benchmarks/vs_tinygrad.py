@@ -180,7 +180,7 @@ class KernelCase:
     tinygrad: Callable[..., Any]  # the input Tensors -> the output Tensor
 
     def shape_text(self) -> str:
-        from lowering.builders import make
+        from workloads import make
 
         return "x".join(map(str, make(self.builder, **self.params).output_shape))
 
@@ -232,7 +232,7 @@ def run_kernels(names: list[str], scale: str = "bench", runs: int = 7) -> list[K
     from tinygrad.engine.realize import time_call
 
     from lowering import compile_kernel
-    from lowering.builders import make
+    from workloads import make
 
     session_for(None)
     rows = []
