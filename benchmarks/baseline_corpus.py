@@ -27,6 +27,7 @@ if str(REPO) not in sys.path:
 from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.engines.baseline import optimize_baseline  # noqa: E402
 from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
+from eqsat.progress import progress  # noqa: E402
 from extraction.cost import divmod_count, reference_cost  # noqa: E402
 
 
@@ -42,7 +43,9 @@ def run(rows: list[dict[str, Any]], check: bool) -> list[dict[str, Any]]:
     from eqsat.ir.equiv import check_equivalent
 
     out = []
+    bar = progress(total=len(rows), desc="baseline")
     for row in rows:
+        bar.update(1)
         g = parse(row["expr"])
         t0 = time.perf_counter()
         res, stats = optimize_baseline(g)
@@ -58,6 +61,7 @@ def run(rows: list[dict[str, Any]], check: bool) -> list[dict[str, Any]]:
             rec["equivalent"] = bool(eq)
             rec["eq"] = eq
         out.append(rec)
+    bar.close()
     return out
 
 

@@ -226,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             session_for(None).prepare()
         except ImportError:
             pass
+    from eqsat.progress import progress
+
     rows, failed = [], []
+    bar = progress(total=len(todo), desc="kernels", unit="kernel")
     for label, name, extra in todo:
         extra = dict(extra)
         target = extra.pop("target", None)
@@ -235,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(bench(label, k, args.engine, runs, target))
         except Exception as e:  # report and go on: one broken kernel must not hide the rest
             failed.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        print(f"  {label}: done", file=sys.stderr, flush=True)
+        bar.update(1)
+        bar.set_postfix_str(label)
+    bar.close()
     print(_fmt(rows, args.engine))
     for f in failed:
         print(f"FAILED {f}")

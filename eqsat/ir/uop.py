@@ -117,6 +117,22 @@ class UOp:
         except Exception:  # a node the text format cannot hold (lowering ops)
             return f"UOp({self.op!r}, {self.dtype!r}, <{len(self.src)} src>, {self.arg!r})"
 
+    def to_dot(self, name: str = "uop") -> Any:
+        """This graph as Graphviz DOT text (:func:`eqsat.ir.viz.uop_dot`): a ``str``
+        that a notebook shows as a picture."""
+        from eqsat.ir.viz import uop_dot
+
+        return uop_dot(self, name)
+
+    def _repr_svg_(self) -> str | None:
+        """A notebook's picture of the graph (None, so the notebook shows the text,
+        when graphviz cannot draw it here or the graph is too big to read)."""
+        from eqsat.ir.viz import MAX_PICTURE_NODES, uop_dot
+
+        if len(self.toposort()) > MAX_PICTURE_NODES:
+            return None
+        return uop_dot(self)._repr_svg_()
+
     # ---- constructors ---------------------------------------------------
     @staticmethod
     def const(dtype: DType, value: Any) -> UOp:

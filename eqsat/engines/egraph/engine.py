@@ -42,6 +42,7 @@ the time budget allows it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -70,6 +71,7 @@ from eqsat.engines.egraph.encoding import (
     uop_ctor,
 )
 from eqsat.engines.egraph.extracting import extract_roots
+from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ir.egglog_text import commands
@@ -97,6 +99,8 @@ FIXED_RULESET = "native_fixed"
 REBUILD_ITERATIONS = 2000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+
+log = logging.getLogger(__name__)
 
 
 _FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
@@ -242,8 +246,10 @@ class Session:
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
-        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
-                       time.perf_counter() - t)
+        secs = time.perf_counter() - t
+        log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",
+                  len(self._native_programs), fixed_width, secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width, secs)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
@@ -262,6 +268,8 @@ class Session:
         self._cur = self._egraph(fixed or fixed_analysis)
 
     def _rebuild(self) -> None:
+        log.debug("a fresh e-graph after %d egglog iterations (egglog's run report grows)",
+                  self.egg_iterations)
         self._cur.ins.close()
         self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
         self.rebuilds += 1
@@ -410,10 +418,12 @@ class Session:
 
     # ---- the run ----------------------------------------------------------------
     def run(self, roots: list[UOp], model: Any, limits: Limits,
-            t0: float | None = None) -> tuple[list[UOp], dict]:
+            t0: float | None = None, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         """Optimize ``roots`` together; ``(new roots, stats)``. ``t0``: when the
         caller's clock started (``time.perf_counter()``; e.g. before it built this
-        session): the time budget counts from there.
+        session): the time budget counts from there. ``keep_egraph``: ``stats["egraph"]``
+        is then the e-graph's :class:`~eqsat.engines.egraph.record.EGraphRecord` (the
+        classes the roots reached, what merged when), which a run otherwise drops.
 
         Automatic garbage collection is paused for the run (:func:`gc_paused`): the
         passes allocate many objects that live until the run ends (memo tables, the
@@ -422,7 +432,7 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)
-            out = self._run(roots, model, limits, clock)
+            out = self._run(roots, model, limits, clock, keep_egraph)
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
@@ -432,7 +442,7 @@ class Session:
         return out
 
     def _run(self, roots: list[UOp], model: Any, limits: Limits,
-             clock: Clock) -> tuple[list[UOp], dict]:
+             clock: Clock, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
@@ -443,6 +453,7 @@ class Session:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
+            tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
             it = 0
             stop = None
@@ -479,6 +490,8 @@ class Session:
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1
+                if tracer is not None:
+                    tracer.snapshot(snap, it, matches)
                 sizes.append(snap.enodes)
                 if snap.enodes > limits.enodes:
                     stop = "enodes"
@@ -512,6 +525,8 @@ class Session:
                 with clock.phase(times, "last"):
                     self._step(False, matches)
                     snap = Snapshot(self.egraph, self.ins)
+                    if tracer is not None:
+                        tracer.snapshot(snap, 0, matches)
             with clock.phase(times, "extract"):
                 outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
@@ -519,6 +534,10 @@ class Session:
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
+            if tracer is not None:
+                stats["egraph"] = tracer.record(snap, self.args, handles, model)
+            log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
+                      "%.3f s", len(roots), it, snap.enodes, stop, clock.elapsed())
             return outs, stats
         finally:
             self._cmd("(pop)")
