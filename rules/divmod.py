@@ -1,4 +1,4 @@
-"""The div/mod rule family for the ordered baseline (seed 003, seed 000 section 19).
+"""The div/mod rule family for the ordered baseline (docs/rules.md, seed 003, seed 000 §19).
 
 Every rewrite here is a thin twin of a rule of :mod:`rules.divmod_core`: the UOp
 numerator and denominator are read as linear forms (:func:`to_lin`: atoms are
@@ -6,20 +6,20 @@ UOps, bounds are ``vmin``/``vmax``) and the core rule builds the result with UOp
 builders (:data:`UOP_CTX`). Only the recombination patterns #1-#4 of seed 003
 section 1 are plain UPat rules (they also hold for fixed-width integers).
 
-``GROUPS`` holds the three seed groups, each an ordered list of Rules:
+``GROUPS`` holds the three seed 000 groups, each an ordered list of Rules:
 
 - ``advanced_division_dsl_patterns``: nested division, exact division,
   symbolic divisible sums, mod coefficient reduction, ``(a%(k*c))//c``,
   and ``c*(a+b) -> c*a + c*b``;
 - ``div_mod_recombine_dsl_patterns``: #1-#5 and the whole-sum recombination;
 - ``range_based_mod_div_patterns``: the range-based fast paths, then
-  ``fold_divmod_general`` (the 8 rules of tinygrad's, in the seed's priority order,
+  ``fold_divmod_general`` (the 8 rules of tinygrad's, in seed 003's priority order,
   first result winning).
 
 The Lin-based rules only match ``index`` dtype (unbounded integers: the linear
 algebra of the core is exact there, not under fixed-width wrapping).
 
-``EGRAPH`` holds the e-graph twins, by the same seed group names (read by
+``EGRAPH`` holds the e-graph twins, by the same group names (read by
 :func:`eqsat.engines.egraph.rulesets.egraph_groups` and ``rules.list_rulesets()``);
 in each group the native egglog rewrites come first, then the computed ones:
 
@@ -32,7 +32,7 @@ in each group the native egglog rewrites come first, then the computed ones:
   ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
   core's ``nested_idiv_offset``, whose unions are checked against cycles;
 - computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
-  (``DIVMOD_RULES``, in the core's order, joined to the seed group by
+  (``DIVMOD_RULES``, in the core's order, joined to the group by
   :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
   search ``divmod_basis`` and the whole-sum recombinations (``SUM_RULES``).
 """
@@ -309,7 +309,7 @@ LAWS = [
     rule("mod_of_mod_multiple", "(a % c1) % c2 -> a % c2",
          "is_index(a) and c2 != 0 and c1 != 0 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("remove_nested_mod")),
-    # div_mod_recombine_dsl_patterns (seed 003 section 1): #1-#4, the core's #5, the sums
+    # div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1): #1-#4, the core's #5, the sums
     rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_int(x) and nonzero(n)",
          group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
          note="n never 0: x % 0 is never folded into a value"),
@@ -334,7 +334,7 @@ LAWS = [
             guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
        "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
        "recombine_mod_chain) over every index sum class"),
-    # range_based_mod_div_patterns (seed 003 section 2) + fold_divmod_general (section 3)
+    # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
     rule("mod_in_range", "x % n -> x", "(vmin(x) >= 0 and vmax(x) < vmin(n)) or "
          "(vmax(x) <= 0 and vmin(n) > 0 and -vmin(x) < vmin(n))", group=G_RANGE,
          baseline_reason=_IDX_ONLY.format("mod_self_range"),

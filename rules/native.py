@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from eqsat.ir.egglog_text import read, show
+
 __all__ = ["ERule", "commuted", "INT_DT", "FIX_DT", "int_dt_twins"]
 
 
@@ -81,33 +83,6 @@ _ARG = re.compile(r"\$arg(\d+)")
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
-_TOKEN = re.compile(r'\(|\)|"[^"]*"|[^\s()]+')
-
-
-def _tree(text: str) -> Any:
-    """An egglog s-expression as nested lists of tokens."""
-    toks = _TOKEN.findall(text)
-    pos = 0
-
-    def parse() -> Any:
-        nonlocal pos
-        t = toks[pos]
-        pos += 1
-        if t != "(":
-            return t
-        out = []
-        while toks[pos] != ")":
-            out.append(parse())
-        pos += 1
-        return out
-
-    return parse()
-
-
-def _show(t: Any) -> str:
-    return t if not isinstance(t, list) else "(" + " ".join(_show(x) for x in t) + ")"
-
-
 def _swaps(text: str) -> list[str]:
     """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
 
@@ -126,8 +101,8 @@ def _swaps(text: str) -> list[str]:
         return out
 
     seen, res = set(), []
-    for v in variants(_tree(text)):
-        s = _show(v)
+    for v in variants(read(text)):
+        s = show(v)
         if s not in seen:
             seen.add(s)
             res.append(s)
@@ -168,9 +143,9 @@ def _norm(t: Any, ctors: bool = False) -> Any:
         return t
     t = [_norm(x, ctors) for x in t]
     if len(t) == 3 and t[0] in _PRIM_COMM:
-        t = [t[0], *sorted(t[1:], key=_show)]
+        t = [t[0], *sorted(t[1:], key=show)]
     elif ctors and len(t) == 4 and t[0] in _SWAP:
-        t = [t[0], t[1], *sorted(t[2:], key=_show)]
+        t = [t[0], t[1], *sorted(t[2:], key=show)]
     return t
 
 
@@ -184,16 +159,16 @@ def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bo
     ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
     write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
     because these operators commute)."""
-    a, b = _tree(lhs), _tree(earlier)
+    a, b = read(lhs), read(earlier)
     va, vb = _var_order(a, []), _var_order(b, [])
     if len(va) != len(vb):
         return False
     sigma = dict(zip(va, vb, strict=True))
-    if _show(_rename(a, sigma)) != _show(b):
+    if show(_rename(a, sigma)) != show(b):
         return False
-    same = _show(_norm(_rename(_tree(rhs), sigma), True)) == _show(_norm(_tree(rhs), True))
-    guards = sorted(_show(_norm(_tree(w))) for w in when)
-    return same and sorted(_show(_norm(_rename(_tree(w), sigma))) for w in when) == guards
+    same = show(_norm(_rename(read(rhs), sigma), True)) == show(_norm(read(rhs), True))
+    guards = sorted(show(_norm(read(w))) for w in when)
+    return same and sorted(show(_norm(_rename(read(w), sigma))) for w in when) == guards
 
 
 def commuted(rule: ERule) -> list[ERule]:

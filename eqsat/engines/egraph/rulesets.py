@@ -1,6 +1,6 @@
 """The e-graph's rule sets: native egglog rewrites and computed rewrites, by group.
 
-Group names are the seeds' (``identity_and_zero_patterns``,
+Group names are those of docs/rules.md (``identity_and_zero_patterns``,
 ``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
 section of its family module ``rules/<family>.py``, derived there from the same rule
 definitions as the family's baseline ``GROUPS`` (the div/mod family's computed rules,
@@ -23,9 +23,8 @@ from typing import Any
 from rules.computed import PyRule
 from rules.native import ERule
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN"]
 
-CANON_GROUP = "alu_folding_dsl_patterns"
 OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
                            "where_combine_native")
 
