@@ -641,7 +641,7 @@ def _prove_rules(args: argparse.Namespace) -> int:
     try:
         for o in prove(args.engine, names, int(args.timeout * 1000)):
             outcomes.append(o)
-            detail = f"  {o.detail}" if o.detail and (o.status != "proven" or args.verbose) \
+            detail = f"  {o.detail}" if o.detail and (o.status != "proven" or args.detail) \
                 else ""
             print(f"{o.name:<34} {o.status:<11} {o.seconds:7.2f}s{detail}", flush=True)
     except ValueError as e:
@@ -799,8 +799,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rule", metavar="NAME[,NAME]", help="with --prove: these rules only")
     s.add_argument("--timeout", type=float, default=20.0, metavar="S",
                    help="with --prove: seconds z3 may take on one obligation (default 20)")
-    s.add_argument("--verbose", action="store_true",
-                   help="with --prove: the detail of proven rules too")
+    s.add_argument("--detail", action="store_true",
+                   help="with --prove: the detail of proven rules too (dtype choices)")
     s.set_defaults(func=cmd_rules)
 
     s = sub.add_parser("lower", help="lower a kernel to C or a linear program",

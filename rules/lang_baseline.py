@@ -12,10 +12,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from eqsat.ir.bounds import cdiv, cmod
 from eqsat.ir.dtype import DType, can_safe_cast, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.semantics import cdiv, cmod
 from eqsat.ir.uop import UOp
 from rules.common import (
     eval_op,
