@@ -8,77 +8,27 @@ stays (the i8 truncation is observable).
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from eqsat.ir.pattern import UPat
+from rules.constants import FOLD
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, rule
 
-from eqsat.ir.dtype import DType
-from eqsat.ir.ops import Ops
-from eqsat.ir.pattern import Rule, UPat
-from eqsat.ir.semantics import EvalError, Undefined, bitcast, cast
-from eqsat.ir.uop import UOp
-from rules.common import CONSTS, make_const
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
-
-__all__ = ["GROUPS", "EGRAPH", "LAWS", "cast_value"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS"]
 
 _X = UPat.var("x")
 
 
-def cast_value(v: Any, src: DType, dst: DType) -> Any:
-    """C's conversion of the scalar ``v`` of ``src`` to ``dst``
-    (:func:`eqsat.ir.semantics.cast`); None if undefined.
-
-    Float to integer truncates toward zero and is undefined for NaN, infinities
-    and values out of the target's range; integer narrowing wraps.
-    """
-    try:
-        out = cast(v, src.scalar(), dst.scalar())
-    except EvalError:
-        return None
-    return None if isinstance(out, Undefined) else out
-
-
-def _cast_const(c: UOp, root: UOp) -> UOp | None:
-    if c.op is Ops.VCONST:
-        vals = [cast_value(v, c.dtype, root.dtype) for v in c.arg]
-        return None if any(v is None for v in vals) else make_const(root.dtype, tuple(vals))
-    v = cast_value(c.arg, c.dtype, root.dtype)
-    return None if v is None else make_const(root.dtype, v)
-
-
-def _bitcast_const(c: UOp, root: UOp) -> UOp | None:
-    src, dst = c.dtype.scalar(), root.dtype.scalar()
-    if c.dtype.count != root.dtype.count or src.itemsize != dst.itemsize:
-        return None
-    vals = c.arg if c.op is Ops.VCONST else (c.arg,)
-    try:
-        out = [bitcast(v, src, dst) for v in vals]
-    except EvalError:
-        return None
-    if any(isinstance(v, float) and math.isnan(v) for v in out):
-        return None  # NaN payloads are not kept by constants
-    return make_const(root.dtype, tuple(out) if c.op is Ops.VCONST else out[0])
-
-
 G = "cast_dsl_patterns"
 GW = "cast_where_dsl_patterns"
-_FOLD = ("constant folding is Python (C's conversion of a value): integer and bool "
-         "casts fold through the interval analysis (fold_const_by_bounds), the others here")
 _SRC_DT = ("reads the dtype of the cast's operand, which no e-graph constructor of the "
            "pattern carries (a class's e-nodes of every op: the dtype is a field of each)")
 
 LAWS = [
-    py(Rule("cast_const", "CAST(c, T) -> CONST(T(c)) (C conversion; undefined casts kept)",
-            UPat(Ops.CAST, src=(UPat(CONSTS, name="c"),), name="root"),
-            build=_cast_const, guard=lambda c, root: _cast_const(c, root) is not None, group=G),
-       "ematch_nonint", _FOLD),
+    rule("cast_const", "cast(c1, T) -> cast(c1, T)", vector="any", group=G, native=FOLD,
+         egraph_nonint=True, note="C's conversion; an undefined one is not folded"),
     rule("cast_noop", "cast(x, T) -> x", "dtype(x) == T", group=G, native=_SRC_DT),
     rule("bitcast_noop", "bitcast(x, T) -> x", "dtype(x) == T", group=G, native=_SRC_DT),
-    py(Rule("bitcast_const", "BITCAST(c, T) -> CONST(bits of c read as T) (same size)",
-            UPat(Ops.BITCAST, src=(UPat(CONSTS, name="c"),), name="root"),
-            build=_bitcast_const, guard=lambda c, root: _bitcast_const(c, root) is not None,
-            group=G),
-       "ematch", "the bits of a constant are computed in Python (numpy's views)"),
+    rule("bitcast_const", "bitcast(c1, T) -> bitcast(c1, T)", vector="any", group=G,
+         native=FOLD, egraph_nonint=True, note="the bits of c1 read as T (same size)"),
     rule("cast_cast_roundtrip", "cast(cast(x, A), B) -> x", "dtype(x) == B and "
          "safe_cast(dtype(x), A)", group=G, native=_SRC_DT),
     rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)", "safe_cast(dtype(x), A)",

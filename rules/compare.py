@@ -20,19 +20,15 @@ from functools import reduce
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import CONSTS, eval_values, make_const, may_be_invalid, split_add, sum_terms
+from rules.common import may_be_invalid, split_add, sum_terms
 from rules.computed import PyRule
+from rules.constants import FOLD
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "lt_gcd_fold", "lt_simplex"]
 
 _X, _Y = UPat.var("x"), UPat.var("y")
-_CMP = tuple(GroupOp.Comparison)
-
-
-def _cmp_const(x: UOp) -> UOp | None:
-    v = eval_values(x.op, x.src[0].dtype, x.src)
-    return None if v is None else make_const(x.dtype, v)
+_CMP = tuple(sorted(GroupOp.Comparison, key=lambda o: o.value))
 
 
 def _lt(a: UOp, b: UOp) -> UOp:
@@ -97,12 +93,8 @@ LAWS = [
     rule("cmp_self_true", "op(x, x) -> true", "not is_float(x)", ops=(Ops.LE, Ops.GE, Ops.EQ),
          group=G),
     # constants and bounds
-    py(Rule("cmp_const", "a <op> b -> CONST for constants a, b",
-            UPat(_CMP, src=(UPat(CONSTS), UPat(CONSTS)), name="x"), build=_cmp_const,
-            guard=lambda x: _cmp_const(x) is not None, group=G),
-       "ematch_nonint", "constant folding (eval_op) is Python: float and vector constants "
-       "are opaque leaves of the e-graph; integers and bools fold through the interval "
-       "analysis (fold_const_by_bounds)"),
+    rule("cmp_const", "op(c1, c2) -> op(c1, c2)", ops=_CMP, vector="any", group=G,
+         native=FOLD, egraph_nonint=True, note="constants compared (IEEE for floats)"),
     py(Rule("cmp_by_bounds", "x <op> y -> true/false when the bounds decide it "
             "(e.g. x<y when vmax(x) < vmin(y))",
             UPat(_CMP, name="x"), build=lambda x: UOp.const(x.dtype, x.vmin),

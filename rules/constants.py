@@ -1,6 +1,8 @@
 """Constant folding: scalar and vector constants, dtype-aware (docs/rules.md, seed 000 §1).
 
-``op(CONST a, CONST b) -> CONST(eval(op, a, b))`` in the dtype's arithmetic:
+``op(CONST a, CONST b) -> CONST(eval(op, a, b))`` in the dtype's arithmetic, written
+once a rule in the rule language: ``c1 + c2 -> c1 + c2``, whose right side is computed
+when the rule fires (an operation of constants: :mod:`rules.lang`):
 fixed-width integers wrap, floats round to their precision, ``index`` is
 exact. A value C leaves undefined (division or modulo by zero, ``INT_MIN //
 -1``, a shift by a negative amount or by the width or more) is never folded.
@@ -21,7 +23,7 @@ from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
 from rules.common import eval_values, make_const
 from rules.computed import PyRule
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD",
            "VCONST_BINARY_FOLD"]
@@ -35,13 +37,14 @@ TERNARY_FOLD = (Ops.WHERE, Ops.MULACC)
 # vector folding covers the binary ops except POW and FDIV (seed 000 §1: 11 binary, all unary)
 VCONST_BINARY_FOLD = tuple(o for o in BINARY_FOLD if o not in (Ops.POW, Ops.FDIV))
 
-_SYM = {Ops.NEG: "-c", Ops.SQRT: "sqrt(c)", Ops.EXP2: "exp2(c)", Ops.LOG2: "log2(c)",
-        Ops.SIN: "sin(c)", Ops.RECIP: "1/c", Ops.TRUNC: "trunc(c)", Ops.NOT: "~c",
-        Ops.FLOOR: "floor(c)", Ops.CEIL: "ceil(c)", Ops.ADD: "a+b", Ops.MUL: "a*b",
-        Ops.SUB: "a-b", Ops.MOD: "a%b", Ops.MAX: "max(a,b)", Ops.POW: "a**b",
-        Ops.IDIV: "a//b", Ops.FDIV: "a/b", Ops.AND: "a&b", Ops.OR: "a|b", Ops.XOR: "a^b",
-        Ops.SHL: "a<<b", Ops.SHR: "a>>b", Ops.MIN: "min(a,b)",
-        Ops.WHERE: "c ? a : b", Ops.MULACC: "a*b+c"}
+#: each op's form in the rule language, over the constants c1, c2, c3
+_FORM = {Ops.NEG: "-c1", Ops.SQRT: "sqrt(c1)", Ops.EXP2: "exp2(c1)", Ops.LOG2: "log2(c1)",
+         Ops.SIN: "sin(c1)", Ops.RECIP: "recip(c1)", Ops.TRUNC: "trunc(c1)", Ops.NOT: "~c1",
+         Ops.FLOOR: "floor(c1)", Ops.CEIL: "ceil(c1)", Ops.ADD: "c1 + c2", Ops.MUL: "c1 * c2",
+         Ops.SUB: "c1 - c2", Ops.MOD: "c1 % c2", Ops.MAX: "max(c1, c2)", Ops.POW: "c1 ** c2",
+         Ops.IDIV: "c1 // c2", Ops.FDIV: "c1 / c2", Ops.AND: "c1 & c2", Ops.OR: "c1 | c2",
+         Ops.XOR: "c1 ^ c2", Ops.SHL: "c1 << c2", Ops.SHR: "c1 >> c2", Ops.MIN: "min(c1, c2)",
+         Ops.WHERE: "where(c1, c2, c3)", Ops.MULACC: "mulacc(c1, c2, c3)"}
 
 
 def _operand_dtype(u: UOp) -> DType:
@@ -54,71 +57,39 @@ def fold_constants(u: UOp) -> UOp | None:
     return None if v is None else make_const(u.dtype, v)
 
 
-def _foldable(x: UOp) -> bool:
-    return fold_constants(x) is not None
-
-
-def _any_vconst(x: UOp) -> bool:
-    return any(s.op is Ops.VCONST for s in x.src)
-
-
-def _const_rules(prefix: str, ops: tuple[Ops, ...], arity: int, vec: bool) -> list[Rule]:
-    out = []
-    src_op = (Ops.CONST, Ops.VCONST) if vec else Ops.CONST
-    for op in ops:
-        pat = UPat(op, src=tuple(UPat(src_op) for _ in range(arity)), name="x")
-        ident = _SYM[op]
-        if vec:
-            out.append(Rule(f"{prefix}_{op.name.lower()}",
-                            f"{ident} on vector constants -> VCONST, lane by lane",
-                            pat, build=lambda x: fold_constants(x),
-                            guard=lambda x: _any_vconst(x) and _foldable(x)))
-        else:
-            out.append(Rule(f"{prefix}_{op.name.lower()}",
-                            f"{ident} -> CONST(eval) for constants (dtype-aware; undefined kept)",
-                            pat, build=lambda x: fold_constants(x), guard=_foldable))
-    return out
-
-
 def _vectorize_consts(v: UOp) -> UOp:
     vals = tuple(s.arg for s in v.src)
     return UOp.vconst(v.dtype.scalar(), vals)
 
 
-_VECTORIZE_CONST = Rule(
-    "vectorize_of_consts", "VECTORIZE(CONST a, CONST b, ...) -> VCONST(a, b, ...)",
-    UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name="v"),
-    build=_vectorize_consts,
-    guard=lambda v: len(v.src) > 1 and not v.dtype.ptr and v.dtype.count == len(v.src))
-
 _GROUP = "constant_folding_dsl_patterns"
 _VGROUP = "vconst_folding_patterns"
+#: why constant folding is matched from Python in the e-graph
+FOLD = ("float and vector constants are opaque leaves of the e-graph (argument keys), "
+        "which egglog cannot compute with: matched from Python on float, vector and other "
+        "non-integer e-nodes; an integer or bool class folds through the interval analysis "
+        "(fold_known)")
+_NOTE = "in the dtype's arithmetic; undefined (a division by 0, ...) is not folded"
 
-constant_folding_dsl_patterns = (
-    _const_rules("const_fold", UNARY_FOLD, 1, False)
-    + _const_rules("const_fold", BINARY_FOLD, 2, False)
-    + _const_rules("const_fold", TERNARY_FOLD, 3, False))
-vconst_folding_patterns = (
-    _const_rules("vconst_fold", UNARY_FOLD, 1, True)
-    + _const_rules("vconst_fold", VCONST_BINARY_FOLD, 2, True)
-    + [_VECTORIZE_CONST])
 
-for _r in constant_folding_dsl_patterns:
-    _r.group = _GROUP
-for _r in vconst_folding_patterns:
-    _r.group = _VGROUP
+def _fold(prefix: str, op: Ops, group: str, vector: str) -> object:
+    return rule(f"{prefix}_{op.name.lower()}", f"{_FORM[op]} -> {_FORM[op]}", group=group,
+                vector=vector, native=FOLD, egraph_nonint=True, note=_NOTE)
 
-_FOLD = ("constant folding computes in Python (eval_op, C semantics): float and vector "
-         "constants are opaque leaves of the e-graph (argument keys); integer and bool classes "
-         "fold through the interval analysis (fold_known)")
 
-LAWS = [py(r, "ematch_nonint", _FOLD) for r in constant_folding_dsl_patterns
-        + vconst_folding_patterns]
+LAWS = [
+    *(_fold("const_fold", op, _GROUP, "no") for op in UNARY_FOLD + BINARY_FOLD + TERNARY_FOLD),
+    *(_fold("vconst_fold", op, _VGROUP, "yes") for op in UNARY_FOLD + VCONST_BINARY_FOLD),
+    py(Rule("vectorize_of_consts", "VECTORIZE(CONST a, CONST b, ...) -> VCONST(a, b, ...)",
+            UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name="v"), build=_vectorize_consts,
+            guard=lambda v: len(v.src) > 1 and not v.dtype.ptr and v.dtype.count == len(v.src),
+            group=_VGROUP),
+       "ematch_nonint", "a VECTORIZE has a list of sources (the e-graph's Cons lists), "
+       "which the rule language does not write"),
+]
 
 GROUPS = baseline_groups(LAWS)
 # integer and bool classes: "x -> c when x's interval is [c, c]" (the fold pass, fold_known)
 EGRAPH = laws_by_group(egraph_rules(LAWS) + [
     PyRule("fold_known", "x -> c when x's interval is [c, c] (x never Invalid, no division "
            "by a possible 0)", _GROUP, "fold")])
-
-

@@ -504,7 +504,11 @@ class Law:
     ``ordered``: a commutative op of the left side matches in the written order only.
     ``egraph_dtypes``: the e-graph runs it on these dtypes only (a named set), with the
     reason in ``egraph_note``. ``egraph_absent``: the e-graph does not run it at all, and
-    why (another of its rules or passes covers it).
+    why (another of its rules or passes covers it). ``egraph_nonint``: where not native,
+    the e-graph matches it on float, vector and other non-integer e-nodes only (the
+    interval analysis folds integers and bools).
+    ``vector``: whether the rule's constants may be vector constants (VCONST), whose
+    computed results are lane by lane: ``"no"``, ``"yes"`` (one of them is), ``"any"``.
     """
 
     name: str
@@ -521,6 +525,8 @@ class Law:
     egraph_dtypes: str | None = None
     egraph_note: str = ""
     egraph_absent: str | None = None
+    vector: str = "no"
+    egraph_nonint: bool = False
     #: the ops of an op variable the e-graph cannot run natively, with why (the others are)
     native_gaps: tuple[str, ...] = field(default=(), init=False)
     lhs: Term = field(init=False, repr=False)
@@ -586,8 +592,6 @@ class Law:
         if t.kind != "op":
             return False
         kids = [self._mark_calc(s) for s in t.src]
-        if t.op in (Ops.CAST, Ops.BITCAST, Ops.WHERE) or t.op is None:
-            return False
         if all(kids):
             t.calc = True
             return True
@@ -622,6 +626,10 @@ class Law:
                 ty.fix(k, "bool")
                 ty.union(kids[0], kids[1])
             elif op is Ops.WHERE:
+                ty.fix(kids[0], "bool")
+                ty.union(kids[1], kids[2])
+                ty.union(k, kids[1])
+            elif op is None and self.ops == (Ops.WHERE,):
                 ty.fix(kids[0], "bool")
                 ty.union(kids[1], kids[2])
                 ty.union(k, kids[1])
@@ -916,7 +924,8 @@ def egraph_rules(laws: Iterable[Any]) -> list[Any]:
                     raise LangError(f"rule {r.name!r} cannot be a native e-graph rule: {e} "
                                     "(say why with native=...)") from None
             else:
-                out.extend(ematched([r.baseline], r.egraph_group or r.group, reason=r.native))
+                out.extend(ematched([r.baseline], r.egraph_group or r.group,
+                                    non_int=r.egraph_nonint, reason=r.native))
         elif isinstance(r, PyLaw):
             if r.egraph == "absent":
                 EGRAPH_ABSENT[r.name] = r.reason

@@ -15,7 +15,7 @@ from typing import Any
 from eqsat.ir.dtype import DType, can_safe_cast, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
-from eqsat.ir.semantics import cdiv, cmod
+from eqsat.ir.semantics import EvalError, Undefined, bitcast, cast, cdiv, cmod
 from eqsat.ir.uop import UOp
 from rules.common import (
     eval_op,
@@ -74,7 +74,7 @@ def _upat(law: Law, t: Term, names: dict[int, str]) -> UPat:
     if t.kind == "var":
         return UPat.var(name)
     if t.kind == "const":
-        return UPat(Ops.CONST, name=name)
+        return UPat(Ops.CONST if law.vector == "no" else _CONSTS, name=name)
     if t.kind == "lit":
         return UPat(Ops.CONST, name=name, pred=literal_matches(t.value))
     if t.kind == "inv":
@@ -190,6 +190,8 @@ def compile_baseline(law: Law) -> Rule:
         else:
             numeric.append(c)
     dropped = law.dropped
+    vec_consts = [t.name for t in law.lhs.walk() if t.kind == "const"] \
+        if law.vector == "yes" else []
     # left-side terms of one type the typing alone does not tie: their dtypes must agree
     same = [tuple(names[id(g[0])] for g in groups) for groups in law.merged.values()]
     opvar = next((names[id(t)] for t in law.lhs.walk() if t.kind == "op" and t.op is None),
@@ -236,29 +238,46 @@ def compile_baseline(law: Law) -> Rule:
         for v in dropped:
             if may_be_invalid(b[v]):
                 return False
+        if vec_consts and not any(b[n].op is Ops.VCONST for n in vec_consts):
+            return False  # the vector rules fold what has a vector constant
         for c in numeric:
             if not guard_value(c, b, lambda r: ref_dt(b, r)):
                 return False
         return True
 
-    def calc(t: Term, b: dict[str, UOp], dt: DType) -> Any:
-        """A computed constant's value in the scalar of ``dt`` (None: undefined)."""
+    def calc(t: Term, b: dict[str, UOp]) -> Any:
+        """A computed constant's value (a tuple of lanes when a vector constant is an
+        operand; None: undefined, or not folded)."""
         if t.kind == "const":
-            a = b[t.name].arg
-            return a
+            return b[t.name].arg
         if t.kind == "lit":
             return t.value
         if t.kind == "bound":
             u = b[t.name]
             v = u.vmin if t.value == "vmin" else u.vmax
             return None if isinstance(v, float) and math.isinf(v) else v
-        vals = [calc(s, b, dt if t.op not in GroupOp.Comparison else dtype_of(b, s.tid))
-                for s in t.src]
+        vals = [calc(s, b) for s in t.src]
         if any(v is None for v in vals):
             return None
         op = t.op if t.op is not None else b[opvar].op
-        opdt = dtype_of(b, t.src[0].tid) if t.src else dt
-        return eval_op(op, opdt, *vals)
+        src = dtype_of(b, t.src[1 if op is Ops.WHERE else 0].tid).scalar()
+        width = max((len(v) for v in vals if isinstance(v, tuple)), default=0)
+        lanes = []
+        for i in range(max(width, 1)):
+            args = [v[i] if isinstance(v, tuple) else v for v in vals]
+            if op in (Ops.CAST, Ops.BITCAST):
+                try:
+                    out = (cast if op is Ops.CAST else bitcast)(args[0], src,
+                                                                dtype_of(b, t.tid).scalar())
+                except EvalError:
+                    return None
+                out = None if isinstance(out, Undefined) else out
+            else:
+                out = eval_op(op, src, *args)
+            if out is None:
+                return None
+            lanes.append(out)
+        return tuple(lanes) if width else lanes[0]
 
     def build(**b: UOp) -> UOp | None:
         def go(t: Term) -> UOp | None:
@@ -270,7 +289,9 @@ def compile_baseline(law: Law) -> Rule:
             if t.kind == "inv":
                 return invalid_like(dt)
             if t.kind == "bound" or t.calc:
-                v = calc(t, b, dt)
+                v = calc(t, b)
+                if isinstance(v, tuple) and dt.count != len(v):
+                    dt = dt.scalar().vec(len(v))
                 return None if v is None else make_const(dt, v)
             src = []
             for s in t.src:

@@ -340,7 +340,7 @@ class _Variant:
             return str(int(t.value))
         if t.kind == "bound":
             return self.bound(t.value, t.name)
-        op = t.op
+        op = t.op if t.op is not None else self.op
         if op is Ops.NEG:
             return f"(- 0 {self.calc(t.src[0])})"
         if op is Ops.NOT and self.sets[t.tid] <= _INTS:

@@ -36,8 +36,13 @@ import z3
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["Val", "sort_of", "fresh", "const", "apply", "same", "wrap", "canon", "as_int",
-           "FLOAT_SORTS", "INT_RANGE"]
+__all__ = ["MeaninglessError", "Val", "sort_of", "fresh", "const", "apply", "same", "wrap",
+           "canon", "as_int", "FLOAT_SORTS", "INT_RANGE"]
+
+class MeaninglessError(NotImplementedError):
+    """The op has no meaning on these dtypes (the IR rejects such a node: a bitcast
+    between sizes), so a rule is not proven there: the proof skips the choice."""
+
 
 FLOAT_SORTS = {"f16": (5, 11), "bf16": (8, 8), "f32": (8, 24), "f64": (11, 53)}
 
@@ -289,10 +294,10 @@ def _bitcast(v: Val, dst: str) -> Any:
     src = v.dt
     if src == dst:
         return v.x
+    if "bool" in (src, dst) or "index" in (src, dst) or _bits(src) != _bits(dst):
+        raise MeaninglessError(f"bitcast {src} -> {dst}")
     if src in FLOAT_SORTS:
         bv = z3.fpToIEEEBV(v.x)
-    elif src == "bool":
-        raise NotImplementedError("bitcast of bool")
     else:
         bv = canon(v) if _is_bv(v.x) else _to_bv(src, canon(v))
     if dst in FLOAT_SORTS:
