@@ -1,11 +1,13 @@
 """A rule of the language (:class:`rules.lang.Law`) as native egglog rewrites
 (:class:`rules.native.ERule`).
 
-The left side becomes a pattern over the e-graph's constructors (``(Add dt x y)``, an
-integer constant ``(Cst dt 0)``, a float one ``(Leaf "CONST" dt key)``, the Invalid
-``(Leaf "INVALID" "index" a)`` or its cast ``(Cast dt (Leaf "INVALID" ...))``); each of the
-rule's types is the dtype field of a constructor of that type (``dt``, ``dt1``, ...), or
-a literal when the rule fixes it. The guard becomes facts: bounds read ``(lo x)``/``(hi
+The left side becomes a pattern over the e-graph's constructors (``(Add Dt x y)``, an
+integer constant ``(Cst Dt 0)``, a float one ``(Leaf "CONST" Dt key)``, the Invalid
+``(Leaf "INVALID" "index" a)`` or its cast ``(Cast Dt (Leaf "INVALID" ...))``); each of the
+rule's types is the dtype field of a constructor of that type (``Dt``, ``Dt1``, ...), or
+a literal when the rule fixes it. The rule's variables keep their (lower-case) names; the
+compiler's own (dtypes, bounds ``Lo_x``, computed constants ``K0``) are capitalized, so
+they never meet one of them. The guard becomes facts: bounds read ``(lo x)``/``(hi
 x)``, dtype sets the relations ``FixDt``/``(DtIn "set" dt)`` or a literal, a dropped
 operand ``(Def x)``, and the numbers i64 primitives (an overflow or a division by zero
 in the query is "no match"). A computed constant is bound in the query too; for a
@@ -179,7 +181,7 @@ class _Variant:
         return f"(Cst {self.dt(t.tid)} {int(v)})"
 
     def inv(self, t: Term, lhs: bool) -> str:
-        a = f"inv{next(self.n)}" if lhs else self.arg(None)
+        a = f"Inv{next(self.n)}" if lhs else self.arg(None)
         leaf = f'(Leaf "INVALID" "index" {a})'
         return leaf if self.index(t.tid) else f"(Cast {self.dt(t.tid)} {leaf})"
 
@@ -199,7 +201,7 @@ class _Variant:
     def bound(self, which: str, var: str) -> str:
         k = (which, var)
         if k not in self.bounds:
-            name = f"{'lo' if which == 'vmin' else 'hi'}_{var}"
+            name = f"{'Lo' if which == 'vmin' else 'Hi'}_{var}"
             self.bounds[k] = name
             self.facts.append(f"(= {name} ({'lo' if which == 'vmin' else 'hi'} {var}))")
         return self.bounds[k]
@@ -304,10 +306,10 @@ class _Variant:
                 return  # a form guard the e-graph cannot say: dropped (proven without it)
             var = h[2]
             if h[1] == "is_const":
-                self.facts.append(f"(= {var} (Cst dk{next(self.n)} kv{next(self.n)}))")
+                self.facts.append(f"(= {var} (Cst Dk{next(self.n)} Kv{next(self.n)}))")
             else:
-                self.facts.append(f'(= {var} (Leaf "INVALID" di{next(self.n)} '
-                                  f'ai{next(self.n)}))')
+                self.facts.append(f'(= {var} (Leaf "INVALID" Di{next(self.n)} '
+                                  f'Ai{next(self.n)}))')
             return
         if h[0] == "valid":
             if neg:
@@ -362,7 +364,7 @@ class _Variant:
         if t.kind == "bound" or t.calc:
             k = self.calcs.get(id(t))
             if k is None:
-                k = self.calcs[id(t)] = f"k{len(self.calcs)}"
+                k = self.calcs[id(t)] = f"K{len(self.calcs)}"
                 self.facts.append(f"(= {k} {self.calc(t)})")
                 # it must fit the dtype (a bool is 0/1: true + true fails the check)
                 if not self.index(t.tid):
@@ -402,7 +404,7 @@ class _Variant:
         for t in law.lhs.walk():
             if t.kind in ("op", "lit", "const", "inv") and t.tid not in self.dtvar \
                     and law.types[t.tid].fixed is None and not self.index(t.tid):
-                self.dtvar[t.tid] = "dt" if t is law.lhs else f"dt{next(names)}"
+                self.dtvar[t.tid] = "Dt" if t is law.lhs else f"Dt{next(names)}"
         for t in law.lhs.walk():  # an op variable's op is defined on some dtypes only
             if t.kind == "op" and t.op is None:
                 operand = t.src[0].tid
