@@ -627,6 +627,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the modules that register the proof obligations of an engine's own passes
+_PROOF_SETUP = ("eqsat.engines.egraph.proofs",)
+
+
 def _prove_rules(args: argparse.Namespace) -> int:
     """``eqsat rules --prove``: one line per rule, then the summary; 1 if any failed."""
     try:
@@ -634,12 +638,17 @@ def _prove_rules(args: argparse.Namespace) -> int:
     except ImportError:
         raise CLIError("rules --prove needs z3: pip install z3-solver (or pip install -e "
                        "'.[dev]')") from None
+    import importlib
+
     from rules.proof.registry import prove, summary
+
+    for m in _PROOF_SETUP:
+        importlib.import_module(m)
 
     names = [n for n in (args.rule or "").split(",") if n] or None
     outcomes = []
     try:
-        for o in prove(args.engine, names, int(args.timeout * 1000)):
+        for o in prove(args.engine, names, int(args.timeout * 1000), args.jobs, _PROOF_SETUP):
             outcomes.append(o)
             detail = f"  {o.detail}" if o.detail and (o.status != "proven" or args.detail) \
                 else ""
@@ -797,6 +806,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(name, status, seconds), then 'N proven, M tested-only, K failed'; "
                         "exit status 1 when a proof fails")
     s.add_argument("--rule", metavar="NAME[,NAME]", help="with --prove: these rules only")
+    s.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="with --prove: N processes prove rules side by side (default 1)")
     s.add_argument("--timeout", type=float, default=20.0, metavar="S",
                    help="with --prove: seconds z3 may take on one obligation (default 20)")
     s.add_argument("--detail", action="store_true",

@@ -84,6 +84,8 @@ LAWS = [
          egraph_dtypes="fixed", egraph_note=_CANON),
     rule("sub_of_sub", "a - (b - x) -> x + (a - b)", _INT, group=G_ALU, note="exposes x",
          egraph_dtypes="fixed", egraph_note=_CANON),
+    rule("neg_sum_const", "(x + k) * -1 -> -x + (-k)", _INT, group=G_ALU,
+         egraph_dtypes="fixed", egraph_note=_CANON, note="Morok's -1*(x + c)"),
 ]
 
 GROUPS = baseline_groups(LAWS)

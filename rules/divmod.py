@@ -276,6 +276,9 @@ _SUMS = ("an index sum is a canonical flattened sum, and the computed recombine_
          "forms add nothing there and cost about a quarter of the egglog time (measured: "
          "same outputs without them)")
 _IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
+_SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of its rules "
+          "(normalize_signs); as rewrites of their own they would only add negations to the "
+          "ordered matcher's result")
 
 
 def _distribute(c: UOp, s: UOp) -> UOp:
@@ -322,6 +325,15 @@ LAWS = [
          egraph_note=_SUMS),
     rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_int(x) and nonzero(n)",
          group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS),
+    rule("recombine_divmod_4_rev", "(y + (x // n) * n) + x % n -> y + x",
+         "is_int(x) and nonzero(n)", group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
+         note="Morok's second order of #4's terms"),
+    rule("recombine_divmod_3_chain", "(y + (x % c1) * c2) + (x // c1) * c3 -> y + x * c2",
+         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
+         egraph_note=_SUMS, note="#3 with a third term (Morok)"),
+    rule("recombine_divmod_3_chain_rev", "(y + (x // c1) * c3) + (x % c1) * c2 -> y + x * c2",
+         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
+         egraph_note=_SUMS),
     rule("recombine_divmod_5", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
          "is_index(a) and c1 > 0 and c3 > 0 and c2 >= 0 and vmin(a) >= 0", group=G_REC,
          egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
@@ -339,6 +351,18 @@ LAWS = [
          "(vmax(x) <= 0 and vmin(n) > 0 and -vmin(x) < vmin(n))", group=G_RANGE,
          baseline_reason=_IDX_ONLY.format("mod_self_range"),
          note="C: the dividend's sign; the mod e-node stays visible to the computed rules"),
+    # negative operands made positive (Morok, tinygrad's divandmod): the core does it
+    # inside each rule; natively they give the e-graph's other rules the positive form
+    rule("idiv_neg_divisor", "x // y -> -(x // -y)", "is_index(x) and vmax(y) < 0",
+         group=G_RANGE, baseline_reason=_SIGNS),
+    rule("mod_neg_divisor", "x % y -> x % -y", "is_index(x) and vmax(y) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
+    rule("idiv_nonpos_dividend", "x // y -> -((-x) // y)",
+         "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
+    rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
+         "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
        "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),

@@ -98,6 +98,9 @@ LAWS = [
          note="a & b evaluates b where a is false, which the input did not",
          native="the e-graph does not track where a class is undefined: b must be (a "
                 "division by a possible 0 in b would be evaluated where a is false)"),
+    rule("where_invalid_to_false", "where(c, Inv, x) -> where(~c, x, Inv)",
+         "not is_invalid(x)", group=G,
+         note="the Invalid into the false branch, where the other rules look (Morok)"),
     rule("invalid_into_cast", "cast(where(c, x, Inv), T) -> where(c, cast(x, T), Inv)", **_STEP),
     rule("invalid_into_unary", "op(where(c, x, Inv)) -> where(c, op(x), Inv)", ops=_UNARY,
          **_STEP),

@@ -799,12 +799,16 @@ class Law:
 LAWS_BY_NAME: dict[str, Law] = {}
 
 
-def rule(name: str, text: str, when: str | None = None, **kw: Any) -> Law:
+def rule(name: str, text: str, when: str | None = None, *, register: bool = True,
+         **kw: Any) -> Law:
     """A rule of the language: ``rule("add_zero", "x + 0 -> x")`` (see :class:`Law`).
 
     The rule is registered under its name (:data:`LAWS_BY_NAME`); a second rule of the
-    same name in another family is an error (one definition per rule)."""
+    same name in another family is an error (one definition per rule). ``register=False``
+    (a rule written in a notebook, to prove or try): not registered."""
     law = Law(name, text, when, **kw)
+    if not register:
+        return law
     old = LAWS_BY_NAME.get(name)
     if old is not None and (old.text, old.when, old.group) != (law.text, law.when, law.group):
         raise LangError(f"rule {name!r} is defined twice")

@@ -327,11 +327,16 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
             # rule with bitwise ops), the other when z3 gives up; a cast between
             # integers and floats first as an unknown function of the value (enough
             # where a rule only moves it), then bit-precise
-            attempts = [(bv, conv) for conv in (("uf", "real") if floats else ("real",))
+            # (bitwise ops on index likewise: an unknown commutative function first)
+            bits = ("uf", "exact") if "index" in dts.values() and ops_used & _BITS \
+                else ("exact",)
+            attempts = [(bv, conv, bit) for bit in bits
+                        for conv in (("uf", "real") if floats else ("real",))
                         for bv in (order if fixed else (False,))]
-            for k, (bv, conv) in enumerate(attempts):
+            for k, (bv, conv, bit) in enumerate(attempts):
                 try:
                     CONVERSIONS["mode"] = conv
+                    CONVERSIONS["bitwise"] = bit
                     claim, env = _obligation(law, dts, op, bv)
                 except MeaninglessError:
                     r = z3.unsat  # no such node: nothing to prove for this choice
@@ -341,10 +346,11 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                                    f"no semantics: {e}")
                 finally:
                     CONVERSIONS["mode"] = "real"
+                    CONVERSIONS["bitwise"] = "exact"
                 last = k == len(attempts) - 1
                 r, s = _check(claim, env, timeout_ms if last else min(timeout_ms, 2000),
                               floats)
-                if r == z3.unsat or (r == z3.sat and conv == "real"):
+                if r == z3.unsat or (r == z3.sat and conv == "real" and bit == "exact"):
                     break  # (a counterexample with unknown conversions may be spurious)
             n += 1
             if r == z3.unknown:

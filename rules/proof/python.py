@@ -299,3 +299,340 @@ def _memory_check(name: str, texts: list[Any]) -> Callable[[int], Outcome]:
 
 for _name, _texts in _memory().items():
     register(_name, _memory_check(_name, _texts))
+
+# ---------------------------------------------------------------------------
+# the div/mod core (rules.divmod_core): its decisions read coefficients, constants and
+# bounds concretely, so its obligation is a grid of them, each instance proven for every
+# value of its variables
+_GRID_VARS = {"a": (0, 7), "b": (0, 5), "s": (-6, 6), "t": (-5, 0), "n": (1, 4), "e": (0, 1)}
+
+
+def _gv(name: str) -> UOp:
+    lo, hi = _GRID_VARS[name]
+    return UOp.var(name, lo, hi)
+
+
+def _grid_atoms() -> list[UOp]:
+    """Atoms: variables, their quotients and remainders, products, nested remainders."""
+    a, b, s, t, n, e = (_gv(k) for k in "abstne")
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    return [a, b, s, t, e, a % c(4), a // c(2), a // c(4), (a // c(2)) % c(3), s % c(3),
+            s // c(2), a * n, (a + b) % c(6), a % (n * c(3))]
+
+
+_COEFS = (1, 2, 3, -2)
+_CONSTS = (0, 1, 5, -2)
+_PAIR_COEFS = ((1, 1), (2, 4), (3, 1), (2, -2))
+
+
+def _grid_numerators() -> Iterable[UOp]:
+    atoms = _grid_atoms()
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    for x in atoms:
+        for k in _CONSTS:
+            for f in _COEFS:
+                yield x * c(f) + c(k) if f != 1 else x + c(k)
+    for x, y in itertools.combinations(atoms[:7], 2):
+        for f, g in _PAIR_COEFS:
+            for k in (0, 3):
+                yield x * c(f) + y * c(g) + c(k)
+
+
+def _grid_divisors() -> list[UOp]:
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    n = _gv("n")
+    return [c(2), c(3), c(4), c(6), c(-4), n, n * c(2)]
+
+
+_DIVMOD_DOMAIN = ("x OP y for x = f*u + k over the atoms u in a, b, s, t, e, a%4, a//2, "
+                  "a//4, (a//2)%3, s%3, s//2, a*n, (a+b)%6, a%(3n) (a in [0,7], b in [0,5], "
+                  "s in [-6,6], t in [-5,0], n in [1,4], e in [0,1]), f in "
+                  f"{_COEFS}, k in {_CONSTS}, and x = f*u + g*v + k over the first seven "
+                  f"atoms, (f, g) in {_PAIR_COEFS}, k in (0, 3); y in 2, 3, 4, 6, -4, n, 2n; "
+                  "each instance proven for every value of the variables")
+
+
+def _grid() -> list[tuple[UOp, UOp, UOp]]:
+    out = []
+    for x in _grid_numerators():
+        for y in _grid_divisors():
+            out.append((x, y, x // y))
+            out.append((x, y, x % y))
+    return out
+
+
+def _divmod_obligation(name: str, fn: Callable[..., Any]) -> Callable[[int], Outcome]:
+    def ob(timeout_ms: int) -> Outcome:
+        from rules.divmod import UOpCtx, to_lin
+
+        def apply(d: UOp) -> UOp | None:
+            return fn("idiv" if d.op is Ops.IDIV else "mod", to_lin(d.src[0]),
+                      to_lin(d.src[1]), UOpCtx(d))
+        return _check(name, apply, (d for _, _, d in _grid()), timeout_ms, "tested-only",
+                      _DIVMOD_DOMAIN)
+    return ob
+
+
+def _register_divmod() -> None:
+    from rules.divmod_core import DIVMOD_RULES, fold_divmod_general
+
+    for r in DIVMOD_RULES:
+        register(r.name, _divmod_obligation(r.name, r.fn))
+    register("fold_divmod_general", _divmod_obligation("fold_divmod_general",
+                                                       fold_divmod_general))
+
+
+_register_divmod()
+
+
+def _sum_grid() -> Iterable[UOp]:
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    a, s, b = _gv("a"), _gv("s"), _gv("b")
+    for x in (a, s, a + b):
+        for n, d in ((2, 3), (4, 2)):
+            terms = [x % c(n), x // c(n), (x // c(n)) % c(d), x // c(n * d), x % c(n * d)]
+            for u, v in itertools.combinations(terms, 2):
+                for f in (1, 2, -1):
+                    for g in (1, n, n * d, -n):
+                        for y in (None, b):
+                            t = u * c(f) + v * c(g) if f != 1 else u + v * c(g)
+                            yield t if y is None else t + y
+
+
+_SUM_DOMAIN = ("f*u + g*v (+ b) for u, v two of x%n, x//n, (x//n)%d, x//(n*d), x%(n*d), "
+               "x in a, s, a+b, (n, d) in (2, 3), (4, 2), f in 1, 2, -1, g in 1, n, n*d, -n "
+               "(a in [0,7], b in [0,5], s in [-6,6]); each instance proven for every value "
+               "of the variables")
+
+
+def _register_sums() -> None:
+    from rules.divmod import UOpCtx, to_lin
+    from rules.divmod_core import SUM_RULES
+
+    def sum_ob(name: str, fn: Callable[..., Any]) -> Callable[[int], Outcome]:
+        def ob(timeout_ms: int) -> Outcome:
+            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), timeout_ms,
+                          "tested-only", _SUM_DOMAIN)
+        return ob
+    for r in SUM_RULES:
+        register(r.name, sum_ob(r.name, r.fn))
+    register("recombine_divmod_sum", lambda ms: _check(
+        "recombine_divmod_sum", _rule("recombine_divmod_sum").apply, _sum_grid(), ms,
+        "tested-only", _SUM_DOMAIN))
+
+
+_register_sums()
+
+# ---------------------------------------------------------------------------
+# loops and effects (rules.dce): a loop over ranges of constant ends is unrolled
+_DBUF = "(buffer 0 f32 8)"
+_DX = "(var x -9 9)"
+
+
+def _dce() -> dict[str, tuple[str, list[str]]]:
+    st = f"(store (index {_DBUF} (range 1 4)) (cast f32 {_DX}))"
+    st0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 4))) (cast f32 {_DX}))"
+    nost = f"(store (index {_DBUF} (invalid)) 1.0)"  # made a NOOP (the reader has none)
+    ends = "ranges of ends 0 to 4 unrolled; values, addresses and buffers symbolic"
+    return {
+        "range_single_iteration": ("proven", [f"(add (range 0 1) {_DX})", "(range 3 1)"]),
+        "end_empty_range": ("tested-only", [
+            f"(end {st} (range 1 4) (range 2 0))", f"(end {st} (range 1 4) (range 2 -1))",
+            f"(end (store (index {_DBUF} (range 2 0)) 1.0) (range 2 0))"]),
+        "end_drop_folded_ranges": ("tested-only", [
+            f"(end {st0} (range 0 1) (range 1 4))", f"(end {st0} (range 1 4) (range 0 1))",
+            f"(end {st0} (range 0 1))"]),
+        "end_of_noop": ("proven", [f"(end {nost} (range 1 4))", f"(end {nost} (range 1 {_DX}))"]),
+        "reduce_empty_range": ("tested-only", [
+            f"(reduce {op} (cast {dt} (add {_DX} (range 1 3))) (range 1 3) (range 2 0))"
+            for op in ("add", "mul", "max", "min") for dt in ("i8", "f32", "u16")] + [
+            f"(reduce {op} (add {_DX} (range 1 3)) (range 2 0))" for op in ("add", "mul")]),
+        "reduce_drop_folded_ranges": ("tested-only", [
+            f"(reduce {op} (cast {dt} (add {_DX} (range 0 1))) (range 0 1))"
+            for op in ("add", "mul", "max") for dt in ("i8", "f32")] + [
+            "(reduce add (add (range 1 4) (range 0 1)) (range 0 1) (range 1 4))",
+            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"]),
+        "sink_drop_noop": ("proven", [f"(sink {nost} {st})", f"(sink {st} {nost} {st0})",
+                                      f"(sink {nost})"]),
+        "after_no_deps": ("proven", [f"(after {_DX})", f"(after {st})"]),
+        "after_drop_noop": ("proven", [f"(after {_DX} {nost} {st})"]),
+    }, ends
+
+
+def _register_dce() -> None:
+    table, ends = _dce()
+    for name, (status, texts) in table.items():
+        def ob(ms: int, name: str = name, status: str = status, texts: list[str] = texts
+               ) -> Outcome:
+            r = _rule(name)
+
+            def apply(u: UOp) -> UOp | None:  # the rule's node may be inside the instance
+                for n in reversed(u.toposort()):
+                    out = r.apply(n)
+                    if out is not None and out is not n:
+                        return u.substitute({n: out}) if n is not u else out
+                return None
+            domain = ends if status == "tested-only" else \
+                "the instance's shape for every value of its leaves"
+            prep = _folded if "folded" in name else _noops
+            return _check(name, apply, [prep(parse(t)) for t in texts], ms, status, domain)
+        register(name, ob)
+
+
+def _noops(u: UOp) -> UOp:
+    """``u`` with its stores to an Invalid index made NOOPs (what the rules of
+    rules.invalid make them)."""
+    dead = {s: UOp(Ops.NOOP) for s in u.toposort() if s.op is Ops.STORE
+            and s.src[0].op is Ops.INDEX and s.src[0].src[1].op is Ops.INVALID}
+    return u.substitute(dead) if dead else u
+
+
+def _folded(u: UOp) -> UOp:
+    """``u`` with its ranges of one iteration folded to 0 (range_single_iteration's work,
+    which the rules dropping folded ranges follow; the reader writes no constant range)."""
+    ones = {r: UOp.const(r.dtype, 0) for r in u.toposort()
+            if r.op is Ops.RANGE and r.src[0].op is Ops.CONST and r.src[0].arg == 1}
+    return u.substitute(ones) if ones else u
+
+
+_register_dce()
+
+# ---------------------------------------------------------------------------
+# operand order, constant vectors, where on a load: their structure, values symbolic
+def _commutative() -> Iterable[UOp]:
+    a, b = UOp.var("a", -9, 9), UOp.var("b", 0, 9)
+    k = UOp.const(dtypes.index, 3)
+    for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR, Ops.EQ, Ops.NE):
+        for x, y in ((a, b), (b, a), (k, a), (a, k)):
+            yield x.alu(op, y)
+
+
+def _vconsts() -> Iterable[UOp]:
+    for dt, vals in ((dtypes.index, (3, -2, 3)), (dtypes.f32, (1.5, -0.0, 0.0)),
+                     (dtypes.i8, (127, -128, 0)), (dtypes.bool, (True, False, True))):
+        for n in (2, 3):
+            yield UOp(Ops.VECTORIZE, dt.vec(n), tuple(UOp.const(dt, v) for v in vals[:n]))
+
+
+def _where_on_load(negated: bool) -> Iterable[UOp]:
+    buf = UOp.buffer(0, dtypes.f32, 64)
+    r0, r1 = UOp.range(8, 0), UOp.range(8, 1)
+    x = UOp.var("x", -9, 9)
+    inv = UOp(Ops.INVALID, dtypes.index)
+    zero = UOp.const(dtypes.f32, 0.0)
+    gated = r0.lt(6).where(r0 * 8, inv)
+    for idx in (r0 * 8 + r1, r0, gated):
+        ld = UOp(Ops.LOAD, dtypes.f32, (UOp(Ops.INDEX, buf.dtype, (buf, idx)),))
+        for cond in (r0.lt(4), r0.lt(4) & x.lt(3), x.lt(3) & r0.lt(6) & r1.lt(5), r0.lt(6),
+                     r1.lt(2) & r0.lt(3)):
+            yield cond.where(zero, ld) if negated else cond.where(ld, zero)
+
+
+for _name, _gen, _sym in (("commutative_sort", _commutative, True),
+                          ("vectorize_of_consts", _vconsts, True),
+                          ("where_on_load", lambda: _where_on_load(False), False),
+                          ("where_on_load_negated", lambda: _where_on_load(True), False)):
+    _baseline(_name, _gen, "proven", "every op of the rule, operands in both orders; "
+              "values (and constants where the rule only moves them) symbolic"
+              if _sym else "conditions of movable and unmovable clauses, gated and plain "
+              "indices; addresses, buffer contents and values symbolic", symbolic_consts=_sym)
+
+
+# ---------------------------------------------------------------------------
+# decisions by bounds: a grid of bounds, each instance proven for every value in them
+_BOUND_DOMAIN = ("op(u, v) for every ALU op and u, v in a [0,3], b [5,9], s [-4,-1], "
+                 "z [0,0], o [2,2], 0, 1, 4, -3, a%4, a//4, b//16, as index and as i8 "
+                 "(wrapping); each instance proven for every value of the variables")
+
+
+def _bound_atoms(dt: Any) -> list[UOp]:
+    a, b, s = UOp.var("a", 0, 3), UOp.var("b", 5, 9), UOp.var("s", -4, -1)
+    z, o = UOp.var("z", 0, 0), UOp.var("o", 2, 2)
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    xs = [a, b, s, z, o, c(0), c(1), c(4), c(-3), a % c(4), a // c(4), b // c(16)]
+    return xs if dt is dtypes.index else [x.cast(dt) for x in xs]
+
+
+_BOUND_BINARY = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.AND,
+                 Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR)
+
+
+def _bound_grid(comparisons: bool) -> Iterable[UOp]:
+    for dt in (dtypes.index, dtypes.i8):
+        xs = _bound_atoms(dt)
+        ops = sorted(GroupOp.Comparison, key=lambda o: o.value) if comparisons else \
+            _BOUND_BINARY
+        for op in ops:
+            if dt is dtypes.index and op in (Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR):
+                continue
+            for u in xs:
+                for v in xs:
+                    yield u.alu(op, v)
+        if not comparisons:
+            yield from xs
+            yield from (x.alu(Ops.NEG) for x in xs)
+    if not comparisons:
+        a, z = UOp.var("a", 0, 3), UOp.var("z", 0, 0)
+        for p in (a.lt(9), a.lt(0), z.lt(1), a.lt(9) & z.lt(1), a.lt(0) | z.lt(1)):
+            yield p
+            yield p.alu(Ops.NOT)
+
+
+_baseline("cmp_by_bounds", lambda: _bound_grid(True), "tested-only", _BOUND_DOMAIN)
+_baseline("fold_const_by_bounds", lambda: _bound_grid(False), "tested-only", _BOUND_DOMAIN)
+
+
+def _gcd_grid() -> Iterable[UOp]:
+    a, b, s = UOp.var("a", 0, 3), UOp.var("b", 5, 9), UOp.var("s", -4, -1)
+    e, r = UOp.var("e", 0, 1), UOp.range(16, 0)
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    for u, v in itertools.permutations((a, b, s, r), 2):
+        for f, g in ((2, 4), (4, 6), (3, 6), (2, 2), (6, 9)):
+            for w in (None, e, a):
+                base = u * c(f) + v * c(g)
+                x = base if w is None else base + w
+                for k in (1, 2, 3, 4, 5, 6, 8, 9, 12):
+                    yield x.alu(Ops.LT, c(k))
+
+
+_GCD_DOMAIN = ("f*u + g*v (+ w) < k for u, v two of a [0,3], b [5,9], s [-4,-1], a range "
+               "of 16, (f, g) in (2,4), (4,6), (3,6), (2,2), (6,9), w in e [0,1], a, k in "
+               "1-6, 8, 9, 12; each instance proven for every value of the variables")
+_baseline("lt_gcd_fold", _gcd_grid, "tested-only", _GCD_DOMAIN)
+
+
+def _simplex_grid() -> Iterable[UOp]:
+    a, s, e = UOp.var("a", 0, 3), UOp.var("s", -4, -1), UOp.var("e", 0, 1)
+    r = UOp.range(4, 0)
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    leaves = (a, s, e, r, a % c(2))
+    for u, v in itertools.permutations(leaves, 2):
+        for f, g in ((2, 3), (1, 2), (3, 1), (-1, 2)):
+            yield (u * c(f) + v * c(g)).alu(Ops.LT, c(1))
+            yield (u * c(f) + v * c(g) + r).alu(Ops.LT, c(1))
+
+
+_baseline("lt_simplex", _simplex_grid, "tested-only",
+          "f*u + g*v (+ r) < 1 for u, v two of a [0,3], s [-4,-1], e [0,1], a range of 4, "
+          "a%2 and (f, g) in (2,3), (1,2), (3,1), (-1,2); each instance proven for every "
+          "value of the variables")
+
+
+def _gate_grid() -> Iterable[UOp]:
+    r, b = UOp.range(16, 0), UOp.var("b", 0, 9)
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    inv = UOp(Ops.INVALID, dtypes.index)
+    conds = [r.lt(4), r.lt(8).alu(Ops.NOT), r.lt(4) & b.lt(7), r.lt(12) & c(3).lt(r), r.lt(0),
+             b.lt(3) & r.lt(8), (r % c(4)).lt(2)]
+    xs = [r // c(4), r % c(4), r // c(8) + c(3), (r + c(4)) // c(8), r % c(16),
+          (r * c(2)) // c(8), (r // c(4)) % c(4), r.alu(Ops.MAX, c(3)), r, r + b, b // c(4)]
+    for cond in conds:
+        for x in xs:
+            yield cond.where(x, inv)
+
+
+_baseline("where_gate_given_valid", _gate_grid, "tested-only",
+          "where(v, x, Invalid) for v among r<4, !(r<8), r<4 & b<7, r<12 & 3<r, r<0, "
+          "b<3 & r<8, r%4<2 and x among r//4, r%4, r//8+3, (r+4)//8, r%16, 2r//8, "
+          "(r//4)%4, max(r,3), r, r+b, b//4 (r a range of 16, b [0,9]); each instance "
+          "proven for every value of the variables")

@@ -89,10 +89,29 @@ def entries(engine: str | None = None) -> list[Entry]:
     return list(out.values())
 
 
+_WORK: dict[str, Entry] = {}
+
+
+def _init_worker(engine: str | None, setup: tuple[str, ...]) -> None:
+    import importlib
+
+    for m in setup:  # the modules that register obligations (an engine's passes)
+        importlib.import_module(m)
+    _WORK.update((e.name, e) for e in entries(engine))
+
+
+def _prove_one(args: tuple[str, int]) -> Outcome:
+    name, timeout_ms = args
+    return _WORK[name].prove(timeout_ms)
+
+
 def prove(engine: str | None = None, names: list[str] | None = None,
-          timeout_ms: int = 20000) -> Iterator[Outcome]:
+          timeout_ms: int = 20000, jobs: int = 1, setup: tuple[str, ...] = ()
+          ) -> Iterator[Outcome]:
     """The outcome of each rule's proof, in registry order (``names``: those only; an
-    unknown name raises ValueError)."""
+    unknown name raises ValueError). ``jobs`` processes prove rules side by side (fresh
+    interpreters, each importing the modules of ``setup`` first: the e-graph cannot
+    be forked)."""
     es = entries(engine)
     if names:
         known = {e.name for e in es}
@@ -100,8 +119,15 @@ def prove(engine: str | None = None, names: list[str] | None = None,
         if bad:
             raise ValueError(f"unknown rule {', '.join(bad)} (see 'eqsat rules')")
         es = [e for e in es if e.name in names]
-    for e in es:
-        yield e.prove(timeout_ms)
+    if jobs <= 1 or len(es) < 2:
+        for e in es:
+            yield e.prove(timeout_ms)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(min(jobs, len(es)), _init_worker, (engine, setup)) as pool:
+        yield from pool.imap(_prove_one, [(e.name, timeout_ms) for e in es])
 
 
 def summary(outcomes: list[Outcome]) -> str:

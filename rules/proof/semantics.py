@@ -76,7 +76,7 @@ class Val:
 #: how casts between integers and floats are read: ``"real"`` (bit-precise) or ``"uf"``
 #: (a function of the value, unknown: a proof that holds so holds for the real one, and
 #: it is much faster where a rule only moves a conversion)
-CONVERSIONS = {"mode": "real"}
+CONVERSIONS = {"mode": "real", "bitwise": "exact"}
 
 
 def sort_of(dt: str, bv: bool = False) -> Any:
@@ -487,9 +487,18 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     if op is Ops.MIN:
         return z3.If(a <= b, a, b), _FALSE, False
     if op in (Ops.AND, Ops.OR, Ops.XOR):
-        if not fixed:  # opaque on unbounded integers (a rule of bitwise ops only is
-            # proven on 64-bit vectors instead: rules.proof.laws._bit_local)
-            return _uf(op.name.lower(), "index", 2)(a, b), _FALSE, False
+        if not fixed:  # two's complement of unbounded integers: exact where both are
+            # 64-bit values, opaque beyond (a rule of bitwise ops only is proven on 64-bit
+            # vectors instead: rules.proof.laws._bit_local)
+            lo_ab, hi_ab = z3.If(a <= b, a, b), z3.If(a <= b, b, a)  # they commute
+            uf = _uf(op.name.lower(), "index", 2)(lo_ab, hi_ab)
+            if CONVERSIONS["bitwise"] == "uf":  # an unknown commutative function: enough
+                return uf, _FALSE, False       # where a rule only moves the op
+            lo, hi = INT_RANGE["i64"]
+            pa, pb = _to_bv("i64", a), _to_bv("i64", b)
+            r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
+            small = z3.And(a >= lo, a <= hi, b >= lo, b <= hi)
+            return z3.If(small, _from_bv("i64", r), uf), _FALSE, False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
         return _from_bv(dt, r), _FALSE, False

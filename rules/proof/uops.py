@@ -15,7 +15,8 @@ value where its address is valid, a ``NOOP`` writes nothing.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import z3
@@ -24,6 +25,7 @@ from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
 from rules.proof.semantics import (
+    CONVERSIONS,
     FLOAT_SORTS,
     INT_RANGE,
     Val,
@@ -147,6 +149,18 @@ class Graphs:
         if op is Ops.STORE:
             addr = self.value(u.src[0])
             return [Write(addr, self.value(u.src[1]))]
+        if op is Ops.END:
+            return self._loop(u.src[0], u.src[1:], None)
+        if op is Ops.REDUCE:
+            return self._loop(u.src[0], u.src[1:], u)
+        if op is Ops.SINK:
+            out = []
+            for s in u.src:
+                v = self.value(s)
+                out.extend(v if isinstance(v, list) else [])
+            return out
+        if op is Ops.AFTER:  # its dependencies only order it
+            return self.value(u.src[0])
         if op is Ops.CAST and dt.ptr:  # a pointer cast is its address
             return self.value(u.src[0])
         if op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
@@ -157,6 +171,31 @@ class Graphs:
             cols = [self._lanes(v, n) for v in vals]
             return [apply(op, sdt, list(lane), bv=self.bv) for lane in zip(*cols, strict=True)]
         raise NotImplementedError(f"no z3 value for {op.name}")
+
+    def _loop(self, body: UOp, ranges: tuple[UOp, ...], reduce: UOp | None) -> Any:
+        """An END's writes or a REDUCE's value: its body once per value of its ranges
+        (each range of a constant end of at most :data:`MAX_UNROLL`, unrolled; a range
+        folded to a constant ran once)."""
+        live = [r for r in ranges if r.op is not Ops.CONST]
+        if reduce is None and self.value(body) == []:  # nothing written, however often
+            return []
+        ends = []
+        for r in live:
+            if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST or r.src[0].arg > MAX_UNROLL:
+                raise NotImplementedError("a loop over a range of no small constant end")
+            ends.append(range(max(0, r.src[0].arg)))
+        v = self.value(body)
+        keys = [self.value(r).x for r in live]
+        steps = [_subst(v, list(zip(keys, map(z3.IntVal, it), strict=True)))
+                 for it in itertools.product(*ends)]
+        if reduce is None:
+            return [w for st in steps for w in (st if isinstance(st, list) else [])]
+        sdt = self._scalar(reduce.dtype)
+        ident = _identity(reduce.arg, reduce.dtype.scalar())
+        acc = steps[0] if ident is None and steps else const(sdt, ident, self.bv)
+        for st in (steps[1:] if ident is None else steps):
+            acc = apply(reduce.arg, sdt, [acc, st], bv=self.bv)
+        return acc
 
     def _index(self, u: UOp) -> Addr:
         buf = self.value(u.src[0])
@@ -186,6 +225,38 @@ class Graphs:
         other = self.value(u.src[1]) if len(u.src) > 1 else const(dt, 0, self.bv)
         return Val(dt, z3.Or(addr.undef, z3.And(z3.Not(addr.valid), other.undef)),
                    z3.And(z3.Not(addr.valid), other.inv), z3.If(addr.valid, read, canon(other)))
+
+
+def _identity(op: Ops, dt: DType) -> Any:
+    """The first value of a REDUCE's fold (None: an index MAX/MIN starts from its first
+    element), as the reference interpreter has it."""
+    if op is Ops.ADD:
+        return 0
+    if op is Ops.MUL:
+        return 1
+    if dt.is_index:
+        return None
+    if dt.is_float:
+        return -math.inf if op is Ops.MAX else math.inf
+    return dt.min if op is Ops.MAX else dt.max
+
+
+#: loops over ranges of a constant end up to this are unrolled
+MAX_UNROLL = 4
+
+
+def _subst(v: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """``v`` (a value, an address, a write, a list of them) with ``pairs`` substituted."""
+    if not pairs:
+        return v
+    if isinstance(v, list):
+        return [_subst(x, pairs) for x in v]
+    if isinstance(v, (Val, Addr, Write)):
+        return replace(v, **{f.name: _subst(getattr(v, f.name), pairs) for f in fields(v)
+                             if f.name not in ("dt", "raw", "slot")})
+    if isinstance(v, z3.ExprRef):
+        return z3.substitute(v, *pairs)
+    return v
 
 
 def _eq_writes(a: list[Write], b: list[Write]) -> Any:
@@ -236,10 +307,16 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
     floats = any(u.dtype.scalar().name in FLOAT_SORTS for u in (lhs, rhs)
                  for u in u.toposort())
     fixed = any(u.dtype.scalar().name in INT_RANGE for u in lhs.toposort())
+    bits = ("uf", "exact") if any(u.op in _BITWISE and u.dtype.scalar().name == "index"
+                                  for u in lhs.toposort()) else ("exact",)
     r, last = z3.unknown, ""
-    for bv in ((False, True) if fixed else (False,)):
+    for bit, bv in ((b, v) for b in bits for v in ((False, True) if fixed else (False,))):
+        CONVERSIONS["bitwise"] = bit  # an unknown commutative function first
         g = Graphs(bv, symbolic_consts)
-        claim = _same(g.value(lhs), g.value(rhs))
+        try:
+            claim = _same(g.value(lhs), g.value(rhs))
+        finally:
+            CONVERSIONS["bitwise"] = "exact"
         s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
                     "qffp").solver() if floats else z3.Solver()
         s.set("timeout", timeout_ms if bv or not fixed else min(timeout_ms, 2000))
@@ -248,6 +325,9 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
         r = s.check()
         if r == z3.sat:
             last = str(s.model())[:300]
-        if r != z3.unknown:
+        if r == z3.unsat or (r == z3.sat and bit == "exact"):
             break
     return r, last
+
+
+_BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR))
