@@ -457,18 +457,20 @@ class Inserter:
             return self.node("GL", u.op.name, dt, a, lst)
         return self.node(ctor, u.op.name, dt, a, *kids)
 
-    def flush(self, extra: str = "", after: str = "") -> list[Any]:
+    def flush(self, extra: str = "", after: str = "", late: bool = True) -> list[Any]:
         """Load the recorded rows, run the egglog commands ``extra``, load the late rows
-        (:meth:`late_bound`), run ``after``; the outputs of the egglog commands (a
-        ``(run insert 1)`` loads each group of rows: its report comes first, then
-        ``extra``'s, then the late rows' when there are any, then ``after``'s)."""
-        if not self._rows and not self._late and not extra and not after:
+        (:meth:`late_bound`; not with ``late=False``: they wait for the next flush), run
+        ``after``; the outputs of the egglog commands (a ``(run insert 1)`` loads each
+        group of rows: its report comes first, then ``extra``'s, then the late rows'
+        when there are any, then ``after``'s)."""
+        if not self._rows and not (late and self._late) and not extra and not after:
             return []
         self._flushes += 1
         cmds = self._inputs(self._rows, "")
         if extra:
             cmds.append(extra)
-        cmds += self._inputs(self._late, "late.", LATE_RULESET)
+        if late:
+            cmds += self._inputs(self._late, "late.", LATE_RULESET)
         if after:
             cmds.append(after)
         self.pending = 0

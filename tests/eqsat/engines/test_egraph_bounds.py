@@ -1,0 +1,160 @@
+"""Bounded steps: the native rules whose matches multiply are counted before they run,
+and a run holds its e-node, time and memory budgets on inputs that made one egglog
+step explode (issue: a floor-division expansion from a padded view)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from eqsat.api import Budget, optimize, optimize_many
+from eqsat.engines.egraph import engine, session_for
+from eqsat.engines.egraph.schedules import (
+    HARD_ENODES,
+    Limits,
+    count_program,
+    multiplies,
+    new_nodes,
+)
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse, to_sexpr
+from extraction import get_cost_model, reference_cost
+from rules.native import ERule
+
+# the floor division of a padded view's index by 7, then modulo 5, as tinygrad's view
+# merging writes it (where-fix-ups of C's truncating idiv/mod, an Invalid branch)
+FLOORDIV = (
+    "(add (mod (sub (idiv (add (add (add 0 (mul 1 (range 1 7))) (mul 7 (where (not (lt (range 0"
+    " 8) 7)) (add (range 0 8) -3) (invalid)))) (mul 35 0)) 7) (where (lt (mod (add (add (add 0"
+    " (mul 1 (range 1 7))) (mul 7 (where (not (lt (range 0 8) 7)) (add (range 0 8) -3) "
+    "(invalid)))) (mul 35 0)) 7) 0) 1 0)) 5) (where (lt (mod (sub (idiv (add (add (add 0 (mul 1"
+    " (range 1 7))) (mul 7 (where (not (lt (range 0 8) 7)) (add (range 0 8) -3) (invalid)))) "
+    "(mul 35 0)) 7) (where (lt (mod (add (add (add 0 (mul 1 (range 1 7))) (mul 7 (where (not "
+    "(lt (range 0 8) 7)) (add (range 0 8) -3) (invalid)))) (mul 35 0)) 7) 0) 1 0)) 5) 0) 5 0))")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> None:
+    session_for(None).prepare()  # the one-time session build is not part of any budget
+
+
+def _rule(lhs: str, rhs: str, *when: str) -> ERule:
+    return ERule("r", "", "g", lhs, rhs, tuple(when))
+
+
+@pytest.mark.parametrize("rule, expect", [
+    # two operands that vary independently, a new term of them: every pair matches
+    (_rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+           "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k4)))"),
+     True),
+    (_rule("(And dt (Not dt x) (Not dt y))", "(Not dt (Or dt x y))"), True),
+    # a constant operand: a class holds one
+    (_rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Cst dt k3))",
+           "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k3)))"),
+     False),
+    # the operands share their variables: one match per pair that agrees
+    (_rule("(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x"), False),
+    # only one operand varies on its own
+    (_rule("(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)"),
+     False),
+    # it makes no new term
+    (_rule("(Sub dt (Where dt c a b) (Where dt d e f))", "c"), False),
+    # a general rule: its first atom is the pattern, its union the new term
+    (ERule("q", "", "g", query="(= e (Add dt (Mod dt (Idiv dt x (Cst dt a)) (Cst dt c)) "
+                               "(Mul dt (Idiv dt x (Cst dt b)) (Cst dt c)))) (= b (* a c))",
+           actions="(union e (Idiv dt x (Cst dt a)))"), True),
+    (ERule("q", "", "g", query="(= e (Lt dt (Add dx x (Cst dx c0)) (Cst dx c1)))",
+           actions="(union e (Lt dt x (Cst dx c1)))"), False),
+])
+def test_which_rules_multiply(rule: ERule, expect: bool) -> None:
+    assert multiplies(rule) is expect
+
+
+def test_a_counting_twin_counts_the_e_nodes_of_its_matches() -> None:
+    r = _rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+              "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k4)))",
+              "(= (lo c) 0)")
+    assert new_nodes(r) == 7 and new_nodes(_rule("(Neg dt (Neg dt x))", "x")) == 1
+    assert count_program(r, "native_c3", "StepCount3") == (
+        f"(rule ((= count_root {r.lhs}) (= (lo c) 0)) ((set (StepCount3) 7)) "
+        ':ruleset native_c3 :name "r#count")')
+
+
+def test_the_issue_expression_stays_small() -> None:
+    """The where-combining rules no longer combine the dead branches of a constant
+    condition: the run that went from 719 to 24,900 e-nodes in one step stays small."""
+    g = parse(FLOORDIV)
+    t = time.perf_counter()
+    r = optimize(g, cost_model="reference", budget=Budget(seconds=10.0, enodes=100_000))
+    assert time.perf_counter() - t < 10.0
+    assert r.cost == 2 and to_sexpr(r.graph, compact=True) == \
+        "(where (lt 6 (range 0 8)) 4 (invalid))"
+    assert r.stats["enodes"] < 2_000 and not r.stats["held_back"]
+    assert check_equivalent(g, r.graph, samples=500)
+
+
+@pytest.fixture(scope="module")
+def unguarded() -> engine.Session:
+    """A session whose where-combining rules lack their live-condition guard (as they
+    were when the issue was filed): their matches multiply at every step."""
+    groups, native, py = engine.resolve(None)
+    native = [dataclasses.replace(r, when=tuple(w for w in r.when if "(lo c)" not in w and
+                                                "(hi c)" not in w))
+              if "_where_" in r.name else r for r in native]
+    real = engine.resolve
+    engine.resolve = lambda _rs: (groups, native, py)
+    try:
+        return engine.Session(None)
+    finally:
+        engine.resolve = real
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("enodes, seconds", [(20_000, 2.0), (100_000, 10.0)])
+def test_a_multiplying_rule_is_held_to_the_room(unguarded: engine.Session, enodes: int,
+                                                seconds: float) -> None:
+    """Unguarded, add_where_same_cond would make ~75,000 e-nodes in the issue's seventh
+    step: counted first, it is left out, and the run keeps its budgets."""
+    g = parse(FLOORDIV)
+    t = time.perf_counter()
+    outs, st = unguarded.run([g], get_cost_model("reference"),
+                             Limits(enodes=enodes, seconds=seconds))
+    elapsed = time.perf_counter() - t
+    assert "add_where_same_cond" in st["held_back"]
+    assert st["enodes_peak"] <= HARD_ENODES * enodes
+    assert elapsed <= 1.2 * seconds, st["per_iteration"]
+    assert reference_cost(outs[0]) <= reference_cost(g)
+    assert check_equivalent(g, outs[0], samples=500)
+    # a rule left out for the room makes the run stop by e-nodes, not "saturated"
+    assert st["stop_reason"] in ("enodes", "time", "stalled", "iterations")
+
+
+def test_the_memory_budget_stops_a_run() -> None:
+    g = parse(FLOORDIV)
+    r = optimize(g, cost_model="reference", budget=Budget(memory=1))
+    assert r.stats["stop_reason"] == "memory"
+    assert r.cost <= r.input_cost and check_equivalent(g, r.graph, samples=200)
+    r = optimize(g, cost_model="reference", budget=Budget(memory=1 << 30))
+    assert r.stats["stop_reason"] != "memory" and r.cost == 2
+
+
+def test_budget_memory_is_validated_and_per_run() -> None:
+    assert Limits.of(Budget()).memory == Limits().memory > 1 << 30
+    assert Limits.of(Budget(memory=123)).memory == 123
+    with pytest.raises(ValueError, match="memory"):
+        Budget(memory=0)
+    with pytest.raises(ValueError, match="memory"):
+        Limits(memory=0)
+    # a chunk of n cases: n times the e-nodes and seconds, the same memory
+    assert Limits(3, 10, 1.0, 1, 99).times(4) == Limits(3, 40, 4.0, 1, 99)
+
+
+def test_a_chunk_that_hits_its_limit_answers_every_case() -> None:
+    graphs = [parse(FLOORDIV), parse("(add (mul (var x 0 9) 2) (mul (var x 0 9) 3))"),
+              parse("(mod (add (mul (range 0 8) 4) 3) 4)")]
+    res = optimize_many(graphs, cost_model="reference", budget=Budget(iterations=1))
+    assert len(res) == 3 and res[0].stats["stop_reason"] == "iterations"
+    for g, r in zip(graphs, res, strict=True):
+        assert r.cost <= r.input_cost and check_equivalent(g, r.graph, samples=200)
