@@ -473,7 +473,7 @@ class Session:
         return whole
 
     def _diagnose(self) -> UnsoundError:
-        snap = Snapshot(self.egraph, self.ins, check=False)
+        snap = Snapshot(self.egraph, self.ins)
         bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
                and c in snap.defined]
         if not bad:
