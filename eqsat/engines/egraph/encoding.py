@@ -97,6 +97,9 @@ _SORT = {"S": "String", "I": "i64", "E": "E"}
 #: ``input`` command costs about as much as loading hundreds of rows.
 NODE_REL = "RNode"
 _UNION_TAG = "U"
+#: the relation of e-nodes to subsume: ``(RSub tag s1 s2 i e1 e2 e3 e4)`` is
+#: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
+SUB_REL = "RSub"
 
 
 def _node_template(ctor: str) -> str:
@@ -112,6 +115,10 @@ def _node_template(ctor: str) -> str:
 
 
 _NODE_FMT: dict[str, str] = {name: _node_template(name) for name in CTORS}
+#: the constructors of e-nodes that may be subsumed through RSub: the IR ops with children
+_SUBSUMABLE = tuple(name for name, sig in CTORS.items()
+                    if "E" in sig and name not in ("Cons", "GL"))
+_SUBSUMABLE_SET = frozenset(_SUBSUMABLE)
 
 
 def declarations() -> str:
@@ -131,6 +138,19 @@ def declarations() -> str:
     row = f'{NODE_REL} k "{_UNION_TAG}" s1 s2 i e1 e2 e3 e4'
     out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
                ':ruleset insert :name "insert-union")')
+    # RSub: subsume an existing e-node (its children named by handles)
+    out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
+    for name in _SUBSUMABLE:
+        sig = CTORS[name]
+        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        kids = [v for v, ch in zip(vs, sig, strict=True) if ch == "E"]
+        args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
+        row = f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4'
+        query = " ".join([f"({row})", *[f"(= h{v} (H {v}))" for v in kids],
+                          f"(= n ({name} {args}))"])
+        out.append(f"(rule ({query}) ((subsume ({name} {args})) (delete ({row}))) "
+                   f':ruleset insert :name "subsume-{name}")')
     return "\n".join(out)
 
 
@@ -372,6 +392,16 @@ class Inserter:
         self._node_row(ctor, k, fields)
         if self.seeder is not None:
             self.seeder(self, k, ctor, fields, False)
+
+    def subsume(self, ctor: str, fields: tuple[Any, ...]) -> None:
+        """Record that the e-node ``(ctor fields...)`` (E fields are handles) is to be
+        subsumed (loaded by the next flush, with the other rows)."""
+        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
+        rows = self._rows.get(SUB_REL)
+        if rows is None:
+            rows = self._rows[SUB_REL] = []
+        rows.append(k)
+        self.pending += 1
 
     def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
         """Record the bounds of class ``k`` (either may be None: not known) as rows
@@ -879,6 +909,15 @@ class Snapshot:
         self.defined = defined_classes(nodes, known, classes)
         for c in sorted(self.defined - known):  # for the native rules' guards
             inserter._row("RDef", (c,))
+        # an e-node with its own class among its children (x == f(x, k): 0 == 0 // 3,
+        # x == x + 0) is subsumed: no finite term goes through it, and matching it only
+        # makes more such e-nodes, each step more: (0 // 3) // 3 -> 0 // 9, then every
+        # product of the divisors, each pair of them a match of the same pattern
+        self.loops = 0
+        for n in nodes:
+            if not n.subsumed and n.cls in n.kids and n.ctor in _SUBSUMABLE_SET:
+                inserter.subsume(n.ctor, n.fields)
+                self.loops += 1
         self.relations: dict[str, list[tuple[int, ...]]] = {}
         for name in analyses:
             if name in ("lo", "hi") or name not in funcs:

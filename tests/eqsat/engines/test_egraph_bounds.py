@@ -158,3 +158,18 @@ def test_a_chunk_that_hits_its_limit_answers_every_case() -> None:
     assert len(res) == 3 and res[0].stats["stop_reason"] == "iterations"
     for g, r in zip(graphs, res, strict=True):
         assert r.cost <= r.input_cost and check_equivalent(g, r.graph, samples=200)
+
+
+def test_an_e_node_of_its_own_class_is_subsumed() -> None:
+    """0 == 0 // 3 puts Idiv(c0, 3) into the class c0 of 0; nested_idiv_const then made
+    c0 // 9, c0 // 27, ... and every product of the divisors (the e-graph doubled at each
+    step, and a chunk with such a case spent seconds per step): subsumed, the e-node no
+    longer feeds the rules."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+
+    g = parse("(idiv (xor (range 0 6) (range 0 6)) 3)")
+    outs, st = egraph_many([g], cost_model="reference",
+                           budget=Limits(iterations=8, enodes=20_000, seconds=60.0, stall=0))
+    sizes = [n for n, _ in st["per_iteration"]]
+    assert sizes[-1] < 30 and all(b - a <= 4 for a, b in zip(sizes, sizes[1:])), sizes
+    assert to_sexpr(outs[0]) == "0"
