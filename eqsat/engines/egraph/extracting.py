@@ -91,7 +91,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         n = len(view)
         per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
         if clock.elapsed() + per > clock.seconds:
-            break
+            continue  # no time for this root's DAG search: its tree choice stands
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
         size += n

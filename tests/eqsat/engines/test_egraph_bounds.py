@@ -173,3 +173,20 @@ def test_an_e_node_of_its_own_class_is_subsumed() -> None:
     sizes = [n for n, _ in st["per_iteration"]]
     assert sizes[-1] < 30 and all(b - a <= 4 for a, b in zip(sizes, sizes[1:])), sizes
     assert to_sexpr(outs[0]) == "0"
+
+
+def test_no_time_for_the_dag_search_keeps_every_root(monkeypatch) -> None:
+    """When the DAG-aware search of a root does not fit the time left, that root (and
+    the next ones) keep their tree choices: every root has its result (the roots after
+    the first had none, a KeyError)."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+    from eqsat.engines.egraph.schedules import Clock
+
+    monkeypatch.setattr(Clock, "dag_estimate", lambda self, n: 1e9)
+    texts = ["(add (idiv (range 0 32) 4) (mod (idiv (range 0 32) 4) 3))",
+             "(add (idiv (range 1 60) 7) (mod (idiv (range 1 60) 7) 5))"]
+    graphs = [parse(t) for t in texts]
+    outs, st = egraph_many(graphs, cost_model="reference")
+    assert len(outs) == 2 and st["extraction"]["method"] == "tree"
+    for g, o in zip(graphs, outs, strict=True):
+        assert check_equivalent(g, o, samples=200)
