@@ -306,7 +306,7 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
 
 
 #: the run statistics a batch row carries with ``--stats``
-_ROW_STATS = ("stop_reason", "iterations", "enodes", "held_back", "batch")
+_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back", "batch")
 
 
 def _finish(out: dict[str, Any], res: Any, us: float, opts: dict[str, Any]) -> dict[str, Any]:
