@@ -374,3 +374,36 @@ def test_cli_budget_is_the_optimizers(tmp_path):
     assert stats["iterations"] >= 1 and stats["time"]["setup"] < 0.5 * stats["time"]["total"]
     assert p.stdout.strip() == "(where (lt (range 0 114) 112) (range 0 114) (invalid))"
 
+
+
+# ---------------------------------------------------------------------------
+# determinism
+@pytest.mark.slow
+@pytest.mark.parametrize("enodes", ["20000", "60"])
+def test_batch_output_is_the_same_across_seeds_and_jobs(tmp_path, corpus_lines, enodes):
+    """The same input, budget and chunk give the same rows (but ``us``) whatever the
+    process's hash seed and the number of workers, for every run that stopped by
+    saturation, a stall, iterations or e-nodes (``--enodes 60`` makes some stop so,
+    with rules held back); a time or memory stop would say so in its stats."""
+    from benchmarks.stress import FLOORDIV_PARAMS, floordiv_case, where_sum
+
+    exprs = [r["expr"] for r in corpus_lines[::43]] + [floordiv_case(*FLOORDIV_PARAMS[1]),
+                                                       where_sum(40)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "expr": e}) + "\n" for i, e in enumerate(exprs)))
+    runs = []
+    for seed, jobs in (("0", "1"), ("12345", "2"), ("4242", "2")):
+        dst = tmp_path / f"out{seed}.jsonl"
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO))
+        p = subprocess.run([sys.executable, "-m", "eqsat.cli", "batch", "--stats", "--chunk",
+                            "4", "--jobs", jobs, "--seconds", "60", "--enodes", enodes,
+                            "--cost", "reference", str(src), "-o", str(dst)],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=str(REPO))
+        assert p.returncode == 0, p.stderr[-2000:]
+        rows = [json.loads(line) for line in dst.read_text().splitlines()]
+        assert len(rows) == len(exprs) and not any("error" in r for r in rows)
+        runs.append([{k: v for k, v in r.items() if k != "us"} for r in rows])
+    assert all(r["stats"]["stop_reason"] not in ("time", "memory") for r in runs[0])
+    if enodes == "60":
+        assert any(r["stats"]["stop_reason"] == "enodes" for r in runs[0])
+    assert runs[1] == runs[0] and runs[2] == runs[0]
