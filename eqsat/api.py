@@ -16,10 +16,11 @@ class Budget:
     """Limits of one e-graph run; whichever is reached first stops it
     (``stats["stop_reason"]`` names it).
 
-    ``iterations``: rewrite rounds. ``enodes``: e-graph size; no step may fill more
-    than half the room left (a rule whose matches multiply is counted before it runs
-    and left out when it does not fit), and the e-graph never holds more than twice
-    this number. ``seconds``: wall time of the whole optimize call, which returns within
+    ``iterations``: rewrite rounds. ``enodes``: e-graph size; the rules whose matches
+    multiply are counted before they run and left out when what they would make does
+    not fit half the room left, and the first step that takes the e-graph past this
+    number ends the run (its result: the e-graph as it was before that step).
+    ``seconds``: wall time of the whole optimize call, which returns within
     1.2 times it (plus, on a thread's first call, the one-time build of its warm
     session: ``eqsat.session_for(None)`` builds it ahead). ``memory``: bytes the run may
     add to the process's resident set, checked between the e-graph's steps (None: 6 GiB,

@@ -100,6 +100,7 @@ _UNION_TAG = "U"
 #: the relation of e-nodes to subsume: ``(RSub tag s1 s2 i e1 e2 e3 e4)`` is
 #: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
 SUB_REL = "RSub"
+SUB_RULESET = "subsume"
 
 
 def _node_template(ctor: str) -> str:
@@ -138,7 +139,9 @@ def declarations() -> str:
     row = f'{NODE_REL} k "{_UNION_TAG}" s1 s2 i e1 e2 e3 e4'
     out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
                ':ruleset insert :name "insert-union")')
-    # RSub: subsume an existing e-node (its children named by handles)
+    # RSub: subsume an existing e-node (its children named by handles), in a rule set of
+    # its own run after the insertion's (a child may be a class this load names)
+    out.append(f"(ruleset {SUB_RULESET})")
     out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
     for name in _SUBSUMABLE:
         sig = CTORS[name]
@@ -150,7 +153,7 @@ def declarations() -> str:
         query = " ".join([f"({row})", *[f"(= h{v} (H {v}))" for v in kids],
                           f"(= n ({name} {args}))"])
         out.append(f"(rule ({query}) ((subsume ({name} {args})) (delete ({row}))) "
-                   f':ruleset insert :name "subsume-{name}")')
+                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
     return "\n".join(out)
 
 
@@ -307,6 +310,9 @@ class Inserter:
         #: the constructors of the e-node rows recorded since the last restore (the
         #: engine runs the interval rules of the others only when one of them is here)
         self.ctors: set[str] = set()
+        #: the classes a snapshot found holding a constant (their other operator
+        #: e-nodes are subsumed: see Snapshot)
+        self._const_classes: set[int] = set()
 
     # ---- state save/restore (push/pop of the e-graph) ---------------------
     def state(self) -> tuple:
@@ -322,6 +328,7 @@ class Inserter:
         self._rows.clear()
         self._late.clear()
         self.ctors.clear()
+        self._const_classes = set()
         self.seeder = None
         self.pending = 0
 
@@ -329,6 +336,18 @@ class Inserter:
     def has_rows(self) -> bool:
         """Whether rows wait for :meth:`flush` (a ``(run insert 1)`` before ``extra``)."""
         return bool(self._rows)
+
+    @property
+    def pending_nodes(self) -> int:
+        """How many e-node and union rows wait for :meth:`flush` (each makes at most one
+        e-node; the fact rows make none)."""
+        return len(self._rows.get(NODE_REL, ()))
+
+    @property
+    def load_runs(self) -> int:
+        """How many run reports loading the waiting rows gives (before ``extra``'s): a
+        ``(run insert 1)``, and a ``(run subsume 1)`` when e-nodes wait to be subsumed."""
+        return 0 if not self._rows else 2 if SUB_REL in self._rows else 1
 
     @property
     def has_late(self) -> bool:
@@ -519,6 +538,8 @@ class Inserter:
             _write(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
         cmds.append(f"(run {ruleset} 1)")
+        if SUB_REL in rows:
+            cmds.append(f"(run {SUB_RULESET} 1)")
         rows.clear()
         return cmds
 
@@ -711,6 +732,7 @@ class Snapshot:
         nodes: list[Node] = []
         raw: list[tuple[str, Any, list, bool]] = []
         csts: list[Node] = []  # the Cst e-nodes
+        made: list[Node] = []  # the Node objects made by this read (not cached before)
         get = cls_of.get
         for name, sig in CTORS.items():
             f = funcs.get(name)
@@ -740,6 +762,7 @@ class Snapshot:
                         n = cget(t)
                         if n is None:
                             n = cache[t] = Node(*t, row=t)
+                            made.append(n)
                         res[i] = n
             else:
                 s_pos, i_pos, pos = _S_POS[name], _I_POS[name], _E_POS[name]
@@ -773,6 +796,7 @@ class Snapshot:
                         n = cget(t)
                         if n is None:
                             n = cache[t] = Node(*t, row=t)
+                            made.append(n)
                         res[i] = n
             fresh[name] = (rows, res)
             if name == "Cst":
@@ -831,6 +855,7 @@ class Snapshot:
                 n = cget(t)
                 if n is None:
                     n = cache[t] = Node(*t, row=t)
+                    made.append(n)
                 nodes.append(n)
                 if name == "Cst":
                     csts.append(n)
@@ -913,9 +938,28 @@ class Snapshot:
         # x == x + 0) is subsumed: no finite term goes through it, and matching it only
         # makes more such e-nodes, each step more: (0 // 3) // 3 -> 0 // 9, then every
         # product of the divisors, each pair of them a match of the same pattern
+        # (an e-node is looked at when its Node is made: a row that changes, e.g. when
+        # its class or a child's merges into another, makes a new Node)
         self.loops = 0
-        for n in nodes:
+        for n in made:
             if not n.subsumed and n.cls in n.kids and n.ctor in _SUBSUMABLE_SET:
+                inserter.subsume(n.ctor, n.fields)
+                self.loops += 1
+        # the operator e-nodes of a class that holds a constant are subsumed too: the
+        # class is that constant (a Cst is never Invalid), and its other e-nodes only
+        # feed the rules, which then pile up more of them (x // 7 == 0 for x < 7 puts
+        # every x // k, k >= 7, into the class of 0; (x // b) // c -> x // (b*c) matched
+        # them pairwise: 11.7 million matches in one step of a chunk of random index
+        # expressions)
+        seen = inserter._const_classes
+        new_consts = [c for c in self.consts if c not in seen]
+        seen.update(new_consts)
+        check = {id(n): n for n in made if n.cls in self.consts}
+        for c in new_consts:
+            for i in classes[c]:
+                check[id(nodes[i])] = nodes[i]
+        for n in check.values():
+            if not n.subsumed and n.ctor in CTOR_OP and n.cls not in n.kids:
                 inserter.subsume(n.ctor, n.fields)
                 self.loops += 1
         self.relations: dict[str, list[tuple[int, ...]]] = {}

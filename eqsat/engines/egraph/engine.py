@@ -244,11 +244,10 @@ class Session:
         self.groups, self.native, self.pyrules = resolve(rulesets)
         #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
         self._native_names: dict[str, str] = {}
-        #: (rule set, egglog program) of each egglog rule of the native rules. A rule
-        #: whose matches multiply (``schedules.multiplies``) gets a rule set of its own,
-        #: ``<set>_m<i>``, and a counting twin in ``<set>_c<i>`` (adding to the egglog
-        #: function ``StepCount<i>``); ``<set>_all`` runs the set and those rules in one
-        #: round, ``<set>_count`` every counting twin
+        #: (rule set, egglog program) of each egglog rule of the native rules. The rules
+        #: whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``, each
+        #: with a counting twin in ``<set>_count`` (adding to the egglog function
+        #: ``StepCount<i>``); ``<set>_all`` runs ``<set>`` and ``<set>_mult`` in one round
         self._native_programs: list[tuple[str, str]] = []
         #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
@@ -261,15 +260,15 @@ class Session:
                 if multiplies(t):
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.name, new_nodes(t)))
-                    self._native_programs.append((f"{ruleset}_c{i}", count_program(
-                        t, f"{ruleset}_c{i}", f"{COUNT_FN}{i}")))
-                    ruleset = f"{ruleset}_m{i}"
+                    self._native_programs.append((f"{ruleset}_count", count_program(
+                        t, f"{ruleset}_count", f"{COUNT_FN}{i}")))
+                    ruleset = f"{ruleset}_mult"
                 self._native_programs.append((ruleset, t.program(ruleset)))
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
-        #: the multiplying rules this run still runs (their ``i``): a rule whose count
-        #: did not fit a step's room is left out for the rest of the run
-        self._admitted: set[int] = set()
+        #: whether this run still runs the multiplying rules: they are left out for the
+        #: rest of the run after a step whose count did not fit its room
+        self._counted = True
         #: native rule -> the e-nodes its matches would have made when it was left out
         self.held_back: dict[str, int] = {}
         #: why rules were held back this run: "enodes" (the room) or "time"
@@ -312,16 +311,10 @@ class Session:
         args = ArgTable()
         prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext)]
         for base in ("native", FIXED_RULESET):
-            mult = [i for i, _, _ in self._mult.get(base, [])]
-            prog.append(f"(ruleset {base})")
-            for i in mult:
-                prog += [f"(ruleset {base}_m{i})", f"(ruleset {base}_c{i})",
-                         f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"]
-            if mult:
-                prog += [f"(unstable-combined-ruleset {base}_all {base} "
-                         f"{' '.join(f'{base}_m{i}' for i in mult)})",
-                         f"(unstable-combined-ruleset {base}_count "
-                         f"{' '.join(f'{base}_c{i}' for i in mult)})"]
+            prog += [f"(ruleset {base})", f"(ruleset {base}_mult)", f"(ruleset {base}_count)",
+                     f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
+            prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
+                     for i, _, _ in self._mult.get(base, [])]
         prog += [p for rs, p in self._native_programs
                  if fixed_width or not rs.startswith(FIXED_RULESET)]
         # one command at a time: the bindings copy a command's whole source text into
@@ -380,7 +373,8 @@ class Session:
         ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
         time left). A first egglog call loads the rows and counts those rules' new
         matches (:meth:`_admit`: their counting twins run in lockstep with them, so
-        both see the same new matches); a rule that does not fit is left out."""
+        both see the same new matches); when they do not fit, the round runs without
+        them (``<set>``, not ``<set>_all``), as every later one of the run does."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -394,13 +388,11 @@ class Session:
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
-            whole = self._admit(bases, allow, why)
-            for b in bases:
-                mult = [i for i, _, _ in self._mult.get(b, []) if i in self._admitted]
-                runs += [f"(run {b}_all 1)"] if mult and whole else \
-                    [f"(run {b} 1)", *[f"(run {b}_m{i} 1)" for i in mult]]
+            every = self._counted and self._admit(bases, allow, why)
+            runs += [f"(run {b}_all 1)" if every and self._mult.get(b) else f"(run {b} 1)"
+                     for b in bases]
         ins = self.ins
-        loaded, late = ins.has_rows, ins.has_late  # each loaded by a (run insert 1)
+        loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
         try:
             out = ins.flush("\n".join(runs), analysis)
         except bindings.EggSmolError as e:
@@ -414,7 +406,7 @@ class Session:
         # one iteration (``run ... 1``)
         self.step_size = sum(n for name, n in out[-1].sizes if name in _NODE_CTORS)
         done = [o for o in out if type(o) is _RUN_OUTPUT]
-        first = 1 if loaded else 0
+        first = loaded
         if first + len(runs) + late + 2 != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
                                f"{first + len(runs) + late + 2}")
@@ -439,38 +431,36 @@ class Session:
         return changed
 
     def _admit(self, bases: list[str], allow: float, why: str) -> bool:
-        """Count the e-nodes this step's round of each multiplying rule of ``bases``
-        still in would make (one egglog call, which also loads the pending rows: the
-        counting twins see what the rules will see), and leave out, for the rest of the
-        run, those that do not fit ``allow`` (in rule order, each kept while the
-        running total fits). Whether every multiplying rule of ``bases`` is still in
-        (then each rule set runs as one round: ``<set>_all``)."""
-        todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])
-                if i in self._admitted]
+        """Count the e-nodes this step's round of the multiplying rules of ``bases``
+        would make (one egglog call, which also loads the pending rows: the counting
+        twins see what the rules will see); whether they fit ``allow``. When they do
+        not, the multiplying rules are left out for the rest of the run (a rule that
+        does not run falls out of lockstep with its twin) and ``held_back`` records
+        what each would have made."""
+        todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])]
         if not todo:
-            return False
-        whole = len(todo) == sum(len(self._mult.get(b, [])) for b in bases)
-        cmds = [f"(run {b}_count 1)" for b in bases if self._mult.get(b)] if whole else \
-            [f"(run {b}_c{i} 1)" for b, i, _ in todo]
-        out = self.ins.flush("\n".join(cmds), late=False)
+            return True
+        out = self.ins.flush("\n".join(f"(run {b}_count 1)" for b in bases
+                                       if self._mult.get(b)), late=False)
         self.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
         lookup, to_i64 = self.egraph.lookup_function, self.egraph.value_to_i64
         counts = self._counts
-        total = 0
+        step: list[tuple[str, int]] = []
         for _, i, name in todo:
             # a counter only grows (its merge adds): this step's count is what it gained
             v = lookup(f"{COUNT_FN}{i}", [])
             now = 0 if v is None else to_i64(v)
-            n, counts[i] = now - counts.get(i, 0), now
-            if total + n <= allow:
-                total += n
-                continue
-            self._admitted.discard(i)
-            self.held_back[name] = self.held_back.get(name, 0) + n
-            if self.held_for is None or why == "time":
-                self.held_for = why
-            whole = False
-        return whole
+            step.append((name, now - counts.get(i, 0)))
+            counts[i] = now
+        if sum(n for _, n in step) <= allow:
+            return True
+        self._counted = False
+        for name, n in step:
+            if n:
+                self.held_back[name] = self.held_back.get(name, 0) + n
+        if self.held_for is None or why == "time":
+            self.held_for = why
+        return False
 
     def _diagnose(self) -> UnsoundError:
         snap = Snapshot(self.egraph, self.ins)
@@ -569,7 +559,7 @@ class Session:
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
-        self._admitted = {i for ms in self._mult.values() for i, _, _ in ms}
+        self._counted = True
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self.held_back, self.held_for = {}, None
         rss0 = rss_bytes()
@@ -611,7 +601,7 @@ class Session:
                     break
                 # the e-nodes this step's multiplying rules may make: a share of the room
                 # the e-node budget has left, and no more than the time left can handle
-                size = (sizes[-1] if sizes else input_nodes) + self.ins.pending
+                size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
                 by_room = STEP_ROOM * (limits.enodes - size)
                 by_time = clock.nodes_within(clock.remaining() - it_est)
                 t_it = time.perf_counter()
@@ -629,15 +619,20 @@ class Session:
                 if rss_peak > limits.memory:
                     stop = "memory"  # (before reading the e-graph: a snapshot costs more)
                     break
-                peak = max(peak, self.step_size)
-                if self.step_size > limits.enodes:
-                    # the step's rules took the e-graph past the budget: stop, and extract
-                    # from the last snapshot rather than spend the time to read (and then
-                    # extract from) an e-graph this big
+                now = self.step_size
+                peak = max(peak, now)
+                # the step's rules took the e-graph past the budget, or so far that reading
+                # it, a pass over it and its extraction would not fit the time left: stop,
+                # and extract from the last snapshot rather than spend the time to read
+                # (and extract from) an e-graph this big
+                if now > limits.enodes:
                     stop = "enodes"
-                    if snap is not None:
-                        stale = True
-                        break
+                elif snap is not None and clock.elapsed() + clock.iter_estimate(now) + \
+                        clock.tree_estimate(now) + clock.FIXED > clock.seconds * clock.SOFT:
+                    stop = "time"
+                if stop is not None and snap is not None:
+                    stale = True
+                    break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1

@@ -8,19 +8,20 @@ within the time budget plus a small overshoot (one egglog step cannot be
 interrupted). The resident set is read between egglog calls (:func:`rss_bytes`)
 and a run that grew it past ``Limits.memory`` stops (``"memory"``).
 
-One step of the native rules is bounded too: a rule whose matches multiply
-(:func:`multiplies`: its left side joins two operands that vary independently,
+One step of the native rules is bounded too: the rules whose matches multiply
+(:func:`multiplies`: the left side joins two operands that vary independently,
 e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
-the two classes is a match) is counted before the step runs it (a counting twin,
-:func:`count_program`, run in lockstep with it: both see the same new matches).
-One whose count does not fit :data:`STEP_ROOM` of the room the e-node budget has
-left (nor the e-nodes the time left can handle) is left out for the rest of the
-run. The other rules' matches grow with the e-graph (each joins at most one
-independently varying operand); a step that takes the e-graph past the budget
-stops the run, which extracts from its last snapshot instead of reading the
-e-graph. (egglog's back-off scheduler bounds a
-rule's matches too, but a scheduled run matches the whole e-graph again at every
-step instead of only what is new: it made the corpus several times slower.)
+the two classes is a match) are counted before the step runs them (counting
+twins, :func:`count_program`, run in lockstep with them: both see the same new
+matches). When the e-nodes their matches would make do not fit :data:`STEP_ROOM`
+of the room the e-node budget has left (nor what the time left can handle), they
+are left out for the rest of the run. The other rules' matches grow with the
+e-graph (each joins at most one independently varying operand); a step that takes
+the e-graph past the budget, or so far that reading it would not fit the time
+left, ends the run, which extracts from its last snapshot instead. (egglog's
+back-off scheduler bounds a rule's matches too, but a scheduled run matches the
+whole e-graph again at every step instead of only what is new: it made the corpus
+several times slower.)
 """
 
 from __future__ import annotations
