@@ -1,9 +1,9 @@
-"""Division cancellation: FDIV/IDIV by themselves and out of products (seed 000 section 5).
+"""Division cancellation: FDIV/IDIV by themselves and out of products (docs/rules.md, seed 000 §5).
 
 Order matters: ``0.0/0.0 -> NaN`` and ``(x*0)/0 -> NaN`` come before
 ``x/x -> 1`` so the indeterminate form is not folded to one.
 
-Float rules follow the seed (and tinygrad): ``x/x -> 1`` and ``(x*y)/y -> x``
+Float rules follow seed 000 §5 (and tinygrad): ``x/x -> 1`` and ``(x*y)/y -> x``
 assume finite non-zero float operands (IEEE gives NaN for 0/0, inf/inf).
 Integer rules are exact: ``(x*y)//y -> x`` needs ``y`` never 0 and the
 product not to wrap.

@@ -6,7 +6,7 @@ every assignment of their leaves when the joint domain is small (at most
 points (biased to the interesting values of each leaf: its ends, 0, +-1 and
 the graphs' integer constants +-1).
 
-Rules (corpus/README.md): ``a`` and ``b`` are equal where both are Invalid or
+Rules (``data/corpus/README.md``): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
 a bad shift, a range value not below its end) are skipped, since the input
 promises nothing there; ``b`` undefined where ``a`` is defined is a difference.

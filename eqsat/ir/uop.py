@@ -19,13 +19,12 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from eqsat.ir.bounds import compute_bounds
-from eqsat.ir.dtype import DType, DTypeError, dtypes
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.semantics import round_float, wrap
 
-__all__ = ["UOp", "const_value", "IRError"]
+__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
 
 
 class IRError(ValueError):
@@ -34,14 +33,6 @@ class IRError(ValueError):
 
 _CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
 _IDS = itertools.count()
-
-
-def _bf16(v: float) -> float:
-    bits = struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return math.nan
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
-    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
 
 
 def const_value(dtype: DType, v: Any) -> int | float | bool:
@@ -54,27 +45,13 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     if s.is_bool:
         return bool(v)
     if s.is_float:
-        with np.errstate(over="ignore"):
-            if s.name == "f32":
-                return float(np.float32(v))
-            if s.name == "f16":
-                return float(np.float16(v))
-            if s.name == "bf16":
-                return _bf16(float(v))
-        return float(v)
+        return round_float(s, v)
     if isinstance(v, float):
         if not math.isfinite(v):
             raise IRError(f"cannot make an integer constant of {v}")
         v = math.trunc(v)
-    v = int(v)
-    if s.is_index:
-        return v
-    if s.is_fixed_int:
-        mask = (1 << s.bits) - 1
-        v &= mask
-        if s.kind == "int" and v >= 1 << (s.bits - 1):
-            v -= 1 << s.bits
-        return v
+    if s.is_int:
+        return wrap(s, int(v))
     raise IRError(f"no constants of dtype {dtype}")
 
 
@@ -139,6 +116,22 @@ class UOp:
             return f"eqsat.parse({to_sexpr(self, compact=True)!r})"
         except Exception:  # a node the text format cannot hold (lowering ops)
             return f"UOp({self.op!r}, {self.dtype!r}, <{len(self.src)} src>, {self.arg!r})"
+
+    def to_dot(self, name: str = "uop") -> Any:
+        """This graph as Graphviz DOT text (:func:`eqsat.ir.viz.uop_dot`): a ``str``
+        that a notebook shows as a picture."""
+        from eqsat.ir.viz import uop_dot
+
+        return uop_dot(self, name)
+
+    def _repr_svg_(self) -> str | None:
+        """A notebook's picture of the graph (None, so the notebook shows the text,
+        when graphviz cannot draw it here or the graph is too big to read)."""
+        from eqsat.ir.viz import MAX_PICTURE_NODES, uop_dot
+
+        if len(self.toposort()) > MAX_PICTURE_NODES:
+            return None
+        return uop_dot(self)._repr_svg_()
 
     # ---- constructors ---------------------------------------------------
     @staticmethod
@@ -345,7 +338,13 @@ class UOp:
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
 
 
-def _check_dtype(dt: DType) -> DType:
-    if not isinstance(dt, DType):
-        raise DTypeError(f"expected a DType, got {dt!r}")
-    return dt
+def drop_folded_ranges(u: UOp) -> UOp:
+    """An END or REDUCE without the ranges that were folded to constants, or its first
+    operand when none is left (``END(x, r1, 0) -> END(x, r1)``, ``END(x) -> x``).
+
+    A range becomes a constant only when it runs once (its index is 0 wherever it is
+    used): that loop is gone, and END and REDUCE take loops only."""
+    live = tuple(r for r in u.src[1:] if r.op is not Ops.CONST)
+    if len(live) == len(u.src) - 1:
+        return u
+    return u.replace(src=(u.src[0], *live)) if live else u.src[0]

@@ -285,7 +285,7 @@ def test_batch_worker_death_costs_only_its_case(jobs, chunk):
     kills its worker again gets the error, naming how the worker ended."""
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t", "u")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli._batch_results(cases, jobs, chunk, crash_chunk_on_boom))
+    rows = list(cli.batch_results(cases, jobs, chunk, crash_chunk_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t", "u"]
     assert rows[2]["error"] == ("the worker process running this case alone was exited "
                                 "with status 3") and rows[2]["line"] == 3
@@ -360,6 +360,7 @@ def test_subprocess_entry_point(tmp_path):
     assert p.stderr == "eqsat: error: <stdin>:2:3: unknown op 'ad'\n"
 
 
+@pytest.mark.timing
 def test_cli_budget_is_the_optimizers(tmp_path):
     """The CLI builds the e-graph session at start-up: a fresh process's first (and only)
     run gets its whole time budget (it used to spend it on the build and return the input)."""

@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from eqsat.ir.egglog_text import read, tokens
+
 __all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
            "rss_bytes", "multiplies", "new_nodes", "count_program"]
@@ -65,7 +67,7 @@ STALL_ITERATIONS = 1
 STALL_GROWTH = 0.10
 #: ... and the last computed pass recorded at most this fraction of it in new rows (the
 #: computed pass visits only the classes near the roots' best terms, so its rows come
-#: in smaller steps: at 0.10 an unseen case stopped two iterations before its best)
+#: in smaller steps: a larger bound stopped runs before their best, docs/perf.md)
 STALL_EMITTED = 0.02
 
 
@@ -221,16 +223,14 @@ def _root_and_result(rule: Any) -> tuple[Any, Any]:
     """A native rule's matched pattern and what it makes: the left and right sides of a
     rewrite; of a general rule, the pattern of its first atom ``(= e (...))`` and the
     term its first ``union`` action makes (None when it has no such atom or action)."""
-    from rules.native import _tree
-
     if rule.lhs:
-        return _tree(rule.lhs), _tree(rule.rhs)
-    atoms = _tree(f"({rule.query})")
+        return read(rule.lhs), read(rule.rhs)
+    atoms = read(f"({rule.query})")
     first = atoms[0] if atoms else None
     if not (isinstance(first, list) and len(first) == 3 and first[0] == "="
             and isinstance(first[2], list)):
         return None, None
-    unions = [a for a in _tree(f"({rule.actions})") if isinstance(a, list) and a and
+    unions = [a for a in read(f"({rule.actions})") if isinstance(a, list) and a and
               a[0] == "union" and len(a) == 3]
     return first[2], unions[0][2] if unions else None
 
@@ -265,7 +265,7 @@ def new_nodes(rule: Any) -> int:
     from eqsat.engines.egraph.encoding import CTORS
 
     text = rule.rhs if rule.lhs else rule.actions
-    return max(1, sum(1 for tok in text.replace("(", " ( ").split() if tok in CTORS))
+    return max(1, sum(1 for kind, tok, _ in tokens(text) if kind == "atom" and tok in CTORS))
 
 
 #: the egglog functions a step's counting rules add their matches' e-nodes to
