@@ -19,11 +19,19 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
    in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
-   (``Def``) computed and sent back for the native rules' guards;
+   (``Def``) computed and sent back for the native rules' guards, and the e-nodes
+   that only feed the rules (one with its own class among its children, an operator
+   in a class that holds a constant) sent back to be subsumed;
 3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
    changed; their results are recorded as rows, loaded by the next step;
-4. the budgets are checked (e-nodes, iterations, and the time the next
+4. the budgets are checked (e-nodes, iterations, memory, and the time the next
    iteration and the extraction are expected to take).
+
+Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
+matches multiply are counted first (their counting twins, in an egglog call of their
+own that also loads the rows) and left out for the rest of the run when what they would
+make does not fit; a step that takes the e-graph past the budget, or too far to read in
+the time left, ends the run, which extracts from its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
 and the computed pass recorded nothing; or, found right after step 1, the last pass
@@ -678,6 +686,7 @@ class Session:
         finally:
             self._cmd("(pop)")
             self.ins.restore(saved)
+
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:
     """The clock a computed pass reads: the time, or infinity (past every deadline)
