@@ -172,8 +172,8 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
         if not names:
             return {}, 1, True
         grid = np.unravel_index(np.arange(total, dtype=np.int64), sizes)
-        return ({k: g.astype(np.int64) + dom[k][0] for k, g in zip(names, grid, strict=True)},
-                total, True)
+        return ({k: _as_col(g.astype(object) + dom[k][0])
+                 for k, g in zip(names, grid, strict=True)}, total, True)
     rng = np.random.default_rng(seed)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in names}
     # corners: every combination of each leaf's ends (random ones beyond the cap)

@@ -1159,10 +1159,9 @@ def _vec_float_cast(x: np.ndarray, src: DType, dst: DType
     """CAST from or to a float over many lanes (``_cast`` lane by lane)."""
     if dst.is_float:
         npdt = _NP_FLOAT[dst.name]
-        if src.is_float or x.dtype == bool:
-            return x.astype(np.float64).astype(npdt), None
-        if x.dtype != object and _absmax(x) <= 1 << 53:  # exact in f64: one rounding
-            return x.astype(np.float64).astype(npdt), None
+        if src.is_float or x.dtype == bool or (x.dtype != object and _absmax(x) <= 1 << 53):
+            with np.errstate(over="ignore"):  # exact in f64, then one rounding (inf beyond)
+                return x.astype(np.float64).astype(npdt), None
         return np.array([_int_to_float(dst, int(v)) for v in x], dtype=npdt), None
     if dst.is_bool:
         return x != 0, None  # NaN is true, as in C
