@@ -99,6 +99,9 @@ class Signature:
     variables: list[tuple[str, int, int]] = field(default_factory=list)  # (name, lo, hi)
     returns: DType | None = None  # expression kernels: the value's dtype
     has_valid: bool = False  # expression kernels: a bool* valid out-parameter
+    # the source's lines before the function (includes, helpers), joined by newlines:
+    # kernels compiled into one library keep one copy of each (compile_kernels)
+    preamble: list[str] = field(default_factory=list)
 
     @property
     def c_names(self) -> list[str]:
@@ -565,6 +568,7 @@ class _Emitter:
         ret = ctype(sig.returns) if sig.returns is not None else "void"
         head = ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>", ""]
         head += list(self.helpers.values()) + ([""] if self.helpers else [])
+        sig.preamble = head
         proto = f"{ret} {self.name}({', '.join(params) or 'void'}) {{"
         tail = [_STREAM_FENCE] if self.streamed else []
         return "\n".join(head + [proto] + self.lines + tail + ["}", ""])
