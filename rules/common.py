@@ -16,6 +16,7 @@ from typing import Any
 
 from eqsat.ir.bounds import cdiv, cmod
 from eqsat.ir.dtype import DType, dtypes
+from eqsat.ir.interp import FLOAT_OPS, float_op
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import IRError, UOp, const_value
 
@@ -167,50 +168,12 @@ def exact_product_fits(dt: DType, a: UOp, b: UOp) -> bool:
 
 # ---------------------------------------------------------------------------
 # constant evaluation (C semantics); None = undefined or not foldable
-def _is_nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
-
-
-def _float_div(a: float, b: float) -> float:
-    if b == 0:
-        if a == 0 or _is_nan(a):
-            return math.nan
-        sign = math.copysign(1.0, a) * math.copysign(1.0, b)
-        return math.copysign(math.inf, sign)
-    return a / b
-
-
 def _unary(op: Ops, dt: DType, a: Any) -> Any:
     if dt.is_bool:
         return (not a) if op is Ops.NOT else None
+    if dt.is_float and op in FLOAT_OPS:  # the interpreter's IEEE semantics, one source
+        return float_op(op, dt, a)
     if dt.is_float:
-        try:
-            if op is Ops.NEG:
-                return -a
-            if op is Ops.SQRT:
-                return math.nan if a < 0 or _is_nan(a) else math.sqrt(a)
-            if op is Ops.EXP2:
-                if _is_nan(a):
-                    return math.nan
-                try:
-                    return math.pow(2.0, a)
-                except OverflowError:
-                    return math.inf
-            if op is Ops.LOG2:
-                if _is_nan(a) or a < 0:
-                    return math.nan
-                return -math.inf if a == 0 else (math.inf if math.isinf(a) else math.log2(a))
-            if op is Ops.SIN:
-                return math.nan if _is_nan(a) or math.isinf(a) else math.sin(a)
-            if op is Ops.RECIP:
-                return _float_div(1.0, a)
-            if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL):
-                if _is_nan(a) or math.isinf(a):
-                    return a
-                f = {Ops.TRUNC: math.trunc, Ops.FLOOR: math.floor, Ops.CEIL: math.ceil}[op]
-                return math.copysign(float(f(a)), a) if f(a) == 0 else float(f(a))
-        except (ValueError, OverflowError):
-            return None
         return None
     if dt.is_int:
         if op is Ops.NEG:
@@ -232,27 +195,9 @@ def _binary(op: Ops, dt: DType, a: Any, b: Any) -> Any:
     if dt.is_bool:
         return {Ops.ADD: a or b, Ops.OR: a or b, Ops.MAX: a or b, Ops.MUL: a and b,
                 Ops.AND: a and b, Ops.MIN: a and b, Ops.XOR: a != b}.get(op)
+    if dt.is_float and op in FLOAT_OPS:  # the interpreter's IEEE semantics, one source
+        return float_op(op, dt, a, b)
     if dt.is_float:
-        if op is Ops.ADD:
-            return a + b
-        if op is Ops.SUB:
-            return a - b
-        if op is Ops.MUL:
-            if (math.isinf(a) and b == 0) or (math.isinf(b) and a == 0):
-                return math.nan
-            return a * b
-        if op is Ops.FDIV:
-            return _float_div(a, b)
-        if op in (Ops.MAX, Ops.MIN):
-            if _is_nan(a) or _is_nan(b):
-                return None  # fmax/fmin vs maxss: not folded
-            return max(a, b) if op is Ops.MAX else min(a, b)
-        if op is Ops.POW:
-            try:
-                r = math.pow(a, b)
-            except (ValueError, OverflowError, ZeroDivisionError):
-                return None
-            return r
         if op is Ops.MOD:
             return None if b == 0 or math.isinf(a) else math.fmod(a, b)
         return None
@@ -310,6 +255,8 @@ def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
     if op is Ops.WHERE:
         c, t, f = args
         return t if c else f
+    if op is Ops.MULACC and s.is_float:
+        return float_op(op, s, *args)
     if op is Ops.MULACC:
         a, b, c = args
         prod = _binary(Ops.MUL, s, a, b)

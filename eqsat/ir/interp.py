@@ -59,6 +59,7 @@ __all__ = [
     "leaf_key",
     "vectorizable",
     "Value",
+    "float_op",
 ]
 
 Value = Any  # int | float | bool | tuple | INVALID
@@ -197,6 +198,20 @@ def _scalar_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     if dt.is_int:
         return _int_alu(op, dt, args)
     raise EvalError(f"cannot compute {op.name} of dtype {dt}")
+
+
+#: the ops the interpreter computes on floats (``float_op``)
+FLOAT_OPS = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC,
+                       Ops.FLOOR, Ops.CEIL, Ops.ROUND, Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV,
+                       Ops.MAX, Ops.MIN, Ops.POW, Ops.MULACC})
+
+
+def float_op(op: Ops, dt: DType, *args: float) -> float:
+    """One float op on scalar values of the float dtype ``dt``, rounded to it: the
+    interpreter's IEEE semantics, for anything that folds float constants."""
+    if not dt.is_float or op not in FLOAT_OPS:
+        raise EvalError(f"{op.name} of {dt} is not a float op")
+    return _float_alu(op, dt.scalar(), args)
 
 
 def _bool_alu(op: Ops, args: Sequence[Value]) -> Value:
