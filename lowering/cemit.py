@@ -146,6 +146,19 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
     return fn, f"static inline {t} {fn}({t} a, {t} b) {{ {body} }}"
 
 
+def _positive_zero(u: UOp) -> bool:
+    return u.op is Ops.CONST and u.arg == 0 and math.copysign(1.0, u.arg) > 0
+
+
+def _zero_minus_helper(dt: DType) -> tuple[str, str]:
+    """``0.0 - x`` as a function: GCC (12 at least) folds the expression ``0.0f - x``
+    to ``-x`` when ``x`` cannot be -0.0 (``(float)i``), which is -0.0 at ``x`` = +0.0
+    where ``0.0 - x`` is +0.0. The select is exact: ``-x`` but +0.0 for either zero."""
+    t = ctype(dt)
+    fn = f"eqsat_zero_minus_{dt.name}"
+    return fn, f"static inline {t} {fn}({t} x) {{ return x == 0 ? ({t})0 : ({t})-x; }}"
+
+
 class _Emitter:
     def __init__(self, linear: list[UOp], name: str, target: object | None,
                  params: list[UOp] | tuple[UOp, ...] = ()):
@@ -240,6 +253,10 @@ class _Emitter:
             fn, code = _div_helper(dt, op is Ops.MOD)
             self.helpers[fn] = code
             return f"{fn}({a[0]}, {a[1]})"
+        if op is Ops.SUB and dt.is_float and _positive_zero(u.src[0]):
+            fn, code = _zero_minus_helper(dt)
+            self.helpers[fn] = code
+            return f"{fn}({a[1]})"
         if op in _BINARY:
             if op in (Ops.SHL, Ops.SHR) and sdt.is_float:
                 raise LoweringError(f"{op.name.lower()} on {sdt}: shifts need integers")

@@ -830,8 +830,6 @@ def vectorizable(root: UOp) -> bool:
             return False
         elif u.op is Ops.LOAD and u.src[0].op is not Ops.INDEX:
             return False
-        elif u.op is Ops.POW and not u.dtype.is_float:
-            return False
         elif u.op is Ops.CAST and not _vec_scalar(u.src[0].dtype):
             return False
     return True
@@ -1006,6 +1004,18 @@ def _int_column(a: np.ndarray, dt: DType) -> np.ndarray:
     return a.astype(np.int64) if dt.is_int else a
 
 
+def _int_pow(dt: DType, a: Any, b: Any) -> Value:
+    try:
+        return _int_alu(Ops.POW, dt, (a, b))
+    except EvalError as e:  # an exponent too large to compute: no value, like evaluate's
+        return Undefined(str(e))
+
+
+def _as_int_column(a: np.ndarray) -> np.ndarray:
+    """An object array of Python ints as int64 when every value is small enough."""
+    return a.astype(np.int64) if _absmax(a) < _I64_SAFE else a
+
+
 def _const_column(v: Any, n: int, dt: DType = dtypes.index) -> np.ndarray:
     if isinstance(v, bool):
         return np.full(n, v, dtype=bool)
@@ -1120,6 +1130,11 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         if r.dtype == object and not big:
             r = r.astype(np.int64)
         return _wrap_col(dt, r), undef
+    if op is Ops.POW:  # lane by lane, as _int_alu: undefined for a negative exponent
+        r = np.array([_int_pow(dt, x, y) for x, y in zip(a, b, strict=True)], dtype=object)
+        undef = np.array([isinstance(v, Undefined) for v in r], dtype=bool)
+        r = np.where(undef, 0, r)
+        return _wrap_col(dt, _as_int_column(r)), (undef if undef.any() else None)
     if op in (Ops.SHL, Ops.SHR):
         limit = dt.bits if dt.is_fixed_int else _SHIFT_LIMIT
         bad = (b < 0) | (b >= limit)

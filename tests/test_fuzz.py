@@ -1,0 +1,127 @@
+"""Differential fuzzing in CI (``benchmarks/fuzz.py``), and the failures it found.
+
+``test_fuzz_expressions`` / ``test_fuzz_kernels``: 2,000 random expressions (seed 0)
+through both engines (equivalent to their input, floats bit for bit; the e-graph no
+costlier; the same output twice) and 2,000 random kernels lowered unoptimized, after
+the baseline and after the e-graph in turn, compiled and run against the reference
+interpreter, in parts that ``pytest -n 2`` spreads over its workers. Nothing may fail
+but the engine bugs listed in ``KNOWN`` (each also a strict xfail row below, so a fix
+shows up as an unexpected pass and its entry goes).
+
+``EXPRESSIONS`` / ``KERNELS``: every failure the fuzzer found, shrunk and named, one
+line each. Rules found wrong have their rows in ``tests/rules`` (blocked rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from benchmarks.fuzz import Finding, expr_failures, kernel_failures, run
+from eqsat.api import optimize
+from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import parse
+
+N_EXPRESSIONS = 2000
+N_KERNELS = 2000
+PARTS = 2
+
+_NO_FINITE_TERM = ("e-graph engine: a class holding a single-iteration range and its "
+                   "value 0 ends up with no finite term ('no finite term' at snapshot)")
+_END_OVER_CONST = ("e-graph engine: a single-iteration range folded to 0 inside END's "
+                   "loop list (an END over a constant: not a kernel, the lowering fails)")
+
+
+def _end_over_const(f: Finding) -> bool:
+    out = optimize(parse(f.text), engine="egraph").graph
+    return any(u.op in (Ops.END, Ops.REDUCE) and any(r.op is not Ops.RANGE for r in u.src[1:])
+               for u in out.toposort())
+
+
+#: engine bugs the fuzzer meets, until fixed: (reason, does this finding show it)
+KNOWN: list[tuple[str, Callable[[Finding], bool]]] = [
+    (_NO_FINITE_TERM, lambda f: f.engine == "egraph" and f.kind == "crash"
+     and "no finite term" in f.detail),
+    (_END_OVER_CONST, lambda f: f.engine == "egraph" and f.kind == "kernel-crash"
+     and _end_over_const(f)),
+]
+
+
+def _unknown(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if not any(known(f) for _, known in KNOWN)]
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_fuzz_expressions(part: int) -> None:
+    n = N_EXPRESSIONS // PARTS
+    report = run(n=n, first=part * n, do_shrink=False)
+    assert report.counts["expressions"] == n
+    bad = _unknown(report.findings)
+    assert not bad, "\n".join(map(str, bad))
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_fuzz_kernels(part: int) -> None:
+    n = N_KERNELS // PARTS
+    report = run(n=0, kernels=n, first_kernel=part * n, rotate=True, do_shrink=False)
+    assert report.counts["kernels"] + report.counts["kernels undefined"] == n
+    assert report.counts["kernels"] > 0.9 * n
+    bad = _unknown(report.findings)
+    assert not bad, "\n".join(map(str, bad))
+
+
+# ---- the shrunk failures, named ----------------------------------------------------------
+# (name, engine, input): the engine's output must be equivalent, not costlier (e-graph)
+# and deterministic
+EXPRESSIONS = [
+    ("egraph_no_finite_term_single_iteration_range", "egraph",
+     "(ge (add (range 0 1) (mod (range 0 1) 12)) 0)"),
+]
+XFAIL_EXPRESSIONS = {"egraph_no_finite_term_single_iteration_range": _NO_FINITE_TERM}
+
+# (name, variant, kernel): lowered after the variant's optimizer ("unoptimized": as it is),
+# compiled and run, the output equals the reference interpreter's bit for bit
+KERNELS = [
+    # GCC folds 0.0f - (float)i to -(float)i: -0.0 at i = 0 (the emitter calls a helper)
+    ("gcc_zero_minus_int_cast_f32", "unoptimized",
+     "(sink (end (store (index (buffer 0 f32 2) (range 0 2)) (sub 0.0 (cast f32 (range 0 2))))"
+     " (range 0 2)))"),
+    ("gcc_zero_minus_int_cast_f16", "unoptimized",
+     "(sink (end (store (index (buffer 0 f16 2) (range 0 2)) (sub (const f16 0.0) (cast f16 "
+     "(range 0 2)))) (range 0 2)))"),
+    ("gcc_zero_minus_int_cast_f64", "egraph",
+     "(sink (end (store (index (buffer 0 f64 2) (range 0 2)) (sub (const f64 0.0) (cast f64 "
+     "(range 0 2)))) (range 0 2)))"),
+    # max(-0.0, 0.0) is 0.0 (the second of equal values, as C's a > b ? a : b); the
+    # constant folder gave -0.0
+    ("fold_max_signed_zeros", "egraph",
+     "(sink (end (store (index (buffer 0 f16 1) 0) (max (const f16 -0.0) (const f16 0.0))) "
+     "(range 0 1)))"),
+    ("fold_max_signed_zeros_baseline", "baseline",
+     "(sink (end (store (index (buffer 0 f16 1) 0) (max (const f16 -0.0) (const f16 0.0))) "
+     "(range 0 1)))"),
+    # x/x -> 1.0 (fdiv_self) on a loaded value: NaN where it is 0, inf or NaN
+    ("fdiv_self_on_loads", "egraph",
+     "%0 = (load (index (buffer 1 f32 15) (range 0 15)))\n"
+     "(sink (end (store (index (buffer 0 f32 15) (range 0 15)) (fdiv %0 %0)) (range 0 15)))"),
+    ("egraph_end_over_single_iteration_range", "egraph",
+     "(sink (end (store (index (buffer 0 f32 24) (range 0 2)) 0.0) (range 0 2) (range 1 2) "
+     "(range 2 1) (range 3 3) (range 5 2)))"),
+]
+XFAIL_KERNELS = {"egraph_end_over_single_iteration_range": _END_OVER_CONST}
+
+
+def _rows(rows: list[tuple[str, str, str]], xfail: dict[str, str]) -> list:
+    return [pytest.param(*r, id=r[0], marks=[pytest.mark.xfail(strict=True, reason=xfail[r[0]])]
+                         if r[0] in xfail else []) for r in rows]
+
+
+@pytest.mark.parametrize("name,engine,text", _rows(EXPRESSIONS, XFAIL_EXPRESSIONS))
+def test_expression_regression(name: str, engine: str, text: str) -> None:
+    assert expr_failures(parse(text), engine, samples=2000) == []
+
+
+@pytest.mark.parametrize("name,variant,text", _rows(KERNELS, XFAIL_KERNELS))
+def test_kernel_regression(name: str, variant: str, text: str) -> None:
+    assert kernel_failures(parse(text), variant) == set()
