@@ -105,6 +105,11 @@ KERNELS = [
     ("fdiv_self_on_loads", "egraph",
      "%0 = (load (index (buffer 1 f32 15) (range 0 15)))\n"
      "(sink (end (store (index (buffer 0 f32 15) (range 0 15)) (fdiv %0 %0)) (range 0 15)))"),
+    # where_on_load took a -0.0 branch for the 0.0 a load off its gate reads
+    ("where_on_load_negative_zero", "egraph",
+     "%0 = (mul (range 0 6) 4)\n%1 = (idiv %0 2)\n"
+     "(sink (end (store (index (buffer 0 f16 24) %0) (where (lt %1 %0) (load (index "
+     "(buffer 1 f16 72) %1)) (const f16 -0.0))) (range 0 6) (range 1 2) (range 2 2)))"),
     ("egraph_end_over_single_iteration_range", "egraph",
      "(sink (end (store (index (buffer 0 f32 24) (range 0 2)) 0.0) (range 0 2) (range 1 2) "
      "(range 2 1) (range 3 3) (range 5 2)))"),
