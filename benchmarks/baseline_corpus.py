@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -25,14 +24,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.engines.baseline import optimize_baseline  # noqa: E402
 from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
+from eqsat.progress import progress  # noqa: E402
 from extraction.cost import divmod_count, reference_cost  # noqa: E402
-
-
-def default_corpus() -> Path:
-    env = os.environ.get("EQSAT_CORPUS")
-    return Path(env) if env else REPO.parent / "shared" / "corpus" / "index-exprs.jsonl"
 
 
 def source_group(source: str) -> str:
@@ -47,7 +43,9 @@ def run(rows: list[dict[str, Any]], check: bool) -> list[dict[str, Any]]:
     from eqsat.ir.equiv import check_equivalent
 
     out = []
+    bar = progress(total=len(rows), desc="baseline")
     for row in rows:
+        bar.update(1)
         g = parse(row["expr"])
         t0 = time.perf_counter()
         res, stats = optimize_baseline(g)
@@ -63,6 +61,7 @@ def run(rows: list[dict[str, Any]], check: bool) -> list[dict[str, Any]]:
             rec["equivalent"] = bool(eq)
             rec["eq"] = eq
         out.append(rec)
+    bar.close()
     return out
 
 
@@ -114,7 +113,7 @@ def report(results: list[dict[str, Any]], worst: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, default=default_corpus())
+    ap.add_argument("--corpus", type=Path, default=corpus_path())
     ap.add_argument("--no-check", action="store_true", help="skip the equivalence checks")
     ap.add_argument("--worst", type=int, default=15, help="list the N worst cases")
     ap.add_argument("--profile", action="store_true", help="cProfile the optimization")

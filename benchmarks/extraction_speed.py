@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat import Ops, UOp, dtypes  # noqa: E402
 from extraction import (  # noqa: E402
     CpuCost,
@@ -39,7 +40,7 @@ from extraction import (  # noqa: E402
 )
 from extraction.synth import random_view  # noqa: E402
 
-CORPUS = Path("/work/shared/corpus/index-exprs.jsonl")
+CORPUS = corpus_path()
 
 
 def timed(f, repeat: int = 3):

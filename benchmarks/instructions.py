@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.compare import default_corpus  # noqa: E402
+from benchmarks.corpus import corpus_path  # noqa: E402
 
 _CHILD = """
 import sys
@@ -74,7 +74,7 @@ def count(mode: str, corpus: str, batch: int, out_dir: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=32, help="e-graph batch size")
-    ap.add_argument("--corpus", default=None, help="corpus JSONL (default: the shared one)")
+    ap.add_argument("--corpus", default=None, help="corpus JSONL (default: the repository's)")
     ap.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
     a = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.batch < 1:
         print(f"--batch must be >= 1, got {a.batch}", file=sys.stderr)
         return 2
-    corpus = str(a.corpus or default_corpus())
+    corpus = str(a.corpus or corpus_path())
     if not Path(corpus).is_file():
         print(f"corpus not found: {corpus}", file=sys.stderr)
         return 2

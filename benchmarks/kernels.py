@@ -1,6 +1,6 @@
 """Kernel benchmark: the C of the unoptimized graph against the C of the optimized graph.
 
-For every builder in ``lowering.builders.BUILDERS`` (its ``bench`` case) and a
+For every builder in ``workloads.BUILDERS`` (its ``bench`` case) and a
 few loop variants, the kernel is lowered and compiled twice -- as built, and
 after ``eqsat.optimize`` -- and both run on the same inputs. Printed per kernel:
 
@@ -23,7 +23,7 @@ Every result is checked against the numpy reference before it is timed. The
 C is compiled with ``lowering.compile.CFLAGS`` (``cc -O2 -shared -fPIC -fwrapv``,
 no ``-march``) for the default ``Target()``; both are printed with the table,
 and so is every row's loop schedule (``loops``; ``"auto"`` resolved by
-``lowering.builders.auto_tiling``).
+``workloads.auto_tiling``).
 
 Usage::
 
@@ -59,8 +59,8 @@ sys.path.insert(0, str(_HERE.parent))
 
 from eqsat.ir.ops import Ops  # noqa: E402
 from lowering import Target, compile_kernel, lower_graph  # noqa: E402
-from lowering.builders import BUILDERS, BuiltKernel, auto_tiling, make  # noqa: E402
 from lowering.compile import CFLAGS  # noqa: E402
+from workloads import BUILDERS, BuiltKernel, auto_tiling, make  # noqa: E402
 
 PLAIN_C = Target(fast_div=False)
 
@@ -226,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             session_for(None).prepare()
         except ImportError:
             pass
+    from eqsat.progress import progress
+
     rows, failed = [], []
+    bar = progress(total=len(todo), desc="kernels", unit="kernel")
     for label, name, extra in todo:
         extra = dict(extra)
         target = extra.pop("target", None)
@@ -235,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(bench(label, k, args.engine, runs, target))
         except Exception as e:  # report and go on: one broken kernel must not hide the rest
             failed.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        print(f"  {label}: done", file=sys.stderr, flush=True)
+        bar.update(1)
+        bar.set_postfix_str(label)
+    bar.close()
     print(_fmt(rows, args.engine))
     for f in failed:
         print(f"FAILED {f}")

@@ -33,6 +33,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(REPO)] + [p for p in sys.path
                              if p and Path(p).resolve() not in (_HERE, REPO)]
 
+from eqsat.progress import progress as progress_bar  # noqa: E402
 from tests.gen_cases import KINDS, generate, kind_of  # noqa: E402
 
 ENGINES = ("baseline", "egraph")
@@ -129,8 +130,9 @@ def _serve(conn, cost_model: str) -> None:
 
 
 def evaluate(rows: list[dict[str, str]], engines: tuple[str, ...], timeout: float,
-             cost_model: str, progress: bool = False) -> list[dict[str, Any]]:
-    """Every row under every engine: ``row`` plus ``{engine: record}``."""
+             cost_model: str, progress: bool | None = None) -> list[dict[str, Any]]:
+    """Every row under every engine: ``row`` plus ``{engine: record}``. ``progress``: a
+    progress bar on stderr (None: when stderr is a terminal, not under CI)."""
     runner = Runner(timeout, cost_model)
     out = []
     try:
@@ -139,13 +141,13 @@ def evaluate(rows: list[dict[str, str]], engines: tuple[str, ...], timeout: floa
             w = runner.run(WARMUP, eng)
             print(f"start-up + first call, {eng}: {w.get('time', 0.0):.2f} s"
                   + (f" ({w['error']})" if "error" in w else ""))
-        for i, row in enumerate(rows):
-            rec = dict(row)
-            for eng in engines:
-                rec[eng] = runner.run(row["expr"], eng)
-            out.append(rec)
-            if progress and (i + 1) % 25 == 0:
-                print(f"  ... {i + 1}/{len(rows)}", file=sys.stderr, flush=True)
+        with progress_bar(total=len(rows), desc="unseen", enabled=progress) as bar:
+            for row in rows:
+                rec = dict(row)
+                for eng in engines:
+                    rec[eng] = runner.run(row["expr"], eng)
+                out.append(rec)
+                bar.update(1)
     finally:
         runner.close()
     return out
@@ -243,7 +245,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", type=Path, metavar="JSONL",
                     help="run these rows (the corpus's shape) instead of generated cases, for "
                          "comparing the unseen figures with the corpus's")
-    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--progress", action="store_true", default=None,
+                    help="a progress bar on stderr even when it is not a terminal (by "
+                         "default: on a terminal, not under CI)")
     args = ap.parse_args(argv)
     engines = tuple(args.engine or ENGINES)
     if args.corpus:

@@ -19,6 +19,7 @@ _LAZY = {
     "Result": "eqsat.api", "session_for": "eqsat.engines.egraph",
     "UPat": "eqsat.ir.pattern", "Rule": "eqsat.ir.pattern", "PatternMatcher": "eqsat.ir.pattern",
     "graph_rewrite": "eqsat.ir.pattern",
+    "from_tinygrad": "eqsat.tinygrad", "to_tinygrad": "eqsat.tinygrad",
 }
 
 __all__ = [

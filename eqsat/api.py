@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 from eqsat.ir.uop import UOp
 
-__all__ = ["Budget", "Result", "optimize", "optimize_many", "ENGINES"]
+__all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGINES"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,45 @@ class Budget:
                              "seconds > 0, stall >= 0 required")
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What a run did, in a few figures (:meth:`Result.explain`): ``engine``,
+    ``stop_reason``, ``iterations``, ``rules`` (rule name -> times it fired, most first),
+    ``cost``/``input_cost`` under ``cost_model``, and ``by_op``: the result's cost op by
+    op (op name -> (unique nodes, their cost), dearest first). ``str()`` is a short
+    report."""
+
+    engine: str
+    stop_reason: str | None
+    iterations: int
+    rules: dict[str, int]
+    cost: float
+    input_cost: float
+    cost_model: str
+    by_op: dict[str, tuple[int, float]]
+
+    def __str__(self) -> str:
+        lines = [f"engine {self.engine}: stopped {self.stop_reason!s} after "
+                 f"{self.iterations} iterations; cost {_num(self.input_cost)} -> "
+                 f"{_num(self.cost)} ({self.cost_model})"]
+        fired = sum(self.rules.values())
+        lines.append(f"rules fired: {fired} times, {len(self.rules)} rules"
+                     + (":" if self.rules else ""))
+        w = max((len(k) for k in self.rules), default=0)
+        lines += [f"  {k:<{w}} {v:>6}" for k, v in self.rules.items()]
+        lines.append("cost of the result by op (unique nodes, cost):")
+        w = max((len(k) for k in self.by_op), default=0)
+        lines += [f"  {k.lower():<{w}} {n:>4} {_num(c):>8}" for k, (n, c) in self.by_op.items()]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.4g}"
+
+
 @dataclass
 class Result:
     """What optimize returns.
@@ -40,42 +83,79 @@ class Result:
     ``graph`` is the optimized graph, ``cost``/``input_cost`` its cost and the
     input's under the chosen cost model, ``stats`` the run's figures:
     ``engine``, ``iterations``, ``enodes``, ``stop_reason``, ``time`` (seconds
-    per phase) and ``matches`` (rule name -> count).
+    per phase) and ``matches`` (rule name -> count). ``egraph``: the run's e-graph
+    (:class:`~eqsat.engines.egraph.record.EGraphRecord`) when optimize was asked to
+    keep it (``keep_egraph=True``), else None.
     """
 
     graph: UOp
     cost: float
     input_cost: float
     stats: dict[str, Any] = field(default_factory=dict)
+    egraph: Any = field(default=None, repr=False, compare=False)
+    cost_model: Any = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"Result(cost={self.cost}, input_cost={self.input_cost}, "
                 f"stop_reason={self.stats.get('stop_reason')!r}, graph={self.graph!r})")
 
+    def explain(self) -> Explanation:
+        """The rules that fired (with counts), why the run stopped, and what the result
+        costs op by op under the run's cost model."""
+        from extraction import cost_by_op, get_cost_model
 
-def _run_baseline(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+        model = get_cost_model(self.cost_model)
+        rules = dict(sorted(self.stats.get("matches", {}).items(), key=lambda kv: (-kv[1], kv[0])))
+        return Explanation(self.stats.get("engine", "?"), self.stats.get("stop_reason"),
+                           int(self.stats.get("iterations", 0)), rules, self.cost,
+                           self.input_cost, type(model).__name__,
+                           cost_by_op(self.graph, model))
+
+    def egraph_dot(self, max_enodes: int | None = None) -> Any:
+        """The run's e-graph as DOT text (a ``str`` a notebook shows as a picture):
+        each e-class a cluster labelled with its interval, the e-nodes of the result
+        filled (see :meth:`EGraphRecord.to_dot`). Needs ``optimize(...,
+        keep_egraph=True)``."""
+        if self.egraph is None:
+            raise ValueError("this result kept no e-graph: call optimize(..., "
+                             "keep_egraph=True) (engine 'egraph')")
+        if max_enodes is None:
+            return self.egraph.to_dot(self.graph)
+        return self.egraph.to_dot(self.graph, max_enodes=max_enodes)
+
+
+def _run_baseline(graph: UOp, rulesets, cost_model, budget,
+                  keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     from eqsat.engines.baseline import optimize_baseline
 
+    if keep_egraph:
+        raise ValueError("keep_egraph: the baseline engine has no e-graph (engine='egraph')")
     return optimize_baseline(graph, rulesets=rulesets)
 
 
-def _run_egraph(graph: UOp, rulesets, cost_model, budget) -> tuple[UOp, dict[str, Any]]:
+def _run_egraph(graph: UOp, rulesets, cost_model, budget,
+                keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     from eqsat.engines.egraph import optimize_egraph
 
-    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget)
+    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget,
+                           keep_egraph=keep_egraph)
 
 
 ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
 
 
 def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = None,
-             cost_model: Any = None, budget: Budget | None = None) -> Result:
+             cost_model: Any = None, budget: Budget | None = None,
+             keep_egraph: bool = False) -> Result:
     """Optimize ``graph`` with the e-graph engine (default) or the ordered baseline.
 
     ``rulesets`` names rule sets (``eqsat rules`` lists them; None = the
     engine's default); ``cost_model`` is a :class:`extraction.CostModel` or one
     of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run.
     The result is never costlier than the input under the chosen model.
+    ``keep_egraph`` (e-graph engine): keep the run's e-graph in ``Result.egraph``
+    for :meth:`Result.egraph_dot` and a look inside (a copy of the classes the
+    graph reached; a run otherwise drops its e-graph).
     """
     from extraction import get_cost_model
 
@@ -84,18 +164,25 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
     model = get_cost_model(cost_model)
     budget = budget or Budget()
     t0 = time.perf_counter()
-    out, stats = ENGINES[engine](graph, rulesets, model, budget)
+    out, stats = ENGINES[engine](graph, rulesets, model, budget, keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     stats.setdefault("engine", engine)
+    kept = stats.pop("egraph", None)
     in_cost, out_cost = model.graph_cost(graph), model.graph_cost(out)
     if out_cost > in_cost:  # never return something costlier than the input
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"
-    return Result(out, out_cost, in_cost, stats)
+        log.debug("optimize (%s): the result cost %s > the input's %s: the input is returned",
+                  engine, out_cost, in_cost)
+    log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost, out_cost,
+              stats.get("stop_reason"), stats["time"]["total"])
+    return Result(out, out_cost, in_cost, stats, kept, model)
 
 
 def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str] | None = None,
-                  cost_model: Any = None, budget: Budget | None = None) -> list[Result]:
+                  cost_model: Any = None, budget: Budget | None = None,
+                  keep_egraph: bool = False, executor: Executor | None = None,
+                  chunk: int = 16) -> list[Result]:
     """Optimize several graphs; one :class:`Result` each, in order.
 
     The e-graph engine puts all of them in one e-graph (shared subgraphs once, one
@@ -103,6 +190,15 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     ``optimize`` call each); ``budget`` is per graph (the batch gets the sum of the
     e-node and time budgets). Each result is never costlier than its input. The
     shared ``stats`` of a batch are the batch's, with ``batch`` = its size.
+    ``keep_egraph``: every result's ``egraph`` is the batch's one e-graph.
+
+    ``executor`` (any :class:`concurrent.futures.Executor`: a process or thread pool, a
+    Dask ``Client.get_executor()``): the graphs go to it ``chunk`` at a time, each
+    chunk one ``optimize_many`` call where it runs (a worker keeps its warm session
+    from chunk to chunk); the results are the ones each chunk gives alone. Graphs
+    travel as ``.uop`` text (as pickled UOps when they have no text form), and the
+    cost model and budget are pickled; ``keep_egraph`` is not available then (the
+    e-graphs stay with the workers).
     """
     from extraction import get_cost_model
 
@@ -112,8 +208,16 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     for i, g in enumerate(graphs):
         if not isinstance(g, UOp):
             raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
+    if executor is not None:
+        if keep_egraph:
+            raise ValueError("optimize_many: keep_egraph with an executor (the e-graphs stay "
+                             "with the workers): run without an executor to keep them")
+        if chunk < 1:
+            raise ValueError(f"optimize_many: chunk must be >= 1, got {chunk}")
+        return _on_executor(executor, graphs, engine, rulesets, get_cost_model(cost_model),
+                            budget, chunk)
     if engine != "egraph" or len(graphs) <= 1:
-        return [optimize(g, engine, rulesets, cost_model, budget) for g in graphs]
+        return [optimize(g, engine, rulesets, cost_model, budget, keep_egraph) for g in graphs]
     from eqsat.engines.egraph import optimize_many as egraph_many
 
     model = get_cost_model(cost_model)
@@ -121,8 +225,10 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
     n = len(graphs)
     t0 = time.perf_counter()
     outs, stats = egraph_many(graphs, rulesets=rulesets, cost_model=model, budget=Budget(
-        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall))
+        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall),
+        keep_egraph=keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
+    kept = stats.pop("egraph", None)
     stats["batch"] = n
     results = []
     for g, out in zip(graphs, outs, strict=True):
@@ -131,5 +237,48 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str]
         if out_cost > in_cost:
             out, out_cost = g, in_cost
             st["fallback"] = "input was cheaper"
-        results.append(Result(out, out_cost, in_cost, st))
+        results.append(Result(out, out_cost, in_cost, st, kept, model))
+    return results
+
+
+def _to_wire(g: UOp) -> str | UOp:
+    """A graph as it travels to a worker: its ``.uop`` text (no recursion limit, small),
+    or the UOp itself when the text format cannot hold it."""
+    from eqsat.ir.sexpr import to_sexpr
+
+    try:
+        return to_sexpr(g, compact=True)
+    except ValueError:
+        return g
+
+
+def _from_wire(x: str | UOp) -> UOp:
+    from eqsat.ir.sexpr import parse
+
+    return parse(x) if isinstance(x, str) else x
+
+
+def optimize_chunk(items: list[str | UOp], engine: str, rulesets: list[str] | None,
+                   cost_model: Any, budget: Budget | None
+                   ) -> list[tuple[str | UOp, float, float, dict[str, Any]]]:
+    """What a worker runs for :func:`optimize_many` with an executor: one chunk of
+    graphs (``.uop`` text or UOps) through ``optimize_many`` here; per graph (output as
+    it travels, cost, input cost, stats)."""
+    res = optimize_many([_from_wire(x) for x in items], engine, rulesets, cost_model, budget)
+    return [(_to_wire(r.graph), r.cost, r.input_cost, r.stats) for r in res]
+
+
+def _on_executor(executor: Executor, graphs: list[UOp], engine: str,
+                 rulesets: list[str] | None, model: Any, budget: Budget | None,
+                 chunk: int) -> list[Result]:
+    """:func:`optimize_many` of ``graphs`` on ``executor``, ``chunk`` graphs a task."""
+    futures = [executor.submit(optimize_chunk, [_to_wire(g) for g in graphs[i:i + chunk]],
+                               engine, rulesets, model, budget)
+               for i in range(0, len(graphs), chunk)]
+    results = []
+    for fut in futures:
+        for out, cost, in_cost, stats in fut.result():
+            results.append(Result(_from_wire(out), cost, in_cost, stats, None, model))
+    log.debug("optimize_many: %d graphs in %d chunks on %s", len(graphs), len(futures),
+              type(executor).__name__)
     return results

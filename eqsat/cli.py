@@ -6,7 +6,9 @@ Subcommands::
     eqsat eval FILE --var x=3 --var R0=5    the value under an assignment
     eqsat cost FILE [--cost reference|default]
     eqsat optimize [engine flags] FILE|-    the optimized graph, as .uop text
-    eqsat batch [engine flags] [--jobs N] [--chunk N] IN.jsonl -o OUT.jsonl
+    eqsat batch [engine flags] [--jobs N | --scheduler tcp://HOST:PORT] [--chunk N]
+                IN.jsonl -o OUT.jsonl
+    eqsat compare IN.jsonl [--engines baseline,egraph] [--tinygrad] [--json]
     eqsat rules [--engine egraph|baseline]  the rule sets and their rules
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
@@ -14,12 +16,18 @@ Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
 with status 1 (2 for a bad command line), never a traceback; set
 ``EQSAT_DEBUG=1`` to see the traceback too. :func:`main` takes ``argv`` and
 returns the exit status, so tests can call it directly.
+
+``-v``/``--verbose`` (before or after the command; twice for more) shows the
+library's log (the ``eqsat`` logger: info, then debug) on stderr; by default only
+its warnings. Long commands (``batch``, ``compare``) draw a progress bar on stderr
+when it is a terminal, not under CI (``CI=true``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -27,11 +35,13 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-__all__ = ["main", "build_parser", "CLIError"]
+__all__ = ["main", "build_parser", "CLIError", "batch_results", "run_parallel"]
+
+log = logging.getLogger("eqsat.cli")
 
 
 class CLIError(Exception):
@@ -350,7 +360,9 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
             results[i] = _finish(prepared[i][0], r.graph, share)
     except KeyboardInterrupt:
         raise
-    except BaseException:  # noqa: B036 - find the case at fault: one at a time
+    except BaseException as e:  # noqa: B036 - find the case at fault: one at a time
+        log.warning("a chunk of %d cases (lines %d-%d) failed (%s); running them one by one",
+                    len(jobs), jobs[0][0], jobs[-1][0], type(e).__name__)
         return one_by_one()
     return results
 
@@ -358,8 +370,19 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
 def _spawn_pool(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing
 
-    # spawn, not fork: the engines run Rust threads that a fork would not carry over
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    # spawn, not fork: the engines run Rust threads that a fork would not carry over; a
+    # worker logs as this process does (the CLI's handler at the eqsat logger's level)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_log_like,
+                               initargs=(logging.getLogger("eqsat").getEffectiveLevel(),))
+
+
+def _log_like(level: int) -> None:
+    """A worker process's log: the CLI's handler on the eqsat logger at ``level``."""
+    logger = logging.getLogger("eqsat")
+    logger.setLevel(level)
+    if _LOG_HANDLER not in logger.handlers:
+        logger.addHandler(_LOG_HANDLER)
 
 
 def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
@@ -367,9 +390,9 @@ def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
             "error": "the worker process died on this case (crash or out of memory)"}
 
 
-def _run_parallel(cases: list[Any], jobs: int,
-                  fn: Callable[[Any], Any] = _batch_case,
-                  died: Callable[[Any], Any] = _died) -> Iterator[Any]:
+def run_parallel(cases: list[Any], jobs: int,
+                 fn: Callable[[Any], Any] = _batch_case,
+                 died: Callable[[Any], Any] = _died) -> Iterator[Any]:
     """``fn`` of every case, in input order; a worker that dies costs its case
     ``died(case)``, not the run.
 
@@ -419,9 +442,9 @@ class _ChunkDied:
         self.chunk = chunk
 
 
-def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
-                   fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
-                   ) -> Iterator[dict[str, Any]]:
+def batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
+                  fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                  ) -> Iterator[dict[str, Any]]:
     """Every case's result, in input order: chunks of ``chunk`` cases (one e-graph each,
     ``fn``) spread over ``jobs`` worker processes. The cases of a chunk whose worker
     dies run again one by one, so only the case at fault gets the error."""
@@ -430,13 +453,67 @@ def _batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chun
         for ch in chunks:
             yield from fn(ch)
         return
-    for res in _run_parallel(chunks, jobs, fn, _ChunkDied):
+    for res in run_parallel(chunks, jobs, fn, _ChunkDied):
         if isinstance(res, _ChunkDied):
             singles = [[c] for c in res.chunk]
-            for one in _run_parallel(singles, jobs, fn, _ChunkDied):
+            for one in run_parallel(singles, jobs, fn, _ChunkDied):
                 yield from ([_died(one.chunk[0])] if isinstance(one, _ChunkDied) else one)
         else:
             yield from res
+
+
+def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
+                      chunk: int, window: int,
+                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                      ) -> Iterator[dict[str, Any]]:
+    """Every case's result, in input order, from chunks of ``chunk`` cases run by
+    ``fn`` on ``executor`` (any concurrent.futures.Executor: a Dask client's, a pool),
+    at most ``window`` chunks in flight. A chunk whose task fails (its worker died,
+    the cluster lost it) runs again case by case; a case whose own task fails too gets
+    an ``error`` naming the failure."""
+    chunks = [cases[i:i + chunk] for i in range(0, len(cases), chunk)]
+    pending: deque[tuple[list, Future]] = deque()
+    nxt = 0
+    while nxt < len(chunks) or pending:
+        while nxt < len(chunks) and len(pending) < window:
+            pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
+            nxt += 1
+        ch, fut = pending.popleft()
+        try:
+            yield from fut.result()
+            continue
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: B036 - the task failed where it ran
+            log.warning("a chunk of %d cases failed on the executor (%s: %s); running its "
+                        "cases one by one", len(ch), type(e).__name__, e)
+        for case in ch:
+            try:
+                yield from executor.submit(fn, [case]).result()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # noqa: B036
+                yield {"id": _case_id(case[1]), "line": case[0],
+                       "error": f"the worker failed on this case ({type(e).__name__}: "
+                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"}
+
+
+def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
+    """A Dask distributed client's executor for the scheduler at ``address``, how many
+    chunks to keep in flight (twice its workers' threads), and how to close it."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise CLIError("--scheduler needs Dask distributed: pip install "
+                       "'uop-eqsat[cluster]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise CLIError(f"--scheduler {address}: cannot connect ({e})") from None
+    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    log.info("batch: Dask scheduler %s, %d workers, %d threads", address,
+             len(client.scheduler_info()["workers"]), threads)
+    return client.get_executor(pure=False), max(2 * threads, 2), client.close
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -454,18 +531,77 @@ def cmd_batch(args: argparse.Namespace) -> int:
             fh = open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         except OSError as e:
             raise CLIError(f"{args.output}: {e.strerror or e}") from None
+    from eqsat.progress import progress
+
     n_err = 0
     t0 = time.perf_counter()
+    close: Callable[[], None] | None = None
+    bar = progress(total=len(cases), desc="batch")
     try:
-        for res in _batch_results(cases, args.jobs, args.chunk):
+        if args.scheduler:
+            executor, window, close = _cluster_executor(args.scheduler)
+            results = _executor_results(cases, executor, args.chunk, window)
+        else:
+            log.info("batch: %d cases in chunks of %d on %d worker processes", len(cases),
+                     args.chunk, args.jobs)
+            results = batch_results(cases, args.jobs, args.chunk)
+        for res in results:
             n_err += "error" in res
             fh.write(json.dumps(res) + "\n")
             fh.flush()
+            bar.update(1)
     finally:
+        bar.close()
+        if close is not None:
+            close()
         if fh is not sys.stdout:
             fh.close()
     print(f"eqsat batch: {len(cases)} cases from {name}, {n_err} errors, "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from eqsat import compare
+    from eqsat.progress import progress
+    from extraction import get_cost_model
+
+    engines = [s.strip() for s in args.engines.split(",") if s.strip()]
+    bad = [e for e in engines if e not in compare.ENGINES]
+    if bad or not engines:
+        raise CLIError(f"--engines: {', '.join(bad) or 'none given'}; choose among "
+                       f"{', '.join(compare.ENGINES)}")
+    for flag, v in (("--chunk", args.chunk), ("--limit", args.limit or 1)):
+        if v < 1:
+            raise CLIError(f"{flag} must be >= 1, got {v}")
+    if not args.seconds > 0:
+        raise CLIError(f"--seconds must be > 0, got {args.seconds}")
+    text, name = _read(args.input)
+    try:
+        rows = compare.rows_of(text.splitlines(), name, args.limit, args.tinygrad)
+        get_cost_model(args.cost)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if not rows:
+        raise CLIError(f"{name}: no cases")
+    log.info("compare: %d cases from %s, engines %s", len(rows), name, ", ".join(engines))
+    if "egraph" in engines:
+        _start_engine({"engine": "egraph", "rulesets": None})
+    try:
+        with progress(total=len(rows), desc="compare") as bar:
+            cases, _ = compare.run(rows, engines=engines, batch=args.chunk, model=args.cost,
+                                   check=args.check, seconds=args.seconds,
+                                   on_batch=bar.update)
+    except ValueError as e:  # a field that does not parse
+        raise CLIError(f"{name}: {e}") from None
+    rep = compare.summary(cases, engines, tinygrad=args.tinygrad)
+    if args.json:
+        rep["per_case"] = compare.case_rows(cases, engines, args.tinygrad)
+        print(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
+    else:
+        print(f"{len(cases)} cases from {name}; reference cost of the outputs (extracted "
+              f"under the {args.cost!r} model); e-graph chunk {args.chunk}")
+        print("\n".join(compare.table(rep)))
     return 0
 
 
@@ -534,6 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
                "FILE '-' reads standard input. Set EQSAT_DEBUG=1 for tracebacks.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="show the library's log on stderr (-v info, -vv debug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("fmt", help="parse a .uop file and print it back (shared nodes bound "
@@ -583,10 +721,42 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=int, default=16, metavar="N",
                    help="cases optimized together in one e-graph (default 16; 1: one "
                         "e-graph per case)")
+    s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="send the chunks to this Dask distributed scheduler's workers "
+                        "instead of local processes (--jobs is then unused; needs the "
+                        "cluster extra and eqsat installed on the workers)")
     s.add_argument("input", metavar="IN.jsonl", help="input file or - for stdin")
     s.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
                    help="output file (default: stdout)")
     s.set_defaults(func=cmd_batch)
+
+    s = sub.add_parser("compare", help="the engines (and tinygrad) side by side over a corpus",
+                       description="Optimize every case of a JSONL file (objects with 'id' "
+                                   "and 'expr'; 'source' groups them) with each engine and "
+                                   "print, per source and for all cases, the engines' total "
+                                   "reference cost, idiv+mod count and time, and how many "
+                                   "cases each does strictly better and worse than each "
+                                   "column before it. The engines take turns chunk by chunk "
+                                   "in one process, so both see the same machine.")
+    s.add_argument("input", metavar="IN.jsonl", help="corpus file or - for stdin")
+    s.add_argument("--engines", default="baseline,egraph", metavar="A,B",
+                   help="the engines to run (default baseline,egraph)")
+    s.add_argument("--tinygrad", action="store_true",
+                   help="add tinygrad's column from each line's 'tinygrad' field (its "
+                        "output) and 'tg_us' (its time); tinygrad itself is not needed")
+    s.add_argument("--json", action="store_true",
+                   help="print the report as JSON (with each case's costs) instead")
+    s.add_argument("--cost", default="reference", metavar="MODEL",
+                   help="cost model the engines extract with (default reference, the "
+                        "metric the table reports)")
+    s.add_argument("--chunk", type=int, default=16, metavar="N",
+                   help="cases the e-graph optimizes together in one e-graph (default 16)")
+    s.add_argument("--seconds", type=float, default=2.0, metavar="S",
+                   help="e-graph time budget per case (default 2)")
+    s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")
+    s.add_argument("--check", action="store_true",
+                   help="also check every output's equivalence to its input")
+    s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("rules", help="list the rule sets and their rules",
                        description="List every rule set with its engine and rules.")
@@ -602,7 +772,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--emit", choices=("c", "linear"), default="c", help="output (default c)")
     s.add_argument("--no-optimize", action="store_true", help="lower the graph as written")
     s.set_defaults(func=cmd_lower)
+    for s in sub.choices.values():  # -v after the command too (it adds to the one before)
+        s.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                       help="show the library's log on stderr (-v info, -vv debug)")
     return p
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A handler writing to the ``sys.stderr`` of the moment (tests replace it)."""
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+_LOG_HANDLER = _StderrHandler()
+_LOG_HANDLER.setFormatter(logging.Formatter("eqsat: %(levelname)s: %(message)s [%(name)s]"))
+
+
+def _setup_logging(verbose: int) -> None:
+    """The command's log: the ``eqsat`` logger to stderr, its warnings by default,
+    info with ``-v``, debug with ``-vv`` (the library itself sets no handler)."""
+    logger = logging.getLogger("eqsat")
+    level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logger.setLevel(level)
+    if _LOG_HANDLER not in logger.handlers:
+        logger.addHandler(_LOG_HANDLER)
 
 
 def _version() -> str:
@@ -624,6 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    _setup_logging(args.verbose)
     try:
         return args.func(args)
     except CLIError as e:

@@ -18,6 +18,7 @@ from extraction.cost import (
     CostModel,
     CpuCost,
     ReferenceCost,
+    cost_by_op,
     divmod_count,
     get_cost_model,
     reference_cost,
@@ -40,7 +41,7 @@ from extraction.extract import (
 __all__ = [
     "COST_MODELS", "ClassId", "CostModel", "CpuCost", "Decoded", "EGraphView", "ENode",
     "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "TreeChoice", "build_terms",
-    "dag_cost", "divmod_count", "extract_dag", "extract_tree", "extract_tree_each",
+    "cost_by_op", "dag_cost", "divmod_count", "extract_dag", "extract_tree", "extract_tree_each",
     "get_cost_model",
     "reference_cost", "tree_cost", "uop_builder", "uop_child_consts",
 ]

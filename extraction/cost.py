@@ -2,7 +2,7 @@
 
 Two models ship with the package:
 
-* :class:`ReferenceCost` -- the corpus metric (``shared/corpus/README.md``):
+* :class:`ReferenceCost` -- the corpus metric (``data/corpus/README.md``):
   25 per ``idiv``/``mod``, 4 per ``mul``, 1 per any other operator node, 0 for
   leaves, summed over the DAG of unique nodes (a shared subterm is paid once).
 * :class:`CpuCost` (the default) -- an approximate x86-64 cycle count (see its
@@ -16,7 +16,7 @@ the unique nodes of a UOp DAG.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -33,6 +33,8 @@ __all__ = [
     "divmod_count",
     "uop_child_consts",
     "COST_MODELS",
+    "priced_nodes",
+    "cost_by_op",
 ]
 
 ChildConsts = tuple[int | float | None, ...]
@@ -87,14 +89,34 @@ class _GraphCostMixin:
     def graph_cost(self, uop: UOp) -> float:
         """Sum of ``node_cost`` over the unique nodes of ``uop``'s DAG."""
         total = 0.0
-        if self.uses_bounds:
-            for u in _nodes(uop):
-                total += self.node_cost(u.op, u.dtype, u.arg, uop_child_consts(u),
-                                        child_mins=tuple(s.vmin for s in u.src))
-        else:
-            for u in _nodes(uop):
-                total += self.node_cost(u.op, u.dtype, u.arg, uop_child_consts(u))
+        for _u, c in priced_nodes(self, uop):
+            total += c
         return total
+
+
+def priced_nodes(model: CostModel, uop: UOp) -> Iterator[tuple[UOp, float]]:
+    """``(node, model.node_cost of it)`` for every unique node of ``uop``'s DAG,
+    operands first (a model with ``uses_bounds`` gets the operands' ``vmin``)."""
+    if getattr(model, "uses_bounds", False):
+        for u in _nodes(uop):
+            yield u, model.node_cost(u.op, u.dtype, u.arg, uop_child_consts(u),
+                                     child_mins=tuple(s.vmin for s in u.src))
+    else:
+        for u in _nodes(uop):
+            yield u, model.node_cost(u.op, u.dtype, u.arg, uop_child_consts(u))
+
+
+def cost_by_op(uop: UOp, model: CostModel | str | None = None) -> dict[str, tuple[int, float]]:
+    """What ``uop`` costs under ``model``, op by op: op name (``IDIV``) -> (unique nodes,
+    their summed cost), dearest first; the costs add up to ``model.graph_cost(uop)``
+    for a model whose graph cost is the sum of its node costs (both shipped ones)."""
+    m = get_cost_model(model)
+    out: dict[str, list] = {}
+    for u, c in priced_nodes(m, uop):
+        e = out.setdefault(u.op.name, [0, 0.0])
+        e[0] += 1
+        e[1] += c
+    return {k: (n, c) for k, (n, c) in sorted(out.items(), key=lambda kv: (-kv[1][1], kv[0]))}
 
 
 @dataclass(frozen=True)
@@ -190,7 +212,7 @@ _REDUCE_COMBINE: dict[Any, float] = {Ops.ADD: 1, Ops.MUL: 3, Ops.MAX: 1, Ops.MIN
 
 @dataclass(frozen=True)
 class CpuCost(_GraphCostMixin):
-    """Approximate cycles on a modern x86-64 core (seed 003's intro, seed 002 stage 18).
+    """Approximate cycles on a modern x86-64 core (docs/rules.md: seed 003, seed 002 stage 18).
 
     ============================================  ==========================
     node                                          cost
@@ -228,7 +250,7 @@ class CpuCost(_GraphCostMixin):
     divisor of ``idiv`` adds a negation. Integer division has no SIMD form, so
     a vector idiv/mod by a non-power-of-two is priced once per lane.
     Constant non-power-of-two divisors are priced as a hardware divide (20-40
-    cycles, the seeds' picture) even though a C compiler may use a
+    cycles, as in docs/rules.md, seed 003) even though a C compiler may use a
     multiply-high sequence: the ordering (division >> multiply > add) is what
     the optimizer needs. Index dtype is priced like a 32/64-bit integer.
     """

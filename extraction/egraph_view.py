@@ -34,7 +34,7 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["ENode", "EGraphView", "SerializedNode", "Decoded", "ClassId"]
+__all__ = ["ENode", "EGraphView", "SerializedNode", "Decoded", "ClassId", "new_enode"]
 
 ClassId = Hashable
 
@@ -81,9 +81,9 @@ class ENode(_ENodeFields):
                 f"cost={self.cost!r})")
 
 
-#: ``_new_enode((key, eclass, op, dtype, arg, children, cost, raw))``: an ENode from all
+#: ``new_enode((key, eclass, op, dtype, arg, children, cost, raw))``: an ENode from all
 #: eight fields, without the keyword-handling constructor (for bulk builders)
-_new_enode = partial(tuple.__new__, ENode)
+new_enode = partial(tuple.__new__, ENode)
 
 
 class SerializedNode(NamedTuple):
@@ -346,8 +346,8 @@ class EGraphView:
         self._compiled: _Compiled | None = None
 
     @classmethod
-    def _of_classes(cls, classes: dict[ClassId, list[ENode]],
-                    class_min: Mapping[ClassId, int | float] | None = None) -> EGraphView:
+    def of_classes(cls, classes: dict[ClassId, list[ENode]],
+                   class_min: Mapping[ClassId, int | float] | None = None) -> EGraphView:
         """The view the constructor gives for the e-nodes of ``classes`` (class id ->
         its e-nodes), trusted to be in canonical order already (classes ascending,
         each one's e-nodes by key, int ids and keys) and valid (unique keys, ``op``
@@ -385,7 +385,7 @@ class EGraphView:
     def node(self, key: Hashable) -> ENode:
         """The e-node with this key."""
         by_key = self._by_key
-        if by_key is None:  # a view built without the index (see _of_classes, subview)
+        if by_key is None:  # a view built without the index (see of_classes, subview)
             by_key = self._by_key = {n.key: n for n in self._all_nodes}
         try:
             return by_key[key]

@@ -38,14 +38,16 @@ from dataclasses import dataclass, field
 from itertools import compress, filterfalse
 from typing import Any, TypeVar
 
-from eqsat.ir.uop import UOp
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp, drop_folded_ranges
 from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
 __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extract_tree_each",
            "extract_dag",
            "build_terms",
-           "uop_builder", "dag_cost", "tree_cost"]
+           "uop_builder", "dag_cost", "tree_cost",
+           "tree_choice", "knuth", "reachable_region", "rechoose", "closure"]
 
 T = TypeVar("T")
 INF = math.inf
@@ -93,7 +95,9 @@ def uop_builder(node: ENode, children: tuple[UOp, ...]) -> UOp:
     if node.op is None or node.dtype is None:
         raise ExtractionError(f"e-node {node.key!r} of class {node.eclass!r} is structural "
                               "(no op/dtype): give build() your own callback")
-    return UOp(node.op, node.dtype, children, node.arg)
+    u = UOp(node.op, node.dtype, children, node.arg)
+    # a range class extracted as its constant: that loop ran once, and is gone
+    return drop_folded_ranges(u) if u.op in (Ops.END, Ops.REDUCE) else u
 
 
 def build_terms(selection: Mapping[ClassId, ENode], roots: Sequence[ClassId],
@@ -169,8 +173,8 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
     return comp, cost, ridx, relevant, model
 
 
-def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
-                 ) -> tuple[list[int], list[float]]:
+def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
+                ) -> tuple[list[int], list[float]]:
     """Best tree-cost e-node per relevant class (Knuth's generalization of Dijkstra)."""
     nclasses = len(comp.cids)
     best = [INF] * nclasses
@@ -184,14 +188,14 @@ def _tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
         if lv:
             for n in lv:
                 heap.append((cost[n], n))
-    _knuth(comp, cost, choice, best, relevant, heap, pending, set())
+    knuth(comp, cost, choice, best, relevant, heap, pending, set())
     return choice, best
 
 
-def _knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
-           ok: list[bool], heap: list[tuple[float, int]], pending: list[int],
-           wanted: set[int]) -> None:
-    """The pass of :func:`_tree_choice` and :func:`_rechoose`: pop (cost, e-node)
+def knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
+          ok: list[bool], heap: list[tuple[float, int]], pending: list[int],
+          wanted: set[int]) -> None:
+    """The pass of :func:`tree_choice` and :func:`rechoose`: pop (cost, e-node)
     cheapest first; the first e-node popped of a class not final (``choice[c] < 0``)
     is its choice and its cost its ``best``; an e-node of a class allowed by ``ok``
     is pushed once its ``pending`` count of children not final drops to 0 (counts
@@ -230,16 +234,16 @@ def _knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[flo
 
 def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: Any
              ) -> tuple[list[int], list[float]]:
-    """:func:`_tree_choice`, from the view's cached choice over every class when
+    """:func:`tree_choice`, from the view's cached choice over every class when
     ``cost`` is the view's cached cost list of ``model``: a set of classes closed
     under children (as ``relevant`` is) finalizes its e-nodes in the same order
     with or without the other classes, so the choices agree on it."""
     key = _model_key(model)
     if key is None or comp.cost_cache.get(key) is not cost:
-        return _tree_choice(comp, cost, relevant)
+        return tree_choice(comp, cost, relevant)
     hit = comp.tree_cache.get(key)
     if hit is None:
-        hit = comp.tree_cache[key] = _tree_choice(comp, cost, [True] * len(comp.cids))
+        hit = comp.tree_cache[key] = tree_choice(comp, cost, [True] * len(comp.cids))
     choice, best = hit
     if all(relevant):
         return list(choice), list(best)
@@ -247,7 +251,7 @@ def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: An
             [b if rel else INF for b, rel in zip(best, relevant, strict=True)])
 
 
-def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
+def reachable_region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> list[int]:
     """Classes reachable from ``starts`` through any e-node without entering
     ``free`` or ``banned`` (the classes a re-choice may touch), sorted."""
     n = len(comp.cids)
@@ -269,12 +273,12 @@ def _region(comp: _Compiled, starts: set[int], free: set[int], banned: int) -> l
     return list(compress(range(n), map((2).__eq__, mark)))  # the c with mark[c] == 2
 
 
-def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
-              region: list[int], banned: int = -1, until: Iterable[int] = ()) -> list[int]:
+def rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int],
+             region: list[int], banned: int = -1, until: Iterable[int] = ()) -> list[int]:
     """A new selection: classes in ``free`` (closed under ``sel``) keep their
     e-node and cost nothing to their users; the classes of ``region`` (whose
     e-nodes point only into ``region``, ``free`` or ``banned``) are re-chosen by
-    tree cost over that (Knuth, as in :func:`_tree_choice`); ``banned`` (a class
+    tree cost over that (Knuth, as in :func:`tree_choice`); ``banned`` (a class
     or -1) may not be used and gets -1, as does a region class left without a
     finite choice. Acyclic: new choices point only at free classes (which never
     reach a region class) or at region classes finalized before them.
@@ -312,7 +316,7 @@ def _rechoose(comp: _Compiled, cost: list[float], sel: list[int], free: set[int]
             pending[p] = left
             if not left:
                 heap.append((cost[p] + sum(map(get, nch[p])), p))
-    _knuth(comp, cost, new, val, inreg, heap, pending, set(until))
+    knuth(comp, cost, new, val, inreg, heap, pending, set(until))
     if banned >= 0:
         new[banned] = -1
     return new
@@ -726,7 +730,7 @@ def _ancestors(par: dict[int, list[int]], starts: Iterable[int]) -> set[int]:
     return out
 
 
-def _closure(comp: _Compiled, sel: list[int], starts: list[int]) -> set[int]:
+def closure(comp: _Compiled, sel: list[int], starts: list[int]) -> set[int]:
     """Classes reachable from ``starts`` under ``sel`` (starts included; none: empty)."""
     out = set(starts)
     stack = list(starts)
@@ -816,7 +820,7 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
         """Re-choose the unused classes; ``order``: the classes ``sel`` reaches."""
         present = set(order)
         region = list(filterfalse(present.__contains__, rel_classes))
-        sel[:] = _rechoose(comp, cost, sel, present, region)
+        sel[:] = rechoose(comp, cost, sel, present, region)
         stats["work"] += len(region)
 
     for _ in range(max_rounds):
@@ -846,14 +850,14 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
             # free: what the unchanged roots keep alive (plus k's terms for an
             # introduction); used classes only the re-chosen ones keep alive
             # are re-chosen too (they may become unused)
-            free = _closure(comp, sel, [r for r in ridx if r not in nonfree] + extra)
-            region = _region(comp, {c for c in order if c not in free and c != banned}, free,
-                             banned)
+            free = closure(comp, sel, [r for r in ridx if r not in nonfree] + extra)
+            region = reachable_region(comp, {c for c in order if c not in free and c != banned},
+                                      free, banned)
             stats["work"] += len(region) + len(nonfree)
             # only the terms of the roots count: a move that is kept is followed by a
             # re-choice of every class they do not use
-            cand = _rechoose(comp, cost, sel, free, region, banned,
-                             until=[r for r in ridx if r not in free])
+            cand = rechoose(comp, cost, sel, free, region, banned,
+                            until=[r for r in ridx if r not in free])
             cord = _walk(comp, cand, ridx)
             if cord is None:
                 continue

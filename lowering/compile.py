@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import operator
 import os
 import shutil
@@ -25,7 +26,7 @@ import tempfile
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,10 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 _LIBS_LOCK = threading.Lock()
 
 
+#: under the package's ``eqsat`` logger, like every module of the project
+log = logging.getLogger("eqsat.lowering.compile")
+
+
 def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
               extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile ``source`` to a shared library (cached by hash); return its path."""
@@ -193,7 +198,9 @@ def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
     d.mkdir(parents=True, exist_ok=True)
     lib = d / f"k_{digest}.so"
     if lib.exists():
+        log.debug("kernel library cached: %s", lib)
         return lib
+    log.debug("compiling a kernel: %s", " ".join([cc, *flags]))
     with tempfile.TemporaryDirectory(dir=d, prefix=".build-") as tmp:
         c_path = Path(tmp) / "kernel.c"
         c_path.write_text(source)
@@ -364,6 +371,27 @@ class Kernel:
                                  "(the code was optimized for that range)")
             out.append(v)
         return out
+
+    def bound(self, *arrays: np.ndarray, **variables: int) -> Callable[[], Any]:
+        """The compiled function applied to ``arrays`` and ``variables``, checked once
+        now: a call without arguments runs the kernel in place with no per-call checks
+        (what a benchmark times). It keeps the arrays alive; do not resize them."""
+        ptrs = self._check_arrays(arrays)
+        vals = self._check_vars(variables)
+        self.compile()
+        fn, args = self._fn, (*ptrs, *vals)
+        if self.signature.has_valid:
+            valid = ctypes.c_bool(False)
+            vargs = (*args, ctypes.addressof(valid))
+
+            def run_valid(_alive: tuple = arrays) -> Any:  # the pointers' arrays kept alive
+                res = fn(*vargs)
+                return res if valid.value else None
+            return run_valid
+
+        def run(_alive: tuple = arrays) -> Any:  # the pointers' arrays kept alive
+            return fn(*args)
+        return run
 
     def __call__(self, *arrays: np.ndarray, **variables: int) -> Any:
         """Run the kernel in place on ``arrays`` (SLOT order) with ``variables``."""

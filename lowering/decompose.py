@@ -1,4 +1,4 @@
-"""Late decompositions (seed 002 stage 18) and the target description.
+"""Late decompositions (docs/rules.md, seed 002 stage 18) and the target description.
 
 Run after index narrowing, on concrete dtypes. Each rule is sound under C
 semantics on every value the node's proven bounds admit (``idiv`` truncates,

@@ -4,7 +4,7 @@ C semantics throughout: ``idiv`` truncates toward zero, ``mod`` takes the
 dividend's sign. Every sequence is correct for every numerator in the proven
 range ``[lo, hi]`` (the numerator's vmin/vmax), never only "usually".
 
-Powers of two ``d = 2**k`` (seed 002 stage 18):
+Powers of two ``d = 2**k`` (docs/rules.md, seed 002 stage 18):
 
 - ``x // d -> x >> k`` and ``x % d -> x & (d-1)`` when ``lo >= 0``;
 - otherwise the sign-correct sequences with ``bias = (x >> (n-1)) & (d-1)``

@@ -1,4 +1,4 @@
-"""Kernel structure and the final rewrite before linearization (seed 002 stage 19).
+"""Kernel structure and the final rewrite before linearization (docs/rules.md, seed 002 stage 19).
 
 :func:`prepare` (run first, on the input graph) fixes the kernel's shape:
 

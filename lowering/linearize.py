@@ -1,4 +1,4 @@
-"""Control flow, linearization and IF/ENDIF (seed 002 stages 20-22).
+"""Control flow, linearization and IF/ENDIF (docs/rules.md, seed 002 stages 20-22).
 
 **Control flow** (:func:`add_control_flow`, stage 20) adds dependency edges
 that the graph does not state but the loop structure needs. They are kept in a
@@ -24,7 +24,7 @@ tinygrad's ``pm_add_control_flow`` gives a RANGE:
 topological sort: every node gets the key ``(run_count, priority,
 position)`` where ``run_count = prod(vmax(r)+1)`` over the ranges it runs
 inside (so loop-invariant work lands outside loops) and ``priority`` is the
-seed's table (:data:`PRIORITY`); nodes are then placed from the SINK backward,
+table of seed 002 (:data:`PRIORITY`); nodes are then placed from the SINK backward,
 each time the ready node with the largest key, which yields the valid order
 closest to the ideal one. The result is deterministic (``position`` is the
 node's place in the graph's toposort).

@@ -1,4 +1,4 @@
-"""Index dtype narrowing (seed 003 section 5): ``index`` becomes ``i32`` or ``i64``.
+"""Index dtype narrowing (docs/rules.md, seed 003 §5): ``index`` becomes ``i32`` or ``i64``.
 
 The abstract ``index`` dtype is an unbounded integer. Before C can be emitted
 every index value must get a concrete width, chosen from its value bounds by

@@ -78,6 +78,8 @@ def split_points(body: UOp, r: UOp) -> list[int]:
     mixed / decided. ``r + k < c`` splits at ``c - k``; a tiled index
     ``668*r1 + 4*r3 < c`` splits the outer ``r1`` at the tiles wholly on one side
     (the mixed tile keeps its gate, and its inner ``r3`` splits in turn)."""
+    if r.op is not Ops.RANGE:  # e.g. a one-iteration loop the optimizer folded to 0
+        return []
     n = r.src[0].arg if r.src[0].op is Ops.CONST else None
     if not isinstance(n, int):
         return []

@@ -1,6 +1,6 @@
 """The rule families and the ordered matchers built from them.
 
-``symbolic_simple()`` composes the seed's groups (seed 000, "模式排序") in
+``symbolic_simple()`` composes seed 000's groups (docs/rules.md, group order) in
 exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
 
     propagate_invalid            rules/invalid.py     (must be first: before x*0 -> 0)
@@ -16,15 +16,15 @@ exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
     cast_where_dsl_patterns      rules/casts.py
     term_combining_dsl_patterns  rules/combine.py
     alu_folding_dsl_patterns     rules/combine.py
-    advanced_division_dsl_patterns rules/divmod.py    (engineer D)
-    div_mod_recombine_dsl_patterns rules/divmod.py    (engineer D)
+    advanced_division_dsl_patterns rules/divmod.py
+    div_mod_recombine_dsl_patterns rules/divmod.py
     comparison_dsl_patterns      rules/compare.py
     boolean_dsl_patterns         rules/logic.py
     minmax_dsl_patterns          rules/minmax.py
     where_bound_patterns         rules/where.py
     power_dsl_patterns           rules/identity.py
     negation_dsl_patterns        rules/identity.py
-    range_based_mod_div_patterns rules/divmod.py      (engineer D; fold_divmod_general last)
+    range_based_mod_div_patterns rules/divmod.py      (fold_divmod_general last)
     dce_dsl_patterns             rules/where.py       (Morok's name: the WHERE branch rules)
     dead_loop_patterns           rules/dce.py
     after_simplification_patterns rules/dce.py
@@ -176,7 +176,7 @@ def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
         else:
             raise RulesetError(f"unknown baseline rule set {n!r}; choose from "
                                f"{', '.join(BASELINE_RULESETS)}")
-    # always composed in the seed's order, whatever order they were named in
+    # always composed in seed 000's order (docs/rules.md), whatever order they were named in
     return tuple(g for g in SYMBOLIC_GROUPS if g in wanted)
 
 
@@ -184,7 +184,7 @@ _MATCHERS: dict[tuple[str, ...], PatternMatcher] = {}
 
 
 def matcher(names: list[str] | tuple[str, ...] | str | None = None) -> PatternMatcher:
-    """The (cached) ordered matcher of the named baseline rule sets, in seed order.
+    """The (cached) ordered matcher of the named baseline rule sets, in group order.
 
     ``None`` is ``symbolic``. The matcher's ``matches`` counts accumulate over
     calls; callers that want per-run counts take the difference.
@@ -201,7 +201,7 @@ def matcher(names: list[str] | tuple[str, ...] | str | None = None) -> PatternMa
 
 
 def symbolic_simple() -> PatternMatcher:
-    """The seed's ``symbolic_simple()``: every group from propagate_invalid to
+    """Seed 000's ``symbolic_simple()`` (docs/rules.md): every group from propagate_invalid to
     pm_move_where_on_load, in order (a fresh matcher)."""
     gs = groups()
     return PatternMatcher([r for g in SIMPLE_GROUPS for r in gs[g]], "symbolic_simple")

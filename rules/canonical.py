@@ -1,4 +1,4 @@
-"""Commutative canonicalization on Index dtype (seed 000 section 18, seed 003 section 6).
+"""Commutative canonicalization on Index dtype (docs/rules.md, seed 000 §18, 003 §6).
 
 ``op(a, b) -> op(b, a)`` when ``b`` sorts before ``a``, for ADD, MUL, MAX, AND,
 OR, XOR of Index dtype and EQ, NE of Index operands. The order is the UOp's

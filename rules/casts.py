@@ -1,4 +1,4 @@
-"""Cast folding and cast pushing into WHERE (seed 000 section 6).
+"""Cast folding and cast pushing into WHERE (docs/rules.md, seed 000 §6).
 
 ``can_safe_cast(src, dst)`` (eqsat.ir.dtype) holds when ``dst`` preserves every
 value of ``src``. ``CAST(CAST(x, a), b)`` folds only through an ``a`` that

@@ -1,6 +1,6 @@
 """Term combining, ALU chain folding, constant hoisting, SUB normalization.
 
-Seed 000 sections 7 and 8. These rules reassociate, so they are limited to
+docs/rules.md, seed 000 §7, §8. These rules reassociate, so they are limited to
 integers and bools: exact for ``index``, exact modulo 2^n for fixed-width
 integers (wrapping addition and multiplication are associative and
 distributive), but not for floats (rounding). ``x + x -> x*2`` is exact for

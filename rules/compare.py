@@ -1,4 +1,4 @@
-"""Comparison folding (seed 000 sections 4 and 10).
+"""Comparison folding (docs/rules.md, seed 000 §4, §10).
 
 Self-comparisons fold only for non-floats (``NaN != NaN``). Comparisons of
 constants and comparisons the operands' bounds decide fold to a bool. The

@@ -1,4 +1,4 @@
-"""Constant folding: scalar and vector constants, dtype-aware (seed 000 section 1).
+"""Constant folding: scalar and vector constants, dtype-aware (docs/rules.md, seed 000 §1).
 
 ``op(CONST a, CONST b) -> CONST(eval(op, a, b))`` in the dtype's arithmetic:
 fixed-width integers wrap, floats round to their precision, ``index`` is
@@ -25,13 +25,13 @@ from rules.native import ERule, Q
 
 __all__ = ["GROUPS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD", "VCONST_BINARY_FOLD"]
 
-# seed 000 section 1: 7 unary (+ NOT, FLOOR, CEIL of this IR), 13 binary (+ MIN), 2 ternary
+# seed 000 §1: 7 unary (+ NOT, FLOOR, CEIL of this IR), 13 binary (+ MIN), 2 ternary
 UNARY_FOLD = (Ops.NEG, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIP, Ops.TRUNC,
               Ops.NOT, Ops.FLOOR, Ops.CEIL)
 BINARY_FOLD = (Ops.ADD, Ops.MUL, Ops.SUB, Ops.MOD, Ops.MAX, Ops.POW, Ops.IDIV, Ops.FDIV,
                Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.MIN)
 TERNARY_FOLD = (Ops.WHERE, Ops.MULACC)
-# vector folding covers the binary ops except POW and FDIV (seed 000: 11 binary, all unary)
+# vector folding covers the binary ops except POW and FDIV (seed 000 §1: 11 binary, all unary)
 VCONST_BINARY_FOLD = tuple(o for o in BINARY_FOLD if o not in (Ops.POW, Ops.FDIV))
 
 _SYM = {Ops.NEG: "-c", Ops.SQRT: "sqrt(c)", Ops.EXP2: "exp2(c)", Ops.LOG2: "log2(c)",

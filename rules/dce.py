@@ -1,4 +1,4 @@
-"""Dead ranges, reductions, END and AFTER (seed 000 section 14).
+"""Dead ranges, reductions, END and AFTER (docs/rules.md, seed 000 §14).
 
 A loop runs its body once per value of its ranges, so:
 
@@ -7,7 +7,7 @@ A loop runs its body once per value of its ranges, so:
 * a RANGE with no iteration (``end <= 0``) makes the END that closes it a
   NOOP and the REDUCE over it its identity element.
 
-Deviation from the seed, on purpose: the seed also folds an empty RANGE to
+Deviation from seed 000, on purpose: seed 000 also folds an empty RANGE to
 ``CONST(0)`` and then filters it out of the END. Under a bottom-up rewriter
 the RANGE is rewritten before its END is seen, and the END would then run its
 body once instead of zero times. Here the empty range stays a RANGE and the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, drop_folded_ranges
 from rules.common import make_const
 from rules.computed import PyRule, bridge
 
@@ -48,11 +48,6 @@ def _folded(rs: tuple[UOp, ...]) -> bool:
     return any(r.op is Ops.CONST for r in rs)
 
 
-def _drop_folded(u: UOp) -> UOp:
-    live = tuple(r for r in u.src[1:] if r.op is not Ops.CONST)
-    return u.src[0] if not live else u.replace(src=(u.src[0],) + live)
-
-
 G_LOOP = "dead_loop_patterns"
 dead_loop_patterns = [
     Rule("range_single_iteration", "RANGE(1) -> 0 (vmin == vmax: one value)",
@@ -63,7 +58,7 @@ dead_loop_patterns = [
          guard=lambda e: any(is_empty_range(r) for r in e.src[1:])),
     Rule("end_drop_folded_ranges", "END(x, r1, 0, r2) -> END(x, r1, r2); END(x) -> x "
          "(a range folded to a constant ran once)",
-         UPat(Ops.END, name="e"), build=lambda e: _drop_folded(e),
+         UPat(Ops.END, name="e"), build=lambda e: drop_folded_ranges(e),
          guard=lambda e: _folded(e.src[1:])),
     Rule("end_of_noop", "END(NOOP, ...) -> NOOP",
          UPat(Ops.END, name="e"), build=lambda e: e.src[0],
@@ -75,7 +70,7 @@ dead_loop_patterns = [
          and reduce_identity(rd) is not None),
     Rule("reduce_drop_folded_ranges", "REDUCE(op, x, r1, 0) -> REDUCE(op, x, r1); "
          "REDUCE(op, x) -> x",
-         UPat(Ops.REDUCE, name="rd"), build=lambda rd: _drop_folded(rd),
+         UPat(Ops.REDUCE, name="rd"), build=lambda rd: drop_folded_ranges(rd),
          guard=lambda rd: _folded(rd.src[1:])),
     Rule("sink_drop_noop", "SINK(a, NOOP, b) -> SINK(a, b)",
          UPat(Ops.SINK, name="s"),

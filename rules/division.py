@@ -1,4 +1,4 @@
-"""Division cancellation: FDIV/IDIV by themselves and out of products (seed 000 section 5).
+"""Division cancellation: FDIV/IDIV by themselves and out of products (docs/rules.md, seed 000 §5).
 
 Floats: only ``0.0/0.0 -> NaN`` and ``(x*0.0)/0.0 -> NaN`` (a zero or NaN over
 a zero is NaN). The seed's (and tinygrad's) ``x/x -> 1.0`` and ``(x*y)/y -> x``

@@ -1,4 +1,4 @@
-"""The div/mod rule family for the ordered baseline (seed 003, seed 000 section 19).
+"""The div/mod rule family for the ordered baseline (docs/rules.md, seed 003, seed 000 §19).
 
 Every rewrite here is a thin twin of a rule of :mod:`rules.divmod_core`: the UOp
 numerator and denominator are read as linear forms (:func:`to_lin`: atoms are
@@ -6,20 +6,20 @@ UOps, bounds are ``vmin``/``vmax``) and the core rule builds the result with UOp
 builders (:data:`UOP_CTX`). Only the recombination patterns #1-#4 of seed 003
 section 1 are plain UPat rules (they also hold for fixed-width integers).
 
-``GROUPS`` holds the three seed groups, each an ordered list of Rules:
+``GROUPS`` holds the three seed 000 groups, each an ordered list of Rules:
 
 - ``advanced_division_dsl_patterns``: nested division, exact division,
   symbolic divisible sums, mod coefficient reduction, ``(a%(k*c))//c``,
   and ``c*(a+b) -> c*a + c*b``;
 - ``div_mod_recombine_dsl_patterns``: #1-#5 and the whole-sum recombination;
 - ``range_based_mod_div_patterns``: the range-based fast paths, then
-  ``fold_divmod_general`` (the 8 rules of tinygrad's, in the seed's priority order,
+  ``fold_divmod_general`` (the 8 rules of tinygrad's, in seed 003's priority order,
   first result winning).
 
 The Lin-based rules only match ``index`` dtype (unbounded integers: the linear
 algebra of the core is exact there, not under fixed-width wrapping).
 
-``EGRAPH`` holds the e-graph twins, by the same seed group names (read by
+``EGRAPH`` holds the e-graph twins, by the same group names (read by
 :func:`eqsat.engines.egraph.rulesets.egraph_groups` and ``rules.list_rulesets()``);
 in each group the native egglog rewrites come first, then the computed ones:
 
@@ -32,7 +32,7 @@ in each group the native egglog rewrites come first, then the computed ones:
   ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
   core's ``nested_idiv_offset``, whose unions are checked against cycles;
 - computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
-  (``DIVMOD_RULES``, in the core's order, joined to the seed group by
+  (``DIVMOD_RULES``, in the core's order, joined to the group by
   :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
   search ``divmod_basis`` and the whole-sum recombinations (``SUM_RULES``).
 """
@@ -276,7 +276,7 @@ advanced_division_dsl_patterns: list[Rule] = [
 
 
 # ---------------------------------------------------------------------------
-# div_mod_recombine_dsl_patterns (seed 003 section 1)
+# div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1)
 G_REC = "div_mod_recombine_dsl_patterns"
 
 
@@ -331,7 +331,7 @@ div_mod_recombine_dsl_patterns: list[Rule] = [
 
 
 # ---------------------------------------------------------------------------
-# range_based_mod_div_patterns (seed 003 section 2) + fold_divmod_general (section 3)
+# range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
 G_RANGE = "range_based_mod_div_patterns"
 range_based_mod_div_patterns: list[Rule] = [
     *(_twin(r, G_RANGE) for r in RANGE_BASED),
@@ -368,10 +368,10 @@ def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
 # read EGRAPH.
 # The natives come first in each group, then the computed twins in the core's order.
 
-#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
-#: computed nested_idiv_offset, whose unions are checked against cycles
+#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 §1 natively; the default is
+#: the computed nested_idiv_offset, whose unions are checked against cycles
 G_REC_NESTED = "div_mod_recombine_nested_native"
-#: the core's group of a DivModRule -> the seed group its e-graph twin joins
+#: the core's group of a DivModRule -> the group its e-graph twin joins
 DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,
                                 "advanced_division": G_ADV, "div_mod_recombine": G_REC}
 
@@ -389,13 +389,13 @@ _eg(R("mod_in_range", "x%n -> x when 0 <= x < n, or -n < x <= 0 (C: the dividend
       "(= true (or (and (bool->= lx 0) (bool-< hx ln)) "
       "(and (bool-<= hx 0) (and (bool-> ln 0) (bool-< (- 0 lx) ln)))))", "(Def n)"))
 
-# ---- div-mod recombination (seed 003 #1-#5) ------------------------------------------------
+# ---- div-mod recombination (docs/rules.md, seed 003 §1, #1-#5) ---------------------------------
 # (#1 and #4 drop n's occurrences but keep x: n must not be Invalid; #2, #3 have constants)
 # Natively for fixed-width integers only (FixDt). An index sum is a canonical flattened sum,
 # and the computed twin ``recombine_divmod`` (below) finds #1-#4 between any two of its
 # terms, whatever their grouping; the binary forms add nothing there and, with their mirror
 # images, their joins over the Add/Mul/Idiv/Mod tables cost about a quarter of the egglog
-# time on the corpus (measured: same outputs without them).
+# time (docs/perf.md).
 _FIX = FIX_DT
 _eg(R("recombine_divmod_1", "x%n + (x//n)*n -> x (fixed-width ints)", G_REC,
       "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", _FIX, "(Def n)"))

@@ -27,7 +27,7 @@ No rule ever fires when the divisor's range contains 0 (division by zero is
 undefined and must never become a value).
 
 ``fold_divmod_general`` tries the eight rules of tinygrad's ``fold_divmod_general``
-in the seed's priority order, first result winning (the baseline's ordered
+in seed 003's priority order, first result winning (the baseline's ordered
 semantics); :func:`all_rewrites` returns the result of every rule (the e-graph's).
 """
 
@@ -201,7 +201,7 @@ def _const_divisor(y: Lin) -> int | None:
 
 
 # ---------------------------------------------------------------------------
-# range-based fast paths (seed 003 section 2, seed 000 section 19)
+# range-based fast paths (docs/rules.md, seed 003 §2, seed 000 §19)
 # ---------------------------------------------------------------------------
 def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x % y -> x when |x| < |y| everywhere (C: the remainder is x itself)."""
@@ -333,7 +333,7 @@ def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
 
 
 # ---------------------------------------------------------------------------
-# fold_divmod_general (seed 003 section 3), in priority order
+# fold_divmod_general (docs/rules.md, seed 003 §3), in priority order
 # ---------------------------------------------------------------------------
 def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // y -> q, x % y -> x - q*y when all four corner quotients are q."""
@@ -525,7 +525,7 @@ def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut |
 
 
 # ---------------------------------------------------------------------------
-# advanced division (seed 003 section 4) and the nested-division recombination (#5)
+# advanced division (docs/rules.md, seed 003 §4) and the nested-division recombination (#5)
 # ---------------------------------------------------------------------------
 def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a // b) // c -> a // (b*c) (exact under C for any non-zero b, c)."""
@@ -613,7 +613,7 @@ def _nested_idiv_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
 
 
 # ---------------------------------------------------------------------------
-# recombination over sums (seed 003 section 1, #1-#4)
+# recombination over sums (docs/rules.md, seed 003 §1, #1-#4)
 # ---------------------------------------------------------------------------
 def _chains(x: Lin, ctx: Ctx, depth: int = 8) -> list[tuple[Lin, int]]:
     """Every ``(base, k)`` with ``x == base // k`` known structurally: ``(x, 1)``, and

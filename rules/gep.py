@@ -1,4 +1,4 @@
-"""GEP pushing (seed 000 section 16): only in ``symbolic()``, not ``symbolic_simple()``.
+"""GEP pushing (docs/rules.md, seed 000 §16): only in ``symbolic()``, not ``symbolic_simple()``.
 
 GEP selects lanes of a vector. These rules push it toward the vector's
 source so scalar rules apply after devectorization. Pushing through ALU ops

@@ -1,6 +1,6 @@
 """Identity and zero elements, self folding, zero folding, power, negation.
 
-Seed 000 sections 2-4 and 15. Guards the seed calls out:
+docs/rules.md, seed 000 §2-§4 and §15. Guards seed 000 calls out:
 
 * ``x*0 -> 0`` never for floats (``NaN*0`` and ``inf*0`` are NaN), and never
   swallows an Invalid index.

@@ -1,4 +1,4 @@
-"""Invalid propagation and dead loads/stores (seed 000 section 13).
+"""Invalid propagation and dead loads/stores (docs/rules.md, seed 000 §13).
 
 ``WHERE(valid, idx, Invalid)`` marks a padded index. These rules run first
 (before ``x*0 -> 0`` and friends) so arithmetic on a padded index keeps its
@@ -6,9 +6,9 @@ validity: ``0 * WHERE(c, x, Inv) -> WHERE(c, 0*x, Inv) -> WHERE(c, 0, Inv)``.
 
 Invalid propagates through every op (eqsat.ir.interp), comparisons included,
 and two expressions are equal only where both are Invalid or both have the
-same value. Two seed rows are therefore changed to keep that equivalence:
+same value. Two rows of seed 000 are therefore changed to keep that equivalence:
 
-* ``cmp(WHERE(c, x, Inv), y)``: the seed drops the Invalid (``-> cmp(x, y)``,
+* ``cmp(WHERE(c, x, Inv), y)``: seed 000 drops the Invalid (``-> cmp(x, y)``,
   "gated downstream"), which is only right when every use is gated by ``c``
   again. Here the comparison moves inside: ``-> WHERE(c, cmp(x, y), Inv)``
   (tinygrad's newer form), and a WHERE whose condition is such a gated bool
@@ -18,7 +18,7 @@ same value. Two seed rows are therefore changed to keep that equivalence:
   nothing) into the valid index ``y``. The ``y = Inv`` case is kept
   (``invalid_where_merge``).
 
-A bare Invalid absorbs an index operation on either side (the seed: left only;
+A bare Invalid absorbs an index operation on either side (seed 000: left only;
 both are exact under the interpreter's semantics). A non-index Invalid is
 written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
 ``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its branches.
@@ -38,7 +38,7 @@ __all__ = ["GROUPS", "INVALID_PUSH_OPS"]
 
 # an Invalid: (invalid), or its cast to a non-index dtype (see rules.common.invalid_like)
 _INV = UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)
-# the 13 binary ops of the seed (all non-comparison binaries of this IR except MULHI)
+# the 13 binary ops of seed 000 §13 (all non-comparison binaries of this IR except MULHI)
 INVALID_PUSH_OPS = tuple(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI})
 
 

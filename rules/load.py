@@ -1,4 +1,4 @@
-"""pm_move_where_on_load: embed a masked load's condition in its index (seed 000 section 17).
+"""pm_move_where_on_load: a masked load's condition into its index (docs/rules.md, seed 000 §17).
 
 ``WHERE(cond, LOAD(INDEX(buf, idx)), 0) -> LOAD(INDEX(buf, WHERE(cond', idx, Invalid)))``:
 a load through an Invalid index reads nothing and yields 0, so the WHERE is

@@ -1,5 +1,5 @@
 """Boolean logic: double negation, self-cancellation, absorbing/identity elements,
-De Morgan (seed 000 section 9).
+De Morgan (docs/rules.md, seed 000 §9).
 
 ``NOT`` on integers is bitwise complement, for which ``~~x = x`` and De Morgan
 hold as well; the tautology/contradiction rules are for bools only. Bool

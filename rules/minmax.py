@@ -1,4 +1,4 @@
-"""MAX/MIN elimination by self folding and by bounds (seed 000 section 11).
+"""MAX/MIN elimination by self folding and by bounds (docs/rules.md, seed 000 §11).
 
 This IR keeps ``MIN`` as an op (Morok lowers it to ``-max(-a, -b)``), so the
 MIN twins of the MAX rules are here too. Float bounds are unbounded unless

@@ -1,7 +1,7 @@
 """Native egglog rewrites: small local rules whose guards read the interval analysis.
 
 Each :class:`ERule` is one named rewrite with a one-line identity, in a group
-named after the seeds' pattern groups (``identity_and_zero_patterns``,
+named after the pattern groups of docs/rules.md (``identity_and_zero_patterns``,
 ``comparison_dsl_patterns``, ...). Rules match the constructors of
 :mod:`eqsat.engines.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
 ``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`) and the dtype relations

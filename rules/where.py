@@ -1,4 +1,4 @@
-"""WHERE simplification (seed 000 section 12).
+"""WHERE simplification (docs/rules.md, seed 000 §12).
 
 ``where_bound_patterns``: what the bounds decide. A condition whose bounds
 decide it selects a branch (this covers ``WHERE(x < c, t, f)`` with
@@ -152,6 +152,27 @@ def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
     return out
 
 
+def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
+    """``{X: narrower leaf}`` for the expressions ``X`` of ``x`` that the clauses of
+    ``valid`` bound more tightly than their own bounds: a constant where they fix ``X``,
+    else (for index ``X``) a fresh variable over the narrowed range. Substituted into
+    ``x``, it gives ``x``'s values and bounds where ``valid`` holds. None when ``valid``
+    never holds."""
+    bounds = parse_valid(valid)
+    if bounds is None:
+        return None
+    topo = set(x.toposort())
+    sub: dict[UOp, UOp] = {}
+    for e, (lo, hi) in bounds.items():
+        if e not in topo or (lo == e.vmin and hi == e.vmax):
+            continue
+        if lo == hi:
+            sub[e] = UOp.const(e.dtype, lo)
+        elif e.dtype.is_index:
+            sub[e] = UOp.var(f"__valid{e.uid}", lo, hi)
+    return sub
+
+
 # x -> weak refs to (valid, result) of the last simplify_given_valid(valid, x), so the guard
 # and the builder share one computation; weak values: a result holding x must not keep x alive
 _GIVEN: weakref.WeakKeyDictionary[UOp, tuple[weakref.ref, Any]] = weakref.WeakKeyDictionary()
@@ -169,17 +190,9 @@ def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
     """
     import rules
 
-    bounds = parse_valid(valid)
-    if bounds is None:
+    sub = narrowing(valid, x)
+    if sub is None:
         return UOp.invalid()
-    topo = set(x.toposort())
-    sub: dict[UOp, UOp] = {}
-    for e, (lo, hi) in bounds.items():
-        if e not in topo or (lo == e.vmin and hi == e.vmax):
-            continue
-        sub[e] = (UOp.const(e.dtype, lo) if lo == hi
-                  else UOp.var(f"__valid{e.uid}", lo, hi) if e.dtype.is_index else None)
-    sub = {k: v for k, v in sub.items() if v is not None}
     if not sub:
         return None
     pm = rules.matcher()

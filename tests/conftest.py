@@ -1,9 +1,9 @@
 """Shared pytest fixtures: the index-expression corpus and hypothesis settings.
 
-The corpus lives outside the repository, in ``<repo>/../shared/corpus/`` (a fresh
-clone with ``shared/`` beside it, as in CI), or wherever ``EQSAT_CORPUS`` points
-(a path to ``index-exprs.jsonl``). Tests that need it skip, saying why, when it
-is absent.
+The corpus is ``data/corpus/index-exprs.jsonl`` in the repository, or the file
+``EQSAT_CORPUS`` names (:func:`benchmarks.corpus.corpus_path`). A missing file is an
+error of the checkout, not a reason to skip: the tests that read it fail, saying where
+they looked.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from benchmarks.corpus import corpus_path
+
 REPO = Path(__file__).resolve().parent.parent
 
 # No per-example deadline: the machine is shared and noisy, and a deadline makes
@@ -27,20 +29,13 @@ settings.register_profile("eqsat-thorough", deadline=None, max_examples=1000,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "eqsat"))
 
 
-def corpus_path() -> Path:
-    """Where the corpus file is expected (``EQSAT_CORPUS`` or ``../shared/corpus``)."""
-    env = os.environ.get("EQSAT_CORPUS")
-    if env:
-        return Path(env)
-    return REPO.parent / "shared" / "corpus" / "index-exprs.jsonl"
-
-
 def load_corpus() -> list[dict[str, Any]]:
-    """Every line of the corpus as a dict; ``pytest.skip`` when the file is absent."""
+    """Every line of the corpus as a dict."""
     path = corpus_path()
     if not path.is_file():
-        pytest.skip(f"index-expression corpus not found at {path} (clone the repo next to "
-                    "shared/, or set EQSAT_CORPUS to the .jsonl file)")
+        raise FileNotFoundError(f"index-expression corpus not found at {path} (the "
+                                "repository ships it in data/corpus/; EQSAT_CORPUS, when "
+                                "set, must name a .jsonl file)")
     rows = []
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):

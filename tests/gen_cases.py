@@ -1,6 +1,6 @@
 """A deterministic generator of *unseen* index-expression cases.
 
-The project is measured on the corpus (``shared/corpus/index-exprs.jsonl``) and on
+The project is measured on the corpus (``data/corpus/index-exprs.jsonl``) and on
 more cases of the same three kinds that are not in it. This module makes such
 cases, generalizing (not copying) the corpus lines of each kind:
 
@@ -9,7 +9,7 @@ cases, generalizing (not copying) the corpus lines of each kind:
   divisions, comparisons of such sums, ``where``/``max`` folds, negative
   variable ranges, symbolic divisors.
 * ``synthetic-view``: a random chain of reshape/permute/pad/shrink/flip/stride/
-  expand/pool movement ops over a contiguous buffer (``lowering.builders.View``,
+  expand/pool movement ops over a contiguous buffer (``workloads.View``,
   which unflattens every reshape with ``//``/``%`` and masks padding with
   ``(where valid idx (invalid))``), addressed by one range per axis, by one flat
   range or by a ``gidx`` variable; sometimes only the validity mask.
@@ -47,7 +47,7 @@ sys.path[:] = [str(REPO)] + [p for p in sys.path
 from eqsat.ir.dtype import dtypes  # noqa: E402
 from eqsat.ir.sexpr import to_sexpr  # noqa: E402
 from eqsat.ir.uop import UOp  # noqa: E402
-from lowering.builders import BuildError, View, unravel  # noqa: E402
+from workloads import BuildError, View, unravel  # noqa: E402
 
 __all__ = ["KINDS", "generate", "gen_case", "tinygrad_unit_like", "synthetic_view", "kernel_case"]
 

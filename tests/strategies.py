@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
+from workloads import BuildError, View, kernel, load
 
 __all__ = [
     "SeededDraw",
@@ -661,7 +662,6 @@ def fuzz_kernel(draw: SeededDraw, max_elems: int = 96) -> UOp:
     over a reduce axis, the body a random float (or i32) expression whose leaves are
     loads through the view and a second, shape-preserving (flipped, shifted and
     padded) view, casts of the output indices, a variable, and constants."""
-    from lowering.builders import BuildError, View, kernel, load  # lowering: above the IR
     from tests.gen_cases import random_movement
 
     rng = draw.rng

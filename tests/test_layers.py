@@ -1,10 +1,10 @@
 """The packages' layers: no module imports from a layer above its own.
 
-From the bottom: the IR (``eqsat.ir``); the rules and the cost models (``rules``,
-``extraction``); the engines (``eqsat.engines``); the public API (``eqsat``,
-``eqsat.api``); the lowering (``lowering``, which optimizes through the API); the
-command line (``eqsat.cli``), which reaches all of them. Imports inside functions
-count too: a late import is still a dependency.
+From the bottom: the IR (``eqsat.ir``); the rules, the cost models and the test
+workloads (``rules``, ``extraction``, ``workloads``); the engines (``eqsat.engines``);
+the public API (``eqsat``, ``eqsat.api``); the lowering (``lowering``, which optimizes
+through the API); the command line (``eqsat.cli``), which reaches all of them.
+Imports inside functions count too: a late import is still a dependency.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("eqsat", "rules", "extraction", "lowering")
+PACKAGES = ("eqsat", "rules", "extraction", "lowering", "workloads")
 
 # module prefix -> layer (the longest matching prefix decides)
 LAYERS = {
     "eqsat.ir": 0,
-    "rules": 1, "extraction": 1,
+    "rules": 1, "extraction": 1, "workloads": 1,
     "eqsat.engines": 2,
     "eqsat": 3, "eqsat.api": 3,
     "lowering": 4,
@@ -64,6 +64,7 @@ def imports(module: str, path: Path) -> set[str]:
 def test_layer_table():
     assert layer("eqsat.ir.uop") == 0 and layer("eqsat.engines.egraph.engine") == 2
     assert layer("eqsat") == 3 and layer("eqsat.cli") == 5 and layer("rules.native") == 1
+    assert layer("workloads.kernels") == 1
 
 
 @pytest.mark.parametrize("module", sorted(modules()))

@@ -10,10 +10,10 @@ full measurement (150 per kind, timings) is ``benchmarks/unseen.py``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from benchmarks.corpus import corpus_path
 from eqsat.api import optimize
 from eqsat.ir.equiv import check_equivalent
 from eqsat.ir.sexpr import parse, to_sexpr
@@ -25,9 +25,9 @@ from tests.gen_cases import KINDS, gen_case, generate, inline_sexpr, kind_of
 N_PER_KIND = 20
 SEED = 0
 CASES = list(generate(N_PER_KIND, SEED))
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "index-exprs.jsonl"
+CORPUS = corpus_path()
 
-# Minimal reproducers of what benchmarks/unseen.py found (see team/requests.md), one line per
+# Minimal reproducers of what benchmarks/unseen.py found, one line per
 # case: (name, expr). Every engine must optimize them without error to an equivalent, no costlier
 # graph, and the e-graph must be no costlier than the baseline.
 FINDINGS = [
@@ -99,10 +99,9 @@ def test_generator_cases_are_not_corpus_copies_and_have_work() -> None:
     with_divmod = sum(1 for r in rows if "idiv" in r["expr"] or "mod" in r["expr"])
     assert with_divmod >= len(rows) // 2
     assert any("(invalid)" in r["expr"] for r in rows if r["source"] == "synthetic-view")
-    if CORPUS.exists():
-        corpus = {json.loads(line)["expr"] for line in CORPUS.open()}
-        copies = [r["id"] for r in rows if r["expr"] in corpus]
-        assert len(copies) <= len(rows) // 20, copies  # a few tiny forms may coincide
+    corpus = {json.loads(line)["expr"] for line in CORPUS.open()}
+    copies = [r["id"] for r in rows if r["expr"] in corpus]
+    assert len(copies) <= len(rows) // 20, copies  # a few tiny forms may coincide
 
 
 def test_generator_rejects_unknown_kind() -> None:

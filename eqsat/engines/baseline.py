@@ -1,6 +1,6 @@
 """The ordered pattern-matcher baseline: ``graph_rewrite(graph, symbolic())``.
 
-This is the tinygrad/Morok way of simplifying: the seed's rule groups in a
+This is the tinygrad/Morok way of simplifying: the rule groups of docs/rules.md in a
 fixed order, first match wins, bottom-up to a fixed point. ``optimize()``
 calls :func:`optimize_baseline` for ``engine="baseline"``.
 """
@@ -22,7 +22,7 @@ def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
 
     ``rulesets`` names baseline rule sets (``rules.BASELINE_RULESETS``:
     ``"symbolic"``, ``"symbolic_simple"`` or group names; composed in the
-    seed's order). Returns ``(graph', stats)``; stats has ``engine``,
+    order of docs/rules.md). Returns ``(graph', stats)``; stats has ``engine``,
     ``iterations`` and ``rewrites`` (rules applied), ``stop_reason``
     (``"fixpoint"``, or ``"rewrite_limit"`` when one node was rewritten more than
     ``limit`` times, a rule cycle: the input is returned, ``error`` names the

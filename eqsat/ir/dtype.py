@@ -199,7 +199,7 @@ class dtypes:  # noqa: N801 - mirrors tinygrad's namespace
     scalars = tuple(v for k, v in _SCALARS.items() if k != "void")
 
 
-# ---- safe casts (seed 000 section 6) -------------------------------------
+# ---- safe casts (docs/rules.md, seed 000 §6) ----------------------------
 # can_safe_cast(src, dst): every value of src is preserved by dst.
 _SAFE: dict[str, tuple[str, ...]] = {
     "f64": ("f32", "f16", "bf16", "i8", "i16", "i32", "u8", "u16", "u32"),
@@ -227,7 +227,7 @@ def can_safe_cast(src: DType, dst: DType) -> bool:
     return src.name in _SAFE.get(dst.name, ())
 
 
-# ---- type promotion (seed 000 section 6, seed 003 section 5) ---------------
+# ---- type promotion (docs/rules.md, seed 000 §6, seed 003 §5) ----------
 _PROMO: dict[str, tuple[str, ...]] = {
     "bool": ("i8", "u8"),
     "i8": ("i16",),

@@ -7,7 +7,7 @@ points (biased to the interesting values of each leaf: its ends, 0, +-1, the
 graphs' integer constants +-1, and the integers where a cast to a float starts
 rounding or overflows).
 
-Rules (corpus/README.md): ``a`` and ``b`` are equal where both are Invalid or
+Rules (``data/corpus/README.md``): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
 a bad shift, a range value not below its end) are skipped, since the input
 promises nothing there; ``b`` undefined where ``a`` is defined is a difference.
@@ -60,7 +60,7 @@ from eqsat.ir.interp import (
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of"]
+__all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of", "same_value"]
 
 _CORNER_CAP = 4096
 _SLOW_EXHAUSTIVE = 8192
@@ -344,14 +344,17 @@ def _value_at(g: UOp, env: dict[str, int], buffers: Sequence[Any] | None) -> Any
 def _differ(va: np.ndarray, vb: np.ndarray) -> np.ndarray:
     """Lanes whose values differ: floats bit for bit but any NaN equals any NaN."""
     if va.dtype == object or vb.dtype == object:
-        return np.array([not _same(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
+        return np.array([not same_value(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
     if va.dtype.kind == "f" and vb.dtype.kind == "f":
         same = (va == vb) & (np.signbit(va) == np.signbit(vb))
         return ~(same | (np.isnan(va) & np.isnan(vb)))
     return va != vb
 
 
-def _same(x: Any, y: Any) -> bool:
+def same_value(x: Any, y: Any) -> bool:
+    """Two values (of the reference interpreter) are the same as the checker compares
+    them: floats bit for bit but any NaN for any NaN, bools only with bools, vectors
+    lane by lane."""
     if isinstance(x, np.generic):
         x = x.item()
     if isinstance(y, np.generic):
@@ -361,7 +364,7 @@ def _same(x: Any, y: Any) -> bool:
             return math.isnan(x) and math.isnan(y)
         return x == y and math.copysign(1, x) == math.copysign(1, y)
     if isinstance(x, tuple) and isinstance(y, tuple):
-        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y, strict=True))
+        return len(x) == len(y) and all(same_value(p, q) for p, q in zip(x, y, strict=True))
     if type(x) is bool or type(y) is bool:
         return type(x) is type(y) and x == y
     return x == y
@@ -413,7 +416,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     env = {k: int(c[i]) for k, c in cols.items()}
     bufs = memory.arrays(i) if memory else None
     x, y = _value_at(a, env, bufs), _value_at(b, env, bufs)
-    if isinstance(x, Undefined) or _same(x, y):
+    if isinstance(x, Undefined) or same_value(x, y):
         raise RuntimeError(f"evaluate_many and evaluate disagree at {env}: a={x!r}, b={y!r} "
                            f"(vectorized a={va[i]!r} invalid={ia[i]} undefined={ua[i]}, "
                            f"b={vb[i]!r} invalid={ib[i]} undefined={ub[i]})")

@@ -1,8 +1,8 @@
 """The reference interpreter: the plainly-right meaning of a UOp graph.
 
 ``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
-buffers)`` executes a whole kernel on numpy buffers (spec/uop-sexpr.md,
-"Semantics of kernels"). Both are slow and simple on purpose: they are the
+buffers)`` executes a whole kernel on numpy buffers (docs/format.md,
+"Meaning"). Both are slow and simple on purpose: they are the
 oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
 numpy evaluator the equivalence checker uses over many assignments at once.
 
@@ -51,6 +51,7 @@ from eqsat.ir.uop import UOp, const_value
 
 __all__ = [
     "evaluate",
+    "node_values",
     "run_kernel",
     "evaluate_many",
     "EvalError",
@@ -760,6 +761,21 @@ def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None, *,
     if bad is not None:
         raise EvalError(f"undefined: {bad.reason}")
     return v
+
+
+def node_values(uop: UOp, env: Mapping[Any, Any] | None = None) -> dict[UOp, Value]:
+    """The value of every node of the expression ``uop`` under ``env``, in one pass.
+
+    Unlike :func:`evaluate` it does not raise where a value is undefined: such a node
+    gets an ``Undefined`` (a vector, ``Undefined`` lanes), and so do the nodes that
+    read it; ``INVALID`` where a value is invalid. Raises ``EvalError`` as
+    :func:`evaluate` does for a missing or out-of-bounds leaf or a graph that needs
+    memory."""
+    m = _Machine(env)
+    vals: dict[UOp, Value] = {}
+    for u in uop.toposort():
+        vals[u] = m.compute(u, [vals[s] for s in u.src], {})
+    return vals
 
 
 def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],

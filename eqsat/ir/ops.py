@@ -8,7 +8,7 @@ __all__ = ["Ops", "GroupOp"]
 
 
 class Ops(Enum):
-    """Every op of the text format (spec/uop-sexpr.md) and of the seeds."""
+    """Every op of the text format (docs/format.md) and of the rules (docs/rules.md)."""
 
     # leaves
     CONST = auto()

@@ -1,6 +1,6 @@
 """The ``.uop`` text format: :func:`parse` text into a UOp, :func:`to_sexpr` back.
 
-The grammar is ``/work/shared/spec/uop-sexpr.md``; this module implements all of
+The format is described in ``docs/format.md``; this module implements all of
 it. A file is zero or more bindings ``%NAME = EXPR`` followed by exactly one root
 expression; ``;`` starts a comment that runs to the end of the line::
 
@@ -87,7 +87,7 @@ from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["parse", "to_sexpr", "ParseError"]
+__all__ = ["parse", "to_sexpr", "ParseError", "node_label"]
 
 
 class ParseError(ValueError):
@@ -714,56 +714,73 @@ def _fmt_value(dt: DType, v: Any) -> str:
     return str(int(v))
 
 
-def _fmt_const(u: UOp) -> str:
-    dt = u.dtype
+def _fmt_const(dt: DType, v: Any) -> str:
     if dt.ptr or dt.is_void:
         raise ValueError(f"to_sexpr: cannot write a constant of dtype {dt}")
     if dt.count == 1 and (dt.is_index or dt.is_bool or dt is dtypes.f32):
-        return _fmt_value(dt, u.arg)
-    return f"(const {dt} {_fmt_value(dt, u.arg)})"
+        return _fmt_value(dt, v)
+    return f"(const {dt} {_fmt_value(dt, v)})"
 
 
-def _check_name(u: UOp, name: Any) -> str:
+def _check_name(op: Ops, name: Any) -> str:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise ValueError(f"to_sexpr: {u.op.name} name {name!r} cannot be written in the text "
+        raise ValueError(f"to_sexpr: {op.name} name {name!r} cannot be written in the text "
                          "format (a letter or '_', then letters, digits, '_' or '.')")
     return name
 
 
-def _parts(u: UOp) -> tuple[str, tuple[UOp, ...], str]:
-    """(head, expression children, tail) of one node: ``head child child tail``."""
-    op = u.op
+def _head_tail(op: Ops, dt: DType, arg: Any) -> tuple[str, str]:
+    """(head, tail) of one node of op ``op``, dtype ``dt`` and arg ``arg``: the text
+    is ``head child child tail`` (a leaf's tail is empty and it has no children)."""
     if op is Ops.CONST:
-        return _fmt_const(u), (), ""
+        return _fmt_const(dt, arg), ""
     if op is Ops.VCONST:
-        vals = " ".join(_fmt_value(u.dtype, v) for v in u.arg)
-        return f"(vconst {u.dtype.scalar()} {vals})", (), ""
+        vals = " ".join(_fmt_value(dt, v) for v in arg)
+        return f"(vconst {dt.scalar()} {vals})", ""
     if op is Ops.DEFINE_VAR:
-        name, lo, hi = u.arg
-        return f"(var {_check_name(u, name)} {int(lo)} {int(hi)})", (), ""
+        name, lo, hi = arg
+        return f"(var {_check_name(op, name)} {int(lo)} {int(hi)})", ""
     if op is Ops.DEFINE_GLOBAL:
-        slot, size = u.arg
-        return f"(buffer {int(slot)} {u.dtype.base()} {int(size)})", (), ""
+        slot, size = arg
+        return f"(buffer {int(slot)} {dt.base()} {int(size)})", ""
     if op is Ops.INVALID:
-        if u.dtype is not dtypes.index:
-            raise ValueError(f"to_sexpr: (invalid) is an index, got INVALID of dtype {u.dtype}")
-        return "(invalid)", (), ""
+        if dt is not dtypes.index:
+            raise ValueError(f"to_sexpr: (invalid) is an index, got INVALID of dtype {dt}")
+        return "(invalid)", ""
     if op is Ops.RANGE:
-        return f"(range {int(u.arg)}", u.src, ")"
+        return f"(range {int(arg)}", ")"
     if op is Ops.SPECIAL:
-        return f"(special {_check_name(u, u.arg)}", u.src, ")"
+        return f"(special {_check_name(op, arg)}", ")"
     if op in (Ops.CAST, Ops.BITCAST):
-        return f"({_OP_NAME[op]} {u.dtype}", u.src, ")"
+        return f"({_OP_NAME[op]} {dt}", ")"
     if op is Ops.GEP:
-        return "(gep", u.src, "".join(f" {int(i)}" for i in u.arg) + ")"
+        return "(gep", "".join(f" {int(i)}" for i in arg) + ")"
     if op is Ops.REDUCE:
-        if u.arg not in _REDUCE_NAME:
-            raise ValueError(f"to_sexpr: REDUCE with op {u.arg!r} has no text form")
-        return f"(reduce {_REDUCE_NAME[u.arg]}", u.src, ")"
+        if arg not in _REDUCE_NAME:
+            raise ValueError(f"to_sexpr: REDUCE with op {arg!r} has no text form")
+        return f"(reduce {_REDUCE_NAME[arg]}", ")"
     name = _OP_NAME.get(op)
     if name is None:
         raise ValueError(f"to_sexpr: op {op.name} has no text form in the .uop format")
-    return f"({name}", u.src, ")"
+    return f"({name}", ")"
+
+
+def _parts(u: UOp) -> tuple[str, tuple[UOp, ...], str]:
+    """(head, expression children, tail) of one node: ``head child child tail``."""
+    head, tail = _head_tail(u.op, u.dtype, u.arg)
+    return head, (u.src if tail else ()), tail
+
+
+def node_label(op: Ops, dtype: DType, arg: Any) -> str:
+    """One node's own part of its text, without its children: ``add``, ``range 3``,
+    ``var x 0 9``, ``8``, ``cast i32``, ``gep 0 1`` (pictures label nodes with it).
+    An op without a text form gets its IR name (``mulhi``)."""
+    try:
+        head, tail = _head_tail(op, dtype, arg)
+    except (ValueError, TypeError):
+        return op.name.lower() if arg is None else f"{op.name.lower()} {arg}"
+    text = head + tail
+    return text[1:-1] if text.startswith("(") else text
 
 
 def to_sexpr(uop: UOp, compact: bool = False) -> str:

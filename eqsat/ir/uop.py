@@ -25,7 +25,7 @@ from eqsat.ir.bounds import compute_bounds
 from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["UOp", "const_value", "IRError"]
+__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
 
 
 class IRError(ValueError):
@@ -139,6 +139,22 @@ class UOp:
             return f"eqsat.parse({to_sexpr(self, compact=True)!r})"
         except Exception:  # a node the text format cannot hold (lowering ops)
             return f"UOp({self.op!r}, {self.dtype!r}, <{len(self.src)} src>, {self.arg!r})"
+
+    def to_dot(self, name: str = "uop") -> Any:
+        """This graph as Graphviz DOT text (:func:`eqsat.ir.viz.uop_dot`): a ``str``
+        that a notebook shows as a picture."""
+        from eqsat.ir.viz import uop_dot
+
+        return uop_dot(self, name)
+
+    def _repr_svg_(self) -> str | None:
+        """A notebook's picture of the graph (None, so the notebook shows the text,
+        when graphviz cannot draw it here or the graph is too big to read)."""
+        from eqsat.ir.viz import MAX_PICTURE_NODES, uop_dot
+
+        if len(self.toposort()) > MAX_PICTURE_NODES:
+            return None
+        return uop_dot(self)._repr_svg_()
 
     # ---- constructors ---------------------------------------------------
     @staticmethod
@@ -343,6 +359,18 @@ class UOp:
     def ranges(self) -> tuple[UOp, ...]:
         """The RANGE nodes this node depends on (for run counts), in toposort order."""
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
+
+
+def drop_folded_ranges(u: UOp) -> UOp:
+    """An END or REDUCE without the ranges that were folded to constants, or its first
+    operand when none is left (``END(x, r1, 0) -> END(x, r1)``, ``END(x) -> x``).
+
+    A range becomes a constant only when it runs once (its index is 0 wherever it is
+    used): that loop is gone, and END and REDUCE take loops only."""
+    live = tuple(r for r in u.src[1:] if r.op is not Ops.CONST)
+    if len(live) == len(u.src) - 1:
+        return u
+    return u.replace(src=(u.src[0], *live)) if live else u.src[0]
 
 
 def _check_dtype(dt: DType) -> DType:

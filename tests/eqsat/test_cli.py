@@ -287,7 +287,7 @@ def crash_chunk_on_boom(chunk):
 def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t", "u")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli._batch_results(cases, 2, 3, crash_chunk_on_boom))
+    rows = list(cli.batch_results(cases, 2, 3, crash_chunk_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t", "u"]
     assert "died" in rows[2]["error"] and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
@@ -296,7 +296,7 @@ def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
 def test_batch_survives_a_dying_worker():
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli._run_parallel(cases, 2, crash_on_boom))
+    rows = list(cli.run_parallel(cases, 2, crash_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t"]
     assert "died" in rows[2]["error"] and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
@@ -336,6 +336,7 @@ def test_subprocess_entry_point(tmp_path):
     assert p.stderr == "eqsat: error: <stdin>:2:3: unknown op 'ad'\n"
 
 
+@pytest.mark.timing
 def test_cli_budget_is_the_optimizers(tmp_path):
     """The CLI builds the e-graph session at start-up: a fresh process's first (and only)
     run gets its whole time budget (it used to spend it on the build and return the input)."""

@@ -25,6 +25,7 @@ from extraction import (
     extract_tree,
     extract_tree_each,
     tree_cost,
+    uop_builder,
 )
 from extraction.synth import random_view
 
@@ -404,3 +405,20 @@ def test_unhashable_model_is_not_cached():
 
     v = sharing_view()
     assert extract_tree(v, model=Unhashable()).cost == extract_tree(v, model=Unhashable()).cost
+
+
+@pytest.mark.parametrize("kids,expected", [
+    (("body", "r0", "zero"), "(end (store (index (buffer 0 f32 4) 0) 1.0) (range 0 4))"),
+    (("body", "zero"), "(store (index (buffer 0 f32 4) 0) 1.0)"),
+    (("body", "r0"), "(end (store (index (buffer 0 f32 4) 0) 1.0) (range 0 4))"),
+])
+def test_end_leaves_out_ranges_extracted_as_constants(kids, expected):
+    """A range class whose best term is its constant (it runs once) is no loop for an
+    END to close: the built END leaves it out, and an END with none left is its body
+    (an END over a constant has no text form)."""
+    from eqsat import parse
+
+    store = parse("(store (index (buffer 0 f32 4) 0) 1.0)")
+    built = {"body": store, "r0": UOp.range(4, 0), "zero": UOp.const(dtypes.index, 0)}
+    node = ENode("e", "E", Ops.END, dtypes.void, None, kids)
+    assert uop_builder(node, tuple(built[k] for k in kids)) is parse(expected)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from eqsat import Ops, dtypes
-from eqsat.engines.egraph.extracting import _usable
+from eqsat.engines.egraph.extracting import usable_keys
 from extraction import (
     CpuCost,
     EGraphView,
@@ -22,7 +22,7 @@ from extraction import (
     extract_tree_each,
     uop_builder,
 )
-from extraction.extract import _closure, _rechoose, _region, _tree_choice
+from extraction.extract import closure, reachable_region, rechoose, tree_choice
 from extraction.synth import random_view
 
 I = dtypes.index  # noqa: E741
@@ -114,7 +114,7 @@ def test_cached_tree_choice_is_the_plain_one(seed, n, per, cyc, loc, nroots):
         sub = v.subview([r])
         comp = sub.compiled()
         (key, cached), = comp.tree_cache.items()
-        assert cached == _tree_choice(comp, sub.node_costs(model), [True] * len(comp.cids))
+        assert cached == tree_choice(comp, sub.node_costs(model), [True] * len(comp.cids))
 
 
 def test_subview_of_an_unknown_root_and_of_all_roots():
@@ -190,7 +190,7 @@ def test_usable_matches_the_round_by_round_fixpoint(seed):
             decoded[i] = (Ops.ADD, I, None, kids)
             enodes.append(ENode(i, c, Ops.ADD, I, None, kids))
     snap = SimpleNamespace(nodes=nodes)
-    assert _usable(snap, enodes) == old_usable(nodes, decoded)
+    assert usable_keys(snap, enodes) == old_usable(nodes, decoded)
 
 
 def test_gc_paused_restores_the_collector():
@@ -217,8 +217,8 @@ def test_of_classes_equals_the_checked_constructor(seed, n, per, cyc, loc, nroot
     """The trusted constructor (canonical input, no checks) gives the plain view."""
     v = int_keyed(random_view(seed, n_classes=n, max_nodes_per_class=per, cycle_prob=cyc,
                               locality=loc, n_roots=nroots), seed)
-    fast = EGraphView._of_classes({c: list(ns) for c, ns in v.classes.items()},
-                                  class_min=v.class_min)
+    fast = EGraphView.of_classes({c: list(ns) for c, ns in v.classes.items()},
+                                 class_min=v.class_min)
     assert arrays(fast) == arrays(v) and fast._all_nodes == v._all_nodes
     assert fast._class_const == v._class_const and fast.class_min == v.class_min
     assert fast._empty == v._empty and len(fast) == len(v)
@@ -255,7 +255,7 @@ def test_tree_choice_reads_what_extract_tree_gives(seed, n, per, cyc, loc, nroot
 
 @pytest.mark.parametrize("seed", range(12))
 def test_region_is_the_plain_reachability(seed):
-    """_region: classes reachable from the starts without entering free or banned."""
+    """reachable_region: classes reachable from the starts without entering free or banned."""
     v = random_view(seed, n_classes=30, cycle_prob=0.3, n_roots=3)
     comp = v.compiled()
     rng = random.Random(seed)
@@ -270,7 +270,7 @@ def test_region_is_the_plain_reachability(seed):
                 if k not in out and k not in free and k != banned:
                     out.add(k)
                     stack.append(k)
-        assert _region(comp, starts, free, banned) == sorted(out)
+        assert reachable_region(comp, starts, free, banned) == sorted(out)
 
 
 def test_enode_is_a_record():
@@ -279,14 +279,14 @@ def test_enode_is_a_record():
     import copy
     import pickle
 
-    from extraction.egraph_view import _new_enode
+    from extraction.egraph_view import new_enode
 
     a = ENode(1, 10, Ops.ADD, I, None, (2, 3), raw="x")
     b = ENode(1, 10, Ops.ADD, I, None, (2, 3), 0.0, "y")
     assert a == b and hash(a) == hash(b) and not (a != b)
     assert a != ENode(1, 10, Ops.ADD, I, None, (2, 3), cost=1.0)
     assert a != tuple(a) and tuple(a) != a and a != 5
-    assert _new_enode((1, 10, Ops.ADD, I, None, (2, 3), 0.0, None)) == a
+    assert new_enode((1, 10, Ops.ADD, I, None, (2, 3), 0.0, None)) == a
     assert repr(a) == ("ENode(key=1, eclass=10, op=Ops.ADD, dtype=" + repr(I)
                        + ", arg=None, children=(2, 3), cost=0.0)")
     with pytest.raises(AttributeError):
@@ -339,7 +339,7 @@ def plain_knuth(comp, cost, sel, free, region, banned=-1, until=()):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_rechoose_and_tree_pass_match_the_plain_knuth(seed):
-    """_rechoose and _tree_choice (pending counts copied from the view's list) choose
+    """rechoose and tree_choice (pending counts copied from the view's list) choose
     what the plain dict-based pass chooses, free/banned/until included."""
     v = random_view(seed, n_classes=rng_n(seed), max_nodes_per_class=4, cycle_prob=0.3,
                     n_roots=3)
@@ -348,7 +348,7 @@ def test_rechoose_and_tree_pass_match_the_plain_knuth(seed):
     n = len(comp.cids)
     for model in MODELS:
         cost = v.node_costs(model)
-        choice, _ = _tree_choice(comp, cost, [True] * n)
+        choice, _ = tree_choice(comp, cost, [True] * n)
         assert choice == plain_knuth(comp, cost, [-1] * n, set(), list(range(n)))
         part = [rng.random() < 0.6 for _ in range(n)]
         for c in range(n):  # close the part under children
@@ -365,19 +365,19 @@ def test_rechoose_and_tree_pass_match_the_plain_knuth(seed):
                     closed[k] = True
                     stack.append(k)
         region = [c for c in range(n) if closed[c]]
-        sub, _ = _tree_choice(comp, cost, closed)
+        sub, _ = tree_choice(comp, cost, closed)
         assert sub == plain_knuth(comp, cost, [-1] * n, set(), region)
         for _ in range(8):
             sel = list(choice)
             tops = [c for c in range(n) if sel[c] >= 0]
-            free = _closure(comp, sel, rng.sample(tops, min(len(tops), rng.randint(0, 3))))
+            free = closure(comp, sel, rng.sample(tops, min(len(tops), rng.randint(0, 3))))
             banned = rng.choice([-1] + [c for c in range(n) if c not in free])
             starts = {c for c in tops if c not in free and c != banned}
             if not starts:
                 continue
-            reg = _region(comp, starts, free, banned)
+            reg = reachable_region(comp, starts, free, banned)
             until = rng.sample(sorted(starts), min(len(starts), rng.randint(0, 2)))
-            assert (_rechoose(comp, cost, sel, free, reg, banned, until)
+            assert (rechoose(comp, cost, sel, free, reg, banned, until)
                     == plain_knuth(comp, cost, sel, free, reg, banned, until))
 
 

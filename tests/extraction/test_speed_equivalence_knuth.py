@@ -1,6 +1,6 @@
 """The extractors' Knuth pass against the plain version it replaces.
 
-:func:`extraction.extract._knuth` inlines the two-children sum and leaves a child
+:func:`extraction.extract.knuth` inlines the two-children sum and leaves a child
 count that reached its last child unwritten; its choices and best costs (ties, order,
 early stop at ``wanted``) must be what the plain pass gives, and so must everything
 built on it (tree choice, re-choice, the DAG extractor's result).
@@ -55,10 +55,10 @@ def test_tree_choice_as_the_plain_pass(seed: int, n: int, cyc: float, model) -> 
     comp = view.compiled()
     cost = view.node_costs(model)
     rel = [True] * len(comp.cids)
-    got = ex._tree_choice(comp, cost, rel)
+    got = ex.tree_choice(comp, cost, rel)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ex, "_knuth", _plain_knuth)
-        want = ex._tree_choice(comp, cost, rel)
+        mp.setattr(ex, "knuth", _plain_knuth)
+        want = ex.tree_choice(comp, cost, rel)
     assert got[0] == want[0]
     assert [repr(b) for b in got[1]] == [repr(b) for b in want[1]]
 
@@ -66,14 +66,14 @@ def test_tree_choice_as_the_plain_pass(seed: int, n: int, cyc: float, model) -> 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), n=st.integers(6, 25), cyc=st.sampled_from([0.0, 0.3]))
 def test_dag_extraction_as_with_the_plain_pass(seed: int, n: int, cyc: float) -> None:
-    # extract_dag re-chooses (with free, banned and wanted classes) through _knuth
+    # extract_dag re-chooses (with free, banned and wanted classes) through knuth
     view = random_view(seed, n_classes=n, cycle_prob=cyc, n_roots=2)
     model = ReferenceCost()
     got = extract_dag(view, list(view.roots), model)
     got_tree = extract_tree(view, list(view.roots), model)
     view2 = random_view(seed, n_classes=n, cycle_prob=cyc, n_roots=2)  # no shared caches
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ex, "_knuth", _plain_knuth)
+        mp.setattr(ex, "knuth", _plain_knuth)
         want = extract_dag(view2, list(view2.roots), model)
         want_tree = extract_tree(view2, list(view2.roots), model)
     assert {c: e.key for c, e in got.selection.items()} == \

@@ -1,7 +1,7 @@
 """The computed pass's pricing fast paths.
 
 :meth:`Weights._reprice` must price exactly as pricing every e-node afresh does, and
-re-key only the e-nodes whose children's facts changed. (``_best_nodes``' bucketed
+re-key only the e-nodes whose children's facts changed. (``best_nodes_and_parents``' bucketed
 queue is tested against the plain tuple-heap Dijkstra in
 ``tests/eqsat/engines/test_egraph_computed_incremental.py``.)
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from eqsat.engines.egraph.computed.pricing import Weights, _nones
+from eqsat.engines.egraph.computed.pricing import Weights, none_indices
 
 
 def test_nones() -> None:
-    assert _nones([None, 1, None, None, 0.0]) == [0, 2, 3]
-    assert _nones([]) == []
-    assert _nones([1, 2]) == []
+    assert none_indices([None, 1, None, None, 0.0]) == [0, 2, 3]
+    assert none_indices([]) == []
+    assert none_indices([1, 2]) == []
 
 
 class _Model:

@@ -411,3 +411,27 @@ def test_i64_intermediates_in_c(cache) -> None:
     assert e.signature.returns is dtypes.i64
     for x in (-(1 << 40), -12345678901, -1, 0, 999, 1 << 39, 1 << 40):
         assert e(x=x) == int(np.fmod(x * 7, 1000003))
+
+
+# ---- bound calls --------------------------------------------------------------------------------
+def test_bound_call_runs_like_a_call(cache) -> None:
+    """``Kernel.bound`` checks the arguments once; each call of the result runs the kernel
+    in place like ``kernel(...)``, and an expression kernel returns its value (None where
+    it is Invalid)."""
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=cache)
+    out, inp = np.zeros(60, np.float32), np.arange(60, dtype=np.float32)
+    run = k.bound(out, inp)
+    assert run() is None
+    want = np.zeros(60, np.float32)
+    k(want, inp)
+    np.testing.assert_array_equal(out, want)
+    out[:] = 0
+    run()
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(TypeError, match="takes 2 arrays"):
+        k.bound(out)
+    e = compile_kernel(parse("(where (lt (var x -5 5) 0) (var x -5 5) (invalid))"),
+                       optimize=False, cache_dir=cache)
+    assert e.bound(x=-3)() == -3 and e.bound(x=2)() is None
+    with pytest.raises(ValueError, match="outside its declared range"):
+        e.bound(x=9)

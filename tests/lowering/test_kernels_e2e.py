@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from eqsat import dtypes, run_kernel
 from eqsat.ir.ops import Ops
 from lowering import Target, compile_kernel
-from lowering.builders import BUILDERS, BuiltKernel, View, make
 from tests.budgets import QUALITY
+from workloads import BUILDERS, BuiltKernel, View, make
 
 CASES = [(name, i) for name, spec in BUILDERS.items() for i in range(len(spec.cases))]
 CASE_IDS = [f"{n}-{i}" for n, i in CASES]
@@ -45,9 +45,9 @@ INHERENT = {
 }
 
 
-# Optimizer misses known at the time of writing (reported in /work/team/requests.md): the
-# kernel must still be correct, but its remaining division is an expected failure, checked
-# only while it remains (a fix makes the case pass; any other miss fails).
+# Known optimizer misses: the kernel must still be correct, but its remaining division is
+# an expected failure, checked only while it remains (a fix makes the case pass; any other
+# miss fails).
 KNOWN_MISSES = {
     ("baseline", "copy-3"): "baseline: flip's -1 coefficient breaks ((x//3)%7)*3 + x%3 -> x",
     ("baseline", "hard0"): "baseline: flip's -1 coefficient breaks ((x//3)%7)*3 + x%3 -> x",
@@ -184,7 +184,7 @@ def test_copies_are_division_free(name: str, i: int, optimize) -> None:
 
 
 # views found by random movement chains that have a division-free form one optimizer or
-# the other missed (see /work/team/requests.md); each must come out division-free
+# the other missed; each must come out division-free
 HARD_VIEWS = [
     ((7, 3), [("reshape", (21,)), ("shrink", ((2, 20),)), ("reshape", (3, 6)), ("flip", (1,))]),
     ((5, 4, 1), [("expand", (5, 4, 3)), ("stride", (-1, 1, 2)), ("flip", (0, 2)),

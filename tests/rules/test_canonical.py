@@ -1,4 +1,4 @@
-"""Commutative canonicalization on Index dtype (seed 000 section 18, seed 003 section 6).
+"""Commutative canonicalization on Index dtype (docs/rules.md, seed 000 §18, 003 §6).
 
 Operands sort by creation id (uid), constants last; Index only: other dtypes keep
 their operand order.
@@ -63,7 +63,7 @@ def test_other_dtypes_keep_their_order(dt) -> None:
 
 
 def test_mirror_sums_hash_cons_to_one_node() -> None:
-    """R1*8000 + R2*16 and R2*16 + R1*8000 become the same node (seed 003 section 6)."""
+    """R1*8000 + R2*16 and R2*16 + R1*8000 become the same node (docs/rules.md, seed 003 §6)."""
     p = parse("(add (mul (range 1 4) 8000) (mul (range 2 8) 16))")
     q = parse("(add (mul (range 2 8) 16) (mul (range 1 4) 8000))")
     assert p is not q

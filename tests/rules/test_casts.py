@@ -1,4 +1,4 @@
-"""Cast folding and cast pushing into WHERE (seed 000 section 6).
+"""Cast folding and cast pushing into WHERE (docs/rules.md, seed 000 §6).
 
 One line per case; guarded rows have a blocked case (rule, input, what remains).
 """

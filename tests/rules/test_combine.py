@@ -1,5 +1,5 @@
 """Term combining, ALU chain folding, constant hoisting, SUB normalization
-(seed 000 sections 7-8). One line per case; guarded rows have a blocked case.
+(docs/rules.md, seed 000 §7-§8). One line per case; guarded rows have a blocked case.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_alu_group_alone(rule: str, text: str, want: str) -> None:
 
 
 def test_seed_cascade_becomes_x_plus_7() -> None:
-    """Seed 000's example: ADD(MUL(ADD(x, 0), 1), ADD(3, 4)) -> ADD(x, 7)."""
+    """Seed 000's cascade (docs/rules.md): ADD(MUL(ADD(x, 0), 1), ADD(3, 4)) -> ADD(x, 7)."""
     g, out, matches = simp("(add (mul (add (var x 0 10) 0) 1) (add 3 4))")
     assert out is parse("(add (var x 0 10) 7)")
     assert matches == {"add_zero": 1, "mul_one": 1, "const_fold_add": 1}

@@ -1,4 +1,4 @@
-"""Comparison folding (seed 000 sections 4, 10): self, constants, range-proven,
+"""Comparison folding (docs/rules.md, seed 000 §4, §10): self, constants, range-proven,
 offset elimination, negation flip, division lifting (c > 0 and c <= 0), and the
 normalization toward LT. One line per case; guarded rows have a blocked case.
 """

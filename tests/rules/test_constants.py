@@ -1,4 +1,4 @@
-"""Constant folding (seed 000 section 1): scalar, vector, dtype-aware, undefined kept.
+"""Constant folding (docs/rules.md, seed 000 §1): scalar, vector, dtype-aware, undefined kept.
 
 One line per case: (rule, input, expected) for rewrites, (rule, input) for
 blocked ones. Every rewrite is also checked equivalent to its input.

@@ -1,8 +1,8 @@
-"""Dead ranges, reductions, END and AFTER (seed 000 section 14). One line per case.
+"""Dead ranges, reductions, END and AFTER (docs/rules.md, seed 000 §14). One line per case.
 
 An END runs its body once per value of its ranges: a single-iteration range
 folds to 0 and leaves the END; a range with no iteration makes the END a NOOP
-(the seed's RANGE(empty) -> CONST(0) is deliberately not done, see rules/dce.py).
+(seed 000's RANGE(empty) -> CONST(0) is deliberately not done, see rules/dce.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FDIV/IDIV cancellation (seed 000 section 5).
+"""FDIV/IDIV cancellation (docs/rules.md, seed 000 §5).
 
 One line per case: (rule, input, expected); guarded rows have a blocked case
 (rule, input, what remains). Float ``x/x`` and ``(x*y)/y`` are not cancelled.

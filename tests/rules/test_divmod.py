@@ -2,7 +2,7 @@
 
 One line per case: every Rule of the three groups with a case it rewrites
 (checked equal to its input on every assignment) and a case its guard blocks;
-the seed's worked examples through the full ``symbolic()`` matcher; random
+seed 003's worked examples through the full ``symbolic()`` matcher; random
 index expressions rewritten by the div/mod rules alone stay equal to their input
 (C semantics); and the corpus measurement the family is held to.
 """
@@ -19,6 +19,7 @@ from eqsat.ir.interp import EvalError, evaluate
 from eqsat.ir.linear import Lin
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, graph_rewrite
+from rules import symbolic
 from rules.divmod import GROUPS, UOP_CTX, recombine_prepass, to_lin
 from tests.strategies import assignments, int_exprs
 
@@ -40,7 +41,7 @@ CASES = [
      '0'),
     ("exact_division", "(idiv (add (mul (var m -4 4) 4) 2) 4)",
      None),
-    ("exact_division", "(idiv (sub (mul (var a 0 7) 4) (mul (var b 0 5) 8)) 4)",   # seed: a-b
+    ("exact_division", "(idiv (sub (mul (var a 0 7) 4) (mul (var b 0 5) 8)) 4)",  # seed 003 §4: a-b
      '(sub (var a 0 7) (mul (var b 0 5) 2))'),
     ("exact_division", f"(mod (where (lt {XV} 5) (where (lt {XV} 0) {XV} (invalid)) 3) 1)",
      None),                                                     # may be Invalid: kept
@@ -189,18 +190,10 @@ def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
 
 
 # ---------------------------------------------------------------------------
-# worked examples of seed 003, through the whole symbolic() matcher
-def _symbolic():
-    rules = pytest.importorskip("rules")
-    try:
-        return rules.symbolic()
-    except Exception as e:  # pragma: no cover - the composite is another engineer's
-        pytest.skip(f"rules.symbolic() unavailable: {e}")
-
-
+# worked examples of seed 003 (docs/rules.md), through the whole symbolic() matcher
 def test_flat_index_recombines():
     r0 = UOp.range(32, 0)
-    out = graph_rewrite((r0 // 8) * 8 + r0 % 8, _symbolic())
+    out = graph_rewrite((r0 // 8) * 8 + r0 % 8, symbolic())
     assert out is r0
 
 
@@ -211,7 +204,7 @@ def test_tiled_store_index_becomes_affine():
     val = UOp.const(dtypes.f32, 1.0)
     store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, buf.dtype, (buf, (i // 8) * 8 + i % 8)),
                                          val))
-    out = graph_rewrite(store, _symbolic())
+    out = graph_rewrite(store, symbolic())
     idx = out.src[0].src[1]
     assert not any(u.op in (Ops.IDIV, Ops.MOD) for u in idx.toposort())
     assert to_lin(idx) == Lin.of([(8, r3), (4, r4), (1, r2)])
@@ -265,7 +258,5 @@ def test_output_does_not_depend_on_other_live_graphs():
     on its input alone: test order or a user's other graphs cannot change it)."""
     src, want = CASES[44][1], CASES[44][2]
     other = parse("(add (range 1 2) (range 0 4))")  # the same linear form, other order
-    from rules.divmod import to_lin
-
     assert to_lin(other) == to_lin(parse(want))
     assert to_sexpr(RULES["fold_divmod_general"].apply(parse(src)), compact=True) == want

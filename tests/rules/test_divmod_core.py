@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -265,7 +266,7 @@ def test_rule_registry():
 
 
 # ---------------------------------------------------------------------------
-# worked examples of seed 003
+# worked examples of seed 003 (docs/rules.md)
 def test_tiled_store_index_folds_to_affine():
     ctx = TCtx({"R3": (0, 3), "R4": (0, 1), "R2": (0, 3)})
     i = L((8, "R3"), (4, "R4"), (1, "R2"))
@@ -306,7 +307,7 @@ B = {"a": (0, 7), "b": (0, 5), "n": (-9, -1), "m": (-4, 4), "r": (0, 3), "v": (0
      "R3": (0, 2)}
 C8, C4, C2, C3 = Lin.constant(8), Lin.constant(4), Lin.constant(2), Lin.constant(3)
 CASES = [
-    # range-based fast paths (seed 003 section 2)
+    # range-based fast paths (seed 003 §2)
     ("mod_self_range", "mod", L((1, "R3")), C3, "R3"),
     ("mod_self_range", "mod", L((1, "n")), Lin.constant(10), "n"),          # C: |x| < n
     ("mod_self_range", "mod", L((1, "a")), C3, None),                       # x reaches 3
@@ -332,7 +333,7 @@ CASES = [
     ("idiv_large_offset", "idiv", L((1, "w"), k=6), C8, None),               # c < d
     ("idiv_large_offset", "idiv", L((1, "h"), k=-10), C8, "(((h + 6) // 8) + -2)"),
     ("idiv_large_offset", "idiv", L((1, "m"), k=-3), C8, None),              # crosses 0
-    # fold_divmod_general (seed 003 section 3)
+    # fold_divmod_general (seed 003 §3)
     ("cancel_divmod", "idiv", L((1, "R3")), C3, "0"),
     ("cancel_divmod", "mod", L((1, "r"), k=8), C4, "r"),
     ("cancel_divmod", "idiv", L((1, "b"), k=10), L((1, "s")), None),         # 10/6 vs 15/2
@@ -368,7 +369,7 @@ CASES = [
      "(((r * 2) + v) // 4)"),
     ("nest_div_by_smallest_factor", "idiv", L((3, "a"), (5, "b")), Lin.constant(15), None),
     ("nest_div_by_smallest_factor", "idiv", L((4, "m"), (1, "p")), Lin.constant(16), None),
-    # advanced division (seed 003 section 4)
+    # advanced division (seed 003 §4)
     ("nested_idiv", "idiv", L((1, ("idiv", L((1, "w")), C4))), C3, "(w // 12)"),
     ("nested_idiv", "idiv", L((1, ("idiv", L((1, "m")), Lin.constant(-2)))), C3, "(m // -6)"),
     ("nested_idiv", "idiv", L((2, ("idiv", L((1, "w")), C4))), C3, None),    # not a lone div
@@ -642,9 +643,6 @@ def test_groups_partition_rules(group):
 
 # ---------------------------------------------------------------------------
 # z3 proofs of the symbolic identities (C semantics)
-z3 = pytest.importorskip("z3")
-
-
 def _tdiv(a: Any, b: Any) -> Any:
     """C truncating division in z3 (z3's `/` on Ints is floor for b > 0)."""
     q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)

@@ -6,7 +6,7 @@ the line), next to the expected output; every native rule has a line where
 its guard blocks it. Every output is checked equivalent to its input. The
 baseline rules of the family are tested in ``test_divmod.py``, the core's
 rules on linear forms in ``test_divmod_core.py``, and the e-graph on whole
-seed examples (default rule sets) in ``tests/eqsat/engines/test_egraph_rules.py``.
+worked examples (default rule sets) in ``tests/eqsat/engines/test_egraph_rules.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GEP pushing (seed 000 section 16): only in symbolic(); through ALU ops for Index
+"""GEP pushing (docs/rules.md, seed 000 §16): only in symbolic(); through ALU ops for Index
 dtype only. One line per case; the Index guard has blocked cases."""
 
 from __future__ import annotations

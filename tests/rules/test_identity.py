@@ -1,5 +1,5 @@
 """Identity/zero elements, self folding, zero folding, power, negation
-(seed 000 sections 2-4, 15). One line per case; guarded rows have a blocked case."""
+(docs/rules.md, seed 000 §2-§4, §15). One line per case; guarded rows have a blocked case."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ test_blocked = blocked_test(BLOCKED, equiv=always)
 
 
 def test_seed_priority_example() -> None:
-    """Seed 000 section 13: Invalid propagation fires before x*0 = 0."""
+    """docs/rules.md, seed 000 §13: Invalid propagation fires before x*0 = 0."""
     g, out, matches = simp(f"(mul 0 {INV})")
     # the push fires on the outer MUL; x*0 = 0 then folds the MUL moved inside the WHERE
     assert matches == {"invalid_into_binary_right": 1, "mul_zero": 1}

@@ -1,4 +1,4 @@
-"""Invalid propagation, merging, dead loads/stores (seed 000 section 13).
+"""Invalid propagation, merging, dead loads/stores (docs/rules.md, seed 000 §13).
 
 One line per case; guarded rows have a blocked case. Every rewrite keeps the
 Invalid set exactly (eqsat.check_equivalent).
@@ -27,7 +27,7 @@ POSITIVE = [
     ("invalid_into_unary", f"(neg {P})", f"(where {C} (neg {X}) (invalid))"),
     ("invalid_into_binary_left", f"(add {P} {Y})", f"(where {C} (add {X} {Y}) (invalid))"),
     ("invalid_into_binary_left", f"(idiv {P} 4)", f"(where {C} (idiv {X} 4) (invalid))"),
-    ("invalid_into_binary_right", f"(mul 0 {P})", f"(where {C} 0 (invalid))"),   # seed example
+    ("invalid_into_binary_right", f"(mul 0 {P})", f"(where {C} 0 (invalid))"),  # seed 000 §13
     ("invalid_into_binary_right", f"(sub {Y} {P})", f"(where {C} (sub {Y} {X}) (invalid))"),
     ("invalid_into_cmp_left", f"(eq {P} {Y})", f"(where {C} (eq {X} {Y}) (cast bool (invalid)))"),
     ("invalid_into_cmp_right", f"(ne {Y} {P})",
@@ -42,7 +42,7 @@ POSITIVE = [
 ]
 
 BLOCKED = [
-    # the seed's WHERE(c1, WHERE(c2, x, Inv), y) -> WHERE(c1 & c2, x, y) is not done: it would
+    # seed 000's WHERE(c1, WHERE(c2, x, Inv), y) -> WHERE(c1 & c2, x, y) is not done: it would
     # make the index valid (y) where c1 & !c2
     ("invalid_where_merge", f"(where {D} {P} {Y})", f"(where {D} {P} {Y})"),
     # a bare Invalid does not absorb a non-index operation

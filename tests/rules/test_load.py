@@ -1,4 +1,4 @@
-"""pm_move_where_on_load (seed 000 section 17): a masked load's condition moves into
+"""pm_move_where_on_load (docs/rules.md, seed 000 §17): a masked load's condition moves into
 its index. Each rewrite is checked by running both kernels on the same buffers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Boolean logic (seed 000 section 9): double negation, self-cancellation,
+"""Boolean logic (docs/rules.md, seed 000 §9): double negation, self-cancellation,
 absorbing/identity elements, De Morgan. One line per case; guarded rows have a
 blocked case.
 """

@@ -1,4 +1,4 @@
-"""MAX/MIN elimination (seed 000 section 11). One line per case; guarded rows have a
+"""MAX/MIN elimination (docs/rules.md, seed 000 §11). One line per case; guarded rows have a
 blocked case.
 """
 

@@ -1,4 +1,4 @@
-"""WHERE simplification (seed 000 section 12) and the bounds fold. One line per case;
+"""WHERE simplification (docs/rules.md, seed 000 §12) and the bounds fold. One line per case;
 guarded rows have a blocked case (the Invalid guard on the condition flip).
 """
 

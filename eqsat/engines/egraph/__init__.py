@@ -29,10 +29,13 @@ __all__ = ["optimize_egraph", "optimize_many", "optimize_batches", "Session", "s
 
 
 def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_model: Any = None,
-                  budget: Any = None) -> tuple[list[UOp], dict[str, Any]]:
+                  budget: Any = None, keep_egraph: bool = False
+                  ) -> tuple[list[UOp], dict[str, Any]]:
     """Optimize several graphs in one e-graph; ``(outputs, stats)``. The time budget
     counts from the call, including the one-time build of this thread's warm
-    session (``stats["time"]["setup"]``; ``session_for(None)`` builds it ahead)."""
+    session (``stats["time"]["setup"]``; ``session_for(None)`` builds it ahead).
+    ``keep_egraph``: ``stats["egraph"]`` is then the run's e-graph
+    (:class:`~eqsat.engines.egraph.record.EGraphRecord`)."""
     from extraction import get_cost_model
 
     for g in graphs:
@@ -42,7 +45,8 @@ def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_mod
     model = get_cost_model(cost_model)
     session = session_for(rulesets)
     setup = time.perf_counter() - t0
-    outs, stats = session.run(list(graphs), model, Limits.of(budget), t0=t0)
+    outs, stats = session.run(list(graphs), model, Limits.of(budget), t0=t0,
+                              keep_egraph=keep_egraph)
     stats.setdefault("time", {})["setup"] = setup
     return outs, stats
 
@@ -93,13 +97,14 @@ def optimize_batches(graphs: list[UOp], batch: int = 32, workers: int = 1,
 
 
 def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: Any = None,
-                    budget: Any = None) -> tuple[UOp, dict[str, Any]]:
+                    budget: Any = None, keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     """Optimize one graph by equality saturation; ``(graph', stats)``.
 
     ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
     (``saturated``/``stalled``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
     ``matches`` (rule name -> unions), ``extraction``, ``per_iteration`` ((e-nodes, seconds)
-    per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``.
+    per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``;
+    ``egraph`` (an :class:`~eqsat.engines.egraph.record.EGraphRecord`) with ``keep_egraph``.
     """
-    outs, stats = optimize_many([graph], rulesets, cost_model, budget)
+    outs, stats = optimize_many([graph], rulesets, cost_model, budget, keep_egraph)
     return outs[0], stats

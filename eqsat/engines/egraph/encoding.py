@@ -61,7 +61,7 @@ CTXVAR = "CTXVAR"
 __all__ = [
     "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "Node", "ArgTable", "Inserter",
     "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64", "uop_ctor",
-]
+    "E_POS", "write_file", "align_rows"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -240,7 +240,7 @@ def _int_scalar(dt: DType) -> bool:
     return _dt_info(dt)[2]
 
 
-def _write(path: str, data: bytes) -> None:
+def write_file(path: str, data: bytes) -> None:
     """Write a file (``os`` calls: a third of the cost of ``open()``'s file object)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -484,7 +484,7 @@ class Inserter:
         for rel, lines in sorted(rows.items()):
             path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")
             lines.append("")  # the last line's newline
-            _write(path, "\n".join(lines).encode())
+            write_file(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
         cmds.append(f"(run {ruleset} 1)")
         rows.clear()
@@ -503,7 +503,8 @@ class Inserter:
 # ---------------------------------------------------------------------------
 # reading the e-graph back
 # ---------------------------------------------------------------------------
-_E_POS: dict[str, tuple[int, ...]] = {
+#: constructor -> the positions of its e-class (``E``) fields, its children
+E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, c in enumerate(sig) if c == "E") for name, sig in CTORS.items()}
 
 
@@ -518,11 +519,11 @@ _NONE: frozenset[int] = frozenset()
 
 
 #: how many rows of the last snapshot a row is compared with past a mismatch
-#: (rows the e-graph deleted in between: see :func:`_align`)
+#: (rows the e-graph deleted in between: see :func:`align_rows`)
 _LOOKAHEAD = 8
 
 
-def _align(rows: list, last: list) -> list[int]:
+def align_rows(rows: list, last: list) -> list[int]:
     """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
     the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
     deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
@@ -562,7 +563,7 @@ def _align(rows: list, last: list) -> list[int]:
 def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
                kind: str = "") -> tuple[list, list[int]]:
     """For one function's rows (``FrozenRow``): the results the last snapshot had for
-    the rows it had too (see :func:`_align`), None for the others and for the results
+    the rows it had too (see :func:`align_rows`), None for the others and for the results
     that name a class in ``stale``; and the indices of the None ones. ``last``: that
     snapshot's ``(rows, results)``; ``kind``: what a result is, a ``"node"`` (Node), a
     ``"pair"`` (class, value) or a ``"class"``."""
@@ -572,7 +573,7 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
     old = last[1]
     if kind not in ("", "node", "pair", "class"):
         raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
-    res = [None if k < 0 else old[k] for k in _align(rows, last[0])]
+    res = [None if k < 0 else old[k] for k in align_rows(rows, last[0])]
     if stale:
         if kind == "node":
             res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
@@ -606,7 +607,7 @@ class Node:
         self.ctor = ctor
         self.fields = fields
         self.subsumed = subsumed
-        pos = _E_POS[ctor]
+        pos = E_POS[ctor]
         self.kids = tuple(map(fields.__getitem__, pos))
         d = _DTYPE_POS[ctor]
         self.dtype = None if d < 0 else fields[d]
@@ -710,7 +711,7 @@ class Snapshot:
                             n = cache[t] = Node(*t, row=t)
                         res[i] = n
             else:
-                s_pos, i_pos, pos = _S_POS[name], _I_POS[name], _E_POS[name]
+                s_pos, i_pos, pos = _S_POS[name], _I_POS[name], E_POS[name]
                 for i in todo:
                     r = rows[i]
                     a = r.inputs
@@ -754,7 +755,7 @@ class Snapshot:
             for x in todo_raw:
                 if x[1] in cls_of:
                     continue
-                if all(x[2][i] in cls_of for i in _E_POS[x[0]]):
+                if all(x[2][i] in cls_of for i in E_POS[x[0]]):
                     ready.append(x)
                 else:
                     rest.append(x)
@@ -783,7 +784,7 @@ class Snapshot:
             if c is None:
                 continue  # only when check=False: a class without a finite term
             ok = True
-            for i in _E_POS[name]:
+            for i in E_POS[name]:
                 k = get(vals[i])
                 if k is None:
                     ok = False

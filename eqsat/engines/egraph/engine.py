@@ -42,6 +42,7 @@ the time budget allows it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -70,6 +71,7 @@ from eqsat.engines.egraph.encoding import (
     uop_ctor,
 )
 from eqsat.engines.egraph.extracting import extract_roots
+from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
 from eqsat.ir.ops import Ops
@@ -77,7 +79,7 @@ from eqsat.ir.uop import UOp
 from rules.native import ERule, int_dt_twins
 
 __all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands",
-           "FIXED_RULESET", "fixed_only"]
+           "FIXED_RULESET", "fixed_only", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
@@ -89,14 +91,15 @@ ANALYSIS_CAP = 512
 FIXED_RULESET = "native_fixed"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report"),
-#: across push/pop, and copies it on every push and pop: a warm session grew by about
-#: 8 kB and its push+pop by about 5 us per egglog iteration (measured: +4 MB of RSS and
-#: +2.7 ms per push+pop per corpus run of 429 cases). After this many iterations a
+#: across push/pop, and copies it on every push and pop, so a warm session's memory and
+#: push/pop time grow with every iteration (docs/perf.md). After this many iterations a
 #: session builds a fresh e-graph (about 0.25 s), when a run ends with that much of its
 #: time budget left (see :meth:`Session.run`)
 REBUILD_ITERATIONS = 2000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+
+log = logging.getLogger(__name__)
 
 
 def top_level_commands(text: str) -> list[str]:
@@ -276,11 +279,13 @@ class Session:
                 "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
         prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
         # one command at a time: the bindings copy a command's whole source text into
-        # every span of its AST, so one 50 kB program costs ~1.5 G instructions to load
+        # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in top_level_commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
-        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width,
-                       time.perf_counter() - t)
+        secs = time.perf_counter() - t
+        log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",
+                  len(self._native_programs), fixed_width, secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width, secs)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
@@ -299,6 +304,8 @@ class Session:
         self._cur = self._egraph(fixed or fixed_analysis)
 
     def _rebuild(self) -> None:
+        log.debug("a fresh e-graph after %d egglog iterations (egglog's run report grows)",
+                  self.egg_iterations)
         self._cur.ins.close()
         self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
         self.rebuilds += 1
@@ -447,20 +454,21 @@ class Session:
 
     # ---- the run ----------------------------------------------------------------
     def run(self, roots: list[UOp], model: Any, limits: Limits,
-            t0: float | None = None) -> tuple[list[UOp], dict]:
+            t0: float | None = None, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         """Optimize ``roots`` together; ``(new roots, stats)``. ``t0``: when the
         caller's clock started (``time.perf_counter()``; e.g. before it built this
-        session): the time budget counts from there.
+        session): the time budget counts from there. ``keep_egraph``: ``stats["egraph"]``
+        is then the e-graph's :class:`~eqsat.engines.egraph.record.EGraphRecord` (the
+        classes the roots reached, what merged when), which a run otherwise drops.
 
         Automatic garbage collection is paused for the run (:func:`gc_paused`): the
         passes allocate many objects that live until the run ends (memo tables, the
-        snapshots' e-nodes), and every collection during the run rescanned them (about
-        0.09 s of collections per corpus run, measured with ``gc.callbacks``); what the
-        run leaves in reference cycles is collected after it."""
+        snapshots' e-nodes), and every collection during the run rescanned them
+        (docs/perf.md); what the run leaves in reference cycles is collected after it."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)
-            out = self._run(roots, model, limits, clock)
+            out = self._run(roots, model, limits, clock, keep_egraph)
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
@@ -470,7 +478,7 @@ class Session:
         return out
 
     def _run(self, roots: list[UOp], model: Any, limits: Limits,
-             clock: Clock) -> tuple[list[UOp], dict]:
+             clock: Clock, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
@@ -481,6 +489,7 @@ class Session:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
+            tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
             it = 0
             stop = None
@@ -517,6 +526,8 @@ class Session:
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1
+                if tracer is not None:
+                    tracer.snapshot(snap, it, matches)
                 sizes.append(snap.enodes)
                 if snap.enodes > limits.enodes:
                     stop = "enodes"
@@ -539,7 +550,7 @@ class Session:
                     stop = "saturated"
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
-                if _stalled(costs, sizes, limits.stall, emitted):
+                if is_stalled(costs, sizes, limits.stall, emitted):
                     stop = "stalled"
                     break
                 if res.skipped:
@@ -550,6 +561,8 @@ class Session:
                 with clock.phase(times, "last"):
                     self._step(False, matches)
                     snap = Snapshot(self.egraph, self.ins)
+                    if tracer is not None:
+                        tracer.snapshot(snap, 0, matches)
             with clock.phase(times, "extract"):
                 outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
             stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
@@ -557,6 +570,10 @@ class Session:
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats)
+            if tracer is not None:
+                stats["egraph"] = tracer.record(snap, self.args, handles, model)
+            log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
+                      "%.3f s", len(roots), it, snap.enodes, stop, clock.elapsed())
             return outs, stats
         finally:
             self._cmd("(pop)")
@@ -574,8 +591,8 @@ def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
     return total
 
 
-def _stalled(costs: list[float | None], sizes: list[int], k: int,
-             emitted: list[int] | None = None) -> bool:
+def is_stalled(costs: list[float | None], sizes: list[int], k: int,
+               emitted: list[int] | None = None) -> bool:
     """Whether the last ``k`` iterations found no cheaper root term while the e-graph
     grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
     most ``STALL_EMITTED`` of the e-graph in new rows (``costs``/``sizes``/``emitted``: one

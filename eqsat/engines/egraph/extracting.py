@@ -21,7 +21,7 @@ from eqsat.ir.uop import UOp
 if TYPE_CHECKING:
     from extraction import ENode
 
-__all__ = ["extract_roots"]
+__all__ = ["extract_roots", "usable_keys"]
 
 
 def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
@@ -39,7 +39,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
                    clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
     from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
-    from extraction.egraph_view import _new_enode
+    from extraction.egraph_view import new_enode
 
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
@@ -51,12 +51,12 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     reach = [(c, classes[c]) for c in sorted(seen) if c in classes]
     decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
     for c, ns in reach:
-        ens = [_new_enode((i, c, *dec, 0.0, None)) for i in ns
+        ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
                if (dec := decode_node(nodes[i], args, snap)) is not None]
         if ens:
             decoded.append((c, ens))
     every = [e for _c, ens in decoded for e in ens]
-    use = _usable(snap, every)
+    use = usable_keys(snap, every)
     # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
     cut = {e.eclass for e in every if e.key not in use}
     groups: dict[int, list[ENode]] = {}
@@ -67,7 +67,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
                 continue
         groups[c] = ens
     # tree extraction of every root on its own, in one pass over the whole e-graph
-    full = EGraphView._of_classes(groups, class_min=snap.lo)
+    full = EGraphView.of_classes(groups, class_min=snap.lo)
     tc = TreeChoice(full, uniq, model)
     nodes_of = tc.comp.nodes
     choice = tc.choice
@@ -119,7 +119,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
 
 
-def _usable(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
+def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
     """The keys (snapshot node indices) of the e-nodes of ``enodes`` the extraction
     may use: the ones not subsumed, and every node of a class without a finite term
     made of those (a cancellation such as (x - y) + y -> x may subsume the only

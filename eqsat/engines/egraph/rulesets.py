@@ -1,6 +1,6 @@
 """The e-graph's rule sets: native egglog rewrites and computed rewrites, by group.
 
-Group names are the seeds' (``identity_and_zero_patterns``,
+Group names are those of docs/rules.md (``identity_and_zero_patterns``,
 ``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
 section of its family module ``rules/<family>.py``, beside the family's
 baseline ``GROUPS`` (the div/mod family's native rules, its core's computed

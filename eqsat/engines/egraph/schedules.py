@@ -31,7 +31,7 @@ STALL_ITERATIONS = 1
 STALL_GROWTH = 0.10
 #: ... and the last computed pass recorded at most this fraction of it in new rows (the
 #: computed pass visits only the classes near the roots' best terms, so its rows come
-#: in smaller steps: at 0.10 an unseen case stopped two iterations before its best)
+#: in smaller steps: a larger bound stopped runs before their best, docs/perf.md)
 STALL_EMITTED = 0.02
 
 

@@ -20,7 +20,7 @@ from eqsat.ir.pattern import PatternMatcher, Rule, UPat
 from eqsat.ir.uop import UOp
 from tests.strategies import fixed_width_exprs, int_exprs, padded_index_exprs
 
-# seed 000, "模式排序", verbatim
+# seed 000's group order (docs/rules.md), verbatim
 SEED_ORDER = """propagate_invalid fold_invalid_load_store constant_folding_dsl_patterns
 vconst_folding_patterns identity_and_zero_patterns commutative_canonicalization
 self_folding_dsl_patterns zero_folding_dsl_patterns division_dsl_patterns cast_dsl_patterns
@@ -57,7 +57,7 @@ def test_all_rules_named_commented_grouped() -> None:
         assert r.group in gs and r in gs[r.group], (r.name, r.group)
 
 
-def test_divmod_groups_come_from_engineer_d_module() -> None:
+def test_divmod_groups_come_from_the_divmod_module() -> None:
     from rules import divmod
 
     for g in ("advanced_division_dsl_patterns", "div_mod_recombine_dsl_patterns",

@@ -13,13 +13,14 @@ import pytest
 
 from eqsat.api import Budget, optimize
 from eqsat.engines.egraph import optimize_egraph, session_for
-from eqsat.engines.egraph.engine import _stalled
+from eqsat.engines.egraph.engine import is_stalled
 from eqsat.engines.egraph.schedules import STALL_ITERATIONS, STOP_REASONS, Limits
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import check_equivalent
 from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp
 from extraction import reference_cost
+from tests.budgets import TIMING_SLACK
 from tests.conftest import REPO
 
 
@@ -49,6 +50,7 @@ def deep_nest(depth: int = 30) -> UOp:
     return e
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("name, graph", [("200-term sum", big_sum()),
                                          ("30-deep div/mod nest", deep_nest())])
 @pytest.mark.parametrize("seconds", [1.0, 3.0])
@@ -57,7 +59,8 @@ def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) 
     res = optimize(graph, engine="egraph", cost_model="reference",
                    budget=Budget(seconds=seconds))
     elapsed = time.perf_counter() - t
-    assert elapsed <= 1.2 * seconds, f"{name}: {elapsed:.2f} s for a {seconds} s budget"
+    # the budget is checked between steps: a run may overshoot it by one step
+    assert elapsed <= TIMING_SLACK * seconds, f"{name}: {elapsed:.2f} s for a {seconds} s budget"
     assert res.stats["stop_reason"] in STOP_REASONS
     assert res.cost <= res.input_cost
     assert check_equivalent(graph, res.graph, samples=2000)
@@ -96,7 +99,7 @@ STALL_CASES = [
 @pytest.mark.parametrize("costs, sizes, k, emitted, expect", STALL_CASES)
 def test_stall_rule(costs: list, sizes: list, k: int, emitted: list | None,
                     expect: bool) -> None:
-    assert _stalled(costs, sizes, k, emitted) is expect
+    assert is_stalled(costs, sizes, k, emitted) is expect
 
 
 def test_a_pass_that_opens_a_context_keeps_the_run_going() -> None:
@@ -210,6 +213,7 @@ print(time.perf_counter() - t, r.stats["stop_reason"], r.stats["time"]["setup"])
 """
 
 
+@pytest.mark.timing
 def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
     # the one-time session build counts inside the budget of the first call
     seconds = 3.0
@@ -220,6 +224,6 @@ def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
                        capture_output=True, text=True, timeout=120, cwd=str(REPO))
     assert p.returncode == 0, p.stderr[-2000:]
     elapsed, stop, setup = p.stdout.split()
-    assert float(elapsed) <= 1.2 * seconds, (
+    assert float(elapsed) <= TIMING_SLACK * seconds, (
         f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
     assert stop in STOP_REASONS

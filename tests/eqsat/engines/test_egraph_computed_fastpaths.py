@@ -3,9 +3,9 @@
 - ``divmod_rewrites`` (the div/mod rules with ``DivModRule.out``'s guards hoisted, and
   one sign normalization shared by the ``_normalized`` rules) returns exactly the
   non-None ``rule.fn`` results, in rule order;
-- ``_first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
-- ``_best_closure`` holds exactly the classes ``_reaches`` finds;
-- ``_needed_child_ops`` names only ops a match needs (the bridge's prefilter).
+- ``first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
+- ``best_closure`` holds exactly the classes ``best_term_reaches`` finds;
+- ``needed_child_ops`` names only ops a match needs (the bridge's prefilter).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat.engines.egraph.computed import (
-    _best_closure,
-    _first_by_cost,
-    _needed_child_ops,
-    _reaches,
+    best_closure,
+    best_term_reaches,
     divmod_rewrites,
     divmod_rules_by_op,
+    first_by_cost,
+    needed_child_ops,
 )
 from eqsat.engines.egraph.encoding import Node
 from eqsat.ir.dtype import dtypes
@@ -112,7 +112,7 @@ def test_divmod_rules_by_op_keeps_rule_order() -> None:
 def test_first_by_cost_is_the_full_sort_prefix(raw: list, k: int) -> None:
     cand = [(c, Lin.of([(1, a) for a in atoms], const)) for c, atoms, const in raw]
     want = sorted(cand, key=lambda t: (t[0], str(t[1])))[:k]
-    assert _first_by_cost(list(cand), k) == want
+    assert first_by_cost(list(cand), k) == want
 
 
 class _Snap:
@@ -133,8 +133,8 @@ def test_best_closure_is_what_reaches_finds(case: tuple) -> None:
     snap = _Snap(nodes)
     best = {i: i for i in range(n) if i not in missing}
     for root, target in itertools.product(range(n), range(n)):
-        assert (target in _best_closure(snap, best, root)) == \
-            _reaches(snap, best, root, {target}, {})
+        assert (target in best_closure(snap, best, root)) == \
+            best_term_reaches(snap, best, root, {target}, {})
 
 
 def test_needed_child_ops_are_needed() -> None:
@@ -147,11 +147,11 @@ def test_needed_child_ops_are_needed() -> None:
         UPat(Ops.ADD, src=UPat(Ops.RANGE)),  # every source: nothing named
         UPat(Ops.ADD),
     ]
-    assert [sorted(_needed_child_ops(p)) for p in pats] == [
+    assert [sorted(needed_child_ops(p)) for p in pats] == [
         sorted([Ops.RANGE.value, Ops.CONST.value]), sorted([Ops.RANGE.value, Ops.CONST.value]),
         [], [], []]
     for p in pats:
         for u in (r + 3, x + 3, r + x, x + x):
             kid_ops = {s.op.value for s in u.src}
             if p.matcher()(u, {}):
-                assert _needed_child_ops(p) <= kid_ops, (p, u)
+                assert needed_child_ops(p) <= kid_ops, (p, u)

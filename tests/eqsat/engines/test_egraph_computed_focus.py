@@ -1,4 +1,4 @@
-"""Which classes the computed rewrites visit (``passes._focus``).
+"""Which classes the computed rewrites visit (``passes.focus_classes``).
 
 - the near set holds the roots and every class of the roots' cheapest terms, and is
   part of the reached set; a class only on terms of a root that cost more than
@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 
 import eqsat.engines.egraph.computed.passes as passes
 from eqsat.engines.egraph import optimize_many, session_for
-from eqsat.engines.egraph.computed import PassState, python_pass
+from eqsat.engines.egraph.computed import PassState, best_nodes, python_pass
 from eqsat.engines.egraph.encoding import Snapshot
 from eqsat.ir.sexpr import parse
 from extraction import get_cost_model
 
 
 def _snap(nodes: list[SimpleNamespace]) -> SimpleNamespace:
-    """The parts of a Snapshot that _focus reads (its ``reached`` included)."""
+    """The parts of a Snapshot that focus_classes reads (its ``reached`` included)."""
     classes: dict[int, list[int]] = {}
     for i, n in enumerate(nodes):
         classes.setdefault(n.cls, []).append(i)
@@ -68,7 +68,7 @@ def test_focus_table(monkeypatch: pytest.MonkeyPatch, factor: float, slack: floa
                      near: set[int]) -> None:
     monkeypatch.setattr(passes, "NEAR_FACTOR", factor)
     monkeypatch.setattr(passes, "NEAR_SLACK", slack)
-    got_near, reached = passes._focus(_snap(_NODES), [0], _COST, _PRICE.__getitem__)
+    got_near, reached = passes.focus_classes(_snap(_NODES), [0], _COST, _PRICE.__getitem__)
     assert got_near == near
     assert reached == {0, 1, 2, 3, 4}  # 5 and 6: no root reaches them
 
@@ -91,7 +91,7 @@ def test_focus_adds_the_excess_along_the_path(monkeypatch: pytest.MonkeyPatch, s
                                                near: set[int]) -> None:
     monkeypatch.setattr(passes, "NEAR_FACTOR", 0.0)
     monkeypatch.setattr(passes, "NEAR_SLACK", slack)
-    got, reached = passes._focus(_snap(_CHAIN), [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
+    got, reached = passes.focus_classes(_snap(_CHAIN), [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
     assert got == near and reached == {0, 1, 2, 3, 4}
 
 
@@ -104,18 +104,18 @@ def test_focus_does_not_count_a_dividend(ctor: str, near: set[int]) -> None:
     # 0 = a leaf-priced term (30) or OP(1, 2) (price 25); 1 = a sum of cost 100 (of 3);
     # 2 = the constant 4
     nodes = [_n(0), _n(0, 1, 2, ctor=ctor), _n(1, 3, 3), _n(2), _n(3)]
-    got, reached = passes._focus(_snap(nodes), [0], {0: 30.0, 1: 100.0, 2: 0.0, 3: 1.0},
-                                 [30.0, 25.0, 98.0, 0.0, 1.0].__getitem__)
+    got, reached = passes.focus_classes(_snap(nodes), [0], {0: 30.0, 1: 100.0, 2: 0.0, 3: 1.0},
+                                        [30.0, 25.0, 98.0, 0.0, 1.0].__getitem__)
     assert got == near and reached == {0, 1, 2, 3}
 
 
 def test_focus_skips_subsumed_and_unpriced_enodes() -> None:
     nodes = [_n(0, 1), _n(0, 2, subsumed=True), _n(1), _n(2), _n(3, 0)]
-    near, reached = passes._focus(_snap(nodes), [0], {0: 1.0, 1: 1.0},
-                                  [0.0, 0.0, 1.0, 1.0, 0.0].__getitem__)
+    near, reached = passes.focus_classes(_snap(nodes), [0], {0: 1.0, 1: 1.0},
+                                         [0.0, 0.0, 1.0, 1.0, 0.0].__getitem__)
     assert near == {0, 1}  # the subsumed e-node's child 2 is not near ...
     assert reached == {0, 1, 2}  # ... but it is reached (any e-node)
-    assert passes._focus(_snap(nodes), [], {}, lambda i: 0.0) == (set(), set())
+    assert passes.focus_classes(_snap(nodes), [], {}, lambda i: 0.0) == (set(), set())
 
 
 @st.composite
@@ -135,10 +135,10 @@ def _egraphs(draw: st.DrawFn) -> tuple[list[SimpleNamespace], list[float]]:
 def test_focus_holds_every_cheapest_term(g: tuple[list, list[float]], roots: list[int]) -> None:
     nodes, prices = g
     snap = SimpleNamespace(nodes=nodes, height={})
-    best, cost, _parents = passes._best_nodes(snap, SimpleNamespace(prices=lambda: prices))
+    best, cost = best_nodes(snap, SimpleNamespace(prices=lambda: prices))
     snap = _snap(nodes)
     roots = [r for r in roots if r in snap.classes]
-    near, reached = passes._focus(snap, roots, cost, prices.__getitem__)
+    near, reached = passes.focus_classes(snap, roots, cost, prices.__getitem__)
     assert set(roots) <= near <= reached
     stack, on_best = list(roots), set()
     while stack:  # the classes of the roots' cheapest terms
@@ -172,12 +172,12 @@ def test_a_deferred_class_is_visited_when_a_pass_finds_it_near(monkeypatch: pyte
         root = snap.cls_of_handle(h)
         div = snap.cls_of_handle(s.ins.uop_handle[id(g.src[0])])
         state = PassState()
-        real = passes._focus
-        monkeypatch.setattr(passes, "_focus", lambda sn, roots, cost, price: (
+        real = passes.focus_classes
+        monkeypatch.setattr(passes, "focus_classes", lambda sn, roots, cost, price: (
             set(roots), real(sn, roots, cost, price)[1]))
         python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
         assert div in state.deferred and div not in _dm_classes(state)
-        monkeypatch.setattr(passes, "_focus", real)
+        monkeypatch.setattr(passes, "focus_classes", real)
         python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
         assert div in _dm_classes(state) and div not in state.deferred
     finally:

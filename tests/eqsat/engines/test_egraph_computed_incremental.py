@@ -2,13 +2,13 @@
 
 - ``best_nodes`` (two-child sums and heights without temporaries) picks, prices, orders
   and measures every class as a plain Dijkstra over the e-nodes does;
-- ``_InnerSums`` (read from the parents best_nodes collects) answers as the full scan
-  ``_inner_sums`` does;
+- ``InnerSums`` (read from the parents best_nodes collects) answers as the full scan
+  ``inner_sums`` does;
 - ``Weights.prices`` reusing the last pass's prices of e-nodes whose children did not
   change equals pricing every e-node afresh (on hand-made snapshots, and on every pass
   of real runs under the bounds-aware default model and the reference model);
 - linear forms taken over from the last pass equal fresh ones, terms in the same order;
-- ``_changed`` (e-nodes by identity, facts dict against dict, the children index it
+- ``changed_classes`` (e-nodes by identity, facts dict against dict, the children index it
   keeps) names the classes and e-nodes comparing every row and fact names.
 """
 
@@ -116,13 +116,13 @@ def test_best_nodes_is_the_plain_dijkstra(raw: list) -> None:
     nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields, n.subsumed))
     snap = _Snap(nodes)
     wts = Weights(snap).prices()  # type: ignore[arg-type]
-    best, cost, parents = passes._best_nodes(snap, Weights(snap))  # type: ignore[arg-type]
+    best, cost, parents = passes.best_nodes_and_parents(snap, Weights(snap))  # type: ignore[arg-type]
     assert (list(best.items()), list(cost.items()), list(snap.height.items()),
             {k: v for k, v in parents.items() if v}) == _plain_best(nodes, wts)
 
 
 class _Prices:
-    """Given e-node prices, as ``Weights`` hands them to ``_best_nodes``."""
+    """Given e-node prices, as ``Weights`` hands them to ``best_nodes_and_parents``."""
 
     def __init__(self, w: list[float]):
         self.w = w
@@ -155,7 +155,7 @@ def test_best_nodes_is_the_plain_dijkstra_under_ties(g: tuple[list, list[float]]
     # best_nodes' bucketed queue pops in the tuple heap's order: costs exactly (repr)
     nodes, wts = g
     snap = SimpleNamespace(nodes=nodes, height={})
-    best, cost, parents = passes._best_nodes(snap, _Prices(wts))  # type: ignore[arg-type]
+    best, cost, parents = passes.best_nodes_and_parents(snap, _Prices(wts))  # type: ignore[arg-type]
     rb, rc, rh, rp = _plain_best(nodes, wts)
     assert list(best.items()) == rb and list(snap.height.items()) == rh
     assert [(k, repr(v)) for k, v in cost.items()] == [(k, repr(v)) for k, v in rc]
@@ -168,7 +168,7 @@ def test_best_nodes_ties_by_index() -> None:
     nodes = [SimpleNamespace(cls=c, kids=k, subsumed=False)
              for c, k in ((0, ()), (0, ()), (1, (0,)), (2, ()))]
     snap = SimpleNamespace(nodes=nodes, height={})
-    best, cost, _ = passes._best_nodes(snap, _Prices([1.0, 1.0, 0.0, 1.0]))  # type: ignore[arg-type]
+    best, cost, _ = passes.best_nodes_and_parents(snap, _Prices([1.0, 1.0, 0.0, 1.0]))  # type: ignore[arg-type]
     assert list(best.items()) == [(0, 0), (1, 2), (2, 3)]
     assert cost == {0: 1.0, 1: 1.0, 2: 1.0}
     assert snap.height == {0: 1, 1: 2, 2: 1}
@@ -221,7 +221,7 @@ def _exprs() -> list[UOp]:
 def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.MonkeyPatch,
                                                          model: str | None) -> None:
     seen = []
-    plain = pricing._best_nodes
+    plain = pricing.best_nodes_and_parents
 
     def checked(snap: Any, weights: Weights | None = None) -> Any:
         assert weights is not None
@@ -231,7 +231,7 @@ def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.Monk
         return plain(snap, weights)
 
     for module in (pricing, passes):  # best_nodes and the computed pass both call it
-        monkeypatch.setattr(module, "_best_nodes", checked)
+        monkeypatch.setattr(module, "best_nodes_and_parents", checked)
     outs, stats = optimize_many(_exprs(), cost_model=model, budget=_BUDGET)
     assert len(outs) == len(_exprs())
     assert len(seen) >= 2, stats.get("stop_reason")  # several passes: reuse was exercised
@@ -259,12 +259,12 @@ def test_forms_taken_over_equal_fresh_forms_on_real_runs(monkeypatch: pytest.Mon
 
 def test_inner_sums_from_parents_equal_the_full_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     asked = [0]
-    plain = passes._InnerSums
+    plain = passes.InnerSums
 
     class Checked(plain):
         def __init__(self, snap: Any, parents: dict, roots: Any) -> None:
             super().__init__(snap, parents, roots)
-            self.full = passes._inner_sums(snap, roots)
+            self.full = passes.inner_sums(snap, roots)
 
         def __contains__(self, c: int) -> bool:
             got = super().__contains__(c)
@@ -277,7 +277,7 @@ def test_inner_sums_from_parents_equal_the_full_scan(monkeypatch: pytest.MonkeyP
                 assert super().__contains__(c) == (c in self.full), c
 
     made: list = []
-    monkeypatch.setattr(passes, "_InnerSums", lambda *a: made.append(Checked(*a)) or made[-1])
+    monkeypatch.setattr(passes, "InnerSums", lambda *a: made.append(Checked(*a)) or made[-1])
     optimize_many(_exprs(), budget=_BUDGET)
     assert asked[0] > 0 and made
     for inner in made:  # every class, not only the ones the pass asked about
@@ -285,7 +285,7 @@ def test_inner_sums_from_parents_equal_the_full_scan(monkeypatch: pytest.MonkeyP
 
 
 class _FactSnap:
-    """The parts of a Snapshot that ``_changed`` reads."""
+    """The parts of a Snapshot that ``changed_classes`` reads."""
 
     def __init__(self, nodes: list[Node], lo: dict[int, int], hi: dict[int, int],
                  defined: set[int]):
@@ -350,7 +350,7 @@ def test_changed_by_identity_equals_the_row_and_fact_comparison(raw: list) -> No
         lo = {c: b[0] for c, b in enumerate(bounds) if b is not None and c in classes}
         hi = {c: b[1] for c, b in enumerate(bounds) if b is not None and c in classes}
         snap = _FactSnap(nodes, lo, hi, {c for c, d in enumerate(defs) if d and c in classes})
-        changed, affected = passes._changed(snap, state)  # type: ignore[arg-type]
+        changed, affected = passes.changed_classes(snap, state)  # type: ignore[arg-type]
         assert changed == _plain_changed(last, snap)
         assert affected == {n for n in nodes if changed & set(n.kids)}
         last = snap

@@ -10,14 +10,14 @@ import pytest
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import LATE_RULESET, analysis_program
 from eqsat.engines.egraph.encoding import (
-    _E_POS,
     CTORS,
+    E_POS,
     NODE_REL,
     ArgTable,
     Inserter,
     Snapshot,
-    _write,
     declarations,
+    write_file,
 )
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
@@ -164,7 +164,7 @@ def test_flush_loads_every_constructor_and_the_snapshot_reads_it_back(tmp_path) 
     assert snap.cls_of_handle(h[12]) not in snap.dtypes  # a list cell has no dtype
     assert snap.list_items(snap.cls_of_handle(h[13])) == [c0]
     for n in snap.nodes:
-        assert n.kids == tuple(n.fields[i] for i in _E_POS[n.ctor])
+        assert n.kids == tuple(n.fields[i] for i in E_POS[n.ctor])
     ins.close()
 
 
@@ -215,8 +215,8 @@ def test_no_def_fact_above_an_invalid() -> None:
 def test_write(tmp_path, size: int) -> None:
     data = bytes(i % 251 for i in range(size))
     p = str(tmp_path / "f.tsv")
-    _write(p, b"old contents that are longer" * 10)
-    _write(p, data)
+    write_file(p, b"old contents that are longer" * 10)
+    write_file(p, data)
     with open(p, "rb") as f:
         assert f.read() == data
 

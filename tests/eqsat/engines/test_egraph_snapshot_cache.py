@@ -193,6 +193,6 @@ class _Row:
 ])
 def test_align_finds_the_rows_kept_from_the_last_snapshot(new: list[int], old: list[int],
                                                           want: list[int]) -> None:
-    from eqsat.engines.egraph.encoding import _align
+    from eqsat.engines.egraph.encoding import align_rows
 
-    assert _align([_Row(v) for v in new], [_Row(v) for v in old]) == want
+    assert align_rows([_Row(v) for v in new], [_Row(v) for v in old]) == want

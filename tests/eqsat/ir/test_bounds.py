@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from eqsat.ir.bounds import cdiv, cmod, compute_bounds, dtype_bounds
 from eqsat.ir.dtype import dtypes
-from eqsat.ir.interp import INVALID, EvalError, Undefined, _Machine
+from eqsat.ir.interp import INVALID, EvalError, Undefined, node_values
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_index_exprs
@@ -25,15 +25,6 @@ from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_i
 EXAMPLES = int(os.environ.get("EQSAT_BOUNDS_EXAMPLES", "2000"))
 BOUNDS_SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                            suppress_health_check=list(HealthCheck))
-
-
-def node_values(e: UOp, env: dict) -> dict[UOp, object]:
-    """The value of every node of ``e`` (one pass; Undefined/INVALID where so)."""
-    m = _Machine(env)
-    vals: dict[UOp, object] = {}
-    for u in e.toposort():
-        vals[u] = m.compute(u, [vals[s] for s in u.src], {})
-    return vals
 
 
 def assert_within_bounds(e: UOp, env: dict) -> int:

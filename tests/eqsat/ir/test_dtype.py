@@ -1,5 +1,5 @@
 """DTypes: parsing/interning, ranges, can_safe_cast and least_upper_dtype
-(seed 000 section 6: casts; seed 003 section 5: index lowering's promotion)."""
+(docs/rules.md: seed 000 §6, casts; seed 003 §5, index lowering's promotion)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_predicates(dt, kind):
 # ---- can_safe_cast: one line per case (src, dst, safe) ------------------------------------
 @pytest.mark.parametrize("src,dst,safe", [
     ("i8", "i64", True),
-    ("i64", "i8", False),      # the seed's caution: CAST(CAST(x, i8), i64) is not x
+    ("i64", "i8", False),      # seed 000 §6's caution: CAST(CAST(x, i8), i64) is not x
     ("i32", "i64", True),
     ("u32", "i64", True),
     ("i32", "u32", False),

@@ -11,6 +11,7 @@ import pytest
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.interp import INVALID, EvalError, evaluate, evaluate_many, run_kernel
 from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 
 I = dtypes.index  # noqa: E741
@@ -327,7 +328,6 @@ TRANSPOSE = """
 
 
 def test_spec_transpose_kernel():
-    parse = pytest.importorskip("eqsat.ir.sexpr").parse
     k = parse(TRANSPOSE)
     inp = np.random.default_rng(0).standard_normal(60).astype(np.float32)
     out = np.zeros(60, np.float32)

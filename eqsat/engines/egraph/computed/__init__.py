@@ -47,19 +47,19 @@ The package, one module per concern (each imports only the ones above it):
 - :mod:`.passes`: :func:`python_pass`, the pass that runs them all.
 """
 
-from eqsat.engines.egraph.computed.bridge import _needed_child_ops, bridge_pass
+from eqsat.engines.egraph.computed.bridge import bridge_pass, needed_child_ops
 from eqsat.engines.egraph.computed.compare import cmp_pass, cmp_rewrites
 from eqsat.engines.egraph.computed.context import (
     CONTEXT_ALTERNATIVES,
     Context,
-    _best_closure,
-    _reaches,
+    best_closure,
+    best_term_reaches,
     clause_bounds,
     context_pass,
     expr_bounds,
 )
 from eqsat.engines.egraph.computed.divmod import divmod_rewrites, divmod_rules_by_op
-from eqsat.engines.egraph.computed.lift import _first_by_cost, lift_pass
+from eqsat.engines.egraph.computed.lift import first_by_cost, lift_pass
 from eqsat.engines.egraph.computed.linear import EClassCtx, LinForms, conjuncts
 from eqsat.engines.egraph.computed.passes import MAX_UNIONS_PER_CLASS, fold_pass, python_pass
 from eqsat.engines.egraph.computed.pricing import NODE_WEIGHT, Weights, best_nodes, node_weight
@@ -73,5 +73,5 @@ __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "python_pass",
            "clause_bounds", "expr_bounds", "context_pass", "cmp_rewrites", "cmp_pass",
            "lift_pass", "bridge_pass", "divmod_rules_by_op", "divmod_rewrites",
            "MAX_UNIONS_PER_CLASS", "CONTEXT_ALTERNATIVES",
-           # private helpers the tests import from here
-           "_best_closure", "_reaches", "_first_by_cost", "_needed_child_ops"]
+           # the fast paths' building blocks, tested against their plain versions
+           "best_closure", "best_term_reaches", "first_by_cost", "needed_child_ops"]

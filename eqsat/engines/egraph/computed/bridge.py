@@ -31,7 +31,7 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             for op in (r.rule.pattern.ops or [None]):
                 by_op.setdefault(op, []).append(r)
         any_op = by_op.pop(None, [])
-        needs = {id(r): _needed_child_ops(r.rule.pattern) for r in rules}
+        needs = {id(r): needed_child_ops(r.rule.pattern) for r in rules}
         hit = (by_op, any_op, needs, {})
         if cache is not None:
             cache[key] = hit
@@ -113,7 +113,7 @@ def bridge_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
         # data is freed now by reference counting, not by the next collection)
 
 
-def _needed_child_ops(p: Any) -> frozenset[int]:
+def needed_child_ops(p: Any) -> frozenset[int]:
     """Ops (by value) that some direct child must have for the pattern ``p`` to match
     (each source pattern restricted to one op names one; see eqsat.ir.pattern)."""
     src = getattr(p, "src", None)

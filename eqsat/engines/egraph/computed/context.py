@@ -162,8 +162,8 @@ def expr_bounds(snap: Snapshot, cons: list[Lin]) -> dict[Lin, tuple[int, int]]:
     return out
 
 
-def _reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: set[int] | None,
-             memo: dict[int, bool], pred: Callable[[Node], bool] | None = None) -> bool:
+def best_term_reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: set[int] | None,
+                      memo: dict[int, bool], pred: Callable[[Node], bool] | None = None) -> bool:
     """Whether the best term of ``cls`` mentions a class in ``targets`` (or a node
     satisfying ``pred``)."""
     hit = memo.get(cls)
@@ -190,9 +190,9 @@ def _reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: set[int] |
     return memo[cls]
 
 
-def _best_closure(snap: Snapshot, best: dict[int, int], cls: int) -> set[int]:
+def best_closure(snap: Snapshot, best: dict[int, int], cls: int) -> set[int]:
     """The classes the best term of ``cls`` mentions, ``cls`` included (``a`` in it
-    exactly when ``_reaches(snap, best, cls, {a}, {})``)."""
+    exactly when ``best_term_reaches(snap, best, cls, {a}, {})``)."""
     out = {cls}
     stack = [cls]
     nodes = snap.nodes
@@ -217,7 +217,7 @@ def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Te
         return hit
     r = reach.get(cls)
     if r is None:
-        r = _reaches(snap, best, cls, set(subst), reach)
+        r = best_term_reaches(snap, best, cls, set(subst), reach)
     if not r:
         return cls
     n = snap.nodes[best[cls]]
@@ -274,7 +274,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if key in state.done:
             continue
         reach: dict[int, bool] = {}
-        in_x = _best_closure(snap, best, x)  # the classes x's best term mentions
+        in_x = best_closure(snap, best, x)  # the classes x's best term mentions
         present = tuple(sorted(a for a in nb if a in in_x))
         # a constrained sum: eliminate one of its unit-coefficient atoms that x mentions
         elim: list[tuple[Lin, int, int, tuple[int, int]]] = []
@@ -303,7 +303,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
         if not present and not elim and not digits:
             continue
         state.done.add(key)
-        if _reaches(snap, best, x, None, {}, _is_ctxvar):
+        if best_term_reaches(snap, best, x, None, {}, _is_ctxvar):
             continue  # x's best term already holds context variables: not ours
         fresh_terms: dict[int, Term] = {}
         fresh: dict[int, Term] = {}
@@ -423,7 +423,7 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
     sub_reach: dict[int, bool] = {}
     for _c, i in cands[:CONTEXT_ALTERNATIVES]:
         n = snap.nodes[i]
-        if any(_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
+        if any(best_term_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
             continue  # a foreign context variable: cannot be put back
         fields = [n.ctor, *n.fields]
         for j in _TERM_E[n.ctor]:  # left to right

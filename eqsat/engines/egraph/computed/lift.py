@@ -214,13 +214,13 @@ class _BasisSearch:
                             cand.append((self.cost(nxt), nxt))
             if not cand:
                 break
-            beam = _first_by_cost(cand, self.BEAM)
+            beam = first_by_cost(cand, self.BEAM)
             if beam[0][0] < best_cost - 0.5:
                 best_cost, best = beam[0]
         return best
 
 
-def _first_by_cost(cand: list[tuple[float, Lin]], k: int) -> list[tuple[float, Lin]]:
+def first_by_cost(cand: list[tuple[float, Lin]], k: int) -> list[tuple[float, Lin]]:
     """The first ``k`` of ``cand`` sorted by ``(cost, str(form))``; the forms' strings
     are made only for the ties that reach the first ``k``."""
     cand.sort(key=lambda t: t[0])

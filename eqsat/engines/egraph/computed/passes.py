@@ -5,7 +5,7 @@ changed since the last pass (or whose cheapest term did), and unions the results
 (at most :data:`MAX_UNIONS_PER_CLASS` per class and run); :func:`fold_pass` unions
 known constants. The rules (but the constant fold and the and-canonicalization) visit
 only the classes near a root's cheapest term or not reached by any root yet
-(:func:`_focus`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
+(:func:`focus_classes`, :data:`NEAR_FACTOR`); the others wait for a pass that finds them so.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from eqsat.engines.egraph.analyses import INT_DTYPES
 from eqsat.engines.egraph.computed.bridge import bridge_pass
 from eqsat.engines.egraph.computed.compare import cmp_pass
-from eqsat.engines.egraph.computed.context import _reaches, context_pass
+from eqsat.engines.egraph.computed.context import best_term_reaches, context_pass
 from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
@@ -30,7 +30,7 @@ from eqsat.engines.egraph.computed.linear import (
     conjuncts,
     nodes_of,
 )
-from eqsat.engines.egraph.computed.pricing import Weights, _best_nodes
+from eqsat.engines.egraph.computed.pricing import Weights, best_nodes_and_parents
 from eqsat.engines.egraph.computed.seed import BoundSeeder
 from eqsat.engines.egraph.computed.state import PassResult, PassState
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
@@ -46,13 +46,9 @@ SEED_BOUNDS = True
 #: the computed rewrites (but the constant fold and the and-canonicalization, cheap)
 #: go to the classes some term of a root passes through that costs at most
 #: ``NEAR_FACTOR`` x the root's best cost + ``NEAR_SLACK`` more than that best
-#: (:func:`_focus`), and to the classes no root reaches yet. A changed class off
-#: those terms waits (``PassState.deferred``) until a pass finds it on one. Measured
-#: (callgrind, setup + one corpus run): 10.78 G without the pruning, 9.87 G with it;
-#: the same corpus outputs; on the unseen cases (twelve seeds of 450) the same
-#: totals but +29 and +8 on two seeds, none above the baseline. A per-class bound
-#: (tree cost <= 1.5 x the class's best + 2) pruned more but never looked under a
-#: class whose best is a constant, and lost cases to it
+#: (:func:`focus_classes`), and to the classes no root reaches yet. A changed class off
+#: those terms waits (``PassState.deferred``) until a pass finds it on one. Pruning
+#: only; the figures behind the bound are in docs/perf.md
 NEAR_FACTOR = 0.5
 NEAR_SLACK = 2.0
 
@@ -103,8 +99,7 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     (the rules that remove or recombine divisions): it has a division-free term at
     the best cost already, and what those rules would add is a division or a
     recombination of terms it does not hold. Pruning only: nothing unsound can come of
-    it, and on the corpus and the unseen cases no output costs more (it saves about a
-    fifth of the div/mod rule work)."""
+    it, and no corpus or unseen output costs more (docs/perf.md)."""
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
@@ -113,7 +108,7 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     return best.keys() - dm
 
 
-def _changed(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
     and the e-nodes with a child among them (their prices may differ).
 
@@ -186,8 +181,8 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
     return dirty, order
 
 
-def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
-           price: Callable[[int], float]) -> tuple[set[int], set[int]]:
+def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
+                  price: Callable[[int], float]) -> tuple[set[int], set[int]]:
     """``(near, reached)``: the classes some term of a root passes through whose cost
     is at most :data:`NEAR_FACTOR` x the root's best cost + :data:`NEAR_SLACK` above
     that best; and the classes reached through any e-node, subsumed ones too.
@@ -198,11 +193,10 @@ def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     with the most slack left first, so each gets the largest slack any path leaves
     it. A division's or remainder's dividend is not counted in its tree cost: the
     div/mod rules rewrite the whole dividend sum, and what ``(big sum) % 4`` comes to
-    (``(x + 2) % 4``) says nothing of the sum's cost now (unseen gv8_0025: 31 with the
-    dividend counted, 26 without; the baseline 26). A class outside ``near`` but in
-    ``reached`` is only on terms of the roots that cost well over their best:
-    rewriting it makes a root cheaper only through a choice that costs that much
-    more."""
+    (``(x + 2) % 4``) says nothing of the sum's cost now (docs/perf.md). A class
+    outside ``near`` but in ``reached`` is only on terms of the roots that cost well
+    over their best: rewriting it makes a root cheaper only through a choice that
+    costs that much more."""
     nodes, classes = snap.nodes, snap.classes
     reached = snap.reached(roots)
     get = cost.get
@@ -246,7 +240,7 @@ def _focus(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     return near, reached
 
 
-def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
+def inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     """Index classes used only inside other sums (as operands of add/sub/neg or of a
     multiplication by a constant) and not roots: their enclosing sum covers them."""
     lin_use: set[int] = set()
@@ -265,8 +259,8 @@ def _inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
     return lin_use - other_use
 
 
-class _InnerSums:
-    """``c in inner`` exactly when ``c in _inner_sums(snap, roots)``, read from the
+class InnerSums:
+    """``c in inner`` exactly when ``c in inner_sums(snap, roots)``, read from the
     class's parents (only the classes asked about are read)."""
 
     def __init__(self, snap: Snapshot, parents: dict[int, list[int]], roots: Iterable[int]):
@@ -275,7 +269,7 @@ class _InnerSums:
         self.roots = set(roots)
 
     def __repr__(self) -> str:
-        return f"<_InnerSums of {self.snap!r}>"
+        return f"<InnerSums of {self.snap!r}>"
 
     def __contains__(self, c: int) -> bool:
         if c in self.roots:
@@ -327,7 +321,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         if _t[1]:
             res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
         _t[0], _t[1] = now, name or ""
-    changed, affected = _changed(snap, state)
+    changed, affected = changed_classes(snap, state)
     # every existing e-node maps to its class: rebuilding one returns the class (the
     # nodes of unchanged classes were registered by an earlier pass)
     memo = ins._memo
@@ -338,14 +332,14 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             memo[(n.ctor, *n.fields)] = c
     _lap('best')
     weights = Weights(snap, model, state.prices, state.node_prices, changed, affected)
-    best, _cost, parents = _best_nodes(snap, weights)
+    best, _cost, parents = best_nodes_and_parents(snap, weights)
     state.node_prices = weights.by_node
     snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
     dirty, dirty_best = _dirty(snap, best, changed)
     # the classes the rules visit (NEAR_FACTOR; but fold and canon_and): the dirty
     # ones and those deferred before, near a root's best term or reached by no root
     roots = list(roots)
-    near, reached = _focus(snap, roots, _cost, weights.of)
+    near, reached = focus_classes(snap, roots, _cost, weights.of)
 
     def visits(c: int) -> bool:  # the rules visit class c in this pass
         return c in near or c not in reached
@@ -421,7 +415,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             if height.get(a, 0) > hc:
                 if memo is None:
                     memo = reach_memo.setdefault(cls, {})
-                if _reaches(snap, best, a, {cls}, memo):
+                if best_term_reaches(snap, best, a, {cls}, memo):
                     return True
         return False
 
@@ -489,7 +483,7 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
     searcher: _BasisSearch | None = None
     _lap('sums')
     if canon or sums or basis:
-        inner = _InnerSums(snap, parents, roots)
+        inner = InnerSums(snap, parents, roots)
         for c in _index_classes(snap, focus):
             if c in inner:
                 continue

@@ -125,7 +125,7 @@ class Weights:
         if affected:
             where = dict(zip(nodes, range(len(nodes)), strict=True)).get
             reprice([i for i in map(where, affected) if i is not None])
-        reprice(_nones(out))  # the e-nodes new since the last pass
+        reprice(none_indices(out))  # the e-nodes new since the last pass
         return out
 
     def _keyed_anew(self, prev: dict[Node, float], affected: set[Node]
@@ -203,7 +203,7 @@ class Weights:
             return NODE_WEIGHT.get(ctor, 1.0)
 
 
-def _nones(lst: list) -> list[int]:
+def none_indices(lst: list) -> list[int]:
     """The indices of the ``None`` items of ``lst``, ascending."""
     found: list[int] = []
     index = lst.index
@@ -234,12 +234,12 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     A Dijkstra over the e-nodes: an e-node is pushed once all its children are priced,
     a class is priced by the first of its e-nodes popped; ``best`` lists the classes in
     that order (children before parents)."""
-    best, cost, _ = _best_nodes(snap, weights)
+    best, cost, _ = best_nodes_and_parents(snap, weights)
     return best, cost
 
 
-def _best_nodes(snap: Snapshot, weights: Weights | None = None
-                ) -> tuple[dict[int, int], dict[int, float], dict[int, list[int]]]:
+def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None
+                           ) -> tuple[dict[int, int], dict[int, float], dict[int, list[int]]]:
     """:func:`best_nodes`, and the parents it read: class -> the indices of the
     e-nodes (not subsumed) it is a child of, each once, in snapshot order."""
     nodes = snap.nodes

@@ -1,4 +1,4 @@
-"""Kernel builders (lowering/builders.py) against numpy, through the reference interpreter.
+"""Kernel builders (workloads) against numpy, through the reference interpreter.
 
 Every builder's cases run with ``eqsat.run_kernel`` and must equal the numpy
 reference: bit-exact for integer dtypes (wrapping), allclose for floats. View
@@ -19,7 +19,7 @@ from eqsat import dtypes, run_kernel
 from eqsat.ir.interp import evaluate_many
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
-from lowering.builders import (
+from workloads import (
     BUILDERS,
     BuildError,
     BuiltKernel,

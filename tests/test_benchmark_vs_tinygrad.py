@@ -1,0 +1,29 @@
+"""``benchmarks/vs_tinygrad.py``'s expression table on a few corpus lines: every
+contender's output costed, equivalent to its input, and the table's totals add up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tinygrad", reason="tinygrad is not installed (pip install -e '.[tinygrad]')")
+
+
+def test_expression_rows_and_table(corpus_lines: list[dict[str, Any]]) -> None:
+    from benchmarks import vs_tinygrad
+
+    rows = [r for r in corpus_lines if r["source"].startswith("kernel")][:3] + [
+        r for r in corpus_lines if r["source"] == "tinygrad-unit-like"][:2]
+    seen: list[int] = []
+    res = vs_tinygrad.run_exprs(rows, check=True, progress=seen.append)
+    assert seen == [1, 2, 3, 4, 5]
+    for row, r in zip(rows, res, strict=True):
+        assert (r.id, r.cost_in, r.divmod_in) == (row["id"], row["cost_in"], row["divmod_in"])
+        assert set(r.cost) == set(r.secs) == set(vs_tinygrad.CONTENDERS)
+        assert all(r.equivalent.values()) and all(s > 0 for s in r.secs.values())
+        assert r.cost["egraph"] <= r.cost_in and r.cost["baseline"] <= r.cost_in
+    table = vs_tinygrad.expr_table("some", res)
+    egraph = next(ln for ln in table.splitlines() if ln.split()[:1] == ["egraph"])
+    assert int(egraph.split()[1]) == sum(r.cost["egraph"] for r in res)
+    assert "cheaper:" in table and "cost by source" in table
