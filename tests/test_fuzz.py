@@ -19,8 +19,6 @@ from collections.abc import Callable
 import pytest
 
 from benchmarks.fuzz import Finding, expr_failures, kernel_failures, run
-from eqsat.api import optimize
-from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
 
 N_EXPRESSIONS = 2000
@@ -29,22 +27,12 @@ PARTS = 2
 
 _NO_FINITE_TERM = ("e-graph engine: a class holding a single-iteration range and its "
                    "value 0 ends up with no finite term ('no finite term' at snapshot)")
-_END_OVER_CONST = ("e-graph engine: a single-iteration range folded to 0 inside END's "
-                   "loop list (an END over a constant: not a kernel, the lowering fails)")
-
-
-def _end_over_const(f: Finding) -> bool:
-    out = optimize(parse(f.text), engine="egraph").graph
-    return any(u.op in (Ops.END, Ops.REDUCE) and any(r.op is not Ops.RANGE for r in u.src[1:])
-               for u in out.toposort())
 
 
 #: engine bugs the fuzzer meets, until fixed: (reason, does this finding show it)
 KNOWN: list[tuple[str, Callable[[Finding], bool]]] = [
     (_NO_FINITE_TERM, lambda f: f.engine == "egraph" and f.kind == "crash"
      and "no finite term" in f.detail),
-    (_END_OVER_CONST, lambda f: f.engine == "egraph" and f.kind == "kernel-crash"
-     and _end_over_const(f)),
 ]
 
 
@@ -110,11 +98,12 @@ KERNELS = [
      "%0 = (mul (range 0 6) 4)\n%1 = (idiv %0 2)\n"
      "(sink (end (store (index (buffer 0 f16 24) %0) (where (lt %1 %0) (load (index "
      "(buffer 1 f16 72) %1)) (const f16 -0.0))) (range 0 6) (range 1 2) (range 2 2)))"),
+    # a single-iteration range folded to 0 inside END's loop list: not a kernel
     ("egraph_end_over_single_iteration_range", "egraph",
      "(sink (end (store (index (buffer 0 f32 24) (range 0 2)) 0.0) (range 0 2) (range 1 2) "
      "(range 2 1) (range 3 3) (range 5 2)))"),
 ]
-XFAIL_KERNELS = {"egraph_end_over_single_iteration_range": _END_OVER_CONST}
+XFAIL_KERNELS: dict[str, str] = {}
 
 
 def _rows(rows: list[tuple[str, str, str]], xfail: dict[str, str]) -> list:
