@@ -291,6 +291,11 @@ class Kernel:
 
     # ---- compiling -------------------------------------------------------------------------
     @property
+    def compiled(self) -> bool:
+        """The kernel's function is loaded (``compile()`` or ``compile_kernels`` ran)."""
+        return self._fn is not None
+
+    @property
     def flags(self) -> tuple[str, ...]:
         """The compiler flags beyond :data:`CFLAGS` (FMA contraction or not)."""
         return ("-ffp-contract=fast",) if self.target.fma else ("-ffp-contract=off",)
@@ -435,7 +440,7 @@ def compile_kernels(kernels: Sequence[Kernel], cache_dir: str | os.PathLike | No
     (the compiler's start-up and the shared library's loading dominate a small kernel).
     When the compiler rejects the joint source, each kernel is left to compile on its
     own, so the error lands on its kernel when it is called. Returns ``kernels``."""
-    todo = [k for k in kernels if k._fn is None]
+    todo = [k for k in kernels if not k.compiled]
     names = Counter(k.name for k in todo)
     dup = sorted(n for n, c in names.items() if c > 1)
     if dup:

@@ -133,6 +133,11 @@ def test_neg_wraps(dt, a, want):
     (dtypes.f32, -2.7, dtypes.i32, -2),     # truncation toward zero
     (dtypes.f32, 2.7, dtypes.u8, 2),
     (dtypes.i32, 16777217, dtypes.f32, 16777216.0),
+    # rounded once, as C converts: through f64 it would round twice to 2**53
+    (dtypes.index, 2**53 + 2**29 + 1, dtypes.f32, float(2**53 + 2**30)),
+    (dtypes.i64, 2**63 - 1, dtypes.f32, float(2**63)),
+    (dtypes.index, 2**128, dtypes.f32, math.inf),           # beyond f32: infinity
+    (dtypes.index, -(2**1100), dtypes.f64, -math.inf),
     (dtypes.f64, 0.1, dtypes.f32, float(np.float32(0.1))),
     (dtypes.f32, 65520.0, dtypes.f16, math.inf),
     (dtypes.f32, 1.00390625, dtypes.bf16, 1.0),   # ties to even
