@@ -229,6 +229,21 @@ def _bool_alu(op: Ops, args: Sequence[Value]) -> Value:
     raise EvalError(f"{op.name} is not defined on bool")
 
 
+def _c_pow(a: float, b: float) -> float:
+    """C's ``pow`` (C99 Annex F), which ``math.pow`` follows but for raising where C
+    returns an infinity or NaN. (numpy's ``power`` takes ``x ** 0.5`` for ``sqrt(x)``:
+    -0.0 and NaN at -0.0 and -inf, where C gives +0.0 and +inf.)"""
+    try:
+        return math.pow(a, b)
+    except (ValueError, OverflowError):
+        odd = b.is_integer() and abs(math.fmod(b, 2.0)) == 1.0
+        if a == 0:  # a pole: pow(+-0, y < 0)
+            return math.copysign(math.inf, a) if odd else math.inf
+        if a < 0 and not b.is_integer():
+            return math.nan
+        return -math.inf if a < 0 and odd else math.inf  # overflow
+
+
 def _float_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     a = args[0]
     if op is Ops.NEG:
@@ -265,7 +280,7 @@ def _float_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     if op is Ops.MIN:
         return _fop(dt, lambda: np.minimum(_f(a), _f(b)))
     if op is Ops.POW:
-        return _fop(dt, lambda: np.power(_f(a), _f(b)))
+        return _fop(dt, lambda: _c_pow(float(a), float(b)))
     if op is Ops.MULACC:
         ab = _fop(dt, lambda: _f(a) * _f(b))
         return _fop(dt, lambda: _f(ab) + _f(args[2]))
@@ -1178,7 +1193,8 @@ _VEC_UNARY: dict[Ops, Callable[[np.ndarray], np.ndarray]] = {
     Ops.RECIP: lambda a: 1.0 / a}
 _VEC_BINARY: dict[Ops, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.FDIV: np.divide,
-    Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.POW: np.power}
+    Ops.MAX: np.maximum, Ops.MIN: np.minimum,
+    Ops.POW: lambda a, b: np.frompyfunc(_c_pow, 2, 1)(a, b).astype(np.float64)}
 
 
 def _vec_float(op: Ops, dt: DType, srcv: list[np.ndarray]) -> np.ndarray:

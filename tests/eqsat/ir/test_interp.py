@@ -198,10 +198,19 @@ F32, F16 = dtypes.f32, dtypes.f16
     (lambda: c(1.0, dtypes.bf16) + c(0.001, dtypes.bf16), 1.0),
     (lambda: c(-2.5, F32).alu(Ops.TRUNC), -2.0),
     (lambda: c(2.0, F32).alu(Ops.MULACC, c(3.0, F32), c(1.0, F32)), 7.0),
+    # pow is C's (numpy's power takes x**0.5 for sqrt(x): -0.0 and NaN here)
+    (lambda: c(-0.0, F32).alu(Ops.POW, c(0.5, F32)), 0.0),
+    (lambda: c(-math.inf, F16).alu(Ops.POW, c(0.5, F16)), math.inf),
+    (lambda: c(-0.0, F32).alu(Ops.POW, c(-3.0, F32)), -math.inf),
+    (lambda: c(0.0, F32).alu(Ops.POW, c(-2.0, F32)), math.inf),
+    (lambda: c(-8.0, F32).alu(Ops.POW, c(0.5, F32)), math.nan),
+    (lambda: c(1.0, F32).alu(Ops.POW, c(math.nan, F32)), 1.0),
+    (lambda: c(-10.0, dtypes.f64).alu(Ops.POW, c(401.0, dtypes.f64)), -math.inf),
 ])
 def test_float_ops(expr, want):
     got = evaluate(expr())
-    assert (math.isnan(got) and math.isnan(want)) or got == want
+    assert (math.isnan(got) and math.isnan(want)) or (
+        got == want and math.copysign(1.0, got) == math.copysign(1.0, want))
 
 
 @pytest.mark.parametrize("op,want", [(Ops.LT, False), (Ops.GT, False), (Ops.EQ, False),
