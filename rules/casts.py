@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from eqsat.ir.dtype import DType, can_safe_cast
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
+from eqsat.ir.semantics import EvalError, Undefined, bitcast, cast
 from eqsat.ir.uop import UOp
 from rules.common import CONSTS, is_invalid, make_const
 from rules.computed import PyRule, bridge
@@ -26,26 +25,17 @@ _X = UPat.var("x")
 
 
 def cast_value(v: Any, src: DType, dst: DType) -> Any:
-    """C's conversion of the scalar ``v`` of ``src`` to ``dst``; None if undefined.
+    """C's conversion of the scalar ``v`` of ``src`` to ``dst``
+    (:func:`eqsat.ir.semantics.cast`); None if undefined.
 
     Float to integer truncates toward zero and is undefined for NaN, infinities
     and values out of the target's range; integer narrowing wraps.
     """
-    s = dst.scalar()
-    if s.is_bool:
-        return bool(v != 0) if not (isinstance(v, float) and math.isnan(v)) else True
-    if s.is_float:
-        return float(v)
-    if s.is_int:
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                return None
-            t = math.trunc(v)
-            if s.is_fixed_int and not (s.min <= t <= s.max):
-                return None
-            return t
-        return int(v)
-    return None
+    try:
+        out = cast(v, src.scalar(), dst.scalar())
+    except EvalError:
+        return None
+    return None if isinstance(out, Undefined) else out
 
 
 def _cast_const(c: UOp, root: UOp) -> UOp | None:
@@ -56,19 +46,15 @@ def _cast_const(c: UOp, root: UOp) -> UOp | None:
     return None if v is None else make_const(root.dtype, v)
 
 
-_NP = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
-       "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
-       "f32": np.float32, "f64": np.float64}
-
-
 def _bitcast_const(c: UOp, root: UOp) -> UOp | None:
-    src_np, dst_np = _NP.get(c.dtype.scalar().name), _NP.get(root.dtype.scalar().name)
-    if src_np is None or dst_np is None or c.dtype.count != root.dtype.count:
-        return None
-    if np.dtype(src_np).itemsize != np.dtype(dst_np).itemsize:
+    src, dst = c.dtype.scalar(), root.dtype.scalar()
+    if c.dtype.count != root.dtype.count or src.itemsize != dst.itemsize:
         return None
     vals = c.arg if c.op is Ops.VCONST else (c.arg,)
-    out = np.array(vals, dtype=src_np).view(dst_np).tolist()
+    try:
+        out = [bitcast(v, src, dst) for v in vals]
+    except EvalError:
+        return None
     if any(isinstance(v, float) and math.isnan(v) for v in out):
         return None  # NaN payloads are not kept by constants
     return make_const(root.dtype, tuple(out) if c.op is Ops.VCONST else out[0])

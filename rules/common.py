@@ -14,21 +14,19 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eqsat.ir.bounds import cdiv, cmod
 from eqsat.ir.dtype import DType, dtypes
-from eqsat.ir.interp import FLOAT_OPS, float_op
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.uop import IRError, UOp, const_value
+from eqsat.ir.semantics import EvalError, Undefined, alu
+from eqsat.ir.uop import IRError, UOp
 
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
-    "has_invalid", "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits", "INT_KINDS", "by_group",
+    "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
+    "exact_product_fits", "by_group",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
-INT_KINDS = ("index", "int", "uint")
 # shifts of an index (unbounded) value by more than this are not folded (huge numbers)
 _MAX_INDEX_SHIFT = 256
 
@@ -109,11 +107,6 @@ def may_be_invalid(u: UOp) -> bool:
     return _MAY_INVALID[u]
 
 
-def has_invalid(*us: UOp) -> bool:
-    """Any of ``us`` may evaluate to Invalid (see :func:`may_be_invalid`)."""
-    return any(may_be_invalid(u) for u in us)
-
-
 def nonzero(u: UOp) -> bool:
     """The bounds of integer ``u`` exclude 0 (a divisor that is never zero)."""
     return u.dtype.is_int and (u.vmin > 0 or u.vmax < 0)
@@ -167,103 +160,48 @@ def exact_product_fits(dt: DType, a: UOp, b: UOp) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# constant evaluation (C semantics); None = undefined or not foldable
-def _unary(op: Ops, dt: DType, a: Any) -> Any:
-    if dt.is_bool:
-        return (not a) if op is Ops.NOT else None
-    if dt.is_float and op in FLOAT_OPS:  # the interpreter's IEEE semantics, one source
-        return float_op(op, dt, a)
-    if dt.is_float:
-        return None
+# constant evaluation (eqsat.ir.semantics); None = undefined or not folded
+def _folds(op: Ops, dt: DType, args: tuple) -> bool:
+    """Whether ``op`` of the constants ``args`` is folded at all: not an index shift or
+    an integer power that builds a huge number, not a float ``max``/``min`` of a NaN
+    (C's fmax/fmin and the hardware's maxss disagree there), not a float ``round``."""
     if dt.is_int:
-        if op is Ops.NEG:
-            return -a
-        if op is Ops.NOT:
-            return ~a
-        if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-            return a
-    return None
-
-
-def _shift_ok(dt: DType, b: int) -> bool:
-    if b < 0:
-        return False
-    return b <= _MAX_INDEX_SHIFT if dt.is_index else b < dt.scalar().bits
-
-
-def _binary(op: Ops, dt: DType, a: Any, b: Any) -> Any:
-    if dt.is_bool:
-        return {Ops.ADD: a or b, Ops.OR: a or b, Ops.MAX: a or b, Ops.MUL: a and b,
-                Ops.AND: a and b, Ops.MIN: a and b, Ops.XOR: a != b}.get(op)
-    if dt.is_float and op in FLOAT_OPS:  # the interpreter's IEEE semantics, one source
-        return float_op(op, dt, a, b)
-    if dt.is_float:
-        if op is Ops.MOD:
-            return None if b == 0 or math.isinf(a) else math.fmod(a, b)
-        return None
-    if not dt.is_int:
-        return None
-    if op is Ops.ADD:
-        return a + b
-    if op is Ops.SUB:
-        return a - b
-    if op is Ops.MUL:
-        return a * b
-    if op in (Ops.IDIV, Ops.MOD):
-        if b == 0:
-            return None  # undefined: never folded
-        # INT_MIN // -1 wraps to INT_MIN, as in eqsat.ir.interp
-        return cdiv(a, b) if op is Ops.IDIV else cmod(a, b)
-    if op is Ops.MAX:
-        return max(a, b)
-    if op is Ops.MIN:
-        return min(a, b)
-    if op is Ops.AND:
-        return a & b
-    if op is Ops.OR:
-        return a | b
-    if op is Ops.XOR:
-        return a ^ b
-    if op is Ops.SHL:
-        return a << b if _shift_ok(dt, b) else None
-    if op is Ops.SHR:
-        return a >> b if _shift_ok(dt, b) else None
-    if op is Ops.POW:
-        if b < 0 or b > 256:
-            return None
-        return a ** b
-    return None
-
-
-def _compare(op: Ops, a: Any, b: Any) -> bool:
-    return {Ops.LT: a < b, Ops.LE: a <= b, Ops.GT: a > b, Ops.GE: a >= b,
-            Ops.EQ: a == b, Ops.NE: a != b}[op]
+        if op is Ops.POW:
+            return args[1] <= _MAX_INDEX_SHIFT
+        if op in (Ops.SHL, Ops.SHR) and dt.is_index:
+            return args[1] <= _MAX_INDEX_SHIFT
+    elif dt.is_float:
+        if op in (Ops.MAX, Ops.MIN):
+            return not any(isinstance(a, float) and math.isnan(a) for a in args)
+        return op is not Ops.ROUND
+    return True
 
 
 def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
     """The value of ``op`` on scalar constants ``args``, in the scalar of ``dt``.
 
-    ``dt`` is the dtype of the operands (the result of comparisons is bool).
-    Returns None when the value is undefined (division by zero, out-of-range
-    shift, negative integer power) or not folded. Fixed-width results wrap
-    (``make_const``), ``INT_MIN // -1`` included, as in eqsat.ir.interp.
+    ``dt`` is the dtype of the operands (the result of comparisons is bool); the value
+    is the interpreter's (:func:`eqsat.ir.semantics.alu`), fixed-width results wrapped
+    (``INT_MIN // -1`` included). None when the value is undefined (division by zero,
+    out-of-range shift, negative integer power), when the op has no meaning on ``dt``,
+    or when it is not folded: see :func:`_folds`, and a float ``pow`` of finite
+    operands whose result is not finite (a domain or range error in C's ``pow``).
     """
     s = dt.scalar()
-    if op in GroupOp.Comparison:
-        a, b = args
-        return _compare(op, a, b)
-    if op is Ops.WHERE:
-        c, t, f = args
-        return t if c else f
-    if op is Ops.MULACC and s.is_float:
-        return float_op(op, s, *args)
-    if op is Ops.MULACC:
-        a, b, c = args
-        prod = _binary(Ops.MUL, s, a, b)
-        return None if prod is None else _binary(Ops.ADD, s, prod, c)
-    if len(args) == 1:
-        return _unary(op, s, args[0])
-    return _binary(op, s, *args)
+    if op in GroupOp.Comparison or op is Ops.WHERE:
+        return alu(op, dtypes.bool if op is not Ops.WHERE else s, args)
+    if not _folds(op, s, args):
+        return None
+    try:
+        v = alu(op, s, args)
+    except EvalError:
+        return None
+    if isinstance(v, Undefined):
+        return None
+    if op is Ops.POW and s.is_float and not math.isfinite(v) and \
+            all(math.isfinite(a) for a in args):
+        return None
+    return v
 
 
 def eval_values(op: Ops, dt: DType, srcs: Sequence[UOp]) -> Any:
@@ -328,8 +266,6 @@ def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
         out = out + t
     return out
 
-
-_ = const_value  # re-exported for rule modules that normalize values
 
 
 def by_group(rules: Any) -> dict[str, list[Any]]:

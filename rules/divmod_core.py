@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eqsat.ir.linear import _ZERO, Ctx, Lin, Num, cdiv, cmod, lin_bounds
+from eqsat.ir.linear import _ZERO, Ctx, Lin, Num, lin_bounds
+from eqsat.ir.semantics import cdiv, cmod
 
 __all__ = [
     "DivModRule", "SumRule", "RuleOut", "Op", "normalize_signs", "split_divisible",

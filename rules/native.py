@@ -21,10 +21,7 @@ something strictly simpler subsume the node
 These are the e-graph twins of the baseline's rule families. Every family's
 twins live beside its baseline rules, in the ``EGRAPH`` section of its module
 ``rules/<family>.py`` (built with :func:`R`/:func:`Q` from here; the div/mod
-family's are in ``rules/divmod.py``). This module keeps the helpers, and
-:data:`NATIVE_RULES` for drafts: the native rules of a group no family module
-declares yet (none today; :func:`eqsat.engines.egraph.rulesets.egraph_groups` reads
-them first, and a family's ``EGRAPH`` group replaces a draft group wholesale).
+family's are in ``rules/divmod.py``). This module keeps the helpers.
 """
 
 from __future__ import annotations
@@ -33,8 +30,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["ERule", "NATIVE_RULES", "native_groups", "commuted", "R", "Q", "INT_DT", "IDX_DT",
-           "FIX_DT", "NONZERO", "INVALID_LEAF", "int_dt_twins"]
+from eqsat.ir.egglog_text import read, show
+
+__all__ = ["ERule", "commuted", "R", "Q", "INT_DT", "IDX_DT", "FIX_DT", "NONZERO",
+           "INVALID_LEAF", "int_dt_twins"]
 
 
 @dataclass(frozen=True)
@@ -71,33 +70,6 @@ class ERule:
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
-_TOKEN = re.compile(r'\(|\)|"[^"]*"|[^\s()]+')
-
-
-def _tree(text: str) -> Any:
-    """An egglog s-expression as nested lists of tokens."""
-    toks = _TOKEN.findall(text)
-    pos = 0
-
-    def parse() -> Any:
-        nonlocal pos
-        t = toks[pos]
-        pos += 1
-        if t != "(":
-            return t
-        out = []
-        while toks[pos] != ")":
-            out.append(parse())
-        pos += 1
-        return out
-
-    return parse()
-
-
-def _show(t: Any) -> str:
-    return t if not isinstance(t, list) else "(" + " ".join(_show(x) for x in t) + ")"
-
-
 def _swaps(text: str) -> list[str]:
     """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
 
@@ -116,8 +88,8 @@ def _swaps(text: str) -> list[str]:
         return out
 
     seen, res = set(), []
-    for v in variants(_tree(text)):
-        s = _show(v)
+    for v in variants(read(text)):
+        s = show(v)
         if s not in seen:
             seen.add(s)
             res.append(s)
@@ -158,9 +130,9 @@ def _norm(t: Any, ctors: bool = False) -> Any:
         return t
     t = [_norm(x, ctors) for x in t]
     if len(t) == 3 and t[0] in _PRIM_COMM:
-        t = [t[0], *sorted(t[1:], key=_show)]
+        t = [t[0], *sorted(t[1:], key=show)]
     elif ctors and len(t) == 4 and t[0] in _SWAP:
-        t = [t[0], t[1], *sorted(t[2:], key=_show)]
+        t = [t[0], t[1], *sorted(t[2:], key=show)]
     return t
 
 
@@ -174,16 +146,16 @@ def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bo
     ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
     write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
     because these operators commute)."""
-    a, b = _tree(lhs), _tree(earlier)
+    a, b = read(lhs), read(earlier)
     va, vb = _var_order(a, []), _var_order(b, [])
     if len(va) != len(vb):
         return False
     sigma = dict(zip(va, vb, strict=True))
-    if _show(_rename(a, sigma)) != _show(b):
+    if show(_rename(a, sigma)) != show(b):
         return False
-    same = _show(_norm(_rename(_tree(rhs), sigma), True)) == _show(_norm(_tree(rhs), True))
-    guards = sorted(_show(_norm(_tree(w))) for w in when)
-    return same and sorted(_show(_norm(_rename(_tree(w), sigma))) for w in when) == guards
+    same = show(_norm(_rename(read(rhs), sigma), True)) == show(_norm(read(rhs), True))
+    guards = sorted(show(_norm(read(w))) for w in when)
+    return same and sorted(show(_norm(_rename(read(w), sigma))) for w in when) == guards
 
 
 def commuted(rule: ERule) -> list[ERule]:
@@ -266,18 +238,3 @@ def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
 
 #: pattern of the Invalid leaf (binds ``di``, ``ai``)
 INVALID_LEAF = "(Leaf \"INVALID\" di ai)"
-
-# ---------------------------------------------------------------------------
-# drafts: native rules of groups whose family module has no EGRAPH section yet
-# (none: every family declares its twins in rules/<family>.py)
-# ---------------------------------------------------------------------------
-#: the draft native rules, in definition order (each with its group)
-NATIVE_RULES: list[ERule] = []
-
-
-def native_groups() -> dict[str, list[ERule]]:
-    """group name -> its native rules, in definition order."""
-    out: dict[str, list[ERule]] = {}
-    for r in NATIVE_RULES:
-        out.setdefault(r.group, []).append(r)
-    return out

@@ -8,21 +8,14 @@ numpy evaluator the equivalence checker uses over many assignments at once.
 
 Semantics
 ---------
-- ``index``: exact Python ``int`` (unbounded). Fixed-width integers wrap
-  two's-complement at their width after every operation (casts included).
-- ``idiv`` truncates toward zero, ``mod`` takes the dividend's sign (C). A
-  division or modulo by zero is *undefined*; so is a shift by a negative amount
-  (or by >= the width of a fixed-width dtype), a negative integer ``pow``
-  exponent and a float-to-int cast of NaN/inf or of a value the target cannot
-  hold. An undefined value is not an error until it is used: ``where`` picks
-  its branch lane by lane, so an undefined value in the branch not taken is
+- each op computes what :mod:`eqsat.ir.semantics` says: exact ``index``, wrapping
+  fixed-width integers, C division and remainder, IEEE floats at the dtype's
+  precision, and the values C leaves undefined (division by zero, out-of-range
+  shifts, ...).
+- an undefined value is not an error until it is used: ``where`` picks its
+  branch lane by lane, so an undefined value in the branch not taken is
   harmless. When the result (or a stored value, an address) is undefined,
   ``EvalError`` is raised, naming the cause.
-- floats: IEEE at the dtype's precision (f16/f32/f64 via numpy rounding, bf16
-  by round-to-nearest-even of the f32 bits); computed in f64 and rounded, which
-  is exact for + - * / sqrt. ``max``/``min`` propagate NaN (numpy's
-  ``maximum``). ``mulacc`` is ``a*b`` rounded then ``+ c`` rounded (unfused).
-- bool: ``add``/``or``/``max`` are or, ``mul``/``and``/``min`` are and.
 - vectors are tuples; ALU ops work lane by lane (a scalar operand broadcasts).
 - ``INVALID`` (the value of ``(invalid)``) propagates through every op (an
   undefined operand wins over it); ``where`` is lazy per lane, so
@@ -37,16 +30,31 @@ from __future__ import annotations
 
 import itertools
 import math
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from eqsat.ir.bounds import cdiv, cmod
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.semantics import (
+    BOOL_BINARY,
+    INT_BINARY,
+    NP_FLOAT,
+    EvalError,
+    Undefined,
+    alu,
+    bitcast,
+    cast,
+    cast_float_array,
+    cdiv_array,
+    cmod_array,
+    compare,
+    float_array,
+    shift_limit,
+    wrap_array,
+)
 from eqsat.ir.uop import UOp, const_value
 
 __all__ = [
@@ -60,15 +68,9 @@ __all__ = [
     "leaf_key",
     "vectorizable",
     "Value",
-    "float_op",
 ]
 
 Value = Any  # int | float | bool | tuple | INVALID
-
-
-class EvalError(ValueError):
-    """The graph has no value here: undefined operation, missing/out-of-range
-    leaf, out-of-bounds memory access, or an op the interpreter cannot run."""
 
 
 class _InvalidType:
@@ -89,16 +91,6 @@ class _InvalidType:
 
 
 INVALID = _InvalidType()
-
-
-@dataclass(frozen=True, slots=True)
-class Undefined:
-    """An undefined value (division by zero, ...) carrying its cause."""
-
-    reason: str
-
-    def __repr__(self) -> str:
-        return f"Undefined({self.reason!r})"
 
 
 def leaf_key(u: UOp) -> str:
@@ -123,60 +115,7 @@ def _describe(u: UOp) -> str:
 
 
 # ---------------------------------------------------------------------------
-# scalar arithmetic
-def _wrap(dt: DType, v: int) -> int:
-    if dt.kind == "int":
-        m = 1 << dt.bits
-        v &= m - 1
-        return v - m if v >= m >> 1 else v
-    if dt.kind == "uint":
-        return v & ((1 << dt.bits) - 1)
-    return v
-
-
-def _round(dt: DType, v: float) -> float:
-    return const_value(dt, v)  # type: ignore[return-value]
-
-
-#: significand bits (with the implicit one) of each float dtype
-_SIGNIFICAND = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
-
-
-def _int_to_float(dt: DType, x: int) -> float:
-    """``x`` rounded once to the float dtype ``dt`` (to nearest, ties to even), as C
-    converts an integer: beyond 2**53, going through a Python float first would round
-    twice (``2**53 + 2**29 + 1`` to f32 would give ``2**53``, not ``2**53 + 2**30``)."""
-    if -(1 << 53) <= x <= 1 << 53:
-        return _round(dt, float(x))
-    n = abs(x)
-    shift = n.bit_length() - _SIGNIFICAND[dt.name]
-    q, r = divmod(n, 1 << shift)
-    half = 1 << (shift - 1)
-    if r > half or (r == half and q & 1):
-        q += 1
-    try:
-        v = math.ldexp(q, shift)  # exact: q has at most the dtype's significand bits
-    except OverflowError:
-        v = math.inf
-    return _round(dt, v if x > 0 else -v)  # beyond the dtype's largest finite: infinity
-
-
-def _f(x: float) -> np.float64:
-    return np.float64(x)
-
-
-def _fop(dt: DType, fn: Callable[[], Any]) -> float:
-    with np.errstate(all="ignore"):
-        return _round(dt, float(fn()))
-
-
-_CMP: dict[Ops, Callable[[Any, Any], bool]] = {
-    Ops.LT: lambda a, b: a < b, Ops.LE: lambda a, b: a <= b, Ops.GT: lambda a, b: a > b,
-    Ops.GE: lambda a, b: a >= b, Ops.EQ: lambda a, b: a == b, Ops.NE: lambda a, b: a != b,
-}
-_SHIFT_LIMIT = 4096  # an index shift beyond this is refused (would build a huge int)
-
-
+# scalar arithmetic (eqsat.ir.semantics), with Invalid and undefined operands
 def _scalar_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     """One lane of an ALU op; ``dt`` is the result's scalar dtype."""
     if op is Ops.WHERE:  # lazy: only the condition and the branch taken matter
@@ -190,194 +129,15 @@ def _scalar_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
     for a in args:
         if a is INVALID:
             return INVALID
-    if op in _CMP:
-        return bool(_CMP[op](args[0], args[1]))
-    if dt.is_bool:
-        return _bool_alu(op, args)
-    if dt.is_float:
-        return _float_alu(op, dt, args)
-    if dt.is_int:
-        return _int_alu(op, dt, args)
-    raise EvalError(f"cannot compute {op.name} of dtype {dt}")
+    return alu(op, dt, args)
 
 
-#: the ops the interpreter computes on floats (``float_op``)
-FLOAT_OPS = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC,
-                       Ops.FLOOR, Ops.CEIL, Ops.ROUND, Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV,
-                       Ops.MAX, Ops.MIN, Ops.POW, Ops.MULACC})
-
-
-def float_op(op: Ops, dt: DType, *args: float) -> float:
-    """One float op on scalar values of the float dtype ``dt``, rounded to it: the
-    interpreter's IEEE semantics, for anything that folds float constants."""
-    if not dt.is_float or op not in FLOAT_OPS:
-        raise EvalError(f"{op.name} of {dt} is not a float op")
-    return _float_alu(op, dt.scalar(), args)
-
-
-def _bool_alu(op: Ops, args: Sequence[Value]) -> Value:
-    a = args[0]
-    if op is Ops.NOT:
-        return not a
-    b = args[1]
-    if op in (Ops.ADD, Ops.OR, Ops.MAX):
-        return bool(a or b)
-    if op in (Ops.MUL, Ops.AND, Ops.MIN):
-        return bool(a and b)
-    if op is Ops.XOR:
-        return bool(a) != bool(b)
-    raise EvalError(f"{op.name} is not defined on bool")
-
-
-def _c_pow(a: float, b: float) -> float:
-    """C's ``pow`` (C99 Annex F), which ``math.pow`` follows but for raising where C
-    returns an infinity or NaN. (numpy's ``power`` takes ``x ** 0.5`` for ``sqrt(x)``:
-    -0.0 and NaN at -0.0 and -inf, where C gives +0.0 and +inf.)"""
-    try:
-        return math.pow(a, b)
-    except (ValueError, OverflowError):
-        odd = b.is_integer() and abs(math.fmod(b, 2.0)) == 1.0
-        if a == 0:  # a pole: pow(+-0, y < 0)
-            return math.copysign(math.inf, a) if odd else math.inf
-        if a < 0 and not b.is_integer():
-            return math.nan
-        return -math.inf if a < 0 and odd else math.inf  # overflow
-
-
-def _float_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
-    a = args[0]
-    if op is Ops.NEG:
-        return -a
-    if op is Ops.RECIP:
-        return _fop(dt, lambda: _f(1.0) / _f(a))
-    if op is Ops.SQRT:
-        return _fop(dt, lambda: np.sqrt(_f(a)))
-    if op is Ops.EXP2:
-        return _fop(dt, lambda: np.exp2(_f(a)))
-    if op is Ops.LOG2:
-        return _fop(dt, lambda: np.log2(_f(a)))
-    if op is Ops.SIN:
-        return _fop(dt, lambda: np.sin(_f(a)))
-    if op is Ops.TRUNC:
-        return _fop(dt, lambda: np.trunc(_f(a)))
-    if op is Ops.FLOOR:
-        return _fop(dt, lambda: np.floor(_f(a)))
-    if op is Ops.CEIL:
-        return _fop(dt, lambda: np.ceil(_f(a)))
-    if op is Ops.ROUND:
-        return _fop(dt, lambda: np.rint(_f(a)))
-    b = args[1] if len(args) > 1 else None
-    if op is Ops.ADD:
-        return _fop(dt, lambda: _f(a) + _f(b))
-    if op is Ops.SUB:
-        return _fop(dt, lambda: _f(a) - _f(b))
-    if op is Ops.MUL:
-        return _fop(dt, lambda: _f(a) * _f(b))
-    if op is Ops.FDIV:
-        return _fop(dt, lambda: _f(a) / _f(b))
-    if op is Ops.MAX:
-        return _fop(dt, lambda: np.maximum(_f(a), _f(b)))
-    if op is Ops.MIN:
-        return _fop(dt, lambda: np.minimum(_f(a), _f(b)))
-    if op is Ops.POW:
-        return _fop(dt, lambda: _c_pow(float(a), float(b)))
-    if op is Ops.MULACC:
-        ab = _fop(dt, lambda: _f(a) * _f(b))
-        return _fop(dt, lambda: _f(ab) + _f(args[2]))
-    raise EvalError(f"{op.name} is not defined on {dt}")
-
-
-def _int_alu(op: Ops, dt: DType, args: Sequence[Value]) -> Value:
-    a = int(args[0])
-    if op is Ops.NEG:
-        return _wrap(dt, -a)
-    if op is Ops.NOT:
-        return _wrap(dt, ~a)
-    if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-        return a
-    b = int(args[1])
-    if op is Ops.ADD:
-        return _wrap(dt, a + b)
-    if op is Ops.SUB:
-        return _wrap(dt, a - b)
-    if op is Ops.MUL:
-        return _wrap(dt, a * b)
-    if op in (Ops.IDIV, Ops.MOD):
-        if b == 0:
-            return Undefined(f"{op.name.lower()} by zero")
-        return _wrap(dt, cdiv(a, b) if op is Ops.IDIV else cmod(a, b))
-    if op is Ops.MAX:
-        return max(a, b)
-    if op is Ops.MIN:
-        return min(a, b)
-    if op is Ops.AND:
-        return _wrap(dt, a & b)
-    if op is Ops.OR:
-        return _wrap(dt, a | b)
-    if op is Ops.XOR:
-        return _wrap(dt, a ^ b)
-    if op in (Ops.SHL, Ops.SHR):
-        limit = dt.bits if dt.is_fixed_int else _SHIFT_LIMIT
-        if b < 0 or b >= limit:
-            return Undefined(f"{op.name.lower()} by {b} on {dt}")
-        return _wrap(dt, a << b if op is Ops.SHL else a >> b)
-    if op is Ops.MULACC:
-        return _wrap(dt, a * b + int(args[2]))
-    if op is Ops.POW:
-        if b < 0:
-            return Undefined(f"integer pow with negative exponent {b}")
-        if b > _SHIFT_LIMIT and abs(a) > 1 and not dt.is_fixed_int:
-            raise EvalError(f"index pow exponent {b} is too large to compute")
-        return _wrap(dt, pow(a, b, 1 << dt.bits) if dt.is_fixed_int else a ** b)
-    if op is Ops.MULHI:
-        if not dt.is_fixed_int:
-            raise EvalError(f"mulhi needs a fixed-width dtype, not {dt}")
-        return _wrap(dt, (a * b) >> dt.bits)
-    if op is Ops.FDIV:
-        raise EvalError(f"fdiv is a float op, not defined on {dt}")
-    raise EvalError(f"{op.name} is not defined on {dt}")
-
-
-def _cast(x: Value, src: DType, dst: DType) -> Value:
-    """One lane of CAST."""
+def _convert(fn: Callable[[Any, DType, DType], Value], x: Value, src: DType,
+             dst: DType) -> Value:
+    """One lane of CAST (``fn`` is :func:`cast`) or BITCAST (:func:`bitcast`)."""
     if isinstance(x, Undefined) or x is INVALID:
         return x
-    if dst.is_bool:
-        return bool(x != 0)  # NaN is true, as in C
-    if dst.is_float:
-        return _round(dst, x) if isinstance(x, float) else _int_to_float(dst, int(x))
-    if dst.is_int:
-        if isinstance(x, float):
-            if not math.isfinite(x):
-                return Undefined(f"cast of {x} to {dst}")
-            v = math.trunc(x)
-            if dst.is_fixed_int and not dst.min <= v <= dst.max:
-                return Undefined(f"cast of {x} to {dst} out of range")
-            return v
-        return _wrap(dst, int(x))
-    raise EvalError(f"cannot cast {src} to {dst}")
-
-
-_BITFMT = {("int", 8): "b", ("int", 16): "h", ("int", 32): "i", ("int", 64): "q",
-           ("uint", 8): "B", ("uint", 16): "H", ("uint", 32): "I", ("uint", 64): "Q",
-           ("float", 16): "e", ("float", 32): "f", ("float", 64): "d", ("bool", 1): "?"}
-
-
-def _bitcast(x: Value, src: DType, dst: DType) -> Value:
-    if isinstance(x, Undefined) or x is INVALID:
-        return x
-    if src.name == "bf16" or dst.name == "bf16":
-        if src.name == "bf16":
-            bits = struct.unpack("<I", struct.pack("<f", x))[0] >> 16
-            return _cast(bits, dtypes.u16, dst) if dst.is_int else _bitcast(
-                bits, dtypes.u16, dst)
-        bits = struct.unpack("<H", struct.pack(f"<{_BITFMT[(src.kind, src.bits)]}", x))[0]
-        return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
-    fs, fd = _BITFMT.get((src.kind, src.bits)), _BITFMT.get((dst.kind, dst.bits))
-    if fs is None or fd is None or src.bits != dst.bits:
-        raise EvalError(f"cannot bitcast {src} to {dst}")
-    out = struct.unpack(f"<{fd}", struct.pack(f"<{fs}", x))[0]
-    return _round(dst, out) if dst.is_float else out
+    return fn(x, src, dst)
 
 
 # ---------------------------------------------------------------------------
@@ -496,11 +256,13 @@ class _Machine:
         if op is Ops.CAST:
             if dt.ptr:
                 return self.ptr_cast(u, vals[0])
-            return self.lanewise(lambda x: _cast(x, u.src[0].dtype.scalar(), dt.scalar()),
-                                 vals[0], dt.count)
+            return self.lanewise(
+                lambda x: _convert(cast, x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
+                dt.count)
         if op is Ops.BITCAST:
-            return self.lanewise(lambda x: _bitcast(x, u.src[0].dtype.scalar(), dt.scalar()),
-                                 vals[0], dt.count)
+            return self.lanewise(
+                lambda x: _convert(bitcast, x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
+                dt.count)
         if op is Ops.VECTORIZE:
             return tuple(vals)
         if op is Ops.CAT:
@@ -833,16 +595,14 @@ _VEC_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.INV
                       Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW, Ops.DEFINE_GLOBAL,
                       Ops.INDEX, Ops.LOAD}) | GroupOp.Comparison
 _I64_SAFE = 1 << 62
-#: the float dtypes evaluate_many computes on numpy (bf16 has no numpy dtype)
-_NP_FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 #: element dtypes of buffers evaluate_many reads
-_NP_ELEM = {**_NP_FLOAT, "bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+_NP_ELEM = {**NP_FLOAT, "bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
             "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
             "u64": np.uint64}
 
 
 def _vec_scalar(dt: DType) -> bool:
-    return dt.count == 1 and not dt.ptr and (not dt.is_float or dt.name in _NP_FLOAT)
+    return dt.count == 1 and not dt.ptr and (not dt.is_float or dt.name in NP_FLOAT)
 
 
 def vectorizable(root: UOp) -> bool:
@@ -1037,7 +797,7 @@ def _int_column(a: np.ndarray, dt: DType) -> np.ndarray:
 
 def _int_pow(dt: DType, a: Any, b: Any) -> Value:
     try:
-        return _int_alu(Ops.POW, dt, (a, b))
+        return alu(Ops.POW, dt, (a, b))
     except EvalError as e:  # an exponent too large to compute: no value, like evaluate's
         return Undefined(str(e))
 
@@ -1051,34 +811,12 @@ def _const_column(v: Any, n: int, dt: DType = dtypes.index) -> np.ndarray:
     if isinstance(v, bool):
         return np.full(n, v, dtype=bool)
     if dt.is_float:
-        return np.full(n, v, dtype=_NP_FLOAT[dt.name])
+        return np.full(n, v, dtype=NP_FLOAT[dt.name])
     if abs(v) < _I64_SAFE:
         return np.full(n, v, dtype=np.int64)
     out = np.empty(n, dtype=object)
     out[:] = v
     return out
-
-
-def _wrap_col(dt: DType, v: np.ndarray) -> np.ndarray:
-    if not dt.is_fixed_int:
-        return v
-    bits = dt.bits
-    if v.dtype != object and dt.kind == "int" and bits == 64:
-        return v  # exact int64 values (overflow-prone ops went to object arrays)
-    if v.dtype != object and bits < 63:
-        m = (1 << bits) - 1
-        w = v & m
-        if dt.kind == "int":
-            w = np.where(w >= (1 << (bits - 1)), w - (1 << bits), w)
-        return w
-    o = _obj(v)
-    w = o & ((1 << bits) - 1)
-    if dt.kind == "int":
-        w = np.where(w >= (1 << (bits - 1)), w - (1 << bits), w)
-    # fits int64 after wrapping unless u64
-    if dt.kind == "int" or bits < 64:
-        return w.astype(np.int64)
-    return w
 
 
 def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -1087,29 +825,24 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         a, b = srcv
         if a.dtype == object or b.dtype == object:
             a, b = _obj(a), _obj(b)
-        return _CMP[op](a, b).astype(bool), None
+        return compare(op, a, b).astype(bool), None
     if op is Ops.CAST and (dt.is_float or u.src[0].dtype.is_float):
-        return _vec_float_cast(srcv[0], u.src[0].dtype, dt)
+        return cast_float_array(srcv[0], u.src[0].dtype, dt)
     if dt.is_float:
-        return _vec_float(op, dt, srcv), None
+        return float_array(op, dt, srcv), None
     if op is Ops.CAST:
         x = srcv[0]
         if dt.is_bool:
             return (x != 0).astype(bool), None
         if x.dtype == bool:
             x = x.astype(np.int64)
-        return _wrap_col(dt, x), None
+        return wrap_array(dt, x), None
     if dt.is_bool:
         if op is Ops.NOT:
             return ~srcv[0].astype(bool), None
-        a, b = srcv[0].astype(bool), srcv[1].astype(bool)
-        if op in (Ops.ADD, Ops.OR, Ops.MAX):
-            return a | b, None
-        if op in (Ops.MUL, Ops.AND, Ops.MIN):
-            return a & b, None
-        if op in (Ops.XOR,):
-            return a ^ b, None
-        raise EvalError(f"{op.name} is not defined on bool")
+        if op not in BOOL_BINARY:
+            raise EvalError(f"{op.name} is not defined on bool")
+        return BOOL_BINARY[op](srcv[0].astype(bool), srcv[1].astype(bool)), None
     big = any(s.dtype == object for s in srcv)
     mags = [_absmax(s) for s in srcv] if not big else []
     if mags and max(mags) >= _I64_SAFE:
@@ -1118,35 +851,27 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
         return srcv[0], None
     if op is Ops.NEG:
-        return _wrap_col(dt, -srcv[0]), None
+        return wrap_array(dt, -srcv[0]), None
     if op is Ops.NOT:
-        return _wrap_col(dt, ~srcv[0]), None
+        return wrap_array(dt, ~srcv[0]), None
     a, b = srcv[0], srcv[1]
     if op in (Ops.ADD, Ops.SUB, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR, Ops.XOR):
         if not big and max(mags) >= _I64_SAFE:
             a, b = _obj(a), _obj(b)
-        if op is Ops.ADD:
-            r = a + b
-        elif op is Ops.SUB:
-            r = a - b
-        elif op is Ops.MAX:
+        if op is Ops.MAX:
             r = np.where(a >= b, a, b)
         elif op is Ops.MIN:
             r = np.where(a <= b, a, b)
-        elif op is Ops.AND:
-            r = a & b
-        elif op is Ops.OR:
-            r = a | b
         else:
-            r = a ^ b
-        return _wrap_col(dt, r), None
+            r = INT_BINARY[op](a, b)
+        return wrap_array(dt, r), None
     if op in (Ops.MUL, Ops.MULACC):
         if big or mags[0] * mags[1] + (mags[2] if len(mags) > 2 else 0) >= _I64_SAFE:
             a, b = _obj(a), _obj(b)
             r = a * b + (_obj(srcv[2]) if op is Ops.MULACC else 0)
         else:
             r = a * b + (srcv[2] if op is Ops.MULACC else 0)
-        return _wrap_col(dt, r), None
+        return wrap_array(dt, r), None
     if op in (Ops.IDIV, Ops.MOD):
         zero = b == 0
         if zero.any():
@@ -1154,21 +879,17 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
             b = np.where(zero, 1, b)
         if big:
             a, b = _obj(a), _obj(b)
-        q = abs(a) // abs(b)
-        neg = (a < 0) ^ (b < 0)
-        q = np.where(neg, -q, q)
-        r = q if op is Ops.IDIV else a - q * b
+        r = cdiv_array(a, b) if op is Ops.IDIV else cmod_array(a, b)
         if r.dtype == object and not big:
             r = r.astype(np.int64)
-        return _wrap_col(dt, r), undef
-    if op is Ops.POW:  # lane by lane, as _int_alu: undefined for a negative exponent
+        return wrap_array(dt, r), undef
+    if op is Ops.POW:  # lane by lane, as alu: undefined for a negative exponent
         r = np.array([_int_pow(dt, x, y) for x, y in zip(a, b, strict=True)], dtype=object)
         undef = np.array([isinstance(v, Undefined) for v in r], dtype=bool)
         r = np.where(undef, 0, r)
-        return _wrap_col(dt, _as_int_column(r)), (undef if undef.any() else None)
+        return wrap_array(dt, _as_int_column(r)), (undef if undef.any() else None)
     if op in (Ops.SHL, Ops.SHR):
-        limit = dt.bits if dt.is_fixed_int else _SHIFT_LIMIT
-        bad = (b < 0) | (b >= limit)
+        bad = (b < 0) | (b >= shift_limit(dt))
         if bad.any():
             undef = bad
             b = np.where(bad, 0, b)
@@ -1177,65 +898,14 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
                 r = _obj(a) >> _obj(b)
             else:
                 r = a >> np.minimum(b, 63)
-            return _wrap_col(dt, r), undef
+            return wrap_array(dt, r), undef
         smax = _absmax(b) if not big else None
         if big or smax >= 62 or (mags[0] << smax) >= _I64_SAFE:
             r = _obj(a) << _obj(b)
         else:
             r = a << b
-        return _wrap_col(dt, r), undef
+        return wrap_array(dt, r), undef
     raise EvalError(f"{op.name} is not vectorized")
-
-
-_VEC_UNARY: dict[Ops, Callable[[np.ndarray], np.ndarray]] = {
-    Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin,
-    Ops.TRUNC: np.trunc, Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.ROUND: np.rint,
-    Ops.RECIP: lambda a: 1.0 / a}
-_VEC_BINARY: dict[Ops, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.FDIV: np.divide,
-    Ops.MAX: np.maximum, Ops.MIN: np.minimum,
-    Ops.POW: lambda a, b: np.frompyfunc(_c_pow, 2, 1)(a, b).astype(np.float64)}
-
-
-def _vec_float(op: Ops, dt: DType, srcv: list[np.ndarray]) -> np.ndarray:
-    """A float op over many lanes, as ``_float_alu`` computes one: in f64, rounded to
-    ``dt`` (exact for + - * / sqrt; mulacc rounds its product first)."""
-    npdt = _NP_FLOAT[dt.name]
-    if op is Ops.NEG:
-        return -srcv[0]
-    f = [s.astype(np.float64) for s in srcv]
-    with np.errstate(all="ignore"):
-        if op in _VEC_UNARY:
-            r = _VEC_UNARY[op](f[0])
-        elif op in _VEC_BINARY:
-            r = _VEC_BINARY[op](f[0], f[1])
-        elif op is Ops.MULACC:
-            r = (f[0] * f[1]).astype(npdt).astype(np.float64) + f[2]
-        else:
-            raise EvalError(f"{op.name} is not defined on {dt}")
-        return r.astype(npdt)
-
-
-def _vec_float_cast(x: np.ndarray, src: DType, dst: DType
-                    ) -> tuple[np.ndarray, np.ndarray | None]:
-    """CAST from or to a float over many lanes (``_cast`` lane by lane)."""
-    if dst.is_float:
-        npdt = _NP_FLOAT[dst.name]
-        if src.is_float or x.dtype == bool or (x.dtype != object and _absmax(x) <= 1 << 53):
-            with np.errstate(over="ignore"):  # exact in f64, then one rounding (inf beyond)
-                return x.astype(np.float64).astype(npdt), None
-        return np.array([_int_to_float(dst, int(v)) for v in x], dtype=npdt), None
-    if dst.is_bool:
-        return x != 0, None  # NaN is true, as in C
-    t = np.trunc(x.astype(np.float64))
-    bad = ~np.isfinite(t)
-    if dst.is_fixed_int:  # C leaves a value the target cannot hold undefined
-        with np.errstate(invalid="ignore"):
-            bad |= (t < float(dst.min)) | (t >= float(dst.max + 1))
-    t = np.where(bad, 0.0, t)
-    if np.abs(t).max(initial=0.0) < _I64_SAFE:
-        return _int_column(t.astype(np.int64), dst), (bad if bad.any() else None)
-    return np.array([int(v) for v in t], dtype=object), (bad if bad.any() else None)
 
 
 def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray], n: int,

@@ -14,23 +14,14 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from eqsat.ir.semantics import cdiv, cmod  # (re-exported: the rules' C division)
+
 __all__ = ["Atom", "Num", "INF", "Lin", "Ctx", "LinBuilder", "cdiv", "cmod", "lin_bounds"]
 
 Atom = Hashable
 T = TypeVar("T")
 Num = int | float
 INF = math.inf
-
-
-def cdiv(a: int, b: int) -> int:
-    """C integer division: truncate toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def cmod(a: int, b: int) -> int:
-    """C remainder (the dividend's sign): ``a == cdiv(a, b)*b + cmod(a, b)``."""
-    return a - cdiv(a, b) * b
 
 
 # ---------------------------------------------------------------------------

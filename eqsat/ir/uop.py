@@ -19,11 +19,10 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from eqsat.ir.bounds import compute_bounds
-from eqsat.ir.dtype import DType, DTypeError, dtypes
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.semantics import round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
 
@@ -36,14 +35,6 @@ _CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
 _IDS = itertools.count()
 
 
-def _bf16(v: float) -> float:
-    bits = struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return math.nan
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
-    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
-
-
 def const_value(dtype: DType, v: Any) -> int | float | bool:
     """Normalize ``v`` to a constant of the scalar of ``dtype``.
 
@@ -54,27 +45,13 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     if s.is_bool:
         return bool(v)
     if s.is_float:
-        with np.errstate(over="ignore"):
-            if s.name == "f32":
-                return float(np.float32(v))
-            if s.name == "f16":
-                return float(np.float16(v))
-            if s.name == "bf16":
-                return _bf16(float(v))
-        return float(v)
+        return round_float(s, v)
     if isinstance(v, float):
         if not math.isfinite(v):
             raise IRError(f"cannot make an integer constant of {v}")
         v = math.trunc(v)
-    v = int(v)
-    if s.is_index:
-        return v
-    if s.is_fixed_int:
-        mask = (1 << s.bits) - 1
-        v &= mask
-        if s.kind == "int" and v >= 1 << (s.bits - 1):
-            v -= 1 << s.bits
-        return v
+    if s.is_int:
+        return wrap(s, int(v))
     raise IRError(f"no constants of dtype {dtype}")
 
 
@@ -371,9 +348,3 @@ def drop_folded_ranges(u: UOp) -> UOp:
     if len(live) == len(u.src) - 1:
         return u
     return u.replace(src=(u.src[0], *live)) if live else u.src[0]
-
-
-def _check_dtype(dt: DType) -> DType:
-    if not isinstance(dt, DType):
-        raise DTypeError(f"expected a DType, got {dt!r}")
-    return dt

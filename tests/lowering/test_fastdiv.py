@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat import dtypes, evaluate
-from eqsat.ir.bounds import cdiv, cmod
 from eqsat.ir.ops import Ops
+from eqsat.ir.semantics import cdiv, cmod
 from eqsat.ir.uop import UOp
 from lowering import Target, compile_kernel
 from lowering.fastdiv import build_idiv, build_mod, magic, plan_idiv

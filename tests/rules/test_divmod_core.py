@@ -22,7 +22,8 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqsat.ir.linear import Lin, LinBuilder, cdiv, cmod, lin_bounds
+from eqsat.ir.linear import Lin, LinBuilder, lin_bounds
+from eqsat.ir.semantics import cdiv, cmod
 from rules.divmod_core import (
     ADVANCED,
     DIVMOD_RULES,

@@ -28,10 +28,9 @@ everywhere has no value at all: an empty interval is true of it.)
 other than ``(invalid)``, ALU ops of such operands). ``lo``/``hi`` bound a class
 where it has a value; a rewrite that drops an operand (``x*0 -> 0``, folding a
 class to its constant) must not drop an Invalid, so such rules require ``Def``.
-The engine computes ``Def`` on each snapshot in Python (:func:`defined_classes`,
-a least fixed point) and loads it back for the native rules' guards; the
-egglog rules of the same analysis (:func:`def_rules`) are kept for reference
-and tests.
+The engine computes ``Def`` on each snapshot in Python
+(:func:`eqsat.engines.egraph.encoding.defined_classes`, a least fixed point) and
+loads it back for the native rules' guards.
 """
 
 from __future__ import annotations
@@ -41,9 +40,8 @@ import re
 from eqsat.ir.dtype import dtypes
 
 __all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
-           "CHECK_RULESET", "LATE_RULESET",
-           "INT_DTYPES", "FIXED_DTYPES", "FIXED_ANALYSIS_DTYPES", "FIXED_ANALYSIS",
-           "ALL_ANALYSIS", "dtype_table"]
+           "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
+           "FIXED_ANALYSIS_DTYPES", "ALL_ANALYSIS", "dtype_table"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -282,8 +280,7 @@ for _c in ("Eq", "Ne"):
 
 ANALYSIS_RULES, ANALYSIS_FIXED_RULES = _split(ANALYSIS_RULES)
 
-#: the rule set of the ``*_fixed`` interval rules, and the one that runs both sets
-FIXED_ANALYSIS = "analysis_fixed"
+#: the rule set that runs the index and the fixed-width (``*_fixed``) interval rules
 ALL_ANALYSIS = "analysis_all"
 
 
@@ -315,26 +312,6 @@ def _fixed_dtypes() -> dict[str, frozenset[str]]:
 #: where no ``IntDt`` guard excludes it). A run whose e-graph gets no such e-node skips
 #: those rules (rewrites keep their operands' dtypes: only an inserted node brings one)
 FIXED_ANALYSIS_DTYPES: dict[str, frozenset[str]] = _fixed_dtypes()
-
-
-def def_rules() -> list[tuple[str, str, str]]:
-    """``Def``: the e-classes that are never Invalid (a value wherever defined)."""
-    from eqsat.engines.egraph.encoding import ALU_CTOR, CTORS
-
-    out = [("def_const", "a constant is never Invalid", "((= e (Cst dt v))) ((Def e))"),
-           ("def_leaf", "a leaf other than Invalid is never Invalid",
-            "((= e (Leaf op dt a)) (!= op \"INVALID\")) ((Def e))"),
-           ("def_range", "range(end) is never Invalid when end is not",
-            "((= e (G1 \"RANGE\" dt a n)) (Def n)) ((Def e))"),
-           ("def_special", "special(end) is never Invalid when end is not",
-            "((= e (G1 \"SPECIAL\" dt a n)) (Def n)) ((Def e))")]
-    for ctor in ALU_CTOR.values():
-        n = CTORS[ctor].count("E")
-        xs = " ".join(f"x{i}" for i in range(n))
-        facts = " ".join(f"(Def x{i})" for i in range(n))
-        out.append((f"def_{ctor.lower()}", f"{ctor.lower()} of never-Invalid operands is never "
-                    "Invalid", f"((= e ({ctor} dt {xs})) {facts}) ((Def e))"))
-    return out
 
 
 def analysis_program(ruleset: str = "analysis", fixed: bool = True,

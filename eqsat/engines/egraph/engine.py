@@ -74,12 +74,13 @@ from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
+from eqsat.ir.egglog_text import commands
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from rules.native import ERule, int_dt_twins
 
-__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "top_level_commands",
-           "FIXED_RULESET", "fixed_only", "is_stalled"]
+__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "FIXED_RULESET",
+           "fixed_only", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
@@ -100,43 +101,6 @@ REBUILD_ITERATIONS = 2000
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 
 log = logging.getLogger(__name__)
-
-
-def top_level_commands(text: str) -> list[str]:
-    """The top-level s-expressions of egglog ``text``, each as its own text (strings
-    and ``;`` comments respected). Unbalanced text raises ValueError naming the line."""
-    out: list[str] = []
-    depth, start, i, n = 0, -1, 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1  # to the closing quote: a backslash escapes the next character
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            if j >= n:
-                raise ValueError(f"egglog text: unterminated string at line "
-                                 f"{text.count(chr(10), 0, i) + 1}")
-            i = j + 1
-            continue
-        if ch == ";":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if ch == "(":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"egglog text: unbalanced ')' at line "
-                                 f"{text.count(chr(10), 0, i) + 1}")
-            if depth == 0:
-                out.append(text[start:i + 1])
-        i += 1
-    if depth:
-        raise ValueError(f"egglog text: unclosed '(' at line {text.count(chr(10), 0, start) + 1}")
-    return out
 
 
 _FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
@@ -280,7 +244,7 @@ class Session:
         prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
-        for cmd in top_level_commands("\n".join(prog)):
+        for cmd in commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
         log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",

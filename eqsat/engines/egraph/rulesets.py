@@ -5,9 +5,7 @@ Group names are those of docs/rules.md (``identity_and_zero_patterns``,
 section of its family module ``rules/<family>.py``, beside the family's
 baseline ``GROUPS`` (the div/mod family's native rules, its core's computed
 twins, the basis search and the whole-sum recombinations are in
-``rules/divmod.py``); a group no family module declares may be drafted in
-:data:`rules.native.NATIVE_RULES` (none today), and a family's group
-replaces a draft group of the same name wholesale.
+``rules/divmod.py``).
 
 :func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
 stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
@@ -21,11 +19,10 @@ import importlib
 from typing import Any
 
 from rules.computed import PyRule
-from rules.native import ERule, native_groups
+from rules.native import ERule
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "CANON_GROUP"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN"]
 
-CANON_GROUP = "alu_folding_dsl_patterns"
 OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
                            "constant_folding_native")
 
@@ -35,19 +32,11 @@ _FAMILIES = ("divmod", "invalid", "constants", "identity", "canonical", "divisio
              "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
 
 
-def _drafts() -> dict[str, list[Any]]:
-    """The draft groups: native rules of groups no family module declares yet."""
-    return {g: list(rs) for g, rs in native_groups().items()}
-
-
 def egraph_groups() -> dict[str, list[Any]]:
     """Every e-graph group name -> its rules (ERule / PyRule objects)."""
-    out = _drafts()
+    out: dict[str, list[Any]] = {}
     for fam in _FAMILIES:
-        try:
-            mod = importlib.import_module(f"rules.{fam}")
-        except ImportError:
-            continue
+        mod = importlib.import_module(f"rules.{fam}")
         eg = getattr(mod, "EGRAPH", None)
         if isinstance(eg, dict):
             for g, rs in eg.items():

@@ -1,4 +1,4 @@
-"""The engine's helpers: splitting egglog text into commands, the fixed-width rule set."""
+"""The engine's helpers: its program split into commands, the fixed-width rule set."""
 
 from __future__ import annotations
 
@@ -10,41 +10,10 @@ from eqsat.engines.egraph.engine import (
     Session,
     fixed_only,
     needs_fixed_width,
-    top_level_commands,
 )
+from eqsat.ir.egglog_text import commands
 from eqsat.ir.sexpr import parse
 from rules.native import ERule, int_dt_twins
-
-# egglog text, its top-level commands
-SPLITS: list[tuple[str, list[str]]] = [
-    ("", []),
-    ("(a)", ["(a)"]),
-    ("(a (b c))\n(d)", ["(a (b c))", "(d)"]),
-    ('(a "x)" (b))', ['(a "x)" (b))']),                      # a paren inside a string
-    ('(e "q\\"(")', ['(e "q\\"(")']),                         # an escaped quote
-    ('(e "a\\\\") (f)', ['(e "a\\\\")', "(f)"]),                # an escaped backslash
-    ("(a) ; (not a command)\n(b)", ["(a)", "(b)"]),           # a comment
-    ('(rule ((= l (lo e))) ((panic "empty (lo > hi)")))',
-     ['(rule ((= l (lo e))) ((panic "empty (lo > hi)")))']),
-]
-
-BAD: list[tuple[str, str]] = [
-    ("(a", "unclosed '(' at line 1"),
-    ("(a)\n(b))", "unbalanced ')' at line 2"),
-    ('(a "x)', "unterminated string at line 1"),
-    ('(a "x\\")', "unterminated string at line 1"),                 # the quote is escaped
-]
-
-
-@pytest.mark.parametrize("text, want", SPLITS)
-def test_top_level_commands(text: str, want: list[str]) -> None:
-    assert top_level_commands(text) == want
-
-
-@pytest.mark.parametrize("text, msg", BAD)
-def test_top_level_commands_rejects_unbalanced_text(text: str, msg: str) -> None:
-    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
-        top_level_commands(text)
 
 
 def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
@@ -56,7 +25,7 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
     s = Session(None)
     text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
                       *(r.program("native") for r in s.native)])
-    cmds = top_level_commands(text)
+    cmds = commands(text)
     parsed = bindings.EGraph().parse_program(text)
     assert len(cmds) == len(parsed) > 200
     assert sum(len(bindings.EGraph().parse_program(c)) for c in cmds[::25]) == len(cmds[::25])

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eqsat.ir.bounds import cdiv, cmod, compute_bounds, dtype_bounds
+from eqsat.ir.bounds import compute_bounds, dtype_bounds
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.interp import INVALID, EvalError, Undefined, node_values
 from eqsat.ir.ops import Ops
@@ -116,13 +116,6 @@ def test_exact_bounds(e, lo, hi):
 def test_always_undefined_nodes_are_unbounded(e):
     """No range may pin an always-undefined node to a value a rule could fold to."""
     assert e.vmin == dtype_bounds(e.dtype)[0] and e.vmax == dtype_bounds(e.dtype)[1]
-
-
-@pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 5), (5, -1)])
-def test_cdiv_cmod(a, b):
-    assert cdiv(a, b) == int(a / b)
-    assert cmod(a, b) == a - int(a / b) * b
-    assert math.copysign(1, cmod(a, b)) == math.copysign(1, a) or cmod(a, b) == 0
 
 
 def test_huge_index_bounds_do_not_overflow():

@@ -13,14 +13,34 @@ Nothing changes but the number of analysis rounds: every seed is what one analys
 rule derives from bounds the e-graph already had (the snapshot's bounds only tighten
 later, and every rule is monotone in its operands' bounds), so the analysis reaches
 the same fixed point; loading the seeds after the native rules keeps their guards
-seeing what they saw before. A rule whose arithmetic leaves i64 does not fire in
-egglog, and gives no seed here either.
+seeing what they saw before. The intervals are :mod:`eqsat.ir.semantics`'s; what is
+the analysis's own is when a rule fires: only when every bound it reads is known,
+and only when its arithmetic stays in i64 (an overflow is "no match" in egglog).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
+
+from eqsat.ir.ops import Ops
+from eqsat.ir.semantics import (
+    Interval,
+    cmp_decided,
+    iv_add,
+    iv_hull,
+    iv_idiv_any,
+    iv_idiv_corners,
+    iv_max,
+    iv_min,
+    iv_mod_bucket,
+    iv_mod_range,
+    iv_mul,
+    iv_neg,
+    iv_not_bool,
+    iv_sub,
+)
 
 __all__ = ["node_bounds", "BoundSeeder", "SEEDED"]
 
@@ -36,16 +56,6 @@ def _fits(*vs: int) -> bool:
     return True
 
 
-def _tdiv(a: int, b: int) -> int:
-    """i64 division as egglog does it (truncating, C)."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def _tmod(a: int, b: int) -> int:
-    return a - _tdiv(a, b) * b
-
-
 def _meet(out: list, lo: int | None, hi: int | None) -> None:
     if lo is not None and (out[0] is None or lo > out[0]):
         out[0] = lo
@@ -53,45 +63,36 @@ def _meet(out: list, lo: int | None, hi: int | None) -> None:
         out[1] = hi
 
 
-def _add(a: _Bound, b: _Bound, out: list) -> None:  # iv_add
-    if None in a or None in b:
-        return
-    lo, hi = a[0] + b[0], a[1] + b[1]
-    if _fits(lo, hi):
-        _meet(out, lo, hi)
+def _both(f: Callable[[Interval, Interval], Interval]) -> Callable[[_Bound, _Bound, list], None]:
+    """The rule of ``f``: it reads both operands' two bounds, and sets both of the
+    result's when they fit i64 (``iv_add``, ``iv_sub``, ``iv_mul``, ``iv_max``,
+    ``iv_min``; ``iv_and_bool``/``iv_or_bool`` are ``iv_min``/``iv_max`` on 0/1)."""
 
+    def rule(a: _Bound, b: _Bound, out: list) -> None:
+        if None in a or None in b:
+            return
+        lo, hi = f(a, b)  # type: ignore[arg-type]
+        if _fits(lo, hi):
+            _meet(out, lo, hi)
 
-def _sub(a: _Bound, b: _Bound, out: list) -> None:  # iv_sub
-    if None in a or None in b:
-        return
-    lo, hi = a[0] - b[1], a[1] - b[0]
-    if _fits(lo, hi):
-        _meet(out, lo, hi)
-
-
-def _mul(a: _Bound, b: _Bound, out: list) -> None:  # iv_mul
-    if None in a or None in b:
-        return
-    ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-    if _fits(*ps):
-        _meet(out, min(ps), max(ps))
+    return rule
 
 
 def _idiv(a: _Bound, b: _Bound, out: list) -> None:
-    la, ha = a
-    if la is None or ha is None:
+    if None in a:
         return
-    # iv_idiv_any: |a//b| <= max(|la|, |ha|)
-    m = max(abs(la), abs(ha))
-    if _fits(m, -m):
-        _meet(out, -m, m)
+    lo, hi = iv_idiv_any(a)  # type: ignore[arg-type]  # iv_idiv_any
+    if _fits(lo, hi):
+        _meet(out, lo, hi)
     lb, hb = b
     if lb is None or hb is None:
         return
-    if lb > 0 or hb < 0:  # iv_idiv_nonzero: the corner quotients
-        ps = (_tdiv(la, lb), _tdiv(la, hb), _tdiv(ha, lb), _tdiv(ha, hb))
-        if _fits(*ps):
-            _meet(out, min(ps), max(ps))
+    # iv_idiv_nonzero (a divisor bound of 0 makes egglog's division fail: no match; only
+    # an empty interval, of a class without a value, has lb > 0 and hb == 0)
+    if (lb > 0 or hb < 0) and lb != 0 and hb != 0:
+        lo, hi = iv_idiv_corners(a, b)  # type: ignore[arg-type]
+        if _fits(lo, hi):
+            _meet(out, lo, hi)
 
 
 def _mod(a: _Bound, b: _Bound, out: list) -> None:
@@ -101,95 +102,46 @@ def _mod(a: _Bound, b: _Bound, out: list) -> None:
         _meet(out, 0, None)
     if ha is not None and ha <= 0:  # iv_mod_hi_neg
         _meet(out, None, 0)
-    if lb is None or hb is None:
+    if lb is None or hb is None or la is None or ha is None:
         return
     m = max(abs(lb), abs(hb))
     if not _fits(m) or m <= 0:
         return
-    if la is not None and ha is not None:  # iv_mod_range
-        _meet(out, min(0, max(la, 1 - m)), max(0, min(ha, m - 1)))
-    # iv_mod_bucket: a constant divisor c, a within one bucket of one sign
-    if la is not None and ha is not None and lb == hb and lb != 0:
-        ac = abs(lb)
-        if _fits(ac, la * ha) and _tdiv(la, ac) == _tdiv(ha, ac) and la * ha >= 0:
-            _meet(out, _tmod(la, ac), _tmod(ha, ac))
+    _meet(out, *iv_mod_range((la, ha), m))  # iv_mod_range
+    # iv_mod_bucket: a constant divisor (its rule computes la*ha: that must fit too)
+    if lb == hb and _fits(la * ha):
+        r = iv_mod_bucket((la, ha), lb)
+        if r is not None:
+            _meet(out, *r)
 
 
-def _max(a: _Bound, b: _Bound, out: list) -> None:  # iv_max
-    if None not in a and None not in b:
-        _meet(out, max(a[0], b[0]), max(a[1], b[1]))
+def _known(a: _Bound) -> Interval:
+    return (-math.inf if a[0] is None else a[0]), (math.inf if a[1] is None else a[1])
 
 
-def _min(a: _Bound, b: _Bound, out: list) -> None:  # iv_min
-    if None not in a and None not in b:
-        _meet(out, min(a[0], b[0]), min(a[1], b[1]))
+def _cmp(op: Ops) -> Callable[[_Bound, _Bound, list], None]:
+    """The rules of a comparison: ``iv_<op>`` ([0, 1]), ``iv_<op>_true``/``_false``
+    (and ``iv_eq_apart_*``/``iv_ne_apart_*``), each reading only the bounds it needs."""
 
+    def rule(a: _Bound, b: _Bound, out: list) -> None:
+        _meet(out, 0, 1)
+        always, never = cmp_decided(op, _known(a), _known(b))
+        if always:
+            _meet(out, 1, 1)
+        if never:
+            _meet(out, 0, 0)
 
-def _lt(a: _Bound, b: _Bound, out: list) -> None:
-    _meet(out, 0, 1)  # iv_lt
-    if a[1] is not None and b[0] is not None and a[1] < b[0]:  # iv_lt_true
-        _meet(out, 1, 1)
-    if a[0] is not None and b[1] is not None and a[0] >= b[1]:  # iv_lt_false
-        _meet(out, 0, 0)
-
-
-def _le(a: _Bound, b: _Bound, out: list) -> None:
-    _meet(out, 0, 1)  # iv_le
-    if a[1] is not None and b[0] is not None and a[1] <= b[0]:  # iv_le_true
-        _meet(out, 1, 1)
-    if a[0] is not None and b[1] is not None and a[0] > b[1]:  # iv_le_false
-        _meet(out, 0, 0)
-
-
-def _gt(a: _Bound, b: _Bound, out: list) -> None:
-    _meet(out, 0, 1)  # iv_gt
-    if a[0] is not None and b[1] is not None and a[0] > b[1]:  # iv_gt_true
-        _meet(out, 1, 1)
-    if a[1] is not None and b[0] is not None and a[1] <= b[0]:  # iv_gt_false
-        _meet(out, 0, 0)
-
-
-def _ge(a: _Bound, b: _Bound, out: list) -> None:
-    _meet(out, 0, 1)  # iv_ge
-    if a[0] is not None and b[1] is not None and a[0] >= b[1]:  # iv_ge_true
-        _meet(out, 1, 1)
-    if a[1] is not None and b[0] is not None and a[1] < b[0]:  # iv_ge_false
-        _meet(out, 0, 0)
-
-
-def _apart(a: _Bound, b: _Bound) -> bool:
-    return (a[1] is not None and b[0] is not None and a[1] < b[0]) or \
-        (b[1] is not None and a[0] is not None and b[1] < a[0])
-
-
-def _same(a: _Bound, b: _Bound) -> bool:
-    return None not in a and None not in b and a[0] == a[1] == b[0] == b[1]
-
-
-def _eq(a: _Bound, b: _Bound, out: list) -> None:
-    _meet(out, 0, 1)  # iv_eq
-    if _same(a, b):  # iv_eq_true
-        _meet(out, 1, 1)
-    if _apart(a, b):  # iv_eq_apart_ha, iv_eq_apart_hb
-        _meet(out, 0, 0)
-
-
-def _ne(a: _Bound, b: _Bound, out: list) -> None:
-    # iv_ne, iv_ne_false, iv_ne_apart_ha, iv_ne_apart_hb: 1 - what the eq rules give
-    e: list = [None, None]
-    _eq(a, b, e)
-    _meet(out, 1 - e[1], 1 - e[0])
+    return rule
 
 
 #: (ctor, dtype) -> the binary rules' bounds, for the e-nodes seeded
 _BINARY: dict[tuple[str, str], Callable[[_Bound, _Bound, list], None]] = {
-    ("Add", "index"): _add, ("Sub", "index"): _sub, ("Mul", "index"): _mul,
-    ("Idiv", "index"): _idiv, ("Mod", "index"): _mod,
-    ("Max", "index"): _max, ("Min", "index"): _min,
-    ("Lt", "bool"): _lt, ("Le", "bool"): _le, ("Gt", "bool"): _gt, ("Ge", "bool"): _ge,
-    ("Eq", "bool"): _eq, ("Ne", "bool"): _ne,
-    # iv_and_bool and iv_or_bool are iv_min and iv_max on 0/1
-    ("And", "bool"): _min, ("Or", "bool"): _max,
+    ("Add", "index"): _both(iv_add), ("Sub", "index"): _both(iv_sub),
+    ("Mul", "index"): _both(iv_mul), ("Idiv", "index"): _idiv, ("Mod", "index"): _mod,
+    ("Max", "index"): _both(iv_max), ("Min", "index"): _both(iv_min),
+    ("Lt", "bool"): _cmp(Ops.LT), ("Le", "bool"): _cmp(Ops.LE), ("Gt", "bool"): _cmp(Ops.GT),
+    ("Ge", "bool"): _cmp(Ops.GE), ("Eq", "bool"): _cmp(Ops.EQ), ("Ne", "bool"): _cmp(Ops.NE),
+    ("And", "bool"): _both(iv_min), ("Or", "bool"): _both(iv_max),
 }
 
 #: the (constructor, dtype) pairs :func:`node_bounds` knows (``Cst``, ``Neg``, ``Not``,
@@ -213,18 +165,20 @@ def node_bounds(ctor: str, fields: tuple, bound: Callable[[Any], _Bound]) -> _Bo
     if f is not None:
         f(bound(fields[1]), bound(fields[2]), out)
     elif ctor == "Neg" and dt == "index":  # iv_neg
-        la, ha = bound(fields[1])
-        if la is not None and ha is not None and _fits(-ha, -la):
-            _meet(out, -ha, -la)
+        a = bound(fields[1])
+        if None not in a:
+            lo, hi = iv_neg(a)  # type: ignore[arg-type]
+            if _fits(lo, hi):
+                _meet(out, lo, hi)
     elif ctor == "Not" and dt == "bool":  # iv_not_bool
-        la, ha = bound(fields[1])
-        if la is not None and ha is not None:
-            _meet(out, 1 - ha, 1 - la)
+        a = bound(fields[1])
+        if None not in a:
+            _meet(out, *iv_not_bool(a))  # type: ignore[arg-type]
     elif ctor == "Where" and (dt == "index" or dt == "bool"):
         lc, hc = bound(fields[1])
         t, e = bound(fields[2]), bound(fields[3])
         if None not in t and None not in e:  # iv_where
-            _meet(out, min(t[0], e[0]), max(t[1], e[1]))
+            _meet(out, *iv_hull(t, e))  # type: ignore[arg-type]
         if lc == 1 and None not in t:  # iv_where_true
             _meet(out, t[0], t[1])
         if hc == 0 and None not in e:  # iv_where_false
@@ -243,7 +197,7 @@ class BoundSeeder:
     e-node's seed.
 
     Sums, products and constants of index, most of what a pass records, are computed
-    inline; every other e-node through :func:`node_bounds` (the same values)."""
+    here; every other e-node through :func:`node_bounds` (the same values)."""
 
     def __init__(self, lo: dict[int, int], hi: dict[int, int],
                  class_of: Callable[[int], int]):
@@ -275,15 +229,10 @@ class BoundSeeder:
             if ctor == "Cst":  # iv_const
                 lo = hi = fields[1]
             else:
-                la, ha = self.bound(fields[1])
-                lb, hb = self.bound(fields[2])
-                if la is None or ha is None or lb is None or hb is None:
+                a, b = self.bound(fields[1]), self.bound(fields[2])
+                if None in a or None in b:
                     return
-                if ctor == "Add":  # iv_add
-                    lo, hi = la + lb, ha + hb
-                else:  # iv_mul
-                    p1, p2, p3, p4 = la * lb, la * hb, ha * lb, ha * hb
-                    lo, hi = min(p1, p2, p3, p4), max(p1, p2, p3, p4)
+                lo, hi = (iv_add if ctor == "Add" else iv_mul)(a, b)  # type: ignore[arg-type]
                 if not (I64_MIN <= lo and hi <= I64_MAX):  # (every corner, for a product)
                     return
         elif (ctor, fields[0]) in SEEDED:

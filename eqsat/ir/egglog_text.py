@@ -1,0 +1,89 @@
+"""Reading egglog text: its s-expressions and its top-level commands.
+
+egglog's syntax is s-expressions of atoms and ``"..."`` strings (a backslash escapes
+the next character), with ``;`` comments to the end of the line. It is not the
+``.uop`` format (:mod:`eqsat.ir.sexpr`). The native rules (:mod:`rules.native`) read
+their patterns with :func:`read`, and the e-graph engine splits the program it loads
+into commands with :func:`commands`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+__all__ = ["Tree", "tokens", "commands", "read", "show"]
+
+#: an s-expression: an atom or string (its text, a string with its quotes), or a list
+Tree = str | list["Tree"]
+
+_TOKEN = re.compile(r'(?P<ws>\s+)|(?P<comment>;[^\n]*)|(?P<open>\()|(?P<close>\))'
+                    r'|(?P<str>"(?:[^"\\]|\\[\s\S])*")|(?P<quote>")|(?P<atom>[^\s();"]+)')
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def tokens(text: str) -> Iterator[tuple[str, str, int]]:
+    """``(kind, token, offset)`` of every token of ``text``: kind ``"("``, ``")"``,
+    ``"str"`` or ``"atom"`` (white space and comments skipped). An unterminated
+    string raises ValueError naming its line."""
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "atom" or kind == "str":
+            yield kind, m.group(), m.start()
+        elif kind == "open":
+            yield "(", "(", m.start()
+        elif kind == "close":
+            yield ")", ")", m.start()
+        elif kind == "quote":
+            raise ValueError(f"egglog text: unterminated string at line {_line(text, m.start())}")
+
+
+def commands(text: str) -> list[str]:
+    """The top-level s-expressions of ``text``, each as its own text. Unbalanced text
+    raises ValueError naming the line."""
+    out: list[str] = []
+    depth, start = 0, 0
+    for kind, _tok, pos in tokens(text):
+        if kind == "(":
+            if depth == 0:
+                start = pos
+            depth += 1
+        elif kind == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"egglog text: unbalanced ')' at line {_line(text, pos)}")
+            if depth == 0:
+                out.append(text[start:pos + 1])
+    if depth:
+        raise ValueError(f"egglog text: unclosed '(' at line {_line(text, start)}")
+    return out
+
+
+def read(text: str) -> Tree:
+    """The first s-expression of ``text`` as nested lists of atoms (strings keep their
+    quotes). Text without one, or with an unclosed one, raises ValueError."""
+    stack: list[list[Tree]] = []
+    for kind, tok, pos in tokens(text):
+        if kind == "(":
+            stack.append([])
+        elif kind == ")":
+            if not stack:
+                raise ValueError(f"egglog text: unbalanced ')' at line {_line(text, pos)}")
+            done = stack.pop()
+            if not stack:
+                return done
+            stack[-1].append(done)
+        elif not stack:
+            return tok
+        else:
+            stack[-1].append(tok)
+    raise ValueError("egglog text: no s-expression" if not stack else
+                     "egglog text: unclosed '('")
+
+
+def show(t: Tree) -> str:
+    """The text of an s-expression (one space between elements)."""
+    return t if isinstance(t, str) else "(" + " ".join(show(x) for x in t) + ")"
