@@ -4,8 +4,8 @@
 through both engines (equivalent to their input, floats bit for bit; the e-graph no
 costlier; the same output twice) and 2,000 random kernels lowered unoptimized, after
 the baseline and after the e-graph in turn, compiled and run against the reference
-interpreter, in parts that ``pytest -n 2`` spreads over its workers. Nothing may fail
-but the engine bugs listed in ``KNOWN`` (each also a strict xfail row below, so a fix
+interpreter, in parts that ``pytest -n 2`` spreads over its workers (their time:
+docs/perf.md). Nothing may fail but the engine bugs listed in ``KNOWN`` (each also a strict xfail row below, so a fix
 shows up as an unexpected pass and its entry goes).
 
 ``EXPRESSIONS`` / ``KERNELS``: every failure the fuzzer found, shrunk and named, one
@@ -45,6 +45,7 @@ def _unknown(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if not any(known(f) for _, known in KNOWN)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(PARTS))
 def test_fuzz_expressions(part: int) -> None:
     n = N_EXPRESSIONS // PARTS
@@ -54,6 +55,7 @@ def test_fuzz_expressions(part: int) -> None:
     assert not bad, "\n".join(map(str, bad))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(PARTS))
 def test_fuzz_kernels(part: int) -> None:
     n = N_KERNELS // PARTS
