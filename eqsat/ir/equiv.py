@@ -272,8 +272,9 @@ class SampledMemory:
         return bool(self.decl)
 
     def __repr__(self) -> str:
-        bufs = ", ".join(f"{s}: {u.dtype.base()}[{u.arg[1]}]" for s, u in sorted(self.decl.items()))
-        return f"SampledMemory({{{bufs}}}, seed={self.seed})"
+        bufs = ", ".join(f"slot {s} {u.dtype.base()}[{u.arg[1]}]"
+                         for s, u in sorted(self.decl.items()))
+        return f"<SampledMemory seed={self.seed}: {bufs or 'no buffers'}>"
 
     def _hash(self, slot: int, offsets: np.ndarray, points: np.ndarray) -> np.ndarray:
         """splitmix64 of the element's coordinates."""
