@@ -1,10 +1,11 @@
 """Division cancellation: FDIV/IDIV by themselves and out of products (docs/rules.md, seed 000 §5).
 
-Order matters: ``0.0/0.0 -> NaN`` and ``(x*0)/0 -> NaN`` come before
-``x/x -> 1`` so the indeterminate form is not folded to one.
-
-Float rules follow seed 000 §5 (and tinygrad): ``x/x -> 1`` and ``(x*y)/y -> x``
-assume finite non-zero float operands (IEEE gives NaN for 0/0, inf/inf).
+Floats: only ``0.0/0.0 -> NaN`` and ``(x*0.0)/0.0 -> NaN`` (a zero or NaN over
+a zero is NaN). The seed's (and tinygrad's) ``x/x -> 1.0`` and ``(x*y)/y -> x``
+are left out for floats: IEEE gives NaN for ``x/x`` at 0, inf and NaN, and
+``(x*y)/y`` is inf where ``x*y`` overflows (``(x*1e38)/1e38`` at x = 5), NaN at
+``y`` = 0 or inf, and ``x`` rounded where the product rounds; float bounds are
+unknown unless constant, so no guard can admit them.
 Integer rules are exact: ``(x*y)//y -> x`` needs ``y`` never 0 and the
 product not to wrap.
 """
@@ -45,12 +46,6 @@ division_dsl_patterns = [
     Rule("fdiv_mul_zero_zero", "(x*0.0)/0.0 -> NaN",
          UPat(Ops.FDIV, src=(UPat(Ops.MUL, src=[UPat.var(), _fzero("a")]), _fzero("b")),
               name="d"), build=_nan_like),
-    Rule("fdiv_self", "x/x -> 1.0 (floats; after the 0/0 rules)",
-         UPat(Ops.FDIV, src=(_X, _X), name="d"), build=lambda d: d.const_like(1.0),
-         guard=lambda d, x: d.dtype.is_float and not may_be_invalid(x)),
-    Rule("fdiv_mul_cancel", "(x*y)/y -> x (floats)",
-         UPat(Ops.FDIV, src=(UPat(Ops.MUL, src=[_X, _Y]), _Y), name="d"), build=lambda x: x,
-         guard=lambda d, y: d.dtype.is_float and not may_be_invalid(y)),
     Rule("idiv_mul_cancel", "(x*y)//y -> x when y is never 0 and x*y does not wrap",
          UPat(Ops.IDIV, src=(UPat(Ops.MUL, src=[_X, _Y]), _Y), name="d"), build=lambda x: x,
          guard=_idiv_cancel_ok),

@@ -11,6 +11,8 @@ docs/rules.md, seed 000 §2-§4 and §15. Guards seed 000 calls out:
 
 from __future__ import annotations
 
+import math
+
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
@@ -57,13 +59,26 @@ def _is_int(x: UOp) -> bool:
     return x.dtype.is_int
 
 
+def _zero_sign_ok(z: UOp, negative: bool) -> bool:
+    """``z`` is a zero whose sign makes ``x + z`` (``negative``: -0.0) or ``x - z``
+    (+0.0) equal to ``x`` for every float ``x``: ``-0.0 + 0.0`` is ``+0.0``."""
+    if not z.dtype.is_float:
+        return True
+    lanes = z.arg if z.op is Ops.VCONST else (z.arg,)
+    return all((math.copysign(1.0, v) < 0) is negative for v in lanes)
+
+
 G_IDENT = "identity_and_zero_patterns"
 identity_and_zero_patterns = [
-    Rule("add_zero", "x+0 -> x", UPat(Ops.ADD, src=[_X, _cz()]), build=lambda x: x),
+    Rule("add_zero", "x+0 -> x (floats: x + -0.0 only; -0.0 + 0.0 is 0.0)",
+         UPat(Ops.ADD, src=[_X, _cz()]), build=lambda x: x,
+         guard=lambda z: _zero_sign_ok(z, negative=True)),
     Rule("mul_one", "x*1 -> x", UPat(Ops.MUL, src=[_X, _c1()]), build=lambda x: x),
     Rule("or_zero", "x|0 -> x", UPat(Ops.OR, src=[_X, _cz()]), build=lambda x: x),
     Rule("xor_zero", "x^0 -> x", UPat(Ops.XOR, src=[_X, _cz()]), build=lambda x: x),
-    Rule("sub_zero", "x-0 -> x", UPat(Ops.SUB, src=(_X, _cz())), build=lambda x: x),
+    Rule("sub_zero", "x-0 -> x (floats: x - 0.0 only; -0.0 - -0.0 is 0.0)",
+         UPat(Ops.SUB, src=(_X, _cz())), build=lambda x: x,
+         guard=lambda z: _zero_sign_ok(z, negative=False)),
     Rule("idiv_one", "x//1 -> x", UPat(Ops.IDIV, src=(_X, _c1())), build=lambda x: x),
     Rule("fdiv_one", "x/1 -> x", UPat(Ops.FDIV, src=(_X, _c1())), build=lambda x: x),
     Rule("mod_one", "x%1 -> 0 (integers, x never Invalid)",
