@@ -36,11 +36,10 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor, Future
 from typing import Any
 
-__all__ = ["main", "build_parser", "CLIError", "batch_results", "run_parallel"]
+__all__ = ["main", "build_parser", "CLIError", "batch_results"]
 
 log = logging.getLogger("eqsat.cli")
 
@@ -133,10 +132,27 @@ def _parse_vars(items: Sequence[str]) -> dict[str, Any]:
     return env
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """A byte count: an integer, optionally with a K, M, G or T suffix (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS else ""
+    try:
+        n = float(t[:len(t) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4G or 512M, "
+                                         f"got {text!r}") from None
+    if not n > 0 or not math.isfinite(n):
+        raise argparse.ArgumentTypeError(f"the size must be positive, got {text!r}")
+    return max(1, int(n * _SIZE_UNITS[unit]))
+
+
 def _budget(args: argparse.Namespace):
     from eqsat.api import Budget
 
-    kw = {k: getattr(args, k) for k in ("iterations", "enodes", "seconds", "stall")
+    kw = {k: getattr(args, k) for k in ("iterations", "enodes", "seconds", "stall", "memory")
           if getattr(args, k) is not None}
     try:
         return Budget(**kw)
@@ -157,7 +173,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The picklable optimize() options of the engine flags."""
     b = _budget(args)
     return {"engine": args.engine, "cost": args.cost, "rulesets": _rulesets(args.rulesets),
-            "budget": (b.iterations, b.enodes, b.seconds, b.stall)}
+            "budget": (b.iterations, b.enodes, b.seconds, b.stall, b.memory),
+            "stats": bool(getattr(args, "stats", False))}
 
 
 def _optimize(graph, opts: dict[str, Any]):
@@ -300,11 +317,19 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
         return {**out, "line": lineno, "error": f"expr:{e.line}:{e.col}: {e.msg}"}, None
 
 
-def _finish(out: dict[str, Any], graph: Any, us: float) -> dict[str, Any]:
+#: the run statistics a batch row carries with ``--stats``
+_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back", "batch")
+
+
+def _finish(out: dict[str, Any], res: Any, us: float, opts: dict[str, Any]) -> dict[str, Any]:
+    """The row of a case optimized to ``res`` (an ``eqsat.Result``)."""
     from eqsat.ir.sexpr import to_sexpr
 
-    return {**out, "out": to_sexpr(graph, compact=True), "cost": _cost(graph, "reference"),
-            "us": round(us, 1)}
+    row = {**out, "out": to_sexpr(res.graph, compact=True),
+           "cost": _cost(res.graph, "reference"), "us": round(us, 1)}
+    if opts.get("stats"):
+        row["stats"] = {k: _jsonable(res.stats[k]) for k in _ROW_STATS if k in res.stats}
+    return row
 
 
 def _optimize_one(lineno: int, out: dict[str, Any], graph: Any, opts: dict[str, Any],
@@ -312,20 +337,12 @@ def _optimize_one(lineno: int, out: dict[str, Any], graph: Any, opts: dict[str, 
     """Optimize one parsed batch case (``t0``: when its time started)."""
     try:
         res = _optimize(graph, opts)
-        return _finish(out, res.graph, (time.perf_counter() - t0) * 1e6)
+        return _finish(out, res, (time.perf_counter() - t0) * 1e6, opts)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: B036 - engine panics (egglog) are BaseExceptions
         return {**out, "line": lineno,
                 "error": str(_fail(f"optimize (engine {opts['engine']})", e))}
-
-
-def _batch_case(job: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
-    """One line of a batch: parse, optimize, print; errors become an ``error`` field."""
-    _warm(job[2])
-    t0 = time.perf_counter()
-    out, graph = _prepare(job)
-    return out if graph is None else _optimize_one(job[0], out, graph, job[2], t0)
 
 
 def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -358,7 +375,7 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
                             budget=Budget(*opts["budget"]))
         share = (time.perf_counter() - t0) * 1e6 / len(jobs)
         for i, r in zip(live, res, strict=True):
-            results[i] = _finish(prepared[i][0], r.graph, share)
+            results[i] = _finish(prepared[i][0], r, share, opts)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: B036 - find the case at fault: one at a time
@@ -366,16 +383,6 @@ def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, 
                     len(jobs), jobs[0][0], jobs[-1][0], type(e).__name__)
         return one_by_one()
     return results
-
-
-def _spawn_pool(jobs: int) -> ProcessPoolExecutor:
-    import multiprocessing
-
-    # spawn, not fork: the engines run Rust threads that a fork would not carry over; a
-    # worker logs as this process does (the CLI's handler at the eqsat logger's level)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_log_like,
-                               initargs=(logging.getLogger("eqsat").getEffectiveLevel(),))
 
 
 def _log_like(level: int) -> None:
@@ -386,48 +393,6 @@ def _log_like(level: int) -> None:
         logger.addHandler(_LOG_HANDLER)
 
 
-def _died(case: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
-    return {"id": _case_id(case[1]), "line": case[0],
-            "error": "the worker process died on this case (crash or out of memory)"}
-
-
-def run_parallel(cases: list[Any], jobs: int,
-                 fn: Callable[[Any], Any] = _batch_case,
-                 died: Callable[[Any], Any] = _died) -> Iterator[Any]:
-    """``fn`` of every case, in input order; a worker that dies costs its case
-    ``died(case)``, not the run.
-
-    After a crash the unfinished cases run one at a time in a fresh pool until the
-    one that kills its worker again is found (it gets the error), then in parallel.
-    """
-    n = len(cases)
-    nxt = done = careful_until = 0
-    pool = _spawn_pool(jobs)
-    window: deque[tuple[int, Future]] = deque()
-    try:
-        while done < n:
-            cap = 1 if done < careful_until else 4 * jobs
-            while nxt < n and len(window) < cap:
-                window.append((nxt, pool.submit(fn, cases[nxt])))
-                nxt += 1
-            i, fut = window.popleft()
-            try:
-                res = fut.result()
-            except BrokenProcessPool:
-                pool.shutdown(wait=False, cancel_futures=True)
-                window.clear()
-                pool = _spawn_pool(jobs)
-                if done >= careful_until:  # who crashed is unknown: retry one by one
-                    careful_until, nxt = nxt, i
-                    continue
-                res = died(cases[i])
-                nxt = i + 1
-            yield res
-            done = i + 1
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _case_id(line: str) -> Any:
     try:
         row = json.loads(line)
@@ -436,31 +401,212 @@ def _case_id(line: str) -> Any:
         return None
 
 
-class _ChunkDied:
-    """A chunk whose worker died: its cases are rerun one by one."""
+#: a case whose worker died runs again alone, with this share of its e-node and time
+#: budgets (a chunk's death may be any of its cases'; alone and smaller, the case that
+#: caused it ends as a result or as the error naming what killed it)
+RETRY_SHARE = 0.5
+#: a worker's address space is capped at its run's memory budget plus this much (the
+#: interpreter, the libraries, the session): a worker that passes it dies alone, and
+#: its cases are retried, rather than the machine's memory running out
+WORKER_AS_SLACK = 2 << 30
+#: a worker still on a job after this factor of the job's time budget (plus
+#: :data:`WORKER_GRACE` seconds for its start-up) is stopped, its job treated as a death
+WORKER_TIME_FACTOR = 3.0
+WORKER_GRACE = 60.0
+#: the testing hook: case ids (comma-separated) on which a batch worker kills itself
+#: (SIGKILL), as an engine running out of memory would die; ``ID:chunk`` only while the
+#: case runs in a chunk with others (its retry alone then succeeds)
+KILL_ENV = "EQSAT_BATCH_KILL"
 
-    def __init__(self, chunk: list[tuple[int, str, dict[str, Any]]]):
-        self.chunk = chunk
+Job = tuple[int, str, dict[str, Any]]  # (line number, line, options)
 
 
-def batch_results(cases: list[tuple[int, str, dict[str, Any]]], jobs: int, chunk: int,
-                  fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
-                  ) -> Iterator[dict[str, Any]]:
-    """Every case's result, in input order: chunks of ``chunk`` cases (one e-graph each,
-    ``fn``) spread over ``jobs`` worker processes. The cases of a chunk whose worker
-    dies run again one by one, so only the case at fault gets the error."""
-    chunks = [cases[i:i + chunk] for i in range(0, len(cases), chunk)]
-    if jobs == 1 or len(chunks) <= 1:
-        for ch in chunks:
-            yield from fn(ch)
+def _scaled(job: Job, share: float) -> Job:
+    """``job`` with ``share`` of its e-node and time budgets (if it has any)."""
+    if "budget" not in job[2]:
+        return job
+    it, en, sec, stall, mem = job[2]["budget"]
+    return job[0], job[1], {**job[2], "budget": (it, max(1, int(en * share)), sec * share,
+                                                 stall, mem)}
+
+
+def _test_kill(chunk: list[Job]) -> None:
+    """The :data:`KILL_ENV` hook (tests only): die now when ``chunk`` holds such a case."""
+    spec = os.environ.get(KILL_ENV)
+    if not spec:
         return
-    for res in run_parallel(chunks, jobs, fn, _ChunkDied):
-        if isinstance(res, _ChunkDied):
-            singles = [[c] for c in res.chunk]
-            for one in run_parallel(singles, jobs, fn, _ChunkDied):
-                yield from ([_died(one.chunk[0])] if isinstance(one, _ChunkDied) else one)
-        else:
-            yield from res
+    import signal
+
+    for item in spec.split(","):
+        cid, _, when = item.partition(":")
+        if any(str(_case_id(j[1])) == cid for j in chunk) and (when != "chunk" or
+                                                                len(chunk) > 1):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
+                 memory: int | None, log_level: int) -> None:
+    """A batch worker: it logs as the command does (``log_level``), its address space is
+    capped at the runs' ``memory`` budget (None: the default) plus
+    :data:`WORKER_AS_SLACK`; then chunks in (``(key, jobs)``), rows out (``(key,
+    rows)``) until ``None`` or the pipe closes."""
+    _log_like(log_level)
+    try:
+        import resource
+
+        from eqsat.engines.egraph.schedules import MEMORY
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = (MEMORY if memory is None else memory) + WORKER_AS_SLACK
+        if hard == resource.RLIM_INFINITY or cap < hard:
+            if soft == resource.RLIM_INFINITY or cap < soft:
+                resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # no such limit on this system: the engine's own memory checks remain
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        key, chunk = msg
+        _test_kill(chunk)
+        conn.send((key, fn(chunk)))
+
+
+def _death(exitcode: int | None, timed_out: float | None) -> str:
+    """What killed a worker, for the error rows of its cases."""
+    if timed_out is not None:
+        return f"stopped after {timed_out:.0f} s, past its time budget"
+    if exitcode is None:
+        return "lost (no exit status)"
+    if exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = {"SIGKILL": " (out of memory?)", "SIGABRT": " (aborted: out of memory?)",
+                "SIGSEGV": " (a crash in the engine)"}.get(name, "")
+        return f"killed by {name}{hint}"
+    return f"exited with status {exitcode}"
+
+
+class _Worker:
+    """One worker process of a batch, the chunk it runs and when it must be done."""
+
+    def __init__(self, ctx: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
+                 memory: int | None):
+        self.conn, child = ctx.Pipe()
+        # spawn, not fork: the engines run Rust threads that a fork would not carry over
+        level = logging.getLogger("eqsat").getEffectiveLevel()
+        self.proc = ctx.Process(target=_worker_main, args=(child, fn, memory, level),
+                                daemon=True)
+        self.proc.start()
+        child.close()
+        self.job: tuple[int, list[Job], bool] | None = None
+        self.deadline = math.inf
+        self.started = 0.0
+
+    def __repr__(self) -> str:
+        return f"<_Worker pid={self.proc.pid} job={self.job and self.job[0]}>"
+
+    def give(self, job: tuple[int, list[Job], bool]) -> None:
+        self.job = job
+        self.started = time.monotonic()
+        seconds = sum(j[2]["budget"][2] if "budget" in j[2] else 0.0 for j in job[1])
+        self.deadline = self.started + WORKER_TIME_FACTOR * seconds + WORKER_GRACE
+        self.conn.send((job[0], job[1]))
+
+    def stop(self, kill: bool = False) -> None:
+        if kill and self.proc.is_alive():
+            self.proc.kill()
+        try:
+            if not kill:
+                self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(timeout=None if kill else 5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def batch_results(cases: list[Job], jobs: int, chunk: int,
+                   fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk
+                   ) -> Iterator[dict[str, Any]]:
+    """Every case's row, in input order, each as soon as it and the rows before it are
+    done: chunks of ``chunk`` cases (one e-graph each, ``fn``) on ``jobs`` worker
+    processes (``jobs == 1`` too: the command outlives what kills a worker). A worker
+    that dies (a signal, its memory cap) or outlives its time is replaced; the cases of
+    its chunk run again, each alone with :data:`RETRY_SHARE` of its budget, and a case
+    whose worker dies again gets an ``error`` row naming what killed it."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    n = len(cases)
+    if not n:
+        return
+    todo: deque[tuple[int, list[Job], bool]] = deque(
+        (i, cases[i:i + chunk], False) for i in range(0, n, chunk))
+    memory = max((c[2]["budget"][4] or 0 for c in cases if "budget" in c[2]), default=0) or None
+    ctx = multiprocessing.get_context("spawn")
+    workers = [_Worker(ctx, fn, memory) for _ in range(max(1, min(jobs, len(todo))))]
+    rows: dict[int, dict[str, Any]] = {}
+    nxt = 0
+    try:
+        while nxt < n:
+            for w in workers:
+                if w.job is None and todo:
+                    w.give(todo.popleft())
+            busy = [w for w in workers if w.job is not None]
+            if not busy:
+                raise RuntimeError("batch: cases left but no work given out")
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy],
+                             timeout=timeout))
+            for k, w in enumerate(workers):
+                if w.job is None:
+                    continue
+                if w.conn in ready or w.proc.sentinel in ready:
+                    try:
+                        if w.conn.poll():
+                            key, out = w.conn.recv()
+                            for j, row in enumerate(out):
+                                rows[key + j] = row
+                            w.job = None
+                            continue
+                    except (EOFError, OSError):
+                        pass
+                    w.proc.join(timeout=5)
+                    cause = _death(w.proc.exitcode, None)
+                elif time.monotonic() > w.deadline:
+                    cause = _death(None, time.monotonic() - w.started)
+                else:
+                    continue
+                first, died, retried = w.job
+                log.warning("batch: a worker %s on %d case(s) from line %d; %s", cause,
+                            len(died), died[0][0], "giving the case its error" if
+                            len(died) == 1 and retried else "running them again one by one")
+                w.job = None
+                w.stop(kill=True)
+                workers[k] = _Worker(ctx, fn, memory)
+                if len(died) == 1 and retried:
+                    rows[first] = {"id": _case_id(died[0][1]), "line": died[0][0],
+                                   "error": f"the worker process running this case alone "
+                                            f"was {cause}"}
+                else:
+                    todo.extendleft(reversed([(first + j, [_scaled(c, RETRY_SHARE)], True)
+                                              for j, c in enumerate(died)]))
+            while nxt in rows:
+                yield rows.pop(nxt)
+                nxt += 1
+    finally:
+        for w in workers:
+            w.stop(kill=w.job is not None)
 
 
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
@@ -693,6 +839,8 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stall", type=int, metavar="N",
                    help="stop after N rounds without a cheaper result while the e-graph "
                         "barely grows (default 1; 0: never)")
+    g.add_argument("--memory", type=_size, metavar="SIZE",
+                   help="memory a run may add to its process, e.g. 2G (default 6G)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -752,13 +900,22 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(microseconds to parse, optimize and print it: its share "
                                    "of its chunk's time), or "
                                    "'error' (and 'line') for a case that failed. Blank lines "
-                                   "are skipped.")
+                                   "are skipped. Each row is written as soon as it and the "
+                                   "rows before it are done. The work runs in worker "
+                                   "processes: one that dies (out of memory, a signal) or "
+                                   "overruns its time is replaced, and its cases run again "
+                                   "one by one with half their budget; a case that kills "
+                                   "its worker again gets an error naming the cause. Exit "
+                                   "status 0 when every case has its row.")
     _engine_flags(s)
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
     s.add_argument("--chunk", type=int, default=16, metavar="N",
                    help="cases optimized together in one e-graph (default 16; 1: one "
                         "e-graph per case)")
+    s.add_argument("--stats", action="store_true",
+                   help="add each case's run statistics to its row ('stats': stop "
+                        "reason, iterations, e-nodes, rules held back, cases in its run)")
     s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="send the chunks to this Dask distributed scheduler's workers "
                         "instead of local processes (--jobs is then unused; needs the "

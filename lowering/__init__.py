@@ -23,6 +23,7 @@ from lowering.compile import (
     Lowered,
     compile_c,
     compile_kernel,
+    compile_kernels,
     default_cache_dir,
     lower,
     lower_graph,
@@ -36,7 +37,7 @@ from lowering.narrow import LoweringError, narrow_index, select_dtype
 __all__ = [
     "CompileError", "DECOMPOSITIONS", "DivPlan", "Kernel", "Lowered", "LoweringError",
     "PRIORITY", "Signature", "Target", "add_control_flow", "add_if_endif", "build_idiv",
-    "build_mod", "compile_c", "compile_kernel", "decompose", "default_cache_dir",
+    "build_mod", "compile_c", "compile_kernel", "compile_kernels", "decompose", "default_cache_dir",
     "final_rewrite", "format_linear", "linearize", "live_ranges", "lower", "lower_graph", "magic",
     "narrow_index", "plan_idiv", "prepare", "render_c", "select_dtype",
 ]

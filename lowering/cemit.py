@@ -99,6 +99,9 @@ class Signature:
     variables: list[tuple[str, int, int]] = field(default_factory=list)  # (name, lo, hi)
     returns: DType | None = None  # expression kernels: the value's dtype
     has_valid: bool = False  # expression kernels: a bool* valid out-parameter
+    # the source's lines before the function (includes, helpers), joined by newlines:
+    # kernels compiled into one library keep one copy of each (compile_kernels)
+    preamble: list[str] = field(default_factory=list)
 
     @property
     def c_names(self) -> list[str]:
@@ -141,6 +144,19 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
         minus = "0" if mod else f"({t})(({u})0 - ({u})a)"
         body = f"return b == 0 ? 0 : b == -1 ? {minus} : ({t})(a {op} b);"
     return fn, f"static inline {t} {fn}({t} a, {t} b) {{ {body} }}"
+
+
+def _positive_zero(u: UOp) -> bool:
+    return u.op is Ops.CONST and u.arg == 0 and math.copysign(1.0, u.arg) > 0
+
+
+def _zero_minus_helper(dt: DType) -> tuple[str, str]:
+    """``0.0 - x`` as a function: GCC (12 at least) folds the expression ``0.0f - x``
+    to ``-x`` when ``x`` cannot be -0.0 (``(float)i``), which is -0.0 at ``x`` = +0.0
+    where ``0.0 - x`` is +0.0. The select is exact: ``-x`` but +0.0 for either zero."""
+    t = ctype(dt)
+    fn = f"eqsat_zero_minus_{dt.name}"
+    return fn, f"static inline {t} {fn}({t} x) {{ return x == 0 ? ({t})0 : ({t})-x; }}"
 
 
 class _Emitter:
@@ -237,6 +253,10 @@ class _Emitter:
             fn, code = _div_helper(dt, op is Ops.MOD)
             self.helpers[fn] = code
             return f"{fn}({a[0]}, {a[1]})"
+        if op is Ops.SUB and dt.is_float and _positive_zero(u.src[0]):
+            fn, code = _zero_minus_helper(dt)
+            self.helpers[fn] = code
+            return f"{fn}({a[1]})"
         if op in _BINARY:
             if op in (Ops.SHL, Ops.SHR) and sdt.is_float:
                 raise LoweringError(f"{op.name.lower()} on {sdt}: shifts need integers")
@@ -565,6 +585,7 @@ class _Emitter:
         ret = ctype(sig.returns) if sig.returns is not None else "void"
         head = ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>", ""]
         head += list(self.helpers.values()) + ([""] if self.helpers else [])
+        sig.preamble = head
         proto = f"{ret} {self.name}({', '.join(params) or 'void'}) {{"
         tail = [_STREAM_FENCE] if self.streamed else []
         return "\n".join(head + [proto] + self.lines + tail + ["}", ""])

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,8 @@ from lowering.linearize import Edges, add_control_flow, add_if_endif, format_lin
 from lowering.narrow import LoweringError, is_invalid, narrow_index
 from lowering.split import split_gated_ranges
 
-__all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "lower", "lower_graph",
+__all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "compile_kernels", "lower",
+           "lower_graph",
            "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fwrapv")
@@ -289,23 +290,35 @@ class Kernel:
                 f"{len(self.linear)} instructions, target={self.target!r}>")
 
     # ---- compiling -------------------------------------------------------------------------
+    @property
+    def compiled(self) -> bool:
+        """The kernel's function is loaded (``compile()`` or ``compile_kernels`` ran)."""
+        return self._fn is not None
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The compiler flags beyond :data:`CFLAGS` (FMA contraction or not)."""
+        return ("-ffp-contract=fast",) if self.target.fma else ("-ffp-contract=off",)
+
     def compile(self) -> Kernel:
         """Compile (or fetch from the cache) and load the shared library; returns self."""
         if self._fn is None:
-            flags = ("-ffp-contract=fast",) if self.target.fma else ("-ffp-contract=off",)
-            lib = _load(compile_c(self.c_source, self.cache_dir, flags))
-            fn = getattr(lib, self.name)
-            sig = self.signature
-            fn.argtypes = ([ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] *
-                           len(sig.variables) + ([ctypes.c_void_p] if sig.has_valid else []))
-            if sig.returns is None:
-                fn.restype = None
-            elif sig.returns.name in _CT:
-                fn.restype = _CT[sig.returns.name]
-            else:
-                raise LoweringError(f"expression kernels cannot return {sig.returns} via ctypes")
-            self._fn = fn
+            self._bind(_load(compile_c(self.c_source, self.cache_dir, self.flags)))
         return self
+
+    def _bind(self, lib: ctypes.CDLL) -> None:
+        """Take this kernel's function from the loaded library ``lib``."""
+        fn = getattr(lib, self.name)
+        sig = self.signature
+        fn.argtypes = ([ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] *
+                       len(sig.variables) + ([ctypes.c_void_p] if sig.has_valid else []))
+        if sig.returns is None:
+            fn.restype = None
+        elif sig.returns.name in _CT:
+            fn.restype = _CT[sig.returns.name]
+        else:
+            raise LoweringError(f"expression kernels cannot return {sig.returns} via ctypes")
+        self._fn = fn
 
     # ---- running ---------------------------------------------------------------------------------
     def _check_arrays(self, arrays: tuple[Any, ...]) -> list[int]:
@@ -417,3 +430,38 @@ def compile_kernel(graph: UOp, optimize: bool | str | None = True, target: Targe
     k = Kernel(lower_graph(graph, optimize=optimize, target=target, name=name, budget=budget),
                target, cache_dir)
     return k.compile() if compile else k
+
+
+def compile_kernels(kernels: Sequence[Kernel], cache_dir: str | os.PathLike | None = None
+                    ) -> list[Kernel]:
+    """Compile many lowered kernels (``compile_kernel(..., compile=False)``, distinct
+    names) with one C compiler run per set of flags: their functions in one source,
+    the includes and helpers once. Several times faster per kernel than compiling each
+    (the compiler's start-up and the shared library's loading dominate a small kernel).
+    When the compiler rejects the joint source, each kernel is left to compile on its
+    own, so the error lands on its kernel when it is called. Returns ``kernels``."""
+    todo = [k for k in kernels if not k.compiled]
+    names = Counter(k.name for k in todo)
+    dup = sorted(n for n, c in names.items() if c > 1)
+    if dup:
+        raise ValueError(f"kernels compiled together need distinct names: {dup} repeat")
+    groups: dict[tuple[str, ...], list[Kernel]] = {}
+    for k in todo:
+        groups.setdefault(k.flags, []).append(k)
+    for flags, ks in groups.items():
+        seen: dict[str, None] = {}
+        bodies = []
+        for k in ks:
+            pre = k.signature.preamble
+            for item in pre:
+                if item:
+                    seen.setdefault(item)
+            bodies.append(k.c_source[len("\n".join(pre)):])
+        source = "\n".join(seen) + "\n" + "".join(bodies)
+        try:
+            lib = _load(compile_c(source, cache_dir, flags))
+        except CompileError:
+            continue  # each kernel compiles alone when called, with its own error
+        for k in ks:
+            k._bind(lib)
+    return list(kernels)

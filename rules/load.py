@@ -11,6 +11,7 @@ The mirrored ``WHERE(cond, 0, LOAD(...))`` moves ``!cond``.
 
 from __future__ import annotations
 
+import math
 from functools import reduce
 
 from eqsat.ir.dtype import dtypes
@@ -75,8 +76,16 @@ def where_on_load(cond: UOp, ld: UOp) -> UOp | None:
     return UOp(Ops.WHERE, ld.dtype, (_and_all(keep), new_ld, UOp.const(ld.dtype, 0)))
 
 
+def _load_zero(u: UOp) -> bool:
+    """The value a load off its gate reads: 0, and for floats +0.0 (not -0.0)."""
+    if not is_zero(u):
+        return False
+    lanes = u.arg if u.op is Ops.VCONST else (u.arg,)
+    return not u.dtype.is_float or all(math.copysign(1.0, v) > 0 for v in lanes)
+
+
 def _zero(name: str) -> UPat:
-    return UPat((Ops.CONST, Ops.VCONST), name=name, pred=is_zero)
+    return UPat((Ops.CONST, Ops.VCONST), name=name, pred=_load_zero)
 
 
 _LOAD = UPat(Ops.LOAD, src=(UPat(Ops.INDEX),), name="ld")

@@ -69,7 +69,12 @@ class ERule:
         else:
             text = (f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} '
                     f':name "{self.name}")')
-        if self.args:
+        return self.fill(text, key)
+
+    def fill(self, text: str, key: Any = None) -> str:
+        """``text`` (this rule's program, or one written from its pattern and guards)
+        with each ``$arg<i>`` replaced by ``key(args[i])``, the argument table's key."""
+        if self.args and _ARG.search(text):
             if key is None:
                 raise ValueError(f"rule {self.name}: its arguments need an argument table")
             text = _ARG.sub(lambda m: str(key(self.args[int(m.group(1))])), text)

@@ -268,7 +268,7 @@ def _factor(rng: random.Random, n: int, maxdims: int = 4) -> list[int]:
     return out
 
 
-def _movement(rng: random.Random, v: View) -> View:
+def random_movement(rng: random.Random, v: View) -> View:
     """One random movement op applied to ``v``."""
     op = rng.choices(["reshape", "permute", "pad", "shrink", "flip", "stride", "expand", "pool"],
                      [30, 18, 18, 14, 8, 6, 3, 3])[0]
@@ -309,7 +309,7 @@ def synthetic_view(rng: random.Random) -> UOp:
         v = View.contiguous(shape)
         try:
             for _ in range(rng.choice([1, 1, 2, 2, 2, 3, 3])):
-                v = _movement(rng, v)
+                v = random_movement(rng, v)
         except BuildError:
             continue
         if v.numel == 0 or v.numel > 20_000 or len(v.layers) == 1 and rng.random() < 0.6:

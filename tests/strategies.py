@@ -27,10 +27,26 @@ may be zero: ``evaluate`` raises ``EvalError`` at those points.
 ``assignments(e)`` draws a value in ``[vmin, vmax]`` for every leaf of ``e``
 (biased to the interval's ends) and returns ``{name: value}`` with the
 interpreter's env keys: a var's or special's name, ``"R<id>"`` for a range.
+
+Floats: ``float_exprs`` draws f16/f32/f64 expressions over casts of index
+expressions, loads from small buffers (clamped, wrapped, padded or gated
+addresses) and constants that include 0, -0, inf, -inf, NaN and values near
+the overflow edge, with the shapes the float rules look for (``x/x``,
+``(x*y)/y``, ``x+0.0``, ``x*c1*c2`` ...). ``fuzz_exprs`` mixes every kind
+(index with every integer op and float comparisons, padded, fixed-width, bool,
+float), over leaves that include wide and huge ranges.
+
+The same generators run without hypothesis: every random choice goes through
+``_int``, which a :class:`SeededDraw` answers from ``random.Random`` instead, so
+``fuzz_expr(SeededDraw(seed))`` is a reproducible draw (``benchmarks/fuzz.py``
+uses it). ``fuzz_kernel`` (seeded only) builds a random kernel: an elementwise or
+reducing body over loads through random movement views.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -41,8 +57,14 @@ from hypothesis import strategies as st
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
+from workloads import BuildError, View, kernel, load
 
 __all__ = [
+    "SeededDraw",
+    "fuzz_expr",
+    "fuzz_exprs",
+    "fuzz_kernel",
+    "float_exprs",
     "int_exprs",
     "padded_index_exprs",
     "fixed_width_exprs",
@@ -81,17 +103,43 @@ def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.integers(lo, hi)
 
 
+class SeededDraw:
+    """The generators' random source outside hypothesis: ``_int`` asks ``rng`` instead
+    of drawing from a strategy. ``SeededDraw(seed)`` for any ``random.Random`` seed."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, seed: Any) -> None:
+        self.rng = random.Random(seed)
+
+    def __call__(self, strategy: st.SearchStrategy) -> Any:
+        raise TypeError("SeededDraw answers the generators' _int only, not strategies")
+
+
 def _int(draw: st.DrawFn, lo: int, hi: int) -> int:
+    if type(draw) is SeededDraw:
+        return draw.rng.randint(lo, hi)
     return draw(_ints(lo, hi))
 
 
 def _pick(draw: st.DrawFn, seq: Sequence[Any]) -> Any:
-    return seq[draw(_ints(0, len(seq) - 1))]
+    return seq[_int(draw, 0, len(seq) - 1)]
 
 
 # ---------------------------------------------------------------------------
 # leaves
-def _var_bounds(draw: st.DrawFn) -> tuple[int, int]:
+_HUGE = (2**24, 2**31, 2**53, 2**62, 2**64, 2**127, 2**130)
+
+
+def _var_bounds(draw: st.DrawFn, huge: bool = False) -> tuple[int, int]:
+    if huge and _int(draw, 0, 9) == 0:  # beyond i32/i64/f32's exact integers or range
+        e = _pick(draw, _HUGE)
+        kind = _int(draw, 0, 2)
+        if kind == 0:
+            return 0, e + _int(draw, 0, 3)
+        if kind == 1:
+            return -e - _int(draw, 0, 3), e
+        return e - _int(draw, 0, 8), e + _int(draw, 0, 8)
     kind = _pick(draw, ("pos", "pos", "neg", "mixed", "mixed", "point", "wide"))
     if kind == "pos":
         lo = _int(draw, 0, 4)
@@ -111,12 +159,13 @@ def _var_bounds(draw: st.DrawFn) -> tuple[int, int]:
 _RANGE_ENDS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 60)
 
 
-def _pool(draw: st.DrawFn, max_vars: int, max_ranges: int) -> tuple[UOp, ...]:
+def _pool(draw: st.DrawFn, max_vars: int, max_ranges: int,
+          huge: bool = False) -> tuple[UOp, ...]:
     n_vars = _int(draw, 0, max_vars)
     n_ranges = _int(draw, 0 if n_vars else 1, max(max_ranges, 0 if n_vars else 1))
     pool: list[UOp] = []
     for i in range(n_vars):
-        lo, hi = _var_bounds(draw)
+        lo, hi = _var_bounds(draw, huge)
         pool.append(UOp.var(_VAR_NAMES[i % len(_VAR_NAMES)] + ("" if i < 3 else str(i)), lo, hi))
     for i in range(n_ranges):
         pool.append(UOp.range(_pick(draw, _RANGE_ENDS), i))
@@ -139,6 +188,7 @@ def _c(v: int) -> UOp:
 class _Cfg:
     div_by_expr: bool = True
     extra_ops: bool = False
+    floats: bool = False  # index expressions may compare floats (where/cast of the bool)
 
 
 _SAFE = _Cfg(div_by_expr=False)
@@ -168,9 +218,15 @@ def _operand(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> U
 
 
 def _cond(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
-    """A bool: a comparison of two index expressions, maybe negated or combined."""
-    a = _expr(draw, pool, max(depth - 1, 0), cfg)
-    b = _operand(draw, pool, max(depth - 1, 0), cfg)
+    """A bool: a comparison of two index (or, with ``cfg.floats``, float) expressions,
+    maybe negated or combined."""
+    if cfg.floats and _int(draw, 0, 3) == 0:
+        dt = _pick(draw, FLOAT_DTYPES)
+        a = _fexpr(draw, pool, dt, max(depth - 1, 0), cfg)
+        b = _fexpr(draw, pool, dt, max(depth - 2, 0), cfg)
+    else:
+        a = _expr(draw, pool, max(depth - 1, 0), cfg)
+        b = _operand(draw, pool, max(depth - 1, 0), cfg)
     c = getattr(a, _pick(draw, _CMPS))(b)
     r = _int(draw, 0, 9)
     if r == 0:
@@ -265,6 +321,8 @@ def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
 
 
 def _extra(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
+    if cfg.floats and _int(draw, 0, 7) == 0:  # a float truncated to an index
+        return _fexpr(draw, pool, _pick(draw, FLOAT_DTYPES), depth - 1, cfg).cast(dtypes.index)
     op = _pick(draw, _EXTRA)
     if op == "bool_cast":  # bool <-> index casts: cond.cast(index), e.cast(bool).where(..)
         if _int(draw, 0, 1):
@@ -339,7 +397,10 @@ def padded_index_exprs(draw: st.DrawFn, max_depth: int = 3, *, max_vars: int = 2
     nested inside further index arithmetic (a view of a padded view), so the
     Invalid propagates through add/mul/idiv/mod as in the corpus.
     """
-    pool = _pool(draw, max_vars, max_ranges)
+    return _padded_expr(draw, _pool(draw, max_vars, max_ranges), max_depth)
+
+
+def _padded_expr(draw: st.DrawFn, pool: tuple[UOp, ...], max_depth: int) -> UOp:
     inv = UOp.invalid()
 
     def padded() -> UOp:
@@ -429,3 +490,253 @@ def assignments(draw: st.DrawFn, *exprs: UOp) -> dict[str, Any]:
             special = [v for v in (lo, hi, 0, lo + 1, hi - 1) if lo <= v <= hi]
             env[name] = _pick(draw, special) if _int(draw, 0, 1) else _int(draw, lo, hi)
     return env
+
+
+# ---------------------------------------------------------------------------
+# floats
+FLOAT_DTYPES = (dtypes.f32, dtypes.f32, dtypes.f32, dtypes.f16, dtypes.f64)
+FLOAT_CONSTS = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5, 7.0, 100.0, 1e-30, 6e4, 1e38,
+                -1e38, 3.4e38, -3.4e38, 1e300, math.inf, -math.inf, math.nan)
+_NICE_CONSTS = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, 4.0, -2.0)
+#: the small buffers float expressions load from: (slot, size) by element dtype
+FUZZ_BUFFERS = {"f32": (3, 8), "f16": (4, 8), "f64": (5, 8), "i32": (6, 8)}
+_FLOAT_OPS = ("add", "add", "sub", "mul", "mul", "fdiv", "fdiv", "max", "min", "neg", "where",
+              "unary", "mulacc", "cast", "pow", "idiom", "idiom", "idiom", "idiom")
+_FLOAT_UNARY = (Ops.RECIP, Ops.SQRT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.SIN)
+_FLOAT_IDIOMS = 26
+
+
+def _fc(dt: DType, v: float) -> UOp:
+    return UOp.const(dt, v)
+
+
+def _buffer_of(dt: DType) -> UOp:
+    slot, size = FUZZ_BUFFERS[dt.name]
+    return UOp.buffer(slot, dt, size)
+
+
+def _address(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, size: int) -> UOp:
+    """An element index of a ``size``-element buffer: a leaf that fits, a clamped or
+    wrapped expression, or a padded one (Invalid outside its condition)."""
+    form = _int(draw, 0, 5)
+    leaf = _pick(draw, pool)
+    if form <= 1 and 0 <= leaf.vmin and leaf.vmax < size:
+        return leaf
+    e = _expr(draw, pool, max(depth - 1, 0), _SAFE)
+    if form <= 2:
+        return e.maximum(_c(0)).alu(Ops.MIN, _c(size - 1))
+    if form <= 4:
+        return (e % size + size) % size
+    valid = e.ge(_c(0)) & e.lt(_c(size))
+    return valid.where(e, UOp.invalid())
+
+
+def _load(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int, cfg: _Cfg) -> UOp:
+    buf = _buffer_of(dt)
+    idx_src = [buf, _address(draw, pool, depth, buf.arg[1])]
+    if _int(draw, 0, 5) == 0:  # a gated load: reads its alternative (or 0) off the gate
+        idx_src.append(_cond(draw, pool, max(depth - 1, 0), _SAFE))
+    idx = UOp(Ops.INDEX, buf.dtype, tuple(idx_src))
+    if _int(draw, 0, 3) == 0:
+        alt = _fc(dt, _pick(draw, FLOAT_CONSTS)) if dt.is_float else UOp.const(dt, -1)
+        return UOp(Ops.LOAD, dt, (idx, alt))
+    return UOp(Ops.LOAD, dt, (idx,))
+
+
+def _fleaf(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int, cfg: _Cfg) -> UOp:
+    r = _int(draw, 0, 9)
+    if r <= 2:
+        return _fc(dt, _pick(draw, FLOAT_CONSTS if r == 0 else _NICE_CONSTS))
+    if r <= 5:
+        return _load(draw, pool, dt, depth, cfg)
+    if r <= 7:
+        return _pick(draw, pool).cast(dt)
+    return _expr(draw, pool, max(depth - 1, 0), _SAFE).cast(dt)
+
+
+def _fexpr(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int, cfg: _Cfg) -> UOp:
+    """A float expression of dtype ``dt``."""
+    if depth <= 0 or _int(draw, 0, 4) == 0:
+        return _fleaf(draw, pool, dt, depth, cfg)
+    op = _pick(draw, _FLOAT_OPS)
+
+    def sub(d: int = 1) -> UOp:
+        return _fexpr(draw, pool, dt, depth - d, cfg)
+
+    if op == "neg":
+        return -sub()
+    if op == "unary":
+        return sub().alu(_pick(draw, _FLOAT_UNARY))
+    if op == "where":
+        return _cond(draw, pool, depth - 1, cfg).where(sub(), sub())
+    if op == "mulacc":
+        return sub().alu(Ops.MULACC, sub(2), sub(2))
+    if op == "pow":
+        return sub().alu(Ops.POW, _fc(dt, _pick(draw, (0.0, 1.0, 2.0, 0.5, -1.0))))
+    if op == "cast":
+        r = _int(draw, 0, 3)
+        if r == 0:
+            return _cond(draw, pool, depth - 1, cfg).cast(dt)
+        if r == 1:
+            return _fixed(draw, pool, _pick(draw, FIXED_DTYPES), depth - 1).cast(dt)
+        other = _pick(draw, tuple(d for d in (dtypes.f16, dtypes.f32, dtypes.f64) if d != dt))
+        return _fexpr(draw, pool, other, depth - 1, cfg).cast(dt)
+    if op == "idiom":
+        return _fidiom(draw, pool, dt, depth, cfg)
+    a, b = sub(), sub(2) if _int(draw, 0, 1) else _fleaf(draw, pool, dt, depth - 1, cfg)
+    if op == "max":
+        return a.maximum(b)
+    if op == "min":
+        return a.alu(Ops.MIN, b)
+    return a.alu({"add": Ops.ADD, "sub": Ops.SUB, "mul": Ops.MUL, "fdiv": Ops.FDIV}[op], b)
+
+
+def _fidiom(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int, cfg: _Cfg) -> UOp:
+    """The shapes the float rules look for, over shared subterms."""
+    x = _fexpr(draw, pool, dt, depth - 1, cfg)
+    y = _fexpr(draw, pool, dt, depth - 2, cfg)
+    c1 = _fc(dt, _pick(draw, FLOAT_CONSTS + _NICE_CONSTS))
+    c2 = _fc(dt, _pick(draw, FLOAT_CONSTS + _NICE_CONSTS))
+    zero, nzero, one = _fc(dt, 0.0), _fc(dt, -0.0), _fc(dt, 1.0)
+    form = _int(draw, 0, _FLOAT_IDIOMS - 1)
+    forms = (
+        lambda: x / x, lambda: (x * y) / y, lambda: (y * x) / y, lambda: x * zero,
+        lambda: x + zero, lambda: x + nzero, lambda: x - zero, lambda: x - nzero,
+        lambda: x * one, lambda: x / one, lambda: x - x, lambda: x + x, lambda: x * -1.0,
+        lambda: x.alu(Ops.NEG).alu(Ops.NEG), lambda: (x * c1) / c1, lambda: (x + c1) + c2,
+        lambda: (x * c1) * c2,
+        lambda: x.maximum(x), lambda: x.alu(Ops.MIN, x), lambda: (x + y) - y,
+        lambda: (x - y) + y, lambda: x - (-y), lambda: (x * zero) / zero,
+        lambda: x.cast(dtypes.f64).cast(dt) if dt != dtypes.f64 else x.cast(dtypes.f32).cast(dt),
+        lambda: x.maximum(c1).maximum(c2), lambda: x.ne(x).where(c1, x))
+    return forms[form]()
+
+
+@st.composite
+def float_exprs(draw: st.DrawFn, max_depth: int = 4, *, dtype: DType | None = None) -> UOp:
+    """A random float expression (f32 mostly, f16, f64; see the module docstring)."""
+    pool = _pool(draw, 3, 2, huge=True)
+    return _fexpr(draw, pool, dtype or _pick(draw, FLOAT_DTYPES), max_depth,
+                  _Cfg(div_by_expr=True, extra_ops=True, floats=True))
+
+
+# ---------------------------------------------------------------------------
+# the fuzzer's mix
+FUZZ_KINDS = ("index", "index", "padded", "fixed", "bool", "float", "float", "float")
+
+
+def fuzz_expr(draw: st.DrawFn, max_depth: int = 4) -> UOp:
+    """One random expression of a random kind (``FUZZ_KINDS``): index expressions with
+    every integer op, divisions by expressions that may be 0 and float comparisons;
+    padded indices; fixed-width integers; bools; floats. Leaves: vars with negative,
+    mixed, positive, wide or huge bounds, and ranges."""
+    pool = _pool(draw, 3, 2, huge=True)
+    cfg = _Cfg(div_by_expr=True, extra_ops=True, floats=True)
+    kind = _pick(draw, FUZZ_KINDS)
+    if kind == "index":
+        return _expr(draw, pool, max_depth, cfg)
+    if kind == "padded":
+        return _padded_expr(draw, pool, max(max_depth - 1, 1))
+    if kind == "fixed":
+        return _fixed(draw, pool, _pick(draw, FIXED_DTYPES), max_depth - 1)
+    if kind == "bool":
+        return _cond(draw, pool, max_depth - 1, cfg)
+    return _fexpr(draw, pool, _pick(draw, FLOAT_DTYPES), max_depth, cfg)
+
+
+@st.composite
+def fuzz_exprs(draw: st.DrawFn, max_depth: int = 4) -> UOp:
+    """:func:`fuzz_expr` as a hypothesis strategy."""
+    return fuzz_expr(draw, max_depth)
+
+
+# ---------------------------------------------------------------------------
+# kernels
+_KERNEL_DTYPES = (dtypes.f32, dtypes.f32, dtypes.f16, dtypes.f64, dtypes.i32)
+_KERNEL_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+def fuzz_kernel(draw: SeededDraw, max_elems: int = 96) -> UOp:
+    """A random kernel (seeded only): output ``out_shape`` from a random movement view
+    of an input buffer, ``loops`` nd, flat or tiled, an elementwise body or a sum/max
+    over a reduce axis, the body a random float (or i32) expression whose leaves are
+    loads through the view and a second, shape-preserving (flipped, shifted and
+    padded) view, casts of the output indices, a variable, and constants."""
+    from tests.gen_cases import random_movement
+
+    rng = draw.rng
+    dt = _pick(draw, _KERNEL_DTYPES)
+    for _ in range(100):
+        base = [_pick(draw, _KERNEL_SIZES) for _ in range(_int(draw, 1, 3))]
+        v1 = View.contiguous(base)
+        try:
+            for _ in range(_int(draw, 0, 3)):
+                v1 = random_movement(rng, v1)
+        except BuildError:
+            continue
+        if 0 < v1.numel <= max_elems and v1.ndim <= 3:
+            break
+    else:
+        raise RuntimeError("no view small enough")  # pragma: no cover
+    shape = v1.shape
+    v2 = View.contiguous(shape)
+    if _int(draw, 0, 1):
+        v2 = v2.flip([d for d in range(len(shape)) if _int(draw, 0, 1)] or [0])
+    if _int(draw, 0, 1):  # shift by padding one side and shrinking the other
+        d = _int(draw, 0, len(shape) - 1)
+        k = _int(draw, 1, 2)
+        pads = [(0, 0)] * len(shape)
+        pads[d] = (k, 0) if _int(draw, 0, 1) else (0, k)
+        lo = 0 if pads[d][0] else k
+        v2 = v2.pad(pads).shrink([(lo, lo + s) if i == d else (0, s)
+                                  for i, s in enumerate(shape)])
+    in1 = UOp.buffer(1, dt, v1.buffer_size)
+    in2 = UOp.buffer(2, dt, v2.buffer_size)
+    red = _int(draw, 0, 3) == 0
+    red_shape = (_pick(draw, (2, 3, 4)),) if red else ()
+    red_op = _pick(draw, (Ops.ADD, Ops.MAX)) if red else None
+    var = UOp.var("n", -_int(draw, 0, 4), _int(draw, 0, 6)) if _int(draw, 0, 2) == 0 else None
+    tiles = tuple(_pick(draw, [t for t in range(1, s + 1) if s % t == 0]) for s in shape)
+    loops = _pick(draw, ("nd", "nd", "flat", tiles))
+    cfg = _Cfg(div_by_expr=False, extra_ops=False, floats=True)
+
+    def body(idxs: list[UOp], rng_: Any) -> UOp:
+        out_idx = idxs[:len(shape)]
+        pool = tuple(idxs) + ((var,) if var is not None else ())
+        leaves = [load(in1, v1, out_idx), load(in2, v2, out_idx, alt=None)]
+
+        def leaf(d: int) -> UOp:
+            r = _int(draw, 0, 5)
+            if r <= 2:
+                return leaves[r % 2]
+            if r == 3:
+                return (_pick(draw, pool) if dt.is_float else _expr(draw, pool, 1, _SAFE)
+                        ).cast(dt)
+            return UOp.const(dt, _pick(draw, _NICE_CONSTS if dt.is_float else SMALL_CONSTS))
+
+        def value(d: int) -> UOp:
+            if d <= 0 or _int(draw, 0, 3) == 0:
+                return leaf(d)
+            if not dt.is_float:
+                op = _pick(draw, ("add", "sub", "mul", "max", "and", "xor", "where"))
+            else:
+                op = _pick(draw, ("add", "sub", "mul", "fdiv", "max", "min", "where", "neg",
+                                  "sqrt", "idiom"))
+            if op == "where":
+                return _cond(draw, pool, 1, cfg if dt.is_float else _SAFE).where(
+                    value(d - 1), value(d - 1))
+            if op == "neg":
+                return -value(d - 1)
+            if op == "sqrt":
+                return value(d - 1).alu(Ops.SQRT)
+            if op == "idiom":
+                x = value(d - 1)
+                return _pick(draw, (x / x, x + _fc(dt, 0.0), x * _fc(dt, 0.0), x - x))
+            a, b = value(d - 1), value(d - 1)
+            return a.alu({"add": Ops.ADD, "sub": Ops.SUB, "mul": Ops.MUL, "fdiv": Ops.FDIV,
+                          "max": Ops.MAX, "min": Ops.MIN, "and": Ops.AND,
+                          "xor": Ops.XOR}[op], b)
+
+        return value(3)
+
+    return kernel(shape, dt, body, red_shape=red_shape, red_op=red_op, loops=loops)

@@ -3,8 +3,9 @@
 ``check_equivalent(a, b)`` compares the input ``a`` and a candidate ``b`` on
 every assignment of their leaves when the joint domain is small (at most
 ``max_exhaustive`` points), otherwise on the corners of the domain plus random
-points (biased to the interesting values of each leaf: its ends, 0, +-1 and
-the graphs' integer constants +-1).
+points (biased to the interesting values of each leaf: its ends, 0, +-1, the
+graphs' integer constants +-1, and the integers where a cast to a float starts
+rounding or overflows).
 
 Rules (``data/corpus/README.md``): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
@@ -14,19 +15,39 @@ The leaves are the union of both graphs' vars, ranges and specials (by env
 key: a var's name, ``R<id>``), each over its ``[vmin, vmax]``; a leaf in both
 takes ``a``'s bounds.
 
+Floats. The root values are compared bit for bit, except that every NaN equals
+every NaN (IEEE leaves payloads unspecified, and no op but a bitcast reads
+them): so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
+what is stored, returned or compared by whatever uses it, and a later ``1/x``
+tells them apart; a signed zero inside the graph differs only where the ops
+after it carry the difference to the root (``(x + 0.0) < 1.0`` is
+``x < 1.0``). Each float op rounds to its dtype (f16, f32, f64: the
+interpreter's IEEE semantics). The float inputs an expression can have are
+casts of its integer leaves and loads: graphs may read buffers (``(load
+(index (buffer ...) i))``; stores and loops are kernels, for ``run_kernel``),
+whose elements are drawn afresh for every point (:class:`SampledMemory`), a
+third of them from each element dtype's special values: 0, -0, inf, -inf,
+NaN, +-1, the smallest normal and subnormal, the largest finite values and
+values near the overflow edge (+-1e38 and +-3.4e38 for f32, +-6e4 for f16),
+and squares' overflow edges; integers take their dtype's extremes. A graph
+that loads is never checked exhaustively.
+
 A difference found by the vectorized evaluator is confirmed with the reference
-interpreter (``eqsat.ir.interp.evaluate``) before it is reported.
+interpreter (``eqsat.ir.interp``) before it is reported; with loads, the
+counterexample lists the buffer elements either graph read (``buffers``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from eqsat.ir.dtype import DType
 from eqsat.ir.interp import (
     INVALID,
     EvalError,
@@ -39,13 +60,14 @@ from eqsat.ir.interp import (
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["check_equivalent", "Equivalence", "domain_of"]
+__all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of", "same_value"]
 
 _CORNER_CAP = 4096
 _SLOW_EXHAUSTIVE = 8192
 _SLOW_SAMPLES = 2000
-_MEMORY_OPS = frozenset({Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_REG, Ops.LOAD, Ops.STORE,
-                         Ops.INDEX, Ops.END, Ops.SINK, Ops.AFTER})
+#: effects and memory the checker cannot give contents to: kernels are for run_kernel
+_EFFECT_OPS = frozenset({Ops.DEFINE_LOCAL, Ops.DEFINE_REG, Ops.STORE, Ops.END, Ops.SINK,
+                         Ops.AFTER})
 
 
 @dataclass
@@ -55,7 +77,8 @@ class Equivalence:
     ``points``: assignments compared (undefined points of ``a`` not counted;
     ``skipped`` counts those). ``counterexample``: ``{leaf key: value}`` of a
     differing assignment, with the two values in ``a_value``/``b_value``
-    (``INVALID``, or an ``Undefined`` carrying its cause, where so).
+    (``INVALID``, or an ``Undefined`` carrying its cause, where so), and
+    ``buffers``: ``{slot: {element: value}}`` the graphs read there.
     ``reason`` says what differs.
     """
 
@@ -68,6 +91,7 @@ class Equivalence:
     skipped: int = 0
     reason: str = ""
     domain: dict[str, tuple[int, int]] = field(default_factory=dict)
+    buffers: dict[int, dict[int, Any]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return self.equivalent
@@ -76,7 +100,8 @@ class Equivalence:
         if self.equivalent:
             how = "exhaustively" if self.exhaustive else "on samples"
             return f"Equivalence(equivalent=True, {how}, points={self.points})"
-        return (f"Equivalence(equivalent=False, counterexample={self.counterexample}, "
+        mem = f", buffers={self.buffers}" if self.buffers else ""
+        return (f"Equivalence(equivalent=False, counterexample={self.counterexample}{mem}, "
                 f"a={self.a_value!r}, b={self.b_value!r}, reason={self.reason!r})")
 
 
@@ -96,23 +121,44 @@ def domain_of(*graphs: UOp) -> dict[str, tuple[int, int]]:
     return dom
 
 
+# integers where a cast to f16/f32/f64 stops being exact or overflows: the first integer
+# rounded, the largest finite value, the first integer that rounds to infinity
+_FLOAT_EDGES = tuple(v for e in (2**11 + 1, 65504, 65520, 2**24 + 1, 2**53 + 1,
+                                 2**128 - 2**104, 2**128 - 2**103, 2**1024 - 2**970,
+                                 2**1024 - 2**969)
+                     for v in (e, -e))
+
+
 def _interesting(lo: int, hi: int, consts: frozenset[int] = frozenset()) -> list[int]:
-    """A leaf's values worth trying: its ends, 0, +-1, and each integer constant of
-    the graphs (+-1), where comparisons and divisions change behaviour."""
-    vals = {lo, hi, lo + 1, hi - 1, 0, 1, -1, (lo + hi) // 2}
+    """A leaf's values worth trying: its ends, 0, +-1, each integer constant of
+    the graphs (+-1), where comparisons and divisions change behaviour, and the
+    integers where a cast to a float rounds or overflows."""
+    vals = {lo, hi, lo + 1, hi - 1, 0, 1, -1, (lo + hi) // 2, *_FLOAT_EDGES}
     for k in consts:
         vals.update((k - 1, k, k + 1, -k))
     return sorted(v for v in vals if lo <= v <= hi)
 
 
 def _constants(*graphs: UOp, cap: int = 256) -> frozenset[int]:
+    """The graphs' integer constants, and the integers around their finite float ones
+    (a cast leaf compared with ``2.5`` changes at 2 and 3)."""
     out: set[int] = set()
+
+    def add(v: Any) -> None:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, int):
+            out.add(v)
+        elif isinstance(v, float) and math.isfinite(v) and abs(v) < 2**62:
+            out.update((math.floor(v), math.ceil(v)))
+
     for g in graphs:
         for u in g.toposort():
-            if u.op is Ops.CONST and isinstance(u.arg, int) and not isinstance(u.arg, bool):
-                out.add(u.arg)
+            if u.op is Ops.CONST:
+                add(u.arg)
             elif u.op is Ops.VCONST:
-                out.update(v for v in u.arg if isinstance(v, int) and not isinstance(v, bool))
+                for v in u.arg:
+                    add(v)
     return frozenset(sorted(out, key=abs)[:cap])
 
 
@@ -126,8 +172,8 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
         if not names:
             return {}, 1, True
         grid = np.unravel_index(np.arange(total, dtype=np.int64), sizes)
-        return ({k: g.astype(np.int64) + dom[k][0] for k, g in zip(names, grid, strict=True)},
-                total, True)
+        return ({k: _as_col(g.astype(object) + dom[k][0])
+                 for k, g in zip(names, grid, strict=True)}, total, True)
     rng = np.random.default_rng(seed)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in names}
     # corners: every combination of each leaf's ends (random ones beyond the cap)
@@ -172,14 +218,144 @@ def _as_col(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _value_at(g: UOp, env: dict[str, int]) -> Any:
+# ---------------------------------------------------------------------------
+# buffer contents
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bool": np.bool_,
+       "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
+       "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+_M64 = (1 << 64) - 1
+
+
+def _float_specials(npdt: type) -> np.ndarray:
+    fi = np.finfo(npdt)
+    big = float(fi.max)
+    vals = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, 2.0, -3.0,
+            float(fi.tiny), -float(fi.tiny), float(fi.smallest_subnormal), float(fi.eps),
+            big, -big, big / 2, -big / 3, big / 10, -big / 10,   # near the overflow edge
+            math.sqrt(big) * 1.5, -math.sqrt(big) * 1.5,        # a square overflows
+            2.0 ** (fi.nmant + 1), 2.0 ** (fi.nmant + 1) + 2]   # integers stop being exact
+    if npdt is np.float32:
+        vals += [1e38, -1e38, 3.4e38, -3.4e38]
+    if npdt is np.float16:
+        vals += [6e4, -6e4, 300.0, -300.0]
+    with np.errstate(over="ignore"):
+        return np.array(vals, dtype=np.float64).astype(npdt)
+
+
+def _int_specials(npdt: type) -> np.ndarray:
+    ii = np.iinfo(npdt)
+    vals = {0, 1, -1, 2, 3, 7, 8, -8, ii.min, ii.max, ii.min + 1, ii.max - 1, ii.max // 2 + 1}
+    return np.array(sorted(v for v in vals if ii.min <= v <= ii.max), dtype=npdt)
+
+
+class SampledMemory:
+    """Buffer contents for :func:`check_equivalent`: every element of every buffer is a
+    pure function of ``(seed, point, slot, element)``, drawn afresh for each point (no
+    array is built: graphs may address large buffers). A buffer slot takes the
+    element dtype and size of its first declaration in ``graphs``.
+
+    Three elements in eight are a special value of their dtype (see the module doc),
+    the others random: floats of random sign with exponents in [-20, 20] (one in
+    eight a small integer), integers over their dtype's whole range, bools at random.
+    """
+
+    def __init__(self, graphs: Iterable[UOp], seed: int = 0) -> None:
+        self.decl: dict[int, UOp] = {}
+        for g in graphs:
+            for u in g.toposort():
+                if u.op is Ops.DEFINE_GLOBAL and u.arg[0] not in self.decl:
+                    self.decl[u.arg[0]] = u
+        self.seed = seed
+        self._specials: dict[str, np.ndarray] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.decl)
+
+    def __repr__(self) -> str:
+        bufs = ", ".join(f"slot {s} {u.dtype.base()}[{u.arg[1]}]"
+                         for s, u in sorted(self.decl.items()))
+        return f"<SampledMemory seed={self.seed}: {bufs or 'no buffers'}>"
+
+    def _hash(self, slot: int, offsets: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """splitmix64 of the element's coordinates."""
+        salt = np.uint64((slot * 0x165667B19E3779F9 + self.seed * 0x27D4EB2F165667C5) & _M64)
+        z = (points.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             ^ offsets.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F) ^ salt)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+    def read(self, buffer: UOp, offsets: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The elements at ``offsets`` of ``buffer`` in the memories of ``points``."""
+        slot = buffer.arg[0]
+        dt: DType = self.decl.get(slot, buffer).dtype.base().scalar()
+        npdt = _NP[dt.name]
+        h = self._hash(slot, np.asarray(offsets), np.asarray(points))
+        if dt.is_bool:
+            return (h & np.uint64(1)).astype(bool)
+        sp = self._specials.get(dt.name)
+        if sp is None:
+            sp = self._specials[dt.name] = (_float_specials(npdt) if dt.is_float
+                                            else _int_specials(npdt))
+        special = sp[((h >> np.uint64(8)) % np.uint64(len(sp))).astype(np.int64)]
+        if dt.is_float:
+            frac = ((h >> np.uint64(12)) & np.uint64((1 << 40) - 1)).astype(np.float64) / 2**40
+            exp = ((h >> np.uint64(52)) % np.uint64(41)).astype(np.float64) - 20
+            sign = np.where((h >> np.uint64(3)) & np.uint64(1), -1.0, 1.0)
+            small = ((h >> np.uint64(12)) % np.uint64(17)).astype(np.float64) - 8
+            rnd = np.where((h >> np.uint64(4)) % np.uint64(8) == 0, small,
+                           sign * (1 + frac) * np.exp2(exp))
+            with np.errstate(over="ignore"):
+                rnd = rnd.astype(npdt)
+        else:
+            bits = np.dtype(npdt).itemsize * 8
+            rnd = (h >> np.uint64(64 - bits)).astype(np.dtype(f"u{bits // 8}")).view(npdt)
+        return np.where(h % np.uint64(8) < 3, special, rnd).astype(npdt)
+
+    def arrays(self, point: int) -> list[Any]:
+        """The buffers of one point, by slot, for the reference interpreter."""
+        n = max(self.decl, default=-1) + 1
+        return [_LazyBuffer(self, self.decl[s], point) if s in self.decl else None
+                for s in range(n)]
+
+
+class _LazyBuffer:
+    """One point's buffer, read element by element (``flat[i]``) and remembered."""
+
+    def __init__(self, memory: SampledMemory, buffer: UOp, point: int) -> None:
+        self.memory, self.buffer, self.point = memory, buffer, point
+        self.dtype = np.dtype(_NP[buffer.dtype.base().scalar().name])
+        self.size = buffer.arg[1]
+        self.flat = self
+        self.seen: dict[int, Any] = {}
+
+    def __getitem__(self, i: int) -> np.generic:
+        v = self.memory.read(self.buffer, np.array([i]), np.array([self.point]))[0]
+        self.seen[int(i)] = v.item()
+        return v
+
+
+def _value_at(g: UOp, env: dict[str, int], buffers: Sequence[Any] | None) -> Any:
     try:
-        return evaluate(g, env)
+        return evaluate(g, env, buffers=buffers)
     except EvalError as e:
         return Undefined(str(e))
 
 
-def _same(x: Any, y: Any) -> bool:
+def _differ(va: np.ndarray, vb: np.ndarray) -> np.ndarray:
+    """Lanes whose values differ: floats bit for bit but any NaN equals any NaN."""
+    if va.dtype == object or vb.dtype == object:
+        return np.array([not same_value(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
+    if va.dtype.kind == "f" and vb.dtype.kind == "f":
+        same = (va == vb) & (np.signbit(va) == np.signbit(vb))
+        return ~(same | (np.isnan(va) & np.isnan(vb)))
+    return va != vb
+
+
+def same_value(x: Any, y: Any) -> bool:
+    """Two values (of the reference interpreter) are the same as the checker compares
+    them: floats bit for bit but any NaN for any NaN, bools only with bools, vectors
+    lane by lane."""
     if isinstance(x, np.generic):
         x = x.item()
     if isinstance(y, np.generic):
@@ -189,7 +365,7 @@ def _same(x: Any, y: Any) -> bool:
             return math.isnan(x) and math.isnan(y)
         return x == y and math.copysign(1, x) == math.copysign(1, y)
     if isinstance(x, tuple) and isinstance(y, tuple):
-        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y, strict=True))
+        return len(x) == len(y) and all(same_value(p, q) for p, q in zip(x, y, strict=True))
     if type(x) is bool or type(y) is bool:
         return type(x) is type(y) and x == y
     return x == y
@@ -199,43 +375,49 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
                      max_exhaustive: int = 100_000) -> Equivalence:
     """Compare ``a`` (the input) with ``b`` on all or many assignments.
 
-    Exhaustive when the joint domain has at most ``max_exhaustive`` points;
-    otherwise all corners (at most 4096) plus ``samples`` random points drawn
-    with ``seed``. Graphs with float or vector nodes are evaluated point by point
-    by the reference interpreter, with at most 8192 exhaustive / 2000 sampled
-    points. See the module docstring for Invalid/undefined handling. Raises
-    ``ValueError`` for graphs with memory ops (compare kernels with ``run_kernel``).
+    Exhaustive when the joint domain has at most ``max_exhaustive`` points and the
+    graphs read no buffer; otherwise all corners (at most 4096) plus ``samples``
+    random points drawn with ``seed`` (loads: each point with fresh buffer
+    contents). Graphs the vectorized evaluator cannot run (vectors, bf16,
+    bitcasts) are evaluated point by point by the reference interpreter, with at
+    most 8192 exhaustive / 2000 sampled points. See the module docstring for
+    Invalid/undefined handling and float comparison. Raises ``ValueError`` for
+    graphs with effects (stores, loops: compare kernels with ``run_kernel``).
     """
     for g, name in ((a, "a"), (b, "b")):
-        mem = next((u for u in g.toposort() if u.op in _MEMORY_OPS), None)
-        if mem is not None:
+        eff = next((u for u in g.toposort() if u.op in _EFFECT_OPS), None)
+        if eff is not None:
             raise ValueError(f"check_equivalent compares expressions, but {name} has a "
-                             f"{mem.op.name} node (run kernels with eqsat.ir.interp.run_kernel)")
+                             f"{eff.op.name} node (run kernels with eqsat.ir.interp.run_kernel)")
     dom = domain_of(a, b)
     if a.dtype is not b.dtype:
         return Equivalence(False, False, 0, reason=f"dtypes differ: {a.dtype} vs {b.dtype}",
                            domain=dom)
     if not (vectorizable(a) and vectorizable(b)):
-        # floats/vectors run point by point in the reference interpreter: fewer points
+        # vectors and the like run point by point in the reference interpreter: fewer points
         max_exhaustive, samples = min(max_exhaustive, _SLOW_EXHAUSTIVE), min(samples, _SLOW_SAMPLES)
+    memory = SampledMemory((a, b), seed)
     cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive, _constants(a, b))
-    va, ia, ua = evaluate_many(a, cols, n=n)
-    vb, ib, ub = evaluate_many(b, cols, n=n)
+    if memory and exhaustive:
+        # every assignment of the leaves, each with several draws of the buffers
+        reps = max(1, samples // n)
+        cols = {k: np.tile(c, reps) for k, c in cols.items()}
+        n, exhaustive = n * reps, False
+    mem = memory if memory else None
+    va, ia, ua = evaluate_many(a, cols, n=n, memory=mem)
+    vb, ib, ub = evaluate_many(b, cols, n=n, memory=mem)
     defined = ~ua
     valid = defined & ~ia & ~ib
-    if va.dtype == object or vb.dtype == object:
-        neq = np.array([not _same(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
-    else:
-        neq = va != vb
-    bad = defined & (ub | (ia != ib) | (valid & neq))
+    bad = defined & (ub | (ia != ib) | (valid & _differ(va, vb)))
     points = int(defined.sum())
     skipped = n - points
     if not bad.any():
         return Equivalence(True, exhaustive, points, skipped=skipped, domain=dom)
     i = int(np.flatnonzero(bad)[0])
     env = {k: int(c[i]) for k, c in cols.items()}
-    x, y = _value_at(a, env), _value_at(b, env)
-    if isinstance(x, Undefined) or _same(x, y):
+    bufs = memory.arrays(i) if memory else None
+    x, y = _value_at(a, env, bufs), _value_at(b, env, bufs)
+    if isinstance(x, Undefined) or same_value(x, y):
         raise RuntimeError(f"evaluate_many and evaluate disagree at {env}: a={x!r}, b={y!r} "
                            f"(vectorized a={va[i]!r} invalid={ia[i]} undefined={ua[i]}, "
                            f"b={vb[i]!r} invalid={ib[i]} undefined={ub[i]})")
@@ -245,5 +427,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         reason = "Invalid on different assignments"
     else:
         reason = "values differ"
+    read = {s: dict(sorted(buf.seen.items())) for s, buf in enumerate(bufs or ())
+            if buf is not None and buf.seen}
     return Equivalence(False, exhaustive, points, counterexample=env, a_value=x, b_value=y,
-                       skipped=skipped, reason=reason, domain=dom)
+                       skipped=skipped, reason=reason, domain=dom, buffers=read)

@@ -32,23 +32,26 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from eqsat.ir.dtype import DType
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import (
     BOOL_BINARY,
     INT_BINARY,
+    NP_FLOAT,
     EvalError,
     Undefined,
     alu,
     bitcast,
     cast,
+    cast_float_array,
     cdiv_array,
     cmod_array,
     compare,
+    float_array,
     shift_limit,
     wrap_array,
 )
@@ -520,14 +523,16 @@ def _identity(op: Ops, dt: DType) -> Value:
 
 # ---------------------------------------------------------------------------
 # public entry points
-def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None) -> Value:
+def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None, *,
+             buffers: Sequence[Any] | None = None) -> Value:
     """The value of the expression ``uop`` under ``env`` (see the module docstring).
 
-    Returns an int/float/bool, a tuple for a vector, or ``INVALID``. Raises
-    ``EvalError`` when the value is undefined (division by zero, ...), a leaf is
-    missing or out of its bounds, or the graph needs memory (use ``run_kernel``).
+    Returns an int/float/bool, a tuple for a vector, or ``INVALID``. ``buffers``:
+    the numpy arrays (by slot) the expression's loads read. Raises ``EvalError``
+    when the value is undefined (division by zero, ...), a leaf is missing or out
+    of its bounds, or the graph reads a buffer not given (kernels: ``run_kernel``).
     """
-    m = _Machine(env)
+    m = _Machine(env, buffers)
     v = m.value(uop, {})
     bad = _first_undef(v)
     if bad is not None:
@@ -586,18 +591,37 @@ def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
 _VEC_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.INVALID, Ops.ADD,
                       Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.AND,
                       Ops.OR, Ops.XOR, Ops.NOT, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC,
-                      Ops.CAST, Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND}) | GroupOp.Comparison
+                      Ops.CAST, Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND, Ops.FDIV, Ops.RECIP,
+                      Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW, Ops.DEFINE_GLOBAL,
+                      Ops.INDEX, Ops.LOAD}) | GroupOp.Comparison
 _I64_SAFE = 1 << 62
+#: element dtypes of buffers evaluate_many reads
+_NP_ELEM = {**NP_FLOAT, "bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+            "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
+            "u64": np.uint64}
+
+
+def _vec_scalar(dt: DType) -> bool:
+    return dt.count == 1 and not dt.ptr and (not dt.is_float or dt.name in NP_FLOAT)
 
 
 def vectorizable(root: UOp) -> bool:
-    """True when ``evaluate_many`` runs ``root`` on numpy (scalar integer/bool ops only)."""
+    """True when ``evaluate_many`` runs ``root`` on numpy: scalar index/integer/bool/f16/
+    f32/f64 ops, and loads of scalar elements through ``(index BUF I [GATE])``."""
     for u in root.toposort():
-        if u.op not in _VEC_OPS or u.dtype.count != 1 or u.dtype.is_float or u.dtype.ptr:
+        if u.op not in _VEC_OPS:
             return False
-        if u.op is Ops.CAST and (u.src[0].dtype.is_float or u.src[0].dtype.count != 1):
+        if u.op is Ops.DEFINE_GLOBAL:
+            if u.dtype.base().name not in _NP_ELEM or u.dtype.count != 1:
+                return False
+        elif u.op is Ops.INDEX:
+            if u.src[0].op is not Ops.DEFINE_GLOBAL or u.dtype.count != 1:
+                return False
+        elif not _vec_scalar(u.dtype):
             return False
-        if u.op is Ops.CONST and isinstance(u.arg, float):
+        elif u.op is Ops.LOAD and u.src[0].op is not Ops.INDEX:
+            return False
+        elif u.op is Ops.CAST and not _vec_scalar(u.src[0].dtype):
             return False
     return True
 
@@ -614,29 +638,54 @@ def _obj(a: np.ndarray) -> np.ndarray:
     return a if a.dtype == object else a.astype(object)
 
 
+class Memory(Protocol):
+    """Buffer contents for :func:`evaluate_many`, one memory per assignment.
+
+    ``read(buffer, offsets, points)``: the elements at ``offsets`` of the
+    DEFINE_GLOBAL ``buffer`` in the memories of assignments ``points`` (arrays of
+    one length), as a numpy array of the buffer's element dtype.
+    ``arrays(point)``: the buffers of one assignment by slot, for the reference
+    interpreter (array-likes with ``dtype``, ``size`` and ``flat[i]``).
+    """
+
+    def read(self, buffer: UOp, offsets: np.ndarray, points: np.ndarray) -> np.ndarray: ...
+
+    def arrays(self, point: int) -> Sequence[Any]: ...
+
+
 def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
-                  n: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  n: int | None = None, memory: Memory | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Evaluate ``uop`` at many assignments at once.
 
     ``columns`` maps every leaf's env key (var/special name, ``R<id>``) to an
     array of values, one per assignment (all the same length ``n``). Returns
     ``(values, invalid, undefined)``: ``values`` is an int64 array when every
     intermediate provably fits, else an object array of Python ints (bools for
-    bool results); ``invalid`` marks assignments where the value is Invalid and
-    ``undefined`` where it is undefined (division by zero, bad shift, a range
-    value not below its end...). Masked lanes of ``values`` hold 0.
+    bool results; a float16/32/64 array for a float result); ``invalid`` marks
+    assignments where the value is Invalid and ``undefined`` where it is
+    undefined (division by zero, bad shift, a range value not below its end, a
+    read outside a buffer...). Masked lanes of ``values`` hold 0.
 
-    Integer/bool scalar graphs run on numpy; anything else (floats, vectors)
-    falls back to ``evaluate`` per assignment (values then an object array).
-    Values are not checked against the leaves' declared bounds.
+    Scalar index/integer/bool/f16/f32/f64 graphs run on numpy (a float op is
+    computed in f64 and rounded to its dtype, as :func:`evaluate` does); anything
+    else (vectors, bf16, bitcasts) falls back to the reference interpreter per
+    assignment (values then an object array). ``memory`` gives the buffers'
+    contents where the graph loads (:class:`Memory`). Values are not checked
+    against the leaves' declared bounds.
     """
     if n is None:
         n = len(next(iter(columns.values()))) if columns else 1
+    if memory is None:
+        buf = next((u for u in uop.toposort() if u.op is Ops.DEFINE_GLOBAL), None)
+        if buf is not None:
+            raise EvalError(f"the graph reads buffer {buf.arg[0]}: give its contents (memory=)")
     if not vectorizable(uop):
-        return _evaluate_many_slow(uop, columns, n)
+        return _evaluate_many_slow(uop, columns, n, memory)
     vals: dict[UOp, np.ndarray] = {}
     inv: dict[UOp, np.ndarray] = {}
     und: dict[UOp, np.ndarray] = {}
+    off: dict[UOp, np.ndarray] = {}  # INDEX: lanes whose address is not valid (gate off)
     false = np.zeros(n, dtype=bool)
     for u in uop.toposort():
         op, dt = u.op, u.dtype
@@ -647,7 +696,7 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
             i_m = i_m | inv[s] if inv[s] is not false else i_m
             u_m = u_m | und[s] if und[s] is not false else u_m
         if op is Ops.CONST:
-            v = _const_column(u.arg, n)
+            v = _const_column(u.arg, n, dt)
         elif op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL):
             key = leaf_key(u)
             if key not in columns:
@@ -671,6 +720,18 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
             # an undefined/invalid condition decides; else the branch taken does
             u_m = cu | (~ci & np.where(c, und[u.src[1]], und[u.src[2]]))
             i_m = ci | (~cu & np.where(c, inv[u.src[1]], inv[u.src[2]]))
+        elif op is Ops.DEFINE_GLOBAL:
+            v = np.zeros(n, dtype=np.int64)  # the buffer itself: INDEX and LOAD read u.src
+        elif op is Ops.INDEX:
+            # an undefined index or gate makes the address undefined; an Invalid one, or
+            # a false gate, makes it not valid (a load through it reads its alternative)
+            i_m, v = false, srcv[1]
+            not_valid = inv[u.src[1]]
+            if len(u.src) > 2:
+                not_valid = not_valid | inv[u.src[2]] | ~srcv[2].astype(bool)
+            off[u] = not_valid & ~u_m
+        elif op is Ops.LOAD:
+            v, i_m, u_m = _vec_load(u, srcv, inv, und, off, memory, n)
         else:
             v, extra_undef = _vec_alu(u, srcv)
             if extra_undef is not None:
@@ -678,6 +739,8 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
         if op is not Ops.WHERE:
             i_m = i_m & ~u_m
         masked = i_m | u_m
+        if op is Ops.INDEX:
+            masked = masked | off[u]
         if masked.any() and op not in (Ops.INVALID,):
             v = np.where(masked, np.zeros(1, dtype=v.dtype) if v.dtype != object else 0, v)
             if v.dtype == object and dt.is_bool:
@@ -691,9 +754,64 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     return out, inv[uop] | false, und[uop] | false
 
 
-def _const_column(v: Any, n: int) -> np.ndarray:
+def _vec_load(u: UOp, srcv: list[np.ndarray], inv: dict[UOp, np.ndarray],
+              und: dict[UOp, np.ndarray], off: dict[UOp, np.ndarray], memory: Memory | None,
+              n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LOAD over many assignments: the element where the address is valid (undefined
+    outside the buffer), else the alternative (lazily, like WHERE) or 0."""
+    addr = u.src[0]
+    buf = addr.src[0]
+    a_und, not_valid = und[addr], off[addr]
+    read = ~a_und & ~not_valid
+    offsets = srcv[0]
+    size = buf.arg[1]
+    outside = read & ((offsets < 0) | (offsets >= size))
+    read &= ~outside
+    npdt = _NP_ELEM[u.dtype.name]
+    v = np.zeros(n, dtype=npdt)
+    if read.any():
+        assert memory is not None
+        points = np.flatnonzero(read)
+        got = memory.read(buf, offsets[points].astype(np.int64), points)
+        v = _int_column(v, u.dtype)
+        v[points] = _int_column(got, u.dtype)
+    else:
+        v = _int_column(v, u.dtype)
+    u_m = a_und | outside
+    i_m = np.zeros(n, dtype=bool)
+    if len(u.src) > 1:
+        alt = u.src[1]
+        v = np.where(not_valid, srcv[1], v)
+        u_m = u_m | (not_valid & und[alt])
+        i_m = not_valid & inv[alt] & ~u_m
+    return v, i_m, u_m
+
+
+def _int_column(a: np.ndarray, dt: DType) -> np.ndarray:
+    """An integer dtype's values as the evaluator keeps them: int64 (u64 as Python ints,
+    which int64 cannot hold); other dtypes' arrays as they are."""
+    if dt.name == "u64":
+        return a.astype(object)
+    return a.astype(np.int64) if dt.is_int else a
+
+
+def _int_pow(dt: DType, a: Any, b: Any) -> Value:
+    try:
+        return alu(Ops.POW, dt, (a, b))
+    except EvalError as e:  # an exponent too large to compute: no value, like evaluate's
+        return Undefined(str(e))
+
+
+def _as_int_column(a: np.ndarray) -> np.ndarray:
+    """An object array of Python ints as int64 when every value is small enough."""
+    return a.astype(np.int64) if _absmax(a) < _I64_SAFE else a
+
+
+def _const_column(v: Any, n: int, dt: DType = dtypes.index) -> np.ndarray:
     if isinstance(v, bool):
         return np.full(n, v, dtype=bool)
+    if dt.is_float:
+        return np.full(n, v, dtype=NP_FLOAT[dt.name])
     if abs(v) < _I64_SAFE:
         return np.full(n, v, dtype=np.int64)
     out = np.empty(n, dtype=object)
@@ -708,6 +826,10 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         if a.dtype == object or b.dtype == object:
             a, b = _obj(a), _obj(b)
         return compare(op, a, b).astype(bool), None
+    if op is Ops.CAST and (dt.is_float or u.src[0].dtype.is_float):
+        return cast_float_array(srcv[0], u.src[0].dtype, dt)
+    if dt.is_float:
+        return float_array(op, dt, srcv), None
     if op is Ops.CAST:
         x = srcv[0]
         if dt.is_bool:
@@ -761,6 +883,11 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         if r.dtype == object and not big:
             r = r.astype(np.int64)
         return wrap_array(dt, r), undef
+    if op is Ops.POW:  # lane by lane, as alu: undefined for a negative exponent
+        r = np.array([_int_pow(dt, x, y) for x, y in zip(a, b, strict=True)], dtype=object)
+        undef = np.array([isinstance(v, Undefined) for v in r], dtype=bool)
+        r = np.where(undef, 0, r)
+        return wrap_array(dt, _as_int_column(r)), (undef if undef.any() else None)
     if op in (Ops.SHL, Ops.SHR):
         bad = (b < 0) | (b >= shift_limit(dt))
         if bad.any():
@@ -781,8 +908,9 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
     raise EvalError(f"{op.name} is not vectorized")
 
 
-def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray],
-                        n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray], n: int,
+                        memory: Memory | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     out = np.empty(n, dtype=object)
     inv = np.zeros(n, dtype=bool)
     und = np.zeros(n, dtype=bool)
@@ -793,7 +921,7 @@ def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray],
         raise EvalError(f"no column for leaves {sorted(missing)}")
     for i in range(n):
         env = {k: int(cols[k][i]) for k in names}
-        m = _Machine(env)
+        m = _Machine(env, memory.arrays(i) if memory is not None else None)
         try:
             v = m.value(uop, {})
         except EvalError:

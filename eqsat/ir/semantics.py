@@ -55,7 +55,8 @@ from eqsat.ir.ops import Ops
 __all__ = [
     "EvalError", "Undefined", "INDEX_SHIFT_LIMIT", "cdiv", "cmod", "wrap", "round_float",
     "shift_limit", "compare", "alu", "cast", "bitcast", "INT_BINARY", "BOOL_BINARY",
-    "wrap_array", "cdiv_array", "cmod_array", "Interval", "unbounded", "dtype_bounds",
+    "wrap_array", "cdiv_array", "cmod_array", "float_array", "cast_float_array",
+    "int_to_float", "NP_FLOAT", "Interval", "unbounded", "dtype_bounds",
     "iv_wrap", "iv_add", "iv_sub", "iv_neg", "iv_not", "iv_not_bool", "iv_mul", "iv_max",
     "iv_min", "iv_hull", "iv_where", "iv_xor_bool", "iv_cast_bool", "iv_idiv_any",
     "iv_idiv_corners", "iv_idiv", "iv_mod_range", "iv_mod_bucket", "iv_mod", "iv_shift",
@@ -293,10 +294,7 @@ def cast(x: Any, src: DType, dst: DType) -> Any:
     if dst.is_bool:
         return bool(x != 0)  # NaN is true, as in C
     if dst.is_float:
-        try:
-            return round_float(dst, float(x))
-        except OverflowError:  # an index beyond every float rounds to infinity
-            return math.inf if x > 0 else -math.inf
+        return round_float(dst, x) if isinstance(x, float) else int_to_float(dst, int(x))
     if dst.is_int:
         if isinstance(x, float):
             if not math.isfinite(x):
@@ -307,6 +305,30 @@ def cast(x: Any, src: DType, dst: DType) -> Any:
             return v
         return wrap(dst, int(x))
     raise EvalError(f"cannot cast {src} to {dst}")
+
+
+#: significand bits (the implicit one included) of each float dtype
+_SIGNIFICAND = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+
+
+def int_to_float(dt: DType, x: int) -> float:
+    """The integer ``x`` rounded once to the float dtype ``dt`` (to nearest, ties to
+    even; beyond its largest finite value, an infinity), as C converts an integer.
+    Going through a Python float first rounds twice beyond 2**53: ``2**53 + 2**29 + 1``
+    would become ``2**53`` in f32, not ``2**53 + 2**30``."""
+    if -(1 << 53) <= x <= 1 << 53:
+        return round_float(dt, float(x))
+    n = abs(x)
+    shift = n.bit_length() - _SIGNIFICAND[dt.scalar().name]
+    q, r = divmod(n, 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    try:
+        v = math.ldexp(q, shift)  # exact: q has at most the dtype's significand bits
+    except OverflowError:
+        v = math.inf
+    return round_float(dt, v if x > 0 else -v)
 
 
 _BITFMT = {("int", 8): "b", ("int", 16): "h", ("int", 32): "i", ("int", 64): "q",
@@ -358,6 +380,63 @@ def wrap_array(dt: DType, v: np.ndarray) -> np.ndarray:
     if dt.kind == "int" or bits < 64:
         return w.astype(np.int64)
     return w
+
+
+#: the float dtypes the array twins compute on (bf16 has no numpy dtype)
+NP_FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_POW_ARRAY = np.frompyfunc(_pow, 2, 1)
+
+
+def float_array(op: Ops, dt: DType, args: Sequence[np.ndarray]) -> np.ndarray:
+    """:func:`alu` of a float op elementwise over numpy arrays, as it computes one
+    value: in f64 (the same numpy functions, C's ``pow``), rounded to ``dt`` (a
+    :data:`NP_FLOAT` dtype); ``mulacc`` rounds its product first."""
+    npdt = NP_FLOAT[dt.scalar().name]
+    if op is Ops.NEG:
+        return -args[0]
+    f = [np.asarray(a).astype(np.float64) for a in args]
+    with np.errstate(all="ignore"):
+        if op is Ops.RECIP:
+            r = 1.0 / f[0]
+        elif op in _FLOAT_UNARY:
+            r = _FLOAT_UNARY[op](f[0])
+        elif op is Ops.POW:
+            r = _POW_ARRAY(f[0], f[1]).astype(np.float64)
+        elif op in _FLOAT_BINARY and len(f) == 2:
+            r = _FLOAT_BINARY[op](f[0], f[1])
+        elif op is Ops.MULACC:
+            r = (f[0] * f[1]).astype(npdt).astype(np.float64) + f[2]
+        else:
+            raise EvalError(f"{op.name} is not defined on {dt}")
+        return r.astype(npdt)
+
+
+def cast_float_array(x: np.ndarray, src: DType, dst: DType
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`cast` elementwise where ``src`` or ``dst`` is a float (a :data:`NP_FLOAT`
+    dtype): ``(values, undefined)``, ``undefined`` None when no element is (a float to
+    int cast of NaN, an infinity, or a value the target cannot hold). Integers come as
+    int64 or object (Python int) arrays and leave as int64 when they fit."""
+    if dst.is_float:
+        npdt = NP_FLOAT[dst.scalar().name]
+        if src.is_float or x.dtype == bool or (
+                x.dtype != object and (x.size == 0 or int(np.abs(x).max()) <= 1 << 53)):
+            with np.errstate(over="ignore"):  # exact in f64, then one rounding
+                return x.astype(np.float64).astype(npdt), None
+        return np.array([int_to_float(dst, int(v)) for v in x], dtype=npdt), None
+    if dst.is_bool:
+        return x != 0, None  # NaN is true, as in C
+    t = np.trunc(x.astype(np.float64))
+    bad = ~np.isfinite(t)
+    if dst.is_fixed_int:  # C leaves a value the target cannot hold undefined
+        with np.errstate(invalid="ignore"):
+            bad |= (t < float(dst.min)) | (t >= float(dst.max + 1))
+    t = np.where(bad, 0.0, t)
+    undef = bad if bad.any() else None
+    if np.abs(t).max(initial=0.0) < 2.0 ** 62:
+        out = t.astype(np.int64)
+        return (out.astype(object) if dst.name == "u64" else out), undef
+    return np.array([int(v) for v in t], dtype=object), undef
 
 
 def cdiv_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:

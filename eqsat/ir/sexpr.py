@@ -87,7 +87,7 @@ from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["parse", "to_sexpr", "ParseError", "node_label"]
+__all__ = ["parse", "to_sexpr", "ParseError", "node_label", "has_text_form"]
 
 
 class ParseError(ValueError):
@@ -167,6 +167,12 @@ _OP_NAME: dict[Ops, str] = {op: name for name, (op, _) in {**_BINARY, **_UNARY}.
 _OP_NAME.update({op: name for name, op in _COMPARE.items()})
 _OP_NAME.update({op: name for name, op in _STRUCT.items()})
 _REDUCE_NAME = {op: name for name, op in _REDUCE_OPS.items()}
+
+
+def has_text_form(op: Ops) -> bool:
+    """Whether the text format can write a node of ``op`` (``NOOP``, ``MULHI``, ... it
+    cannot; a node of such an op may still have an argument it cannot write)."""
+    return op in _OP_NAME
 
 _CATEGORY_DESC = {
     "value": "numbers or bools", "num": "numbers", "int": "integers", "float": "floats",

@@ -249,13 +249,6 @@ def test_batch_two_workers_same_order(capsys, tmp_path):
     assert [{k: v for k, v in r.items() if k != "us"} for r in two] == strip
 
 
-def crash_on_boom(job):
-    """A batch worker that dies (as a segfaulting engine would) on the case 'boom'."""
-    if '"boom"' in job[1]:
-        os._exit(3)
-    return {"id": json.loads(job[1])["id"], "out": "ok"}
-
-
 @pytest.mark.parametrize("chunk", ["1", "3", "16"])
 def test_batch_chunks_keep_order_and_errors(capsys, tmp_path, chunk):
     """Cases optimized together in one e-graph come out in order, each error on its case."""
@@ -278,28 +271,59 @@ def test_batch_chunk_must_be_positive(capsys, tmp_path):
 
 
 def crash_chunk_on_boom(chunk):
-    """A chunk worker that dies on any chunk holding the case 'boom'."""
+    """A chunk worker that dies (as a segfaulting engine would) on any chunk holding the
+    case 'boom'."""
     if any('"boom"' in job[1] for job in chunk):
         os._exit(3)
-    return [{"id": json.loads(job[1])["id"], "out": "ok"} for job in chunk]
+    return [{"id": json.loads(job[1])["id"], "out": "ok", "alone": len(chunk) == 1}
+            for job in chunk]
 
 
-def test_batch_chunk_that_kills_its_worker_is_retried_case_by_case():
+@pytest.mark.parametrize("jobs, chunk", [(2, 3), (1, 3), (2, 1)])
+def test_batch_worker_death_costs_only_its_case(jobs, chunk):
+    """The chunk whose worker died runs again case by case (each alone); the case that
+    kills its worker again gets the error, naming how the worker ended."""
     lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t", "u")]
     cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli.batch_results(cases, 2, 3, crash_chunk_on_boom))
+    rows = list(cli.batch_results(cases, jobs, chunk, crash_chunk_on_boom))
     assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t", "u"]
-    assert "died" in rows[2]["error"] and rows[2]["line"] == 3
+    assert rows[2]["error"] == ("the worker process running this case alone was exited "
+                                "with status 3") and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
+    # the other cases of the chunk that died ran again alone; the other chunks did not
+    alone = {r["id"] for r in rows if r.get("alone")}
+    assert alone == ({"p", "q", "r", "s", "t", "u"} if chunk == 1 else {"p", "q", "u"})
 
 
-def test_batch_survives_a_dying_worker():
-    lines = [json.dumps({"id": i}) for i in ("p", "q", "boom", "r", "s", "t")]
-    cases = [(n, line, {}) for n, line in enumerate(lines, 1)]
-    rows = list(cli.run_parallel(cases, 2, crash_on_boom))
-    assert [r["id"] for r in rows] == ["p", "q", "boom", "r", "s", "t"]
-    assert "died" in rows[2]["error"] and rows[2]["line"] == 3
-    assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
+def test_batch_retries_with_a_smaller_budget():
+    job = (4, "{}", {"budget": (12, 20_000, 2.0, 1, None), "engine": "egraph"})
+    assert cli._scaled(job, cli.RETRY_SHARE)[2]["budget"] == (12, 10_000, 1.0, 1, None)
+    assert cli._scaled((1, "{}", {}), 0.5) == (1, "{}", {})
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("when, alone_ok", [("", False), (":chunk", True)])
+def test_batch_a_killed_worker_loses_nothing(capsys, tmp_path, monkeypatch, jobs, when,
+                                             alone_ok):
+    """A worker killed (SIGKILL, as the kernel kills a process out of memory) while on a
+    chunk: every line still gets its row and the command exits 0. Killed only while in
+    a chunk, the case's retry alone succeeds; killed every time, its row names the
+    signal."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(BATCH_LINES) + "\n")
+    monkeypatch.setenv(cli.KILL_ENV, f"d{when}")
+    rc, _, err = run(capsys, "batch", "--jobs", jobs, "--chunk", "3", "--stats", str(src),
+                     "-o", str(dst))
+    assert rc == 0 and "7 cases" in err
+    rows = [json.loads(line) for line in dst.read_text().splitlines()]
+    assert [r.get("id") for r in rows] == ["a", None, "b", "c", "d", None, 5]
+    assert rows[0]["out"] == "(range 0 32)" and rows[0]["stats"]["stop_reason"] == "saturated"
+    d = rows[4]
+    if alone_ok:
+        assert d["cost"] <= 25 + 4 + 1 and "batch" not in d["stats"]
+    else:
+        assert d["error"] == ("the worker process running this case alone was killed by "
+                              "SIGKILL (out of memory?)") and d["line"] == 6
 
 
 # ---------------------------------------------------------------------------
@@ -351,3 +375,36 @@ def test_cli_budget_is_the_optimizers(tmp_path):
     assert stats["iterations"] >= 1 and stats["time"]["setup"] < 0.5 * stats["time"]["total"]
     assert p.stdout.strip() == "(where (lt (range 0 114) 112) (range 0 114) (invalid))"
 
+
+
+# ---------------------------------------------------------------------------
+# determinism
+@pytest.mark.slow
+@pytest.mark.parametrize("enodes", ["20000", "60"])
+def test_batch_output_is_the_same_across_seeds_and_jobs(tmp_path, corpus_lines, enodes):
+    """The same input, budget and chunk give the same rows (but ``us``) whatever the
+    process's hash seed and the number of workers, for every run that stopped by
+    saturation, a stall, iterations or e-nodes (``--enodes 60`` makes some stop so,
+    with rules held back); a time or memory stop would say so in its stats."""
+    from benchmarks.stress import FLOORDIV_PARAMS, floordiv_case, where_sum
+
+    exprs = [r["expr"] for r in corpus_lines[::43]] + [floordiv_case(*FLOORDIV_PARAMS[1]),
+                                                       where_sum(40)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "expr": e}) + "\n" for i, e in enumerate(exprs)))
+    runs = []
+    for seed, jobs in (("0", "1"), ("12345", "2"), ("4242", "2")):
+        dst = tmp_path / f"out{seed}.jsonl"
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO))
+        p = subprocess.run([sys.executable, "-m", "eqsat.cli", "batch", "--stats", "--chunk",
+                            "4", "--jobs", jobs, "--seconds", "60", "--enodes", enodes,
+                            "--cost", "reference", str(src), "-o", str(dst)],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=str(REPO))
+        assert p.returncode == 0, p.stderr[-2000:]
+        rows = [json.loads(line) for line in dst.read_text().splitlines()]
+        assert len(rows) == len(exprs) and not any("error" in r for r in rows)
+        runs.append([{k: v for k, v in r.items() if k != "us"} for r in rows])
+    assert all(r["stats"]["stop_reason"] not in ("time", "memory") for r in runs[0])
+    if enodes == "60":
+        assert any(r["stats"]["stop_reason"] == "enodes" for r in runs[0])
+    assert runs[1] == runs[0] and runs[2] == runs[0]

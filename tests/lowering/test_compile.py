@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from eqsat import EvalError, dtypes, evaluate, parse, run_kernel
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
-from lowering import CompileError, Kernel, LoweringError, Target, compile_kernel, lower
+from lowering import (
+    CompileError,
+    Kernel,
+    LoweringError,
+    Target,
+    compile_kernel,
+    compile_kernels,
+    lower,
+)
 from lowering.compile import compile_c, default_cache_dir
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, leaf_pools
 
@@ -435,3 +443,36 @@ def test_bound_call_runs_like_a_call(cache) -> None:
     assert e.bound(x=-3)() == -3 and e.bound(x=2)() is None
     with pytest.raises(ValueError, match="outside its declared range"):
         e.bound(x=9)
+
+
+# ---- many kernels, one C compiler run ----------------------------------------------------
+def test_compile_kernels_shares_one_library(cache) -> None:
+    """Kernels compiled together (one source, helpers once) run as each compiled alone."""
+    texts = [TRANSPOSE, GATED_PAD,
+             "(sink (end (store (index (buffer 0 i32 6) (range 0 6)) (idiv (cast i32 (range 0 6))"
+             " (cast i32 (var d -3 3)))) (range 0 6)))"]
+    ks = [compile_kernel(parse(t), optimize=False, name=f"k{i}", compile=False,
+                         cache_dir=cache) for i, t in enumerate(texts)]
+    assert compile_kernels(ks, cache) == ks and all(k.compiled for k in ks)
+    rng = np.random.default_rng(1)
+    for t, k in zip(texts, ks, strict=True):
+        g = parse(t)
+        bufs = [np.zeros(n, dtype=np.int32 if dt.is_int else np.float32)
+                for _, dt, n in k.signature.buffers]
+        for b in bufs[1:]:
+            b[:] = rng.standard_normal(b.size)
+        env = {n: 2 for n, _, _ in k.signature.variables}
+        want = run_kernel(g, [b.copy() for b in bufs], env)[0]
+        alone = compile_kernel(g, optimize=False, cache_dir=cache)
+        got, got_alone = [b.copy() for b in bufs], [b.copy() for b in bufs]
+        k(*got, **env)
+        alone(*got_alone, **env)
+        np.testing.assert_array_equal(got[0], want)
+        np.testing.assert_array_equal(got_alone[0], want)
+
+
+def test_compile_kernels_needs_distinct_names(cache) -> None:
+    ks = [compile_kernel(parse(TRANSPOSE), optimize=False, compile=False, cache_dir=cache)
+          for _ in range(2)]
+    with pytest.raises(ValueError, match="distinct names"):
+        compile_kernels(ks, cache)

@@ -11,6 +11,7 @@ Z = "(var z 0 9)"        # may be zero
 F = "(cast f32 (var x -20 20))"
 C = "(lt (var x -20 20) 5)"
 INV = f"(where {C} (var x -20 20) (invalid))"
+L = "(load (index (buffer 1 f32 8) (var i 0 7)))"  # any f32: -0.0, NaN, inf included
 
 
 POSITIVE = [
@@ -21,6 +22,8 @@ POSITIVE = [
     ("or_zero", f"(or {X} 0)", X),
     ("xor_zero", f"(xor 0 {X})", X),
     ("sub_zero", f"(sub {X} 0)", X),
+    ("add_neg_zero", f"(add {L} -0.0)", L),
+    ("sub_zero", f"(sub {L} 0.0)", L),
     ("idiv_one", f"(idiv {X} 1)", X),
     ("fdiv_one", f"(fdiv {F} 1.0)", F),
     ("mod_one", f"(mod {X} 1)", "0"),
@@ -51,6 +54,9 @@ POSITIVE = [
 BLOCKED = [
     # x*0 -> 0 never for floats: NaN*0 and inf*0 are NaN
     ("mul_zero", f"(mul {F} 0.0)", f"(mul {F} 0.0)"),
+    # x + 0.0 and x - -0.0 are 0.0 at x = -0.0, not x
+    ("add_zero", f"(add {L} 0.0)", f"(add {L} 0.0)"),
+    ("sub_zero", f"(sub {L} -0.0)", f"(sub {L} -0.0)"),
     # nor when x may be Invalid: the padding rules push the 0 inside instead
     ("mul_zero", f"(mul 0 {INV})", f"(where {C} 0 (invalid))"),
     ("mul_zero", "(mul (invalid) 0)", "(invalid)"),

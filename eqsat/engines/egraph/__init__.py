@@ -84,9 +84,7 @@ def optimize_batches(graphs: list[UOp], batch: int = 32, workers: int = 1,
     chunks = [graphs[i:i + batch] for i in range(0, len(graphs), max(1, batch))]
 
     def one(chunk: list[UOp]) -> tuple[list[UOp], dict[str, Any]]:
-        n = len(chunk)
-        return session_for(rulesets).run(chunk, model, Limits(lim.iterations, lim.enodes * n,
-                                                              lim.seconds * n, lim.stall))
+        return session_for(rulesets).run(chunk, model, lim.times(len(chunk)))
 
     if workers <= 1 or len(chunks) <= 1:
         results = [one(c) for c in chunks]

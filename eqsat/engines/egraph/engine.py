@@ -19,11 +19,19 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
    in one egglog call;
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
-   (``Def``) computed and sent back for the native rules' guards;
+   (``Def``) computed and sent back for the native rules' guards, and the e-nodes
+   that only feed the rules (one with its own class among its children, an operator
+   in a class that holds a constant) sent back to be subsumed;
 3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
    changed; their results are recorded as rows, loaded by the next step;
-4. the budgets are checked (e-nodes, iterations, and the time the next
+4. the budgets are checked (e-nodes, iterations, memory, and the time the next
    iteration and the extraction are expected to take).
+
+Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
+matches multiply are counted first (their counting twins, in an egglog call of their
+own that also loads the rows) and left out for the rest of the run when what they would
+make does not fit; a step that takes the e-graph past the budget, or too far to read in
+the time left, ends the run, which extracts from its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
 and the computed pass recorded nothing; or, found right after step 1, the last pass
@@ -48,6 +56,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from eqsat.engines.egraph._egglog import bindings
@@ -63,6 +72,7 @@ from eqsat.engines.egraph.analyses import (
 )
 from eqsat.engines.egraph.computed import PassState, python_pass
 from eqsat.engines.egraph.encoding import (
+    CTORS,
     ArgTable,
     Inserter,
     Snapshot,
@@ -74,7 +84,19 @@ from eqsat.engines.egraph.encoding import (
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.rulesets import resolve
-from eqsat.engines.egraph.schedules import STALL_EMITTED, STALL_GROWTH, Clock, Limits, gc_paused
+from eqsat.engines.egraph.schedules import (
+    COUNT_FN,
+    STALL_EMITTED,
+    STALL_GROWTH,
+    STEP_ROOM,
+    Clock,
+    Limits,
+    count_program,
+    gc_paused,
+    multiplies,
+    new_nodes,
+    rss_bytes,
+)
 from eqsat.ir.egglog_text import commands
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
@@ -101,6 +123,7 @@ FIXED_RULESET = "native_fixed"
 REBUILD_ITERATIONS = 2000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
+_NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 
 log = logging.getLogger(__name__)
 
@@ -226,16 +249,37 @@ class Session:
                 self._rule_args.append(a)
             return arg_keys[k]
 
-        #: (rule set, egglog program) of each egglog rule of the native rules
+        #: (rule set, egglog program) of each egglog rule of the native rules. The rules
+        #: whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``, each
+        #: with a counting twin in ``<set>_count`` (adding to the egglog function
+        #: ``StepCount<i>``); ``<set>_all`` runs ``<set>`` and ``<set>_mult`` in one round
         self._native_programs: list[tuple[str, str]] = []
+        #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
+        self._mult: dict[str, list[tuple[int, str, int]]] = {}
         for r in self.native:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
                 else list(zip(("native", FIXED_RULESET), twins, strict=True))
             for ruleset, t in pairs:
                 self._native_names[t.name] = r.law
+                if multiplies(t):
+                    i = sum(map(len, self._mult.values()))
+                    self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
+                    self._native_programs.append((f"{ruleset}_count", t.fill(count_program(
+                        t, f"{ruleset}_count", f"{COUNT_FN}{i}"), key)))
+                    ruleset = f"{ruleset}_mult"
                 self._native_programs.append((ruleset, t.program(ruleset, key)))
-        self._has_fixed_rules = any(rs == FIXED_RULESET for rs, _ in self._native_programs)
+        self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
+                                    for rs, _ in self._native_programs)
+        #: whether this run still runs the multiplying rules: they are left out for the
+        #: rest of the run after a step whose count did not fit its room
+        self._counted = True
+        #: native rule -> the e-nodes its matches would have made when it was left out
+        self.held_back: dict[str, int] = {}
+        #: why rules were held back this run: "enodes" (the room) or "time"
+        self.held_for: str | None = None
+        #: multiplying rule -> its counter's value (its matches' e-nodes so far this run)
+        self._counts: dict[int, int] = {}
         self._ext = analysis_ext(self.native)
         self._fixed = False  # this run's e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
@@ -243,6 +287,7 @@ class Session:
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
+        self.step_size = 0  # the e-graph's e-nodes after the last _step
         #: the session's e-graphs: with the fixed-width rule sets (True) and without
         #: (False, for inputs without fixed-width integers: every push/pop clones the
         #: rules, and those of an index input would never run); each built on first use
@@ -271,9 +316,14 @@ class Session:
         args = ArgTable()
         for a in self._rule_args:  # the keys the native rules were written with
             args.key(a)
-        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext),
-                "(ruleset native)", f"(ruleset {FIXED_RULESET})"]
-        prog += [p for rs, p in self._native_programs if fixed_width or rs != FIXED_RULESET]
+        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext)]
+        for base in ("native", FIXED_RULESET):
+            prog += [f"(ruleset {base})", f"(ruleset {base}_mult)", f"(ruleset {base}_count)",
+                     f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
+            prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
+                     for i, _, _ in self._mult.get(base, [])]
+        prog += [p for rs, p in self._native_programs
+                 if fixed_width or not rs.startswith(FIXED_RULESET)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in commands("\n".join(prog)):
@@ -314,10 +364,12 @@ class Session:
     def _cmd(self, text: str) -> list[Any]:
         return self.egraph.run_program(*self.egraph.parse_program(text))
 
-    def _step(self, native: bool, matches: dict[str, int]) -> bool:
+    def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
+              why: str = "enodes") -> bool:
         """Load pending rows, then (one egglog call) one round of the native rules and
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
-        ``native``, the analysis only. Whether the native rules changed anything.
+        ``native``, the analysis only. Whether the native rules changed anything; the
+        e-graph's size after the step is ``step_size``.
 
         The native rules run before the analysis: the inserted terms carry the IR's
         bounds and every older class has the last analysis's, all sound; a guard that
@@ -326,7 +378,14 @@ class Session:
         bound). On the corpus the outputs are those of analysing before the rules too.
         The bounds the last computed pass seeded for its e-nodes (:mod:`.computed.seed`)
         load between the native rules and the analysis: the analysis reaches the same
-        fixed point in fewer rounds, and the native guards see what they saw without."""
+        fixed point in fewer rounds, and the native guards see what they saw without.
+
+        ``allow``: how many e-nodes the step's multiplying rules may make, limited by
+        ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
+        time left). A first egglog call loads the rows and counts those rules' new
+        matches (:meth:`_admit`: their counting twins run in lockstep with them, so
+        both see the same new matches); when they do not fit, the round runs without
+        them (``<set>``, not ``<set>_all``), as every later one of the run does."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -334,14 +393,17 @@ class Session:
         # one was inserted; the fixed-width ones too when an e-node of this run may need them
         ext = not self._ext.isdisjoint(self.ins.ctors)
         analysis = (f"(run {_ANALYSIS_SETS[ext, self._fixed_analysis]} {ANALYSIS_CAP})\n"
-                    f"(run {CHECK_RULESET} 1)")  # the tripwire, once the analysis settled
-        runs = []
+                    f"(run {CHECK_RULESET} 1)\n"  # the tripwire, once the analysis settled
+                    "(print-size)")
+        runs: list[str] = []  # the native rules' runs
         if native and self.native:
-            runs.append("(run native 1)")
-            if self._fixed and self._has_fixed_rules:
-                runs.append(f"(run {FIXED_RULESET} 1)")
+            bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
+                                  else [])
+            every = self._counted and self._admit(bases, allow, why)
+            runs += [f"(run {b}_all 1)" if every and self._mult.get(b) else f"(run {b} 1)"
+                     for b in bases]
         ins = self.ins
-        loaded, late = ins.has_rows, ins.has_late  # each loaded by a (run insert 1)
+        loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
         try:
             out = ins.flush("\n".join(runs), analysis)
         except bindings.EggSmolError as e:
@@ -350,39 +412,69 @@ class Session:
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
         # [rows' insert] + the native runs + [late rows' insert] + the analysis + the
-        # tripwire; only the reports read are converted (the loading runs' are not), and
-        # of the analysis's only its iterations: every other run is one iteration
-        # (``run ... 1``)
+        # tripwire, then the sizes; only the reports read are converted (the loading
+        # runs' are not), and of the analysis's only its iterations: every other run is
+        # one iteration (``run ... 1``)
+        self.step_size = sum(n for name, n in out[-1].sizes if name in _NODE_CTORS)
         done = [o for o in out if type(o) is _RUN_OUTPUT]
-        first = 1 if loaded else 0
+        first = loaded
         if first + len(runs) + late + 2 != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
                                f"{first + len(runs) + late + 2}")
         natives = [o.report for o in done[first:first + len(runs)]]
         analysed = done[-2].report
         rounds = len(analysed.iterations)
-        # whether a run of the rules (native, analysis) changed the e-graph; the loading
-        # runs do not count
-        self.step_updated = analysed.updated or any([r.updated for r in natives])
         self.egg_iterations += len(done) - 1 + rounds
         if rounds >= ANALYSIS_CAP:
             self.capped += 1  # the analysis did not settle (see ANALYSIS_CAP)
-        if not runs:
-            return False
         changed = False
         for rep in natives:
             fired = False
             for k, v in rep.num_matches_per_rule.items():
-                name = k.split('"')[1] if '"' in k else k
-                name = self._native_names.get(name)
+                name = self._native_names.get(k.split('"')[1] if '"' in k else k)
                 if v and name is not None:
                     fired = True
                     matches[name] = matches.get(name, 0) + v
             changed = changed or (fired and bool(rep.updated))
+        # whether a run of the rules (native, analysis) changed the e-graph; the loading
+        # runs do not count
+        self.step_updated = analysed.updated or any([r.updated for r in natives])
         return changed
 
+    def _admit(self, bases: list[str], allow: float, why: str) -> bool:
+        """Count the e-nodes this step's round of the multiplying rules of ``bases``
+        would make (one egglog call, which also loads the pending rows: the counting
+        twins see what the rules will see); whether they fit ``allow``. When they do
+        not, the multiplying rules are left out for the rest of the run (a rule that
+        does not run falls out of lockstep with its twin) and ``held_back`` records
+        what each would have made."""
+        todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])]
+        if not todo:
+            return True
+        out = self.ins.flush("\n".join(f"(run {b}_count 1)" for b in bases
+                                       if self._mult.get(b)), late=False)
+        self.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
+        lookup, to_i64 = self.egraph.lookup_function, self.egraph.value_to_i64
+        counts = self._counts
+        step: list[tuple[str, int]] = []
+        for _, i, name in todo:
+            # a counter only grows (its merge adds): this step's count is what it gained
+            v = lookup(f"{COUNT_FN}{i}", [])
+            now = 0 if v is None else to_i64(v)
+            step.append((name, now - counts.get(i, 0)))
+            counts[i] = now
+        if sum(n for _, n in step) <= allow:
+            return True
+        self._counted = False
+        for name, n in step:
+            if n:
+                self.held_back[name] = self.held_back.get(name, 0) + n
+        if self.held_for is None or why == "time":
+            self.held_for = why
+        return False
+
     def _diagnose(self) -> UnsoundError:
-        snap = Snapshot(self.egraph, self.ins, check=False)
+        snap = Snapshot(self.egraph, self.ins)
         bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
                and c in snap.defined]
         if not bad:
@@ -479,6 +571,11 @@ class Session:
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
+        self._counted = True
+        self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
+        self.held_back, self.held_for = {}, None
+        rss0 = rss_bytes()
+        rss_peak = 0  # the most the run grew the resident set by, of the readings
         self._cmd("(push)")
         saved = self.ins.state()
         try:
@@ -490,6 +587,8 @@ class Session:
             it = 0
             stop = None
             snap: Snapshot | None = None
+            stale = False  # whether the e-graph grew since `snap` was read
+            peak = input_nodes  # the most e-nodes the e-graph held after a step
             last_iter = 0.0
             sizes: list[int] = []
             costs: list[float | None] = []
@@ -509,9 +608,19 @@ class Session:
                         clock.seconds * clock.SOFT:
                     stop = "time"
                     break
+                rss_peak = max(rss_peak, rss_bytes() - rss0)
+                if rss_peak > limits.memory:
+                    stop = "memory"
+                    break
+                # the e-nodes this step's multiplying rules may make: a share of the room
+                # the e-node budget has left, and no more than the time left can handle
+                size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
+                by_room = STEP_ROOM * (limits.enodes - size)
+                by_time = clock.nodes_within(clock.remaining() - it_est)
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
-                    changed = self._step(True, matches)
+                    changed = self._step(True, matches, min(by_room, by_time),
+                                         "time" if by_time < by_room else "enodes")
                 if emitted and not emitted[-1] and not self.step_updated:
                     # the last pass recorded nothing (this step loaded only the handles
                     # its snapshot gave new classes) and no rule changed anything: the
@@ -519,21 +628,42 @@ class Session:
                     # would find nothing new
                     stop = "saturated"
                     break
+                rss_peak = max(rss_peak, rss_bytes() - rss0)
+                if rss_peak > limits.memory:
+                    stop = "memory"  # (before reading the e-graph: a snapshot costs more)
+                    break
+                now = self.step_size
+                peak = max(peak, now)
+                # the step's rules took the e-graph past the budget, or so far that reading
+                # it, a pass over it and its extraction would not fit the time left: stop,
+                # and extract from the last snapshot rather than spend the time to read
+                # (and extract from) an e-graph this big
+                if now > limits.enodes:
+                    stop = "enodes"
+                elif snap is not None and clock.elapsed() + clock.iter_estimate(now) + \
+                        clock.tree_estimate(now) + clock.FIXED > clock.seconds * clock.SOFT:
+                    stop = "time"
+                if stop is not None and snap is not None:
+                    stale = True
+                    break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
                 it += 1
                 if tracer is not None:
                     tracer.snapshot(snap, it, matches)
                 sizes.append(snap.enodes)
-                if snap.enodes > limits.enodes:
-                    stop = "enodes"
+                if stop is not None:
                     break
                 root_cls = [snap.cls_of_handle(h) for h in handles]
                 pending0 = self.ins.pending
+                # the pass stops at its deadline, and once its rows fill the next step's
+                # share of the room (both read through the one clock the pass checks)
+                rows_cap = pending0 + STEP_ROOM * max(0, limits.enodes - snap.enodes)
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
                                       deadline=clock.soft_deadline(snap.enodes),
-                                      clock=time.perf_counter, roots=root_cls, model=model)
+                                      clock=partial(_pass_clock, self.ins, rows_cap),
+                                      roots=root_cls, model=model)
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 for k, v in res.times.items():
@@ -550,30 +680,51 @@ class Session:
                     stop = "stalled"
                     break
                 if res.skipped:
-                    stop = "time"
+                    stop = "enodes" if self.ins.pending > rows_cap else "time"
                     break
-            # bring the last results in (analysis only), then extract
-            if self.ins.pending or snap is None:
-                with clock.phase(times, "last"):
-                    self._step(False, matches)
-                    snap = Snapshot(self.egraph, self.ins)
-                    if tracer is not None:
-                        tracer.snapshot(snap, 0, matches)
-            with clock.phase(times, "extract"):
-                outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
-            stats.update(iterations=it, enodes=snap.enodes, classes=len(snap.classes),
+            if self.held_for == "time" and stop not in ("time", "memory"):
+                stop = "time"  # rules were left out for the time: its result may vary
+            elif self.held_for and stop == "saturated":
+                stop = "enodes"  # rules were left out for the room: not saturated
+            stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
+            if stop == "memory" and snap is None:
+                outs, ext_stats = list(roots), {"method": "none (memory budget)"}
+            else:
+                # bring the last results in (analysis only), then extract
+                if not stale and (self.ins.pending or snap is None):
+                    with clock.phase(times, "last"):
+                        self._step(False, matches)
+                        snap = Snapshot(self.egraph, self.ins)
+                        if tracer is not None:
+                            tracer.snapshot(snap, 0, matches)
+                assert snap is not None
+                with clock.phase(times, "extract"):
+                    outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
+            rss_peak = max(rss_peak, rss_bytes() - rss0)
+            stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
+                         classes=len(snap.classes) if snap else 0,
                          stop_reason=stop, time=times, per_iteration=per_iter,
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
-                         matches=dict(sorted(matches.items())), extraction=ext_stats)
-            if tracer is not None:
+                         matches=dict(sorted(matches.items())), extraction=ext_stats,
+                         held_back=dict(sorted(self.held_back.items())),
+                         enodes_peak=max(peak, snap.enodes if snap else 0),
+                         rss_growth=rss_peak)
+            if tracer is not None and snap is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
-                      "%.3f s", len(roots), it, snap.enodes, stop, clock.elapsed())
+                      "%.3f s", len(roots), it, stats["enodes"], stop, clock.elapsed())
             return outs, stats
         finally:
             self._cmd("(pop)")
             self.ins.restore(saved)
+
+
+def _pass_clock(ins: Inserter, rows_cap: float) -> float:
+    """The clock a computed pass reads: the time, or infinity (past every deadline)
+    once the pass's rows passed ``rows_cap``."""
+    return math.inf if ins.pending > rows_cap else time.perf_counter()
+
 
 def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
     """The summed best tree cost of the (distinct) root classes, as the computed pass

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
 from eqsat.engines.egraph.schedules import Clock, gc_paused
 from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         n = len(view)
         per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
         if clock.elapsed() + per > clock.seconds:
-            break
+            continue  # no time for this root's DAG search: its tree choice stands
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
         size += n
@@ -119,11 +120,19 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
 
 
+#: ops the text format cannot write: an e-node of one is used only where its class
+#: has no other finite term (a result must print; the rules make ``NOOP`` for an empty
+#: loop or a dead store, and the class holds what it replaced: ``sink(noop)`` has
+#: ``sink()`` beside it)
+_NO_TEXT = frozenset(op for op in Ops if not has_text_form(op))
+
+
 def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
     """The keys (snapshot node indices) of the e-nodes of ``enodes`` the extraction
-    may use: the ones not subsumed, and every node of a class without a finite term
-    made of those (a cancellation such as (x - y) + y -> x may subsume the only
-    grounded node), to a fixed point.
+    may use: the ones not subsumed and of an op the text format can write
+    (:data:`_NO_TEXT`), and every node of a class without a finite term made of
+    those (a cancellation such as (x - y) + y -> x may subsume the only grounded
+    node), to a fixed point.
 
     Grounding only grows with the nodes allowed, so the fixed point is reached
     incrementally: each round allows the nodes of the classes still ungrounded and
@@ -134,7 +143,7 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
     batch = []
-    for i, _c, _op, _dt, _arg, kids, _cost, _raw in enodes:
+    for i, _c, op, _dt, _arg, kids, _cost, _raw in enodes:
         m = len(kids)
         if m == 2:
             a, b = kids
@@ -151,7 +160,7 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
             for k in kids:
                 waiting[k].append(i)
         missing[i] = m
-        if not nodes[i].subsumed:
+        if not nodes[i].subsumed and op not in _NO_TEXT:
             batch.append(i)
     while batch:
         use.update(batch)

@@ -1,29 +1,65 @@
-"""Budgets of an e-graph run: iteration, e-node and wall-time limits.
+"""Budgets of an e-graph run: iteration, e-node, wall-time and memory limits.
 
-egglog has no built-in e-node or time limit, so the engine steps one iteration
-at a time and checks after each step (:class:`Clock`). Before an iteration it
-estimates that iteration's time (the previous one's, with a margin) plus the
-extraction's, and stops early rather than overrun: the whole run stays within
-the time budget plus a small overshoot (one egglog step cannot be interrupted).
+egglog has no built-in e-node, time or memory limit, so the engine steps one
+iteration at a time and checks after each step (:class:`Clock`). Before an
+iteration it estimates that iteration's time (the previous one's, with a margin)
+plus the extraction's, and stops early rather than overrun: the whole run stays
+within the time budget plus a small overshoot (one egglog step cannot be
+interrupted). The resident set is read between egglog calls (:func:`rss_bytes`)
+and a run that grew it past ``Limits.memory`` stops (``"memory"``).
+
+One step of the native rules is bounded too: the rules whose matches multiply
+(:func:`multiplies`: the left side joins two operands that vary independently,
+e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
+the two classes is a match) are counted before the step runs them (counting
+twins, :func:`count_program`, run in lockstep with them: both see the same new
+matches). When the e-nodes their matches would make do not fit :data:`STEP_ROOM`
+of the room the e-node budget has left (nor what the time left can handle), they
+are left out for the rest of the run. The other rules' matches grow with the
+e-graph (each joins at most one independently varying operand); a step that takes
+the e-graph past the budget, or so far that reading it would not fit the time
+left, ends the run, which extracts from its last snapshot instead. (egglog's
+back-off scheduler bounds a rule's matches too, but a scheduled run matches the
+whole e-graph again at every step instead of only what is new: it made the corpus
+several times slower.)
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from eqsat.ir.egglog_text import read, tokens
+
 __all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
-           "STALL_EMITTED", "gc_paused"]
+           "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
+           "rss_bytes", "multiplies", "new_nodes", "count_program"]
 
 #: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
 #: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
 #: see :data:`STALL_GROWTH`); or a budget was reached (``iterations``, ``enodes``,
-#: ``time``)
-STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time")
+#: ``time``, ``memory``)
+STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time", "memory")
+
+#: the default memory budget of a run: bytes the run may add to its process's
+#: resident set (a run in a process that already holds much is not stopped for what
+#: it found there). A quarter of a 24 GB machine: two workers running one run each
+#: leave half of it to the rest
+MEMORY = 6 << 30
+
+#: the share of the room left in the e-node budget (``enodes`` minus the e-graph's
+#: size) that one step's counted rules, and one computed pass, may fill (see the
+#: module docstring)
+STEP_ROOM = 0.5
+#: the bound a run's e-graph keeps, as a factor of its e-node budget (a step that
+#: takes it past the budget ends the run; the run extracts from its last snapshot)
+HARD_ENODES = 2.0
 
 #: iterations without a cheaper root term before a run counts as stalled (0: never)
 STALL_ITERATIONS = 1
@@ -48,10 +84,13 @@ class Limits:
     enodes: int = 20_000
     seconds: float = 2.0
     stall: int = STALL_ITERATIONS
+    memory: int = MEMORY
 
     def __post_init__(self) -> None:
         if self.stall < 0:
             raise ValueError(f"invalid limits {self!r}: stall >= 0 required")
+        if self.memory < 1:
+            raise ValueError(f"invalid limits {self!r}: memory >= 1 required")
 
     @staticmethod
     def of(budget: Any) -> Limits:
@@ -59,8 +98,17 @@ class Limits:
             return Limits()
         if isinstance(budget, Limits):
             return budget
+        memory = getattr(budget, "memory", None)
         return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds),
-                      int(getattr(budget, "stall", STALL_ITERATIONS)))
+                      int(getattr(budget, "stall", STALL_ITERATIONS)),
+                      MEMORY if memory is None else int(memory))
+
+    def times(self, n: int) -> Limits:
+        """The limits of ``n`` cases run together in one e-graph: ``n`` times the
+        e-node and time budgets; iterations, stall and memory (what one run may add to
+        its process's resident set) are per run."""
+        return Limits(self.iterations, self.enodes * n, self.seconds * n, self.stall,
+                      self.memory)
 
 
 class Clock:
@@ -106,6 +154,11 @@ class Clock:
         if enodes > 50:
             cls._dag_per_node = 0.7 * cls._dag_per_node + 0.3 * (seconds / enodes)
 
+    def nodes_within(self, seconds: float) -> float:
+        """How many e-nodes an iteration handles in ``seconds`` (as ``iter_estimate``
+        has it; 0 when there is no time)."""
+        return max(0.0, seconds) / Clock._iter_per_node
+
     def soft_deadline(self, enodes: float = 0) -> float:
         """When the computed rewrites must stop to leave time for the extraction."""
         return self.t0 + self.seconds * self.SOFT - self.tree_estimate(enodes) - self.FIXED
@@ -122,6 +175,21 @@ class Clock:
             times[name] = times.get(name, 0.0) + time.perf_counter() - t
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss_bytes() -> int:
+    """The resident set of this process now (bytes): ``/proc/self/statm`` where there
+    is one (about 10 us), else the peak so far (``getrusage``; kilobytes on Linux,
+    bytes on macOS), which only overstates it."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if os.uname().sysname == "Darwin" else peak * 1024
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Automatic garbage collection off inside, back on after (if it was on). The
@@ -136,3 +204,84 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+# ---------------------------------------------------------------------------
+# bounded steps: the native rules whose matches multiply
+def _pattern_vars(t: Any, out: set[str]) -> set[str]:
+    """The pattern variables of an s-expression tree (lower-case symbols; heads, quoted
+    strings and numbers excluded)."""
+    if isinstance(t, list):
+        for x in t[1:]:
+            _pattern_vars(x, out)
+    elif isinstance(t, str) and t[:1].isalpha() and t[:1].islower():
+        out.add(t)
+    return out
+
+
+def _root_and_result(rule: Any) -> tuple[Any, Any]:
+    """A native rule's matched pattern and what it makes: the left and right sides of a
+    rewrite; of a general rule, the pattern of its first atom ``(= e (...))`` and the
+    term its first ``union`` action makes (None when it has no such atom or action)."""
+    if rule.lhs:
+        return read(rule.lhs), read(rule.rhs)
+    atoms = read(f"({rule.query})")
+    first = atoms[0] if atoms else None
+    if not (isinstance(first, list) and len(first) == 3 and first[0] == "="
+            and isinstance(first[2], list)):
+        return None, None
+    unions = [a for a in read(f"({rule.actions})") if isinstance(a, list) and a and
+              a[0] == "union" and len(a) == 3]
+    return first[2], unions[0][2] if unions else None
+
+
+def multiplies(rule: Any) -> bool:
+    """Whether a native rule's matches multiply: its pattern joins two or more operands
+    that vary independently (each a compound pattern with a variable no other operand
+    has; a constant ``(Cst dt k)`` operand counts once: a class holds one), so each
+    pair of such e-nodes of the two classes is a match, and it makes a new term of
+    them. ``where(c, k1, k2) + where(c, k3, k4) -> where(c, k1+k3, k2+k4)`` does: its
+    new constants land in classes that collect more such ``where``s at every step."""
+    root, made = _root_and_result(rule)
+    if not isinstance(root, list) or not isinstance(made, list):
+        return False
+    kids = [k for k in root[1:] if isinstance(k, list)]
+    varying = 0
+    for i, k in enumerate(kids):
+        if k[0] == "Cst":
+            continue
+        others: set[str] = set()
+        for j, o in enumerate(kids):
+            if j != i:
+                _pattern_vars(o, others)
+        if _pattern_vars(k, set()) - others:
+            varying += 1
+    return varying >= 2
+
+
+def new_nodes(rule: Any) -> int:
+    """At most how many e-nodes one match of a native rule makes (the constructor
+    applications of its right side or actions; at least 1)."""
+    from eqsat.engines.egraph.encoding import CTORS
+
+    text = rule.rhs if rule.lhs else rule.actions
+    return max(1, sum(1 for kind, tok, _ in tokens(text) if kind == "atom" and tok in CTORS))
+
+
+#: the egglog functions a step's counting rules add their matches' e-nodes to
+#: (``StepCount<i>`` for the multiplying rule ``i``)
+COUNT_FN = "StepCount"
+
+
+def count_program(rule: Any, ruleset: str, fn: str) -> str:
+    """The egglog rule of ``ruleset`` that adds :func:`new_nodes` of ``rule`` to the
+    nullary function ``fn`` per match of ``rule`` (same pattern and guards, no
+    rewrite)."""
+    k = new_nodes(rule)
+    if rule.lhs:
+        when = " ".join(rule.when)
+        query = f"(= count_root {rule.lhs}) {when}".strip()
+    else:
+        query = rule.query
+    return (f"(rule ({query}) ((set ({fn}) {k})) :ruleset {ruleset} "
+            f':name "{rule.name}#count")')

@@ -133,6 +133,11 @@ def test_neg_wraps(dt, a, want):
     (dtypes.f32, -2.7, dtypes.i32, -2),     # truncation toward zero
     (dtypes.f32, 2.7, dtypes.u8, 2),
     (dtypes.i32, 16777217, dtypes.f32, 16777216.0),
+    # rounded once, as C converts: through f64 it would round twice to 2**53
+    (dtypes.index, 2**53 + 2**29 + 1, dtypes.f32, float(2**53 + 2**30)),
+    (dtypes.i64, 2**63 - 1, dtypes.f32, float(2**63)),
+    (dtypes.index, 2**128, dtypes.f32, math.inf),           # beyond f32: infinity
+    (dtypes.index, -(2**1100), dtypes.f64, -math.inf),
     (dtypes.f64, 0.1, dtypes.f32, float(np.float32(0.1))),
     (dtypes.f32, 65520.0, dtypes.f16, math.inf),
     (dtypes.f32, 1.00390625, dtypes.bf16, 1.0),   # ties to even
@@ -193,10 +198,19 @@ F32, F16 = dtypes.f32, dtypes.f16
     (lambda: c(1.0, dtypes.bf16) + c(0.001, dtypes.bf16), 1.0),
     (lambda: c(-2.5, F32).alu(Ops.TRUNC), -2.0),
     (lambda: c(2.0, F32).alu(Ops.MULACC, c(3.0, F32), c(1.0, F32)), 7.0),
+    # pow is C's (numpy's power takes x**0.5 for sqrt(x): -0.0 and NaN here)
+    (lambda: c(-0.0, F32).alu(Ops.POW, c(0.5, F32)), 0.0),
+    (lambda: c(-math.inf, F16).alu(Ops.POW, c(0.5, F16)), math.inf),
+    (lambda: c(-0.0, F32).alu(Ops.POW, c(-3.0, F32)), -math.inf),
+    (lambda: c(0.0, F32).alu(Ops.POW, c(-2.0, F32)), math.inf),
+    (lambda: c(-8.0, F32).alu(Ops.POW, c(0.5, F32)), math.nan),
+    (lambda: c(1.0, F32).alu(Ops.POW, c(math.nan, F32)), 1.0),
+    (lambda: c(-10.0, dtypes.f64).alu(Ops.POW, c(401.0, dtypes.f64)), -math.inf),
 ])
 def test_float_ops(expr, want):
     got = evaluate(expr())
-    assert (math.isnan(got) and math.isnan(want)) or got == want
+    assert (math.isnan(got) and math.isnan(want)) or (
+        got == want and math.copysign(1.0, got) == math.copysign(1.0, want))
 
 
 @pytest.mark.parametrize("op,want", [(Ops.LT, False), (Ops.GT, False), (Ops.EQ, False),

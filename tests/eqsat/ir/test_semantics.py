@@ -90,6 +90,54 @@ def test_float_ops_round_to_the_dtype() -> None:
     assert sem.round_float(dtypes.bf16, 1.0 + 2.0 ** -9) == 1.0  # nearest even
 
 
+_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, math.inf, -math.inf, math.nan, 1e38,
+             -3.4e38, 6e4, 1e-40, 2.0 ** 24 + 2, 1e300]
+
+
+@pytest.mark.parametrize("dt", [dtypes.f16, dtypes.f32, dtypes.f64], ids=str)
+@pytest.mark.parametrize("op", [Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN,
+                                Ops.TRUNC, Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX,
+                                Ops.MIN, Ops.POW, Ops.MULACC], ids=str)
+def test_float_array_is_alu_elementwise(op: Ops, dt) -> None:
+    """The array twin computes every special pair as the scalar op, bit for bit."""
+    npdt = sem.NP_FLOAT[dt.name]
+    vals = [sem.round_float(dt, v) for v in _SPECIALS]
+    arity = 1 if op in (Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN,
+                        Ops.TRUNC) else 3 if op is Ops.MULACC else 2
+    rows = [(a, b, vals[(i + j) % len(vals)]) for i, a in enumerate(vals)
+            for j, b in enumerate(vals)]
+    cols = [np.array([r[k] for r in rows], dtype=npdt) for k in range(arity)]
+    got = sem.float_array(op, dt, cols)
+    for row, g in zip(rows, got, strict=True):
+        want = sem.alu(op, dt, row[:arity])
+        assert (math.isnan(g) and math.isnan(want)) or (
+            float(g) == want and math.copysign(1, g) == math.copysign(1, want)), (row, g, want)
+
+
+@pytest.mark.parametrize("x,dst,want", [
+    (2**53 + 2**29 + 1, dtypes.f32, float(2**53 + 2**30)),   # rounded once, not via f64
+    (2**63 - 1, dtypes.f32, float(2**63)),
+    (65519, dtypes.f16, 65504.0),
+    (65520, dtypes.f16, math.inf),                          # rounds beyond f16's max
+    (-(2**128), dtypes.f32, -math.inf),
+    (2**1100, dtypes.f64, math.inf),
+])
+def test_int_to_float_rounds_once(x: int, dst, want: float) -> None:
+    assert sem.cast(x, dtypes.index, dst) == want
+    col = np.array([x, 0], dtype=object)
+    assert sem.cast_float_array(col, dtypes.index, dst)[0][0] == want
+
+
+def test_float_to_int_casts_of_arrays() -> None:
+    x = np.array([2.7, -2.7, math.nan, math.inf, 3e9, -0.5], dtype=np.float32)
+    vals, undef = sem.cast_float_array(x, dtypes.f32, dtypes.i32)
+    assert list(undef) == [False, False, True, True, True, False]
+    assert [int(v) for v, u in zip(vals, undef, strict=True) if not u] == [2, -2, 0]
+    for v, u, f in zip(vals, undef, x, strict=True):
+        scalar = sem.cast(float(f), dtypes.f32, dtypes.i32)
+        assert isinstance(scalar, sem.Undefined) if u else scalar == v
+
+
 # ---- every interval function holds every value of its op --------------------------
 ends = st.one_of(st.integers(-12, 12), st.integers(-(1 << 40), 1 << 40))
 intervals = st.tuples(ends, ends).map(lambda t: (min(t), max(t)))

@@ -1,0 +1,252 @@
+"""Bounded steps: the native rules whose matches multiply are counted before they run,
+and a run holds its e-node, time and memory budgets on inputs that made one egglog
+step explode (issue: a floor-division expansion from a padded view)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from eqsat.api import Budget, optimize, optimize_many
+from eqsat.engines.egraph import engine, session_for
+from eqsat.engines.egraph.schedules import (
+    HARD_ENODES,
+    Limits,
+    count_program,
+    multiplies,
+    new_nodes,
+)
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse, to_sexpr
+from extraction import get_cost_model, reference_cost
+from rules.native import ERule
+
+# the floor division of a padded view's index by 7, then modulo 5, as tinygrad's view
+# merging writes it (where-fix-ups of C's truncating idiv/mod, an Invalid branch)
+FLOORDIV = (
+    "(add (mod (sub (idiv (add (add (add 0 (mul 1 (range 1 7))) (mul 7 (where (not (lt (range 0"
+    " 8) 7)) (add (range 0 8) -3) (invalid)))) (mul 35 0)) 7) (where (lt (mod (add (add (add 0"
+    " (mul 1 (range 1 7))) (mul 7 (where (not (lt (range 0 8) 7)) (add (range 0 8) -3) "
+    "(invalid)))) (mul 35 0)) 7) 0) 1 0)) 5) (where (lt (mod (sub (idiv (add (add (add 0 (mul 1"
+    " (range 1 7))) (mul 7 (where (not (lt (range 0 8) 7)) (add (range 0 8) -3) (invalid)))) "
+    "(mul 35 0)) 7) (where (lt (mod (add (add (add 0 (mul 1 (range 1 7))) (mul 7 (where (not "
+    "(lt (range 0 8) 7)) (add (range 0 8) -3) (invalid)))) (mul 35 0)) 7) 0) 1 0)) 5) 0) 5 0))")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> None:
+    session_for(None).prepare()  # the one-time session build is not part of any budget
+
+
+def _rule(lhs: str, rhs: str, *when: str) -> ERule:
+    return ERule("r", "", "g", lhs, rhs, tuple(when))
+
+
+@pytest.mark.parametrize("rule, expect", [
+    # two operands that vary independently, a new term of them: every pair matches
+    (_rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+           "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k4)))"),
+     True),
+    (_rule("(And dt (Not dt x) (Not dt y))", "(Not dt (Or dt x y))"), True),
+    # a constant operand: a class holds one
+    (_rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Cst dt k3))",
+           "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k3)))"),
+     False),
+    # the operands share their variables: one match per pair that agrees
+    (_rule("(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x"), False),
+    # only one operand varies on its own
+    (_rule("(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)"),
+     False),
+    # it makes no new term
+    (_rule("(Sub dt (Where dt c a b) (Where dt d e f))", "c"), False),
+    # a general rule: its first atom is the pattern, its union the new term
+    (ERule("q", "", "g", query="(= e (Add dt (Mod dt (Idiv dt x (Cst dt a)) (Cst dt c)) "
+                               "(Mul dt (Idiv dt x (Cst dt b)) (Cst dt c)))) (= b (* a c))",
+           actions="(union e (Idiv dt x (Cst dt a)))"), True),
+    (ERule("q", "", "g", query="(= e (Lt dt (Add dx x (Cst dx c0)) (Cst dx c1)))",
+           actions="(union e (Lt dt x (Cst dx c1)))"), False),
+])
+def test_which_rules_multiply(rule: ERule, expect: bool) -> None:
+    assert multiplies(rule) is expect
+
+
+def test_a_counting_twin_counts_the_e_nodes_of_its_matches() -> None:
+    r = _rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+              "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k4)))",
+              "(= (lo c) 0)")
+    assert new_nodes(r) == 7 and new_nodes(_rule("(Neg dt (Neg dt x))", "x")) == 1
+    assert count_program(r, "native_c3", "StepCount3") == (
+        f"(rule ((= count_root {r.lhs}) (= (lo c) 0)) ((set (StepCount3) 7)) "
+        ':ruleset native_c3 :name "r#count")')
+
+
+def test_the_issue_expression_stays_small() -> None:
+    """The where-combining rules no longer combine the dead branches of a constant
+    condition: the run that went from 719 to 24,900 e-nodes in one step stays small."""
+    g = parse(FLOORDIV)
+    t = time.perf_counter()
+    r = optimize(g, cost_model="reference", budget=Budget(seconds=10.0, enodes=100_000))
+    assert time.perf_counter() - t < 10.0
+    assert r.cost == 2 and to_sexpr(r.graph, compact=True) == \
+        "(where (lt 6 (range 0 8)) 4 (invalid))"
+    assert r.stats["enodes"] < 2_000 and not r.stats["held_back"]
+    assert check_equivalent(g, r.graph, samples=500)
+
+
+def _where_pairs(n: int = 8) -> str:
+    """A balanced sum of ``n`` wheres over one condition, with constant branches: each
+    level's Add holds two wheres of the same condition (where_combine_consts's food)."""
+    ts = [f"(where (lt (range 0 8) 4) {i} {2 * i + 1})" for i in range(n)]
+    while len(ts) > 1:
+        ts = [f"(add {a} {b})" for a, b in zip(ts[::2], ts[1::2], strict=True)]
+    return ts[0]
+
+
+def test_a_multiplying_rule_is_held_to_the_room() -> None:
+    """Counted first, the where-combining round would make 12 e-nodes (4 matches of
+    where_combine_consts, each a where of two folded constants) where the room left under
+    a 50 e-node budget has not space for them: the multiplying rules are left out, the run
+    stops by e-nodes (not "saturated") and keeps its bound; with room they run."""
+    g = parse(_where_pairs())
+    model = get_cost_model("reference")
+    from eqsat.engines.egraph import optimize_many as egraph_many
+
+    outs, st = egraph_many([g], cost_model=model, budget=Limits(enodes=50, seconds=60.0))
+    assert st["held_back"] == {"where_combine_consts": 12}
+    assert st["stop_reason"] == "enodes" and st["enodes_peak"] <= HARD_ENODES * 50
+    assert reference_cost(outs[0]) <= reference_cost(g)
+    assert check_equivalent(g, outs[0], samples=300)
+    outs, st = egraph_many([g], cost_model=model, budget=Limits(seconds=60.0))
+    assert not st["held_back"] and st["matches"]["where_combine_consts"] > 0
+    assert reference_cost(outs[0]) < reference_cost(g)
+
+
+@pytest.fixture(scope="module")
+def unguarded() -> engine.Session:
+    """A session whose where-combining rules lack their live-condition guard (as they
+    were when the issue was filed)."""
+    groups, native, py = engine.resolve(None)
+    native = [dataclasses.replace(r, when=tuple(w for w in r.when if "(lo c)" not in w and
+                                                "(hi c)" not in w))
+              if "_where_" in r.name else r for r in native]
+    real = engine.resolve
+    engine.resolve = lambda _rs: (groups, native, py)
+    try:
+        return engine.Session(None)
+    finally:
+        engine.resolve = real
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("enodes, seconds", [(20_000, 2.0), (100_000, 10.0)])
+def test_the_issue_expression_without_the_guard(unguarded: engine.Session, enodes: int,
+                                                seconds: float) -> None:
+    """Without the guard, the where(false, k, ..) e-nodes still pile up in the class of a
+    constant (where they are subsumed now, no longer feeding the rules): the run stays
+    small and keeps its budgets."""
+    g = parse(FLOORDIV)
+    t = time.perf_counter()
+    outs, st = unguarded.run([g], get_cost_model("reference"),
+                             Limits(enodes=enodes, seconds=seconds))
+    assert time.perf_counter() - t <= 1.2 * seconds, st["per_iteration"]
+    assert st["enodes_peak"] < 2_000
+    assert reference_cost(outs[0]) == 2 and check_equivalent(g, outs[0], samples=300)
+
+
+def test_the_memory_budget_stops_a_run(monkeypatch) -> None:
+    """The resident set is read between egglog calls; a run that grew it past
+    ``memory`` stops (here each read finds 1 MiB more than the last)."""
+    import itertools
+
+    g = parse(FLOORDIV)
+    reads = itertools.count()
+    monkeypatch.setattr(engine, "rss_bytes", lambda: next(reads) << 20)
+    r = optimize(g, cost_model="reference", budget=Budget(memory=1, seconds=60.0))
+    assert r.stats["stop_reason"] == "memory" and r.stats["iterations"] == 0
+    assert r.graph is g  # stopped before the first step: the input, as it came
+    r = optimize(g, cost_model="reference", budget=Budget(memory=(5 << 20) + 1, seconds=60.0))
+    assert r.stats["stop_reason"] == "memory" and 1 <= r.stats["iterations"] <= 3
+    assert r.stats["rss_growth"] > 5 << 20
+    assert r.cost <= r.input_cost and check_equivalent(g, r.graph, samples=200)
+    monkeypatch.undo()
+    r = optimize(g, cost_model="reference", budget=Budget(memory=1 << 30, seconds=60.0))
+    assert r.stats["stop_reason"] != "memory" and r.cost == 2
+
+
+def test_budget_memory_is_validated_and_per_run() -> None:
+    assert Limits.of(Budget()).memory == Limits().memory > 1 << 30
+    assert Limits.of(Budget(memory=123)).memory == 123
+    with pytest.raises(ValueError, match="memory"):
+        Budget(memory=0)
+    with pytest.raises(ValueError, match="memory"):
+        Limits(memory=0)
+    # a chunk of n cases: n times the e-nodes and seconds, the same memory
+    assert Limits(3, 10, 1.0, 1, 99).times(4) == Limits(3, 40, 4.0, 1, 99)
+
+
+def test_a_chunk_that_hits_its_limit_answers_every_case() -> None:
+    graphs = [parse(FLOORDIV), parse("(add (mul (var x 0 9) 2) (mul (var x 0 9) 3))"),
+              parse("(mod (add (mul (range 0 8) 4) 3) 4)")]
+    res = optimize_many(graphs, cost_model="reference", budget=Budget(iterations=1))
+    assert len(res) == 3 and res[0].stats["stop_reason"] == "iterations"
+    for g, r in zip(graphs, res, strict=True):
+        assert r.cost <= r.input_cost and check_equivalent(g, r.graph, samples=200)
+
+
+def test_an_e_node_of_its_own_class_is_subsumed() -> None:
+    """0 == 0 // 3 puts Idiv(c0, 3) into the class c0 of 0; nested_idiv_const then made
+    c0 // 9, c0 // 27, ... and every product of the divisors (the e-graph doubled at each
+    step, and a chunk with such a case spent seconds per step): subsumed, the e-node no
+    longer feeds the rules."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+
+    g = parse("(idiv (xor (range 0 6) (range 0 6)) 3)")
+    outs, st = egraph_many([g], cost_model="reference",
+                           budget=Limits(iterations=8, enodes=20_000, seconds=60.0, stall=0))
+    sizes = [n for n, _ in st["per_iteration"]]
+    assert sizes[-1] < 30 and all(b - a <= 4 for a, b in zip(sizes[:-1], sizes[1:],
+                                                             strict=True)), sizes
+    assert to_sexpr(outs[0]) == "0"
+
+
+def test_no_time_for_the_dag_search_keeps_every_root(monkeypatch) -> None:
+    """When the DAG-aware search of a root does not fit the time left, that root (and
+    the next ones) keep their tree choices: every root has its result (the roots after
+    the first had none, a KeyError)."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+    from eqsat.engines.egraph.schedules import Clock
+
+    monkeypatch.setattr(Clock, "dag_estimate", lambda self, n: 1e9)
+    texts = ["(add (idiv (range 0 32) 4) (mod (idiv (range 0 32) 4) 3))",
+             "(add (idiv (range 1 60) 7) (mod (idiv (range 1 60) 7) 5))"]
+    graphs = [parse(t) for t in texts]
+    outs, st = egraph_many(graphs, cost_model="reference")
+    assert len(outs) == 2 and st["extraction"]["method"] == "tree"
+    for g, o in zip(graphs, outs, strict=True):
+        assert check_equivalent(g, o, samples=200)
+
+
+# three random index expressions (int_exprs) whose constants meet in one e-graph: 0 is
+# 3 // -4, -2 // 12, 0 % 3 ..., and x // 7 == 0 for x < 7 put x // k for every k into the
+# class of 0; (x // b) // c -> x // (b*c) then matched those e-nodes pairwise, each step
+# more (5 steps: 30,000 e-nodes, 20 s; in a chunk of 16: 11.7 million matches in a step)
+PILE = ["%0 = (mul 5 (and (range 0 60) 3)) (xor (add (mod (idiv %0 24) -2) (mul (idiv %0 -48) "
+        "-2)) (neg (idiv (idiv (var c -2 -2) 12) 32)))",
+        "%0 = (mod (shr (and 7 100) 4) 64) (sub %0 (mul (idiv %0 -3) -3))",
+        "(idiv (idiv (mod (idiv (idiv 3 -4) (add (range 0 8) (range 1 6))) 14) 7) 12)"]
+
+
+def test_a_class_that_holds_a_constant_keeps_only_it() -> None:
+    """The operator e-nodes of a class that holds a constant are subsumed: they no
+    longer feed the rules, and the run stays small."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+
+    graphs = [parse(t) for t in PILE]
+    t = time.perf_counter()
+    outs, st = egraph_many(graphs, cost_model="reference",
+                           budget=Limits(iterations=5, enodes=60_000, seconds=60.0, stall=0))
+    assert time.perf_counter() - t < 5.0 and st["enodes_peak"] < 2_000, st["per_iteration"]
+    for g, o in zip(graphs, outs, strict=True):
+        assert check_equivalent(g, o, samples=300)
