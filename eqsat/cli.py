@@ -778,12 +778,13 @@ _PROOF_SETUP = ("eqsat.engines.egraph.proofs",)
 
 
 def _prove_rules(args: argparse.Namespace) -> int:
-    """``eqsat rules --prove``: one line per rule, then the summary; 1 if any failed."""
+    """``eqsat rules --prove``: one line per rule, then the summary; 1 if any failed, 2
+    when z3 is missing."""
     try:
         import z3  # noqa: F401  (the proofs' solver: a dependency of this command only)
     except ImportError:
-        raise CLIError("rules --prove needs z3: pip install z3-solver (or pip install -e "
-                       "'.[dev]')") from None
+        _report("rules --prove needs z3: pip install z3-solver (or pip install -e '.[dev]')")
+        return 2
     import importlib
 
     from rules.proof.registry import prove, summary

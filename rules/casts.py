@@ -9,8 +9,7 @@ stays (the i8 truncation is observable).
 from __future__ import annotations
 
 from eqsat.ir.pattern import UPat
-from rules.constants import FOLD
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, rule
+from rules.lang import FOLD, baseline_groups, egraph_rules, laws_by_group, rule
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS"]
 
@@ -22,6 +21,9 @@ GW = "cast_where_dsl_patterns"
 _SRC_DT = ("reads the dtype of the cast's operand, which no e-graph constructor of the "
            "pattern carries (a class's e-nodes of every op: the dtype is a field of each)")
 
+_EXACT = ("A holds every value of x's dtype exactly, and a conversion reads only the "
+          "value")
+
 LAWS = [
     rule("cast_const", "cast(c1, T) -> cast(c1, T)", vector="any", group=G, native=FOLD,
          egraph_nonint=True, note="C's conversion; an undefined one is not folded"),
@@ -30,9 +32,15 @@ LAWS = [
     rule("bitcast_const", "bitcast(c1, T) -> bitcast(c1, T)", vector="any", group=G,
          native=FOLD, egraph_nonint=True, note="the bits of c1 read as T (same size)"),
     rule("cast_cast_roundtrip", "cast(cast(x, A), B) -> x", "dtype(x) == B and "
-         "safe_cast(dtype(x), A)", group=G, native=_SRC_DT),
-    rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)", "safe_cast(dtype(x), A)",
-         group=G, native=_SRC_DT),
+         "safe_cast(dtype(x), A)", group=G, native=_SRC_DT, width_generic=_EXACT),
+    rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)",
+         "safe_cast(dtype(x), A) and not is_float(A)", group=G, native=_SRC_DT,
+         width_generic=_EXACT),
+    rule("cast_cast_widen_float", "cast(cast(x, A), B) -> cast(x, B)",
+         "safe_cast(dtype(x), A) and is_float(A) and not is_index(B)", group=G,
+         native=_SRC_DT, width_generic=_EXACT,
+         note="not into index through a float: z3 cannot follow a float's value into an "
+              "unbounded integer, so the rule is not run there unproven"),
     rule("cast_cast_in_range", "cast(cast(x, A), B) -> cast(x, B)",
          "not is_float(x) and is_int(A) and vmin(x) >= dmin(A) and vmax(x) <= dmax(A)",
          group=G, note="integers (and bools): A holds every value x takes"),

@@ -22,8 +22,7 @@ from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
 from rules.common import may_be_invalid, split_add, sum_terms
 from rules.computed import PyRule
-from rules.constants import FOLD
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
+from rules.lang import FOLD, baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "lt_gcd_fold", "lt_simplex"]
 

@@ -23,7 +23,7 @@ from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
 from rules.common import eval_values, make_const
 from rules.computed import PyRule
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
+from rules.lang import FOLD, baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "fold_constants", "UNARY_FOLD", "BINARY_FOLD",
            "VCONST_BINARY_FOLD"]
@@ -64,11 +64,6 @@ def _vectorize_consts(v: UOp) -> UOp:
 
 _GROUP = "constant_folding_dsl_patterns"
 _VGROUP = "vconst_folding_patterns"
-#: why constant folding is matched from Python in the e-graph
-FOLD = ("float and vector constants are opaque leaves of the e-graph (argument keys), "
-        "which egglog cannot compute with: matched from Python on float, vector and other "
-        "non-integer e-nodes; an integer or bool class folds through the interval analysis "
-        "(fold_known)")
 _NOTE = "in the dtype's arithmetic; undefined (a division by 0, ...) is not folded"
 
 

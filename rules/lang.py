@@ -509,6 +509,9 @@ class Law:
     interval analysis folds integers and bools).
     ``vector``: whether the rule's constants may be vector constants (VCONST), whose
     computed results are lane by lane: ``"no"``, ``"yes"`` (one of them is), ``"any"``.
+    ``width_generic``: why the rule's proof may take the narrow dtypes for the wide
+    (:data:`rules.proof.laws.NARROW_DTYPES`): it reads no value, constant or bound of
+    them, and its argument is the same at every width.
     """
 
     name: str
@@ -527,6 +530,7 @@ class Law:
     egraph_absent: str | None = None
     vector: str = "no"
     egraph_nonint: bool = False
+    width_generic: str | None = None
     #: the ops of an op variable the e-graph cannot run natively, with why (the others are)
     native_gaps: tuple[str, ...] = field(default=(), init=False)
     lhs: Term = field(init=False, repr=False)
@@ -891,6 +895,12 @@ def py(rule: Rule, egraph: str, reason: str) -> PyLaw:
 
 #: the rules the e-graph does not run, with what covers each (the parity test reads it)
 EGRAPH_ABSENT: dict[str, str] = {}
+
+#: why a constant fold is matched from Python in the e-graph (``native=FOLD``)
+FOLD = ("float and vector constants are opaque leaves of the e-graph (argument keys), "
+        "which egglog cannot compute with: matched from Python on float, vector and other "
+        "non-integer e-nodes; an integer or bool class folds through the interval analysis "
+        "(fold_known)")
 
 
 def baseline_groups(laws: Iterable[Any]) -> dict[str, list[Rule]]:

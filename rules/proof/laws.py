@@ -64,13 +64,24 @@ class Outcome:
     detail: str = ""
 
 
+#: the dtypes a width-generic rule (``width_generic=``) is proven on: each relation
+#: between two dtypes a rule's guard reads (wider, narrower, the same; signed, unsigned;
+#: an integer a float holds exactly, or not; a float that holds another, or not) occurs
+#: among them, and the 32- and 64-bit dtypes are the same obligations over longer words
+NARROW_DTYPES = frozenset(("bool", "index", "i8", "u8", "i16", "u16", "f16", "bf16", "f32"))
+
+
 def dtype_choices(law: Law) -> list[dict[int, str]]:
-    """Every assignment of scalar dtypes to ``law``'s types that its guard admits."""
+    """Every assignment of scalar dtypes to ``law``'s types that its guard admits (a
+    width-generic rule's over :data:`NARROW_DTYPES`)."""
     ids = sorted(law.types)
     pools = []
     for i in ids:
         tc = law.types[i]
-        pools.append(sorted(tc.allowed) if tc.fixed is None else [tc.fixed])
+        pool = sorted(tc.allowed) if tc.fixed is None else [tc.fixed]
+        if law.width_generic:
+            pool = [d for d in pool if d in NARROW_DTYPES]
+        pools.append(pool)
     out = []
     for combo in itertools.product(*pools):
         dts = dict(zip(ids, combo, strict=True))
@@ -135,7 +146,7 @@ class _Env:
             return Val(dt, z3.BoolVal(False), z3.BoolVal(False), x)
         args = [self.term(s, op, rhs) for s in t.src]
         o = t.op if t.op is not None else op
-        v = apply(o, dt, args, t.to, self.bv)
+        v = _generic(dt, args, self.bv) if o is GENERIC else apply(o, dt, args, t.to, self.bv)
         if rhs and t.calc:  # a computed constant: the rule fires only where it exists
             self.calc_ok.append(z3.Not(v.undef))
         return v
@@ -232,6 +243,30 @@ class _Env:
         return any(t.kind == "const" and t.name == name for t in self.law.lhs.walk())
 
 
+#: the op variable of a rule read as an unknown op (see :func:`_generic`)
+GENERIC: Any = object()
+
+
+def _generic(dt: str, args: list[Val], bv: bool) -> Val:
+    """An unknown strict op over ``args`` with a result of ``dt``: its value, whether it
+    is undefined and whether that is a division by zero are unknown functions of the
+    operands' values; an undefined operand makes it undefined, else an Invalid one
+    Invalid (as every op but ``where``). A rule proven with it holds for every such op:
+    each op of its ``ops=`` is one."""
+    xs = [canon(a) for a in args]
+    sig = "_".join([a.dt for a in args] + [dt, "bv" if bv else "int"])
+    sorts = [x.sort() for x in xs]
+    f = z3.Function(f"op_{sig}", *sorts, sort_of(dt, bv))
+    own = z3.Function(f"opundef_{sig}", *sorts, z3.BoolSort())(*xs)
+    dz = z3.Function(f"opdivz_{sig}", *sorts, z3.BoolSort())(*xs)
+    undef_in = z3.Or(*[a.undef for a in args])
+    inv_in = z3.Or(*[a.inv for a in args])
+    undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
+    inv = z3.And(z3.Not(undef_in), inv_in)
+    divz = z3.Or(*[a.divz for a in args], z3.And(z3.Not(undef_in), z3.Not(inv_in), own, dz))
+    return Val(dt, undef, inv, f(*xs), False, divz)
+
+
 def _obligation(law: Law, dts: dict[int, str], op: Ops | None,
                 bv: bool = False) -> tuple[Any, _Env]:
     env = _Env(law, dts, bv)
@@ -313,6 +348,15 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
     ops_used = {t.op for t in list(law.lhs.walk()) + list(law.rhs.walk())} | set(law.ops)
     order = (True, False) if ops_used & _BITS else (False, True)
     n = 0
+    #: the number of readings of a choice -> the reading that settled the last such one
+    settled: dict[int, tuple[bool, str, str]] = {}
+    if law.ops and Ops.WHERE not in law.ops:
+        # the op variable as an unknown op first: one obligation per dtype choice for
+        # every op of ``ops=`` (a rule that only moves its op holds for any op); where it
+        # does not hold so, each op on its own
+        out = _prove_generic(law, choices, timeout_ms, t0)
+        if out is not None:
+            return out
     for op in ops:
         for dts in choices:
             if op is not None and not _op_defined(law, op, dts):
@@ -333,6 +377,10 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
             attempts = [(bv, conv, bit) for bit in bits
                         for conv in (("uf", "real") if floats else ("real",))
                         for bv in (order if fixed else (False,))]
+            # the reading that settled the last choice first (a rule's choices are alike:
+            # a bit-precise conversion that the unknown one could not settle on one
+            # choice, it will not on the next); the verdict does not depend on the order
+            attempts.sort(key=lambda a: a != settled.get(len(attempts)))
             for k, (bv, conv, bit) in enumerate(attempts):
                 try:
                     CONVERSIONS["mode"] = conv
@@ -351,6 +399,8 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                 r, s = _check(claim, env, timeout_ms if last else min(timeout_ms, 2000),
                               floats)
                 if r == z3.unsat or (r == z3.sat and conv == "real" and bit == "exact"):
+                    if r == z3.unsat:
+                        settled[len(attempts)] = (bv, conv, bit)
                     break  # (a counterexample with unknown conversions may be spurious)
             n += 1
             if r == z3.unknown:
@@ -373,8 +423,41 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                        f"value of the variables with constants in [-{CONST_RANGE}, "
                        f"{CONST_RANGE}] on {', '.join(sorted(set(bounded)))}; symbolically "
                        f"on the other {n - len(bounded)} dtype choices")
+    narrow = f" of {', '.join(sorted(NARROW_DTYPES))} (width-generic: " \
+        f"{law.width_generic})" if law.width_generic else ""
     return Outcome(law.name, "proven", time.perf_counter() - t0,
-                   f"{n} dtype choices")
+                   f"{n} dtype choices{narrow}")
+
+
+def _prove_generic(law: Law, choices: list[dict[int, str]], timeout_ms: int,
+                   t0: float) -> Outcome | None:
+    """``law`` proven with its op variable an unknown op (:data:`GENERIC`) on every
+    dtype choice some op of ``ops=`` is defined on; None where that does not prove it
+    (the rule may need a property of its ops)."""
+    n = 0
+    for dts in choices:
+        if not any(_op_defined(law, o, dts) for o in law.ops):
+            continue
+        fixed = any(d in INT_RANGE for d in dts.values())
+        floats = any(d in FLOAT_SORTS for d in dts.values())
+        r = z3.unknown
+        for conv in (("uf",) if floats else ("real",)):
+            try:
+                CONVERSIONS["mode"] = conv
+                CONVERSIONS["bitwise"] = "uf"
+                claim, env = _obligation(law, dts, GENERIC, False)
+            except NotImplementedError:
+                return None
+            finally:
+                CONVERSIONS["mode"] = "real"
+                CONVERSIONS["bitwise"] = "exact"
+            r, _s = _check(claim, env, min(timeout_ms, 2000 if fixed else timeout_ms),
+                           floats)
+        if r != z3.unsat:
+            return None
+        n += 1
+    return Outcome(law.name, "proven", time.perf_counter() - t0,
+                   f"{n} dtype choices, for every op of ops= at once (an unknown op)")
 
 
 #: the constants of a rule z3 cannot prove symbolically range over [-CONST_RANGE,

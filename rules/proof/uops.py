@@ -330,4 +330,28 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
     return r, last
 
 
+def same_graphs(pairs: list[tuple[UOp, UOp]], timeout_ms: int = 10000,
+                symbolic_consts: bool = False) -> bool:
+    """Whether z3 shows every ``rhs`` equal to its ``lhs`` at once (one query for all
+    the pairs: their leaves of one name are one variable, and a conjunction of claims
+    that each hold for every value holds so). False says nothing about which pair, or
+    whether any is wrong: check those one by one with :func:`same_graph`. Integer and
+    bool pairs only (fixed-width integers as wrapped Ints: exact, the first reading
+    :func:`same_graph` tries); pairs with floats are False."""
+    for lhs, rhs in pairs:
+        for u in itertools.chain(lhs.toposort(), rhs.toposort()):
+            if u.dtype.scalar().name in FLOAT_SORTS:
+                return False
+    g = Graphs(False, symbolic_consts)
+    try:
+        claim = z3.And(*[_same(g.value(lhs), g.value(rhs)) for lhs, rhs in pairs])
+    except NotImplementedError:
+        return False
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*g.pre)
+    s.add(z3.Not(claim))
+    return s.check() == z3.unsat
+
+
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR))

@@ -61,12 +61,13 @@ def check_egraph(u: UOp, timeout_ms: int = 10000) -> tuple[dict[str, int], str |
     """
     import z3
 
-    from eqsat.api import optimize
+    from eqsat.engines.egraph import optimize_egraph
+    from extraction import get_cost_model
     from extraction.extract import uop_builder
     from rules.proof.uops import same_graph
 
-    res = optimize(u, engine="egraph", keep_egraph=True)
-    rec = res.egraph
+    _out, stats = optimize_egraph(u, cost_model=get_cost_model("default"), keep_egraph=True)
+    rec = stats["egraph"]
     _root, nodes = rec.chosen(u)
     ref: dict[int, UOp] = {en.eclass: n for n, en in nodes.items()}
     classes = rec.classes
