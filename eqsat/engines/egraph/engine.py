@@ -76,8 +76,8 @@ from eqsat.engines.egraph.encoding import (
     ArgTable,
     Inserter,
     Snapshot,
-    _dt_name,
     declarations,
+    dt_name,
     uop_ctor,
 )
 from eqsat.engines.egraph.extracting import extract_roots
@@ -166,7 +166,7 @@ def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
     fixed = fixed_analysis = False
     for u in nodes:
-        d = _dt_name(u.dtype)
+        d = dt_name(u.dtype)
         if d == "index":
             continue
         fixed = fixed or d in FIXED_DTYPES
@@ -484,7 +484,7 @@ class Session:
         every node (``seed_all``) or of the leaves only, and which nodes are never
         Invalid."""
         ins = self.ins
-        first = len(ins._keep)
+        first = len(ins.inserted)
         orders, self._orders = self._orders, {}  # (used once: not kept)
         if seed_all:
             handles = []
@@ -494,18 +494,18 @@ class Session:
         else:
             handles = []
             for r in roots:
-                before = len(ins._keep)
+                before = len(ins.inserted)
                 handles.append(ins.add_uop(r))
-                for u in ins._keep[before:]:
+                for u in ins.inserted[before:]:
                     if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and \
                             u.dtype.count == 1 and (u.dtype.is_int or u.dtype.is_bool) and \
                             not _inf(u.vmin) and not _inf(u.vmax) and u.vmin <= u.vmax:
                         k = ins.uop_handle[id(u)]
-                        ins._row("RLo", (k, int(u.vmin)))
-                        ins._row("RHi", (k, int(u.vmax)))
+                        ins.fact("RLo", (k, int(u.vmin)))
+                        ins.fact("RHi", (k, int(u.vmax)))
         # only an input brings a dtype in (rewrites keep their operands' dtypes): the
         # fixed-width rule sets run only when an inserted node is one they can match
-        self._fixed, self._fixed_analysis = _fixed_width_of(ins._keep[first:])
+        self._fixed, self._fixed_analysis = _fixed_width_of(ins.inserted[first:])
         return handles
 
     # ---- the run ----------------------------------------------------------------
