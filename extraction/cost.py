@@ -141,6 +141,11 @@ class ReferenceCost(_GraphCostMixin):
         c = _REF_FLOAT.get(id(op))
         return float(reference_weight(op)) if c is None else c
 
+    def graph_cost(self, uop: UOp) -> float:
+        """:func:`reference_cost` as a float: the sum of ``node_cost`` over the unique
+        nodes, without a call per node."""
+        return float(reference_cost(uop))
+
     def __repr__(self) -> str:
         return "ReferenceCost()"
 

@@ -562,6 +562,7 @@ class Session:
             costs: list[float | None] = []
             per_iter: list[tuple[int, float]] = []
             emitted: list[int] = []  # rows each computed pass recorded
+            late = False  # a computed pass ran past its deadline
             while True:
                 if it >= limits.iterations:
                     stop = "iterations"
@@ -632,6 +633,7 @@ class Session:
                                       deadline=clock.soft_deadline(snap.enodes),
                                       clock=partial(_pass_clock, self.ins, rows_cap),
                                       roots=root_cls, model=model)
+                late = late or res.late
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 for k, v in res.times.items():
@@ -677,7 +679,11 @@ class Session:
                          matches=dict(sorted(matches.items())), extraction=ext_stats,
                          held_back=dict(sorted(self.held_back.items())),
                          enodes_peak=max(peak, snap.enodes if snap else 0),
-                         rss_growth=rss_peak)
+                         rss_growth=rss_peak,
+                         # whether a clock cut the run short anywhere (its result may
+                         # differ from run to run; the result cache keeps only the others)
+                         time_limited=stop in ("time", "memory") or late or
+                         bool(ext_stats.get("dag_skipped")))
             if tracer is not None and snap is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "

@@ -321,6 +321,7 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 res.times[step.name] = res.times.get(step.name, 0.0) + now - t
             state.deferred = data.deferred
             state.lins.update(data.lins.made)  # lins.kept(), in place (its prev is state.lins)
+            res.late = deadline is not None and now > deadline
             return res
         finally:
             ins.seeder = None
