@@ -94,6 +94,7 @@ from eqsat.engines.egraph.schedules import (
     gc_paused,
     multiplies,
     new_nodes,
+    pattern_ctors,
     rss_bytes,
 )
 from eqsat.ir.egglog_text import commands
@@ -226,6 +227,10 @@ class Session:
         self._native_programs: list[tuple[str, str]] = []
         #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
+        #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
+        self._mult_ctors: dict[int, frozenset[str]] = {}
+        #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
+        self._present: dict[str, int] = {}
         for r in self.native:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
@@ -235,6 +240,7 @@ class Session:
                 if multiplies(t):
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.name, new_nodes(t)))
+                    self._mult_ctors[i] = pattern_ctors(t)
                     self._native_programs.append((f"{ruleset}_count", count_program(
                         t, f"{ruleset}_count", f"{COUNT_FN}{i}")))
                     ruleset = f"{ruleset}_mult"
@@ -367,7 +373,8 @@ class Session:
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
-            every = self._counted and self._admit(bases, allow, why)
+            every = self._counted and self._mult_may_match(bases) and \
+                self._admit(bases, allow, why)
             runs += [f"(run {b}_all 1)" if every and self._mult.get(b) else f"(run {b} 1)"
                      for b in bases]
         ins = self.ins
@@ -383,7 +390,8 @@ class Session:
         # tripwire, then the sizes; only the reports read are converted (the loading
         # runs' are not), and of the analysis's only its iterations: every other run is
         # one iteration (``run ... 1``)
-        self.step_size = sum(n for name, n in out[-1].sizes if name in _NODE_CTORS)
+        self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
+        self.step_size = sum(self._present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
         if first + len(runs) + late + 2 != len(done):
@@ -408,6 +416,21 @@ class Session:
         # runs do not count
         self.step_updated = analysed.updated or any([r.updated for r in natives])
         return changed
+
+    def _mult_may_match(self, bases: list[str]) -> bool:
+        """Whether a multiplying rule of ``bases`` may match in this step: every
+        constructor its pattern needs has rows in the e-graph (egglog's sizes after the
+        last step) or among the rows recorded since the run began (``ins.ctors``, a
+        superset of the rows this step loads). When none may, the step runs neither
+        those rules nor their counting twins (no egglog call to count): both would find
+        nothing, and a match they find later holds a row that is new to both then, so
+        they stay in lockstep."""
+        present, recorded = self._present, self.ins.ctors
+        for b in bases:
+            for i, _, _ in self._mult.get(b, ()):
+                if all(c in recorded or present.get(c) for c in self._mult_ctors[i]):
+                    return True
+        return False
 
     def _admit(self, bases: list[str], allow: float, why: str) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -541,6 +564,7 @@ class Session:
         matches: dict[str, int] = {}
         self._counted = True
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
+        self._present = {}  # (nor any e-node)
         self.held_back, self.held_for = {}, None
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import resource
 import time
 from collections.abc import Iterator
@@ -240,6 +241,18 @@ def _root_and_result(rule: Any) -> tuple[Any, Any]:
     unions = [a for a in read(f"({rule.actions})") if isinstance(a, list) and a and
               a[0] == "union" and len(a) == 3]
     return first[2], unions[0][2] if unions else None
+
+
+def pattern_ctors(rule: Any) -> frozenset[str]:
+    """The constructors a native rule's pattern (its left side, or its query) names:
+    a match needs an e-node of each, so the rule cannot match an e-graph that has no
+    row of one of them."""
+    from eqsat.engines.egraph.encoding import CTORS
+
+    return frozenset(_CALL.findall(rule.lhs or rule.query)) & CTORS.keys()
+
+
+_CALL = re.compile(r"\((\w+)")
 
 
 def multiplies(rule: Any) -> bool:
