@@ -112,7 +112,7 @@ def _engine(text: str, engine: str) -> tuple[Any, float, dict[str, float]]:
 def run_exprs(rows: list[dict[str, Any]], check: bool = False,
               progress: Callable[[int], None] | None = None) -> list[ExprResult]:
     """Every row (``id``, ``source``, ``expr``) through tinygrad and both engines, in turn."""
-    session_for(None)  # the e-graph's warm session, built before any clock starts
+    session_for(None).prepare()  # the e-graph's warm e-graphs, built before any clock starts
     out = []
     for n, row in enumerate(rows):
         g = parse(row["expr"])

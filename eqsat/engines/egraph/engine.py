@@ -137,22 +137,42 @@ def fixed_only(rule: Any) -> bool:
         bool(_FIX_DT_GUARD.search(rule.query))
 
 
+#: the kinds of a session's e-graphs, by the native rules they hold: every rule set
+#: (``"fixed"``), all but the fixed-width ones (``"index"``), and only the rules whose
+#: pattern names nothing but :data:`NARROW_CTORS` (``"narrow"``; see :meth:`Session.run`)
+EGRAPH_KINDS = ("fixed", "index", "narrow")
+
+#: the constructors of plain index arithmetic: an input made of these alone runs in the
+#: ``"narrow"`` e-graph, which holds only the native rules whose pattern names nothing
+#: else (a rule naming another constructor cannot match an e-graph without its rows)
+NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv", "Mod"))
+
+
+class _WidenError(Exception):
+    """A run in the narrow e-graph met a constructor outside :data:`NARROW_CTORS`
+    before a native round: it starts again in the index e-graph."""
+
+
 class _EGraph:
     """One egglog e-graph of a session: the e-graph, its argument table and inserter,
-    whether it has the fixed-width rule sets, how many egglog iterations its overall
-    report holds, and how long it took to build."""
+    its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
+    holds, and how long it took to build."""
 
-    __slots__ = ("egraph", "args", "ins", "fixed_width", "build_seconds", "egg_iterations")
+    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations")
 
-    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, fixed_width: bool,
+    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  build_seconds: float):
         self.egraph, self.args, self.ins = egraph, args, ins
-        self.fixed_width, self.build_seconds = fixed_width, build_seconds
+        self.kind, self.build_seconds = kind, build_seconds
         self.egg_iterations = 0
 
+    @property
+    def fixed_width(self) -> bool:
+        """Whether it holds the fixed-width rule sets."""
+        return self.kind == "fixed"
+
     def __repr__(self) -> str:
-        return (f"<_EGraph fixed_width={self.fixed_width} "
-                f"egg_iterations={self.egg_iterations}>")
+        return f"<_EGraph {self.kind} egg_iterations={self.egg_iterations}>"
 
 
 def _current(name: str) -> property:
@@ -198,6 +218,21 @@ def analysis_ext(native: list[ERule]) -> frozenset[str]:
 _CTOR_CALL = re.compile(r"\((\w+)")
 
 
+def _kind_of(roots: list[UOp], orders: list[list[UOp]] | None = None) -> str:
+    """The kind of e-graph a run of ``roots`` starts in: ``"fixed"`` when a node needs
+    the fixed-width rule sets (:func:`needs_fixed_width`), ``"narrow"`` when every node
+    is one of :data:`NARROW_CTORS`, else ``"index"``."""
+    if orders is None:
+        orders = [r.toposort() for r in roots]
+    if any(needs_fixed_width(roots, orders)):
+        return "fixed"
+    for order in orders:
+        for u in order:
+            if uop_ctor(u) not in NARROW_CTORS:
+                return "index"
+    return "narrow"
+
+
 def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
                       ) -> tuple[bool, bool]:
     """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
@@ -225,6 +260,8 @@ class Session:
         #: with a counting twin in ``<set>_count`` (adding to the egglog function
         #: ``StepCount<i>``); ``<set>_all`` runs ``<set>`` and ``<set>_mult`` in one round
         self._native_programs: list[tuple[str, str]] = []
+        #: the constructors each of them names in its pattern (``pattern_ctors``)
+        self._program_ctors: list[frozenset[str]] = []
         #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
@@ -243,8 +280,10 @@ class Session:
                     self._mult_ctors[i] = pattern_ctors(t)
                     self._native_programs.append((f"{ruleset}_count", count_program(
                         t, f"{ruleset}_count", f"{COUNT_FN}{i}")))
+                    self._program_ctors.append(pattern_ctors(t))
                     ruleset = f"{ruleset}_mult"
                 self._native_programs.append((ruleset, t.program(ruleset)))
+                self._program_ctors.append(pattern_ctors(t))
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
         #: whether this run still runs the multiplying rules: they are left out for the
@@ -264,11 +303,12 @@ class Session:
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
         self.step_size = 0  # the e-graph's e-nodes after the last _step
-        #: the session's e-graphs: with the fixed-width rule sets (True) and without
-        #: (False, for inputs without fixed-width integers: every push/pop clones the
-        #: rules, and those of an index input would never run); each built on first use
-        self._egraphs: dict[bool, _EGraph] = {}
-        self._cur = self._egraph(False)
+        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every push/pop clones
+        #: the rules, and an input runs in the one with the fewest rules that can match
+        #: it; each built on first use
+        self._egraphs: dict[str, _EGraph] = {}
+        self._cur = self._egraph("index")
+        self.widened = 0  # runs that left the narrow e-graph for the index one
         self._orders: dict[int, list[UOp]] = {}  # _select's toposorts, for _insert
 
     # the current e-graph's parts (see _EGraph)
@@ -278,15 +318,19 @@ class Session:
     build_seconds = _current("build_seconds")
     egg_iterations = _current("egg_iterations")
 
-    def _egraph(self, fixed_width: bool) -> _EGraph:
-        e = self._egraphs.get(fixed_width)
+    def _egraph(self, kind: str) -> _EGraph:
+        e = self._egraphs.get(kind)
         if e is None:
-            e = self._egraphs[fixed_width] = self._build(fixed_width)
+            e = self._egraphs[kind] = self._build(kind)
         return e
 
-    def _build(self, fixed_width: bool) -> _EGraph:
-        """A fresh egglog e-graph with the declarations, analyses and rules loaded (the
-        fixed-width rule sets' rules only with ``fixed_width``)."""
+    def _build(self, kind: str) -> _EGraph:
+        """A fresh egglog e-graph of ``kind`` with the declarations, analyses and rules
+        loaded: the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
+        ``"narrow"`` one only the rules whose pattern names :data:`NARROW_CTORS` alone."""
+        if kind not in EGRAPH_KINDS:
+            raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
+        fixed_width = kind == "fixed"
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
@@ -296,38 +340,43 @@ class Session:
                      f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
             prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
                      for i, _, _ in self._mult.get(base, [])]
-        prog += [p for rs, p in self._native_programs
-                 if fixed_width or not rs.startswith(FIXED_RULESET)]
+        prog += [p for (rs, p), need in zip(self._native_programs, self._program_ctors,
+                                            strict=True)
+                 if (fixed_width or not rs.startswith(FIXED_RULESET)) and
+                 (kind != "narrow" or need <= NARROW_CTORS)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
-        log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",
-                  len(self._native_programs), fixed_width, secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width, secs)
+        log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
+                  len(self._native_programs), secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
-        """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
-        one-time build is not part of a run's time budget."""
+        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
+        so the one-time build is not part of a run's time budget."""
         if roots is None:
-            self._egraph(True)
+            for kind in EGRAPH_KINDS:
+                self._egraph(kind)
         else:
-            self._egraph(any(needs_fixed_width(roots)))
+            self._egraph(_kind_of(roots))
+            self._egraph("index")  # (where a narrow run widens to)
 
-    def _select(self, roots: list[UOp]) -> None:
-        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`); the
-        roots' toposorts are kept for the insertion that follows."""
+    def _select(self, roots: list[UOp], widen: bool = False) -> None:
+        """Make current the e-graph ``roots`` need (:func:`_kind_of`; never the narrow
+        one when ``widen``); the roots' toposorts are kept for the insertion that
+        follows."""
         orders = [r.toposort() for r in roots]
         self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
-        fixed, fixed_analysis = needs_fixed_width(roots, orders)
-        self._cur = self._egraph(fixed or fixed_analysis)
+        kind = _kind_of(roots, orders)
+        self._cur = self._egraph("index" if widen and kind == "narrow" else kind)
 
     def _rebuild(self) -> None:
         log.debug("a fresh e-graph after %d egglog iterations (egglog's run report grows)",
                   self.egg_iterations)
         self._cur.ins.close()
-        self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
+        self._cur = self._egraphs[self._cur.kind] = self._build(self._cur.kind)
         self.rebuilds += 1
 
     def __repr__(self) -> str:
@@ -416,6 +465,16 @@ class Session:
         # runs do not count
         self.step_updated = analysed.updated or any([r.updated for r in natives])
         return changed
+
+    def _narrow_holds(self) -> bool:
+        """Whether the next native round in the narrow e-graph is the round the index
+        e-graph would run: every constructor with rows in the e-graph (egglog's sizes
+        after the last step) or recorded this run (``ins.ctors``, a superset of what
+        the step loads) is one of :data:`NARROW_CTORS`, so a rule the narrow e-graph
+        lacks has nothing to match."""
+        if not self.ins.ctors <= NARROW_CTORS:
+            return False
+        return all(c in NARROW_CTORS for c, n in self._present.items() if n)
 
     def _mult_may_match(self, bases: list[str]) -> bool:
         """Whether a multiplying rule of ``bases`` may match in this step: every
@@ -547,7 +606,16 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)
-            out = self._run(roots, model, limits, clock, keep_egraph)
+            try:
+                out = self._run(roots, model, limits, clock, keep_egraph)
+            except _WidenError:
+                # the narrow e-graph lacks rules that could match now: the run starts
+                # again in the index e-graph (the clock runs on), and ends as a run
+                # there would, had it started there
+                self.widened += 1
+                self._select(roots, widen=True)
+                out = self._run(roots, model, limits, clock, keep_egraph)
+                out[1]["widened"] = True
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
@@ -610,6 +678,8 @@ class Session:
                 size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
                 by_room = STEP_ROOM * (limits.enodes - size)
                 by_time = clock.nodes_within(clock.remaining() - it_est)
+                if self._cur.kind == "narrow" and not self._narrow_holds():
+                    raise _WidenError
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
                     changed = self._step(True, matches, min(by_room, by_time),
