@@ -334,7 +334,11 @@ class Session:
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
-        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext)]
+        # a narrow e-graph never holds another constructor's rows (a run widens first):
+        # their insertion and interval rules would only be cloned on every push/pop
+        only = NARROW_CTORS if kind == "narrow" else None
+        prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
+                                                     ext=self._ext, only=only)]
         for base in ("native", FIXED_RULESET):
             prog += [f"(ruleset {base})", f"(ruleset {base}_mult)", f"(ruleset {base}_count)",
                      f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
@@ -412,6 +416,9 @@ class Session:
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
+        narrow = self._cur.kind == "narrow"
+        if narrow and not self.ins.ctors <= NARROW_CTORS:
+            raise _WidenError  # (a row this step would load; see _narrow_holds)
         # the interval rules of the constructors only an insertion brings in (_ext) when
         # one was inserted; the fixed-width ones too when an e-node of this run may need them
         ext = not self._ext.isdisjoint(self.ins.ctors)
@@ -441,6 +448,8 @@ class Session:
         # one iteration (``run ... 1``)
         self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
         self.step_size = sum(self._present.values())
+        if narrow and not self._narrow_holds():
+            raise _WidenError  # (a rule made another constructor's e-node)
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
         if first + len(runs) + late + 2 != len(done):
@@ -467,11 +476,13 @@ class Session:
         return changed
 
     def _narrow_holds(self) -> bool:
-        """Whether the next native round in the narrow e-graph is the round the index
-        e-graph would run: every constructor with rows in the e-graph (egglog's sizes
-        after the last step) or recorded this run (``ins.ctors``, a superset of what
-        the step loads) is one of :data:`NARROW_CTORS`, so a rule the narrow e-graph
-        lacks has nothing to match."""
+        """Whether the narrow e-graph still runs as the index e-graph would: every
+        constructor with rows in the e-graph (egglog's sizes after the last step) or
+        recorded this run (``ins.ctors``, a superset of what the next step loads) is one
+        of :data:`NARROW_CTORS`, so a rule, an insertion rule or an interval rule the
+        narrow e-graph lacks has nothing to match. Checked at the start and the end of
+        every step (:meth:`_step`); when it fails the run starts again in the index
+        e-graph."""
         if not self.ins.ctors <= NARROW_CTORS:
             return False
         return all(c in NARROW_CTORS for c, n in self._present.items() if n)
@@ -542,7 +553,7 @@ class Session:
         every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
         when unknown). ``seed_all``: start from the IR bounds of every node, not just
         the leaves'. The e-graph is left as it was."""
-        self._select(roots)
+        self._select(roots, widen=True)
         self._cmd("(push)")
         saved = self.ins.state()
         try:
@@ -678,8 +689,6 @@ class Session:
                 size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
                 by_room = STEP_ROOM * (limits.enodes - size)
                 by_time = clock.nodes_within(clock.remaining() - it_est)
-                if self._cur.kind == "narrow" and not self._narrow_holds():
-                    raise _WidenError
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
                     changed = self._step(True, matches, min(by_room, by_time),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 from eqsat.ir.dtype import DType
@@ -77,14 +78,19 @@ _SUBSUMABLE = tuple(name for name, sig in CTORS.items()
 _SUBSUMABLE_SET = frozenset(_SUBSUMABLE)
 
 
-def declarations() -> str:
-    """egglog program text: the sort, constructors, handles and the insertion relation."""
+def declarations(loads: Iterable[str] | None = None) -> str:
+    """egglog program text: the sort, constructors, handles and the insertion relation.
+    ``loads``: the constructors whose rows the insertion (and subsumption) rules load
+    (None: every one); every constructor is declared either way."""
+    load = set(CTORS) if loads is None else set(loads)
     out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
     for name, sig in CTORS.items():
         out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
     out.append("(ruleset insert)")
     out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
     for name, sig in CTORS.items():
+        if name not in load:
+            continue
         ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
         vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
         args = " ".join(f"(H {v})" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
@@ -99,6 +105,8 @@ def declarations() -> str:
     out.append(f"(ruleset {SUB_RULESET})")
     out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
     for name in _SUBSUMABLE:
+        if name not in load:
+            continue
         sig = CTORS[name]
         ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
         vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
