@@ -514,15 +514,25 @@ class PassData:
         return True
 
 
-class SumStep:
+class PassStep:
+    """One step of a pass: one family of rules, run on a :class:`PassData` (``run``);
+    ``name`` keys its time in ``PassResult.times``."""
+
+    name = ""
+
+    def run(self, p: PassData) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SumStep(PassStep):
     """The rules on an index class's linear form, for the classes in focus that are not
     inside another sum: the canonical sum (and its common factor taken out), the basis
     search over division identities, the whole-sum rules."""
 
     name = "sums"
-
-    def __repr__(self) -> str:
-        return "SumStep()"
 
     def run(self, p: PassData) -> None:
         kinds = p.kinds
@@ -588,27 +598,21 @@ class SumStep:
                         union(c, out, r.name)
 
 
-class FoldStep:
+class FoldStep(PassStep):
     """Known constants (:func:`fold_pass`) on every dirty class."""
 
     name = "fold"
-
-    def __repr__(self) -> str:
-        return "FoldStep()"
 
     def run(self, p: PassData) -> None:
         if "fold" in p.kinds:
             fold_pass(p.snap, p.dirty, p.union, p.kinds["fold"][0].name)
 
 
-class AndStep:
+class AndStep(PassStep):
     """Conjunctions in canonical order, on every dirty class whose best e-node is an
     ``And``."""
 
     name = "and"
-
-    def __repr__(self) -> str:
-        return "AndStep()"
 
     def run(self, p: PassData) -> None:
         snap, state, union = p.snap, p.state, p.union
@@ -628,39 +632,30 @@ class AndStep:
                 union(c, t, r.name)
 
 
-class CmpStep:
+class CmpStep(PassStep):
     """Comparisons of linear forms (:func:`cmp_pass`) on the classes in focus."""
 
     name = "cmp"
-
-    def __repr__(self) -> str:
-        return "CmpStep()"
 
     def run(self, p: PassData) -> None:
         for r in p.kinds.get("cmp", []):
             cmp_pass(p.snap, p.lins, p.ctx, p.state, r.name, p.union, p.focus)
 
 
-class LiftStep:
+class LiftStep(PassStep):
     """The one-step lifting of Invalid guards (:func:`lift_pass`)."""
 
     name = "lift"
-
-    def __repr__(self) -> str:
-        return "LiftStep()"
 
     def run(self, p: PassData) -> None:
         for r in p.kinds.get("lift", []):
             lift_pass(p.snap, p.ins, p.best, p.state, r.name, p.union, p.focus)
 
 
-class ContextStep:
+class ContextStep(PassStep):
     """Guarded copies for ``where(c, x, Invalid)`` (:func:`context_pass`)."""
 
     name = "context"
-
-    def __repr__(self) -> str:
-        return "ContextStep()"
 
     def run(self, p: PassData) -> None:
         for r in p.kinds.get("context", []):
@@ -668,14 +663,11 @@ class ContextStep:
                          p.union, p.focus, p.weights)
 
 
-class BridgeStep:
+class BridgeStep(PassStep):
     """Baseline rules of families without a native twin, on e-nodes
     (:func:`bridge_pass`), in the rules' order."""
 
     name = "bridge"
-
-    def __repr__(self) -> str:
-        return "BridgeStep()"
 
     def run(self, p: PassData) -> None:
         bridged = [r for r in p.rules if r.kind in ("uop", "uop_nonint")]
@@ -684,15 +676,12 @@ class BridgeStep:
                         p.state.bridge_cache)
 
 
-class DivmodStep:
+class DivmodStep(PassStep):
     """The div/mod core's rules on every index ``idiv``/``mod`` e-node of a class in
     focus (waiting, or with a dirty operand), for every linear form of its dividend; a
     class off focus is deferred."""
 
     name = "divmod"
-
-    def __repr__(self) -> str:
-        return "DivmodStep()"
 
     def run(self, p: PassData) -> None:
         dm = p.kinds.get("divmod", [])
