@@ -226,7 +226,7 @@ def per_call_report(results: list[Any]) -> str:
         lines.append(
             f"  {w:<9} {sum(r.cost[w] for r in results):>7} "
             f"{sum(r.divmod[w] for r in results):>8} {statistics.median(xs) * 1e3:>8.2f} "
-            f"{_quantile(xs, 0.9) * 1e3:>8.2f} {max(xs) * 1e3:>8.1f} {totals[w]:>7.2f} "
+            f"{_quantile(xs, 0.9) * 1e3:>8.2f} {max(xs) * 1e3:>8.2f} {totals[w]:>7.2f} "
             f"{totals[w] / max(totals['tinygrad'], 1e-9):>10.2f} "
             f"{totals[w] / max(totals['baseline'], 1e-9):>10.2f}{bad}")
     cost = {w: sum(r.cost[w] for r in results) for w in CONTENDERS}
