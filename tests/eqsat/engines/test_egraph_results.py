@@ -120,3 +120,11 @@ def test_a_hit_returns_its_own_stats():
     a.stats["matches"]["x"] = 1
     b = optimize(parse(EXPR), cost_model="reference")
     assert "x" not in b.stats["matches"]
+
+
+def test_a_run_stopped_by_its_time_budget_is_not_cached():
+    budget = Budget(seconds=1e-4)
+    r = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    assert r.stats["stop_reason"] == "time" and r.stats["time_limited"] is True
+    again = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    assert "cached" not in again.stats["time"] and len(RESULTS) == 0
