@@ -448,8 +448,6 @@ class Session:
         # one iteration (``run ... 1``)
         self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
         self.step_size = sum(self._present.values())
-        if narrow and not self._narrow_holds():
-            raise _WidenError  # (a rule made another constructor's e-node)
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
         if first + len(runs) + late + 2 != len(done):
@@ -473,6 +471,8 @@ class Session:
         # whether a run of the rules (native, analysis) changed the e-graph; the loading
         # runs do not count
         self.step_updated = analysed.updated or any([r.updated for r in natives])
+        if narrow and not self._narrow_holds():
+            raise _WidenError  # (a rule made another constructor's e-node)
         return changed
 
     def _narrow_holds(self) -> bool:
