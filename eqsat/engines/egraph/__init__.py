@@ -9,7 +9,8 @@ snapshots), :mod:`~eqsat.engines.egraph.analyses` (interval analysis, tripwire),
 :mod:`~rules.native` (native egglog rewrites), :mod:`~eqsat.engines.egraph.computed`
 (computed rewrites: the div/mod core over e-classes, canonical sums),
 :mod:`~eqsat.engines.egraph.rulesets` (groups), :mod:`~eqsat.engines.egraph.schedules` (budgets),
-:mod:`~eqsat.engines.egraph.engine` (the loop and extraction).
+:mod:`~eqsat.engines.egraph.engine` (the loop and extraction),
+:mod:`~eqsat.engines.egraph.results` (the result cache of ``optimize_egraph``).
 """
 
 from __future__ import annotations

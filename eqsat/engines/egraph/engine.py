@@ -1,10 +1,12 @@
 """The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
 
 One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
-analyses and the native rules of one rule set selection already loaded (two, in
-fact: a run whose input has no fixed-width integer node goes to one without the
-fixed-width rule sets, which could not match there and would only be cloned on every
-push/pop; the other is built on the first input that needs it). Every
+analyses and the native rules of one rule set selection already loaded (three, in
+fact, :data:`EGRAPH_KINDS`: a run whose input has no fixed-width integer node goes to
+one without the fixed-width rule sets, which could not match there and would only be
+cloned on every push/pop; plain index arithmetic (:data:`NARROW_CTORS`) to one with
+only the rules that can match it, widening to the former when another constructor
+turns up; the others are built on the first input that needs them). Every
 ``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
 every shared subgraph is inserted once), iterates, extracts, and pops back, so
 sessions are reused across calls (``session_for`` caches one per selection and
