@@ -5,8 +5,8 @@ through both engines (equivalent to their input, floats bit for bit; the e-graph
 costlier; the same output twice) and 2,000 random kernels lowered unoptimized, after
 the baseline and after the e-graph in turn, compiled and run against the reference
 interpreter, in parts that ``pytest -n 2`` spreads over its workers (their time:
-docs/perf.md). Nothing may fail but the engine bugs listed in ``KNOWN`` (each also a strict xfail row below, so a fix
-shows up as an unexpected pass and its entry goes).
+docs/perf.md). Nothing may fail but the engine bugs listed in ``KNOWN`` (each also a
+strict xfail row below, so a fix shows up as an unexpected pass and its entry goes).
 
 ``EXPRESSIONS`` / ``KERNELS``: every failure the fuzzer found, shrunk and named, one
 line each. Rules found wrong have their rows in ``tests/rules`` (blocked rows).
