@@ -17,7 +17,8 @@ those decided it:
 
 A hit returns the kept output graph (UOps are immutable) and a copy of the kept stats
 with ``stats["time"]["cached"]`` the lookup's time. The cache is a least recently used
-map of at most :data:`CACHE_SIZE` entries (one per distinct call), shared by the
+map of at most :data:`CACHE_SIZE` entries (one per distinct call; inputs longer than
+:data:`MAX_KEY_CHARS` characters are not kept), shared by the
 process's threads behind a lock; :func:`clear_result_cache` empties it and
 :func:`set_result_cache_size` bounds it (0 turns it off).
 """
@@ -33,11 +34,15 @@ from eqsat.ir.sexpr import to_sexpr
 from eqsat.ir.uop import UOp
 from extraction.cost import CpuCost, ReferenceCost
 
-__all__ = ["CACHE_SIZE", "ResultCache", "RESULTS", "clear_result_cache",
+__all__ = ["CACHE_SIZE", "MAX_KEY_CHARS", "ResultCache", "RESULTS", "clear_result_cache",
            "set_result_cache_size", "cache_key"]
 
 #: entries of the process's result cache at most (each an output graph and its stats)
 CACHE_SIZE = 4096
+
+#: inputs whose text is longer are not cached: with the entry bound, the keys take at
+#: most CACHE_SIZE * MAX_KEY_CHARS characters (64 MiB), and a big kernel repeats rarely
+MAX_KEY_CHARS = 16384
 
 #: the cost models whose instances compare equal exactly when they price alike
 _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
@@ -45,12 +50,15 @@ _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
 
 def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | None:
     """The key of a call (see the module docstring), or None when it is not cached: a
-    cost model of another type, or a graph the text format cannot write."""
+    cost model of another type, a graph the text format cannot write, or one whose text
+    is longer than :data:`MAX_KEY_CHARS`."""
     if type(model) not in _CACHEABLE_MODELS:
         return None
     try:
         text = to_sexpr(graph, compact=True)
     except (ValueError, TypeError, RecursionError):
+        return None
+    if len(text) > MAX_KEY_CHARS:
         return None
     rs = rulesets if rulesets is None or isinstance(rulesets, str) else tuple(rulesets)
     return (text, limits, rs, model)

@@ -128,3 +128,17 @@ def test_a_run_stopped_by_its_time_budget_is_not_cached():
     assert r.stats["stop_reason"] == "time" and r.stats["time_limited"] is True
     again = optimize(parse(OTHER), cost_model="reference", budget=budget)
     assert "cached" not in again.stats["time"] and len(RESULTS) == 0
+
+
+def test_a_long_input_is_not_cached() -> None:
+    from eqsat.engines.egraph.results import MAX_KEY_CHARS, cache_key
+    from eqsat.ir.sexpr import parse
+    from extraction import get_cost_model
+
+    model = get_cost_model("reference")
+    short = parse("(add (var x 0 9) 0)")
+    assert cache_key(short, None, None, model) is not None
+    text = "(var x 0 9)"
+    while len(text) <= MAX_KEY_CHARS:
+        text = f"(add {text} (var y 0 {len(text)}))"
+    assert cache_key(parse(text), None, None, model) is None

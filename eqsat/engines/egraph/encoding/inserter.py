@@ -42,6 +42,9 @@ def _fast_tmp() -> str | None:
     return None
 
 
+#: the bound relations, whose second field egglog reads as an i64
+_BOUND_RELS = frozenset({"RLo", "RHi"})
+
 #: the ops whose node is never Invalid when its sources are not
 _DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
                                     Ops.CAST, Ops.BITCAST})
@@ -170,7 +173,11 @@ class Inserter:
 
     def fact(self, rel: str, fields: tuple[Any, ...]) -> None:
         """Record one row of a fact relation (``RLo``, ``RHi``, ``RDef``); e-nodes and
-        unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`."""
+        unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`. A bound
+        (``RLo``/``RHi``) outside i64 is not recorded: egglog's column is an i64, and no
+        row means no bound known, which is sound."""
+        if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
+            return
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
@@ -228,8 +235,13 @@ class Inserter:
 
     def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
         """Record the bounds of class ``k`` (either may be None: not known) as rows
-        loaded after the next step's native rules; how many rows."""
+        loaded after the next step's native rules; how many rows. A bound outside i64
+        is left out (not known), as in :meth:`fact`."""
         n = 0
+        if lo is not None and not I64_MIN <= lo <= I64_MAX:
+            lo = None
+        if hi is not None and not I64_MIN <= hi <= I64_MAX:
+            hi = None
         if lo is not None:
             self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
             n += 1
