@@ -32,13 +32,24 @@ may-be-Invalid flags, ...), so re-optimizing the same live graphs makes its late
 rounds about a quarter faster while the e-graph starts every run from its pushed
 e-graph; ``--warm`` times that instead (the graphs parsed once, kept across rounds).
 
+``--per-call`` measures what a compiler calling ``eqsat.optimize`` once per kernel
+sees instead: one call per expression and contender (a freshly parsed graph each, the
+reference cost model), in turn: tinygrad 0.14's ``graph_rewrite(uop, sym)``, the
+baseline, the e-graph (its warm session built before, its result cache emptied first:
+every call is a miss); per contender the total cost and idiv+mod, and the per-call
+median, p90, max and total time, with the ratios to tinygrad's and to the baseline's;
+then where the e-graph's calls spent their time (``stats["time"]``'s phases, and what
+lies outside them). It runs :func:`benchmarks.vs_tinygrad.run_exprs` (needs tinygrad).
+
 Usage: ``python3 benchmarks/compare.py [--corpus PATH] [--batch N] [--model M]
-[--check] [--limit N] [--seconds S] [--worst N] [--jobs N] [--repeat N] [--warm]``
+[--check] [--limit N] [--seconds S] [--worst N] [--jobs N] [--repeat N] [--warm]
+[--per-call]``
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -67,7 +78,8 @@ from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from eqsat.progress import progress  # noqa: E402
 from extraction import get_cost_model  # noqa: E402
 
-__all__ = ["Case", "run", "main", "source_group", "load", "report", "run_parallel"]
+__all__ = ["Case", "run", "main", "source_group", "load", "report", "run_parallel",
+           "per_call_report"]
 
 
 def _warm_worker() -> None:
@@ -182,6 +194,59 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
     return "\n".join(lines)
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` by the nearest-rank rule (``q = 0.9``: the p90)."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+#: the top-level phases of an e-graph call's ``stats["time"]`` (the rest are parts)
+_PHASES = ("insert", "egglog", "snapshot", "computed", "last", "extract", "setup")
+
+
+def per_call_report(results: list[Any]) -> str:
+    """The per-call table of :func:`benchmarks.vs_tinygrad.run_exprs`'s results: per
+    contender the cost, idiv+mod, and the median/p90/max/total time of its calls."""
+    from benchmarks.vs_tinygrad import CONTENDERS
+
+    if not results:
+        return "no expressions"
+    totals = {w: sum(r.secs[w] for r in results) for w in CONTENDERS}
+    check = bool(results[0].equivalent)
+    lines = [f"one call per expression ({len(results)}), reference cost, times in ms "
+             "(total in s)",
+             f"  {'':<9} {'cost':>7} {'idiv+mod':>8} {'median':>8} {'p90':>8} {'max':>8} "
+             f"{'total':>7} {'x tinygrad':>10} {'x baseline':>10}"
+             + ("  not equivalent" if check else ""),
+             f"  {'input':<9} {sum(r.cost_in for r in results):>7} "
+             f"{sum(r.divmod_in for r in results):>8}"]
+    for w in CONTENDERS:
+        xs = [r.secs[w] for r in results]
+        bad = f"  {sum(not r.equivalent[w] for r in results)}" if check else ""
+        lines.append(
+            f"  {w:<9} {sum(r.cost[w] for r in results):>7} "
+            f"{sum(r.divmod[w] for r in results):>8} {statistics.median(xs) * 1e3:>8.2f} "
+            f"{_quantile(xs, 0.9) * 1e3:>8.2f} {max(xs) * 1e3:>8.2f} {totals[w]:>7.2f} "
+            f"{totals[w] / max(totals['tinygrad'], 1e-9):>10.2f} "
+            f"{totals[w] / max(totals['baseline'], 1e-9):>10.2f}{bad}")
+    cost = {w: sum(r.cost[w] for r in results) for w in CONTENDERS}
+    dm = {w: sum(r.divmod[w] for r in results) for w in CONTENDERS}
+    lines.append(f"  e-graph / tinygrad: cost x{cost['egraph'] / max(cost['tinygrad'], 1):.3f}, "
+                 f"idiv+mod x{dm['egraph'] / max(dm['tinygrad'], 1):.3f}; costlier than "
+                 f"the baseline: {sum(r.cost['egraph'] > r.cost['baseline'] for r in results)}")
+    phases = {k: sum(r.phases.get(k, 0.0) for r in results) for k in _PHASES}
+    inside = sum(phases.values())
+    calls = sum(r.phases.get("total", 0.0) for r in results)
+    lines.append("  e-graph calls, seconds by phase: " + ", ".join(
+        f"{k} {v:.2f}" for k, v in phases.items() if v) + f"; outside the phases "
+        f"{calls - inside:.2f} of {calls:.2f} (push/pop, set-up, the input's and output's "
+        "costs)")
+    hits = sum(r.phases.get("cached", 0.0) > 0 for r in results)
+    if hits:
+        lines.append(f"  e-graph calls answered from the result cache: {hits}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=corpus_path())
@@ -198,11 +263,24 @@ def main(argv: list[str] | None = None) -> int:
                          "caches keyed by their nodes stay warm)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="worker processes for the e-graph's batches (eqsat batch's --jobs)")
+    ap.add_argument("--per-call", action="store_true",
+                    help="one optimize call per expression, beside tinygrad's simplifier")
     args = ap.parse_args(argv)
     if not args.corpus.exists():
         print(f"corpus not found: {args.corpus} (set EQSAT_CORPUS)", file=sys.stderr)
         return 2
     rows = load(args.corpus, args.limit, tinygrad=True)
+    if args.per_call:
+        from benchmarks.vs_tinygrad import run_exprs
+        from eqsat.engines.egraph import clear_result_cache
+
+        clear_result_cache()
+        with progress(total=len(rows), desc="per call") as bar:
+            results = run_exprs(rows, check=args.check,
+                                progress=lambda n: bar.update(1))
+        print(f"{len(results)} cases from {args.corpus}")
+        print(per_call_report(results))
+        return 0
     if args.jobs < 1 or args.repeat < 1:
         print("--jobs and --repeat must be >= 1", file=sys.stderr)
         return 2

@@ -34,7 +34,8 @@ from benchmarks.corpus import corpus_path  # noqa: E402
 _CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from benchmarks.compare import load, _batch_budget
+from benchmarks.compare import load
+from eqsat.compare import batch_budget
 from eqsat.api import optimize
 from eqsat.engines.egraph import optimize_many, session_for
 from eqsat.ir.sexpr import parse
@@ -52,7 +53,7 @@ elif mode == "egraph":
     for i in range(0, len(graphs), batch):
         chunk = graphs[i:i + batch]
         # a generous time budget: the count must not depend on the machine's speed
-        optimize_many(chunk, cost_model=model, budget=_batch_budget(len(chunk), 60.0))
+        optimize_many(chunk, cost_model=model, budget=batch_budget(len(chunk), 60.0))
 """
 
 

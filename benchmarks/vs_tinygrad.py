@@ -90,6 +90,8 @@ class ExprResult:
     divmod: dict[str, int] = field(default_factory=dict)
     secs: dict[str, float] = field(default_factory=dict)
     equivalent: dict[str, bool] = field(default_factory=dict)
+    #: the e-graph call's ``stats["time"]`` (seconds per phase, ``total`` included)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def _tinygrad(text: str) -> tuple[Any, float]:
@@ -100,23 +102,28 @@ def _tinygrad(text: str) -> tuple[Any, float]:
     return from_tinygrad(out), secs
 
 
-def _engine(text: str, engine: str) -> tuple[Any, float]:
+def _engine(text: str, engine: str) -> tuple[Any, float, dict[str, float]]:
     g = parse(text)
     t0 = time.perf_counter()
     res = optimize(g, engine=engine, cost_model="reference")
-    return res.graph, time.perf_counter() - t0
+    return res.graph, time.perf_counter() - t0, res.stats.get("time", {})
 
 
 def run_exprs(rows: list[dict[str, Any]], check: bool = False,
               progress: Callable[[int], None] | None = None) -> list[ExprResult]:
     """Every row (``id``, ``source``, ``expr``) through tinygrad and both engines, in turn."""
-    session_for(None)  # the e-graph's warm session, built before any clock starts
+    session_for(None).prepare()  # the e-graph's warm e-graphs, built before any clock starts
     out = []
     for n, row in enumerate(rows):
         g = parse(row["expr"])
         r = ExprResult(row["id"], row["source"], reference_cost(g), divmod_count(g))
         for who in CONTENDERS:
-            res, secs = _tinygrad(row["expr"]) if who == "tinygrad" else _engine(row["expr"], who)
+            if who == "tinygrad":
+                res, secs = _tinygrad(row["expr"])
+            else:
+                res, secs, phases = _engine(row["expr"], who)
+                if who == "egraph":
+                    r.phases = dict(phases)
             r.cost[who], r.divmod[who], r.secs[who] = reference_cost(res), divmod_count(res), secs
             if check:
                 r.equivalent[who] = bool(check_equivalent(g, res))

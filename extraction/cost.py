@@ -35,6 +35,8 @@ __all__ = [
     "COST_MODELS",
     "priced_nodes",
     "cost_by_op",
+    "REFERENCE_WEIGHT",
+    "reference_weight",
 ]
 
 ChildConsts = tuple[int | float | None, ...]
@@ -137,33 +139,39 @@ class ReferenceCost(_GraphCostMixin):
     def node_cost(self, op: Ops, dtype: DType, arg: Any, child_consts: ChildConsts,
                   child_mins: Sequence[int | float | None] | None = None) -> float:
         c = _REF_FLOAT.get(id(op))
-        return float(_ref_cost_of(op)) if c is None else c
+        return float(reference_weight(op)) if c is None else c
+
+    def graph_cost(self, uop: UOp) -> float:
+        """:func:`reference_cost` as a float: the sum of ``node_cost`` over the unique
+        nodes, without a call per node."""
+        return float(reference_cost(uop))
 
     def __repr__(self) -> str:
         return "ReferenceCost()"
 
 
-def _ref_cost_of(op: Ops) -> int:
-    if op in LEAVES:
-        return 0
-    if op is Ops.IDIV or op is Ops.MOD:
-        return 25
-    if op is Ops.MUL or op is Ops.MULHI:
-        return 4
-    if op is Ops.MULACC:
-        return 5
-    return 1
+#: the reference metric's weight of every op that does not cost 1: the one table the
+#: corpus metric, the extractor and the e-graph's pricing read (``reference_weight``)
+REFERENCE_WEIGHT: dict[Ops, int] = {
+    **{op: 0 for op in LEAVES},
+    Ops.IDIV: 25, Ops.MOD: 25, Ops.MUL: 4, Ops.MULHI: 4, Ops.MULACC: 5,
+}
+
+
+def reference_weight(op: Ops) -> int:
+    """The reference metric's price of one ``op`` node (:data:`REFERENCE_WEIGHT`, else 1)."""
+    return REFERENCE_WEIGHT.get(op, 1)
 
 
 # the reference cost of every op, keyed by id(): an Ops member's hash runs Python code
 # (Enum.__hash__), an id is a C call; the members live as long as the module
-_REF_INT: dict[int, int] = {id(op): _ref_cost_of(op) for op in Ops}
+_REF_INT: dict[int, int] = {id(op): reference_weight(op) for op in Ops}
 _REF_FLOAT: dict[int, float] = {k: float(v) for k, v in _REF_INT.items()}
 
 
 def _ref_cost(op: Ops) -> int:
     c = _REF_INT.get(id(op))
-    return _ref_cost_of(op) if c is None else c
+    return reference_weight(op) if c is None else c
 
 
 def reference_cost(uop: UOp) -> int:

@@ -70,3 +70,14 @@ def _warm_egraph_session() -> None:
         return
     session_for(None)
 
+
+
+@pytest.fixture(autouse=True)
+def _empty_result_cache():
+    """Every test starts with the e-graph's result cache empty: a test that watches
+    what a run does (a spy, a monkeypatched step) must see the run, not an earlier
+    test's kept result."""
+    from eqsat.engines.egraph.results import clear_result_cache
+
+    clear_result_cache()
+    yield

@@ -27,3 +27,24 @@ def test_expression_rows_and_table(corpus_lines: list[dict[str, Any]]) -> None:
     egraph = next(ln for ln in table.splitlines() if ln.split()[:1] == ["egraph"])
     assert int(egraph.split()[1]) == sum(r.cost["egraph"] for r in res)
     assert "cheaper:" in table and "cost by source" in table
+
+
+def test_compare_per_call_report(corpus_lines: list[dict[str, Any]]) -> None:
+    """``benchmarks/compare.py --per-call``'s table: one row per contender with its
+    totals, the per-call times, and the e-graph's time by phase."""
+    from benchmarks import compare, vs_tinygrad
+
+    rows = corpus_lines[:4]
+    res = vs_tinygrad.run_exprs(rows)
+    assert all(r.phases.get("total", 0) > 0 for r in res)
+    table = compare.per_call_report(res)
+    lines = {ln.split()[0]: ln.split() for ln in table.splitlines()[1:] if ln.strip()}
+    for who in vs_tinygrad.CONTENDERS:
+        row = lines[who]
+        assert int(row[1]) == sum(r.cost[who] for r in res)
+        assert int(row[2]) == sum(r.divmod[who] for r in res)
+        median, p90, top, total = map(float, row[3:7])
+        assert 0 < median <= p90 <= top and total == pytest.approx(
+            sum(r.secs[who] for r in res), abs=0.01)
+    assert "seconds by phase" in table and "outside the phases" in table
+    assert compare.per_call_report([]) == "no expressions"

@@ -25,20 +25,9 @@ N_EXPRESSIONS = 2000
 N_KERNELS = 2000
 PARTS = 2
 
-_NO_FINITE_TERM = ("e-graph engine: a class ends up with no finite term ('e-graph snapshot: "
-                   "1 e-nodes have no finite term'), e.g. around a single-iteration range "
-                   "or idiv by -1")
-_RHI_FORMAT = ("e-graph engine: an interval bound beyond i64 (xor of a constant near -2**62) "
-               "is written to the RHi input file, which egglog refuses ('Incorrect format')")
-
-
-#: engine bugs the fuzzer meets, until fixed: (reason, does this finding show it)
-KNOWN: list[tuple[str, Callable[[Finding], bool]]] = [
-    (_NO_FINITE_TERM, lambda f: f.engine == "egraph" and f.kind == "crash"
-     and "no finite term" in f.detail),
-    (_RHI_FORMAT, lambda f: f.engine == "egraph" and f.kind == "crash"
-     and "Incorrect format" in f.detail and "RHi" in f.detail),
-]
+#: engine bugs the fuzzer meets, until fixed: (reason, does this finding show it); each
+#: also has a strict xfail row below. None open.
+KNOWN: list[tuple[str, Callable[[Finding], bool]]] = []
 
 
 def _unknown(findings: list[Finding]) -> list[Finding]:
@@ -75,16 +64,18 @@ EXPRESSIONS = [
     ("pow_half_of_negative_zero", "baseline", "(pow -0.0 0.5)"),
     ("pow_half_of_negative_zero_egraph", "egraph", "(pow -0.0 0.5)"),
     ("pow_half_of_minus_inf", "egraph", "(pow (const f16 -inf) (const f16 0.5))"),
+    # a class reachable only through a cycle had no finite term (the snapshot failed);
+    # such e-nodes are subsumed now
     ("egraph_no_finite_term_single_iteration_range", "egraph",
      "(ge (add (range 0 1) (mod (range 0 1) 12)) 0)"),
     ("egraph_no_finite_term_divided_range", "egraph",
      "(mod (add (mul (idiv (idiv (range 0 60) -1) 5) 24) (add (idiv -1 24) (idiv -1 96))) 24)"),
+    # a bound beyond i64 went into egglog's i64 bound column ('Incorrect format'); it is
+    # left out now (no bound known)
     ("egraph_bound_beyond_i64_in_rhi", "egraph",
      "(add (var a -1 0) (where (gt (var a -1 0) (xor -4611686018427387907 100)) 0 (invalid)))"),
 ]
-# (the two rows of e-nodes without a finite term pass since the rule language's rules:
-# plain regression rows now)
-XFAIL_EXPRESSIONS = {"egraph_bound_beyond_i64_in_rhi": _RHI_FORMAT}
+XFAIL_EXPRESSIONS: dict[str, str] = {}
 
 # (name, variant, kernel): lowered after the variant's optimizer ("unoptimized": as it is),
 # compiled and run, the output equals the reference interpreter's bit for bit

@@ -321,7 +321,8 @@ FIXED_ANALYSIS_DTYPES: dict[str, frozenset[str]] = _fixed_dtypes()
 
 
 def analysis_program(ruleset: str = "analysis", fixed: bool = True,
-                     ext: frozenset[str] | set[str] = frozenset()) -> str:
+                     ext: frozenset[str] | set[str] = frozenset(),
+                     only: frozenset[str] | None = None) -> str:
     """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
     fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set and
     ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty).
@@ -330,7 +331,9 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     ``<ruleset>_core``; ``<ruleset>`` runs both, ``<ruleset>_all`` both and the fixed-width
     ones, ``<ruleset>_core_fixed`` the core and the fixed-width ones. A run whose e-graph
     holds none of ``ext``'s constructors runs the core only: every round of a rule set
-    builds and searches all its rules, matching or not."""
+    builds and searches all its rules, matching or not. ``only``: the interval rules
+    of these constructors alone (None: every one), for an e-graph that never holds
+    the others."""
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
@@ -356,10 +359,14 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')
     for name, _identity, body in ANALYSIS_RULES:
+        if only is not None and rule_ctor(body) not in only:
+            continue
         part = "ext" if rule_ctor(body) in ext else "core"
         out.append(f'(rule {body} :ruleset {ruleset}_{part} :name "{name}")')
     out.append(f"(ruleset {ruleset}_fixed)")
     for name, _identity, body in ANALYSIS_FIXED_RULES if fixed else ():
+        if only is not None and rule_ctor(body) not in only:
+            continue
         out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
     r = ruleset
     out += [f"(unstable-combined-ruleset {r} {r}_core {r}_ext)",

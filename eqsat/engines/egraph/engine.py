@@ -1,10 +1,12 @@
 """The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
 
 One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
-analyses and the native rules of one rule set selection already loaded (two, in
-fact: a run whose input has no fixed-width integer node goes to one without the
-fixed-width rule sets, which could not match there and would only be cloned on every
-push/pop; the other is built on the first input that needs it). Every
+analyses and the native rules of one rule set selection already loaded (three, in
+fact, :data:`EGRAPH_KINDS`: a run whose input has no fixed-width integer node goes to
+one without the fixed-width rule sets, which could not match there and would only be
+cloned on every push/pop; plain index arithmetic (:data:`NARROW_CTORS`) to one with
+only the rules that can match it, widening to the former when another constructor
+turns up; the others are built on the first input that needs them). Every
 ``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
 every shared subgraph is inserted once), iterates, extracts, and pops back, so
 sessions are reused across calls (``session_for`` caches one per selection and
@@ -76,9 +78,8 @@ from eqsat.engines.egraph.encoding import (
     ArgTable,
     Inserter,
     Snapshot,
-    _arg_key,
-    _dt_name,
     declarations,
+    dt_name,
     uop_ctor,
 )
 from eqsat.engines.egraph.extracting import extract_roots
@@ -95,6 +96,7 @@ from eqsat.engines.egraph.schedules import (
     gc_paused,
     multiplies,
     new_nodes,
+    pattern_ctors,
     rss_bytes,
 )
 from eqsat.ir.egglog_text import commands
@@ -139,22 +141,42 @@ def fixed_only(rule: Any) -> bool:
         or bool(_FIX_DT_GUARD.search(rule.query))
 
 
+#: the kinds of a session's e-graphs, by the native rules they hold: every rule set
+#: (``"fixed"``), all but the fixed-width ones (``"index"``), and only the rules whose
+#: pattern names nothing but :data:`NARROW_CTORS` (``"narrow"``; see :meth:`Session.run`)
+EGRAPH_KINDS = ("fixed", "index", "narrow")
+
+#: the constructors of plain index arithmetic: an input made of these alone runs in the
+#: ``"narrow"`` e-graph, which holds only the native rules whose pattern names nothing
+#: else (a rule naming another constructor cannot match an e-graph without its rows)
+NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv", "Mod"))
+
+
+class _WidenError(Exception):
+    """A run in the narrow e-graph met a constructor outside :data:`NARROW_CTORS`
+    before a native round: it starts again in the index e-graph."""
+
+
 class _EGraph:
     """One egglog e-graph of a session: the e-graph, its argument table and inserter,
-    whether it has the fixed-width rule sets, how many egglog iterations its overall
-    report holds, and how long it took to build."""
+    its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
+    holds, and how long it took to build."""
 
-    __slots__ = ("egraph", "args", "ins", "fixed_width", "build_seconds", "egg_iterations")
+    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations")
 
-    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, fixed_width: bool,
+    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  build_seconds: float):
         self.egraph, self.args, self.ins = egraph, args, ins
-        self.fixed_width, self.build_seconds = fixed_width, build_seconds
+        self.kind, self.build_seconds = kind, build_seconds
         self.egg_iterations = 0
 
+    @property
+    def fixed_width(self) -> bool:
+        """Whether it holds the fixed-width rule sets."""
+        return self.kind == "fixed"
+
     def __repr__(self) -> str:
-        return (f"<_EGraph fixed_width={self.fixed_width} "
-                f"egg_iterations={self.egg_iterations}>")
+        return f"<_EGraph {self.kind} egg_iterations={self.egg_iterations}>"
 
 
 def _current(name: str) -> property:
@@ -170,7 +192,7 @@ def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     (FIXED_ANALYSIS_DTYPES)."""
     fixed = fixed_analysis = False
     for u in nodes:
-        d = _dt_name(u.dtype)
+        d = dt_name(u.dtype)
         if d == "index":
             continue
         fixed = fixed or d in FIXED_DTYPES or u.dtype.is_float or u.dtype.is_fixed_int
@@ -214,6 +236,21 @@ def analysis_ext(native: list[ERule]) -> frozenset[str]:
 _CTOR_CALL = re.compile(r"\((\w+)")
 
 
+def _kind_of(roots: list[UOp], orders: list[list[UOp]] | None = None) -> str:
+    """The kind of e-graph a run of ``roots`` starts in: ``"fixed"`` when a node needs
+    the fixed-width rule sets (:func:`needs_fixed_width`), ``"narrow"`` when every node
+    is one of :data:`NARROW_CTORS`, else ``"index"``."""
+    if orders is None:
+        orders = [r.toposort() for r in roots]
+    if any(needs_fixed_width(roots, orders)):
+        return "fixed"
+    for order in orders:
+        for u in order:
+            if uop_ctor(u) not in NARROW_CTORS:
+                return "index"
+    return "narrow"
+
+
 def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
                       ) -> tuple[bool, bool]:
     """:func:`_fixed_width_of` every node of ``roots``: an input without either runs in
@@ -239,23 +276,22 @@ class Session:
         self._native_names: dict[str, str] = {}
         #: the arguments the native rules name (float constants, the Invalid's None), in
         #: order: each e-graph's argument table gives them the keys 0, 1, ... first
-        self._rule_args: list[Any] = []
-        arg_keys: dict[Any, int] = {}
-
-        def key(a: Any) -> int:
-            k = _arg_key(a)
-            if k not in arg_keys:
-                arg_keys[k] = len(self._rule_args)
-                self._rule_args.append(a)
-            return arg_keys[k]
+        self._rule_args = ArgTable()
+        key = self._rule_args.key
 
         #: (rule set, egglog program) of each egglog rule of the native rules. The rules
         #: whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``, each
         #: with a counting twin in ``<set>_count`` (adding to the egglog function
         #: ``StepCount<i>``); ``<set>_all`` runs ``<set>`` and ``<set>_mult`` in one round
         self._native_programs: list[tuple[str, str]] = []
+        #: the constructors each of them names in its pattern (``pattern_ctors``)
+        self._program_ctors: list[frozenset[str]] = []
         #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
+        #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
+        self._mult_ctors: dict[int, frozenset[str]] = {}
+        #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
+        self._present: dict[str, int] = {}
         for r in self.native:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
@@ -265,10 +301,13 @@ class Session:
                 if multiplies(t):
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
+                    self._mult_ctors[i] = pattern_ctors(t)
                     self._native_programs.append((f"{ruleset}_count", t.fill(count_program(
                         t, f"{ruleset}_count", f"{COUNT_FN}{i}"), key)))
+                    self._program_ctors.append(pattern_ctors(t))
                     ruleset = f"{ruleset}_mult"
                 self._native_programs.append((ruleset, t.program(ruleset, key)))
+                self._program_ctors.append(pattern_ctors(t))
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
         #: whether this run still runs the multiplying rules: they are left out for the
@@ -288,11 +327,12 @@ class Session:
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
         self.step_size = 0  # the e-graph's e-nodes after the last _step
-        #: the session's e-graphs: with the fixed-width rule sets (True) and without
-        #: (False, for inputs without fixed-width integers: every push/pop clones the
-        #: rules, and those of an index input would never run); each built on first use
-        self._egraphs: dict[bool, _EGraph] = {}
-        self._cur = self._egraph(False)
+        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every push/pop clones
+        #: the rules, and an input runs in the one with the fewest rules that can match
+        #: it; each built on first use
+        self._egraphs: dict[str, _EGraph] = {}
+        self._cur = self._egraph("index")
+        self.widened = 0  # runs that left the narrow e-graph for the index one
         self._orders: dict[int, list[UOp]] = {}  # _select's toposorts, for _insert
 
     # the current e-graph's parts (see _EGraph)
@@ -302,58 +342,71 @@ class Session:
     build_seconds = _current("build_seconds")
     egg_iterations = _current("egg_iterations")
 
-    def _egraph(self, fixed_width: bool) -> _EGraph:
-        e = self._egraphs.get(fixed_width)
+    def _egraph(self, kind: str) -> _EGraph:
+        e = self._egraphs.get(kind)
         if e is None:
-            e = self._egraphs[fixed_width] = self._build(fixed_width)
+            e = self._egraphs[kind] = self._build(kind)
         return e
 
-    def _build(self, fixed_width: bool) -> _EGraph:
-        """A fresh egglog e-graph with the declarations, analyses and rules loaded (the
-        fixed-width rule sets' rules only with ``fixed_width``)."""
+    def _build(self, kind: str) -> _EGraph:
+        """A fresh egglog e-graph of ``kind`` with the declarations, analyses and rules
+        loaded: the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
+        ``"narrow"`` one only the rules whose pattern names :data:`NARROW_CTORS` alone."""
+        if kind not in EGRAPH_KINDS:
+            raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
+        fixed_width = kind == "fixed"
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
-        for a in self._rule_args:  # the keys the native rules were written with
-            args.key(a)
-        prog = [declarations(), analysis_program("analysis", fixed=fixed_width, ext=self._ext)]
+        for i in range(len(self._rule_args)):  # the keys the native rules were written with
+            args.key(self._rule_args.arg(i))
+        # a narrow e-graph never holds another constructor's rows (a run widens first):
+        # their insertion and interval rules would only be cloned on every push/pop
+        only = NARROW_CTORS if kind == "narrow" else None
+        prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
+                                                     ext=self._ext, only=only)]
         for base in ("native", FIXED_RULESET):
             prog += [f"(ruleset {base})", f"(ruleset {base}_mult)", f"(ruleset {base}_count)",
                      f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
             prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
                      for i, _, _ in self._mult.get(base, [])]
-        prog += [p for rs, p in self._native_programs
-                 if fixed_width or not rs.startswith(FIXED_RULESET)]
+        prog += [p for (rs, p), need in zip(self._native_programs, self._program_ctors,
+                                            strict=True)
+                 if (fixed_width or not rs.startswith(FIXED_RULESET)) and
+                 (kind != "narrow" or need <= NARROW_CTORS)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in commands("\n".join(prog)):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
-        log.debug("built an e-graph of %d native rules (fixed-width rule sets: %s) in %.2f s",
-                  len(self._native_programs), fixed_width, secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), fixed_width, secs)
+        log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
+                  len(self._native_programs), secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
-        """Build now the e-graph(s) a run of ``roots`` will use (both when None), so the
-        one-time build is not part of a run's time budget."""
+        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
+        so the one-time build is not part of a run's time budget."""
         if roots is None:
-            self._egraph(True)
+            for kind in EGRAPH_KINDS:
+                self._egraph(kind)
         else:
-            self._egraph(any(needs_fixed_width(roots)))
+            self._egraph(_kind_of(roots))
+            self._egraph("index")  # (where a narrow run widens to)
 
-    def _select(self, roots: list[UOp]) -> None:
-        """Make current the e-graph ``roots`` need (see :func:`needs_fixed_width`); the
-        roots' toposorts are kept for the insertion that follows."""
+    def _select(self, roots: list[UOp], widen: bool = False) -> None:
+        """Make current the e-graph ``roots`` need (:func:`_kind_of`; never the narrow
+        one when ``widen``); the roots' toposorts are kept for the insertion that
+        follows."""
         orders = [r.toposort() for r in roots]
         self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
-        fixed, fixed_analysis = needs_fixed_width(roots, orders)
-        self._cur = self._egraph(fixed or fixed_analysis)
+        kind = _kind_of(roots, orders)
+        self._cur = self._egraph("index" if widen and kind == "narrow" else kind)
 
     def _rebuild(self) -> None:
         log.debug("a fresh e-graph after %d egglog iterations (egglog's run report grows)",
                   self.egg_iterations)
         self._cur.ins.close()
-        self._cur = self._egraphs[self._cur.fixed_width] = self._build(self._cur.fixed_width)
+        self._cur = self._egraphs[self._cur.kind] = self._build(self._cur.kind)
         self.rebuilds += 1
 
     def __repr__(self) -> str:
@@ -389,6 +442,9 @@ class Session:
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
+        narrow = self._cur.kind == "narrow"
+        if narrow and not self.ins.ctors <= NARROW_CTORS:
+            raise _WidenError  # (a row this step would load; see _narrow_holds)
         # the interval rules of the constructors only an insertion brings in (_ext) when
         # one was inserted; the fixed-width ones too when an e-node of this run may need them
         ext = not self._ext.isdisjoint(self.ins.ctors)
@@ -399,7 +455,8 @@ class Session:
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
-            every = self._counted and self._admit(bases, allow, why)
+            every = self._counted and self._mult_may_match(bases) and \
+                self._admit(bases, allow, why)
             runs += [f"(run {b}_all 1)" if every and self._mult.get(b) else f"(run {b} 1)"
                      for b in bases]
         ins = self.ins
@@ -415,7 +472,8 @@ class Session:
         # tripwire, then the sizes; only the reports read are converted (the loading
         # runs' are not), and of the analysis's only its iterations: every other run is
         # one iteration (``run ... 1``)
-        self.step_size = sum(n for name, n in out[-1].sizes if name in _NODE_CTORS)
+        self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
+        self.step_size = sum(self._present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
         if first + len(runs) + late + 2 != len(done):
@@ -439,7 +497,36 @@ class Session:
         # whether a run of the rules (native, analysis) changed the e-graph; the loading
         # runs do not count
         self.step_updated = analysed.updated or any([r.updated for r in natives])
+        if narrow and not self._narrow_holds():
+            raise _WidenError  # (a rule made another constructor's e-node)
         return changed
+
+    def _narrow_holds(self) -> bool:
+        """Whether the narrow e-graph still runs as the index e-graph would: every
+        constructor with rows in the e-graph (egglog's sizes after the last step) or
+        recorded this run (``ins.ctors``, a superset of what the next step loads) is one
+        of :data:`NARROW_CTORS`, so a rule, an insertion rule or an interval rule the
+        narrow e-graph lacks has nothing to match. Checked at the start and the end of
+        every step (:meth:`_step`); when it fails the run starts again in the index
+        e-graph."""
+        if not self.ins.ctors <= NARROW_CTORS:
+            return False
+        return all(c in NARROW_CTORS for c, n in self._present.items() if n)
+
+    def _mult_may_match(self, bases: list[str]) -> bool:
+        """Whether a multiplying rule of ``bases`` may match in this step: every
+        constructor its pattern needs has rows in the e-graph (egglog's sizes after the
+        last step) or among the rows recorded since the run began (``ins.ctors``, a
+        superset of the rows this step loads). When none may, the step runs neither
+        those rules nor their counting twins (no egglog call to count): both would find
+        nothing, and a match they find later holds a row that is new to both then, so
+        they stay in lockstep."""
+        present, recorded = self._present, self.ins.ctors
+        for b in bases:
+            for i, _, _ in self._mult.get(b, ()):
+                if all(c in recorded or present.get(c) for c in self._mult_ctors[i]):
+                    return True
+        return False
 
     def _admit(self, bases: list[str], allow: float, why: str) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -492,7 +579,7 @@ class Session:
         every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
         when unknown). ``seed_all``: start from the IR bounds of every node, not just
         the leaves'. The e-graph is left as it was."""
-        self._select(roots)
+        self._select(roots, widen=True)
         self._cmd("(push)")
         saved = self.ins.state()
         try:
@@ -516,7 +603,7 @@ class Session:
         every node (``seed_all``) or of the leaves only, and which nodes are never
         Invalid."""
         ins = self.ins
-        first = len(ins._keep)
+        first = len(ins.inserted)
         orders, self._orders = self._orders, {}  # (used once: not kept)
         if seed_all:
             handles = []
@@ -526,18 +613,18 @@ class Session:
         else:
             handles = []
             for r in roots:
-                before = len(ins._keep)
+                before = len(ins.inserted)
                 handles.append(ins.add_uop(r))
-                for u in ins._keep[before:]:
+                for u in ins.inserted[before:]:
                     if (not u.src or u.op in (Ops.RANGE, Ops.SPECIAL)) and \
                             u.dtype.count == 1 and (u.dtype.is_int or u.dtype.is_bool) and \
                             not _inf(u.vmin) and not _inf(u.vmax) and u.vmin <= u.vmax:
                         k = ins.uop_handle[id(u)]
-                        ins._row("RLo", (k, int(u.vmin)))
-                        ins._row("RHi", (k, int(u.vmax)))
+                        ins.fact("RLo", (k, int(u.vmin)))
+                        ins.fact("RHi", (k, int(u.vmax)))
         # only an input brings a dtype in (rewrites keep their operands' dtypes): the
         # fixed-width rule sets run only when an inserted node is one they can match
-        self._fixed, self._fixed_analysis = _fixed_width_of(ins._keep[first:])
+        self._fixed, self._fixed_analysis = _fixed_width_of(ins.inserted[first:])
         return handles
 
     # ---- the run ----------------------------------------------------------------
@@ -556,7 +643,16 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             self._select(roots)
-            out = self._run(roots, model, limits, clock, keep_egraph)
+            try:
+                out = self._run(roots, model, limits, clock, keep_egraph)
+            except _WidenError:
+                # the narrow e-graph lacks rules that could match now: the run starts
+                # again in the index e-graph (the clock runs on), and ends as a run
+                # there would, had it started there
+                self.widened += 1
+                self._select(roots, widen=True)
+                out = self._run(roots, model, limits, clock, keep_egraph)
+                out[1]["widened"] = True
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
@@ -573,6 +669,7 @@ class Session:
         matches: dict[str, int] = {}
         self._counted = True
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
+        self._present = {}  # (nor any e-node)
         self.held_back, self.held_for = {}, None
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings
@@ -594,6 +691,7 @@ class Session:
             costs: list[float | None] = []
             per_iter: list[tuple[int, float]] = []
             emitted: list[int] = []  # rows each computed pass recorded
+            late = False  # a computed pass ran past its deadline
             while True:
                 if it >= limits.iterations:
                     stop = "iterations"
@@ -664,6 +762,7 @@ class Session:
                                       deadline=clock.soft_deadline(snap.enodes),
                                       clock=partial(_pass_clock, self.ins, rows_cap),
                                       roots=root_cls, model=model)
+                late = late or res.late
                 for k, v in res.matches.items():
                     matches[k] = matches.get(k, 0) + v
                 for k, v in res.times.items():
@@ -709,7 +808,11 @@ class Session:
                          matches=dict(sorted(matches.items())), extraction=ext_stats,
                          held_back=dict(sorted(self.held_back.items())),
                          enodes_peak=max(peak, snap.enodes if snap else 0),
-                         rss_growth=rss_peak)
+                         rss_growth=rss_peak,
+                         # whether a clock cut the run short anywhere (its result may
+                         # differ from run to run; the result cache keeps only the others)
+                         time_limited=stop in ("time", "memory") or late or
+                         bool(ext_stats.get("dag_skipped")))
             if tracer is not None and snap is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "

@@ -75,6 +75,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     cost: dict[int, float] = {}
     dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
     method = "tree"
+    skipped = 0  # roots whose DAG search did not fit the time left
     t0 = time.perf_counter()
     size = 0
     for i, r in enumerate(uniq):
@@ -91,6 +92,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         n = len(view)
         per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
         if clock.elapsed() + per > clock.seconds:
+            skipped += 1
             continue  # no time for this root's DAG search: its tree choice stands
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
@@ -117,7 +119,8 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     done: dict[int, UOp] = {}  # class index -> term, of the tree choice
     term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
             for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
-    return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method}
+    return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method,
+                                      "dag_skipped": skipped}
 
 
 #: ops the text format cannot write: an e-node of one is used only where its class

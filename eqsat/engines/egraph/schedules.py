@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import resource
 import time
 from collections.abc import Iterator
@@ -178,14 +179,21 @@ class Clock:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+_STATM: list[int] = [-1, -1]  # (pid, an open descriptor of that process's statm)
+
+
 def rss_bytes() -> int:
     """The resident set of this process now (bytes): ``/proc/self/statm`` where there
-    is one (about 10 us), else the peak so far (``getrusage``; kilobytes on Linux,
+    is one, read from a descriptor kept open (reopened in a forked child: the file is
+    the opening process's), else the peak so far (``getrusage``; kilobytes on Linux,
     bytes on macOS), which only overstates it."""
     try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
+        pid = os.getpid()
+        if _STATM[0] != pid:
+            _STATM[1] = os.open("/proc/self/statm", os.O_RDONLY)
+            _STATM[0] = pid
+        return int(os.pread(_STATM[1], 128, 0).split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError, AttributeError):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if os.uname().sysname == "Darwin" else peak * 1024
 
@@ -233,6 +241,18 @@ def _root_and_result(rule: Any) -> tuple[Any, Any]:
     unions = [a for a in read(f"({rule.actions})") if isinstance(a, list) and a and
               a[0] == "union" and len(a) == 3]
     return first[2], unions[0][2] if unions else None
+
+
+def pattern_ctors(rule: Any) -> frozenset[str]:
+    """The constructors a native rule's pattern (its left side, or its query) names:
+    a match needs an e-node of each, so the rule cannot match an e-graph that has no
+    row of one of them."""
+    from eqsat.engines.egraph.encoding import CTORS
+
+    return frozenset(_CALL.findall(rule.lhs or rule.query)) & CTORS.keys()
+
+
+_CALL = re.compile(r"\((\w+)")
 
 
 def multiplies(rule: Any) -> bool:

@@ -153,8 +153,8 @@ def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
         ins = session.ins
         h_add = ins.node("Add", "index", hi_, h3)
         ins.union(hi_, h_add)
-        ins._row("RLo", (hi_, 0))
-        ins._row("RHi", (hi_, 10))
+        ins.fact("RLo", (hi_, 0))
+        ins.fact("RHi", (hi_, 10))
         t = time.perf_counter()
         before = session.capped
         session._step(False, {})  # no UnsoundError: the class is not Def

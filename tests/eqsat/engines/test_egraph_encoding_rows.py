@@ -137,7 +137,7 @@ def test_every_node_and_union_row_goes_to_the_node_relation(ctor, fields, line) 
 ])
 def test_other_relations_keep_their_rows(rel, fields, line) -> None:
     ins = Inserter(_egraph(), ArgTable())
-    ins._row(rel, fields)
+    ins.fact(rel, fields)
     assert ins._rows == {rel: [line]}
     ins.close()
 
@@ -147,8 +147,8 @@ def test_flush_loads_every_constructor_and_the_snapshot_reads_it_back(tmp_path) 
     ins = Inserter(eg, ArgTable(), workdir=str(tmp_path))
     h = _record(ins)
     ins.union(h[0], h[8])  # index 7 and the range: one class
-    ins._row("RLo", (h[2], -3))
-    ins._row("RHi", (h[2], 4))
+    ins.fact("RLo", (h[2], -3))
+    ins.fact("RHi", (h[2], 4))
     ins.flush("(run analysis 8)")
     assert not any(f.endswith(".tsv") and os.path.getsize(tmp_path / f) == 0
                    for f in os.listdir(tmp_path))

@@ -162,18 +162,22 @@ def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
 
     model, lim = get_cost_model("reference"), Limits(seconds=30.0)
     index = parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))")
+    guarded = parse("(where (lt (var x 0 99) 50) (mod (var x 0 99) 4) 0)")
     fixed = parse("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 "
                   "(var x 0 99)) (const i32 4)) (const i32 4)))")
     s = Session(None)
-    assert list(s._egraphs) == [False]  # the index-only e-graph, built first
-    out, _ = s.run([index], model, lim)
-    assert list(s._egraphs) == [False] and not s._cur.fixed_width
-    out_f, st = s.run([fixed], model, lim)  # builds the other e-graph on first use
-    assert sorted(s._egraphs) == [False, True] and s._cur.fixed_width
+    assert list(s._egraphs) == ["index"]  # the index-only e-graph, built first
+    out, _ = s.run([index], model, lim)  # plain index arithmetic: the narrow e-graph
+    assert sorted(s._egraphs) == ["index", "narrow"] and s._cur.kind == "narrow"
+    s.run([guarded], model, lim)
+    assert s._cur.kind == "index" and not s._cur.fixed_width
+    out_f, st = s.run([fixed], model, lim)  # builds the fixed-width e-graph on first use
+    assert sorted(s._egraphs) == ["fixed", "index", "narrow"] and s._cur.fixed_width
     assert any(k.startswith("recombine_divmod_") for k in st["matches"])
     again, _ = s.run([index], model, lim)
-    assert not s._cur.fixed_width and again[0] is out[0]
+    assert s._cur.kind == "narrow" and again[0] is out[0]
     # the index-only e-graph refuses a step over fixed-width nodes
+    s._select([guarded])
     s._cmd("(push)")
     saved = s.ins.state()
     try:
@@ -185,25 +189,61 @@ def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
         s.ins.restore(saved)
 
 
-@pytest.mark.parametrize("roots, built", [
-    (["(add (var x 0 9) 1)"], [False]),
-    (["(add (var x 0 9) 1)", "(cast i32 (var x 0 9))"], [False, True]),
-    (None, [False, True]),
-])
-def test_prepare_builds_the_egraphs_a_run_will_use(roots, built) -> None:
+_NARROW_CASES = [
+    "(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))",
+    "(idiv (add (mul (var x 0 31) 6) (range 0 8)) 6)",
+    "(mod (add (mul (var x -5 20) 7) (var y 0 3)) 7)",
+    "(add (var x 0 9) (mul (var y 0 9) -1))",
+    "(sub (mul (var x 0 9) 3) (neg (var y 0 5)))",
+]
+
+
+@pytest.mark.parametrize("text", _NARROW_CASES)
+def test_the_narrow_egraph_gives_what_the_index_egraph_gives(text, monkeypatch) -> None:
+    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    model, lim = get_cost_model("reference"), Limits(seconds=30.0)
+    narrow = Session(None)
+    out, st = narrow.run([parse(text)], model, lim)
+    assert narrow._cur.kind in ("narrow", "index")  # (index after a widening)
+    monkeypatch.setattr(engine, "NARROW_CTORS", frozenset())  # every input: index
+    index = Session(None)
+    out_i, st_i = index.run([parse(text)], model, lim)
+    assert index._cur.kind == "index"
+    assert out[0] is out_i[0]
+    assert st["matches"] == st_i["matches"] and st["iterations"] == st_i["iterations"]
+
+
+def test_a_narrow_run_that_meets_another_constructor_widens(monkeypatch) -> None:
+    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    model, lim = get_cost_model("reference"), Limits(seconds=30.0)
+    text = "(add (var x 0 9) (mul (var y 0 9) -1))"  # mul by -1 becomes a negation
+    narrow_ctors = engine.NARROW_CTORS
+    index = Session(None)
+    monkeypatch.setattr(engine, "NARROW_CTORS", frozenset())
+    want, st_i = index.run([parse(text)], model, lim)
+    assert "Neg" in index._present or "Sub" in index._present
+    # a narrow e-graph without Neg and Sub: the run widens when one appears
+    monkeypatch.setattr(engine, "NARROW_CTORS", narrow_ctors - {"Neg", "Sub"})
     s = Session(None)
-    s.prepare(None if roots is None else [parse(t) for t in roots])
-    assert sorted(s._egraphs) == built
+    out, st = s.run([parse(text)], model, lim)
+    assert st.get("widened") is True and s.widened == 1 and s._cur.kind == "index"
+    assert out[0] is want[0] and st["matches"] == st_i["matches"]
 
 
 def test_the_insertion_uses_the_selections_toposort_once_and_only_its_roots() -> None:
     s = Session(None)
     g, h = parse("(add (mul (var x 0 9) 3) 1)"), parse("(idiv (var y 0 9) 2)")
+    s._select([g])  # (selects the e-graph the push below pushes)
+    assert list(s._orders) == [id(g)]
     s._cmd("(push)")
     saved = s.ins.state()
     try:
-        s._select([g])
-        assert list(s._orders) == [id(g)]
         s._orders[id(h)] = s._orders[id(g)]  # a stale entry: not h's toposort
         hg, hh = s._insert([g, h])
         assert s._orders == {}

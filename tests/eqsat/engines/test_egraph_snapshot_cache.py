@@ -1,5 +1,5 @@
 """The snapshot's read cache: rows that did not change since the last snapshot keep their
-results (``Inserter._reads``), unless a class they name changed its handle; a ``(pop)``
+results (``Inserter.reads``), unless a class they name changed its handle; a ``(pop)``
 drops the cache (``Inserter.restore``)."""
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ def _facts(snap: Snapshot) -> dict[str, Any]:
 
 def _fresh_read(eg: bindings.EGraph, ins: Inserter) -> Snapshot:
     """A snapshot that reads every row (the read cache set aside, then put back)."""
-    reads, cls = ins._reads, ins._read_cls
-    ins._reads, ins._read_cls = {}, None
+    reads, cls = ins.reads, ins.read_classes
+    ins.reads, ins.read_classes = {}, None
     try:
         return Snapshot(eg, ins)
     finally:
-        ins._reads, ins._read_cls = reads, cls
+        ins.reads, ins.read_classes = reads, cls
 
 
 #: one step: ("node", op, a, b) adds ``op(a, b)`` of two existing classes (indices into
@@ -61,9 +61,9 @@ _STEP = st.one_of(
 def _leaf(ins: Inserter, k: int, i: int) -> None:
     """The leaf ``i`` (a var in [0, 9], never Invalid) in handle ``k``."""
     ins.node_with_handle(k, "Leaf", "DEFINE_VAR", "index", i)
-    ins._row("RLo", (k, 0))
-    ins._row("RHi", (k, 9))
-    ins._row("RDef", (k,))
+    ins.fact("RLo", (k, 0))
+    ins.fact("RHi", (k, 9))
+    ins.fact("RDef", (k,))
 
 
 @settings(max_examples=25, deadline=None)
@@ -123,9 +123,9 @@ def test_restore_drops_the_read_cache() -> None:
     ins.node("Leaf", "DEFINE_VAR", "index", 0)
     ins.flush()
     Snapshot(eg, ins)
-    assert ins._reads and ins._read_cls is not None
+    assert ins.reads and ins.read_classes is not None
     ins.restore(saved)
-    assert ins._reads == {} and ins._read_cls is None and ins.node_cache == {}
+    assert ins.reads == {} and ins.read_classes is None and ins.node_cache == {}
     ins.close()
 
 
@@ -156,7 +156,7 @@ def warm() -> Session:
 def test_a_run_after_another_gives_what_a_fresh_session_gives(warm, first, second) -> None:
     warm.run(_graphs(*first), get_cost_model("reference"), _LIMITS)
     got = _result(warm, _graphs(*second))
-    assert warm.ins._reads == {} and warm.ins._read_cls is None  # popped: dropped
+    assert warm.ins.reads == {} and warm.ins.read_classes is None  # popped: dropped
     assert got == _result(Session(None), _graphs(*second))
 
 
@@ -164,7 +164,7 @@ def test_analyze_between_runs_leaves_nothing_behind(warm) -> None:
     g = _graphs(6, 0, 47, 7)
     before = _result(warm, g)
     warm.analyze(_graphs(4, -16, 31, 8))
-    assert warm.ins._reads == {} and warm.ins._read_cls is None
+    assert warm.ins.reads == {} and warm.ins.read_classes is None
     assert _result(warm, g) == before
 
 

@@ -310,8 +310,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
 
         def var(tag: Any, lo: int, hi: int, w: int = n.cls) -> int:
             h = ins.node("Leaf", CTXVAR, "index", ins.args.key(("ctx", w, tag, lo, hi)))
-            ins._row("RLo", (h, lo))
-            ins._row("RHi", (h, hi))
+            ins.fact("RLo", (h, lo))
+            ins.fact("RHi", (h, hi))
             return h
 
         digit_of = {d[1] for d in digits}
@@ -331,8 +331,8 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
             for a, z, k, (lo, hi) in digits:
                 h = var(("digit", a), lo, hi)
                 q: Term = ectx.idiv(z, ectx.const(k))
-                kc = ins._memo.get(("Cst", "index", k))
-                qc = ins._memo.get(("Idiv", "index", z, kc)) if kc is not None else None
+                kc = ins.memo.get(("Cst", "index", k))
+                qc = ins.memo.get(("Idiv", "index", z, kc)) if kc is not None else None
                 zlo, zhi = nb.get(z, snap.bounds(z))
                 if qc is not None and qc in fresh_terms:  # the quotient has its variable
                     q = fresh_terms[qc]

@@ -83,7 +83,7 @@ class _BasisSearch:
             if k is None:
                 return None
             fields[i] = k
-        return self.ins._memo.get(tuple(fields))
+        return self.ins.memo.get(tuple(fields))
 
     def _atom_parts(self, a: Any) -> tuple[list[frozenset[int]], list[float]]:
         """What one atom of a sum adds to :meth:`cost`, in order: the closures of the

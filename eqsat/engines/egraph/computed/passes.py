@@ -298,6 +298,10 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
                 roots: Iterable[int] = (), model: Any = None) -> PassResult:
     """Apply every selected computed rule to the snapshot; record the unions in ``ins``.
 
+    One :class:`PassData` (the snapshot read once: best terms, prices, the classes the
+    rules visit), then each of :data:`PASS_STEPS` in order, each step one family of
+    rules, all recording through one :class:`Recorder`.
+
     The cyclic garbage collector is paused meanwhile: the pass makes many short-lived,
     acyclic objects (terms, forms), which reference counting frees; collections would
     only rescan the young objects the pass keeps."""
@@ -305,68 +309,52 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
         if SEED_BOUNDS:
             ins.seeder = BoundSeeder(snap.lo, snap.hi, partial(_class_of_handle, snap))
         try:
-            return _python_pass(snap, ins, rules, state, deadline, clock, roots, model)
+            res = PassResult()
+            t = time.perf_counter()
+            data = PassData(snap, ins, rules, state, deadline, clock, roots, model, res)
+            now = time.perf_counter()
+            res.times["best"] = now - t
+            for step in PASS_STEPS:
+                t = now
+                step.run(data)
+                now = time.perf_counter()
+                res.times[step.name] = res.times.get(step.name, 0.0) + now - t
+            state.deferred = data.deferred
+            state.lins.update(data.lins.made)  # lins.kept(), in place (its prev is state.lins)
+            res.late = deadline is not None and now > deadline
+            return res
         finally:
             ins.seeder = None
 
 
-def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
-                 deadline: float | None, clock: Callable[[], float] | None,
-                 roots: Iterable[int], model: Any) -> PassResult:
-    res = PassResult()
-    _t = [time.perf_counter(), ""]
+class Recorder:
+    """Turns a rule's result (a pending term) into a recorded union: the term's e-nodes
+    inserted (an existing one found by its key), the union refused when it would be a
+    cycle, over the per-class cap (:data:`MAX_UNIONS_PER_CLASS`) or not representable,
+    and counted per rule. ``union(cls, term, rule name)`` is what every step calls."""
 
-    def _lap(name: str | None) -> None:
-        now = time.perf_counter()
-        if _t[1]:
-            res.times[_t[1]] = res.times.get(_t[1], 0.0) + now - _t[0]
-        _t[0], _t[1] = now, name or ""
-    changed, affected = changed_classes(snap, state)
-    # every existing e-node maps to its class: rebuilding one returns the class (the
-    # nodes of unchanged classes were registered by an earlier pass)
-    memo = ins._memo
-    nodes = snap.nodes
-    for c in changed:
-        for i in snap.classes[c]:
-            n = nodes[i]
-            memo[(n.ctor, *n.fields)] = c
-    _lap('best')
-    weights = Weights(snap, model, state.prices, state.node_prices, changed, affected)
-    best, _cost, parents = best_nodes_and_parents(snap, weights)
-    state.node_prices = weights.by_node
-    snap.best_cost = _cost  # the engine's stall test reads the roots' best costs
-    dirty, dirty_best = _dirty(snap, best, changed)
-    # the classes the rules visit (NEAR_FACTOR; but fold and canon_and): the dirty
-    # ones and those deferred before, near a root's best term or reached by no root
-    roots = list(roots)
-    near, reached = focus_classes(snap, roots, _cost, weights.of)
+    __slots__ = ("snap", "ins", "state", "res", "best", "height", "canon_h", "node_memo",
+                 "reach_memo", "cycle_of", "handle_of", "into")
 
-    def visits(c: int) -> bool:  # the rules visit class c in this pass
-        return c in near or c not in reached
+    def __init__(self, snap: Snapshot, ins: Inserter, state: PassState, res: PassResult,
+                 best: dict[int, int]):
+        self.snap, self.ins, self.state, self.res, self.best = snap, ins, state, res, best
+        self.height = snap.height
+        # handle -> its class now (a handle made during this pass is its own class)
+        self.canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
+        self.node_memo = ins.memo  # (ctor, *fields) -> handle: what ins.node finds
+        self.reach_memo: dict[int, dict[int, bool]] = {}
+        # what union() computed of a (class, term) and a term this pass: within a pass
+        # both depend on nothing that changes (best terms, heights and classes are
+        # fixed, and the e-nodes ins knows only grow), and the rules repeat many results
+        self.cycle_of: dict[tuple[int, Term], bool] = {}
+        self.handle_of: dict[Term, int] = {}
+        self.into: dict[Term, int] = {}  # term -> the class its new root e-node went into
 
-    classes_now = snap.classes
-    waiting = dirty.union([c for c in state.deferred if c in classes_now])
-    focus = {c for c in waiting if visits(c)}
-    deferred = waiting - focus
-    lins = LinForms(snap, best, state.lins)
-    ctx = EClassCtx(snap, lins, state.lin_terms, state.term_keys)
-    # the rules by kind, each list in the rules' order (one scan of the rules)
-    kinds: dict[str, list[PyRule]] = {}
-    for r in rules:
-        kinds.setdefault(r.kind, []).append(r)
-    canon = kinds.get("canon", [])
-    sums = kinds.get("sum", [])
-    dm = kinds.get("divmod", [])
+    def __repr__(self) -> str:
+        return f"<Recorder of {self.snap!r}: {len(self.handle_of)} terms>"
 
-    reach_memo: dict[int, dict[int, bool]] = {}
-    height = snap.height
-
-    # handle -> its class now (a handle made during this pass is its own class)
-    canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
-    node_memo = ins._memo  # (ctor, *fields) -> handle: what ins.node finds
-    new_node = ins.node
-
-    def node_key(t: Term) -> tuple:
+    def node_key(self, t: Term) -> tuple:
         """The e-node key of a pending term (not a handle): its children inserted and
         named by their classes now, so an existing e-node is found whatever handles the
         term was built from."""
@@ -374,38 +362,38 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
         if not pos:  # a leaf (a constant): the term is its key
             return t
         fields = list(t)
+        canon_h = self.canon_h
         for i in pos:
             f = t[i]
-            fields[i] = canon_h(f) if isinstance(f, int) else emit_m(f)
+            fields[i] = canon_h(f) if isinstance(f, int) else self.emit(f)
         return tuple(fields)
 
-    def emit_m(t: Term) -> int:
+    def emit(self, t: Term) -> int:
         """Insert a pending term; its handle."""
         if isinstance(t, int):
-            return canon_h(t)
-        key = node_key(t)
-        h = node_memo.get(key)
-        return h if h is not None else new_node(*key)
+            return self.canon_h(t)
+        key = self.node_key(t)
+        h = self.node_memo.get(key)
+        return h if h is not None else self.ins.node(*key)
 
-    node_with_handle = ins.node_with_handle
-
-    def emit_into(cls: int, t: Term) -> tuple[int, bool]:
+    def emit_into(self, cls: int, t: Term) -> tuple[int, bool]:
         """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
         (one row: no class of its own to make and union); ``(handle, True)`` then, else
         ``(the handle of the e-node the e-graph has, False)``."""
         if isinstance(t, int):
-            return canon_h(t), False
-        key = node_key(t)
-        h = node_memo.get(key)
+            return self.canon_h(t), False
+        key = self.node_key(t)
+        h = self.node_memo.get(key)
         if h is not None:
             return h, False
-        node_with_handle(cls, *key)
+        self.ins.node_with_handle(cls, *key)
         return cls, True
 
-    def cycles(cls: int, t: Term) -> bool:
+    def cycles(self, cls: int, t: Term) -> bool:
         """Whether ``cls == t`` would be a cycle: ``t`` is ``cls`` or holds an atom
         whose cheapest term holds ``cls`` (``x == f(x)`` only feeds rules new
         constants; an atom no taller than ``cls`` cannot hold it in its best term)."""
+        height, canon_h = self.height, self.canon_h
         hc = height.get(cls, 0)
         memo = None
         for a in _atoms(t):
@@ -414,40 +402,34 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 return True
             if height.get(a, 0) > hc:
                 if memo is None:
-                    memo = reach_memo.setdefault(cls, {})
-                if best_term_reaches(snap, best, a, {cls}, memo):
+                    memo = self.reach_memo.setdefault(cls, {})
+                if best_term_reaches(self.snap, self.best, a, {cls}, memo):
                     return True
         return False
 
-    # what union() computed of a (class, term) and a term this pass: within a pass both
-    # depend on nothing that changes (best terms, heights and classes are fixed, and the
-    # e-nodes ins knows only grow), and the rules repeat many of their results
-    cycle_of: dict[tuple[int, Term], bool] = {}
-    handle_of: dict[Term, int] = {}
-    into: dict[Term, int] = {}  # term -> the class its new root e-node went into
-
-    def union(cls: int, t: Term, name: str) -> bool:
+    def union(self, cls: int, t: Term, name: str) -> bool:
         """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
         outside i64), True when recorded or already there."""
         key = (cls, t)
-        cyc = cycle_of.get(key)
+        cyc = self.cycle_of.get(key)
         if cyc is None:
-            cyc = cycle_of[key] = cycles(cls, t)
+            cyc = self.cycle_of[key] = self.cycles(cls, t)
         if cyc:
             return False
+        state, res = self.state, self.res
         if state.unions.get(cls, 0) >= MAX_UNIONS_PER_CLASS:
             res.skipped_cap += 1
             return False
-        h = handle_of.get(t)
+        h = self.handle_of.get(t)
         if h is None:
             try:
-                h, fresh = emit_into(cls, t)
+                h, fresh = self.emit_into(cls, t)
             except _UnrepresentableError:
                 return False
-            handle_of[t] = h
+            self.handle_of[t] = h
             if fresh:
-                into[t] = cls
-        if h == cls and into.get(t) == cls:
+                self.into[t] = cls
+        if h == cls and self.into.get(t) == cls:
             # the term's root e-node went straight into cls this pass (no class of its own
             # to union): it counts as a union, for every rule that gives it
             res.unions += 1
@@ -458,46 +440,124 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
             # counts as before: matches and the per-class cap are unchanged)
             if (cls, h) not in state.recorded:
                 state.recorded.add((cls, h))
-                ins.union(cls, h)
+                self.ins.union(cls, h)
             res.unions += 1
             res.matches[name] = res.matches.get(name, 0) + 1
             state.unions[cls] = state.unions.get(cls, 0) + 1
         return True
 
-    cbounds = ctx.bounds  # snap.bounds, memoized
 
-    def bkey(x: Lin) -> tuple:
-        return tuple([cbounds(a) for _, a in x.terms])
+class PassData:
+    """What one pass reads from its snapshot before any rule runs, shared by its steps:
+    the changed classes, every class's cheapest e-node and tree cost under the run's
+    prices, the classes whose best term may read differently (``dirty``), the classes
+    the rules visit (``focus``: near a root's best term or reached by no root;
+    :data:`NEAR_FACTOR`) and those left for a later pass (``deferred``), the linear
+    forms, the rules by kind and the :class:`Recorder` (``union``)."""
 
-    defined = snap.defined
-    versions = state.versions
+    def __init__(self, snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
+                 deadline: float | None, clock: Callable[[], float] | None,
+                 roots: Iterable[int], model: Any, res: PassResult):
+        self.snap, self.ins, self.rules, self.state, self.res = snap, ins, rules, state, res
+        self.deadline, self.clock = deadline, clock
+        changed, affected = changed_classes(snap, state)
+        # every existing e-node maps to its class: rebuilding one returns the class (the
+        # nodes of unchanged classes were registered by an earlier pass)
+        ins.register_classes(snap, changed)
+        self.weights = Weights(snap, model, state.prices, state.node_prices, changed,
+                               affected)
+        self.best, self.cost, self.parents = best_nodes_and_parents(snap, self.weights)
+        state.node_prices = self.weights.by_node
+        snap.best_cost = self.cost  # the engine's stall test reads the roots' best costs
+        self.dirty, self.dirty_best = _dirty(snap, self.best, changed)
+        self.roots = list(roots)
+        self.near, self.reached = focus_classes(snap, self.roots, self.cost, self.weights.of)
+        classes_now = snap.classes
+        self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
+        self.focus = {c for c in self.waiting if self.visits(c)}
+        self.deferred = self.waiting - self.focus
+        self.lins = LinForms(snap, self.best, state.lins)
+        self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys)
+        # the rules by kind, each list in the rules' order (one scan of the rules)
+        self.kinds: dict[str, list[PyRule]] = {}
+        for r in rules:
+            self.kinds.setdefault(r.kind, []).append(r)
+        k = self.kinds
+        self.free = divmod_free(snap.nodes, self.best) \
+            if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
+        self.union = Recorder(snap, ins, state, res, self.best).union
+        self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
-    def all_def(x: Lin) -> bool:
+    def __repr__(self) -> str:
+        return f"<PassData of {self.snap!r}: {len(self.focus)} classes in focus>"
+
+    def visits(self, c: int) -> bool:
+        """Whether the rules visit class ``c`` in this pass (but fold and canon_and)."""
+        return c in self.near or c not in self.reached
+
+    def late(self) -> bool:
+        """Whether the pass is past its deadline (or its rows filled their room)."""
+        return self.deadline is not None and self.clock is not None and \
+            self.clock() > self.deadline
+
+    def bkey(self, x: Lin) -> tuple:
+        """The bounds of a linear form's atoms (part of a rule's memo key)."""
+        b = self._bounds
+        return tuple([b(a) for _, a in x.terms])
+
+    def all_def(self, x: Lin) -> bool:
+        """Whether every atom of ``x`` is never Invalid."""
+        defined = self.snap.defined
         for _, a in x.terms:  # (a loop: no generator per call)
             if a not in defined:
                 return False
         return True
 
-    basis = kinds.get("basis", [])
-    free = divmod_free(nodes, best) if (dm or sums or basis) else set()
-    searcher: _BasisSearch | None = None
-    _lap('sums')
-    if canon or sums or basis:
-        inner = InnerSums(snap, parents, roots)
-        for c in _index_classes(snap, focus):
+
+class PassStep:
+    """One step of a pass: one family of rules, run on a :class:`PassData` (``run``);
+    ``name`` keys its time in ``PassResult.times``."""
+
+    name = ""
+
+    def run(self, p: PassData) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SumStep(PassStep):
+    """The rules on an index class's linear form, for the classes in focus that are not
+    inside another sum: the canonical sum (and its common factor taken out), the basis
+    search over division identities, the whole-sum rules."""
+
+    name = "sums"
+
+    def run(self, p: PassData) -> None:
+        kinds = p.kinds
+        canon, sums, basis = kinds.get("canon", []), kinds.get("sum", []), \
+            kinds.get("basis", [])
+        if not (canon or sums or basis):
+            return
+        snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
+        defined, versions, free, done = snap.defined, state.versions, p.free, state.done
+        searcher: _BasisSearch | None = None
+        inner = InnerSums(snap, p.parents, p.roots)
+        for c in _index_classes(snap, p.focus):
             if c in inner:
                 continue
-            if deadline is not None and clock is not None and clock() > deadline:
-                res.skipped += 1
+            if p.late():
+                p.res.skipped += 1
                 break
             x = lins.get(c)
-            if x.single_atom == c or c not in defined or not all_def(x):
+            if x.single_atom == c or c not in defined or not p.all_def(x):
                 continue
             for r in canon:
                 key = ("canon", c, x)
-                if key in state.done:
+                if key in done:
                     continue
-                state.done.add(key)
+                done.add(key)
                 try:
                     union(c, ctx.lin(x), r.name)
                     # and factored by the terms' common factor: g*(a + b) + k
@@ -510,15 +570,15 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                     pass
             if c in free:
                 continue
-            bx = bkey(x) if len(x.terms) >= 2 else ()
+            bx = p.bkey(x) if len(x.terms) >= 2 else ()
             if len(x.terms) >= 2 and basis:
                 key = ("basis", c, x, bx)
-                if key not in state.done:
-                    state.done.add(key)
+                if key not in done:
+                    done.add(key)
                     if searcher is None:
-                        searcher = _BasisSearch(snap, best, ctx, ins, weights)
+                        searcher = _BasisSearch(snap, p.best, ctx, p.ins, p.weights)
                     try:
-                        nx = searcher.search(x, deadline)
+                        nx = searcher.search(x, p.deadline)
                         if nx is not None:
                             union(c, ctx.lin(nx), basis[0].name)
                     except _UnrepresentableError:
@@ -527,65 +587,123 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 vx = tuple([versions.get(a, 0) for _, a in x.terms])
                 for r in sums:
                     key = (r.name, c, x, bx, vx)
-                    if key in state.done:
+                    if key in done:
                         continue
-                    state.done.add(key)
+                    done.add(key)
                     try:
                         out = r.rule.fn(x, ctx)
                     except _UnrepresentableError:
                         continue
                     if out is not None:
                         union(c, out, r.name)
-    _lap('fold')
-    if "fold" in kinds:
-        name = kinds["fold"][0].name
-        fold_pass(snap, dirty, union, name)
-    _lap('and')
-    for r in kinds.get("canon_and", []):
-        for c, i in dirty_best:  # the dirty classes in best's order
-            n = snap.nodes[i]
-            if n.ctor != "And" or n.fields[0] != "bool":
-                continue
-            clauses = conjuncts(snap, best, c)
-            key = ("and", c, tuple(clauses))
-            if key in state.done:
-                continue
-            state.done.add(key)
-            t: Term = clauses[0]
-            for k in clauses[1:]:
-                t = ("And", "bool", t, k)
-            union(c, t, r.name)
-    _lap('cmp')
-    for r in kinds.get("cmp", []):
-        cmp_pass(snap, lins, ctx, state, r.name, union, focus)
-    _lap('lift')
-    for r in kinds.get("lift", []):
-        lift_pass(snap, ins, best, state, r.name, union, focus)
-    _lap('context')
-    for r in kinds.get("context", []):
-        context_pass(snap, ins, best, _cost, lins, ctx, state, r.name, union, focus, weights)
-    _lap("ematch")
-    ematched = [r for r in rules if r.kind in ("ematch", "ematch_nonint")]  # (in order)
-    if ematched:
-        ematch_pass(snap, ins, best, focus, ematched, union, deadline, state.ematch_cache)
-    dm_by_op = divmod_rules_by_op(dm)
-    plans = {op: _plan(rs) for op, rs in dm_by_op.items()}
 
-    _lap('divmod')
-    if dm:
-        for n in nodes_of(snap, _DIVMOD):
+
+class FoldStep(PassStep):
+    """Known constants (:func:`fold_pass`) on every dirty class."""
+
+    name = "fold"
+
+    def run(self, p: PassData) -> None:
+        if "fold" in p.kinds:
+            fold_pass(p.snap, p.dirty, p.union, p.kinds["fold"][0].name)
+
+
+class AndStep(PassStep):
+    """Conjunctions in canonical order, on every dirty class whose best e-node is an
+    ``And``."""
+
+    name = "and"
+
+    def run(self, p: PassData) -> None:
+        snap, state, union = p.snap, p.state, p.union
+        for r in p.kinds.get("canon_and", []):
+            for c, i in p.dirty_best:  # the dirty classes in best's order
+                n = snap.nodes[i]
+                if n.ctor != "And" or n.fields[0] != "bool":
+                    continue
+                clauses = conjuncts(snap, p.best, c)
+                key = ("and", c, tuple(clauses))
+                if key in state.done:
+                    continue
+                state.done.add(key)
+                t: Term = clauses[0]
+                for k in clauses[1:]:
+                    t = ("And", "bool", t, k)
+                union(c, t, r.name)
+
+
+class CmpStep(PassStep):
+    """Comparisons of linear forms (:func:`cmp_pass`) on the classes in focus."""
+
+    name = "cmp"
+
+    def run(self, p: PassData) -> None:
+        for r in p.kinds.get("cmp", []):
+            cmp_pass(p.snap, p.lins, p.ctx, p.state, r.name, p.union, p.focus)
+
+
+class LiftStep(PassStep):
+    """The one-step lifting of Invalid guards (:func:`lift_pass`)."""
+
+    name = "lift"
+
+    def run(self, p: PassData) -> None:
+        for r in p.kinds.get("lift", []):
+            lift_pass(p.snap, p.ins, p.best, p.state, r.name, p.union, p.focus)
+
+
+class ContextStep(PassStep):
+    """Guarded copies for ``where(c, x, Invalid)`` (:func:`context_pass`)."""
+
+    name = "context"
+
+    def run(self, p: PassData) -> None:
+        for r in p.kinds.get("context", []):
+            context_pass(p.snap, p.ins, p.best, p.cost, p.lins, p.ctx, p.state, r.name,
+                         p.union, p.focus, p.weights)
+
+
+class EmatchStep(PassStep):
+    """The rules written in Python, or not native, matched on every e-node of the
+    classes in focus (:func:`ematch_pass`), in the rules' order."""
+
+    name = "ematch"
+
+    def run(self, p: PassData) -> None:
+        ematched = [r for r in p.rules if r.kind in ("ematch", "ematch_nonint")]
+        if ematched:
+            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline,
+                        p.state.ematch_cache)
+
+
+class DivmodStep(PassStep):
+    """The div/mod core's rules on every index ``idiv``/``mod`` e-node of a class in
+    focus (waiting, or with a dirty operand), for every linear form of its dividend; a
+    class off focus is deferred."""
+
+    name = "divmod"
+
+    def run(self, p: PassData) -> None:
+        dm = p.kinds.get("divmod", [])
+        if not dm:
+            return
+        plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()}
+        waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
+        lins, ctx, done, union = p.lins, p.ctx, p.state.done, p.union
+        all_def, bkey = p.all_def, p.bkey
+        for n in nodes_of(p.snap, _DIVMOD):
             if n.subsumed or n.fields[0] != "index":
                 continue
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
             if cls not in waiting and xc not in dirty and yc not in dirty:
                 continue
-            if not visits(cls):
+            if not p.visits(cls):
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
             if cls in free:
                 continue
-            if deadline is not None and clock is not None and clock() > deadline:
-                res.skipped += 1
+            if p.late():
+                p.res.skipped += 1
                 continue
             op = "idiv" if n.ctor == "Idiv" else "mod"
             plan = plans[op]
@@ -598,16 +716,13 @@ def _python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: Pass
                 if not all_def(x):
                     continue
                 key = ("dm", cls, op, x, y, bkey(x), by)
-                if key in state.done:
+                if key in done:
                     continue
-                state.done.add(key)
+                done.add(key)
                 for name, t in _apply(plan, op, x, y, ctx):
                     union(cls, t, name)
-    _lap(None)
-    state.deferred = deferred
-    state.lins.update(lins.made)  # lins.kept(), in place (its ``prev`` is state.lins)
-    # emit_m and node_key call each other through their closures: unbind them so that
-    # the pass's data (the snapshot included) is freed now by reference counting, not
-    # by the next collection of the cyclic garbage collector
-    emit_m = node_key = None  # noqa: F811, F841
-    return res
+
+
+#: the steps of a pass, in order (each one family of rules; see their docstrings)
+PASS_STEPS = (SumStep(), FoldStep(), AndStep(), CmpStep(), LiftStep(), ContextStep(),
+              EmatchStep(), DivmodStep())

@@ -13,12 +13,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
+from eqsat.ir.ops import Ops
+from extraction.cost import reference_weight
 
-#: tree-cost weights used to pick each class's representative (the reference metric)
-NODE_WEIGHT: dict[str, float] = {"Idiv": 25.0, "Mod": 25.0, "Mul": 4.0, "Mulacc": 5.0,
-                                 "Cst": 0.0, "Leaf": 0.0, "Cons": 0.0, "Nil": 0.0}
-_ZERO_G = {"RANGE", "SPECIAL"}
 _FREE = frozenset(("Cst", "Leaf", "Cons", "Nil"))  # priced 0 under every model
+#: tree-cost weights used to pick each class's representative when a run has no cost
+#: model: the reference metric (``extraction.cost.REFERENCE_WEIGHT``) by constructor;
+#: a ``G1``..``G4``/``GL`` e-node is priced by its op's name (:data:`_G_WEIGHT`)
+NODE_WEIGHT: dict[str, float] = {**{ctor: float(reference_weight(op))
+                                    for ctor, op in CTOR_OP.items()},
+                                 **{ctor: 0.0 for ctor in _FREE}}
+_G_WEIGHT: dict[str, float] = {op.name: float(reference_weight(op)) for op in Ops}
 
 
 class NodePrices(dict):
@@ -217,12 +222,11 @@ def none_indices(lst: list) -> list[int]:
 
 
 def node_weight(n: Node) -> float:
+    """The reference weight of an e-node (:data:`NODE_WEIGHT`, :data:`_G_WEIGHT`)."""
     w = NODE_WEIGHT.get(n.ctor)
     if w is not None:
         return w
-    if n.ctor.startswith("G") and n.fields[0] in _ZERO_G:
-        return 0.0
-    return 1.0
+    return _G_WEIGHT.get(n.fields[0], 1.0) if n.ctor.startswith("G") else 1.0
 
 
 def best_nodes(snap: Snapshot, weights: Weights | None = None

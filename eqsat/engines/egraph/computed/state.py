@@ -26,6 +26,8 @@ class PassResult:
     skipped: int = 0
     skipped_cap: int = 0
     times: dict[str, float] = field(default_factory=dict)
+    #: the pass ended past its deadline (a rule family may have stopped early for time)
+    late: bool = False
 
 
 class PassState:

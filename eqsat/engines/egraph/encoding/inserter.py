@@ -1,0 +1,370 @@
+"""Bulk insertion into the e-graph: :class:`Inserter` records e-node, union and fact
+rows and loads them with egglog's ``input`` command (see :mod:`..encoding`)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from eqsat.engines.egraph._egglog import bindings
+from eqsat.engines.egraph.analyses import LATE_RULESET
+from eqsat.engines.egraph.encoding.schema import (
+    _NODE_FMT,
+    _UNION_TAG,
+    CTOR_OP,
+    I64_MAX,
+    I64_MIN,
+    NODE_REL,
+    SUB_REL,
+    SUB_RULESET,
+    ArgTable,
+    dt_name,
+    int_const_value,
+    int_scalar,
+    uop_ctor,
+)
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import UOp
+
+if TYPE_CHECKING:
+    from eqsat.engines.egraph.encoding.snapshot import Node, Snapshot
+
+__all__ = ["Inserter", "write_file"]
+
+
+def _fast_tmp() -> str | None:
+    """A memory-backed temp directory when there is one (a disk /tmp costs ms per file)."""
+    for d in (os.environ.get("EQSAT_TMPDIR"), "/dev/shm"):
+        if d and os.path.isdir(d) and os.access(d, os.W_OK):
+            return d
+    return None
+
+
+#: the bound relations, whose second field egglog reads as an i64
+_BOUND_RELS = frozenset({"RLo", "RHi"})
+
+#: the ops whose node is never Invalid when its sources are not
+_DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
+                                    Ops.CAST, Ops.BITCAST})
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Write a file (``os`` calls: a third of the cost of ``open()``'s file object)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+class Inserter:
+    """Collects rows of the insertion relations and loads them into an egglog EGraph.
+
+    ``new_handle()`` allocates a class handle; ``node(ctor, *fields)`` (fields:
+    strings, ints, child handles) records one e-node and returns its handle
+    (memoized: the same node twice gets the same handle); ``union(a, b)``;
+    ``bound(k, lo, hi)``; ``flush()`` loads everything recorded so far.
+    """
+
+    def __init__(self, egraph: bindings.EGraph, args: ArgTable, workdir: str | None = None):
+        self.egraph = egraph
+        self.args = args
+        self._dir = workdir or tempfile.mkdtemp(prefix="eqsat-egraph-", dir=_fast_tmp())
+        self._rows: dict[str, list[str]] = {}
+        self._next = 0
+        self._memo: dict[tuple, int] = {}
+        self.uop_handle: dict[int, int] = {}   # id(UOp) -> handle
+        self._keep: list[UOp] = []             # keeps the UOps of uop_handle alive
+        self.handle_uop: dict[int, UOp] = {}   # handle -> the inserted UOp
+        self.pending = 0
+        self._flushes = 0
+        #: (class, ctor, fields, subsumed) -> Node, reused by the next snapshots
+        self.node_cache: dict[tuple, Node] = {}
+        #: the last snapshot's rows and their results, per egglog function, and its
+        #: class names (egglog value -> handle): a row that did not change is not read
+        #: again (see Snapshot). Valid while the e-graph is not popped (a ``(pop)``
+        #: may give egglog's values other meanings): :meth:`restore` drops them.
+        self.reads: dict[str, tuple[list, list]] = {}
+        self.read_classes: dict[Any, int] | None = None
+        #: called for every e-node recorded while set (a computed pass's
+        #: :class:`~eqsat.engines.egraph.computed.seed.BoundSeeder`)
+        self.seeder: Callable[..., None] | None = None
+        #: rows loaded after the step's native rules (the seeded bounds): rel -> lines
+        self._late: dict[str, list[str]] = {}
+        #: the constructors of the e-node rows recorded since the last restore (the
+        #: engine runs the interval rules of the others only when one of them is here)
+        self.ctors: set[str] = set()
+        #: the classes a snapshot found holding a constant (their other operator
+        #: e-nodes are subsumed: see Snapshot)
+        self.const_classes: set[int] = set()
+
+    # ---- state save/restore (push/pop of the e-graph) ---------------------
+    def state(self) -> tuple:
+        return (self._next, dict(self._memo), dict(self.uop_handle), list(self._keep),
+                dict(self.handle_uop))
+
+    def restore(self, st: tuple) -> None:
+        self._next, self._memo, self.uop_handle, self._keep, self.handle_uop = \
+            st[0], dict(st[1]), dict(st[2]), list(st[3]), dict(st[4])
+        self.node_cache.clear()
+        self.reads = {}
+        self.read_classes = None
+        self._rows.clear()
+        self._late.clear()
+        self.ctors.clear()
+        self.const_classes = set()
+        self.seeder = None
+        self.pending = 0
+
+    @property
+    def memo(self) -> dict[tuple, int]:
+        """The e-nodes recorded or registered so far: ``(ctor, *fields) -> handle`` (what
+        :meth:`node` finds; the computed pass looks terms up here)."""
+        return self._memo
+
+    @property
+    def inserted(self) -> list[UOp]:
+        """The UOps inserted so far (:meth:`add_uop`), in insertion order."""
+        return self._keep
+
+    def register_classes(self, snap: Snapshot, classes: Iterable[int]) -> None:
+        """Make every e-node of ``classes`` (in ``snap``) known to :meth:`node`: rebuilding
+        one returns its class instead of recording a new row."""
+        memo, nodes, of = self._memo, snap.nodes, snap.classes
+        for c in classes:
+            for i in of[c]:
+                n = nodes[i]
+                memo[(n.ctor, *n.fields)] = c
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether rows wait for :meth:`flush` (a ``(run insert 1)`` before ``extra``)."""
+        return bool(self._rows)
+
+    @property
+    def pending_nodes(self) -> int:
+        """How many e-node and union rows wait for :meth:`flush` (each makes at most one
+        e-node; the fact rows make none)."""
+        return len(self._rows.get(NODE_REL, ()))
+
+    @property
+    def load_runs(self) -> int:
+        """How many run reports loading the waiting rows gives (before ``extra``'s): a
+        ``(run insert 1)``, and a ``(run subsume 1)`` when e-nodes wait to be subsumed."""
+        return 0 if not self._rows else 2 if SUB_REL in self._rows else 1
+
+    @property
+    def has_late(self) -> bool:
+        """Whether late rows wait (a ``(run insert 1)`` between ``extra`` and ``after``)."""
+        return bool(self._late)
+
+    @property
+    def handles(self) -> int:
+        """How many handles were allocated (handles are 0 .. handles-1)."""
+        return self._next
+
+    def new_handle(self) -> int:
+        k = self._next
+        self._next += 1
+        return k
+
+    def fact(self, rel: str, fields: tuple[Any, ...]) -> None:
+        """Record one row of a fact relation (``RLo``, ``RHi``, ``RDef``); e-nodes and
+        unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`. A bound
+        (``RLo``/``RHi``) outside i64 is not recorded: egglog's column is an i64, and no
+        row means no bound known, which is sound."""
+        if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
+            return
+        line = "\t".join(map(str, fields))
+        if "True" in line or "False" in line:  # a bool field is written as 0/1
+            line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
+        rows = self._rows.get(rel)
+        if rows is None:
+            rows = self._rows[rel] = []
+        rows.append(line)
+        self.pending += 1
+
+    def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
+        self.ctors.add(ctor)
+        line = _NODE_FMT[ctor].format(k, *fields)
+        if "True" in line or "False" in line:  # a bool field is written as 0/1
+            line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
+                                               for f in fields])
+        self._node_line(line)
+
+    def _node_line(self, line: str) -> None:
+        rows = self._rows.get(NODE_REL)
+        if rows is None:
+            rows = self._rows[NODE_REL] = []
+        rows.append(line)
+        self.pending += 1
+
+    def node(self, ctor: str, *fields: Any) -> int:
+        """Record the e-node ``(ctor fields...)`` (E fields are handles); its handle."""
+        key = (ctor, *fields)
+        k = self._memo.get(key)
+        if k is not None:
+            return k
+        k = self._next
+        self._next = k + 1
+        self._memo[key] = k
+        self._node_row(ctor, k, fields)
+        if self.seeder is not None:
+            self.seeder(self, k, ctor, fields, True)
+        return k
+
+    def node_with_handle(self, k: int, ctor: str, *fields: Any) -> None:
+        """Record ``(union (H k) (ctor fields...))`` for an existing handle ``k``."""
+        self._memo.setdefault((ctor, *fields), k)
+        self._node_row(ctor, k, fields)
+        if self.seeder is not None:
+            self.seeder(self, k, ctor, fields, False)
+
+    def subsume(self, ctor: str, fields: tuple[Any, ...]) -> None:
+        """Record that the e-node ``(ctor fields...)`` (E fields are handles) is to be
+        subsumed (loaded by the next flush, with the other rows)."""
+        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
+        rows = self._rows.get(SUB_REL)
+        if rows is None:
+            rows = self._rows[SUB_REL] = []
+        rows.append(k)
+        self.pending += 1
+
+    def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
+        """Record the bounds of class ``k`` (either may be None: not known) as rows
+        loaded after the next step's native rules; how many rows. A bound outside i64
+        is left out (not known), as in :meth:`fact`."""
+        n = 0
+        if lo is not None and not I64_MIN <= lo <= I64_MAX:
+            lo = None
+        if hi is not None and not I64_MIN <= hi <= I64_MAX:
+            hi = None
+        if lo is not None:
+            self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
+            n += 1
+        if hi is not None:
+            self._late.setdefault("RHi", []).append(f"{k}\t{hi}")
+            n += 1
+        return n
+
+    def union(self, a: int, b: int) -> None:
+        if a != b:
+            self._node_line(f"{a}\t{_UNION_TAG}\t\t\t0\t{b}\t0\t0\t0")
+
+    def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
+        """Insert a UOp graph (every unique node once); the root's handle. ``order``:
+        ``root.toposort()`` when the caller has it already."""
+        memo = self.uop_handle
+        for u in root.toposort() if order is None else order:
+            if id(u) in memo:
+                continue
+            k = self._encode(u, [memo[id(s)] for s in u.src])
+            memo[id(u)] = k
+            self._keep.append(u)
+            self.handle_uop.setdefault(k, u)
+        return memo[id(root)]
+
+    def add_uop_with_facts(self, root: UOp, order: list[UOp] | None = None) -> int:
+        """:meth:`add_uop` plus the IR's facts of the new nodes: their bounds (``RLo``/
+        ``RHi``) and which are never Invalid (``RDef``). ``order``: ``root.toposort()``
+        when the caller has it already."""
+        before = len(self._keep)
+        if order is None:
+            order = root.toposort()
+        h = self.add_uop(root, order)
+        new = self._keep[before:]
+        if not new:
+            return h
+        may_inv: set[int] = set()  # the nodes that may be Invalid (ids)
+        for u in order:
+            if u.op is Ops.INVALID or (may_inv and not may_inv.isdisjoint(map(id, u.src))):
+                may_inv.add(id(u))
+        handle = self.uop_handle
+        defs: list[str] = []
+        los: list[str] = []
+        his: list[str] = []
+        for u in new:
+            k = handle[id(u)]
+            if u.op in _DEF_OPS and id(u) not in may_inv:
+                defs.append(str(k))
+            if not int_scalar(u.dtype):
+                continue
+            lo, hi = u.vmin, u.vmax
+            if isinstance(lo, float) or isinstance(hi, float):
+                continue
+            lo, hi = int(lo), int(hi)
+            if I64_MIN <= lo <= hi <= I64_MAX:
+                los.append(f"{k}\t{lo}")
+                his.append(f"{k}\t{hi}")
+        for rel, lines in (("RDef", defs), ("RLo", los), ("RHi", his)):
+            if lines:
+                self._rows.setdefault(rel, []).extend(lines)
+                self.pending += len(lines)
+        return h
+
+    def _encode(self, u: UOp, kids: list[int]) -> int:
+        dt = dt_name(u.dtype)
+        ctor = uop_ctor(u)
+        if ctor == "Cst":
+            return self.node("Cst", dt, int_const_value(u))
+        if ctor == "Leaf":
+            return self.node("Leaf", u.op.name, dt, self.args.key(u.arg))
+        if ctor in CTOR_OP:
+            return self.node(ctor, dt, *kids)
+        a = self.args.key(u.arg)
+        if ctor == "GL":
+            lst = self.node("Nil")
+            for k in reversed(kids):
+                lst = self.node("Cons", k, lst)
+            return self.node("GL", u.op.name, dt, a, lst)
+        return self.node(ctor, u.op.name, dt, a, *kids)
+
+    def flush(self, extra: str = "", after: str = "", late: bool = True) -> list[Any]:
+        """Load the recorded rows, run the egglog commands ``extra``, load the late rows
+        (:meth:`late_bound`; not with ``late=False``: they wait for the next flush), run
+        ``after``; the outputs of the egglog commands (a ``(run insert 1)`` loads each
+        group of rows: its report comes first, then ``extra``'s, then the late rows'
+        when there are any, then ``after``'s)."""
+        if not self._rows and not (late and self._late) and not extra and not after:
+            return []
+        self._flushes += 1
+        cmds = self._inputs(self._rows, "")
+        if extra:
+            cmds.append(extra)
+        if late:
+            cmds += self._inputs(self._late, "late.", LATE_RULESET)
+        if after:
+            cmds.append(after)
+        self.pending = 0
+        return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
+
+    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = "insert"
+                ) -> list[str]:
+        """Write ``rows`` (rel -> lines) to files; the commands that load them (none
+        when there are none) by a run of ``ruleset``, and ``rows`` emptied."""
+        if not rows:
+            return []
+        cmds = []
+        for rel, lines in sorted(rows.items()):
+            path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")
+            lines.append("")  # the last line's newline
+            write_file(path, "\n".join(lines).encode())
+            cmds.append(f'(input {rel} "{path}")')
+        cmds.append(f"(run {ruleset} 1)")
+        if SUB_REL in rows:
+            cmds.append(f"(run {SUB_RULESET} 1)")
+        rows.clear()
+        return cmds
+
+    def close(self) -> None:
+        """Remove the temporary files."""
+        try:
+            for name in os.listdir(self._dir):
+                os.unlink(os.path.join(self._dir, name))
+            os.rmdir(self._dir)
+        except OSError:
+            pass
+

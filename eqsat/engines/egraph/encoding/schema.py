@@ -1,0 +1,213 @@
+"""The e-graph's schema: the egglog constructors of UOps, the insertion relations'
+rows, their egglog declarations, and the arg table (see :mod:`..encoding`)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.uop import UOp
+
+__all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
+           "ArgTable", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64",
+           "uop_ctor", "int_const_value", "dt_name", "int_scalar"]
+
+#: the op name of a context variable: an atom of a guarded subterm with narrowed bounds
+CTXVAR = "CTXVAR"
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+# ---------------------------------------------------------------------------
+# constructors
+# ---------------------------------------------------------------------------
+#: ALU op -> constructor name (signature ``(String E^arity) E``)
+ALU_CTOR: dict[Ops, str] = {op: op.name.capitalize() for op in
+                            sorted(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}, key=lambda o: o.value)}
+#: constructor name -> ALU op
+CTOR_OP: dict[str, Ops] = {v: k for k, v in ALU_CTOR.items()}
+_ARITY: dict[Ops, int] = {**{o: 1 for o in GroupOp.Unary | {Ops.CAST, Ops.BITCAST}},
+                          **{o: 2 for o in GroupOp.Binary}, **{o: 3 for o in GroupOp.Ternary}}
+_GMAX = 4  # G1..G4; more sources go through a Cons list
+
+#: constructor name -> the sorts of its fields ("S" String, "I" i64, "E" a class)
+CTORS: dict[str, str] = {
+    "Cst": "SI",
+    "Leaf": "SSI",
+    **{name: "S" + "E" * _ARITY[op] for op, name in ALU_CTOR.items()},
+    **{f"G{n}": "SSI" + "E" * n for n in range(1, _GMAX + 1)},
+    "GL": "SSIE",
+    "Cons": "EE",
+    "Nil": "",
+}
+_SORT = {"S": "String", "I": "i64", "E": "E"}
+
+
+#: the insertion relation of every e-node and union: ``(RNode k tag s1 s2 i e1 e2 e3 e4)``
+#: is ``(union (H k) (tag ...))`` with the constructor's String fields in ``s1 s2``,
+#: its i64 field in ``i`` and its children's handles in ``e1..e4`` (unused ones ``""``
+#: or 0); tag ``"U"`` unions ``(H k)`` with ``(H e1)``. One relation: each egglog
+#: ``input`` command costs about as much as loading hundreds of rows.
+NODE_REL = "RNode"
+_UNION_TAG = "U"
+#: the relation of e-nodes to subsume: ``(RSub tag s1 s2 i e1 e2 e3 e4)`` is
+#: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
+SUB_REL = "RSub"
+SUB_RULESET = "subsume"
+
+
+def _node_template(ctor: str) -> str:
+    """The TSV line of an RNode row of ``ctor`` as a ``str.format`` template taking the
+    handle and the fields (every signature is String fields, an i64, then classes)."""
+    sig = CTORS[ctor]
+    s, i, e = sig.count("S"), sig.count("I"), sig.count("E")
+    if sig != "S" * s + "I" * i + "E" * e:
+        raise ValueError(f"constructor {ctor}: fields {sig!r} are not String, i64, E in order")
+    cols = ["{}", ctor, *["{}"] * s, *[""] * (2 - s), "{}" if i else "0", *["{}"] * e,
+            *["0"] * (4 - e)]
+    return "\t".join(cols)
+
+
+_NODE_FMT: dict[str, str] = {name: _node_template(name) for name in CTORS}
+#: the constructors of e-nodes that may be subsumed through RSub: the IR ops with children
+_SUBSUMABLE = tuple(name for name, sig in CTORS.items()
+                    if "E" in sig and name not in ("Cons", "GL"))
+_SUBSUMABLE_SET = frozenset(_SUBSUMABLE)
+
+
+def declarations(loads: Iterable[str] | None = None) -> str:
+    """egglog program text: the sort, constructors, handles and the insertion relation.
+    ``loads``: the constructors whose rows the insertion (and subsumption) rules load
+    (None: every one); every constructor is declared either way."""
+    load = set(CTORS) if loads is None else set(loads)
+    out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
+    for name, sig in CTORS.items():
+        out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
+    out.append("(ruleset insert)")
+    out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
+    for name, sig in CTORS.items():
+        if name not in load:
+            continue
+        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        args = " ".join(f"(H {v})" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
+        row = f'{NODE_REL} k "{name}" s1 s2 i e1 e2 e3 e4'
+        out.append(f"(rule (({row})) ((union (H k) ({name} {args})) (delete ({row})))"
+                   f" :ruleset insert :name \"insert-{name}\")")
+    row = f'{NODE_REL} k "{_UNION_TAG}" s1 s2 i e1 e2 e3 e4'
+    out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
+               ':ruleset insert :name "insert-union")')
+    # RSub: subsume an existing e-node (its children named by handles), in a rule set of
+    # its own run after the insertion's (a child may be a class this load names)
+    out.append(f"(ruleset {SUB_RULESET})")
+    out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
+    for name in _SUBSUMABLE:
+        if name not in load:
+            continue
+        sig = CTORS[name]
+        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        kids = [v for v, ch in zip(vs, sig, strict=True) if ch == "E"]
+        args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
+        row = f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4'
+        query = " ".join([f"({row})", *[f"(= h{v} (H {v}))" for v in kids],
+                          f"(= n ({name} {args}))"])
+        out.append(f"(rule ({query}) ((subsume ({name} {args})) (delete ({row}))) "
+                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
+    return "\n".join(out)
+
+
+def fits_i64(v: Any) -> bool:
+    return isinstance(v, int) and I64_MIN <= v <= I64_MAX
+
+
+def dtype_of(name: str) -> DType:
+    return DType.parse(name)
+
+
+def int_const_value(u: UOp) -> int | None:
+    """The i64 value of an integer/bool scalar CONST, or None (kept as an opaque leaf)."""
+    if u.op is not Ops.CONST or u.dtype.count != 1 or u.dtype.ptr:
+        return None
+    if not (u.dtype.is_int or u.dtype.is_bool):
+        return None
+    v = int(u.arg)
+    return v if fits_i64(v) else None
+
+
+def uop_ctor(u: UOp) -> str:
+    """The constructor a UOp node is encoded with."""
+    if int_const_value(u) is not None:
+        return "Cst"
+    if not u.src:
+        return "Leaf"
+    if u.op in ALU_CTOR and u.arg is None and len(u.src) == _ARITY[u.op]:
+        return ALU_CTOR[u.op]
+    return f"G{len(u.src)}" if len(u.src) <= _GMAX else "GL"
+
+
+# ---------------------------------------------------------------------------
+# args
+# ---------------------------------------------------------------------------
+def _arg_key(arg: Any) -> Any:
+    """A hashable key telling -0.0 from 0.0, NaNs alike, bools from ints."""
+    if isinstance(arg, float):
+        return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
+    if isinstance(arg, bool):
+        return ("b", arg)
+    if isinstance(arg, tuple):
+        return ("t",) + tuple(_arg_key(a) for a in arg)
+    if isinstance(arg, Ops):
+        return ("op", arg.name)
+    return (type(arg).__name__, arg)
+
+
+class ArgTable:
+    """Args (and whole opaque leaves) as i64 keys: the same arg always gets the same key."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Any, int] = {}
+        self._args: list[Any] = []
+
+    def key(self, arg: Any) -> int:
+        k = _arg_key(arg)
+        i = self._ids.get(k)
+        if i is None:
+            i = self._ids[k] = len(self._args)
+            self._args.append(arg)
+        return i
+
+    def arg(self, i: int) -> Any:
+        return self._args[i]
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    def __repr__(self) -> str:
+        return f"<ArgTable {len(self._args)} args>"
+
+
+
+#: id(dtype) -> (dtype, its name, whether it is an integer/bool scalar (interval facts))
+_DT_INFO: dict[int, tuple[DType, str, bool]] = {}
+
+
+def _dt_info(dt: DType) -> tuple[DType, str, bool]:
+    info = _DT_INFO.get(id(dt))
+    if info is None:  # the entry keeps ``dt`` alive: its id is not reused
+        info = _DT_INFO[id(dt)] = (dt, str(dt), dt.count == 1 and not dt.ptr and
+                                   (dt.is_int or dt.is_bool))
+    return info
+
+
+def dt_name(dt: DType) -> str:
+    """``str(dt)``, cached."""
+    return _dt_info(dt)[1]
+
+
+def int_scalar(dt: DType) -> bool:
+    """Whether ``dt`` is an integer or bool scalar (its nodes get interval facts)."""
+    return _dt_info(dt)[2]

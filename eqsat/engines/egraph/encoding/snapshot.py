@@ -1,0 +1,590 @@
+"""Reading the e-graph back: a :class:`Snapshot` is the whole e-graph as Python data
+(:class:`Node` e-nodes named by handle, the interval analysis), reusing the last
+snapshot's results for rows that did not change (see :mod:`..encoding`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from itertools import takewhile
+from operator import attrgetter, eq, itemgetter, truth
+from sys import intern
+from typing import Any
+
+from eqsat.engines.egraph._egglog import bindings
+from eqsat.engines.egraph.encoding.inserter import Inserter
+from eqsat.engines.egraph.encoding.schema import (
+    _SUBSUMABLE_SET,
+    CTOR_OP,
+    CTORS,
+    ArgTable,
+    dtype_of,
+)
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import const_value
+
+__all__ = ["E_POS", "Node", "Snapshot", "align_rows", "defined_classes", "decode_node"]
+
+
+#: constructor -> the positions of its e-class (``E``) fields, its children
+E_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "E") for name, sig in CTORS.items()}
+
+
+#: constructor -> the positions of its String / i64 fields
+_S_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "S") for name, sig in CTORS.items()}
+_I_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, c in enumerate(sig) if c == "I") for name, sig in CTORS.items()}
+_FIRST = itemgetter(0)
+_ROW_OF = attrgetter("row")
+_NONE: frozenset[int] = frozenset()
+
+
+#: how many rows of the last snapshot a row is compared with past a mismatch
+#: (rows the e-graph deleted in between: see :func:`align_rows`)
+_LOOKAHEAD = 8
+
+
+def align_rows(rows: list, last: list) -> list[int]:
+    """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
+    the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
+    deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
+    and added again): walking both lists, a row that differs from the last snapshot's
+    row at the same step is compared with the next :data:`_LOOKAHEAD` ones (the deleted
+    rows are skipped), else it is new. On the corpus this finds every row of the last
+    snapshot that is still there; comparing by place alone finds two thirds of them."""
+    n, on = len(rows), len(last)
+    src = [-1] * n
+    i = j = 0
+    while i < n and j < on:
+        # the run of equal rows from (i, j), compared in C
+        ri, li = iter(rows), iter(last)
+        ri.__setstate__(i)
+        li.__setstate__(j)
+        run = len(list(takewhile(truth, map(eq, ri, li))))
+        if run:
+            src[i:i + run] = range(j, j + run)
+            i += run
+            j += run
+            if i >= n or j >= on:
+                break
+        r = rows[i]
+        stop = min(on, j + 1 + _LOOKAHEAD)
+        k = j + 1
+        while k < stop:
+            if r == last[k]:
+                break
+            k += 1
+        if k < stop:
+            src[i] = k
+            j = k + 1
+        i += 1
+    return src
+
+
+def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
+               kind: str = "") -> tuple[list, list[int]]:
+    """For one function's rows (``FrozenRow``): the results the last snapshot had for
+    the rows it had too (see :func:`align_rows`), None for the others and for the results
+    that name a class in ``stale``; and the indices of the None ones. ``last``: that
+    snapshot's ``(rows, results)``; ``kind``: what a result is, a ``"node"`` (Node), a
+    ``"pair"`` (class, value) or a ``"class"``."""
+    n = len(rows)
+    if last is None:
+        return [None] * n, list(range(n))
+    old = last[1]
+    if kind not in ("", "node", "pair", "class"):
+        raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
+    res = [None if k < 0 else old[k] for k in align_rows(rows, last[0])]
+    if stale:
+        if kind == "node":
+            res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
+                   else None for t in res]
+        elif kind == "pair":
+            res = [t if t is not None and t[0] not in stale else None for t in res]
+        elif kind == "class":
+            res = [t if t not in stale else None for t in res]
+    return res, [i for i, t in enumerate(res) if t is None]
+
+
+#: constructor -> the position of its dtype field (-1: none, a list cell)
+_DTYPE_POS: dict[str, int] = {
+    name: (0 if name == "Cst" or name in CTOR_OP else -1 if name in ("Cons", "Nil") else 1)
+    for name in CTORS}
+
+
+class Node:
+    """One e-node of a snapshot: its class, constructor, fields (children as classes).
+
+    ``kids`` are the child classes (a GL's list not flattened), ``dtype`` the
+    dtype name (None for list cells), ``row`` the tuple ``(cls, ctor, fields,
+    subsumed)`` (the snapshot's sort key).
+    """
+
+    __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype", "row")
+
+    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False,
+                 row: tuple | None = None):
+        self.cls = cls
+        self.ctor = ctor
+        self.fields = fields
+        self.subsumed = subsumed
+        pos = E_POS[ctor]
+        self.kids = tuple(map(fields.__getitem__, pos))
+        d = _DTYPE_POS[ctor]
+        self.dtype = None if d < 0 else fields[d]
+        # ``row``: the caller's tuple when it has one (not checked)
+        self.row = (cls, ctor, fields, subsumed) if row is None else row
+
+    @property
+    def op(self) -> Ops | None:
+        """The IR op (None for Cons/Nil and engine-internal leaves)."""
+        c = self.ctor
+        if c == "Cst":
+            return Ops.CONST
+        if c in CTOR_OP:
+            return CTOR_OP[c]
+        if c in ("Cons", "Nil") or self.fields[0] not in Ops.__members__:
+            return None
+        return Ops[self.fields[0]]
+
+    def __repr__(self) -> str:
+        return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
+
+
+class Snapshot:
+    """The whole e-graph as Python data, read with ``EGraph.freeze()``.
+
+    ``nodes``: every constructor e-node (classes named by handle); ``classes``:
+    class -> indices into ``nodes``; ``lo``/``hi``: the interval analysis;
+    ``new_handles``: how many classes got a handle during this read (their
+    rows were recorded in ``inserter``; flush it to make egglog know them).
+    """
+
+    def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
+                 analyses: tuple[str, ...] = ("lo", "hi")) -> None:
+        fr = egraph.freeze()
+        funcs = fr.functions
+        to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
+        # A row equal to the last snapshot's row at the same place (see _unchanged)
+        # keeps its result: an (H k) row always, any other row unless it names a class
+        # whose egglog value now has another handle or is gone (``stale``)
+        reads = inserter.reads
+        fresh: dict[str, tuple[list, list]] = {}
+        hrows = funcs["H"].rows
+        last_rows = reads.get("H")
+        if last_rows is None:  # (a comprehension: the fast way to read every row)
+            hres = [(to_i64(r.inputs[0]), r.output) for r in hrows]
+        else:
+            hres, todo = _unchanged(last_rows, hrows, _NONE)
+            for i in todo:
+                r = hrows[i]
+                hres[i] = (to_i64(r.inputs[0]), r.output)
+        fresh["H"] = (hrows, hres)
+        handle_val: dict[int, Any] = dict(hres)
+        cls_of: dict[Any, int] = {}  # a class is named by its smallest handle
+        first = cls_of.setdefault
+        for k, o in hres:
+            if first(o, k) > k:
+                cls_of[o] = k
+        last = inserter.read_classes
+        if last is None:
+            reads = {}
+        stale = _NONE if last is None else {k for _, k in last.items() - cls_of.items()}
+        strs: dict[Any, str] = {}
+        sget = strs.get
+        # every row becomes a Node (class, ctor, fields, subsumed) with its classes named
+        # by handle; a row whose class or a child's has no handle yet waits in `raw` as
+        # (ctor, output, fields with classes still as egglog values, subsumed). Node
+        # objects are immutable: the previous snapshots' are reused
+        cache = inserter.node_cache
+        cget = cache.get
+        nodes: list[Node] = []
+        raw: list[tuple[str, Any, list, bool]] = []
+        csts: list[Node] = []  # the Cst e-nodes
+        made: list[Node] = []  # the Node objects made by this read (not cached before)
+        get = cls_of.get
+        for name, sig in CTORS.items():
+            f = funcs.get(name)
+            if f is None:
+                continue
+            rows = f.rows
+            if not rows:
+                continue
+            res, todo = _unchanged(reads.get(name), rows, stale, "node")
+            if not todo:
+                pass
+            elif sig == "SEE":  # binary ALU nodes, the common case
+                for i in todo:
+                    r = rows[i]
+                    a = r.inputs
+                    o = r.output
+                    c, x, y = get(o), get(a[1]), get(a[2])
+                    v = a[0]
+                    d = sget(v)
+                    if d is None:
+                        d = strs[v] = intern(to_string(v))
+                    if c is None or x is None or y is None:
+                        a[0] = d
+                        raw.append((name, o, a, r.subsumed))
+                    else:
+                        t = (c, name, (d, x, y), r.subsumed)
+                        n = cget(t)
+                        if n is None:
+                            n = cache[t] = Node(*t, row=t)
+                            made.append(n)
+                        res[i] = n
+            else:
+                s_pos, i_pos, pos = _S_POS[name], _I_POS[name], E_POS[name]
+                for i in todo:
+                    r = rows[i]
+                    a = r.inputs
+                    for j in s_pos:
+                        v = a[j]
+                        d = sget(v)
+                        if d is None:
+                            d = strs[v] = intern(to_string(v))
+                        a[j] = d
+                    for j in i_pos:
+                        a[j] = to_i64(a[j])
+                    o = r.output
+                    c = get(o)
+                    if c is not None and pos:
+                        vals = list(a)
+                        for j in pos:
+                            k = get(a[j])
+                            if k is None:
+                                c = None
+                                break
+                            vals[j] = k
+                        else:
+                            a = vals
+                    if c is None:
+                        raw.append((name, o, a, r.subsumed))
+                    else:
+                        t = (c, name, tuple(a), r.subsumed)
+                        n = cget(t)
+                        if n is None:
+                            n = cache[t] = Node(*t, row=t)
+                            made.append(n)
+                        res[i] = n
+            fresh[name] = (rows, res)
+            if name == "Cst":
+                csts = [n for n in res if n is not None]
+            nodes += filter(None, res)
+        # classes without a handle (made by egglog's rewrites): handles bottom-up
+        self.new_handles = 0
+        #: e-nodes left out: no finite term names their class or a child's
+        self.dropped = 0
+        todo_raw = [x for x in raw if x[1] not in cls_of]
+        while todo_raw:
+            ready, rest = [], []
+            for x in todo_raw:
+                if x[1] in cls_of:
+                    continue
+                if all(x[2][i] in cls_of for i in E_POS[x[0]]):
+                    ready.append(x)
+                else:
+                    rest.append(x)
+            if not ready:
+                # e-nodes left without a finite term: no term can be built of them (a
+                # class reachable only through a cycle, or a row egglog 13.2 leaves with a
+                # child class that has no e-node at all, after `(Add x x) -> (Mul x 2)`
+                # matched a class holding `x + x` of itself: x == 0). The snapshot leaves
+                # them out (``dropped``), as the extraction could not use them anyway
+                self.dropped = len(rest)
+                break
+            keyed = []
+            for x in ready:
+                sig = CTORS[x[0]]
+                fields = tuple(cls_of[v] if ch == "E" else v
+                               for v, ch in zip(x[2], sig, strict=True))
+                keyed.append(((x[0], fields), x))
+            keyed.sort(key=lambda t: _det_key(t[0]))
+            for (ctor, fields), x in keyed:
+                if x[1] in cls_of:
+                    continue
+                k = inserter.new_handle()
+                cls_of[x[1]] = k
+                inserter.node_with_handle(k, ctor, *fields)
+                self.new_handles += 1
+            todo_raw = rest
+        for name, out, vals, sub in raw:
+            c = get(out)
+            if c is None:
+                continue  # a class without a finite term (see ``dropped``)
+            ok = True
+            for i in E_POS[name]:
+                k = get(vals[i])
+                if k is None:
+                    ok = False
+                    break
+                vals[i] = k
+            if ok:
+                t = (c, name, tuple(vals), sub)
+                n = cget(t)
+                if n is None:
+                    n = cache[t] = Node(*t, row=t)
+                    made.append(n)
+                nodes.append(n)
+                if name == "Cst":
+                    csts.append(n)
+        # sorted: the nodes' order is part of the result ((class, ctor, fields) is unique)
+        nodes.sort(key=_ROW_OF)
+        if len(cache) > 4 * len(nodes) + 4096:
+            cache.clear()
+        rows4 = list(map(_ROW_OF, nodes))
+        classes: dict[int, list[int]] = {}
+        #: class -> the value of its Cst e-node; class -> its dtype name (that of its
+        #: first e-node with one: all but list cells)
+        csts.sort(key=_ROW_OF)
+        self.consts: dict[int, int] = {n.cls: n.fields[1] for n in csts}
+        self.dtypes: dict[int, str] = {}
+        dtypes_ = self.dtypes
+        prev = -1  # the rows are sorted by class: each class is one run
+        lst: list[int] = []
+        need_dt = False
+        for i, c in enumerate(map(_FIRST, rows4)):
+            if c != prev:
+                prev = c
+                lst = classes[c] = [i]
+                dt = nodes[i].dtype
+                if dt is None:
+                    need_dt = True
+                else:
+                    dtypes_[c] = dt
+                    need_dt = False
+            else:
+                lst.append(i)
+                if need_dt:
+                    dt = nodes[i].dtype
+                    if dt is not None:
+                        dtypes_[c] = dt
+                        need_dt = False
+        self.nodes = nodes
+        #: ``(class, ctor, fields, subsumed)`` of every e-node, in the order of ``nodes``
+        self.rows = rows4
+        self.classes = classes
+        self.cls_of = cls_of
+        self._handle_val = handle_val
+        self.lo: dict[int, int] = {}
+        self.hi: dict[int, int] = {}
+        for name, table in (("lo", self.lo), ("hi", self.hi)):
+            if name not in analyses or name not in funcs:
+                continue
+            rows = funcs[name].rows
+            last_rows = reads.get(name)
+            if last_rows is None:
+                res = [None if (c := get(r.inputs[0])) is None else (c, to_i64(r.output))
+                       for r in rows]
+            else:
+                res, todo = _unchanged(last_rows, rows, stale, "pair")
+                for i in todo:
+                    r = rows[i]
+                    c = get(r.inputs[0])
+                    if c is not None:
+                        res[i] = (c, to_i64(r.output))
+            fresh[name] = (rows, res)
+            table.update(filter(None, res))
+        known: set[int] = set()
+        if "Def" in funcs:
+            rows = funcs["Def"].rows
+            last_rows = reads.get("Def")
+            if last_rows is None:
+                res = [get(r.inputs[0]) for r in rows]
+            else:
+                res, todo = _unchanged(last_rows, rows, stale, "class")
+                for i in todo:
+                    res[i] = get(rows[i].inputs[0])
+            fresh["Def"] = (rows, res)
+            known = set(res)
+            known.discard(None)  # type: ignore[arg-type]
+        inserter.reads = fresh
+        inserter.read_classes = cls_of
+        self.defined = defined_classes(nodes, known, classes)
+        for c in sorted(self.defined - known):  # for the native rules' guards
+            inserter.fact("RDef", (c,))
+        # an e-node with its own class among its children (x == f(x, k): 0 == 0 // 3,
+        # x == x + 0) is subsumed: no finite term goes through it, and matching it only
+        # makes more such e-nodes, each step more: (0 // 3) // 3 -> 0 // 9, then every
+        # product of the divisors, each pair of them a match of the same pattern
+        # (an e-node is looked at when its Node is made: a row that changes, e.g. when
+        # its class or a child's merges into another, makes a new Node)
+        self.loops = 0
+        for n in made:
+            if not n.subsumed and n.cls in n.kids and n.ctor in _SUBSUMABLE_SET:
+                inserter.subsume(n.ctor, n.fields)
+                self.loops += 1
+        # the operator e-nodes of a class that holds a constant are subsumed too: the
+        # class is that constant (a Cst is never Invalid), and its other e-nodes only
+        # feed the rules, which then pile up more of them (x // 7 == 0 for x < 7 puts
+        # every x // k, k >= 7, into the class of 0; (x // b) // c -> x // (b*c) matched
+        # them pairwise: 11.7 million matches in one step of a chunk of random index
+        # expressions)
+        seen = inserter.const_classes
+        new_consts = [c for c in self.consts if c not in seen]
+        seen.update(new_consts)
+        check = {id(n): n for n in made if n.cls in self.consts}
+        for c in new_consts:
+            for i in classes[c]:
+                check[id(nodes[i])] = nodes[i]
+        for n in check.values():
+            if not n.subsumed and n.ctor in CTOR_OP and n.cls not in n.kids:
+                inserter.subsume(n.ctor, n.fields)
+                self.loops += 1
+        self.relations: dict[str, list[tuple[int, ...]]] = {}
+        for name in analyses:
+            if name in ("lo", "hi") or name not in funcs:
+                continue
+            self.relations[name] = [tuple(cls_of.get(v, -1) for v in r.inputs)
+                                    for r in funcs[name].rows]
+        self.enodes = len(nodes)
+        #: class -> height of its cheapest term (filled by the computed pass)
+        self.height: dict[int, int] = {}
+        #: class -> tree cost of its cheapest term under the run's cost model (filled by
+        #: the computed pass; the engine's stall check reads the roots' entries)
+        self.best_cost: dict[int, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<Snapshot {len(self.classes)} classes, {len(self.nodes)} e-nodes>"
+
+    def cls_of_handle(self, k: int) -> int:
+        """The class (its smallest handle) that handle ``k`` belongs to."""
+        v = self._handle_val.get(k)
+        if v is None:
+            raise KeyError(f"handle {k} is not in the e-graph")
+        return self.cls_of[v]
+
+    def class_nodes(self, c: int) -> Iterator[Node]:
+        for i in self.classes.get(c, ()):
+            yield self.nodes[i]
+
+    def reached(self, roots: Iterable[int]) -> set[int]:
+        """The classes ``roots`` reach through any e-node (subsumed ones and list cells
+        too), the roots included."""
+        nodes, classes = self.nodes, self.classes
+        seen = set(roots)
+        stack = list(seen)
+        while stack:
+            for i in classes.get(stack.pop(), ()):
+                for k in nodes[i].kids:
+                    if k not in seen:
+                        seen.add(k)
+                        stack.append(k)
+        return seen
+
+    def bounds(self, c: int) -> tuple[float, float]:
+        return (self.lo.get(c, -math.inf), self.hi.get(c, math.inf))
+
+    def const_node_of(self, c: int) -> int | None:
+        """The value of a Cst e-node in class ``c`` (not the interval), else None."""
+        return self.consts.get(c)
+
+    def const_of(self, c: int) -> int | None:
+        """The integer constant of class ``c`` (a Cst e-node in it), else None."""
+        v = self.consts.get(c)
+        if v is not None:
+            return v
+        lo, hi = self.lo.get(c), self.hi.get(c)
+        if lo is not None and lo == hi:
+            return lo
+        return None
+
+    def list_items(self, c: int) -> list[int]:
+        """The classes of a Cons list (GL's children), in order."""
+        out = []
+        seen = set()
+        while c not in seen:
+            seen.add(c)
+            cons = [n for n in self.class_nodes(c) if n.ctor == "Cons"]
+            if not cons:
+                break
+            out.append(cons[0].fields[0])
+            c = cons[0].fields[1]
+        return out
+
+
+
+
+def defined_classes(nodes: list[Node], known: set[int],
+                    classes: dict[int, list[int]] | None = None) -> set[int]:
+    """The classes that are never Invalid: a least fixed point over the e-nodes (a
+    constant, a leaf other than Invalid, range/special of such an end, an ALU op
+    whose operands all are), starting from ``known``. With ``classes`` (class ->
+    indices into ``nodes``, as :attr:`Snapshot.classes`) only the e-nodes of the
+    classes not in ``known`` are visited (the fixed point does not depend on the
+    order the e-nodes are visited in)."""
+    out = set(known)
+    if classes is not None:
+        nodes = [nodes[i] for c in sorted(classes.keys() - out) for i in classes[c]]
+    waiting: dict[int, list[Node]] = {}
+    stack: list[int] = []
+
+    def ready(n: Node) -> bool:
+        c = n.ctor
+        if c == "Cst":
+            return True
+        if c == "Leaf":
+            return n.fields[0] != "INVALID"
+        if c in CTOR_OP or (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL")):
+            return all(k in out for k in n.kids)
+        return False
+
+    for n in nodes:
+        if n.cls in out:
+            continue
+        c = n.ctor
+        if not (c in ("Cst", "Leaf") or c in CTOR_OP or
+                (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL"))):
+            continue
+        if ready(n):
+            out.add(n.cls)
+            stack.append(n.cls)
+        else:
+            for k in n.kids:
+                if k not in out:
+                    waiting.setdefault(k, []).append(n)
+    while stack:
+        k = stack.pop()
+        for n in waiting.pop(k, ()):
+            if n.cls not in out and ready(n):
+                out.add(n.cls)
+                stack.append(n.cls)
+    return out
+
+
+def _det_key(x: Any) -> tuple:
+    """A total, deterministic order over ctor/field tuples."""
+    if isinstance(x, tuple):
+        return (3, tuple(_det_key(y) for y in x))
+    if isinstance(x, bool):
+        return (0, int(x))
+    if isinstance(x, int):
+        return (0, x)
+    return (1, str(x))
+
+
+def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, Any,
+                                                                      tuple[int, ...]] | None:
+    """``(op, dtype, arg, children)`` of an e-node for the extractor (None: not an IR node)."""
+    c = n.ctor
+    if c == "Cst":
+        dt = dtype_of(n.fields[0])
+        return Ops.CONST, dt, const_value(dt, n.fields[1]), ()
+    if c in CTOR_OP:
+        return CTOR_OP[c], dtype_of(n.fields[0]), None, tuple(n.fields[1:])
+    if c in ("Cons", "Nil") or n.fields[0] not in Ops.__members__:
+        return None  # a list cell, or an engine-internal leaf (a context variable)
+    op, dt, a = Ops[n.fields[0]], dtype_of(n.fields[1]), args.arg(n.fields[2])
+    if c == "Leaf":
+        return op, dt, a, ()
+    if c == "GL":
+        return op, dt, a, tuple(snap.list_items(n.fields[3]))
+    return op, dt, a, tuple(n.fields[3:])
+
+

@@ -1,0 +1,144 @@
+"""The e-graph's result cache (eqsat.engines.egraph.results): what it keeps, under
+which key, and that a hit is what a fresh run gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from eqsat.api import Budget, optimize
+from eqsat.engines.egraph import clear_result_cache, set_result_cache_size
+from eqsat.engines.egraph.results import CACHE_SIZE, RESULTS, ResultCache, cache_key
+from eqsat.engines.egraph.schedules import Limits
+from eqsat.ir.sexpr import parse
+from extraction.cost import ReferenceCost
+
+EXPR = "(mod (add (mul (var x 0 100) 4) (var y 0 3)) 4)"
+OTHER = "(idiv (add (mul (var x 0 31) 6) 3) 6)"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_result_cache()
+    yield
+    set_result_cache_size(CACHE_SIZE)
+    clear_result_cache()
+
+
+def test_a_repeated_call_is_answered_from_the_cache():
+    first = optimize(parse(EXPR), cost_model="reference")
+    assert "cached" not in first.stats["time"]
+    assert first.stats["time_limited"] is False
+    again = optimize(parse(EXPR), cost_model="reference")
+    assert "cached" in again.stats["time"]
+    assert again.graph is first.graph and again.cost == first.cost
+    assert again.stats["stop_reason"] == first.stats["stop_reason"]
+    assert RESULTS.hits == 1
+
+
+def test_a_hit_is_what_a_fresh_run_gives():
+    cached = optimize(parse(OTHER), cost_model="reference")
+    cached = optimize(parse(OTHER), cost_model="reference")
+    assert "cached" in cached.stats["time"]
+    clear_result_cache()
+    fresh = optimize(parse(OTHER), cost_model="reference")
+    assert "cached" not in fresh.stats["time"]
+    assert fresh.graph is cached.graph and fresh.cost == cached.cost
+
+
+def test_the_key_holds_budget_cost_model_and_rule_sets():
+    g = parse(EXPR)
+    ref = cache_key(g, Limits.of(None), None, ReferenceCost())
+    assert ref == cache_key(parse(EXPR), Limits.of(None), None, ReferenceCost())
+    assert ref != cache_key(g, Limits.of(Budget(iterations=3)), None, ReferenceCost())
+    assert ref != cache_key(g, Limits.of(None), ["core"], ReferenceCost())
+    from extraction.cost import CpuCost
+
+    assert ref != cache_key(g, Limits.of(None), None, CpuCost())
+    optimize(g, cost_model="reference")
+    assert "cached" not in optimize(g, cost_model="default").stats["time"]
+    assert "cached" not in optimize(g, cost_model="reference",
+                                    budget=Budget(iterations=2)).stats["time"]
+
+
+@dataclass(frozen=True)
+class _MyCost(ReferenceCost):
+    """A model of another type: never cached, whatever it compares equal to."""
+
+
+def test_a_model_of_another_type_is_not_cached():
+    assert cache_key(parse(EXPR), Limits.of(None), None, _MyCost()) is None
+    optimize(parse(EXPR), cost_model=_MyCost())
+    assert "cached" not in optimize(parse(EXPR), cost_model=_MyCost()).stats["time"]
+    assert len(RESULTS) == 0
+
+
+def test_a_run_a_clock_cut_short_is_not_kept():
+    cache = ResultCache(4)
+    g = parse(EXPR)
+    key = cache_key(g, Limits.of(None), None, ReferenceCost())
+    cache.put(key, g, {"stop_reason": "time", "time_limited": True})
+    cache.put(key, g, {"stop_reason": "saturated"})  # (no verdict: not kept)
+    assert cache.get(key) is None
+    cache.put(key, g, {"stop_reason": "saturated", "time_limited": False})
+    out, stats = cache.get(key)
+    assert out is g and stats == {"stop_reason": "saturated", "time_limited": False}
+
+
+def test_kept_egraph_calls_bypass_the_cache():
+    optimize(parse(EXPR), cost_model="reference")
+    r = optimize(parse(EXPR), cost_model="reference", keep_egraph=True)
+    assert "cached" not in r.stats["time"] and r.egraph is not None
+
+
+def test_the_cache_is_bounded_least_recently_used():
+    cache = ResultCache(2)
+    g = parse(EXPR)
+    keys = [("a",), ("b",), ("c",)]
+    ok = {"time_limited": False}
+    cache.put(keys[0], g, ok)
+    cache.put(keys[1], g, ok)
+    assert cache.get(keys[0]) is not None  # a is now the most recent
+    cache.put(keys[2], g, ok)
+    assert len(cache) == 2 and cache.get(keys[1]) is None and cache.get(keys[0]) is not None
+    cache.resize(0)
+    assert len(cache) == 0 and cache.get(keys[0]) is None
+    with pytest.raises(ValueError):
+        ResultCache(-1)
+
+
+def test_size_zero_turns_caching_off():
+    set_result_cache_size(0)
+    optimize(parse(EXPR), cost_model="reference")
+    assert "cached" not in optimize(parse(EXPR), cost_model="reference").stats["time"]
+
+
+def test_a_hit_returns_its_own_stats():
+    optimize(parse(EXPR), cost_model="reference")
+    a = optimize(parse(EXPR), cost_model="reference")
+    a.stats["matches"]["x"] = 1
+    b = optimize(parse(EXPR), cost_model="reference")
+    assert "x" not in b.stats["matches"]
+
+
+def test_a_run_stopped_by_its_time_budget_is_not_cached():
+    budget = Budget(seconds=1e-4)
+    r = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    assert r.stats["stop_reason"] == "time" and r.stats["time_limited"] is True
+    again = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    assert "cached" not in again.stats["time"] and len(RESULTS) == 0
+
+
+def test_a_long_input_is_not_cached() -> None:
+    from eqsat.engines.egraph.results import MAX_KEY_CHARS, cache_key
+    from eqsat.ir.sexpr import parse
+    from extraction import get_cost_model
+
+    model = get_cost_model("reference")
+    short = parse("(add (var x 0 9) 0)")
+    assert cache_key(short, None, None, model) is not None
+    text = "(var x 0 9)"
+    while len(text) <= MAX_KEY_CHARS:
+        text = f"(add {text} (var y 0 {len(text)}))"
+    assert cache_key(parse(text), None, None, model) is None
