@@ -348,6 +348,7 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
     ops_used = {t.op for t in list(law.lhs.walk()) + list(law.rhs.walk())} | set(law.ops)
     order = (True, False) if ops_used & _BITS else (False, True)
     n = 0
+    consts = any(t.kind == "const" for t in law.lhs.walk())
     #: the number of readings of a choice -> the reading that settled the last such one
     settled: dict[int, tuple[bool, str, str]] = {}
     if law.ops and Ops.WHERE not in law.ops:
@@ -395,9 +396,12 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                 finally:
                     CONVERSIONS["mode"] = "real"
                     CONVERSIONS["bitwise"] = "exact"
-                last = k == len(attempts) - 1
-                r, s = _check(claim, env, timeout_ms if last else min(timeout_ms, 2000),
-                              floats)
+                # (symbolic constants get 5 s at most before they are enumerated, and
+                # after z3 gave up on one choice's, the next choices 2 s)
+                last = k == len(attempts) - 1 and not bounded and not consts
+                r, s = _check(claim, env, timeout_ms if last else min(
+                    timeout_ms, 5000 if consts and not bounded and k == len(attempts) - 1
+                    else 2000), floats)
                 if r == z3.unsat or (r == z3.sat and conv == "real" and bit == "exact"):
                     if r == z3.unsat:
                         settled[len(attempts)] = (bv, conv, bit)
@@ -482,12 +486,20 @@ def _const_value(g: Any, known: dict[str, int]) -> Any:
     integers, C division; a division by zero is false)."""
     from rules.lang_baseline import guard_value
 
-    class _K:
-        def __init__(self, v: int) -> None:
-            self.arg = v
-
-    v = guard_value(g, {n: _K(x) for n, x in known.items()}, lambda r: None)
+    v = guard_value(g, {n: _Known(x) for n, x in known.items()}, lambda r: None)
     return bool(v)
+
+
+class _Known:
+    """A constant of a guard by its value (what the guard reads of a CONST: ``arg``)."""
+
+    __slots__ = ("arg",)
+
+    def __init__(self, v: int) -> None:
+        self.arg = v
+
+    def __repr__(self) -> str:
+        return f"_Known({self.arg!r})"
 
 
 def _bounded(law: Law, dts: dict[int, str], op: Ops | None,

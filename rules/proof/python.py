@@ -398,9 +398,9 @@ def _register_divmod() -> None:
     for r in DIVMOD_RULES:
         register(r.name, _divmod_obligation(r.name, r.fn))
     # fold_divmod_general is the first of the eight rules that fires, each proven on the
-    # whole grid above: its own obligation takes every third instance of it
+    # whole grid above: its own obligation takes one instance of it in six
     register("fold_divmod_general", _divmod_obligation("fold_divmod_general",
-                                                       fold_divmod_general, 3))
+                                                       fold_divmod_general, 6))
 
 
 _register_divmod()
