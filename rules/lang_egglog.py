@@ -185,7 +185,8 @@ class _Variant:
         leaf = f'(Leaf "INVALID" "index" {a})'
         return leaf if self.index(t.tid) else f"(Cast {self.dt(t.tid)} {leaf})"
 
-    def lhs(self, t: Term) -> str:
+    def leaf(self, t: Term, left: bool) -> str | None:
+        """A variable, constant, literal or Invalid of either side (None: another term)."""
         if t.kind == "var":
             return t.name
         if t.kind == "const":
@@ -193,7 +194,13 @@ class _Variant:
         if t.kind == "lit":
             return self.lit(t)
         if t.kind == "inv":
-            return self.inv(t, True)
+            return self.inv(t, left)
+        return None
+
+    def lhs(self, t: Term) -> str:
+        leaf = self.leaf(t, True)
+        if leaf is not None:
+            return leaf
         op = t.op if t.op is not None else self.op
         kids = " ".join(self.lhs(s) for s in t.src)
         return f"({ctor_name(op)} {self.dt(t.tid)} {kids})"
@@ -353,14 +360,9 @@ class _Variant:
         return f"({p} {self.calc(t.src[0])} {self.calc(t.src[1])})"
 
     def rhs(self, t: Term) -> str:
-        if t.kind == "var":
-            return t.name
-        if t.kind == "const":
-            return f"(Cst {self.dt(t.tid)} {t.name})"
-        if t.kind == "lit":
-            return self.lit(t)
-        if t.kind == "inv":
-            return self.inv(t, False)
+        leaf = self.leaf(t, False)
+        if leaf is not None:
+            return leaf
         if t.kind == "bound" or t.calc:
             k = self.calcs.get(id(t))
             if k is None:

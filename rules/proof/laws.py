@@ -381,7 +381,9 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
             # the reading that settled the last choice first (a rule's choices are alike:
             # a bit-precise conversion that the unknown one could not settle on one
             # choice, it will not on the next); the verdict does not depend on the order
-            attempts.sort(key=lambda a: a != settled.get(len(attempts)))
+            # (the conversions' reading only: the integers' keeps its order, wrapped Ints
+            # or bit-vectors by the rule's ops, which suits each choice)
+            attempts.sort(key=lambda a: a[1] != settled.get(len(attempts), a)[1])
             for k, (bv, conv, bit) in enumerate(attempts):
                 try:
                     CONVERSIONS["mode"] = conv
