@@ -75,6 +75,8 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.computed import PassState, python_pass
 from eqsat.engines.egraph.encoding import (
     CTORS,
+    DEL_RULESET,
+    SUBSUMABLE,
     ArgTable,
     Inserter,
     Snapshot,
@@ -84,6 +86,13 @@ from eqsat.engines.egraph.encoding import (
 )
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.record import Tracer
+from eqsat.engines.egraph.reset import (
+    HANDLE_CTOR,
+    RESET_HANDLES,
+    RESET_RULESET,
+    leftover,
+    reset_program,
+)
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
@@ -125,6 +134,7 @@ REBUILD_ITERATIONS = 2000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
+_SUBSUMABLE = frozenset(SUBSUMABLE)  # the constructors whose rows RDel can delete
 
 log = logging.getLogger(__name__)
 
@@ -160,13 +170,16 @@ class _EGraph:
     its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
     holds, and how long it took to build."""
 
-    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations")
+    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
+                 "base_sizes")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
-                 build_seconds: float):
+                 build_seconds: float, base_sizes: dict[str, int]):
         self.egraph, self.args, self.ins = egraph, args, ins
         self.kind, self.build_seconds = kind, build_seconds
         self.egg_iterations = 0
+        #: table -> rows when built (the dtype facts): what a run's reset returns to
+        self.base_sizes = base_sizes
 
     @property
     def fixed_width(self) -> bool:
@@ -352,12 +365,18 @@ class Session:
                  (kind != "narrow" or need <= NARROW_CTORS)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
-        for cmd in commands("\n".join(prog)):
+        text = "\n".join(prog)
+        for cmd in commands(text):
+            egraph.run_program(*egraph.parse_program(cmd))
+        # the tables with rows now (the dtype facts) are never written by a run; every
+        # other one is emptied when a run ends (:mod:`.reset`)
+        base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
+        for cmd in commands(reset_program(text, {n for n, k in base.items() if k})):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs, base)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
@@ -649,8 +668,8 @@ class Session:
         self.held_back, self.held_for = {}, None
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings
-        self._cmd("(push)")
         saved = self.ins.state()
+        clean = False  # whether the run ended without an exception (see _reset)
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
@@ -793,10 +812,70 @@ class Session:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
                       "%.3f s", len(roots), it, stats["enodes"], stop, clock.elapsed())
+            clean = True
             return outs, stats
+        except _WidenError:
+            clean = True  # (raised between egglog calls: the e-graph is consistent)
+            raise
         finally:
-            self._cmd("(pop)")
-            self.ins.restore(saved)
+            with clock.phase(times, "reset"):
+                self._reset(saved, clean)
+
+    def _reset(self, saved: tuple, clean: bool) -> None:
+        """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
+        tables a run writes, then the subsumed e-nodes left and the handles; ``saved``:
+        the inserter's state before the run. When a row is left (a subsumed e-node
+        whose child has no handle) or the run raised (not ``clean``: the e-graph may be
+        anywhere), the e-graph is built afresh."""
+        ins = self.ins
+        left: dict[str, int] = {}
+        if clean:
+            ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+            # the rows still recorded load first: the handles a snapshot gave new
+            # classes are among them, and the deletions find children by handle
+            out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
+            left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+            left.pop(HANDLE_CTOR, None)
+            if left and left.keys() <= _SUBSUMABLE and self._delete_subsumed(left):
+                out = ins.flush(f"(run {DEL_RULESET} 1)\n(run {RESET_HANDLES} 1)\n"
+                                "(print-size)")
+            else:
+                out = self._cmd(f"(run {RESET_HANDLES} 1)\n(print-size)")
+            left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+            self.egg_iterations += 4
+        ins.restore(saved)
+        if not clean or left:
+            log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
+                      left or "(it raised)")
+            self._rebuild()
+
+    def _delete_subsumed(self, tables: Iterable[str]) -> bool:
+        """Record the deletion (``RDel`` rows) of every subsumed e-node of ``tables``;
+        False when a child of one has no handle (no row can name it)."""
+        eg = self.egraph
+        funcs = eg.freeze().functions
+        to_i64, to_string = eg.value_to_i64, eg.value_to_string
+        handle: dict[Any, int] = {}
+        for r in funcs[HANDLE_CTOR].rows:
+            handle.setdefault(r.output, to_i64(r.inputs[0]))
+        for name in tables:
+            sig = CTORS[name]
+            for r in funcs[name].rows:
+                if not r.subsumed:
+                    continue
+                fields = []
+                for ch, v in zip(sig, r.inputs, strict=True):
+                    if ch == "S":
+                        fields.append(to_string(v))
+                    elif ch == "I":
+                        fields.append(to_i64(v))
+                    else:
+                        k = handle.get(v)
+                        if k is None:
+                            return False
+                        fields.append(k)
+                self.ins.delete_subsumed(name, tuple(fields))
+        return True
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:
