@@ -4,14 +4,15 @@ One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
 analyses and the native rules of one rule set selection already loaded (three, in
 fact, :data:`EGRAPH_KINDS`: a run whose input has no fixed-width integer node goes to
 one without the fixed-width rule sets, which could not match there and would only be
-cloned on every push/pop; plain index arithmetic (:data:`NARROW_CTORS`) to one with
-only the rules that can match it, widening to the former when another constructor
+built and searched in every round; plain index arithmetic (:data:`NARROW_CTORS`) to one
+with only the rules that can match it, widening to the former when another constructor
 turns up; the others are built on the first input that needs them). Every
-``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
-every shared subgraph is inserted once), iterates, extracts, and pops back, so
-sessions are reused across calls (``session_for`` caches one per selection and
-thread; building one takes about 0.25 s, and a session builds itself a fresh e-graph
-after :data:`REBUILD_ITERATIONS` egglog iterations, which keeps its memory bounded).
+``run`` inserts the roots (many roots share one e-graph and every shared subgraph is
+inserted once), iterates, extracts, and deletes its rows again (:mod:`.reset`: no
+egglog push/pop, which copies every rule), so sessions are reused across calls
+(``session_for`` caches one per selection and thread; building one takes about 0.25 s,
+and a session builds itself a fresh e-graph after :data:`REBUILD_ITERATIONS` egglog
+iterations, which keeps its memory bounded).
 
 One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
 
@@ -75,8 +76,6 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.computed import PassState, python_pass
 from eqsat.engines.egraph.encoding import (
     CTORS,
-    DEL_RULESET,
-    SUBSUMABLE,
     ArgTable,
     Inserter,
     Snapshot,
@@ -125,16 +124,15 @@ ANALYSIS_CAP = 512
 #: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
 FIXED_RULESET = "native_fixed"
 
-#: egglog keeps a report of every iteration it ever ran (its "overall run report"),
-#: across push/pop, and copies it on every push and pop, so a warm session's memory and
-#: push/pop time grow with every iteration (docs/perf.md). After this many iterations a
-#: session builds a fresh e-graph (about 0.25 s), when a run ends with that much of its
-#: time budget left (see :meth:`Session.run`)
-REBUILD_ITERATIONS = 2000
+#: egglog keeps a report of every iteration it ever ran (its "overall run report") and
+#: the union-find of every class a run made, so a warm session's memory grows with every
+#: iteration (about 3.4 KB each, docs/perf.md). After this many iterations a session
+#: builds a fresh e-graph (about 0.25 s), when a run ends with that much of its time
+#: budget left (see :meth:`Session.run`)
+REBUILD_ITERATIONS = 10000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
-_SUBSUMABLE = frozenset(SUBSUMABLE)  # the constructors whose rows RDel can delete
 
 log = logging.getLogger(__name__)
 
@@ -318,9 +316,9 @@ class Session:
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
         self.step_size = 0  # the e-graph's e-nodes after the last _step
-        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every push/pop clones
-        #: the rules, and an input runs in the one with the fewest rules that can match
-        #: it; each built on first use
+        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every round builds
+        #: and searches the rules, and an input runs in the one with the fewest rules
+        #: that can match it; each built on first use
         self._egraphs: dict[str, _EGraph] = {}
         self._cur = self._egraph("index")
         self.widened = 0  # runs that left the narrow e-graph for the index one
@@ -350,7 +348,7 @@ class Session:
         egraph = bindings.EGraph()
         args = ArgTable()
         # a narrow e-graph never holds another constructor's rows (a run widens first):
-        # their insertion and interval rules would only be cloned on every push/pop
+        # their insertion and interval rules would only be built in every round
         only = NARROW_CTORS if kind == "narrow" else None
         prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
                                                      ext=self._ext, only=only)]
@@ -836,46 +834,50 @@ class Session:
             out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
             left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
             left.pop(HANDLE_CTOR, None)
-            if left and left.keys() <= _SUBSUMABLE and self._delete_subsumed(left):
-                out = ins.flush(f"(run {DEL_RULESET} 1)\n(run {RESET_HANDLES} 1)\n"
-                                "(print-size)")
-            else:
-                out = self._cmd(f"(run {RESET_HANDLES} 1)\n(print-size)")
+            deletes = self._subsumed_deletes(left) if left else ""
+            out = self._cmd(f"{deletes or ''}(run {RESET_HANDLES} 1)\n(print-size)")
             left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-            self.egg_iterations += 4
+            self.egg_iterations += 3
         ins.restore(saved)
         if not clean or left:
             log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
                       left or "(it raised)")
             self._rebuild()
 
-    def _delete_subsumed(self, tables: Iterable[str]) -> bool:
-        """Record the deletion (``RDel`` rows) of every subsumed e-node of ``tables``;
-        False when a child of one has no handle (no row can name it)."""
+    def _subsumed_deletes(self, tables: Iterable[str]) -> str | None:
+        """egglog commands deleting every subsumed e-node of ``tables`` (constructors),
+        its children named by handle (a subsumed row matches no rule's query); None when
+        a child has no handle or a field cannot be written as a literal."""
         eg = self.egraph
         funcs = eg.freeze().functions
         to_i64, to_string = eg.value_to_i64, eg.value_to_string
         handle: dict[Any, int] = {}
         for r in funcs[HANDLE_CTOR].rows:
             handle.setdefault(r.output, to_i64(r.inputs[0]))
+        cmds = []
         for name in tables:
-            sig = CTORS[name]
+            sig = CTORS.get(name)
+            if sig is None:
+                return None
             for r in funcs[name].rows:
                 if not r.subsumed:
                     continue
                 fields = []
                 for ch, v in zip(sig, r.inputs, strict=True):
                     if ch == "S":
-                        fields.append(to_string(v))
+                        text = to_string(v)
+                        if '"' in text or "\\" in text:
+                            return None
+                        fields.append(f'"{text}"')
                     elif ch == "I":
-                        fields.append(to_i64(v))
+                        fields.append(str(to_i64(v)))
                     else:
                         k = handle.get(v)
                         if k is None:
-                            return False
-                        fields.append(k)
-                self.ins.delete_subsumed(name, tuple(fields))
-        return True
+                            return None
+                        fields.append(f"({HANDLE_CTOR} {k})")
+                cmds.append(f"(delete ({name} {' '.join(fields)}))\n")
+        return "".join(cmds)
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:

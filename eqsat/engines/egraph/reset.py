@@ -10,12 +10,10 @@ the copy the run worked on: both cost in proportion to the rules loaded, not to 
   was empty when the e-graph was built (the tables that hold rows then, the dtype
   facts, are never written by a run);
 * a subsumed row matches no query, so no such rule sees it: what that rule set
-  leaves (subsumed e-nodes, read with ``EGraph.freeze``) is deleted through the ``RDel``
-  relation (:data:`~eqsat.engines.egraph.encoding.schema.DEL_REL`, children named by
-  their handles).
-
-The handles' rows (``H``) go last, by a rule set of their own
-(:data:`RESET_HANDLES`): the deletion of subsumed rows names children by handle.
+  leaves (subsumed e-nodes, read with ``EGraph.freeze``) is deleted by one ``delete``
+  command each, its children named by their handles (a run leaves a few);
+* the handles' rows (``H``) go last, by a rule set of their own
+  (:data:`RESET_HANDLES`).
 
 What stays is egglog's union-find of the run's classes, its counters and its overall
 run report: no row names such a class again, a new run's classes get new ids, and the

@@ -95,8 +95,8 @@ def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires:
 
 
 def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
-    # egglog's overall run report grows with every iteration and is copied on every
-    # push/pop: past REBUILD_ITERATIONS the session starts a fresh e-graph
+    # egglog's overall run report and union-find grow with every iteration: past
+    # REBUILD_ITERATIONS the session starts a fresh e-graph
     from eqsat.engines.egraph import engine
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model

@@ -14,7 +14,6 @@ from eqsat.engines.egraph.encoding.schema import (
     _NODE_FMT,
     _UNION_TAG,
     CTOR_OP,
-    DEL_REL,
     I64_MAX,
     I64_MIN,
     NODE_REL,
@@ -227,24 +226,16 @@ class Inserter:
     def subsume(self, ctor: str, fields: tuple[Any, ...]) -> None:
         """Record that the e-node ``(ctor fields...)`` (E fields are handles) is to be
         subsumed (loaded by the next flush, with the other rows)."""
-        self._existing_row(SUB_REL, ctor, fields)
-
-    def delete_subsumed(self, ctor: str, fields: tuple[Any, ...]) -> None:
-        """Record that the subsumed e-node ``(ctor fields...)`` (E fields are handles)
-        is to be deleted by a run of ``DEL_RULESET`` (:mod:`..reset`)."""
-        self._existing_row(DEL_REL, ctor, fields)
+        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
+        rows = self._rows.get(SUB_REL)
+        if rows is None:
+            rows = self._rows[SUB_REL] = []
+        rows.append(k)
+        self.pending += 1
 
     def drop_subsumptions(self) -> None:
         """Forget the recorded rows that would subsume e-nodes (:meth:`subsume`)."""
         self.pending -= len(self._rows.pop(SUB_REL, ()))
-
-    def _existing_row(self, rel: str, ctor: str, fields: tuple[Any, ...]) -> None:
-        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
-        rows = self._rows.get(rel)
-        if rows is None:
-            rows = self._rows[rel] = []
-        rows.append(k)
-        self.pending += 1
 
     def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
         """Record the bounds of class ``k`` (either may be None: not known) as rows

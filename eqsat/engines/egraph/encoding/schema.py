@@ -13,7 +13,6 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
 
 __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
-           "DEL_REL", "DEL_RULESET", "SUBSUMABLE",
            "ArgTable", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64",
            "uop_ctor", "int_const_value", "dt_name", "int_scalar"]
 
@@ -58,11 +57,6 @@ _UNION_TAG = "U"
 #: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
 SUB_REL = "RSub"
 SUB_RULESET = "subsume"
-#: the relation of subsumed e-nodes to delete when a run ends (rows as in ``RSub``),
-#: applied by its rule set: a subsumed row matches no query, so no rule that matches
-#: the row itself can delete it (see :mod:`eqsat.engines.egraph.reset`)
-DEL_REL = "RDel"
-DEL_RULESET = "delete_subsumed"
 
 
 def _node_template(ctor: str) -> str:
@@ -79,9 +73,9 @@ def _node_template(ctor: str) -> str:
 
 _NODE_FMT: dict[str, str] = {name: _node_template(name) for name in CTORS}
 #: the constructors of e-nodes that may be subsumed through RSub: the IR ops with children
-SUBSUMABLE = tuple(name for name, sig in CTORS.items()
-                   if "E" in sig and name not in ("Cons", "GL"))
-_SUBSUMABLE_SET = frozenset(SUBSUMABLE)
+_SUBSUMABLE = tuple(name for name, sig in CTORS.items()
+                    if "E" in sig and name not in ("Cons", "GL"))
+_SUBSUMABLE_SET = frozenset(_SUBSUMABLE)
 
 
 def declarations(loads: Iterable[str] | None = None) -> str:
@@ -107,26 +101,22 @@ def declarations(loads: Iterable[str] | None = None) -> str:
     out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
                ':ruleset insert :name "insert-union")')
     # RSub: subsume an existing e-node (its children named by handles), in a rule set of
-    # its own run after the insertion's (a child may be a class this load names); RDel:
-    # delete a subsumed one (the children found through their handles)
-    for rel, ruleset, act in ((SUB_REL, SUB_RULESET, "subsume"),
-                              (DEL_REL, DEL_RULESET, "delete")):
-        out.append(f"(ruleset {ruleset})")
-        out.append(f"(relation {rel} (String String String i64 i64 i64 i64 i64))")
-        for name in SUBSUMABLE:
-            if name not in load:
-                continue
-            sig = CTORS[name]
-            ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
-            vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
-            kids = [v for v, ch in zip(vs, sig, strict=True) if ch == "E"]
-            args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
-            row = f'{rel} "{name}" s1 s2 i e1 e2 e3 e4'
-            query = [f"({row})", *[f"(= h{v} (H {v}))" for v in kids]]
-            if act == "subsume":  # (the e-node must exist; subsuming would make it)
-                query.append(f"(= n ({name} {args}))")
-            out.append(f"(rule ({' '.join(query)}) (({act} ({name} {args})) (delete ({row}))) "
-                       f':ruleset {ruleset} :name "{act}-{name}")')
+    # its own run after the insertion's (a child may be a class this load names)
+    out.append(f"(ruleset {SUB_RULESET})")
+    out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
+    for name in _SUBSUMABLE:
+        if name not in load:
+            continue
+        sig = CTORS[name]
+        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        kids = [v for v, ch in zip(vs, sig, strict=True) if ch == "E"]
+        args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
+        row = f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4'
+        query = " ".join([f"({row})", *[f"(= h{v} (H {v}))" for v in kids],
+                          f"(= n ({name} {args}))"])
+        out.append(f"(rule ({query}) ((subsume ({name} {args})) (delete ({row}))) "
+                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
     return "\n".join(out)
 
 
