@@ -101,7 +101,7 @@ class Inserter:
         #: e-nodes are subsumed: see Snapshot)
         self.const_classes: set[int] = set()
 
-    # ---- state save/restore (push/pop of the e-graph) ---------------------
+    # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
         return (self._next, dict(self._memo), dict(self.uop_handle), list(self._keep),
                 dict(self.handle_uop))
