@@ -126,7 +126,7 @@ FIXED_RULESET = "native_fixed"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report") and
 #: the union-find of every class a run made, so a warm session's memory grows with every
-#: iteration (about 3.4 KB each, docs/perf.md). After this many iterations a session
+#: iteration (about 2.7 KB each, docs/perf.md). After this many iterations a session
 #: builds a fresh e-graph (about 0.25 s), when a run ends with that much of its time
 #: budget left (see :meth:`Session.run`)
 REBUILD_ITERATIONS = 10000
