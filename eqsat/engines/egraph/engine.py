@@ -823,21 +823,24 @@ class Session:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
         tables a run writes, then the subsumed e-nodes left and the handles; ``saved``:
         the inserter's state before the run. When a row is left (a subsumed e-node
-        whose child has no handle) or the run raised (not ``clean``: the e-graph may be
-        anywhere), the e-graph is built afresh."""
+        whose child has no handle), the run raised (not ``clean``: the e-graph may be
+        anywhere) or egglog failed a reset command, the e-graph is built afresh."""
         ins = self.ins
         left: dict[str, int] = {}
         if clean:
-            ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
-            # the rows still recorded load first: the handles a snapshot gave new
-            # classes are among them, and the deletions find children by handle
-            out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
-            left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-            left.pop(HANDLE_CTOR, None)
-            deletes = self._subsumed_deletes(left) if left else ""
-            out = self._cmd(f"{deletes or ''}(run {RESET_HANDLES} 1)\n(print-size)")
-            left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-            self.egg_iterations += 3
+            try:
+                ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+                # the rows still recorded load first: the handles a snapshot gave new
+                # classes are among them, and the deletions find children by handle
+                out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
+                left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+                left.pop(HANDLE_CTOR, None)
+                deletes = self._subsumed_deletes(left) if left else ""
+                out = self._cmd(f"{deletes or ''}(run {RESET_HANDLES} 1)\n(print-size)")
+                left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+                self.egg_iterations += 3
+            except bindings.EggSmolError:
+                clean = False  # (an egglog error: the e-graph is built afresh below)
         ins.restore(saved)
         if not clean or left:
             log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
