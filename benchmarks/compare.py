@@ -201,7 +201,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 #: the top-level phases of an e-graph call's ``stats["time"]`` (the rest are parts)
-_PHASES = ("insert", "egglog", "snapshot", "computed", "last", "extract", "setup")
+_PHASES = ("insert", "egglog", "snapshot", "computed", "last", "extract", "reset", "setup")
 
 
 def per_call_report(results: list[Any]) -> str:
@@ -239,7 +239,7 @@ def per_call_report(results: list[Any]) -> str:
     calls = sum(r.phases.get("total", 0.0) for r in results)
     lines.append("  e-graph calls, seconds by phase: " + ", ".join(
         f"{k} {v:.2f}" for k, v in phases.items() if v) + f"; outside the phases "
-        f"{calls - inside:.2f} of {calls:.2f} (push/pop, set-up, the input's and output's "
+        f"{calls - inside:.2f} of {calls:.2f} (set-up, the input's and output's "
         "costs)")
     hits = sum(r.phases.get("cached", 0.0) > 0 for r in results)
     if hits:

@@ -113,9 +113,8 @@ def _split(rules: list[tuple[str, str, str]]
            ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
     """The rules with a ``<fits lo hi>`` check (``-``: no lower one) split in two: the
     ``index`` rule keeps the name, the other dtypes' rule is ``<name>_fixed``. The two
-    ``dmin``/``dmax`` atoms cost every seminaive round and every push/pop of the
-    e-graph, and the fixed-width rules run only when the e-graph may hold such a node
-    (:data:`FIXED_ANALYSIS_DTYPES`)."""
+    ``dmin``/``dmax`` atoms cost every seminaive round, and the fixed-width rules run
+    only when the e-graph may hold such a node (:data:`FIXED_ANALYSIS_DTYPES`)."""
     base, fixed = [], []
     for name, identity, body in rules:
         m = _FITS.search(body)

@@ -4,14 +4,15 @@ One :class:`Session` owns an egglog ``EGraph`` with the declarations, the
 analyses and the native rules of one rule set selection already loaded (three, in
 fact, :data:`EGRAPH_KINDS`: a run whose input has no fixed-width integer node goes to
 one without the fixed-width rule sets, which could not match there and would only be
-cloned on every push/pop; plain index arithmetic (:data:`NARROW_CTORS`) to one with
-only the rules that can match it, widening to the former when another constructor
+built and searched in every round; plain index arithmetic (:data:`NARROW_CTORS`) to one
+with only the rules that can match it, widening to the former when another constructor
 turns up; the others are built on the first input that needs them). Every
-``run`` pushes the e-graph, inserts the roots (many roots share one e-graph and
-every shared subgraph is inserted once), iterates, extracts, and pops back, so
-sessions are reused across calls (``session_for`` caches one per selection and
-thread; building one takes about 0.25 s, and a session builds itself a fresh e-graph
-after :data:`REBUILD_ITERATIONS` egglog iterations, which keeps its memory bounded).
+``run`` inserts the roots (many roots share one e-graph and every shared subgraph is
+inserted once), iterates, extracts, and deletes its rows again (:mod:`.reset`: no
+egglog push/pop, which copies every rule), so sessions are reused across calls
+(``session_for`` caches one per selection and thread; building one takes about 0.25 s,
+and a session builds itself a fresh e-graph after :data:`REBUILD_ITERATIONS` egglog
+iterations, which keeps its memory bounded).
 
 One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
 
@@ -84,6 +85,13 @@ from eqsat.engines.egraph.encoding import (
 )
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.record import Tracer
+from eqsat.engines.egraph.reset import (
+    HANDLE_CTOR,
+    RESET_HANDLES,
+    RESET_RULESET,
+    leftover,
+    reset_program,
+)
 from eqsat.engines.egraph.rulesets import resolve
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
@@ -117,12 +125,12 @@ ANALYSIS_CAP = 512
 #: input has no such dtype skips it (rewrites keep their operands' dtypes)
 FIXED_RULESET = "native_fixed"
 
-#: egglog keeps a report of every iteration it ever ran (its "overall run report"),
-#: across push/pop, and copies it on every push and pop, so a warm session's memory and
-#: push/pop time grow with every iteration (docs/perf.md). After this many iterations a
-#: session builds a fresh e-graph (about 0.25 s), when a run ends with that much of its
-#: time budget left (see :meth:`Session.run`)
-REBUILD_ITERATIONS = 2000
+#: egglog keeps a report of every iteration it ever ran (its "overall run report") and
+#: the union-find of every class a run made, so a warm session's memory grows with every
+#: iteration (about 2.7 KB each, docs/perf.md). After this many iterations a session
+#: builds a fresh e-graph (about 0.25 s), when a run ends with that much of its time
+#: budget left (see :meth:`Session.run`)
+REBUILD_ITERATIONS = 10000
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
@@ -162,13 +170,16 @@ class _EGraph:
     its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
     holds, and how long it took to build."""
 
-    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations")
+    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
+                 "base_sizes")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
-                 build_seconds: float):
+                 build_seconds: float, base_sizes: dict[str, int]):
         self.egraph, self.args, self.ins = egraph, args, ins
         self.kind, self.build_seconds = kind, build_seconds
         self.egg_iterations = 0
+        #: table -> rows when built (the dtype facts): what a run's reset returns to
+        self.base_sizes = base_sizes
 
     @property
     def fixed_width(self) -> bool:
@@ -327,9 +338,9 @@ class Session:
         self.rebuilds = 0  # fresh e-graphs built after REBUILD_ITERATIONS
         self.step_updated = True  # whether the last _step changed the e-graph
         self.step_size = 0  # the e-graph's e-nodes after the last _step
-        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every push/pop clones
-        #: the rules, and an input runs in the one with the fewest rules that can match
-        #: it; each built on first use
+        #: the session's e-graphs by kind (:data:`EGRAPH_KINDS`): every round builds
+        #: and searches the rules, and an input runs in the one with the fewest rules
+        #: that can match it; each built on first use
         self._egraphs: dict[str, _EGraph] = {}
         self._cur = self._egraph("index")
         self.widened = 0  # runs that left the narrow e-graph for the index one
@@ -361,7 +372,7 @@ class Session:
         for i in range(len(self._rule_args)):  # the keys the native rules were written with
             args.key(self._rule_args.arg(i))
         # a narrow e-graph never holds another constructor's rows (a run widens first):
-        # their insertion and interval rules would only be cloned on every push/pop
+        # their insertion and interval rules would only be built in every round
         only = NARROW_CTORS if kind == "narrow" else None
         prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
                                                      ext=self._ext, only=only)]
@@ -376,12 +387,18 @@ class Session:
                  (kind != "narrow" or need <= NARROW_CTORS)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
-        for cmd in commands("\n".join(prog)):
+        text = "\n".join(prog)
+        for cmd in commands(text):
+            egraph.run_program(*egraph.parse_program(cmd))
+        # the tables with rows now (the dtype facts) are never written by a run; every
+        # other one is emptied when a run ends (:mod:`.reset`)
+        base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
+        for cmd in commands(reset_program(text, {n for n, k in base.items() if k})):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs)
+        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs, base)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
@@ -673,8 +690,8 @@ class Session:
         self.held_back, self.held_for = {}, None
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings
-        self._cmd("(push)")
         saved = self.ins.state()
+        clean = False  # whether the run ended without an exception (see _reset)
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
@@ -817,10 +834,77 @@ class Session:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
                       "%.3f s", len(roots), it, stats["enodes"], stop, clock.elapsed())
+            clean = True
             return outs, stats
+        except _WidenError:
+            clean = True  # (raised between egglog calls: the e-graph is consistent)
+            raise
         finally:
-            self._cmd("(pop)")
-            self.ins.restore(saved)
+            with clock.phase(times, "reset"):
+                self._reset(saved, clean)
+
+    def _reset(self, saved: tuple, clean: bool) -> None:
+        """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
+        tables a run writes, then the subsumed e-nodes left and the handles; ``saved``:
+        the inserter's state before the run. When a row is left (a subsumed e-node
+        whose child has no handle), the run raised (not ``clean``: the e-graph may be
+        anywhere) or egglog failed a reset command, the e-graph is built afresh."""
+        ins = self.ins
+        left: dict[str, int] = {}
+        if clean:
+            try:
+                ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+                # the rows still recorded load first: the handles a snapshot gave new
+                # classes are among them, and the deletions find children by handle
+                out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
+                left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+                left.pop(HANDLE_CTOR, None)
+                deletes = self._subsumed_deletes(left) if left else ""
+                out = self._cmd(f"{deletes or ''}(run {RESET_HANDLES} 1)\n(print-size)")
+                left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+                self.egg_iterations += 3
+            except bindings.EggSmolError:
+                clean = False  # (an egglog error: the e-graph is built afresh below)
+        ins.restore(saved)
+        if not clean or left:
+            log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
+                      left or "(it raised)")
+            self._rebuild()
+
+    def _subsumed_deletes(self, tables: Iterable[str]) -> str | None:
+        """egglog commands deleting every subsumed e-node of ``tables`` (constructors),
+        its children named by handle (a subsumed row matches no rule's query); None when
+        a child has no handle or a field cannot be written as a literal."""
+        eg = self.egraph
+        funcs = eg.freeze().functions
+        to_i64, to_string = eg.value_to_i64, eg.value_to_string
+        handle: dict[Any, int] = {}
+        for r in funcs[HANDLE_CTOR].rows:
+            handle.setdefault(r.output, to_i64(r.inputs[0]))
+        cmds = []
+        for name in tables:
+            sig = CTORS.get(name)
+            if sig is None:
+                return None
+            for r in funcs[name].rows:
+                if not r.subsumed:
+                    continue
+                fields = []
+                for ch, v in zip(sig, r.inputs, strict=True):
+                    if ch == "S":
+                        text = to_string(v)
+                        if '"' in text or "\\" in text:
+                            return None
+                        fields.append(f'"{text}"')
+                    elif ch == "I":
+                        fields.append(str(to_i64(v)))
+                    else:
+                        k = handle.get(v)
+                        if k is None:
+                            return None
+                        fields.append(f"({HANDLE_CTOR} {k})")
+                cmds.append(f"(delete ({name} {' '.join(fields)}))\n")
+        return "".join(cmds)
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:

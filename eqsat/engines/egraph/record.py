@@ -1,7 +1,7 @@
 """What a run's e-graph held, kept when asked (``optimize(..., keep_egraph=True)``).
 
-A run pushes its e-graph and pops it when it returns: nothing of it survives unless
-the caller asks. :class:`Tracer` follows a run that was asked to keep it: at every
+A run deletes its e-graph's rows when it returns: nothing of it survives unless the
+caller asks. :class:`Tracer` follows a run that was asked to keep it: at every
 snapshot it notes the rules that fired since the last one and which of the input's
 subterms now share an e-class that did not before (the classes those rules merged),
 and at the end it copies the classes the roots reach into an :class:`EGraphRecord`:

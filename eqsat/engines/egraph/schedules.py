@@ -124,7 +124,7 @@ class Clock:
     TREE_PER_NODE = 3e-5
     _dag_per_node = 5e-4  # seconds per e-node of a root's view, refined by learn_dag()
     _iter_per_node = 4e-4  # seconds per e-node of one iteration, refined by learn_iter()
-    FIXED = 0.08  # push/pop of the e-graph and the caller's cost checks
+    FIXED = 0.08  # the e-graph's reset (its rows deleted) and the caller's cost checks
 
     def __init__(self, seconds: float, t0: float | None = None):
         self.seconds = seconds

@@ -187,7 +187,7 @@ def test_fixed_width_interval_rules_run_only_when_an_enode_needs_them(
 
 
 def test_index_interval_rules_read_no_dtype_range() -> None:
-    # the index rules need no dmin/dmax (two atoms per rule, per round and per push/pop)
+    # the index rules need no dmin/dmax (two atoms per rule, joined in every round)
     from eqsat.engines.egraph.analyses import (
         ANALYSIS_FIXED_RULES,
         ANALYSIS_RULES,
@@ -203,8 +203,8 @@ def test_index_interval_rules_read_no_dtype_range() -> None:
 
 
 def test_no_interval_rule_reads_a_bound_it_does_not_use() -> None:
-    # every (= v (lo x)) / (= v (hi x)) atom of a rule is a join in every round and part
-    # of every push/pop clone: a rule binds only the bounds its condition or result reads
+    # every (= v (lo x)) / (= v (hi x)) atom of a rule is a join in every round: a rule
+    # binds only the bounds its condition or result reads
     import re
 
     from eqsat.engines.egraph.analyses import ANALYSIS_FIXED_RULES, ANALYSIS_RULES

@@ -100,8 +100,8 @@ def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires:
 
 
 def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
-    # egglog's overall run report grows with every iteration and is copied on every
-    # push/pop: past REBUILD_ITERATIONS the session starts a fresh e-graph
+    # egglog's overall run report and union-find grow with every iteration: past
+    # REBUILD_ITERATIONS the session starts a fresh e-graph
     from eqsat.engines.egraph import engine
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
@@ -252,3 +252,48 @@ def test_the_insertion_uses_the_selections_toposort_once_and_only_its_roots() ->
     finally:
         s._cmd("(pop)")
         s.ins.restore(saved)
+
+
+def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
+    # the run's rows, subsumed ones included, are deleted when it ends (.reset): every
+    # table holds what it held when built, and no fresh e-graph was needed
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    s = Session(None)
+    model = get_cost_model("reference")
+    # x+0 and x*1 subsume their e-nodes (add_zero, mul_one); the where input runs in the
+    # index e-graph, the other in the narrow one
+    texts = ["(add (mul (add (var x 0 9) (const index 0)) (const index 1)) (const index 3))",
+             "(where (lt (var x 0 9) (const index 4)) (add (var x 0 9) (const index 0)) "
+             "(const index 2))"]
+    for text in texts:
+        out, stats = s.run([parse(text)], model, Limits(seconds=30.0))
+        sizes = dict(s._cmd("(print-size)")[-1].sizes)
+        assert {k: n for k, n in sizes.items() if n} == \
+            {k: n for k, n in s._cur.base_sizes.items() if n}, text
+        assert stats["matches"].get("add_zero"), stats["matches"]
+        assert "reset" in stats["time"]
+    assert s.rebuilds == 0
+    # the same input again: the same output (a run does not see the last one's rows)
+    again, _ = s.run([parse(texts[0])], model, Limits(seconds=30.0))
+    first, _ = Session(None).run([parse(texts[0])], model, Limits(seconds=30.0))
+    assert again[0] is first[0]
+
+
+def test_a_run_that_raises_leaves_a_fresh_egraph(monkeypatch) -> None:
+    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    s = Session(None)
+    old = s._egraph("narrow").egraph
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("pass failed")
+
+    monkeypatch.setattr(engine, "python_pass", boom)
+    with pytest.raises(RuntimeError, match="pass failed"):
+        s.run([parse("(add (var x 0 9) (const index 3))")], get_cost_model("reference"),
+              Limits(seconds=30.0))
+    assert s.rebuilds == 1 and s._egraphs["narrow"].egraph is not old

@@ -101,7 +101,7 @@ class Inserter:
         #: e-nodes are subsumed: see Snapshot)
         self.const_classes: set[int] = set()
 
-    # ---- state save/restore (push/pop of the e-graph) ---------------------
+    # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
         return (self._next, dict(self._memo), dict(self.uop_handle), list(self._keep),
                 dict(self.handle_uop))
@@ -232,6 +232,10 @@ class Inserter:
             rows = self._rows[SUB_REL] = []
         rows.append(k)
         self.pending += 1
+
+    def drop_subsumptions(self) -> None:
+        """Forget the recorded rows that would subsume e-nodes (:meth:`subsume`)."""
+        self.pending -= len(self._rows.pop(SUB_REL, ()))
 
     def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
         """Record the bounds of class ``k`` (either may be None: not known) as rows

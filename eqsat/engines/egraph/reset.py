@@ -1,0 +1,62 @@
+"""Emptying an e-graph of a run's rows, in place of egglog's push and pop.
+
+A session's e-graph holds the declarations, the analyses and the rules; a run adds
+rows (e-nodes, handles, bounds, facts) and must leave the e-graph as it found it. egglog's
+``(push)`` copies the whole e-graph, every rule and table included, and ``(pop)`` drops
+the copy the run worked on: both cost in proportion to the rules loaded, not to the run
+(docs/perf.md). Deleting the run's rows costs in proportion to the rows instead:
+
+* the ``reset`` rule set (:func:`reset_program`) deletes every row of every table that
+  was empty when the e-graph was built (the tables that hold rows then, the dtype
+  facts, are never written by a run);
+* a subsumed row matches no query, so no such rule sees it: what that rule set
+  leaves (subsumed e-nodes, read with ``EGraph.freeze``) is deleted by one ``delete``
+  command each, its children named by their handles (a run leaves a few);
+* the handles' rows (``H``) go last, by a rule set of their own
+  (:data:`RESET_HANDLES`).
+
+What stays is egglog's union-find of the run's classes, its counters and its overall
+run report: no row names such a class again, a new run's classes get new ids, and the
+report is what ``REBUILD_ITERATIONS`` bounds. :func:`leftover` compares the tables'
+sizes with the built e-graph's: a row that escaped (a subsumed row whose child has no
+handle) makes the session build that e-graph afresh.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["RESET_RULESET", "RESET_HANDLES", "HANDLE_CTOR", "reset_program", "leftover"]
+
+#: the rule set that deletes every row of the tables a run writes, but the handles'
+RESET_RULESET = "reset"
+#: the rule set that deletes the handles' rows
+RESET_HANDLES = "reset_handles"
+#: the constructor of handles
+HANDLE_CTOR = "H"
+
+_DECL = re.compile(r"^\((constructor|relation|function) (\S+) \(([^()]*)\)", re.M)
+
+
+def reset_program(program: str, keep: frozenset[str] | set[str]) -> str:
+    """egglog program text: the :data:`RESET_RULESET` and :data:`RESET_HANDLES` rule
+    sets, one rule per table declared in ``program`` (constructors, relations,
+    functions) but those in ``keep``, each deleting every (not subsumed) row of its
+    table; the handles' rule in the latter."""
+    out = [f"(ruleset {RESET_RULESET})", f"(ruleset {RESET_HANDLES})"]
+    for kind, name, sorts in _DECL.findall(program):
+        if name in keep:
+            continue
+        args = " ".join(f"v{i}" for i in range(len(sorts.split())))
+        call = f"({name} {args})" if args else f"({name})"
+        query = call if kind == "relation" else f"(= out {call})"
+        ruleset = RESET_HANDLES if name == HANDLE_CTOR else RESET_RULESET
+        out.append(f"(rule ({query}) ((delete {call})) :ruleset {ruleset} "
+                   f':name "reset-{name}")')
+    return "\n".join(out)
+
+
+def leftover(sizes: dict[str, int], base: dict[str, int]) -> dict[str, int]:
+    """The tables whose row count ``sizes`` differs from the built e-graph's ``base``
+    (table -> rows now); empty when the e-graph is back to what was built."""
+    return {name: n for name, n in sizes.items() if n != base.get(name, 0)}
