@@ -10,6 +10,7 @@ Subcommands::
                 IN.jsonl -o OUT.jsonl
     eqsat compare IN.jsonl [--engines baseline,egraph] [--tinygrad] [--json]
     eqsat rules [--engine egraph|baseline]  the rule sets and their rules
+    eqsat rules --prove [--engine E] [--rule NAME]  prove every rule with z3
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
 Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
@@ -752,6 +753,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
+    if args.prove:
+        return _prove_rules(args)
+    if args.rule:
+        raise CLIError("--rule needs --prove")
     try:
         import rules
 
@@ -766,6 +771,40 @@ def cmd_rules(args: argparse.Namespace) -> int:
             for r in s.rules:
                 print(f"  {r.name}: {getattr(r, 'identity', '')}")
     return 0
+
+
+#: the modules that register the proof obligations of an engine's own passes
+_PROOF_SETUP = ("eqsat.engines.egraph.proofs",)
+
+
+def _prove_rules(args: argparse.Namespace) -> int:
+    """``eqsat rules --prove``: one line per rule, then the summary; 1 if any failed, 2
+    when z3 is missing."""
+    try:
+        import z3  # noqa: F401  (the proofs' solver: a dependency of this command only)
+    except ImportError:
+        _report("rules --prove needs z3: pip install z3-solver (or pip install -e '.[dev]')")
+        return 2
+    import importlib
+
+    from rules.proof.registry import prove, summary
+
+    for m in _PROOF_SETUP:
+        importlib.import_module(m)
+
+    names = [n for n in (args.rule or "").split(",") if n] or None
+    outcomes = []
+    try:
+        for o in prove(args.engine, names, int(args.timeout * 1000), args.jobs, _PROOF_SETUP):
+            outcomes.append(o)
+            detail = f"  {o.detail}" if o.detail and (o.status != "proven" or args.detail) \
+                else ""
+            print(f"{o.name:<34} {o.status:<11} {o.seconds:7.2f}s{detail}", flush=True)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    line = summary(outcomes)
+    print(line)
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
@@ -920,6 +959,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--engine", choices=("egraph", "baseline"),
                    help="only the rule sets of this engine")
     s.add_argument("--brief", action="store_true", help="rule set names and counts only")
+    s.add_argument("--prove", action="store_true",
+                   help="prove every rule with z3 (needs z3-solver): one line per rule "
+                        "(name, status, seconds), then 'N proven, M tested-only, K failed'; "
+                        "exit status 1 when a proof fails")
+    s.add_argument("--rule", metavar="NAME[,NAME]", help="with --prove: these rules only")
+    s.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="with --prove: N processes prove rules side by side (default 1)")
+    s.add_argument("--timeout", type=float, default=20.0, metavar="S",
+                   help="with --prove: seconds z3 may take on one obligation (default 20)")
+    s.add_argument("--detail", action="store_true",
+                   help="with --prove: the detail of proven rules too (dtype choices)")
     s.set_defaults(func=cmd_rules)
 
     s = sub.add_parser("lower", help="lower a kernel to C or a linear program",

@@ -18,8 +18,9 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS", "canon_key"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "canon_key"]
 
 _ORDERED = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)
 _CMP = (Ops.EQ, Ops.NE)
@@ -50,4 +51,9 @@ commutative_canonicalization = [
 for _r in commutative_canonicalization:
     _r.group = G
 
-GROUPS: dict[str, list[Rule]] = {G: commutative_canonicalization}
+LAWS = [py(r, "absent", "the e-graph needs no operand order: each of its rules matches "
+           "both orders of a commutative op (mirror images), and an index sum is "
+           "canonical_sum's sorted flattened sum") for r in commutative_canonicalization]
+
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))

@@ -22,8 +22,8 @@ from eqsat.ir.uop import IRError, UOp
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
-    "may_be_invalid", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits", "by_group",
+    "may_be_invalid", "may_be_undefined", "is_invalid", "invalid_like", "nonzero",
+    "exact_product_fits",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -105,6 +105,49 @@ def may_be_invalid(u: UOp) -> bool:
             continue
         _MAY_INVALID[n] = any(_MAY_INVALID[s] for s in n.src)
     return _MAY_INVALID[u]
+
+
+_MAY_UNDEF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+
+
+def _undefined_here(n: UOp) -> bool:
+    """Whether the op of ``n`` itself may be undefined on its operands' bounds: a division
+    or remainder by a value that may be 0, a shift by an amount that may be out of range,
+    an integer power with a possibly negative exponent, a float-to-integer cast."""
+    if n.op in (Ops.IDIV, Ops.MOD):
+        d = n.src[1]
+        return not (d.vmin > 0 or d.vmax < 0)
+    if n.op in (Ops.SHL, Ops.SHR) and n.dtype.is_int:
+        s = n.src[1]
+        limit = n.dtype.scalar().bits if n.dtype.is_fixed_int else 4096
+        return not (s.vmin >= 0 and s.vmax < limit)
+    if n.op is Ops.POW and n.dtype.is_int:
+        return not n.src[1].vmin >= 0
+    if n.op is Ops.CAST and n.dtype.is_int:
+        return n.src[0].dtype.is_float
+    return False
+
+
+def may_be_undefined(u: UOp) -> bool:
+    """``u`` can be undefined (a division by zero, ...) somewhere below it: evaluating
+    it where the input did not may make a defined input undefined. Cached."""
+    hit = _MAY_UNDEF.get(u)
+    if hit is not None:
+        return hit
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, done = stack.pop()
+        if n in _MAY_UNDEF:
+            continue
+        if not n.src:
+            _MAY_UNDEF[n] = False
+            continue
+        if not done:
+            stack.append((n, True))
+            stack.extend((s, False) for s in n.src if s not in _MAY_UNDEF)
+            continue
+        _MAY_UNDEF[n] = _undefined_here(n) or any(_MAY_UNDEF[s] for s in n.src)
+    return _MAY_UNDEF[u]
 
 
 def nonzero(u: UOp) -> bool:
@@ -265,14 +308,3 @@ def sum_terms(terms: Sequence[UOp], dt: DType) -> UOp:
     for t in terms[1:]:
         out = out + t
     return out
-
-
-
-def by_group(rules: Any) -> dict[str, list[Any]]:
-    """A family's e-graph rules (anything with a ``.group``) as its ``EGRAPH`` dict:
-    group name -> the rules in definition order."""
-    out: dict[str, list[Any]] = {}
-    for r in rules:
-        out.setdefault(r.group, []).append(r)
-    return out
-

@@ -2,8 +2,9 @@
 
 A :class:`PyRule` names one such rewrite for the e-graph, which applies it between
 egglog runs (``eqsat/engines/egraph/computed/``): the div/mod core's rules and the
-whole-sum rules (:func:`divmod_pyrules`, :func:`sum_pyrules`) and, for families with
-no native twin yet, baseline rules applied to e-nodes (:func:`bridge`).
+whole-sum rules (:func:`divmod_pyrules`, :func:`sum_pyrules`), the e-graph's own passes
+(canonical sums, the fold, ...) and the rules written in Python, matched against every
+e-node of the classes a pass visits (:func:`ematched`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from rules.divmod_core import DivModRule, SumRule
 
-__all__ = ["PyRule", "bridge", "divmod_pyrules", "sum_pyrules"]
+__all__ = ["PyRule", "ematched", "divmod_pyrules", "sum_pyrules"]
 
 
 @dataclass(frozen=True)
@@ -31,22 +32,19 @@ class PyRule:
     group: str
     kind: str
     rule: Any = field(default=None, repr=False)
+    #: why the e-graph does not run it as native egglog rules ("" for the computed
+    #: passes, which are Python by design)
+    reason: str = ""
 
     def __repr__(self) -> str:
         return f"PyRule({self.name!r}, {self.identity!r}, group={self.group!r})"
 
 
-def bridge(rules: Iterable[Any], group: str, non_int: bool = False) -> list[PyRule]:
-    """Baseline :class:`~eqsat.ir.pattern.Rule` objects as computed e-graph rewrites.
-
-    Each rule is applied on its own (never through the ordered matcher) to every
-    e-node of the ops its pattern names, read as a UOp (the e-node over its
-    children's cheapest terms); its result is unioned into the e-node's class. Its
-    guard reads the UOp's bounds (sound; the e-graph's may be tighter). ``non_int``:
-    only e-nodes of float/vector/other dtypes (integer and bool folding is the
-    e-graph's own, through the interval analysis). For families with no native twin.
-    """
-    return [PyRule(r.name, r.identity, group, "uop_nonint" if non_int else "uop", r)
+def ematched(rules: Iterable[Any], group: str, non_int: bool = False,
+             reason: str = "") -> list[PyRule]:
+    """Baseline rules the e-graph matches from Python against every e-node of the classes
+    it visits, each with the ``reason`` it cannot be a native egglog rule."""
+    return [PyRule(r.name, r.identity, group, "ematch_nonint" if non_int else "ematch", r, reason)
             for r in rules]
 
 

@@ -20,9 +20,9 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp, drop_folded_ranges
 from rules.common import make_const
-from rules.computed import PyRule, bridge
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS", "is_empty_range", "reduce_identity"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "is_empty_range", "reduce_identity"]
 
 
 def is_empty_range(r: UOp) -> bool:
@@ -89,17 +89,15 @@ after_simplification_patterns = [
          guard=lambda a: any(d.op is Ops.NOOP for d in a.src[1:])),
 ]
 
-GROUPS: dict[str, list[Rule]] = {G_LOOP: dead_loop_patterns,
-                                 G_AFTER: after_simplification_patterns}
-for _g, _rs in GROUPS.items():
+for _g, _rs in ((G_LOOP, dead_loop_patterns), (G_AFTER, after_simplification_patterns)):
     for _r in _rs:
         _r.group = _g
 
+_LOOPS = ("loops and effects (END, REDUCE, SINK, AFTER) have a list of sources, the "
+          "e-graph's Cons lists, which the rule language does not write: matched from Python")
+LAWS = [py(r, "ematch", _LOOPS) for r in dead_loop_patterns + after_simplification_patterns]
 
-# ---- e-graph rules ------------------------------------------------------------
-# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
-# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))
 
-EGRAPH: dict[str, list[PyRule]] = {G_LOOP: bridge(dead_loop_patterns, G_LOOP),
-                                   G_AFTER: bridge(after_simplification_patterns, G_AFTER)}
+

@@ -48,7 +48,7 @@ from eqsat.ir.linear import Lin, LinBuilder
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import by_group, may_be_invalid
+from rules.common import may_be_invalid
 from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
     ADVANCED,
@@ -59,7 +59,7 @@ from rules.divmod_core import (
     DivModRule,
     fold_divmod_general,
 )
-from rules.native import FIX_DT, ERule, Q, R
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "UOP_CTX", "UOpCtx", "to_lin",
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
@@ -257,38 +257,33 @@ fold_divmod_general_rule = Rule(
 
 
 # ---------------------------------------------------------------------------
-# advanced_division_dsl_patterns
+# the three seed groups
 G_ADV = "advanced_division_dsl_patterns"
+G_REC = "div_mod_recombine_dsl_patterns"
+G_RANGE = "range_based_mod_div_patterns"
+#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
+#: computed nested_idiv_offset, whose unions are checked against cycles
+G_REC_NESTED = "div_mod_recombine_nested_native"
+#: the core's group of a DivModRule -> the seed group its e-graph twin joins
+DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,
+                                "advanced_division": G_ADV, "div_mod_recombine": G_REC}
+
+_CORE = ("the div/mod core (rules.divmod_core), over linear forms: the e-graph runs the same "
+         "function on its e-classes' forms (a computed rule of the same name)")
+#: why the e-graph runs a recombination natively on fixed-width integers only
+_SUMS = ("an index sum is a canonical flattened sum, and the computed recombine_divmod "
+         "finds #1-#4 between any two of its terms, whatever their grouping; the binary "
+         "forms add nothing there and cost about a quarter of the egglog time (measured: "
+         "same outputs without them)")
+_IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
+_SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of its rules "
+          "(normalize_signs); as rewrites of their own they would only add negations to the "
+          "ordered matcher's result")
 
 
 def _distribute(c: UOp, s: UOp) -> UOp:
     a, b = s.src
     return a * c + b * c if s.op is Ops.ADD else a * c - b * c
-
-
-advanced_division_dsl_patterns: list[Rule] = [
-    *(_twin(r, G_ADV) for r in ADVANCED),
-    Rule("distribute_const_mul", "c*(a+b) -> c*a + c*b, c*(a-b) -> c*a - c*b (index)",
-         UPat(Ops.MUL, dtype=_IDX, src=[UPat(Ops.CONST, name="c"),
-                                        UPat((Ops.ADD, Ops.SUB), name="s")]),
-         build=_distribute, guard=lambda c: type(c.arg) is int, group=G_ADV),
-]
-
-
-# ---------------------------------------------------------------------------
-# div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1)
-G_REC = "div_mod_recombine_dsl_patterns"
-
-
-def _int_dt(x: UOp) -> bool:
-    return x.dtype.is_int and not x.dtype.ptr
-
-
-def _c(name: str) -> UPat:
-    return UPat(Ops.CONST, name=name)
-
-
-_x, _n = UPat.var("x"), UPat.var("n")
 
 
 def _recombine_sum(s: UOp) -> UOp | None:
@@ -301,53 +296,83 @@ def _recombine_sum(s: UOp) -> UOp | None:
     return None
 
 
-div_mod_recombine_dsl_patterns: list[Rule] = [
-    Rule("recombine_divmod_1", "x%n + (x//n)*n -> x",
-         UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_x, _n)),
-                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
-         build=lambda x: x, guard=lambda x, n: _int_dt(x) and not may_be_invalid(n),
-         group=G_REC),
-    Rule("recombine_divmod_2", "((x//a) % c) + (x//b)*c -> x//a when a*c == b",
-         UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_x, _c("a")), name="xa"),
-                                               _c("c"))),
-                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _c("b"))), _c("c")])]),
-         build=lambda xa: xa,
-         guard=lambda x, a, b, c: _int_dt(x) and a.arg * c.arg == b.arg != 0, group=G_REC),
-    Rule("recombine_divmod_3", "(x%c1)*c2 + (x//c1)*c3 -> x*c2 when c1*c2 == c3",
-         UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(_x, _c("c1"))), _c("c2")]),
-                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _c("c1"))), _c("c3")])]),
-         build=lambda x, c2: x * c2,
-         guard=lambda x, c1, c2, c3: _int_dt(x) and c1.arg * c2.arg == c3.arg, group=G_REC),
-    Rule("recombine_divmod_4", "y + x%n + (x//n)*n -> y + x",
-         UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("y"), UPat(Ops.MOD, src=(_x, _n))]),
-                            UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_x, _n)), _n])]),
-         build=lambda x, y: y + x, guard=lambda x, n: _int_dt(x) and not may_be_invalid(n),
-         group=G_REC),
-    *(_twin(r, G_REC) for r in RECOMBINE),
-    Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
-         UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
-         guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
+LAWS = [
+    # advanced_division_dsl_patterns: the core's rules, then c*(a+b) -> c*a + c*b
+    *(py(_twin(r, G_ADV), "computed", _CORE) for r in ADVANCED),
+    rule("distribute_const_mul", "k * op(a, b) -> op(a * k, b * k)", "is_index(a)",
+         ops=(Ops.ADD, Ops.SUB), group=G_ADV,
+         egraph_absent="an index sum is read as a linear form (canonical_sum and every "
+                       "computed rule): k*(a+b) is k*a + k*b there already"),
+    rule("nested_idiv_const", "(a // c1) // c2 -> a // (c1 * c2)",
+         "is_index(a) and c1 != 0 and c2 != 0", group=G_ADV,
+         baseline_reason=_IDX_ONLY.format("nested_idiv")),
+    rule("idiv_of_mod_const", "(a % c1) // c2 -> (a // c2) % (c1 // c2)",
+         "is_index(a) and c2 > 0 and c1 > c2 and c1 % c2 == 0", group=G_ADV,
+         baseline_reason=_IDX_ONLY.format("idiv_of_mod")),
+    rule("mod_of_mod_multiple", "(a % c1) % c2 -> a % c2",
+         "is_index(a) and c2 != 0 and c1 != 0 and c1 % c2 == 0", group=G_ADV,
+         baseline_reason=_IDX_ONLY.format("remove_nested_mod")),
+    # div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1): #1-#4, the core's #5, the sums
+    rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_int(x) and nonzero(n)",
+         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
+         note="n never 0: x % 0 is never folded into a value"),
+    rule("recombine_divmod_2", "((x // c1) % c2) + (x // c3) * c2 -> x // c1",
+         "is_int(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G_REC,
+         egraph_dtypes="fixed", egraph_note=_SUMS,
+         note="positive divisors: INT_MIN // -1 wraps"),
+    rule("recombine_divmod_3", "(x % c1) * c2 + (x // c1) * c3 -> x * c2",
+         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
+         egraph_note=_SUMS),
+    rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_int(x) and nonzero(n)",
+         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS),
+    rule("recombine_divmod_4_rev", "(y + (x // n) * n) + x % n -> y + x",
+         "is_int(x) and nonzero(n)", group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
+         note="Morok's second order of #4's terms"),
+    rule("recombine_divmod_3_chain", "(y + (x % c1) * c2) + (x // c1) * c3 -> y + x * c2",
+         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
+         egraph_note=_SUMS, note="#3 with a third term (Morok)"),
+    rule("recombine_divmod_3_chain_rev", "(y + (x // c1) * c3) + (x % c1) * c2 -> y + x * c2",
+         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
+         egraph_note=_SUMS),
+    rule("recombine_divmod_5", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
+         "is_index(a) and c1 > 0 and c3 > 0 and c2 >= 0 and vmin(a) >= 0", group=G_REC,
+         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
+    rule("recombine_divmod_5_neg", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
+         "is_index(a) and c1 > 0 and c3 > 0 and c2 <= 0 and vmax(a) <= 0", group=G_REC,
+         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
+    *(py(_twin(r, G_REC), "computed", _CORE) for r in RECOMBINE),
+    py(Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
+            UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
+            guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
+       "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
+       "recombine_mod_chain) over every index sum class"),
+    # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
+    rule("mod_in_range", "x % n -> x", "(vmin(x) >= 0 and vmax(x) < vmin(n)) or "
+         "(vmax(x) <= 0 and vmin(n) > 0 and -vmin(x) < vmin(n))", group=G_RANGE,
+         baseline_reason=_IDX_ONLY.format("mod_self_range"),
+         note="C: the dividend's sign; the mod e-node stays visible to the computed rules"),
+    # negative operands made positive (Morok, tinygrad's divandmod): the core does it
+    # inside each rule; natively they give the e-graph's other rules the positive form
+    rule("idiv_neg_divisor", "x // y -> -(x // -y)", "is_index(x) and vmax(y) < 0",
+         group=G_RANGE, baseline_reason=_SIGNS),
+    rule("mod_neg_divisor", "x % y -> x % -y", "is_index(x) and vmax(y) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
+    rule("idiv_nonpos_dividend", "x // y -> -((-x) // y)",
+         "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
+    rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
+         "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
+         baseline_reason=_SIGNS),
+    *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
+    py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
+       "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),
 ]
 
-
-# ---------------------------------------------------------------------------
-# range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
-G_RANGE = "range_based_mod_div_patterns"
-range_based_mod_div_patterns: list[Rule] = [
-    *(_twin(r, G_RANGE) for r in RANGE_BASED),
-    fold_divmod_general_rule,
-]
-
-GROUPS: dict[str, list[Rule]] = {
-    G_ADV: advanced_division_dsl_patterns,
-    G_REC: div_mod_recombine_dsl_patterns,
-    G_RANGE: range_based_mod_div_patterns,
-}
-
+GROUPS = baseline_groups(LAWS)
 
 # ---------------------------------------------------------------------------
 # recombination before anything else
-RECOMBINE_PREPASS = PatternMatcher(div_mod_recombine_dsl_patterns, "divmod_recombine_prepass")
+RECOMBINE_PREPASS = PatternMatcher(GROUPS[G_REC], "divmod_recombine_prepass")
 
 
 def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
@@ -361,98 +386,15 @@ def recombine_prepass(root: UOp, limit: int = 1000) -> UOp:
     return graph_rewrite(root, RECOMBINE_PREPASS, limit=limit)
 
 
+
 # ---- e-graph rules ---------------------------------------------------------------------------
-# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed over e-classes) of this
-# family, by group; rules.list_rulesets() and the e-graph engine (eqsat.engines.egraph.rulesets)
-# read EGRAPH.
-# The natives come first in each group, then the computed twins in the core's order.
-
-#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 §1 natively; the default is
-#: the computed nested_idiv_offset, whose unions are checked against cycles
-G_REC_NESTED = "div_mod_recombine_nested_native"
-#: the core's group of a DivModRule -> the group its e-graph twin joins
-DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,
-                                "advanced_division": G_ADV, "div_mod_recombine": G_REC}
-
-_EG: list[ERule | PyRule] = []
-_eg = _EG.extend
-
-# ---- range-based mod/div (the core's fast paths, natively) ---------------------------------
-# (not subsumed: the mod node stays visible to the computed rules, which may still find
-# a cheaper form of the class through it, e.g. (g - 4*(g//2) + 2) % 4 -> (g + 2) % 4)
-# one rule for both signs of x: the two cases read the same bounds (lx, hx, ln), and a
-# rule per case searched every Mod twice. (-lx overflows only where lx < 0, where the
-# first case is false anyway)
-_eg(R("mod_in_range", "x%n -> x when 0 <= x < n, or -n < x <= 0 (C: the dividend's sign)",
-      G_RANGE, "(Mod dt x n)", "x", "(= lx (lo x))", "(= hx (hi x))", "(= ln (lo n))",
-      "(= true (or (and (bool->= lx 0) (bool-< hx ln)) "
-      "(and (bool-<= hx 0) (and (bool-> ln 0) (bool-< (- 0 lx) ln)))))", "(Def n)"))
-
-# ---- div-mod recombination (docs/rules.md, seed 003 §1, #1-#5) ---------------------------------
-# (#1 and #4 drop n's occurrences but keep x: n must not be Invalid; #2, #3 have constants)
-# Natively for fixed-width integers only (FixDt). An index sum is a canonical flattened sum,
-# and the computed twin ``recombine_divmod`` (below) finds #1-#4 between any two of its
-# terms, whatever their grouping; the binary forms add nothing there and, with their mirror
-# images, their joins over the Add/Mul/Idiv/Mod tables cost about a quarter of the egglog
-# time (docs/perf.md).
-_FIX = FIX_DT
-_eg(R("recombine_divmod_1", "x%n + (x//n)*n -> x (fixed-width ints)", G_REC,
-      "(Add dt (Mod dt x n) (Mul dt (Idiv dt x n) n))", "x", _FIX, "(Def n)"))
-
-_eg(Q("recombine_divmod_2", "((x//a)%c) + (x//b)*c -> x//a when a*c == b (fixed-width ints)",
-      G_REC,
-      "(= e (Add dt (Mod dt (Idiv dt x (Cst dt a)) (Cst dt c)) "
-      f"(Mul dt (Idiv dt x (Cst dt b)) (Cst dt c)))) {_FIX} (= b (* a c))",
-      "(union e (Idiv dt x (Cst dt a)))"))
-
-_eg(Q("recombine_divmod_3", "(x%c1)*c2 + (x//c1)*c3 -> x*c2 when c1*c2 == c3 (fixed-width ints)",
-      G_REC,
-      "(= e (Add dt (Mul dt (Mod dt x (Cst dt c1)) (Cst dt c2)) "
-      f"(Mul dt (Idiv dt x (Cst dt c1)) (Cst dt c3)))) {_FIX} (= c3 (* c1 c2))",
-      "(union e (Mul dt x (Cst dt c2)))"))
-
-_eg(R("recombine_divmod_4", "(y + x%n) + (x//n)*n -> y + x (fixed-width ints)", G_REC,
-      "(Add dt (Add dt y (Mod dt x n)) (Mul dt (Idiv dt x n) n))", "(Add dt y x)", _FIX,
-      "(Def n)"))
-
-# #5 holds when a//c1 + c2 does not change sign: both halves keep one sign (index only)
-_eg(Q("recombine_divmod_5", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, a, c2 >= 0)",
-      G_REC_NESTED,
-      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (= dt \"index\") "
-      "(> c1 0) (> c3 0) (>= c2 0) (>= (lo a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
-      "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
-
-_eg(Q("recombine_divmod_5_neg", "(a//c1 + c2)//c3 -> (a + c1*c2)//(c1*c3) (c1, c3 > 0, "
-      "a, c2 <= 0)", G_REC_NESTED,
-      "(= e (Idiv dt (Add dt (Idiv dt a (Cst dt c1)) (Cst dt c2)) (Cst dt c3))) (= dt \"index\") "
-      "(> c1 0) (> c3 0) (<= c2 0) (<= (hi a) 0) (= k (* c1 c2)) (= d (* c1 c3))",
-      "(union e (Idiv dt (Add dt a (Cst dt k)) (Cst dt d)))"))
-
-# ---- advanced division (index only: the products must not wrap) -----------------------------
-_eg(Q("nested_idiv_const", "(a//b)//c -> a//(b*c) (b, c constants, non-zero)", G_ADV,
-      "(= e (Idiv dt (Idiv dt a (Cst dt b)) (Cst dt c))) (= dt \"index\") (!= b 0) (!= c 0) "
-      "(= k (* b c))", "(union e (Idiv dt a (Cst dt k)))"))
-
-_eg(Q("idiv_of_mod_const", "(a % (k*c)) // c -> (a // c) % k (c > 0 constant)", G_ADV,
-      "(= e (Idiv dt (Mod dt a (Cst dt m)) (Cst dt c))) (= dt \"index\") (> c 0) (> m c) "
-      "(= 0 (% m c)) (= k (/ m c))", "(union e (Mod dt (Idiv dt a (Cst dt c)) (Cst dt k)))"))
-
-_eg(Q("mod_of_mod_multiple", "(a % (k*c)) % c -> a % c (c != 0 constant)", G_ADV,
-      "(= e (Mod dt (Mod dt a (Cst dt m)) (Cst dt c))) (= dt \"index\") (!= c 0) (!= m 0) "
-      "(= 0 (% m c))", "(union e (Mod dt a (Cst dt c)))"))
-
-# ---- computed twins --------------------------------------------------------------------------
-# every rule of the div/mod core (rules.divmod_core), over the e-classes' linear forms, each
-# with the core rule's own name and identity, in the core's order (RANGE_BASED,
-# fold_divmod_general's eight, ADVANCED, RECOMBINE)
-_eg(replace(r, group=DIVMOD_GROUP[r.group]) for r in divmod_pyrules(DIVMOD_RULES))
-
-_eg([PyRule("divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper basis through "
-            "x == n*(x//n) + x%n (e.g. 30*(r//30) + r%10 - 10*((r//10)%3) -> r - 20*((r//10)%3))",
-            G_REC, "basis")])
-
-# the whole-sum recombinations (the baseline's recombine_divmod_sum, one PyRule each)
-_eg(sum_pyrules(SUM_RULES, G_REC))
-
-EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
+# the rules of the language natively (each group's natives first), then every rule of the
+# div/mod core (rules.divmod_core) over the e-classes' linear forms, with the core rule's own
+# name and identity, in the core's order (RANGE_BASED, fold_divmod_general's eight, ADVANCED,
+# RECOMBINE), the basis search and the whole-sum recombinations (SUM_RULES)
+EGRAPH = laws_by_group(egraph_rules(LAWS) + [
+    *(replace(r, group=DIVMOD_GROUP[r.group]) for r in divmod_pyrules(DIVMOD_RULES)),
+    PyRule("divmod_basis", "sum of x//n, x%n terms -> the same sum in a cheaper basis through "
+           "x == n*(x//n) + x%n (e.g. 30*(r//30) + r%10 - 10*((r//10)%3) -> r - 20*((r//10)%3))",
+           G_REC, "basis"),
+    *sum_pyrules(SUM_RULES, G_REC)])

@@ -12,9 +12,9 @@ from __future__ import annotations
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.computed import PyRule, bridge
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS"]
 
 
 def _gep(x: UOp, idx: tuple[int, ...]) -> UOp:
@@ -137,12 +137,10 @@ gep_pushing_patterns = [
 for _r in gep_pushing_patterns:
     _r.group = G
 
-GROUPS: dict[str, list[Rule]] = {G: gep_pushing_patterns}
+LAWS = [py(r, "ematch", "lane lists are arguments (the e-graph's argument keys) and the "
+           "rule computes with them: lane arithmetic in Python") for r in gep_pushing_patterns]
+
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))
 
 
-# ---- e-graph rules ------------------------------------------------------------
-# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
-# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
-
-EGRAPH: dict[str, list[PyRule]] = {G: bridge(gep_pushing_patterns, G)}

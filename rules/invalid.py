@@ -26,70 +26,26 @@ written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
 
 from __future__ import annotations
 
-from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import by_group, const_is, invalid_like, is_invalid
-from rules.computed import PyRule, bridge
-from rules.native import INVALID_LEAF, ERule, Q, R
+from rules.common import const_is
+from rules.computed import PyRule
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
-__all__ = ["GROUPS", "INVALID_PUSH_OPS"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "INVALID_PUSH_OPS"]
 
-# an Invalid: (invalid), or its cast to a non-index dtype (see rules.common.invalid_like)
-_INV = UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)
 # the 13 binary ops of seed 000 §13 (all non-comparison binaries of this IR except MULHI)
-INVALID_PUSH_OPS = tuple(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI})
-
-
-def _gate(c: str = "c", x: str = "x") -> UPat:
-    """``WHERE(c, x, Invalid)``."""
-    return UPat(Ops.WHERE, src=(UPat.var(c), UPat.var(x), _INV))
-
-
-def _where(c: UOp, x: UOp, i: UOp | None = None) -> UOp:
-    """``WHERE(c, x, Invalid)`` with the Invalid in ``x``'s dtype (``i``, the matched
-    Invalid, is not reused: its dtype may differ)."""
-    return UOp(Ops.WHERE, x.dtype, (c, x, invalid_like(x.dtype)))
-
+INVALID_PUSH_OPS = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI},
+                                key=lambda o: o.value))
+_CMPS = tuple(sorted(GroupOp.Comparison, key=lambda o: o.value))
+_UNARY = tuple(sorted(GroupOp.Unary, key=lambda o: o.value))
 
 G = "propagate_invalid"
-propagate_invalid = [
-    Rule("invalid_where_merge", "WHERE(c1, WHERE(c2, x, Inv), Inv) -> WHERE(c1 & c2, x, Inv)",
-         UPat(Ops.WHERE, src=(UPat.var("c1"), _gate("c2"), _INV)),
-         build=lambda c1, c2, x, i: _where(c1 & c2, x, i)),
-    Rule("invalid_into_cast", "CAST(WHERE(c, x, Inv), T) -> WHERE(c, CAST(x, T), Inv)",
-         UPat(Ops.CAST, src=(_gate(),), name="cast"),
-         build=lambda c, x, i, cast: _where(c, x.cast(cast.dtype), i)),
-    Rule("invalid_into_unary", "u(WHERE(c, x, Inv)) -> WHERE(c, u(x), Inv) for unary u",
-         UPat(tuple(GroupOp.Unary), src=(_gate(),), name="alu"),
-         build=lambda c, x, i, alu: _where(c, x.alu(alu.op), i)),
-    Rule("invalid_into_binary_left", "WHERE(c, x, Inv) op y -> WHERE(c, x op y, Inv) "
-         "(13 non-comparison binary ops)",
-         UPat(INVALID_PUSH_OPS, src=(_gate(), UPat.var("y")), name="alu"),
-         build=lambda c, x, y, i, alu: _where(c, x.alu(alu.op, y), i)),
-    Rule("invalid_into_binary_right", "y op WHERE(c, x, Inv) -> WHERE(c, y op x, Inv) "
-         "(13 non-comparison binary ops)",
-         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), _gate()), name="alu"),
-         build=lambda c, x, y, i, alu: _where(c, y.alu(alu.op, x), i)),
-    Rule("invalid_into_cmp_left", "WHERE(c, x, Inv) <cmp> y -> WHERE(c, x <cmp> y, Inv)",
-         UPat(tuple(GroupOp.Comparison), src=(_gate(), UPat.var("y")), name="alu"),
-         build=lambda c, x, y, i, alu: _where(c, x.alu(alu.op, y), i)),
-    Rule("invalid_into_cmp_right", "y <cmp> WHERE(c, x, Inv) -> WHERE(c, y <cmp> x, Inv)",
-         UPat(tuple(GroupOp.Comparison), src=(UPat.var("y"), _gate()), name="alu"),
-         build=lambda c, x, y, i, alu: _where(c, y.alu(alu.op, x), i)),
-    Rule("invalid_into_where_cond", "WHERE(WHERE(c, b, Inv), t, f) -> "
-         "WHERE(c, WHERE(b, t, f), Inv)",
-         UPat(Ops.WHERE, src=(_gate("c", "b"), UPat.var("t"), UPat.var("f"))),
-         build=lambda c, b, t, f: _where(c, UOp(Ops.WHERE, t.dtype, (b, t, f)))),
-    Rule("invalid_bare_left", "Invalid op y -> Invalid for index y",
-         UPat(INVALID_PUSH_OPS, src=(UPat(Ops.INVALID, name="i"), UPat.var("y"))),
-         build=lambda i: i, guard=lambda y: y.dtype == dtypes.index),
-    Rule("invalid_bare_right", "y op Invalid -> Invalid for index y",
-         UPat(INVALID_PUSH_OPS, src=(UPat.var("y"), UPat(Ops.INVALID, name="i"))),
-         build=lambda i: i, guard=lambda y: y.dtype == dtypes.index),
-]
-
+#: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast);
+#: the default lifts every guard of a term in one computed step (lift_invalid)
+G_STEP = "propagate_invalid_stepwise"
+_STEP = dict(group=G, egraph_group=G_STEP)
 
 def _zero_of(ld: UOp) -> UOp:
     return UOp.const(ld.dtype, 0)
@@ -109,6 +65,8 @@ def _bool_gate(v: bool) -> UPat:
 
 
 G_LS = "fold_invalid_load_store"
+_MEMORY = ("loads, stores and indices are the e-graph's generic nodes and the rule "
+           "language has no memory ops: matched from Python")
 fold_invalid_load_store = [
     Rule("load_invalid_index", "LOAD(INDEX(buf, Invalid)) -> 0",
          UPat(Ops.LOAD, src=(_inv_index(),), name="ld"), build=_zero_of),
@@ -131,56 +89,39 @@ fold_invalid_load_store = [
          UPat(Ops.STORE, src=(_bool_gate(False), UPat.var())), build=_noop),
 ]
 
-GROUPS: dict[str, list[Rule]] = {G: propagate_invalid, G_LS: fold_invalid_load_store}
-for _g, _rs in GROUPS.items():
-    for _r in _rs:
-        _r.group = _g
+for _r in fold_invalid_load_store:
+    _r.group = G_LS
 
+LAWS = [
+    rule("invalid_where_merge", "where(a, where(b, x, Inv), Inv) -> where(a & b, x, Inv)",
+         "never_undefined(b)", group=G,
+         note="a & b evaluates b where a is false, which the input did not",
+         native="the e-graph does not track where a class is undefined: b must be (a "
+                "division by a possible 0 in b would be evaluated where a is false)"),
+    rule("where_invalid_to_false", "where(c, Inv, x) -> where(~c, x, Inv)",
+         "not is_invalid(x)", group=G,
+         note="the Invalid into the false branch, where the other rules look (Morok)"),
+    rule("invalid_into_cast", "cast(where(c, x, Inv), T) -> where(c, cast(x, T), Inv)", **_STEP),
+    rule("invalid_into_unary", "op(where(c, x, Inv)) -> where(c, op(x), Inv)", ops=_UNARY,
+         **_STEP),
+    rule("invalid_into_binary_left", "op(where(c, x, Inv), y) -> where(c, op(x, y), Inv)",
+         ops=INVALID_PUSH_OPS, ordered=True, **_STEP),
+    rule("invalid_into_binary_right", "op(y, where(c, x, Inv)) -> where(c, op(y, x), Inv)",
+         ops=INVALID_PUSH_OPS, ordered=True, **_STEP),
+    rule("invalid_into_cmp_left", "op(where(c, x, Inv), y) -> where(c, op(x, y), Inv)",
+         ops=_CMPS, ordered=True, **_STEP),
+    rule("invalid_into_cmp_right", "op(y, where(c, x, Inv)) -> where(c, op(y, x), Inv)",
+         ops=_CMPS, ordered=True, **_STEP),
+    rule("invalid_into_where_cond", "where(where(c, b, Inv), t, f) -> "
+         "where(c, where(b, t, f), Inv)", **_STEP),
+    rule("invalid_bare_left", "op(Inv, y) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
+         ordered=True, **_STEP),
+    rule("invalid_bare_right", "op(y, Inv) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
+         ordered=True, **_STEP),
+    *(py(r, "ematch", _MEMORY) for r in fold_invalid_load_store),
+]
 
-# ---- e-graph rules ------------------------------------------------------------
-# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
-# rules.list_rulesets() and the e-graph engine read EGRAPH.
-
-#: opt-in: the stepwise lifting of where(c, x, Invalid) through every op (grows fast)
-_E_LIFT_STEPWISE = "propagate_invalid_stepwise"
-_E_PROPAGATE_INVALID = "propagate_invalid"
-
-_EG: list[ERule | PyRule] = []
-_eg = _EG.extend
-
-# ---- invalid ---------------------------------------------------------------------------
-_eg(R("where_invalid_merge", "where(c1, where(c2, x, Inv), Inv) -> where(c1 & c2, x, Inv)",
-      _E_PROPAGATE_INVALID, "(Where dt c1 (Where dt c2 x (Leaf \"INVALID\" dt a)) "
-      "(Leaf \"INVALID\" dt a))", "(Where dt (And \"bool\" c1 c2) x (Leaf \"INVALID\" dt a))"))
-
-for _e_c in ("Add", "Sub", "Mul", "Idiv", "Mod", "Max", "Min", "And", "Or", "Xor", "Shl", "Shr",
-           "Lt", "Le", "Gt", "Ge", "Eq", "Ne"):
-    _e_l = _e_c.lower()
-    _eg(Q(f"{_e_l}_where_invalid_lhs",
-          f"{_e_l}(where(c, x, Inv), y) -> where(c, {_e_l}(x, y), Inv)",
-          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt (Where dw c x {INVALID_LEAF}) y))",
-          f"(union e (Where dt c ({_e_c} dt x y) {INVALID_LEAF}))"))
-    _eg(Q(f"{_e_l}_where_invalid_rhs",
-          f"{_e_l}(y, where(c, x, Inv)) -> where(c, {_e_l}(y, x), Inv)",
-          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt y (Where dw c x {INVALID_LEAF})))",
-          f"(union e (Where dt c ({_e_c} dt y x) {INVALID_LEAF}))"))
-
-for _e_c in ("Neg", "Not", "Cast"):
-    _e_l = _e_c.lower()
-    _eg(Q(f"{_e_l}_where_invalid", f"{_e_l}(where(c, x, Inv)) -> where(c, {_e_l}(x), Inv)",
-          _E_LIFT_STEPWISE, f"(= e ({_e_c} dt (Where dw c x {INVALID_LEAF})))",
-          f"(union e (Where dt c ({_e_c} dt x) {INVALID_LEAF}))"))
-
-_eg(Q("where_cond_invalid", "where(where(c, b, Inv), t, f) -> where(c, where(b, t, f), Inv)",
-      _E_LIFT_STEPWISE, f"(= e (Where dt (Where dw c b {INVALID_LEAF}) t f))",
-      f"(union e (Where dt c (Where dt b t f) {INVALID_LEAF}))"))
-
-_eg([PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
-           "Invalid guard of a term lifted to its top in one step", "propagate_invalid", "lift")])
-
-EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
-
-# the load/store of an Invalid index: baseline rules applied to e-nodes (no native twin)
-
-EGRAPH[G_LS] = bridge(fold_invalid_load_store, G_LS)
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS) + [
+    PyRule("lift_invalid", "op(..where(c, x, Inv)..) -> where(c & .., op(..x..), Inv): every "
+           "Invalid guard of a term lifted to its top in one step", G, "lift")])

@@ -19,9 +19,9 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
 from rules.common import invalid_like, is_invalid, is_zero
-from rules.computed import PyRule, bridge
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS", "where_on_load"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "where_on_load"]
 
 
 def _split_and(u: UOp) -> list[UOp]:
@@ -105,12 +105,10 @@ pm_move_where_on_load = [
 for _r in pm_move_where_on_load:
     _r.group = G
 
-GROUPS: dict[str, list[Rule]] = {G: pm_move_where_on_load}
+LAWS = [py(r, "ematch", "splits the condition into clauses and reads which ranges and "
+           "loads each one uses: computed in Python") for r in pm_move_where_on_load]
+
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))
 
 
-# ---- e-graph rules ------------------------------------------------------------
-# No native egglog twin yet: the e-graph applies each of these baseline rules on its own
-# (never through the ordered matcher) to the e-nodes of the ops it names, read as UOps
-# over their classes' cheapest terms, and unions its result (eqsat.engines.egraph.computed.bridge).
-
-EGRAPH: dict[str, list[PyRule]] = {G: bridge(pm_move_where_on_load, G)}

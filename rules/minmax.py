@@ -7,54 +7,18 @@ constant, so the bounds rules never decide a float (NaN) comparison.
 
 from __future__ import annotations
 
-from eqsat.ir.ops import Ops
-from eqsat.ir.pattern import Rule, UPat
-from rules.common import by_group, may_be_invalid
-from rules.computed import PyRule
-from rules.native import ERule, R
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, rule
 
-__all__ = ["GROUPS"]
-
-_X, _Y = UPat.var("x"), UPat.var("y")
+__all__ = ["GROUPS", "EGRAPH", "LAWS"]
 
 G = "minmax_dsl_patterns"
-minmax_dsl_patterns = [
-    Rule("max_self", "max(x, x) -> x", UPat(Ops.MAX, src=(_X, _X)), build=lambda x: x),
-    Rule("min_self", "min(x, x) -> x", UPat(Ops.MIN, src=(_X, _X)), build=lambda x: x),
-    Rule("max_by_bounds", "max(x, y) -> x when vmin(x) >= vmax(y)",
-         UPat(Ops.MAX, src=[_X, _Y]), build=lambda x: x,
-         guard=lambda x, y: not x.dtype.is_float and x.vmin >= y.vmax
-         and not may_be_invalid(y)),
-    Rule("min_by_bounds", "min(x, y) -> x when vmax(x) <= vmin(y)",
-         UPat(Ops.MIN, src=[_X, _Y]), build=lambda x: x,
-         guard=lambda x, y: not x.dtype.is_float and x.vmax <= y.vmin
-         and not may_be_invalid(y)),
+
+LAWS = [
+    rule("max_self", "max(x, x) -> x", group=G, subsume=True),
+    rule("min_self", "min(x, x) -> x", group=G, subsume=True),
+    rule("max_by_bounds", "max(x, y) -> x", "vmin(x) >= vmax(y)", group=G, subsume=True),
+    rule("min_by_bounds", "min(x, y) -> x", "vmax(x) <= vmin(y)", group=G, subsume=True),
 ]
-for _r in minmax_dsl_patterns:
-    _r.group = G
 
-GROUPS: dict[str, list[Rule]] = {G: minmax_dsl_patterns}
-
-
-# ---- e-graph rules ------------------------------------------------------------
-# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
-# rules.list_rulesets() and the e-graph engine read EGRAPH.
-
-_E_MINMAX = "minmax_dsl_patterns"
-
-_EG: list[ERule | PyRule] = []
-_eg = _EG.extend
-
-_eg(R("max_self", "max(x,x) -> x", _E_MINMAX, "(Max dt x x)", "x", subsume=True))
-
-_eg(R("min_self", "min(x,x) -> x", _E_MINMAX, "(Min dt x x)", "x", subsume=True))
-
-# ---- min / max ----------------------------------------------------------------------
-_eg(R("max_left", "max(x,y) -> x when lo(x) >= hi(y)", _E_MINMAX, "(Max dt x y)", "x",
-      "(>= (lo x) (hi y))", "(Def y)", subsume=True))
-
-_eg(R("min_left", "min(x,y) -> x when hi(x) <= lo(y)", _E_MINMAX, "(Min dt x y)", "x",
-      "(<= (hi x) (lo y))", "(Def y)", subsume=True))
-
-EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS))

@@ -1,27 +1,18 @@
-"""Native egglog rewrites: small local rules whose guards read the interval analysis.
+"""Native egglog rewrites: the e-graph's form of the rules of the language.
 
-Each :class:`ERule` is one named rewrite with a one-line identity, in a group
-named after the pattern groups of docs/rules.md (``identity_and_zero_patterns``,
-``comparison_dsl_patterns``, ...). Rules match the constructors of
+Each :class:`ERule` is one egglog rewrite of a rule of the language
+(:mod:`rules.lang`, compiled by :mod:`rules.lang_egglog`), named after it (variants add
+``~float``, ``~fixed``, an op's name, mirror images ``~1``...; :attr:`ERule.law` is the
+name its matches count under). Rules match the constructors of
 :mod:`eqsat.engines.egraph.encoding` (``(Add dt a b)``, ``(Cst dt v)``, ...); guards use
-``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`) and the dtype relations
-``IntDt`` (index and fixed-width integers: the session loads such a rule as its
-:func:`int_dt_twins`), ``(= dt "index")`` (index only: no wrap) and ``FixDt``
-(fixed-width integers only: a rule guarded by it goes to the rule set ``native_fixed``,
-which a run schedules only when its input has such a dtype).
-Computed values are bound in the query (an i64 overflow there is "no match").
+``lo``/``hi`` (see :mod:`eqsat.engines.egraph.analyses`), ``Def`` (never Invalid) and the
+dtype relations ``IntDt`` (index and fixed-width integers: the session loads such a rule
+as its :func:`int_dt_twins`), ``FixDt`` (fixed-width integers only: a rule guarded by it
+goes to the rule set ``native_fixed``, which a run schedules only when its input has such
+a dtype) and ``DtIn`` (a named dtype set of :data:`rules.lang.DTYPE_SETS`). Computed
+values are bound in the query (an i64 overflow there is "no match").
 
 A commutative pattern is written once; :func:`commuted` adds its mirror images.
-A rule that drops an operand (``x*0 -> 0``, ``where(c, t, f) -> t``) requires
-``(Def x)`` of what it drops: ``Invalid`` propagates through every op, and the
-rewrite must not turn an Invalid into a value. Rules that replace a node by
-something strictly simpler subsume the node
-(``subsume=True``), so it stops matching other rules and is never extracted.
-
-These are the e-graph twins of the baseline's rule families. Every family's
-twins live beside its baseline rules, in the ``EGRAPH`` section of its module
-``rules/<family>.py`` (built with :func:`R`/:func:`Q` from here; the div/mod
-family's are in ``rules/divmod.py``). This module keeps the helpers.
 """
 
 from __future__ import annotations
@@ -32,8 +23,7 @@ from typing import Any
 
 from eqsat.ir.egglog_text import read, show
 
-__all__ = ["ERule", "commuted", "R", "Q", "INT_DT", "IDX_DT", "FIX_DT", "NONZERO",
-           "INVALID_LEAF", "int_dt_twins"]
+__all__ = ["ERule", "commuted", "INT_DT", "FIX_DT", "int_dt_twins"]
 
 
 @dataclass(frozen=True)
@@ -53,20 +43,48 @@ class ERule:
     query: str = ""
     actions: str = ""
     subsume: bool = False
+    #: the rule of the language this one implements (its matches count under that name;
+    #: "" = this rule's own name)
+    rule: str = ""
+    #: the arguments the text names ``$arg0``, ``$arg1``, ... (a float constant, the
+    #: Invalid's None): the session puts each in its argument table and writes its key
+    args: tuple[Any, ...] = ()
+    #: it matches fixed-width integer or float nodes only (not index or bool): the
+    #: session loads it with the fixed-width rules (a run of an index input skips them)
+    wide: bool = False
 
-    def program(self, ruleset: str) -> str:
-        """The egglog command adding this rule to ``ruleset``."""
+    @property
+    def law(self) -> str:
+        """The name its matches count under (:attr:`rule`, or its own name)."""
+        return self.rule or self.name
+
+    def program(self, ruleset: str, key: Any = None) -> str:
+        """The egglog command adding this rule to ``ruleset``; ``key(arg)`` gives the
+        argument table's key of each of :attr:`args`."""
         if self.lhs:
             when = f" :when ({' '.join(self.when)})" if self.when else ""
             sub = " :subsume" if self.subsume else ""
-            return (f"(rewrite {self.lhs} {self.rhs}{when}{sub} :ruleset {ruleset} "
+            text = (f"(rewrite {self.lhs} {self.rhs}{when}{sub} :ruleset {ruleset} "
                     f':name "{self.name}")')
-        return f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} :name "{self.name}")'
+        else:
+            text = (f'(rule ({self.query}) ({self.actions}) :ruleset {ruleset} '
+                    f':name "{self.name}")')
+        return self.fill(text, key)
+
+    def fill(self, text: str, key: Any = None) -> str:
+        """``text`` (this rule's program, or one written from its pattern and guards)
+        with each ``$arg<i>`` replaced by ``key(args[i])``, the argument table's key."""
+        if self.args and _ARG.search(text):
+            if key is None:
+                raise ValueError(f"rule {self.name}: its arguments need an argument table")
+            text = _ARG.sub(lambda m: str(key(self.args[int(m.group(1))])), text)
+        return text
 
     def __repr__(self) -> str:
         return f"ERule({self.name!r}, {self.identity!r}, group={self.group!r})"
 
 
+_ARG = re.compile(r"\$arg(\d+)")
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
@@ -171,36 +189,15 @@ def commuted(rule: ERule) -> list[ERule]:
         if any(_same_rewrite(lhs, k, rule.rhs, rule.when) for k in kept):
             continue
         kept.append(lhs)
-        out.append(ERule(rule.name if i == 0 else f"{rule.name}~{i}", rule.identity, rule.group,
-                         lhs, rule.rhs, rule.when, subsume=rule.subsume))
+        out.append(replace(rule, name=rule.name if i == 0 else f"{rule.name}~{i}", lhs=lhs))
     return out
 
 
-def R(name: str, identity: str, group: str, lhs: str, rhs: str, *when: str,
-      subsume: bool = False) -> list[ERule]:
-    """A rewrite ``lhs -> rhs`` under the facts ``when``, with its commuted variants."""
-    return commuted(ERule(name, identity, group, lhs, rhs, tuple(when), subsume=subsume))
-
-
-def Q(name: str, identity: str, group: str, query: str, actions: str) -> list[ERule]:
-    """A general rule: the facts of ``query`` -> the ``actions``."""
-    return [ERule(name, identity, group, query=query, actions=actions)]
-
-
-#: guard: ``dt`` is index or a fixed-width integer dtype
+#: guard: ``dt`` is index or a fixed-width integer dtype (loaded as two rules:
+#: :func:`int_dt_twins`)
 INT_DT = "(IntDt dt)"
-#: guard: ``dt`` is index (unbounded: no wrap). A literal, not the ``IdxDt`` relation: a
-#: constant on the pattern's column, where a relation is one more atom to join in every
-#: round and to clone on every push/pop
-IDX_DT = '(= dt "index")'
 #: guard: ``dt`` is a fixed-width integer dtype (the rule joins the rule set native_fixed)
 FIX_DT = "(FixDt dt)"
-#: guard (``.format(v)``): the interval of ``v`` excludes 0, on either side. One rule
-#: with this guard instead of one per sign: the two would search the same pattern
-#: every step. (A class whose bound on one side is known has the other too: the
-#: insertion loads both, and the interval rules that set one side give ``lo <= 0`` or
-#: ``hi >= 0``, which this guard does not need.)
-NONZERO = "(= true (or (bool-> (lo {0}) 0) (bool-< (hi {0}) 0)))"
 _INT_DT_VAR = re.compile(r"\(IntDt (\w+)\)")
 
 
@@ -234,7 +231,3 @@ def int_dt_twins(rule: ERule) -> tuple[ERule, ERule] | None:
                 replace(rule, name=name, when=tuple(map(fixed, rule.when))))
     return replace(rule, query=index(rule.query)), replace(rule, name=name,
                                                            query=fixed(rule.query))
-
-
-#: pattern of the Invalid leaf (binds ``di``, ``ai``)
-INVALID_LEAF = "(Leaf \"INVALID\" di ai)"

@@ -28,27 +28,17 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import by_group, const_is, invalid_like, is_invalid, may_be_invalid, nonzero
+from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero
 from rules.computed import PyRule
-from rules.native import ERule, R
+from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
-__all__ = ["GROUPS", "parse_valid", "simplify_given_valid"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "parse_valid", "simplify_given_valid"]
 
 _X = UPat.var("x")
 
 
 def _where(c: UOp, t: UOp, f: UOp) -> UOp:
     return UOp(Ops.WHERE, t.dtype, (c, t, f))
-
-
-def _bconst(v: bool, name: str) -> UPat:
-    return UPat(Ops.CONST, name=name, pred=lambda u: u.dtype.scalar() == dtypes.bool
-                and const_is(u, v))
-
-
-def _decided(c: UOp, value: bool) -> bool:
-    return c.dtype.scalar() == dtypes.bool and c.vmin == c.vmax == value and \
-        not may_be_invalid(c)
 
 
 # ---- bounds fold: an integer node whose range is a single value is that value
@@ -62,39 +52,6 @@ def _single_valued(x: UOp) -> bool:
     if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
         return False  # a division that may be by zero is never folded into a value
     return not any(may_be_invalid(s) for s in x.src)
-
-
-G_BOUND = "where_bound_patterns"
-where_bound_patterns = [
-    Rule("where_cond_true", "WHERE(c, t, f) -> t when c is always true (constant or bounds, "
-         "e.g. c = x<k with vmax(x) < k)",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"), UPat.var("f"))),
-         build=lambda t: t, guard=lambda c: _decided(c, True)),
-    Rule("where_cond_false", "WHERE(c, t, f) -> f when c is always false (constant or bounds, "
-         "e.g. c = x<k with vmin(x) >= k)",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"), UPat.var("f"))),
-         build=lambda f: f, guard=lambda c: _decided(c, False)),
-    Rule("fold_const_by_bounds", "x -> CONST(v) when vmin(x) == vmax(x) == v (int/bool x, "
-         "no division by a possible 0, no Invalid operand)",
-         UPat(_BOUND_FOLD_OPS, name="x"),
-         build=lambda x: UOp.const(x.dtype, x.vmin), guard=_single_valued),
-]
-
-_BIN = tuple(GroupOp.Binary - {Ops.MULHI})
-
-
-def _combine_ok(alu: UOp, t: UOp, tt: UOp, f: UOp, ff: UOp) -> bool:
-    if not ((t.op is Ops.CONST and tt.op is Ops.CONST) or (f.op is Ops.CONST
-                                                          and ff.op is Ops.CONST)):
-        return False
-    if any(is_invalid(u) for u in (t, tt, f, ff)):
-        return False
-    # never put a possibly-zero divisor into a branch it was not evaluated in
-    return alu.op not in (Ops.IDIV, Ops.MOD) or (nonzero(tt) and nonzero(ff))
-
-
-def _wpat(t: str, f: str) -> UPat:
-    return UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var(t), UPat.var(f)))
 
 
 # ---- simplify a padded index given its validity (tinygrad's uop_given_valid)
@@ -223,123 +180,87 @@ def _gate_build(w: UOp, c: UOp, x: UOp, i: UOp) -> UOp:
     return invalid_like(w.dtype) if y.op is Ops.INVALID else UOp(Ops.WHERE, w.dtype, (c, y, i))
 
 
+G_BOUND = "where_bound_patterns"
 G_DCE = "dce_dsl_patterns"
-dce_dsl_patterns = [
-    Rule("where_same_branches", "WHERE(c, t, t) -> t",
-         UPat(Ops.WHERE, src=(UPat.var(), UPat.var("t"), UPat.var("t"))), build=lambda t: t),
-    Rule("where_true_false", "WHERE(x, true, false) -> x (bool x)",
-         UPat(Ops.WHERE, src=(_X, _bconst(True, "a"), _bconst(False, "b")), name="w"),
-         build=lambda x: x, guard=lambda x, w: x.dtype == w.dtype),
-    Rule("where_false_true", "WHERE(x, false, true) -> !x (bool x)",
-         UPat(Ops.WHERE, src=(_X, _bconst(False, "a"), _bconst(True, "b")), name="w"),
-         build=lambda x: x.alu(Ops.NOT), guard=lambda x, w: x.dtype == w.dtype),
-    Rule("where_not_flip", "WHERE(!c, t, f) -> WHERE(c, f, t) unless f is Invalid",
-         UPat(Ops.WHERE, src=(UPat(Ops.NOT, src=(UPat.var("c"),)), UPat.var("t"),
-                              UPat.var("f"))),
-         build=lambda c, t, f: _where(c, f, t),
-         guard=lambda c, f: c.dtype.scalar() == dtypes.bool and not is_invalid(f)),
-    Rule("where_same_cond_true", "WHERE(c, WHERE(c, x, y), f) -> WHERE(c, x, f)",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat(Ops.WHERE, src=(UPat.var("c"), _X,
-                                                                  UPat.var("y"))),
-                              UPat.var("f"))),
-         build=lambda c, x, f: _where(c, x, f)),
-    Rule("where_same_cond_false", "WHERE(c, t, WHERE(c, x, y)) -> WHERE(c, t, y)",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"),
-                              UPat(Ops.WHERE, src=(UPat.var("c"), _X, UPat.var("y"))))),
-         build=lambda c, t, y: _where(c, t, y)),
-    Rule("where_nested_merge", "WHERE(a, WHERE(b, c, d), d) -> WHERE(a & b, c, d)",
-         UPat(Ops.WHERE, src=(UPat.var("a"), UPat(Ops.WHERE, src=(UPat.var("b"), UPat.var("c"),
-                                                                  UPat.var("d"))),
-                              UPat.var("d"))),
-         build=lambda a, b, c, d: _where(a & b, c, d), guard=lambda b: not may_be_invalid(b)),
-    Rule("where_alu_combine", "WHERE(c, t, f) <op> WHERE(c, tt, ff) -> WHERE(c, t op tt, "
-         "f op ff) when t, tt or f, ff are constants",
-         UPat(_BIN, src=(_wpat("t", "f"), _wpat("tt", "ff")), name="alu"),
-         build=lambda alu, c, t, tt, f, ff: _where(c, t.alu(alu.op, tt), f.alu(alu.op, ff)),
-         guard=_combine_ok),
-    Rule("where_add_chain_combine", "(y + WHERE(c, t, f)) + WHERE(c, tt, ff) -> "
-         "y + WHERE(c, t+tt, f+ff) when t, tt or f, ff are constants",
-         UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("y"), _wpat("t", "f")]),
-                            _wpat("tt", "ff")], name="alu"),
-         build=lambda y, c, t, tt, f, ff: y + _where(c, t + tt, f + ff), guard=_combine_ok),
-    Rule("where_gate_given_valid", "WHERE(v, x, Inv) -> WHERE(v, x', Inv) with x' = x "
-         "simplified assuming v (bounds of v's clauses); -> Inv when v never holds",
-         UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"),
-                              UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)),
-              name="w"),
-         build=_gate_build, guard=lambda c, x: _given_valid(c, x) is not None),
+#: the two WHEREs' combinations over every binary op, natively (opt-in: every pair of
+#: WHEREs over one condition combines, and sums of many grow with it)
+G_COMBINE_NATIVE = "where_combine_native"
+_BIN = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI, Ops.IDIV, Ops.MOD},
+                    key=lambda o: o.value))
+_NO_INV = "not is_invalid(f) and not is_invalid(ff)"
+_COMBINE = dict(group=G_DCE, egraph_group=G_COMBINE_NATIVE)
+#: the where-combining rules need a condition that can go both ways: a constant one is
+#: where_cond_true's or where_cond_false's, and combining the where(false, k, ..) e-nodes
+#: a class of a constant condition collects made new constants out of dead branches at
+#: every step, each combined again with the others (docs/perf.md: a floor-division
+#: expansion from a padded view went from 719 to 24,900 e-nodes in one step)
+_LIVE_COND = "vmin(c) == 0 and vmax(c) == 1"
+
+LAWS = [
+    # where_bound_patterns: what the bounds decide
+    rule("where_cond_true", "where(c, t, f) -> t", "vmin(c) == 1", group=G_BOUND, subsume=True),
+    rule("where_cond_false", "where(c, t, f) -> f", "vmax(c) == 0", group=G_BOUND,
+         subsume=True),
+    py(Rule("fold_const_by_bounds", "x -> CONST(v) when vmin(x) == vmax(x) == v (int/bool x, "
+            "no division by a possible 0, no Invalid operand)",
+            UPat(_BOUND_FOLD_OPS, name="x"),
+            build=lambda x: UOp.const(x.dtype, x.vmin), guard=_single_valued, group=G_BOUND),
+       "absent", "the e-graph's fold pass (fold_known) unions every never-Invalid class whose "
+       "interval is one value with that constant"),
+    # dce_dsl_patterns (Morok's WHERE rules)
+    rule("where_same_branches", "where(c, t, t) -> t", group=G_DCE, subsume=True),
+    rule("where_true_false", "where(x, true, false) -> x", group=G_DCE, subsume=True),
+    rule("where_false_true", "where(x, false, true) -> ~x", group=G_DCE),
+    rule("where_not_flip", "where(~c, t, f) -> where(c, f, t)", "not is_invalid(f)", group=G_DCE,
+         note="never with an Invalid f: the padding rules see it in the false branch"),
+    rule("where_same_cond_true", "where(c, where(c, x, y), f) -> where(c, x, f)", group=G_DCE,
+         subsume=True),
+    rule("where_same_cond_false", "where(c, t, where(c, x, y)) -> where(c, t, y)", group=G_DCE,
+         subsume=True),
+    rule("where_nested_merge", "where(a, where(b, x, y), y) -> where(a & b, x, y)",
+         "never_invalid(b) and never_undefined(b)", group=G_DCE,
+         note="a & b evaluates b where a is false, which the input did not",
+         native="the e-graph does not track where a class is undefined: b must be "
+                "(a division by a possible 0 in b would be evaluated where a is false)"),
+    rule("where_alu_combine", "op(where(c, k1, f), where(c, k2, ff)) -> "
+         "where(c, op(k1, k2), op(f, ff))", _NO_INV, ops=_BIN, ordered=True, **_COMBINE),
+    rule("where_alu_combine_false", "op(where(c, t, k1), where(c, tt, k2)) -> "
+         "where(c, op(t, tt), op(k1, k2))", "not is_invalid(t) and not is_invalid(tt)",
+         ops=_BIN, ordered=True, **_COMBINE),
+    rule("where_div_combine", "op(where(c, k1, f), where(c, k2, ff)) -> "
+         "where(c, op(k1, k2), op(f, ff))", f"{_NO_INV} and k2 != 0 and nonzero(ff)",
+         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE,
+         note="a divisor that may be 0 is not moved into a branch it was not in"),
+    rule("where_div_combine_false", "op(where(c, t, k1), where(c, tt, k2)) -> "
+         "where(c, op(t, tt), op(k1, k2))",
+         "not is_invalid(t) and not is_invalid(tt) and nonzero(tt) and k2 != 0",
+         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE),
+    rule("where_add_chain_combine", "(y + where(c, k1, f)) + where(c, k2, ff) -> "
+         "y + where(c, k1 + k2, f + ff)", f"not is_float(y) and {_NO_INV}", **_COMBINE,
+         note="not floats: (y + a) + b is not y + (a + b) when they round"),
+    rule("where_add_chain_combine_false", "(y + where(c, t, k1)) + where(c, tt, k2) -> "
+         "y + where(c, t + tt, k1 + k2)",
+         "not is_float(y) and not is_invalid(t) and not is_invalid(tt)", **_COMBINE),
+    rule("where_combine_consts", "op(where(c, k1, k2), where(c, k3, k4)) -> "
+         "where(c, op(k1, k3), op(k2, k4))", _LIVE_COND,
+         ops=(Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.MIN), group=G_DCE,
+         baseline_reason="e-graph only: the e-graph's default form of "
+         "where_alu_combine (all four branches constant), which the ordered matcher runs "
+         "first"),
+    rule("where_const_operand", "op(where(c, k1, k2), k3) -> where(c, op(k1, k3), op(k2, k3))",
+         _LIVE_COND, ops=(Ops.ADD, Ops.MUL), group=G_DCE),
+    py(Rule("where_gate_given_valid", "WHERE(v, x, Inv) -> WHERE(v, x', Inv) with x' = x "
+            "simplified assuming v (bounds of v's clauses); -> Inv when v never holds",
+            UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"),
+                                 UPat((Ops.INVALID, Ops.CAST), name="i", pred=is_invalid)),
+                 name="w"),
+            build=_gate_build, guard=lambda c, x: _given_valid(c, x) is not None,
+            group=G_DCE),
+       "absent", "the e-graph's context pass (where_valid_context) simplifies x under the "
+       "bounds its condition implies, over e-classes"),
 ]
 
-GROUPS: dict[str, list[Rule]] = {G_BOUND: where_bound_patterns, G_DCE: dce_dsl_patterns}
-for _g, _rs in GROUPS.items():
-    for _r in _rs:
-        _r.group = _g
-
-
-# ---- e-graph rules ------------------------------------------------------------
-# Native egglog rewrites (ERule: each guard reads the e-graph's lo/hi and Def analyses) and
-# computed rewrites (PyRule, applied by eqsat.engines.egraph.computed) of this family, by group;
-# rules.list_rulesets() and the e-graph engine read EGRAPH.
-
-_E_WHERE_BOUND = "where_bound_patterns"
-
-_EG: list[ERule | PyRule] = []
-_eg = _EG.extend
-
-# ---- where --------------------------------------------------------------------------
-_eg(R("where_true", "where(c,t,f) -> t when c is always true", _E_WHERE_BOUND,
-      "(Where dt c t f)", "t", "(= (lo c) 1)", "(Def c)", subsume=True))
-
-_eg(R("where_false", "where(c,t,f) -> f when c is always false", _E_WHERE_BOUND,
-      "(Where dt c t f)", "f", "(= (hi c) 0)", "(Def c)", subsume=True))
-
-_eg(R("where_same", "where(c,t,t) -> t", _E_WHERE_BOUND, "(Where dt c t t)", "t",
-      "(Def c)", subsume=True))
-
-_eg(R("where_bool_id", "where(c,true,false) -> c", _E_WHERE_BOUND,
-      "(Where dt c (Cst dt 1) (Cst dt 0))", "c", "(= dt \"bool\")", subsume=True))
-
-_eg(R("where_bool_not", "where(c,false,true) -> !c", _E_WHERE_BOUND,
-      "(Where dt c (Cst dt 0) (Cst dt 1))", "(Not dt c)", "(= dt \"bool\")"))
-
-_eg(R("where_not_flip", "where(!c,t,f) -> where(c,f,t) when f is not Invalid (f has a value)",
-      _E_WHERE_BOUND, "(Where dt (Not dc c) t f)", "(Where dt c f t)", "(= lf (lo f))"))
-
-_eg(R("where_merge", "where(a, where(b, x, y), y) -> where(a & b, x, y)", _E_WHERE_BOUND,
-      "(Where dt a (Where dt b x y) y)", "(Where dt (And dc a b) x y)",
-      "(= dc \"bool\")", "(= la (lo a))", "(= lb (lo b))"))
-
-# The where-combining rules need a condition that can go both ways: a constant one is
-# where_true's or where_false's (or, when it may be Invalid, leaves the other branch
-# dead), and combining the where(false, k, ..) e-nodes of a class that the constant
-# condition collected made new constants out of dead branches at every step, each
-# combined again with the others (a floor-division expansion from a padded view went
-# from 719 to 24,900 e-nodes in one step)
-_LIVE_COND = ("(= (lo c) 0)", "(= (hi c) 1)")
-
-for _e_c in ("Add", "Sub", "Mul", "Max", "Min"):
-    _eg(R(f"{_e_c.lower()}_where_same_cond",
-          f"{_e_c.lower()}(where(c, k1, k2), where(c, k3, k4)) -> "
-          f"where(c, {_e_c.lower()}(k1, k3), {_e_c.lower()}(k2, k4)) (constant branches)",
-          _E_WHERE_BOUND,
-          f"({_e_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
-          f"(Where dt c ({_e_c} dt (Cst dt k1) (Cst dt k3)) ({_e_c} dt (Cst dt k2) (Cst dt k4)))",
-          *_LIVE_COND))
-
-for _e_c in ("Add", "Mul"):
-    _eg(R(f"{_e_c.lower()}_where_const", f"{_e_c.lower()}(where(c, k1, k2), k3) -> "
-          f"where(c, {_e_c.lower()}(k1, k3), {_e_c.lower()}(k2, k3)) (constant branches)",
-          _E_WHERE_BOUND, f"({_e_c} dt (Where dt c (Cst dt k1) (Cst dt k2)) (Cst dt k3))",
-          f"(Where dt c ({_e_c} dt (Cst dt k1) (Cst dt k3)) ({_e_c} dt (Cst dt k2) (Cst dt k3)))",
-          *_LIVE_COND))
-
-_eg(R("where_same_cond_true", "where(c, where(c, a, b), d) -> where(c, a, d)", _E_WHERE_BOUND,
-      "(Where dt c (Where dt c a b) d)", "(Where dt c a d)", subsume=True))
-
-_eg(R("where_same_cond_false", "where(c, a, where(c, b, d)) -> where(c, a, d)", _E_WHERE_BOUND,
-      "(Where dt c a (Where dt c b d))", "(Where dt c a d)", subsume=True))
-
-_eg([PyRule("where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x "
-           "simplified under the bounds c implies", "where_bound_patterns", "context")])
-
-EGRAPH: dict[str, list[ERule | PyRule]] = by_group(_EG)
+GROUPS = baseline_groups(LAWS)
+EGRAPH = laws_by_group(egraph_rules(LAWS) + [
+    PyRule("where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x "
+           "simplified under the bounds c implies", G_DCE, "context")])

@@ -72,3 +72,27 @@ def test_no_import_from_a_layer_above(module):
     path = modules()[module]
     above = sorted(m for m in imports(module, path) if layer(m) > layer(module))
     assert not above, f"{module} (layer {layer(module)}) imports from above: {above}"
+
+
+#: the rule language and what a rule written in Python is made of: a family module of
+#: rules (rules/<family>.py) imports these and the IR only, never another family (the
+#: registry ``rules``: where_gate_given_valid simplifies under its condition with every
+#: rule, late)
+RULE_LANGUAGE = ("rules.lang", "rules.lang_baseline", "rules.lang_egglog", "rules.common",
+                 "rules.computed", "rules.native", "rules.divmod_core", "rules")
+
+
+def _families() -> list[str]:
+    return sorted(m for m in modules() if m.startswith("rules.") and m.count(".") == 1
+                  and m not in RULE_LANGUAGE and m != "rules.proof")
+
+
+def test_families_are_found():
+    assert {"rules.identity", "rules.divmod", "rules.where"} <= set(_families())
+
+
+@pytest.mark.parametrize("module", _families())
+def test_a_rule_family_imports_the_rule_language_and_the_ir_only(module):
+    bad = sorted(m for m in imports(module, modules()[module])
+                 if layer(m) != 0 and m not in RULE_LANGUAGE)
+    assert not bad, f"{module} imports {bad}"

@@ -49,6 +49,7 @@ POSITIVE = [
     ("hoist_const_sub_rhs", f"(sub {Y} (add {X} 3))", f"(add (sub {Y} {X}) -3)"),
     ("hoist_const_from_const_sub", f"(add (sub 5 {X}) {Y})", f"(add (sub {Y} {X}) 5)"),
     ("sub_of_sub", f"(sub {Y} (sub (var z 0 3) {X}))", f"(add {X} (sub {Y} (var z 0 3)))"),
+    ("neg_sum_const", f"(mul (add {X} 3) -1)", f"(add (neg {X}) -3)"),
 ]
 
 BLOCKED = [
@@ -57,6 +58,7 @@ BLOCKED = [
     ("add_mul_terms", f"(add (mul {F} 3.0) (mul {F} 4.0))", f"(add (mul {F} 3.0) (mul {F} 4.0))"),
     ("hoist_const_add", f"(add (add {F} 1.0) {F})", f"(add (add {F} 1.0) {F})"),
     ("sub_self", f"(sub {F} {F})", f"(sub {F} {F})"),                # inf - inf is NaN
+    ("neg_sum_const", f"(mul (add {F} 3.0) -1.0)", f"(mul (add {F} 3.0) -1.0)"),  # rounding
     # a constant y is folded into the chain, not hoisted
     ("hoist_const_add", f"(add (add {X} 3) 4)", f"(add {X} 7)"),
     # bool add is or, never x*2

@@ -30,8 +30,11 @@ POSITIVE = [
     ("cmp_by_bounds", "(eq (var x 0 3) 7)", "false"),
     ("cmp_by_bounds", f"(lt (mod {Y} 4) 4)", "true"),
     # normalization toward LT
-    ("not_cmp", f"(not (lt {X} {Y}))", f"(le {Y} {X})"),
-    ("not_cmp", f"(not (eq {F} {G}))", f"(ne {F} {G})"),
+    ("not_lt", f"(not (lt {X} {Y}))", f"(le {Y} {X})"),
+    ("not_le", f"(not (le {X} {Y}))", f"(lt {Y} {X})"),
+    ("not_ge", f"(not (ge {X} {Y}))", f"(lt {X} {Y})"),
+    ("not_eq", f"(not (eq {F} {G}))", f"(ne {F} {G})"),
+    ("not_ne", f"(not (ne {F} {G}))", f"(eq {F} {G})"),
     ("gt_to_lt", f"(gt {X} {Y})", f"(lt {Y} {X})"),
     ("le_const_rhs", f"(le {X} 4)", f"(lt {X} 5)"),
     ("le_const_lhs", f"(le 4 {X})", f"(lt 3 {X})"),
@@ -45,16 +48,21 @@ POSITIVE = [
     ("eq_offset", f"(eq (add {X} 3) 10)", f"(eq {X} 7)"),
     # negation flip
     ("lt_neg_flip", f"(lt (neg {X}) (neg {Y}))", f"(lt {Y} {X})"),
-    ("lt_neg_flip", f"(lt (neg {F}) (neg {G}))", f"(lt {G} {F})"),
+    ("lt_neg_flip_float", f"(lt (neg {F}) (neg {G}))", f"(lt {G} {F})"),
     ("lt_mul_neg1_flip", f"(lt (mul {X} -1) (mul {Y} -1))", f"(lt {Y} {X})"),
     # division lifting, d > 0: c > 0 and c <= 0 (C truncation)
-    ("lt_idiv_lift", f"(lt (idiv {X} 4) 3)", f"(lt {X} 12)"),
-    ("lt_idiv_lift", f"(lt (idiv {X} 4) -1)", f"(lt {X} -7)"),
-    ("lt_idiv_lift", f"(lt (idiv {X} 4) 0)", f"(lt {X} -3)"),
+    ("lt_idiv_lift_pos", f"(lt (idiv {X} 4) 3)", f"(lt {X} 12)"),
+    ("lt_idiv_lift_nonpos", f"(lt (idiv {X} 4) -1)", f"(lt {X} -7)"),
+    ("lt_idiv_lift_nonpos", f"(lt (idiv {X} 4) 0)", f"(lt {X} -3)"),
+    ("const_lt_idiv_lift", f"(lt 2 (idiv {X} 4))", f"(lt 11 {X})"),
     # constant factors
-    ("lt_mul_const", f"(lt (mul {X} 4) 10)", f"(lt {X} 3)"),
-    ("lt_mul_const", f"(lt (mul {X} 4) -10)", f"(lt {X} -2)"),
-    ("lt_mul_const", f"(lt (mul {X} -3) 10)", f"(lt -4 {X})"),
+    ("lt_mul_pos", f"(lt (mul {X} 4) 10)", f"(lt {X} 3)"),
+    ("lt_mul_pos_nonpos", f"(lt (mul {X} 4) -10)", f"(lt {X} -2)"),
+    ("lt_mul_neg_pos", f"(lt (mul {X} -3) 10)", f"(lt -4 {X})"),
+    ("lt_mul_neg_nonpos", f"(lt (mul {X} -3) -10)", f"(lt 3 {X})"),
+    ("const_lt_mul_pos", f"(lt 10 (mul {X} 4))", f"(lt 2 {X})"),
+    ("neg_lt_const", f"(lt (neg {X}) 3)", f"(lt -3 {X})"),
+    ("const_lt_neg", f"(lt 3 (neg {X}))", f"(lt {X} -3)"),
     # common factor of a sum, and the simplex
     ("lt_gcd_fold", f"(lt (add (mul {X} 4) (var z 0 3)) 8)", f"(lt {X} 2)"),
     ("lt_simplex", "(lt (add (mul (range 0 4) 3) (mul (range 1 5) 2)) 1)",
@@ -68,7 +76,7 @@ BLOCKED = [
     # overlapping bounds decide nothing
     ("cmp_by_bounds", f"(lt {Y} 5)", f"(lt {Y} 5)"),
     # !(a < b) is not b <= a for floats (NaN)
-    ("not_cmp", f"(not (lt {F} {G}))", f"(not (lt {F} {G}))"),
+    ("not_lt", f"(not (lt {F} {G}))", f"(not (lt {F} {G}))"),
     # x + c may wrap in a fixed-width dtype
     ("lt_offset", f"(lt (add {FULL} (const i32 3)) (const i32 10))",
      f"(lt (add {FULL} (const i32 3)) (const i32 10))"),
@@ -76,9 +84,9 @@ BLOCKED = [
     ("lt_neg_flip", f"(lt (neg {FULL}) (neg {FULL}))", "false"),
     ("lt_neg_flip", f"(lt (neg {FULL}) (neg {I32}))", f"(lt (neg {FULL}) (neg {I32}))"),
     # division lifting needs d > 0
-    ("lt_idiv_lift", f"(lt (idiv {X} -4) 3)", f"(lt (idiv {X} -4) 3)"),
+    ("lt_idiv_lift_pos", f"(lt (idiv {X} -4) 3)", f"(lt (idiv {X} -4) 3)"),
     # the product may wrap
-    ("lt_mul_const", f"(lt (mul {FULL} (const i32 4)) (const i32 10))",
+    ("lt_mul_pos", f"(lt (mul {FULL} (const i32 4)) (const i32 10))",
      f"(lt (mul {FULL} (const i32 4)) (const i32 10))"),
     # the remainder part must stay below the common factor
     ("lt_gcd_fold", f"(lt (add (mul {X} 4) (var z 0 4)) 8)",

@@ -55,6 +55,10 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("mod_in_range", (RB,), f"(mod {A} (var s 8 9))", A),
     ("mod_in_range", (RB,), "(mod (cast i32 (var a 0 7)) (const i32 9))", "(cast i32 (var a 0 7))"),
     ("mod_in_range", (RB,), "(mod (var n -2 0) 3)", "(var n -2 0)"),          # -n < x <= 0
+    ("idiv_neg_divisor", (RB,), f"(idiv {A} (var d -4 -2))", f"(idiv {A} (var d -4 -2))"),
+    ("mod_neg_divisor", (RB,), f"(mod {A} (var d -4 -2))", f"(mod {A} (var d -4 -2))"),
+    ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 -1) {S})", f"(idiv (var n -9 -1) {S})"),
+    ("mod_nonpos_dividend", (RB,), f"(mod (var n -9 -1) {S})", f"(mod (var n -9 -1) {S})"),
     # range_based_mod_div_patterns: computed (the core's fast paths and fold_divmod_general)
     ("mod_self_range", (RB,), f"(mod {A} -10)", A),
     ("idiv_one_bucket", (RB,), f"(idiv {M} 5)", "0"),
@@ -84,6 +88,12 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      f"{ci(6)}) {ci(3)}))", f"(idiv {XI} {ci(2)})"),
     ("recombine_divmod_3", (REC,), f"(add (mul (mod {XI} {ci(4)}) {ci(3)}) (mul (idiv {XI} "
      f"{ci(4)}) {ci(12)}))", f"(mul {XI} {ci(3)})"),
+    ("recombine_divmod_4_rev", (REC,), f"(add (add {BC} (mul (idiv {XI} {C7}) {C7})) (mod {XI} "
+     f"{C7}))", f"(add {BC} {XI})"),
+    ("recombine_divmod_3_chain", (REC,), f"(add (add {BC} (mul (mod {XI} {ci(4)}) {ci(3)})) "
+     f"(mul (idiv {XI} {ci(4)}) {ci(12)}))", f"(add {BC} (mul {XI} {ci(3)}))"),
+    ("recombine_divmod_3_chain_rev", (REC,), f"(add (add {BC} (mul (idiv {XI} {ci(4)}) "
+     f"{ci(12)})) (mul (mod {XI} {ci(4)}) {ci(3)}))", f"(add {BC} (mul {XI} {ci(3)}))"),
     ("recombine_divmod_4", (REC,), f"(add (add {BC} (mod {XI} {C7})) (mul (idiv {XI} {C7}) "
      f"{C7}))", f"(add {BC} {XI})"),
     # div_mod_recombine_dsl_patterns: computed
@@ -126,13 +136,27 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
 
 # rule, rule sets, input, what remains: the rule's guard blocks it (others may still fire)
 BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("idiv_neg_divisor", (RB,), f"(idiv {A} (var d -4 0))", f"(idiv {A} (var d -4 0))"),  # 0
+    ("mod_neg_divisor", (RB,), f"(mod {A} (var d -4 0))", f"(mod {A} (var d -4 0))"),
+    ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 1) {S})", f"(idiv (var n -9 1) {S})"),
+    ("mod_nonpos_dividend", (RB,), f"(mod (var n -9 1) {S})", f"(mod (var n -9 1) {S})"),
+    ("recombine_divmod_4_rev", (REC,), f"(add (add {BC} (mul (idiv {XI} {C7}) {C7})) (mod {XI} "
+     f"{ci(6)}))", f"(add (add {BC} (mul (idiv {XI} {C7}) {C7})) (mod {XI} {ci(6)}))"),
+    ("recombine_divmod_3_chain", (REC,), f"(add (add {BC} (mul (mod {XI} {ci(4)}) {ci(3)})) "
+     f"(mul (idiv {XI} {ci(4)}) {ci(10)}))", f"(add (add {BC} (mul (mod {XI} {ci(4)}) "
+     f"{ci(3)})) (mul (idiv {XI} {ci(4)}) {ci(10)}))"),                         # 4*3 != 10
+    ("recombine_divmod_3_chain_rev", (REC,), f"(add (add {BC} (mul (idiv {XI} {ci(4)}) "
+     f"{ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))", f"(add (add {BC} (mul (idiv {XI} "
+     f"{ci(4)}) {ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))"),
     ("mod_in_range", (RB,), f"(mod {A} 7)", f"(mod {A} 7)"),                  # x reaches n
     ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # x < 0 (C: m)
     ("mod_in_range", (RB,), f"(mod {A} {NI})", f"(mod {A} {NI})"),           # n may be Invalid
     # (the lo/hi guards of mod_in_range see no interval of such an n either; the Def guard is
     # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
     ("mod_in_range", (RB,), "(mod (var n -3 0) 3)", "(mod (var n -3 0) 3)"),  # -n reached
-    ("mod_in_range", (RB,), "(mod (var n -2 0) -3)", "(var n -2 0)"),    # n < 0 (C: x)
+    # (a negative n is made positive by mod_neg_divisor first; then -n must not be reached)
+    ("mod_in_range", (RB,), "(mod (var n -2 0) (var d -2 -1))",
+     "(mod (var n -2 0) (var d -2 -1))"),
     ("recombine_divmod_1", (REC,), f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))",
      f"(add (mod {XI} {C7}) (mul (idiv {XI} {C7}) {ci(8)}))"),                # 8 != 7
     ("recombine_divmod_1", (REC,), f"(add (mod {XI} {SIC}) (mul (idiv {XI} {SIC}) {SIC}))",

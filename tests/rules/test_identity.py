@@ -22,7 +22,7 @@ POSITIVE = [
     ("or_zero", f"(or {X} 0)", X),
     ("xor_zero", f"(xor 0 {X})", X),
     ("sub_zero", f"(sub {X} 0)", X),
-    ("add_zero", f"(add {L} -0.0)", L),
+    ("add_neg_zero", f"(add {L} -0.0)", L),
     ("sub_zero", f"(sub {L} 0.0)", L),
     ("idiv_one", f"(idiv {X} 1)", X),
     ("fdiv_one", f"(fdiv {F} 1.0)", F),

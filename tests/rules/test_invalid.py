@@ -23,6 +23,7 @@ BUF = "(buffer 0 f32 64)"
 POSITIVE = [
     # propagate_invalid
     ("invalid_where_merge", f"(where {D} {P} (invalid))", f"(where (and {D} {C}) {X} (invalid))"),
+    ("where_invalid_to_false", f"(where {C} (invalid) {X})", f"(where (lt 4 {X}) {X} (invalid))"),
     ("invalid_into_cast", f"(cast i32 {P})", f"(where {C} (cast i32 {X}) (cast i32 (invalid)))"),
     ("invalid_into_unary", f"(neg {P})", f"(where {C} (neg {X}) (invalid))"),
     ("invalid_into_binary_left", f"(add {P} {Y})", f"(where {C} (add {X} {Y}) (invalid))"),
@@ -45,6 +46,8 @@ BLOCKED = [
     # seed 000's WHERE(c1, WHERE(c2, x, Inv), y) -> WHERE(c1 & c2, x, y) is not done: it would
     # make the index valid (y) where c1 & !c2
     ("invalid_where_merge", f"(where {D} {P} {Y})", f"(where {D} {P} {Y})"),
+    # an Invalid false branch stays (the other rules look there)
+    ("where_invalid_to_false", f"(where {C} (invalid) (invalid))", "(invalid)"),
     # a bare Invalid does not absorb a non-index operation
     ("invalid_bare_left", f"(add (cast i32 (invalid)) (cast i32 {Y}))",
      f"(add (cast i32 (invalid)) (cast i32 {Y}))"),

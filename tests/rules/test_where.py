@@ -34,8 +34,13 @@ POSITIVE = [
     ("where_nested_merge", f"(where {A} (where {B} {X} {Y}) {Y})",
      f"(where (and {A} {B}) {X} {Y})"),
     ("where_alu_combine", f"(add (where {A} 2 0) (where {A} 1 5))", f"(where {A} 3 5)"),
-    ("where_alu_combine", f"(mul (where {A} {X} 2) (where {A} {Y} 3))",
+    ("where_alu_combine_false", f"(mul (where {A} {X} 2) (where {A} {Y} 3))",
      f"(where {A} (mul {X} {Y}) 6)"),
+    ("where_div_combine", f"(idiv (where {A} 7 {X}) (where {A} 2 (var p 1 3)))",
+     f"(where {A} 3 (idiv {X} (var p 1 3)))"),
+    ("where_add_chain_combine_false", f"(add (add {X} (where {A} {Y} 2)) (where {A} {Y} 3))",
+     f"(add {X} (where {A} (mul {Y} 2) 5))"),
+    ("where_const_operand", f"(add (where {A} 7 1) 3)", f"(where {A} 10 4)"),
     ("where_add_chain_combine", f"(add (add {X} (where {A} 2 0)) (where {A} 1 5))",
      f"(add {X} (where {A} 3 5))"),
     # a padded index simplified under its validity (tinygrad's uop_given_valid)
@@ -57,6 +62,9 @@ BLOCKED = [
     # merging needs the same else-branch node
     ("where_nested_merge", f"(where {A} (where {B} {X} {Y}) (var z 0 9))",
      f"(where {A} (where {B} {X} {Y}) (var z 0 9))"),
+    # a divisor that may be 0 is not moved into a branch it was not in
+    ("where_div_combine", f"(idiv (where {A} 7 {X}) (where {A} 2 {Y}))",
+     f"(idiv (where {A} 7 {X}) (where {A} 2 {Y}))"),
     # combining two WHEREs needs a constant side to fold
     ("where_alu_combine", f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))",
      f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))"),

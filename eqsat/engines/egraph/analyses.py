@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 
 from eqsat.ir.dtype import dtypes
+from rules.lang import DTYPE_SETS
 
 __all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
            "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
@@ -81,6 +82,11 @@ def dtype_table() -> str:
         if name in FIXED_DTYPES:
             out.append(f'(FixDt "{name}")')
     out.append('(IdxDt "index")')
+    # the named dtype sets of the rule language's guards: (DtIn "float" "f32")
+    out.append("(relation DtIn (String String))")
+    for set_name, members in DTYPE_SETS.items():
+        for name in sorted(members):
+            out.append(f'(DtIn "{set_name}" "{name}")')
     return "\n".join(out)
 
 

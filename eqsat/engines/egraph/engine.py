@@ -120,8 +120,9 @@ __all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "FIXED_RU
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
 
-#: the native rules that match fixed-width integer nodes only (their guards say
-#: ``(FixDt dt)``) form this rule set; a run whose input has no such dtype skips it
+#: the native rules that match fixed-width integer or float nodes only (their guards say
+#: ``(FixDt dt)``, or the rule of the language says so) form this rule set; a run whose
+#: input has no such dtype skips it (rewrites keep their operands' dtypes)
 FIXED_RULESET = "native_fixed"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report") and
@@ -141,10 +142,11 @@ _FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
 
 
 def fixed_only(rule: Any) -> bool:
-    """Whether a native rule matches fixed-width integer nodes only (a ``FixDt`` guard,
-    ``FIX_DT`` or on another variable)."""
-    return any(_FIX_DT_GUARD.search(w) for w in rule.when) or \
-        bool(_FIX_DT_GUARD.search(rule.query))
+    """Whether a native rule matches fixed-width integer or float nodes only (a ``FixDt``
+    guard, ``FIX_DT`` or on another variable, or a rule of the language that says so:
+    its float constants' variants)."""
+    return getattr(rule, "wide", False) or any(_FIX_DT_GUARD.search(w) for w in rule.when) \
+        or bool(_FIX_DT_GUARD.search(rule.query))
 
 
 #: the kinds of a session's e-graphs, by the native rules they hold: every rule set
@@ -196,14 +198,15 @@ def _current(name: str) -> property:
 
 
 def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
-    """Whether ``nodes`` hold a fixed-width integer node (the fixed-width native rules
-    may match), and one the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)."""
+    """Whether ``nodes`` hold a fixed-width integer or float node (the native rules of
+    those dtypes may match), and one the fixed-width interval rules match
+    (FIXED_ANALYSIS_DTYPES)."""
     fixed = fixed_analysis = False
     for u in nodes:
         d = dt_name(u.dtype)
         if d == "index":
             continue
-        fixed = fixed or d in FIXED_DTYPES
+        fixed = fixed or d in FIXED_DTYPES or u.dtype.is_float or u.dtype.is_fixed_int
         fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
     return fixed, fixed_analysis
 
@@ -215,17 +218,30 @@ _ANALYSIS_SETS: dict[tuple[bool, bool], str] = {
 
 #: constructors every index input has, whose interval rules always run
 _ALWAYS_CORE = frozenset(("Cst", "G1"))
+#: the constructors of index arithmetic and its conditions: core where a rule makes them
+_INDEX_CORE = frozenset(("Add", "Sub", "Mul", "Idiv", "Mod", "Neg", "Max", "Min", "Lt",
+                         "Where", "And", "Or", "Not"))
 
 
 def analysis_ext(native: list[ERule]) -> frozenset[str]:
     """The constructors whose interval rules run only in a run that inserted one of them
-    (``analysis_program``'s ``ext``): those no native rule's right side makes (the
-    computed rules' e-nodes are insertions too), but constants and ranges. A run
-    without them cannot hold such an e-node, so those rules could not match."""
-    made: set[str] = set()
-    for r in native:
-        made.update(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))
-    return frozenset(ANALYSIS_CTORS - made - _ALWAYS_CORE)
+    (``analysis_program``'s ``ext``): those outside the core, the least set that holds
+    constants, ranges, the index arithmetic rules make, and what rules make from core
+    constructors alone (a rule whose pattern needs an ``ext`` constructor fires only
+    where one was inserted; the computed rules' e-nodes are insertions too). A run that
+    inserted none of them cannot hold such an e-node, so those rules could not match."""
+    rules = [(set(_CTOR_CALL.findall(f"{r.lhs} {r.query}")) & ANALYSIS_CTORS,
+              set(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))) for r in native]
+    # the least fixed point from index arithmetic: what rules make from core is core
+    core = set(_INDEX_CORE | _ALWAYS_CORE) & {c for _, rhs in rules for c in rhs} | _ALWAYS_CORE
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs <= core and not rhs <= core:
+                core |= rhs
+                changed = True
+    return frozenset(ANALYSIS_CTORS - core)
 
 
 _CTOR_CALL = re.compile(r"\((\w+)")
@@ -266,8 +282,14 @@ class Session:
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)
-        #: egglog rule name -> the native rule's name (an IntDt rule is two egglog rules)
+        #: egglog rule name -> the name its matches count under (the rule of the language
+        #: its variants implement; an IntDt rule is two egglog rules)
         self._native_names: dict[str, str] = {}
+        #: the arguments the native rules name (float constants, the Invalid's None), in
+        #: order: each e-graph's argument table gives them the keys 0, 1, ... first
+        self._rule_args = ArgTable()
+        key = self._rule_args.key
+
         #: (rule set, egglog program) of each egglog rule of the native rules. The rules
         #: whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``, each
         #: with a counting twin in ``<set>_count`` (adding to the egglog function
@@ -286,16 +308,16 @@ class Session:
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
                 else list(zip(("native", FIXED_RULESET), twins, strict=True))
             for ruleset, t in pairs:
-                self._native_names[t.name] = r.name
+                self._native_names[t.name] = r.law
                 if multiplies(t):
                     i = sum(map(len, self._mult.values()))
-                    self._mult.setdefault(ruleset, []).append((i, r.name, new_nodes(t)))
+                    self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
                     self._mult_ctors[i] = pattern_ctors(t)
-                    self._native_programs.append((f"{ruleset}_count", count_program(
-                        t, f"{ruleset}_count", f"{COUNT_FN}{i}")))
+                    self._native_programs.append((f"{ruleset}_count", t.fill(count_program(
+                        t, f"{ruleset}_count", f"{COUNT_FN}{i}"), key)))
                     self._program_ctors.append(pattern_ctors(t))
                     ruleset = f"{ruleset}_mult"
-                self._native_programs.append((ruleset, t.program(ruleset)))
+                self._native_programs.append((ruleset, t.program(ruleset, key)))
                 self._program_ctors.append(pattern_ctors(t))
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
@@ -347,6 +369,8 @@ class Session:
         t = time.perf_counter()
         egraph = bindings.EGraph()
         args = ArgTable()
+        for i in range(len(self._rule_args)):  # the keys the native rules were written with
+            args.key(self._rule_args.arg(i))
         # a narrow e-graph never holds another constructor's rows (a run widens first):
         # their insertion and interval rules would only be built in every round
         only = NARROW_CTORS if kind == "narrow" else None

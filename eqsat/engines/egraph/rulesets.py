@@ -2,15 +2,17 @@
 
 Group names are those of docs/rules.md (``identity_and_zero_patterns``,
 ``range_based_mod_div_patterns``, ...). A group's rules come from the ``EGRAPH``
-section of its family module ``rules/<family>.py``, beside the family's
-baseline ``GROUPS`` (the div/mod family's native rules, its core's computed
-twins, the basis search and the whole-sum recombinations are in
-``rules/divmod.py``).
+section of its family module ``rules/<family>.py``, derived there from the same rule
+definitions as the family's baseline ``GROUPS`` (the div/mod family's computed rules,
+its basis search and whole-sum recombinations are in ``rules/divmod.py``). A family
+module that fails to import is an error, not a missing family.
 
 :func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
 stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
 time, builds every partial lifting of a sum (it grows combinatorially); the
-default lifts in one computed step (``lift_invalid``).
+default lifts in one computed step (``lift_invalid``); the combinations of two
+``where``s over one condition through every binary op (``where_combine_native``) grow
+with every such pair (the default combines constant branches only).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from rules.native import ERule
 __all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN"]
 
 OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
-                           "constant_folding_native")
+                           "where_combine_native")
 
 # the family modules in schedule order: a group's rules (native and computed) are loaded in
 # the order its family comes here; divmod leads (its computed rules are tried first)
@@ -37,10 +39,8 @@ def egraph_groups() -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for fam in _FAMILIES:
         mod = importlib.import_module(f"rules.{fam}")
-        eg = getattr(mod, "EGRAPH", None)
-        if isinstance(eg, dict):
-            for g, rs in eg.items():
-                out[g] = list(rs)
+        for g, rs in mod.EGRAPH.items():
+            out[g] = list(rs)
     return out
 
 

@@ -5,7 +5,7 @@
   non-None ``rule.fn`` results, in rule order;
 - ``first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
 - ``best_closure`` holds exactly the classes ``best_term_reaches`` finds;
-- ``needed_child_ops`` names only ops a match needs (the bridge's prefilter).
+- ``needed_child_ops`` names only ops a match needs (the e-matching pass's prefilter).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
 
     s = Session(None)
     text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
-                      *(r.program("native") for r in s.native)])
+                      *(p for _, p in s._native_programs)])
     cmds = commands(text)
     parsed = bindings.EGraph().parse_program(text)
     assert len(cmds) == len(parsed) > 200
@@ -33,8 +33,13 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
 
 def test_fixed_width_rules_form_their_own_rule_set() -> None:
     s = Session(None)
-    fixed = [r.name for r in s.native if fixed_only(r)]
-    assert fixed and all(n.startswith("recombine_divmod_") for n in fixed)
+    fixed = [r for r in s.native if fixed_only(r)]
+    # a FixDt guard, or a variant the rule language marks as of those dtypes (floats too)
+    assert fixed and all(r.wide or any("(FixDt " in w for w in r.when) or "(FixDt " in r.query
+                         for r in fixed)
+    assert any(r.wide and "CONST" in r.lhs for r in fixed)  # a float constant's variant
+    assert {r.law for r in fixed} >= {"recombine_divmod_1", "add_const_chain"}
+    assert all("(FixDt " not in " ".join(r.when) for r in s.native if not fixed_only(r))
     assert FIXED_RULESET == "native_fixed"
 
 
@@ -71,8 +76,8 @@ def test_int_dt_twins(rule: ERule, index, fixed) -> None:
     ("(mul (var x 0 9) 1)", "mul_one"),
     ("(mul (cast i32 (var x 0 9)) (const i32 1))", "mul_one"),
     ("(sub (cast i16 (var x 0 9)) (cast i16 (var x 0 9)))", "sub_self"),
-    ("(ge (var x 0 9) 3)", "ge_const_to_lt"),
-    ("(ge (cast i32 (var x 0 9)) (const i32 3))", "ge_const_to_lt"),
+    ("(ge (var x 0 9) 3)", "ge_const_rhs"),
+    ("(ge (cast i32 (var x 0 9)) (const i32 3))", "ge_const_rhs"),
 ])
 def test_an_int_dt_rule_fires_on_index_and_fixed_width_under_its_name(text: str,
                                                                       rule: str) -> None:

@@ -170,3 +170,26 @@ def test_opt_in_groups_still_work() -> None:
                                  cost_model="reference")
     assert "propagate_invalid_stepwise" in stats["rulesets"]
     assert check_equivalent(g, out)
+
+
+def test_a_family_that_fails_to_import_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in a family module once dropped the whole family from the e-graph, silently:
+    resolve lets the ImportError through."""
+    import importlib
+
+    from eqsat.engines.egraph import rulesets
+
+    real = importlib.import_module
+
+    def broken(name: str, *a: object) -> object:
+        if name == "rules.where":
+            raise ImportError("cannot import name 'typo' from 'rules.common'")
+        return real(name, *a)
+
+    monkeypatch.setattr(rulesets.importlib, "import_module", broken)
+    with pytest.raises(ImportError, match="typo"):
+        resolve(None)
+    monkeypatch.setattr(rulesets, "_FAMILIES", (*rulesets._FAMILIES, "no_such_family"))
+    monkeypatch.setattr(rulesets.importlib, "import_module", real)
+    with pytest.raises(ModuleNotFoundError, match="no_such_family"):
+        resolve(None)

@@ -22,8 +22,8 @@ the interval analysis in the e-graph guards them and the extractor chooses.
   comparisons, the basis search over division identities
   (:class:`_BasisSearch`), the one-step lifting of Invalid guards
   (:func:`lift_pass`), guarded copies for ``where(c, x, Invalid)``
-  (:func:`context_pass`), baseline rules of families without a native twin
-  (:func:`bridge_pass`) and every div/mod core rule.
+  (:func:`context_pass`), the rules written in Python matched against the e-nodes
+  (:func:`ematch_pass`) and every div/mod core rule.
 
 Safety of the unions: a rule never drops an atom that may be Invalid (``Def``),
 never unions a class with a term whose cheapest form contains the class (a
@@ -39,15 +39,14 @@ The package, one module per concern (each imports only the ones above it):
 - :mod:`.context`: guarded subterms (:class:`Context`, :func:`context_pass`);
 - :mod:`.compare`: comparisons of linear forms (:func:`cmp_rewrites`, :func:`cmp_pass`);
 - :mod:`.lift`: the basis search (:class:`_BasisSearch`) and :func:`lift_pass`;
-- :mod:`.bridge`: baseline rules on e-nodes (:func:`bridge_pass`; declared by
-  :func:`rules.computed.bridge`);
+- :mod:`.ematch`: the rules written in Python, e-matched (:func:`ematch_pass`; declared
+  by :func:`rules.computed.ematched`);
 - :mod:`.divmod`: the div/mod core's rules (:class:`rules.computed.PyRule` objects) applied;
 - :mod:`.seed`: the bounds of the e-nodes a pass records (:class:`BoundSeeder`), sent
   with them so the analysis needs fewer rounds;
 - :mod:`.passes`: :func:`python_pass`, the pass that runs them all.
 """
 
-from eqsat.engines.egraph.computed.bridge import bridge_pass, needed_child_ops
 from eqsat.engines.egraph.computed.compare import cmp_pass, cmp_rewrites
 from eqsat.engines.egraph.computed.context import (
     CONTEXT_ALTERNATIVES,
@@ -59,6 +58,7 @@ from eqsat.engines.egraph.computed.context import (
     expr_bounds,
 )
 from eqsat.engines.egraph.computed.divmod import divmod_rewrites, divmod_rules_by_op
+from eqsat.engines.egraph.computed.ematch import ematch_pass, needed_child_ops
 from eqsat.engines.egraph.computed.lift import first_by_cost, lift_pass
 from eqsat.engines.egraph.computed.linear import EClassCtx, LinForms, conjuncts
 from eqsat.engines.egraph.computed.passes import MAX_UNIONS_PER_CLASS, fold_pass, python_pass
@@ -71,7 +71,7 @@ __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "python_pass",
            # also re-exported (imported from here by other modules)
            "PassState", "Weights", "node_weight", "conjuncts", "fold_pass", "Context",
            "clause_bounds", "expr_bounds", "context_pass", "cmp_rewrites", "cmp_pass",
-           "lift_pass", "bridge_pass", "divmod_rules_by_op", "divmod_rewrites",
+           "lift_pass", "ematch_pass", "divmod_rules_by_op", "divmod_rewrites",
            "MAX_UNIONS_PER_CLASS", "CONTEXT_ALTERNATIVES",
            # the fast paths' building blocks, tested against their plain versions
            "best_closure", "best_term_reaches", "first_by_cost", "needed_child_ops"]

@@ -73,8 +73,11 @@ class LinForms:
         sum: ``(7*b + a)//2`` is also ``3*b + (b + a)//2``)."""
         out = [self.get(cls)]
         bi = self.best.get(cls)
-        if bi is None or _lin_kids(self.snap.nodes[bi]):
-            return out  # the cheapest term is a sum already: its form is the one
+        if bi is None or (_lin_kids(self.snap.nodes[bi]) and
+                          (self.snap.nodes[bi].ctor != "Mul" or not out[0].single_atom)):
+            # the cheapest term is a sum already: its form is the one (a product of two
+            # non-constants is an atom: its class may hold a product by a constant)
+            return out
         for i in self.snap.classes.get(cls, ()):
             if len(out) > extra:
                 break

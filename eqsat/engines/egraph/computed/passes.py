@@ -17,10 +17,10 @@ from functools import partial
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.computed.bridge import bridge_pass
 from eqsat.engines.egraph.computed.compare import cmp_pass
 from eqsat.engines.egraph.computed.context import best_term_reaches, context_pass
 from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
+from eqsat.engines.egraph.computed.ematch import ematch_pass
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
     EClassCtx,
@@ -663,17 +663,17 @@ class ContextStep(PassStep):
                          p.union, p.focus, p.weights)
 
 
-class BridgeStep(PassStep):
-    """Baseline rules of families without a native twin, on e-nodes
-    (:func:`bridge_pass`), in the rules' order."""
+class EmatchStep(PassStep):
+    """The rules written in Python, or not native, matched on every e-node of the
+    classes in focus (:func:`ematch_pass`), in the rules' order."""
 
-    name = "bridge"
+    name = "ematch"
 
     def run(self, p: PassData) -> None:
-        bridged = [r for r in p.rules if r.kind in ("uop", "uop_nonint")]
-        if bridged:
-            bridge_pass(p.snap, p.ins, p.best, p.focus, bridged, p.union, p.deadline,
-                        p.state.bridge_cache)
+        ematched = [r for r in p.rules if r.kind in ("ematch", "ematch_nonint")]
+        if ematched:
+            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline,
+                        p.state.ematch_cache)
 
 
 class DivmodStep(PassStep):
@@ -725,4 +725,4 @@ class DivmodStep(PassStep):
 
 #: the steps of a pass, in order (each one family of rules; see their docstrings)
 PASS_STEPS = (SumStep(), FoldStep(), AndStep(), CmpStep(), LiftStep(), ContextStep(),
-              BridgeStep(), DivmodStep())
+              EmatchStep(), DivmodStep())

@@ -1,0 +1,219 @@
+"""The rules written in Python, matched against the e-graph: :func:`ematch_pass`.
+
+A rule the e-graph cannot run as native egglog rules (:func:`rules.computed.ematched`,
+each with its reason) is a baseline :class:`~eqsat.ir.pattern.Rule`: a ``UPat``, a guard
+and a builder over UOps. Its pattern is matched here against every e-node of the classes
+a pass visits, and each operand the pattern names an op of against every e-node of the
+operand's class (e-matching); an operand the pattern leaves open (a variable) is read as
+its class's cheapest term. Each match is one UOp, on which the rule runs as in the
+ordered matcher; its result is unioned into the class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from eqsat.engines.egraph.analyses import INT_DTYPES
+from eqsat.engines.egraph.computed.terms import Term
+from eqsat.engines.egraph.encoding import Inserter, Snapshot, decode_node
+from eqsat.ir.pattern import UPat
+from eqsat.ir.uop import UOp
+from rules.computed import PyRule
+
+__all__ = ["ematch_pass", "MAX_MATCHES"]
+
+#: matches of one rule's pattern at one e-node at most (the operands' classes may hold
+#: many e-nodes each; the first ones, in the snapshot's order, are tried)
+MAX_MATCHES = 16
+
+
+class _Matcher:
+    """E-matching of ``UPat``s over one snapshot: UOps for the matched e-nodes (their
+    open operands as their classes' cheapest terms), memoized for the pass."""
+
+    def __init__(self, snap: Snapshot, ins: Inserter, best: dict[int, int]):
+        self.snap, self.ins, self.best = snap, ins, best
+        self.terms: dict[int, UOp | None] = {}
+        self.decoded: dict[int, Any] = {}
+        self.ops_of: dict[int, frozenset[int]] = {}
+
+    def decode(self, i: int) -> Any:
+        d = self.decoded.get(i, self)
+        if d is self:
+            d = self.decoded[i] = decode_node(self.snap.nodes[i], self.ins.args, self.snap)
+        return d
+
+    def term(self, c: int) -> UOp | None:
+        """The cheapest term of class ``c`` as a UOp (None when it has none)."""
+        if c in self.terms:
+            return self.terms[c]
+        self.terms[c] = None  # cycle guard (best terms are acyclic)
+        i = self.best.get(c)
+        if i is None:
+            return None
+        dec = self.decode(i)
+        if dec is None:
+            return None
+        kids = [self.term(k) for k in dec[3]]
+        if any(k is None for k in kids):
+            return None
+        try:
+            self.terms[c] = UOp(dec[0], dec[1], tuple(kids), dec[2])
+        except Exception:  # an e-node the IR refuses: no term
+            self.terms[c] = None
+        return self.terms[c]
+
+    def class_ops(self, c: int) -> frozenset[int]:
+        """The ops (by value) of the e-nodes of class ``c``."""
+        hit = self.ops_of.get(c)
+        if hit is None:
+            out = set()
+            for i in self.snap.classes.get(c, ()):
+                n = self.snap.nodes[i]
+                if not n.subsumed and n.op is not None:
+                    out.add(n.op._value_)
+            hit = self.ops_of[c] = frozenset(out)
+        return hit
+
+    def node_uops(self, i: int, p: UPat) -> Iterator[UOp]:
+        """The UOps e-node ``i`` stands for under pattern ``p``: its sources matched
+        against ``p``'s source patterns (e-matching), or its classes' cheapest terms."""
+        dec = self.decode(i)
+        if dec is None:
+            return
+        op, dt, arg, kids = dec
+        if p.src is None:
+            srcs = [self.term(k) for k in kids]
+            if any(s is None for s in srcs):
+                return
+            yield UOp(op, dt, tuple(srcs), arg)
+            return
+        if p.any_len and len(p.src) == 1:
+            pats = (p.src[0],) * len(kids)
+        elif len(kids) == len(p.src) or (p.any_len and len(kids) >= len(p.src)):
+            pats = p.src + (None,) * (len(kids) - len(p.src))
+        else:
+            return
+        orders = [pats]
+        if p.commutative and len(pats) == 2:
+            orders.append(pats[::-1])
+        n = 0
+        for ps in orders:
+            for srcs in self._sources(ps, kids):
+                try:
+                    yield UOp(op, dt, tuple(srcs), arg)
+                except Exception:
+                    continue
+                n += 1
+                if n >= MAX_MATCHES:
+                    return
+
+    def _sources(self, pats: tuple[UPat | None, ...], kids: tuple[int, ...]
+                 ) -> Iterator[list[UOp]]:
+        """Every choice of UOps for the sources ``kids`` under their patterns."""
+        choices: list[list[UOp]] = []
+        for q, k in zip(pats, kids, strict=True):
+            if q is None or q.ops is None:
+                t = self.term(k)
+                if t is None:
+                    return
+                choices.append([t])
+                continue
+            opts = []
+            for i in self.snap.classes.get(k, ()):
+                m = self.snap.nodes[i]
+                if m.subsumed or m.op is None or m.op not in q.ops:
+                    continue
+                opts.extend(self.node_uops(i, q))
+                if len(opts) >= MAX_MATCHES:
+                    break
+            if not opts:
+                return
+            choices.append(opts)
+        yield from _product(choices)
+
+
+def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
+    n = 0
+    idx = [0] * len(choices)
+    if any(not c for c in choices):
+        return
+    while True:
+        yield [c[i] for c, i in zip(choices, idx, strict=True)]
+        n += 1
+        if n >= MAX_MATCHES:
+            return
+        for j in range(len(choices) - 1, -1, -1):
+            idx[j] += 1
+            if idx[j] < len(choices[j]):
+                break
+            idx[j] = 0
+        else:
+            return
+
+
+def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
+                rules: list[PyRule], union: Callable[[int, Term, str], Any],
+                deadline: float | None, cache: dict | None = None) -> None:
+    """Apply the rules written in Python (see the module docstring) to the e-nodes of the
+    ``dirty`` classes. ``cache``: a dict kept across the passes of a run (the rules'
+    index by op)."""
+    key = tuple(map(id, rules))  # the rules live as long as the run: ids are stable
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
+        by_op: dict[Any, list[PyRule]] = {}
+        for r in rules:
+            for op in (r.rule.pattern.ops or [None]):
+                by_op.setdefault(op, []).append(r)
+        any_op = by_op.pop(None, [])
+        needs = {id(r): needed_child_ops(r.rule.pattern) for r in rules}
+        hit = (by_op, any_op, needs, {})
+        if cache is not None:
+            cache[key] = hit
+    by_op, any_op, needs, cands = hit  # cands: (ctor, field, dtype) -> the op's rules
+    m = _Matcher(snap, ins, best)
+    for c in sorted(dirty):
+        if deadline is not None and time.perf_counter() > deadline:
+            return
+        for i in snap.classes.get(c, ()):
+            n = snap.nodes[i]
+            if n.subsumed:
+                continue
+            ck = (n.ctor, n.fields[0] if n.fields else None, n.dtype)  # fixes op, dtype
+            cand = cands.get(ck)
+            if cand is None:  # the op's rules (integer nodes: no "ematch_nonint" rule)
+                is_int = n.dtype in INT_DTYPES
+                cand = cands[ck] = [r for r in by_op.get(n.op, []) + any_op
+                                    if not (is_int and r.kind == "ematch_nonint")]
+            if not cand:
+                continue
+            dec = m.decode(i)
+            if dec is None:
+                continue
+            # a rule whose pattern needs a source op no e-node of that source's class
+            # has cannot match (no UOp is built for it)
+            kid_ops: set[int] = set()
+            for k in dec[3]:
+                kid_ops |= m.class_ops(k)
+            for r in cand:
+                if not needs[id(r)] <= kid_ops:
+                    continue
+                for u in m.node_uops(i, r.rule.pattern):
+                    try:
+                        out = r.rule.apply(u)
+                    except Exception:  # a rule that cannot handle this node: no rewrite
+                        continue
+                    if out is not None and out is not u:
+                        union(c, ins.add_uop_with_facts(out), r.name)
+
+
+def needed_child_ops(p: Any) -> frozenset[int]:
+    """Ops (by value) that some source's class must have for the pattern ``p`` to match
+    (each source pattern restricted to one op names one; see eqsat.ir.pattern)."""
+    src = getattr(p, "src", None)
+    if src is None or (p.any_len and len(src) == 1):
+        return frozenset()
+    return frozenset(next(iter(c.ops))._value_ for c in src
+                     if c.ops is not None and len(c.ops) == 1)

@@ -1,0 +1,139 @@
+"""Every rule of an engine with its proof obligation, and the runner of ``eqsat rules
+--prove``.
+
+A rule of the language (:class:`rules.lang.Law`) is proven from its definition
+(:func:`rules.proof.laws.prove_law`); a rule written in Python has its own obligation in
+:data:`rules.proof.python.OBLIGATIONS` (its code run on symbolic inputs, or tested
+exhaustively over a stated domain where z3 cannot follow it). A rule with neither
+fails: nothing is assumed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rules.lang import LAWS_BY_NAME, Law
+from rules.proof.laws import Outcome, prove_law
+
+__all__ = ["Entry", "entries", "prove", "summary"]
+
+
+@dataclass
+class Entry:
+    """One rule to prove: its name, the engines that run it, its definition."""
+
+    name: str
+    engines: set[str]
+    law: Law | None
+    obj: Any
+
+    def prove(self, timeout_ms: int) -> Outcome:
+        if self.law is not None:
+            return prove_law(self.law, timeout_ms)
+        from rules.proof.python import OBLIGATIONS
+
+        fn = OBLIGATIONS.get(self.name)
+        if fn is None:
+            return Outcome(self.name, "failed", 0.0, "no proof obligation")
+        t0 = time.perf_counter()
+        try:
+            out = fn(timeout_ms)
+        except Exception as e:  # an obligation that cannot run is a failure
+            return Outcome(self.name, "failed", time.perf_counter() - t0,
+                           f"{type(e).__name__}: {e}")
+        return out
+
+
+def _law_of(r: Any) -> Law | None:
+    law = getattr(r, "law", None)
+    if isinstance(law, Law):
+        return law
+    if isinstance(law, str):  # an ERule: the name of the rule of the language it implements
+        return LAWS_BY_NAME.get(law)
+    inner = getattr(r, "rule", None)  # a PyRule matching a baseline rule from Python
+    return getattr(inner, "law", None) if inner is not None and not isinstance(inner, str) \
+        else None
+
+
+def _rule_name(r: Any) -> str:
+    law = getattr(r, "law", None)
+    return law if isinstance(law, str) else r.name
+
+
+def entries(engine: str | None = None) -> list[Entry]:
+    """Every distinct rule of ``engine`` (``"baseline"``, ``"egraph"``, None for both)."""
+    import rules
+
+    out: dict[str, Entry] = {}
+
+    def add(r: Any, eng: str) -> None:
+        name = _rule_name(r)
+        e = out.get(name)
+        if e is None:
+            out[name] = Entry(name, {eng}, _law_of(r), r)
+        else:
+            e.engines.add(eng)
+            if e.law is None:
+                e.law = _law_of(r)
+    if engine in (None, "baseline"):
+        for r in rules.all_rules():
+            add(r, "baseline")
+    if engine in (None, "egraph"):
+        for s in rules.list_rulesets():
+            if s.engine == "egraph":
+                for r in s.rules:
+                    add(r, "egraph")
+    return list(out.values())
+
+
+_WORK: dict[str, Entry] = {}
+
+
+def _init_worker(engine: str | None, setup: tuple[str, ...]) -> None:
+    import importlib
+
+    for m in setup:  # the modules that register obligations (an engine's passes)
+        importlib.import_module(m)
+    _WORK.update((e.name, e) for e in entries(engine))
+
+
+def _prove_one(args: tuple[str, int]) -> Outcome:
+    name, timeout_ms = args
+    return _WORK[name].prove(timeout_ms)
+
+
+def prove(engine: str | None = None, names: list[str] | None = None,
+          timeout_ms: int = 20000, jobs: int = 1, setup: tuple[str, ...] = ()
+          ) -> Iterator[Outcome]:
+    """The outcome of each rule's proof, in registry order (``names``: those only; an
+    unknown name raises ValueError). ``jobs`` processes prove rules side by side (fresh
+    interpreters, each importing the modules of ``setup`` first: the e-graph cannot
+    be forked)."""
+    es = entries(engine)
+    if names:
+        known = {e.name for e in es}
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise ValueError(f"unknown rule {', '.join(bad)} (see 'eqsat rules')")
+        es = [e for e in es if e.name in names]
+    if jobs <= 1 or len(es) < 2:
+        for e in es:
+            yield e.prove(timeout_ms)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(min(jobs, len(es)), _init_worker, (engine, setup)) as pool:
+        yield from pool.imap(_prove_one, [(e.name, timeout_ms) for e in es])
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """``N proven, M tested-only, K failed``."""
+    n = sum(o.status == "proven" for o in outcomes)
+    m = sum(o.status == "tested-only" for o in outcomes)
+    k = sum(o.status == "failed" for o in outcomes)
+    return f"{n} proven, {m} tested-only, {k} failed"
+
