@@ -159,13 +159,15 @@ def _run_egraph(graph: UOp, rulesets, cost_model, budget,
 ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
 
 
-def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = None,
+def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = None,
              cost_model: Any = None, budget: Budget | None = None,
              keep_egraph: bool = False) -> Result:
     """Optimize ``graph`` with the e-graph engine (default) or the ordered baseline.
 
     ``rulesets`` names rule sets (``eqsat rules`` lists them; None = the
-    engine's default); ``cost_model`` is a :class:`extraction.CostModel` or one
+    engine's default) and may hold rules as objects beside the names (a rule of the
+    language, ``rules.lang.rule(...)``, runs in both engines; they come after the named
+    sets'); ``cost_model`` is a :class:`extraction.CostModel` or one
     of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run.
     The result is never costlier than the input under the chosen model.
     ``keep_egraph`` (e-graph engine): keep the run's e-graph in ``Result.egraph``
@@ -194,7 +196,7 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[str] | None = No
     return Result(out, out_cost, in_cost, stats, kept, model)
 
 
-def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[str] | None = None,
+def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any] | None = None,
                   cost_model: Any = None, budget: Budget | None = None,
                   keep_egraph: bool = False, executor: Executor | None = None,
                   chunk: int = 16) -> list[Result]:

@@ -48,7 +48,7 @@ from eqsat.ir.pattern import PatternMatcher, Rule
 __all__ = [
     "GROUP_ORDER", "SIMPLE_GROUPS", "SYMBOLIC_GROUPS", "BASELINE_RULESETS", "FAMILY_MODULES",
     "RuleSet", "RulesetError", "symbolic_simple", "symbolic", "all_rules", "groups",
-    "list_rulesets", "matcher", "family_modules", "group_names",
+    "list_rulesets", "matcher", "family_modules", "group_names", "split_selection",
 ]
 
 # family module -> the groups it defines (a module may also define EGRAPH later)
@@ -180,23 +180,59 @@ def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
     return tuple(g for g in SYMBOLIC_GROUPS if g in wanted)
 
 
-_MATCHERS: dict[tuple[str, ...], PatternMatcher] = {}
+_MATCHERS: dict[tuple[Any, ...], tuple[PatternMatcher, tuple[Any, ...]]] = {}
+#: matchers with rules given as objects kept at most (the oldest goes first)
+_MATCHERS_WITH_RULES = 32
 
 
-def matcher(names: list[str] | tuple[str, ...] | str | None = None) -> PatternMatcher:
-    """The (cached) ordered matcher of the named baseline rule sets, in group order.
+def split_selection(selection: Any) -> tuple[list[str] | str | None, list[Any]]:
+    """A rule-set selection's names and its rules given as objects (rules of the
+    language, :class:`~eqsat.ir.pattern.Rule`, the e-graph's rule forms), in order. The
+    names part is None when the selection is None or holds rule objects only (the
+    engine's default rule sets, then the objects)."""
+    if selection is None or isinstance(selection, str):
+        return selection, []
+    names = [x for x in selection if isinstance(x, str)]
+    objs = [x for x in selection if not isinstance(x, str)]
+    return (names if names or not objs else None), objs
+
+
+def _baseline_rule(r: Any) -> Rule:
+    if isinstance(r, Rule):
+        return r
+    rule = getattr(r, "baseline", None)  # a rule of the language
+    if isinstance(rule, Rule):
+        return rule
+    raise RulesetError(f"{r!r} is not a baseline rule (a rule-set name, a rule of the "
+                       "language or an eqsat.Rule)")
+
+
+def matcher(names: list[Any] | tuple[Any, ...] | str | None = None) -> PatternMatcher:
+    """The (cached) ordered matcher of the named baseline rule sets, in group order,
+    followed by the rules the selection gives as objects (rules of the language or
+    :class:`~eqsat.ir.pattern.Rule`s), in their order.
 
     ``None`` is ``symbolic``. The matcher's ``matches`` counts accumulate over
     calls; callers that want per-run counts take the difference.
     """
-    key = _expand(names)
-    pm = _MATCHERS.get(key)
-    if pm is None:
-        gs = groups()
-        label = ("symbolic" if key == SYMBOLIC_GROUPS else "symbolic_simple"
-                 if key == SIMPLE_GROUPS else "+".join(key))
-        pm = PatternMatcher([r for g in key for r in gs[g]], label)
-        _MATCHERS[key] = pm
+    sel, objs = split_selection(names)
+    key = (*_expand(sel), *(("rule", id(r)) for r in objs))
+    hit = _MATCHERS.get(key)
+    if hit is not None:
+        return hit[0]
+    groups_ = _expand(sel)
+    extra = [_baseline_rule(r) for r in objs]
+    gs = groups()
+    label = ("symbolic" if groups_ == SYMBOLIC_GROUPS else "symbolic_simple"
+             if groups_ == SIMPLE_GROUPS else "+".join(groups_))
+    if extra:
+        label += "+" + "+".join(r.name for r in extra)
+        with_rules = [k for k in _MATCHERS if any(isinstance(x, tuple) for x in k)]
+        for k in with_rules[:max(0, len(with_rules) - _MATCHERS_WITH_RULES + 1)]:
+            del _MATCHERS[k]
+    pm = PatternMatcher([r for g in groups_ for r in gs[g]] + extra, label)
+    # the rule objects stay referenced by the entry: their ids in the key stay theirs
+    _MATCHERS[key] = (pm, tuple(objs))
     return pm
 
 

@@ -282,6 +282,9 @@ class Session:
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)
+        #: the selection as given (it keeps the rules given as objects alive: session_for
+        #: keys them by identity)
+        self.selection = rulesets
         #: egglog rule name -> the name its matches count under (the rule of the language
         #: its variants implement; an IntDt rule is two egglog rules)
         self._native_names: dict[str, str] = {}
@@ -953,8 +956,11 @@ _LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on 
 def session_for(rulesets: list[str] | tuple[str, ...] | str | None) -> Session:
     """The cached warm session of a rule set selection, in this thread (an egglog
     e-graph may only be used by the thread that made it)."""
-    key = (None,) if rulesets is None else tuple([rulesets] if isinstance(rulesets, str)
-                                                  else rulesets)
+    # a rule given as an object is keyed by its identity; the session holds it, so the
+    # id stays its own while the entry lives
+    key = (None,) if rulesets is None else tuple(
+        [rulesets] if isinstance(rulesets, str)
+        else [r if isinstance(r, str) else ("rule", id(r)) for r in rulesets])
     cache = getattr(_LOCAL, "sessions", None)
     if cache is None:
         cache = _LOCAL.sessions = {}

@@ -50,8 +50,8 @@ _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
 
 def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | None:
     """The key of a call (see the module docstring), or None when it is not cached: a
-    cost model of another type, a graph the text format cannot write, or one whose text
-    is longer than :data:`MAX_KEY_CHARS`."""
+    cost model of another type, a selection holding rules as objects, a graph the text
+    format cannot write, or one whose text is longer than :data:`MAX_KEY_CHARS`."""
     if type(model) not in _CACHEABLE_MODELS:
         return None
     try:
@@ -60,6 +60,9 @@ def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | Non
         return None
     if len(text) > MAX_KEY_CHARS:
         return None
+    if rulesets is not None and not isinstance(rulesets, str) and \
+            not all(isinstance(r, str) for r in rulesets):
+        return None  # rules given as objects: a rule's identity is not its meaning
     rs = rulesets if rulesets is None or isinstance(rulesets, str) else tuple(rulesets)
     return (text, limits, rs, model)
 

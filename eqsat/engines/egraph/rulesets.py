@@ -49,14 +49,47 @@ def default_groups() -> tuple[str, ...]:
     return tuple(g for g in egraph_groups() if g not in OPT_IN)
 
 
-def resolve(rulesets: list[str] | tuple[str, ...] | str | None
+def _object_rules(objs: list[Any]) -> list[Any]:
+    """The e-graph's rules of the rules a selection gives as objects: a rule of the
+    language compiles as a family's does, an ordered-matcher ``Rule`` is matched from
+    Python on every e-node of the classes, an ``ERule``/``PyRule`` is taken as it is."""
+    from eqsat.ir.pattern import Rule
+    from rules.computed import ematched
+    from rules.lang import Law, PyLaw, egraph_rules
+
+    out: list[Any] = []
+    for r in objs:
+        if isinstance(r, (ERule, PyRule)):
+            out.append(r)
+        elif isinstance(r, (Law, PyLaw)):
+            made = egraph_rules([r])
+            if not made:
+                raise ValueError(f"rule {r.name!r} does not run in the e-graph "
+                                 f"({getattr(r, 'egraph_absent', None) or 'absent'})")
+            out.extend(made)
+        elif isinstance(r, Rule):
+            out.extend(ematched([r], "user", reason="an ordered-matcher rule given as such"))
+        else:
+            raise TypeError(f"e-graph rule selection: {r!r} is neither a rule-set name nor "
+                            "a rule (a rule of the language, an eqsat.Rule, an ERule or a "
+                            "PyRule)")
+    return out
+
+
+def resolve(rulesets: list[Any] | tuple[Any, ...] | str | None
             ) -> tuple[tuple[str, ...], list[ERule], list[PyRule]]:
     """``(group names, native rules, computed rules)`` of a rule set selection.
 
     None = the default groups; ``"all"`` = every group; names may also be
     ``"symbolic"``/``"symbolic_simple"`` (= the default). Unknown names raise
-    ValueError listing the choices.
+    ValueError listing the choices. A selection may also hold rules as objects (see
+    :func:`_object_rules`): they run after the named groups' (a selection of rules
+    only: after the default groups'); their names join the group names.
     """
+    from rules import split_selection
+
+    rulesets, objs = split_selection(rulesets)
+    extra = _object_rules(objs)
     groups = egraph_groups()
     if rulesets is None:
         names = [g for g in groups if g not in OPT_IN]
@@ -88,4 +121,7 @@ def resolve(rulesets: list[str] | tuple[str, ...] | str | None
                 py.append(r)
             else:
                 raise TypeError(f"e-graph group {g!r}: {r!r} is neither an ERule nor a PyRule")
-    return tuple(seen), native, py
+    for r in extra:
+        (native if isinstance(r, ERule) else py).append(r)
+    names = tuple(dict.fromkeys(r.name for r in extra))
+    return tuple(seen) + names, native, py
