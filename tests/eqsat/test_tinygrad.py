@@ -11,31 +11,28 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tinygrad import Tensor
+from tinygrad import dtypes as tdt
+from tinygrad.uop.ops import AxisType
+from tinygrad.uop.ops import Ops as TOps
+from tinygrad.uop.ops import UOp as TUOp
 
-pytest.importorskip("tinygrad", reason="tinygrad is not installed (pip install -e '.[tinygrad]')")
-
-from tinygrad import Tensor  # noqa: E402
-from tinygrad import dtypes as tdt  # noqa: E402
-from tinygrad.uop.ops import AxisType  # noqa: E402
-from tinygrad.uop.ops import Ops as TOps  # noqa: E402
-from tinygrad.uop.ops import UOp as TUOp  # noqa: E402
-
-import eqsat  # noqa: E402
-from benchmarks import capture_tinygrad  # noqa: E402
-from eqsat.ir.dtype import dtypes  # noqa: E402
-from eqsat.ir.equiv import check_equivalent  # noqa: E402
-from eqsat.ir.interp import INVALID, EvalError, evaluate, leaf_key, run_kernel  # noqa: E402
-from eqsat.ir.ops import Ops  # noqa: E402
-from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
-from eqsat.ir.uop import UOp  # noqa: E402
-from eqsat.tinygrad import (  # noqa: E402
+import eqsat
+from benchmarks import capture_tinygrad
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.interp import INVALID, EvalError, evaluate, leaf_key, run_kernel
+from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import parse, to_sexpr
+from eqsat.ir.uop import UOp
+from eqsat.tinygrad import (
     TinygradError,
     evaluate_tinygrad,
     floor_to_c,
     from_tinygrad,
     to_tinygrad,
 )
-from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_index_exprs  # noqa: E402
+from tests.strategies import assignments, fixed_width_exprs, int_exprs, padded_index_exprs
 
 MODELS = ["conv2d_pad", "conv2d_stride", "maxpool2d_pad", "avgpool2d", "pixel_shuffle",
           "pad_permute_reshape", "shrink_flip", "cumsum"]
