@@ -33,7 +33,9 @@ _INT_Y = "is_int(x) and not is_const(y)"
 LAWS = [
     # term_combining_dsl_patterns
     rule("add_self", "x + x -> x * 2", group=G_TERM,
-         note="exact for floats too: the sum of two equal floats is twice it"),
+         note="exact for floats too: the sum of two equal floats is twice it",
+         egraph_dtypes="int", egraph_note="a float x*2.0 prices below x+x with x shared "
+         "in the e-graph's tree pricing and costs more in the result (fuzz 0:1119)"),
     rule("sub_self", "x - x -> 0", _INT, group=G_TERM, subsume=True),
     rule("add_mul_terms", "x * c1 + x * c2 -> x * (c1 + c2)", _INT, group=G_TERM,
          egraph_dtypes="fixed", egraph_note=_CANON),

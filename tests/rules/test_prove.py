@@ -22,7 +22,8 @@ SUMMARY = re.compile(r"^(\d+) proven, (\d+) tested-only, (\d+) failed$")
 @pytest.fixture(scope="module")
 def whole_registry() -> tuple[int, list[str], float]:
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "eqsat.cli", "rules", "--prove", "--jobs", "2"],
+    p = subprocess.run([sys.executable, "-m", "eqsat.cli", "rules", "--prove", "--jobs", "2",
+                        "--timeout", "40"],
                        capture_output=True, text=True, timeout=1200)
     return p.returncode, p.stdout.splitlines(), time.perf_counter() - t0
 
