@@ -16,15 +16,12 @@ from rules.lang import baseline_groups, egraph_rules, laws_by_group, rule
 __all__ = ["GROUPS", "EGRAPH", "LAWS"]
 
 G = "division_dsl_patterns"
-#: x*y does not wrap: every product of the bounds fits the dtype
-_NO_WRAP = ("min(vmin(x) * vmin(y), vmin(x) * vmax(y), vmax(x) * vmin(y), vmax(x) * vmax(y))"
-            " >= dmin(x) and max(vmin(x) * vmin(y), vmin(x) * vmax(y), vmax(x) * vmin(y), "
-            "vmax(x) * vmax(y)) <= dmax(x)")
-
 LAWS = [
     rule("fdiv_zero_zero", "0.0 / 0.0 -> nan", group=G),
     rule("fdiv_mul_zero_zero", "(x * 0.0) / 0.0 -> nan", group=G),
-    rule("idiv_mul_cancel", "(x * y) // y -> x", f"nonzero(y) and {_NO_WRAP}", group=G),
+    # index only: on fixed widths (with a no-wrap guard) z3's nonlinear search gives up
+    # under load, so the rule could not be proven reliably there
+    rule("idiv_mul_cancel", "(x * y) // y -> x", "is_index(x) and nonzero(y)", group=G),
     rule("mod_mul_cancel", "(x * y) % y -> 0", "is_index(x) and nonzero(y)", group=G,
          baseline_reason="e-graph only: the ordered matcher's div/mod core folds it "
                          "(exact_division)"),

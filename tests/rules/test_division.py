@@ -22,13 +22,14 @@ POSITIVE = [
     ("idiv_mul_cancel", f"(idiv (mul {X} {Y}) {Y})", X),
     ("idiv_mul_cancel", f"(idiv (mul {Y} {X}) {Y})", X),
     ("idiv_mul_cancel", f"(idiv (mul {X} -3) -3)", X),
-    ("idiv_mul_cancel", f"(idiv (mul (cast i16 {X}) (const i16 100)) (const i16 100))",
-     f"(cast i16 {X})"),
 ]
 
 BLOCKED = [
     # the divisor may be 0: never fold a division by zero into a value
     ("idiv_mul_cancel", f"(idiv (mul {X} {Y0}) {Y0})", f"(idiv (mul {X} {Y0}) {Y0})"),
+    # fixed widths are left alone (index only: z3 cannot prove the no-wrap form reliably)
+    ("idiv_mul_cancel", f"(idiv (mul (cast i16 {X}) (const i16 100)) (const i16 100))",
+     f"(idiv (mul (cast i16 {X}) (const i16 100)) (const i16 100))"),
     # x*y wraps in i8 (20*100 > 127): (x*y)//y is not x
     ("idiv_mul_cancel", f"(idiv (mul (cast i8 {X}) (const i8 100)) (const i8 100))",
      f"(idiv (mul (cast i8 {X}) (const i8 100)) (const i8 100))"),
