@@ -1,7 +1,7 @@
 """Proof obligations of the rules written in Python (one function a rule).
 
-Each entry of :data:`OBLIGATIONS` maps a rule's name to a function ``(timeout_ms) ->
-Outcome``. The rule's own code runs on instances of its pattern (UOp graphs) and z3
+Each entry of :data:`OBLIGATIONS` maps a rule's name to a function ``(rlimit) ->
+Outcome`` (``rlimit``: the budget of one z3 query, in z3's resource units). The rule's own code runs on instances of its pattern (UOp graphs) and z3
 shows its output equal to its input for every value of the instance's leaves
 (:func:`rules.proof.uops.same_graph`):
 
@@ -61,7 +61,7 @@ def _rule(name: str) -> Rule:
 
 
 def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UOp],
-           timeout_ms: int, status: str, domain: str, symbolic_consts: bool = False) -> Outcome:
+           rlimit: int, status: str, domain: str, symbolic_consts: bool = False) -> Outcome:
     """Run the rule on each instance and prove every rewrite (see the module docstring)."""
     t0 = time.perf_counter()
     pairs = []
@@ -74,7 +74,7 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
         if out is not None and out is not u:
             pairs.append((u, out))
     fired = len(pairs)
-    # a chunk of rewrites at a time in one z3 query (a second at most); a chunk z3 does
+    # a chunk of rewrites at a time in one z3 query (a twentieth of the budget); a chunk z3 does
     # not settle so is halved, down to single rewrites, proven one by one (which finds
     # a counterexample)
     todo = []
@@ -83,12 +83,12 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
         chunk = chunks.pop()
         if len(chunk) < 2:
             todo.extend(chunk)
-        elif not same_graphs(chunk, min(timeout_ms, 1000), symbolic_consts):
+        elif not same_graphs(chunk, rlimit // 20, symbolic_consts):
             half = len(chunk) // 2
             chunks += [chunk[:half], chunk[half:]]
     for u, out in todo:
         try:
-            r, model = same_graph(u, out, timeout_ms, symbolic_consts)
+            r, model = same_graph(u, out, rlimit, symbolic_consts)
         except NotImplementedError as e:
             return Outcome(name, "failed", time.perf_counter() - t0, f"no semantics: {e}")
         if r == z3.sat:
@@ -103,8 +103,8 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
 
 def _baseline(name: str, instances: Callable[[], Iterable[UOp]], status: str, domain: str,
               symbolic_consts: bool = False) -> None:
-    def fn(timeout_ms: int) -> Outcome:
-        return _check(name, _rule(name).apply, instances(), timeout_ms, status, domain,
+    def fn(rlimit: int) -> Outcome:
+        return _check(name, _rule(name).apply, instances(), rlimit, status, domain,
                       symbolic_consts)
     register(name, fn)
 
@@ -234,7 +234,7 @@ for _name, _gen in _gep_instances().items():
     _baseline(_name, _gen, "proven", _LANES, symbolic_consts=True)
 
 
-def _void(timeout_ms: int) -> Outcome:
+def _void(rlimit: int) -> Outcome:
     """GEP of a void node (an effect) is the node: proven on a store and a NOOP."""
     buf = UOp.buffer(0, dtypes.f32, 16)
     st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, buf.dtype, (buf, UOp.var("i", 0, 15))),
@@ -242,13 +242,13 @@ def _void(timeout_ms: int) -> Outcome:
     return _check("gep_of_void", _rule("gep_of_void").apply,
                   [UOp(Ops.GEP, dtypes.void, (st,), (0,)), UOp(Ops.GEP, dtypes.void,
                                                                (UOp(Ops.NOOP),), (0,))],
-                  timeout_ms, "proven", "a store and a NOOP (a void value is its effect)")
+                  rlimit, "proven", "a store and a NOOP (a void value is its effect)")
 
 
 register("gep_of_void", _void)
 
 
-def _unroll(timeout_ms: int) -> Outcome:
+def _unroll(rlimit: int) -> Outcome:
     r = _rule("gep_of_unroll")
     v = _vec(3)
     u = UOp(Ops.GEP, dtypes.index, (UOp(Ops.UNROLL, v.dtype, (v,), ((0, 3),)),), (1,))
@@ -298,7 +298,7 @@ def _instance(t: Any) -> UOp:
 
 
 def _memory_check(name: str, texts: list[Any]) -> Callable[[int], Outcome]:
-    def fn(timeout_ms: int) -> Outcome:
+    def fn(rlimit: int) -> Outcome:
         r = _rule(name)
 
         def apply(u: UOp) -> UOp | None:
@@ -308,7 +308,7 @@ def _memory_check(name: str, texts: list[Any]) -> Callable[[int], Outcome]:
                 if inner is not None:
                     return u.replace(src=(inner,) + u.src[1:])
             return out
-        return _check(name, apply, [_instance(t) for t in texts], timeout_ms, "proven",
+        return _check(name, apply, [_instance(t) for t in texts], rlimit, "proven",
                       "addresses, buffer contents and values symbolic")
     return fn
 
@@ -379,7 +379,7 @@ def _grid() -> list[tuple[UOp, UOp, UOp]]:
 
 def _divmod_obligation(name: str, fn: Callable[..., Any],
                        every: int = 1) -> Callable[[int], Outcome]:
-    def ob(timeout_ms: int) -> Outcome:
+    def ob(rlimit: int) -> Outcome:
         from rules.divmod import UOpCtx, to_lin
 
         def apply(d: UOp) -> UOp | None:
@@ -387,7 +387,7 @@ def _divmod_obligation(name: str, fn: Callable[..., Any],
                       to_lin(d.src[1]), UOpCtx(d))
         domain = _DIVMOD_DOMAIN if every == 1 else \
             f"one instance in {every} of: {_DIVMOD_DOMAIN}"
-        return _check(name, apply, (d for _, _, d in _grid()[::every]), timeout_ms,
+        return _check(name, apply, (d for _, _, d in _grid()[::every]), rlimit,
                       "tested-only", domain)
     return ob
 
@@ -431,8 +431,8 @@ def _register_sums() -> None:
     from rules.divmod_core import SUM_RULES
 
     def sum_ob(name: str, fn: Callable[..., Any]) -> Callable[[int], Outcome]:
-        def ob(timeout_ms: int) -> Outcome:
-            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), timeout_ms,
+        def ob(rlimit: int) -> Outcome:
+            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), rlimit,
                           "tested-only", _SUM_DOMAIN)
         return ob
     for r in SUM_RULES:

@@ -28,10 +28,12 @@ from rules.proof.semantics import (
     CONVERSIONS,
     FLOAT_SORTS,
     INT_RANGE,
+    RLIMIT,
     Val,
     apply,
     as_int,
     canon,
+    check,
     const,
     fresh,
     in_range,
@@ -300,7 +302,7 @@ def _keep(lhs: Val, rhs: Val) -> Any:
     return z3.And(keep, z3.Implies(lhs.divz, rhs.undef))
 
 
-def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
+def same_graph(lhs: UOp, rhs: UOp, rlimit: int = RLIMIT,
                symbolic_consts: bool = False) -> tuple[Any, str]:
     """z3's verdict that ``rhs`` equals ``lhs`` for every value of their leaves (see the
     module docstring): ``(z3.unsat, "")`` when proven, else the result and a model."""
@@ -319,10 +321,9 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
             CONVERSIONS["bitwise"] = "exact"
         s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
                     "qffp").solver() if floats else z3.Solver()
-        s.set("timeout", timeout_ms if bv or not fixed else min(timeout_ms, 2000))
         s.add(*g.pre)
         s.add(z3.Not(claim))
-        r = s.check()
+        r = check(s, rlimit if bv or not fixed else rlimit // 10)
         if r == z3.sat:
             last = str(s.model())[:300]
         if r == z3.unsat or (r == z3.sat and bit == "exact"):
@@ -330,7 +331,7 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
     return r, last
 
 
-def same_graphs(pairs: list[tuple[UOp, UOp]], timeout_ms: int = 10000,
+def same_graphs(pairs: list[tuple[UOp, UOp]], rlimit: int = RLIMIT,
                 symbolic_consts: bool = False) -> bool:
     """Whether z3 shows every ``rhs`` equal to its ``lhs`` at once (one query for all
     the pairs: their leaves of one name are one variable, and a conjunction of claims
@@ -348,10 +349,9 @@ def same_graphs(pairs: list[tuple[UOp, UOp]], timeout_ms: int = 10000,
     except NotImplementedError:
         return False
     s = z3.Solver()
-    s.set("timeout", timeout_ms)
     s.add(*g.pre)
     s.add(z3.Not(claim))
-    return s.check() == z3.unsat
+    return check(s, rlimit) == z3.unsat
 
 
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR))
