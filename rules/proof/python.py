@@ -1,9 +1,9 @@
 """Proof obligations of the rules written in Python (one function a rule).
 
 Each entry of :data:`OBLIGATIONS` maps a rule's name to a function ``(rlimit) ->
-Outcome`` (``rlimit``: the budget of one z3 query, in z3's resource units). The rule's own code runs on instances of its pattern (UOp graphs) and z3
-shows its output equal to its input for every value of the instance's leaves
-(:func:`rules.proof.uops.same_graph`):
+Outcome`` (``rlimit``: the budget of one z3 query, in z3's resource units). The rule's
+own code runs on instances of its pattern (UOp graphs) and z3 shows its output equal to
+its input for every value of the instance's leaves (:func:`rules.proof.uops.same_graph`):
 
 - **proven**: the instances cover every shape the rule's code reads (lane lists of
   vectors of up to :data:`MAX_LANES` lanes, every op it takes, every dtype it
