@@ -448,26 +448,32 @@ _register_sums()
 # loops and effects (rules.dce): a loop over ranges of constant ends is unrolled
 _DBUF = "(buffer 0 f32 8)"
 _DX = "(var x -9 9)"
+_DN, _DE = "(var n 1 9)", "(var e -3 0)"  # a range end of any value; one never above 0
 
 
 def _dce() -> dict[str, tuple[str, list[str]]]:
     st = f"(store (index {_DBUF} (range 1 4)) (cast f32 {_DX}))"
+    stn = f"(store (index {_DBUF} (range 1 {_DN})) (cast f32 {_DX}))"
     st0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 4))) (cast f32 {_DX}))"
     nost = f"(store (index {_DBUF} (invalid)) 1.0)"  # made a NOOP (the reader has none)
     ends = "ranges of ends 0 to 4 unrolled; values, addresses and buffers symbolic"
     return {
         "range_single_iteration": ("proven", [f"(add (range 0 1) {_DX})", "(range 3 1)"]),
-        "end_empty_range": ("tested-only", [
-            f"(end {st} (range 1 4) (range 2 0))", f"(end {st} (range 1 4) (range 2 -1))",
-            f"(end (store (index {_DBUF} (range 2 0)) 1.0) (range 2 0))"]),
+        # an empty range among ranges of any ends (symbolic), first, last or alone
+        "end_empty_range": ("proven", [
+            f"(end {stn} (range 1 {_DN}) (range 2 0))", f"(end {stn} (range 2 -1) "
+            f"(range 1 {_DN}))", f"(end {stn} (range 1 {_DN}) (range 2 {_DE}) (range 3 {_DN}))",
+            f"(end (store (index {_DBUF} (range 2 {_DE})) 1.0) (range 2 {_DE}))"]),
         "end_drop_folded_ranges": ("tested-only", [
             f"(end {st0} (range 0 1) (range 1 4))", f"(end {st0} (range 1 4) (range 0 1))",
             f"(end {st0} (range 0 1))"]),
         "end_of_noop": ("proven", [f"(end {nost} (range 1 4))", f"(end {nost} (range 1 {_DX}))"]),
-        "reduce_empty_range": ("tested-only", [
-            f"(reduce {op} (cast {dt} (add {_DX} (range 1 3))) (range 1 3) (range 2 0))"
+        "reduce_empty_range": ("proven", [
+            f"(reduce {op} (cast {dt} (add {_DX} (range 1 {_DN}))) (range 1 {_DN}) "
+            f"(range 2 {_DE}))"
             for op in ("add", "mul", "max", "min") for dt in ("i8", "f32", "u16")] + [
-            f"(reduce {op} (add {_DX} (range 1 3)) (range 2 0))" for op in ("add", "mul")]),
+            f"(reduce {op} (add {_DX} (range 1 {_DN})) (range 2 0) (range 1 {_DN}))"
+            for op in ("add", "mul")]),
         "reduce_drop_folded_ranges": ("tested-only", [
             f"(reduce {op} (cast {dt} (add {_DX} (range 0 1))) (range 0 1))"
             for op in ("add", "mul", "max") for dt in ("i8", "f32")] + [
@@ -478,6 +484,12 @@ def _dce() -> dict[str, tuple[str, list[str]]]:
         "after_no_deps": ("proven", [f"(after {_DX})", f"(after {st})"]),
         "after_drop_noop": ("proven", [f"(after {_DX} {nost} {st})"]),
     }, ends
+
+
+_EMPTY = ("a range that never runs (its end a constant <= 0 or a variable in [-3, 0]) "
+          "first, last, between or alone, the other ranges' ends variables in [1, 9]: a "
+          "loop with such a range runs zero times whatever the others' ends; values, "
+          "addresses and buffers symbolic")
 
 
 def _register_dce() -> None:
@@ -493,7 +505,7 @@ def _register_dce() -> None:
                     if out is not None and out is not n:
                         return u.substitute({n: out}) if n is not u else out
                 return None
-            domain = ends if status == "tested-only" else \
+            domain = ends if status == "tested-only" else _EMPTY if "empty" in name else \
                 "the instance's shape for every value of its leaves"
             prep = _folded if "folded" in name else _noops
             return _check(name, apply, [prep(parse(t)) for t in texts], ms, status, domain)

@@ -177,10 +177,19 @@ class Graphs:
     def _loop(self, body: UOp, ranges: tuple[UOp, ...], reduce: UOp | None) -> Any:
         """An END's writes or a REDUCE's value: its body once per value of its ranges
         (each range of a constant end of at most :data:`MAX_UNROLL`, unrolled; a range
-        folded to a constant ran once)."""
+        folded to a constant ran once). A range whose end is at most 0 for every value
+        of the leaves runs zero times, and so does the loop, whatever the other ranges'
+        ends: nothing written, the REDUCE's identity."""
         live = [r for r in ranges if r.op is not Ops.CONST]
         if reduce is None and self.value(body) == []:  # nothing written, however often
             return []
+        if any(r.op is Ops.RANGE and r.src[0].vmax <= 0 for r in live):
+            if reduce is None:
+                return []
+            ident = _identity(reduce.arg, reduce.dtype.scalar())
+            if ident is None:
+                raise NotImplementedError("an empty index MAX/MIN reduction has no value")
+            return const(self._scalar(reduce.dtype), ident, self.bv)
         ends = []
         for r in live:
             if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST or r.src[0].arg > MAX_UNROLL:
