@@ -445,7 +445,9 @@ def _register_sums() -> None:
 _register_sums()
 
 # ---------------------------------------------------------------------------
-# loops and effects (rules.dce): a loop over ranges of constant ends is unrolled
+# loops and effects (rules.dce): a loop over ranges of small constant ends is unrolled, one
+# with a range that never runs writes nothing, any other is an unknown function of its
+# body and ranges (rules.proof.uops.Graphs._loop)
 _DBUF = "(buffer 0 f32 8)"
 _DX = "(var x -9 9)"
 _DN, _DE = "(var n 1 9)", "(var e -3 0)"  # a range end of any value; one never above 0
@@ -454,9 +456,9 @@ _DN, _DE = "(var n 1 9)", "(var e -3 0)"  # a range end of any value; one never 
 def _dce() -> dict[str, tuple[str, list[str]]]:
     st = f"(store (index {_DBUF} (range 1 4)) (cast f32 {_DX}))"
     stn = f"(store (index {_DBUF} (range 1 {_DN})) (cast f32 {_DX}))"
+    stn0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 {_DN}))) (cast f32 {_DX}))"
     st0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 4))) (cast f32 {_DX}))"
     nost = f"(store (index {_DBUF} (invalid)) 1.0)"  # made a NOOP (the reader has none)
-    ends = "ranges of ends 0 to 4 unrolled; values, addresses and buffers symbolic"
     return {
         "range_single_iteration": ("proven", [f"(add (range 0 1) {_DX})", "(range 3 1)"]),
         # an empty range among ranges of any ends (symbolic), first, last or alone
@@ -464,9 +466,10 @@ def _dce() -> dict[str, tuple[str, list[str]]]:
             f"(end {stn} (range 1 {_DN}) (range 2 0))", f"(end {stn} (range 2 -1) "
             f"(range 1 {_DN}))", f"(end {stn} (range 1 {_DN}) (range 2 {_DE}) (range 3 {_DN}))",
             f"(end (store (index {_DBUF} (range 2 {_DE})) 1.0) (range 2 {_DE}))"]),
-        "end_drop_folded_ranges": ("tested-only", [
+        "end_drop_folded_ranges": ("proven", [
             f"(end {st0} (range 0 1) (range 1 4))", f"(end {st0} (range 1 4) (range 0 1))",
-            f"(end {st0} (range 0 1))"]),
+            f"(end {st0} (range 0 1))", f"(end {stn0} (range 0 1) (range 1 {_DN}))",
+            f"(end {stn0} (range 1 {_DN}) (range 0 1) (range 3 {_DN}))"]),
         "end_of_noop": ("proven", [f"(end {nost} (range 1 4))", f"(end {nost} (range 1 {_DX}))"]),
         "reduce_empty_range": ("proven", [
             f"(reduce {op} (cast {dt} (add {_DX} (range 1 {_DN}))) (range 1 {_DN}) "
@@ -474,16 +477,18 @@ def _dce() -> dict[str, tuple[str, list[str]]]:
             for op in ("add", "mul", "max", "min") for dt in ("i8", "f32", "u16")] + [
             f"(reduce {op} (add {_DX} (range 1 {_DN})) (range 2 0) (range 1 {_DN}))"
             for op in ("add", "mul")]),
-        "reduce_drop_folded_ranges": ("tested-only", [
+        "reduce_drop_folded_ranges": ("proven", [
             f"(reduce {op} (cast {dt} (add {_DX} (range 0 1))) (range 0 1))"
             for op in ("add", "mul", "max") for dt in ("i8", "f32")] + [
             "(reduce add (add (range 1 4) (range 0 1)) (range 0 1) (range 1 4))",
-            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"]),
+            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"] + [
+            f"(reduce {op} (cast {dt} (add (range 1 {_DN}) (range 0 1))) (range 0 1) "
+            f"(range 1 {_DN}))" for op in ("add", "mul", "max") for dt in ("i8", "f32")]),
         "sink_drop_noop": ("proven", [f"(sink {nost} {st})", f"(sink {st} {nost} {st0})",
                                       f"(sink {nost})"]),
         "after_no_deps": ("proven", [f"(after {_DX})", f"(after {st})"]),
         "after_drop_noop": ("proven", [f"(after {_DX} {nost} {st})"]),
-    }, ends
+    }
 
 
 _EMPTY = ("a range that never runs (its end a constant <= 0 or a variable in [-3, 0]) "
@@ -492,8 +497,14 @@ _EMPTY = ("a range that never runs (its end a constant <= 0 or a variable in [-3
           "addresses and buffers symbolic")
 
 
+_FOLDED = ("a range folded to 0 first, last or between ranges of small constant ends "
+           "(unrolled) and of variable ends in [1, 9] (a loop not unrolled is an unknown "
+           "function of its body and its other ranges); values, addresses and buffers "
+           "symbolic")
+
+
 def _register_dce() -> None:
-    table, ends = _dce()
+    table = _dce()
     for name, (status, texts) in table.items():
         def ob(ms: int, name: str = name, status: str = status, texts: list[str] = texts
                ) -> Outcome:
@@ -505,7 +516,7 @@ def _register_dce() -> None:
                     if out is not None and out is not n:
                         return u.substitute({n: out}) if n is not u else out
                 return None
-            domain = ends if status == "tested-only" else _EMPTY if "empty" in name else \
+            domain = _EMPTY if "empty" in name else _FOLDED if "folded" in name else \
                 "the instance's shape for every value of its leaves"
             prep = _folded if "folded" in name else _noops
             return _check(name, apply, [prep(parse(t)) for t in texts], ms, status, domain)

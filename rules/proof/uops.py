@@ -74,6 +74,7 @@ class Graphs:
         self.pre: list[Any] = []
         self.mem: dict[tuple[int, str], Any] = {}
         self.consts: dict[tuple, Val] = {}
+        self.loops: dict[tuple, Any] = {}
         self.n = itertools.count()
 
     def _scalar(self, dt: DType) -> str:
@@ -190,11 +191,10 @@ class Graphs:
             if ident is None:
                 raise NotImplementedError("an empty index MAX/MIN reduction has no value")
             return const(self._scalar(reduce.dtype), ident, self.bv)
-        ends = []
-        for r in live:
-            if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST or r.src[0].arg > MAX_UNROLL:
-                raise NotImplementedError("a loop over a range of no small constant end")
-            ends.append(range(max(0, r.src[0].arg)))
+        if any(r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST
+               or r.src[0].arg > MAX_UNROLL for r in live):
+            return self._opaque_loop(body, tuple(live), reduce)
+        ends = [range(max(0, r.src[0].arg)) for r in live]
         v = self.value(body)
         keys = [self.value(r).x for r in live]
         steps = [_subst(v, list(zip(keys, map(z3.IntVal, it), strict=True)))
@@ -207,6 +207,25 @@ class Graphs:
         for st in (steps[1:] if ident is None else steps):
             acc = apply(reduce.arg, sdt, [acc, st], bv=self.bv)
         return acc
+
+    def _opaque_loop(self, body: UOp, live: tuple[UOp, ...], reduce: UOp | None) -> Any:
+        """A loop not unrolled (a range of a variable or large end): an unknown value, or
+        an unknown write, of its body and its ranges (the ranges folded to a constant
+        left out: they ran once), the same for two loops of the same body and ranges. A
+        rule proven so holds for every meaning of such a loop."""
+        key = (body, live, reduce.arg if reduce is not None else None,
+               reduce.dtype if reduce is not None else None)
+        hit = self.loops.get(key)
+        if hit is None:
+            k = next(self.n)
+            if reduce is None:
+                st = fresh(f"loopval{k}", "index", bv=False)
+                hit = [Write(Addr(-1, z3.Int(f"loopaddr{k}"), z3.Bool(f"loopvalid{k}"),
+                                  z3.Bool(f"loopundef{k}")), st)]
+            else:
+                hit = fresh(f"loop{k}", self._scalar(reduce.dtype), bv=self.bv)
+            self.loops[key] = hit
+        return hit
 
     def _index(self, u: UOp) -> Addr:
         buf = self.value(u.src[0])
