@@ -191,3 +191,17 @@ def test_a_stats_copy_is_deep() -> None:
     assert c["a"] == stats["a"] and c["a"] is not stats["a"]
     assert c["a"][1][1] is not stats["a"][1][1] and c["b"]["c"] is not stats["b"]["c"]
     assert c["d"] is not stats["d"] and c["d"].v == [1] and c["d"].v is not stats["d"].v
+
+
+@pytest.mark.parametrize("engine", ["baseline", "egraph"])
+@pytest.mark.parametrize("model", ["reference", "default"])
+def test_the_result_cost_is_the_graph_cost(engine: str, model: str) -> None:
+    # an output that is the input itself is priced once (api.optimize); the cost a
+    # result reports is its graph's either way
+    from extraction import get_cost_model
+
+    m = get_cost_model(model)
+    for text in ("(var x 0 5)", EXPR, "(add (var x 0 5) (var y 0 9))"):
+        g = parse(text)
+        r = optimize(g, engine=engine, cost_model=model)
+        assert r.cost == m.graph_cost(r.graph) and r.input_cost == m.graph_cost(g)
