@@ -76,6 +76,7 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.computed import PassState, python_pass
 from eqsat.engines.egraph.encoding import (
     CTORS,
+    SUBSUMABLE,
     ArgTable,
     Inserter,
     Snapshot,
@@ -89,6 +90,7 @@ from eqsat.engines.egraph.reset import (
     HANDLE_CTOR,
     RESET_HANDLES,
     RESET_RULESET,
+    RESET_SUBSUMED,
     leftover,
     reset_program,
 )
@@ -396,7 +398,7 @@ class Session:
         # the tables with rows now (the dtype facts) are never written by a run; every
         # other one is emptied when a run ends (:mod:`.reset`)
         base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
-        for cmd in commands(reset_program(text, {n for n, k in base.items() if k})):
+        for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
             egraph.run_program(*egraph.parse_program(cmd))
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
@@ -848,9 +850,9 @@ class Session:
 
     def _reset(self, saved: tuple, clean: bool) -> None:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
-        tables a run writes, then the subsumed e-nodes left and the handles; ``saved``:
-        the inserter's state before the run. When a row is left (a subsumed e-node
-        whose child has no handle), the run raised (not ``clean``: the e-graph may be
+        tables a run writes, the subsumed e-nodes and then the handles; ``saved``: the
+        inserter's state before the run. When a row is left (a subsumed e-node whose
+        child has no handle), the run raised (not ``clean``: the e-graph may be
         anywhere) or egglog failed a reset command, the e-graph is built afresh."""
         ins = self.ins
         left: dict[str, int] = {}
@@ -859,13 +861,18 @@ class Session:
                 ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
                 # the rows still recorded load first: the handles a snapshot gave new
                 # classes are among them, and the deletions find children by handle
-                out = ins.flush(f"(run {RESET_RULESET} 1)\n(print-size)", late=False)
+                out = ins.flush(f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
+                                "(print-size)", late=False)
                 left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
                 left.pop(HANDLE_CTOR, None)
-                deletes = self._subsumed_deletes(left) if left else ""
-                out = self._cmd(f"{deletes or ''}(run {RESET_HANDLES} 1)\n(print-size)")
+                again = ""
+                if left and self._record_subsumed(left):
+                    # the subsumed e-nodes no RSub row named (a native rule subsumed
+                    # them): deleted through the RSub rows just recorded
+                    again = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
+                out = ins.flush(f"{again}(run {RESET_HANDLES} 1)\n(print-size)", late=False)
                 left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-                self.egg_iterations += 3
+                self.egg_iterations += 3 + 2 * bool(again)
             except bindings.EggSmolError:
                 clean = False  # (an egglog error: the e-graph is built afresh below)
         ins.restore(saved)
@@ -874,40 +881,43 @@ class Session:
                       left or "(it raised)")
             self._rebuild()
 
-    def _subsumed_deletes(self, tables: Iterable[str]) -> str | None:
-        """egglog commands deleting every subsumed e-node of ``tables`` (constructors),
-        its children named by handle (a subsumed row matches no rule's query); None when
-        a child has no handle or a field cannot be written as a literal."""
+    def _record_subsumed(self, tables: Iterable[str]) -> bool:
+        """Record an RSub row (``Inserter.subsume``) for every subsumed e-node of
+        ``tables`` (constructors), its children named by handle, for the
+        :data:`RESET_SUBSUMED` rule set to delete; False (nothing recorded) when a
+        child has no handle or a field cannot be written as a row's field."""
         eg = self.egraph
         funcs = eg.freeze().functions
         to_i64, to_string = eg.value_to_i64, eg.value_to_string
         handle: dict[Any, int] = {}
         for r in funcs[HANDLE_CTOR].rows:
             handle.setdefault(r.output, to_i64(r.inputs[0]))
-        cmds = []
+        found: list[tuple[str, tuple[Any, ...]]] = []
         for name in tables:
             sig = CTORS.get(name)
-            if sig is None:
-                return None
+            if sig is None or name not in SUBSUMABLE:
+                return False
             for r in funcs[name].rows:
                 if not r.subsumed:
                     continue
-                fields = []
+                fields: list[Any] = []
                 for ch, v in zip(sig, r.inputs, strict=True):
                     if ch == "S":
                         text = to_string(v)
-                        if '"' in text or "\\" in text:
-                            return None
-                        fields.append(f'"{text}"')
+                        if "\t" in text or "\n" in text:
+                            return False
+                        fields.append(text)
                     elif ch == "I":
-                        fields.append(str(to_i64(v)))
+                        fields.append(to_i64(v))
                     else:
                         k = handle.get(v)
                         if k is None:
-                            return None
-                        fields.append(f"({HANDLE_CTOR} {k})")
-                cmds.append(f"(delete ({name} {' '.join(fields)}))\n")
-        return "".join(cmds)
+                            return False
+                        fields.append(k)
+                found.append((name, tuple(fields)))
+        for name, fields in found:
+            self.ins.subsume(name, fields)
+        return bool(found)
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:

@@ -9,9 +9,12 @@ the copy the run worked on: both cost in proportion to the rules loaded, not to 
 * the ``reset`` rule set (:func:`reset_program`) deletes every row of every table that
   was empty when the e-graph was built (the tables that hold rows then, the dtype
   facts, are never written by a run);
-* a subsumed row matches no query, so no such rule sees it: what that rule set
-  leaves (subsumed e-nodes, read with ``EGraph.freeze``) is deleted by one ``delete``
-  command each, its children named by their handles (a run leaves a few);
+* a subsumed row matches no query, so no such rule sees it: the
+  :data:`RESET_SUBSUMED` rule set, run first, deletes each subsumed e-node an RSub
+  row names, its children found through their handles
+  (``encoding.subsumed_deletions``); the e-nodes a native rule subsumed (no RSub row
+  names them) are read with ``EGraph.freeze`` and deleted the same way, through RSub
+  rows recorded for them (one load, not one egglog command each);
 * the handles' rows (``H``) go last, by a rule set of their own
   (:data:`RESET_HANDLES`).
 
@@ -25,11 +28,18 @@ handle) makes the session build that e-graph afresh.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["RESET_RULESET", "RESET_HANDLES", "HANDLE_CTOR", "reset_program", "leftover"]
+from eqsat.engines.egraph.encoding import subsumed_deletions
+
+__all__ = ["RESET_RULESET", "RESET_HANDLES", "RESET_SUBSUMED", "HANDLE_CTOR", "reset_program",
+           "leftover"]
 
 #: the rule set that deletes every row of the tables a run writes, but the handles'
 RESET_RULESET = "reset"
+#: the rule set that deletes the subsumed e-nodes the RSub rows name (run before
+#: :data:`RESET_RULESET`, which deletes the RSub rows)
+RESET_SUBSUMED = "reset_subsumed"
 #: the rule set that deletes the handles' rows
 RESET_HANDLES = "reset_handles"
 #: the constructor of handles
@@ -38,12 +48,16 @@ HANDLE_CTOR = "H"
 _DECL = re.compile(r"^\((constructor|relation|function) (\S+) \(([^()]*)\)", re.M)
 
 
-def reset_program(program: str, keep: frozenset[str] | set[str]) -> str:
-    """egglog program text: the :data:`RESET_RULESET` and :data:`RESET_HANDLES` rule
-    sets, one rule per table declared in ``program`` (constructors, relations,
-    functions) but those in ``keep``, each deleting every (not subsumed) row of its
-    table; the handles' rule in the latter."""
-    out = [f"(ruleset {RESET_RULESET})", f"(ruleset {RESET_HANDLES})"]
+def reset_program(program: str, keep: frozenset[str] | set[str],
+                  loads: Iterable[str] | None = None) -> str:
+    """egglog program text: the :data:`RESET_RULESET`, :data:`RESET_SUBSUMED` and
+    :data:`RESET_HANDLES` rule sets: one rule per table declared in ``program``
+    (constructors, relations, functions) but those in ``keep``, each deleting every
+    (not subsumed) row of its table, the handles' rule in the last; the subsumed
+    e-nodes' rules (``loads``: the constructors the e-graph loads, as in
+    ``encoding.declarations``) in the second."""
+    out = [f"(ruleset {RESET_RULESET})", f"(ruleset {RESET_SUBSUMED})",
+           f"(ruleset {RESET_HANDLES})"]
     for kind, name, sorts in _DECL.findall(program):
         if name in keep:
             continue
@@ -53,6 +67,7 @@ def reset_program(program: str, keep: frozenset[str] | set[str]) -> str:
         ruleset = RESET_HANDLES if name == HANDLE_CTOR else RESET_RULESET
         out.append(f"(rule ({query}) ((delete {call})) :ruleset {ruleset} "
                    f':name "reset-{name}")')
+    out.append(subsumed_deletions(RESET_SUBSUMED, loads))
     return "\n".join(out)
 
 

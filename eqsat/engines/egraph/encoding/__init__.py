@@ -52,11 +52,13 @@ from eqsat.engines.egraph.encoding.schema import (
     NODE_REL,
     SUB_REL,
     SUB_RULESET,
+    SUBSUMABLE,
     ArgTable,
     declarations,
     dt_name,
     dtype_of,
     fits_i64,
+    subsumed_deletions,
     uop_ctor,
 )
 from eqsat.engines.egraph.encoding.snapshot import (
@@ -72,4 +74,4 @@ __all__ = [
     "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET", "Node",
     "ArgTable", "Inserter", "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of",
     "fits_i64", "uop_ctor", "dt_name", "E_POS", "write_file", "align_rows",
-    "defined_classes", "decode_node"]
+    "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE"]

@@ -75,7 +75,8 @@ _NODE_FMT: dict[str, str] = {name: _node_template(name) for name in CTORS}
 #: the constructors of e-nodes that may be subsumed through RSub: the IR ops with children
 _SUBSUMABLE = tuple(name for name, sig in CTORS.items()
                     if "E" in sig and name not in ("Cons", "GL"))
-_SUBSUMABLE_SET = frozenset(_SUBSUMABLE)
+#: ... as a set (what an RSub row may name)
+SUBSUMABLE = frozenset(_SUBSUMABLE)
 
 
 def declarations(loads: Iterable[str] | None = None) -> str:
@@ -101,23 +102,44 @@ def declarations(loads: Iterable[str] | None = None) -> str:
     out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
                ':ruleset insert :name "insert-union")')
     # RSub: subsume an existing e-node (its children named by handles), in a rule set of
-    # its own run after the insertion's (a child may be a class this load names)
+    # its own run after the insertion's (a child may be a class this load names). The
+    # RSub row stays: a run's reset deletes the subsumed e-node through it
+    # (:func:`subsumed_deletions`; a subsumed row matches no query of its own)
     out.append(f"(ruleset {SUB_RULESET})")
     out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
+    for name, row, kids, args in _sub_rows(load):
+        query = " ".join([f"({row})", *kids, f"(= n ({name} {args}))"])
+        out.append(f"(rule ({query}) ((subsume ({name} {args}))) "
+                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
+    return "\n".join(out)
+
+
+def _sub_rows(load: set[str]) -> list[tuple[str, str, list[str], str]]:
+    """Per subsumable constructor in ``load``: its name, its RSub row pattern, the
+    atoms binding its children's classes from their handles, and its arguments."""
+    out = []
     for name in _SUBSUMABLE:
         if name not in load:
             continue
         sig = CTORS[name]
         ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
         vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
-        kids = [v for v, ch in zip(vs, sig, strict=True) if ch == "E"]
+        kids = [f"(= h{v} (H {v}))" for v, ch in zip(vs, sig, strict=True) if ch == "E"]
         args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
-        row = f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4'
-        query = " ".join([f"({row})", *[f"(= h{v} (H {v}))" for v in kids],
-                          f"(= n ({name} {args}))"])
-        out.append(f"(rule ({query}) ((subsume ({name} {args})) (delete ({row}))) "
-                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
-    return "\n".join(out)
+        out.append((name, f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4', kids, args))
+    return out
+
+
+def subsumed_deletions(ruleset: str, loads: Iterable[str] | None = None) -> str:
+    """egglog program text: rules of ``ruleset`` that delete every e-node an RSub row
+    names (subsumed by :data:`SUB_RULESET`), its children found through their handles;
+    ``loads`` as in :func:`declarations`. A subsumed row matches no query, so only its
+    RSub row can name it; the rules must run before the handles' rows go."""
+    load = set(CTORS) if loads is None else set(loads)
+    return "\n".join(
+        f"(rule (({row}) {' '.join(kids)}) ((delete ({name} {args}))) "
+        f':ruleset {ruleset} :name "unsubsume-{name}")'
+        for name, row, kids, args in _sub_rows(load))
 
 
 def fits_i64(v: Any) -> bool:

@@ -14,9 +14,9 @@ from typing import Any
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.encoding.inserter import Inserter
 from eqsat.engines.egraph.encoding.schema import (
-    _SUBSUMABLE_SET,
     CTOR_OP,
     CTORS,
+    SUBSUMABLE,
     ArgTable,
     dtype_of,
 )
@@ -414,7 +414,7 @@ class Snapshot:
         # its class or a child's merges into another, makes a new Node)
         self.loops = 0
         for n in made:
-            if not n.subsumed and n.cls in n.kids and n.ctor in _SUBSUMABLE_SET:
+            if not n.subsumed and n.cls in n.kids and n.ctor in SUBSUMABLE:
                 inserter.subsume(n.ctor, n.fields)
                 self.loops += 1
         # the operator e-nodes of a class that holds a constant are subsumed too: the
