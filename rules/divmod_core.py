@@ -65,6 +65,12 @@ def _finite(*vs: Num) -> bool:
     return all(not (isinstance(v, float) and math.isinf(v)) for v in vs)
 
 
+def _whole(v: Num) -> Any:
+    """A finite bound as an integer: a float's ``int``, anything else itself (an int,
+    or the symbolic integer a proof runs the rule on)."""
+    return int(v) if isinstance(v, float) else v
+
+
 def _same_sign_class(a: tuple[Num, Num], b: tuple[Num, Num]) -> bool:
     """Both ranges non-negative, or both non-positive."""
     return (a[0] >= 0 and b[0] >= 0) or (a[1] <= 0 and b[1] <= 0)
@@ -144,7 +150,7 @@ class RuleOut:
 
 
 def _div_term(ctx: Ctx, op: Op, x: Lin, y: Lin | int) -> Any:
-    yt = ctx.const(y) if isinstance(y, int) else ctx.lin(y)
+    yt = ctx.lin(y) if isinstance(y, Lin) else ctx.const(y)
     return (ctx.idiv if op == "idiv" else ctx.mod)(ctx.lin(x), yt)
 
 
@@ -220,8 +226,8 @@ def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     xlo, xhi = lin_bounds(x, ctx)
     if n is None or x.is_const or not _finite(xlo, xhi):
         return None
-    q = cdiv(int(xlo), n)
-    return _out(Lin.constant(q)) if q == cdiv(int(xhi), n) else None
+    q = cdiv(_whole(xlo), n)
+    return _out(Lin.constant(q)) if q == cdiv(_whole(xhi), n) else None
 
 
 @_normalized
@@ -342,10 +348,10 @@ def _cancel_divmod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     ylo, yhi = lin_bounds(y, ctx)
     if not _finite(xlo, xhi, ylo, yhi) or ylo * yhi <= 0:
         return None
-    qs = {cdiv(int(a), int(b)) for a in (xlo, xhi) for b in (ylo, yhi)}
-    if len(qs) != 1:
+    qs = [cdiv(_whole(a), _whole(b)) for a in (xlo, xhi) for b in (ylo, yhi)]
+    q = qs[0]
+    if any(p != q for p in qs[1:]):
         return None
-    q = qs.pop()
     return _out(Lin.constant(q)) if op == "idiv" else _out(x - y * q)
 
 

@@ -24,6 +24,13 @@ Num = int | float
 INF = math.inf
 
 
+def _symbolic(v: object) -> bool:
+    """Whether ``v`` is a symbolic integer standing for an int (its class says
+    ``symbolic_int = True``): the proofs run the rules on forms whose coefficients,
+    constants and bounds are such values (``rules/proof/symbolic.py``)."""
+    return getattr(type(v), "symbolic_int", False)
+
+
 # ---------------------------------------------------------------------------
 # linear forms
 # ---------------------------------------------------------------------------
@@ -43,14 +50,14 @@ class Lin:
     _h: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
-        if type(self.const) is not int:
+        if type(self.const) is not int and not _symbolic(self.const):
             raise TypeError(f"Lin: const must be an int, got {self.const!r}")
         m: dict = {}
         for t in self.terms:
             if not (isinstance(t, tuple) and len(t) == 2):
                 raise TypeError(f"Lin: a term must be (coef, atom), got {t!r}")
             c, a = t
-            if type(c) is not int or c == 0:
+            if (type(c) is not int and not _symbolic(c)) or c == 0:
                 raise ValueError(f"Lin: coefficient of {a!r} must be a non-zero int, got {c!r}")
             if a in m:
                 raise ValueError(f"Lin: atom {a!r} appears twice (use Lin.of to merge)")
@@ -85,22 +92,25 @@ class Lin:
         """Merge ``pairs`` (repeated atoms add up, zero coefficients vanish)."""
         m: dict = {}
         for c, a in pairs:
-            if type(c) is not int:
+            if type(c) is not int and not _symbolic(c):
                 raise ValueError(f"Lin: coefficient of {a!r} must be an int, got {c!r}")
             m[a] = m.get(a, 0) + c
-        if type(const) is not int:
+        if type(const) is not int and not _symbolic(const):
             raise TypeError(f"Lin: const must be an int, got {const!r}")
         return Lin._raw({a: c for a, c in m.items() if c != 0}, const)
 
     @staticmethod
     def constant(v: int) -> Lin:
         """The constant ``v``."""
-        return Lin._trusted((), int(v))
+        return Lin._trusted((), v if type(v) is int or _symbolic(v) else int(v))
 
     @staticmethod
     def atom(a: Atom, coef: int = 1) -> Lin:
         """``coef*a``."""
-        return Lin._trusted(((int(coef), a),), 0) if coef else _ZERO
+        if not coef:
+            return _ZERO
+        return Lin._trusted(((coef if type(coef) is int or _symbolic(coef) else int(coef), a),),
+                            0)
 
     def sorted_by(self, key: Callable[[Atom], Any]) -> Lin:
         """The same form with its terms ordered by ``key(atom)``."""
@@ -158,7 +168,7 @@ class Lin:
 
     # ---- arithmetic -----------------------------------------------------
     def __add__(self, o: Lin | int) -> Lin:
-        if isinstance(o, int):
+        if isinstance(o, int) or _symbolic(o):
             return Lin._raw(self._map, self.const + o)
         if not o._map:
             return Lin._raw(self._map, self.const + o.const)
@@ -183,7 +193,7 @@ class Lin:
         return Lin._raw({a: -c for a, c in self._map.items()}, -self.const)
 
     def __sub__(self, o: Lin | int) -> Lin:
-        if isinstance(o, int):
+        if isinstance(o, int) or _symbolic(o):
             return Lin._raw(self._map, self.const - o)
         return self.plus(o, -1)
 
@@ -191,7 +201,7 @@ class Lin:
         return (-self) + o
 
     def __mul__(self, k: int) -> Lin:
-        if not isinstance(k, int):
+        if not isinstance(k, int) and not _symbolic(k):
             return NotImplemented
         if k == 0:
             return _ZERO
