@@ -286,11 +286,17 @@ def prove_divmod(name: str, fn: Callable[..., Any], ops: tuple[str, ...],
 _LINEAR = ("x a linear form of 0-2 atoms, y a constant or f*d + k over an atom d; every "
            "coefficient, constant and divisor symbolic, every bound symbolic or infinite; "
            "every path of the rule's code")
+_MADE = ("x = {x} for the atom q = (f*a + k) // b, b a constant or an atom, y a constant or "
+         "f*d + k over an atom d; every coefficient, constant and divisor symbolic, every "
+         "bound symbolic (those of q, b, d also infinite); every path of the rule's code")
 
 #: the rules proven this way: name -> (its shapes, their statement)
 SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
-    name: (linear_shapes, _LINEAR) for name in (
-        "mod_self_range", "idiv_one_bucket")}
+    **{name: (linear_shapes, _LINEAR) for name in (
+        "mod_self_range", "idiv_one_bucket")},
+    "nested_idiv": (lambda: made_shapes("idiv"), _MADE.format(x="q")),
+    "nested_idiv_offset": (lambda: made_shapes("idiv", True), _MADE.format(x="q + c")),
+}
 
 
 def obligation(name: str) -> Callable[[int], Outcome]:
