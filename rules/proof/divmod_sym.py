@@ -230,16 +230,47 @@ def product_shapes() -> list[tuple[str, Shape]]:
 
 
 # ---------------------------------------------------------------------------
+def _purified(fs: list[Any]) -> list[Any]:
+    """``fs`` with every integer division ``a / b`` a fresh integer ``q`` and its
+    definition (``b != 0`` implies ``a == b*q + r``, ``0 <= r < |b|``: z3's division):
+    the same problem, which z3 often settles where it gives up on ``/``."""
+    seen: dict[int, tuple[Any, Any]] = {}
+    defs: list[Any] = []
+
+    visited: set[int] = set()
+
+    def walk(t: Any) -> None:
+        if t.get_id() in visited:
+            return
+        visited.add(t.get_id())
+        if z3.is_app_of(t, z3.Z3_OP_IDIV):
+            a, b = t.arg(0), t.arg(1)
+            q = z3.FreshInt("q")
+            seen[t.get_id()] = (t, q)
+            r = a - b * q
+            defs.append(z3.Implies(b != 0, z3.And(0 <= r, r < z3.If(b >= 0, b, -b))))
+        for c in t.children():
+            walk(c)
+    for f in fs:
+        walk(f)
+    pairs = list(seen.values())
+    return [z3.substitute(f, *pairs) for f in fs + defs] if pairs else fs
+
+
 def _prove_path(ctx: ZCtx, cond: Any, op: str, x: Lin, y: Lin, out: Any,
                 rlimit: int) -> Any:
     """None when proven, else a message."""
     xt, yt = ctx.value(x), ctx.value(y)
     lhs = _cdiv(xt, yt) if op == "idiv" else xt - yt * _cdiv(xt, yt)
     goal = z3.And(yt != 0, *[d != 0 for d in ctx.divisors], lhs == out)
-    s = z3.Solver()
-    s.set("rlimit", max(1, int(rlimit)))
-    s.add(*ctx.premise, cond, z3.Not(goal))
-    r = s.check()
+    fs = [*ctx.premise, cond, z3.Not(goal)]
+    for attempt in (fs, _purified(fs)):  # z3's own division first, then named quotients
+        s = z3.Solver()
+        s.set("rlimit", max(1, int(rlimit)))
+        s.add(*attempt)
+        r = s.check()
+        if r != z3.unknown:
+            break
     if r == z3.unsat:
         return None
     if r == z3.sat:
@@ -293,7 +324,7 @@ _MADE = ("x = {x} for the atom q = (f*a + k) // b, b a constant or an atom, y a 
 #: the rules proven this way: name -> (its shapes, their statement)
 SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
     **{name: (linear_shapes, _LINEAR) for name in (
-        "mod_self_range", "idiv_one_bucket")},
+        "mod_self_range", "idiv_one_bucket", "idiv_drop_multiple_small")},
     "nested_idiv": (lambda: made_shapes("idiv"), _MADE.format(x="q")),
     "nested_idiv_offset": (lambda: made_shapes("idiv", True), _MADE.format(x="q + c")),
 }
