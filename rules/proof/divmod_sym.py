@@ -28,7 +28,7 @@ import z3
 
 from eqsat.ir.linear import Lin
 from rules.proof.laws import Outcome
-from rules.proof.semantics import _cdiv
+from rules.proof.semantics import _cdiv, check
 from rules.proof.symbolic import SymInt, explore, term
 
 __all__ = ["prove_divmod", "ZCtx", "linear_shapes", "made_shapes", "product_shapes",
@@ -266,9 +266,8 @@ def _prove_path(ctx: ZCtx, cond: Any, op: str, x: Lin, y: Lin, out: Any,
     fs = [*ctx.premise, cond, z3.Not(goal)]
     for attempt in (fs, _purified(fs)):  # z3's own division first, then named quotients
         s = z3.Solver()
-        s.set("rlimit", max(1, int(rlimit)))
         s.add(*attempt)
-        r = s.check()
+        r = check(s, rlimit)  # (counts the units a settled query took)
         if r != z3.unknown:
             break
     if r == z3.unsat:
