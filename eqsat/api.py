@@ -185,7 +185,9 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     stats.setdefault("engine", engine)
     kept = stats.pop("egraph", None)
-    in_cost, out_cost = model.graph_cost(graph), model.graph_cost(out)
+    in_cost = model.graph_cost(graph)
+    # (an output that is the input itself, as interned UOps make it, costs what it does)
+    out_cost = in_cost if out is graph else model.graph_cost(out)
     if out_cost > in_cost:  # never return something costlier than the input
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"

@@ -47,7 +47,7 @@ __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extra
            "extract_dag",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
-           "tree_choice", "knuth", "reachable_region", "rechoose", "closure"]
+           "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure"]
 
 T = TypeVar("T")
 INF = math.inf
@@ -195,24 +195,65 @@ def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
 def knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
           ok: list[bool], heap: list[tuple[float, int]], pending: list[int],
           wanted: set[int]) -> None:
-    """The pass of :func:`tree_choice` and :func:`rechoose`: pop (cost, e-node)
-    cheapest first; the first e-node popped of a class not final (``choice[c] < 0``)
-    is its choice and its cost its ``best``; an e-node of a class allowed by ``ok``
-    is pushed once its ``pending`` count of children not final drops to 0 (counts
-    of -1: never). ``heap``: the starting items (heapified here); ``wanted``: stop
-    once these classes are final (empty: run to the end)."""
-    nch, ncls, parents = comp.nch, comp.ncls, comp.parents
-    get = best.__getitem__
+    """The pass of :func:`tree_choice` and :func:`rechoose` over a compiled view:
+    :func:`cheapest_first` with its e-nodes' children, classes and parents."""
+    cheapest_first(comp.nch, comp.ncls, comp.parents, cost, choice, best, ok, heap,
+                   pending, wanted)
+
+
+def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
+                   parents: Any, cost: Sequence[float], choice: list[int],
+                   best: list[float], ok: Sequence[bool], heap: list[tuple[float, int]],
+                   pending: list[int], wanted: set[int] | frozenset[int] = frozenset(),
+                   order: list[int] | None = None) -> None:
+    """The bottom-up tree-cost pass (Knuth's generalization of Dijkstra) that the
+    extractors and the e-graph's pricing share: e-node ``n`` has the child classes
+    ``nch[n]`` (repeats summed), the class ``ncls[n]`` and the price ``cost[n]``;
+    ``parents[c]``: the e-nodes waiting for class ``c``. Pops (cost, e-node)
+    cheapest first, ties to the lower e-node; the first e-node popped of a class not
+    final (``choice[c] < 0``) is its choice and its cost (price + the children's
+    costs, summed as ``price + ((0 + a) + b)``) its ``best``; an e-node of a class
+    allowed by ``ok`` is pushed once its ``pending`` count of children not final
+    drops to 0 (a count of -1, or one no child decrements: never). ``heap``: the
+    starting (cost, e-node) items, each e-node at most once; ``wanted``: stop once
+    these classes are final (empty: run to the end); ``order``: appended every class
+    as it becomes final (children before parents).
+
+    The queue holds the distinct costs in a heap and, per cost, its e-nodes in a
+    heap: an e-node is pushed at most once, so the pairs are distinct and pop in the
+    order a heap of the pairs gives; ``val`` keeps each pushed cost as computed."""
     need = len(wanted)
-    heapq.heapify(heap)
+    get = best.__getitem__
+    val: dict[int, float] = {}
+    buckets: dict[float, list[int]] = {}
+    for v, n in heap:
+        val[n] = v
+        b = buckets.get(v)
+        if b is None:
+            buckets[v] = [n]
+        else:
+            b.append(n)
+    costs = list(buckets)
+    heapq.heapify(costs)
+    for b in buckets.values():
+        heapq.heapify(b)
     pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        v, n = pop(heap)
+    bget = buckets.get
+    note = order.append if order is not None else None
+    while costs:
+        v = costs[0]
+        b = buckets[v]
+        n = pop(b)
+        if not b:
+            del buckets[v]
+            pop(costs)
         c = ncls[n]
         if choice[c] >= 0:
             continue
-        best[c] = v
+        best[c] = val[n]
         choice[c] = n
+        if note is not None:
+            note(c)
         if need and c in wanted:
             need -= 1
             if not need:
@@ -224,10 +265,17 @@ def knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[floa
                 if ok[pc] and choice[pc] < 0:
                     ch = nch[p]
                     if len(ch) == 2:  # the value sum() gives: ((0 + a) + b)
-                        a, b = ch
-                        push(heap, (cost[p] + (0 + best[a] + best[b]), p))
+                        a, b2 = ch
+                        w = cost[p] + (0 + best[a] + best[b2])
                     else:
-                        push(heap, (cost[p] + sum(map(get, ch)), p))
+                        w = cost[p] + sum(map(get, ch))
+                    val[p] = w
+                    b = bget(w)
+                    if b is None:
+                        buckets[w] = [p]
+                        push(costs, w)
+                    else:
+                        push(b, p)
             elif left > 1:
                 pending[p] = left - 1
 

@@ -1,11 +1,13 @@
 """The e-graph's result cache: kernels repeat index expressions, and one e-graph call
 costs milliseconds where a lookup costs microseconds.
 
-A result is kept under the exact printed input (``to_sexpr(graph, compact=True)``: the
-text format writes every node's op, dtype, arg and sources, so two graphs print the
-same only when they are the same graph), the run's limits (``Limits``, the whole
-budget), the rule set selection and the cost model. It is kept only when nothing but
-those decided it:
+A result is kept under the input graph itself (UOps are interned: a node is built
+once per (op, dtype, sources, arg), so two graphs are the same object exactly when they
+are the same graph, and the entry holding the graph keeps a re-parsed copy the same
+object; a dict lookup by identity costs what hashing a pointer does, where printing
+the graph cost about 0.2 ms a call), the run's limits (``Limits``, the whole budget),
+the rule set selection and the cost model. It is kept only when nothing but those
+decided it:
 
 - the cost model is one of the shipped ones (:class:`extraction.ReferenceCost`,
   :class:`extraction.CpuCost`: frozen dataclasses, equal exactly when they price
@@ -17,8 +19,9 @@ those decided it:
 
 A hit returns the kept output graph (UOps are immutable) and a copy of the kept stats
 with ``stats["time"]["cached"]`` the lookup's time. The cache is a least recently used
-map of at most :data:`CACHE_SIZE` entries (one per distinct call; inputs longer than
-:data:`MAX_KEY_CHARS` characters are not kept), shared by the
+map of at most :data:`CACHE_SIZE` entries (one per distinct call; inputs of more than
+:data:`MAX_KEY_NODES` nodes are not kept) holding at most :data:`MAX_CACHED_NODES`
+input nodes in all (shared subgraphs counted per entry), shared by the
 process's threads behind a lock; :func:`clear_result_cache` empties it and
 :func:`set_result_cache_size` bounds it (0 turns it off).
 """
@@ -30,19 +33,21 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from eqsat.ir.sexpr import to_sexpr
 from eqsat.ir.uop import UOp
 from extraction.cost import CpuCost, ReferenceCost
 
-__all__ = ["CACHE_SIZE", "MAX_KEY_CHARS", "ResultCache", "RESULTS", "clear_result_cache",
+__all__ = ["CACHE_SIZE", "MAX_KEY_NODES", "ResultCache", "RESULTS", "clear_result_cache",
            "set_result_cache_size", "cache_key"]
 
 #: entries of the process's result cache at most (each an output graph and its stats)
 CACHE_SIZE = 4096
 
-#: inputs whose text is longer are not cached: with the entry bound, the keys take at
-#: most CACHE_SIZE * MAX_KEY_CHARS characters (64 MiB), and a big kernel repeats rarely
-MAX_KEY_CHARS = 16384
+#: inputs of more nodes are not cached (a big kernel repeats rarely)
+MAX_KEY_NODES = 512
+
+#: the kept inputs' nodes in all, at most (a node, interned, takes about 350 bytes:
+#: about 45 MB); the least recently used entries go first
+MAX_CACHED_NODES = 131072
 
 #: the cost models whose instances compare equal exactly when they price alike
 _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
@@ -50,31 +55,64 @@ _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
 
 def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | None:
     """The key of a call (see the module docstring), or None when it is not cached: a
-    cost model of another type, a selection holding rules as objects, a graph the text
-    format cannot write, or one whose text is longer than :data:`MAX_KEY_CHARS`."""
-    if type(model) not in _CACHEABLE_MODELS:
+    cost model of another type, a selection holding rules as objects, or a graph of
+    more than :data:`MAX_KEY_NODES` nodes."""
+    if type(model) not in _CACHEABLE_MODELS or not isinstance(graph, UOp):
         return None
-    try:
-        text = to_sexpr(graph, compact=True)
-    except (ValueError, TypeError, RecursionError):
-        return None
-    if len(text) > MAX_KEY_CHARS:
+    if len(_first_nodes(graph, MAX_KEY_NODES + 1)) > MAX_KEY_NODES:
         return None
     if rulesets is not None and not isinstance(rulesets, str) and \
             not all(isinstance(r, str) for r in rulesets):
         return None  # rules given as objects: a rule's identity is not its meaning
     rs = rulesets if rulesets is None or isinstance(rulesets, str) else tuple(rulesets)
-    return (text, limits, rs, model)
+    return (graph, limits, rs, model)
+
+
+def _first_nodes(graph: UOp, n: int) -> set[int]:
+    """The ids of at most ``n`` distinct nodes of ``graph`` (all of them when it has
+    fewer): a graph's size, without walking more of a big graph than the bound."""
+    seen: set[int] = set()
+    stack = [graph]
+    while stack and len(seen) < n:
+        u = stack.pop()
+        if id(u) not in seen:
+            seen.add(id(u))
+            stack.extend(u.src)
+    return seen
+
+
+#: the types a stats copy shares rather than copies (immutable)
+_SHARED = frozenset((int, float, str, bool, type(None), bytes, frozenset))
+
+
+def copy_stats(x: Any) -> Any:
+    """A copy of a stats value: dicts, lists, tuples and sets copied through, immutable
+    scalars shared, anything else by ``copy.deepcopy`` (what a deep copy gives, at a
+    third of its cost on a run's stats)."""
+    t = type(x)
+    if t in _SHARED:
+        return x
+    if t is dict:
+        return {k: copy_stats(v) for k, v in x.items()}
+    if t is list:
+        return [copy_stats(v) for v in x]
+    if t is tuple:
+        return tuple([copy_stats(v) for v in x])
+    if t is set:
+        return {copy_stats(v) for v in x}
+    return copy.deepcopy(x)
 
 
 class ResultCache:
-    """A bounded least-recently-used map ``key -> (output graph, stats)``."""
+    """A bounded least-recently-used map ``key -> (output graph, stats)`` (each entry
+    also counts its input's nodes, for :data:`MAX_CACHED_NODES`)."""
 
     def __init__(self, size: int = CACHE_SIZE):
         if size < 0:
             raise ValueError(f"ResultCache: size must be >= 0, got {size}")
         self.size = size
-        self._data: OrderedDict[tuple, tuple[UOp, dict[str, Any]]] = OrderedDict()
+        self._data: OrderedDict[tuple, tuple[UOp, dict[str, Any], int]] = OrderedDict()
+        self._nodes = 0  # the kept inputs' nodes (see MAX_CACHED_NODES)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -97,23 +135,35 @@ class ResultCache:
                 return None
             self._data.move_to_end(key)
             self.hits += 1
-        return hit[0], copy.deepcopy(hit[1])
+        return hit[0], copy_stats(hit[1])
 
     def put(self, key: tuple | None, out: UOp, stats: dict[str, Any]) -> None:
         """Keep a run's result, when its key is cacheable and no clock limited it."""
         if key is None or not self.size or stats.get("time_limited", True) or \
                 "egraph" in stats:
             return
-        kept = copy.deepcopy(stats)
+        kept = copy_stats(stats)
+        g = key[0]
+        nodes = len(_first_nodes(g, MAX_KEY_NODES + 1)) if isinstance(g, UOp) else 0
         with self._lock:
-            self._data[key] = (out, kept)
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._nodes -= old[2]
+            self._data[key] = (out, kept, nodes)
+            self._nodes += nodes
+            self._trim(self.size)
+
+    def _trim(self, size: int) -> None:
+        """Drop the least recently used entries down to ``size`` entries and
+        :data:`MAX_CACHED_NODES` nodes (the lock held)."""
+        data = self._data
+        while data and (len(data) > size or self._nodes > MAX_CACHED_NODES):
+            self._nodes -= data.popitem(last=False)[1][2]
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._nodes = 0
             self.hits = self.misses = 0
 
     def resize(self, size: int) -> None:
@@ -121,8 +171,7 @@ class ResultCache:
             raise ValueError(f"ResultCache: size must be >= 0, got {size}")
         with self._lock:
             self.size = size
-            while len(self._data) > size:
-                self._data.popitem(last=False)
+            self._trim(size)
 
 
 #: the process's result cache (``optimize_egraph`` reads and fills it)

@@ -130,15 +130,78 @@ def test_a_run_stopped_by_its_time_budget_is_not_cached():
     assert "cached" not in again.stats["time"] and len(RESULTS) == 0
 
 
-def test_a_long_input_is_not_cached() -> None:
-    from eqsat.engines.egraph.results import MAX_KEY_CHARS, cache_key
-    from eqsat.ir.sexpr import parse
+def _chain(n: int) -> str:
+    """An expression of exactly ``n`` distinct nodes (n odd, >= 1)."""
+    text = "(var x 0 9)"
+    for i in range((n - 1) // 2):
+        text = f"(add {text} (var y{i} 0 9))"
+    return text
+
+
+def test_a_big_input_is_not_cached() -> None:
+    from eqsat.engines.egraph.results import MAX_KEY_NODES
     from extraction import get_cost_model
 
     model = get_cost_model("reference")
-    short = parse("(add (var x 0 9) 0)")
-    assert cache_key(short, None, None, model) is not None
-    text = "(var x 0 9)"
-    while len(text) <= MAX_KEY_CHARS:
-        text = f"(add {text} (var y 0 {len(text)}))"
-    assert cache_key(parse(text), None, None, model) is None
+    assert cache_key(parse("(add (var x 0 9) 0)"), None, None, model) is not None
+    n = MAX_KEY_NODES + 1 if MAX_KEY_NODES % 2 else MAX_KEY_NODES - 1
+    assert len(parse(_chain(n)).toposort()) == n
+    assert cache_key(parse(_chain(n)), None, None, model) is not None
+    assert cache_key(parse(_chain(n + 2)), None, None, model) is None
+
+
+def test_the_key_is_the_graph_and_keeps_it_alive() -> None:
+    import gc
+
+    model = ReferenceCost()
+    key = cache_key(parse(EXPR), Limits.of(None), None, model)
+    gc.collect()
+    # the key holds the graph: a re-parse is the same interned object, so the same key
+    assert key[0] is parse(EXPR)
+    assert cache_key(parse(EXPR), Limits.of(None), None, model) == key
+    assert cache_key(parse(OTHER), Limits.of(None), None, model) != key
+
+
+def test_the_cache_is_bounded_in_nodes(monkeypatch) -> None:
+    from eqsat.engines.egraph import results
+
+    monkeypatch.setattr(results, "MAX_CACHED_NODES", 22)
+    cache = ResultCache(100)
+    ok = {"time_limited": False}
+    graphs = [parse(_chain(9)), parse(f"(add {_chain(9)} (var z 0 1))"), parse(_chain(11))]
+    model = ReferenceCost()
+    keys = [cache_key(g, Limits.of(None), None, model) for g in graphs]
+    cache.put(keys[0], graphs[0], ok)  # 9 nodes
+    cache.put(keys[1], graphs[1], ok)  # 11 more: 20 in all, under 22
+    assert len(cache) == 2
+    cache.put(keys[2], graphs[2], ok)  # 11 more: 31, the oldest goes (22 left)
+    assert len(cache) == 2 and cache.get(keys[0]) is None
+    assert cache.get(keys[1]) is not None and cache.get(keys[2]) is not None
+
+
+def test_a_stats_copy_is_deep() -> None:
+    from eqsat.engines.egraph.results import copy_stats
+
+    class Box:
+        def __init__(self) -> None:
+            self.v = [1]
+
+    stats = {"a": [1, (2, [3])], "b": {"c": {4}}, "d": Box(), "e": "x"}
+    c = copy_stats(stats)
+    assert c["a"] == stats["a"] and c["a"] is not stats["a"]
+    assert c["a"][1][1] is not stats["a"][1][1] and c["b"]["c"] is not stats["b"]["c"]
+    assert c["d"] is not stats["d"] and c["d"].v == [1] and c["d"].v is not stats["d"].v
+
+
+@pytest.mark.parametrize("engine", ["baseline", "egraph"])
+@pytest.mark.parametrize("model", ["reference", "default"])
+def test_the_result_cost_is_the_graph_cost(engine: str, model: str) -> None:
+    # an output that is the input itself is priced once (api.optimize); the cost a
+    # result reports is its graph's either way
+    from extraction import get_cost_model
+
+    m = get_cost_model(model)
+    for text in ("(var x 0 5)", EXPR, "(add (var x 0 5) (var y 0 9))"):
+        g = parse(text)
+        r = optimize(g, engine=engine, cost_model=model)
+        assert r.cost == m.graph_cost(r.graph) and r.input_cost == m.graph_cost(g)

@@ -7,15 +7,18 @@ that gives every class its cheapest e-node and that e-node's tree cost.
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
 from eqsat.ir.ops import Ops
 from extraction.cost import reference_weight
+from extraction.extract import cheapest_first
 
+_CLS = attrgetter("cls")
+_KIDS = attrgetter("kids")
 _FREE = frozenset(("Cst", "Leaf", "Cons", "Nil"))  # priced 0 under every model
 #: tree-cost weights used to pick each class's representative when a run has no cost
 #: model: the reference metric (``extraction.cost.REFERENCE_WEIGHT``) by constructor;
@@ -279,79 +282,30 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None
             pending[i] = len(ks)
             for k in ks:
                 parents[k].append(i)
-    # the queue of (cost, index) pairs: the distinct costs in a heap and, per cost, its
-    # indices in a heap; the pairs are distinct, so they pop in one total order (the
-    # one a heap of the pairs gives), and ``val`` keeps each pushed cost as computed
-    val = [0.0] * len(nodes)
-    buckets: dict[float, list[int]] = {}
-    for c, i in leaves:
-        val[i] = c
-        b = buckets.get(c)
-        if b is None:
-            buckets[c] = [i]
-        else:
-            b.append(i)
-    costs = list(buckets)
-    heapq.heapify(costs)
-    for b in buckets.values():
-        heapq.heapify(b)
-    best: dict[int, int] = {}
-    cost: dict[int, float] = {}
+    # the tree-cost pass the extractors run (:func:`extraction.extract.cheapest_first`),
+    # over lists indexed by class (a class is its smallest handle: only the classes of
+    # e-nodes are ever read)
+    size = max(map(_CLS, nodes)) + 1 if nodes else 0
+    choice = [-1] * size
+    val = [0.0] * size
+    order: list[int] = []
+    cheapest_first(list(map(_KIDS, nodes)), list(map(_CLS, nodes)), parents, wts, choice,
+                   val, [True] * size, leaves, pending, order=order)
+    best = {c: choice[c] for c in order}
+    cost = {c: val[c] for c in order}
     height = snap.height
     height.clear()
-    pop, push = heapq.heappop, heapq.heappush
-    parents_of = parents.get
-    bget = buckets.get
-    while costs:
-        c = costs[0]
-        b = buckets[c]
-        i = pop(b)
-        if not b:
-            del buckets[c]
-            pop(costs)
-        n = nodes[i]
-        cls = n.cls
-        if cls in best:
-            continue
-        best[cls] = i
-        cost[cls] = val[i]
-        kids = n.kids
+    for c in order:
+        kids = nodes[choice[c]].kids
         nk = len(kids)
         if nk == 2:
             a, b = kids
             h0, h1 = height[a], height[b]
-            height[cls] = 1 + (h0 if h0 >= h1 else h1)
+            height[c] = 1 + (h0 if h0 >= h1 else h1)
         elif nk == 0:
-            height[cls] = 1
+            height[c] = 1
         elif nk == 1:
-            height[cls] = 1 + height[kids[0]]
+            height[c] = 1 + height[kids[0]]
         else:
-            height[cls] = 1 + max([height[k] for k in kids])
-        ps = parents_of(cls)
-        if ps is None:
-            continue
-        for p in ps:
-            left = pending[p]
-            if left != 1:  # (a count at 1 is read no more: its last child is priced)
-                pending[p] = left - 1
-            else:
-                pn = nodes[p]
-                if pn.cls in best:
-                    continue
-                pk = pn.kids
-                nk = len(pk)
-                if nk == 2:
-                    a, b = pk
-                    v = wts[p] + (0 + cost[a] + cost[b])
-                elif nk == 1:
-                    v = wts[p] + cost[pk[0]]
-                else:
-                    v = wts[p] + sum([cost[k] for k in pk])
-                val[p] = v
-                b = bget(v)
-                if b is None:
-                    buckets[v] = [p]
-                    push(costs, v)
-                else:
-                    push(b, p)
+            height[c] = 1 + max([height[k] for k in kids])
     return best, cost, parents
