@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from eqsat.api import optimize
@@ -198,22 +200,32 @@ _NARROW_CASES = [
 ]
 
 
-@pytest.mark.parametrize("text", _NARROW_CASES)
-def test_the_narrow_egraph_gives_what_the_index_egraph_gives(text, monkeypatch) -> None:
-    from eqsat.engines.egraph import engine
+def _same_run(text: str, change: Callable[[], None]) -> tuple[Session, Session]:
+    """Two fresh sessions' runs of ``text``, the second after ``change()``: the same
+    result, matches and iterations; the two sessions."""
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
     model, lim = get_cost_model("reference"), Limits(seconds=30.0)
-    narrow = Session(None)
-    out, st = narrow.run([parse(text)], model, lim)
+    first = Session(None)
+    out, st = first.run([parse(text)], model, lim)
+    change()
+    second = Session(None)
+    out_2, st_2 = second.run([parse(text)], model, lim)
+    assert out[0] is out_2[0]
+    assert st["matches"] == st_2["matches"] and st["iterations"] == st_2["iterations"]
+    return first, second
+
+
+@pytest.mark.parametrize("text", _NARROW_CASES)
+def test_the_narrow_egraph_gives_what_the_index_egraph_gives(text, monkeypatch) -> None:
+    from eqsat.engines.egraph import engine
+
+    # every input in the index e-graph the second time
+    narrow, index = _same_run(text, lambda: monkeypatch.setattr(engine, "NARROW_CTORS",
+                                                                frozenset()))
     assert narrow._cur.kind in ("narrow", "index")  # (index after a widening)
-    monkeypatch.setattr(engine, "NARROW_CTORS", frozenset())  # every input: index
-    index = Session(None)
-    out_i, st_i = index.run([parse(text)], model, lim)
     assert index._cur.kind == "index"
-    assert out[0] is out_i[0]
-    assert st["matches"] == st_i["matches"] and st["iterations"] == st_i["iterations"]
 
 
 def test_a_narrow_run_that_meets_another_constructor_widens(monkeypatch) -> None:
@@ -312,18 +324,6 @@ _PARTS_CASES = [
 
 @pytest.mark.parametrize("text", _PARTS_CASES)
 def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypatch) -> None:
-    from eqsat.engines.egraph.schedules import Limits
-    from extraction import get_cost_model
-
-    model, lim = get_cost_model("reference"), Limits(seconds=30.0)
-    s = Session(None)
-    out, st = s.run([parse(text)], model, lim)
-    parts = {p: need for rs in s._parts.values() for p, need in rs}
-    ran = {p for key in s._cur.combined for p in key}
-    assert ran and len(ran) < len(parts)  # some rules' constructors never had a row
-    # every rule of every step: the same result, matches and iterations
-    monkeypatch.setattr(Session, "_runnable", lambda self, rulesets: self._all_parts(rulesets))
-
     def all_parts(self, rulesets):
         key = tuple(p for rs in rulesets for p, _ in self._parts.get(rs, ()))
         name = self._cur.combined.get(key)
@@ -332,8 +332,8 @@ def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypat
             self._cmd(f"(unstable-combined-ruleset {name} {' '.join(key)})")
         return name
 
-    monkeypatch.setattr(Session, "_all_parts", all_parts, raising=False)
-    every = Session(None)
-    out_e, st_e = every.run([parse(text)], model, lim)
-    assert out[0] is out_e[0]
-    assert st["matches"] == st_e["matches"] and st["iterations"] == st_e["iterations"]
+    # the second time every rule in every step
+    s, _ = _same_run(text, lambda: monkeypatch.setattr(Session, "_runnable", all_parts))
+    parts = {p for rs in s._parts.values() for p, _ in rs}
+    ran = {p for key in s._cur.combined for p in key}
+    assert ran and len(ran) < len(parts)  # some rules' constructors never had a row
