@@ -788,18 +788,22 @@ def _prove_rules(args: argparse.Namespace) -> int:
     import importlib
 
     from rules.proof.registry import prove, summary
+    from rules.proof.semantics import RLIMIT
 
     for m in _PROOF_SETUP:
         importlib.import_module(m)
 
     names = [n for n in (args.rule or "").split(",") if n] or None
+    if args.rlimit is not None and args.rlimit <= 0:
+        raise CLIError(f"--rlimit must be positive, got {args.rlimit}")
     outcomes = []
     try:
-        for o in prove(args.engine, names, int(args.timeout * 1000), args.jobs, _PROOF_SETUP):
+        for o in prove(args.engine, names, args.rlimit or RLIMIT, args.jobs, _PROOF_SETUP):
             outcomes.append(o)
             detail = f"  {o.detail}" if o.detail and (o.status != "proven" or args.detail) \
                 else ""
-            print(f"{o.name:<34} {o.status:<11} {o.seconds:7.2f}s{detail}", flush=True)
+            print(f"{o.name:<34} {o.status:<11} {o.seconds:7.2f}s {o.rlimit:>11}{detail}",
+                  flush=True)
     except ValueError as e:
         raise CLIError(str(e)) from None
     line = summary(outcomes)
@@ -961,13 +965,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--brief", action="store_true", help="rule set names and counts only")
     s.add_argument("--prove", action="store_true",
                    help="prove every rule with z3 (needs z3-solver): one line per rule "
-                        "(name, status, seconds), then 'N proven, M tested-only, K failed'; "
+                        "(name, status, seconds, the most z3 resource units a query took), "
+                        "then 'N proven, M tested-only, K failed'; "
                         "exit status 1 when a proof fails")
     s.add_argument("--rule", metavar="NAME[,NAME]", help="with --prove: these rules only")
     s.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="with --prove: N processes prove rules side by side (default 1)")
-    s.add_argument("--timeout", type=float, default=20.0, metavar="S",
-                   help="with --prove: seconds z3 may take on one obligation (default 20)")
+    s.add_argument("--rlimit", type=int, default=None, metavar="N",
+                   help="with --prove: z3 resource units one query may take (a count of "
+                        "z3's steps, not seconds: the verdict does not depend on the "
+                        "machine's load; default rules.proof.semantics.RLIMIT)")
     s.add_argument("--detail", action="store_true",
                    help="with --prove: the detail of proven rules too (dtype choices)")
     s.set_defaults(func=cmd_rules)

@@ -32,10 +32,9 @@ LAWS = [
     rule("bitcast_const", "bitcast(c1, T) -> bitcast(c1, T)", vector="any", group=G,
          native=FOLD, egraph_nonint=True, note="the bits of c1 read as T (same size)"),
     rule("cast_cast_roundtrip", "cast(cast(x, A), B) -> x", "dtype(x) == B and "
-         "safe_cast(dtype(x), A)", group=G, native=_SRC_DT, width_generic=_EXACT),
+         "safe_cast(dtype(x), A)", group=G, native=_SRC_DT),
     rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)",
-         "safe_cast(dtype(x), A) and not is_float(A)", group=G, native=_SRC_DT,
-         width_generic=_EXACT),
+         "safe_cast(dtype(x), A) and not is_float(A)", group=G, native=_SRC_DT),
     rule("cast_cast_widen_float", "cast(cast(x, A), B) -> cast(x, B)",
          "safe_cast(dtype(x), A) and is_float(A) and not is_index(B)", group=G,
          native=_SRC_DT, width_generic=_EXACT,

@@ -86,8 +86,9 @@ _LINEAR = ("the e-graph's lt_linear reads every comparison of a linear form with
            "constant (divided by the gcd, the small remainder split off): it covers this")
 
 LAWS = [
-    # self comparison (not floats: NaN != NaN); < and != are zero_folding's lt_self, ne_self
-    rule("cmp_self_false", "op(x, x) -> false", "not is_float(x)", ops=(Ops.GT,), group=G,
+    # self comparison; < and != are zero_folding's lt_self, ne_self. x > x is false for
+    # every float too (NaN > NaN is false); <=, >=, == are not true for NaN
+    rule("cmp_self_false", "op(x, x) -> false", ops=(Ops.GT,), group=G,
          note="x < x and x != x are lt_self and ne_self, earlier in the seed's order"),
     rule("cmp_self_true", "op(x, x) -> true", "not is_float(x)", ops=(Ops.LE, Ops.GE, Ops.EQ),
          group=G),

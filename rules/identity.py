@@ -52,8 +52,9 @@ LAWS = [
     rule("or_self", "x | x -> x", group=G_SELF, subsume=True),
     # zero_folding_dsl_patterns
     rule("mod_self", "x % x -> 0", "nonzero(x)", group=G_ZERO, subsume=True),
-    rule("lt_self", "x < x -> false", "not is_float(x)", group=G_ZERO,
-         note="floats: NaN < NaN is false, but NaN != NaN is true"),
+    rule("lt_self", "x < x -> false", group=G_ZERO,
+         note="every dtype: NaN < NaN is false too (but NaN != NaN is true: ne_self is "
+         "not for floats)"),
     rule("ne_self", "x != x -> false", "not is_float(x)", group=G_ZERO),
     # power_dsl_patterns
     rule("pow_zero", "x ** 0 -> 1", group=G_POW, subsume=True),

@@ -509,9 +509,9 @@ class Law:
     interval analysis folds integers and bools).
     ``vector``: whether the rule's constants may be vector constants (VCONST), whose
     computed results are lane by lane: ``"no"``, ``"yes"`` (one of them is), ``"any"``.
-    ``width_generic``: why the rule's proof may take the narrow dtypes for the wide
-    (:data:`rules.proof.laws.NARROW_DTYPES`): it reads no value, constant or bound of
-    them, and its argument is the same at every width.
+    ``width_generic``: why the rule's proof may take the narrow floats for ``f64``
+    (:data:`rules.proof.laws.NARROW_FLOATS`; every integer width is proven): it reads no
+    value, constant or bound of them, and its argument is the same at every width.
     """
 
     name: str

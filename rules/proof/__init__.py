@@ -17,17 +17,21 @@ from typing import Any
 __all__ = ["prove"]
 
 
-def prove(law: Any, timeout_ms: int = 20000) -> Any:
+def prove(law: Any, rlimit: int | None = None) -> Any:
     """The :class:`~rules.proof.laws.Outcome` of ``law`` (a rule of the language, or the
     name of any registered rule): ``status`` is ``"proven"``, ``"tested-only"`` or
-    ``"failed"``, ``detail`` says on what (a counterexample when failed)."""
-    from rules.proof.laws import prove_law
+    ``"failed"``, ``detail`` says on what (a counterexample when failed), ``rlimit`` the
+    most z3 resource units one settled query took. ``rlimit`` is the budget of one z3
+    query (default :data:`rules.proof.semantics.RLIMIT`)."""
+    from rules.proof.registry import Entry
+    from rules.proof.semantics import RLIMIT
 
+    rlimit = RLIMIT if rlimit is None else rlimit
     if isinstance(law, str):
         from rules.proof.registry import entries
 
         for e in entries():
             if e.name == law:
-                return e.prove(timeout_ms)
+                return e.prove(rlimit)
         raise ValueError(f"unknown rule {law!r} (see 'eqsat rules')")
-    return prove_law(law, timeout_ms)
+    return Entry(law.name, set(), law, law).prove(rlimit)

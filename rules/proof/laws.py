@@ -37,11 +37,13 @@ from rules.proof.semantics import (
     CONVERSIONS,
     FLOAT_SORTS,
     INT_RANGE,
+    RLIMIT,
     MeaninglessError,
     Val,
     apply,
     as_int,
     canon,
+    check,
     const,
     fresh,
     in_range,
@@ -62,25 +64,28 @@ class Outcome:
     status: str
     seconds: float
     detail: str = ""
+    #: the most z3 resource units one settled query of the proof took (its budget need)
+    rlimit: int = 0
 
 
-#: the dtypes a width-generic rule (``width_generic=``) is proven on: each relation
-#: between two dtypes a rule's guard reads (wider, narrower, the same; signed, unsigned;
-#: an integer a float holds exactly, or not; a float that holds another, or not) occurs
-#: among them, and the 32- and 64-bit dtypes are the same obligations over longer words
-NARROW_DTYPES = frozenset(("bool", "index", "i8", "u8", "i16", "u16", "f16", "bf16", "f32"))
+#: the float dtypes a width-generic rule (``width_generic=``) is proven on; every integer
+#: dtype it admits is proven (each width on its own). Each relation between two dtypes a
+#: rule's guard reads (a float that holds an integer dtype exactly, or not; a float that
+#: holds another, or not) occurs among these floats and the integers; ``f64`` is the same
+#: obligation over a longer word, not among the choices (docs/rules.md, width-generic)
+NARROW_FLOATS = frozenset(("f16", "bf16", "f32"))
 
 
 def dtype_choices(law: Law) -> list[dict[int, str]]:
     """Every assignment of scalar dtypes to ``law``'s types that its guard admits (a
-    width-generic rule's over :data:`NARROW_DTYPES`)."""
+    width-generic rule's floats among :data:`NARROW_FLOATS`)."""
     ids = sorted(law.types)
     pools = []
     for i in ids:
         tc = law.types[i]
         pool = sorted(tc.allowed) if tc.fixed is None else [tc.fixed]
         if law.width_generic:
-            pool = [d for d in pool if d in NARROW_DTYPES]
+            pool = [d for d in pool if d not in FLOAT_SORTS or d in NARROW_FLOATS]
         pools.append(pool)
     out = []
     for combo in itertools.product(*pools):
@@ -299,8 +304,9 @@ def _show_model(m: Any, env: _Env, dts: dict[int, str]) -> str:
     return f"[{dt}] " + " ".join(parts)
 
 
-def solver(timeout_ms: int, floats: bool = False) -> Any:
-    """A z3 solver for one obligation. With floats: simplification and equation solving
+def solver(floats: bool = False) -> Any:
+    """A z3 solver for one obligation (run it with :func:`.semantics.check`, within a
+    budget of z3's resource units). With floats: simplification and equation solving
     first (they settle most rules at once), then z3's float tactic (its default solver
     is slow on these); else z3's default solver (integers and bools)."""
     if floats:
@@ -308,11 +314,10 @@ def solver(timeout_ms: int, floats: bool = False) -> Any:
                     "qffp").solver()
     else:
         s = z3.Solver()
-    s.set("timeout", timeout_ms)
     return s
 
 
-def _check(claim: Any, env: _Env, timeout_ms: int, floats: bool) -> tuple[Any, Any]:
+def _check(claim: Any, env: _Env, rlimit: int, floats: bool) -> tuple[Any, Any]:
     """z3's verdict on ``not claim`` (sat: a counterexample, in the solver's model).
 
     With floats, the claim is split on the values of the rule's bool variables (``where``
@@ -325,17 +330,17 @@ def _check(claim: Any, env: _Env, timeout_ms: int, floats: bool) -> tuple[Any, A
     for case in cases:
         c = z3.substitute(claim, *[(k, z3.BoolVal(b)) for k, b in case.items()]) \
             if case else claim
-        s = solver(timeout_ms, floats)
+        s = solver(floats)
         s.add(z3.Not(c))
         for k, b in case.items():  # (for the model of a counterexample)
             s.add(k == z3.BoolVal(b))
-        r = s.check()
+        r = check(s, rlimit)
         if r != z3.unsat:
             return r, s
     return z3.unsat, None
 
 
-def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
+def prove_law(law: Law, rlimit: int = RLIMIT) -> Outcome:
     """Prove ``law`` for every dtype choice; the first counterexample fails it."""
     t0 = time.perf_counter()
     choices = dtype_choices(law)
@@ -355,7 +360,7 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
         # the op variable as an unknown op first: one obligation per dtype choice for
         # every op of ``ops=`` (a rule that only moves its op holds for any op); where it
         # does not hold so, each op on its own
-        out = _prove_generic(law, choices, timeout_ms, t0)
+        out = _prove_generic(law, choices, rlimit, t0)
         if out is not None:
             return out
     for op in ops:
@@ -398,12 +403,12 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                 finally:
                     CONVERSIONS["mode"] = "real"
                     CONVERSIONS["bitwise"] = "exact"
-                # (symbolic constants get 5 s at most before they are enumerated, and
-                # after z3 gave up on one choice's, the next choices 2 s)
+                # (a reading that is not the last gets a tenth of the budget, symbolic
+                # constants a quarter before they are enumerated)
                 last = k == len(attempts) - 1 and not bounded and not consts
-                r, s = _check(claim, env, timeout_ms if last else min(
-                    timeout_ms, 5000 if consts and not bounded and k == len(attempts) - 1
-                    else 2000), floats)
+                r, s = _check(claim, env, rlimit if last else
+                              rlimit // 4 if consts and not bounded and k == len(attempts) - 1
+                              else rlimit // 10, floats)
                 if r == z3.unsat or (r == z3.sat and conv == "real" and bit == "exact"):
                     if r == z3.unsat:
                         settled[len(attempts)] = (bv, conv, bit)
@@ -413,7 +418,7 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                 # z3 gives up on the symbolic constants (a product or a division of two
                 # of them is nonlinear): each choice of them in a small range instead,
                 # every value of the variables still symbolic
-                r, s, bounded_at = _bounded(law, dts, op, timeout_ms)
+                r, s, bounded_at = _bounded(law, dts, op, rlimit)
                 if bounded_at is not None:
                     bounded.append(bounded_at)
             if r == z3.sat:
@@ -429,13 +434,14 @@ def prove_law(law: Law, timeout_ms: int = 20000) -> Outcome:
                        f"value of the variables with constants in [-{CONST_RANGE}, "
                        f"{CONST_RANGE}] on {', '.join(sorted(set(bounded)))}; symbolically "
                        f"on the other {n - len(bounded)} dtype choices")
-    narrow = f" of {', '.join(sorted(NARROW_DTYPES))} (width-generic: " \
+    narrow = f", every integer width, floats {', '.join(sorted(NARROW_FLOATS))} only " \
+        f"(width-generic: " \
         f"{law.width_generic})" if law.width_generic else ""
     return Outcome(law.name, "proven", time.perf_counter() - t0,
                    f"{n} dtype choices{narrow}")
 
 
-def _prove_generic(law: Law, choices: list[dict[int, str]], timeout_ms: int,
+def _prove_generic(law: Law, choices: list[dict[int, str]], rlimit: int,
                    t0: float) -> Outcome | None:
     """``law`` proven with its op variable an unknown op (:data:`GENERIC`) on every
     dtype choice some op of ``ops=`` is defined on; None where that does not prove it
@@ -457,8 +463,7 @@ def _prove_generic(law: Law, choices: list[dict[int, str]], timeout_ms: int,
             finally:
                 CONVERSIONS["mode"] = "real"
                 CONVERSIONS["bitwise"] = "exact"
-            r, _s = _check(claim, env, min(timeout_ms, 2000 if fixed else timeout_ms),
-                           floats)
+            r, _s = _check(claim, env, rlimit // 10 if fixed else rlimit, floats)
         if r != z3.unsat:
             return None
         n += 1
@@ -505,7 +510,7 @@ class _Known:
 
 
 def _bounded(law: Law, dts: dict[int, str], op: Ops | None,
-             timeout_ms: int) -> tuple[Any, Any, str | None]:
+             rlimit: int) -> tuple[Any, Any, str | None]:
     """The verdict on ``law`` at ``dts`` with its constants enumerated (see prove_law);
     ``(z3 result, solver, the dtype choice's label or None when there is no constant)``."""
     consts = [t for t in law.lhs.walk() if t.kind == "const"]
@@ -543,7 +548,7 @@ def _bounded(law: Law, dts: dict[int, str], op: Ops | None,
                 else:
                     subs.append((val.x, z3.IntVal(v)))
             else:
-                r, s = _check(z3.substitute(claim, *subs), env, min(timeout_ms, 5000),
+                r, s = _check(z3.substitute(claim, *subs), env, rlimit // 4,
                               any(d in FLOAT_SORTS for d in dts.values()))
                 if r == z3.unsat:
                     break

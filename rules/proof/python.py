@@ -1,9 +1,9 @@
 """Proof obligations of the rules written in Python (one function a rule).
 
-Each entry of :data:`OBLIGATIONS` maps a rule's name to a function ``(timeout_ms) ->
-Outcome``. The rule's own code runs on instances of its pattern (UOp graphs) and z3
-shows its output equal to its input for every value of the instance's leaves
-(:func:`rules.proof.uops.same_graph`):
+Each entry of :data:`OBLIGATIONS` maps a rule's name to a function ``(rlimit) ->
+Outcome`` (``rlimit``: the budget of one z3 query, in z3's resource units). The rule's
+own code runs on instances of its pattern (UOp graphs) and z3 shows its output equal to
+its input for every value of the instance's leaves (:func:`rules.proof.uops.same_graph`):
 
 - **proven**: the instances cover every shape the rule's code reads (lane lists of
   vectors of up to :data:`MAX_LANES` lanes, every op it takes, every dtype it
@@ -61,7 +61,7 @@ def _rule(name: str) -> Rule:
 
 
 def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UOp],
-           timeout_ms: int, status: str, domain: str, symbolic_consts: bool = False) -> Outcome:
+           rlimit: int, status: str, domain: str, symbolic_consts: bool = False) -> Outcome:
     """Run the rule on each instance and prove every rewrite (see the module docstring)."""
     t0 = time.perf_counter()
     pairs = []
@@ -74,7 +74,7 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
         if out is not None and out is not u:
             pairs.append((u, out))
     fired = len(pairs)
-    # a chunk of rewrites at a time in one z3 query (a second at most); a chunk z3 does
+    # a chunk of rewrites at a time in one z3 query (a twentieth of the budget); a chunk z3 does
     # not settle so is halved, down to single rewrites, proven one by one (which finds
     # a counterexample)
     todo = []
@@ -83,12 +83,12 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
         chunk = chunks.pop()
         if len(chunk) < 2:
             todo.extend(chunk)
-        elif not same_graphs(chunk, min(timeout_ms, 1000), symbolic_consts):
+        elif not same_graphs(chunk, rlimit // 20, symbolic_consts):
             half = len(chunk) // 2
             chunks += [chunk[:half], chunk[half:]]
     for u, out in todo:
         try:
-            r, model = same_graph(u, out, timeout_ms, symbolic_consts)
+            r, model = same_graph(u, out, rlimit, symbolic_consts)
         except NotImplementedError as e:
             return Outcome(name, "failed", time.perf_counter() - t0, f"no semantics: {e}")
         if r == z3.sat:
@@ -103,8 +103,8 @@ def _check(name: str, apply: Callable[[UOp], UOp | None], instances: Iterable[UO
 
 def _baseline(name: str, instances: Callable[[], Iterable[UOp]], status: str, domain: str,
               symbolic_consts: bool = False) -> None:
-    def fn(timeout_ms: int) -> Outcome:
-        return _check(name, _rule(name).apply, instances(), timeout_ms, status, domain,
+    def fn(rlimit: int) -> Outcome:
+        return _check(name, _rule(name).apply, instances(), rlimit, status, domain,
                       symbolic_consts)
     register(name, fn)
 
@@ -234,7 +234,7 @@ for _name, _gen in _gep_instances().items():
     _baseline(_name, _gen, "proven", _LANES, symbolic_consts=True)
 
 
-def _void(timeout_ms: int) -> Outcome:
+def _void(rlimit: int) -> Outcome:
     """GEP of a void node (an effect) is the node: proven on a store and a NOOP."""
     buf = UOp.buffer(0, dtypes.f32, 16)
     st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, buf.dtype, (buf, UOp.var("i", 0, 15))),
@@ -242,13 +242,13 @@ def _void(timeout_ms: int) -> Outcome:
     return _check("gep_of_void", _rule("gep_of_void").apply,
                   [UOp(Ops.GEP, dtypes.void, (st,), (0,)), UOp(Ops.GEP, dtypes.void,
                                                                (UOp(Ops.NOOP),), (0,))],
-                  timeout_ms, "proven", "a store and a NOOP (a void value is its effect)")
+                  rlimit, "proven", "a store and a NOOP (a void value is its effect)")
 
 
 register("gep_of_void", _void)
 
 
-def _unroll(timeout_ms: int) -> Outcome:
+def _unroll(rlimit: int) -> Outcome:
     r = _rule("gep_of_unroll")
     v = _vec(3)
     u = UOp(Ops.GEP, dtypes.index, (UOp(Ops.UNROLL, v.dtype, (v,), ((0, 3),)),), (1,))
@@ -298,7 +298,7 @@ def _instance(t: Any) -> UOp:
 
 
 def _memory_check(name: str, texts: list[Any]) -> Callable[[int], Outcome]:
-    def fn(timeout_ms: int) -> Outcome:
+    def fn(rlimit: int) -> Outcome:
         r = _rule(name)
 
         def apply(u: UOp) -> UOp | None:
@@ -308,7 +308,7 @@ def _memory_check(name: str, texts: list[Any]) -> Callable[[int], Outcome]:
                 if inner is not None:
                     return u.replace(src=(inner,) + u.src[1:])
             return out
-        return _check(name, apply, [_instance(t) for t in texts], timeout_ms, "proven",
+        return _check(name, apply, [_instance(t) for t in texts], rlimit, "proven",
                       "addresses, buffer contents and values symbolic")
     return fn
 
@@ -379,7 +379,7 @@ def _grid() -> list[tuple[UOp, UOp, UOp]]:
 
 def _divmod_obligation(name: str, fn: Callable[..., Any],
                        every: int = 1) -> Callable[[int], Outcome]:
-    def ob(timeout_ms: int) -> Outcome:
+    def ob(rlimit: int) -> Outcome:
         from rules.divmod import UOpCtx, to_lin
 
         def apply(d: UOp) -> UOp | None:
@@ -387,7 +387,7 @@ def _divmod_obligation(name: str, fn: Callable[..., Any],
                       to_lin(d.src[1]), UOpCtx(d))
         domain = _DIVMOD_DOMAIN if every == 1 else \
             f"one instance in {every} of: {_DIVMOD_DOMAIN}"
-        return _check(name, apply, (d for _, _, d in _grid()[::every]), timeout_ms,
+        return _check(name, apply, (d for _, _, d in _grid()[::every]), rlimit,
                       "tested-only", domain)
     return ob
 
@@ -431,8 +431,8 @@ def _register_sums() -> None:
     from rules.divmod_core import SUM_RULES
 
     def sum_ob(name: str, fn: Callable[..., Any]) -> Callable[[int], Outcome]:
-        def ob(timeout_ms: int) -> Outcome:
-            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), timeout_ms,
+        def ob(rlimit: int) -> Outcome:
+            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), rlimit,
                           "tested-only", _SUM_DOMAIN)
         return ob
     for r in SUM_RULES:
@@ -445,43 +445,66 @@ def _register_sums() -> None:
 _register_sums()
 
 # ---------------------------------------------------------------------------
-# loops and effects (rules.dce): a loop over ranges of constant ends is unrolled
+# loops and effects (rules.dce): a loop over ranges of small constant ends is unrolled, one
+# with a range that never runs writes nothing, any other is an unknown function of its
+# body and ranges (rules.proof.uops.Graphs._loop)
 _DBUF = "(buffer 0 f32 8)"
 _DX = "(var x -9 9)"
+_DN, _DE = "(var n 1 9)", "(var e -3 0)"  # a range end of any value; one never above 0
 
 
 def _dce() -> dict[str, tuple[str, list[str]]]:
     st = f"(store (index {_DBUF} (range 1 4)) (cast f32 {_DX}))"
+    stn = f"(store (index {_DBUF} (range 1 {_DN})) (cast f32 {_DX}))"
+    stn0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 {_DN}))) (cast f32 {_DX}))"
     st0 = f"(store (index {_DBUF} (add (range 0 1) (range 1 4))) (cast f32 {_DX}))"
     nost = f"(store (index {_DBUF} (invalid)) 1.0)"  # made a NOOP (the reader has none)
-    ends = "ranges of ends 0 to 4 unrolled; values, addresses and buffers symbolic"
     return {
         "range_single_iteration": ("proven", [f"(add (range 0 1) {_DX})", "(range 3 1)"]),
-        "end_empty_range": ("tested-only", [
-            f"(end {st} (range 1 4) (range 2 0))", f"(end {st} (range 1 4) (range 2 -1))",
-            f"(end (store (index {_DBUF} (range 2 0)) 1.0) (range 2 0))"]),
-        "end_drop_folded_ranges": ("tested-only", [
+        # an empty range among ranges of any ends (symbolic), first, last or alone
+        "end_empty_range": ("proven", [
+            f"(end {stn} (range 1 {_DN}) (range 2 0))", f"(end {stn} (range 2 -1) "
+            f"(range 1 {_DN}))", f"(end {stn} (range 1 {_DN}) (range 2 {_DE}) (range 3 {_DN}))",
+            f"(end (store (index {_DBUF} (range 2 {_DE})) 1.0) (range 2 {_DE}))"]),
+        "end_drop_folded_ranges": ("proven", [
             f"(end {st0} (range 0 1) (range 1 4))", f"(end {st0} (range 1 4) (range 0 1))",
-            f"(end {st0} (range 0 1))"]),
+            f"(end {st0} (range 0 1))", f"(end {stn0} (range 0 1) (range 1 {_DN}))",
+            f"(end {stn0} (range 1 {_DN}) (range 0 1) (range 3 {_DN}))"]),
         "end_of_noop": ("proven", [f"(end {nost} (range 1 4))", f"(end {nost} (range 1 {_DX}))"]),
-        "reduce_empty_range": ("tested-only", [
-            f"(reduce {op} (cast {dt} (add {_DX} (range 1 3))) (range 1 3) (range 2 0))"
+        "reduce_empty_range": ("proven", [
+            f"(reduce {op} (cast {dt} (add {_DX} (range 1 {_DN}))) (range 1 {_DN}) "
+            f"(range 2 {_DE}))"
             for op in ("add", "mul", "max", "min") for dt in ("i8", "f32", "u16")] + [
-            f"(reduce {op} (add {_DX} (range 1 3)) (range 2 0))" for op in ("add", "mul")]),
-        "reduce_drop_folded_ranges": ("tested-only", [
+            f"(reduce {op} (add {_DX} (range 1 {_DN})) (range 2 0) (range 1 {_DN}))"
+            for op in ("add", "mul")]),
+        "reduce_drop_folded_ranges": ("proven", [
             f"(reduce {op} (cast {dt} (add {_DX} (range 0 1))) (range 0 1))"
             for op in ("add", "mul", "max") for dt in ("i8", "f32")] + [
             "(reduce add (add (range 1 4) (range 0 1)) (range 0 1) (range 1 4))",
-            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"]),
+            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"] + [
+            f"(reduce {op} (cast {dt} (add (range 1 {_DN}) (range 0 1))) (range 0 1) "
+            f"(range 1 {_DN}))" for op in ("add", "mul", "max") for dt in ("i8", "f32")]),
         "sink_drop_noop": ("proven", [f"(sink {nost} {st})", f"(sink {st} {nost} {st0})",
                                       f"(sink {nost})"]),
         "after_no_deps": ("proven", [f"(after {_DX})", f"(after {st})"]),
         "after_drop_noop": ("proven", [f"(after {_DX} {nost} {st})"]),
-    }, ends
+    }
+
+
+_EMPTY = ("a range that never runs (its end a constant <= 0 or a variable in [-3, 0]) "
+          "first, last, between or alone, the other ranges' ends variables in [1, 9]: a "
+          "loop with such a range runs zero times whatever the others' ends; values, "
+          "addresses and buffers symbolic")
+
+
+_FOLDED = ("a range folded to 0 first, last or between ranges of small constant ends "
+           "(unrolled) and of variable ends in [1, 9] (a loop not unrolled is an unknown "
+           "function of its body and its other ranges); values, addresses and buffers "
+           "symbolic")
 
 
 def _register_dce() -> None:
-    table, ends = _dce()
+    table = _dce()
     for name, (status, texts) in table.items():
         def ob(ms: int, name: str = name, status: str = status, texts: list[str] = texts
                ) -> Outcome:
@@ -493,7 +516,7 @@ def _register_dce() -> None:
                     if out is not None and out is not n:
                         return u.substitute({n: out}) if n is not u else out
                 return None
-            domain = ends if status == "tested-only" else \
+            domain = _EMPTY if "empty" in name else _FOLDED if "folded" in name else \
                 "the instance's shape for every value of its leaves"
             prep = _folded if "folded" in name else _noops
             return _check(name, apply, [prep(parse(t)) for t in texts], ms, status, domain)

@@ -10,6 +10,7 @@ fails: nothing is assumed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 
 from rules.lang import LAWS_BY_NAME, Law
 from rules.proof.laws import Outcome, prove_law
+from rules.proof.semantics import RLIMIT, Spent
 
 __all__ = ["Entry", "entries", "prove", "summary"]
 
@@ -30,9 +32,16 @@ class Entry:
     law: Law | None
     obj: Any
 
-    def prove(self, timeout_ms: int) -> Outcome:
+    def prove(self, rlimit: int = RLIMIT) -> Outcome:
+        """The rule's proof, each z3 query within ``rlimit`` resource units; the
+        outcome's ``rlimit`` is the most one settled query took."""
+        Spent.reset()
+        out = self._prove(rlimit)
+        return dataclasses.replace(out, rlimit=Spent.most)
+
+    def _prove(self, rlimit: int) -> Outcome:
         if self.law is not None:
-            return prove_law(self.law, timeout_ms)
+            return prove_law(self.law, rlimit)
         from rules.proof.python import OBLIGATIONS
 
         fn = OBLIGATIONS.get(self.name)
@@ -40,7 +49,7 @@ class Entry:
             return Outcome(self.name, "failed", 0.0, "no proof obligation")
         t0 = time.perf_counter()
         try:
-            out = fn(timeout_ms)
+            out = fn(rlimit)
         except Exception as e:  # an obligation that cannot run is a failure
             return Outcome(self.name, "failed", time.perf_counter() - t0,
                            f"{type(e).__name__}: {e}")
@@ -101,12 +110,12 @@ def _init_worker(engine: str | None, setup: tuple[str, ...]) -> None:
 
 
 def _prove_one(args: tuple[str, int]) -> Outcome:
-    name, timeout_ms = args
-    return _WORK[name].prove(timeout_ms)
+    name, rlimit = args
+    return _WORK[name].prove(rlimit)
 
 
 def prove(engine: str | None = None, names: list[str] | None = None,
-          timeout_ms: int = 20000, jobs: int = 1, setup: tuple[str, ...] = ()
+          rlimit: int = RLIMIT, jobs: int = 1, setup: tuple[str, ...] = ()
           ) -> Iterator[Outcome]:
     """The outcome of each rule's proof, in registry order (``names``: those only; an
     unknown name raises ValueError). ``jobs`` processes prove rules side by side (fresh
@@ -121,13 +130,13 @@ def prove(engine: str | None = None, names: list[str] | None = None,
         es = [e for e in es if e.name in names]
     if jobs <= 1 or len(es) < 2:
         for e in es:
-            yield e.prove(timeout_ms)
+            yield e.prove(rlimit)
         return
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(min(jobs, len(es)), _init_worker, (engine, setup)) as pool:
-        yield from pool.imap(_prove_one, [(e.name, timeout_ms) for e in es])
+        yield from pool.imap(_prove_one, [(e.name, rlimit) for e in es])
 
 
 def summary(outcomes: list[Outcome]) -> str:

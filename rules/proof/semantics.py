@@ -37,7 +37,49 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 
 __all__ = ["MeaninglessError", "Val", "sort_of", "fresh", "const", "apply", "same", "wrap",
-           "canon", "as_int", "FLOAT_SORTS", "INT_RANGE"]
+           "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "Spent"]
+
+#: the budget of one z3 query, in z3's resource units (``rlimit``: a count of the
+#: solver's own steps, not seconds), so a proof's verdict does not depend on the load or
+#: the speed of the machine; ``eqsat rules --rlimit N`` sets another
+RLIMIT = 40_000_000
+
+
+class Spent:
+    """The resource units the queries of one proof took: ``most`` is the largest that a
+    query z3 settled (sat or unsat) took, the budget the proof needs; ``total`` every
+    query's, those that ran out included."""
+
+    most = 0
+    total = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.most = cls.total = 0
+
+
+def _count() -> int:
+    """z3's resource counter (it counts for the whole context, across queries): read
+    off an empty query."""
+    p = z3.Solver()
+    p.check()
+    try:
+        return int(p.statistics().get_key_value("rlimit count"))
+    except z3.Z3Exception:  # no counter yet (nothing run in this context)
+        return 0
+
+
+def check(s: Any, rlimit: int) -> Any:
+    """``s.check()`` within ``rlimit`` resource units more than the counter stands at
+    (z3.unknown past them); what it took is added to :class:`Spent`."""
+    before = _count()
+    s.set("rlimit", max(1, int(rlimit)))
+    r = s.check()
+    used = max(0, _count() - before)
+    Spent.total += used
+    if r != z3.unknown:
+        Spent.most = max(Spent.most, used)
+    return r
 
 class MeaninglessError(NotImplementedError):
     """The op has no meaning on these dtypes (the IR rejects such a node: a bitcast

@@ -28,10 +28,12 @@ from rules.proof.semantics import (
     CONVERSIONS,
     FLOAT_SORTS,
     INT_RANGE,
+    RLIMIT,
     Val,
     apply,
     as_int,
     canon,
+    check,
     const,
     fresh,
     in_range,
@@ -72,6 +74,7 @@ class Graphs:
         self.pre: list[Any] = []
         self.mem: dict[tuple[int, str], Any] = {}
         self.consts: dict[tuple, Val] = {}
+        self.loops: dict[tuple, Any] = {}
         self.n = itertools.count()
 
     def _scalar(self, dt: DType) -> str:
@@ -175,15 +178,23 @@ class Graphs:
     def _loop(self, body: UOp, ranges: tuple[UOp, ...], reduce: UOp | None) -> Any:
         """An END's writes or a REDUCE's value: its body once per value of its ranges
         (each range of a constant end of at most :data:`MAX_UNROLL`, unrolled; a range
-        folded to a constant ran once)."""
+        folded to a constant ran once). A range whose end is at most 0 for every value
+        of the leaves runs zero times, and so does the loop, whatever the other ranges'
+        ends: nothing written, the REDUCE's identity."""
         live = [r for r in ranges if r.op is not Ops.CONST]
         if reduce is None and self.value(body) == []:  # nothing written, however often
             return []
-        ends = []
-        for r in live:
-            if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST or r.src[0].arg > MAX_UNROLL:
-                raise NotImplementedError("a loop over a range of no small constant end")
-            ends.append(range(max(0, r.src[0].arg)))
+        if any(r.op is Ops.RANGE and r.src[0].vmax <= 0 for r in live):
+            if reduce is None:
+                return []
+            ident = _identity(reduce.arg, reduce.dtype.scalar())
+            if ident is None:
+                raise NotImplementedError("an empty index MAX/MIN reduction has no value")
+            return const(self._scalar(reduce.dtype), ident, self.bv)
+        if any(r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST
+               or r.src[0].arg > MAX_UNROLL for r in live):
+            return self._opaque_loop(body, tuple(live), reduce)
+        ends = [range(max(0, r.src[0].arg)) for r in live]
         v = self.value(body)
         keys = [self.value(r).x for r in live]
         steps = [_subst(v, list(zip(keys, map(z3.IntVal, it), strict=True)))
@@ -196,6 +207,25 @@ class Graphs:
         for st in (steps[1:] if ident is None else steps):
             acc = apply(reduce.arg, sdt, [acc, st], bv=self.bv)
         return acc
+
+    def _opaque_loop(self, body: UOp, live: tuple[UOp, ...], reduce: UOp | None) -> Any:
+        """A loop not unrolled (a range of a variable or large end): an unknown value, or
+        an unknown write, of its body and its ranges (the ranges folded to a constant
+        left out: they ran once), the same for two loops of the same body and ranges. A
+        rule proven so holds for every meaning of such a loop."""
+        key = (body, live, reduce.arg if reduce is not None else None,
+               reduce.dtype if reduce is not None else None)
+        hit = self.loops.get(key)
+        if hit is None:
+            k = next(self.n)
+            if reduce is None:
+                st = fresh(f"loopval{k}", "index", bv=False)
+                hit = [Write(Addr(-1, z3.Int(f"loopaddr{k}"), z3.Bool(f"loopvalid{k}"),
+                                  z3.Bool(f"loopundef{k}")), st)]
+            else:
+                hit = fresh(f"loop{k}", self._scalar(reduce.dtype), bv=self.bv)
+            self.loops[key] = hit
+        return hit
 
     def _index(self, u: UOp) -> Addr:
         buf = self.value(u.src[0])
@@ -300,7 +330,7 @@ def _keep(lhs: Val, rhs: Val) -> Any:
     return z3.And(keep, z3.Implies(lhs.divz, rhs.undef))
 
 
-def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
+def same_graph(lhs: UOp, rhs: UOp, rlimit: int = RLIMIT,
                symbolic_consts: bool = False) -> tuple[Any, str]:
     """z3's verdict that ``rhs`` equals ``lhs`` for every value of their leaves (see the
     module docstring): ``(z3.unsat, "")`` when proven, else the result and a model."""
@@ -319,10 +349,9 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
             CONVERSIONS["bitwise"] = "exact"
         s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
                     "qffp").solver() if floats else z3.Solver()
-        s.set("timeout", timeout_ms if bv or not fixed else min(timeout_ms, 2000))
         s.add(*g.pre)
         s.add(z3.Not(claim))
-        r = s.check()
+        r = check(s, rlimit if bv or not fixed else rlimit // 10)
         if r == z3.sat:
             last = str(s.model())[:300]
         if r == z3.unsat or (r == z3.sat and bit == "exact"):
@@ -330,7 +359,7 @@ def same_graph(lhs: UOp, rhs: UOp, timeout_ms: int = 10000,
     return r, last
 
 
-def same_graphs(pairs: list[tuple[UOp, UOp]], timeout_ms: int = 10000,
+def same_graphs(pairs: list[tuple[UOp, UOp]], rlimit: int = RLIMIT,
                 symbolic_consts: bool = False) -> bool:
     """Whether z3 shows every ``rhs`` equal to its ``lhs`` at once (one query for all
     the pairs: their leaves of one name are one variable, and a conjunction of claims
@@ -348,10 +377,9 @@ def same_graphs(pairs: list[tuple[UOp, UOp]], timeout_ms: int = 10000,
     except NotImplementedError:
         return False
     s = z3.Solver()
-    s.set("timeout", timeout_ms)
     s.add(*g.pre)
     s.add(z3.Not(claim))
-    return s.check() == z3.unsat
+    return check(s, rlimit) == z3.unsat
 
 
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR))

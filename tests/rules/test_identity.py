@@ -41,6 +41,7 @@ POSITIVE = [
     # zero_folding_dsl_patterns
     ("mod_self", f"(mod {P} {P})", "0"),
     ("lt_self", f"(lt {X} {X})", "false"),
+    ("lt_self", f"(lt {F} {F})", "false"),  # floats too: NaN < NaN is false (Morok's)
     ("ne_self", f"(ne {X} {X})", "false"),
     # power_dsl_patterns
     ("pow_zero", f"(pow {F} 0.0)", "1.0"),
@@ -67,8 +68,7 @@ BLOCKED = [
     # x//x and x%x need x != 0 (division by zero is never folded into a value)
     ("idiv_self", f"(idiv {Z} {Z})", f"(idiv {Z} {Z})"),
     ("mod_self", f"(mod {Z} {Z})", f"(mod {Z} {Z})"),
-    # self comparisons only for non-floats (NaN != NaN)
-    ("lt_self", f"(lt {F} {F})", f"(lt {F} {F})"),
+    # != of itself only for non-floats (NaN != NaN is true)
     ("ne_self", f"(ne {F} {F})", f"(ne {F} {F})"),
     # trunc is a no-op on integers only
     ("round_of_int", f"(trunc {F})", f"(trunc {F})"),

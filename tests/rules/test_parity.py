@@ -15,6 +15,7 @@ import rules
 from rules.computed import PyRule
 from rules.lang import EGRAPH_ABSENT, LAWS_BY_NAME, Law
 from rules.native import ERule
+from tests.budgets import QUALITY
 
 
 def _egraph_rules() -> dict[str, list[object]]:
@@ -90,5 +91,5 @@ def test_both_engines_simplify_what_only_the_baseline_did(text: str, want: str) 
     from eqsat import optimize, parse
 
     for engine in ("baseline", "egraph"):
-        res = optimize(parse(text), engine=engine, cost_model="reference")
+        res = optimize(parse(text), engine=engine, cost_model="reference", budget=QUALITY)
         assert res.graph is parse(want), (engine, res.graph)

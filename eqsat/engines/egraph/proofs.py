@@ -24,6 +24,7 @@ from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 from rules.proof.laws import Outcome
 from rules.proof.python import register
+from rules.proof.semantics import RLIMIT
 
 __all__ = ["check_egraph", "PASS_INSTANCES"]
 
@@ -55,7 +56,7 @@ PASS_INSTANCES: dict[str, list[str]] = {
 }
 
 
-def check_egraph(u: UOp, timeout_ms: int = 10000) -> tuple[dict[str, int], str | None, int]:
+def check_egraph(u: UOp, rlimit: int = RLIMIT) -> tuple[dict[str, int], str | None, int]:
     """Run the e-graph on ``u`` and check every e-node of the classes it reached (see the
     module docstring): ``(rule -> matches, the first failure or None, e-nodes checked)``.
     """
@@ -101,7 +102,7 @@ def check_egraph(u: UOp, timeout_ms: int = 10000) -> tuple[dict[str, int], str |
                 continue
             checked += 1
             try:
-                r, model = same_graph(ref[c], t, timeout_ms)
+                r, model = same_graph(ref[c], t, rlimit)
             except NotImplementedError:
                 continue  # an e-node the z3 model has no value for (a loop, a kernel)
             if r == z3.sat:
@@ -116,12 +117,12 @@ def check_egraph(u: UOp, timeout_ms: int = 10000) -> tuple[dict[str, int], str |
 
 
 def _obligation(name: str, texts: list[str]) -> Callable[[int], Outcome]:
-    def ob(timeout_ms: int) -> Outcome:
+    def ob(rlimit: int) -> Outcome:
         t0 = time.perf_counter()
         fired = 0
         checked = 0
         for text in texts:
-            matches, bad, n = check_egraph(parse(text), timeout_ms)
+            matches, bad, n = check_egraph(parse(text), rlimit)
             checked += n
             if bad is not None:
                 return Outcome(name, "failed", time.perf_counter() - t0, f"on {text}: {bad}")
