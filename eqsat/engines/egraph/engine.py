@@ -173,7 +173,7 @@ class _EGraph:
     holds, and how long it took to build."""
 
     __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
-                 "base_sizes")
+                 "base_sizes", "combined")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  build_seconds: float, base_sizes: dict[str, int]):
@@ -182,6 +182,9 @@ class _EGraph:
         self.egg_iterations = 0
         #: table -> rows when built (the dtype facts): what a run's reset returns to
         self.base_sizes = base_sizes
+        #: the rule-set parts a step runs together -> the combined rule set declared for
+        #: them (:meth:`Session._runnable`)
+        self.combined: dict[tuple[str, ...], str] = {}
 
     @property
     def fixed_width(self) -> bool:
@@ -295,10 +298,11 @@ class Session:
         self._rule_args = ArgTable()
         key = self._rule_args.key
 
-        #: (rule set, egglog program) of each egglog rule of the native rules. The rules
-        #: whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``, each
-        #: with a counting twin in ``<set>_count`` (adding to the egglog function
-        #: ``StepCount<i>``); ``<set>_all`` runs ``<set>`` and ``<set>_mult`` in one round
+        #: (rule set part, egglog program) of each egglog rule of the native rules. The
+        #: rules whose matches multiply (``schedules.multiplies``) go to ``<set>_mult``,
+        #: each with a counting twin in ``<set>_count`` (adding to the egglog function
+        #: ``StepCount<i>``); a round of ``<set>`` and ``<set>_mult`` runs their parts
+        #: (``_parts``) combined
         self._native_programs: list[tuple[str, str]] = []
         #: the constructors each of them names in its pattern (``pattern_ctors``)
         self._program_ctors: list[frozenset[str]] = []
@@ -308,22 +312,39 @@ class Session:
         self._mult_ctors: dict[int, frozenset[str]] = {}
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self._present: dict[str, int] = {}
+        #: rule set (``native``, ``native_mult``, ``native_fixed``, ...) -> its parts: each
+        #: an egglog rule set of the rules whose patterns name one set of constructors,
+        #: ``(part name, those constructors)``; a step runs only the parts whose
+        #: constructors all have rows (:meth:`_runnable`)
+        self._parts: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        part_of: dict[tuple[str, frozenset[str]], str] = {}
+
+        def part(ruleset: str, need: frozenset[str]) -> str:
+            name = part_of.get((ruleset, need))
+            if name is None:
+                name = part_of[ruleset, need] = f"{ruleset}_p{len(part_of)}"
+                self._parts.setdefault(ruleset, []).append((name, need))
+            return name
+
         for r in self.native:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
                 else list(zip(("native", FIXED_RULESET), twins, strict=True))
             for ruleset, t in pairs:
                 self._native_names[t.name] = r.law
+                need = pattern_ctors(t)
                 if multiplies(t):
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
-                    self._mult_ctors[i] = pattern_ctors(t)
-                    self._native_programs.append((f"{ruleset}_count", t.fill(count_program(
-                        t, f"{ruleset}_count", f"{COUNT_FN}{i}"), key)))
-                    self._program_ctors.append(pattern_ctors(t))
+                    self._mult_ctors[i] = need
+                    count = part(f"{ruleset}_count", need)
+                    self._native_programs.append((count, t.fill(count_program(
+                        t, count, f"{COUNT_FN}{i}"), key)))
+                    self._program_ctors.append(need)
                     ruleset = f"{ruleset}_mult"
-                self._native_programs.append((ruleset, t.program(ruleset, key)))
-                self._program_ctors.append(pattern_ctors(t))
+                name = part(ruleset, need)
+                self._native_programs.append((name, t.program(name, key)))
+                self._program_ctors.append(need)
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
         #: whether this run still runs the multiplying rules: they are left out for the
@@ -382,8 +403,8 @@ class Session:
         prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
                                                      ext=self._ext, only=only)]
         for base in ("native", FIXED_RULESET):
-            prog += [f"(ruleset {base})", f"(ruleset {base}_mult)", f"(ruleset {base}_count)",
-                     f"(unstable-combined-ruleset {base}_all {base} {base}_mult)"]
+            prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
+                     for part, _ in self._parts.get(rs, ())]
             prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
                      for i, _, _ in self._mult.get(base, [])]
         prog += [p for (rs, p), need in zip(self._native_programs, self._program_ctors,
@@ -460,7 +481,7 @@ class Session:
         time left). A first egglog call loads the rows and counts those rules' new
         matches (:meth:`_admit`: their counting twins run in lockstep with them, so
         both see the same new matches); when they do not fit, the round runs without
-        them (``<set>``, not ``<set>_all``), as every later one of the run does."""
+        them (``<set>`` alone, not with ``<set>_mult``), as every later one of the run does."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -479,8 +500,10 @@ class Session:
                                   else [])
             every = self._counted and self._mult_may_match(bases) and \
                 self._admit(bases, allow, why)
-            runs += [f"(run {b}_all 1)" if every and self._mult.get(b) else f"(run {b} 1)"
-                     for b in bases]
+            for b in bases:
+                rs = self._runnable([b, f"{b}_mult"] if every else [b])
+                if rs is not None:
+                    runs.append(f"(run {rs} 1)")
         ins = self.ins
         loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
         try:
@@ -523,6 +546,29 @@ class Session:
             raise _WidenError  # (a rule made another constructor's e-node)
         return changed
 
+    def _runnable(self, rulesets: list[str]) -> str | None:
+        """The egglog rule set of one round of ``rulesets`` in this step: the parts of
+        them (``_parts``) whose constructors all have rows in the e-graph (egglog's sizes
+        after the last step) or among the rows recorded since the run began
+        (``ins.ctors``, a superset of what this step loads), combined; None when there
+        is none. A part left out has no match (a match needs an e-node of each
+        constructor its pattern names), so the round makes what a round of all the rules
+        makes, while egglog assembles and indexes the joins of fewer rules. A part left
+        out stays in semi-naive step: a match it finds once it runs holds a row that is
+        new then."""
+        present, recorded = self._present, self.ins.ctors
+        parts = tuple(part for rs in rulesets for part, need in self._parts.get(rs, ())
+                      if all(c in recorded or present.get(c) for c in need))
+        if not parts:
+            return None
+        combined = self._cur.combined
+        name = combined.get(parts)
+        if name is None:
+            name = f"step_{len(combined)}"
+            self._cmd(f"(unstable-combined-ruleset {name} {' '.join(parts)})")
+            combined[parts] = name
+        return name
+
     def _narrow_holds(self) -> bool:
         """Whether the narrow e-graph still runs as the index e-graph would: every
         constructor with rows in the e-graph (egglog's sizes after the last step) or
@@ -560,8 +606,9 @@ class Session:
         todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])]
         if not todo:
             return True
-        out = self.ins.flush("\n".join(f"(run {b}_count 1)" for b in bases
-                                       if self._mult.get(b)), late=False)
+        counting = [self._runnable([f"{b}_count"]) for b in bases if self._mult.get(b)]
+        out = self.ins.flush("\n".join(f"(run {rs} 1)" for rs in counting if rs),
+                             late=False)
         self.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
         lookup, to_i64 = self.egraph.lookup_function, self.egraph.value_to_i64
         counts = self._counts

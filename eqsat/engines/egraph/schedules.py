@@ -249,7 +249,7 @@ def pattern_ctors(rule: Any) -> frozenset[str]:
     row of one of them."""
     from eqsat.engines.egraph.encoding import CTORS
 
-    return frozenset(_CALL.findall(rule.lhs or rule.query)) & CTORS.keys()
+    return frozenset(_CALL.findall(rule.lhs or rule.query)).intersection(CTORS)
 
 
 _CALL = re.compile(r"\((\w+)")
