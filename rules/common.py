@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from eqsat.ir.dtype import DType, dtypes
@@ -78,7 +78,39 @@ def invalid_like(dt: DType) -> UOp:
     return inv if dt == inv.dtype else inv.cast(dt)
 
 
+def _somewhere_below(u: UOp, cache: weakref.WeakKeyDictionary[UOp, bool],
+                     stop: Callable[[UOp], bool | None], here: Callable[[UOp], bool]) -> bool:
+    """Whether some node of ``u`` has a property, bottom-up and cached: ``stop(n)`` gives
+    a node's answer without looking below it (None: look), ``here(n)`` whether the node
+    itself has the property; otherwise a node has it when one of its sources does."""
+    hit = cache.get(u)
+    if hit is not None:
+        return hit
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, done = stack.pop()
+        if n in cache:
+            continue
+        known = stop(n)
+        if known is not None:
+            cache[n] = known
+            continue
+        if not done:
+            stack.append((n, True))
+            stack.extend((s, False) for s in n.src if s not in cache)
+            continue
+        cache[n] = here(n) or any(cache[s] for s in n.src)
+    return cache[u]
+
+
 _MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+
+
+def _invalid_leaf(n: UOp) -> bool | None:
+    """An Invalid is Invalid, a LOAD's value never is, a leaf never is; else: look."""
+    if n.op is Ops.INVALID or n.op is Ops.LOAD or not n.src:
+        return n.op is Ops.INVALID
+    return None
 
 
 def may_be_invalid(u: UOp) -> bool:
@@ -88,23 +120,7 @@ def may_be_invalid(u: UOp) -> bool:
     subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
     value is never Invalid (a load through an Invalid index reads 0). Cached.
     """
-    hit = _MAY_INVALID.get(u)
-    if hit is not None:
-        return hit
-    stack: list[tuple[UOp, bool]] = [(u, False)]
-    while stack:
-        n, done = stack.pop()
-        if n in _MAY_INVALID:
-            continue
-        if n.op is Ops.INVALID or n.op is Ops.LOAD or not n.src:
-            _MAY_INVALID[n] = n.op is Ops.INVALID
-            continue
-        if not done:
-            stack.append((n, True))
-            stack.extend((s, False) for s in n.src if s not in _MAY_INVALID)
-            continue
-        _MAY_INVALID[n] = any(_MAY_INVALID[s] for s in n.src)
-    return _MAY_INVALID[u]
+    return _somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
 
 
 _MAY_UNDEF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
@@ -131,23 +147,8 @@ def _undefined_here(n: UOp) -> bool:
 def may_be_undefined(u: UOp) -> bool:
     """``u`` can be undefined (a division by zero, ...) somewhere below it: evaluating
     it where the input did not may make a defined input undefined. Cached."""
-    hit = _MAY_UNDEF.get(u)
-    if hit is not None:
-        return hit
-    stack: list[tuple[UOp, bool]] = [(u, False)]
-    while stack:
-        n, done = stack.pop()
-        if n in _MAY_UNDEF:
-            continue
-        if not n.src:
-            _MAY_UNDEF[n] = False
-            continue
-        if not done:
-            stack.append((n, True))
-            stack.extend((s, False) for s in n.src if s not in _MAY_UNDEF)
-            continue
-        _MAY_UNDEF[n] = _undefined_here(n) or any(_MAY_UNDEF[s] for s in n.src)
-    return _MAY_UNDEF[u]
+    return _somewhere_below(u, _MAY_UNDEF, lambda n: None if n.src else False,
+                            _undefined_here)
 
 
 def nonzero(u: UOp) -> bool:
