@@ -168,11 +168,13 @@ class Lin:
 
     # ---- arithmetic -----------------------------------------------------
     def __add__(self, o: Lin | int) -> Lin:
+        if isinstance(o, Lin):  # the common case first: no symbolic check on it
+            if not o._map:
+                return Lin._raw(self._map, self.const + o.const)
+            return self.plus(o, 1)
         if isinstance(o, int) or _symbolic(o):
             return Lin._raw(self._map, self.const + o)
-        if not o._map:
-            return Lin._raw(self._map, self.const + o.const)
-        return self.plus(o, 1)
+        return NotImplemented
 
     __radd__ = __add__
 
@@ -193,9 +195,11 @@ class Lin:
         return Lin._raw({a: -c for a, c in self._map.items()}, -self.const)
 
     def __sub__(self, o: Lin | int) -> Lin:
+        if isinstance(o, Lin):
+            return self.plus(o, -1)
         if isinstance(o, int) or _symbolic(o):
             return Lin._raw(self._map, self.const - o)
-        return self.plus(o, -1)
+        return NotImplemented
 
     def __rsub__(self, o: int) -> Lin:
         return (-self) + o
