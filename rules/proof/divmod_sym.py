@@ -28,7 +28,7 @@ import z3
 
 from eqsat.ir.linear import Lin
 from rules.proof.laws import Outcome
-from rules.proof.semantics import _cdiv, check
+from rules.proof.semantics import c_divmod, c_idiv, check
 from rules.proof.symbolic import SymInt, explore, term
 
 __all__ = ["prove_divmod", "ZCtx", "linear_shapes", "made_shapes", "product_shapes",
@@ -80,7 +80,7 @@ class ZCtx:
             v = at * bt
         else:
             self.premise.append(bt != 0)
-            v = _cdiv(at, bt) if op == "idiv" else at - bt * _cdiv(at, bt)
+            v = c_divmod(op, at, bt)
         lo = -math.inf if unbounded[0] else SymInt.var(f"{name}_lo")
         hi = math.inf if unbounded[1] else SymInt.var(f"{name}_hi")
         return self._add(name, v, lo, hi, {op: [(a, b)]})
@@ -136,11 +136,11 @@ class ZCtx:
 
     def idiv(self, a: Any, b: Any) -> Any:
         self.divisors.append(b)
-        return _cdiv(a, b)
+        return c_idiv(a, b)
 
     def mod(self, a: Any, b: Any) -> Any:
         self.divisors.append(b)
-        return a - b * _cdiv(a, b)
+        return c_divmod("mod", a, b)
 
 
 def _coef(name: str, ctx: ZCtx) -> SymInt:
@@ -261,7 +261,7 @@ def _prove_path(ctx: ZCtx, cond: Any, op: str, x: Lin, y: Lin, out: Any,
                 rlimit: int) -> Any:
     """None when proven, else a message."""
     xt, yt = ctx.value(x), ctx.value(y)
-    lhs = _cdiv(xt, yt) if op == "idiv" else xt - yt * _cdiv(xt, yt)
+    lhs = c_divmod(op, xt, yt)
     goal = z3.And(yt != 0, *[d != 0 for d in ctx.divisors], lhs == out)
     fs = [*ctx.premise, cond, z3.Not(goal)]
     for attempt in (fs, _purified(fs)):  # z3's own division first, then named quotients

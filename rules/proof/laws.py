@@ -42,6 +42,7 @@ from rules.proof.semantics import (
     Val,
     apply,
     as_int,
+    c_divmod,
     canon,
     check,
     const,
@@ -234,9 +235,7 @@ class _Env:
         op = g[1]
         if op in ("//", "%"):
             self.calc_ok.append(b != 0)
-            q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)
-            q = z3.If((a < 0) == (b < 0), q, -q)
-            return q if op == "//" else a - q * b
+            return c_divmod("idiv" if op == "//" else "mod", a, b)
         if op in ("&", "|", "^", "<<", ">>"):
             raise NotImplementedError(f"guard operator {op}")
         return {"+": a + b, "-": a - b, "*": a * b}[op]

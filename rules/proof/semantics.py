@@ -36,7 +36,8 @@ import z3
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["MeaninglessError", "Val", "sort_of", "fresh", "const", "apply", "same", "wrap",
+__all__ = ["c_idiv", "c_divmod", "MeaninglessError", "Val", "sort_of", "fresh", "const",
+           "apply", "same", "wrap",
            "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "Spent"]
 
 #: the budget of one z3 query, in z3's resource units (``rlimit``: a count of the
@@ -201,9 +202,17 @@ def same(a: Val, b: Val) -> Any:
 _RM = z3.RNE()
 
 
-def _cdiv(a: Any, b: Any) -> Any:
+def c_idiv(a: Any, b: Any) -> Any:
+    """``a // b`` on z3 integers, truncating toward zero as C does."""
     q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)  # non-negative operands: floor
     return z3.If((a < 0) == (b < 0), q, -q)
+
+
+def c_divmod(op: str, a: Any, b: Any) -> Any:
+    """C's ``a / b`` (``op`` "idiv") or ``a % b`` ("mod", the dividend's sign) on z3
+    integers."""
+    q = c_idiv(a, b)
+    return q if op == "idiv" else a - q * b
 
 
 def _fp_max(a: Any, b: Any, is_max: bool) -> Any:
@@ -522,8 +531,7 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
         return xs[0] * xs[1] + xs[2], _FALSE, fixed
     a, b = canon(args[0]), canon(args[1])
     if op in (Ops.IDIV, Ops.MOD):
-        q = _cdiv(a, b)
-        return (q if op is Ops.IDIV else a - q * b), b == 0, fixed
+        return c_divmod("idiv" if op is Ops.IDIV else "mod", a, b), b == 0, fixed
     if op is Ops.MAX:
         return z3.If(a >= b, a, b), _FALSE, False
     if op is Ops.MIN:

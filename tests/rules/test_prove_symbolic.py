@@ -100,18 +100,18 @@ def test_an_off_by_one_fails_its_obligation(core, ops) -> None:
 
 def test_named_quotients_settle_what_z3_s_division_does_not() -> None:
     from rules.proof.divmod_sym import _purified
-    from rules.proof.semantics import _cdiv
+    from rules.proof.semantics import c_divmod
 
     n, f, k, a = z3.Ints("n f k a")
 
     def floor_mod(u: z3.ArithRef, v: z3.ArithRef) -> z3.ArithRef:
         return u - v * z3.If(v > 0, u / v, (-u) / (-v))
     x = f * a + k
-    fs = [n != 0, floor_mod(f, n) == 0, floor_mod(k, n) == 0, x - n * _cdiv(x, n) != 0]
+    fs = [n != 0, floor_mod(f, n) == 0, floor_mod(k, n) == 0, c_divmod("mod", x, n) != 0]
     s = z3.Solver()
     s.set("rlimit", RLIMIT)
     s.add(*_purified(fs))
     assert s.check() == z3.unsat
     s = z3.Solver()
-    s.add(*_purified(fs[:-1] + [x - n * _cdiv(x, n) != 1]))  # not vacuous
+    s.add(*_purified(fs[:-1] + [c_divmod("mod", x, n) != 1]))  # not vacuous
     assert s.check() == z3.sat
