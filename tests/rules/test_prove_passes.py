@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, fold_cases
+from eqsat.engines.egraph.computed import conjuncts
+from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, and_cases, fold_cases
 from rules.proof.passes_sym import prove_pass
 from rules.proof.semantics import RLIMIT
 
@@ -46,4 +47,28 @@ def _fold_off_by_one(snap: Any, dirty: set[int], union: Callable[..., Any],
 
 def test_a_fold_of_a_division_by_a_possible_zero_fails() -> None:
     o = prove_pass("mutant", fold_cases(_fold_off_by_one), "mutant", RLIMIT)
+    assert o.status == "failed" and "counterexample" in o.detail, o.detail
+
+
+def test_canonical_and_is_proven() -> None:
+    o = SYMBOLIC_PASSES["canonical_and"](RLIMIT)
+    assert o.status == "proven", o.detail
+
+
+def _and_drops_a_clause(p: Any) -> None:
+    """AndStep.run building the chain from the clauses but the second."""
+    for r in p.kinds.get("canon_and", []):
+        for c, i in p.dirty_best:
+            n = p.snap.nodes[i]
+            if n.ctor != "And" or n.fields[0] != "bool":
+                continue
+            clauses = conjuncts(p.snap, p.best, c)
+            t = clauses[0]
+            for k in clauses[2:]:
+                t = ("And", "bool", t, k)
+            p.union(c, t, r.name)
+
+
+def test_a_conjunction_missing_a_clause_fails() -> None:
+    o = prove_pass("mutant", and_cases(_and_drops_a_clause), "mutant", RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail

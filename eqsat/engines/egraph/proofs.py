@@ -28,12 +28,13 @@ from eqsat.engines.egraph.encoding.snapshot import Node
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 from rules.proof.laws import Outcome
-from rules.proof.passes_sym import PassCase, prove_pass
+from rules.proof.passes_sym import PassCase, prove_pass, term_value
 from rules.proof.python import register
 from rules.proof.semantics import RLIMIT
 from rules.proof.symbolic import SymInt, term
 
-__all__ = ["check_egraph", "PASS_INSTANCES", "SYMBOLIC_PASSES", "sym_snapshot", "fold_cases"]
+__all__ = ["check_egraph", "PASS_INSTANCES", "SYMBOLIC_PASSES", "sym_snapshot", "fold_cases",
+           "and_cases"]
 
 _A, _B, _S, _R = "(var a 0 3)", "(var b 0 9)", "(var s -4 -1)", "(range 0 16)"
 
@@ -167,7 +168,7 @@ _DIVISOR_BOUNDS = ((True, True), (True, False), (False, True), (False, False))
 
 def fold_cases(fold: Callable[..., None]) -> list[Any]:
     """The e-graphs :func:`fold` (``fold_pass``'s signature) runs on: class 0 of dtype
-    index, i8, bool or f32, one or two e-nodes of :data:`_FOLD_MEMBERS` (each division's
+    index, bool or f32, one or two e-nodes of :data:`_FOLD_MEMBERS` (each division's
     divisor a class with symbolic or no bounds), its own bounds symbolic (or no upper
     bound), never Invalid or not. Its value X is within its bounds; a division e-node
     is defined where its divisor D is not 0. A union must be ``(Cst dtype v)`` of the
@@ -178,7 +179,7 @@ def fold_cases(fold: Callable[..., None]) -> list[Any]:
         for members in itertools.combinations_with_replacement(_FOLD_MEMBERS, k):
             ndiv = sum(m in ("idiv", "mod") for m in members)
             for dbounds in itertools.product(_DIVISOR_BOUNDS, repeat=ndiv):
-                for dt in ("index", "i8", "bool", "f32"):
+                for dt in ("index", "bool", "f32"):
                     for has_hi in (True, False):
                         for is_def in (True, False):
                             cases.append(_fold_case(fold, members, dbounds, dt, has_hi,
@@ -230,7 +231,7 @@ def _fold_case(fold: Callable[..., None], members: tuple[str, ...], dbounds: tup
     return PassCase(label, premise, run, goal)
 
 
-_FOLD_DOMAIN = ("class 0 of dtype index, i8, bool or f32 holding one or two of: an "
+_FOLD_DOMAIN = ("class 0 of dtype index, bool or f32 holding one or two of: an "
                 "integer e-node, a division or remainder by a class of symbolic or no "
                 "bounds, a constant; its bounds symbolic (or no upper bound), never "
                 "Invalid or not; every path of fold_pass (the union into the class is the "
@@ -243,9 +244,78 @@ def _fold_obligation(rlimit: int) -> Outcome:
     return prove_pass("fold_known", fold_cases(fold_pass), _FOLD_DOMAIN, rlimit)
 
 
+def _trees(leaves: int, labels: int) -> list[Any]:
+    """Every binary tree of ``leaves`` leaves, each leaf one of ``labels`` (an int);
+    an inner node is a pair."""
+    if leaves == 1:
+        return list(range(labels))
+    out: list[Any] = []
+    for k in range(1, leaves):
+        out += [(a, b) for a in _trees(k, labels) for b in _trees(leaves - k, labels)]
+    return out
+
+
+def and_cases(step: Callable[[Any], None], most: int = 4, labels: int = 3) -> list[PassCase]:
+    """The e-graphs ``step`` (``AndStep.run``'s signature) runs on: every binary tree of
+    bool ``And`` e-nodes of 2 to ``most`` leaves over ``labels`` leaf classes (repeats
+    too), each inner e-node its own class and its class's cheapest e-node, every class
+    dirty. A leaf's value is a z3 bool; an inner class's the conjunction of its
+    operands'. A union must give its class's value."""
+    cases = []
+    for n in range(2, most + 1):
+        for tree in _trees(n, labels):
+            cases.append(_and_case(step, tree, labels))
+    return cases
+
+
+def _and_case(step: Callable[[Any], None], tree: Any, labels: int) -> PassCase:
+    from types import SimpleNamespace
+
+    values: dict[int, Any] = {i: z3.Bool(f"b{i}") for i in range(labels)}
+    nodes: list[Node] = []
+
+    def build(t: Any) -> int:
+        if isinstance(t, int):
+            return t
+        a, b = build(t[0]), build(t[1])
+        c = labels + len(nodes)
+        nodes.append(Node(c, "And", ("bool", a, b)))
+        values[c] = z3.And(values[a], values[b])
+        return c
+    build(tree)
+    best = {n.cls: i for i, n in enumerate(nodes)}  # (children first)
+
+    def run() -> list[tuple[int, Any]]:
+        made: list[tuple[int, Any]] = []
+        p = SimpleNamespace(
+            snap=sym_snapshot(nodes, {}, {}, set()), state=SimpleNamespace(done=set()),
+            union=lambda c, t, _name: made.append((c, t)), best=best,
+            kinds={"canon_and": [SimpleNamespace(name="canonical_and")]},
+            dirty_best=list(best.items()))
+        step(p)
+        return made
+
+    def goal(c: int, t: Any) -> Any:
+        return term_value(t, values) == values[c]
+    return PassCase(f"the And tree {tree}", [], run, goal)
+
+
+_AND_DOMAIN = ("every binary tree of bool And e-nodes of 2-4 leaves over 3 leaf classes "
+               "(repeats too), each leaf a symbolic bool; every class of the tree rewritten "
+               "by AndStep (the union into the class is the e-graph's, checked by the "
+               "e-graph runs)")
+
+
+def _and_obligation(rlimit: int) -> Outcome:
+    from eqsat.engines.egraph.computed.passes import AndStep
+
+    return prove_pass("canonical_and", and_cases(AndStep().run), _AND_DOMAIN, rlimit)
+
+
 #: the passes proven on symbolic e-graphs: name -> obligation
 SYMBOLIC_PASSES: dict[str, Callable[[int], Outcome]] = {
     "fold_known": _fold_obligation,
+    "canonical_and": _and_obligation,
 }
 
 for _name, _texts in PASS_INSTANCES.items():
