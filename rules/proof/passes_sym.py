@@ -69,6 +69,14 @@ def term_value(t: Any, values: dict[int, Any]) -> Any:
     raise NotImplementedError(f"no value for the pending term {t!r}")
 
 
+def _solver() -> Any:
+    """A solver that first solves the path's equations for their variables (a
+    coefficient defined as ``g*q`` by a gcd, a constant's value): what is left of a
+    union's value is then mostly a polynomial identity, which z3's default strategy
+    takes seconds over."""
+    return z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", "smt").solver()
+
+
 def prove_pass(name: str, cases: list[PassCase], domain: str, rlimit: int) -> Outcome:
     """Run every case on every path and prove each union (see the module docstring).
     A pass that never unions anything on its cases fails (an empty obligation)."""
@@ -86,12 +94,12 @@ def prove_pass(name: str, cases: list[PassCase], domain: str, rlimit: int) -> Ou
             if not made:
                 continue
             goals = [case.goal(cls, t) for cls, t in made]
-            s = z3.Solver()  # the path's unions in one query, one by one when it fails
+            s = _solver()  # the path's unions in one query, one by one when it fails
             s.add(*case.premise, cond, z3.Not(z3.And(*goals)))
             if check(s, rlimit) == z3.unsat:
                 continue
             for (cls, t), g in zip(made, goals, strict=True):
-                s = z3.Solver()
+                s = _solver()
                 s.add(*case.premise, cond, z3.Not(g))
                 r = check(s, rlimit)
                 if r == z3.unsat:

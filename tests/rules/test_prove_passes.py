@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import z3
+
 from eqsat.engines.egraph.analyses import INT_DTYPES
 from eqsat.engines.egraph.computed import conjuncts
-from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, and_cases, fold_cases
+from eqsat.engines.egraph.computed.passes import SumStep
+from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, and_cases, fold_cases, sum_cases
+from eqsat.ir.linear import Lin
 from rules.proof.passes_sym import prove_pass
 from rules.proof.semantics import RLIMIT
+from rules.proof.symbolic import SymInt, explore
 
 
 def test_fold_known_is_proven() -> None:
@@ -72,3 +77,43 @@ def _and_drops_a_clause(p: Any) -> None:
 def test_a_conjunction_missing_a_clause_fails() -> None:
     o = prove_pass("mutant", and_cases(_and_drops_a_clause), "mutant", RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail
+
+
+def _factor_not_divided(p: Any) -> None:
+    """SumStep's common factor taken out, the coefficients not divided by it."""
+    for c in p.focus:
+        x = p.lins.get(c)
+        g = x.content()
+        if len(x.terms) >= 2 and g > 1:
+            core = Lin(x.terms, 0)
+            p.union(c, p.ctx.add(p.ctx.mul(p.ctx.lin(core), g), p.ctx.const(x.const)), "m")
+
+
+_TWO_COEFS = [("Sub", ("Mul", "k", "a"), ("Mul", "b", "k"))]  # k1*a - k2*b
+
+
+def test_the_canonical_sum_of_two_symbolic_coefficients_is_proven() -> None:
+    o = prove_pass("canonical_sum", sum_cases(SumStep().run, _TWO_COEFS), "", RLIMIT)
+    assert o.status == "proven", o.detail
+
+
+def test_a_common_factor_not_divided_out_fails() -> None:
+    o = prove_pass("mutant", sum_cases(_factor_not_divided, _TWO_COEFS), "mutant", RLIMIT)
+    assert o.status == "failed" and "counterexample" in o.detail, o.detail
+
+
+def test_a_symbolic_gcd_divides_exactly_on_every_path() -> None:
+    a, b = SymInt.var("a"), SymInt.var("b")
+
+    def code() -> Any:
+        g = SymInt.gcd(a, b)
+        return None if g == 0 else (g, a // g, b % g)
+    out = explore([a.t != 0], code, RLIMIT)
+    assert out and all(r is not None for _, r in out)
+    for cond, (g, qa, rb) in out:  # a == g * (a // g), b % g == 0, g > 0 on the path
+        s = z3.Solver()
+        s.add(a.t != 0, cond, z3.Or(a.t != g.t * qa.t, rb.t != 0, g.t <= 0))
+        assert s.check() == z3.unsat
+    s = z3.Solver()  # and a gcd of 6 and 4 may be 2 (not only 1)
+    s.add(out[0][0], a.t == 6, b.t == 4, out[0][1][0].t == 2)
+    assert s.check() == z3.sat

@@ -34,7 +34,8 @@ from rules.proof.semantics import RLIMIT
 from rules.proof.symbolic import SymInt, term
 
 __all__ = ["check_egraph", "PASS_INSTANCES", "SYMBOLIC_PASSES", "sym_snapshot", "fold_cases",
-           "and_cases"]
+           "and_cases",
+           "sum_cases", "sum_trees"]
 
 _A, _B, _S, _R = "(var a 0 3)", "(var b 0 9)", "(var s -4 -1)", "(range 0 16)"
 
@@ -166,22 +167,23 @@ _FOLD_MEMBERS = ("op", "idiv", "mod", "cst")
 _DIVISOR_BOUNDS = ((True, True), (True, False), (False, True), (False, False))
 
 
-def fold_cases(fold: Callable[..., None]) -> list[Any]:
+def fold_cases(fold: Callable[..., None]) -> list[PassCase]:
     """The e-graphs :func:`fold` (``fold_pass``'s signature) runs on: class 0 of dtype
-    index, bool or f32, one or two e-nodes of :data:`_FOLD_MEMBERS` (each division's
-    divisor a class with symbolic or no bounds), its own bounds symbolic (or no upper
-    bound), never Invalid or not. Its value X is within its bounds; a division e-node
-    is defined where its divisor D is not 0. A union must be ``(Cst dtype v)`` of the
-    class's dtype with ``v == X``, of a never-Invalid class with an e-node defined on
-    every value (no division by a possible 0)."""
+    index, bool or f32 holding one e-node of :data:`_FOLD_MEMBERS`, never Invalid or
+    not, or of index or f32 holding two, never Invalid (each division's divisor a
+    class with symbolic or no bounds), its own bounds symbolic (or no upper bound).
+    Its value X is within its bounds; a division e-node is defined where its divisor D
+    is not 0. A union must be ``(Cst dtype v)`` of the class's dtype with ``v == X``,
+    of a never-Invalid class with an e-node defined on every value (no division by a
+    possible 0)."""
     cases = []
     for k in (1, 2):
         for members in itertools.combinations_with_replacement(_FOLD_MEMBERS, k):
             ndiv = sum(m in ("idiv", "mod") for m in members)
             for dbounds in itertools.product(_DIVISOR_BOUNDS, repeat=ndiv):
-                for dt in ("index", "bool", "f32"):
+                for dt in ("index", "bool", "f32") if k == 1 else ("index", "f32"):
                     for has_hi in (True, False):
-                        for is_def in (True, False):
+                        for is_def in (True, False) if k == 1 else (True,):
                             cases.append(_fold_case(fold, members, dbounds, dt, has_hi,
                                                     is_def))
     return cases
@@ -231,11 +233,11 @@ def _fold_case(fold: Callable[..., None], members: tuple[str, ...], dbounds: tup
     return PassCase(label, premise, run, goal)
 
 
-_FOLD_DOMAIN = ("class 0 of dtype index, bool or f32 holding one or two of: an "
-                "integer e-node, a division or remainder by a class of symbolic or no "
-                "bounds, a constant; its bounds symbolic (or no upper bound), never "
-                "Invalid or not; every path of fold_pass (the union into the class is the "
-                "e-graph's, checked by the e-graph runs)")
+_FOLD_DOMAIN = ("class 0 of dtype index, bool or f32 holding one of: an integer "
+                "e-node, a division or remainder by a class of symbolic or no bounds, a "
+                "constant (never Invalid or not), or of index or f32 holding two of them; "
+                "its bounds symbolic (or no upper bound); every path of fold_pass (the "
+                "union into the class is the e-graph's, checked by the e-graph runs)")
 
 
 def _fold_obligation(rlimit: int) -> Outcome:
@@ -312,10 +314,151 @@ def _and_obligation(rlimit: int) -> Outcome:
     return prove_pass("canonical_and", and_cases(AndStep().run), _AND_DOMAIN, rlimit)
 
 
+#: a sum's best-term tree: a leaf ``"a"``/``"b"`` (an index variable), ``"k"`` (a
+#: constant, symbolic), or ``(ctor, operands...)`` of Add, Sub, Mul, Neg
+_SUM_LEAVES = ("a", "b", "k")
+
+
+def sum_trees() -> list[Any]:
+    """The sums' trees: every tree of Add, Sub and Mul of up to 2 leaves of
+    :data:`_SUM_LEAVES` and its negation (Neg); every such tree of 3 leaves with each
+    leaf once; and the forms ``k1*a + k2*b + k3``, ``k1*a - k2*b``, ``k1*a + k2``,
+    ``k1*a + k2*a`` and ``(k1*a + b) - k2*a`` (coefficients from products by
+    constants, so every coefficient is symbolic)."""
+    by: dict[int, list[Any]] = {1: list(_SUM_LEAVES)}
+    for n in (2, 3):
+        by[n] = [(op, x, y) for k in range(1, n) for x in by[k] for y in by[n - k]
+                 for op in ("Add", "Sub", "Mul")]
+    by[3] = [t for t in by[3] if sorted(_leaves(t)) == sorted(_SUM_LEAVES)]
+    out = [t for n in (1, 2, 3) for t in by[n]] + [("Neg", t) for n in (1, 2) for t in by[n]]
+
+    def m(x: str, y: str) -> Any:
+        return ("Mul", x, y)
+    return out + [("Add", ("Add", m("a", "k"), m("b", "k")), "k"),
+                  ("Sub", m("k", "a"), m("b", "k")), ("Add", m("a", "k"), "k"),
+                  ("Add", m("a", "k"), m("a", "k")),
+                  ("Sub", ("Add", m("a", "k"), "b"), m("a", "k"))]
+
+
+def _leaves(t: Any) -> list[str]:
+    return [t] if isinstance(t, str) else [x for k in t[1:] for x in _leaves(k)]
+
+
+class _NoMemo(dict):
+    """A memo that keeps nothing (a key holding a symbolic integer has no hash): the
+    code computes what it would have looked up."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return default
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+class _NeverDone(set):
+    """``PassState.done`` of a fresh run: nothing applied yet (its keys may hold
+    symbolic integers, which have no hash; a class is visited once per run)."""
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+    def add(self, key: Any) -> None:
+        pass
+
+
+def sum_cases(step: Callable[[Any], None], trees: list[Any] | None = None) -> list[PassCase]:
+    """The e-graphs ``step`` (``SumStep.run``'s signature, its rules the canonical sum)
+    runs on: each tree of :func:`sum_trees` as e-nodes, one class each (the cheapest
+    e-node of its class), every constant a symbolic integer, every class never Invalid
+    and in focus. A leaf's value is a z3 integer, an e-node's its operation's on its
+    operands' values. A union must give its class's value."""
+    return [_sum_case(step, t) for t in (sum_trees() if trees is None else trees)]
+
+
+def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
+    from types import SimpleNamespace
+
+    from eqsat.engines.egraph.computed import EClassCtx, LinForms
+    from eqsat.engines.egraph.computed.passes import InnerSums  # noqa: F401 (read by step)
+
+    class SymCtx(EClassCtx):
+        """The pass's context; a symbolic constant is a ``Cst`` as it is (the i64 range
+        a constant must fit is the e-graph's, not the value's)."""
+
+        def const(self, v: Any) -> Any:
+            return ("Cst", self.dt, v) if isinstance(v, SymInt) else super().const(v)
+
+    def build() -> tuple[list[Node], dict[int, Any], int]:
+        nodes: list[Node] = []
+        values: dict[int, Any] = {}
+        leaf: dict[str, int] = {}
+
+        def walk(t: Any) -> int:
+            if t in ("a", "b"):
+                if t not in leaf:
+                    c = leaf[t] = len(nodes)
+                    nodes.append(Node(c, "Leaf", ("var", "index", c)))
+                    values[c] = z3.Int(t)
+                return leaf[t]
+            c = len(nodes)
+            if t == "k":
+                v = SymInt.var(f"k{c}")
+                nodes.append(Node(c, "Cst", ("index", v)))
+                values[c] = v.t
+                return c
+            kids = [walk(k) for k in t[1:]]
+            c = len(nodes)
+            nodes.append(Node(c, t[0], ("index", *kids)))
+            vs = [values[k] for k in kids]
+            values[c] = {"Add": lambda: vs[0] + vs[1], "Sub": lambda: vs[0] - vs[1],
+                         "Mul": lambda: vs[0] * vs[1], "Neg": lambda: -vs[0]}[t[0]]()
+            return c
+        root = walk(tree)
+        return nodes, values, root
+    nodes, values, root = build()
+
+    def run() -> list[tuple[int, Any]]:
+        made: list[tuple[int, Any]] = []
+        ns, _values, _root = build()  # afresh: the same names, the same values
+        snap = sym_snapshot(ns, {}, {}, {n.cls for n in ns})
+        best = {n.cls: i for i, n in enumerate(ns)}
+        lins = LinForms(snap, best)
+        ctx = SymCtx(snap, lins, _NoMemo(), _NoMemo())
+        classes = set(best)
+        p = SimpleNamespace(
+            snap=snap, state=SimpleNamespace(done=_NeverDone(), versions={}), lins=lins,
+            ctx=ctx, union=lambda c, t, _name: made.append((c, t)), best=best,
+            kinds={"canon": [SimpleNamespace(name="canonical_sum")]}, free=classes,
+            focus=classes, parents={}, roots=[_root], late=lambda: False,
+            all_def=lambda x: True, bkey=lambda x: ())
+        step(p)
+        return made
+
+    def goal(c: int, t: Any) -> Any:
+        return term_value(t, values) == values[c]
+    return PassCase(f"the sum {tree}", [], run, goal)
+
+
+_SUM_DOMAIN = ("every tree of index Add, Sub, Mul of up to 2 leaves (two variables, "
+               "constants symbolic) and its negation, those of 3 leaves with each leaf once, "
+               "and k1*a + k2*b + k3, k1*a - k2*b, k1*a + k2, k1*a + k2*a, (k1*a + b) - k2*a "
+               "(every coefficient symbolic), one class an e-node; "
+               "every class's linear form (LinForms) and canonical sum and its common factor "
+               "taken out (SumStep; a symbolic constant needs no i64 check); the union into "
+               "the class is the e-graph's, checked by the e-graph runs")
+
+
+def _sum_obligation(rlimit: int) -> Outcome:
+    from eqsat.engines.egraph.computed.passes import SumStep
+
+    return prove_pass("canonical_sum", sum_cases(SumStep().run), _SUM_DOMAIN, rlimit)
+
+
 #: the passes proven on symbolic e-graphs: name -> obligation
 SYMBOLIC_PASSES: dict[str, Callable[[int], Outcome]] = {
     "fold_known": _fold_obligation,
     "canonical_and": _and_obligation,
+    "canonical_sum": _sum_obligation,
 }
 
 for _name, _texts in PASS_INSTANCES.items():
