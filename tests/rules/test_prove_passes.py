@@ -12,7 +12,14 @@ import z3
 from eqsat.engines.egraph.analyses import INT_DTYPES
 from eqsat.engines.egraph.computed import conjuncts
 from eqsat.engines.egraph.computed.passes import SumStep
-from eqsat.engines.egraph.proofs import SYMBOLIC_PASSES, and_cases, fold_cases, sum_cases
+from eqsat.engines.egraph.proofs import (
+    SYMBOLIC_PASSES,
+    and_cases,
+    fold_cases,
+    lift_trees,
+    prove_lift,
+    sum_cases,
+)
 from eqsat.ir.linear import Lin
 from rules.proof.passes_sym import prove_pass
 from rules.proof.semantics import RLIMIT
@@ -117,3 +124,28 @@ def test_a_symbolic_gcd_divides_exactly_on_every_path() -> None:
     s = z3.Solver()  # and a gcd of 6 and 4 may be 2 (not only 1)
     s.add(out[0][0], a.t == 6, b.t == 4, out[0][1][0].t == 2)
     assert s.check() == z3.sat
+
+
+def test_lift_invalid_is_proven() -> None:
+    o = SYMBOLIC_PASSES["lift_invalid"](RLIMIT)
+    assert o.status == "proven", o.detail
+
+
+def _lift_drops_a_clause(*args: Any) -> None:
+    """lift_pass whose guard of two or more clauses loses its first (as a chain built
+    from ``cl[2:]`` would)."""
+    from eqsat.engines.egraph.computed.lift import lift_pass
+
+    union = args[5]
+
+    def drop(c: int, t: Any, name: str) -> None:
+        cond = t[2]
+        if isinstance(cond, tuple) and cond[0] == "And":
+            t = (t[0], t[1], cond[3], *t[3:])
+        union(c, t, name)
+    lift_pass(*args[:5], drop, *args[6:])
+
+
+def test_a_lifted_guard_missing_a_clause_fails() -> None:
+    o = prove_lift(_lift_drops_a_clause, lift_trees(), "mutant", RLIMIT)
+    assert o.status == "failed" and "counterexample" in o.detail, o.detail

@@ -23,8 +23,10 @@ from typing import Any
 
 import z3
 
-from eqsat.engines.egraph.encoding import Snapshot
+from eqsat.engines.egraph.encoding import ALU_CTOR, CTOR_OP, Snapshot
 from eqsat.engines.egraph.encoding.snapshot import Node
+from eqsat.ir.dtype import DType
+from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 from rules.proof.laws import Outcome
@@ -35,7 +37,8 @@ from rules.proof.symbolic import SymInt, term
 
 __all__ = ["check_egraph", "PASS_INSTANCES", "SYMBOLIC_PASSES", "sym_snapshot", "fold_cases",
            "and_cases",
-           "sum_cases", "sum_trees"]
+           "sum_cases", "sum_trees",
+           "lift_trees", "prove_lift"]
 
 _A, _B, _S, _R = "(var a 0 3)", "(var b 0 9)", "(var s -4 -1)", "(range 0 16)"
 
@@ -454,11 +457,109 @@ def _sum_obligation(rlimit: int) -> Outcome:
     return prove_pass("canonical_sum", sum_cases(SumStep().run), _SUM_DOMAIN, rlimit)
 
 
+# ---------------------------------------------------------------------------
+# lift_invalid: its decisions read the e-graph's structure only (which e-node is an
+# Invalid leaf, a where, an ALU op), no value: it runs on every e-graph of a stated
+# size, each union proven for every value of the leaves
+def lift_trees() -> list[UOp]:
+    """Every index term of one or two ALU steps (``add``, ``where``) over the leaves
+    ``x``, ``y``, Invalid, a ``where``'s condition ``x < 5``, ``y < 2`` or (at the top)
+    ``t < 5`` for a one-step term ``t``, with at least one Invalid leaf."""
+    x, y, inv = UOp.var("x", -9, 9), UOp.var("y", -9, 9), UOp.invalid()
+    leaves = [x, y, inv]
+    conds = [x.lt(5), y.lt(2)]
+    one = [a + b for a in leaves for b in leaves] + \
+        [c.where(a, b) for c in conds for a in leaves for b in leaves]
+    two = [u for a in one for b in leaves for u in (a + b, b + a)]
+    two += [c.where(a, b) for c in conds for a in one for b in (y, inv)]
+    two += [c.where(b, a) for c in conds for a in one for b in (y, inv)]
+    two += [a.lt(5).where(b, c) for a in one for b in (x, inv) for c in (y, inv)]
+    return [u for u in one + two if any(v.op is Ops.INVALID for v in u.toposort())]
+
+
+def _snapshot_of(u: UOp) -> tuple[Any, dict[int, UOp], dict[UOp, int]]:
+    """The e-graph of the term ``u``: one class an UOp (hash-consed), its e-node the
+    UOp's op over its operands' classes; ``(snapshot, class -> UOp, UOp -> class)``."""
+    cls: dict[UOp, int] = {}
+    nodes: list[Node] = []
+    for v in u.toposort():
+        c = cls[v] = len(nodes)
+        if v.op is Ops.CONST:
+            nodes.append(Node(c, "Cst", (str(v.dtype), v.arg)))
+        elif v.op is Ops.INVALID:
+            nodes.append(Node(c, "Leaf", ("INVALID", "index", 0)))
+        elif v.op is Ops.DEFINE_VAR:
+            nodes.append(Node(c, "Leaf", ("DEFINE_VAR", str(v.dtype), c)))
+        else:
+            nodes.append(Node(c, ALU_CTOR[v.op], (str(v.dtype), *(cls[s] for s in v.src))))
+    return sym_snapshot(nodes, {}, {}, set()), {c: v for v, c in cls.items()}, cls
+
+
+def _uop_of_term(t: Any, of: dict[int, UOp]) -> UOp:
+    """The UOp of a pending term (class handles read through ``of``)."""
+    if isinstance(t, int):
+        return of[t]
+    op = CTOR_OP[t[0]]
+    return UOp(op, DType.parse(t[1]), tuple(_uop_of_term(k, of) for k in t[2:]))
+
+
+def prove_lift(lift: Callable[..., None], terms: list[UOp], domain: str,
+               rlimit: int) -> Outcome:
+    """Run ``lift`` (``lift_pass``'s signature) on the e-graph of each term, every class
+    dirty, and prove every union it makes: the class's term and the union's are the
+    same for every value of the leaves, Invalid as the spec has it
+    (:func:`rules.proof.uops.same_graph`)."""
+    from types import SimpleNamespace
+
+    from rules.proof.uops import same_graph
+
+    t0 = time.perf_counter()
+    unions = 0
+    for u in terms:
+        snap, of, _cls = _snapshot_of(u)
+        of = dict(of)
+        inv = len(of)
+        of[inv] = UOp.invalid()
+        ins = SimpleNamespace(node=lambda *_a, h=inv: h,
+                              args=SimpleNamespace(key=lambda _v: 0))
+        made: list[tuple[int, Any]] = []
+        best = {n.cls: i for i, n in enumerate(snap.nodes)}
+        lift(snap, ins, best, SimpleNamespace(done=set()), "lift_invalid",
+             lambda c, t, _name, m=made: m.append((c, t)), set(best))
+        for c, t in made:
+            unions += 1
+            out = _uop_of_term(t, of)
+            r, model = same_graph(of[c], out, rlimit)
+            if r != z3.unsat:
+                why = f"counterexample: {model}" if r == z3.sat else "z3 gave up"
+                return Outcome("lift_invalid", "failed", time.perf_counter() - t0,
+                               f"{of[c]!r} is not {out!r}: {why}")
+    if not unions:
+        return Outcome("lift_invalid", "failed", time.perf_counter() - t0,
+                       "the pass made no union on its terms")
+    return Outcome("lift_invalid", "proven", time.perf_counter() - t0,
+                   f"{unions} unions on the e-graphs of {len(terms)} terms: {domain}")
+
+
+_LIFT_DOMAIN = ("the e-graph of every index term of one or two add/where steps over x, y "
+                "(variables), Invalid and the conditions x < 5, y < 2, t < 5 (t a one-step "
+                "term), with an Invalid leaf; every class lifted (lift_pass reads no value: "
+                "every leaf symbolic, Invalid as the spec has it; the union into the class "
+                "is the e-graph's, checked by the e-graph runs)")
+
+
+def _lift_obligation(rlimit: int) -> Outcome:
+    from eqsat.engines.egraph.computed.lift import lift_pass
+
+    return prove_lift(lift_pass, lift_trees(), _LIFT_DOMAIN, rlimit)
+
+
 #: the passes proven on symbolic e-graphs: name -> obligation
 SYMBOLIC_PASSES: dict[str, Callable[[int], Outcome]] = {
     "fold_known": _fold_obligation,
     "canonical_and": _and_obligation,
     "canonical_sum": _sum_obligation,
+    "lift_invalid": _lift_obligation,
 }
 
 for _name, _texts in PASS_INSTANCES.items():
