@@ -260,6 +260,13 @@ def _trees(leaves: int, labels: int) -> list[Any]:
     return out
 
 
+def _same_value(values: dict[int, Any]) -> Callable[[int, Any], Any]:
+    """The goal of a union: the term's value is its class's (``values``: class -> z3)."""
+    def goal(c: int, t: Any) -> Any:
+        return term_value(t, values) == values[c]
+    return goal
+
+
 def and_cases(step: Callable[[Any], None], most: int = 4, labels: int = 3) -> list[PassCase]:
     """The e-graphs ``step`` (``AndStep.run``'s signature) runs on: every binary tree of
     bool ``And`` e-nodes of 2 to ``most`` leaves over ``labels`` leaf classes (repeats
@@ -300,9 +307,7 @@ def _and_case(step: Callable[[Any], None], tree: Any, labels: int) -> PassCase:
         step(p)
         return made
 
-    def goal(c: int, t: Any) -> Any:
-        return term_value(t, values) == values[c]
-    return PassCase(f"the And tree {tree}", [], run, goal)
+    return PassCase(f"the And tree {tree}", [], run, _same_value(values))
 
 
 _AND_DOMAIN = ("every binary tree of bool And e-nodes of 2-4 leaves over 3 leaf classes "
@@ -437,9 +442,7 @@ def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
         step(p)
         return made
 
-    def goal(c: int, t: Any) -> Any:
-        return term_value(t, values) == values[c]
-    return PassCase(f"the sum {tree}", [], run, goal)
+    return PassCase(f"the sum {tree}", [], run, _same_value(values))
 
 
 _SUM_DOMAIN = ("every tree of index Add, Sub, Mul of up to 2 leaves (two variables, "
