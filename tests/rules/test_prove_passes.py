@@ -4,14 +4,15 @@ a pass with an off-by-one or a dropped operand fails its obligation."""
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
 import z3
 
-from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.computed import conjuncts
-from eqsat.engines.egraph.computed.passes import SumStep
+from eqsat.engines.egraph.computed.lift import lift_pass
+from eqsat.engines.egraph.computed.passes import AndStep, SumStep, fold_pass
 from eqsat.engines.egraph.proofs import (
     SYMBOLIC_PASSES,
     and_cases,
@@ -20,7 +21,6 @@ from eqsat.engines.egraph.proofs import (
     prove_lift,
     sum_cases,
 )
-from eqsat.ir.linear import Lin
 from rules.proof.passes_sym import prove_pass
 from rules.proof.semantics import RLIMIT
 from rules.proof.symbolic import SymInt, explore
@@ -31,34 +31,22 @@ def test_fold_known_is_proven() -> None:
     assert o.status == "proven", o.detail
 
 
-def _fold_off_by_one(snap: Any, dirty: set[int], union: Callable[..., Any],
-                     name: str) -> None:
-    """fold_pass with ``dlo >= 0`` where the pass has ``dlo > 0`` (a divisor that may
-    be 0 is taken as never 0)."""
-    for c in sorted(dirty):
-        v = snap.lo.get(c)
-        if v is None or v != snap.hi.get(c) or c not in snap.defined:
-            continue
-        dt = None
-        ok = False
-        for n in snap.class_nodes(c):
-            if n.ctor == "Cst":
-                ok = False
-                break
-            if n.dtype not in INT_DTYPES:
-                continue
-            dt = n.dtype
-            if n.ctor in ("Idiv", "Mod"):
-                dlo, dhi = snap.bounds(n.fields[2])
-                ok = ok or dlo >= 0 or dhi < 0
-            else:
-                ok = True
-        if ok and dt is not None:
-            union(c, ("Cst", dt, v), name)
+def _mutant(fn: Callable[..., Any], old: str, new: str) -> Callable[..., Any]:
+    """``fn`` (a function, or a method taking ``self`` first) recompiled from its own
+    source with ``old`` (found exactly once) replaced by ``new``, in its module's
+    globals: the pass's code with one mutation, not a copy of it."""
+    src = textwrap.dedent(inspect.getsource(fn))
+    assert src.count(old) == 1, old
+    ns: dict[str, Any] = {}
+    exec(compile(src.replace(old, new), f"<mutant of {fn.__qualname__}>", "exec"),
+         fn.__globals__, ns)
+    return ns[fn.__name__]
 
 
 def test_a_fold_of_a_division_by_a_possible_zero_fails() -> None:
-    o = prove_pass("mutant", fold_cases(_fold_off_by_one), "mutant", RLIMIT)
+    # a divisor whose lower bound is 0 taken as never 0
+    mutant = _mutant(fold_pass, "dlo > 0", "dlo >= 0")
+    o = prove_pass("mutant", fold_cases(mutant), "mutant", RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail
 
 
@@ -67,33 +55,10 @@ def test_canonical_and_is_proven() -> None:
     assert o.status == "proven", o.detail
 
 
-def _and_drops_a_clause(p: Any) -> None:
-    """AndStep.run building the chain from the clauses but the second."""
-    for r in p.kinds.get("canon_and", []):
-        for c, i in p.dirty_best:
-            n = p.snap.nodes[i]
-            if n.ctor != "And" or n.fields[0] != "bool":
-                continue
-            clauses = conjuncts(p.snap, p.best, c)
-            t = clauses[0]
-            for k in clauses[2:]:
-                t = ("And", "bool", t, k)
-            p.union(c, t, r.name)
-
-
 def test_a_conjunction_missing_a_clause_fails() -> None:
-    o = prove_pass("mutant", and_cases(_and_drops_a_clause), "mutant", RLIMIT)
+    run = _mutant(AndStep.run, "clauses[1:]", "clauses[2:]")  # the second clause dropped
+    o = prove_pass("mutant", and_cases(lambda p: run(AndStep(), p)), "mutant", RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail
-
-
-def _factor_not_divided(p: Any) -> None:
-    """SumStep's common factor taken out, the coefficients not divided by it."""
-    for c in p.focus:
-        x = p.lins.get(c)
-        g = x.content()
-        if len(x.terms) >= 2 and g > 1:
-            core = Lin(x.terms, 0)
-            p.union(c, p.ctx.add(p.ctx.mul(p.ctx.lin(core), g), p.ctx.const(x.const)), "m")
 
 
 _TWO_COEFS = [("Sub", ("Mul", "k", "a"), ("Mul", "b", "k"))]  # k1*a - k2*b
@@ -105,7 +70,9 @@ def test_the_canonical_sum_of_two_symbolic_coefficients_is_proven() -> None:
 
 
 def test_a_common_factor_not_divided_out_fails() -> None:
-    o = prove_pass("mutant", sum_cases(_factor_not_divided, _TWO_COEFS), "mutant", RLIMIT)
+    run = _mutant(SumStep.run, "(f // g, a)", "(f, a)")  # g*(f*a + ...) for f*a + ...
+    o = prove_pass("mutant", sum_cases(lambda p: run(SumStep(), p), _TWO_COEFS), "mutant",
+                   RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail
 
 
@@ -131,21 +98,7 @@ def test_lift_invalid_is_proven() -> None:
     assert o.status == "proven", o.detail
 
 
-def _lift_drops_a_clause(*args: Any) -> None:
-    """lift_pass whose guard of two or more clauses loses its first (as a chain built
-    from ``cl[2:]`` would)."""
-    from eqsat.engines.egraph.computed.lift import lift_pass
-
-    union = args[5]
-
-    def drop(c: int, t: Any, name: str) -> None:
-        cond = t[2]
-        if isinstance(cond, tuple) and cond[0] == "And":
-            t = (t[0], t[1], cond[3], *t[3:])
-        union(c, t, name)
-    lift_pass(*args[:5], drop, *args[6:])
-
-
 def test_a_lifted_guard_missing_a_clause_fails() -> None:
-    o = prove_lift(_lift_drops_a_clause, lift_trees(), "mutant", RLIMIT)
+    mutant = _mutant(lift_pass, "cl[1:]", "cl[2:]")  # the guard's second clause dropped
+    o = prove_lift(mutant, lift_trees(), "mutant", RLIMIT)
     assert o.status == "failed" and "counterexample" in o.detail, o.detail

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import z3
@@ -260,6 +261,16 @@ def _trees(leaves: int, labels: int) -> list[Any]:
     return out
 
 
+def _step_unions(step: Callable[[Any], None], kind: str, name: str,
+                 **data: Any) -> list[tuple[int, Any]]:
+    """Run a pass step (``PassStep.run``) with its one rule ``name`` of ``kind`` on the
+    pass data ``data`` (the fields the step reads); the unions it records."""
+    made: list[tuple[int, Any]] = []
+    step(SimpleNamespace(union=lambda c, t, _name: made.append((c, t)),
+                         kinds={kind: [SimpleNamespace(name=name)]}, **data))
+    return made
+
+
 def _same_value(values: dict[int, Any]) -> Callable[[int, Any], Any]:
     """The goal of a union: the term's value is its class's (``values``: class -> z3)."""
     def goal(c: int, t: Any) -> Any:
@@ -281,8 +292,6 @@ def and_cases(step: Callable[[Any], None], most: int = 4, labels: int = 3) -> li
 
 
 def _and_case(step: Callable[[Any], None], tree: Any, labels: int) -> PassCase:
-    from types import SimpleNamespace
-
     values: dict[int, Any] = {i: z3.Bool(f"b{i}") for i in range(labels)}
     nodes: list[Node] = []
 
@@ -298,14 +307,10 @@ def _and_case(step: Callable[[Any], None], tree: Any, labels: int) -> PassCase:
     best = {n.cls: i for i, n in enumerate(nodes)}  # (children first)
 
     def run() -> list[tuple[int, Any]]:
-        made: list[tuple[int, Any]] = []
-        p = SimpleNamespace(
-            snap=sym_snapshot(nodes, {}, {}, set()), state=SimpleNamespace(done=set()),
-            union=lambda c, t, _name: made.append((c, t)), best=best,
-            kinds={"canon_and": [SimpleNamespace(name="canonical_and")]},
-            dirty_best=list(best.items()))
-        step(p)
-        return made
+        return _step_unions(step, "canon_and", "canonical_and",
+                            snap=sym_snapshot(nodes, {}, {}, set()),
+                            state=SimpleNamespace(done=set()), best=best,
+                            dirty_best=list(best.items()))
 
     return PassCase(f"the And tree {tree}", [], run, _same_value(values))
 
@@ -384,8 +389,6 @@ def sum_cases(step: Callable[[Any], None], trees: list[Any] | None = None) -> li
 
 
 def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
-    from types import SimpleNamespace
-
     from eqsat.engines.egraph.computed import EClassCtx, LinForms
     from eqsat.engines.egraph.computed.passes import InnerSums  # noqa: F401 (read by step)
 
@@ -426,21 +429,17 @@ def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
     nodes, values, root = build()
 
     def run() -> list[tuple[int, Any]]:
-        made: list[tuple[int, Any]] = []
         ns, _values, _root = build()  # afresh: the same names, the same values
         snap = sym_snapshot(ns, {}, {}, {n.cls for n in ns})
         best = {n.cls: i for i, n in enumerate(ns)}
         lins = LinForms(snap, best)
         ctx = SymCtx(snap, lins, _NoMemo(), _NoMemo())
         classes = set(best)
-        p = SimpleNamespace(
-            snap=snap, state=SimpleNamespace(done=_NeverDone(), versions={}), lins=lins,
-            ctx=ctx, union=lambda c, t, _name: made.append((c, t)), best=best,
-            kinds={"canon": [SimpleNamespace(name="canonical_sum")]}, free=classes,
-            focus=classes, parents={}, roots=[_root], late=lambda: False,
-            all_def=lambda x: True, bkey=lambda x: ())
-        step(p)
-        return made
+        return _step_unions(
+            step, "canon", "canonical_sum", snap=snap,
+            state=SimpleNamespace(done=_NeverDone(), versions={}), lins=lins, ctx=ctx,
+            best=best, free=classes, focus=classes, parents={}, roots=[_root],
+            late=lambda: False, all_def=lambda x: True, bkey=lambda x: ())
 
     return PassCase(f"the sum {tree}", [], run, _same_value(values))
 
@@ -512,8 +511,6 @@ def prove_lift(lift: Callable[..., None], terms: list[UOp], domain: str,
     dirty, and prove every union it makes: the class's term and the union's are the
     same for every value of the leaves, Invalid as the spec has it
     (:func:`rules.proof.uops.same_graph`)."""
-    from types import SimpleNamespace
-
     from rules.proof.uops import same_graph
 
     t0 = time.perf_counter()
