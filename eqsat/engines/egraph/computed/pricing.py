@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
+from eqsat.engines.egraph.encoding.snapshot import none_indices
 from eqsat.ir.ops import Ops
 from extraction.cost import reference_weight
 from extraction.extract import cheapest_first
@@ -209,19 +210,6 @@ class Weights:
             return float(self.model.node_cost(CTOR_OP[ctor], dtypes.index, None, kid_consts))
         except Exception:
             return NODE_WEIGHT.get(ctor, 1.0)
-
-
-def none_indices(lst: list) -> list[int]:
-    """The indices of the ``None`` items of ``lst``, ascending."""
-    found: list[int] = []
-    index = lst.index
-    i = -1
-    try:
-        while True:
-            i = index(None, i + 1)
-            found.append(i)
-    except ValueError:
-        return found
 
 
 def node_weight(n: Node) -> float:

@@ -24,7 +24,8 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import const_value
 
-__all__ = ["E_POS", "Node", "Snapshot", "align_rows", "defined_classes", "decode_node"]
+__all__ = ["E_POS", "Node", "Snapshot", "align_rows", "defined_classes", "decode_node",
+           "none_indices"]
 
 
 #: constructor -> the positions of its e-class (``E``) fields, its children
@@ -47,16 +48,11 @@ _NONE: frozenset[int] = frozenset()
 _LOOKAHEAD = 8
 
 
-def align_rows(rows: list, last: list) -> list[int]:
-    """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
-    the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
-    deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
-    and added again): walking both lists, a row that differs from the last snapshot's
-    row at the same step is compared with the next :data:`_LOOKAHEAD` ones (the deleted
-    rows are skipped), else it is new. On the corpus this finds every row of the last
-    snapshot that is still there; comparing by place alone finds two thirds of them."""
+def _aligned(rows: list, last: list) -> Iterator[tuple[int, int, int]]:
+    """The walk of :func:`align_rows`, as runs ``(i, j, n)``: ``rows[i:i + n]`` equals
+    ``last[j:j + n]`` row for row, ascending in ``i`` and ``j`` (a row no run covers
+    is new)."""
     n, on = len(rows), len(last)
-    src = [-1] * n
     i = j = 0
     while i < n and j < on:
         # the run of equal rows from (i, j), compared in C
@@ -65,7 +61,7 @@ def align_rows(rows: list, last: list) -> list[int]:
         li.__setstate__(j)
         run = len(list(takewhile(truth, map(eq, ri, li))))
         if run:
-            src[i:i + run] = range(j, j + run)
+            yield i, j, run
             i += run
             j += run
             if i >= n or j >= on:
@@ -78,10 +74,36 @@ def align_rows(rows: list, last: list) -> list[int]:
                 break
             k += 1
         if k < stop:
-            src[i] = k
+            yield i, k, 1
             j = k + 1
         i += 1
+
+
+def align_rows(rows: list, last: list) -> list[int]:
+    """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
+    the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
+    deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
+    and added again): walking both lists, a row that differs from the last snapshot's
+    row at the same step is compared with the next :data:`_LOOKAHEAD` ones (the deleted
+    rows are skipped), else it is new. On the corpus this finds every row of the last
+    snapshot that is still there; comparing by place alone finds two thirds of them."""
+    src = [-1] * len(rows)
+    for i, j, m in _aligned(rows, last):
+        src[i:i + m] = range(j, j + m)
     return src
+
+
+def none_indices(lst: list) -> list[int]:
+    """The indices of the ``None`` items of ``lst``, ascending (found in C)."""
+    found: list[int] = []
+    index = lst.index
+    i = -1
+    try:
+        while True:
+            i = index(None, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
 
 
 def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
@@ -90,14 +112,17 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
     the rows it had too (see :func:`align_rows`), None for the others and for the results
     that name a class in ``stale``; and the indices of the None ones. ``last``: that
     snapshot's ``(rows, results)``; ``kind``: what a result is, a ``"node"`` (Node), a
-    ``"pair"`` (class, value) or a ``"class"``."""
+    ``"pair"`` (class, value) or a ``"class"``. (A run of rows equal to the last
+    snapshot's takes its results as one slice.)"""
     n = len(rows)
     if last is None:
         return [None] * n, list(range(n))
     old = last[1]
     if kind not in ("", "node", "pair", "class"):
         raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
-    res = [None if k < 0 else old[k] for k in align_rows(rows, last[0])]
+    res: list = [None] * n
+    for i, j, m in _aligned(rows, last[0]):
+        res[i:i + m] = old[j:j + m]
     if stale:
         if kind == "node":
             res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
@@ -106,7 +131,7 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
             res = [t if t is not None and t[0] not in stale else None for t in res]
         elif kind == "class":
             res = [t if t not in stale else None for t in res]
-    return res, [i for i, t in enumerate(res) if t is None]
+    return res, none_indices(res)
 
 
 #: constructor -> the position of its dtype field (-1: none, a list cell)
