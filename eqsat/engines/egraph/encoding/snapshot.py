@@ -5,7 +5,7 @@ snapshot's results for rows that did not change (see :mod:`..encoding`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import takewhile
 from operator import attrgetter, eq, itemgetter, truth
 from sys import intern
@@ -179,6 +179,36 @@ class Node:
         return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
 
 
+def _kids_getter(pos: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """A function from an e-node's fields to its child classes (the fields at ``pos``)."""
+    if not pos:
+        return lambda fields: ()
+    if len(pos) == 1:
+        p = pos[0]
+        return lambda fields: (fields[p],)
+    return itemgetter(*pos)
+
+
+#: constructor -> its e-nodes' children from their fields (:attr:`Node.kids`)
+_KIDS_OF: dict[str, Callable[[tuple], tuple]] = {
+    name: _kids_getter(pos) for name, pos in E_POS.items()}
+_NEW_NODE = Node.__new__
+
+
+def _node_of(row: tuple) -> Node:
+    """``Node(*row, row=row)`` for a row ``(cls, ctor, fields, subsumed)``, without the
+    call's argument handling (a snapshot makes thousands of them)."""
+    n = _NEW_NODE(Node)
+    n.cls, ctor, fields, n.subsumed = row
+    n.ctor = ctor
+    n.fields = fields
+    n.kids = _KIDS_OF[ctor](fields)
+    d = _DTYPE_POS[ctor]
+    n.dtype = None if d < 0 else fields[d]
+    n.row = row
+    return n
+
+
 class Snapshot:
     """The whole e-graph as Python data, read with ``EGraph.freeze()``.
 
@@ -226,6 +256,7 @@ class Snapshot:
         # objects are immutable: the previous snapshots' are reused
         cache = inserter.node_cache
         cget = cache.get
+        new_node, node_of = _NEW_NODE, _node_of
         nodes: list[Node] = []
         raw: list[tuple[str, Any, list, bool]] = []
         csts: list[Node] = []  # the Cst e-nodes
@@ -257,8 +288,10 @@ class Snapshot:
                     else:
                         t = (c, name, (d, x, y), r.subsumed)
                         n = cget(t)
-                        if n is None:
-                            n = cache[t] = Node(*t, row=t)
+                        if n is None:  # (Node(*t, row=t), its fields known here)
+                            n = cache[t] = new_node(Node)
+                            n.cls, n.ctor, n.fields, n.subsumed, n.kids, n.dtype, n.row = \
+                                c, name, t[2], t[3], (x, y), d, t
                             made.append(n)
                         res[i] = n
             else:
@@ -292,7 +325,7 @@ class Snapshot:
                         t = (c, name, tuple(a), r.subsumed)
                         n = cget(t)
                         if n is None:
-                            n = cache[t] = Node(*t, row=t)
+                            n = cache[t] = node_of(t)
                             made.append(n)
                         res[i] = n
             fresh[name] = (rows, res)
@@ -351,7 +384,7 @@ class Snapshot:
                 t = (c, name, tuple(vals), sub)
                 n = cget(t)
                 if n is None:
-                    n = cache[t] = Node(*t, row=t)
+                    n = cache[t] = node_of(t)
                     made.append(n)
                 nodes.append(n)
                 if name == "Cst":
