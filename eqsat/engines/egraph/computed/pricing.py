@@ -109,6 +109,9 @@ class Weights:
         by_node.consts = dict(self.snap.consts)
         by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
         self._list = out
+        # from now on ``of(i)`` is ``out[i]``: the list's own item lookup, no method call
+        # (the rules and the focus search price e-nodes one at a time)
+        self.of = out.__getitem__  # type: ignore[method-assign]
         return out
 
     def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
