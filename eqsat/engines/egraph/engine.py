@@ -173,7 +173,7 @@ class _EGraph:
     holds, and how long it took to build."""
 
     __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
-                 "base_sizes", "combined")
+                 "base_sizes", "combined", "pushed")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  build_seconds: float, base_sizes: dict[str, int]):
@@ -185,6 +185,9 @@ class _EGraph:
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Session._runnable`)
         self.combined: dict[tuple[str, ...], str] = {}
+        #: per ``(push)`` not yet popped, the combined rule sets declared before it
+        #: (this e-graph's and its inserter's; see :meth:`Session._cmd`)
+        self.pushed: list[tuple[dict, dict]] = []
 
     @property
     def fixed_width(self) -> bool:
@@ -424,7 +427,7 @@ class Session:
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs, base)
+        return _EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, secs, base)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
@@ -458,7 +461,16 @@ class Session:
 
     # ---- egglog steps ---------------------------------------------------------
     def _cmd(self, text: str) -> list[Any]:
-        return self.egraph.run_program(*self.egraph.parse_program(text))
+        """Run egglog commands. A ``(push)`` or ``(pop)`` alone also saves or restores
+        which combined rule sets are declared (:meth:`_runnable`, ``Inserter``): those
+        declared in a pushed e-graph go with it at the pop."""
+        out = self.egraph.run_program(*self.egraph.parse_program(text))
+        cur = self._cur
+        if text == "(push)":
+            cur.pushed.append((dict(cur.combined), dict(cur.ins.combined)))
+        elif text == "(pop)" and cur.pushed:
+            cur.combined, cur.ins.combined = cur.pushed.pop()
+        return out
 
     def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
               why: str = "enodes") -> bool:
