@@ -360,23 +360,17 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     builds and searches all its rules, matching or not. ``only``: the interval rules
     of these constructors alone (None: every one), for an e-graph that never holds
     the others."""
-    # (imported here: the encoding's inserter imports this module)
-    from eqsat.engines.egraph.encoding.schema import FACT_TAGS, INSERT_RULESET, NODE_REL
-
-    def fact(rel: str, var: str = "v") -> str:
-        return f'{NODE_REL} k "{FACT_TAGS[rel]}" s1 s2 {var} e1 e2 e3 e4'
-
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
-           "(relation Def (E))",
-           # the bounds and the never-Invalid facts load as node rows (FACT_TAGS); the
-           # late bounds (Inserter.late_bound) by these two rules alone (every run of a
-           # rule set builds all its rules anew)
+           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
+           # the late bounds (Inserter.late_bound) load by these two rules alone (every
+           # run of a rule set builds all its rules anew, and the insert rule set has
+           # one per constructor)
            f"(ruleset {LATE_RULESET})",
-           *[f"(rule (({fact(rel)})) ((set ({fn} (H k)) v) (delete ({fact(rel)}))) "
+           *[f"(rule (({rel} k v)) ((set ({fn} (H k)) v) (delete ({rel} k v))) "
              f':ruleset {rs} :name "{name}-{fn}")'
-             for rs, name in ((INSERT_RULESET, "insert"), (LATE_RULESET, "insert-late"))
+             for rs, name in (("insert", "insert"), (LATE_RULESET, "insert-late"))
              for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
            # and any interval of it (an empty one too) is vacuously true. Its own rule set,
@@ -386,8 +380,9 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
            f"(ruleset {ruleset}_check)",
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '
            f':ruleset {ruleset}_check :name "tripwire")']
-    out.append(f"(rule (({fact('RDef')})) ((Def (H k)) (delete ({fact('RDef')}))) "
-               f':ruleset {INSERT_RULESET} :name "insert-def")')
+    out.append("(relation RDef (i64))")
+    out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
+               ':name "insert-def")')
     parts = analysis_parts(ruleset, fixed, ext, only)
     bodies = {name: body for name, _i, body in ANALYSIS_RULES + ANALYSIS_FIXED_RULES}
     # each constructor's rules in a rule set of their own (a step runs those of the

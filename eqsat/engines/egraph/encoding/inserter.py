@@ -14,7 +14,6 @@ from eqsat.engines.egraph.encoding.schema import (
     _NODE_FMT,
     _UNION_TAG,
     CTOR_OP,
-    FACT_TAGS,
     I64_MAX,
     I64_MIN,
     INSERT_RULESET,
@@ -23,7 +22,6 @@ from eqsat.engines.egraph.encoding.schema import (
     SUB_RULESET,
     ArgTable,
     dt_name,
-    fact_line,
     int_const_value,
     int_scalar,
     load_part,
@@ -82,7 +80,6 @@ class Inserter:
         self.args = args
         self._dir = workdir or tempfile.mkdtemp(prefix="eqsat-egraph-", dir=_fast_tmp())
         self._rows: dict[str, list[str]] = {}
-        self._facts = 0  # the fact rows among the waiting NODE_REL rows (FACT_TAGS)
         self._next = 0
         self._memo: dict[tuple, int] = {}
         self.uop_handle: dict[int, int] = {}   # id(UOp) -> handle
@@ -130,7 +127,6 @@ class Inserter:
         self.reads = {}
         self.read_classes = None
         self._rows.clear()
-        self._facts = 0
         self._late.clear()
         self.ctors.clear()
         self._load_ctors.clear()
@@ -168,7 +164,7 @@ class Inserter:
     def pending_nodes(self) -> int:
         """How many e-node and union rows wait for :meth:`flush` (each makes at most one
         e-node; the fact rows make none)."""
-        return len(self._rows.get(NODE_REL, ())) - self._facts
+        return len(self._rows.get(NODE_REL, ()))
 
     @property
     def load_runs(self) -> int:
@@ -192,16 +188,11 @@ class Inserter:
         return k
 
     def fact(self, rel: str, fields: tuple[Any, ...]) -> None:
-        """Record one row of a fact relation (``RLo``, ``RHi``, ``RDef``: a
-        :data:`NODE_REL` row tagged as ``FACT_TAGS`` says; another relation its own
-        row); e-nodes and unions go to :data:`NODE_REL` through :meth:`node` and
-        :meth:`union`. A bound (``RLo``/``RHi``) outside i64 is not recorded: egglog's
-        column is an i64, and no row means no bound known, which is sound."""
+        """Record one row of a fact relation (``RLo``, ``RHi``, ``RDef``); e-nodes and
+        unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`. A bound
+        (``RLo``/``RHi``) outside i64 is not recorded: egglog's column is an i64, and no
+        row means no bound known, which is sound."""
         if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
-            return
-        if rel in FACT_TAGS:
-            self._node_line(fact_line(rel, *map(int, fields)))
-            self._facts += 1
             return
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
@@ -275,10 +266,10 @@ class Inserter:
         if hi is not None and not I64_MIN <= hi <= I64_MAX:
             hi = None
         if lo is not None:
-            self._late.setdefault(NODE_REL, []).append(fact_line("RLo", k, lo))
+            self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
             n += 1
         if hi is not None:
-            self._late.setdefault(NODE_REL, []).append(fact_line("RHi", k, hi))
+            self._late.setdefault("RHi", []).append(f"{k}\t{hi}")
             n += 1
         return n
 
@@ -321,7 +312,7 @@ class Inserter:
         for u in new:
             k = handle[id(u)]
             if u.op in _DEF_OPS and id(u) not in may_inv:
-                defs.append(fact_line("RDef", k))
+                defs.append(str(k))
             if not int_scalar(u.dtype):
                 continue
             lo, hi = u.vmin, u.vmax
@@ -329,13 +320,12 @@ class Inserter:
                 continue
             lo, hi = int(lo), int(hi)
             if I64_MIN <= lo <= hi <= I64_MAX:
-                los.append(fact_line("RLo", k, lo))
-                his.append(fact_line("RHi", k, hi))
-        for lines in (defs, los, his):
+                los.append(f"{k}\t{lo}")
+                his.append(f"{k}\t{hi}")
+        for rel, lines in (("RDef", defs), ("RLo", los), ("RHi", his)):
             if lines:
-                self._rows.setdefault(NODE_REL, []).extend(lines)
+                self._rows.setdefault(rel, []).extend(lines)
                 self.pending += len(lines)
-                self._facts += len(lines)
         return h
 
     def _encode(self, u: UOp, kids: list[int]) -> int:
@@ -395,8 +385,6 @@ class Inserter:
         if SUB_REL in rows:
             cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
             self._sub_ctors = set()
-        if rows is self._rows:
-            self._facts = 0
         rows.clear()
         return cmds
 

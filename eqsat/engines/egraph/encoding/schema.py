@@ -13,7 +13,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
 
 __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
-           "INSERT_RULESET", "load_part", "FACT_TAGS", "fact_line",
+           "INSERT_RULESET", "load_part",
            "ArgTable", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64",
            "uop_ctor", "int_const_value", "dt_name", "int_scalar"]
 
@@ -54,19 +54,6 @@ _SORT = {"S": "String", "I": "i64", "E": "E"}
 #: ``input`` command costs about as much as loading hundreds of rows.
 NODE_REL = "RNode"
 _UNION_TAG = "U"
-#: the facts that load as :data:`NODE_REL` rows too (one ``input`` command for all):
-#: relation -> tag. ``(RNode k "lo" "" "" v 0 0 0 0)`` sets ``(lo (H k))`` to ``v``,
-#: ``"hi"`` its ``hi``, ``(RNode k "def" ...)`` is ``(Def (H k))`` (the class is never
-#: Invalid); the rules are the analysis's (``analyses.analysis_program``)
-FACT_TAGS: dict[str, str] = {"RLo": "lo", "RHi": "hi", "RDef": "def"}
-
-
-def fact_line(rel: str, k: int, value: int = 0) -> str:
-    """The :data:`NODE_REL` row of the fact ``rel`` (a key of :data:`FACT_TAGS`) of
-    handle ``k`` (``value``: the bound of ``RLo``/``RHi``)."""
-    return f"{k}\t{FACT_TAGS[rel]}\t\t\t{value}\t0\t0\t0\t0"
-
-
 #: the relation of e-nodes to subsume: ``(RSub tag s1 s2 i e1 e2 e3 e4)`` is
 #: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
 SUB_REL = "RSub"
