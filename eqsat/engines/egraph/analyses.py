@@ -40,7 +40,8 @@ import re
 from eqsat.ir.dtype import dtypes
 from rules.lang import DTYPE_SETS
 
-__all__ = ["analysis_program", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES", "UnsoundError",
+__all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
+           "UnsoundError",
            "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
            "FIXED_ANALYSIS_DTYPES", "ALL_ANALYSIS", "dtype_table"]
 
@@ -319,6 +320,32 @@ def _fixed_dtypes() -> dict[str, frozenset[str]]:
 FIXED_ANALYSIS_DTYPES: dict[str, frozenset[str]] = _fixed_dtypes()
 
 
+def analysis_parts(ruleset: str = "analysis", fixed: bool = True,
+                   ext: frozenset[str] | set[str] = frozenset(),
+                   only: frozenset[str] | None = None
+                   ) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """The rule sets :func:`analysis_program` puts the interval rules in, one per
+    constructor and kind: kind (``"core"``, ``"ext"``, ``"fixed"``) -> ``(rule set,
+    constructor, its rules' names)``, in the rules' order. An interval rule matches
+    only e-nodes of its constructor (:func:`rule_ctor`): a round need not run those
+    of a constructor the e-graph has no e-node of."""
+    out: dict[str, list[tuple[str, str, list[str]]]] = {"core": [], "ext": [], "fixed": []}
+    index: dict[tuple[str, str], list[str]] = {}
+    for kind, rules in (("index", ANALYSIS_RULES),
+                        ("fixed", ANALYSIS_FIXED_RULES if fixed else [])):
+        for name, _identity, body in rules:
+            ctor = rule_ctor(body)
+            if only is not None and ctor not in only:
+                continue
+            k = kind if kind == "fixed" else "ext" if ctor in ext else "core"
+            names = index.get((k, ctor))
+            if names is None:
+                names = index[k, ctor] = []
+                out[k].append((f"{ruleset}_{k}_{ctor}", ctor, names))
+            names.append(name)
+    return out
+
+
 def analysis_program(ruleset: str = "analysis", fixed: bool = True,
                      ext: frozenset[str] | set[str] = frozenset(),
                      only: frozenset[str] | None = None) -> str:
@@ -336,7 +363,6 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
-           f"(ruleset {ruleset}_core)", f"(ruleset {ruleset}_ext)",
            "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
            # the late bounds (Inserter.late_bound) load by these two rules alone (every
            # run of a rule set builds all its rules anew, and the insert rule set has
@@ -357,16 +383,18 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     out.append("(relation RDef (i64))")
     out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
                ':name "insert-def")')
-    for name, _identity, body in ANALYSIS_RULES:
-        if only is not None and rule_ctor(body) not in only:
-            continue
-        part = "ext" if rule_ctor(body) in ext else "core"
-        out.append(f'(rule {body} :ruleset {ruleset}_{part} :name "{name}")')
-    out.append(f"(ruleset {ruleset}_fixed)")
-    for name, _identity, body in ANALYSIS_FIXED_RULES if fixed else ():
-        if only is not None and rule_ctor(body) not in only:
-            continue
-        out.append(f'(rule {body} :ruleset {ruleset}_fixed :name "{name}")')
+    parts = analysis_parts(ruleset, fixed, ext, only)
+    bodies = {name: body for name, _i, body in ANALYSIS_RULES + ANALYSIS_FIXED_RULES}
+    # each constructor's rules in a rule set of their own (a step runs those of the
+    # constructors the e-graph holds); ``<ruleset>_core``, ``_ext`` and ``_fixed`` combine
+    # them (with an empty one: a combination may have no part)
+    out.append(f"(ruleset {ruleset}_none)")
+    for kind in ("core", "ext", "fixed"):
+        for leaf, _ctor, names in parts[kind]:
+            out.append(f"(ruleset {leaf})")
+            out += [f'(rule {bodies[n]} :ruleset {leaf} :name "{n}")' for n in names]
+        leaves = " ".join(leaf for leaf, _c, _n in parts[kind])
+        out.append(f"(unstable-combined-ruleset {ruleset}_{kind} {ruleset}_none {leaves})")
     r = ruleset
     out += [f"(unstable-combined-ruleset {r} {r}_core {r}_ext)",
             f"(unstable-combined-ruleset {r}_all {r}_core {r}_ext {r}_fixed)",

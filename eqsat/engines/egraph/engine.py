@@ -64,13 +64,13 @@ from typing import Any
 
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import (
-    ALL_ANALYSIS,
     ANALYSIS_CTORS,
     CHECK_RULESET,
     FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
     TRIPWIRE,
     UnsoundError,
+    analysis_parts,
     analysis_program,
 )
 from eqsat.engines.egraph.computed import PassState, python_pass
@@ -173,11 +173,14 @@ class _EGraph:
     holds, and how long it took to build."""
 
     __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
-                 "base_sizes", "combined")
+                 "base_sizes", "combined", "pushed", "analysis")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
-                 build_seconds: float, base_sizes: dict[str, int]):
+                 build_seconds: float, base_sizes: dict[str, int],
+                 analysis: dict[str, list[tuple[str, str, list[str]]]]):
         self.egraph, self.args, self.ins = egraph, args, ins
+        #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
+        self.analysis = analysis
         self.kind, self.build_seconds = kind, build_seconds
         self.egg_iterations = 0
         #: table -> rows when built (the dtype facts): what a run's reset returns to
@@ -185,6 +188,9 @@ class _EGraph:
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Session._runnable`)
         self.combined: dict[tuple[str, ...], str] = {}
+        #: per ``(push)`` not yet popped, the combined rule sets declared before it
+        #: (this e-graph's and its inserter's; see :meth:`Session._cmd`)
+        self.pushed: list[tuple[dict, dict]] = []
 
     @property
     def fixed_width(self) -> bool:
@@ -216,10 +222,8 @@ def _fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     return fixed, fixed_analysis
 
 
-#: (an extension constructor was inserted, fixed-width analysis) -> the interval rule set
-_ANALYSIS_SETS: dict[tuple[bool, bool], str] = {
-    (False, False): "analysis_core", (True, False): "analysis",
-    (False, True): "analysis_core_fixed", (True, True): ALL_ANALYSIS}
+#: the name of the interval rules' rule sets (``analysis_program``)
+_ANALYSIS = "analysis"
 
 #: constructors every index input has, whose interval rules always run
 _ALWAYS_CORE = frozenset(("Cst", "G1"))
@@ -326,6 +330,8 @@ class Session:
                 self._parts.setdefault(ruleset, []).append((name, need))
             return name
 
+        #: rule set part -> the constructors its rules make (their right sides, actions)
+        self._makes: dict[str, frozenset[str]] = {}
         for r in self.native:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
@@ -343,6 +349,8 @@ class Session:
                     self._program_ctors.append(need)
                     ruleset = f"{ruleset}_mult"
                 name = part(ruleset, need)
+                self._makes[name] = self._makes.get(name, frozenset()).union(
+                    _CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
                 self._native_programs.append((name, t.program(name, key)))
                 self._program_ctors.append(need)
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
@@ -400,7 +408,7 @@ class Session:
         # a narrow e-graph never holds another constructor's rows (a run widens first):
         # their insertion and interval rules would only be built in every round
         only = NARROW_CTORS if kind == "narrow" else None
-        prog = [declarations(only), analysis_program("analysis", fixed=fixed_width,
+        prog = [declarations(only), analysis_program(_ANALYSIS, fixed=fixed_width,
                                                      ext=self._ext, only=only)]
         for base in ("native", FIXED_RULESET):
             prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
@@ -424,7 +432,9 @@ class Session:
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)
-        return _EGraph(egraph, args, Inserter(egraph, args), kind, secs, base)
+        return _EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, secs, base,
+                       analysis_parts(_ANALYSIS, fixed=fixed_width, ext=self._ext,
+                                      only=only))
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
@@ -458,7 +468,16 @@ class Session:
 
     # ---- egglog steps ---------------------------------------------------------
     def _cmd(self, text: str) -> list[Any]:
-        return self.egraph.run_program(*self.egraph.parse_program(text))
+        """Run egglog commands. A ``(push)`` or ``(pop)`` alone also saves or restores
+        which combined rule sets are declared (:meth:`_runnable`, ``Inserter``): those
+        declared in a pushed e-graph go with it at the pop."""
+        out = self.egraph.run_program(*self.egraph.parse_program(text))
+        cur = self._cur
+        if text == "(push)":
+            cur.pushed.append((dict(cur.combined), dict(cur.ins.combined)))
+        elif text == "(pop)" and cur.pushed:
+            cur.combined, cur.ins.combined = cur.pushed.pop()
+        return out
 
     def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
               why: str = "enodes") -> bool:
@@ -488,22 +507,21 @@ class Session:
         narrow = self._cur.kind == "narrow"
         if narrow and not self.ins.ctors <= NARROW_CTORS:
             raise _WidenError  # (a row this step would load; see _narrow_holds)
-        # the interval rules of the constructors only an insertion brings in (_ext) when
-        # one was inserted; the fixed-width ones too when an e-node of this run may need them
-        ext = not self._ext.isdisjoint(self.ins.ctors)
-        analysis = (f"(run {_ANALYSIS_SETS[ext, self._fixed_analysis]} {ANALYSIS_CAP})\n"
-                    f"(run {CHECK_RULESET} 1)\n"  # the tripwire, once the analysis settled
-                    "(print-size)")
         runs: list[str] = []  # the native rules' runs
+        made: set[str] = set()  # the constructors their rules make
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
             every = self._counted and self._mult_may_match(bases) and \
                 self._admit(bases, allow, why)
             for b in bases:
-                rs = self._runnable([b, f"{b}_mult"] if every else [b])
-                if rs is not None:
-                    runs.append(f"(run {rs} 1)")
+                parts = self._runnable_parts([b, f"{b}_mult"] if every else [b])
+                if parts:
+                    runs.append(f"(run {self._combined(parts)} 1)")
+                    made.update(*[self._makes[p] for p in parts])
+        analysis = (f"(run {self._analysis_set(made)} {ANALYSIS_CAP})\n"
+                    f"(run {CHECK_RULESET} 1)\n"  # the tripwire, once the analysis settled
+                    "(print-size)")
         ins = self.ins
         loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
         try:
@@ -546,7 +564,28 @@ class Session:
             raise _WidenError  # (a rule made another constructor's e-node)
         return changed
 
+    def _analysis_set(self, made: set[str]) -> str:
+        """The egglog rule set of this step's interval analysis: the interval rules
+        (``_EGraph.analysis``) of the constructors with rows in the e-graph (egglog's
+        sizes after the last step), recorded since the run began (``ins.ctors``) or
+        ``made`` by this step's native rules, combined. An interval rule matches its
+        own constructor's e-nodes only, so the analysis reaches the fixed point of all
+        the interval rules. The fixed-width ones run only when an e-node of this run
+        may need them; an extension constructor's (``analysis_ext``) only once one is
+        here, as every other."""
+        have = self.ins.ctors | made | {c for c, n in self._present.items() if n}
+        kinds = ("core", "ext", "fixed") if self._fixed_analysis else ("core", "ext")
+        of = self._cur.analysis
+        leaves = tuple(leaf for k in kinds for leaf, ctor, _ in of[k] if ctor in have)
+        return self._combined(leaves) if leaves else f"{_ANALYSIS}_none"
+
     def _runnable(self, rulesets: list[str]) -> str | None:
+        """:meth:`_runnable_parts` of ``rulesets`` combined (:meth:`_combined`); None
+        when there is none."""
+        parts = self._runnable_parts(rulesets)
+        return self._combined(parts) if parts else None
+
+    def _runnable_parts(self, rulesets: list[str]) -> tuple[str, ...]:
         """The egglog rule set of one round of ``rulesets`` in this step: the parts of
         them (``_parts``) whose constructors all have rows in the e-graph (egglog's sizes
         after the last step) or among the rows recorded since the run began
@@ -557,10 +596,12 @@ class Session:
         out stays in semi-naive step: a match it finds once it runs holds a row that is
         new then."""
         present, recorded = self._present, self.ins.ctors
-        parts = tuple(part for rs in rulesets for part, need in self._parts.get(rs, ())
-                      if all(c in recorded or present.get(c) for c in need))
-        if not parts:
-            return None
+        return tuple(part for rs in rulesets for part, need in self._parts.get(rs, ())
+                     if all(c in recorded or present.get(c) for c in need))
+
+    def _combined(self, parts: tuple[str, ...]) -> str:
+        """The rule set that runs the rule sets ``parts`` together, declared the first
+        time the current e-graph needs it."""
         combined = self._cur.combined
         name = combined.get(parts)
         if name is None:

@@ -25,7 +25,8 @@ relation ``RNode`` (``(RNode k "Add" "index" "" 0 a b 0 0)`` means ``(union (H k
 tab-separated file and loaded with egglog's ``input`` command, then applied by the
 ``insert`` rule set: thousands of nodes cost milliseconds, where one egglog command
 per node costs about a millisecond each (and one ``input`` command about as much as
-hundreds of rows: every constructor shares the one relation). ``RLo``/``RHi`` set
+hundreds of rows: every constructor shares the one relation); a load runs the
+insertion rules of the constructors its rows name only. ``RLo``/``RHi`` set
 interval facts, ``RDef`` marks never-Invalid classes.
 
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every

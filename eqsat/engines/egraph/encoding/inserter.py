@@ -16,6 +16,7 @@ from eqsat.engines.egraph.encoding.schema import (
     CTOR_OP,
     I64_MAX,
     I64_MIN,
+    INSERT_RULESET,
     NODE_REL,
     SUB_REL,
     SUB_RULESET,
@@ -23,6 +24,7 @@ from eqsat.engines.egraph.encoding.schema import (
     dt_name,
     int_const_value,
     int_scalar,
+    load_part,
     uop_ctor,
 )
 from eqsat.ir.ops import GroupOp, Ops
@@ -69,8 +71,12 @@ class Inserter:
     ``bound(k, lo, hi)``; ``flush()`` loads everything recorded so far.
     """
 
-    def __init__(self, egraph: bindings.EGraph, args: ArgTable, workdir: str | None = None):
+    def __init__(self, egraph: bindings.EGraph, args: ArgTable, workdir: str | None = None,
+                 loads: frozenset[str] | None = None):
         self.egraph = egraph
+        #: the constructors whose loading rules the e-graph holds (None: every one; as
+        #: ``schema.declarations``'s ``loads``)
+        self.loads = loads
         self.args = args
         self._dir = workdir or tempfile.mkdtemp(prefix="eqsat-egraph-", dir=_fast_tmp())
         self._rows: dict[str, list[str]] = {}
@@ -97,6 +103,14 @@ class Inserter:
         #: the constructors of the e-node rows recorded since the last restore (the
         #: engine runs the interval rules of the others only when one of them is here)
         self.ctors: set[str] = set()
+        #: the constructors of the e-node rows waiting to load, and of the e-nodes
+        #: waiting to be subsumed: a load runs their parts of the loading rule sets
+        #: (``schema.load_part``) and no other constructor's
+        self._load_ctors: set[str] = set()
+        self._sub_ctors: set[str] = set()
+        #: (loading rule set, constructors) -> the combined rule set declared for them
+        #: in this e-graph (:meth:`_load_set`)
+        self.combined: dict[tuple[str, frozenset[str]], str] = {}
         #: the classes a snapshot found holding a constant (their other operator
         #: e-nodes are subsumed: see Snapshot)
         self.const_classes: set[int] = set()
@@ -115,6 +129,8 @@ class Inserter:
         self._rows.clear()
         self._late.clear()
         self.ctors.clear()
+        self._load_ctors.clear()
+        self._sub_ctors.clear()
         self.const_classes = set()
         self.seeder = None
         self.pending = 0
@@ -189,6 +205,7 @@ class Inserter:
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
+        self._load_ctors.add(ctor)
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
@@ -227,6 +244,7 @@ class Inserter:
         """Record that the e-node ``(ctor fields...)`` (E fields are handles) is to be
         subsumed (loaded by the next flush, with the other rows)."""
         k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
+        self._sub_ctors.add(ctor)
         rows = self._rows.get(SUB_REL)
         if rows is None:
             rows = self._rows[SUB_REL] = []
@@ -236,6 +254,7 @@ class Inserter:
     def drop_subsumptions(self) -> None:
         """Forget the recorded rows that would subsume e-nodes (:meth:`subsume`)."""
         self.pending -= len(self._rows.pop(SUB_REL, ()))
+        self._sub_ctors.clear()
 
     def late_bound(self, k: int, lo: int | None, hi: int | None) -> int:
         """Record the bounds of class ``k`` (either may be None: not known) as rows
@@ -345,10 +364,12 @@ class Inserter:
         self.pending = 0
         return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
 
-    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = "insert"
+    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = INSERT_RULESET
                 ) -> list[str]:
         """Write ``rows`` (rel -> lines) to files; the commands that load them (none
-        when there are none) by a run of ``ruleset``, and ``rows`` emptied."""
+        when there are none) by a run of ``ruleset`` (of :data:`INSERT_RULESET`: with
+        the parts of the constructors the rows name, :meth:`_load_set`), and ``rows``
+        emptied."""
         if not rows:
             return []
         cmds = []
@@ -357,11 +378,33 @@ class Inserter:
             lines.append("")  # the last line's newline
             write_file(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
+        if ruleset == INSERT_RULESET:
+            ruleset = self._load_set(INSERT_RULESET, self._load_ctors, cmds)
+            self._load_ctors = set()
         cmds.append(f"(run {ruleset} 1)")
         if SUB_REL in rows:
-            cmds.append(f"(run {SUB_RULESET} 1)")
+            cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
+            self._sub_ctors = set()
         rows.clear()
         return cmds
+
+    def _load_set(self, base: str, ctors: set[str], cmds: list[str]) -> str:
+        """The rule set that loads rows of the constructors ``ctors`` by ``base``'s
+        rules: ``base`` combined with those constructors' parts
+        (``schema.load_part``), declared (a command appended to ``cmds``) the first time
+        this e-graph needs that combination. A constructor's rule matches only its own
+        rows, so the load is the one all of ``base``'s rules make."""
+        if self.loads is not None:
+            ctors = ctors & self.loads  # (another's rows have no rule: they stay unloaded)
+        if not ctors:
+            return base
+        key = (base, frozenset(ctors))
+        name = self.combined.get(key)
+        if name is None:
+            name = self.combined[key] = f"{base}_c{len(self.combined)}"
+            parts = " ".join(load_part(base, c) for c in sorted(ctors))
+            cmds.append(f"(unstable-combined-ruleset {name} {base} {parts})")
+        return name
 
     def close(self) -> None:
         """Remove the temporary files."""

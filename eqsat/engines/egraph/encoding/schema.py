@@ -13,6 +13,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
 
 __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
+           "INSERT_RULESET", "load_part",
            "ArgTable", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64",
            "uop_ctor", "int_const_value", "dt_name", "int_scalar"]
 
@@ -57,6 +58,18 @@ _UNION_TAG = "U"
 #: ``(subsume (tag ...))`` of the existing e-node with those fields (children as handles)
 SUB_REL = "RSub"
 SUB_RULESET = "subsume"
+#: the rule set of the insertion rules that name no constructor (unions, facts); each
+#: constructor's insertion rule, and its subsumption rule, is in a rule set of its own
+#: (:func:`load_part`), and a load runs the parts of the constructors its rows name
+#: combined with this one (``Inserter``): every run of a rule set builds and searches
+#: all its rules, and a load names a few of the constructors
+INSERT_RULESET = "insert"
+
+
+def load_part(base: str, ctor: str) -> str:
+    """The rule set of ``ctor``'s rule of the loading rule set ``base``
+    (:data:`INSERT_RULESET` or :data:`SUB_RULESET`)."""
+    return f"{base}_{ctor}"
 
 
 def _node_template(ctor: str) -> str:
@@ -87,20 +100,22 @@ def declarations(loads: Iterable[str] | None = None) -> str:
     out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
     for name, sig in CTORS.items():
         out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
-    out.append("(ruleset insert)")
+    out.append(f"(ruleset {INSERT_RULESET})")
     out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
     for name, sig in CTORS.items():
         if name not in load:
             continue
+        part = load_part(INSERT_RULESET, name)
+        out.append(f"(ruleset {part})")
         ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
         vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
         args = " ".join(f"(H {v})" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
         row = f'{NODE_REL} k "{name}" s1 s2 i e1 e2 e3 e4'
         out.append(f"(rule (({row})) ((union (H k) ({name} {args})) (delete ({row})))"
-                   f" :ruleset insert :name \"insert-{name}\")")
+                   f" :ruleset {part} :name \"insert-{name}\")")
     row = f'{NODE_REL} k "{_UNION_TAG}" s1 s2 i e1 e2 e3 e4'
     out.append(f'(rule (({row})) ((union (H k) (H e1)) (delete ({row}))) '
-               ':ruleset insert :name "insert-union")')
+               f':ruleset {INSERT_RULESET} :name "insert-union")')
     # RSub: subsume an existing e-node (its children named by handles), in a rule set of
     # its own run after the insertion's (a child may be a class this load names). The
     # RSub row stays: a run's reset deletes the subsumed e-node through it
@@ -108,9 +123,11 @@ def declarations(loads: Iterable[str] | None = None) -> str:
     out.append(f"(ruleset {SUB_RULESET})")
     out.append(f"(relation {SUB_REL} (String String String i64 i64 i64 i64 i64))")
     for name, row, kids, args in _sub_rows(load):
+        part = load_part(SUB_RULESET, name)
         query = " ".join([f"({row})", *kids, f"(= n ({name} {args}))"])
+        out.append(f"(ruleset {part})")
         out.append(f"(rule ({query}) ((subsume ({name} {args}))) "
-                   f':ruleset {SUB_RULESET} :name "subsume-{name}")')
+                   f':ruleset {part} :name "subsume-{name}")')
     return "\n".join(out)
 
 
