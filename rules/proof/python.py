@@ -626,8 +626,18 @@ def _bound_grid(comparisons: bool) -> Iterable[UOp]:
             yield p.alu(Ops.NOT)
 
 
-_baseline("cmp_by_bounds", lambda: _bound_grid(True), "tested-only", _BOUND_DOMAIN)
 _baseline("fold_const_by_bounds", lambda: _bound_grid(False), "tested-only", _BOUND_DOMAIN)
+
+
+# decisions by bounds run on UOps of symbolic bounds (rules.proof.bounds_sym)
+def _register_bounds() -> None:
+    from rules.proof.bounds_sym import SYMBOLIC, obligation
+
+    for name in SYMBOLIC:
+        register(name, obligation(name))
+
+
+_register_bounds()
 
 
 def _gcd_grid() -> Iterable[UOp]:
