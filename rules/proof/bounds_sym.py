@@ -38,7 +38,8 @@ from rules.proof.semantics import Val, check, fresh
 from rules.proof.symbolic import SymInt, explore, term
 from rules.proof.uops import Graphs, _keep
 
-__all__ = ["Leaves", "prove_shapes", "SYMBOLIC", "obligation", "rule_apply", "cmp_shapes"]
+__all__ = ["Leaves", "prove_shapes", "SYMBOLIC", "obligation", "rule_apply", "cmp_shapes",
+           "fold_shapes"]
 
 _F = z3.BoolVal(False)
 #: an atom's bounds: (unbounded below, unbounded above)
@@ -226,6 +227,22 @@ def _unary(ops: Iterable[Ops], tag: str, wrap: Callable[[UOp], UOp] | None = Non
     return out
 
 
+def _bools() -> list[tuple[str, Shape]]:
+    """Bool nodes over comparisons of atoms: each bool op, and NOT."""
+    out = []
+    for op in (Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.MIN, Ops.MUL, Ops.ADD):
+        def shape(lv: Leaves, op: Ops = op) -> UOp:
+            a0, a1, a2, a3 = (lv.var(f"a{i}") for i in range(4))
+            return _node(op, [a0.lt(a1), a2.lt(a3)])
+        out.append((f"bool {op.name}(a0 < a1, a2 < a3)", shape))
+
+    def neg(lv: Leaves) -> UOp:
+        a0, a1 = lv.var("a0"), lv.var("a1")
+        return _node(Ops.NOT, [a0.lt(a1)])
+    out.append(("bool NOT(a0 < a1)", neg))
+    return out
+
+
 def _nodes() -> list[tuple[str, Callable[[Leaves], UOp]]]:
     """One node of each integer op the analysis has a case for, over leaves of every
     bound kind: index binary and unary ops, an i8 op over casts of index atoms (its
@@ -272,6 +289,16 @@ def cmp_shapes() -> list[tuple[str, Shape]]:
     return out
 
 
+def fold_shapes() -> list[tuple[str, Shape]]:
+    """A variable atom; each node of :func:`_nodes` the rule's pattern takes; the bool
+    ops over comparisons."""
+    out: list[tuple[str, Shape]] = [("var", lambda lv: lv.var("a0"))]
+    out += [(label, node) for label, node in _nodes()
+            if not label.startswith(("cast", "where"))]
+    out += _bools()
+    return out
+
+
 _CMP_DOMAIN = ("op(u, v) for each comparison op, u, v a variable atom (bounds symbolic "
                "or infinite on either side) or a symbolic constant, as index, i8 (casts of "
                "index atoms) and bools (comparisons of atoms); node < c and c < node for "
@@ -279,11 +306,18 @@ _CMP_DOMAIN = ("op(u, v) for each comparison op, u, v a variable atom (bounds sy
                "MIN, NEG, NOT on index; on i8 wrapping; casts index->i8->index; WHERE; "
                "an operand a0 // a1 that may divide by 0) over such leaves; every path "
                "of the analysis and the rule")
+_FOLD_DOMAIN = ("a variable atom; op(u, v) for ADD, SUB, MUL, IDIV, MOD, MAX, MIN, unary "
+                "NEG, NOT, over leaves of symbolic or infinite bounds and symbolic "
+                "constants, as index and i8 (wrapping); an operand a0 // a1 that may "
+                "divide by 0; AND, OR, XOR, MAX, MIN, MUL, ADD and NOT of comparisons; "
+                "every path of the analysis and the rule")
+
 
 
 #: the rules proven this way: name -> (its shapes, their statement)
 SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
     "cmp_by_bounds": (cmp_shapes, _CMP_DOMAIN),
+    "fold_const_by_bounds": (fold_shapes, _FOLD_DOMAIN),
 }
 
 

@@ -14,6 +14,7 @@ from eqsat.ir.uop import UOp
 from rules.proof.bounds_sym import (
     SYMBOLIC,
     cmp_shapes,
+    fold_shapes,
     prove_shapes,
     rule_apply,
 )
@@ -30,7 +31,7 @@ def _pick(shapes: list, *labels: str) -> list:
 
 
 def test_the_converted_rules_have_the_symbolic_obligation() -> None:
-    assert set(SYMBOLIC) == {"cmp_by_bounds"}
+    assert set(SYMBOLIC) == {"cmp_by_bounds", "fold_const_by_bounds"}
     for name in SYMBOLIC:
         assert OBLIGATIONS[name].__qualname__.startswith("obligation")
 
@@ -40,6 +41,9 @@ def test_the_converted_rules_have_the_symbolic_obligation() -> None:
                                    f"index ADD({_B}, (True, False)) < c",
                                    f"where(a0 < a1, a2 {_B}, a3) < c",
                                    "bool NE(a0 < a1, a2 < a3)", f"i8 ADD({_B}, None) < c")),
+    ("fold_const_by_bounds", fold_shapes, ("var", f"index MAX({_B}, None)",
+                                           f"i8 SUB({_B}, {_B})",
+                                           "bool AND(a0 < a1, a2 < a3)")),
 ])
 def test_shapes_are_proven_on_every_path(name: str, shapes, labels) -> None:
     out = prove_shapes(name, rule_apply(name), _pick(shapes(), *labels), "", RLIMIT)
