@@ -23,6 +23,7 @@ operands whose bounds the analysis got right, which the node shapes prove op by 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -39,7 +40,7 @@ from rules.proof.symbolic import SymInt, explore, term
 from rules.proof.uops import Graphs, _keep
 
 __all__ = ["Leaves", "prove_shapes", "SYMBOLIC", "obligation", "rule_apply", "cmp_shapes",
-           "fold_shapes"]
+           "fold_shapes", "simplex_shapes"]
 
 _F = z3.BoolVal(False)
 #: an atom's bounds: (unbounded below, unbounded above)
@@ -313,11 +314,55 @@ _FOLD_DOMAIN = ("a variable atom; op(u, v) for ADD, SUB, MUL, IDIV, MOD, MAX, MI
                 "every path of the analysis and the rule")
 
 
+#: a term of a sum: how it is made from the leaves it takes
+_TERMS: dict[str, Callable[[Leaves, str, tuple[bool, bool]], UOp]] = {
+    "v": lambda lv, n, k: lv.var(n, *k),
+    "v*k": lambda lv, n, k: lv.var(n, *k) * lv.const(f"{n}_k"),
+    "k*v": lambda lv, n, k: lv.const(f"{n}_k") * lv.var(n, *k),
+    "r*k": lambda lv, n, k: UOp(Ops.RANGE, dtypes.index, (lv.var(f"{n}_end", *k),), 0)
+    * lv.const(f"{n}_k"),
+    "special": lambda lv, n, k: UOp(Ops.SPECIAL, dtypes.index, (lv.var(f"{n}_end", *k),), n),
+    "k": lambda lv, n, k: lv.const(n),
+    "v//k": lambda lv, n, k: lv.var(n, *k) // lv.const(f"{n}_k"),
+}
+#: a variable's bounds in a sum: symbolic, or unbounded above
+_SUM_KINDS = ((False, False), (False, True), (True, False))
+
+
+def simplex_shapes() -> list[tuple[str, Shape]]:
+    """``t0 + t1 < c`` for every pair of term kinds (a variable, ``v*k``, ``k*v``, a
+    range times ``k``, a SPECIAL, a constant, ``v//k``; each variable's bounds symbolic
+    or unbounded on one side; every ``k`` and ``c`` symbolic), and
+    ``v*k + k*v + r*k < c``."""
+    out = []
+    for (t0, t1) in itertools.product(_TERMS, repeat=2):
+        for k0, k1 in itertools.product(_SUM_KINDS, repeat=2):
+            if (t0 == "k" and k0 != _SUM_KINDS[0]) or (t1 == "k" and k1 != _SUM_KINDS[0]):
+                continue
+
+            def shape(lv: Leaves, t0: str = t0, t1: str = t1, k0: Any = k0,
+                      k1: Any = k1) -> UOp:
+                x = _TERMS[t0](lv, "a0", k0) + _TERMS[t1](lv, "a1", k1)
+                return x.lt(lv.const("c"))
+            out.append((f"{t0} {k0} + {t1} {k1} < c", shape))
+
+    def three(lv: Leaves) -> UOp:
+        x = _TERMS["v*k"](lv, "a0", (False, True)) + _TERMS["k*v"](lv, "a1", (False, False))
+        return (x + _TERMS["r*k"](lv, "a2", (False, False))).lt(lv.const("c"))
+    out.append(("v*k + k*v + r*k < c", three))
+    return out
+
+
+_SIMPLEX_DOMAIN = ("t0 + t1 < c for every pair of terms among a variable, v*k, k*v, "
+                   "RANGE(e)*k, SPECIAL(e), a constant and v//k (each variable's bounds "
+                   "symbolic or unbounded on one side, every k and c symbolic), and "
+                   "v*k + k*v + r*k < c; every path of the analysis and the rule")
 
 #: the rules proven this way: name -> (its shapes, their statement)
 SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
     "cmp_by_bounds": (cmp_shapes, _CMP_DOMAIN),
     "fold_const_by_bounds": (fold_shapes, _FOLD_DOMAIN),
+    "lt_simplex": (simplex_shapes, _SIMPLEX_DOMAIN),
 }
 
 

@@ -587,9 +587,9 @@ for _name, _gen, _sym in (("commutative_sort", _commutative, True),
 
 
 # ---------------------------------------------------------------------------
-# decisions by bounds: cmp_by_bounds and fold_const_by_bounds run on UOps of symbolic
-# bounds (rules.proof.bounds_sym); the others on a grid of bounds, each instance proven
-# for every value in them
+# decisions by bounds: cmp_by_bounds, fold_const_by_bounds and lt_simplex run on UOps
+# of symbolic bounds (rules.proof.bounds_sym); lt_gcd_fold and where_gate_given_valid on
+# a grid of bounds, each instance proven for every value in them
 def _register_bounds() -> None:
     from rules.proof.bounds_sym import SYMBOLIC, obligation
 
@@ -617,23 +617,6 @@ _GCD_DOMAIN = ("f*u + g*v (+ w) < k for u, v two of a [0,3], b [5,9], s [-4,-1],
                "of 16, (f, g) in (2,4), (4,6), (3,6), (2,2), (6,9), w in e [0,1], a, k in "
                "1-6, 8, 9, 12; each instance proven for every value of the variables")
 _baseline("lt_gcd_fold", _gcd_grid, "tested-only", _GCD_DOMAIN)
-
-
-def _simplex_grid() -> Iterable[UOp]:
-    a, s, e = UOp.var("a", 0, 3), UOp.var("s", -4, -1), UOp.var("e", 0, 1)
-    r = UOp.range(4, 0)
-    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
-    leaves = (a, s, e, r, a % c(2))
-    for u, v in itertools.permutations(leaves, 2):
-        for f, g in ((2, 3), (1, 2), (3, 1), (-1, 2)):
-            yield (u * c(f) + v * c(g)).alu(Ops.LT, c(1))
-            yield (u * c(f) + v * c(g) + r).alu(Ops.LT, c(1))
-
-
-_baseline("lt_simplex", _simplex_grid, "tested-only",
-          "f*u + g*v (+ r) < 1 for u, v two of a [0,3], s [-4,-1], e [0,1], a range of 4, "
-          "a%2 and (f, g) in (2,3), (1,2), (3,1), (-1,2); each instance proven for every "
-          "value of the variables")
 
 
 def _gate_grid() -> Iterable[UOp]:

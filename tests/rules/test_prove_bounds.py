@@ -5,9 +5,12 @@ its obligation with a counterexample."""
 
 from __future__ import annotations
 
+from functools import reduce
+
 import pytest
 
 import eqsat.ir.bounds as bounds
+import rules.compare
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
@@ -17,6 +20,7 @@ from rules.proof.bounds_sym import (
     fold_shapes,
     prove_shapes,
     rule_apply,
+    simplex_shapes,
 )
 from rules.proof.python import OBLIGATIONS
 from rules.proof.semantics import RLIMIT
@@ -31,7 +35,7 @@ def _pick(shapes: list, *labels: str) -> list:
 
 
 def test_the_converted_rules_have_the_symbolic_obligation() -> None:
-    assert set(SYMBOLIC) == {"cmp_by_bounds", "fold_const_by_bounds"}
+    assert set(SYMBOLIC) == {"cmp_by_bounds", "fold_const_by_bounds", "lt_simplex"}
     for name in SYMBOLIC:
         assert OBLIGATIONS[name].__qualname__.startswith("obligation")
 
@@ -44,6 +48,8 @@ def test_the_converted_rules_have_the_symbolic_obligation() -> None:
     ("fold_const_by_bounds", fold_shapes, ("var", f"index MAX({_B}, None)",
                                            f"i8 SUB({_B}, {_B})",
                                            "bool AND(a0 < a1, a2 < a3)")),
+    ("lt_simplex", simplex_shapes, (f"v*k {_B} + r*k (False, True) < c",
+                                    f"special {_B} + k {_B} < c", f"v//k {_B} + v {_B} < c")),
 ])
 def test_shapes_are_proven_on_every_path(name: str, shapes, labels) -> None:
     out = prove_shapes(name, rule_apply(name), _pick(shapes(), *labels), "", RLIMIT)
@@ -69,4 +75,22 @@ def test_an_off_by_one_in_the_analysis_fails(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(bounds._ARITH, Ops.ADD, lambda a, b: (add(a, b)[0] + 1, add(a, b)[1]))
     out = prove_shapes("cmp_by_bounds", rule_apply("cmp_by_bounds"),
                        _pick(cmp_shapes(), f"index ADD({_B}, {_B}) < c"), "", RLIMIT)
+    assert out.status == "failed" and "counterexample" in out.detail, out.detail
+
+
+def test_an_off_by_one_in_a_coefficient_test_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lt_simplex dropping a coefficient ``>= 0`` (should be ``> 0``): ``0*a + b < 1``
+    is not ``a + b < 1``."""
+    def simplex(x: UOp) -> UOp | None:
+        changed, out = False, []
+        for u in rules.compare.split_add(x):
+            if u.op is Ops.MUL and u.src[1].op is Ops.CONST and u.src[1].arg > -1:
+                changed, u = True, u.src[0]
+            if u.op not in rules.compare._IRREDUCIBLE or u.vmin < 0:
+                return None
+            out.append(u)
+        return reduce(lambda a, b: a + b, out) if changed else None
+    monkeypatch.setattr(rules.compare, "lt_simplex", simplex)
+    out = prove_shapes("lt_simplex", rule_apply("lt_simplex"),
+                       _pick(simplex_shapes(), f"v*k {_B} + v {_B} < c"), "", RLIMIT)
     assert out.status == "failed" and "counterexample" in out.detail, out.detail
