@@ -34,6 +34,7 @@ import z3
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
+from rules.proof.divmod_sym import _purified
 from rules.proof.laws import Outcome
 from rules.proof.semantics import Val, check, fresh
 from rules.proof.symbolic import SymInt, explore, term
@@ -108,17 +109,19 @@ def _prove_path(premise: list[Any], cond: Any, u: UOp, out: UOp, rlimit: int) ->
     own = z3.And(lhs.divz, *[z3.Not(g.value(s).divz) for s in u.src])
     claim = _keep(dataclasses.replace(lhs, divz=own), rhs)
     fs = [*premise, cond, *g.pre, z3.Not(claim)]
-    # z3's default solver (its model is a counterexample), on a tenth of the budget first;
-    # then nlsat (the products of symbolic bounds are nonlinear), whose "unsat" holds
-    # (it may read the integers as reals, a relaxation) and whose "sat" is not taken
-    for tactic, budget in ((None, rlimit // 10), ("nlsat", rlimit // 10), (None, rlimit)):
-        s = z3.Solver() if tactic is None else \
-            z3.Then("simplify", "purify-arith", "qfnra-nlsat").solver()
-        s.add(*fs)
+    # z3's default solver (its model is a counterexample), on a tenth of the budget first,
+    # then with the quotients named (C remainders of wrapped fixed-width values); then
+    # nlsat (the products of symbolic bounds are nonlinear), whose "unsat" holds (it may
+    # read the integers as reals, a relaxation) and whose "sat" is not taken
+    for tactic, budget in ((None, rlimit // 10), ("named", rlimit // 10),
+                           ("nlsat", rlimit // 10), (None, rlimit)):
+        s = z3.Then("simplify", "purify-arith", "qfnra-nlsat").solver() \
+            if tactic == "nlsat" else z3.Solver()
+        s.add(*(_purified(fs) if tactic == "named" else fs))
         r = check(s, budget)
         if r == z3.unsat:
             return None
-        if r == z3.sat and tactic is None:
+        if r == z3.sat and tactic != "nlsat":
             return f"counterexample: {s.model()}"
     return "z3 gave up"
 
