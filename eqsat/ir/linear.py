@@ -132,7 +132,13 @@ class Lin:
 
     def content(self) -> int:
         """gcd of the coefficients (0 for a constant)."""
-        return math.gcd(*(c for c, _ in self.terms)) if self.terms else 0
+        if not self.terms:
+            return 0
+        try:
+            return math.gcd(*(c for c, _ in self.terms))
+        except TypeError:  # a symbolic coefficient (the proofs): its type's gcd
+            cs = [c for c, _ in self.terms]
+            return next(type(c) for c in cs if _symbolic(c)).gcd(*cs)
 
     def content_all(self) -> int:
         """gcd of the coefficients and the constant (0 only for the zero form)."""

@@ -43,6 +43,9 @@ class Path:
         self.choices: list[bool] = []
         self.conds: list[Any] = []
         self.open: list[list[bool]] = []  # choice sequences of the paths not taken
+        #: (dividend, divisor) z3 ids -> the quotient of an exact division this path
+        #: assumed (:meth:`SymInt.gcd`): dividing the one by the other gives it
+        self.exact: dict[tuple[int, int], Any] = {}
         self._solver: Any = None  # the premise and the conditions so far (made on need)
 
     def _possible(self, cond: Any) -> bool:
@@ -79,6 +82,13 @@ class Path:
         if self._solver is not None:
             self._solver.add(self.conds[-1])
         return c
+
+    def assume(self, fact: Any) -> None:
+        """Add ``fact`` (a z3 bool that holds of the values taking this path: a
+        definition of a fresh variable) to the path condition; no choice."""
+        self.conds.append(fact)
+        if self._solver is not None:
+            self._solver.add(fact)
 
     def condition(self) -> Any:
         return z3.And(*self.conds) if self.conds else z3.BoolVal(True)
@@ -162,6 +172,9 @@ class SymInt:
     def _floordiv(a: Any, b: Any) -> SymInt:
         if _decide(b == 0):
             raise ZeroDivisionError("integer division or modulo by zero (symbolic)")
+        q = _CURRENT[-1].exact.get((a.get_id(), b.get_id())) if _CURRENT else None
+        if q is not None:  # a == b*q (assumed on this path), b != 0: a // b == q
+            return SymInt(q)
         # z3's integer division floors for a positive divisor; a//b == (-a)//(-b)
         return SymInt(z3.If(b > 0, a / b, (-a) / (-b)))
 
@@ -178,6 +191,24 @@ class SymInt:
     def __rmod__(self, o: Any) -> SymInt:
         a = term(o)
         return SymInt(a - self.t * self._floordiv(a, self.t).t)
+
+    @staticmethod
+    def gcd(*vs: Any) -> SymInt:
+        """``math.gcd(*vs)`` of ints and SymInts on the path being run: a fresh
+        ``g >= 0`` with every ``v == g*q_v`` (``q_v`` fresh) and ``g == 0`` exactly when
+        every ``v`` is 0, assumed on the path. The gcd is such a ``g`` (the largest):
+        the paths run cover its value. ``v // g`` and ``v % g`` then read ``q_v`` (an
+        exact division, no z3 division term)."""
+        path = _CURRENT[-1]
+        g = z3.FreshInt("g")
+        path.assume(g >= 0)
+        ts = [term(v) for v in vs]
+        for t in ts:
+            q = z3.FreshInt("q")
+            path.assume(t == g * q)
+            path.exact[(t.get_id(), g.get_id())] = q
+        path.assume((g == 0) == z3.And(*[t == 0 for t in ts]))
+        return SymInt(g)
 
     # ---- decisions --------------------------------------------------------
     def _cmp(self, o: Any, op: Callable[[Any, Any], Any], inf: Callable[[float], bool]) -> bool:

@@ -35,7 +35,7 @@ SLOW = ("invalid_into_cast", "nested_idiv",
         "idiv_of_mod_const", "mod_of_mod_multiple", "remove_nested_mod",
         "gcd_with_remainder", "divide_by_gcd", "factor_remainder",
         "nest_div_by_smallest_factor", "mod_self_range", "idiv_one_bucket",
-        "nested_idiv_offset", "lt_simplex")
+        "nested_idiv_offset", "canonical_sum", "lt_simplex")
 #: slow beyond a CI run's minutes (only the whole run proves them): minutes of a core
 #: each (docs/perf.md), which on the day of their turn doubled the prove test's time
 WHOLE_ONLY = ("cast_cast_widen_float", "idiv_drop_multiple_small", "idiv_drop_multiple")
@@ -82,8 +82,9 @@ def test_every_rule_is_proven_or_tested_and_none_fails(proof_run) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not WHOLE, reason="the share is of the whole registry: "
                     "EQSAT_PROVE_WHOLE=1")
-@pytest.mark.xfail(strict=True, reason="the div/mod core, the bounds grids and the "
-                   "e-graph's passes are tested over grids: 34 of 291 rules (docs/rules.md)")
+@pytest.mark.xfail(strict=True, reason="the div/mod core, the bounds grids and three "
+                   "of the e-graph's passes are tested over grids: 30 of 291 rules "
+                   "(docs/rules.md)")
 def test_tested_only_stays_under_a_tenth(proof_run) -> None:
     _rc, lines, _names = proof_run
     proven, tested, _failed = map(int, SUMMARY.match(lines[-1]).groups())

@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
+from eqsat.engines.egraph.encoding.snapshot import none_indices
 from eqsat.ir.ops import Ops
 from extraction.cost import reference_weight
 from extraction.extract import cheapest_first
@@ -108,6 +109,9 @@ class Weights:
         by_node.consts = dict(self.snap.consts)
         by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
         self._list = out
+        # from now on ``of(i)`` is ``out[i]``: the list's own item lookup, no method call
+        # (the rules and the focus search price e-nodes one at a time)
+        self.of = out.__getitem__  # type: ignore[method-assign]
         return out
 
     def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
@@ -209,19 +213,6 @@ class Weights:
             return float(self.model.node_cost(CTOR_OP[ctor], dtypes.index, None, kid_consts))
         except Exception:
             return NODE_WEIGHT.get(ctor, 1.0)
-
-
-def none_indices(lst: list) -> list[int]:
-    """The indices of the ``None`` items of ``lst``, ascending."""
-    found: list[int] = []
-    index = lst.index
-    i = -1
-    try:
-        while True:
-            i = index(None, i + 1)
-            found.append(i)
-    except ValueError:
-        return found
 
 
 def node_weight(n: Node) -> float:

@@ -5,7 +5,7 @@ snapshot's results for rows that did not change (see :mod:`..encoding`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import takewhile
 from operator import attrgetter, eq, itemgetter, truth
 from sys import intern
@@ -24,7 +24,8 @@ from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import const_value
 
-__all__ = ["E_POS", "Node", "Snapshot", "align_rows", "defined_classes", "decode_node"]
+__all__ = ["E_POS", "Node", "Snapshot", "align_rows", "defined_classes", "decode_node",
+           "none_indices"]
 
 
 #: constructor -> the positions of its e-class (``E``) fields, its children
@@ -47,16 +48,11 @@ _NONE: frozenset[int] = frozenset()
 _LOOKAHEAD = 8
 
 
-def align_rows(rows: list, last: list) -> list[int]:
-    """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
-    the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
-    deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
-    and added again): walking both lists, a row that differs from the last snapshot's
-    row at the same step is compared with the next :data:`_LOOKAHEAD` ones (the deleted
-    rows are skipped), else it is new. On the corpus this finds every row of the last
-    snapshot that is still there; comparing by place alone finds two thirds of them."""
+def _aligned(rows: list, last: list) -> Iterator[tuple[int, int, int]]:
+    """The walk of :func:`align_rows`, as runs ``(i, j, n)``: ``rows[i:i + n]`` equals
+    ``last[j:j + n]`` row for row, ascending in ``i`` and ``j`` (a row no run covers
+    is new)."""
     n, on = len(rows), len(last)
-    src = [-1] * n
     i = j = 0
     while i < n and j < on:
         # the run of equal rows from (i, j), compared in C
@@ -65,7 +61,7 @@ def align_rows(rows: list, last: list) -> list[int]:
         li.__setstate__(j)
         run = len(list(takewhile(truth, map(eq, ri, li))))
         if run:
-            src[i:i + run] = range(j, j + run)
+            yield i, j, run
             i += run
             j += run
             if i >= n or j >= on:
@@ -78,10 +74,36 @@ def align_rows(rows: list, last: list) -> list[int]:
                 break
             k += 1
         if k < stop:
-            src[i] = k
+            yield i, k, 1
             j = k + 1
         i += 1
+
+
+def align_rows(rows: list, last: list) -> list[int]:
+    """For each of a function's rows (``FrozenRow``, which compare in Rust), the index of
+    the equal row of the last snapshot, or -1. egglog keeps a table's rows in order,
+    deletes rows in place and adds rows at the end (a row a merge rewrites is deleted
+    and added again): walking both lists, a row that differs from the last snapshot's
+    row at the same step is compared with the next :data:`_LOOKAHEAD` ones (the deleted
+    rows are skipped), else it is new. On the corpus this finds every row of the last
+    snapshot that is still there; comparing by place alone finds two thirds of them."""
+    src = [-1] * len(rows)
+    for i, j, m in _aligned(rows, last):
+        src[i:i + m] = range(j, j + m)
     return src
+
+
+def none_indices(lst: list) -> list[int]:
+    """The indices of the ``None`` items of ``lst``, ascending (found in C)."""
+    found: list[int] = []
+    index = lst.index
+    i = -1
+    try:
+        while True:
+            i = index(None, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
 
 
 def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
@@ -90,14 +112,17 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
     the rows it had too (see :func:`align_rows`), None for the others and for the results
     that name a class in ``stale``; and the indices of the None ones. ``last``: that
     snapshot's ``(rows, results)``; ``kind``: what a result is, a ``"node"`` (Node), a
-    ``"pair"`` (class, value) or a ``"class"``."""
+    ``"pair"`` (class, value) or a ``"class"``. (A run of rows equal to the last
+    snapshot's takes its results as one slice.)"""
     n = len(rows)
     if last is None:
         return [None] * n, list(range(n))
     old = last[1]
     if kind not in ("", "node", "pair", "class"):
         raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
-    res = [None if k < 0 else old[k] for k in align_rows(rows, last[0])]
+    res: list = [None] * n
+    for i, j, m in _aligned(rows, last[0]):
+        res[i:i + m] = old[j:j + m]
     if stale:
         if kind == "node":
             res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
@@ -106,7 +131,7 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
             res = [t if t is not None and t[0] not in stale else None for t in res]
         elif kind == "class":
             res = [t if t not in stale else None for t in res]
-    return res, [i for i, t in enumerate(res) if t is None]
+    return res, none_indices(res)
 
 
 #: constructor -> the position of its dtype field (-1: none, a list cell)
@@ -152,6 +177,36 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
+
+
+def _kids_getter(pos: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """A function from an e-node's fields to its child classes (the fields at ``pos``)."""
+    if not pos:
+        return lambda fields: ()
+    if len(pos) == 1:
+        p = pos[0]
+        return lambda fields: (fields[p],)
+    return itemgetter(*pos)
+
+
+#: constructor -> its e-nodes' children from their fields (:attr:`Node.kids`)
+_KIDS_OF: dict[str, Callable[[tuple], tuple]] = {
+    name: _kids_getter(pos) for name, pos in E_POS.items()}
+_NEW_NODE = Node.__new__
+
+
+def _node_of(row: tuple) -> Node:
+    """``Node(*row, row=row)`` for a row ``(cls, ctor, fields, subsumed)``, without the
+    call's argument handling (a snapshot makes thousands of them)."""
+    n = _NEW_NODE(Node)
+    n.cls, ctor, fields, n.subsumed = row
+    n.ctor = ctor
+    n.fields = fields
+    n.kids = _KIDS_OF[ctor](fields)
+    d = _DTYPE_POS[ctor]
+    n.dtype = None if d < 0 else fields[d]
+    n.row = row
+    return n
 
 
 class Snapshot:
@@ -201,6 +256,7 @@ class Snapshot:
         # objects are immutable: the previous snapshots' are reused
         cache = inserter.node_cache
         cget = cache.get
+        new_node, node_of = _NEW_NODE, _node_of
         nodes: list[Node] = []
         raw: list[tuple[str, Any, list, bool]] = []
         csts: list[Node] = []  # the Cst e-nodes
@@ -232,8 +288,10 @@ class Snapshot:
                     else:
                         t = (c, name, (d, x, y), r.subsumed)
                         n = cget(t)
-                        if n is None:
-                            n = cache[t] = Node(*t, row=t)
+                        if n is None:  # (Node(*t, row=t), its fields known here)
+                            n = cache[t] = new_node(Node)
+                            n.cls, n.ctor, n.fields, n.subsumed, n.kids, n.dtype, n.row = \
+                                c, name, t[2], t[3], (x, y), d, t
                             made.append(n)
                         res[i] = n
             else:
@@ -267,7 +325,7 @@ class Snapshot:
                         t = (c, name, tuple(a), r.subsumed)
                         n = cget(t)
                         if n is None:
-                            n = cache[t] = Node(*t, row=t)
+                            n = cache[t] = node_of(t)
                             made.append(n)
                         res[i] = n
             fresh[name] = (rows, res)
@@ -326,7 +384,7 @@ class Snapshot:
                 t = (c, name, tuple(vals), sub)
                 n = cget(t)
                 if n is None:
-                    n = cache[t] = Node(*t, row=t)
+                    n = cache[t] = node_of(t)
                     made.append(n)
                 nodes.append(n)
                 if name == "Cst":
