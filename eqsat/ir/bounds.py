@@ -18,6 +18,7 @@ from eqsat.ir.semantics import (
     INDEX_SHIFT_LIMIT,
     compare,
     dtype_bounds,
+    exact,
     iv_add,
     iv_bits,
     iv_cast_bool,
@@ -92,7 +93,7 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
             if unbounded(x.vmin) or unbounded(x.vmax):
                 return dtype_bounds(dtype)
             return iv_wrap(dtype, math.trunc(x.vmin), math.trunc(x.vmax))
-        return iv_wrap(dtype, int(x.vmin), int(x.vmax)) if not (
+        return iv_wrap(dtype, exact(x.vmin), exact(x.vmax)) if not (
             unbounded(x.vmin) or unbounded(x.vmax)) else dtype_bounds(dtype)
 
     if op in GroupOp.Comparison:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from eqsat.ir.semantics import cdiv, cmod  # (re-exported: the rules' C division)
+from eqsat.ir.semantics import is_symbolic as _symbolic
 
 __all__ = ["Atom", "Num", "INF", "Lin", "Ctx", "LinBuilder", "cdiv", "cmod", "lin_bounds"]
 
@@ -22,13 +23,6 @@ Atom = Hashable
 T = TypeVar("T")
 Num = int | float
 INF = math.inf
-
-
-def _symbolic(v: object) -> bool:
-    """Whether ``v`` is a symbolic integer standing for an int (its class says
-    ``symbolic_int = True``): the proofs run the rules on forms whose coefficients,
-    constants and bounds are such values (``rules/proof/symbolic.py``)."""
-    return getattr(type(v), "symbolic_int", False)
 
 
 # ---------------------------------------------------------------------------

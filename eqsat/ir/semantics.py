@@ -89,6 +89,19 @@ INDEX_SHIFT_LIMIT = 4096
 
 # ---------------------------------------------------------------------------
 # integers
+def is_symbolic(v: object) -> bool:
+    """Whether ``v`` is a symbolic integer standing for an int (its class says
+    ``symbolic_int = True``): the proofs run the rules, and the interval analysis, on
+    such values (``rules/proof/symbolic.py``)."""
+    return getattr(type(v), "symbolic_int", False)
+
+
+def exact(v: Any) -> Any:
+    """``int(v)`` of an interval end or a constant (a bool is 0/1); a symbolic
+    integer stays itself."""
+    return v if is_symbolic(v) else int(v)
+
+
 def cdiv(a: int, b: int) -> int:
     """C integer division: truncate toward zero."""
     q = abs(a) // abs(b)
@@ -562,7 +575,7 @@ def iv_idiv_any(a: Interval) -> Interval:
 def _tdiv(x: Num, y: Num) -> Num:
     if unbounded(y):
         return 0  # (x over an unbounded divisor: the limit, 0)
-    return cdiv(int(x), int(y))
+    return cdiv(exact(x), exact(y))
 
 
 def iv_idiv_corners(a: Interval, b: Interval) -> Interval:
@@ -614,7 +627,7 @@ def iv_mod(a: Interval, b: Interval) -> Interval:
     :func:`iv_mod_range`."""
     y0, y1 = b
     if y0 == y1 and y0 != 0 and not (unbounded(y0) or unbounded(a[0]) or unbounded(a[1])):
-        r = iv_mod_bucket((int(a[0]), int(a[1])), int(y0))
+        r = iv_mod_bucket((exact(a[0]), exact(a[1])), exact(y0))
         if r is not None:
             return r
     return iv_mod_range(a, max(abs(y0), abs(y1)))

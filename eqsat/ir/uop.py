@@ -22,7 +22,7 @@ from typing import Any
 from eqsat.ir.bounds import compute_bounds
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.semantics import round_float, wrap
+from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
 
@@ -46,6 +46,12 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
         return bool(v)
     if s.is_float:
         return round_float(s, v)
+    if is_symbolic(v):  # (the proofs' symbolic integers: index keeps it, bools decide it)
+        if s.is_index:
+            return v
+        if s.is_int and s.min <= v <= s.max:
+            return v
+        raise IRError(f"no {dtype} constant of the symbolic {v!r} (outside the dtype)")
     if isinstance(v, float):
         if not math.isfinite(v):
             raise IRError(f"cannot make an integer constant of {v}")
@@ -63,6 +69,8 @@ def _arg_key(arg: Any) -> Any:
         return ("b", arg)
     if isinstance(arg, tuple):
         return tuple(_arg_key(a) for a in arg)
+    if is_symbolic(arg):  # no hash: keyed by identity (the node holds it alive)
+        return ("sym", id(arg))
     return arg
 
 

@@ -587,47 +587,17 @@ for _name, _gen, _sym in (("commutative_sort", _commutative, True),
 
 
 # ---------------------------------------------------------------------------
-# decisions by bounds: a grid of bounds, each instance proven for every value in them
-_BOUND_DOMAIN = ("op(u, v) for every ALU op and u, v in a [0,3], b [5,9], s [-4,-1], "
-                 "z [0,0], o [2,2], 0, 1, 4, -3, a%4, a//4, b//16, as index and as i8 "
-                 "(wrapping); each instance proven for every value of the variables")
+# decisions by bounds: cmp_by_bounds, fold_const_by_bounds and lt_simplex run on UOps
+# of symbolic bounds (rules.proof.bounds_sym); lt_gcd_fold and where_gate_given_valid on
+# a grid of bounds, each instance proven for every value in them
+def _register_bounds() -> None:
+    from rules.proof.bounds_sym import SYMBOLIC, obligation
+
+    for name in SYMBOLIC:
+        register(name, obligation(name))
 
 
-def _bound_atoms(dt: Any) -> list[UOp]:
-    a, b, s = UOp.var("a", 0, 3), UOp.var("b", 5, 9), UOp.var("s", -4, -1)
-    z, o = UOp.var("z", 0, 0), UOp.var("o", 2, 2)
-    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
-    xs = [a, b, s, z, o, c(0), c(1), c(4), c(-3), a % c(4), a // c(4), b // c(16)]
-    return xs if dt is dtypes.index else [x.cast(dt) for x in xs]
-
-
-_BOUND_BINARY = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.AND,
-                 Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR)
-
-
-def _bound_grid(comparisons: bool) -> Iterable[UOp]:
-    for dt in (dtypes.index, dtypes.i8):
-        xs = _bound_atoms(dt)
-        ops = sorted(GroupOp.Comparison, key=lambda o: o.value) if comparisons else \
-            _BOUND_BINARY
-        for op in ops:
-            if dt is dtypes.index and op in (Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR):
-                continue
-            for u in xs:
-                for v in xs:
-                    yield u.alu(op, v)
-        if not comparisons:
-            yield from xs
-            yield from (x.alu(Ops.NEG) for x in xs)
-    if not comparisons:
-        a, z = UOp.var("a", 0, 3), UOp.var("z", 0, 0)
-        for p in (a.lt(9), a.lt(0), z.lt(1), a.lt(9) & z.lt(1), a.lt(0) | z.lt(1)):
-            yield p
-            yield p.alu(Ops.NOT)
-
-
-_baseline("cmp_by_bounds", lambda: _bound_grid(True), "tested-only", _BOUND_DOMAIN)
-_baseline("fold_const_by_bounds", lambda: _bound_grid(False), "tested-only", _BOUND_DOMAIN)
+_register_bounds()
 
 
 def _gcd_grid() -> Iterable[UOp]:
@@ -647,23 +617,6 @@ _GCD_DOMAIN = ("f*u + g*v (+ w) < k for u, v two of a [0,3], b [5,9], s [-4,-1],
                "of 16, (f, g) in (2,4), (4,6), (3,6), (2,2), (6,9), w in e [0,1], a, k in "
                "1-6, 8, 9, 12; each instance proven for every value of the variables")
 _baseline("lt_gcd_fold", _gcd_grid, "tested-only", _GCD_DOMAIN)
-
-
-def _simplex_grid() -> Iterable[UOp]:
-    a, s, e = UOp.var("a", 0, 3), UOp.var("s", -4, -1), UOp.var("e", 0, 1)
-    r = UOp.range(4, 0)
-    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
-    leaves = (a, s, e, r, a % c(2))
-    for u, v in itertools.permutations(leaves, 2):
-        for f, g in ((2, 3), (1, 2), (3, 1), (-1, 2)):
-            yield (u * c(f) + v * c(g)).alu(Ops.LT, c(1))
-            yield (u * c(f) + v * c(g) + r).alu(Ops.LT, c(1))
-
-
-_baseline("lt_simplex", _simplex_grid, "tested-only",
-          "f*u + g*v (+ r) < 1 for u, v two of a [0,3], s [-4,-1], e [0,1], a range of 4, "
-          "a%2 and (f, g) in (2,3), (1,2), (3,1), (-1,2); each instance proven for every "
-          "value of the variables")
 
 
 def _gate_grid() -> Iterable[UOp]:

@@ -35,7 +35,7 @@ SLOW = ("invalid_into_cast", "nested_idiv",
         "idiv_of_mod_const", "mod_of_mod_multiple", "remove_nested_mod",
         "gcd_with_remainder", "divide_by_gcd", "factor_remainder",
         "nest_div_by_smallest_factor", "mod_self_range", "idiv_one_bucket",
-        "nested_idiv_offset", "canonical_sum")
+        "nested_idiv_offset", "canonical_sum", "lt_simplex")
 #: slow beyond a CI run's minutes (only the whole run proves them): minutes of a core
 #: each (docs/perf.md), which on the day of their turn doubled the prove test's time
 WHOLE_ONLY = ("cast_cast_widen_float", "idiv_drop_multiple_small", "idiv_drop_multiple")
