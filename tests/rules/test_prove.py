@@ -30,15 +30,16 @@ WHOLE = os.environ.get("EQSAT_PROVE_WHOLE") == "1"
 #: the rules whose proof takes over 8 s of a core (docs/perf.md): CI proves one a day
 SLOW = ("invalid_into_cast", "nested_idiv",
         "cast_cast_roundtrip", "cast_cast_widen", "cast_cast_in_range", "cast_into_where",
-        "mod_coef_reduce", "recombine_divmod_2", "cmp_by_bounds", "fold_const_by_bounds",
+        "mod_coef_reduce", "recombine_divmod_2",
         "idiv_small_offset", "idiv_large_offset", "fold_divmod_general", "gep_of_gep",
         "idiv_of_mod_const", "mod_of_mod_multiple", "remove_nested_mod",
         "gcd_with_remainder", "divide_by_gcd", "factor_remainder",
         "nest_div_by_smallest_factor", "mod_self_range", "idiv_one_bucket",
-        "nested_idiv_offset", "canonical_sum", "lt_simplex")
+        "nested_idiv_offset", "canonical_sum")
 #: slow beyond a CI run's minutes (only the whole run proves them): minutes of a core
 #: each (docs/perf.md), which on the day of their turn doubled the prove test's time
-WHOLE_ONLY = ("cast_cast_widen_float", "idiv_drop_multiple_small", "idiv_drop_multiple")
+WHOLE_ONLY = ("cast_cast_widen_float", "idiv_drop_multiple_small", "idiv_drop_multiple",
+              "cmp_by_bounds", "fold_const_by_bounds", "lt_simplex")
 
 
 def _chosen() -> list[str] | None:
@@ -82,9 +83,6 @@ def test_every_rule_is_proven_or_tested_and_none_fails(proof_run) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not WHOLE, reason="the share is of the whole registry: "
                     "EQSAT_PROVE_WHOLE=1")
-@pytest.mark.xfail(strict=True, reason="the div/mod core, the bounds grids and three "
-                   "of the e-graph's passes are tested over grids: 30 of 291 rules "
-                   "(docs/rules.md)")
 def test_tested_only_stays_under_a_tenth(proof_run) -> None:
     _rc, lines, _names = proof_run
     proven, tested, _failed = map(int, SUMMARY.match(lines[-1]).groups())
