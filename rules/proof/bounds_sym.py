@@ -369,6 +369,14 @@ SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
 }
 
 
+#: the rules of :data:`SYMBOLIC` whose symbolic run z3 does not settle to the end, and
+#: where: their obligation stays a grid (``rules/proof/python.py``, tested-only)
+UNSETTLED: dict[str, str] = {
+    "cmp_by_bounds": "z3 gives up (40 M units, every tactic) on paths of i8 MOD(a, b) < c "
+                     "with b's bounds negative",
+}
+
+
 def obligation(name: str) -> Callable[[int], Outcome]:
     """The proof obligation of the rule ``name`` (one of :data:`SYMBOLIC`)."""
     shapes, domain = SYMBOLIC[name]

@@ -30,7 +30,7 @@ WHOLE = os.environ.get("EQSAT_PROVE_WHOLE") == "1"
 #: the rules whose proof takes over 8 s of a core (docs/perf.md): CI proves one a day
 SLOW = ("invalid_into_cast", "nested_idiv",
         "cast_cast_roundtrip", "cast_cast_widen", "cast_cast_in_range", "cast_into_where",
-        "mod_coef_reduce", "recombine_divmod_2",
+        "mod_coef_reduce", "recombine_divmod_2", "cmp_by_bounds",
         "idiv_small_offset", "idiv_large_offset", "fold_divmod_general", "gep_of_gep",
         "idiv_of_mod_const", "mod_of_mod_multiple", "remove_nested_mod",
         "gcd_with_remainder", "divide_by_gcd", "factor_remainder",
@@ -39,7 +39,7 @@ SLOW = ("invalid_into_cast", "nested_idiv",
 #: slow beyond a CI run's minutes (only the whole run proves them): minutes of a core
 #: each (docs/perf.md), which on the day of their turn doubled the prove test's time
 WHOLE_ONLY = ("cast_cast_widen_float", "idiv_drop_multiple_small", "idiv_drop_multiple",
-              "cmp_by_bounds", "fold_const_by_bounds", "lt_simplex")
+              "fold_const_by_bounds", "lt_simplex")
 
 
 def _chosen() -> list[str] | None:
