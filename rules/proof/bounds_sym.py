@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,7 +36,7 @@ from eqsat.ir.uop import UOp
 from rules.proof.divmod_sym import _purified
 from rules.proof.laws import Outcome
 from rules.proof.semantics import Val, check, fresh
-from rules.proof.symbolic import SymInt, explore, term
+from rules.proof.symbolic import Case, SymInt, prove_paths, term
 from rules.proof.uops import Graphs, _keep
 
 __all__ = ["Leaves", "prove_shapes", "SYMBOLIC", "obligation", "rule_apply", "cmp_shapes",
@@ -130,36 +129,21 @@ def prove_shapes(name: str, apply: Callable[[UOp], UOp | None],
                  shapes: Iterable[tuple[str, Shape]], domain: str, rlimit: int) -> Outcome:
     """Run ``apply`` (the rule as the engine calls it) on every shape, every path, and
     prove each rewrite (see the module docstring)."""
-    t0 = time.perf_counter()
-    fired = paths = 0
-    for label, shape in shapes:
+    def case(label: str, shape: Shape) -> Case:
         premise: list[Any] = []
 
-        def run(shape: Shape = shape, premise: list[Any] = premise) -> Any:
+        def run() -> Any:
             premise.clear()
-            leaves = Leaves(premise)
-            u = shape(leaves)
+            u = shape(Leaves(premise))
             out = apply(u)
             return None if out is None or out is u else (u, out, list(premise))
-        try:
-            results = explore(premise, run, rlimit)
-        except Exception as e:  # the rule's (or the analysis's) code fails on a value
-            return Outcome(name, "failed", time.perf_counter() - t0,
-                           f"{label}: raised {type(e).__name__}: {e}")
-        paths += len(results)
-        for cond, r in results:
-            if r is None:
-                continue
-            fired += 1
+
+        def check(cond: Any, r: Any) -> str | None:
             u, out, pre = r
             bad = _prove_path(pre, cond, u, out, rlimit)
-            if bad is not None:
-                return Outcome(name, "failed", time.perf_counter() - t0,
-                               f"{label}: {u!r} -> {out!r} on the path {cond}: {bad}")
-    if not fired:
-        return Outcome(name, "failed", time.perf_counter() - t0, "no path fired the rule")
-    return Outcome(name, "proven", time.perf_counter() - t0,
-                   f"{fired} firing paths of {paths}: {domain}")
+            return None if bad is None else f"{u!r} -> {out!r}: {bad}"
+        return label, premise, run, check
+    return prove_paths(name, (case(label, shape) for label, shape in shapes), domain, rlimit)
 
 
 def rule_apply(name: str) -> Callable[[UOp], UOp | None]:

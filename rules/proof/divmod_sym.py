@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ import z3
 from eqsat.ir.linear import Lin
 from rules.proof.laws import Outcome
 from rules.proof.semantics import c_divmod, c_idiv, check
-from rules.proof.symbolic import SymInt, explore, term
+from rules.proof.symbolic import Case, SymInt, prove_paths, term
 
 __all__ = ["prove_divmod", "ZCtx", "linear_shapes", "made_shapes", "product_shapes",
            "SYMBOLIC", "obligation"]
@@ -281,36 +280,20 @@ def prove_divmod(name: str, fn: Callable[..., Any], ops: tuple[str, ...],
                  shapes: list[tuple[str, Shape]], domain: str, rlimit: int) -> Outcome:
     """Run ``fn(op, x, y, ctx)`` (a DivModRule's ``fn``) on every shape and op, every
     path, and prove each output (see the module docstring)."""
-    t0 = time.perf_counter()
-    fired = paths = 0
-    for label, shape in shapes:
-        for op in ops:
-            ctx, x, y = shape()
-            premise = list(ctx.premise)
+    def case(label: str, shape: Shape, op: str) -> Case:
+        ctx, x, y = shape()
 
-            def run(op: str = op, ctx: ZCtx = ctx, x: Lin = x, y: Lin = y) -> Any:
-                ctx.divisors = []
-                r = fn(op, x, y, ctx)
-                return None if r is None else (r, list(ctx.divisors))
-            try:
-                results = explore(premise, run, rlimit)
-            except Exception as e:  # the rule's code fails on a value of a shape
-                return Outcome(name, "failed", time.perf_counter() - t0,
-                               f"{op} on {label}: the rule raised {type(e).__name__}: {e}")
-            paths += len(results)
-            for cond, r in results:
-                if r is None:
-                    continue
-                fired += 1
-                ctx.divisors = r[1]
-                bad = _prove_path(ctx, cond, op, x, y, r[0], rlimit)
-                if bad is not None:
-                    return Outcome(name, "failed", time.perf_counter() - t0,
-                                   f"{op} on {label}, path {cond}: {bad}")
-    if not fired:
-        return Outcome(name, "failed", time.perf_counter() - t0, "no path fired the rule")
-    return Outcome(name, "proven", time.perf_counter() - t0,
-                   f"{fired} firing paths of {paths}: {domain}")
+        def run() -> Any:
+            ctx.divisors = []
+            r = fn(op, x, y, ctx)
+            return None if r is None else (r, list(ctx.divisors))
+
+        def check(cond: Any, r: Any) -> str | None:
+            ctx.divisors = r[1]
+            return _prove_path(ctx, cond, op, x, y, r[0], rlimit)
+        return f"{op} on {label}", list(ctx.premise), run, check
+    return prove_paths(name, (case(label, shape, op) for label, shape in shapes for op in ops),
+                       domain, rlimit)
 
 
 _LINEAR = ("x a linear form of 0-2 atoms, y a constant or f*d + k over an atom d; every "

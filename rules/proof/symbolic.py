@@ -19,12 +19,13 @@ run this way: it raises ``TypeError``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import z3
 
-__all__ = ["SymInt", "Path", "explore", "InfeasibleError"]
+__all__ = ["SymInt", "Path", "explore", "prove_paths", "InfeasibleError"]
 
 _CURRENT: list[Path] = []
 
@@ -273,3 +274,38 @@ def explore(premise: list[Any], run: Callable[[], Any], rlimit: int,
         if r is not InfeasibleError:
             out.append((p.condition(), r))
     return out
+
+
+#: one case of a symbolic proof: its label, its premise (a list ``run`` may extend), the
+#: code run on it (None where the rule does not fire), and the check of a firing path's
+#: result under that path's condition (None, or why it does not hold)
+Case = tuple[str, list[Any], Callable[[], Any], Callable[[Any, Any], "str | None"]]
+
+
+def prove_paths(name: str, cases: Iterable[Case], domain: str, rlimit: int) -> Any:
+    """Run every case on every path (:func:`explore`) and check each path where the rule
+    fires: the rule's :class:`~rules.proof.laws.Outcome`, failed at the first path that
+    does not hold, at code that raises, or when no path fires at all."""
+    from rules.proof.laws import Outcome
+
+    t0 = time.perf_counter()
+    fired = paths = 0
+    for label, premise, run, check in cases:
+        try:
+            results = explore(premise, run, rlimit)
+        except Exception as e:  # the rule's (or the analysis's) code fails on a value
+            return Outcome(name, "failed", time.perf_counter() - t0,
+                           f"{label}: the rule raised {type(e).__name__}: {e}")
+        paths += len(results)
+        for cond, r in results:
+            if r is None:
+                continue
+            fired += 1
+            bad = check(cond, r)
+            if bad is not None:
+                return Outcome(name, "failed", time.perf_counter() - t0,
+                               f"{label}, path {cond}: {bad}")
+    if not fired:
+        return Outcome(name, "failed", time.perf_counter() - t0, "no path fired the rule")
+    return Outcome(name, "proven", time.perf_counter() - t0,
+                   f"{fired} firing paths of {paths}: {domain}")
