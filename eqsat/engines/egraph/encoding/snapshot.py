@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from itertools import takewhile
-from operator import attrgetter, eq, itemgetter, truth
+from operator import attrgetter, eq, indexOf, itemgetter
 from sys import intern
 from typing import Any
 
@@ -56,11 +55,15 @@ def _aligned(rows: list, last: list) -> Iterator[tuple[int, int, int]]:
     n, on = len(rows), len(last)
     i = j = 0
     while i < n and j < on:
-        # the run of equal rows from (i, j), compared in C
+        # the run of equal rows from (i, j), compared in C: up to the first unequal
+        # pair, else to the end of the shorter list
         ri, li = iter(rows), iter(last)
         ri.__setstate__(i)
         li.__setstate__(j)
-        run = len(list(takewhile(truth, map(eq, ri, li))))
+        try:
+            run = indexOf(map(eq, ri, li), False)
+        except ValueError:
+            run = min(n - i, on - j)
         if run:
             yield i, j, run
             i += run
