@@ -38,7 +38,6 @@ _S_POS: dict[str, tuple[int, ...]] = {
 _I_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, c in enumerate(sig) if c == "I") for name, sig in CTORS.items()}
 _FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
 _ROW_OF = attrgetter("row")
 _NONE: frozenset[int] = frozenset()
 
@@ -113,23 +112,28 @@ def none_indices(lst: list) -> list[int]:
 def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | frozenset[int],
                kind: str = "") -> tuple[list, list[int]]:
     """For one function's rows (``FrozenRow``): the results the last snapshot had for
-    the rows it had too (see :func:`align_rows`), None for the others and, when
-    ``kind`` is ``"node"`` (a result is a :class:`Node`), for the results that name a
-    class in ``stale``; and the indices of the None ones. ``last``: that snapshot's
-    ``(rows, results)``; a result of another kind (``""``) names no class. (A run of
-    rows equal to the last snapshot's takes its results as one slice.)"""
+    the rows it had too (see :func:`align_rows`), None for the others and for the results
+    that name a class in ``stale``; and the indices of the None ones. ``last``: that
+    snapshot's ``(rows, results)``; ``kind``: what a result is, a ``"node"`` (Node), a
+    ``"pair"`` (class, value) or a ``"class"``. (A run of rows equal to the last
+    snapshot's takes its results as one slice.)"""
     n = len(rows)
     if last is None:
         return [None] * n, list(range(n))
     old = last[1]
-    if kind not in ("", "node"):
+    if kind not in ("", "node", "pair", "class"):
         raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
     res: list = [None] * n
     for i, j, m in _aligned(rows, last[0]):
         res[i:i + m] = old[j:j + m]
-    if stale and kind == "node":
-        res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
-               else None for t in res]
+    if stale:
+        if kind == "node":
+            res = [t if t is not None and t.cls not in stale and stale.isdisjoint(t.kids)
+                   else None for t in res]
+        elif kind == "pair":
+            res = [t if t is not None and t[0] not in stale else None for t in res]
+        elif kind == "class":
+            res = [t if t not in stale else None for t in res]
     return res, none_indices(res)
 
 
@@ -426,40 +430,37 @@ class Snapshot:
         self.classes = classes
         self.cls_of = cls_of
         self._handle_val = handle_val
-        # the analyses and Def keep their rows' egglog values (a row equal to the last
-        # snapshot's has the same value and output), named by class only here: a
-        # value's class may change between snapshots, the value does not
         self.lo: dict[int, int] = {}
         self.hi: dict[int, int] = {}
-        for name in ("lo", "hi"):
+        for name, table in (("lo", self.lo), ("hi", self.hi)):
             if name not in analyses or name not in funcs:
                 continue
             rows = funcs[name].rows
             last_rows = reads.get(name)
             if last_rows is None:
-                res = [(r.inputs[0], to_i64(r.output)) for r in rows]
+                res = [None if (c := get(r.inputs[0])) is None else (c, to_i64(r.output))
+                       for r in rows]
             else:
-                res, todo = _unchanged(last_rows, rows, _NONE)
+                res, todo = _unchanged(last_rows, rows, stale, "pair")
                 for i in todo:
                     r = rows[i]
-                    res[i] = (r.inputs[0], to_i64(r.output))
+                    c = get(r.inputs[0])
+                    if c is not None:
+                        res[i] = (c, to_i64(r.output))
             fresh[name] = (rows, res)
-            # class -> bound, in row order; a value without a class (no finite term) out
-            table = dict(zip(map(get, map(_FIRST, res)), map(_SECOND, res), strict=True))
-            table.pop(None, None)  # type: ignore[call-overload]
-            setattr(self, name, table)
+            table.update(filter(None, res))
         known: set[int] = set()
         if "Def" in funcs:
             rows = funcs["Def"].rows
             last_rows = reads.get("Def")
             if last_rows is None:
-                res = [r.inputs[0] for r in rows]
+                res = [get(r.inputs[0]) for r in rows]
             else:
-                res, todo = _unchanged(last_rows, rows, _NONE)
+                res, todo = _unchanged(last_rows, rows, stale, "class")
                 for i in todo:
-                    res[i] = rows[i].inputs[0]
+                    res[i] = get(rows[i].inputs[0])
             fresh["Def"] = (rows, res)
-            known = set(map(get, res))
+            known = set(res)
             known.discard(None)  # type: ignore[arg-type]
         inserter.reads = fresh
         inserter.read_classes = cls_of
