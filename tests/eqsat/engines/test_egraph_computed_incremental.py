@@ -420,3 +420,28 @@ def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
     finally:
         s._cmd("(pop)")
         s.ins.restore(saved)
+
+
+def test_recorder_emit_memo_is_what_emitting_again_gives(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # a term emitted again in a pass: the handle the memo gives is the one its key finds
+    # in the e-graph's e-nodes afresh, and emitting it afresh records no row, no handle
+    hits = [0]
+    plain = passes.Recorder.emit
+
+    def checked(self: Any, t: Any) -> int:
+        if isinstance(t, tuple) and t in self.emitted:
+            hits[0] += 1
+            memo, self.emitted = self.emitted, {}
+            rows, handles = self.ins.pending, self.ins.handles
+            try:
+                again = plain(self, t)
+            finally:
+                self.emitted = memo
+            assert again == memo[t]
+            assert (self.ins.pending, self.ins.handles) == (rows, handles)
+        return plain(self, t)
+
+    monkeypatch.setattr(passes.Recorder, "emit", checked)
+    optimize_many(_exprs(), cost_model="reference", budget=_BUDGET)
+    assert hits[0] > 0

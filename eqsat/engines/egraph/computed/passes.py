@@ -390,7 +390,7 @@ class Recorder:
     and counted per rule. ``union(cls, term, rule name)`` is what every step calls."""
 
     __slots__ = ("snap", "ins", "state", "res", "best", "height", "canon_h", "node_memo",
-                 "reach_memo", "cycle_of", "handle_of", "into")
+                 "reach_memo", "cycle_of", "handle_of", "into", "emitted")
 
     def __init__(self, snap: Snapshot, ins: Inserter, state: PassState, res: PassResult,
                  best: dict[int, int]):
@@ -407,6 +407,11 @@ class Recorder:
         self.cycle_of: dict[tuple[int, Term], bool] = {}
         self.handle_of: dict[Term, int] = {}
         self.into: dict[Term, int] = {}  # term -> the class its new root e-node went into
+        # a (sub)term emit() inserted or found this pass -> its handle: emitting it again
+        # finds the same key in node_memo (the classes are fixed within a pass, and
+        # node_memo's entries are only ever added), so the same handle, and records
+        # nothing; the rules' results share many subterms
+        self.emitted: dict[Term, int] = {}
 
     def __repr__(self) -> str:
         return f"<Recorder of {self.snap!r}: {len(self.handle_of)} terms>"
@@ -429,9 +434,15 @@ class Recorder:
         """Insert a pending term; its handle."""
         if isinstance(t, int):
             return self.canon_h(t)
+        h = self.emitted.get(t)
+        if h is not None:
+            return h
         key = self.node_key(t)
         h = self.node_memo.get(key)
-        return h if h is not None else self.ins.node(*key)
+        if h is None:
+            h = self.ins.node(*key)
+        self.emitted[t] = h
+        return h
 
     def emit_into(self, cls: int, t: Term) -> tuple[int, bool]:
         """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
