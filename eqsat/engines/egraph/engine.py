@@ -31,9 +31,11 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    iteration and the extraction are expected to take).
 
 Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
-matches multiply are counted first (their counting twins, in an egglog call of their
-own that also loads the rows) and left out for the rest of the run when what they would
-make does not fit; a step that takes the e-graph past the budget, or too far to read in
+matches multiply run when what they may make fits, bounded from the rows of the
+constructors their patterns name (``match_bounds``) or, where that bound does not fit,
+counted first (their counting twins, in an egglog call of their own that also loads the
+rows); they are left out for the rest of the run when what they would make does not
+fit; a step that takes the e-graph past the budget, or too far to read in
 the time left, ends the run, which extracts from its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
@@ -104,6 +106,7 @@ from eqsat.engines.egraph.schedules import (
     Limits,
     count_program,
     gc_paused,
+    match_bounds,
     multiplies,
     new_nodes,
     pattern_ctors,
@@ -314,6 +317,8 @@ class Session:
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self._mult_ctors: dict[int, frozenset[str]] = {}
+        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``)
+        self._mult_bounds: dict[int, list[tuple[str, ...]] | None] = {}
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self._present: dict[str, int] = {}
         #: rule set (``native``, ``native_mult``, ``native_fixed``, ...) -> its parts: each
@@ -343,6 +348,7 @@ class Session:
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
                     self._mult_ctors[i] = need
+                    self._mult_bounds[i] = match_bounds(t)
                     count = part(f"{ruleset}_count", need)
                     self._native_programs.append((count, t.fill(count_program(
                         t, count, f"{COUNT_FN}{i}"), key)))
@@ -497,10 +503,10 @@ class Session:
 
         ``allow``: how many e-nodes the step's multiplying rules may make, limited by
         ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
-        time left). A first egglog call loads the rows and counts those rules' new
-        matches (:meth:`_admit`: their counting twins run in lockstep with them, so
-        both see the same new matches); when they do not fit, the round runs without
-        them (``<set>`` alone, not with ``<set>_mult``), as every later one of the run does."""
+        time left). They run when their bound from the rows fits (:meth:`_apriori`);
+        else a first egglog call loads the rows and counts their new matches
+        (:meth:`_admit`); when they do not fit, the round runs without them (``<set>``
+        alone, not with ``<set>_mult``), as every later one of the run does."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -512,8 +518,8 @@ class Session:
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
-            every = self._counted and self._mult_may_match(bases) and \
-                self._admit(bases, allow, why)
+            every = self._counted and self._mult_may_match(bases) and (
+                self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
                 parts = self._runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
@@ -637,13 +643,38 @@ class Session:
                     return True
         return False
 
+    def _apriori(self, bases: list[str]) -> float:
+        """At most how many e-nodes this step's round of the multiplying rules of
+        ``bases`` makes, from the rows of the constructors their patterns name (the
+        e-graph's after the last step and those waiting to load): per rule, its
+        ``match_bounds`` times ``new_nodes``; infinity when a rule has no such bound."""
+        present, pending = self._present, self.ins.pending_ctors
+        total = 0.0
+        for b in bases:
+            for i, _, k in self._mult.get(b, ()):
+                if not all(present.get(c) or pending.get(c) for c in self._mult_ctors[i]):
+                    continue  # (a constructor it needs has no row: no match)
+                bounds = self._mult_bounds[i]
+                if bounds is None:
+                    return math.inf
+                total += k * min(math.prod(present.get(c, 0) + pending.get(c, 0)
+                                           for c in t) for t in bounds)
+        return total
+
     def _admit(self, bases: list[str], allow: float, why: str) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
         would make (one egglog call, which also loads the pending rows: the counting
         twins see what the rules will see); whether they fit ``allow``. When they do
         not, the multiplying rules are left out for the rest of the run (a rule that
         does not run falls out of lockstep with its twin) and ``held_back`` records
-        what each would have made."""
+        what each would have made.
+
+        A twin runs only here: after steps whose rules ran on their bound from the
+        rows (:meth:`_apriori`) without it, its count also holds the matches its rule
+        fired in those steps (semi-naive matching finds every match with a row newer
+        than the twin's last run). That over-counts, never under-counts: the step
+        stays within ``allow``, but may leave the rules out where a count in lockstep
+        would have let them run."""
         todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])]
         if not todo:
             return True

@@ -108,6 +108,9 @@ class Inserter:
         #: (``schema.load_part``) and no other constructor's
         self._load_ctors: set[str] = set()
         self._sub_ctors: set[str] = set()
+        #: constructor -> how many of the e-node rows waiting to load are its (each
+        #: makes at most one row of its table)
+        self.pending_ctors: dict[str, int] = {}
         #: (loading rule set, constructors) -> the combined rule set declared for them
         #: in this e-graph (:meth:`_load_set`)
         self.combined: dict[tuple[str, frozenset[str]], str] = {}
@@ -131,6 +134,7 @@ class Inserter:
         self.ctors.clear()
         self._load_ctors.clear()
         self._sub_ctors.clear()
+        self.pending_ctors.clear()
         self.const_classes = set()
         self.seeder = None
         self.pending = 0
@@ -206,6 +210,7 @@ class Inserter:
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
         self._load_ctors.add(ctor)
+        self.pending_ctors[ctor] = self.pending_ctors.get(ctor, 0) + 1
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
@@ -381,6 +386,7 @@ class Inserter:
         if ruleset == INSERT_RULESET:
             ruleset = self._load_set(INSERT_RULESET, self._load_ctors, cmds)
             self._load_ctors = set()
+            self.pending_ctors = {}
         cmds.append(f"(run {ruleset} 1)")
         if SUB_REL in rows:
             cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
