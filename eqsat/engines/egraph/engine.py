@@ -19,8 +19,9 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
 1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
    rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
    such a dtype), the bounds the last computed pass seeded for its e-nodes, the
-   interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
-   in one egglog call;
+   interval analysis to a fixed point -- all in one egglog call (the tripwire, which
+   panics on an empty interval, runs once a run, before its extraction: an empty
+   interval stays empty);
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
    (``Def``) computed and sent back for the native rules' guards, and the e-nodes
    that only feed the rules (one with its own class among its children, an operator
@@ -525,9 +526,12 @@ class Session:
                 if parts:
                     runs.append(f"(run {self._combined(parts)} 1)")
                     made.update(*[self._makes[p] for p in parts])
-        analysis = (f"(run {self._analysis_set(made)} {ANALYSIS_CAP})\n"
-                    f"(run {CHECK_RULESET} 1)\n"  # the tripwire, once the analysis settled
-                    "(print-size)")
+        # the tripwire (once the analysis settled) in an analysis-only step: a run's
+        # native steps leave it to the run's end (:meth:`_check`; an empty interval
+        # stays empty, as intervals only tighten and Def only grows)
+        check = not native
+        analysis = (f"(run {self._analysis_set(made)} {ANALYSIS_CAP})\n" +
+                    (f"(run {CHECK_RULESET} 1)\n" if check else "") + "(print-size)")
         ins = self.ins
         loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
         try:
@@ -537,19 +541,19 @@ class Session:
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
-        # [rows' insert] + the native runs + [late rows' insert] + the analysis + the
-        # tripwire, then the sizes; only the reports read are converted (the loading
+        # [rows' insert] + the native runs + [late rows' insert] + the analysis [+ the
+        # tripwire], then the sizes; only the reports read are converted (the loading
         # runs' are not), and of the analysis's only its iterations: every other run is
         # one iteration (``run ... 1``)
         self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
         self.step_size = sum(self._present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
-        if first + len(runs) + late + 2 != len(done):
+        if first + len(runs) + late + 1 + check != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
-                               f"{first + len(runs) + late + 2}")
+                               f"{first + len(runs) + late + 1 + check}")
         natives = [o.report for o in done[first:first + len(runs)]]
-        analysed = done[-2].report
+        analysed = done[-1 - check].report
         rounds = len(analysed.iterations)
         self.egg_iterations += len(done) - 1 + rounds
         if rounds >= ANALYSIS_CAP:
@@ -700,6 +704,18 @@ class Session:
         if self.held_for is None or why == "time":
             self.held_for = why
         return False
+
+    def _check(self) -> None:
+        """Run the tripwire over the run's e-graph (the rows since its last run: the
+        whole run's); an empty interval of a never-Invalid class raises the
+        :class:`UnsoundError` :meth:`_diagnose` gives."""
+        try:
+            self._cmd(f"(run {CHECK_RULESET} 1)")
+        except bindings.EggSmolError as e:
+            if TRIPWIRE in str(e):
+                raise self._diagnose() from None
+            raise
+        self.egg_iterations += 1
 
     def _diagnose(self) -> UnsoundError:
         snap = Snapshot(self.egraph, self.ins)
@@ -927,11 +943,15 @@ class Session:
             elif self.held_for and stop == "saturated":
                 stop = "enodes"  # rules were left out for the room: not saturated
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
+            last = not (stop == "memory" and snap is None) and not stale and \
+                bool(self.ins.pending or snap is None)
+            if not last:
+                self._check()  # (the last step checks in its own egglog call)
             if stop == "memory" and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
             else:
                 # bring the last results in (analysis only), then extract
-                if not stale and (self.ins.pending or snap is None):
+                if last:
                     with clock.phase(times, "last"):
                         self._step(False, matches)
                         snap = Snapshot(self.egraph, self.ins)
@@ -962,6 +982,18 @@ class Session:
             return outs, stats
         except _WidenError:
             clean = True  # (raised between egglog calls: the e-graph is consistent)
+            raise
+        except (UnsoundError, bindings.EggSmolError):
+            raise
+        except Exception as e:
+            # the tripwire runs once a run, before its extraction: a pass that failed on
+            # an e-graph with an empty interval reports the unsound union, not its symptom
+            try:
+                self._check()
+            except UnsoundError as u:
+                raise u from e
+            except bindings.EggSmolError:
+                pass
             raise
         finally:
             with clock.phase(times, "reset"):
