@@ -832,6 +832,7 @@ class Session:
         rss_peak = 0  # the most the run grew the resident set by, of the readings
         saved = self.ins.state()
         clean = False  # whether the run ended without an exception (see _reset)
+        final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
@@ -979,6 +980,7 @@ class Session:
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
                       "%.3f s", len(roots), it, stats["enodes"], stop, clock.elapsed())
             clean = True
+            final = None if stale else snap
             return outs, stats
         except _WidenError:
             clean = True  # (raised between egglog calls: the e-graph is consistent)
@@ -997,19 +999,24 @@ class Session:
             raise
         finally:
             with clock.phase(times, "reset"):
-                self._reset(saved, clean)
+                self._reset(saved, clean, final)
 
-    def _reset(self, saved: tuple, clean: bool) -> None:
+    def _reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
         tables a run writes, the subsumed e-nodes and then the handles; ``saved``: the
-        inserter's state before the run. When a row is left (a subsumed e-node whose
-        child has no handle), the run raised (not ``clean``: the e-graph may be
-        anywhere) or egglog failed a reset command, the e-graph is built afresh."""
+        inserter's state before the run; ``final``: a snapshot of the e-graph as the
+        run leaves it (its subsumed e-nodes are deleted through RSub rows recorded for
+        them, in the same load; without it they are read with ``freeze`` after a first
+        round). When a row is left (a subsumed e-node whose child has no handle), the
+        run raised (not ``clean``: the e-graph may be anywhere) or egglog failed a reset
+        command, the e-graph is built afresh."""
         ins = self.ins
         left: dict[str, int] = {}
         if clean:
             try:
                 ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+                if final is not None:
+                    self._record_subsumed_of(final)
                 # the rows still recorded load first: the handles a snapshot gave new
                 # classes are among them, and the deletions find children by handle
                 out = ins.flush(f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
@@ -1031,6 +1038,15 @@ class Session:
             log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
                       left or "(it raised)")
             self._rebuild()
+
+    def _record_subsumed_of(self, snap: Snapshot) -> None:
+        """Record an RSub row naming every subsumed e-node of ``snap`` (a snapshot of
+        the e-graph as it is now; its classes are named by handle), for the
+        :data:`RESET_SUBSUMED` rule set to delete; not for subsuming (they are)."""
+        forget = self.ins.forget
+        for n in snap.nodes:
+            if n.subsumed and n.ctor in SUBSUMABLE:
+                forget(n.ctor, n.fields)
 
     def _record_subsumed(self, tables: Iterable[str]) -> bool:
         """Record an RSub row (``Inserter.subsume``) for every subsumed e-node of

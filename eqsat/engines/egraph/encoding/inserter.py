@@ -174,7 +174,7 @@ class Inserter:
     def load_runs(self) -> int:
         """How many run reports loading the waiting rows gives (before ``extra``'s): a
         ``(run insert 1)``, and a ``(run subsume 1)`` when e-nodes wait to be subsumed."""
-        return 0 if not self._rows else 2 if SUB_REL in self._rows else 1
+        return 0 if not self._rows else 2 if self._sub_ctors else 1
 
     @property
     def has_late(self) -> bool:
@@ -250,6 +250,17 @@ class Inserter:
         subsumed (loaded by the next flush, with the other rows)."""
         k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         self._sub_ctors.add(ctor)
+        rows = self._rows.get(SUB_REL)
+        if rows is None:
+            rows = self._rows[SUB_REL] = []
+        rows.append(k)
+        self.pending += 1
+
+    def forget(self, ctor: str, fields: tuple[Any, ...]) -> None:
+        """Record an RSub row naming the subsumed e-node ``(ctor fields...)`` (E fields
+        are handles) for a run's reset to delete (:mod:`..reset`); unlike
+        :meth:`subsume`, its load runs no subsumption."""
+        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         rows = self._rows.get(SUB_REL)
         if rows is None:
             rows = self._rows[SUB_REL] = []
@@ -388,7 +399,7 @@ class Inserter:
             self._load_ctors = set()
             self.pending_ctors = {}
         cmds.append(f"(run {ruleset} 1)")
-        if SUB_REL in rows:
+        if SUB_REL in rows and self._sub_ctors:  # (else its rows only name, see forget)
             cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
             self._sub_ctors = set()
         rows.clear()
