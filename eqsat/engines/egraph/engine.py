@@ -318,7 +318,9 @@ class Session:
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self._mult_ctors: dict[int, frozenset[str]] = {}
-        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``)
+        #: multiplying rule -> its egglog rule, and its bound on the matches from the
+        #: rows (``match_bounds``; found when an e-graph that holds it is built)
+        self._mult_rules: dict[int, ERule] = {}
         self._mult_bounds: dict[int, list[tuple[str, ...]] | None] = {}
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self._present: dict[str, int] = {}
@@ -349,7 +351,7 @@ class Session:
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
                     self._mult_ctors[i] = need
-                    self._mult_bounds[i] = match_bounds(t)
+                    self._mult_rules[i] = t
                     count = part(f"{ruleset}_count", need)
                     self._native_programs.append((count, t.fill(count_program(
                         t, count, f"{COUNT_FN}{i}"), key)))
@@ -436,6 +438,10 @@ class Session:
         base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
         for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
             egraph.run_program(*egraph.parse_program(cmd))
+        for rs in ("native", FIXED_RULESET) if fixed_width else ("native",):
+            for i, _, _ in self._mult.get(rs, ()):
+                if i not in self._mult_bounds:
+                    self._mult_bounds[i] = match_bounds(self._mult_rules[i])
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)

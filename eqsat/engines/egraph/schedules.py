@@ -335,13 +335,22 @@ def _vars(t: Any, out: set[str]) -> set[str]:
     return out
 
 
+#: the most constructors a bound of :func:`match_bounds` multiplies (a product of more
+#: row counts is too large to admit a step by), and of a pattern of more than
+#: :data:`SMALL_PATTERN` atoms one less (the choices to try grow as the atoms cubed)
+MAX_BOUND_FACTORS = 3
+SMALL_PATTERN = 7
+
+
 def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
     """How many matches a native rule may have at most, from the row counts of the
     constructors its pattern names: a list of constructor tuples, each such that
     choosing one e-node of each constructor in it (of the pattern's atoms) fixes
     the whole match, so the matches are at most the product of those constructors'
     row counts (the least product over the list is the bound). None when no such
-    bound was found (a general rule, or a guard that binds a variable by a relation).
+    bound of at most :data:`MAX_BOUND_FACTORS` constructors was found (one less for a
+    pattern of more than :data:`SMALL_PATTERN` atoms), for a general rule, or for a
+    guard that binds a variable by a relation.
 
     An atom is fixed once chosen; once its class and fields are known (an e-graph
     holds one e-node per constructor and arguments: every child's class fixed and
@@ -386,44 +395,54 @@ def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
                 continue
         guards.append((None, _vars(g, set())))
     n = len(atoms)
+    # bit masks: atoms by index, variables by their order of appearance
+    var_bit: dict[str, int] = {}
 
-    def fixes(chosen: tuple[int, ...]) -> bool:
-        fixed = set(chosen)
-        known = set(chosen)  # the atoms whose class is known
-        bound: set[str] = set()  # the variables bound (classes and fields)
+    def vmask(names: Any) -> int:
+        m = 0
+        for v in names:
+            m |= var_bit.setdefault(v, 1 << len(var_bit))
+        return m
+
+    kids = [sum(1 << x for x in set(args) if isinstance(x, int)) for _, args in atoms]
+    fields = [vmask(x for x in args if isinstance(x, str) and not _literal(x))
+              for _, args in atoms]
+    cst = [ctor == "Cst" for ctor, _ in atoms]
+    binds = [(vmask([v]), vmask(need)) for v, need in guards if v is not None]
+    every = vmask(v for _, need in guards for v in need)
+    whole = (1 << n) - 1
+
+    def fixes(chosen: int) -> bool:
+        fixed = known = chosen
+        bound = 0
+        for i in range(n):
+            if chosen >> i & 1:
+                known |= kids[i]
+                bound |= fields[i]
         changed = True
         while changed:
             changed = False
-            for i in list(fixed):
-                for x in atoms[i][1]:
-                    if isinstance(x, int):
-                        if x not in known:
-                            known.add(x)
-                            changed = True
-                    elif not _literal(x) and x not in bound:
-                        bound.add(x)
-                        changed = True
-            for v, need in guards:
-                if v is not None and v not in bound and need <= bound:
-                    bound.add(v)
+            for v, need in binds:
+                if need & bound == need:
+                    bound |= v
+            for i in range(n):
+                if not fixed >> i & 1 and ((cst[i] and known >> i & 1) or (
+                        kids[i] & known == kids[i] and fields[i] & bound == fields[i])):
+                    fixed |= 1 << i
+                    known |= kids[i] | 1 << i
+                    bound |= fields[i]
                     changed = True
-            for i, (ctor, args) in enumerate(atoms):
-                if i in fixed:
-                    continue
-                if (ctor == "Cst" and i in known) or all(
-                        x in known if isinstance(x, int) else _literal(x) or x in bound
-                        for x in args):
-                    fixed.add(i)
-                    known.add(i)
-                    changed = True
-        return len(fixed) == n and all(need <= bound for _, need in guards)
+        return fixed == whole and every & bound == every
 
-    best: list[tuple[int, ...]] = []
-    for size in range(1, n + 1):
-        for chosen in combinations(range(n), size):
-            if any(set(b) <= set(chosen) for b in best):
+    best: list[int] = []
+    most = MAX_BOUND_FACTORS - (n > SMALL_PATTERN)
+    for size in range(1, min(n, most) + 1):
+        for atoms_chosen in combinations(range(n), size):
+            chosen = sum(1 << i for i in atoms_chosen)
+            if any(b & chosen == b for b in best):
                 continue  # (a subset fixes the match already: this one bounds no better)
             if fixes(chosen):
                 best.append(chosen)
     # (as constructors: two choices of atoms of the same constructors bound alike)
-    return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in b)) for b in best)) or None
+    return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in range(n) if b >> i & 1))
+                              for b in best)) or None
