@@ -796,6 +796,8 @@ def _prove_rules(args: argparse.Namespace) -> int:
     names = [n for n in (args.rule or "").split(",") if n] or None
     if args.rlimit is not None and args.rlimit <= 0:
         raise CLIError(f"--rlimit must be positive, got {args.rlimit}")
+    if args.jobs < 1:
+        raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
     outcomes = []
     try:
         for o in prove(args.engine, names, args.rlimit or RLIMIT, args.jobs, _PROOF_SETUP):
@@ -970,7 +972,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "exit status 1 when a proof fails")
     s.add_argument("--rule", metavar="NAME[,NAME]", help="with --prove: these rules only")
     s.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="with --prove: N processes prove rules side by side (default 1)")
+                   help="with --prove: N processes prove rules side by side (default 1; "
+                        "each rule in a process of its own either way)")
     s.add_argument("--rlimit", type=int, default=None, metavar="N",
                    help="with --prove: z3 resource units one query may take (a count of "
                         "z3's steps, not seconds: the verdict does not depend on the "

@@ -100,6 +100,10 @@ def entries(engine: str | None = None) -> list[Entry]:
 
 _WORK: dict[str, Entry] = {}
 
+#: the modules every proof process starts with (the rest load as a proof needs them)
+_PRELOAD = ("z3", "rules", "rules.proof.laws", "rules.proof.python", "rules.proof.semantics",
+            "rules.proof.symbolic", "rules.proof.registry")
+
 
 def _init_worker(engine: str | None, setup: tuple[str, ...]) -> None:
     import importlib
@@ -118,9 +122,16 @@ def prove(engine: str | None = None, names: list[str] | None = None,
           rlimit: int = RLIMIT, jobs: int = 1, setup: tuple[str, ...] = ()
           ) -> Iterator[Outcome]:
     """The outcome of each rule's proof, in registry order (``names``: those only; an
-    unknown name raises ValueError). ``jobs`` processes prove rules side by side (fresh
-    interpreters, each importing the modules of ``setup`` first: the e-graph cannot
-    be forked)."""
+    unknown name raises ValueError).
+
+    Each rule is proven in a process of its own, forked from one server process that
+    imported z3, the rules and the modules of ``setup`` (the modules that register
+    obligations) and proved nothing: z3's search depends on the terms its context
+    already holds (their order, its caches), so a rule proven after others in one
+    process could give up where it is proven alone. Forked from the same state, every
+    rule gets the same verdict whatever ran before it, with any ``jobs`` (how many
+    processes prove side by side). ``jobs=0`` proves in this process, in turn (a
+    verdict may then depend on what was proven before it)."""
     es = entries(engine)
     if names:
         known = {e.name for e in es}
@@ -128,14 +139,18 @@ def prove(engine: str | None = None, names: list[str] | None = None,
         if bad:
             raise ValueError(f"unknown rule {', '.join(bad)} (see 'eqsat rules')")
         es = [e for e in es if e.name in names]
-    if jobs <= 1 or len(es) < 2:
+    if jobs <= 0:
         for e in es:
             yield e.prove(rlimit)
         return
     import multiprocessing
 
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(min(jobs, len(es)), _init_worker, (engine, setup)) as pool:
+    # a fork server, not this process: the server holds no e-graph (egglog's cannot be
+    # forked) and no z3 term a proof made
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(_PRELOAD + setup))
+    with ctx.Pool(max(1, min(jobs, len(es))), _init_worker, (engine, setup),
+                  maxtasksperchild=1) as pool:
         yield from pool.imap(_prove_one, [(e.name, rlimit) for e in es])
 
 
