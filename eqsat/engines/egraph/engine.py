@@ -71,6 +71,7 @@ from eqsat.engines.egraph.analyses import (
     CHECK_RULESET,
     FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
+    LATE_RULESET,
     TRIPWIRE,
     UnsoundError,
     analysis_parts,
@@ -536,18 +537,23 @@ class Session:
         # native steps leave it to the run's end (:meth:`_check`; an empty interval
         # stays empty, as intervals only tighten and Def only grows)
         check = not native
-        analysis = (f"(run {self._analysis_set(made)} {ANALYSIS_CAP})\n" +
-                    (f"(run {CHECK_RULESET} 1)\n" if check else "") + "(print-size)")
         ins = self.ins
-        loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
+        loaded = ins.load_runs  # (run insert 1) [+ (run subsume 1)]
+        # the late rows (the bounds the last pass seeded) load between the native rules
+        # and the analysis: their rules run in the analysis's first round (one run less;
+        # the analysis reaches the same fixed point, its rules being monotone). A pass
+        # seeds bounds only for the e-nodes it records, so a step after a pass that
+        # recorded nothing has none, and its ``step_updated`` is the analysis's alone
+        analysis = (f"(run {self._analysis_set(made, ins.has_late)} {ANALYSIS_CAP})\n" +
+                    (f"(run {CHECK_RULESET} 1)\n" if check else "") + "(print-size)")
         try:
-            out = ins.flush("\n".join(runs), analysis)
+            out = ins.flush("\n".join(runs), analysis, late_run=False)
         except bindings.EggSmolError as e:
             if TRIPWIRE in str(e):
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
-        # [rows' insert] + the native runs + [late rows' insert] + the analysis [+ the
+        # [rows' insert] + the native runs + the analysis (with the late rows') [+ the
         # tripwire], then the sizes; only the reports read are converted (the loading
         # runs' are not), and of the analysis's only its iterations: every other run is
         # one iteration (``run ... 1``)
@@ -555,9 +561,9 @@ class Session:
         self.step_size = sum(self._present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
-        if first + len(runs) + late + 1 + check != len(done):
+        if first + len(runs) + 1 + check != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
-                               f"{first + len(runs) + late + 1 + check}")
+                               f"{first + len(runs) + 1 + check}")
         natives = [o.report for o in done[first:first + len(runs)]]
         analysed = done[-1 - check].report
         rounds = len(analysed.iterations)
@@ -580,7 +586,7 @@ class Session:
             raise _WidenError  # (a rule made another constructor's e-node)
         return changed
 
-    def _analysis_set(self, made: set[str]) -> str:
+    def _analysis_set(self, made: set[str], late: bool = False) -> str:
         """The egglog rule set of this step's interval analysis: the interval rules
         (``_EGraph.analysis``) of the constructors with rows in the e-graph (egglog's
         sizes after the last step), recorded since the run began (``ins.ctors``) or
@@ -588,11 +594,14 @@ class Session:
         own constructor's e-nodes only, so the analysis reaches the fixed point of all
         the interval rules. The fixed-width ones run only when an e-node of this run
         may need them; an extension constructor's (``analysis_ext``) only once one is
-        here, as every other."""
+        here, as every other. ``late``: with the rules loading the late rows
+        (:data:`LATE_RULESET`)."""
         have = self.ins.ctors | made | {c for c, n in self._present.items() if n}
         kinds = ("core", "ext", "fixed") if self._fixed_analysis else ("core", "ext")
         of = self._cur.analysis
         leaves = tuple(leaf for k in kinds for leaf, ctor, _ in of[k] if ctor in have)
+        if late:
+            leaves += (LATE_RULESET,)
         return self._combined(leaves) if leaves else f"{_ANALYSIS}_none"
 
     def _runnable(self, rulesets: list[str]) -> str | None:

@@ -361,12 +361,15 @@ class Inserter:
             return self.node("GL", u.op.name, dt, a, lst)
         return self.node(ctor, u.op.name, dt, a, *kids)
 
-    def flush(self, extra: str = "", after: str = "", late: bool = True) -> list[Any]:
+    def flush(self, extra: str = "", after: str = "", late: bool = True,
+              late_run: bool = True) -> list[Any]:
         """Load the recorded rows, run the egglog commands ``extra``, load the late rows
         (:meth:`late_bound`; not with ``late=False``: they wait for the next flush), run
         ``after``; the outputs of the egglog commands (a ``(run insert 1)`` loads each
         group of rows: its report comes first, then ``extra``'s, then the late rows'
-        when there are any, then ``after``'s)."""
+        when there are any, then ``after``'s). ``late_run=False``: the late rows are
+        put in their relations only, for ``after`` to run :data:`LATE_RULESET`'s rules
+        (no report of theirs)."""
         if not self._rows and not (late and self._late) and not extra and not after:
             return []
         self._flushes += 1
@@ -374,18 +377,18 @@ class Inserter:
         if extra:
             cmds.append(extra)
         if late:
-            cmds += self._inputs(self._late, "late.", LATE_RULESET)
+            cmds += self._inputs(self._late, "late.", LATE_RULESET if late_run else None)
         if after:
             cmds.append(after)
         self.pending = 0
         return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
 
-    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = INSERT_RULESET
-                ) -> list[str]:
+    def _inputs(self, rows: dict[str, list[str]], tag: str,
+                ruleset: str | None = INSERT_RULESET) -> list[str]:
         """Write ``rows`` (rel -> lines) to files; the commands that load them (none
         when there are none) by a run of ``ruleset`` (of :data:`INSERT_RULESET`: with
-        the parts of the constructors the rows name, :meth:`_load_set`), and ``rows``
-        emptied."""
+        the parts of the constructors the rows name, :meth:`_load_set`; None: no run,
+        the rows stay in their relations), and ``rows`` emptied."""
         if not rows:
             return []
         cmds = []
@@ -398,7 +401,8 @@ class Inserter:
             ruleset = self._load_set(INSERT_RULESET, self._load_ctors, cmds)
             self._load_ctors = set()
             self.pending_ctors = {}
-        cmds.append(f"(run {ruleset} 1)")
+        if ruleset is not None:
+            cmds.append(f"(run {ruleset} 1)")
         if SUB_REL in rows and self._sub_ctors:  # (else its rows only name, see forget)
             cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
             self._sub_ctors = set()
