@@ -318,9 +318,9 @@ def test_a_run_schedules_the_extension_rules_only_when_it_inserted_one(
     seen: list[str] = []
     flush = encoding.Inserter.flush
 
-    def spy(self, extra: str = "", after: str = "", late: bool = True):
+    def spy(self, extra: str = "", after: str = "", **kwargs):
         seen.append(after)
-        return flush(self, extra, after, late)
+        return flush(self, extra, after, **kwargs)
 
     monkeypatch.setattr(encoding.Inserter, "flush", spy)
     optimize(parse(text), engine="egraph", cost_model="reference")
