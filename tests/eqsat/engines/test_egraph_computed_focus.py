@@ -150,6 +150,62 @@ def test_focus_holds_every_cheapest_term(g: tuple[list, list[float]], roots: lis
     assert on_best <= near
 
 
+class _Up:
+    """An e-node as the children index holds it (``Reached`` reads its class only)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: int):
+        self.cls = cls
+
+    def __repr__(self) -> str:
+        return f"_Up({self.cls})"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_egraphs(), st.lists(st.integers(0, 9), max_size=3),
+       st.lists(st.integers(0, 9), max_size=10))
+def test_reached_upwards_is_the_walk_down(g: tuple[list, list[float]], roots: list[int],
+                                          asked: list[int]) -> None:
+    # asked in any order (answers so far end later searches), every class and some
+    # that are none; subsumed e-nodes lead down too
+    nodes, prices = g
+    snap = SimpleNamespace(nodes=nodes, height={})
+    _, cost = best_nodes(snap, SimpleNamespace(prices=lambda: prices))
+    snap = _snap(nodes)
+    index: dict[int, set] = {}
+    for n in nodes:
+        up = _Up(n.cls)
+        for k in n.kids:
+            index.setdefault(k, set()).add(up)
+    near, reached = passes.focus_classes(snap, roots, cost, prices.__getitem__, index)
+    assert isinstance(reached, passes.Reached)
+    full = snap.reached(roots)
+    assert near <= full
+    for c in [*asked, *snap.classes, *roots]:
+        assert (c in reached) == (c in full), c
+
+
+def test_reached_upwards_on_real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = [0]
+    real = passes.focus_classes
+
+    def both(snap: Snapshot, roots: list, cost: dict, price: object, index: dict) -> tuple:
+        roots = list(roots)
+        near, reached = real(snap, roots, cost, price, index)  # type: ignore[arg-type]
+        full = snap.reached(roots)
+        for c in snap.classes:
+            assert (c in reached) == (c in full), c
+        checked[0] += 1
+        return real(snap, roots, cost, price, index)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(passes, "focus_classes", both)
+    exprs = [parse(t) for t in ("(add (mul (idiv (range 0 64) 8) 8) (mod (range 0 64) 8))",
+                                "(idiv (add (mul (range 0 32) 12) (range 1 12)) 4)")]
+    optimize_many(exprs, cost_model=get_cost_model("reference"))
+    assert checked[0] >= 2
+
+
 def _dm_classes(state: PassState) -> set[int]:
     return {k[1] for k in state.done if k[0] == "dm"}
 
@@ -173,8 +229,8 @@ def test_a_deferred_class_is_visited_when_a_pass_finds_it_near(monkeypatch: pyte
         div = snap.cls_of_handle(s.ins.uop_handle[id(g.src[0])])
         state = PassState()
         real = passes.focus_classes
-        monkeypatch.setattr(passes, "focus_classes", lambda sn, roots, cost, price: (
-            set(roots), real(sn, roots, cost, price)[1]))
+        monkeypatch.setattr(passes, "focus_classes", lambda sn, roots, cost, price, index: (
+            set(roots), real(sn, roots, cost, price, index)[1]))
         python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
         assert div in state.deferred and div not in _dm_classes(state)
         monkeypatch.setattr(passes, "focus_classes", real)

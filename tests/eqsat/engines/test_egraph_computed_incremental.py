@@ -121,6 +121,25 @@ def test_best_nodes_is_the_plain_dijkstra(raw: list) -> None:
             {k: v for k, v in parents.items() if v}) == _plain_best(nodes, wts)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_egraphs, st.lists(st.integers(0, 9), max_size=6))
+def test_best_heights_asked_are_the_full_heights(raw: list, asked: list[int]) -> None:
+    # computed when asked, in any order, into the memo the pass hands them
+    rows = sorted({(c, sh, tuple(ks), sub) for c, sh, ks, sub in raw})
+    nodes = [_node(c, sh, list(ks), sub) for c, sh, ks, sub in rows]
+    nodes.sort(key=lambda n: (n.cls, n.ctor, n.fields, n.subsumed))
+    snap = _Snap(nodes)
+    best, _, _ = passes.best_nodes_and_parents(snap, Weights(snap))  # type: ignore[arg-type]
+    full = dict(snap.height)
+    lazy = pricing.BestHeights(nodes, best, {})
+    for c in [*asked, *best, 99]:
+        assert lazy.get(c, 0) == full.get(c, 0), c
+    assert lazy.memo == {c: full[c] for c in lazy.memo}
+    left = _Snap(nodes)
+    passes.best_nodes_and_parents(left, Weights(left), heights=False)  # type: ignore[arg-type]
+    assert left.height == {}
+
+
 class _Prices:
     """Given e-node prices, as ``Weights`` hands them to ``best_nodes_and_parents``."""
 
@@ -223,12 +242,12 @@ def test_prices_reuse_matches_fresh_prices_on_real_runs(monkeypatch: pytest.Monk
     seen = []
     plain = pricing.best_nodes_and_parents
 
-    def checked(snap: Any, weights: Weights | None = None) -> Any:
+    def checked(snap: Any, weights: Weights | None = None, heights: bool = True) -> Any:
         assert weights is not None
         got = weights.prices()
         assert got == Weights(snap, weights.model, {}).prices()
         seen.append(len(got))
-        return plain(snap, weights)
+        return plain(snap, weights, heights)
 
     for module in (pricing, passes):  # best_nodes and the computed pass both call it
         monkeypatch.setattr(module, "best_nodes_and_parents", checked)
@@ -401,3 +420,28 @@ def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
     finally:
         s._cmd("(pop)")
         s.ins.restore(saved)
+
+
+def test_recorder_emit_memo_is_what_emitting_again_gives(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # a term emitted again in a pass: the handle the memo gives is the one its key finds
+    # in the e-graph's e-nodes afresh, and emitting it afresh records no row, no handle
+    hits = [0]
+    plain = passes.Recorder.emit
+
+    def checked(self: Any, t: Any) -> int:
+        if isinstance(t, tuple) and t in self.emitted:
+            hits[0] += 1
+            memo, self.emitted = self.emitted, {}
+            rows, handles = self.ins.pending, self.ins.handles
+            try:
+                again = plain(self, t)
+            finally:
+                self.emitted = memo
+            assert again == memo[t]
+            assert (self.ins.pending, self.ins.handles) == (rows, handles)
+        return plain(self, t)
+
+    monkeypatch.setattr(passes.Recorder, "emit", checked)
+    optimize_many(_exprs(), cost_model="reference", budget=_BUDGET)
+    assert hits[0] > 0

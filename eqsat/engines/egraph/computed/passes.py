@@ -30,7 +30,7 @@ from eqsat.engines.egraph.computed.linear import (
     conjuncts,
     nodes_of,
 )
-from eqsat.engines.egraph.computed.pricing import Weights, best_nodes_and_parents
+from eqsat.engines.egraph.computed.pricing import BestHeights, Weights, best_nodes_and_parents
 from eqsat.engines.egraph.computed.seed import BoundSeeder
 from eqsat.engines.egraph.computed.state import PassResult, PassState
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
@@ -182,7 +182,8 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
 
 
 def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
-                  price: Callable[[int], float]) -> tuple[set[int], set[int]]:
+                  price: Callable[[int], float], index: dict[int, set[Node]] | None = None
+                  ) -> tuple[set[int], set[int] | Reached]:
     """``(near, reached)``: the classes some term of a root passes through whose cost
     is at most :data:`NEAR_FACTOR` x the root's best cost + :data:`NEAR_SLACK` above
     that best; and the classes reached through any e-node, subsumed ones too.
@@ -196,9 +197,12 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     (``(x + 2) % 4``) says nothing of the sum's cost now (docs/perf.md). A class
     outside ``near`` but in ``reached`` is only on terms of the roots that cost well
     over their best: rewriting it makes a root cheaper only through a choice that
-    costs that much more."""
+    costs that much more. ``index``: the children index of the snapshot's e-nodes
+    (``PassState.kid_index``), when the caller keeps one: ``reached`` is then a
+    :class:`Reached`, which answers only what it is asked (the pass asks of the
+    classes outside ``near`` it would visit)."""
     nodes, classes = snap.nodes, snap.classes
-    reached = snap.reached(roots)
+    roots = list(roots)
     get = cost.get
     slack: dict[int, float] = {}
     heap: list[tuple[float, int]] = []
@@ -237,7 +241,59 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
                         if k not in near and rem > slack.get(k, -1.0):
                             slack[k] = rem
                             heapq.heappush(heap, (-rem, k))
-    return near, reached
+    if index is None:
+        return near, snap.reached(roots)
+    return near, Reached(roots, near, index)
+
+
+class Reached:
+    """``c in reached`` exactly when ``c in snap.reached(roots)``, found upwards: a class
+    is reached when it is a root or a child of an e-node of a reached class. ``near``
+    (:func:`focus_classes`' classes, all reached) and the answers so far end a search
+    early; a search that ends without a root found none above any class it saw, so
+    none of them is reached. ``index``: class -> the snapshot's e-nodes it is a child
+    of (subsumed ones too, as ``Snapshot.reached`` walks them)."""
+
+    __slots__ = ("roots", "near", "index", "memo")
+
+    def __init__(self, roots: Iterable[int], near: set[int], index: dict[int, set[Node]]):
+        self.roots = set(roots)
+        self.near = near
+        self.index = index
+        self.memo: dict[int, bool] = {}
+
+    def __repr__(self) -> str:
+        return f"<Reached from {sorted(self.roots)!r}>"
+
+    def __contains__(self, c: int) -> bool:
+        if c in self.near or c in self.roots:
+            return True
+        memo = self.memo
+        hit = memo.get(c)
+        if hit is not None:
+            return hit
+        near, roots, index = self.near, self.roots, self.index
+        seen = {c}
+        stack = [c]
+        while stack:
+            e = index.get(stack.pop())
+            if not e:
+                continue
+            for n in e:
+                p = n.cls
+                if p in seen:
+                    continue
+                hit = memo.get(p)
+                if hit is False:
+                    continue  # (nor is anything above it)
+                if hit or p in near or p in roots:
+                    memo[c] = True
+                    return True
+                seen.add(p)
+                stack.append(p)
+        for k in seen:
+            memo[k] = False
+        return False
 
 
 def inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
@@ -334,12 +390,13 @@ class Recorder:
     and counted per rule. ``union(cls, term, rule name)`` is what every step calls."""
 
     __slots__ = ("snap", "ins", "state", "res", "best", "height", "canon_h", "node_memo",
-                 "reach_memo", "cycle_of", "handle_of", "into")
+                 "reach_memo", "cycle_of", "handle_of", "into", "emitted")
 
     def __init__(self, snap: Snapshot, ins: Inserter, state: PassState, res: PassResult,
                  best: dict[int, int]):
         self.snap, self.ins, self.state, self.res, self.best = snap, ins, state, res, best
-        self.height = snap.height
+        # the heights of the cheapest terms, computed as cycles() asks for them
+        self.height = BestHeights(snap.nodes, best, snap.height)
         # handle -> its class now (a handle made during this pass is its own class)
         self.canon_h = _Memo(partial(_class_of_handle, snap)).__getitem__
         self.node_memo = ins.memo  # (ctor, *fields) -> handle: what ins.node finds
@@ -350,6 +407,11 @@ class Recorder:
         self.cycle_of: dict[tuple[int, Term], bool] = {}
         self.handle_of: dict[Term, int] = {}
         self.into: dict[Term, int] = {}  # term -> the class its new root e-node went into
+        # a (sub)term emit() inserted or found this pass -> its handle: emitting it again
+        # finds the same key in node_memo (the classes are fixed within a pass, and
+        # node_memo's entries are only ever added), so the same handle, and records
+        # nothing; the rules' results share many subterms
+        self.emitted: dict[Term, int] = {}
 
     def __repr__(self) -> str:
         return f"<Recorder of {self.snap!r}: {len(self.handle_of)} terms>"
@@ -372,9 +434,15 @@ class Recorder:
         """Insert a pending term; its handle."""
         if isinstance(t, int):
             return self.canon_h(t)
+        h = self.emitted.get(t)
+        if h is not None:
+            return h
         key = self.node_key(t)
         h = self.node_memo.get(key)
-        return h if h is not None else self.ins.node(*key)
+        if h is None:
+            h = self.ins.node(*key)
+        self.emitted[t] = h
+        return h
 
     def emit_into(self, cls: int, t: Term) -> tuple[int, bool]:
         """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
@@ -466,12 +534,14 @@ class PassData:
         ins.register_classes(snap, changed)
         self.weights = Weights(snap, model, state.prices, state.node_prices, changed,
                                affected)
-        self.best, self.cost, self.parents = best_nodes_and_parents(snap, self.weights)
+        self.best, self.cost, self.parents = best_nodes_and_parents(snap, self.weights,
+                                                                    heights=False)
         state.node_prices = self.weights.by_node
         snap.best_cost = self.cost  # the engine's stall test reads the roots' best costs
         self.dirty, self.dirty_best = _dirty(snap, self.best, changed)
         self.roots = list(roots)
-        self.near, self.reached = focus_classes(snap, self.roots, self.cost, self.weights.of)
+        self.near, self.reached = focus_classes(snap, self.roots, self.cost, self.weights.of,
+                                                state.kid_index)
         classes_now = snap.classes
         self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
         self.focus = {c for c in self.waiting if self.visits(c)}

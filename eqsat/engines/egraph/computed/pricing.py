@@ -236,10 +236,13 @@ def best_nodes(snap: Snapshot, weights: Weights | None = None
     return best, cost
 
 
-def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None
+def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
+                           heights: bool = True
                            ) -> tuple[dict[int, int], dict[int, float], dict[int, list[int]]]:
     """:func:`best_nodes`, and the parents it read: class -> the indices of the
-    e-nodes (not subsumed) it is a child of, each once, in snapshot order."""
+    e-nodes (not subsumed) it is a child of, each once, in snapshot order.
+    ``heights=False``: ``snap.height`` is left empty (for :class:`BestHeights`, which
+    fills it with the heights asked for)."""
     nodes = snap.nodes
     wts = (weights or Weights(snap)).prices()
     parents: defaultdict[int, list[int]] = defaultdict(list)
@@ -286,6 +289,8 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None
     cost = {c: val[c] for c in order}
     height = snap.height
     height.clear()
+    if not heights:
+        return best, cost, parents
     for c in order:
         kids = nodes[choice[c]].kids
         nk = len(kids)
@@ -300,3 +305,47 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None
         else:
             height[c] = 1 + max([height[k] for k in kids])
     return best, cost, parents
+
+
+class BestHeights:
+    """``get(c, default)``: the height of class ``c``'s cheapest term (a leaf is 1), or
+    ``default`` when it has none; what :func:`best_nodes_and_parents` puts in
+    ``snap.height``, computed only for the classes asked about (and the classes of
+    their cheapest terms), into ``memo`` (``snap.height``, empty to begin with)."""
+
+    __slots__ = ("nodes", "best", "memo")
+
+    def __init__(self, nodes: list[Node], best: dict[int, int], memo: dict[int, int]):
+        self.nodes, self.best, self.memo = nodes, best, memo
+
+    def __repr__(self) -> str:
+        return f"<BestHeights {len(self.memo)} of {len(self.best)} classes>"
+
+    def get(self, c: int, default: int = 0) -> int:
+        memo = self.memo
+        h = memo.get(c)
+        if h is not None:
+            return h
+        best, nodes = self.best, self.nodes
+        if c not in best:
+            return default
+        stack = [c]  # children first (a cheapest term has no cycle)
+        while stack:
+            k = stack[-1]
+            if k in memo:
+                stack.pop()
+                continue
+            kids = nodes[best[k]].kids
+            todo = [x for x in kids if x not in memo]
+            if todo:
+                stack += todo
+                continue
+            stack.pop()
+            if not kids:
+                memo[k] = 1
+            elif len(kids) == 2:
+                h0, h1 = memo[kids[0]], memo[kids[1]]
+                memo[k] = 1 + (h0 if h0 >= h1 else h1)
+            else:
+                memo[k] = 1 + max([memo[x] for x in kids])
+        return memo[c]
