@@ -19,8 +19,9 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
 1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
    rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
    such a dtype), the bounds the last computed pass seeded for its e-nodes, the
-   interval analysis to a fixed point (the tripwire panics on an empty interval) -- all
-   in one egglog call;
+   interval analysis to a fixed point -- all in one egglog call (the tripwire, which
+   panics on an empty interval, runs once a run, before its extraction: an empty
+   interval stays empty);
 2. a snapshot of the e-graph (``freeze``), with the never-Invalid classes
    (``Def``) computed and sent back for the native rules' guards, and the e-nodes
    that only feed the rules (one with its own class among its children, an operator
@@ -31,9 +32,11 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    iteration and the extraction are expected to take).
 
 Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
-matches multiply are counted first (their counting twins, in an egglog call of their
-own that also loads the rows) and left out for the rest of the run when what they would
-make does not fit; a step that takes the e-graph past the budget, or too far to read in
+matches multiply run when what they may make fits, bounded from the rows of the
+constructors their patterns name (``match_bounds``) or, where that bound does not fit,
+counted first (their counting twins, in an egglog call of their own that also loads the
+rows); they are left out for the rest of the run when what they would make does not
+fit; a step that takes the e-graph past the budget, or too far to read in
 the time left, ends the run, which extracts from its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
@@ -68,6 +71,7 @@ from eqsat.engines.egraph.analyses import (
     CHECK_RULESET,
     FIXED_ANALYSIS_DTYPES,
     FIXED_DTYPES,
+    LATE_RULESET,
     TRIPWIRE,
     UnsoundError,
     analysis_parts,
@@ -104,6 +108,7 @@ from eqsat.engines.egraph.schedules import (
     Limits,
     count_program,
     gc_paused,
+    match_bounds,
     multiplies,
     new_nodes,
     pattern_ctors,
@@ -314,6 +319,10 @@ class Session:
         self._mult: dict[str, list[tuple[int, str, int]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self._mult_ctors: dict[int, frozenset[str]] = {}
+        #: multiplying rule -> its egglog rule, and its bound on the matches from the
+        #: rows (``match_bounds``; found when an e-graph that holds it is built)
+        self._mult_rules: dict[int, ERule] = {}
+        self._mult_bounds: dict[int, list[tuple[str, ...]] | None] = {}
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self._present: dict[str, int] = {}
         #: rule set (``native``, ``native_mult``, ``native_fixed``, ...) -> its parts: each
@@ -343,6 +352,7 @@ class Session:
                     i = sum(map(len, self._mult.values()))
                     self._mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
                     self._mult_ctors[i] = need
+                    self._mult_rules[i] = t
                     count = part(f"{ruleset}_count", need)
                     self._native_programs.append((count, t.fill(count_program(
                         t, count, f"{COUNT_FN}{i}"), key)))
@@ -429,6 +439,10 @@ class Session:
         base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
         for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
             egraph.run_program(*egraph.parse_program(cmd))
+        for rs in ("native", FIXED_RULESET) if fixed_width else ("native",):
+            for i, _, _ in self._mult.get(rs, ()):
+                if i not in self._mult_bounds:
+                    self._mult_bounds[i] = match_bounds(self._mult_rules[i])
         secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(self._native_programs), secs)
@@ -497,10 +511,10 @@ class Session:
 
         ``allow``: how many e-nodes the step's multiplying rules may make, limited by
         ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
-        time left). A first egglog call loads the rows and counts those rules' new
-        matches (:meth:`_admit`: their counting twins run in lockstep with them, so
-        both see the same new matches); when they do not fit, the round runs without
-        them (``<set>`` alone, not with ``<set>_mult``), as every later one of the run does."""
+        time left). They run when their bound from the rows fits (:meth:`_apriori`);
+        else a first egglog call loads the rows and counts their new matches
+        (:meth:`_admit`); when they do not fit, the round runs without them (``<set>``
+        alone, not with ``<set>_mult``), as every later one of the run does."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -512,38 +526,46 @@ class Session:
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
                                   else [])
-            every = self._counted and self._mult_may_match(bases) and \
-                self._admit(bases, allow, why)
+            every = self._counted and self._mult_may_match(bases) and (
+                self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
                 parts = self._runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
                     runs.append(f"(run {self._combined(parts)} 1)")
                     made.update(*[self._makes[p] for p in parts])
-        analysis = (f"(run {self._analysis_set(made)} {ANALYSIS_CAP})\n"
-                    f"(run {CHECK_RULESET} 1)\n"  # the tripwire, once the analysis settled
-                    "(print-size)")
+        # the tripwire (once the analysis settled) in an analysis-only step: a run's
+        # native steps leave it to the run's end (:meth:`_check`; an empty interval
+        # stays empty, as intervals only tighten and Def only grows)
+        check = not native
         ins = self.ins
-        loaded, late = ins.load_runs, ins.has_late  # (run insert 1) [+ (run subsume 1)]
+        loaded = ins.load_runs  # (run insert 1) [+ (run subsume 1)]
+        # the late rows (the bounds the last pass seeded) load between the native rules
+        # and the analysis: their rules run in the analysis's first round (one run less;
+        # the analysis reaches the same fixed point, its rules being monotone). A pass
+        # seeds bounds only for the e-nodes it records, so a step after a pass that
+        # recorded nothing has none, and its ``step_updated`` is the analysis's alone
+        analysis = (f"(run {self._analysis_set(made, ins.has_late)} {ANALYSIS_CAP})\n" +
+                    (f"(run {CHECK_RULESET} 1)\n" if check else "") + "(print-size)")
         try:
-            out = ins.flush("\n".join(runs), analysis)
+            out = ins.flush("\n".join(runs), analysis, late_run=False)
         except bindings.EggSmolError as e:
             if TRIPWIRE in str(e):
                 raise self._diagnose() from None
             raise
         # (each attribute read converts the whole Rust value to Python: read each once)
-        # [rows' insert] + the native runs + [late rows' insert] + the analysis + the
-        # tripwire, then the sizes; only the reports read are converted (the loading
+        # [rows' insert] + the native runs + the analysis (with the late rows') [+ the
+        # tripwire], then the sizes; only the reports read are converted (the loading
         # runs' are not), and of the analysis's only its iterations: every other run is
         # one iteration (``run ... 1``)
         self._present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
         self.step_size = sum(self._present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         first = loaded
-        if first + len(runs) + late + 2 != len(done):
+        if first + len(runs) + 1 + check != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
-                               f"{first + len(runs) + late + 2}")
+                               f"{first + len(runs) + 1 + check}")
         natives = [o.report for o in done[first:first + len(runs)]]
-        analysed = done[-2].report
+        analysed = done[-1 - check].report
         rounds = len(analysed.iterations)
         self.egg_iterations += len(done) - 1 + rounds
         if rounds >= ANALYSIS_CAP:
@@ -564,7 +586,7 @@ class Session:
             raise _WidenError  # (a rule made another constructor's e-node)
         return changed
 
-    def _analysis_set(self, made: set[str]) -> str:
+    def _analysis_set(self, made: set[str], late: bool = False) -> str:
         """The egglog rule set of this step's interval analysis: the interval rules
         (``_EGraph.analysis``) of the constructors with rows in the e-graph (egglog's
         sizes after the last step), recorded since the run began (``ins.ctors``) or
@@ -572,11 +594,14 @@ class Session:
         own constructor's e-nodes only, so the analysis reaches the fixed point of all
         the interval rules. The fixed-width ones run only when an e-node of this run
         may need them; an extension constructor's (``analysis_ext``) only once one is
-        here, as every other."""
+        here, as every other. ``late``: with the rules loading the late rows
+        (:data:`LATE_RULESET`)."""
         have = self.ins.ctors | made | {c for c, n in self._present.items() if n}
         kinds = ("core", "ext", "fixed") if self._fixed_analysis else ("core", "ext")
         of = self._cur.analysis
         leaves = tuple(leaf for k in kinds for leaf, ctor, _ in of[k] if ctor in have)
+        if late:
+            leaves += (LATE_RULESET,)
         return self._combined(leaves) if leaves else f"{_ANALYSIS}_none"
 
     def _runnable(self, rulesets: list[str]) -> str | None:
@@ -637,13 +662,38 @@ class Session:
                     return True
         return False
 
+    def _apriori(self, bases: list[str]) -> float:
+        """At most how many e-nodes this step's round of the multiplying rules of
+        ``bases`` makes, from the rows of the constructors their patterns name (the
+        e-graph's after the last step and those waiting to load): per rule, its
+        ``match_bounds`` times ``new_nodes``; infinity when a rule has no such bound."""
+        present, pending = self._present, self.ins.pending_ctors
+        total = 0.0
+        for b in bases:
+            for i, _, k in self._mult.get(b, ()):
+                if not all(present.get(c) or pending.get(c) for c in self._mult_ctors[i]):
+                    continue  # (a constructor it needs has no row: no match)
+                bounds = self._mult_bounds[i]
+                if bounds is None:
+                    return math.inf
+                total += k * min(math.prod(present.get(c, 0) + pending.get(c, 0)
+                                           for c in t) for t in bounds)
+        return total
+
     def _admit(self, bases: list[str], allow: float, why: str) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
         would make (one egglog call, which also loads the pending rows: the counting
         twins see what the rules will see); whether they fit ``allow``. When they do
         not, the multiplying rules are left out for the rest of the run (a rule that
         does not run falls out of lockstep with its twin) and ``held_back`` records
-        what each would have made."""
+        what each would have made.
+
+        A twin runs only here: after steps whose rules ran on their bound from the
+        rows (:meth:`_apriori`) without it, its count also holds the matches its rule
+        fired in those steps (semi-naive matching finds every match with a row newer
+        than the twin's last run). That over-counts, never under-counts: the step
+        stays within ``allow``, but may leave the rules out where a count in lockstep
+        would have let them run."""
         todo = [(b, i, name) for b in bases for i, name, _ in self._mult.get(b, [])]
         if not todo:
             return True
@@ -669,6 +719,18 @@ class Session:
         if self.held_for is None or why == "time":
             self.held_for = why
         return False
+
+    def _check(self) -> None:
+        """Run the tripwire over the run's e-graph (the rows since its last run: the
+        whole run's); an empty interval of a never-Invalid class raises the
+        :class:`UnsoundError` :meth:`_diagnose` gives."""
+        try:
+            self._cmd(f"(run {CHECK_RULESET} 1)")
+        except bindings.EggSmolError as e:
+            if TRIPWIRE in str(e):
+                raise self._diagnose() from None
+            raise
+        self.egg_iterations += 1
 
     def _diagnose(self) -> UnsoundError:
         snap = Snapshot(self.egraph, self.ins)
@@ -785,6 +847,7 @@ class Session:
         rss_peak = 0  # the most the run grew the resident set by, of the readings
         saved = self.ins.state()
         clean = False  # whether the run ended without an exception (see _reset)
+        final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
             with clock.phase(times, "insert"):
                 handles = self._insert(roots)
@@ -896,11 +959,15 @@ class Session:
             elif self.held_for and stop == "saturated":
                 stop = "enodes"  # rules were left out for the room: not saturated
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
+            last = not (stop == "memory" and snap is None) and not stale and \
+                bool(self.ins.pending or snap is None)
+            if not last:
+                self._check()  # (the last step checks in its own egglog call)
             if stop == "memory" and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
             else:
                 # bring the last results in (analysis only), then extract
-                if not stale and (self.ins.pending or snap is None):
+                if last:
                     with clock.phase(times, "last"):
                         self._step(False, matches)
                         snap = Snapshot(self.egraph, self.ins)
@@ -928,25 +995,43 @@ class Session:
             log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, "
                       "%.3f s", len(roots), it, stats["enodes"], stop, clock.elapsed())
             clean = True
+            final = None if stale else snap
             return outs, stats
         except _WidenError:
             clean = True  # (raised between egglog calls: the e-graph is consistent)
             raise
+        except (UnsoundError, bindings.EggSmolError):
+            raise
+        except Exception as e:
+            # the tripwire runs once a run, before its extraction: a pass that failed on
+            # an e-graph with an empty interval reports the unsound union, not its symptom
+            try:
+                self._check()
+            except UnsoundError as u:
+                raise u from e
+            except bindings.EggSmolError:
+                pass
+            raise
         finally:
             with clock.phase(times, "reset"):
-                self._reset(saved, clean)
+                self._reset(saved, clean, final)
 
-    def _reset(self, saved: tuple, clean: bool) -> None:
+    def _reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
         tables a run writes, the subsumed e-nodes and then the handles; ``saved``: the
-        inserter's state before the run. When a row is left (a subsumed e-node whose
-        child has no handle), the run raised (not ``clean``: the e-graph may be
-        anywhere) or egglog failed a reset command, the e-graph is built afresh."""
+        inserter's state before the run; ``final``: a snapshot of the e-graph as the
+        run leaves it (its subsumed e-nodes are deleted through RSub rows recorded for
+        them, in the same load; without it they are read with ``freeze`` after a first
+        round). When a row is left (a subsumed e-node whose child has no handle), the
+        run raised (not ``clean``: the e-graph may be anywhere) or egglog failed a reset
+        command, the e-graph is built afresh."""
         ins = self.ins
         left: dict[str, int] = {}
         if clean:
             try:
                 ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+                if final is not None:
+                    self._record_subsumed_of(final)
                 # the rows still recorded load first: the handles a snapshot gave new
                 # classes are among them, and the deletions find children by handle
                 out = ins.flush(f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
@@ -968,6 +1053,15 @@ class Session:
             log.debug("a fresh %s e-graph: the run left rows %s", self._cur.kind,
                       left or "(it raised)")
             self._rebuild()
+
+    def _record_subsumed_of(self, snap: Snapshot) -> None:
+        """Record an RSub row naming every subsumed e-node of ``snap`` (a snapshot of
+        the e-graph as it is now; its classes are named by handle), for the
+        :data:`RESET_SUBSUMED` rule set to delete; not for subsuming (they are)."""
+        forget = self.ins.forget
+        for n in snap.nodes:
+            if n.subsumed and n.ctor in SUBSUMABLE:
+                forget(n.ctor, n.fields)
 
     def _record_subsumed(self, tables: Iterable[str]) -> bool:
         """Record an RSub row (``Inserter.subsume``) for every subsumed e-node of

@@ -11,11 +11,14 @@ and a run that grew it past ``Limits.memory`` stops (``"memory"``).
 One step of the native rules is bounded too: the rules whose matches multiply
 (:func:`multiplies`: the left side joins two operands that vary independently,
 e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
-the two classes is a match) are counted before the step runs them (counting
-twins, :func:`count_program`, run in lockstep with them: both see the same new
-matches). When the e-nodes their matches would make do not fit :data:`STEP_ROOM`
-of the room the e-node budget has left (nor what the time left can handle), they
-are left out for the rest of the run. The other rules' matches grow with the
+the two classes is a match) run in a step only when the e-nodes their matches would
+make fit :data:`STEP_ROOM` of the room the e-node budget has left (and what the time
+left can handle): bounded from the row counts of the constructors their patterns name
+(:func:`match_bounds`; no egglog call) or, where that bound does not fit, counted
+before the step runs them (counting twins, :func:`count_program`: the same pattern and
+guards, adding up the e-nodes; a twin that missed steps counts the matches its rule
+fired in them too, an over-count). When they do not fit, they are left out for the
+rest of the run. The other rules' matches grow with the
 e-graph (each joins at most one independently varying operand); a step that takes
 the e-graph past the budget, or so far that reading it would not fit the time
 left, ends the run, which extracts from its last snapshot instead. (egglog's
@@ -34,13 +37,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 from eqsat.ir.egglog_text import read, tokens
 
 __all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
-           "rss_bytes", "multiplies", "new_nodes", "count_program"]
+           "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
 
 #: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
 #: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
@@ -305,3 +309,140 @@ def count_program(rule: Any, ruleset: str, fn: str) -> str:
         query = rule.query
     return (f"(rule ({query}) ((set ({fn}) {k})) :ruleset {ruleset} "
             f':name "{rule.name}#count")')
+
+
+
+def _literal(t: str) -> bool:
+    """Whether an atom of egglog text is a literal (a string or a number), not a
+    variable (every other atom in an argument's place is one)."""
+    if t.startswith('"'):
+        return True
+    try:
+        float(t)
+    except ValueError:
+        return False
+    return True
+
+
+def _vars(t: Any, out: set[str]) -> set[str]:
+    """The variables of a term of egglog text: the atoms in an argument's place that
+    are not literals (heads are function names)."""
+    if isinstance(t, list):
+        for x in t[1:]:
+            _vars(x, out)
+    elif isinstance(t, str) and not _literal(t):
+        out.add(t)
+    return out
+
+
+#: the most constructors a bound of :func:`match_bounds` multiplies (a product of more
+#: row counts is too large to admit a step by), and of a pattern of more than
+#: :data:`SMALL_PATTERN` atoms one less (the choices to try grow as the atoms cubed)
+MAX_BOUND_FACTORS = 3
+SMALL_PATTERN = 7
+
+
+def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
+    """How many matches a native rule may have at most, from the row counts of the
+    constructors its pattern names: a list of constructor tuples, each such that
+    choosing one e-node of each constructor in it (of the pattern's atoms) fixes
+    the whole match, so the matches are at most the product of those constructors'
+    row counts (the least product over the list is the bound). None when no such
+    bound of at most :data:`MAX_BOUND_FACTORS` constructors was found (one less for a
+    pattern of more than :data:`SMALL_PATTERN` atoms), for a general rule, or for a
+    guard that binds a variable by a relation.
+
+    An atom is fixed once chosen; once its class and fields are known (an e-graph
+    holds one e-node per constructor and arguments: every child's class fixed and
+    every String and i64 field a literal or a bound variable); or, for a constant
+    ``(Cst dt k)``, once its class is known (a class holds one constant: two would
+    be different values made equal, which the analysis's tripwire reports). A
+    chosen or fixed atom fixes its class, its children's classes and the variables
+    of its fields; a guard ``(= V term)`` binds ``V`` once ``term``'s variables are
+    bound (a function or a primitive has one value)."""
+    from eqsat.engines.egraph.encoding import CTORS
+
+    if not rule.lhs:
+        return None
+    root = read(rule.lhs)
+    #: (constructor, its arguments: a child atom's index, or a variable or literal)
+    atoms: list[tuple[str, list[int | str]]] = []
+
+    def walk(t: Any) -> int:
+        if not (isinstance(t, list) and t and t[0] in CTORS and len(t) == len(CTORS[t[0]]) + 1):
+            raise ValueError
+        i = len(atoms)
+        args: list[int | str] = []
+        atoms.append((t[0], args))
+        for x in t[1:]:
+            args.append(walk(x) if isinstance(x, list) else x)
+        return i
+
+    try:
+        walk(root)
+    except ValueError:
+        return None
+    guards: list[tuple[str | None, set[str]]] = []  # (the variable bound, its inputs)
+    for w in rule.when:
+        g = read(w)
+        if isinstance(g, list) and len(g) == 3 and g[0] == "=":
+            a, b = g[1], g[2]
+            if isinstance(a, str) and not _literal(a):
+                guards.append((a, _vars(b, set())))
+                continue
+            if isinstance(b, str) and not _literal(b):
+                guards.append((b, _vars(a, set())))
+                continue
+        guards.append((None, _vars(g, set())))
+    n = len(atoms)
+    # bit masks: atoms by index, variables by their order of appearance
+    var_bit: dict[str, int] = {}
+
+    def vmask(names: Any) -> int:
+        m = 0
+        for v in names:
+            m |= var_bit.setdefault(v, 1 << len(var_bit))
+        return m
+
+    kids = [sum(1 << x for x in set(args) if isinstance(x, int)) for _, args in atoms]
+    fields = [vmask(x for x in args if isinstance(x, str) and not _literal(x))
+              for _, args in atoms]
+    cst = [ctor == "Cst" for ctor, _ in atoms]
+    binds = [(vmask([v]), vmask(need)) for v, need in guards if v is not None]
+    every = vmask(v for _, need in guards for v in need)
+    whole = (1 << n) - 1
+
+    def fixes(chosen: int) -> bool:
+        fixed = known = chosen
+        bound = 0
+        for i in range(n):
+            if chosen >> i & 1:
+                known |= kids[i]
+                bound |= fields[i]
+        changed = True
+        while changed:
+            changed = False
+            for v, need in binds:
+                if need & bound == need:
+                    bound |= v
+            for i in range(n):
+                if not fixed >> i & 1 and ((cst[i] and known >> i & 1) or (
+                        kids[i] & known == kids[i] and fields[i] & bound == fields[i])):
+                    fixed |= 1 << i
+                    known |= kids[i] | 1 << i
+                    bound |= fields[i]
+                    changed = True
+        return fixed == whole and every & bound == every
+
+    best: list[int] = []
+    most = MAX_BOUND_FACTORS - (n > SMALL_PATTERN)
+    for size in range(1, min(n, most) + 1):
+        for atoms_chosen in combinations(range(n), size):
+            chosen = sum(1 << i for i in atoms_chosen)
+            if any(b & chosen == b for b in best):
+                continue  # (a subset fixes the match already: this one bounds no better)
+            if fixes(chosen):
+                best.append(chosen)
+    # (as constructors: two choices of atoms of the same constructors bound alike)
+    return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in range(n) if b >> i & 1))
+                              for b in best)) or None

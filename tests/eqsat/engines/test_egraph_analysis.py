@@ -139,6 +139,51 @@ def test_tripwire_fails_loudly_on_an_unsound_union(session: Session) -> None:
     assert session.analyze([x + 1])[x + 1][:2] == (1, 6)
 
 
+def _unsound_session() -> Session:
+    """A session whose one native rule is unsound: x + 1 -> 100."""
+    from rules.native import ERule
+
+    return Session([ERule("unsound_add_one", "", "g", '(Add "index" x (Cst "index" 1))',
+                          '(Cst "index" 100)')])
+
+
+def test_a_run_with_an_unsound_rule_fails_loudly() -> None:
+    """The tripwire runs once a run, before its extraction: an empty interval made by a
+    native step is reported then, with the class and its e-nodes; the session works
+    afterwards."""
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    s = _unsound_session()
+    g = parse("(mul (add (var x 0 5) 1) 3)")
+    with pytest.raises(UnsoundError, match=r"empty interval lo=100 > hi=6 .*Cst\(.index., 100\)"):
+        s.run([g], get_cost_model("reference"), Limits(seconds=60.0))
+    outs, st = s.run([parse("(mul (var x 0 5) 3)")], get_cost_model("reference"),
+                     Limits(seconds=60.0))
+    assert st["stop_reason"] == "saturated"
+
+
+def test_a_pass_failing_on_an_unsound_e_graph_reports_the_union(monkeypatch) -> None:
+    """A computed pass that fails on an e-graph with an empty interval: the run checks
+    the tripwire then, and raises the UnsoundError naming the class."""
+    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    def fail(*args, **kwargs):
+        raise ValueError("a pass met lo > hi")
+
+    s = _unsound_session()
+    monkeypatch.setattr(engine, "python_pass", fail)
+    with pytest.raises(UnsoundError, match="empty interval") as e:
+        s.run([parse("(mul (add (var x 0 5) 1) 3)")], get_cost_model("reference"),
+              Limits(seconds=60.0))
+    assert isinstance(e.value.__cause__, ValueError)
+    with pytest.raises(ValueError, match="lo > hi"):  # a sound e-graph: the error itself
+        s.run([parse("(mul (var x 0 5) 3)")], get_cost_model("reference"),
+              Limits(seconds=60.0))
+
+
 @pytest.mark.timing
 def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
     # a class that is Invalid everywhere may hold `c + 3` of itself (Invalid + 3 is
@@ -273,9 +318,9 @@ def test_a_run_schedules_the_extension_rules_only_when_it_inserted_one(
     seen: list[str] = []
     flush = encoding.Inserter.flush
 
-    def spy(self, extra: str = "", after: str = "", late: bool = True):
+    def spy(self, extra: str = "", after: str = "", **kwargs):
         seen.append(after)
-        return flush(self, extra, after, late)
+        return flush(self, extra, after, **kwargs)
 
     monkeypatch.setattr(encoding.Inserter, "flush", spy)
     optimize(parse(text), engine="egraph", cost_model="reference")

@@ -5,6 +5,7 @@ step explode (issue: a floor-division expansion from a padded view)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from eqsat.engines.egraph.schedules import (
     HARD_ENODES,
     Limits,
     count_program,
+    match_bounds,
     multiplies,
     new_nodes,
 )
@@ -121,6 +123,76 @@ def test_a_multiplying_rule_is_held_to_the_room() -> None:
     outs, st = egraph_many([g], cost_model=model, budget=Limits(seconds=60.0))
     assert not st["held_back"] and st["matches"]["where_combine_consts"] > 0
     assert reference_cost(outs[0]) < reference_cost(g)
+
+
+@pytest.mark.parametrize("rule, expect", [
+    # a where of two constants is fixed by its class: one where and the other's constants
+    (_rule("(Add dt (Where dt c (Cst dt k1) (Cst dt k2)) (Where dt c (Cst dt k3) (Cst dt k4)))",
+           "(Where dt c (Cst dt k1) (Cst dt k2))"),
+     [("Where", "Where"), ("Cst", "Cst", "Where")]),
+    (_rule("(Lt \"bool\" (Neg \"index\" x) (Neg \"index\" y))", "(Lt \"bool\" y x)"),
+     [("Neg", "Neg")]),
+    # a guard computes c3: the Mul of c3 is fixed once x, c1 and c2 are
+    (_rule("(Add Dt (Mul Dt (Mod Dt x (Cst Dt c1)) (Cst Dt c2)) "
+           "(Mul Dt (Idiv Dt x (Cst Dt c1)) (Cst Dt c3)))", "(Mul Dt x (Cst Dt c2))",
+           "(!= c1 0)", "(= (* c1 c2) c3)"),
+     [("Mod", "Mul"), ("Idiv", "Mul"), ("Cst", "Mod"), ("Cst", "Idiv")]),
+    # a relation guard with a variable of its own may hold many rows per match: no bound
+    (_rule("(Add dt (Neg dt x) (Neg dt y))", "x", "(Rel x z)"), None),
+    # a general rule: no bound
+    (ERule("q", "", "g", query="(= e (And dt (Not dt x) (Not dt y)))",
+           actions="(union e (Not dt (Or dt x y)))"), None),
+])
+def test_the_matches_bounded_by_the_rows(rule: ERule, expect: list | None) -> None:
+    assert match_bounds(rule) == expect
+
+
+@pytest.mark.parametrize("text", [_where_pairs(), FLOORDIV,
+                                  "(and (not (lt (var x 0 9) 3)) (not (lt (var y 0 9) 4)))"])
+def test_the_bound_from_the_rows_holds_the_counted_e_nodes(monkeypatch, text: str) -> None:
+    """Every step counted by the twins (in lockstep, so exact) makes at most the e-nodes
+    the bound from the rows allows (``Session._apriori``), read before the same load."""
+    seen: list[tuple[float, int]] = []
+    real_admit = engine.Session._admit
+
+    def apriori(self, bases):
+        self._last_bound = real_apriori(self, bases)
+        return math.inf  # (always counted: the twins stay in lockstep)
+
+    def admit(self, bases, allow, why):
+        before = dict(self._counts)
+        ok = real_admit(self, bases, allow, why)
+        seen.append((self._last_bound, sum(v - before.get(i, 0)
+                                           for i, v in self._counts.items())))
+        return ok
+
+    real_apriori = engine.Session._apriori
+    monkeypatch.setattr(engine.Session, "_apriori", apriori)
+    monkeypatch.setattr(engine.Session, "_admit", admit)
+    optimize(parse(text), cost_model="reference", budget=Budget(seconds=60.0))
+    assert seen
+    if text != FLOORDIV:  # (whose where-combining rules' guards hold nowhere)
+        assert any(n for _, n in seen)
+    for bound, n in seen:
+        assert n <= bound
+
+
+def test_a_step_within_the_bound_is_not_counted(monkeypatch) -> None:
+    """A step whose bound from the rows fits its room runs the multiplying rules without
+    the counting call; where it does not, they are counted first."""
+    calls: list[float] = []
+    real_admit = engine.Session._admit
+
+    def admit(self, bases, allow, why):
+        calls.append(allow)
+        return real_admit(self, bases, allow, why)
+
+    monkeypatch.setattr(engine.Session, "_admit", admit)
+    g = parse(_where_pairs())
+    r = optimize(g, cost_model="reference", budget=Budget(seconds=60.0))
+    assert not calls and r.stats["matches"]["where_combine_consts"] > 0
+    r = optimize(g, cost_model="reference", budget=Budget(seconds=60.0, enodes=50))
+    assert calls and r.stats["held_back"] == {"where_combine_consts": 12}
 
 
 @pytest.fixture(scope="module")

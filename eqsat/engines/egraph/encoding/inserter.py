@@ -108,6 +108,9 @@ class Inserter:
         #: (``schema.load_part``) and no other constructor's
         self._load_ctors: set[str] = set()
         self._sub_ctors: set[str] = set()
+        #: constructor -> how many of the e-node rows waiting to load are its (each
+        #: makes at most one row of its table)
+        self.pending_ctors: dict[str, int] = {}
         #: (loading rule set, constructors) -> the combined rule set declared for them
         #: in this e-graph (:meth:`_load_set`)
         self.combined: dict[tuple[str, frozenset[str]], str] = {}
@@ -131,6 +134,7 @@ class Inserter:
         self.ctors.clear()
         self._load_ctors.clear()
         self._sub_ctors.clear()
+        self.pending_ctors.clear()
         self.const_classes = set()
         self.seeder = None
         self.pending = 0
@@ -170,7 +174,7 @@ class Inserter:
     def load_runs(self) -> int:
         """How many run reports loading the waiting rows gives (before ``extra``'s): a
         ``(run insert 1)``, and a ``(run subsume 1)`` when e-nodes wait to be subsumed."""
-        return 0 if not self._rows else 2 if SUB_REL in self._rows else 1
+        return 0 if not self._rows else 2 if self._sub_ctors else 1
 
     @property
     def has_late(self) -> bool:
@@ -206,6 +210,7 @@ class Inserter:
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
         self._load_ctors.add(ctor)
+        self.pending_ctors[ctor] = self.pending_ctors.get(ctor, 0) + 1
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
@@ -245,6 +250,17 @@ class Inserter:
         subsumed (loaded by the next flush, with the other rows)."""
         k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         self._sub_ctors.add(ctor)
+        rows = self._rows.get(SUB_REL)
+        if rows is None:
+            rows = self._rows[SUB_REL] = []
+        rows.append(k)
+        self.pending += 1
+
+    def forget(self, ctor: str, fields: tuple[Any, ...]) -> None:
+        """Record an RSub row naming the subsumed e-node ``(ctor fields...)`` (E fields
+        are handles) for a run's reset to delete (:mod:`..reset`); unlike
+        :meth:`subsume`, its load runs no subsumption."""
+        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         rows = self._rows.get(SUB_REL)
         if rows is None:
             rows = self._rows[SUB_REL] = []
@@ -345,12 +361,15 @@ class Inserter:
             return self.node("GL", u.op.name, dt, a, lst)
         return self.node(ctor, u.op.name, dt, a, *kids)
 
-    def flush(self, extra: str = "", after: str = "", late: bool = True) -> list[Any]:
+    def flush(self, extra: str = "", after: str = "", late: bool = True,
+              late_run: bool = True) -> list[Any]:
         """Load the recorded rows, run the egglog commands ``extra``, load the late rows
         (:meth:`late_bound`; not with ``late=False``: they wait for the next flush), run
         ``after``; the outputs of the egglog commands (a ``(run insert 1)`` loads each
         group of rows: its report comes first, then ``extra``'s, then the late rows'
-        when there are any, then ``after``'s)."""
+        when there are any, then ``after``'s). ``late_run=False``: the late rows are
+        put in their relations only, for ``after`` to run :data:`LATE_RULESET`'s rules
+        (no report of theirs)."""
         if not self._rows and not (late and self._late) and not extra and not after:
             return []
         self._flushes += 1
@@ -358,18 +377,18 @@ class Inserter:
         if extra:
             cmds.append(extra)
         if late:
-            cmds += self._inputs(self._late, "late.", LATE_RULESET)
+            cmds += self._inputs(self._late, "late.", LATE_RULESET if late_run else None)
         if after:
             cmds.append(after)
         self.pending = 0
         return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
 
-    def _inputs(self, rows: dict[str, list[str]], tag: str, ruleset: str = INSERT_RULESET
-                ) -> list[str]:
+    def _inputs(self, rows: dict[str, list[str]], tag: str,
+                ruleset: str | None = INSERT_RULESET) -> list[str]:
         """Write ``rows`` (rel -> lines) to files; the commands that load them (none
         when there are none) by a run of ``ruleset`` (of :data:`INSERT_RULESET`: with
-        the parts of the constructors the rows name, :meth:`_load_set`), and ``rows``
-        emptied."""
+        the parts of the constructors the rows name, :meth:`_load_set`; None: no run,
+        the rows stay in their relations), and ``rows`` emptied."""
         if not rows:
             return []
         cmds = []
@@ -381,8 +400,10 @@ class Inserter:
         if ruleset == INSERT_RULESET:
             ruleset = self._load_set(INSERT_RULESET, self._load_ctors, cmds)
             self._load_ctors = set()
-        cmds.append(f"(run {ruleset} 1)")
-        if SUB_REL in rows:
+            self.pending_ctors = {}
+        if ruleset is not None:
+            cmds.append(f"(run {ruleset} 1)")
+        if SUB_REL in rows and self._sub_ctors:  # (else its rows only name, see forget)
             cmds.append(f"(run {self._load_set(SUB_RULESET, self._sub_ctors, cmds)} 1)")
             self._sub_ctors = set()
         rows.clear()
