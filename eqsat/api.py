@@ -21,8 +21,9 @@ class Budget:
     (``stats["stop_reason"]`` names it).
 
     ``iterations``: rewrite rounds. ``enodes``: e-graph size; the rules whose matches
-    multiply are counted before they run and left out when what they would make does
-    not fit half the room left, and the first step that takes the e-graph past this
+    multiply run only when what they may make (a bound from the e-graph's rows, or
+    else a count of their matches) fits half the room left, and are left out when it
+    does not, and the first step that takes the e-graph past this
     number ends the run (its result: the e-graph as it was before that step).
     ``seconds``: wall time of the whole optimize call, which returns within
     1.2 times it (plus, on a thread's first call, the one-time build of its warm

@@ -502,7 +502,8 @@ class Snapshot:
             self.relations[name] = [tuple(cls_of.get(v, -1) for v in r.inputs)
                                     for r in funcs[name].rows]
         self.enodes = len(nodes)
-        #: class -> height of its cheapest term (filled by the computed pass)
+        #: class -> height of its cheapest term (filled by the computed pass for the
+        #: classes it asks about: ``computed.pricing.BestHeights``)
         self.height: dict[int, int] = {}
         #: class -> tree cost of its cheapest term under the run's cost model (filled by
         #: the computed pass; the engine's stall check reads the roots' entries)
