@@ -103,14 +103,12 @@ class Inserter:
         #: the constructors of the e-node rows recorded since the last restore (the
         #: engine runs the interval rules of the others only when one of them is here)
         self.ctors: set[str] = set()
-        #: the constructors of the e-node rows waiting to load, and of the e-nodes
-        #: waiting to be subsumed: a load runs their parts of the loading rule sets
-        #: (``schema.load_part``) and no other constructor's
-        self._load_ctors: set[str] = set()
-        self._sub_ctors: set[str] = set()
         #: constructor -> how many of the e-node rows waiting to load are its (each
-        #: makes at most one row of its table)
+        #: makes at most one row of its table); and the constructors of the e-nodes
+        #: waiting to be subsumed. A load runs these constructors' parts of the loading
+        #: rule sets (``schema.load_part``) and no other constructor's
         self.pending_ctors: dict[str, int] = {}
+        self._sub_ctors: set[str] = set()
         #: (loading rule set, constructors) -> the combined rule set declared for them
         #: in this e-graph (:meth:`_load_set`)
         self.combined: dict[tuple[str, frozenset[str]], str] = {}
@@ -132,7 +130,6 @@ class Inserter:
         self._rows.clear()
         self._late.clear()
         self.ctors.clear()
-        self._load_ctors.clear()
         self._sub_ctors.clear()
         self.pending_ctors.clear()
         self.const_classes = set()
@@ -209,7 +206,6 @@ class Inserter:
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
-        self._load_ctors.add(ctor)
         self.pending_ctors[ctor] = self.pending_ctors.get(ctor, 0) + 1
         line = _NODE_FMT[ctor].format(k, *fields)
         if "True" in line or "False" in line:  # a bool field is written as 0/1
@@ -248,13 +244,8 @@ class Inserter:
     def subsume(self, ctor: str, fields: tuple[Any, ...]) -> None:
         """Record that the e-node ``(ctor fields...)`` (E fields are handles) is to be
         subsumed (loaded by the next flush, with the other rows)."""
-        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
+        self.forget(ctor, fields)
         self._sub_ctors.add(ctor)
-        rows = self._rows.get(SUB_REL)
-        if rows is None:
-            rows = self._rows[SUB_REL] = []
-        rows.append(k)
-        self.pending += 1
 
     def forget(self, ctor: str, fields: tuple[Any, ...]) -> None:
         """Record an RSub row naming the subsumed e-node ``(ctor fields...)`` (E fields
@@ -398,8 +389,7 @@ class Inserter:
             write_file(path, "\n".join(lines).encode())
             cmds.append(f'(input {rel} "{path}")')
         if ruleset == INSERT_RULESET:
-            ruleset = self._load_set(INSERT_RULESET, self._load_ctors, cmds)
-            self._load_ctors = set()
+            ruleset = self._load_set(INSERT_RULESET, set(self.pending_ctors), cmds)
             self.pending_ctors = {}
         if ruleset is not None:
             cmds.append(f"(run {ruleset} 1)")
