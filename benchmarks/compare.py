@@ -62,6 +62,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import corpus_path  # noqa: E402
+from eqsat.api import CHUNK  # noqa: E402
 from eqsat.compare import (  # noqa: E402
     Case,
     batch_budget,
@@ -250,7 +251,8 @@ def per_call_report(results: list[Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=corpus_path())
-    ap.add_argument("--batch", type=int, default=32, help="cases per e-graph (1: per case)")
+    ap.add_argument("--batch", type=int, default=CHUNK,
+                    help=f"cases per e-graph (default {CHUNK}, eqsat batch's chunk; 1: per case)")
     ap.add_argument("--model", default="reference", help="cost model: reference or default")
     ap.add_argument("--check", action="store_true", help="check every output's equivalence")
     ap.add_argument("--limit", type=int, default=None, help="only the first N cases")

@@ -10,7 +10,7 @@ setup; the ratio e-graph/baseline is what compare.py's CPU ratio estimates,
 without the noise (it leaves out cache misses and page faults, which counts do
 not see). Takes a few minutes: callgrind runs Python about 50 times slower.
 
-Usage: ``python3 benchmarks/instructions.py [--batch 32] [--corpus JSONL]
+Usage: ``python3 benchmarks/instructions.py [--batch N] [--corpus JSONL]
 [--keep DIR]`` (``--keep``: leave the callgrind files there, for
 ``callgrind_annotate``). Needs ``valgrind`` on the PATH.
 """
@@ -30,6 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import corpus_path  # noqa: E402
+from eqsat.api import CHUNK  # noqa: E402
 
 _CHILD = """
 import sys
@@ -74,7 +75,8 @@ def count(mode: str, corpus: str, batch: int, out_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--batch", type=int, default=32, help="e-graph batch size")
+    ap.add_argument("--batch", type=int, default=CHUNK,
+                    help=f"e-graph batch size (default {CHUNK}, eqsat batch's chunk)")
     ap.add_argument("--corpus", default=None, help="corpus JSONL (default: the repository's)")
     ap.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
     a = ap.parse_args(argv)

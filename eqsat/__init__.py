@@ -16,7 +16,7 @@ _LAZY = {
     "evaluate": "eqsat.ir.interp", "run_kernel": "eqsat.ir.interp", "EvalError": "eqsat.ir.interp",
     "check_equivalent": "eqsat.ir.equiv", "Equivalence": "eqsat.ir.equiv",
     "optimize": "eqsat.api", "optimize_many": "eqsat.api", "Budget": "eqsat.api",
-    "Result": "eqsat.api", "session_for": "eqsat.engines.egraph",
+    "Result": "eqsat.api", "CHUNK": "eqsat.api", "session_for": "eqsat.engines.egraph",
     "UPat": "eqsat.ir.pattern", "Rule": "eqsat.ir.pattern", "PatternMatcher": "eqsat.ir.pattern",
     "graph_rewrite": "eqsat.ir.pattern",
     "from_tinygrad": "eqsat.tinygrad", "to_tinygrad": "eqsat.tinygrad",

@@ -10,9 +10,16 @@ from typing import Any
 
 from eqsat.ir.uop import UOp
 
-__all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGINES"]
+__all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGINES", "CHUNK"]
 
 log = logging.getLogger(__name__)
+
+#: cases a batch puts in one e-graph by default (``optimize_many(executor=)``, ``eqsat
+#: batch --chunk``, ``eqsat compare --chunk``, the benchmarks): a step's fixed cost (egglog
+#: assembling and indexing its rules, the pass's set-up) is shared by more cases the
+#: larger the chunk, and a chunk's budget is its cases' budgets summed
+#: (docs/perf.md, "The batch chunk")
+CHUNK = 64
 
 
 @dataclass(frozen=True)
@@ -202,7 +209,7 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
 def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any] | None = None,
                   cost_model: Any = None, budget: Budget | None = None,
                   keep_egraph: bool = False, executor: Executor | None = None,
-                  chunk: int = 16) -> list[Result]:
+                  chunk: int = CHUNK) -> list[Result]:
     """Optimize several graphs; one :class:`Result` each, in order.
 
     The e-graph engine puts all of them in one e-graph (shared subgraphs once, one

@@ -852,6 +852,8 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``eqsat`` command."""
+    from eqsat.api import CHUNK
+
     p = argparse.ArgumentParser(
         prog="eqsat",
         description="Optimize tensor-compiler UOp graphs (.uop text) by equality saturation.",
@@ -917,9 +919,9 @@ def build_parser() -> argparse.ArgumentParser:
     _engine_flags(s)
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
-    s.add_argument("--chunk", type=int, default=16, metavar="N",
-                   help="cases optimized together in one e-graph (default 16; 1: one "
-                        "e-graph per case)")
+    s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
+                   help=f"cases optimized together in one e-graph (default {CHUNK}; 1: "
+                        "one e-graph per case)")
     s.add_argument("--stats", action="store_true",
                    help="add each case's run statistics to its row ('stats': stop "
                         "reason, iterations, e-nodes, rules held back, cases in its run)")
@@ -951,8 +953,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cost", default="reference", metavar="MODEL",
                    help="cost model the engines extract with (default reference, the "
                         "metric the table reports)")
-    s.add_argument("--chunk", type=int, default=16, metavar="N",
-                   help="cases the e-graph optimizes together in one e-graph (default 16)")
+    s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
+                   help=f"cases the e-graph optimizes together in one e-graph (default "
+                        f"{CHUNK})")
     s.add_argument("--seconds", type=float, default=2.0, metavar="S",
                    help="e-graph time budget per case (default 2)")
     s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eqsat.api import Budget, optimize
+from eqsat.api import CHUNK, Budget, optimize
 from eqsat.ir.sexpr import ParseError, parse, to_sexpr
 from extraction import divmod_count, get_cost_model, reference_cost
 
@@ -132,7 +132,7 @@ def _parse_row(row: dict[str, Any], key: str) -> Any:
                          f"{e.msg}") from None
 
 
-def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: int = 32,
+def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: int = CHUNK,
         model: str = "reference", check: bool = False, seconds: float = 2.0,
         samples: int = 3000, repeat: int = 1, warm: bool = False,
         on_batch: Callable[[int], None] | None = None

@@ -270,6 +270,19 @@ def test_batch_chunk_must_be_positive(capsys, tmp_path):
     assert rc == 1 and "--chunk must be >= 1" in err
 
 
+def test_batch_and_compare_chunk_by_default_is_the_library_s():
+    # one default chunk for `eqsat batch`, `eqsat compare`, optimize_many(executor=) and
+    # the benchmarks, which measure what the command runs
+    import inspect
+
+    from eqsat.api import CHUNK, optimize_many
+
+    p = cli.build_parser()
+    assert p.parse_args(["batch", "in.jsonl"]).chunk == CHUNK
+    assert p.parse_args(["compare", "in.jsonl"]).chunk == CHUNK
+    assert inspect.signature(optimize_many).parameters["chunk"].default == CHUNK
+
+
 def crash_chunk_on_boom(chunk):
     """A chunk worker that dies (as a segfaulting engine would) on any chunk holding the
     case 'boom'."""
