@@ -596,7 +596,7 @@ class Session:
         may need them; an extension constructor's (``analysis_ext``) only once one is
         here, as every other. ``late``: with the rules loading the late rows
         (:data:`LATE_RULESET`)."""
-        have = self.ins.ctors | made | {c for c, n in self._present.items() if n}
+        have = self._have() | made
         kinds = ("core", "ext", "fixed") if self._fixed_analysis else ("core", "ext")
         of = self._cur.analysis
         leaves = tuple(leaf for k in kinds for leaf, ctor, _ in of[k] if ctor in have)
@@ -620,9 +620,14 @@ class Session:
         makes, while egglog assembles and indexes the joins of fewer rules. A part left
         out stays in semi-naive step: a match it finds once it runs holds a row that is
         new then."""
-        present, recorded = self._present, self.ins.ctors
+        have = self._have()
         return tuple(part for rs in rulesets for part, need in self._parts.get(rs, ())
-                     if all(c in recorded or present.get(c) for c in need))
+                     if need <= have)
+
+    def _have(self) -> set[str]:
+        """The constructors with rows in the e-graph (egglog's sizes after the last
+        step) or among the rows recorded since the run began (``ins.ctors``)."""
+        return self.ins.ctors.union([c for c, n in self._present.items() if n])
 
     def _combined(self, parts: tuple[str, ...]) -> str:
         """The rule set that runs the rule sets ``parts`` together, declared the first
@@ -655,12 +660,8 @@ class Session:
         those rules nor their counting twins (no egglog call to count): both would find
         nothing, and a match they find later holds a row that is new to both then, so
         they stay in lockstep."""
-        present, recorded = self._present, self.ins.ctors
-        for b in bases:
-            for i, _, _ in self._mult.get(b, ()):
-                if all(c in recorded or present.get(c) for c in self._mult_ctors[i]):
-                    return True
-        return False
+        have = self._have()
+        return any(self._mult_ctors[i] <= have for b in bases for i, _, _ in self._mult.get(b, ()))
 
     def _apriori(self, bases: list[str]) -> float:
         """At most how many e-nodes this step's round of the multiplying rules of
