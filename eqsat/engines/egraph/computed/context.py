@@ -209,7 +209,8 @@ def best_closure(snap: Snapshot, best: dict[int, int], cls: int) -> set[int]:
 
 def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Term],
              memo: dict[int, Term], reach: dict[int, bool]) -> Term:
-    """The best term of ``cls`` with the classes of ``subst`` replaced."""
+    """The best term of ``cls`` with the classes of ``subst`` replaced, a loop index
+    kept whole (:func:`_rebuilt`)."""
     if cls in subst:
         return subst[cls]
     hit = memo.get(cls)
@@ -221,11 +222,27 @@ def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Te
     if not r:
         return cls
     n = snap.nodes[best[cls]]
-    fields = [n.ctor, *n.fields]
-    for i in _TERM_E[n.ctor]:  # left to right
-        fields[i] = _rebuild(snap, best, fields[i], subst, memo, reach)
-    t = memo[cls] = tuple(fields)
+    t = memo[cls] = cls if _is_loop(n) else _rebuilt(snap, best, n, subst, memo, reach)
     return t
+
+
+def _rebuilt(snap: Snapshot, best: dict[int, int], n: Node, subst: dict[int, Term],
+             memo: dict[int, Term], reach: dict[int, bool]) -> Term:
+    """E-node ``n`` with its children's best terms rebuilt (:func:`_rebuild`); a loop
+    index (:func:`_is_loop`) as it is."""
+    fields = [n.ctor, *n.fields]
+    if not _is_loop(n):
+        for i in _TERM_E[n.ctor]:  # left to right
+            fields[i] = _rebuild(snap, best, fields[i], subst, memo, reach)
+    return tuple(fields)
+
+
+def _is_loop(n: Node) -> bool:
+    """A RANGE or SPECIAL: its end names the loop, so it is not rewritten even where a
+    context variable's class holds the end's constant (``where(r0 % 3 > 1, ..(range 0
+    2).., Inv)``: the variable standing for ``r0 % 3`` is 2 there, and ``(range 0 (r0 %
+    3))`` would be another loop, which no END closes)."""
+    return n.ctor == "G1" and n.fields[0] in ("RANGE", "SPECIAL")
 
 
 def _is_ctxvar(n: Node) -> bool:
@@ -425,10 +442,7 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
         n = snap.nodes[i]
         if any(best_term_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
             continue  # a foreign context variable: cannot be put back
-        fields = [n.ctor, *n.fields]
-        for j in _TERM_E[n.ctor]:  # left to right
-            fields[j] = _rebuild(snap, best, fields[j], sub, memo, sub_reach)
-        t = tuple(fields)
+        t = _rebuilt(snap, best, n, sub, memo, sub_reach)
         if _mentions(t, wc):
             continue
         _close(wc, ctx, t)
