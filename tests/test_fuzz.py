@@ -80,17 +80,13 @@ EXPRESSIONS = [
     ("egraph_bound_beyond_i64_in_rhi", "egraph",
      "(add (var a -1 0) (where (gt (var a -1 0) (xor -4611686018427387907 100)) 0 (invalid)))"),
     # (x - y) + y -> x subsumed s + x, which became x + x (the class's cheapest term) once
-    # s = (x + x) - x merged with x: the extraction leaves subsumed e-nodes out and takes
-    # x * 2 (cost 5 against the input's 4; optimize returns the input)
+    # s = (x + x) - x merged with x: the extraction, which leaves subsumed e-nodes out,
+    # took x * 2 (cost 5 against the input's 4); a root extracted costlier than its
+    # input is extracted again with them
     ("egraph_subsumed_cheapest_term", "egraph",
      "%0 = (cast i8 (range 0 16))\n(add (sub (add %0 %0) %0) %0)"),
 ]
-XFAIL_EXPRESSIONS: dict[str, str] = {
-    "egraph_subsumed_cheapest_term": (
-        "a subsumed e-node that merging made the class's cheapest term is not extracted; "
-        "extracting every subsumed e-node fixes it but costs the corpus batch 6% more "
-        "instructions (docs/perf.md)"),
-}
+XFAIL_EXPRESSIONS: dict[str, str] = {}
 
 # (name, variant, kernel): lowered after the variant's optimizer ("unoptimized": as it is),
 # compiled and run, the output equals the reference interpreter's bit for bit

@@ -977,6 +977,7 @@ class Session:
                 assert snap is not None
                 with clock.phase(times, "extract"):
                     outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
+                    self._unsubsume_costlier(snap, roots, handles, outs, model, clock)
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,
@@ -1016,6 +1017,26 @@ class Session:
         finally:
             with clock.phase(times, "reset"):
                 self._reset(saved, clean, final)
+
+    def _unsubsume_costlier(self, snap: Snapshot, roots: list[UOp], handles: list[int],
+                            outs: list[UOp], model: Any, clock: Clock) -> None:
+        """Extract again, with the subsumed e-nodes in, every root whose term came out
+        costlier than its input (in place in ``outs``, when that is cheaper). A rule's
+        subsumption can hit a class's cheapest term: ``(x - y) + y -> x`` subsumes ``s +
+        x``, which is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the
+        extraction, which leaves subsumed e-nodes out, took ``x * 2``. Taking them in
+        every extraction costs a corpus batch 6% (docs/perf.md); a costlier result is
+        rare."""
+        cost = model.graph_cost
+        worse = [i for i, (r, o) in enumerate(zip(roots, outs, strict=True))
+                 if o is not r and cost(o) > cost(r)]
+        if not worse:
+            return
+        again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model, clock,
+                                 subsumed=True)
+        for i, o in zip(worse, again, strict=True):
+            if cost(o) < cost(outs[i]):
+                outs[i] = o
 
     def _reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the

@@ -26,19 +26,20 @@ __all__ = ["extract_roots", "usable_keys"]
 
 
 def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                  clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
+                  clock: Clock, subsumed: bool = False) -> tuple[list[UOp], dict[str, Any]]:
     """The best term of every root handle under ``model`` (see the module docstring),
     and stats (``cost``: the summed cost of the distinct roots, ``method``).
+    ``subsumed``: subsumed e-nodes may be used too (:func:`usable_keys`).
 
     The cyclic garbage collector is paused meanwhile: the extraction allocates many
     short-lived lists and tuples (no cycles; reference counting frees them), and the
     collections they would trigger walk the engine's large heap for nothing."""
     with gc_paused():
-        return _extract_roots(snap, args, handles, model, clock)
+        return _extract_roots(snap, args, handles, model, clock, subsumed)
 
 
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                   clock: Clock) -> tuple[list[UOp], dict[str, Any]]:
+                   clock: Clock, subsumed: bool = False) -> tuple[list[UOp], dict[str, Any]]:
     from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
     from extraction.egraph_view import new_enode
 
@@ -57,7 +58,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         if ens:
             decoded.append((c, ens))
     every = [e for _c, ens in decoded for e in ens]
-    use = usable_keys(snap, every)
+    use = usable_keys(snap, every, subsumed)
     # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
     cut = {e.eclass for e in every if e.key not in use}
     groups: dict[int, list[ENode]] = {}
@@ -130,12 +131,12 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
 _NO_TEXT = frozenset(op for op in Ops if not has_text_form(op))
 
 
-def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
+def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False) -> set[int]:
     """The keys (snapshot node indices) of the e-nodes of ``enodes`` the extraction
-    may use: the ones not subsumed and of an op the text format can write
-    (:data:`_NO_TEXT`), and every node of a class without a finite term made of
-    those (a cancellation such as (x - y) + y -> x may subsume the only grounded
-    node), to a fixed point.
+    may use: the ones not subsumed (with ``subsumed``: subsumed ones too) and of an op
+    the text format can write (:data:`_NO_TEXT`), and every node of a class without a
+    finite term made of those (a cancellation such as (x - y) + y -> x may subsume the
+    only grounded node), to a fixed point.
 
     Grounding only grows with the nodes allowed, so the fixed point is reached
     incrementally: each round allows the nodes of the classes still ungrounded and
@@ -163,7 +164,7 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode]) -> set[int]:
             for k in kids:
                 waiting[k].append(i)
         missing[i] = m
-        if not nodes[i].subsumed and op not in _NO_TEXT:
+        if (subsumed or not nodes[i].subsumed) and op not in _NO_TEXT:
             batch.append(i)
     while batch:
         use.update(batch)
