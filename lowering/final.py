@@ -25,7 +25,9 @@
   the identity of ``op`` inside the enclosing loops, updated inside the reduce
   loops, read after their ``END`` (``AFTER`` orders the three);
 - a multi-range ``END(x, r1, r2)`` is split into nested ``END(END(x, r2), r1)``
-  (r1 outermost).
+  (r1 outermost);
+- a scalar op over constants is folded (``rules.constants.fold_constants``), whatever
+  made it (a split loop's piece, a decomposition, the input itself).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
 from lowering.narrow import LoweringError
+from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
            "reduce_identity"]
@@ -330,6 +333,8 @@ def _is_vec(u: UOp) -> bool:
 
 
 _UNROLL_OPS = GroupOp.ALU | {Ops.CAST, Ops.BITCAST}
+#: the ops the constant-folding rules fold (rules/constants.py)
+_FOLD_OPS = frozenset(UNARY_FOLD + BINARY_FOLD + TERNARY_FOLD)
 
 pm_final = PatternMatcher([
     Rule("const_vectorize", "CONST(v, dtype xN) -> VECTORIZE(CONST(v), ..)",
@@ -354,6 +359,13 @@ pm_final = PatternMatcher([
          UPat(Ops.REDUCE, name="u", pred=_is_vec), build=_unroll_reduce),
     Rule("unroll_after", "AFTER(v xN, deps) -> VECTORIZE(AFTER(GEP(v, i), deps), ..)",
          UPat(Ops.AFTER, name="u", pred=_is_vec), build=_unroll_after),
+    # not left to the C compiler: GCC 12 folds (true ? 0.0f : -1.0f) - (c ? 0.0f : 3.0f)
+    # to -0.0 for c true, even at -O0, where IEEE subtraction gives +0.0; folded here the
+    # emitter sees 0.0 - x, which it writes with its helper
+    Rule("fold_constants", "op(CONST a, ..) -> CONST(op(a, ..)) (the constant-folding rules' "
+         "function; an undefined value is not folded)",
+         UPat(_FOLD_OPS, src=UPat(Ops.CONST), name="u", pred=lambda u: not _is_vec(u)),
+         build=fold_constants),
 ], name="final")
 
 

@@ -25,8 +25,7 @@ of loops created per kernel; past it the remaining ranges stay whole.
 from __future__ import annotations
 
 from eqsat.ir.dtype import dtypes
-from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.semantics import EvalError, Undefined, alu
+from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering.narrow import is_invalid
 
@@ -131,29 +130,15 @@ def _fold1(u: UOp) -> UOp:
         return u.src[1]  # the Invalid arm (if any) is never taken
     elif op is Ops.WHERE and u.src[0].op is Ops.CONST and not is_invalid(u.src[2]):
         return u.src[2]
-    if op in GroupOp.ALU and u.dtype.count == 1 and all(s.op is Ops.CONST for s in u.src):
-        return _fold_consts(u)
     return u
-
-
-def _fold_consts(u: UOp) -> UOp:
-    """A scalar ALU op over constants (a piece's folded load leaves ``max(0.0, -1.0) -
-    0.0``) as its value in the IR's semantics, or as it is where C leaves it undefined.
-    Not left to the C compiler: GCC 12 folds ``(true ? 0.0f : -1.0f) - (c ? 0.0f :
-    3.0f)`` to -0.0 for c true, even at -O0, where IEEE subtraction gives +0.0."""
-    try:
-        v = alu(u.op, u.dtype, [s.arg for s in u.src])
-    except EvalError:
-        return u
-    return u if isinstance(v, Undefined) else UOp.const(u.dtype, v)
 
 
 def fold_decided(root: UOp) -> UOp:
     """Fold the integer comparisons that the value bounds decide, then the boolean
-    ``and``/``or``/``not`` and ``where`` they make constant, every scalar ALU op on
-    constants (:func:`_fold_consts`), and a load through ``where(False, x, Invalid)``
-    (never made) into its alternative value (0 without one). Other ``where(False, x,
-    Invalid)`` are kept: narrowing turns them into a gate that is always off."""
+    ``and``/``or``/``not`` and ``where`` they make constant, index arithmetic on
+    constants, and a load through ``where(False, x, Invalid)`` (never made) into
+    its alternative value (0 without one). Other ``where(False, x, Invalid)``
+    are kept: narrowing turns them into a gate that is always off."""
     memo: dict[UOp, UOp] = {}
     for u in root.toposort():
         src = tuple(memo[s] for s in u.src)

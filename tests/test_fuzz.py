@@ -135,12 +135,15 @@ KERNELS = [
      "(not (lt %1 2)) (add (mul %1 2) (mod %0 2)) (invalid))))) (range 0 3) (range 1 3) "
      "(range 2 2)))"),
     # a split loop's piece left max(0.0, -1.0) - where(c, 0.0, 3.0) to the C compiler,
-    # and GCC 12 folds it to -0.0 where c holds (the piece folds constants itself now)
+    # and GCC 12 folds it to -0.0 where c holds (the final rewrite folds constants now)
     ("split_piece_constants_folded_by_gcc", "baseline",
      "%0 = (load (index (buffer 2 f32 21) (where (not (lt (mod (idiv (range 0 21) 7) 3) 1)) "
      "(mod (range 0 21) 7) (invalid))))\n"
      "(sink (end (store (index (buffer 0 f32 21) (range 0 21)) (sub (max %0 -1.0) (where (ge "
      "(load (index (buffer 4 f16 8) 7)) (const f16 0.0)) %0 3.0))) (range 0 21)))"),
+    ("gcc_constant_expression_in_the_input", "unoptimized",
+     "(sink (end (store (index (buffer 0 f32 4) (range 0 4)) (sub (max 0.0 -1.0) (where (ge "
+     "(load (index (buffer 4 f16 8) 7)) (const f16 0.0)) 0.0 3.0))) (range 0 4)))"),
 ]
 XFAIL_KERNELS: dict[str, str] = {}
 
