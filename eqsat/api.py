@@ -193,9 +193,13 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     stats.setdefault("engine", engine)
     kept = stats.pop("egraph", None)
-    in_cost = model.graph_cost(graph)
-    # (an output that is the input itself, as interned UOps make it, costs what it does)
-    out_cost = in_cost if out is graph else model.graph_cost(out)
+    costs = stats.pop("costs", None)  # (the e-graph engine priced both under this model)
+    if costs:
+        in_cost, out_cost = costs[0]
+    else:
+        in_cost = model.graph_cost(graph)
+        # (an output that is the input itself, as interned UOps make it, costs what it does)
+        out_cost = in_cost if out is graph else model.graph_cost(out)
     if out_cost > in_cost:  # never return something costlier than the input
         out, out_cost = graph, in_cost
         stats["fallback"] = "input was cheaper"
@@ -256,11 +260,12 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any]
         memory=b.memory), keep_egraph=keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0
     kept = stats.pop("egraph", None)
+    costs = stats.pop("costs", None) or [(model.graph_cost(g), model.graph_cost(o))
+                                         for g, o in zip(graphs, outs, strict=True)]
     stats["batch"] = n
     results = []
-    for g, out in zip(graphs, outs, strict=True):
+    for g, out, (in_cost, out_cost) in zip(graphs, outs, costs, strict=True):
         st = dict(stats)
-        in_cost, out_cost = model.graph_cost(g), model.graph_cost(out)
         if out_cost > in_cost:
             out, out_cost = g, in_cost
             st["fallback"] = "input was cheaper"

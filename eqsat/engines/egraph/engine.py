@@ -966,6 +966,7 @@ class Session:
                 self._check()  # (the last step checks in its own egglog call)
             if stop == "memory" and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
+                costs = None
             else:
                 # bring the last results in (analysis only), then extract
                 if last:
@@ -977,7 +978,8 @@ class Session:
                 assert snap is not None
                 with clock.phase(times, "extract"):
                     outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
-                    self._unsubsume_costlier(snap, roots, handles, outs, model, clock)
+                    costs = self._unsubsume_costlier(snap, roots, handles, outs, model,
+                                                     clock)
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,
@@ -985,6 +987,7 @@ class Session:
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats,
+                         costs=costs,
                          held_back=dict(sorted(self.held_back.items())),
                          enodes_peak=max(peak, snap.enodes if snap else 0),
                          rss_growth=rss_peak,
@@ -1019,24 +1022,31 @@ class Session:
                 self._reset(saved, clean, final)
 
     def _unsubsume_costlier(self, snap: Snapshot, roots: list[UOp], handles: list[int],
-                            outs: list[UOp], model: Any, clock: Clock) -> None:
+                            outs: list[UOp], model: Any, clock: Clock
+                            ) -> list[tuple[float, float]]:
         """Extract again, with the subsumed e-nodes in, every root whose term came out
-        costlier than its input (in place in ``outs``, when that is cheaper). A rule's
-        subsumption can hit a class's cheapest term: ``(x - y) + y -> x`` subsumes ``s +
-        x``, which is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the
-        extraction, which leaves subsumed e-nodes out, took ``x * 2``. Taking them in
-        every extraction costs a corpus batch 6% (docs/perf.md); a costlier result is
-        rare."""
+        costlier than its input (in place in ``outs``, when that is cheaper); each
+        root's ``(input cost, output cost)`` under ``model`` (``stats["costs"]``, which
+        ``eqsat.optimize`` reads instead of pricing both again). A rule's subsumption
+        can hit a class's cheapest term: ``(x - y) + y -> x`` subsumes ``s + x``, which
+        is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the extraction,
+        which leaves subsumed e-nodes out, took ``x * 2``. Taking them in every
+        extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare."""
         cost = model.graph_cost
-        worse = [i for i, (r, o) in enumerate(zip(roots, outs, strict=True))
-                 if o is not r and cost(o) > cost(r)]
-        if not worse:
-            return
-        again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model, clock,
-                                 subsumed=True)
-        for i, o in zip(worse, again, strict=True):
-            if cost(o) < cost(outs[i]):
-                outs[i] = o
+        costs = []
+        for r, o in zip(roots, outs, strict=True):
+            c = cost(r)
+            costs.append((c, c if o is r else cost(o)))
+        worse = [i for i, (c_in, c_out) in enumerate(costs) if c_out > c_in]
+        if worse:
+            again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model,
+                                     clock, subsumed=True)
+            for i, o in zip(worse, again, strict=True):
+                c = cost(o)
+                if c < costs[i][1]:
+                    outs[i] = o
+                    costs[i] = (costs[i][0], c)
+        return costs
 
     def _reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
         """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the

@@ -205,3 +205,25 @@ def test_the_result_cost_is_the_graph_cost(engine: str, model: str) -> None:
         g = parse(text)
         r = optimize(g, engine=engine, cost_model=model)
         assert r.cost == m.graph_cost(r.graph) and r.input_cost == m.graph_cost(g)
+
+
+@pytest.mark.parametrize("text", [
+    "(add (mul (range 0 8) 4) (mod (range 1 4) 4))",
+    "%0 = (cast i8 (range 0 16))\n(add (sub (add %0 %0) %0) %0)",
+    "(idiv (add (mul (range 0 8) 4) 3) 4)",
+])
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_costs_the_engine_hands_over_are_the_model_s(text: str, cached: bool) -> None:
+    # optimize takes the input and output costs from the engine's stats["costs"]
+    import eqsat
+
+    if not cached:
+        clear_result_cache()
+    model = ReferenceCost()
+    g = parse(text)
+    r = optimize(g, cost_model=model)
+    many = eqsat.optimize_many([g, parse("(add (range 0 4) 0)")], cost_model=model)
+    for res, inp in ((r, g), (many[0], g)):
+        assert res.input_cost == model.graph_cost(inp)
+        assert res.cost == model.graph_cost(res.graph) <= res.input_cost
+        assert "costs" not in res.stats
