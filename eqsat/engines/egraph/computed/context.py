@@ -222,27 +222,22 @@ def _rebuild(snap: Snapshot, best: dict[int, int], cls: int, subst: dict[int, Te
     if not r:
         return cls
     n = snap.nodes[best[cls]]
-    t = memo[cls] = cls if _is_loop(n) else _rebuilt(snap, best, n, subst, memo, reach)
+    t = memo[cls] = cls if n.is_loop else _rebuilt(snap, best, n, subst, memo, reach)
     return t
 
 
 def _rebuilt(snap: Snapshot, best: dict[int, int], n: Node, subst: dict[int, Term],
              memo: dict[int, Term], reach: dict[int, bool]) -> Term:
     """E-node ``n`` with its children's best terms rebuilt (:func:`_rebuild`); a loop
-    index (:func:`_is_loop`) as it is."""
+    index (``Node.is_loop``) as it is: its end names the loop, so it is not rewritten
+    even where a context variable's class holds the end's constant (``where(r0 % 3 > 1,
+    ..(range 0 2).., Inv)``: the variable standing for ``r0 % 3`` is 2 there, and
+    ``(range 0 (r0 % 3))`` would be another loop, which no END closes)."""
     fields = [n.ctor, *n.fields]
-    if not _is_loop(n):
+    if not n.is_loop:
         for i in _TERM_E[n.ctor]:  # left to right
             fields[i] = _rebuild(snap, best, fields[i], subst, memo, reach)
     return tuple(fields)
-
-
-def _is_loop(n: Node) -> bool:
-    """A RANGE or SPECIAL: its end names the loop, so it is not rewritten even where a
-    context variable's class holds the end's constant (``where(r0 % 3 > 1, ..(range 0
-    2).., Inv)``: the variable standing for ``r0 % 3`` is 2 there, and ``(range 0 (r0 %
-    3))`` would be another loop, which no END closes)."""
-    return n.ctor == "G1" and n.fields[0] in ("RANGE", "SPECIAL")
 
 
 def _is_ctxvar(n: Node) -> bool:

@@ -178,6 +178,11 @@ class Node:
             return None
         return Ops[self.fields[0]]
 
+    @property
+    def is_loop(self) -> bool:
+        """A RANGE or SPECIAL: a loop index, whose end names the loop."""
+        return self.ctor == "G1" and self.fields[0] in ("RANGE", "SPECIAL")
+
     def __repr__(self) -> str:
         return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
 
@@ -593,7 +598,7 @@ def defined_classes(nodes: list[Node], known: set[int],
             return True
         if c == "Leaf":
             return n.fields[0] != "INVALID"
-        if c in CTOR_OP or (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL")):
+        if c in CTOR_OP or n.is_loop:
             return all(k in out for k in n.kids)
         return False
 
@@ -601,8 +606,7 @@ def defined_classes(nodes: list[Node], known: set[int],
         if n.cls in out:
             continue
         c = n.ctor
-        if not (c in ("Cst", "Leaf") or c in CTOR_OP or
-                (c == "G1" and n.fields[0] in ("RANGE", "SPECIAL"))):
+        if not (c in ("Cst", "Leaf") or c in CTOR_OP or n.is_loop):
             continue
         if ready(n):
             out.add(n.cls)
