@@ -1031,14 +1031,18 @@ class Session:
         can hit a class's cheapest term: ``(x - y) + y -> x`` subsumes ``s + x``, which
         is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the extraction,
         which leaves subsumed e-nodes out, took ``x * 2``. Taking them in every
-        extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare."""
+        extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare.
+        The second extraction runs only when a tree extraction of the snapshot fits the
+        time budget (its DAG search checks the clock itself)."""
         cost = model.graph_cost
         costs = []
         for r, o in zip(roots, outs, strict=True):
             c = cost(r)
             costs.append((c, c if o is r else cost(o)))
         worse = [i for i, (c_in, c_out) in enumerate(costs) if c_out > c_in]
-        if worse:
+        # (only within the time budget, as the first extraction's DAG search: a root
+        # left as it is gets its input back from optimize)
+        if worse and clock.elapsed() + clock.tree_estimate(snap.enodes) <= clock.seconds:
             again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model,
                                      clock, subsumed=True)
             for i, o in zip(worse, again, strict=True):
