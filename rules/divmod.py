@@ -264,6 +264,9 @@ G_RANGE = "range_based_mod_div_patterns"
 #: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
 #: computed nested_idiv_offset, whose unions are checked against cycles
 G_REC_NESTED = "div_mod_recombine_nested_native"
+#: the e-graph's divisions of two quotients as selects; a run holds them back until its other
+#: rules are done (eqsat.engines.egraph.rulesets.FINISHING)
+G_SELECT = "division_select"
 #: the core's group of a DivModRule -> the seed group its e-graph twin joins
 DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,
                                 "advanced_division": G_ADV, "div_mod_recombine": G_REC}
@@ -276,6 +279,8 @@ _SUMS = ("an index sum is a canonical flattened sum, and the computed recombine_
          "forms add nothing there and cost about a quarter of the egglog time (measured: "
          "same outputs without them)")
 _IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
+_SELECT = ("e-graph only: tinygrad keeps the division; the ordered matcher's result is the "
+           "reference the e-graph is held to")
 _SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of its rules "
           "(normalize_signs); as rewrites of their own they would only add negations to the "
           "ordered matcher's result")
@@ -363,6 +368,16 @@ LAWS = [
     rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
          "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
          baseline_reason=_SIGNS),
+    # a quotient of two values is a comparison: a select costs a compare and a move where
+    # a division costs tens of cycles (a constant divisor's multiply-shift several)
+    rule("idiv_two_buckets", "x // k -> where(x < (vmin(x) // k + 1) * k, vmin(x) // k, "
+         "vmin(x) // k + 1)", "is_index(x) and k > 0 and vmin(x) >= 0 and "
+         "vmax(x) // k == vmin(x) // k + 1", group=G_RANGE, egraph_group=G_SELECT,
+         baseline_reason=_SELECT),
+    rule("mod_two_buckets", "x % k -> where(x < (vmin(x) // k + 1) * k, x + -(vmin(x) // k * k), "
+         "x + -((vmin(x) // k + 1) * k))", "is_index(x) and k > 0 and vmin(x) >= 0 and "
+         "vmax(x) // k == vmin(x) // k + 1", group=G_RANGE, egraph_group=G_SELECT,
+         baseline_reason=_SELECT),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
        "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),

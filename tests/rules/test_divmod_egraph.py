@@ -15,11 +15,11 @@ import pytest
 
 import eqsat
 from eqsat import parse, to_sexpr
-from eqsat.engines.egraph.rulesets import OPT_IN, default_groups, egraph_groups
+from eqsat.engines.egraph.rulesets import FINISHING, OPT_IN, default_groups, egraph_groups
 from eqsat.ir.equiv import check_equivalent
 from extraction import reference_cost
 from rules.computed import PyRule
-from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, GROUPS
+from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, G_SELECT, GROUPS
 from rules.divmod_core import DIVMOD_RULES, SUM_RULES
 from rules.native import ERule
 from tests.budgets import QUALITY
@@ -28,6 +28,8 @@ RB = "range_based_mod_div_patterns"
 REC = "div_mod_recombine_dsl_patterns"
 ADV = "advanced_division_dsl_patterns"
 NEST = G_REC_NESTED  # opt-in
+SEL = G_SELECT  # e-graph only, run last (FINISHING)
+ID = "identity_and_zero_patterns"
 
 A, B, V = "(var a 0 7)", "(var b 0 5)", "(var v 0 1)"
 W, M, X = "(var w 0 100)", "(var m -4 4)", "(var x -50 50)"
@@ -113,6 +115,12 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      f"(add {B} {X})"),
     ("recombine_mod_chain", (REC,), "(add (mul (mod (idiv (range 0 192) 4) 3) 4) "
      "(mod (range 0 192) 4))", "(mod (range 0 192) 12)"),
+    # division_select: a quotient of two values as a select
+    ("idiv_two_buckets", (SEL,), f"(idiv {A} 4)", f"(where (lt {A} 4) 0 1)"),
+    ("idiv_two_buckets", (SEL,), "(idiv (var a 5 10) 4)", "(where (lt (var a 5 10) 8) 1 2)"),
+    ("mod_two_buckets", (SEL, ID), f"(mod {A} 4)", f"(where (lt {A} 4) {A} (add {A} -4))"),
+    ("mod_two_buckets", (SEL,), "(mod (var a 5 10) 4)",
+     "(where (lt (var a 5 10) 8) (add (var a 5 10) -4) (add (var a 5 10) -8))"),
     # div_mod_recombine_nested_native (opt-in): #5 natively, both signs
     ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
     ("recombine_divmod_5_neg", (NEST,), "(idiv (add (idiv (var n -90 0) 4) -3) 2)",
@@ -190,6 +198,17 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      f"(mod (mod {X} 10) 4)"),                                                # 10 % 4 != 0
     ("mod_of_mod_multiple", (ADV,), f"(mod (mod {XI} (const i32 12)) (const i32 4))",
      f"(mod (mod {XI} (const i32 12)) (const i32 4))"),                       # index only
+    ("idiv_two_buckets", (SEL,), f"(idiv {W} 40)", f"(idiv {W} 40)"),          # three values
+    ("idiv_two_buckets", (SEL,), "(idiv (var a 0 3) 4)", "(idiv (var a 0 3) 4)"),  # one value
+    ("idiv_two_buckets", (SEL,), f"(idiv {M} 4)", f"(idiv {M} 4)"),           # x < 0
+    ("idiv_two_buckets", (SEL,), f"(idiv {A} -4)", f"(idiv {A} -4)"),         # k < 0
+    ("idiv_two_buckets", (SEL,), f"(idiv {WI} (const i32 60))",
+     f"(idiv {WI} (const i32 60))"),                                          # index only
+    ("mod_two_buckets", (SEL,), f"(mod {W} 40)", f"(mod {W} 40)"),            # three values
+    ("mod_two_buckets", (SEL,), f"(mod {M} 4)", f"(mod {M} 4)"),              # x < 0
+    ("mod_two_buckets", (SEL,), f"(mod {A} -4)", f"(mod {A} -4)"),            # k < 0
+    ("mod_two_buckets", (SEL,), f"(mod {WI} (const i32 60))",
+     f"(mod {WI} (const i32 60))"),                                           # index only
 ]
 
 
@@ -239,7 +258,8 @@ def test_every_rule_fires_and_every_native_rule_is_blocked_somewhere() -> None:
 
 def test_egraph_section_metadata() -> None:
     # the family's groups, plus the opt-in native #5; each rule named, grouped, with its law
-    assert set(EGRAPH) == set(GROUPS) | {NEST}
+    assert set(EGRAPH) == set(GROUPS) | {NEST, SEL}
+    assert SEL in FINISHING and SEL in default_groups()
     assert NEST in OPT_IN and NEST not in default_groups()
     assert set(GROUPS) <= set(default_groups())
     seen: set[str] = set()

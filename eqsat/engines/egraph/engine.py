@@ -98,7 +98,7 @@ from eqsat.engines.egraph.reset import (
     leftover,
     reset_program,
 )
-from eqsat.engines.egraph.rulesets import resolve
+from eqsat.engines.egraph.rulesets import FINISHING, resolve
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
     STALL_EMITTED,
@@ -131,6 +131,10 @@ ANALYSIS_CAP = 512
 #: ``(FixDt dt)``, or the rule of the language says so) form this rule set; a run whose
 #: input has no such dtype skips it (rewrites keep their operands' dtypes)
 FIXED_RULESET = "native_fixed"
+
+#: the native rules of the finishing groups (``rulesets.FINISHING``) form this rule set; a
+#: run adds it to its steps once its other rules are done (see :meth:`Session._run`)
+FINISH_RULESET = "native_finish"
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report") and
 #: the union-find of every class a run made, so a warm session's memory grows with every
@@ -345,6 +349,8 @@ class Session:
             twins = int_dt_twins(r)
             pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
                 else list(zip(("native", FIXED_RULESET), twins, strict=True))
+            if r.group in FINISHING:
+                pairs = [(FINISH_RULESET, t) for _, t in pairs]
             for ruleset, t in pairs:
                 self._native_names[t.name] = r.law
                 need = pattern_ctors(t)
@@ -365,6 +371,10 @@ class Session:
                 self._program_ctors.append(need)
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
+        self._has_finish_rules = any(rs.startswith(FINISH_RULESET)
+                                     for rs, _ in self._native_programs)
+        #: whether this run's steps run the finishing rules (:data:`FINISH_RULESET`)
+        self._finishing = False
         #: whether this run still runs the multiplying rules: they are left out for the
         #: rest of the run after a step whose count did not fit its room
         self._counted = True
@@ -420,7 +430,7 @@ class Session:
         only = NARROW_CTORS if kind == "narrow" else None
         prog = [declarations(only), analysis_program(_ANALYSIS, fixed=fixed_width,
                                                      ext=self._ext, only=only)]
-        for base in ("native", FIXED_RULESET):
+        for base in ("native", FIXED_RULESET, FINISH_RULESET):
             prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
                      for part, _ in self._parts.get(rs, ())]
             prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
@@ -525,7 +535,7 @@ class Session:
         made: set[str] = set()  # the constructors their rules make
         if native and self.native:
             bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
-                                  else [])
+                                  else []) + ([FINISH_RULESET] if self._finishing else [])
             every = self._counted and self._mult_may_match(bases) and (
                 self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
@@ -609,6 +619,17 @@ class Session:
         when there is none."""
         parts = self._runnable_parts(rulesets)
         return self._combined(parts) if parts else None
+
+    def _finish(self) -> bool:
+        """Whether the run goes on with the finishing rules (:data:`FINISH_RULESET`) where
+        it would stop saturated or stalled: once a run, when one of them may match (the
+        constructors its pattern names have rows). Their iterations count as any other
+        (the budgets hold); a run that stops on a budget ends without them."""
+        if self._finishing or not self._has_finish_rules or \
+                not self._runnable_parts([FINISH_RULESET]):
+            return False
+        self._finishing = True
+        return True
 
     def _runnable_parts(self, rulesets: list[str]) -> tuple[str, ...]:
         """The egglog rule set of one round of ``rulesets`` in this step: the parts of
@@ -841,6 +862,7 @@ class Session:
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
         self._counted = True
+        self._finishing = False
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self._present = {}  # (nor any e-node)
         self.held_back, self.held_for = {}, None
@@ -898,6 +920,8 @@ class Session:
                     # its snapshot gave new classes) and no rule changed anything: the
                     # e-graph is the one that snapshot read, and another pass over it
                     # would find nothing new
+                    if self._finish():
+                        continue
                     stop = "saturated"
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
@@ -946,10 +970,14 @@ class Session:
                 emitted.append(self.ins.pending - pending0)
                 clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
+                    if self._finish():
+                        continue
                     stop = "saturated"
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if is_stalled(costs, sizes, limits.stall, emitted):
+                    if self._finish():
+                        continue
                     stop = "stalled"
                     break
                 if res.skipped:

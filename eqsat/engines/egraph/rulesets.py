@@ -23,10 +23,17 @@ from typing import Any
 from rules.computed import PyRule
 from rules.native import ERule
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "FINISHING"]
 
 OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
                            "where_combine_native")
+
+#: groups whose rules a run holds back until its other rules are done (it would stop
+#: saturated or stalled): their right sides are so much cheaper (a select for a division)
+#: that the computed pass, which visits only the classes near the roots' best terms, would
+#: leave the divisions' own simplifications unvisited (a select of ``(2*a + b) % 2`` where
+#: the pass finds ``b``)
+FINISHING: tuple[str, ...] = ("division_select",)
 
 # the family modules in schedule order: a group's rules (native and computed) are loaded in
 # the order its family comes here; divmod leads (its computed rules are tried first)
