@@ -135,6 +135,9 @@ FIXED_RULESET = "native_fixed"
 #: the native rules of the finishing groups (``rulesets.FINISHING``) form this rule set; a
 #: run adds it to its steps once its other rules are done (see :meth:`Session._run`)
 FINISH_RULESET = "native_finish"
+#: egglog steps of a run's finishing (:meth:`Session._finish`): the finishing rules', then
+#: the native rules' alone on what they made
+FINISH_STEPS = 2
 
 #: egglog keeps a report of every iteration it ever ran (its "overall run report") and
 #: the union-find of every class a run made, so a warm session's memory grows with every
@@ -534,8 +537,8 @@ class Session:
         runs: list[str] = []  # the native rules' runs
         made: set[str] = set()  # the constructors their rules make
         if native and self.native:
-            bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
-                                  else []) + ([FINISH_RULESET] if self._finishing else [])
+            bases = [FINISH_RULESET] if self._finishing else ["native"] + (
+                [FIXED_RULESET] if self._fixed and self._has_fixed_rules else [])
             every = self._counted and self._mult_may_match(bases) and (
                 self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
@@ -620,16 +623,31 @@ class Session:
         parts = self._runnable_parts(rulesets)
         return self._combined(parts) if parts else None
 
-    def _finish(self) -> bool:
-        """Whether the run goes on with the finishing rules (:data:`FINISH_RULESET`) where
-        it would stop saturated or stalled: once a run, when one of them may match (the
-        constructors its pattern names have rows). Their iterations count as any other
-        (the budgets hold); a run that stops on a budget ends without them."""
-        if self._finishing or not self._has_finish_rules or \
-                not self._runnable_parts([FINISH_RULESET]):
+    def _finish(self, matches: dict[str, int], limits: Limits, clock: Clock) -> bool:
+        """The finishing rules (:data:`FINISH_RULESET`) where a run would stop saturated
+        or stalled, when one of them may match (the constructors its pattern names have
+        rows): a step of them with the native rules, then up to ``FINISH_STEPS - 1`` of
+        the native rules alone (they simplify what the first made: a select's condition,
+        its branches' constants), each while the e-node budget has room and the time
+        left holds a step and the extraction. No computed pass runs: the others found
+        nothing more. Whether a step changed the e-graph (the run then reads it again)."""
+        if not self._has_finish_rules or not self._runnable_parts([FINISH_RULESET]):
             return False
-        self._finishing = True
-        return True
+        changed = False
+        for i in range(FINISH_STEPS):
+            size = self.step_size + self.ins.pending_nodes
+            if size > limits.enodes or clock.elapsed() + 2 * clock.iter_estimate(size) + \
+                    clock.tree_estimate(size) + clock.FIXED > clock.seconds * clock.SOFT:
+                break
+            self._finishing = i == 0
+            try:
+                self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes")
+            finally:
+                self._finishing = False
+            changed = changed or self.step_updated
+            if not self.step_updated:
+                break
+        return changed
 
     def _runnable_parts(self, rulesets: list[str]) -> tuple[str, ...]:
         """The egglog rule set of one round of ``rulesets`` in this step: the parts of
@@ -920,8 +938,6 @@ class Session:
                     # its snapshot gave new classes) and no rule changed anything: the
                     # e-graph is the one that snapshot read, and another pass over it
                     # would find nothing new
-                    if self._finish():
-                        continue
                     stop = "saturated"
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
@@ -970,19 +986,20 @@ class Session:
                 emitted.append(self.ins.pending - pending0)
                 clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
-                    if self._finish():
-                        continue
                     stop = "saturated"
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if is_stalled(costs, sizes, limits.stall, emitted):
-                    if self._finish():
-                        continue
                     stop = "stalled"
                     break
                 if res.skipped:
                     stop = "enodes" if self.ins.pending > rows_cap else "time"
                     break
+            # the finishing rules, once the others are done (not after a budget's stop)
+            finished = False
+            if stop in ("saturated", "stalled") and not stale:
+                with clock.phase(times, "finish"):
+                    finished = self._finish(matches, limits, clock)
             if self.held_for == "time" and stop not in ("time", "memory"):
                 stop = "time"  # rules were left out for the time: its result may vary
             elif self.held_for and stop == "saturated":
@@ -1000,6 +1017,11 @@ class Session:
                 if last:
                     with clock.phase(times, "last"):
                         self._step(False, matches)
+                        snap = Snapshot(self.egraph, self.ins)
+                        if tracer is not None:
+                            tracer.snapshot(snap, 0, matches)
+                elif finished:  # (its last step ran the analysis and loaded every row)
+                    with clock.phase(times, "last"):
                         snap = Snapshot(self.egraph, self.ins)
                         if tracer is not None:
                             tracer.snapshot(snap, 0, matches)

@@ -94,6 +94,19 @@ TABLE: list[tuple[str, str, str | int]] = [
      "7) 7))", "(add (var b 0 5) (var x -50 50))"),
     ("div_mod_recombine", "(add (mod (idiv (var x 0 99) 2) 3) (mul (idiv (var x 0 99) 6) 3))",
      "(idiv (var x 0 99) 2)"),
+    # a quotient of two values as a select, once the other rules are done (FINISHING)
+    ("division_select", "(idiv (add (add (mul (var x 0 3) 4) (var y 0 7)) 11) 24)",
+     "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 13) 0 1)"),
+    ("division_select", "(mod (range 2 5) 4)", "(where (lt (range 2 5) 4) (range 2 5) (add "
+     "(range 2 5) -4))"),
+    ("division_select", "(add (idiv (var x 0 7) 4) (mod (var x 0 7) 4))",
+     "(sub (var x 0 7) (where (lt (var x 0 7) 4) 0 3))"),
+    # a select of (2*r0 + r1) % 2 run from the start made the root so cheap that the
+    # computed pass no longer visited the division, and r1 was lost (corpus k0578)
+    ("division_select", "(mod (add (mul (range 0 2) 2) (range 1 2)) 2)", "(range 1 2)"),
+    ("division_select", "(mod (idiv (idiv (idiv (add (add (add (add (add (add (add 0 (mul 1 "
+     "(range 4 2))) (mul 2 (range 3 2))) (mul 4 (range 2 2))) (mul 8 (range 1 2))) (mul 16 "
+     "(range 0 2))) (mul 32 0)) (mul 32 0)) 2) 2) 2) 2)", "(range 1 2)"),
     ("negation", f"(neg (neg {X}))", X),
     ("negation", f"(sub {X} (neg {Y}))", 1),
 ]
@@ -138,7 +151,7 @@ def test_tinygrad_splits_a_division_the_egraph_keeps_one() -> None:
     # tinygrad 0.14 turns this single division into two (cost 35 -> 53)
     g = parse("(idiv (add (add (mul (var x 0 3) 4) (mul (var y 0 7) 1)) 11) 24)")
     out, _ = optimize_egraph(g, cost_model="reference")
-    assert reference_cost(out) <= 31 and check_equivalent(g, out)
+    assert reference_cost(out) <= 7 and check_equivalent(g, out)  # a select: no division
 
 
 def test_rule_sets_select_groups() -> None:
