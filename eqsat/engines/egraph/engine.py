@@ -376,8 +376,9 @@ class Session:
                                     for rs, _ in self._native_programs)
         self._has_finish_rules = any(rs.startswith(FINISH_RULESET)
                                      for rs, _ in self._native_programs)
-        #: whether this run's steps run the finishing rules (:data:`FINISH_RULESET`)
-        self._finishing = False
+        #: the rule set parts a finishing step runs instead of the native rules (None:
+        #: an ordinary step; see :meth:`_finish`)
+        self._only: tuple[str, ...] | None = None
         #: whether this run still runs the multiplying rules: they are left out for the
         #: rest of the run after a step whose count did not fit its room
         self._counted = True
@@ -536,9 +537,13 @@ class Session:
             raise _WidenError  # (a row this step would load; see _narrow_holds)
         runs: list[str] = []  # the native rules' runs
         made: set[str] = set()  # the constructors their rules make
-        if native and self.native:
-            bases = [FINISH_RULESET] if self._finishing else ["native"] + (
-                [FIXED_RULESET] if self._fixed and self._has_fixed_rules else [])
+        if native and self._only is not None:
+            if self._only:
+                runs.append(f"(run {self._combined(self._only)} 1)")
+                made.update(*[self._makes[p] for p in self._only])
+        elif native and self.native:
+            bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
+                                  else [])
             every = self._counted and self._mult_may_match(bases) and (
                 self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
@@ -626,24 +631,33 @@ class Session:
     def _finish(self, matches: dict[str, int], limits: Limits, clock: Clock) -> bool:
         """The finishing rules (:data:`FINISH_RULESET`) where a run would stop saturated
         or stalled, when one of them may match (the constructors its pattern names have
-        rows): a step of them with the native rules, then up to ``FINISH_STEPS - 1`` of
-        the native rules alone (they simplify what the first made: a select's condition,
-        its branches' constants), each while the e-node budget has room and the time
-        left holds a step and the extraction. No computed pass runs: the others found
-        nothing more. Whether a step changed the e-graph (the run then reads it again)."""
-        if not self._has_finish_rules or not self._runnable_parts([FINISH_RULESET]):
+        rows): a step of them alone, then up to ``FINISH_STEPS - 1`` steps of the native
+        rules over what they made (a select, its condition, its branches' sums): those
+        whose patterns name only constructors they make, or one of them beyond plain
+        index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget has room and the time left holds
+        a step and the extraction. No computed pass runs: the others found nothing
+        more. Whether a step changed the e-graph (the run then reads it again)."""
+        first = self._runnable_parts([FINISH_RULESET])
+        if not self._has_finish_rules or not first:
             return False
+        made = frozenset().union(*[self._makes[p] for p in first])
+        have = self._have() | made
+        beyond = made - NARROW_CTORS  # (a select and its condition)
+        then = tuple(part for base in ("native", FIXED_RULESET) if base != FIXED_RULESET or
+                     (self._fixed and self._has_fixed_rules)
+                     for part, need in self._parts.get(base, ())
+                     if need <= have and (need <= made or need & beyond))
         changed = False
         for i in range(FINISH_STEPS):
             size = self.step_size + self.ins.pending_nodes
             if size > limits.enodes or clock.elapsed() + 2 * clock.iter_estimate(size) + \
                     clock.tree_estimate(size) + clock.FIXED > clock.seconds * clock.SOFT:
                 break
-            self._finishing = i == 0
+            self._only = first if i == 0 else then
             try:
                 self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes")
             finally:
-                self._finishing = False
+                self._only = None
             changed = changed or self.step_updated
             if not self.step_updated:
                 break
@@ -880,7 +894,7 @@ class Session:
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
         self._counted = True
-        self._finishing = False
+        self._only = None
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self._present = {}  # (nor any e-node)
         self.held_back, self.held_for = {}, None
