@@ -634,9 +634,10 @@ class Session:
         rows): a step of them alone, then up to ``FINISH_STEPS - 1`` steps of the native
         rules over what they made (a select, its condition, its branches' sums): those
         whose patterns name only constructors they make, or one of them beyond plain
-        index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget has room and the time left holds
-        a step and the extraction. No computed pass runs: the others found nothing
-        more. Whether a step changed the e-graph (the run then reads it again)."""
+        index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget
+        has room and the time left holds a step and the extraction. No computed pass
+        runs: the others found nothing more. Whether a step changed the e-graph (the
+        run then reads it again)."""
         first = self._runnable_parts([FINISH_RULESET])
         if not self._has_finish_rules or not first:
             return False
