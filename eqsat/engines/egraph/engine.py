@@ -175,7 +175,7 @@ NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv
 
 
 class _WidenError(Exception):
-    """A run in the narrow e-graph met a constructor outside :data:`NARROW_CTORS`
+    """A run in the narrow e-graph met a constructor it does not load (``_narrow_loads``)
     before a native round: it starts again in the index e-graph."""
 
 
@@ -379,6 +379,12 @@ class Session:
         #: the rule set parts a finishing step runs instead of the native rules (None:
         #: an ordinary step; see :meth:`_finish`)
         self._only: tuple[str, ...] | None = None
+        #: the constructors the narrow e-graph loads and holds the rules of: plain index
+        #: arithmetic and what the finishing rules make from it (a select of a division
+        #: and its condition), so that finishing a narrow run does not widen it
+        self._narrow_loads = NARROW_CTORS.union(*[
+            self._makes[part] for part, need in self._parts.get(FINISH_RULESET, ())
+            if need <= NARROW_CTORS])
         #: whether this run still runs the multiplying rules: they are left out for the
         #: rest of the run after a step whose count did not fit its room
         self._counted = True
@@ -420,7 +426,9 @@ class Session:
     def _build(self, kind: str) -> _EGraph:
         """A fresh egglog e-graph of ``kind`` with the declarations, analyses and rules
         loaded: the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
-        ``"narrow"`` one only the rules whose pattern names :data:`NARROW_CTORS` alone."""
+        ``"narrow"`` one only the rules whose pattern names nothing but
+        :data:`NARROW_CTORS` and what the finishing rules make from them
+        (``_narrow_loads``)."""
         if kind not in EGRAPH_KINDS:
             raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
         fixed_width = kind == "fixed"
@@ -431,7 +439,7 @@ class Session:
             args.key(self._rule_args.arg(i))
         # a narrow e-graph never holds another constructor's rows (a run widens first):
         # their insertion and interval rules would only be built in every round
-        only = NARROW_CTORS if kind == "narrow" else None
+        only = self._narrow_loads if kind == "narrow" else None
         prog = [declarations(only), analysis_program(_ANALYSIS, fixed=fixed_width,
                                                      ext=self._ext, only=only)]
         for base in ("native", FIXED_RULESET, FINISH_RULESET):
@@ -442,7 +450,7 @@ class Session:
         prog += [p for (rs, p), need in zip(self._native_programs, self._program_ctors,
                                             strict=True)
                  if (fixed_width or not rs.startswith(FIXED_RULESET)) and
-                 (kind != "narrow" or need <= NARROW_CTORS)]
+                 (kind != "narrow" or need <= self._narrow_loads)]
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         text = "\n".join(prog)
@@ -533,7 +541,7 @@ class Session:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
         narrow = self._cur.kind == "narrow"
-        if narrow and not self.ins.ctors <= NARROW_CTORS:
+        if narrow and not self.ins.ctors <= self._narrow_loads:
             raise _WidenError  # (a row this step would load; see _narrow_holds)
         runs: list[str] = []  # the native rules' runs
         made: set[str] = set()  # the constructors their rules make
@@ -698,13 +706,13 @@ class Session:
         """Whether the narrow e-graph still runs as the index e-graph would: every
         constructor with rows in the e-graph (egglog's sizes after the last step) or
         recorded this run (``ins.ctors``, a superset of what the next step loads) is one
-        of :data:`NARROW_CTORS`, so a rule, an insertion rule or an interval rule the
+        the narrow e-graph loads (``_narrow_loads``), so a rule, an insertion rule or an interval rule the
         narrow e-graph lacks has nothing to match. Checked at the start and the end of
         every step (:meth:`_step`); when it fails the run starts again in the index
         e-graph."""
-        if not self.ins.ctors <= NARROW_CTORS:
+        if not self.ins.ctors <= self._narrow_loads:
             return False
-        return all(c in NARROW_CTORS for c, n in self._present.items() if n)
+        return all(c in self._narrow_loads for c, n in self._present.items() if n)
 
     def _mult_may_match(self, bases: list[str]) -> bool:
         """Whether a multiplying rule of ``bases`` may match in this step: every

@@ -14,7 +14,7 @@ from eqsat.engines.egraph.engine import (
     needs_fixed_width,
 )
 from eqsat.ir.egglog_text import commands
-from eqsat.ir.sexpr import parse
+from eqsat.ir.sexpr import parse, to_sexpr
 from rules.native import ERule, int_dt_twins
 
 
@@ -197,6 +197,8 @@ _NARROW_CASES = [
     "(mod (add (mul (var x -5 20) 7) (var y 0 3)) 7)",
     "(add (var x 0 9) (mul (var y 0 9) -1))",
     "(sub (mul (var x 0 9) 3) (neg (var y 0 5)))",
+    "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",  # finishes with a select
+    "(add (idiv (var x 0 7) 4) (mod (var x 0 7) 4))",
 ]
 
 
@@ -226,6 +228,18 @@ def test_the_narrow_egraph_gives_what_the_index_egraph_gives(text, monkeypatch) 
                                                                 frozenset()))
     assert narrow._cur.kind in ("narrow", "index")  # (index after a widening)
     assert index._cur.kind == "index"
+
+
+def test_a_narrow_run_finishes_with_a_select_without_widening() -> None:
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    s = Session(None)
+    out, st = s.run([parse("(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)")],
+                    get_cost_model("reference"), Limits(seconds=30.0))
+    assert to_sexpr(out[0]) == "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 12) 0 1)"
+    assert s._cur.kind == "narrow" and not st.get("widened") and s.widened == 0
+    assert st["matches"].get("idiv_two_buckets") and "finish" in st["time"]
 
 
 def test_a_narrow_run_that_meets_another_constructor_widens(monkeypatch) -> None:
