@@ -706,10 +706,10 @@ class Session:
         """Whether the narrow e-graph still runs as the index e-graph would: every
         constructor with rows in the e-graph (egglog's sizes after the last step) or
         recorded this run (``ins.ctors``, a superset of what the next step loads) is one
-        the narrow e-graph loads (``_narrow_loads``), so a rule, an insertion rule or an interval rule the
-        narrow e-graph lacks has nothing to match. Checked at the start and the end of
-        every step (:meth:`_step`); when it fails the run starts again in the index
-        e-graph."""
+        the narrow e-graph loads (``_narrow_loads``), so a rule, an insertion rule or
+        an interval rule the narrow e-graph lacks has nothing to match. Checked at the
+        start and the end of every step (:meth:`_step`); when it fails the run starts
+        again in the index e-graph."""
         if not self.ins.ctors <= self._narrow_loads:
             return False
         return all(c in self._narrow_loads for c, n in self._present.items() if n)
