@@ -516,7 +516,7 @@ class Session:
         return out
 
     def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
-              why: str = "enodes") -> bool:
+              why: str = "enodes", check: bool | None = None) -> bool:
         """Load pending rows, then (one egglog call) one round of the native rules and
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
         ``native``, the analysis only. Whether the native rules changed anything; the
@@ -536,7 +536,8 @@ class Session:
         time left). They run when their bound from the rows fits (:meth:`_apriori`);
         else a first egglog call loads the rows and counts their new matches
         (:meth:`_admit`); when they do not fit, the round runs without them (``<set>``
-        alone, not with ``<set>_mult``), as every later one of the run does."""
+        alone, not with ``<set>_mult``), as every later one of the run does. ``check``:
+        the tripwire after the analysis (default: in an analysis-only step)."""
         if (self._fixed or self._fixed_analysis) and not self._cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
                                "e-graph (insert through run() or analyze())")
@@ -562,7 +563,7 @@ class Session:
         # the tripwire (once the analysis settled) in an analysis-only step: a run's
         # native steps leave it to the run's end (:meth:`_check`; an empty interval
         # stays empty, as intervals only tighten and Def only grows)
-        check = not native
+        check = not native if check is None else check
         ins = self.ins
         loaded = ins.load_runs  # (run insert 1) [+ (run subsume 1)]
         # the late rows (the bounds the last pass seeded) load between the native rules
@@ -636,7 +637,8 @@ class Session:
         parts = self._runnable_parts(rulesets)
         return self._combined(parts) if parts else None
 
-    def _finish(self, matches: dict[str, int], limits: Limits, clock: Clock) -> bool:
+    def _finish(self, matches: dict[str, int], limits: Limits,
+                clock: Clock) -> tuple[bool, bool]:
         """The finishing rules (:data:`FINISH_RULESET`) where a run would stop saturated
         or stalled, when one of them may match (the constructors its pattern names have
         rows): a step of them alone, then up to ``FINISH_STEPS - 1`` steps of the native
@@ -644,11 +646,13 @@ class Session:
         whose patterns name only constructors they make, or one of them beyond plain
         index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget
         has room and the time left holds a step and the extraction. No computed pass
-        runs: the others found nothing more. Whether a step changed the e-graph (the
-        run then reads it again)."""
+        runs: the others found nothing more. ``(changed, checked)``: whether a step
+        changed the e-graph (the run then reads it again), and whether one ran: each
+        runs the tripwire after its analysis, in the same egglog call (the run's own
+        check is then done)."""
         first = self._runnable_parts([FINISH_RULESET])
         if not self._has_finish_rules or not first:
-            return False
+            return False, False
         made = frozenset().union(*[self._makes[p] for p in first])
         have = self._have() | made
         beyond = made - NARROW_CTORS  # (a select and its condition)
@@ -656,7 +660,7 @@ class Session:
                      (self._fixed and self._has_fixed_rules)
                      for part, need in self._parts.get(base, ())
                      if need <= have and (need <= made or need & beyond))
-        changed = False
+        changed = checked = False
         for i in range(FINISH_STEPS):
             size = self.step_size + self.ins.pending_nodes
             if size > limits.enodes or clock.elapsed() + 2 * clock.iter_estimate(size) + \
@@ -664,13 +668,14 @@ class Session:
                 break
             self._only = first if i == 0 else then
             try:
-                self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes")
+                self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes",
+                           check=True)
             finally:
                 self._only = None
-            changed = changed or self.step_updated
+            changed, checked = changed or self.step_updated, True
             if not self.step_updated:
                 break
-        return changed
+        return changed, checked
 
     def _runnable_parts(self, rulesets: list[str]) -> tuple[str, ...]:
         """The egglog rule set of one round of ``rulesets`` in this step: the parts of
@@ -1019,10 +1024,10 @@ class Session:
                     stop = "enodes" if self.ins.pending > rows_cap else "time"
                     break
             # the finishing rules, once the others are done (not after a budget's stop)
-            finished = False
+            finished = checked = False
             if stop in ("saturated", "stalled") and not stale:
                 with clock.phase(times, "finish"):
-                    finished = self._finish(matches, limits, clock)
+                    finished, checked = self._finish(matches, limits, clock)
             if self.held_for == "time" and stop not in ("time", "memory"):
                 stop = "time"  # rules were left out for the time: its result may vary
             elif self.held_for and stop == "saturated":
@@ -1030,7 +1035,7 @@ class Session:
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
             last = not (stop == "memory" and snap is None) and not stale and \
                 bool(self.ins.pending or snap is None)
-            if not last:
+            if not last and not checked:
                 self._check()  # (the last step checks in its own egglog call)
             if stop == "memory" and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
