@@ -944,7 +944,15 @@ class Session:
                     break
                 n_est = sizes[-1] * growth if sizes else input_nodes * 1.5
                 it_est = last_iter * growth * 1.2 if it > 0 else clock.iter_estimate(n_est)
-                if clock.elapsed() + it_est + clock.tree_estimate(n_est) + clock.FIXED > \
+                rest = clock.tree_estimate(n_est) + clock.FIXED
+                # a first iteration whose pass would not fit still runs when its egglog
+                # step and snapshot and the last ones do: its pass stops at a deadline
+                # that leaves them room, and a large input gets the native rules and what
+                # the pass reaches in the time instead of nothing
+                boxed = it == 0 and clock.elapsed() + it_est + rest > \
+                    clock.seconds * clock.SOFT
+                if (it > 0 or boxed) and clock.elapsed() + rest + (
+                        2 * clock.step_estimate(n_est) if boxed else it_est) > \
                         clock.seconds * clock.SOFT:
                     stop = "time"
                     break
@@ -988,6 +996,7 @@ class Session:
                     break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
+                clock.learn_step(time.perf_counter() - t_it, snap.enodes)
                 it += 1
                 if tracer is not None:
                     tracer.snapshot(snap, it, matches)
@@ -1001,7 +1010,8 @@ class Session:
                 rows_cap = pending0 + STEP_ROOM * max(0, limits.enodes - snap.enodes)
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
-                                      deadline=clock.soft_deadline(snap.enodes),
+                                      deadline=clock.soft_deadline(snap.enodes) - (
+                                          clock.step_estimate(snap.enodes) if boxed else 0.0),
                                       clock=partial(_pass_clock, self.ins, rows_cap),
                                       roots=root_cls, model=model)
                 late = late or res.late

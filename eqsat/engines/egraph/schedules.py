@@ -128,6 +128,7 @@ class Clock:
     TREE_PER_NODE = 3e-5
     _dag_per_node = 5e-4  # seconds per e-node of a root's view, refined by learn_dag()
     _iter_per_node = 4e-4  # seconds per e-node of one iteration, refined by learn_iter()
+    _step_per_node = 3e-5  # ... of its egglog step and snapshot alone, refined by learn_step()
     FIXED = 0.08  # the e-graph's reset (its rows deleted) and the caller's cost checks
 
     def __init__(self, seconds: float, t0: float | None = None):
@@ -148,6 +149,15 @@ class Clock:
 
     def iter_estimate(self, enodes: float) -> float:
         return 0.005 + enodes * Clock._iter_per_node
+
+    def step_estimate(self, enodes: float) -> float:
+        """An iteration's egglog step and snapshot, without its computed pass."""
+        return 0.005 + enodes * Clock._step_per_node
+
+    @classmethod
+    def learn_step(cls, seconds: float, enodes: int) -> None:
+        if enodes > 50:
+            cls._step_per_node = 0.7 * cls._step_per_node + 0.3 * (seconds / enodes)
 
     @classmethod
     def learn_iter(cls, seconds: float, enodes: int) -> None:

@@ -66,6 +66,21 @@ def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) 
     assert check_equivalent(graph, res.graph, samples=2000)
 
 
+@pytest.mark.timing
+def test_an_input_too_large_for_one_iteration_gets_a_time_boxed_one() -> None:
+    # about 5,000 nodes: a whole first iteration would take past 2 s (its computed pass
+    # most); its egglog step and snapshot fit, and the pass stops at its deadline
+    from benchmarks.stress import kernel_graph
+
+    g = parse(kernel_graph(5000))
+    t = time.perf_counter()
+    res = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=2.0))
+    elapsed = time.perf_counter() - t
+    assert elapsed <= TIMING_SLACK * 2.0, f"{elapsed:.2f} s for a 2 s budget"
+    assert res.stats["iterations"] == 1 and res.stats["stop_reason"] == "time"
+    assert res.cost < res.input_cost / 2, (res.input_cost, res.cost)
+
+
 def test_stop_reasons_name_the_budget() -> None:
     g = big_sum(60)
     r = optimize(g, engine="egraph", budget=Budget(iterations=1))
