@@ -202,7 +202,8 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 #: the top-level phases of an e-graph call's ``stats["time"]`` (the rest are parts)
-_PHASES = ("insert", "egglog", "snapshot", "computed", "last", "extract", "reset", "setup")
+_PHASES = ("insert", "egglog", "snapshot", "computed", "finish", "last", "extract", "reset",
+           "setup")
 
 
 def per_call_report(results: list[Any]) -> str:
