@@ -1158,18 +1158,23 @@ class Session:
                     self._record_subsumed_of(final)
                 # the rows still recorded load first: the handles a snapshot gave new
                 # classes are among them, and the deletions find children by handle
-                out = ins.flush(f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
-                                "(print-size)", late=False)
-                left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-                left.pop(HANDLE_CTOR, None)
+                rows = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
                 again = ""
-                if left and self._record_subsumed(left):
-                    # the subsumed e-nodes no RSub row named (a native rule subsumed
-                    # them): deleted through the RSub rows just recorded
-                    again = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
+                if final is None:
+                    out = ins.flush(f"{rows}(print-size)", late=False)
+                    left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
+                    left.pop(HANDLE_CTOR, None)
+                    if left and self._record_subsumed(left):
+                        # the subsumed e-nodes no RSub row named (a native rule subsumed
+                        # them): deleted through the RSub rows just recorded
+                        again = rows
+                else:
+                    # every subsumed e-node of the final snapshot has its RSub row, and no
+                    # step ran after it: the handles go in the same egglog call
+                    again = rows
                 out = ins.flush(f"{again}(run {RESET_HANDLES} 1)\n(print-size)", late=False)
                 left = leftover(dict(out[-1].sizes), self._cur.base_sizes)
-                self.egg_iterations += 3 + 2 * bool(again)
+                self.egg_iterations += 1 + 2 * bool(again) + 2 * (final is None)
             except bindings.EggSmolError:
                 clean = False  # (an egglog error: the e-graph is built afresh below)
         ins.restore(saved)
