@@ -765,8 +765,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
         raise _fail("rules", e) from None
     if args.engine:
         sets = [s for s in sets if s.engine == args.engine]
+    from eqsat.engines.egraph.rulesets import FINISHING, OPT_IN
+
     for s in sets:
-        print(f"{s.name} ({s.engine}, {len(s.rules)} rules)")
+        when = "" if s.engine != "egraph" else "; opt-in" if s.name in OPT_IN else \
+            "; run last, once the others are done" if s.name in FINISHING else ""
+        print(f"{s.name} ({s.engine}, {len(s.rules)} rules{when})")
         if not args.brief:
             for r in s.rules:
                 print(f"  {r.name}: {getattr(r, 'identity', '')}")
