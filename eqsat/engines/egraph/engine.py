@@ -374,8 +374,6 @@ class Session:
                 self._program_ctors.append(need)
         self._has_fixed_rules = any(rs.startswith(FIXED_RULESET)
                                     for rs, _ in self._native_programs)
-        self._has_finish_rules = any(rs.startswith(FINISH_RULESET)
-                                     for rs, _ in self._native_programs)
         #: the rule set parts a finishing step runs instead of the native rules (None:
         #: an ordinary step; see :meth:`_finish`)
         self._only: tuple[str, ...] | None = None
@@ -651,7 +649,7 @@ class Session:
         runs the tripwire after its analysis, in the same egglog call (the run's own
         check is then done)."""
         first = self._runnable_parts([FINISH_RULESET])
-        if not self._has_finish_rules or not first:
+        if not first:
             return False, False
         made = frozenset().union(*[self._makes[p] for p in first])
         have = self._have() | made
@@ -908,7 +906,6 @@ class Session:
         times: dict[str, float] = {}
         matches: dict[str, int] = {}
         self._counted = True
-        self._only = None
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self._present = {}  # (nor any e-node)
         self.held_back, self.held_for = {}, None
@@ -951,7 +948,7 @@ class Session:
                 # the pass reaches in the time instead of nothing
                 boxed = it == 0 and clock.elapsed() + it_est + rest > \
                     clock.seconds * clock.SOFT
-                if (it > 0 or boxed) and clock.elapsed() + rest + (
+                if clock.elapsed() + rest + (
                         2 * clock.step_estimate(n_est) if boxed else it_est) > \
                         clock.seconds * clock.SOFT:
                     stop = "time"
