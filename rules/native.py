@@ -88,8 +88,9 @@ _ARG = re.compile(r"\$arg(\d+)")
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
 
 
-def _swaps(text: str) -> list[str]:
-    """Every variant of ``text`` with the operands of commutative binary nodes swapped."""
+def _swaps(text: str) -> list[tuple[str, Any]]:
+    """Every variant of ``text`` with the operands of commutative binary nodes swapped,
+    as ``(text, tree)`` (the first is ``text`` itself)."""
 
     def variants(t: Any) -> list[Any]:
         if not isinstance(t, list):
@@ -105,12 +106,13 @@ def _swaps(text: str) -> list[str]:
                 out.append([c[0], c[1], c[3], c[2]])
         return out
 
-    seen, res = set(), []
+    seen: set[str] = set()
+    res: list[tuple[str, Any]] = []
     for v in variants(read(text)):
         s = show(v)
         if s not in seen:
             seen.add(s)
-            res.append(s)
+            res.append((s, v))
     return res
 
 
@@ -164,16 +166,39 @@ def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bo
     ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
     write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
     because these operators commute)."""
-    a, b = read(lhs), read(earlier)
-    va, vb = _var_order(a, []), _var_order(b, [])
-    if len(va) != len(vb):
-        return False
-    sigma = dict(zip(va, vb, strict=True))
-    if show(_rename(a, sigma)) != show(b):
-        return False
-    same = show(_norm(_rename(read(rhs), sigma), True)) == show(_norm(read(rhs), True))
-    guards = sorted(show(_norm(read(w))) for w in when)
-    return same and sorted(show(_norm(_rename(read(w), sigma))) for w in when) == guards
+    return _Sides(rhs, when).same(read(lhs), _Variant(earlier, read(earlier)))
+
+
+class _Variant:
+    """A variant of a rewrite's pattern: its text, tree and variables in order."""
+
+    __slots__ = ("text", "tree", "vars")
+
+    def __init__(self, text: str, tree: Any):
+        self.text, self.tree, self.vars = text, tree, _var_order(tree, [])
+
+
+class _Sides:
+    """A rewrite's right side and guards, read once for :func:`_same_rewrite`'s
+    comparisons of its pattern variants."""
+
+    def __init__(self, rhs: str, when: tuple[str, ...]):
+        self.rhs = read(rhs)
+        self.when = [read(w) for w in when]
+        self.rhs_norm = show(_norm(self.rhs, True))
+        self.guards = sorted(show(_norm(w)) for w in self.when)
+
+    def same(self, a: Any, earlier: _Variant) -> bool:
+        """Whether the pattern ``a`` rewrites as ``earlier`` does (see _same_rewrite)."""
+        va = _var_order(a, [])
+        if len(va) != len(earlier.vars):
+            return False
+        sigma = dict(zip(va, earlier.vars, strict=True))
+        if show(_rename(a, sigma)) != earlier.text:
+            return False
+        if show(_norm(_rename(self.rhs, sigma), True)) != self.rhs_norm:
+            return False
+        return sorted(show(_norm(_rename(w, sigma))) for w in self.when) == self.guards
 
 
 def commuted(rule: ERule) -> list[ERule]:
@@ -183,12 +208,14 @@ def commuted(rule: ERule) -> list[ERule]:
     same result (:func:`_same_rewrite`) is left out: it would only search again."""
     if not rule.lhs:
         return [rule]
+    variants = _swaps(rule.lhs)
+    sides = _Sides(rule.rhs, rule.when) if len(variants) > 1 else None
     out: list[ERule] = []
-    kept: list[str] = []
-    for i, lhs in enumerate(_swaps(rule.lhs)):
-        if any(_same_rewrite(lhs, k, rule.rhs, rule.when) for k in kept):
+    kept: list[_Variant] = []
+    for i, (lhs, tree) in enumerate(variants):
+        if sides is not None and any(sides.same(tree, k) for k in kept):
             continue
-        kept.append(lhs)
+        kept.append(_Variant(lhs, tree))
         out.append(replace(rule, name=rule.name if i == 0 else f"{rule.name}~{i}", lhs=lhs))
     return out
 

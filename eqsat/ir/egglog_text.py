@@ -41,22 +41,30 @@ def tokens(text: str) -> Iterator[tuple[str, str, int]]:
             raise ValueError(f"egglog text: unterminated string at line {_line(text, m.start())}")
 
 
+#: what delimits a top-level command: a parenthesis, a string (whole, or an unterminated
+#: quote), a comment; an atom holds none of these, so :func:`commands` skips atoms
+_STRUCTURE = re.compile(r'[()]|"(?:[^"\\]|\\[\s\S])*"|;[^\n]*|"')
+
+
 def commands(text: str) -> list[str]:
     """The top-level s-expressions of ``text``, each as its own text. Unbalanced text
     raises ValueError naming the line."""
     out: list[str] = []
     depth, start = 0, 0
-    for kind, _tok, pos in tokens(text):
-        if kind == "(":
+    for m in _STRUCTURE.finditer(text):
+        tok = m.group()
+        if tok == "(":
             if depth == 0:
-                start = pos
+                start = m.start()
             depth += 1
-        elif kind == ")":
+        elif tok == ")":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"egglog text: unbalanced ')' at line {_line(text, pos)}")
+                raise ValueError(f"egglog text: unbalanced ')' at line {_line(text, m.start())}")
             if depth == 0:
-                out.append(text[start:pos + 1])
+                out.append(text[start:m.end()])
+        elif tok == '"':
+            raise ValueError(f"egglog text: unterminated string at line {_line(text, m.start())}")
     if depth:
         raise ValueError(f"egglog text: unclosed '(' at line {_line(text, start)}")
     return out
