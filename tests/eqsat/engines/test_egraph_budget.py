@@ -78,7 +78,10 @@ def test_an_input_too_large_for_one_iteration_gets_a_time_boxed_one() -> None:
     elapsed = time.perf_counter() - t
     assert elapsed <= TIMING_SLACK * 2.0, f"{elapsed:.2f} s for a 2 s budget"
     assert res.stats["iterations"] == 1 and res.stats["stop_reason"] == "time"
-    assert res.cost < res.input_cost / 2, (res.input_cost, res.cost)
+    # cheaper than the input, which a run that stopped before its first iteration returns;
+    # how much cheaper depends on how far the pass got before its deadline, so on the
+    # machine's load (docs/perf.md has the idle figure)
+    assert res.cost < res.input_cost, (res.input_cost, res.cost)
 
 
 def test_stop_reasons_name_the_budget() -> None:
