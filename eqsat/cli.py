@@ -284,9 +284,9 @@ def _warm(opts: dict[str, Any]) -> None:
     try:
         from eqsat.ir.sexpr import parse
 
-        # the e-graphs a plain index expression needs; a chunk builds any other one it
-        # needs before its clock starts (_batch_chunk)
-        graph = parse("(add (mod (idiv (var x 0 9) 2) 3) 0)")
+        # the index e-graph (where every run but a fixed-width one can go); a chunk
+        # builds any other it needs before its clock starts (_batch_chunk)
+        graph = parse("(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)")
         _start_engine(opts, graph)
         _optimize(graph, opts)
     except BaseException as e:  # noqa: B036 - the real case reports any problem
