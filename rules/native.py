@@ -166,16 +166,18 @@ def _same_rewrite(lhs: str, earlier: str, rhs: str, when: tuple[str, ...]) -> bo
     ``where(c,k1,k2) + where(c,k3,k4) -> where(c, k1+k3, k2+k4)``: the mirror would
     write ``k3+k1``, the same value at the same cost (``commuted`` makes mirror images
     because these operators commute)."""
-    return _Sides(rhs, when).same(read(lhs), _Variant(earlier, read(earlier)))
+    return _Sides(rhs, when).same(_Variant(lhs, read(lhs)), _Variant(earlier, read(earlier)))
 
 
 class _Variant:
-    """A variant of a rewrite's pattern: its text, tree and variables in order."""
+    """A variant of a rewrite's pattern: its text, tree, variables in order, and its
+    shape (the text with every variable as ``_``: a renaming leaves it as it is)."""
 
-    __slots__ = ("text", "tree", "vars")
+    __slots__ = ("text", "tree", "vars", "shape")
 
     def __init__(self, text: str, tree: Any):
         self.text, self.tree, self.vars = text, tree, _var_order(tree, [])
+        self.shape = show(_rename(tree, dict.fromkeys(self.vars, "_")))
 
 
 class _Sides:
@@ -188,13 +190,12 @@ class _Sides:
         self.rhs_norm = show(_norm(self.rhs, True))
         self.guards = sorted(show(_norm(w)) for w in self.when)
 
-    def same(self, a: Any, earlier: _Variant) -> bool:
+    def same(self, a: _Variant, earlier: _Variant) -> bool:
         """Whether the pattern ``a`` rewrites as ``earlier`` does (see _same_rewrite)."""
-        va = _var_order(a, [])
-        if len(va) != len(earlier.vars):
+        if a.shape != earlier.shape or len(a.vars) != len(earlier.vars):
             return False
-        sigma = dict(zip(va, earlier.vars, strict=True))
-        if show(_rename(a, sigma)) != earlier.text:
+        sigma = dict(zip(a.vars, earlier.vars, strict=True))
+        if show(_rename(a.tree, sigma)) != earlier.text:
             return False
         if show(_norm(_rename(self.rhs, sigma), True)) != self.rhs_norm:
             return False
@@ -209,13 +210,16 @@ def commuted(rule: ERule) -> list[ERule]:
     if not rule.lhs:
         return [rule]
     variants = _swaps(rule.lhs)
-    sides = _Sides(rule.rhs, rule.when) if len(variants) > 1 else None
+    if len(variants) == 1:
+        return [replace(rule, lhs=variants[0][0])]
+    sides = _Sides(rule.rhs, rule.when)
     out: list[ERule] = []
     kept: list[_Variant] = []
     for i, (lhs, tree) in enumerate(variants):
-        if sides is not None and any(sides.same(tree, k) for k in kept):
+        v = _Variant(lhs, tree)
+        if any(sides.same(v, k) for k in kept):
             continue
-        kept.append(_Variant(lhs, tree))
+        kept.append(v)
         out.append(replace(rule, name=rule.name if i == 0 else f"{rule.name}~{i}", lhs=lhs))
     return out
 
