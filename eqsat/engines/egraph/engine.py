@@ -1117,8 +1117,11 @@ class Session:
         is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the extraction,
         which leaves subsumed e-nodes out, took ``x * 2``. Taking them in every
         extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare.
-        The second extraction runs only when a tree extraction of the snapshot fits the
-        time budget (its DAG search checks the clock itself)."""
+        The second extraction gives each such root the whole DAG search: a tree choice
+        that ties with the input's term but does not share what the input shares (``x -
+        x//12`` and ``x + (8 - a)//12`` for ``x = a - 8``) is costlier as a graph. It runs
+        only when a tree extraction of the snapshot fits the time budget (its DAG search
+        checks the clock itself)."""
         cost = model.graph_cost
         costs = []
         for r, o in zip(roots, outs, strict=True):
@@ -1129,7 +1132,7 @@ class Session:
         # left as it is gets its input back from optimize)
         if worse and clock.elapsed() + clock.tree_estimate(snap.enodes) <= clock.seconds:
             again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model,
-                                     clock, subsumed=True)
+                                     clock, subsumed=True, thorough=True)
             for i, o in zip(worse, again, strict=True):
                 c = cost(o)
                 if c < costs[i][1]:

@@ -26,20 +26,24 @@ __all__ = ["extract_roots", "usable_keys"]
 
 
 def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                  clock: Clock, subsumed: bool = False) -> tuple[list[UOp], dict[str, Any]]:
+                  clock: Clock, subsumed: bool = False, thorough: bool = False
+                  ) -> tuple[list[UOp], dict[str, Any]]:
     """The best term of every root handle under ``model`` (see the module docstring),
     and stats (``cost``: the summed cost of the distinct roots, ``method``).
     ``subsumed``: subsumed e-nodes may be used too (:func:`usable_keys`).
+    ``thorough``: every root gets the whole DAG search (time permitting), not only the
+    roots where its tree choice shares something or two divisions are at stake.
 
     The cyclic garbage collector is paused meanwhile: the extraction allocates many
     short-lived lists and tuples (no cycles; reference counting frees them), and the
     collections they would trigger walk the engine's large heap for nothing."""
     with gc_paused():
-        return _extract_roots(snap, args, handles, model, clock, subsumed)
+        return _extract_roots(snap, args, handles, model, clock, subsumed, thorough)
 
 
 def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                   clock: Clock, subsumed: bool = False) -> tuple[list[UOp], dict[str, Any]]:
+                   clock: Clock, subsumed: bool = False, thorough: bool = False
+                   ) -> tuple[list[UOp], dict[str, Any]]:
     from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
     from extraction.egraph_view import new_enode
 
@@ -86,7 +90,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         # the tree choice shares nothing: a DAG choice may still share, e.g. write the
         # value with the x%c the guard pays for anyway; a light search where two or
         # more divisions are at stake, none otherwise
-        light = c_dag >= c_tree
+        light = c_dag >= c_tree and not thorough
         if light and sum(nodes_of[choice[c]].op in (Ops.IDIV, Ops.MOD) for c in order) < 2:
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches

@@ -211,6 +211,7 @@ def test_the_result_cost_is_the_graph_cost(engine: str, model: str) -> None:
     "(add (mul (range 0 8) 4) (mod (range 1 4) 4))",
     "%0 = (cast i8 (range 0 16))\n(add (sub (add %0 %0) %0) %0)",
     "(idiv (add (mul (range 0 8) 4) 3) 4)",
+    "%0 = (sub (var a -19 5) 8)\n(cast f32 (sub %0 (idiv %0 12)))",
 ])
 @pytest.mark.parametrize("cached", [False, True])
 def test_the_costs_the_engine_hands_over_are_the_model_s(text: str, cached: bool) -> None:
