@@ -286,6 +286,31 @@ _SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of it
           "ordered matcher's result")
 
 
+def _bucket_ladder(op: str, n: int) -> str:
+    """The rule text of ``x // k`` (``op`` idiv) or ``x % k`` (mod) as a ladder of
+    selects over the ``n`` values ``q, q+1, ..., q+n-1`` its quotient takes (``q =
+    vmin(x) // k``): bucket ``i`` is ``x < (q + i + 1) * k``, where the quotient is ``q
+    + i`` and the remainder ``x - (q + i) * k``."""
+    q = "vmin(x) // k"
+
+    def value(i: int) -> str:
+        if op == "idiv":
+            return q if i == 0 else f"{q} + {i}"
+        return f"x + -({q} * k)" if i == 0 else f"x + -(({q} + {i}) * k)"
+
+    expr = value(n - 1)
+    for i in range(n - 2, -1, -1):
+        expr = f"where(x < ({q} + {i + 1}) * k, {value(i)}, {expr})"
+    return f"{'x // k' if op == 'idiv' else 'x % k'} -> {expr}"
+
+
+def _bucket_guard(n: int) -> str:
+    """The guard of the ``n``-bucket ladders: a non-negative index dividend whose quotient
+    by a positive ``k`` takes exactly ``n`` values."""
+    return (f"is_index(x) and k > 0 and vmin(x) >= 0 and "
+            f"vmax(x) // k == vmin(x) // k + {n - 1}")
+
+
 def _distribute(c: UOp, s: UOp) -> UOp:
     a, b = s.src
     return a * c + b * c if s.op is Ops.ADD else a * c - b * c
@@ -368,16 +393,13 @@ LAWS = [
     rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
          "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
          baseline_reason=_SIGNS),
-    # a quotient of two values is a comparison: a select costs a compare and a move where
-    # a division costs tens of cycles (a constant divisor's multiply-shift several)
-    rule("idiv_two_buckets", "x // k -> where(x < (vmin(x) // k + 1) * k, vmin(x) // k, "
-         "vmin(x) // k + 1)", "is_index(x) and k > 0 and vmin(x) >= 0 and "
-         "vmax(x) // k == vmin(x) // k + 1", group=G_RANGE, egraph_group=G_SELECT,
-         baseline_reason=_SELECT),
-    rule("mod_two_buckets", "x % k -> where(x < (vmin(x) // k + 1) * k, x + -(vmin(x) // k * k), "
-         "x + -((vmin(x) // k + 1) * k))", "is_index(x) and k > 0 and vmin(x) >= 0 and "
-         "vmax(x) // k == vmin(x) // k + 1", group=G_RANGE, egraph_group=G_SELECT,
-         baseline_reason=_SELECT),
+    # a quotient of two or three values is a ladder of comparisons: a ladder of n buckets
+    # is n-1 compares and selects, where a division costs tens of cycles and a constant
+    # divisor's multiply and shift (lowering.fastdiv) about four; past three buckets a
+    # ladder is no cheaper than that on a CPU, whatever a cost model's price
+    *(rule(f"{op}_{name}_buckets", _bucket_ladder(op, n), _bucket_guard(n), group=G_RANGE,
+           egraph_group=G_SELECT, baseline_reason=_SELECT)
+      for n, name in ((2, "two"), (3, "three")) for op in ("idiv", "mod")),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
        "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),

@@ -121,6 +121,12 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("mod_two_buckets", (SEL, ID), f"(mod {A} 4)", f"(where (lt {A} 4) {A} (add {A} -4))"),
     ("mod_two_buckets", (SEL,), "(mod (var a 5 10) 4)",
      "(where (lt (var a 5 10) 8) (add (var a 5 10) -4) (add (var a 5 10) -8))"),
+    ("idiv_three_buckets", (SEL,), f"(idiv {W} 40)",
+     f"(where (lt {W} 40) 0 (where (lt {W} 80) 1 2))"),
+    ("idiv_three_buckets", (SEL,), "(idiv (var a 5 14) 4)",
+     "(where (lt (var a 5 14) 8) 1 (where (lt (var a 5 14) 12) 2 3))"),
+    ("mod_three_buckets", (SEL, ID), f"(mod {W} 40)",
+     f"(where (lt {W} 40) {W} (where (lt {W} 80) (add {W} -40) (add {W} -80)))"),
     # div_mod_recombine_nested_native (opt-in): #5 natively, both signs
     ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
     ("recombine_divmod_5_neg", (NEST,), "(idiv (add (idiv (var n -90 0) 4) -3) 2)",
@@ -198,17 +204,28 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      f"(mod (mod {X} 10) 4)"),                                                # 10 % 4 != 0
     ("mod_of_mod_multiple", (ADV,), f"(mod (mod {XI} (const i32 12)) (const i32 4))",
      f"(mod (mod {XI} (const i32 12)) (const i32 4))"),                       # index only
-    ("idiv_two_buckets", (SEL,), f"(idiv {W} 40)", f"(idiv {W} 40)"),          # three values
+    ("idiv_two_buckets", (SEL,), f"(idiv {W} 30)", f"(idiv {W} 30)"),          # four values
     ("idiv_two_buckets", (SEL,), "(idiv (var a 0 3) 4)", "(idiv (var a 0 3) 4)"),  # one value
     ("idiv_two_buckets", (SEL,), f"(idiv {M} 4)", f"(idiv {M} 4)"),           # x < 0
     ("idiv_two_buckets", (SEL,), f"(idiv {A} -4)", f"(idiv {A} -4)"),         # k < 0
     ("idiv_two_buckets", (SEL,), f"(idiv {WI} (const i32 60))",
      f"(idiv {WI} (const i32 60))"),                                          # index only
-    ("mod_two_buckets", (SEL,), f"(mod {W} 40)", f"(mod {W} 40)"),            # three values
+    ("mod_two_buckets", (SEL,), f"(mod {W} 30)", f"(mod {W} 30)"),            # four values
     ("mod_two_buckets", (SEL,), f"(mod {M} 4)", f"(mod {M} 4)"),              # x < 0
     ("mod_two_buckets", (SEL,), f"(mod {A} -4)", f"(mod {A} -4)"),            # k < 0
     ("mod_two_buckets", (SEL,), f"(mod {WI} (const i32 60))",
      f"(mod {WI} (const i32 60))"),                                           # index only
+    ("idiv_three_buckets", (SEL,), f"(idiv {W} 30)", f"(idiv {W} 30)"),        # four values
+    ("idiv_three_buckets", (SEL,), f"(idiv {A} 4)", f"(where (lt {A} 4) 0 1)"),  # two values
+    ("idiv_three_buckets", (SEL,), "(idiv (var m -4 8) 4)", "(idiv (var m -4 8) 4)"),  # x < 0
+    ("idiv_three_buckets", (SEL,), f"(idiv {W} -40)", f"(idiv {W} -40)"),      # k < 0
+    ("idiv_three_buckets", (SEL,), f"(idiv {WI} (const i32 40))",
+     f"(idiv {WI} (const i32 40))"),                                          # index only
+    ("mod_three_buckets", (SEL,), f"(mod {W} 30)", f"(mod {W} 30)"),          # four values
+    ("mod_three_buckets", (SEL,), "(mod (var m -4 8) 4)", "(mod (var m -4 8) 4)"),  # x < 0
+    ("mod_three_buckets", (SEL,), f"(mod {W} -40)", f"(mod {W} -40)"),        # k < 0
+    ("mod_three_buckets", (SEL,), f"(mod {WI} (const i32 40))",
+     f"(mod {WI} (const i32 40))"),                                           # index only
 ]
 
 
