@@ -59,7 +59,7 @@ from rules.divmod_core import (
     DivModRule,
     fold_divmod_general,
 )
-from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
+from rules.lang import Law, baseline_groups, egraph_rules, laws_by_group, py, rule
 
 __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "UOP_CTX", "UOpCtx", "to_lin",
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
@@ -304,11 +304,13 @@ def _bucket_ladder(op: str, n: int) -> str:
     return f"{'x // k' if op == 'idiv' else 'x % k'} -> {expr}"
 
 
-def _bucket_guard(n: int) -> str:
-    """The guard of the ``n``-bucket ladders: a non-negative index dividend whose quotient
-    by a positive ``k`` takes exactly ``n`` values."""
-    return (f"is_index(x) and k > 0 and vmin(x) >= 0 and "
-            f"vmax(x) // k == vmin(x) // k + {n - 1}")
+def _ladder_rule(name: str, op: str, n: int) -> Law:
+    """The e-graph's rule ``name``: ``x // k`` (``op`` idiv) or ``x % k`` (mod) as a
+    ladder of ``n`` buckets (:func:`_bucket_ladder`), when the dividend is a
+    non-negative index and its quotient by a positive ``k`` takes exactly ``n`` values."""
+    return rule(name, _bucket_ladder(op, n), "is_index(x) and k > 0 and vmin(x) >= 0 and "
+                f"vmax(x) // k == vmin(x) // k + {n - 1}", group=G_RANGE,
+                egraph_group=G_SELECT, baseline_reason=_SELECT)
 
 
 def _distribute(c: UOp, s: UOp) -> UOp:
@@ -397,9 +399,14 @@ LAWS = [
     # is n-1 compares and selects, where a division costs tens of cycles and a constant
     # divisor's multiply and shift (lowering.fastdiv) about four; past three buckets a
     # ladder is no cheaper than that on a CPU, whatever a cost model's price
-    *(rule(f"{op}_{name}_buckets", _bucket_ladder(op, n), _bucket_guard(n), group=G_RANGE,
-           egraph_group=G_SELECT, baseline_reason=_SELECT)
-      for n, name in ((2, "two"), (3, "three")) for op in ("idiv", "mod")),
+    # x // k -> where(x < (q+1)*k, q, q+1), q = vmin(x)//k, when x // k takes two values
+    _ladder_rule("idiv_two_buckets", "idiv", 2),
+    # x % k -> where(x < (q+1)*k, x - q*k, x - (q+1)*k), likewise
+    _ladder_rule("mod_two_buckets", "mod", 2),
+    # x // k -> where(x < (q+1)*k, q, where(x < (q+2)*k, q+1, q+2)), three values
+    _ladder_rule("idiv_three_buckets", "idiv", 3),
+    # x % k -> where(x < (q+1)*k, x - q*k, where(x < (q+2)*k, x - (q+1)*k, x - (q+2)*k))
+    _ladder_rule("mod_three_buckets", "mod", 3),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
        "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),
