@@ -245,7 +245,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     graph, name = _parse_file(args.file)
     opts = _options(args)
     try:
-        _start_engine(opts, graph)
+        _start_engine(opts, [graph])
         res = _optimize(graph, opts)
     except Exception as e:
         raise _fail(f"{name}: optimize (engine {args.engine})", e) from None
@@ -257,18 +257,16 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_engine(opts: dict[str, Any], graph: Any = None) -> None:
+def _start_engine(opts: dict[str, Any], graphs: list[Any] | None = None) -> None:
     """Build the e-graph engine's warm session before the run, as part of the
     command's start-up (like the imports): the time budget is then all the
     optimizer's (the first call of a process otherwise spends 0.5-2 s of it on the
-    build, ``stats["time"]["setup"]``). ``graph``: the e-graphs ``graph`` needs (a
-    list: the e-graph a run of them all needs; None: every e-graph of the session). An
-    e-graph built before is not built again."""
+    build, ``stats["time"]["setup"]``). ``graphs``: the e-graphs a run of them needs
+    (None: every e-graph of the session); one built before is not built again."""
     if opts["engine"] == "egraph":
         from eqsat.engines.egraph import session_for
 
-        roots = None if graph is None else graph if isinstance(graph, list) else [graph]
-        session_for(opts["rulesets"]).prepare(roots)
+        session_for(opts["rulesets"]).prepare(graphs)
 
 
 _WARM: set[str] = set()
@@ -287,7 +285,7 @@ def _warm(opts: dict[str, Any]) -> None:
         # the index e-graph (where every run but a fixed-width one can go); a chunk
         # builds any other it needs before its clock starts (_batch_chunk)
         graph = parse("(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)")
-        _start_engine(opts, graph)
+        _start_engine(opts, [graph])
         _optimize(graph, opts)
     except BaseException as e:  # noqa: B036 - the real case reports any problem
         if isinstance(e, KeyboardInterrupt):
@@ -839,7 +837,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         raise _fail("lower", e) from None
     try:
         if not args.no_optimize:
-            _start_engine({"engine": "egraph", "rulesets": None}, graph)
+            _start_engine({"engine": "egraph", "rulesets": None}, [graph])
         out = lower(graph, emit=args.emit, optimize=not args.no_optimize)
     except Exception as e:
         raise _fail(f"{name}: lower", e) from None

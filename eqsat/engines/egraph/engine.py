@@ -549,8 +549,7 @@ class Session:
                 runs.append(f"(run {self._combined(self._only)} 1)")
                 made.update(*[self._makes[p] for p in self._only])
         elif native and self.native:
-            bases = ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
-                                  else [])
+            bases = self._native_bases()
             every = self._counted and self._mult_may_match(bases) and (
                 self._apriori(bases) <= allow or self._admit(bases, allow, why))
             for b in bases:
@@ -629,6 +628,12 @@ class Session:
             leaves += (LATE_RULESET,)
         return self._combined(leaves) if leaves else f"{_ANALYSIS}_none"
 
+    def _native_bases(self) -> list[str]:
+        """The native rule sets a step of this run runs: ``native``, and the fixed-width
+        ones when the run has a fixed-width node and the session such rules."""
+        return ["native"] + ([FIXED_RULESET] if self._fixed and self._has_fixed_rules
+                             else [])
+
     def _runnable(self, rulesets: list[str]) -> str | None:
         """:meth:`_runnable_parts` of ``rulesets`` combined (:meth:`_combined`); None
         when there is none."""
@@ -654,8 +659,7 @@ class Session:
         made = frozenset().union(*[self._makes[p] for p in first])
         have = self._have() | made
         beyond = made - NARROW_CTORS  # (a select and its condition)
-        then = tuple(part for base in ("native", FIXED_RULESET) if base != FIXED_RULESET or
-                     (self._fixed and self._has_fixed_rules)
+        then = tuple(part for base in self._native_bases()
                      for part, need in self._parts.get(base, ())
                      if need <= have and (need <= made or need & beyond))
         changed = checked = False
@@ -1048,15 +1052,13 @@ class Session:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
                 costs = None
             else:
-                # bring the last results in (analysis only), then extract
-                if last:
+                # bring the last results in (analysis only), then extract; after a
+                # finishing step only read the e-graph (its step ran the analysis and
+                # loaded every row)
+                if last or finished:
                     with clock.phase(times, "last"):
-                        self._step(False, matches)
-                        snap = Snapshot(self.egraph, self.ins)
-                        if tracer is not None:
-                            tracer.snapshot(snap, 0, matches)
-                elif finished:  # (its last step ran the analysis and loaded every row)
-                    with clock.phase(times, "last"):
+                        if last:
+                            self._step(False, matches)
                         snap = Snapshot(self.egraph, self.ins)
                         if tracer is not None:
                             tracer.snapshot(snap, 0, matches)
