@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id
 from lowering.narrow import LoweringError
 
 __all__ = ["Signature", "render_c", "ctype", "c_literal"]
@@ -521,9 +521,9 @@ class _Emitter:
                 stmt = f"{lv} = {self.ref(u.src[1])};"
                 self.emit(f"if ({gate}) {stmt}" if gate is not None else stmt)
             elif op is Ops.RANGE:
-                name = f"ridx{u.arg}"
+                name = f"ridx{range_id(u)}"
                 while name in self.range_names:
-                    name = f"ridx{u.arg}_{self.fresh('r')}"
+                    name = f"ridx{range_id(u)}_{self.fresh('r')}"
                 self.range_names.add(name)
                 t = ctype(u.dtype)
                 self.emit(f"for ({t} {name} = 0; {name} < {self.ref(u.src[0])}; {name}++) {{")

@@ -37,7 +37,7 @@ import math
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id, range_kind
 from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
@@ -72,12 +72,12 @@ def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
 
 
 def _range_name(r: UOp) -> str:
-    return f"range {r.arg}"
+    return f"range {range_id(r)}"
 
 
 # ---- prepare ------------------------------------------------------------------------
 def _next_range_id(root: UOp) -> int:
-    ids = [u.arg for u in root.toposort() if u.op is Ops.RANGE and isinstance(u.arg, int)]
+    ids = [range_id(u) for u in root.toposort() if u.op is Ops.RANGE]
     return max(ids, default=-1) + 1
 
 
@@ -88,7 +88,7 @@ def _expression_params(root: UOp) -> UOp:
     for u in root.toposort():
         if u.op not in (Ops.RANGE, Ops.SPECIAL):
             continue
-        name = f"R{u.arg}" if u.op is Ops.RANGE else str(u.arg)
+        name = f"R{range_id(u)}" if u.op is Ops.RANGE else str(u.arg)
         if name in names:
             raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} becomes "
                                 f"parameter {name!r}, which clashes with a variable of that name")
@@ -140,7 +140,7 @@ def _uniquify_ranges(root: UOp) -> UOp:
         if inner:
             raise LoweringError(f"{_range_name(r)} is closed twice on one path "
                                 f"({closer.op.name.lower()} inside another closing the same range)")
-        fresh = UOp(Ops.RANGE, r.dtype, r.src, _next_range_id(root))
+        fresh = UOp.range(r.src[0], _next_range_id(root), range_kind(r))
         root = root.substitute({closer: closer.substitute({r: fresh})})
     raise LoweringError("too many ranges to rename")  # pragma: no cover - 10k loops
 
