@@ -146,6 +146,19 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
     return fn, f"static inline {t} {fn}({t} a, {t} b) {{ {body} }}"
 
 
+def _minmax_helper(dt: DType, is_max: bool) -> tuple[str, str]:
+    """A float max or min that propagates NaN (numpy's ``maximum``/``minimum``): ``a``
+    where ``a`` is NaN or the larger (smaller), else ``b``. Written as two nested
+    selects, the inner one a plain max (min), GCC and clang compile it without a branch
+    (a ``maxss`` and a blend on x86) and vectorize a loop of them; ``(a != a || a > b)
+    ? a : b`` compiles to branches in GCC 12."""
+    t = ctype(dt)
+    fn = f"eqsat_{'max' if is_max else 'min'}_{dt.name}"
+    cmp = ">" if is_max else "<"
+    return fn, (f"static inline {t} {fn}({t} a, {t} b) {{ return (a != a) ? a : "
+                f"((a {cmp} b) ? a : b); }}")
+
+
 def _positive_zero(u: UOp) -> bool:
     return u.op is Ops.CONST and u.arg == 0 and math.copysign(1.0, u.arg) > 0
 
@@ -274,7 +287,9 @@ class _Emitter:
         if op in (Ops.MAX, Ops.MIN):
             cmp = ">" if op is Ops.MAX else "<"
             if dt.is_float:  # NaN propagates, like numpy's maximum/minimum
-                return f"((({a[0]})!=({a[0]})||({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
+                fn, code = _minmax_helper(dt, op is Ops.MAX)
+                self.helpers[fn] = code
+                return f"{fn}({a[0]}, {a[1]})"
             return f"((({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"

@@ -38,6 +38,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
+from lowering.expand import expand
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
@@ -127,7 +128,9 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     counts: Counter = Counter()
     decomposed = decompose(narrowed, target, counts)
     stats["decompositions"] = dict(counts)
-    fin = final_rewrite(decomposed)
+    expanded: Counter = Counter()
+    fin = final_rewrite(expand(decomposed, target.fma, expanded))
+    stats["expanded"] = dict(expanded)
     edges = add_control_flow(fin) if kind == "kernel" else {}
     linear = linearize(fin, edges)
     if not target.predicated_stores:
