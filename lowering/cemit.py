@@ -293,7 +293,9 @@ class _Emitter:
             return f"((({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"
-        if op is Ops.MULACC:
+        if op is Ops.MULACC:  # one rounding: the C library's fma (an instruction with FMA)
+            if dt.name in ("f32", "f64"):
+                return f"{_math_fn('__builtin_fma', dt)}({a[0]}, {a[1]}, {a[2]})"
             return f"(({a[0]}*{a[1]})+{a[2]})"
         if op is Ops.MULHI:
             if dt.name not in ("i32", "i64", "u32", "u64"):

@@ -75,6 +75,22 @@ class Target:
     line per iteration of its innermost loop (a stride the hardware prefetcher
     does not follow, e.g. down a transpose's input rows) is prefetched that
     many iterations ahead (``__builtin_prefetch``; 0: never).
+
+    The C compiler (docs/perf.md has the figures behind the defaults):
+
+    ``cc``: the compiler's command; None: ``$CC`` when set, else ``cc`` (on these
+    machines GCC; a fresh machine may have no clang). Every compiler gets
+    ``-O2 -fwrapv -ffp-contract=off``: the C means the IR's exact values whatever
+    compiles it, a MULACC being an explicit ``fma`` call.
+    ``march``: ``-march=`` (``native``: the host's instruction set, vector width
+    and FMA; the library cache tells hosts apart); None: the compiler's
+    baseline for the architecture (portable binaries, e.g. x86-64 SSE2).
+    ``loop_patterns``: let GCC replace a loop by a ``memcpy``/``memset`` call
+    (``-ftree-loop-distribute-patterns``, on at ``-O2``). Off by default: a
+    padded copy's row loops became ``rep movsq`` calls, slower than the loop.
+
+    ``fma=True`` reproduces clang's ``-ffp-contract=on``: what tinygrad's CPU
+    programs compute for ``acc + a*b``, bit for bit.
     """
 
     name: str = "c"
@@ -87,13 +103,17 @@ class Target:
     streaming_stores: bool = True
     stream_min_bytes: int = 8 << 20
     prefetch: int = 8
+    cc: str | None = None
+    march: str | None = "native"
+    loop_patterns: bool = False
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
-                f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch})")
+                f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch}, "
+                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp, range_kind
-from lowering.final import _combine, live_ranges, reduce_identity
+from lowering.final import accumulate, live_ranges, reduce_identity
 
 __all__ = ["EXPAND_KINDS", "MAX_LANES", "expand", "expandable_ranges"]
 
@@ -63,16 +63,6 @@ def _lanes(ranges: Sequence[UOp]) -> int:
     for r in ranges:
         n *= int(r.src[0].arg)
     return n
-
-
-def _accumulate(op: Ops, a: UOp, x: UOp, fma: bool) -> UOp:
-    """``a op x``; with ``fma`` an add of a product is a MULACC (the left product first,
-    as clang contracts ``a*b + c``)."""
-    if fma and op is Ops.ADD and a.dtype.is_float:
-        for m, other in ((a, x), (x, a)):
-            if m.op is Ops.MUL and m.dtype is a.dtype:
-                return UOp(Ops.MULACC, a.dtype, (m.src[0], m.src[1], other))
-    return _combine(op, a, x)
 
 
 class _Expander:
@@ -114,7 +104,7 @@ class _Expander:
             if not loops:  # a horizontal reduction: the lanes fold left, no accumulator
                 val = xs[0]
                 for y in xs[1:]:
-                    val = _accumulate(op, val, y, self.fma)
+                    val = accumulate(op, val, y, self.fma)
                 vals[key] = val
                 continue
             acc = UOp(Ops.DEFINE_REG, dt.ptr_to(), (), self.n_acc)
@@ -129,7 +119,7 @@ class _Expander:
                                          (UOp(Ops.AFTER, acc.dtype, (acc, init) + loops), zero)),))
             val = cur
             for y in xs:
-                val = _accumulate(op, val, y, self.fma)
+                val = accumulate(op, val, y, self.fma)
             inits.append(init)
             updates.append(UOp(Ops.STORE, dtypes.void,
                                (UOp(Ops.INDEX, acc.dtype, (acc, zero)), val)))

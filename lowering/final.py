@@ -42,7 +42,7 @@ from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
-           "reduce_identity"]
+           "reduce_identity", "accumulate"]
 
 _CLOSERS = (Ops.END, Ops.REDUCE)
 
@@ -394,8 +394,19 @@ def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
     return UOp(op, a.dtype, (a, b))
 
 
-def lower_reduce(root: UOp) -> UOp:
-    """Replace every REDUCE by an accumulator register (see the module doc)."""
+def accumulate(op: Ops, a: UOp, x: UOp, fma: bool = False) -> UOp:
+    """``a op x``, the step of a reduction; with ``fma`` an add of a product is a
+    MULACC, the left product first (as clang's ``-ffp-contract=on`` fuses ``a*b + c``)."""
+    if fma and op is Ops.ADD and a.dtype.is_float:
+        for m, other in ((a, x), (x, a)):
+            if m.op is Ops.MUL and m.dtype is a.dtype:
+                return UOp(Ops.MULACC, a.dtype, (m.src[0], m.src[1], other))
+    return _combine(op, a, x)
+
+
+def lower_reduce(root: UOp, fma: bool = False) -> UOp:
+    """Replace every REDUCE by an accumulator register (see the module doc); ``fma``:
+    an accumulated product is a MULACC (:func:`accumulate`)."""
     if not any(u.op is Ops.REDUCE for u in root.toposort()):
         return root
     live = live_ranges(root)
@@ -421,7 +432,7 @@ def lower_reduce(root: UOp) -> UOp:
         cur = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
                                      (UOp(Ops.AFTER, acc.dtype, (acc, init) + rr), zero)),))
         upd = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (acc, zero)),
-                                           _combine(u.arg, cur, x)))
+                                           accumulate(u.arg, cur, x, fma)))
         end = UOp(Ops.END, dtypes.void, (upd,) + rr, ("reduce", acc.arg))  # not a written END
         new[u] = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
                                         (UOp(Ops.AFTER, acc.dtype, (acc, end)), zero)),))
@@ -451,8 +462,9 @@ def split_ends(root: UOp) -> UOp:
     return graph_rewrite(root, pm_split_ends)
 
 
-def final_rewrite(root: UOp) -> UOp:
-    """Unroll vectors, resolve GEPs, lower REDUCEs, split ENDs (see the module doc)."""
+def final_rewrite(root: UOp, fma: bool = False) -> UOp:
+    """Unroll vectors, resolve GEPs, lower REDUCEs, split ENDs (see the module doc);
+    ``fma``: accumulated products are MULACCs (``Target.fma``)."""
     g = graph_rewrite(root, pm_final)
     for u in g.toposort():
         if u.dtype.count > 1 and not u.dtype.ptr:
@@ -461,5 +473,5 @@ def final_rewrite(root: UOp) -> UOp:
         if u.op is Ops.GEP:
             raise LoweringError(f"unresolved GEP of {u.src[0].op.name.lower()} "
                                 f"({u.src[0].dtype})")
-    g = lower_reduce(g)
+    g = lower_reduce(g, fma)
     return split_ends(g)
