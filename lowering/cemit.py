@@ -424,6 +424,9 @@ class _Emitter:
         for k, m in enumerate(members):
             self.expr[m] = f"{name}[{k}]"
         ahead = getattr(self.target, "prefetch", 0)
+        g_buf = _global(at.src[0].src[0])
+        if g_buf is None or g_buf.arg[1] * 4 < PREFETCH_MIN_BYTES:
+            ahead = 0  # a buffer the size of a core's L2 cache stays there once read
         step = _coefficient(a, self.loops[-1]) if self.loops and ahead else None
         if step is not None and abs(step) * 4 > 64:  # more than a line per iteration
             self.emit(f"__builtin_prefetch((const void*)((uintptr_t)&{buf}[{off}] + "
@@ -608,11 +611,21 @@ class _Emitter:
         return "\n".join(head + [proto] + self.lines + tail + ["}", ""])
 
 
+#: the smallest buffer whose strided vector loads are prefetched (``Target.prefetch``)
+PREFETCH_MIN_BYTES = 1 << 20
+
 _VEC_TYPES = """typedef float eqsat_f32x4 __attribute__((vector_size(16)));
 typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));"""
 _STREAM_HELPER = """static inline void eqsat_stream_f32x4(float* p, eqsat_f32x4 v) {
 #if defined(__SSE__)
-  if (((uintptr_t)p & 15) == 0) { __builtin_ia32_movntps(p, v); return; }
+  if (((uintptr_t)p & 15) == 0) {
+#if defined(__clang__)
+    __builtin_nontemporal_store(v, (eqsat_f32x4*)p);
+#else
+    __builtin_ia32_movntps(p, v);
+#endif
+    return;
+  }
 #endif
   __builtin_memcpy(p, &v, 16);
 }"""

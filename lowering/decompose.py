@@ -74,7 +74,9 @@ class Target:
     ``prefetch``: a vector load whose address advances by more than a cache
     line per iteration of its innermost loop (a stride the hardware prefetcher
     does not follow, e.g. down a transpose's input rows) is prefetched that
-    many iterations ahead (``__builtin_prefetch``; 0: never).
+    many iterations ahead (``__builtin_prefetch``; 0: never), in buffers of at
+    least ``lowering.cemit.PREFETCH_MIN_BYTES`` (1 MiB: a smaller one stays in
+    the L2 cache, as a matmul's B panel does, and its prefetches only cost).
 
     The C compiler (docs/perf.md has the figures behind the defaults):
 

@@ -74,7 +74,8 @@ class _Expander:
         self.live = live_ranges(root)
         # an expanded REDUCE (as rebuilt) -> (its value per lane of L, L)
         self.lanes_of: dict[UOp, tuple[dict[tuple[int, ...], UOp], tuple[UOp, ...]]] = {}
-        self.n_acc = sum(1 for u in root.toposort() if u.op is Ops.DEFINE_REG)
+        self.n_acc = 1 + max((u.arg for u in root.toposort() if u.op is Ops.DEFINE_REG),
+                             default=-1)
 
     def subst(self, x: UOp, assign: dict[UOp, int]) -> UOp:
         """``x`` with the ranges of ``assign`` replaced by their values, and each expanded

@@ -411,7 +411,7 @@ def lower_reduce(root: UOp, fma: bool = False) -> UOp:
         return root
     live = live_ranges(root)
     new: dict[UOp, UOp] = {}
-    n_acc = 0
+    n_acc = 1 + max((u.arg for u in root.toposort() if u.op is Ops.DEFINE_REG), default=-1)
     zero = UOp.const(dtypes.i32, 0)
     for u in root.toposort():
         s = tuple(new[x] for x in u.src)
