@@ -19,7 +19,8 @@ they share one gate and one alternative value: the vector is loaded when the
 gate holds, else every lane is the alternative, as for a padded transpose's
 rows), four stores in a row to consecutive addresses one 16-byte store of a
 vector built by
-``__builtin_shuffle`` (a register-tile transpose: 4 loads, 8 shuffles, 4
+``EQSAT_SHUFFLE`` (GCC's ``__builtin_shuffle``, clang's ``__builtin_shufflevector``;
+a register-tile transpose: 4 loads, 8 shuffles, 4
 stores), non-temporal (``movntps`` where aligned) into outputs of at least
 ``Target.stream_min_bytes``. Integer division by a non-constant
 divisor goes through a small helper that gives 0 for a zero divisor and wraps
@@ -443,11 +444,10 @@ class _Emitter:
             ks = [k for _, k in src]
             if ks == [0, 1, 2, 3]:
                 return names[0]
-            return f"__builtin_shuffle({names[0]}, (eqsat_i32x4){{{', '.join(map(str, ks))}}})"
+            return _shuffle(names[0], names[0], ks)
         if len(names) == 2:
             ks = [k + 4 * names.index(n) for n, k in src]
-            return (f"__builtin_shuffle({names[0]}, {names[1]}, "
-                    f"(eqsat_i32x4){{{', '.join(map(str, ks))}}})")
+            return _shuffle(names[0], names[1], ks)
 
         def pair(x: tuple[str, int], y: tuple[str, int]) -> tuple[str, int]:
             """A vector holding lanes x, y at positions (p, p+1), and p. Equal lanes
@@ -456,15 +456,13 @@ class _Emitter:
             (a 4x4 transpose: 8 shuffles)."""
             (na, ka), (nb, kb) = x, y
             if na != nb and ka == kb:
-                m = "0, 4, 1, 5" if ka < 2 else "2, 6, 3, 7"
-                return f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{m}}})", 2 * (ka % 2)
+                m = [0, 4, 1, 5] if ka < 2 else [2, 6, 3, 7]
+                return _shuffle(na, nb, m), 2 * (ka % 2)
             if na == nb:
-                return f"__builtin_shuffle({na}, (eqsat_i32x4){{{ka}, {kb}, {ka}, {kb}}})", 0
-            return (f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{ka}, {kb + 4}, {ka}, "
-                    f"{kb + 4}}})", 0)
+                return _shuffle(na, na, [ka, kb, ka, kb]), 0
+            return _shuffle(na, nb, [ka, kb + 4, ka, kb + 4]), 0
         (x, px), (y, py) = pair(src[0], src[1]), pair(src[2], src[3])
-        return (f"__builtin_shuffle({x}, {y}, (eqsat_i32x4){{{px}, {px + 1}, {py + 4}, "
-                f"{py + 5}}})")
+        return _shuffle(x, y, [px, px + 1, py + 4, py + 5])
 
     def emit_vstore(self, group: tuple[UOp, ...]) -> None:
         self._vec_helpers()
@@ -615,7 +613,18 @@ class _Emitter:
 PREFETCH_MIN_BYTES = 1 << 20
 
 _VEC_TYPES = """typedef float eqsat_f32x4 __attribute__((vector_size(16)));
-typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));"""
+typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EQSAT_SHUFFLE(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define EQSAT_SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, (eqsat_i32x4){i, j, k, l})
+#endif"""
+
+
+def _shuffle(a: str, b: str, lanes: list[int]) -> str:
+    """Lanes of the 8 of vectors ``a`` then ``b`` (GCC's ``__builtin_shuffle``, clang's
+    ``__builtin_shufflevector``: the ``EQSAT_SHUFFLE`` macro)."""
+    return f"EQSAT_SHUFFLE({a}, {b}, {', '.join(map(str, lanes))})"
 _STREAM_HELPER = """static inline void eqsat_stream_f32x4(float* p, eqsat_f32x4 v) {
 #if defined(__SSE__)
   if (((uintptr_t)p & 15) == 0) {

@@ -80,8 +80,9 @@ class Target:
 
     The C compiler (docs/perf.md has the figures behind the defaults):
 
-    ``cc``: the compiler's command; None: ``$CC`` when set, else ``cc`` (on these
-    machines GCC; a fresh machine may have no clang). Every compiler gets
+    ``cc``: the compiler's command; None: ``$CC`` when set, else ``clang`` when it
+    is on the PATH (it vectorizes an expanded matmul's register tile, GCC 12 does
+    not), else ``cc`` (a fresh machine may have only GCC). Every compiler gets
     ``-O2 -fwrapv -ffp-contract=off``: the C means the IR's exact values whatever
     compiles it, a MULACC being an explicit ``fma`` call.
     ``march``: ``-march=`` (``native``: the host's instruction set, vector width
