@@ -294,8 +294,8 @@ class _Emitter:
             return f"((({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"
-        if op is Ops.MULACC:  # one rounding: the C library's fma (an instruction with FMA)
-            if dt.name in ("f32", "f64"):
+        if op is Ops.MULACC:  # fused (Target.fma): one rounding, C's fma; else two
+            if u.arg == "fused" and dt.name in ("f32", "f64"):
                 return f"{_math_fn('__builtin_fma', dt)}({a[0]}, {a[1]}, {a[2]})"
             return f"(({a[0]}*{a[1]})+{a[2]})"
         if op is Ops.MULHI:

@@ -19,7 +19,8 @@ rule                   identity                                         guard
 ``mul_pow2``           ``x * 2**k -> x << k``                           integers (wrapping)
 ``fdiv_const``         ``x / c -> x * (1/c)``                           floats, 1/c exact
 ``mul_neg_one``        ``x * -1 -> -x``                                 ``target.neg``
-``mulacc``             ``a*b + c -> mulacc(a, b, c)``                   floats, ``target.fma``
+``mulacc``             ``a*b + c -> mulacc(a, b, c)`` (fused: one      floats, ``target.fma``
+                       rounding, the C's ``fma``)
 ``pow_const``          ``x ** c -> x * x * ..`` (square and multiply)   integers, ``0 <= c <= 64``
 ``demorgan_and``       ``!a & !b -> !(a | b)``                          --
 ``demorgan_or``        ``!a | !b -> !(a & b)``                          --
@@ -214,7 +215,7 @@ def _mulacc(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     for i in (0, 1):
         m = u.src[i]
         if m.op is Ops.MUL and m.dtype is u.dtype:
-            return UOp(Ops.MULACC, u.dtype, (new[m.src[0]], new[m.src[1]], s[1 - i]))
+            return UOp(Ops.MULACC, u.dtype, (new[m.src[0]], new[m.src[1]], s[1 - i]), "fused")
     return None
 
 

@@ -42,7 +42,7 @@ from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
-           "reduce_identity", "accumulate"]
+           "reduce_identity", "accumulate", "FUSED"]
 
 _CLOSERS = (Ops.END, Ops.REDUCE)
 
@@ -364,7 +364,8 @@ pm_final = PatternMatcher([
     # emitter sees 0.0 - x, which it writes with its helper
     Rule("fold_constants", "op(CONST a, ..) -> CONST(op(a, ..)) (the constant-folding rules' "
          "function; an undefined value is not folded)",
-         UPat(_FOLD_OPS, src=UPat(Ops.CONST), name="u", pred=lambda u: not _is_vec(u)),
+         UPat(_FOLD_OPS, src=UPat(Ops.CONST), name="u",
+              pred=lambda u: not _is_vec(u) and u.arg != FUSED),
          build=fold_constants),
 ], name="final")
 
@@ -394,13 +395,18 @@ def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
     return UOp(op, a.dtype, (a, b))
 
 
+#: the arg of a MULACC the lowering made for ``Target.fma``: one rounding (the C's
+#: ``fma``); a MULACC of the input graph rounds twice, as the IR defines it
+FUSED = "fused"
+
+
 def accumulate(op: Ops, a: UOp, x: UOp, fma: bool = False) -> UOp:
     """``a op x``, the step of a reduction; with ``fma`` an add of a product is a
     MULACC, the left product first (as clang's ``-ffp-contract=on`` fuses ``a*b + c``)."""
     if fma and op is Ops.ADD and a.dtype.is_float:
         for m, other in ((a, x), (x, a)):
             if m.op is Ops.MUL and m.dtype is a.dtype:
-                return UOp(Ops.MULACC, a.dtype, (m.src[0], m.src[1], other))
+                return UOp(Ops.MULACC, a.dtype, (m.src[0], m.src[1], other), FUSED)
     return _combine(op, a, x)
 
 
