@@ -72,7 +72,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import RANGE_KINDS, UOp, range_id, range_kind
 from rules.where import narrowing
 
-__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "TinygradError",
+__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "optimized_ast", "TinygradError",
            "TINYGRAD_REQUIREMENT"]
 
 TINYGRAD_REQUIREMENT = "tinygrad>=0.14,<0.15"
@@ -477,6 +477,33 @@ def from_tinygrad(uop: Any) -> UOp:
     ``ImportError`` when tinygrad 0.14 is not installed.
     """
     return _convert(uop)[0]
+
+
+def optimized_ast(ast: Any, renderer: Any = None) -> Any:
+    """tinygrad's kernel ``ast`` (a ``SINK`` with its ``KernelInfo``, as its scheduler
+    makes it) after tinygrad's own optimizations, before its expander: the ranges
+    carry the schedule tinygrad compiles (``UPCAST``/``UNROLL`` register tiles,
+    ``REDUCE`` loops, ``THREAD`` chunks), so ``from_tinygrad(optimized_ast(ast))``
+    lowers to the same loops as tinygrad's program. These are the first steps of
+    tinygrad 0.14's ``full_rewrite_to_sink`` (the heuristic ``apply_opts``, BEAM as
+    the AST asks). ``renderer``: tinygrad's renderer (default: the CPU device's)."""
+    _tg()
+    import tinygrad.codegen as cg
+    from tinygrad import Device
+    from tinygrad.codegen.opt.postrange import apply_opts
+    from tinygrad.uop.ops import graph_rewrite
+
+    ren = renderer if renderer is not None else Device["CPU"].renderer
+    sink = graph_rewrite(ast, cg.multi_pm, name="multi_pm")
+    sink = graph_rewrite(sink, cg.pm_mops, bottom_up=True)
+    if ast.tag is None:  # what tinygrad optimizes (a tagged AST is compiled as is)
+        sink = graph_rewrite(sink, cg.pm_load_collapse)
+        sink = graph_rewrite(sink, cg.pm_split_ranges + cg.pm_flatten_range, ctx={})
+        sink = graph_rewrite(sink, cg.sym + cg.pm_flatten_range)
+        sink = graph_rewrite(sink, cg.pm_flatten_range + cg.pm_simplify_ranges, ctx={})
+        sink = apply_opts(sink, ren, beam=ast.arg.beam)
+    return graph_rewrite(sink, cg.sym + cg.pm_move_where_on_load + cg.pm_flatten_range +
+                         cg.pm_reduce_unparented)
 
 
 def _convert(uop: Any) -> tuple[UOp, dict[Any, UOp]]:

@@ -40,7 +40,13 @@ from collections.abc import Iterable, Sequence
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp, range_kind
-from lowering.final import _uniquify_ranges, accumulate, live_ranges, reduce_identity
+from lowering.final import (
+    _combine,
+    _uniquify_ranges,
+    accumulate,
+    live_ranges,
+    reduce_identity,
+)
 
 __all__ = ["EXPAND_KINDS", "MAX_LANES", "expand", "expandable_ranges"]
 
@@ -108,11 +114,12 @@ class _Expander:
             xs = [self.subst(x, {**lane, **v}) for v in _assignments(closed)]
             key = tuple(lane[r] for r in outer)
             if not loops:  # a horizontal reduction: the lanes fold left, no accumulator
-                val = xs[0]  # from the identity where it matters: +0.0 + -0.0 is +0.0
-                if op is Ops.ADD and dt.is_float:
-                    val = accumulate(op, reduce_identity(op, dt), val, self.fma)
+                val = xs[0]
                 for y in xs[1:]:
                     val = accumulate(op, val, y, self.fma)
+                if op is Ops.ADD and dt.is_float:  # the fold from the identity, +0.0:
+                    # they differ only where this one is -0.0 (every term -0.0)
+                    val = _combine(op, val, reduce_identity(op, dt))
                 vals[key] = val
                 continue
             acc = UOp(Ops.DEFINE_REG, dt.ptr_to(), (), self.n_acc)
