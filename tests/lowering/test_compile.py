@@ -21,7 +21,7 @@ from lowering import (
     compile_kernels,
     lower,
 )
-from lowering.compile import compile_c, default_cache_dir
+from lowering.compile import compile_c, default_cache_dir, target_flags
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, leaf_pools
 
 
@@ -235,6 +235,37 @@ def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CC", "no-such-compiler-xyz")
     with pytest.raises(CompileError, match="no C compiler found"):
         compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path)
+
+
+# one line a case: the target, the compiler, then the flags beyond CFLAGS
+@pytest.mark.parametrize("target, cc, flags", [
+    (Target(), "gcc", ("-ffp-contract=off", "-march=native",
+                       "-fno-tree-loop-distribute-patterns")),
+    (Target(), "clang", ("-ffp-contract=off", "-march=native")),
+    (Target(march=None, loop_patterns=True), "gcc", ("-ffp-contract=off",)),
+    (Target(march="x86-64-v2", fma=True), "clang", ("-ffp-contract=off", "-march=x86-64-v2")),
+])
+def test_target_flags(target, cc, flags) -> None:
+    import shutil
+
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    assert target_flags(target, shutil.which(cc)) == flags
+
+
+def test_target_picks_the_compiler(monkeypatch, tmp_path) -> None:
+    """``Target.cc`` first, then ``$CC``, then clang where installed, else ``cc``; the
+    kernel runs alike whichever compiles it."""
+    import shutil
+
+    monkeypatch.delenv("CC", raising=False)
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False)
+    assert k.cc == shutil.which("clang" if shutil.which("clang") else "cc")
+    monkeypatch.setenv("CC", "gcc")
+    assert k.cc == shutil.which("gcc")
+    k2 = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False,
+                        target=Target(cc="cc"))
+    assert k2.cc == shutil.which("cc")
 
 
 def test_compiler_error_shows_source(tmp_path) -> None:
