@@ -63,9 +63,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
 
 from benchmarks import capture_tinygrad, tinygrad_kernels  # noqa: E402
+from benchmarks import kernels as kernels_bench  # noqa: E402
 from benchmarks.compare import load, source_group  # noqa: E402
 from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.api import optimize  # noqa: E402
@@ -210,15 +210,16 @@ def _opts_text(opts: tuple[Any, ...]) -> str:
     return " ".join(f"{o.op.name.lower()}{o.axis}:{o.arg}" for o in opts) or "-"
 
 
-def run_kernels(names: list[str], scale: str = "bench", runs: int = 7) -> list[KernelRow]:
-    """Each case's kernels, scheduled by tinygrad (its CPU device, BEAM off): tinygrad's
+def run_kernels(names: list[str], scale: str = "bench", runs: int = 7, dev: str = "CPU"
+                ) -> list[KernelRow]:
+    """Each case's kernels, scheduled by tinygrad (on ``dev``, BEAM off): tinygrad's
     compiled program and ``lowering.compile_kernel`` of the same AST (via
     ``eqsat.from_tinygrad``), run on the same buffers, compared bit for bit, then timed
     in ``runs`` interleaved rounds."""
     session_for(None).prepare()  # the e-graph's warm session, built before any clock
     rows = []
     for case in [c for c in tinygrad_kernels.CASES if c.name in names]:
-        for k in tinygrad_kernels.schedule(case, scale, "CPU"):
+        for k in tinygrad_kernels.schedule(case, scale, dev):
             base = (k.label, case.shape_text(scale), _opts_text(k.opts), k.chunks)
             if k.graph is None:
                 rows.append(KernelRow(*base, math.nan, math.nan, None, k.error))
@@ -283,9 +284,7 @@ def run_workloads(names: list[str] | None = None, runs: int = 7) -> list[Workloa
         ours = compile_kernel(bk.graph)
         bufs = bk.buffers(inputs)
         ours(*bufs)
-        want = bk.reference(*inputs).reshape(-1)
-        ok = bool(np.allclose(bufs[0], want, rtol=1e-5, atol=1e-5) if bk.dtype.is_float
-                  else np.array_equal(bufs[0], want))
+        ok = kernels_bench.close(bk, bufs[0], bk.reference(*inputs).reshape(-1))
         run = ours.bound(*bufs)
         t_ours, t_np = [], []
         for _ in range(runs):
