@@ -23,13 +23,17 @@ CASES = {c.name: c for c in tk.CASES}
 # expectation is strict: a listed kernel must still differ (and be close), an unlisted
 # one must be bit-exact, so a fix shows as a failure that asks to drop its entry.
 KNOWN_INEXACT = {
-    ("matmul", "CPU"): "tinygrad fuses its unrolled dot product as fma(a0,b0,a1*b1), then "
-                       "fma(ai,bi,s); the lowering adds the products one by one, unfused",
-    ("matmul", "PYTHON"): "the emulator runs tinygrad's MULACC chain, as on CPU",
-    ("conv2d", "CPU"): "the unrolled 3x3 window's products fused as in matmul",
-    ("conv2d", "PYTHON"): "the unrolled 3x3 window's products fused as in matmul",
-    ("cumsum[0]", "PYTHON"): "the emulator adds the 4 unrolled terms before the "
-                             "accumulator; the lowering adds them to it one by one",
+    ("matmul", "CPU"): "tinygrad's fully unrolled dot product a0*b0 + a1*b1 + ... is fused by "
+                       "clang (-ffp-contract=on) as fma(a0,b0,a1*b1), then fma(ai,bi,s); "
+                       "the lowering adds the products one by one, unfused",
+    ("matmul", "PYTHON"): "the emulator runs the same chain as tinygrad's MULACC (a*b+c "
+                          "rounded once)",
+    ("conv2d", "CPU"): "acc + p8 + p0 + ... + p7 over the unrolled 3x3 window, fused by "
+                       "clang into fmas, the window's last product first",
+    ("conv2d", "PYTHON"): "the same window sum as MULACCs in the emulator",
+    ("cumsum[0]", "PYTHON"): "the emulator adds each group of 4 unrolled terms, "
+                             "((t0+t1)+t2)+t3, before the accumulator; the lowering, like "
+                             "tinygrad's CPU program, adds them to it one by one",
 }
 
 
