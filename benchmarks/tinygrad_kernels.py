@@ -38,7 +38,7 @@ import numpy as np
 from eqsat.ir.uop import UOp
 
 __all__ = ["CASES", "SCALES", "TgCase", "TgKernel", "Ran", "clang", "device", "cpu_renderer",
-           "optimized_ast", "schedule", "run_both", "tinygrad_flags"]
+           "optimized_ast", "schedule", "run_both", "tinygrad_flags", "our_compiler"]
 
 SCALES = ("bench", "small")
 
@@ -95,13 +95,28 @@ def cpu_renderer() -> Any:
     return ClangRenderer(Target("CPU", "CLANG", f"{arch},native"))
 
 
+def _named(path: str) -> str:
+    """A compiler's name as found and as what it resolves to (``cc (gcc-12)``)."""
+    real = os.path.basename(os.path.realpath(path))
+    name = os.path.basename(path)
+    return name if real == name else f"{name} ({real})"
+
+
+def our_compiler() -> str:
+    """The C compiler ``lowering.compile_c`` runs (``$CC``, else ``cc``), as it resolves."""
+    cc = os.environ.get("CC", "cc")
+    path = shutil.which(cc)
+    return _named(path) if path else f"{cc} (not found)"
+
+
 def tinygrad_flags() -> str:
     """The command line tinygrad's CPU device compiles a kernel with."""
     from tinygrad.runtime.support.compiler_cpu import ClangCompiler
 
     arch = cpu_renderer().target.arch.split(",")
-    return " ".join([os.environ.get("CC", "clang"), "-O2", "-ffreestanding", "-fno-math-errno",
-                     "-nostdlib", *ClangCompiler(arch).args])
+    cc = clang()
+    return " ".join([_named(cc) if cc else os.environ.get("CC", "clang"), "-O2",
+                     "-ffreestanding", "-fno-math-errno", "-nostdlib", *ClangCompiler(arch).args])
 
 
 def optimized_ast(ast: Any, renderer: Any) -> Any:

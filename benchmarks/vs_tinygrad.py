@@ -244,7 +244,7 @@ def kernel_table(rows: list[KernelRow]) -> str:
              f"NUM_CPU_THREADS={NUM_CPU_THREADS.value}: a kernel's THREAD chunks run one "
              f"after another in the calling thread; {tinygrad_kernels.tinygrad_flags()}",
              f"  ours: eqsat.from_tinygrad + lowering.compile_kernel (e-graph), one thread; "
-             f"{os.environ.get('CC', 'cc')} {' | '.join(ours_flags)}",
+             f"{tinygrad_kernels.our_compiler()} {' | '.join(ours_flags)}",
              f"  {'kernel':<12} {'inputs':<24} {'tinygrad opts':<34} {'chunks':>6} "
              f"{'tinygrad':>9} {'ours':>9} {'ours/tg':>8}  bit-exact"]
     for r in rows:

@@ -68,6 +68,13 @@ def test_python_device_path(name: str) -> None:
         _check(k, "PYTHON")
 
 
+def test_known_inexact_names_real_kernels() -> None:
+    """An entry naming no kernel would never be checked."""
+    labels = {n for n in CASES if n != "cumsum"} | {f"cumsum[{i}]" for i in range(3)}
+    for label, dev in KNOWN_INEXACT:
+        assert label in labels and dev in ("CPU", "PYTHON"), (label, dev)
+
+
 def test_device_without_clang(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
