@@ -103,10 +103,13 @@ def _named(path: str) -> str:
 
 
 def our_compiler() -> str:
-    """The C compiler ``lowering.compile_c`` runs (``$CC``, else ``cc``), as it resolves."""
-    cc = os.environ.get("CC", "cc")
-    path = shutil.which(cc)
-    return _named(path) if path else f"{cc} (not found)"
+    """The C compiler the lowering runs by default, as it resolves."""
+    from lowering.compile import CompileError, _compiler
+
+    try:
+        return _named(_compiler())
+    except CompileError as e:
+        return str(e)
 
 
 def tinygrad_flags() -> str:
