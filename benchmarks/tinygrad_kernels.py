@@ -64,7 +64,7 @@ CASES: tuple[TgCase, ...] = (
            lambda a: a.pad(((4, 4), (4, 4))).contiguous()),
     TgCase("reduce", {"bench": ((2048, 2048),), "small": ((32, 40),)},
            lambda a: a.sum(axis=0)),
-    TgCase("matmul", {"bench": ((256, 256),) * 2, "small": ((16, 24), (24, 20))},
+    TgCase("matmul", {"bench": ((256, 256),) * 2, "small": ((32, 64), (64, 32))},
            lambda a, b: a @ b),
     TgCase("conv2d", {"bench": ((1, 8, 32, 32), (16, 8, 3, 3)),
                       "small": ((1, 4, 10, 10), (8, 4, 3, 3))},
