@@ -81,7 +81,7 @@ def test_device_without_clang(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None
     assert tk.clang() is None and tk.device() == "PYTHON"
 
 
-def test_every_range_role_and_opt_comes_over() -> None:
+def test_tinygrad_runs_the_optimized_schedule() -> None:
     """The optimized AST is what tinygrad runs: its optimizations are the call's
     ``opts_to_apply``; the small matmul, like the 256 one, is upcast and unrolled by
     4 around a reduce loop."""
