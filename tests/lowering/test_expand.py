@@ -145,25 +145,19 @@ def test_non_constant_lanes_stay_loops():
     assert expand(g, counts=counts) is g and not counts
 
 
-def test_bridged_tinygrad_matmul_bit_exact():
-    """tinygrad's schedule of a 32x32 matmul (its 4x4 tile, its unroll) through the bridge:
-    our kernel with Target(fma=True) gives tinygrad's output bit for bit."""
-    pytest.importorskip("tinygrad")
-    from tinygrad import Tensor
-
-    from eqsat.tinygrad import from_tinygrad, optimized_ast
-
-    rng = np.random.default_rng(1)
-    a, b = (rng.standard_normal((32, 32)).astype(np.float32) for _ in range(2))
-    ta, tb = Tensor(a, device="CPU").realize(), Tensor(b, device="CPU").realize()
-    (call,) = [c for c in (ta @ tb).schedule_linear().src if c.src[0].op.name == "SINK"]
-    tc = ta @ tb
-    want = tc.numpy().reshape(-1).copy()
-    g = from_tinygrad(optimized_ast(call.src[0]))
-    kinds = {u.arg[1] for u in g.toposort() if u.op.name == "RANGE" and isinstance(u.arg, tuple)}
-    assert {"upcast", "unroll"} <= kinds
-    k = compile_kernel(g, target=Target(fma=True))
-    by_buffer = {ta.uop.base: a, tb.uop.base: b}
-    out = np.zeros(32 * 32, np.float32)
-    k(out, *[np.ascontiguousarray(by_buffer[x]).reshape(-1) for x in call.src[2:]])
-    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+@pytest.mark.parametrize("name", ["elementwise", "permute", "pad", "reduce", "matmul",
+                                  "conv2d", "maxpool", "cumsum"])
+def test_tinygrad_kernels_bit_exact_with_fma(name):
+    """tinygrad's schedule of each kernel (small shapes; its register tiles and unrolls)
+    through the bridge and the expander: with Target(fma=True) every written buffer equals
+    tinygrad's CPU program's bit for bit, the fused chains included."""
+    tk = pytest.importorskip("benchmarks.tinygrad_kernels")
+    if tk.device() != "CPU":
+        pytest.skip("tinygrad's CPU device needs clang")
+    case = {c.name: c for c in tk.CASES}[name]
+    expanded = Counter()
+    for k in tk.schedule(case, "small"):
+        ran = tk.run_both(k, target=Target(fma=True))
+        assert ran.bit_exact, (k.label, ran.mismatched)
+        expanded.update(ran.ours.lowered.stats["expanded"])
+    assert expanded  # every one of these schedules has upcast or unroll ranges
