@@ -6,7 +6,8 @@
       -> prepare -> narrow_index -> decompose -> expand (upcast/unroll ranges to lanes)
       -> final_rewrite -> add_control_flow + linearize -> [add_if_endif] -> render_c
 
-then compiles the C with ``Target.cc`` (default ``$CC``, else clang, else ``cc``) and
+then compiles the C with ``Target.cc`` (default ``$CC``, else ``cc``; clang for a
+kernel with register tiles where installed) and
 ``-O2 -shared -fPIC -fwrapv -ffp-contract=off`` plus the target's flags
 (:func:`target_flags`: ``-march``, no loop-to-``memcpy`` replacement) into a
 shared library cached by the hash of compiler, flags, host (for
@@ -179,11 +180,13 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"uop-eqsat-kernels-{os.getuid()}"
 
 
-def _compiler(cc: str | None = None) -> str:
-    """The path of the C compiler ``cc``; by default ``$CC``, else clang where it is
-    installed (it vectorizes the expanded register tiles GCC 12 leaves scalar; the
-    figures are in docs/perf.md), else ``cc``."""
-    cc = cc or os.environ.get("CC") or ("clang" if shutil.which("clang") else "cc")
+def _compiler(cc: str | None = None, tiles: bool = False) -> str:
+    """The path of the C compiler ``cc``; by default ``$CC``, else ``cc``, but clang where
+    it is installed for a kernel with register tiles (``tiles``: reductions the expander
+    gave one accumulator per lane): GCC 12 leaves their accumulator chains scalar, clang
+    vectorizes them, while GCC vectorizes the outer loop of a plain reduction that clang
+    leaves scalar (the figures are in docs/perf.md)."""
+    cc = cc or os.environ.get("CC") or ("clang" if tiles and shutil.which("clang") else "cc")
     path = shutil.which(cc)
     if path is None:
         raise CompileError(f"no C compiler found: {cc!r} is not on PATH (install gcc or clang, "
@@ -345,8 +348,10 @@ class Kernel:
 
     @property
     def cc(self) -> str:
-        """The path of the C compiler this kernel compiles with (``Target.cc``)."""
-        return _compiler(self.target.cc)
+        """The path of the C compiler this kernel compiles with (``Target.cc``; by
+        default ``$CC``, else clang for register tiles where installed, else ``cc``)."""
+        tiles = bool(self.lowered.stats.get("expanded", {}).get("expand_reduce"))
+        return _compiler(self.target.cc, tiles)
 
     @property
     def flags(self) -> tuple[str, ...]:

@@ -81,9 +81,12 @@ class Target:
 
     The C compiler (docs/perf.md has the figures behind the defaults):
 
-    ``cc``: the compiler's command; None: ``$CC`` when set, else ``clang`` when it
-    is on the PATH (it vectorizes an expanded matmul's register tile, GCC 12 does
-    not), else ``cc`` (a fresh machine may have only GCC). Every compiler gets
+    ``cc``: the compiler's command; None: ``$CC`` when set, else ``cc`` (GCC on
+    these machines; a fresh machine may have no clang), but ``clang`` where it is
+    on the PATH for a kernel with register tiles (an expanded reduction: GCC 12
+    leaves the accumulator chains of a matmul's tile scalar, clang vectorizes
+    them; GCC vectorizes the outer loop of a plain reduction, clang does not).
+    Every compiler gets
     ``-O2 -fwrapv -ffp-contract=off``: the C means the IR's exact values whatever
     compiles it, a MULACC being an explicit ``fma`` call.
     ``march``: ``-march=`` (``native``: the host's instruction set, vector width

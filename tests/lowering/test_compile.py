@@ -254,15 +254,19 @@ def test_target_flags(target, cc, flags) -> None:
 
 
 def test_target_picks_the_compiler(monkeypatch, tmp_path) -> None:
-    """``Target.cc`` first, then ``$CC``, then clang where installed, else ``cc``; the
-    kernel runs alike whichever compiles it."""
+    """``Target.cc`` first, then ``$CC``, then ``cc``, but clang where installed for a
+    kernel with register tiles (an expanded reduction)."""
     import shutil
+
+    from tests.lowering.test_expand import MATMUL
 
     monkeypatch.delenv("CC", raising=False)
     k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False)
-    assert k.cc == shutil.which("clang" if shutil.which("clang") else "cc")
+    assert k.cc == shutil.which("cc")
+    tiled = compile_kernel(parse(MATMUL), optimize=False, cache_dir=tmp_path, compile=False)
+    assert tiled.cc == shutil.which("clang" if shutil.which("clang") else "cc")
     monkeypatch.setenv("CC", "gcc")
-    assert k.cc == shutil.which("gcc")
+    assert k.cc == tiled.cc == shutil.which("gcc")
     k2 = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False,
                         target=Target(cc="cc"))
     assert k2.cc == shutil.which("cc")
