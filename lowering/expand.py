@@ -105,6 +105,8 @@ class _Expander:
                        key=lambda r: r.uid)
         if not closed and not outer:
             return u
+        if u.dtype.count > 1:
+            raise _SkipError("a vector reduction")  # the final rewrite splits it by lane
         if _lanes(closed) * _lanes(outer) > MAX_LANES:
             raise _SkipError(f"a reduction over {_lanes(closed) * _lanes(outer)} lanes")
         x, op, dt = u.src[0], u.arg, u.dtype
