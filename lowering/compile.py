@@ -359,9 +359,20 @@ class Kernel:
         return target_flags(self.target, self.cc)
 
     def compile(self) -> Kernel:
-        """Compile (or fetch from the cache) and load the shared library; returns self."""
+        """Compile (or fetch from the cache) and load the shared library; returns self.
+        Where the compiler fails with ``-march``, it compiles again without: a compiler
+        may emit instructions of the host that its assembler does not know (GCC 12's
+        AVX512-FP16 ``vmovsh`` for ``_Float16`` with an older binutils)."""
         if self._fn is None:
-            self._bind(_load(compile_c(self.c_source, self.cache_dir, self.flags, self.cc)))
+            try:
+                lib = compile_c(self.c_source, self.cache_dir, self.flags, self.cc)
+            except CompileError:
+                plain = tuple(f for f in self.flags if not f.startswith("-march="))
+                if plain == self.flags:
+                    raise
+                log.debug("compiling %s again without -march", self.name)
+                lib = compile_c(self.c_source, self.cache_dir, plain, self.cc)
+            self._bind(_load(lib))
         return self
 
     def _bind(self, lib: ctypes.CDLL) -> None:

@@ -272,6 +272,35 @@ def test_target_picks_the_compiler(monkeypatch, tmp_path) -> None:
     assert k2.cc == shutil.which("cc")
 
 
+def test_march_failure_compiles_without(monkeypatch, tmp_path) -> None:
+    """A compiler that fails with -march (an assembler older than the host's
+    instructions) gets the source again without it; other failures are errors."""
+    import lowering.compile as lc
+
+    real, seen = lc.compile_c, []
+
+    def picky(source, cache_dir=None, extra_flags=(), cc=None):
+        seen.append(extra_flags)
+        if any(f.startswith("-march=") for f in extra_flags):
+            raise CompileError("Error: unsupported masking for `vmovsh'")
+        return real(source, cache_dir, extra_flags, cc)
+
+    monkeypatch.setattr(lc, "compile_c", picky)
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path)
+    assert k.compiled and len(seen) == 2 and "-march=native" not in seen[1]
+
+    def broken(source, cache_dir=None, extra_flags=(), cc=None):
+        seen.append(extra_flags)
+        raise CompileError("C compiler failed")
+
+    monkeypatch.setattr(lc, "compile_c", broken)
+    seen.clear()
+    with pytest.raises(CompileError):
+        compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path,
+                       target=Target(march=None))
+    assert len(seen) == 1  # nothing to drop: no second try
+
+
 def test_compiler_error_shows_source(tmp_path) -> None:
     with pytest.raises(CompileError, match="C compiler failed"):
         compile_c("this is not C", tmp_path)
