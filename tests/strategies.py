@@ -312,7 +312,7 @@ def _floor_idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) 
         return _fmod(_fmod(x, c * k), c)
     if form == 6:
         return _fdiv(_fmod(x, c * abs(k)), c)
-    return _fdiv(x, c).lt(_c(k))
+    return _fdiv(x, c).lt(_c(k)).where(x, y)
 
 
 def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
