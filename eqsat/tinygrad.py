@@ -56,8 +56,9 @@ from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.interp import INVALID, leaf_key
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
+from rules.where import narrowing
 
-__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "TinygradError",
+__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "as_floor", "TinygradError",
            "TINYGRAD_REQUIREMENT"]
 
 TINYGRAD_REQUIREMENT = "tinygrad>=0.14,<0.15"
@@ -132,6 +133,98 @@ def _dtype_in(t: _Tinygrad, dt: Any, what: Any) -> DType:
 
 def _name(u: Any) -> str:
     return f"{u.op}" if hasattr(u, "op") else str(u)
+
+
+def valid_part(u: UOp) -> UOp:
+    """``u`` with every ``(where c x (invalid))`` replaced by ``x`` in which the
+    expressions ``c`` bounds are narrowed to those bounds (``rules.where.narrowing``):
+    the same value as ``u`` on every lane where ``u`` is valid, and bounds that count
+    only those lanes (a padded ``r - 2`` under ``2 <= r`` is ``>= 0``)."""
+    if not any(n.op is Ops.INVALID for n in u.toposort()):
+        return u
+    new: dict[UOp, UOp] = {}
+    for n in u.toposort():
+        src = tuple(new[s] for s in n.src)
+        if n.op is Ops.WHERE and Ops.INVALID in (n.src[1].op, n.src[2].op):
+            cond = n.src[0] if n.src[2].op is Ops.INVALID else UOp(Ops.NOT, dtypes.bool,
+                                                                  (n.src[0],))
+            x = src[1] if n.src[2].op is Ops.INVALID else src[2]
+            sub = narrowing(cond, x)
+            new[n] = x.substitute(sub) if sub else x
+        else:
+            new[n] = n if src == n.src else n.replace(src=src)
+    return new[u]
+
+
+def same_sign(a: UOp, c: UOp) -> bool:
+    """True when ``a`` (where valid) and ``c`` are proven both ``>= 0`` or both ``<= 0``:
+    there floor division and C's truncating division agree (and so do the remainders)."""
+    a = valid_part(a)
+    return (a.vmin >= 0 and c.vmin >= 0) or (a.vmax <= 0 and c.vmax <= 0)
+
+
+def _floor_to_c(op: Ops, a: UOp, c: UOp) -> UOp:
+    """Floor division (``op`` IDIV) or floor remainder (``op`` MOD) of ``a`` by ``c`` in
+    C's ``idiv``/``mod``, as the bridge wrote it before the IR had floor ops: the plain
+    op where :func:`same_sign` proves them equal, else ``(sub q (where adj 1 0))`` and
+    ``(add r (where adj c 0))`` with ``q = (idiv a c)``, ``r = (mod a c)`` and ``adj``
+    true where ``r`` is non-zero and of ``c``'s opposite sign."""
+    q_or_r = UOp(op, a.dtype, (a, c))
+    if same_sign(a, c):
+        return q_or_r
+    dt = a.dtype
+    r = UOp(Ops.MOD, dt, (a, c))
+    zero = UOp.const(dt, 0)
+    if c.vmin > 0:
+        adj = UOp(Ops.LT, dtypes.bool, (r, zero))
+    elif c.vmax < 0:
+        adj = UOp(Ops.GT, dtypes.bool, (r, zero))
+    else:
+        adj = UOp(Ops.AND, dtypes.bool, (
+            UOp(Ops.NE, dtypes.bool, (r, zero)),
+            UOp(Ops.NE, dtypes.bool, (UOp(Ops.LT, dtypes.bool, (r, zero)),
+                                      UOp(Ops.LT, dtypes.bool, (c, zero))))))
+    if op is Ops.IDIV:
+        return UOp(Ops.SUB, dt, (q_or_r, UOp(Ops.WHERE, dt, (adj, UOp.const(dt, 1), zero))))
+    return UOp(Ops.ADD, dt, (r, UOp(Ops.WHERE, dt, (adj, c, zero))))
+
+
+def _c_to_floor(u: UOp) -> tuple[Ops, UOp, UOp] | None:
+    """``(IDIV or MOD, a, c)`` when ``u`` is exactly :func:`_floor_to_c`'s expansion of a
+    floor division or remainder of ``a`` by ``c`` (hash-consing makes it one identity
+    test), else None."""
+    if u.op is Ops.SUB and u.src[0].op is Ops.IDIV:
+        op, (a, c) = Ops.IDIV, u.src[0].src
+    elif u.op is Ops.ADD and u.src[0].op is Ops.MOD:
+        op, (a, c) = Ops.MOD, u.src[0].src
+    else:
+        return None
+    return (op, a, c) if _floor_to_c(op, a, c) is u else None
+
+
+def as_floor(g: UOp) -> UOp:
+    """``g`` with C's division written as floor division wherever it has the same value:
+    an ``idiv``/``mod`` whose dividend (where valid) and divisor are proven of one sign
+    (:func:`same_sign`), and the exact C expansion of a floor division (what the corpus's
+    texts, captured before the IR had floor ops, hold: :func:`_floor_to_c`). What
+    tinygrad's own simplifier, which works on ``FLOORDIV``/``FLOORMOD``, is given of a
+    C-semantics text (``benchmarks/vs_tinygrad.py``); ``to_tinygrad`` itself maps each op
+    to its own."""
+    new: dict[UOp, UOp] = {}
+    for n in g.toposort():
+        src = tuple(new[s] for s in n.src)
+        floor = _c_to_floor(n) if n.op in (Ops.ADD, Ops.SUB) else None
+        if floor is not None:
+            op, a, c = floor
+            new[n] = UOp(_FLOOR_OF[op], n.dtype, (new[a], new[c]))
+        elif n.op in (Ops.IDIV, Ops.MOD) and same_sign(n.src[0], n.src[1]):
+            new[n] = UOp(_FLOOR_OF[n.op], n.dtype, src)
+        else:
+            new[n] = n if src == n.src else n.replace(src=src)
+    return new[g]
+
+
+_FLOOR_OF = {Ops.IDIV: Ops.FLOORDIV, Ops.MOD: Ops.FLOORMOD}
 
 
 def _toposort(root: Any, descend: Any) -> list[Any]:

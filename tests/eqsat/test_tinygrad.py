@@ -27,6 +27,7 @@ from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp
 from eqsat.tinygrad import (
     TinygradError,
+    as_floor,
     evaluate_tinygrad,
     from_tinygrad,
     to_tinygrad,
@@ -143,6 +144,27 @@ def test_padded_floor_division_round_trips():
     envs = [{"R0": v} for v in range(10)]
     assert [evaluate(g, e) for e in envs] == evaluate_tinygrad(u, envs)
     assert to_tinygrad(g, like=u) is u
+
+
+@pytest.mark.parametrize("text,want", [
+    # C text              the floor form tinygrad's simplifier is given
+    ("(idiv (var x 0 9) 4)", "(floordiv (var x 0 9) 4)"),
+    ("(mod (var x -9 0) -4)", "(floormod (var x -9 0) -4)"),
+    ("(idiv (var x -9 9) 4)", "(idiv (var x -9 9) 4)"),
+    ("(sub (idiv (var x -5 5) 4) (where (lt (mod (var x -5 5) 4) 0) 1 0))",
+     "(floordiv (var x -5 5) 4)"),
+    ("(add (mod (var x -5 5) 4) (where (lt (mod (var x -5 5) 4) 0) 4 0))",
+     "(floormod (var x -5 5) 4)"),
+    # a padded index: its condition proves the dividend non-negative where valid
+    ("(idiv (where (not (lt (range 0 10) 2)) (add (range 0 10) -2) (invalid)) 4)",
+     "(floordiv (where (not (lt (range 0 10) 2)) (add (range 0 10) -2) (invalid)) 4)"),
+])
+def test_as_floor(text: str, want: str):
+    """C division written as floor division exactly where the values agree."""
+    g = parse(text)
+    out = as_floor(g)
+    assert out is parse(want), to_sexpr(out)
+    assert check_equivalent(g, out)
 
 
 @pytest.mark.parametrize("ours,want", [
