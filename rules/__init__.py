@@ -16,6 +16,7 @@ exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
     cast_where_dsl_patterns      rules/casts.py
     term_combining_dsl_patterns  rules/combine.py
     alu_folding_dsl_patterns     rules/combine.py
+    floor_division_patterns      rules/floordiv.py    (floor ops; to idiv/mod where signs allow)
     advanced_division_dsl_patterns rules/divmod.py
     div_mod_recombine_dsl_patterns rules/divmod.py
     comparison_dsl_patterns      rules/compare.py
@@ -53,8 +54,8 @@ __all__ = [
 
 # family module -> the groups it defines (a module may also define EGRAPH later)
 FAMILY_MODULES: tuple[str, ...] = (
-    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "divmod",
-    "compare", "logic", "minmax", "where", "dce", "load", "gep",
+    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "floordiv",
+    "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep",
 )
 
 SIMPLE_GROUPS: tuple[str, ...] = (
@@ -71,6 +72,7 @@ SIMPLE_GROUPS: tuple[str, ...] = (
     "cast_where_dsl_patterns",
     "term_combining_dsl_patterns",
     "alu_folding_dsl_patterns",
+    "floor_division_patterns",
     "advanced_division_dsl_patterns",
     "div_mod_recombine_dsl_patterns",
     "comparison_dsl_patterns",

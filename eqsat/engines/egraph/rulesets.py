@@ -37,8 +37,8 @@ FINISHING: tuple[str, ...] = ("division_select",)
 
 # the family modules in schedule order: a group's rules (native and computed) are loaded in
 # the order its family comes here; divmod leads (its computed rules are tried first)
-_FAMILIES = ("divmod", "invalid", "constants", "identity", "canonical", "division", "casts",
-             "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
+_FAMILIES = ("divmod", "floordiv", "invalid", "constants", "identity", "canonical", "division",
+             "casts", "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
 
 
 def egraph_groups() -> dict[str, list[Any]]:
