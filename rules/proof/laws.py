@@ -565,7 +565,7 @@ def _bounded(law: Law, dts: dict[int, str], op: Ops | None,
 
 
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.NOT))
-_BITS = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR))
+_BITS = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.BITCAST))
 
 
 def _bit_local(law: Law) -> bool:

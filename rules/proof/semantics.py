@@ -353,7 +353,7 @@ def _bitcast(v: Val, dst: str) -> Any:
         bv = canon(v) if _is_bv(v.x) else _to_bv(src, canon(v))
     if dst in FLOAT_SORTS:
         return z3.fpBVToFP(bv, sort_of(dst))
-    return _from_bv(dst, bv)
+    return bv if _is_bv(v.x) else _from_bv(dst, bv)  # bit-vector readings stay bits
 
 
 def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> Val:
@@ -556,8 +556,9 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
         limit = _bits(dt) if fixed else 4096
         bad = z3.Or(b < 0, b >= limit)
         if not fixed:
-            p = _uf("pow2", "index", 1)
-            return (a * p(b) if op is Ops.SHL else _floor_div(a, p(b))), bad, False
+            uf = _uf("pow2", "index", 1)
+            p = z3.If(b == 0, 1, uf(b))  # 2**0 is 1; other powers opaque
+            return (a * p if op is Ops.SHL else _floor_div(a, p)), bad, False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         if op is Ops.SHL:
             r = pa << pb
