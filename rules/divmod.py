@@ -350,10 +350,13 @@ def _recombine_sum(s: UOp) -> UOp | None:
 LAWS = [
     # advanced_division_dsl_patterns: nested division, the core's rules, then
     # c*(a+b) -> c*a + c*b
-    rule("nested_idiv", "(a // b) // c -> a // (b * c)",
-         "is_index(a) and never_invalid(b) and never_invalid(c)", group=G_ADV,
-         note="truncation nests for divisors of either sign (both sides are sign(a*b*c) * "
-         "(|a| // |b*c|)), and both are undefined where b or c is 0"),
+    # truncation nests for divisors of either sign (both sides are sign(a*b*c) *
+    # (|a| // |b*c|)), and both are undefined where a divisor is 0: constant divisors
+    # multiplied when the rule fires, an inner divisor of more than one value as a product
+    rule("nested_idiv", "(a // c1) // c2 -> a // (c1 * c2)", "is_index(a)", group=G_ADV),
+    rule("nested_idiv_symbolic", "(a // b) // c -> a // (b * c)",
+         "is_index(a) and never_invalid(b) and never_invalid(c) and vmin(b) < vmax(b)",
+         group=G_ADV),
     *(py(_twin(r, G_ADV), "computed", _CORE) for r in ADVANCED),
     rule("distribute_const_mul", "k * op(a, b) -> op(a * k, b * k)", "is_index(a)",
          ops=(Ops.ADD, Ops.SUB), group=G_ADV,
@@ -402,8 +405,8 @@ LAWS = [
          note="(x + c1*c2) // (c1*c3) is (x//c1 + c2) // c3 when x and x + c1*c2 are "
          "non-negative: #1 over y = x//c1 + c2",
          ordered=True),
-    rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) + "
-         "-(((x + c1 * c2) // (c1 * c3)) * c3)",
+    rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) - "
+         "((x + c1 * c2) // (c1 * c3)) * c3",
          "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0",
          group=G_REC, baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 "
          "with y // c3 written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels "
