@@ -246,17 +246,15 @@ def _from_bv(dt: str, b: Any) -> Any:
 
 
 def _int_to_float(x: Any, dst: str) -> Any:
-    """An integer (Int) as float ``dst``: through f64 first, as the interpreter does
-    (Python's ``float()``, then the dtype's rounding)."""
-    f64 = z3.fpToFP(_RM, z3.ToReal(x), z3.Float64())
-    return f64 if dst == "f64" else _float_to_float(f64, "f64", dst)
+    """An integer (Int) as float ``dst``: its exact value rounded once, as the
+    interpreter and C convert (:func:`eqsat.ir.semantics.int_to_float`)."""
+    return z3.fpToFP(_RM, z3.ToReal(x), sort_of(dst))
 
 
 def _float_to_float(x: Any, src: str, dst: str) -> Any:
+    """A float as float ``dst``: rounded once (bf16 too)."""
     if src == dst:
         return x
-    if dst == "bf16" and src == "f64":  # the interpreter rounds bf16 through f32
-        x = z3.fpToFP(_RM, x, z3.Float32())
     return z3.fpToFP(_RM, x, sort_of(dst))
 
 

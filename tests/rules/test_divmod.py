@@ -33,10 +33,12 @@ XV = "(var x -50 50)"
 # rule, input, expected output (compact s-expression) or None when the guard blocks it
 CASES = [
     ("nested_idiv", "(idiv (idiv (var w 0 100) 4) 3)",
-     '(idiv (var w 0 100) (mul 4 3))'),                         # the fold comes next
-    ("nested_idiv", "(idiv (idiv (var w 0 100) (var y 1 4)) (var z -3 -1))",
+     '(idiv (var w 0 100) 12)'),
+    ("nested_idiv", "(idiv (idiv (var w 0 100) 4) (var z 1 3))",
+     None),                                                     # the symbolic rule's
+    ("nested_idiv_symbolic", "(idiv (idiv (var w 0 100) (var y 1 4)) (var z -3 -1))",
      '(idiv (var w 0 100) (mul (var y 1 4) (var z -3 -1)))'),
-    ("nested_idiv", "(idiv (idiv (var w 0 100) (where (lt (var y 1 4) 3) (var y 1 4) "
+    ("nested_idiv_symbolic", "(idiv (idiv (var w 0 100) (where (lt (var y 1 4) 3) (var y 1 4) "
      "(invalid))) 3)", None),                                   # b may be Invalid
     ("exact_division", "(idiv (add (mul (var m -4 4) 4) 8) 4)",
      '(add (var m -4 4) 2)'),
@@ -178,7 +180,7 @@ ENGINES = [
      "(mul (var a 1 10) (var c 1 10)))", "(var b 0 10)"),
     ("idiv_loop_end", f"(idiv {R_END} (add (var a 0 10) 2))", "0"),
     ("mod_loop_end", f"(mod {R_END} (add (var a 0 10) 2))", R_END),
-    ("nested_idiv", "(idiv (idiv (var a 0 100) (var b 1 10)) (var c 1 10))",
+    ("nested_idiv_symbolic", "(idiv (idiv (var a 0 100) (var b 1 10)) (var c 1 10))",
      "(idiv (var a 0 100) (mul (var b 1 10) (var c 1 10)))"),
     ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) "
      "(mul (idiv (add (var x 0 299) 10) 15) 3))", "(add (idiv (var x 0 299) 5) 2)"),

@@ -146,7 +146,8 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("idiv_loop_end", (RB,), f"(idiv (range 0 (add {A} 2)) (add {A} 2))", "0"),
     ("mod_loop_end", (RB,), f"(mod (range 0 (add {A} 2)) (add {A} 2))", f"(range 0 (add {A} 2))"),
     # advanced_division_dsl_patterns: computed
-    ("nested_idiv", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)", f"(idiv {W} (mul (var y 1 4) 3))"),
+    ("nested_idiv_symbolic", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)",
+     f"(idiv {W} (mul (var y 1 4) 3))"),
     ("exact_division", (ADV,), f"(idiv (add (mul {M} 4) 8) 4)", f"(add {M} 2)"),
     ("exact_division", (ADV,), f"(mod (add (mul {M} 4) 8) -4)", "0"),
     ("sum_divisible_symbolic", (ADV,), f"(idiv (add (mul {A} {S}) {B}) {S})",
@@ -208,6 +209,8 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      "(const i32 2))", f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) (const i32 2))"),
     ("recombine_divmod_5_neg", (NEST,), f"(idiv (add (idiv {M} 4) -3) 2)",
      f"(idiv (add (idiv {M} 4) -3) 2)"),                                      # a crosses 0
+    ("nested_idiv_symbolic", (ADV,), f"(idiv (idiv {W} {SI}) 3)",
+     f"(idiv (idiv {W} {SI}) 3)"),                                             # b may be Invalid
     ("nested_idiv", (ADV,), f"(idiv (idiv {WI} (const i32 4)) (const i32 3))",
      f"(idiv (idiv {WI} (const i32 4)) (const i32 3))"),                      # i32: b*c may wrap
     ("idiv_of_mod_const", (ADV,), f"(idiv (mod {M} 10) 4)",
