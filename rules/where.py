@@ -24,11 +24,10 @@ import math
 import weakref
 from typing import Any
 
-from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero
+from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero, split_and
 from rules.computed import PyRule
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
@@ -55,17 +54,6 @@ def _single_valued(x: UOp) -> bool:
 
 
 # ---- simplify a padded index given its validity (tinygrad's uop_given_valid)
-def _split_and(u: UOp) -> list[UOp]:
-    out, stack = [], [u]
-    while stack:
-        x = stack.pop()
-        if x.op is Ops.AND and x.dtype == dtypes.bool:
-            stack.extend(reversed(x.src))
-        else:
-            out.append(x)
-    return out
-
-
 def _clause_bounds(c: UOp) -> tuple[UOp, int | None, int | None] | None:
     """``(X, lo, hi)`` when clause ``c`` says ``lo <= X <= hi`` for an integer ``X``."""
     neg = False
@@ -93,7 +81,7 @@ def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
     """``{X: (lo, hi)}``: what the AND clauses of ``valid`` say about integer
     expressions, intersected with their bounds; None when they contradict."""
     out: dict[UOp, tuple[int, int]] = {}
-    for c in _split_and(valid):
+    for c in split_and(valid):
         got = _clause_bounds(c)
         if got is None:
             continue
