@@ -49,63 +49,74 @@ def _rand(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _matmul(T: Any, dev: str) -> Any:
-    return T(_rand(17, 24), device=dev) @ T(_rand(24, 19, seed=1), device=dev)
+def _tensor() -> Any:
+    from tinygrad import Tensor
+
+    return Tensor
 
 
-def _conv2d(T: Any, dev: str) -> Any:
-    x, w = T(_rand(2, 3, 11, 13), device=dev), T(_rand(5, 3, 3, 3, seed=1), device=dev)
+def _t(a: np.ndarray, device: str) -> Any:
+    return _tensor()(a, device=device)
+
+
+def _matmul(dev: str) -> Any:
+    return _t(_rand(17, 24), device=dev) @ _t(_rand(24, 19, seed=1), device=dev)
+
+
+def _conv2d(dev: str) -> Any:
+    x, w = _t(_rand(2, 3, 11, 13), device=dev), _t(_rand(5, 3, 3, 3, seed=1), device=dev)
     return x.conv2d(w, padding=(1, 2), stride=2)
 
 
-def _pooling(T: Any, dev: str) -> Any:
-    x = T(_rand(2, 3, 10, 14), device=dev)
-    return x.max_pool2d(kernel_size=(3, 3), stride=2) + x.avg_pool2d(kernel_size=(2, 2))[..., :4, :6]
+def _pooling(dev: str) -> Any:
+    x = _t(_rand(2, 3, 10, 14), device=dev)
+    pooled = x.avg_pool2d(kernel_size=(2, 2))[..., :4, :6]
+    return x.max_pool2d(kernel_size=(3, 3), stride=2) + pooled
 
 
-def _movement(T: Any, dev: str) -> Any:
-    x = T(_rand(6, 10), device=dev)
+def _movement(dev: str) -> Any:
+    x = _t(_rand(6, 10), device=dev)
     y = x.pad(((1, 2), (0, 3))).reshape(3, 3, 13).permute(2, 0, 1).reshape(13, 9)
     return (y.pad(((0, 0), (2, 1))).reshape(12, 13).permute(1, 0) * 2).contiguous()
 
 
-def _cumsum(T: Any, dev: str) -> Any:
-    return T(_rand(5, 37), device=dev).cumsum(axis=1)
+def _cumsum(dev: str) -> Any:
+    return _t(_rand(5, 37), device=dev).cumsum(axis=1)
 
 
-def _softmax(T: Any, dev: str) -> Any:
-    return T(_rand(7, 33), device=dev).softmax(axis=-1)
+def _softmax(dev: str) -> Any:
+    return _t(_rand(7, 33), device=dev).softmax(axis=-1)
 
 
-def _gather(T: Any, dev: str) -> Any:
+def _gather(dev: str) -> Any:
     idx = np.random.default_rng(2).integers(0, 9, size=(6, 5)).astype(np.int32)
-    return T(_rand(6, 9), device=dev).gather(1, T(idx, device=dev))
+    return _t(_rand(6, 9), device=dev).gather(1, _t(idx, device=dev))
 
 
-def _cnn(T: Any, dev: str) -> Any:
+def _cnn(dev: str) -> Any:
     from tinygrad import nn
 
-    T.manual_seed(0)
+    _tensor().manual_seed(0)
     c1, c2 = nn.Conv2d(1, 4, 3, padding=1), nn.Conv2d(4, 8, 3, stride=2)
     fc = nn.Linear(8 * 2 * 2, 10)
     for p in nn.state.get_parameters([c1, c2, fc]):
-        p.replace(T(_rand(*p.shape, seed=p.numel()) * 0.1, device=dev))
-    x = T(_rand(2, 1, 8, 8, seed=3), device=dev)
+        p.replace(_t(_rand(*p.shape, seed=p.numel()) * 0.1, device=dev))
+    x = _t(_rand(2, 1, 8, 8, seed=3), device=dev)
     x = c1(x).relu().max_pool2d()
     x = c2(x.pad((1, 1, 1, 1))).relu()
     return fc(x.flatten(1)).log_softmax()
 
 
-def _integer(T: Any, dev: str) -> Any:
+def _integer(dev: str) -> Any:
     from tinygrad import dtypes
 
-    x = T(np.arange(-100, 140, dtype=np.int32).reshape(4, 6, 10), device=dev)
-    y = x.permute(2, 0, 1).reshape(10, 24) + T.arange(24, dtype=dtypes.int32).to(dev)
+    x = _t(np.arange(-100, 140, dtype=np.int32).reshape(4, 6, 10), device=dev)
+    y = x.permute(2, 0, 1).reshape(10, 24) + _tensor().arange(24, dtype=dtypes.int32).to(dev)
     return (y // 6) * 3 + y % 8 - (y + 5) // 4 % 3
 
 
-#: program name -> builder(Tensor, device) -> the output tensor (not yet realized)
-PROGRAMS: dict[str, Callable[[Any, str], Any]] = {
+#: program name -> builder(device) -> the output tensor (not yet realized)
+PROGRAMS: dict[str, Callable[[str], Any]] = {
     "matmul": _matmul, "conv2d": _conv2d, "pooling": _pooling, "movement": _movement,
     "cumsum": _cumsum, "softmax": _softmax, "gather": _gather, "cnn": _cnn,
     "integer": _integer,
@@ -151,18 +162,17 @@ def run_side(name: str, device: str, runs: int = 5) -> Side:
     """Run program ``name`` on ``device`` as tinygrad is set up now (plug-in or not);
     ``runs=0``: the first run only (no times)."""
     import tinygrad.codegen as cg
-    from tinygrad import Tensor
 
     build = PROGRAMS[name]
     cg.to_program_cache.clear()
     t0 = time.perf_counter()
-    out = build(Tensor, device).numpy()
+    out = build(device).numpy()
     first = time.perf_counter() - t0
     progs = list(cg.to_program_cache.values())
     warm = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        build(Tensor, device).numpy()
+        build(device).numpy()
         warm.append(time.perf_counter() - t0)
     run = statistics.median(warm) if warm else 0.0
     ops = sum((program_ops(p) for p in progs), Counter())
