@@ -164,18 +164,20 @@ def run_side(name: str, device: str, runs: int = 5) -> Side:
     """Run program ``name`` on ``device`` as tinygrad is set up now (plug-in or not);
     ``runs=0``: the first run only (no times)."""
     import tinygrad.codegen as cg
+    from tinygrad.helpers import Context
 
     build = PROGRAMS[name]
     cg.to_program_cache.clear()
-    t0 = time.perf_counter()
-    out = build(device).numpy()
-    first = time.perf_counter() - t0
-    progs = list(cg.to_program_cache.values())
-    warm = []
-    for _ in range(runs):
+    with Context(DEV=device):  # the default device too (where tinygrad.nn puts weights)
         t0 = time.perf_counter()
-        build(device).numpy()
-        warm.append(time.perf_counter() - t0)
+        out = build(device).numpy()
+        first = time.perf_counter() - t0
+        progs = list(cg.to_program_cache.values())
+        warm = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            build(device).numpy()
+            warm.append(time.perf_counter() - t0)
     run = statistics.median(warm) if warm else 0.0
     ops = sum((program_ops(p) for p in progs), Counter())
     return Side(out, len(progs), ops, [program_source(p) for p in progs],
