@@ -21,16 +21,18 @@ tinygrad's own passes still run (its ``sym`` also simplifies floats, loads and g
 ``pm_simplify_ranges`` relies on it), so the plug-in works on what they leave.
 
 What it changes. Each maximal ``weakint`` arithmetic subgraph of the kernel (the index
-of an ``INDEX``, an operand of a comparison, a cast to a float, a range's end) is
-converted (:func:`eqsat.tinygrad.from_tinygrad`), optimized, converted back onto the
-kernel's own ranges and variables, and substituted only when (1) it is cheaper under the
-run's cost model and (2) the back-converted expression is checked equal to the input by
-:func:`eqsat.ir.equiv.check_equivalent` (on every point of small domains, else on the
-corners plus sampled points). Only integer index values change spelling, never their
-value: loads read the same elements and every float op is tinygrad's own, so a
-program's output is bit-identical to tinygrad's. Any failure (an op the bridge does not
-carry, an optimizer error, a failed check) keeps tinygrad's own expression, with a
-logged warning for anything but an op the bridge does not carry.
+of an ``INDEX``, an operand of a comparison, a cast to a float, a range's end) that holds
+a division or a modulo (the others are sums and products, which tinygrad's symbolic
+already folds: docs/perf.md) is converted (:func:`eqsat.tinygrad.from_tinygrad`),
+optimized, converted back onto the kernel's own ranges and variables, and substituted
+only when (1) it is cheaper under the run's cost model and (2) the back-converted
+expression is checked equal to the input by :func:`eqsat.ir.equiv.check_equivalent`
+(every point of a small domain, else the corners plus sampled points). Only integer
+index values change spelling, never their value: loads read the same elements and
+every float op is tinygrad's own, so a program's output is bit-identical to tinygrad's.
+Any failure (an op the bridge does not carry, an optimizer error, a failed check) keeps
+tinygrad's own expression, with a logged warning for anything but an op the bridge does
+not carry.
 
 Reaching the workers. tinygrad compiles kernels in a pool of spawned processes
 (``tinygrad.engine.worker``, ``PARALLEL`` workers) whose initializer is the module
@@ -51,6 +53,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from eqsat.ir.ops import Ops
+
 __all__ = ["install", "uninstall", "optimizing", "installed", "simplify_kernel", "STAGES",
            "usable_device"]
 
@@ -59,6 +63,11 @@ log = logging.getLogger(__name__)
 #: stage name -> the tinygrad pass (``graph_rewrite(name=...)``) the plug-in runs after
 STAGES = {"initial": "initial symbolic", "postopt": "postopt symbolic",
           "final": "extra symbolic"}
+
+#: the ops an index expression must hold for the plug-in to optimize it (the floor ones
+#: where the IR has them)
+_DIVISIONS = frozenset(getattr(Ops, n) for n in ("IDIV", "MOD", "FLOORDIV", "FLOORMOD")
+                       if hasattr(Ops, n))
 
 #: remembered simplifications per process: a tinygrad UOp is interned, kernels repeat
 #: index expressions, and lowering the same kernel twice reaches the same expressions
@@ -256,6 +265,8 @@ def _optimize_checked(root: Any, settings: _Settings) -> Any:
     except TinygradError as e:  # an op the bridge does not carry: tinygrad's own stays
         log.debug("eqsat plug-in: %s", e)
         return None
+    if not any(u.op in _DIVISIONS for u in graph.toposort()):
+        return None  # sums and products: tinygrad's symbolic already folds them
     try:
         res = optimize(graph, engine=settings.engine, **settings.options)
         if not res.cost < res.input_cost:
