@@ -6,13 +6,15 @@ in the compile worker processes it spawns from then on; ``uninstall()`` undoes i
 ``with optimizing(**options):`` does both around a block.
 
 Where it hooks in. tinygrad lowers a kernel (``tinygrad.codegen.full_rewrite_to_sink``)
-as a sequence of named ``graph_rewrite`` passes. The plug-in runs right after the pass
-its ``stage`` names (docs/perf.md, "tinygrad plug-in: where it hooks in", has the
-figures behind the default):
+as a sequence of named ``graph_rewrite`` passes. The plug-in runs at the pass its
+``stage`` names (docs/perf.md, "The tinygrad plug-in", has the figures behind the
+default):
 
 * ``"postopt"`` (default): after ``postopt symbolic``, tinygrad's symbolic pass over
   the scheduled kernel (after its loop optimizations, before upcast/unroll ranges are
   expanded into one expression per lane): each index expression is seen once;
+* ``"instead"``: on the input of ``postopt symbolic``, in the place of tinygrad's own
+  symbolic simplification of the index arithmetic (its pass then finds it simplified);
 * ``"initial"``: after ``initial symbolic``, before tinygrad's loop optimizations;
 * ``"final"``: after ``extra symbolic``, the last pass on ``weakint`` index arithmetic
   before tinygrad lowers index dtypes and decomposes division (one expression per lane).
@@ -60,9 +62,10 @@ __all__ = ["install", "uninstall", "optimizing", "installed", "simplify_kernel",
 
 log = logging.getLogger(__name__)
 
-#: stage name -> the tinygrad pass (``graph_rewrite(name=...)``) the plug-in runs after
-STAGES = {"initial": "initial symbolic", "postopt": "postopt symbolic",
-          "final": "extra symbolic"}
+#: stage name -> (the tinygrad pass, ``graph_rewrite(name=...)``, the plug-in runs at;
+#: whether it runs after that pass or before it, on the pass's input)
+STAGES = {"initial": ("initial symbolic", "after"), "postopt": ("postopt symbolic", "after"),
+          "instead": ("postopt symbolic", "before"), "final": ("extra symbolic", "after")}
 
 #: the ops an index expression must hold for the plug-in to optimize it (the floor ones
 #: where the IR has them)
@@ -126,7 +129,7 @@ def install(engine: str = "egraph", *, stage: str = "postopt", samples: int = 20
     simplify every kernel's index arithmetic with ``eqsat.optimize(engine=engine,
     **optimize_options)`` (``rulesets``, ``cost_model``, ``budget``).
 
-    ``stage`` picks the tinygrad pass it runs after (:data:`STAGES`); ``samples``: the
+    ``stage`` picks the tinygrad pass it runs at (:data:`STAGES`); ``samples``: the
     sampled points of the equivalence check on domains too large to check whole.
     Installing again replaces the options. Raises ``ValueError``/``TypeError`` for an
     unknown engine, stage or option, and ``ImportError`` without tinygrad.
@@ -196,10 +199,14 @@ def _init_worker(kwargs: dict[str, Any]) -> None:
 
 
 def _graph_rewrite(sink: Any, pm: Any, *args: Any, **kwargs: Any) -> Any:
-    """tinygrad's ``graph_rewrite``, then the plug-in after the pass its stage names."""
-    out = _saved["graph_rewrite"](sink, pm, *args, **kwargs)
+    """tinygrad's ``graph_rewrite``, with the plug-in before or after the pass its stage
+    names."""
     settings = _active
-    if settings is not None and kwargs.get("name") == STAGES[settings.stage]:
+    at = STAGES[settings.stage] if settings is not None else None
+    if at is not None and at == (kwargs.get("name"), "before"):
+        sink = _simplify(sink, settings)
+    out = _saved["graph_rewrite"](sink, pm, *args, **kwargs)
+    if at is not None and at == (kwargs.get("name"), "after"):
         out = _simplify(out, settings)
     return out
 

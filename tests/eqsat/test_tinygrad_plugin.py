@@ -19,6 +19,7 @@ import eqsat.tinygrad
 from benchmarks import tinygrad_models as tm
 from eqsat import Budget
 from eqsat.tinygrad_plugin import (
+    STAGES,
     install,
     installed,
     optimizing,
@@ -105,6 +106,13 @@ def test_programs_bit_identical_and_no_more_divisions(name: str, fewer: bool) ->
     assert plug.kernels == plain.kernels
     assert plug.ops["divmod"] <= plain.ops["divmod"]
     assert (plug.ops["divmod"] < plain.ops["divmod"]) == fewer
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_every_stage_bit_identical_with_fewer_divisions(stage: str) -> None:
+    plain, plug = tm.compare("movement", DEVICE, runs=0, stage=stage)
+    assert tm.identical(plain.output, plug.output)
+    assert plug.ops["divmod"] < plain.ops["divmod"]
 
 
 def _two_kernels() -> tuple[list[bytes], Counter]:
