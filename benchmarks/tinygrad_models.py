@@ -14,7 +14,9 @@ emptied before each, so every kernel is compiled again). Printed per program, wi
   the linearized program tinygrad renders its source from, loop counters included);
 - ``compile ms``: the first run's wall time minus the warm run's (scheduling, lowering,
   the plug-in, rendering and the C compiler; tinygrad's on-disk cache of compiled
-  sources is off, ``CCACHE=0``, so both sides run the compiler);
+  sources is off, ``CCACHE=0``, so both sides run the compiler; tinygrad's compile
+  worker processes, which ``install`` restarts, are started before the clock on both
+  sides);
 - ``run ms``: the median wall time of ``--runs`` warm runs (the programs cached).
 
 The outputs are compared bit for bit; a difference is an error (exit status 1).
@@ -184,12 +186,27 @@ def run_side(name: str, device: str, runs: int = 5) -> Side:
                 max(0.0, first - run) * 1e3 if warm else 0.0, run * 1e3)
 
 
+def start_workers() -> None:
+    """Start tinygrad's compile worker processes now (``install`` and ``uninstall``
+    restart them), so that their start-up is not counted as compile time."""
+    import tinygrad.engine.worker as tw
+    from tinygrad.helpers import PARALLEL
+
+    pool = tw.get_worker_pool()
+    if pool is not None:
+        pool.map(abs, range(4 * PARALLEL.value), chunksize=1)
+
+
 def compare(name: str, device: str, runs: int = 5, **options: Any) -> tuple[Side, Side]:
     """Program ``name`` without, then with the plug-in (``options`` to ``install``)."""
     from eqsat.tinygrad_plugin import optimizing
 
+    if runs:
+        start_workers()
     plain = run_side(name, device, runs)
     with optimizing(**options):
+        if runs:
+            start_workers()
         plug = run_side(name, device, runs)
     return plain, plug
 
