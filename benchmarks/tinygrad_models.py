@@ -24,7 +24,7 @@ The outputs are compared bit for bit; a difference is an error (exit status 1).
 Usage::
 
     python benchmarks/tinygrad_models.py [--device CPU|PYTHON] [--programs a,b]
-        [--runs 5] [--stage postopt|initial|final] [--engine egraph|baseline]
+        [--runs 5] [--stage instead|postopt|initial|final] [--engine egraph|baseline]
 
 Without ``--device``: tinygrad's CPU device where it opens (it needs clang), else PYTHON.
 """
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="CPU or PYTHON (default: CPU if usable)")
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--stage", default="postopt", choices=sorted(STAGES))
+    ap.add_argument("--stage", default="instead", choices=sorted(STAGES))
     ap.add_argument("--engine", default="egraph", choices=["egraph", "baseline"])
     args = ap.parse_args(argv)
     names = [n for n in args.programs.split(",") if n]

@@ -10,11 +10,12 @@ as a sequence of named ``graph_rewrite`` passes. The plug-in runs at the pass it
 ``stage`` names (docs/perf.md, "The tinygrad plug-in", has the figures behind the
 default):
 
-* ``"postopt"`` (default): after ``postopt symbolic``, tinygrad's symbolic pass over
-  the scheduled kernel (after its loop optimizations, before upcast/unroll ranges are
-  expanded into one expression per lane): each index expression is seen once;
-* ``"instead"``: on the input of ``postopt symbolic``, in the place of tinygrad's own
-  symbolic simplification of the index arithmetic (its pass then finds it simplified);
+* ``"instead"`` (default): on the input of ``postopt symbolic``, tinygrad's symbolic
+  pass over the scheduled kernel (after its loop optimizations, before upcast/unroll
+  ranges are expanded into one expression per lane: each index expression is seen
+  once), in the place of tinygrad's own simplification of the index arithmetic there
+  (its pass then finds it simplified and cleans up around it);
+* ``"postopt"``: the same place, after tinygrad's pass;
 * ``"initial"``: after ``initial symbolic``, before tinygrad's loop optimizations;
 * ``"final"``: after ``extra symbolic``, the last pass on ``weakint`` index arithmetic
   before tinygrad lowers index dtypes and decomposes division (one expression per lane).
@@ -82,7 +83,7 @@ class _Settings:
     """What ``install`` was called with (picklable: it travels to the workers)."""
 
     engine: str = "egraph"
-    stage: str = "postopt"
+    stage: str = "instead"
     samples: int = 2000
     options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     #: the options as text: what tells two settings apart (``options`` may hold lists)
@@ -123,7 +124,7 @@ def _settings(engine: str, stage: str, samples: int, options: dict[str, Any]) ->
     return _Settings(engine, stage, samples, dict(options), repr(sorted(options.items())))
 
 
-def install(engine: str = "egraph", *, stage: str = "postopt", samples: int = 2000,
+def install(engine: str = "egraph", *, stage: str = "instead", samples: int = 2000,
             **optimize_options: Any) -> None:
     """Make tinygrad's code generation, in this process and its compile workers,
     simplify every kernel's index arithmetic with ``eqsat.optimize(engine=engine,
@@ -215,7 +216,7 @@ def simplify_kernel(sink: Any, engine: str = "egraph", *, samples: int = 2000,
                     **optimize_options: Any) -> Any:
     """A tinygrad kernel graph with its index arithmetic simplified as the plug-in does
     it (without installing anything); on any failure, ``sink`` itself."""
-    return _simplify(sink, _settings(engine, "postopt", samples, optimize_options))
+    return _simplify(sink, _settings(engine, "instead", samples, optimize_options))
 
 
 def _simplify(sink: Any, settings: _Settings) -> Any:

@@ -53,7 +53,7 @@ def test_install_uninstall_restore_tinygrad() -> None:
     rewrite, init = cg.graph_rewrite, tw._init_worker
     install(budget=Budget(iterations=4))
     assert cg.graph_rewrite is not rewrite and tw._init_worker is not init
-    assert installed() == {"engine": "egraph", "stage": "postopt", "samples": 2000,
+    assert installed() == {"engine": "egraph", "stage": "instead", "samples": 2000,
                            "budget": Budget(iterations=4)}
     install(engine="baseline")  # again: replaces the options, one hook
     assert installed()["engine"] == "baseline"
@@ -69,7 +69,7 @@ def test_optimizing_restores_what_was_installed() -> None:
     install(engine="baseline")
     with optimizing(stage="final"):
         assert installed()["stage"] == "final"
-    assert installed()["engine"] == "baseline" and installed()["stage"] == "postopt"
+    assert installed()["engine"] == "baseline" and installed()["stage"] == "instead"
 
 
 @pytest.mark.parametrize("kwargs, error", [
