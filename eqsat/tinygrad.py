@@ -740,3 +740,9 @@ def _exec(t: _Tinygrad, order: list[Any], values: dict[Any, Any]) -> Any:
     out = val[order[-1]]
     return INVALID if out is t.Invalid else out
 
+
+
+# The plug-in (tinygrad's code generation with eqsat inside) lives in its own module.
+from eqsat.tinygrad_plugin import install, optimizing, uninstall  # noqa: E402
+
+__all__ += ["install", "uninstall", "optimizing"]
