@@ -6,8 +6,10 @@ from the kernels tinygrad schedules for its models. Every expression is taken fr
 text, fresh for each contender (nothing of an earlier call alive), and goes once through
 each, in turn (so all three see the same machine):
 
-- ``tinygrad``: ``graph_rewrite(uop, sym)`` on ``eqsat.to_tinygrad(expr)`` (tinygrad's own
-  ops back, floor divisions included), its div/mod cache cleared; its output comes back
+- ``tinygrad``: ``graph_rewrite(uop, sym)`` on ``eqsat.to_tinygrad(eqsat.tinygrad.as_floor(
+  expr))`` (tinygrad's own ops back: a C division that is a floor division goes as
+  ``FLOORDIV``/``FLOORMOD``, which tinygrad's simplifier works on), its div/mod cache
+  cleared; its output comes back
   through ``eqsat.from_tinygrad`` to be costed;
 - ``baseline`` and ``egraph``: one ``eqsat.optimize(expr, engine=..., cost_model=
   "reference")`` call each (the e-graph's warm session built beforehand).
@@ -72,7 +74,7 @@ from eqsat.api import optimize  # noqa: E402
 from eqsat.engines.egraph import session_for  # noqa: E402
 from eqsat.ir.equiv import check_equivalent  # noqa: E402
 from eqsat.ir.sexpr import parse  # noqa: E402
-from eqsat.tinygrad import from_tinygrad, to_tinygrad  # noqa: E402
+from eqsat.tinygrad import as_floor, from_tinygrad, to_tinygrad  # noqa: E402
 from extraction import divmod_count, reference_cost  # noqa: E402
 from lowering.compile import CFLAGS  # noqa: E402
 
@@ -102,7 +104,7 @@ class ExprResult:
 
 def _tinygrad(text: str) -> tuple[Any, float]:
     g = parse(text)
-    u = to_tinygrad(g)
+    u = to_tinygrad(as_floor(g))  # C text: tinygrad's simplifier reads floor division
     del g
     out, secs = capture_tinygrad.tinygrad_simplify(u)
     return from_tinygrad(out), secs
