@@ -217,14 +217,17 @@ def _host() -> str:
     return platform.machine() + "\n" + "\n".join(sorted(set(lines)))
 
 
-def target_flags(target: Target, cc: str | None = None) -> tuple[str, ...]:
+def target_flags(target: Target, cc: str | None = None, f16: bool = False) -> tuple[str, ...]:
     """The compiler flags of ``target`` beyond :data:`CFLAGS` for the compiler ``cc``
-    (a path; default the target's)."""
+    (a path; default the target's). ``f16``: the source computes on ``_Float16``, which
+    GCC compiles without ``-march``: GCC 12's native f16 arithmetic (AVX512-FP16) gives
+    ``(-0.0 - x) + 0.0`` as -0.0 at x = 0 where IEEE says +0.0."""
     path = cc or _compiler(target.cc)
+    clang = _is_clang(path)
     flags = ["-ffp-contract=off"]
-    if target.march:
+    if target.march and (clang or not f16):
         flags.append(f"-march={target.march}")
-    if not target.loop_patterns and not _is_clang(path):
+    if not target.loop_patterns and not clang:
         flags.append("-fno-tree-loop-distribute-patterns")
     return tuple(flags)
 
@@ -356,7 +359,7 @@ class Kernel:
     @property
     def flags(self) -> tuple[str, ...]:
         """The compiler flags beyond :data:`CFLAGS` (:func:`target_flags`)."""
-        return target_flags(self.target, self.cc)
+        return target_flags(self.target, self.cc, "_Float16" in self.c_source)
 
     def compile(self) -> Kernel:
         """Compile (or fetch from the cache) and load the shared library; returns self.

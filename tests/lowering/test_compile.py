@@ -269,6 +269,20 @@ def test_target_flags(target, cc, flags) -> None:
     assert target_flags(target, shutil.which(cc)) == flags
 
 
+def test_f16_with_gcc_without_march() -> None:
+    """GCC 12 with -march=native (AVX512-FP16 hosts) gave (-0.0 - x) + 0.0 as -0.0 on f16:
+    f16 kernels compile without -march under GCC, and give +0.0."""
+    import numpy as np
+
+    text = ("(sink (end (store (index (buffer 0 f16 4) (range 0 4)) (add (sub (const f16 -0.0) "
+            "(cast f16 (range 0 4))) (const f16 0.0))) (range 0 4)))")
+    k = compile_kernel(parse(text), optimize=False, target=Target(cc="gcc"))
+    assert not any(f.startswith("-march") for f in k.flags)
+    out = np.ones(4, np.float16)
+    k(out)
+    assert np.signbit(out[0]) == np.False_ and list(out) == [0.0, -1.0, -2.0, -3.0]
+
+
 def test_target_picks_the_compiler(monkeypatch, tmp_path) -> None:
     """``Target.cc`` first, then ``$CC``, then ``cc``, but clang where installed for a
     kernel with register tiles (an expanded reduction)."""
