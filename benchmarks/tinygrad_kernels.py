@@ -38,7 +38,8 @@ import numpy as np
 from eqsat.ir.uop import UOp
 
 __all__ = ["CASES", "SCALES", "TgCase", "TgKernel", "Ran", "clang", "device", "cpu_renderer",
-           "optimized_ast", "schedule", "run_both", "tinygrad_flags", "our_compiler"]
+           "optimized_ast", "schedule", "device_target", "run_both", "tinygrad_flags",
+           "our_compiler"]
 
 SCALES = ("bench", "small")
 
@@ -144,6 +145,7 @@ class TgKernel:
     opts: tuple[Any, ...]
     graph: UOp | None
     error: str = ""
+    dev: str = "CPU"
 
     @property
     def label(self) -> str:
@@ -192,7 +194,8 @@ def schedule(case: TgCase, scale: str = "small", dev: str | None = None,
         except TinygradError as e:
             error = str(e)
         out.append(TgKernel(case.name, i if len(calls) > 1 else -1,
-                            call.replace(src=(fixed, *call.src[1:])), ast, opts, graph, error))
+                            call.replace(src=(fixed, *call.src[1:])), ast, opts, graph, error,
+                            dev))
     return out
 
 
@@ -219,9 +222,21 @@ def _snapshot(bufs: list[Any]) -> list[np.ndarray]:
     return [b.numpy().copy() for b in bufs]
 
 
+def device_target(dev: str) -> Any:
+    """The lowering's ``Target`` that rounds floats as tinygrad's device ``dev`` does.
+
+    tinygrad's CPU device compiles with clang, whose default ``-ffp-contract=on`` fuses
+    each ``acc + a*b`` of its C into one fma: there the fused MULACCs of the expander
+    (``Target(fma=True)``) give the same bits. Its PYTHON emulator rounds every op."""
+    from lowering import Target
+
+    return Target(fma=dev == "CPU")
+
+
 def run_both(k: TgKernel, optimize: bool | str = True, target: Any = None) -> Ran:
     """Run ``k`` once with tinygrad and once compiled by the lowering (``optimize`` and
-    ``target`` as ``compile_kernel`` takes them) on copies of the buffers tinygrad saw;
+    ``target`` as ``compile_kernel`` takes them; ``target`` defaults to
+    :func:`device_target` of the kernel's device) on copies of the buffers tinygrad saw;
     compare."""
     from tinygrad.engine.realize import time_call
 
@@ -230,6 +245,7 @@ def run_both(k: TgKernel, optimize: bool | str = True, target: Any = None) -> Ra
 
     if k.graph is None:
         raise ValueError(f"{k.label}: the bridge refused the kernel: {k.error}")
+    target = device_target(k.dev) if target is None else target
     ours = compile_kernel(k.graph, optimize=optimize, target=target)
     sig = ours.signature
     bufs = k.buffers()

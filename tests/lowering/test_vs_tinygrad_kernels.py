@@ -23,13 +23,8 @@ CASES = {c.name: c for c in tk.CASES}
 # expectation is strict: a listed kernel must still differ (and be close), an unlisted
 # one must be bit-exact, so a fix shows as a failure that asks to drop its entry.
 KNOWN_INEXACT = {
-    ("matmul", "CPU"): "tinygrad sums acc + a0*b0 + a1*b1 + a2*b2 + a3*b3 per unrolled step, "
-                       "which clang (-ffp-contract=on) fuses into fma(ai,bi,acc) in k order; "
-                       "the lowering adds the products unfused",
     ("matmul", "PYTHON"): "the emulator computes tinygrad's MULACCs in double, rounded to "
                           "f32: neither the CPU's fma chain nor an unfused sum",
-    ("conv2d", "CPU"): "acc + p8 + p0 + ... + p7 over the unrolled 3x3 window, fused by "
-                       "clang into fmas, the window's last product first",
     ("conv2d", "PYTHON"): "the same window sum as MULACCs in the emulator",
     ("cumsum[0]", "PYTHON"): "the emulator adds each group of 4 unrolled terms, "
                              "((t0+t1)+t2)+t3, before the accumulator; the lowering, like "
