@@ -286,6 +286,13 @@ _SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of it
           "ordered matcher's result")
 
 
+#: why a rule whose left side is a rare shape of several ops is matched from Python in the
+#: e-graph: as native egglog rules it would join its atoms (in every operand order) in
+#: every round (docs/perf.md, issue 31)
+_RARE = ("a rare shape of several ops: matched from Python on the e-nodes the pass visits, "
+         "not joined natively in every round")
+
+
 def _bucket_ladder(op: str, n: int) -> str:
     """The rule text of ``x // k`` (``op`` idiv) or ``x % k`` (mod) as a ladder of
     selects over the ``n`` values ``q, q+1, ..., q+n-1`` its quotient takes (``q =
@@ -362,15 +369,15 @@ LAWS = [
          ops=(Ops.ADD, Ops.SUB), group=G_ADV,
          egraph_absent="an index sum is read as a linear form (canonical_sum and every "
                        "computed rule): k*(a+b) is k*a + k*b there already"),
-    rule("idiv_mul_cancel_pair", "((a * b) * c) // (a * c) -> b",
-         "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV,
-         note="exact: a*c divides a*b*c; index only (no wrap)"),
     rule("idiv_of_mod_const", "(a % c1) // c2 -> (a // c2) % (c1 // c2)",
          "is_index(a) and c2 > 0 and c1 > c2 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("idiv_of_mod")),
     rule("mod_of_mod_multiple", "(a % c1) % c2 -> a % c2",
          "is_index(a) and c2 != 0 and c1 != 0 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("remove_nested_mod")),
+    rule("idiv_mul_cancel_pair", "((a * b) * c) // (a * c) -> b",
+         "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV, native=_RARE,
+         note="exact: a*c divides a*b*c; index only (no wrap)"),
     # div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1): #1-#4, the core's #5, the sums
     rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_int(x) and nonzero(n)",
          group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
@@ -404,13 +411,14 @@ LAWS = [
          "vmin(x) >= 0 and vmin(x) + c4 >= 0", group=G_REC,
          note="(x + c1*c2) // (c1*c3) is (x//c1 + c2) // c3 when x and x + c1*c2 are "
          "non-negative: #1 over y = x//c1 + c2",
-         ordered=True),
+         native=_RARE),
     rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) - "
          "((x + c1 * c2) // (c1 * c3)) * c3",
          "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0",
-         group=G_REC, baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 "
-         "with y // c3 written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels "
-         "it (recombine_quotient in the ordered matcher)"),
+         group=G_REC, native=_RARE,
+         baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 with y // c3 "
+         "written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels it "
+         "(recombine_quotient in the ordered matcher)"),
     *(py(_twin(r, G_REC), "computed", _CORE) for r in RECOMBINE),
     py(Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
             UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,

@@ -184,6 +184,10 @@ _COMBINE = dict(group=G_DCE, egraph_group=G_COMBINE_NATIVE)
 #: every step, each combined again with the others (docs/perf.md: a floor-division
 #: expansion from a padded view went from 719 to 24,900 e-nodes in one step)
 _LIVE_COND = "vmin(c) == 0 and vmax(c) == 1"
+#: the e-graph matches the sums of two wheres from Python: natively their operand orders
+#: join in every round, and the e-graph's sums hold many wheres (docs/perf.md, issue 31)
+_SUMS = ("two wheres in a sum: matched from Python on the e-nodes the pass visits, not "
+         "joined natively in every round")
 
 LAWS = [
     # where_bound_patterns: what the bounds decide
@@ -215,7 +219,7 @@ LAWS = [
     # that can go both ways); constants in the false branches (every padded index's 0)
     # and the other binary ops in the opt-in where_combine_native
     rule("where_add_combine", "where(c, k1, f) + where(c, k2, ff) -> where(c, k1 + k2, f + ff)",
-         f"{_NO_INV} and {_LIVE_COND}", group=G_DCE, egraph_dtypes="index"),
+         f"{_NO_INV} and {_LIVE_COND}", group=G_DCE, native=_SUMS),
     rule("where_add_combine_false", "where(c, t, k1) + where(c, tt, k2) -> "
          "where(c, t + tt, k1 + k2)", f"not is_invalid(t) and not is_invalid(tt) and "
          f"{_LIVE_COND}", **_COMBINE),
@@ -234,7 +238,7 @@ LAWS = [
          ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE),
     rule("where_add_chain_combine", "(y + where(c, k1, f)) + where(c, k2, ff) -> "
          "y + where(c, k1 + k2, f + ff)", f"not is_float(y) and {_NO_INV} and {_LIVE_COND}",
-         group=G_DCE, egraph_dtypes="index",
+         group=G_DCE, native=_SUMS,
          note="not floats: (y + a) + b is not y + (a + b) when they round"),
     rule("where_add_chain_combine_false", "(y + where(c, t, k1)) + where(c, tt, k2) -> "
          "y + where(c, t + tt, k1 + k2)", "not is_float(y) and not is_invalid(t) and "
