@@ -29,7 +29,7 @@ in each group the native egglog rewrites come first, then the computed ones:
   images added), ``nested_idiv``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
 - ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
-  ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
+  ``_5_neg``), opt-in (``rules.EGRAPH_OPT_IN``): the default is the
   core's ``nested_idiv_offset``, whose unions are checked against cycles;
 - computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
   (``DIVMOD_RULES``, in the core's order, joined to the group by
@@ -261,7 +261,7 @@ fold_divmod_general_rule = Rule(
 G_ADV = "advanced_division_dsl_patterns"
 G_REC = "div_mod_recombine_dsl_patterns"
 G_RANGE = "range_based_mod_div_patterns"
-#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
+#: opt-in (rules.EGRAPH_OPT_IN): #5 of seed 003 natively; the default is the
 #: computed nested_idiv_offset, whose unions are checked against cycles
 G_REC_NESTED = "div_mod_recombine_nested_native"
 #: the e-graph's divisions of two quotients as selects; a run holds them back until its other
