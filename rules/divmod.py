@@ -426,10 +426,11 @@ LAWS = [
        "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
        "recombine_mod_chain) over every index sum class"),
     # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
-    rule("mod_in_range", "x % n -> x", "(vmin(x) >= 0 and vmax(x) < vmin(n)) or "
-         "(vmax(x) <= 0 and vmin(n) > 0 and -vmin(x) < vmin(n))", group=G_RANGE,
-         baseline_reason=_IDX_ONLY.format("mod_self_range"),
-         note="C: the dividend's sign; the mod e-node stays visible to the computed rules"),
+    rule("mod_in_range", "x % n -> x",
+         "(vmin(n) > 0 and -vmin(n) < vmin(x) and vmax(x) < vmin(n)) or "
+         "(vmax(n) < 0 and vmax(n) < vmin(x) and vmax(x) < -vmax(n))", group=G_RANGE,
+         note="|x| < |n| (C: the remainder takes the dividend's sign, so it is x itself); "
+         "the mod e-node stays visible to the computed rules"),
     # negative operands made positive (Morok, tinygrad's divandmod): the core does it
     # inside each rule; natively they give the e-graph's other rules the positive form
     rule("idiv_neg_divisor", "x // y -> -(x // -y)", "is_index(x) and vmax(y) < 0",

@@ -108,9 +108,11 @@ CASES = [
      '(mod (range 0 192) 12)'),
     ("recombine_divmod_sum", "(add (mul (mod (idiv (range 0 192) 4) 3) 8) (mod (range 0 192) 4))",
      None),
-    ("mod_self_range", "(mod (range 0 3) 3)",
+    ("mod_in_range", "(mod (range 0 3) 3)",
      '(range 0 3)'),
-    ("mod_self_range", "(mod (var a 0 7) 3)",
+    ("mod_in_range", "(mod (var m -4 4) -5)",
+     '(var m -4 4)'),                                           # C: |x| < |n|
+    ("mod_in_range", "(mod (var a 0 7) 3)",
      None),
     ("idiv_one_bucket", "(idiv (range 0 3) 3)",
      '0'),

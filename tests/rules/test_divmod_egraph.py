@@ -62,7 +62,8 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 -1) {S})", f"(idiv (var n -9 -1) {S})"),
     ("mod_nonpos_dividend", (RB,), f"(mod (var n -9 -1) {S})", f"(mod (var n -9 -1) {S})"),
     # range_based_mod_div_patterns: computed (the core's fast paths and fold_divmod_general)
-    ("mod_self_range", (RB,), f"(mod {A} -10)", A),
+    ("mod_in_range", (RB,), f"(mod {A} -10)", A),
+    ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # C: |m| < 7
     ("idiv_one_bucket", (RB,), f"(idiv {M} 5)", "0"),
     ("mod_drop_multiple", (RB,), f"(mod (add (mul {A} 512) {W}) 512)", W),
     ("idiv_drop_multiple_small", (RB,), f"(idiv (add (mul {A} 512) {B}) 512)", A),
@@ -173,7 +174,7 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      f"{ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))", f"(add (add {BC} (mul (idiv {XI} "
      f"{ci(4)}) {ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))"),
     ("mod_in_range", (RB,), f"(mod {A} 7)", f"(mod {A} 7)"),                  # x reaches n
-    ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # x < 0 (C: m)
+    ("mod_in_range", (RB,), f"(mod {M} 4)", f"(mod {M} 4)"),                  # |x| reaches 4
     ("mod_in_range", (RB,), f"(mod {A} {NI})", f"(mod {A} {NI})"),           # n may be Invalid
     # (the lo/hi guards of mod_in_range see no interval of such an n either; the Def guard is
     # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
