@@ -28,9 +28,8 @@ in each group the native egglog rewrites come first, then the computed ones:
   of x), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
   images added), ``nested_idiv``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
-- ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
-  ``_5_neg``), opt-in (``rules.EGRAPH_OPT_IN``): the default is the
-  core's ``nested_idiv_offset``, whose unions are checked against cycles;
+- #5 of seed 003 is the core's ``nested_idiv_offset`` alone (its unions are checked
+  against cycles), in both engines;
 - computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
   (``DIVMOD_RULES``, in the core's order, joined to the group by
   :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
@@ -261,9 +260,6 @@ fold_divmod_general_rule = Rule(
 G_ADV = "advanced_division_dsl_patterns"
 G_REC = "div_mod_recombine_dsl_patterns"
 G_RANGE = "range_based_mod_div_patterns"
-#: opt-in (rules.EGRAPH_OPT_IN): #5 of seed 003 natively; the default is the
-#: computed nested_idiv_offset, whose unions are checked against cycles
-G_REC_NESTED = "div_mod_recombine_nested_native"
 #: the e-graph's divisions of two quotients as selects; a run holds them back until its other
 #: rules are done (eqsat.engines.egraph.rulesets.FINISHING)
 G_SELECT = "division_select"
@@ -400,12 +396,6 @@ LAWS = [
     rule("recombine_divmod_3_chain_rev", "(y + (x // c1) * c3) + (x % c1) * c2 -> y + x * c2",
          "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
          egraph_note=_SUMS),
-    rule("recombine_divmod_5", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
-         "is_index(a) and c1 > 0 and c3 > 0 and c2 >= 0 and vmin(a) >= 0", group=G_REC,
-         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
-    rule("recombine_divmod_5_neg", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
-         "is_index(a) and c1 > 0 and c3 > 0 and c2 <= 0 and vmax(a) <= 0", group=G_REC,
-         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
     rule("recombine_quotient", "(x // c1 + c2) % c3 + ((x + c4) // c5) * c3 -> x // c1 + c2",
          "is_index(x) and c1 > 0 and c3 > 0 and c4 == c1 * c2 and c5 == c1 * c3 and "
          "vmin(x) >= 0 and vmin(x) + c4 >= 0", group=G_REC,

@@ -192,7 +192,7 @@ EGRAPH_ONLY = [
     ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add (mul (idiv "
      "(add (var x 0 299) 10) 15) 3) (var z 0 5)))",
      "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))"),
-    ("recombine_divmod_5", "(idiv (add (idiv (var a 0 100) 3) 5) 4)",
+    ("nested_idiv_offset", "(idiv (add (idiv (var a 0 100) 3) 5) 4)",
      "(idiv (add (var a 0 100) 15) 12)"),
 ]
 
