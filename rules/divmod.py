@@ -269,11 +269,11 @@ DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G
 
 _CORE = ("the div/mod core (rules.divmod_core), over linear forms: the e-graph runs the same "
          "function on its e-classes' forms (a computed rule of the same name)")
-#: why the e-graph runs a recombination natively on fixed-width integers only
-_SUMS = ("an index sum is a canonical flattened sum, and the computed recombine_divmod "
-         "finds #1-#4 between any two of its terms, whatever their grouping; the binary "
-         "forms add nothing there and cost about a quarter of the egglog time (measured: "
-         "same outputs without them)")
+# #1-#4 of seed 003 are written for fixed-width integers only: an index sum is a linear
+# form, whose whole-sum rules (divmod_core.SUM_RULES: recombine_divmod_sum in the ordered
+# matcher, recombine_divmod and recombine_mod_chain in the e-graph) find them between any
+# two of its terms, whatever their grouping; the binary forms on index sums cost about a
+# quarter of the egglog time for the same outputs (docs/perf.md)
 _IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
 _SELECT = ("e-graph only: tinygrad keeps the division; the ordered matcher's result is the "
            "reference the e-graph is held to")
@@ -375,27 +375,23 @@ LAWS = [
          "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV, native=_RARE,
          note="exact: a*c divides a*b*c; index only (no wrap)"),
     # div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1): #1-#4, the core's #5, the sums
-    rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_int(x) and nonzero(n)",
-         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
-         note="n never 0: x % 0 is never folded into a value"),
+    rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_fixed(x) and nonzero(n)",
+         group=G_REC, note="n never 0: x % 0 is never folded into a value"),
     rule("recombine_divmod_2", "((x // c1) % c2) + (x // c3) * c2 -> x // c1",
-         "is_int(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G_REC,
-         egraph_dtypes="fixed", egraph_note=_SUMS,
+         "is_fixed(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G_REC,
          note="positive divisors: INT_MIN // -1 wraps"),
     rule("recombine_divmod_3", "(x % c1) * c2 + (x // c1) * c3 -> x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS),
-    rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_int(x) and nonzero(n)",
-         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC),
+    rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_fixed(x) and nonzero(n)",
+         group=G_REC),
     rule("recombine_divmod_4_rev", "(y + (x // n) * n) + x % n -> y + x",
-         "is_int(x) and nonzero(n)", group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
+         "is_fixed(x) and nonzero(n)", group=G_REC,
          note="Morok's second order of #4's terms"),
     rule("recombine_divmod_3_chain", "(y + (x % c1) * c2) + (x // c1) * c3 -> y + x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS, note="#3 with a third term (Morok)"),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC,
+         note="#3 with a third term (Morok)"),
     rule("recombine_divmod_3_chain_rev", "(y + (x // c1) * c3) + (x % c1) * c2 -> y + x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC),
     rule("recombine_quotient", "(x // c1 + c2) % c3 + ((x + c4) // c5) * c3 -> x // c1 + c2",
          "is_index(x) and c1 > 0 and c3 > 0 and c4 == c1 * c2 and c5 == c1 * c3 and "
          "vmin(x) >= 0 and vmin(x) + c4 >= 0", group=G_REC,
