@@ -16,6 +16,7 @@ exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
     cast_where_dsl_patterns      rules/casts.py
     term_combining_dsl_patterns  rules/combine.py
     alu_folding_dsl_patterns     rules/combine.py
+    floor_division_patterns      rules/floordiv.py    (floor ops; to idiv/mod where signs allow)
     advanced_division_dsl_patterns rules/divmod.py
     div_mod_recombine_dsl_patterns rules/divmod.py
     comparison_dsl_patterns      rules/compare.py
@@ -54,8 +55,8 @@ __all__ = [
 
 # family module -> the groups it defines (a module may also define EGRAPH later)
 FAMILY_MODULES: tuple[str, ...] = (
-    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "divmod",
-    "compare", "logic", "minmax", "where", "dce", "load", "gep",
+    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "floordiv",
+    "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep",
 )
 
 SIMPLE_GROUPS: tuple[str, ...] = (
@@ -72,6 +73,7 @@ SIMPLE_GROUPS: tuple[str, ...] = (
     "cast_where_dsl_patterns",
     "term_combining_dsl_patterns",
     "alu_folding_dsl_patterns",
+    "floor_division_patterns",
     "advanced_division_dsl_patterns",
     "div_mod_recombine_dsl_patterns",
     "comparison_dsl_patterns",
@@ -165,8 +167,8 @@ def all_rules() -> list[Rule]:
 #: are loaded in the order its family comes here; divmod leads (its computed rules are
 #: tried first)
 EGRAPH_FAMILIES: tuple[str, ...] = (
-    "divmod", "invalid", "constants", "identity", "canonical", "division", "casts", "combine",
-    "compare", "logic", "minmax", "where", "dce", "load", "gep",
+    "divmod", "floordiv", "invalid", "constants", "identity", "canonical", "division", "casts",
+    "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep",
 )
 #: e-graph groups a selection holds only when it names them (or ``"all"``): the stepwise
 #: lifting of ``where(c, x, Invalid)`` through every op builds every partial lifting of a

@@ -130,7 +130,7 @@ def _undefined_here(n: UOp) -> bool:
     """Whether the op of ``n`` itself may be undefined on its operands' bounds: a division
     or remainder by a value that may be 0, a shift by an amount that may be out of range,
     an integer power with a possibly negative exponent, a float-to-integer cast."""
-    if n.op in (Ops.IDIV, Ops.MOD):
+    if n.op in GroupOp.IntDiv:
         d = n.src[1]
         return not (d.vmin > 0 or d.vmax < 0)
     if n.op in (Ops.SHL, Ops.SHR) and n.dtype.is_int:

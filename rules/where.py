@@ -48,7 +48,7 @@ _BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE
 def _single_valued(x: UOp) -> bool:
     if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
         return False
-    if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
+    if x.op in GroupOp.IntDiv and not nonzero(x.src[1]):
         return False  # a division that may be by zero is never folded into a value
     return not any(may_be_invalid(s) for s in x.src)
 
@@ -173,8 +173,9 @@ G_DCE = "dce_dsl_patterns"
 #: the two WHEREs' combinations over every binary op, natively (opt-in: every pair of
 #: WHEREs over one condition combines, and sums of many grow with it)
 G_COMBINE_NATIVE = "where_combine_native"
-_BIN = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI, Ops.IDIV, Ops.MOD},
+_BIN = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - GroupOp.IntDiv - {Ops.MULHI},
                     key=lambda o: o.value))
+_DIVS = tuple(sorted(GroupOp.IntDiv, key=lambda o: o.value))
 _NO_INV = "not is_invalid(f) and not is_invalid(ff)"
 _COMBINE = dict(group=G_DCE, egraph_group=G_COMBINE_NATIVE)
 #: the where-combining rules need a condition that can go both ways: a constant one is
@@ -217,12 +218,12 @@ LAWS = [
          ops=_BIN, ordered=True, **_COMBINE),
     rule("where_div_combine", "op(where(c, k1, f), where(c, k2, ff)) -> "
          "where(c, op(k1, k2), op(f, ff))", f"{_NO_INV} and k2 != 0 and nonzero(ff)",
-         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE,
+         ops=_DIVS, ordered=True, **_COMBINE,
          note="a divisor that may be 0 is not moved into a branch it was not in"),
     rule("where_div_combine_false", "op(where(c, t, k1), where(c, tt, k2)) -> "
          "where(c, op(t, tt), op(k1, k2))",
          "not is_invalid(t) and not is_invalid(tt) and nonzero(tt) and k2 != 0",
-         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE),
+         ops=_DIVS, ordered=True, **_COMBINE),
     rule("where_add_chain_combine", "(y + where(c, k1, f)) + where(c, k2, ff) -> "
          "y + where(c, k1 + k2, f + ff)", f"not is_float(y) and {_NO_INV}", **_COMBINE,
          note="not floats: (y + a) + b is not y + (a + b) when they round"),

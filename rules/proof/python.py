@@ -179,11 +179,12 @@ def _gep_instances() -> dict[str, Callable[[], Iterable[UOp]]]:
             nz = UOp(Ops.VECTORIZE, dtypes.index.vec(n),
                      tuple(UOp.var(f"p{i}", 1, 9) for i in range(n)))
             alus = [UOp(op, a.dtype, (a, b)) for op in sorted(
-                GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI, Ops.FDIV, Ops.POW, Ops.SHL,
-                                                       Ops.SHR, Ops.IDIV, Ops.MOD},
+                GroupOp.Binary - GroupOp.Comparison - GroupOp.IntDiv - {
+                    Ops.MULHI, Ops.FDIV, Ops.POW, Ops.SHL, Ops.SHR},
                 key=lambda o: o.value)]
-            alus += [UOp(Ops.IDIV, a.dtype, (a, nz)), UOp(Ops.MOD, a.dtype, (a, nz)),
-                     UOp(Ops.NEG, a.dtype, (a,)), UOp(Ops.WHERE, a.dtype, (cond, a, b)),
+            alus += [UOp(op, a.dtype, (a, nz)) for op in sorted(GroupOp.IntDiv,
+                                                                 key=lambda o: o.value)]
+            alus += [UOp(Ops.NEG, a.dtype, (a,)), UOp(Ops.WHERE, a.dtype, (cond, a, b)),
                      UOp(Ops.MULACC, a.dtype, (a, b, c)),
                      UOp(Ops.LT, dtypes.bool.vec(n), (a, b))]
             for alu in alus:

@@ -3,7 +3,8 @@
 It follows the reference interpreter (:mod:`eqsat.ir.interp`) and the text format's spec:
 
 - ``index`` is an unbounded integer (z3 ``Int``); ``idiv`` truncates toward zero and
-  ``mod`` takes the dividend's sign (C).
+  ``mod`` takes the dividend's sign (C); ``floordiv`` rounds toward -inf and ``floormod``
+  takes the divisor's sign.
 - A fixed-width integer is an ``Int`` that wraps two's-complement at its width. Its term
   is kept unwrapped through ``+ - * neg ~`` (wrapping commutes with them) and wrapped
   where an op reads its value (a comparison, a division, a bitwise op through a
@@ -36,8 +37,8 @@ import z3
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["c_idiv", "c_divmod", "MeaninglessError", "Val", "sort_of", "fresh", "const",
-           "apply", "same", "wrap",
+__all__ = ["c_idiv", "c_divmod", "floor_divmod", "MeaninglessError", "Val", "sort_of", "fresh",
+           "const", "apply", "same", "wrap",
            "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "Spent"]
 
 #: the budget of one z3 query, in z3's resource units (``rlimit``: a count of the
@@ -215,6 +216,13 @@ def c_divmod(op: str, a: Any, b: Any) -> Any:
     return q if op == "idiv" else a - q * b
 
 
+def floor_divmod(op: str, a: Any, b: Any) -> Any:
+    """The floor ``a // b`` (``op`` "floordiv", rounded toward -inf) or ``a % b``
+    ("floormod", the divisor's sign) on z3 integers."""
+    q = z3.If(b > 0, a / b, (-a) / (-b))  # z3's division floors for a positive divisor
+    return q if op == "floordiv" else a - q * b
+
+
 def _fp_max(a: Any, b: Any, is_max: bool) -> Any:
     nan = z3.fpNaN(a.sort())
     pick = z3.fpGT(a, b) if is_max else z3.fpLT(a, b)
@@ -375,7 +383,7 @@ def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> 
     undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
     inv = z3.And(z3.Not(undef_in), inv_in)
     divz = z3.Or(*[a.divz for a in args]) if args else _FALSE
-    if op in (Ops.IDIV, Ops.MOD):
+    if op in GroupOp.IntDiv:
         divz = z3.Or(divz, z3.And(z3.Not(undef_in), z3.Not(inv_in), own))
     return Val(dt, undef, inv, x, raw, divz)
 
@@ -450,6 +458,15 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
         return (a / b if sg else z3.UDiv(a, b)), b == zero, False
     if op is Ops.MOD:  # bvsrem takes the dividend's sign
         return (z3.SRem(a, b) if sg else z3.URem(a, b)), b == zero, False
+    if op is Ops.FLOORMOD:  # bvsmod takes the divisor's sign
+        return (z3.SMod(a, b) if sg else z3.URem(a, b)), b == zero, False
+    if op is Ops.FLOORDIV:  # the truncated quotient, one less where the remainder and
+        # the divisor differ in sign (unsigned: truncation is the floor)
+        if not sg:
+            return z3.UDiv(a, b), b == zero, False
+        r = z3.SRem(a, b)
+        down = z3.And(r != zero, (r < zero) != (b < zero))
+        return z3.If(down, a / b - 1, a / b), b == zero, False
     if op is Ops.MAX:
         return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), _FALSE, False
     if op is Ops.MIN:
@@ -530,6 +547,8 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     a, b = canon(args[0]), canon(args[1])
     if op in (Ops.IDIV, Ops.MOD):
         return c_divmod("idiv" if op is Ops.IDIV else "mod", a, b), b == 0, fixed
+    if op in (Ops.FLOORDIV, Ops.FLOORMOD):
+        return floor_divmod(op.name.lower(), a, b), b == 0, fixed
     if op is Ops.MAX:
         return z3.If(a >= b, a, b), _FALSE, False
     if op is Ops.MIN:
