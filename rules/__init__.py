@@ -172,11 +172,10 @@ EGRAPH_FAMILIES: tuple[str, ...] = (
 )
 #: e-graph groups a selection holds only when it names them (or ``"all"``): the stepwise
 #: lifting of ``where(c, x, Invalid)`` through every op builds every partial lifting of a
-#: sum (the default lifts in one computed step, ``lift_invalid``); the native #5; the
+#: sum (the default lifts in one computed step, ``lift_invalid``); the
 #: combinations of two ``where``s over one condition through every binary op (the default
 #: combines sums and constant branches only)
-EGRAPH_OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise",
-                                  "div_mod_recombine_nested_native", "where_combine_native")
+EGRAPH_OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "where_combine_native")
 #: the names that stand for several groups, in both engines: ``symbolic`` (= ``default``:
 #: the engine's default, every group but the opt-in ones), ``symbolic_simple`` (the same
 #: without GEP pushing, seed 000's ``symbolic_simple()``), ``all`` (every group)

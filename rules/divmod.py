@@ -28,9 +28,8 @@ in each group the native egglog rewrites come first, then the computed ones:
   of x), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
   images added), ``nested_idiv``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
-- ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
-  ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
-  core's ``nested_idiv_offset``, whose unions are checked against cycles;
+- #5 of seed 003 is the core's ``nested_idiv_offset`` alone (its unions are checked
+  against cycles), in both engines;
 - computed rules (:class:`eqsat.engines.egraph.computed.PyRule`): every core rule
   (``DIVMOD_RULES``, in the core's order, joined to the group by
   :data:`DIVMOD_GROUP`) applied to the e-classes' linear forms, the basis
@@ -261,9 +260,6 @@ fold_divmod_general_rule = Rule(
 G_ADV = "advanced_division_dsl_patterns"
 G_REC = "div_mod_recombine_dsl_patterns"
 G_RANGE = "range_based_mod_div_patterns"
-#: opt-in (eqsat.engines.egraph.rulesets.OPT_IN): #5 of seed 003 natively; the default is the
-#: computed nested_idiv_offset, whose unions are checked against cycles
-G_REC_NESTED = "div_mod_recombine_nested_native"
 #: the e-graph's divisions of two quotients as selects; a run holds them back until its other
 #: rules are done (eqsat.engines.egraph.rulesets.FINISHING)
 G_SELECT = "division_select"
@@ -273,17 +269,24 @@ DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G
 
 _CORE = ("the div/mod core (rules.divmod_core), over linear forms: the e-graph runs the same "
          "function on its e-classes' forms (a computed rule of the same name)")
-#: why the e-graph runs a recombination natively on fixed-width integers only
-_SUMS = ("an index sum is a canonical flattened sum, and the computed recombine_divmod "
-         "finds #1-#4 between any two of its terms, whatever their grouping; the binary "
-         "forms add nothing there and cost about a quarter of the egglog time (measured: "
-         "same outputs without them)")
+# #1-#4 of seed 003 are written for fixed-width integers only: an index sum is a linear
+# form, whose whole-sum rules (divmod_core.SUM_RULES: recombine_divmod_sum in the ordered
+# matcher, recombine_divmod and recombine_mod_chain in the e-graph) find them between any
+# two of its terms, whatever their grouping; the binary forms on index sums cost about a
+# quarter of the egglog time for the same outputs (docs/perf.md)
 _IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
 _SELECT = ("e-graph only: tinygrad keeps the division; the ordered matcher's result is the "
            "reference the e-graph is held to")
 _SIGNS = ("e-graph only: the div/mod core makes signs positive inside each of its rules "
           "(normalize_signs); as rewrites of their own they would only add negations to the "
           "ordered matcher's result")
+
+
+#: why a rule whose left side is a rare shape of several ops is matched from Python in the
+#: e-graph: as native egglog rules it would join its atoms (in every operand order) in
+#: every round (docs/perf.md, issue 31)
+_RARE = ("a rare shape of several ops: matched from Python on the e-nodes the pass visits, "
+         "not joined natively in every round")
 
 
 def _bucket_ladder(op: str, n: int) -> str:
@@ -362,55 +365,46 @@ LAWS = [
          ops=(Ops.ADD, Ops.SUB), group=G_ADV,
          egraph_absent="an index sum is read as a linear form (canonical_sum and every "
                        "computed rule): k*(a+b) is k*a + k*b there already"),
-    rule("idiv_mul_cancel_pair", "((a * b) * c) // (a * c) -> b",
-         "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV,
-         note="exact: a*c divides a*b*c; index only (no wrap)"),
     rule("idiv_of_mod_const", "(a % c1) // c2 -> (a // c2) % (c1 // c2)",
          "is_index(a) and c2 > 0 and c1 > c2 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("idiv_of_mod")),
     rule("mod_of_mod_multiple", "(a % c1) % c2 -> a % c2",
          "is_index(a) and c2 != 0 and c1 != 0 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("remove_nested_mod")),
+    rule("idiv_mul_cancel_pair", "((a * b) * c) // (a * c) -> b",
+         "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV, native=_RARE,
+         note="exact: a*c divides a*b*c; index only (no wrap)"),
     # div_mod_recombine_dsl_patterns (docs/rules.md, seed 003 §1): #1-#4, the core's #5, the sums
-    rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_int(x) and nonzero(n)",
-         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
-         note="n never 0: x % 0 is never folded into a value"),
+    rule("recombine_divmod_1", "x % n + (x // n) * n -> x", "is_fixed(x) and nonzero(n)",
+         group=G_REC, note="n never 0: x % 0 is never folded into a value"),
     rule("recombine_divmod_2", "((x // c1) % c2) + (x // c3) * c2 -> x // c1",
-         "is_int(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G_REC,
-         egraph_dtypes="fixed", egraph_note=_SUMS,
+         "is_fixed(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G_REC,
          note="positive divisors: INT_MIN // -1 wraps"),
     rule("recombine_divmod_3", "(x % c1) * c2 + (x // c1) * c3 -> x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS),
-    rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_int(x) and nonzero(n)",
-         group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC),
+    rule("recombine_divmod_4", "(y + x % n) + (x // n) * n -> y + x", "is_fixed(x) and nonzero(n)",
+         group=G_REC),
     rule("recombine_divmod_4_rev", "(y + (x // n) * n) + x % n -> y + x",
-         "is_int(x) and nonzero(n)", group=G_REC, egraph_dtypes="fixed", egraph_note=_SUMS,
+         "is_fixed(x) and nonzero(n)", group=G_REC,
          note="Morok's second order of #4's terms"),
     rule("recombine_divmod_3_chain", "(y + (x % c1) * c2) + (x // c1) * c3 -> y + x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS, note="#3 with a third term (Morok)"),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC,
+         note="#3 with a third term (Morok)"),
     rule("recombine_divmod_3_chain_rev", "(y + (x // c1) * c3) + (x % c1) * c2 -> y + x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G_REC, egraph_dtypes="fixed",
-         egraph_note=_SUMS),
-    rule("recombine_divmod_5", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
-         "is_index(a) and c1 > 0 and c3 > 0 and c2 >= 0 and vmin(a) >= 0", group=G_REC,
-         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
-    rule("recombine_divmod_5_neg", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
-         "is_index(a) and c1 > 0 and c3 > 0 and c2 <= 0 and vmax(a) <= 0", group=G_REC,
-         egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
+         "is_fixed(x) and c1 != 0 and c1 * c2 == c3", group=G_REC),
     rule("recombine_quotient", "(x // c1 + c2) % c3 + ((x + c4) // c5) * c3 -> x // c1 + c2",
          "is_index(x) and c1 > 0 and c3 > 0 and c4 == c1 * c2 and c5 == c1 * c3 and "
          "vmin(x) >= 0 and vmin(x) + c4 >= 0", group=G_REC,
          note="(x + c1*c2) // (c1*c3) is (x//c1 + c2) // c3 when x and x + c1*c2 are "
          "non-negative: #1 over y = x//c1 + c2",
-         ordered=True),
+         native=_RARE),
     rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) - "
          "((x + c1 * c2) // (c1 * c3)) * c3",
          "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0",
-         group=G_REC, baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 "
-         "with y // c3 written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels "
-         "it (recombine_quotient in the ordered matcher)"),
+         group=G_REC, native=_RARE,
+         baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 with y // c3 "
+         "written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels it "
+         "(recombine_quotient in the ordered matcher)"),
     *(py(_twin(r, G_REC), "computed", _CORE) for r in RECOMBINE),
     py(Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
             UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
@@ -418,10 +412,11 @@ LAWS = [
        "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
        "recombine_mod_chain) over every index sum class"),
     # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
-    rule("mod_in_range", "x % n -> x", "(vmin(x) >= 0 and vmax(x) < vmin(n)) or "
-         "(vmax(x) <= 0 and vmin(n) > 0 and -vmin(x) < vmin(n))", group=G_RANGE,
-         baseline_reason=_IDX_ONLY.format("mod_self_range"),
-         note="C: the dividend's sign; the mod e-node stays visible to the computed rules"),
+    rule("mod_in_range", "x % n -> x",
+         "(vmin(n) > 0 and -vmin(n) < vmin(x) and vmax(x) < vmin(n)) or "
+         "(vmax(n) < 0 and vmax(n) < vmin(x) and vmax(x) < -vmax(n))", group=G_RANGE,
+         note="|x| < |n| (C: the remainder takes the dividend's sign, so it is x itself); "
+         "the mod e-node stays visible to the computed rules"),
     # negative operands made positive (Morok, tinygrad's divandmod): the core does it
     # inside each rule; natively they give the e-graph's other rules the positive form
     rule("idiv_neg_divisor", "x // y -> -(x // -y)", "is_index(x) and vmax(y) < 0",

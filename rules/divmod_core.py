@@ -210,16 +210,6 @@ def _const_divisor(y: Lin) -> int | None:
 # ---------------------------------------------------------------------------
 # range-based fast paths (docs/rules.md, seed 003 §2, seed 000 §19)
 # ---------------------------------------------------------------------------
-def _mod_self_range(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
-    """x % y -> x when |x| < |y| everywhere (C: the remainder is x itself)."""
-    xlo, xhi = lin_bounds(x, ctx)
-    ylo, yhi = lin_bounds(y, ctx)
-    ymin = ylo if ylo > 0 else -yhi if yhi < 0 else 0
-    if ymin > 0 and _finite(xlo, xhi) and max(abs(xlo), abs(xhi)) < ymin:
-        return _out(x)
-    return None
-
-
 def _idiv_one_bucket(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """x // n -> k when every value of x truncates to the same k (n constant)."""
     n = _const_divisor(y)
@@ -750,8 +740,6 @@ class SumRule:
 _B, _M, _I = ("idiv", "mod"), ("mod",), ("idiv",)
 
 RANGE_BASED: tuple[DivModRule, ...] = (
-    DivModRule("mod_self_range", "x % n -> x when |x| < |n| (0 <= x < n)", _M,
-               _mod_self_range, "range_based"),
     DivModRule("idiv_one_bucket", "x // n -> k when every x truncates to k", _I,
                _idiv_one_bucket, "range_based"),
     DivModRule("mod_drop_multiple", "(a*n + b) % n -> b % n when a*n+b, b share a sign", _M,

@@ -306,7 +306,7 @@ _MADE = ("x = {x} for the atom q = (f*a + k) // b, b a constant or an atom, y a 
 #: the rules proven this way: name -> (its shapes, their statement)
 SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
     **{name: (linear_shapes, _LINEAR) for name in (
-        "mod_self_range", "idiv_one_bucket", "idiv_drop_multiple_small",
+        "idiv_one_bucket", "idiv_drop_multiple_small",
         "idiv_drop_multiple", "idiv_large_offset")},
     "nested_idiv_offset": (lambda: made_shapes("idiv", True), _MADE.format(x="q + c")),
 }

@@ -126,16 +126,18 @@ def untouched_test(rule: str, texts: Sequence[str]) -> Callable[[str], None]:
     return test
 
 
-def check_engines(text: str, want: str, engines: Sequence[str] = ("baseline", "egraph")) -> None:
-    """Each engine (default rule sets, reference cost) turns ``text`` into exactly
-    ``want``, commutative operands in the baseline's order (:func:`canon`), equivalent
-    to it."""
+def check_engines(text: str, want: str, engines: Sequence[str] = ("baseline", "egraph"),
+                  rulesets: list[str] | None = None) -> None:
+    """Each engine (its default rule sets, or ``rulesets``; reference cost) turns ``text``
+    into exactly ``want``, commutative operands in the baseline's order (:func:`canon`),
+    equivalent to it."""
     from eqsat.api import optimize
     from tests.budgets import QUALITY
 
     g = parse(text)
     for engine in engines:
-        out = optimize(g, engine=engine, cost_model="reference", budget=QUALITY).graph
+        out = optimize(g, engine=engine, rulesets=rulesets, cost_model="reference",
+                       budget=QUALITY).graph
         # commutative operands compared in one order (the baseline's: by uid)
         got = graph_rewrite(out, rules.matcher("commutative_canonicalization"))
         assert got is canon(want), (f"{engine}: {text} -> {to_sexpr(out, compact=True)}, "

@@ -275,8 +275,7 @@ def test_tiled_store_index_folds_to_affine():
     col = RULES_BY_NAME["mod_drop_multiple"]("mod", i, Lin.constant(8), ctx)
     assert show(row) == "R3"
     assert show(col) == "(((R4 * 4) + R2) % 8)"
-    col2 = RULES_BY_NAME["mod_self_range"]("mod", L((4, "R4"), (1, "R2")), Lin.constant(8), ctx)
-    assert show(col2) == "((R4 * 4) + R2)"
+    # (then (R4*4 + R2) % 8 is R4*4 + R2 by the language's mod_in_range: 0 <= it <= 7)
     # the whole store index: row*8 + col recombines with no division at all
     s = L((8, ("idiv", i, Lin.constant(8))), (1, ("mod", i, Lin.constant(8))))
     assert recombine_sum(s, ctx) == i
@@ -309,10 +308,6 @@ B = {"a": (0, 7), "b": (0, 5), "n": (-9, -1), "m": (-4, 4), "r": (0, 3), "v": (0
 C8, C4, C2, C3 = Lin.constant(8), Lin.constant(4), Lin.constant(2), Lin.constant(3)
 CASES = [
     # range-based fast paths (seed 003 §2)
-    ("mod_self_range", "mod", L((1, "R3")), C3, "R3"),
-    ("mod_self_range", "mod", L((1, "n")), Lin.constant(10), "n"),          # C: |x| < n
-    ("mod_self_range", "mod", L((1, "a")), C3, None),                       # x reaches 3
-    ("mod_self_range", "mod", L((1, "a")), L((1, "s")), None),              # 7 >= s
     ("idiv_one_bucket", "idiv", L((1, "R3")), C3, "0"),
     ("idiv_one_bucket", "idiv", L((1, "r"), k=8), C4, "2"),
     ("idiv_one_bucket", "idiv", L((1, "m")), Lin.constant(5), "0"),         # C truncation
@@ -729,7 +724,7 @@ Z3_CASES = [
      "proved"),
     ("mirror_idiv_divisor", lambda: (_tdiv(ZX, ZY) == -_tdiv(ZX, -ZY), [ZY != 0]), [()], "proved"),
     ("mirror_mod_divisor", lambda: (_tmod(ZX, ZY) == _tmod(ZX, -ZY), [ZY != 0]), [()], "proved"),
-    ("mod_self_range", lambda: (_tmod(ZX, ZY) == ZX, [ZY > 0, ZX < ZY, -ZX < ZY]), [()], "proved"),
+    ("mod_in_range", lambda: (_tmod(ZX, ZY) == ZX, [ZY > 0, ZX < ZY, -ZX < ZY]), [()], "proved"),
     ("cancel_divmod_mod", lambda: (_tmod(ZX, ZY) == ZX - ZQ * ZY, [ZY != 0, _tdiv(ZX, ZY) == ZQ]),
      [()], "proved"),
     # congruence with symbolic bounds: x = c*q + rem, b*c <= rem < (b+1)*c, x >= 0

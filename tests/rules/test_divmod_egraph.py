@@ -15,11 +15,11 @@ import pytest
 
 import eqsat
 from eqsat import parse, to_sexpr
-from eqsat.engines.egraph.rulesets import FINISHING, OPT_IN, default_groups, egraph_groups
+from eqsat.engines.egraph.rulesets import FINISHING, default_groups, egraph_groups
 from eqsat.ir.equiv import check_equivalent
 from extraction import reference_cost
 from rules.computed import PyRule
-from rules.divmod import DIVMOD_GROUP, EGRAPH, G_REC_NESTED, G_SELECT, GROUPS
+from rules.divmod import DIVMOD_GROUP, EGRAPH, G_SELECT, GROUPS
 from rules.divmod_core import DIVMOD_RULES, SUM_RULES
 from rules.native import ERule
 from tests.budgets import QUALITY
@@ -27,7 +27,6 @@ from tests.budgets import QUALITY
 RB = "range_based_mod_div_patterns"
 REC = "div_mod_recombine_dsl_patterns"
 ADV = "advanced_division_dsl_patterns"
-NEST = G_REC_NESTED  # opt-in
 SEL = G_SELECT  # e-graph only, run last (FINISHING)
 ID = "identity_and_zero_patterns"
 
@@ -62,7 +61,8 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 -1) {S})", f"(idiv (var n -9 -1) {S})"),
     ("mod_nonpos_dividend", (RB,), f"(mod (var n -9 -1) {S})", f"(mod (var n -9 -1) {S})"),
     # range_based_mod_div_patterns: computed (the core's fast paths and fold_divmod_general)
-    ("mod_self_range", (RB,), f"(mod {A} -10)", A),
+    ("mod_in_range", (RB,), f"(mod {A} -10)", A),
+    ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # C: |m| < 7
     ("idiv_one_bucket", (RB,), f"(idiv {M} 5)", "0"),
     ("mod_drop_multiple", (RB,), f"(mod (add (mul {A} 512) {W}) 512)", W),
     ("idiv_drop_multiple_small", (RB,), f"(idiv (add (mul {A} 512) {B}) 512)", A),
@@ -127,10 +127,6 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      "(where (lt (var a 5 14) 8) 1 (where (lt (var a 5 14) 12) 2 3))"),
     ("mod_three_buckets", (SEL, ID), f"(mod {W} 40)",
      f"(where (lt {W} 40) {W} (where (lt {W} 80) (add {W} -40) (add {W} -80)))"),
-    # div_mod_recombine_nested_native (opt-in): #5 natively, both signs
-    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {W} 4) 3) 2)", f"(idiv (add {W} 12) 8)"),
-    ("recombine_divmod_5_neg", (NEST,), "(idiv (add (idiv (var n -90 0) 4) -3) 2)",
-     "(idiv (add (var n -90 0) -12) 8)"),
     # advanced_division_dsl_patterns: native (index only)
     ("nested_idiv", (ADV, "constant_folding_dsl_patterns"), f"(idiv (idiv {W} 4) 3)",
      f"(idiv {W} 12)"),
@@ -160,12 +156,6 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
 
 # rule, rule sets, input, what remains: the rule's guard blocks it (others may still fire)
 BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
-    ("mod_quotient_split", (REC,), f"(mod (add (idiv {X} 5) 2) 3)",
-     f"(mod (add (idiv {X} 5) 2) 3)"),                                        # x may be < 0
-    ("idiv_mul_cancel_pair", (ADV,), f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))",
-     f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))"),                        # a may be 0
-    ("recombine_quotient", (REC,), f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) "
-     "15) 3))", f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) 15) 3))"),
     ("idiv_neg_divisor", (RB,), f"(idiv {A} (var d -4 0))", f"(idiv {A} (var d -4 0))"),  # 0
     ("mod_neg_divisor", (RB,), f"(mod {A} (var d -4 0))", f"(mod {A} (var d -4 0))"),
     ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 1) {S})", f"(idiv (var n -9 1) {S})"),
@@ -179,7 +169,7 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      f"{ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))", f"(add (add {BC} (mul (idiv {XI} "
      f"{ci(4)}) {ci(12)})) (mul (mod {XI} {ci(5)}) {ci(3)}))"),
     ("mod_in_range", (RB,), f"(mod {A} 7)", f"(mod {A} 7)"),                  # x reaches n
-    ("mod_in_range", (RB,), f"(mod {M} 7)", M),                               # x < 0 (C: m)
+    ("mod_in_range", (RB,), f"(mod {M} 4)", f"(mod {M} 4)"),                  # |x| reaches 4
     ("mod_in_range", (RB,), f"(mod {A} {NI})", f"(mod {A} {NI})"),           # n may be Invalid
     # (the lo/hi guards of mod_in_range see no interval of such an n either; the Def guard is
     # what blocks recombine_divmod_1/_4 below, whose n has no interval guard)
@@ -203,12 +193,6 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      f"{C7}))", f"(add (add {BC} (mod {XI} {C7})) (mul (idiv {WI} {C7}) {C7}))"),  # x != w
     ("recombine_divmod_4", (REC,), f"(add (add {BC} (mod {XI} {SIC})) (mul (idiv {XI} {SIC}) "
      f"{SIC}))", f"(add (add {BC} (mod {XI} {SIC})) (mul (idiv {XI} {SIC}) {SIC}))"),  # Invalid
-    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {M} 4) 3) 2)",
-     f"(idiv (add (idiv {M} 4) 3) 2)"),                                       # a crosses 0
-    ("recombine_divmod_5", (NEST,), f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) "
-     "(const i32 2))", f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) (const i32 2))"),
-    ("recombine_divmod_5_neg", (NEST,), f"(idiv (add (idiv {M} 4) -3) 2)",
-     f"(idiv (add (idiv {M} 4) -3) 2)"),                                      # a crosses 0
     ("nested_idiv_symbolic", (ADV,), f"(idiv (idiv {W} {SI}) 3)",
      f"(idiv (idiv {W} {SI}) 3)"),                                             # b may be Invalid
     ("nested_idiv", (ADV,), f"(idiv (idiv {WI} (const i32 4)) (const i32 3))",
@@ -270,8 +254,19 @@ def test_rule_fires(rule: str, rulesets: tuple[str, ...], src: str, want: str | 
         assert out is parse(want), f"got {to_sexpr(out)}, want {want}"
 
 
-@pytest.mark.parametrize("rule, rulesets, src, want", BLOCKED,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BLOCKED)])
+# the guards of the rules matched from Python (not native), blocking likewise
+BLOCKED_PY: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("mod_quotient_split", (REC,), f"(mod (add (idiv {X} 5) 2) 3)",
+     f"(mod (add (idiv {X} 5) 2) 3)"),                                        # x may be < 0
+    ("idiv_mul_cancel_pair", (ADV,), f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))",
+     f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))"),                        # a may be 0
+    ("recombine_quotient", (REC,), f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) "
+     "15) 3))", f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) 15) 3))"),
+]
+
+
+@pytest.mark.parametrize("rule, rulesets, src, want", BLOCKED + BLOCKED_PY,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BLOCKED + BLOCKED_PY)])
 def test_guard_blocks(rule: str, rulesets: tuple[str, ...], src: str, want: str) -> None:
     _, out, matches = _run(rulesets, src)
     assert not _fired(rule, matches), f"{rule} fired on {src}: {to_sexpr(out)}"
@@ -290,10 +285,9 @@ def test_every_rule_fires_and_every_native_rule_is_blocked_somewhere() -> None:
 
 
 def test_egraph_section_metadata() -> None:
-    # the family's groups, plus the opt-in native #5; each rule named, grouped, with its law
-    assert set(EGRAPH) == set(GROUPS) | {NEST, SEL}
+    # the family's groups, plus the selects; each rule named, grouped, with its law
+    assert set(EGRAPH) == set(GROUPS) | {SEL}
     assert SEL in FINISHING and SEL in default_groups()
-    assert NEST in OPT_IN and NEST not in default_groups()
     assert set(GROUPS) <= set(default_groups())
     seen: set[str] = set()
     for group, rs in EGRAPH.items():

@@ -34,7 +34,7 @@ SLOW = ("invalid_into_cast",
         "idiv_small_offset", "idiv_large_offset", "fold_divmod_general", "gep_of_gep",
         "idiv_of_mod_const", "mod_of_mod_multiple", "remove_nested_mod",
         "gcd_with_remainder", "divide_by_gcd", "factor_remainder",
-        "nest_div_by_smallest_factor", "mod_self_range", "idiv_one_bucket",
+        "nest_div_by_smallest_factor", "idiv_one_bucket",
         "nested_idiv_offset", "canonical_sum")
 #: slow beyond a CI run's minutes (only the whole run proves them): minutes of a core
 #: each (docs/perf.md), which on the day of their turn doubled the prove test's time

@@ -58,13 +58,14 @@ def test_floor_division_and_modulo_are_python_s() -> None:
 
 def test_a_range_based_rule_is_proven() -> None:
     r = RANGE_BASED[0]
-    assert r.name == "mod_self_range"
+    assert r.name == "idiv_one_bucket"
     o = prove_divmod(r.name, r.fn, r.ops, _finite_shapes(1), "finite", RLIMIT)
     assert o.status == "proven", o.detail
 
 
 def _self_range_off_by_one(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
-    """mod_self_range with ``<=`` where the rule has ``<`` (|x| == |y| is not x % y)."""
+    """x % y -> x when |x| <= |y|: mod_in_range's ``<`` off by one (|x| == |y| is not
+    x % y)."""
     xlo, xhi = lin_bounds(x, ctx)
     ylo, yhi = lin_bounds(y, ctx)
     ymin = ylo if ylo > 0 else -yhi if yhi < 0 else 0
