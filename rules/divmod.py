@@ -184,6 +184,11 @@ class UOpCtx(LinBuilder[UOp]):
     def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
         return self._parts(a, Ops.MUL)
 
+    def where_parts(self, a: UOp) -> list[tuple[UOp, Lin, Lin]]:
+        if a.op is Ops.WHERE and a.dtype is _IDX:
+            return [(a.src[0], to_lin(a.src[1]), to_lin(a.src[2]))]
+        return []
+
     def may_be_invalid(self, a: UOp) -> bool:
         return may_be_invalid(a)
 
@@ -210,6 +215,9 @@ class UOpCtx(LinBuilder[UOp]):
 
     def mod(self, a: UOp, b: UOp) -> UOp:
         return a % b
+
+    def where(self, c: UOp, t: UOp, f: UOp) -> UOp:
+        return UOp(Ops.WHERE, _IDX, (c, t, f))
 
     def lin(self, x: Lin) -> UOp:
         hit = _ORIGIN.get(x)

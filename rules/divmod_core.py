@@ -721,6 +721,9 @@ class SumRule:
     name: str
     identity: str
     core: Callable[[Lin, Ctx], RuleOut | None] = field(repr=False)
+    #: whether the rule only rewrites sums holding a division (the e-graph skips it on a
+    #: sum whose cheapest term has none)
+    divisions: bool = True
 
     def out(self, s: Lin, ctx: Ctx) -> RuleOut | None:
         """The result as a linear part plus engine terms (internal form)."""

@@ -270,6 +270,18 @@ class EClassCtx(LinBuilder):
     def mul_parts(self, a: int) -> list[tuple[Lin, Lin]]:
         return _class_parts(self.snap, self.lins, "Mul", a)
 
+    def where_parts(self, a: int) -> list[tuple[int, Lin, Lin]]:
+        """``[(c, t, f)]`` of the index ``where`` e-nodes of class ``a`` (``c`` the
+        condition's class, ``t``, ``f`` the branches' linear forms; distinct triples)."""
+        out: list[tuple[int, Lin, Lin]] = []
+        for n in self.snap.class_nodes(a):
+            if n.ctor != "Where" or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
+                continue
+            w = (n.fields[1], self.lins.get(n.fields[2]), self.lins.get(n.fields[3]))
+            if w not in out:
+                out.append(w)
+        return out
+
     def may_be_invalid(self, a: Any) -> bool:
         """Whether the atom may evaluate to Invalid (not in the e-graph's ``Def``)."""
         return not (isinstance(a, int) and a in self.snap.defined)
@@ -338,6 +350,9 @@ class EClassCtx(LinBuilder):
 
     def mod(self, a: Term, b: Term) -> Term:
         return ("Mod", self.dt, a, b)
+
+    def where(self, c: Term, t: Term, f: Term) -> Term:
+        return ("Where", self.dt, c, t, f)
 
     def sum(self, terms: list[tuple[int, Term]], const: int) -> Term:
         """``sum(c*t) + const`` in the canonical shape: terms ordered by handle,
