@@ -156,6 +156,10 @@ class UOpCtx(LinBuilder[UOp]):
     depends on the input alone, not on what else the process holds.
     """
 
+    #: the ordered matcher keeps the first rewrite of a node (rules.divmod_core reads it:
+    #: a constant split that costs an operation is not made)
+    greedy = True
+
     def __init__(self, scope: UOp | None = None):
         self.scope = scope
         self._ids: set[int] | None = None
