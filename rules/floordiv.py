@@ -127,7 +127,8 @@ LAWS = [
          "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0 and vmin(x) < 0", group=G,
          note="floor(x*a/(a*b)) == floor(x/b)"),
     rule("floormod_cancel_factor", "floormod(x * c1, c2) -> floormod(x, c2 // c1) * c1",
-         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0 and vmin(x) < 0", group=G),
+         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0", group=G,
+         note="any sign of x"),
     # ---- comparisons of a quotient with a constant (c1 > 0: floor(x/c) < k iff x < k*c)
     rule("floordiv_lt", "floordiv(x, c1) < k -> x < k * c1",
          "is_index(x) and c1 > 0 and vmin(x) < 0", group=G),
