@@ -285,7 +285,19 @@ def _unify(srcs: list[UOp | _Weak], what: Any) -> tuple[list[UOp], DType]:
                             f"({', '.join(sorted(map(str, strong)))})")
     dt = strong.pop() if strong else None
     out = [s.as_dtype(dt) if isinstance(s, _Weak) else s for s in srcs]
+    if dt is not None:  # an Invalid takes its siblings' dtype (docs/format.md: a cast of one)
+        out = [_invalid_of(dt, what) if s.op is Ops.INVALID and s.dtype != dt else s
+               for s in out]
     return out, dt if dt is not None else out[0].dtype
+
+
+def _invalid_of(dt: DType, what: Any) -> UOp:
+    """The Invalid of dtype ``dt``: ``(invalid)`` for index, ``(cast T (invalid))`` else."""
+    if dt.count != 1 or dt.ptr:
+        raise TinygradError(f"{_name(what)}: an Invalid beside operands of dtype {dt} "
+                            "(only scalar dtypes have one)")
+    inv = UOp.invalid()
+    return inv if dt is dtypes.index else UOp(Ops.CAST, dt, (inv,))
 
 
 class _FromTinygrad:
@@ -341,6 +353,8 @@ class _FromTinygrad:
                 raise TinygradError(f"{_name(u)}: an ALU parameter without a value range "
                                     "(not a Variable)")
             lo, hi = a.vmin_vmax
+            # a bound that is itself a variable (Variable("i", 0, n)): its outer bound
+            lo, hi = getattr(lo, "vmin", lo), getattr(hi, "vmax", hi)
             if not (isinstance(lo, int) and isinstance(hi, int)):
                 raise TinygradError(f"{_name(u)}: Variable {a.name!r} has non-integer bounds")
             v = UOp.var(a.name if a.name is not None else f"p{a.slot}", lo, hi)
@@ -543,6 +557,8 @@ class _ToTinygrad:
             return self.alu(u, s)
         if op in (Ops.CAST, Ops.BITCAST):
             dt = self.dt(u.dtype, u)
+            if op is Ops.CAST and u.src[0].op is Ops.INVALID:  # an Invalid of dtype T
+                return tuop(tops.CONST, dt, (), t.Invalid)
             return tuop(tops.CAST if op is Ops.CAST else tops.BITCAST, dt, (s[0],), dt)
         if op is Ops.VECTORIZE:
             return tuop(tops.STACK, s[0].dtype, tuple(s))
@@ -724,3 +740,9 @@ def _exec(t: _Tinygrad, order: list[Any], values: dict[Any, Any]) -> Any:
     out = val[order[-1]]
     return INVALID if out is t.Invalid else out
 
+
+
+# The plug-in (tinygrad's code generation with eqsat inside) lives in its own module.
+from eqsat.tinygrad_plugin import install, optimizing, uninstall  # noqa: E402
+
+__all__ += ["install", "uninstall", "optimizing"]

@@ -23,7 +23,7 @@ __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
     "may_be_invalid", "may_be_undefined", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits",
+    "exact_product_fits", "split_and",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -288,7 +288,20 @@ def bool_like(u: UOp, value: bool) -> UOp:
 
 
 # ---------------------------------------------------------------------------
-# sums
+# conjunctions and sums
+def split_and(u: UOp) -> list[UOp]:
+    """The clauses of a bool conjunction ``a & b & ...``, left to right (``u`` itself
+    when it is no AND)."""
+    out, stack = [], [u]
+    while stack:
+        x = stack.pop()
+        if x.op is Ops.AND and x.dtype == dtypes.bool:
+            stack.extend(reversed(x.src))
+        else:
+            out.append(x)
+    return out
+
+
 def split_add(u: UOp) -> Iterator[UOp]:
     """The terms of a nested ADD chain, left to right."""
     stack = [u]

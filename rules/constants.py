@@ -73,8 +73,24 @@ def _fold(prefix: str, op: Ops, group: str, vector: str) -> object:
                 vector=vector, native=FOLD, egraph_nonint=True, note=_NOTE)
 
 
+#: the folds whose fixed-width result may wrap, which the e-graph's interval fold
+#: (fold_known) does not see: its interval of a wrapping sum is the dtype's whole range
+WRAP_FOLD = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL)
+_WRAP = ("a fixed-width result that wraps is outside its operands' interval sum, and "
+         "egglog's i64 arithmetic does not wrap: matched from Python on fixed-width "
+         "e-nodes of constants")
+
+
+def _fold_wrap(op: Ops) -> object:
+    return rule(f"const_fold_wrap_{op.name.lower()}", f"{_FORM[op]} -> {_FORM[op]}",
+                "is_fixed(c1)", group=_GROUP, native=_WRAP, note=_NOTE,
+                baseline_reason=f"e-graph only: const_fold_{op.name.lower()} folds every "
+                "dtype in the ordered matcher")
+
+
 LAWS = [
     *(_fold("const_fold", op, _GROUP, "no") for op in UNARY_FOLD + BINARY_FOLD + TERNARY_FOLD),
+    *(_fold_wrap(op) for op in WRAP_FOLD),
     *(_fold("vconst_fold", op, _VGROUP, "yes") for op in UNARY_FOLD + VCONST_BINARY_FOLD),
     py(Rule("vectorize_of_consts", "VECTORIZE(CONST a, CONST b, ...) -> VCONST(a, b, ...)",
             UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name="v"), build=_vectorize_consts,

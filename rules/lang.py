@@ -2,7 +2,7 @@
 
 ::
 
-    rule("idiv_idiv", "(x // c1) // c2 -> x // (c1 * c2)", when="c1 != 0 and c2 != 0")
+    rule("idiv_idiv", "(x // c1) // c2 -> x // (c1 * c2)", when="is_index(x)")
 
 A rule is a name, a left side, a right side and a guard; its identity comment is its
 text. From that one definition come the ordered matcher's rule (:meth:`Law.baseline`: a

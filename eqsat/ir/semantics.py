@@ -19,8 +19,8 @@ Values
   integer ``pow`` exponent, a float-to-int cast of NaN, an infinity or a value the
   target cannot hold. An op that has no meaning on a dtype (``fdiv`` of integers,
   ``mod`` of floats) raises :class:`EvalError`.
-- floats: IEEE at the dtype's precision (f16/f32/f64 by numpy's rounding, bf16 by
-  round-to-nearest-even of the f32 bits, :func:`round_float`), computed in f64 and
+- floats: IEEE at the dtype's precision (f16/f32/f64 by numpy's rounding, bf16 rounded
+  once to nearest even from the f64 value, :func:`round_float`), computed in f64 and
   rounded, which is exact for ``+ - * /`` and ``sqrt``. ``max``/``min`` propagate
   NaN (numpy's ``maximum``); ``mulacc`` is ``a*b`` rounded, then ``+ c`` rounded;
   ``pow`` is C's (its IEEE special values, ``pow(-inf, 0.5) == inf``).
@@ -223,12 +223,20 @@ def _int_alu(op: Ops, dt: DType, args: Sequence[Any]) -> int | Undefined:
 
 # ---------------------------------------------------------------------------
 # floats
+#: the largest finite bf16, (2 - 2**-7) * 2**127
+_BF16_MAX = math.ldexp(255, 120)
+
+
 def _bf16(v: float) -> float:
-    bits = struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return math.nan
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
-    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+    """``v`` rounded once to bf16 (8 significand bits, f32's exponent range; to nearest,
+    ties to even): the multiple of the bf16 spacing at ``v``'s binade nearest to it.
+    Rounding through f32 first would round twice (an f64 or a large integer)."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    e = math.frexp(v)[1]                 # |v| in [2**(e-1), 2**e)
+    ulp = max(e - 8, -133)               # the spacing: 2**-133 below the normals
+    r = math.ldexp(round(math.ldexp(v, -ulp)), ulp)  # round(): ties to even, exact
+    return math.copysign(math.inf if abs(r) > _BF16_MAX else r, v)  # a zero keeps v's sign
 
 
 def round_float(dt: DType, v: Any) -> float:

@@ -660,3 +660,19 @@ _baseline("where_gate_given_valid", _gate_grid, "tested-only",
           "b<3 & r<8, r%4<2 and x among r//4, r%4, r//8+3, (r+4)//8, r%16, 2r//8, "
           "(r//4)%4, max(r,3), r, r+b, b//4 (r a range of 16, b [0,9]); each instance "
           "proven for every value of the variables")
+
+
+def _loop_end_instances() -> Iterable[UOp]:
+    """A loop index over ENDs of every shape the rules read (only ``vmin(END) > 0``):
+    a variable, a sum, a product, each as a range and as a special, over wide bounds."""
+    a, b = UOp.var("a", 0, 1 << 40), UOp.var("b", 1, 1 << 20)
+    ends = [UOp.var("n", 1, 1 << 40), a + UOp.const(dtypes.index, 2), b * b]
+    for end in ends:
+        for r in (UOp.range(end, 0), UOp(Ops.SPECIAL, dtypes.index, (end,), "g")):
+            yield r // end
+            yield r % end
+
+
+for _name in ("idiv_loop_end", "mod_loop_end"):
+    _baseline(_name, _loop_end_instances, "proven",
+              "a range and a special over symbolic ENDs (a variable, a + 2, b*b)")

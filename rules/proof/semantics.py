@@ -255,17 +255,15 @@ def _from_bv(dt: str, b: Any) -> Any:
 
 
 def _int_to_float(x: Any, dst: str) -> Any:
-    """An integer (Int) as float ``dst``: through f64 first, as the interpreter does
-    (Python's ``float()``, then the dtype's rounding)."""
-    f64 = z3.fpToFP(_RM, z3.ToReal(x), z3.Float64())
-    return f64 if dst == "f64" else _float_to_float(f64, "f64", dst)
+    """An integer (Int) as float ``dst``: its exact value rounded once, as the
+    interpreter and C convert (:func:`eqsat.ir.semantics.int_to_float`)."""
+    return z3.fpToFP(_RM, z3.ToReal(x), sort_of(dst))
 
 
 def _float_to_float(x: Any, src: str, dst: str) -> Any:
+    """A float as float ``dst``: rounded once (bf16 too)."""
     if src == dst:
         return x
-    if dst == "bf16" and src == "f64":  # the interpreter rounds bf16 through f32
-        x = z3.fpToFP(_RM, x, z3.Float32())
     return z3.fpToFP(_RM, x, sort_of(dst))
 
 
@@ -362,7 +360,7 @@ def _bitcast(v: Val, dst: str) -> Any:
         bv = canon(v) if _is_bv(v.x) else _to_bv(src, canon(v))
     if dst in FLOAT_SORTS:
         return z3.fpBVToFP(bv, sort_of(dst))
-    return _from_bv(dst, bv)
+    return bv if _is_bv(v.x) else _from_bv(dst, bv)  # bit-vector readings stay bits
 
 
 def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> Val:
@@ -576,8 +574,9 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
         limit = _bits(dt) if fixed else 4096
         bad = z3.Or(b < 0, b >= limit)
         if not fixed:
-            p = _uf("pow2", "index", 1)
-            return (a * p(b) if op is Ops.SHL else _floor_div(a, p(b))), bad, False
+            uf = _uf("pow2", "index", 1)
+            p = z3.If(b == 0, 1, uf(b))  # 2**0 is 1; other powers opaque
+            return (a * p if op is Ops.SHL else _floor_div(a, p)), bad, False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         if op is Ops.SHL:
             r = pa << pb

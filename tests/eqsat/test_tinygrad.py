@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tinygrad import Tensor
 from tinygrad import dtypes as tdt
+from tinygrad.dtype import Invalid
 from tinygrad.uop.ops import AxisType
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import UOp as TUOp
@@ -345,3 +346,84 @@ def test_capture_rows_are_corpus_lines():
     def untimed(rs: list[dict]) -> list[dict]:
         return [{k: v for k, v in r.items() if k != "tg_us"} for r in rs]
     assert untimed(again) == untimed(rows)  # deterministic
+
+
+# ---- every op and dtype the bridge knows, both ways -------------------------------------
+def _leaf(name: str, dt, lo: int, hi: int) -> UOp:
+    v = UOp.var(name, lo, hi)
+    if dt is dtypes.index:
+        return v
+    if dt.is_bool:
+        return UOp(Ops.LT, dtypes.bool, (v, UOp.const(dtypes.index, 0)))
+    return UOp(Ops.CAST, dt, (v,))
+
+
+def _bridge_cases() -> list[UOp]:
+    """Every ALU op of the bridge's tables on every dtype the IR defines it on, every
+    cast between the bridge's dtypes, every bitcast between same-size ones, a where and
+    a mulacc of each dtype."""
+    from eqsat.ir.ops import GroupOp
+    from eqsat.tinygrad import _tg
+    from rules.lang import _OP_DTYPES
+
+    t = _tg()
+    dts = [d for d in t.to_theirs if not d.is_void]
+    ops = sorted(set(t.binary.values()) | set(t.unary.values()), key=lambda o: o.value)
+    out = []
+    for dt in dts:
+        a = _leaf("a", dt, -6, 6)
+        for op in ops:
+            if dt.name not in _OP_DTYPES.get(op, ()):
+                continue
+            small = op in (Ops.SHL, Ops.SHR, Ops.POW)  # defined shifts, exponents
+            b = _leaf("b", dt, 0 if small else -6, 3 if small else 6)
+            if op in GroupOp.Unary:
+                out.append(UOp(op, dt, (a,)))
+            else:
+                out.append(UOp(op, dtypes.bool if op in GroupOp.Comparison else dt, (a, b)))
+        c = _leaf("c", dtypes.bool, -6, 6)
+        out.append(UOp(Ops.WHERE, dt, (c, a, _leaf("b", dt, -6, 6))))
+        if not dt.is_bool:
+            out.append(UOp(Ops.MULACC, dt, (a, _leaf("b", dt, -6, 6), a)))
+        for dst in dts:
+            if dst is not dt:
+                out.append(UOp(Ops.CAST, dst, (a,)))
+            if dst is not dt and dtypes.index not in (dt, dst) and dtypes.bool not in (dt, dst) \
+                    and dst.bits == dt.bits:
+                out.append(UOp(Ops.BITCAST, dst, (a,)))
+    return out
+
+
+def test_every_op_and_dtype_round_trips():
+    cases = _bridge_cases()
+    assert len(cases) > 300
+    bad = []
+    for g in cases:
+        back = from_tinygrad(to_tinygrad(g))
+        eq = check_equivalent(g, back)
+        if not eq:
+            bad.append(f"{to_sexpr(g, compact=True)}: {eq.reason}")
+    assert not bad, "\n".join(bad)
+
+
+def test_an_invalid_takes_its_siblings_dtype():
+    inv = TUOp(TOps.CONST, tdt.float32, arg=Invalid)
+    w = TUOp.const(False, tdt.bool).where(TUOp.const(0.0, tdt.float32), inv)
+    g = from_tinygrad(w)
+    text = to_sexpr(g, compact=True)
+    assert text == "(where false 0.0 (cast f32 (invalid)))"
+    assert parse(text) is g and check_equivalent(g, parse(text))
+    assert from_tinygrad(to_tinygrad(g)) is g
+    x = TUOp.variable("x", 0, 5)
+    w2 = (x < 3).where(x.cast(tdt.float32), inv)
+    g2 = from_tinygrad(w2)
+    for v in range(6):
+        assert _same(evaluate_tinygrad(w2, {"x": v}), evaluate(g2, {"x": v}))
+
+
+def test_a_variable_bounded_by_a_variable_takes_the_outer_bound():
+    n = TUOp.variable("n", 1, 10)
+    i = TUOp.variable("i", 0, n)
+    assert from_tinygrad(i) is UOp.var("i", 0, 10)
+    assert to_sexpr(from_tinygrad(i * 2 + n), compact=True) == \
+        "(add (mul (var i 0 10) 2) (var n 1 10))"

@@ -204,12 +204,14 @@ ANALYSIS_RULES: list[tuple[str, str, str]] = [
      _fitted("(= e (Floordiv dt a b)) (= la (lo a)) (= ha (hi a)) (= aa (abs la)) "
              "(= ab (abs ha)) (= h (max aa ab)) (= l (- 0 h))", "l", "h")),
     ("iv_floormod_pos", "floormod(a,b) in [0, hb-1] when b > 0 (the divisor's sign)",
-     f"((= e (Floormod dt a b)) {_AB} (> lb 0) (= h (- hb 1))) ({_set('0', 'h')})"),
+     "((= e (Floormod dt a b)) (= lb (lo b)) (= hb (hi b)) (> lb 0) (= h (- hb 1))) "
+     f"({_set('0', 'h')})"),
     ("iv_floormod_pos_small", "floormod(a,b) <= a when a >= 0 and b > 0",
      "((= e (Floormod dt a b)) (= la (lo a)) (= ha (hi a)) (>= la 0) (> (lo b) 0)) "
      "((set (hi e) ha))"),
     ("iv_floormod_neg", "floormod(a,b) in [lb+1, 0] when b < 0",
-     f"((= e (Floormod dt a b)) {_AB} (< hb 0) (= l (+ lb 1))) ({_set('l', '0')})"),
+     "((= e (Floormod dt a b)) (= lb (lo b)) (= hb (hi b)) (< hb 0) (= l (+ lb 1))) "
+     f"({_set('l', '0')})"),
     ("iv_floormod_neg_small", "floormod(a,b) >= a when a <= 0 and b < 0",
      "((= e (Floormod dt a b)) (= la (lo a)) (= ha (hi a)) (<= ha 0) (< (hi b) 0)) "
      "((set (lo e) la))"),
