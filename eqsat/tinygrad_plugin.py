@@ -56,7 +56,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.ops import GroupOp
 
 __all__ = ["install", "uninstall", "optimizing", "installed", "simplify_kernel", "STAGES",
            "usable_device"]
