@@ -234,6 +234,8 @@ def _bf16(v: float) -> float:
     if v == 0 or not math.isfinite(v):
         return v
     e = math.frexp(v)[1]                 # |v| in [2**(e-1), 2**e)
+    if e > 128:                          # |v| >= 2**128: past bf16's largest finite value
+        return math.copysign(math.inf, v)
     ulp = max(e - 8, -133)               # the spacing: 2**-133 below the normals
     r = math.ldexp(round(math.ldexp(v, -ulp)), ulp)  # round(): ties to even, exact
     return math.copysign(math.inf if abs(r) > _BF16_MAX else r, v)  # a zero keeps v's sign

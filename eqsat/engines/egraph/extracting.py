@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
 from eqsat.engines.egraph.schedules import Clock, gc_paused
-from eqsat.ir.ops import Ops
+from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
 
@@ -88,10 +88,11 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         c_dag, c_tree = tc.costs(i, order)
         cost[r] = c_dag
         # the tree choice shares nothing: a DAG choice may still share, e.g. write the
-        # value with the x%c the guard pays for anyway; a light search where two or
-        # more divisions are at stake, none otherwise
+        # value with the x%c the guard pays for anyway, or a ladder of selects for one
+        # division, whose branches share the dividend; a light search where a division
+        # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and sum(nodes_of[choice[c]].op in (Ops.IDIV, Ops.MOD) for c in order) < 2:
+        if light and not any(nodes_of[choice[c]].op in GroupOp.IntDiv for c in order):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
         n = len(view)
