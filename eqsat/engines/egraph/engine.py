@@ -28,16 +28,16 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    in a class that holds a constant) sent back to be subsumed;
 3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
    changed; their results are recorded as rows, loaded by the next step;
-4. the budgets are checked (e-nodes, iterations, memory, and the time the next
-   iteration and the extraction are expected to take).
+4. the budgets are checked: the work budgets (e-nodes, iterations) decide; memory and
+   wall time are hard safety limits (a run stopped by one says so).
 
 Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
 matches multiply run when what they may make fits, bounded from the rows of the
 constructors their patterns name (``match_bounds``) or, where that bound does not fit,
 counted first (their counting twins, in an egglog call of their own that also loads the
 rows); they are left out for the rest of the run when what they would make does not
-fit; a step that takes the e-graph past the budget, or too far to read in
-the time left, ends the run, which extracts from its last snapshot.
+fit; a step that takes the e-graph past the budget ends the run, which extracts from
+its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
 and the computed pass recorded nothing; or, found right after step 1, the last pass
@@ -50,8 +50,9 @@ that opens a guarded copy of a value pays only later, so it keeps the run going)
 or when a budget is reached (``"iterations"``,
 ``"enodes"``, ``"time"``); the best terms found so far are then
 extracted root by root under the chosen cost model: tree extraction, and the
-DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
-the time budget allows it.
+DAG-aware extractor of :mod:`extraction` where the tree choice shares a class.
+Wall time and memory are hard safety limits, never a decision: see
+:mod:`~eqsat.engines.egraph.schedules`.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ from eqsat.engines.egraph.schedules import (
     pattern_ctors,
     rss_bytes,
 )
+from eqsat.engines.egraph.seeding import Seeds, baseline_seeds, no_worse_than_start
 from eqsat.ir.egglog_text import commands
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
@@ -480,13 +482,14 @@ class Session:
             self._egraph(_kind_of(roots))
             self._egraph("index")  # (where a narrow run widens to)
 
-    def _select(self, roots: list[UOp], widen: bool = False) -> None:
-        """Make current the e-graph ``roots`` need (:func:`_kind_of`; never the narrow
-        one when ``widen``); the roots' toposorts are kept for the insertion that
-        follows."""
+    def _select(self, roots: list[UOp], widen: bool = False,
+                extra: list[UOp] | None = None) -> None:
+        """Make current the e-graph ``roots`` need (:func:`_kind_of`, of them and of the
+        nodes ``extra`` lists; never the narrow one when ``widen``); the roots'
+        toposorts are kept for the insertion that follows."""
         orders = [r.toposort() for r in roots]
         self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
-        kind = _kind_of(roots, orders)
+        kind = _kind_of(roots, orders + ([extra] if extra else []))
         self._cur = self._egraph("index" if widen and kind == "narrow" else kind)
 
     def _rebuild(self) -> None:
@@ -648,7 +651,7 @@ class Session:
         rules over what they made (a select, its condition, its branches' sums): those
         whose patterns name only constructors they make, or one of them beyond plain
         index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget
-        has room and the time left holds a step and the extraction. No computed pass
+        has room (and the hard time limit is not past). No computed pass
         runs: the others found nothing more. ``(changed, checked)``: whether a step
         changed the e-graph (the run then reads it again), and whether one ran: each
         runs the tripwire after its analysis, in the same egglog call (the run's own
@@ -665,8 +668,7 @@ class Session:
         changed = checked = False
         for i in range(FINISH_STEPS):
             size = self.step_size + self.ins.pending_nodes
-            if size > limits.enodes or clock.elapsed() + 2 * clock.iter_estimate(size) + \
-                    clock.tree_estimate(size) + clock.FIXED > clock.seconds * clock.SOFT:
+            if size > limits.enodes or clock.over():
                 break
             self._only = first if i == 0 else then
             try:
@@ -840,10 +842,12 @@ class Session:
             self.ins.restore(saved)
 
     # ---- insertion ------------------------------------------------------------
-    def _insert(self, roots: list[UOp], seed_all: bool = True) -> list[int]:
+    def _insert(self, roots: list[UOp], seed_all: bool = True,
+                seeds: Seeds | None = None) -> list[int]:
         """Record the roots' rows and facts (loaded by the next step): the IR bounds of
         every node (``seed_all``) or of the leaves only, and which nodes are never
-        Invalid."""
+        Invalid. ``seeds``: the baseline's rewrite of the roots (:mod:`.seeding`),
+        inserted with its facts, each rewritten node unioned with its rewrite."""
         ins = self.ins
         first = len(ins.inserted)
         orders, self._orders = self._orders, {}  # (used once: not kept)
@@ -864,6 +868,11 @@ class Session:
                         k = ins.uop_handle[id(u)]
                         ins.fact("RLo", (k, int(u.vmin)))
                         ins.fact("RHi", (k, int(u.vmax)))
+        if seeds is not None and seeds.order:
+            ins.add_uop_with_facts(seeds.order[-1], seeds.order)
+            handle = ins.uop_handle
+            for u, v in seeds.pairs:
+                ins.union(handle[id(u)], handle[id(v)])
         # only an input brings a dtype in (rewrites keep their operands' dtypes): the
         # fixed-width rule sets run only when an inserted node is one they can match
         self._fixed, self._fixed_analysis = _fixed_width_of(ins.inserted[first:])
@@ -884,26 +893,31 @@ class Session:
         (docs/perf.md); what the run leaves in reference cycles is collected after it."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
-            self._select(roots)
+            with clock.phase(times := {}, "baseline"):
+                seeds = baseline_seeds(roots, self.selection)
+            self._select(roots, extra=seeds.order)
             try:
-                out = self._run(roots, model, limits, clock, keep_egraph)
+                out = self._run(roots, seeds, model, limits, clock, keep_egraph)
             except _WidenError:
                 # the narrow e-graph lacks rules that could match now: the run starts
                 # again in the index e-graph (the clock runs on), and ends as a run
                 # there would, had it started there
                 self.widened += 1
-                self._select(roots, widen=True)
-                out = self._run(roots, model, limits, clock, keep_egraph)
+                self._select(roots, widen=True, extra=seeds.order)
+                out = self._run(roots, seeds, model, limits, clock, keep_egraph)
                 out[1]["widened"] = True
+            outs, stats = out
+            stats["costs"], stats["seed"] = no_worse_than_start(
+                outs, roots, seeds.roots, model, stats.get("costs"))
+            stats["time"]["baseline"] = times["baseline"]
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
-        if self.egg_iterations >= REBUILD_ITERATIONS and \
-                clock.elapsed() + 2 * self.build_seconds < limits.seconds:
+        if self.egg_iterations >= REBUILD_ITERATIONS:
             self._rebuild()
         return out
 
-    def _run(self, roots: list[UOp], model: Any, limits: Limits,
+    def _run(self, roots: list[UOp], seeds: Seeds | None, model: Any, limits: Limits,
              clock: Clock, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
@@ -920,7 +934,7 @@ class Session:
         final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
             with clock.phase(times, "insert"):
-                handles = self._insert(roots)
+                handles = self._insert(roots, seeds=seeds)
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
             tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
@@ -943,33 +957,19 @@ class Session:
                 if sizes and sizes[-1] * growth > limits.enodes:
                     stop = "enodes"
                     break
-                n_est = sizes[-1] * growth if sizes else input_nodes * 1.5
-                it_est = last_iter * growth * 1.2 if it > 0 else clock.iter_estimate(n_est)
-                rest = clock.tree_estimate(n_est) + clock.FIXED
-                # a first iteration whose pass would not fit still runs when its egglog
-                # step and snapshot and the last ones do: its pass stops at a deadline
-                # that leaves them room, and a large input gets the native rules and what
-                # the pass reaches in the time instead of nothing
-                boxed = it == 0 and clock.elapsed() + it_est + rest > \
-                    clock.seconds * clock.SOFT
-                if clock.elapsed() + rest + (
-                        2 * clock.step_estimate(n_est) if boxed else it_est) > \
-                        clock.seconds * clock.SOFT:
-                    stop = "time"
+                if clock.over():
+                    stop = "time"  # (the hard limit: a safety net, never a decision)
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
                     stop = "memory"
                     break
                 # the e-nodes this step's multiplying rules may make: a share of the room
-                # the e-node budget has left, and no more than the time left can handle
+                # the e-node budget has left
                 size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
-                by_room = STEP_ROOM * (limits.enodes - size)
-                by_time = clock.nodes_within(clock.remaining() - it_est)
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
-                    changed = self._step(True, matches, min(by_room, by_time),
-                                         "time" if by_time < by_room else "enodes")
+                    changed = self._step(True, matches, STEP_ROOM * (limits.enodes - size))
                 if emitted and not emitted[-1] and not self.step_updated:
                     # the last pass recorded nothing (this step loaded only the handles
                     # its snapshot gave new classes) and no rule changed anything: the
@@ -983,21 +983,18 @@ class Session:
                     break
                 now = self.step_size
                 peak = max(peak, now)
-                # the step's rules took the e-graph past the budget, or so far that reading
-                # it, a pass over it and its extraction would not fit the time left: stop,
-                # and extract from the last snapshot rather than spend the time to read
-                # (and extract from) an e-graph this big
+                # the step's rules took the e-graph past the budget (or the step ran past
+                # the hard time limit): stop, and extract from the last snapshot rather
+                # than read (and extract from) an e-graph this big
                 if now > limits.enodes:
                     stop = "enodes"
-                elif snap is not None and clock.elapsed() + clock.iter_estimate(now) + \
-                        clock.tree_estimate(now) + clock.FIXED > clock.seconds * clock.SOFT:
+                elif snap is not None and clock.over():
                     stop = "time"
                 if stop is not None and snap is not None:
                     stale = True
                     break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
-                clock.learn_step(time.perf_counter() - t_it, snap.enodes)
                 it += 1
                 if tracer is not None:
                     tracer.snapshot(snap, it, matches)
@@ -1006,13 +1003,12 @@ class Session:
                     break
                 root_cls = [snap.cls_of_handle(h) for h in handles]
                 pending0 = self.ins.pending
-                # the pass stops at its deadline, and once its rows fill the next step's
-                # share of the room (both read through the one clock the pass checks)
+                # the pass stops once its rows fill the next step's share of the room,
+                # or at the hard time limit (both read through the one clock it checks)
                 rows_cap = pending0 + STEP_ROOM * max(0, limits.enodes - snap.enodes)
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
-                                      deadline=clock.soft_deadline(snap.enodes) - (
-                                          clock.step_estimate(snap.enodes) if boxed else 0.0),
+                                      deadline=clock.deadline(),
                                       clock=partial(_pass_clock, self.ins, rows_cap),
                                       roots=root_cls, model=model)
                 late = late or res.late
@@ -1023,7 +1019,6 @@ class Session:
                 last_iter = time.perf_counter() - t_it
                 per_iter.append((snap.enodes, round(last_iter, 4)))
                 emitted.append(self.ins.pending - pending0)
-                clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
                     stop = "saturated"
                     break
@@ -1031,7 +1026,7 @@ class Session:
                 if is_stalled(costs, sizes, limits.stall, emitted):
                     stop = "stalled"
                     break
-                if res.skipped:
+                if res.skipped or res.late:
                     stop = "enodes" if self.ins.pending > rows_cap else "time"
                     break
             # the finishing rules, once the others are done (not after a budget's stop)
@@ -1039,9 +1034,7 @@ class Session:
             if stop in ("saturated", "stalled") and not stale:
                 with clock.phase(times, "finish"):
                     finished, checked = self._finish(matches, limits, clock)
-            if self.held_for == "time" and stop not in ("time", "memory"):
-                stop = "time"  # rules were left out for the time: its result may vary
-            elif self.held_for and stop == "saturated":
+            if self.held_for and stop == "saturated":
                 stop = "enodes"  # rules were left out for the room: not saturated
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
             last = not (stop == "memory" and snap is None) and not stale and \
@@ -1122,17 +1115,15 @@ class Session:
         The second extraction gives each such root the whole DAG search: a tree choice
         that ties with the input's term but does not share what the input shares (``x -
         x//12`` and ``x + (8 - a)//12`` for ``x = a - 8``) is costlier as a graph. It runs
-        only when a tree extraction of the snapshot fits the time budget (its DAG search
-        checks the clock itself)."""
+        only within the hard time limit (its DAG search checks the clock too)."""
         cost = model.graph_cost
         costs = []
         for r, o in zip(roots, outs, strict=True):
             c = cost(r)
             costs.append((c, c if o is r else cost(o)))
         worse = [i for i, (c_in, c_out) in enumerate(costs) if c_out > c_in]
-        # (only within the time budget, as the first extraction's DAG search: a root
-        # left as it is gets its input back from optimize)
-        if worse and clock.elapsed() + clock.tree_estimate(snap.enodes) <= clock.seconds:
+        # (not past the hard time limit: a root left as it is gets its input back)
+        if worse and not clock.over():
             again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model,
                                      clock, subsumed=True, thorough=True)
             for i, o in zip(worse, again, strict=True):

@@ -1,0 +1,100 @@
+"""The baseline-seeded start of an e-graph run, and its guarantee.
+
+A run starts from the ordered matcher's result as well as from its input: each root's
+baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline` over the same rule
+selection) is inserted before the first step, every node the baseline rewrote unioned
+with its rewrite (the baseline's rules are the proven rules of ``rules/``, so each
+union is sound; unioning the roots alone would leave the input's inner classes apart
+from the baseline's, and the computed pass, which visits the classes near the roots'
+cheapest terms, would no longer reach the input's). The extraction can
+then always take it, and after it :func:`no_worse_than_start` keeps, root by root, the
+cheapest of the extracted term, the baseline's and the input under the run's cost model:
+``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped the
+run (a budget, the hard time or memory limit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.uop import UOp
+
+__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
+
+
+@dataclass
+class Seeds:
+    """The baseline's rewrite of a run's roots: ``roots`` (each root's rewrite, the root
+    itself where the baseline changes nothing), ``pairs`` (every node of the roots'
+    graphs the baseline rewrote, with its rewrite: each pair is unioned) and ``order``
+    (the rewrites' nodes, children first)."""
+
+    roots: list[UOp]
+    pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
+    order: list[UOp] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
+
+
+def baseline_seeds(roots: list[UOp], selection: Any) -> Seeds:
+    """The baseline's rewrite of ``roots`` under ``selection``, node by node (see
+    :class:`Seeds`). No seed where the baseline stops on a rule cycle, nor where the
+    selection names no baseline rule set (an e-graph-only selection has no baseline
+    to start from)."""
+    from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
+    from rules import RulesetError, matcher
+
+    try:
+        pm = matcher(selection)
+    except RulesetError:
+        return Seeds(list(roots))
+    out: list[UOp] = []
+    pairs: dict[int, tuple[UOp, UOp]] = {}
+    for r in roots:
+        replace: dict[UOp, UOp] = {}
+        try:
+            out.append(graph_rewrite(r, pm, replace=replace))
+        except RewriteLimitError:
+            out.append(r)
+            continue
+        for u in r.toposort():
+            v = replace.get(u)
+            if v is not None and v is not u:
+                pairs.setdefault(id(u), (u, v))
+    made = list(dict.fromkeys(v for _, v in pairs.values()))
+    order = UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
+    return Seeds(out, list(pairs.values()), order)
+
+
+def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], model: Any,
+                        costs: list[tuple[float, float]] | None
+                        ) -> tuple[list[tuple[float, float]], dict[str, float]]:
+    """Replace, in place in ``outs``, every extracted term costlier than its root's
+    baseline seed by that seed; each root's ``(input cost, output cost)`` (``costs``:
+    the extraction's, None to price them here) and the summed figures of the start:
+    ``input``, ``baseline`` (the seeds' costs), ``start`` (the cheaper of the two, root
+    by root), ``final`` and ``gain`` (what the e-graph found beyond its start)."""
+    cost = model.graph_cost
+    if costs is None:
+        costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
+    fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0}
+    seen: set[int] = set()
+    for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
+        c_in, c_out = costs[i]
+        c_seed = c_in if s is r else cost(s)
+        if c_seed < c_out:
+            outs[i], c_out = s, c_seed
+            costs[i] = (c_in, c_out)
+        if id(r) in seen:
+            continue  # (a root given twice counts once)
+        seen.add(id(r))
+        fig["input"] += c_in
+        fig["baseline"] += c_seed
+        fig["start"] += min(c_in, c_seed)
+        fig["final"] += min(c_in, c_out)
+    fig["gain"] = fig["start"] - fig["final"]
+    return costs, fig
