@@ -842,12 +842,10 @@ class Session:
             self.ins.restore(saved)
 
     # ---- insertion ------------------------------------------------------------
-    def _insert(self, roots: list[UOp], seed_all: bool = True,
-                seeds: Seeds | None = None) -> list[int]:
+    def _insert(self, roots: list[UOp], seed_all: bool = True) -> list[int]:
         """Record the roots' rows and facts (loaded by the next step): the IR bounds of
         every node (``seed_all``) or of the leaves only, and which nodes are never
-        Invalid. ``seeds``: the baseline's rewrite of the roots (:mod:`.seeding`),
-        inserted with its facts, each rewritten node unioned with its rewrite."""
+        Invalid."""
         ins = self.ins
         first = len(ins.inserted)
         orders, self._orders = self._orders, {}  # (used once: not kept)
@@ -868,15 +866,21 @@ class Session:
                         k = ins.uop_handle[id(u)]
                         ins.fact("RLo", (k, int(u.vmin)))
                         ins.fact("RHi", (k, int(u.vmax)))
-        if seeds is not None and seeds.order:
-            ins.add_uop_with_facts(seeds.order[-1], seeds.order)
-            handle = ins.uop_handle
-            for u, v in seeds.pairs:
-                ins.union(handle[id(u)], handle[id(v)])
         # only an input brings a dtype in (rewrites keep their operands' dtypes): the
         # fixed-width rule sets run only when an inserted node is one they can match
         self._fixed, self._fixed_analysis = _fixed_width_of(ins.inserted[first:])
         return handles
+
+    def _insert_seeds(self, seeds: Seeds) -> None:
+        """Record the baseline's rewrite of the roots (:mod:`.seeding`) with its facts,
+        each rewritten node unioned with its rewrite (the roots are inserted)."""
+        if not seeds.order:
+            return
+        ins = self.ins
+        ins.add_uop_with_facts(seeds.order[-1], seeds.order)
+        handle = ins.uop_handle
+        for u, v in seeds.pairs:
+            ins.union(handle[id(u)], handle[id(v)])
 
     # ---- the run ----------------------------------------------------------------
     def run(self, roots: list[UOp], model: Any, limits: Limits,
@@ -894,7 +898,7 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
-                seeds = baseline_seeds(roots, self.selection)
+                seeds = baseline_seeds(roots, self.selection, model)
             self._select(roots, extra=seeds.order)
             try:
                 out = self._run(roots, seeds, model, limits, clock, keep_egraph)
@@ -934,7 +938,7 @@ class Session:
         final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
             with clock.phase(times, "insert"):
-                handles = self._insert(roots, seeds=seeds)
+                handles = self._insert(roots)
             input_nodes = len(self.ins.uop_handle) - len(saved[2])
             tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
@@ -1037,6 +1041,9 @@ class Session:
             if self.held_for and stop == "saturated":
                 stop = "enodes"  # rules were left out for the room: not saturated
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
+            if seeds is not None and not stale:
+                # the baseline's rewrite joins before the last step (see .seeding)
+                self._insert_seeds(seeds)
             last = not (stop == "memory" and snap is None) and not stale and \
                 bool(self.ins.pending or snap is None)
             if not last and not checked:

@@ -1,16 +1,22 @@
-"""The baseline-seeded start of an e-graph run, and its guarantee.
+"""The baseline's result in every e-graph run, and the guarantee it gives.
 
-A run starts from the ordered matcher's result as well as from its input: each root's
-baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline` over the same rule
-selection) is inserted before the first step, every node the baseline rewrote unioned
-with its rewrite (the baseline's rules are the proven rules of ``rules/``, so each
-union is sound; unioning the roots alone would leave the input's inner classes apart
-from the baseline's, and the computed pass, which visits the classes near the roots'
-cheapest terms, would no longer reach the input's). The extraction can
-then always take it, and after it :func:`no_worse_than_start` keeps, root by root, the
-cheapest of the extracted term, the baseline's and the input under the run's cost model:
-``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped the
-run (a budget, the hard time or memory limit).
+Each root's baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline`'s
+ordered matcher over the same rule selection, node by node: :class:`Seeds`) is
+inserted into the run's e-graph with every node the baseline rewrote unioned with its
+rewrite (the baseline's rules are the proven rules of ``rules/``, so each union is
+sound). It joins before the run's last step, after the loop, whatever stopped it: the
+extraction then chooses among the e-graph's terms and the baseline's, class by class
+(a kernel whose run the e-node budget stopped after one iteration keeps the e-graph's
+gains on some stores and the baseline's on the others). Unioned at the start it steered
+the loop: the computed pass visits the classes near the roots' cheapest terms, which
+were then the baseline's forms, and it missed rewrites it finds from the input's
+(corpus total +5, kernels of 1,000 and 5,000 nodes +5% and +2%; docs/perf.md).
+A root whose baseline rewrite is not cheaper than the root brings nothing.
+
+After the extraction :func:`no_worse_than_start` keeps, root by root, the cheapest of
+the extracted term, the baseline's and the input under the run's cost model:
+``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped
+the run (a budget, the hard time or memory limit).
 """
 
 from __future__ import annotations
@@ -40,11 +46,11 @@ class Seeds:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
 
 
-def baseline_seeds(roots: list[UOp], selection: Any) -> Seeds:
+def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     """The baseline's rewrite of ``roots`` under ``selection``, node by node (see
-    :class:`Seeds`). No seed where the baseline stops on a rule cycle, nor where the
-    selection names no baseline rule set (an e-graph-only selection has no baseline
-    to start from)."""
+    :class:`Seeds`). No seed where the baseline stops on a rule cycle, where its
+    rewrite is not cheaper under ``model`` than the root, nor where the selection names
+    no baseline rule set (an e-graph-only selection has no baseline)."""
     from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
     from rules import RulesetError, matcher
 
@@ -57,10 +63,13 @@ def baseline_seeds(roots: list[UOp], selection: Any) -> Seeds:
     for r in roots:
         replace: dict[UOp, UOp] = {}
         try:
-            out.append(graph_rewrite(r, pm, replace=replace))
+            b = graph_rewrite(r, pm, replace=replace)
         except RewriteLimitError:
-            out.append(r)
+            b = r
+        if b is r or model.graph_cost(b) >= model.graph_cost(r):
+            out.append(r)  # (no cheaper start: its rewrites would only crowd the e-graph)
             continue
+        out.append(b)
         for u in r.toposort():
             v = replace.get(u)
             if v is not None and v is not u:
