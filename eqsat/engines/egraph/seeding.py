@@ -26,6 +26,7 @@ from typing import Any
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
@@ -83,8 +84,9 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
                         costs: list[tuple[float, float]] | None
                         ) -> tuple[list[tuple[float, float]], dict[str, float]]:
     """Replace, in place in ``outs``, every extracted term costlier than its root's
-    baseline seed by that seed; each root's ``(input cost, output cost)`` (``costs``:
-    the extraction's, None to price them here) and the summed figures of the start:
+    baseline seed by that seed (when the seed prints: every op has a text form); each
+    root's ``(input cost, output cost)`` (``costs``: the extraction's, None to price
+    them here) and the summed figures of the start:
     ``input``, ``baseline`` (the seeds' costs), ``start`` (the cheaper of the two, root
     by root), ``final`` and ``gain`` (what the e-graph found beyond its start)."""
     cost = model.graph_cost
@@ -95,7 +97,7 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
     for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
         c_in, c_out = costs[i]
         c_seed = c_in if s is r else cost(s)
-        if c_seed < c_out:
+        if c_seed < c_out and _printable(s):
             outs[i], c_out = s, c_seed
             costs[i] = (c_in, c_out)
         if id(r) in seen:
@@ -107,3 +109,9 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
         fig["final"] += min(c_in, c_out)
     fig["gain"] = fig["start"] - fig["final"]
     return costs, fig
+
+
+def _printable(u: UOp) -> bool:
+    """Whether every op of ``u`` has a text form (a result must print; the extraction
+    takes an op without one only where its class has nothing else)."""
+    return all(has_text_form(x.op) for x in u.toposort())
