@@ -8,7 +8,8 @@ Two sources of kernels:
 - ``tinygrad``: the kernel ASTs tinygrad 0.14 builds for the models of
   ``benchmarks/capture_tinygrad.py`` (each kernel's AST at the input of codegen's
   first symbolic pass, through the bridge ``eqsat.from_tinygrad``), their stores put
-  in one ``sink`` in schedule order, model after model, until about ``n`` nodes.
+  in one ``sink`` in schedule order, model after model, again with renumbered loop
+  ranges past the models' 750 nodes, until about ``n`` nodes.
 
 Each size runs in its own process (its peak RSS is its own): the warm session is built
 first (not timed), then the baseline and the e-graph (default budget) optimize the
@@ -47,25 +48,38 @@ SIZES = (100, 200, 500, 1000, 2000, 5000, 10000, 20000)
 
 def tinygrad_kernel(target: int) -> Any:
     """The stores of tinygrad's kernel ASTs (``capture_tinygrad.MODELS``, in order) in
-    one ``sink``, until it has about ``target`` nodes (fewer when the models run out)."""
+    one ``sink``, until it has about ``target`` nodes: the models' kernels hold about
+    750 nodes in all, so past that they come again, each copy's loop ranges renumbered
+    (distinct loops: distinct nodes, as in a larger program)."""
     from benchmarks.capture_tinygrad import MODELS, _clear_caches
     from eqsat.ir.dtype import dtypes
     from eqsat.ir.ops import Ops
     from eqsat.ir.uop import UOp
     from eqsat.tinygrad import from_tinygrad
 
+    kernels: list[UOp] = []
+    for build in MODELS.values():
+        _clear_caches()
+        kernels += [from_tinygrad(ast) for ast in _kernel_asts(build)]
     stores: list[UOp] = []
     seen: set[int] = set()
-    for name, build in MODELS.items():
-        _clear_caches()
-        for ast in _kernel_asts(build):
-            k = from_tinygrad(ast)
+    for copy in range(1 + target // 100):
+        for k in kernels:
+            if copy:
+                k = k.substitute({r: r.replace(arg=_renumbered(r.arg, copy))
+                                  for r in k.toposort() if r.op is Ops.RANGE})
             stores.extend(k.src if k.op is Ops.SINK else (k,))
             seen.update(id(u) for u in k.toposort())
             if len(seen) >= target:
                 return UOp(Ops.SINK, dtypes.void, tuple(stores))
-        del name
     return UOp(Ops.SINK, dtypes.void, tuple(stores))
+
+
+def _renumbered(arg: Any, copy: int) -> Any:
+    """A range's argument (its id, or ``(id, kind)``) for copy ``copy`` of a kernel."""
+    if isinstance(arg, tuple):
+        return (arg[0] + 1000 * copy, *arg[1:])
+    return arg + 1000 * copy
 
 
 def _kernel_asts(build: Any) -> list[Any]:
@@ -177,7 +191,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"5,000 nodes: {ratio:.3f}x the baseline's cost (target <= 0.85): "
                    f"{'met' if ratio <= 0.85 else 'NOT met'}")
     span = [r for r in ok if 1000 <= r["target"] <= 20000]
-    if len(span) >= 2:
+    if len(span) >= 2 and span[-1]["nodes"] > span[0]["nodes"]:
         worst = max((b["egraph_s"] / a["egraph_s"]) ** (1 / math.log2(b["nodes"] / a["nodes"]))
                     for a, b in zip(span, span[1:], strict=False) if b["nodes"] > a["nodes"])
         out.append(f"time growth per doubling, 1,000..{span[-1]['target']:,}: at most "

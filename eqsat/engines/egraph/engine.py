@@ -390,8 +390,6 @@ class Session:
         self._counted = True
         #: native rule -> the e-nodes its matches would have made when it was left out
         self.held_back: dict[str, int] = {}
-        #: why rules were held back this run: "enodes" (the room) or "time"
-        self.held_for: str | None = None
         #: multiplying rule -> its counter's value (its matches' e-nodes so far this run)
         self._counts: dict[int, int] = {}
         self._ext = analysis_ext(self.native)
@@ -517,7 +515,7 @@ class Session:
         return out
 
     def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
-              why: str = "enodes", check: bool | None = None) -> bool:
+              check: bool | None = None) -> bool:
         """Load pending rows, then (one egglog call) one round of the native rules and
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
         ``native``, the analysis only. Whether the native rules changed anything; the
@@ -532,10 +530,9 @@ class Session:
         load between the native rules and the analysis: the analysis reaches the same
         fixed point in fewer rounds, and the native guards see what they saw without.
 
-        ``allow``: how many e-nodes the step's multiplying rules may make, limited by
-        ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
-        time left). They run when their bound from the rows fits (:meth:`_apriori`);
-        else a first egglog call loads the rows and counts their new matches
+        ``allow``: how many e-nodes the step's multiplying rules may make (a share of the
+        room the e-node budget has left). They run when their bound from the rows fits
+        (:meth:`_apriori`); else a first egglog call loads the rows and counts their new matches
         (:meth:`_admit`); when they do not fit, the round runs without them (``<set>``
         alone, not with ``<set>_mult``), as every later one of the run does. ``check``:
         the tripwire after the analysis (default: in an analysis-only step)."""
@@ -554,7 +551,7 @@ class Session:
         elif native and self.native:
             bases = self._native_bases()
             every = self._counted and self._mult_may_match(bases) and (
-                self._apriori(bases) <= allow or self._admit(bases, allow, why))
+                self._apriori(bases) <= allow or self._admit(bases, allow))
             for b in bases:
                 parts = self._runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
@@ -672,8 +669,7 @@ class Session:
                 break
             self._only = first if i == 0 else then
             try:
-                self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes",
-                           check=True)
+                self._step(True, matches, STEP_ROOM * (limits.enodes - size), check=True)
             finally:
                 self._only = None
             changed, checked = changed or self.step_updated, True
@@ -752,7 +748,7 @@ class Session:
                                            for c in t) for t in bounds)
         return total
 
-    def _admit(self, bases: list[str], allow: float, why: str) -> bool:
+    def _admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
         would make (one egglog call, which also loads the pending rows: the counting
         twins see what the rules will see); whether they fit ``allow``. When they do
@@ -788,8 +784,6 @@ class Session:
         for name, n in step:
             if n:
                 self.held_back[name] = self.held_back.get(name, 0) + n
-        if self.held_for is None or why == "time":
-            self.held_for = why
         return False
 
     def _check(self) -> None:
@@ -930,7 +924,7 @@ class Session:
         self._counted = True
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self._present = {}  # (nor any e-node)
-        self.held_back, self.held_for = {}, None
+        self.held_back = {}
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings
         saved = self.ins.state()
@@ -978,8 +972,9 @@ class Session:
                     # the last pass recorded nothing (this step loaded only the handles
                     # its snapshot gave new classes) and no rule changed anything: the
                     # e-graph is the one that snapshot read, and another pass over it
-                    # would find nothing new
-                    stop = "saturated"
+                    # would find nothing new (not saturated when rules were left out
+                    # for the room)
+                    stop = "saturated" if self._counted else "enodes"
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
@@ -1024,7 +1019,7 @@ class Session:
                 per_iter.append((snap.enodes, round(last_iter, 4)))
                 emitted.append(self.ins.pending - pending0)
                 if not changed and self.ins.pending == 0:
-                    stop = "saturated"
+                    stop = "saturated" if self._counted else "enodes"
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if is_stalled(costs, sizes, limits.stall, emitted):
@@ -1038,8 +1033,6 @@ class Session:
             if stop in ("saturated", "stalled") and not stale:
                 with clock.phase(times, "finish"):
                     finished, checked = self._finish(matches, limits, clock)
-            if self.held_for and stop == "saturated":
-                stop = "enodes"  # rules were left out for the room: not saturated
             stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
             if seeds is not None and not stale:
                 # the baseline's rewrite joins before the last step (see .seeding)

@@ -159,9 +159,9 @@ def test_the_bound_from_the_rows_holds_the_counted_e_nodes(monkeypatch, text: st
         self._last_bound = real_apriori(self, bases)
         return math.inf  # (always counted: the twins stay in lockstep)
 
-    def admit(self, bases, allow, why):
+    def admit(self, bases, allow):
         before = dict(self._counts)
-        ok = real_admit(self, bases, allow, why)
+        ok = real_admit(self, bases, allow)
         seen.append((self._last_bound, sum(v - before.get(i, 0)
                                            for i, v in self._counts.items())))
         return ok
@@ -183,9 +183,9 @@ def test_a_step_within_the_bound_is_not_counted(monkeypatch) -> None:
     calls: list[float] = []
     real_admit = engine.Session._admit
 
-    def admit(self, bases, allow, why):
+    def admit(self, bases, allow):
         calls.append(allow)
-        return real_admit(self, bases, allow, why)
+        return real_admit(self, bases, allow)
 
     monkeypatch.setattr(engine.Session, "_admit", admit)
     g = parse(_where_pairs())
