@@ -54,7 +54,7 @@ class Budget:
 
     iterations: int = 12
     enodes: int = 20_000
-    seconds: float = 60.0
+    seconds: float = 300.0
     stall: int = 1
     memory: int | None = None
 

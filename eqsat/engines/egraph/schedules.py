@@ -87,7 +87,7 @@ class Limits:
 
     iterations: int = 12
     enodes: int = 20_000
-    seconds: float = 60.0
+    seconds: float = 300.0
     stall: int = STALL_ITERATIONS
     memory: int = MEMORY
 
