@@ -107,6 +107,7 @@ from eqsat.engines.egraph.schedules import (
     STEP_ROOM,
     Clock,
     Limits,
+    StopReason,
     count_program,
     gc_paused,
     match_bounds,
@@ -937,7 +938,7 @@ class Session:
             tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
             it = 0
-            stop = None
+            stop: StopReason | None = None
             snap: Snapshot | None = None
             stale = False  # whether the e-graph grew since `snap` was read
             peak = input_nodes  # the most e-nodes the e-graph held after a step
@@ -949,18 +950,18 @@ class Session:
             late = False  # a computed pass ran past its deadline
             while True:
                 if it >= limits.iterations:
-                    stop = "iterations"
+                    stop = StopReason.ITERATIONS
                     break
                 growth = min(max(sizes[-1] / sizes[-2], 1.0), 4.0) if len(sizes) > 1 else 2.0
                 if sizes and sizes[-1] * growth > limits.enodes:
-                    stop = "enodes"
+                    stop = StopReason.ENODES
                     break
                 if clock.over():
-                    stop = "time"  # (the hard limit: a safety net, never a decision)
+                    stop = StopReason.TIME  # (the hard limit: a safety net, never a decision)
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
-                    stop = "memory"
+                    stop = StopReason.MEMORY
                     break
                 # the e-nodes this step's multiplying rules may make: a share of the room
                 # the e-node budget has left
@@ -974,11 +975,11 @@ class Session:
                     # e-graph is the one that snapshot read, and another pass over it
                     # would find nothing new (not saturated when rules were left out
                     # for the room)
-                    stop = "saturated" if self._counted else "enodes"
+                    stop = StopReason.SATURATED if self._counted else StopReason.ENODES
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
-                    stop = "memory"  # (before reading the e-graph: a snapshot costs more)
+                    stop = StopReason.MEMORY  # (before reading the e-graph: a snapshot costs more)
                     break
                 now = self.step_size
                 peak = max(peak, now)
@@ -986,9 +987,9 @@ class Session:
                 # the hard time limit): stop, and extract from the last snapshot rather
                 # than read (and extract from) an e-graph this big
                 if now > limits.enodes:
-                    stop = "enodes"
+                    stop = StopReason.ENODES
                 elif snap is not None and clock.over():
-                    stop = "time"
+                    stop = StopReason.TIME
                 if stop is not None and snap is not None:
                     stale = True
                     break
@@ -1019,29 +1020,29 @@ class Session:
                 per_iter.append((snap.enodes, round(last_iter, 4)))
                 emitted.append(self.ins.pending - pending0)
                 if not changed and self.ins.pending == 0:
-                    stop = "saturated" if self._counted else "enodes"
+                    stop = StopReason.SATURATED if self._counted else StopReason.ENODES
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if is_stalled(costs, sizes, limits.stall, emitted):
-                    stop = "stalled"
+                    stop = StopReason.STALLED
                     break
                 if res.skipped or res.late:
-                    stop = "enodes" if self.ins.pending > rows_cap else "time"
+                    stop = StopReason.ENODES if self.ins.pending > rows_cap else "time"
                     break
             # the finishing rules, once the others are done (not after a budget's stop)
             finished = checked = False
-            if stop in ("saturated", "stalled") and not stale:
+            if stop in (StopReason.SATURATED, StopReason.STALLED) and not stale:
                 with clock.phase(times, "finish"):
                     finished, checked = self._finish(matches, limits, clock)
-            stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
+            stale = stale or stop is StopReason.MEMORY  # (the e-graph grew since `snap`)
             if seeds is not None and not stale:
                 # the baseline's rewrite joins before the last step (see .seeding)
                 self._insert_seeds(seeds)
-            last = not (stop == "memory" and snap is None) and not stale and \
+            last = not (stop is StopReason.MEMORY and snap is None) and not stale and \
                 bool(self.ins.pending or snap is None)
             if not last and not checked:
                 self._check()  # (the last step checks in its own egglog call)
-            if stop == "memory" and snap is None:
+            if stop is StopReason.MEMORY and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
                 costs = None
             else:
@@ -1063,7 +1064,7 @@ class Session:
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,
-                         stop_reason=stop, time=times, per_iteration=per_iter,
+                         stop_reason=stop.value, time=times, per_iteration=per_iter,
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats,
@@ -1073,7 +1074,7 @@ class Session:
                          rss_growth=rss_peak,
                          # whether a clock cut the run short anywhere (its result may
                          # differ from run to run; the result cache keeps only the others)
-                         time_limited=stop in ("time", "memory") or late or
+                         time_limited=stop.hard_limit or late or
                          bool(ext_stats.get("dag_skipped")))
             if tracer is not None and snap is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)

@@ -37,20 +37,39 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import combinations
 from typing import Any
 
 from eqsat.ir.egglog_text import read, tokens
 
-__all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
+__all__ = ["Limits", "Clock", "StopReason", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
            "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
 
-#: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
-#: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
-#: see :data:`STALL_GROWTH`); or a budget was reached (``iterations``, ``enodes``,
-#: ``time``, ``memory``)
-STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time", "memory")
+class StopReason(StrEnum):
+    """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
+    improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
+    see :data:`STALL_GROWTH`); a work budget was reached (``iterations``, ``enodes``:
+    the output is the same on every run); or a hard safety limit (``time``,
+    ``memory``: the only stops whose output may differ from run to run). A run's
+    ``stats["stop_reason"]`` is the value, a plain string."""
+
+    SATURATED = "saturated"
+    STALLED = "stalled"
+    ITERATIONS = "iterations"
+    ENODES = "enodes"
+    TIME = "time"
+    MEMORY = "memory"
+
+    @property
+    def hard_limit(self) -> bool:
+        """Whether a hard safety limit (not the work) stopped the run."""
+        return self in (StopReason.TIME, StopReason.MEMORY)
+
+
+#: the stop reasons' values, in :class:`StopReason`'s order
+STOP_REASONS = tuple(r.value for r in StopReason)
 
 #: the default memory budget of a run: bytes the run may add to its process's
 #: resident set (a run in a process that already holds much is not stopped for what
