@@ -1035,9 +1035,6 @@ class Session:
                 with clock.phase(times, "finish"):
                     finished, checked = self._finish(matches, limits, clock)
             stale = stale or stop is StopReason.MEMORY  # (the e-graph grew since `snap`)
-            if seeds is not None and not stale:
-                # the baseline's rewrite joins before the last step (see .seeding)
-                self._insert_seeds(seeds)
             last = not (stop is StopReason.MEMORY and snap is None) and not stale and \
                 bool(self.ins.pending or snap is None)
             if not last and not checked:
@@ -1061,6 +1058,21 @@ class Session:
                     outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
                     costs = self._unsubsume_costlier(snap, roots, handles, outs, model,
                                                      clock)
+                if seeds is not None and not stale and seeds.beat(costs, model):
+                    # the baseline's rewrite of a root is cheaper than what the e-graph
+                    # found: it joins (one more step), and the extraction chooses class by
+                    # class among both (see .seeding)
+                    with clock.phase(times, "baseline_join"):
+                        self._insert_seeds(seeds)
+                        self._step(False, matches)
+                        snap = Snapshot(self.egraph, self.ins)
+                        if tracer is not None:
+                            tracer.snapshot(snap, 0, matches)
+                    with clock.phase(times, "extract"):
+                        outs, ext_stats = extract_roots(snap, self.args, handles, model,
+                                                        clock)
+                        costs = self._unsubsume_costlier(snap, roots, handles, outs,
+                                                         model, clock)
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,

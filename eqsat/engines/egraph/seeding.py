@@ -4,10 +4,13 @@ Each root's baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline`'
 ordered matcher over the same rule selection, node by node: :class:`Seeds`) is
 inserted into the run's e-graph with every node the baseline rewrote unioned with its
 rewrite (the baseline's rules are the proven rules of ``rules/``, so each union is
-sound). It joins before the run's last step, after the loop, whatever stopped it: the
-extraction then chooses among the e-graph's terms and the baseline's, class by class
-(a kernel whose run the e-node budget stopped after one iteration keeps the e-graph's
-gains on some stores and the baseline's on the others). Unioned at the start it steered
+sound). It joins after the loop, whatever stopped it, where a root's rewrite is
+cheaper than what the e-graph found (:meth:`Seeds.beat`; one more step, then the
+extraction again): the extraction then chooses among the e-graph's terms and the
+baseline's, class by class (a kernel whose run the e-node budget stopped after one
+iteration keeps the e-graph's gains on some stores and the baseline's on the others).
+Where the e-graph's result is as cheap already, that step would change nothing that
+the guard below does not. Unioned at the start it steered
 the loop: the computed pass visits the classes near the roots' cheapest terms, which
 were then the baseline's forms, and it missed rewrites it finds from the input's
 (corpus total +5, kernels of 1,000 and 5,000 nodes +5% and +2%; docs/perf.md).
@@ -34,17 +37,27 @@ __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
 
 @dataclass
 class Seeds:
-    """The baseline's rewrite of a run's roots: ``roots`` (each root's rewrite, the root
-    itself where the baseline changes nothing), ``pairs`` (every node of the roots'
-    graphs the baseline rewrote, with its rewrite: each pair is unioned) and ``order``
-    (the rewrites' nodes, children first)."""
+    """The baseline's rewrite of a run's roots (``inputs``): ``roots`` (each root's
+    rewrite, the root itself where it brings nothing), ``pairs`` (every node of the
+    roots' graphs the baseline rewrote, with its rewrite: each pair is unioned) and
+    ``order`` (the rewrites' nodes, children first)."""
 
+    inputs: list[UOp]
     roots: list[UOp]
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
+
+    def beat(self, costs: list[tuple[float, float]], model: Any) -> bool:
+        """Whether a root's baseline rewrite is cheaper under ``model`` than the
+        e-graph's output (``costs``: each root's ``(input cost, output cost)``)."""
+        if not self.pairs:
+            return False
+        cost = model.graph_cost
+        return any(s is not r and cost(s) < out
+                   for r, s, (_, out) in zip(self.inputs, self.roots, costs, strict=True))
 
 
 def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
@@ -58,7 +71,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     try:
         pm = matcher(selection)
     except RulesetError:
-        return Seeds(list(roots))
+        return Seeds(list(roots), list(roots))
     out: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
     for r in roots:
@@ -77,7 +90,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
                 pairs.setdefault(id(u), (u, v))
     made = list(dict.fromkeys(v for _, v in pairs.values()))
     order = UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
-    return Seeds(out, list(pairs.values()), order)
+    return Seeds(list(roots), out, list(pairs.values()), order)
 
 
 def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], model: Any,

@@ -67,8 +67,8 @@ def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) 
 
 
 def test_a_run_the_clock_stops_is_no_worse_than_the_baseline() -> None:
-    # the clock is a hard limit only: a run past it stops ("time") and still starts
-    # from the baseline's result, so it costs at most that
+    # the clock is a hard limit only: a run past it stops ("time") and still holds the
+    # baseline's result, so it costs at most that
     from benchmarks.stress import kernel_graph
 
     g = parse(kernel_graph(1000))
@@ -180,8 +180,7 @@ def test_a_run_stops_when_a_step_changes_nothing_after_an_empty_pass() -> None:
     assert st["stop_reason"] == "saturated"
     assert st["emitted"][-1] == 0 and all(st["emitted"][:-1])  # one empty pass, the last
     assert len(st["per_iteration"]) == st["iterations"] == len(st["emitted"])
-    # nothing was left to load but the baseline's rewrite, where it is cheaper
-    assert ("last" in st["time"]) == (st["seed"]["baseline"] < st["seed"]["input"])
+    assert "last" not in st["time"]  # nothing was left to load
     assert check_equivalent(g, out[0], samples=500)
 
 
