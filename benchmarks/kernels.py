@@ -116,7 +116,9 @@ def graph_divisions(graph) -> int:
     return sum(1 for u in graph.toposort() if u.op in (Ops.IDIV, Ops.MOD) and u.dtype.is_index)
 
 
-def _close(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> bool:
+def close(k: BuiltKernel, got: np.ndarray, want: np.ndarray) -> bool:
+    """``got`` agrees with numpy's ``want``: equal for ints, to 1e-4 for floats (the
+    references sum floats in f64)."""
     if k.dtype.is_float:
         return bool(np.allclose(got, want, rtol=1e-4, atol=1e-4))
     return bool(np.array_equal(got, want))
@@ -155,7 +157,7 @@ def bench(label: str, k: BuiltKernel, engine: str, runs: int,
         ck = compile_kernel(k.graph, optimize=opt, target=target)
         bufs = k.buffers(ins)
         ck(*bufs)  # also the warm-up: page faults, first call
-        ok = _close(k, bufs[0].reshape(k.output_shape), want)
+        ok = close(k, bufs[0].reshape(k.output_shape), want)
         plain = lower_graph(ck.graph, optimize=False, target=PLAIN_C)
         opt_s = ck.lowered.stats.get("time", {}).get("total", 0.0)
         built.append((ck, bufs, ok, opt_s, graph_divisions(ck.graph),

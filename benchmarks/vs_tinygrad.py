@@ -6,8 +6,10 @@ from the kernels tinygrad schedules for its models. Every expression is taken fr
 text, fresh for each contender (nothing of an earlier call alive), and goes once through
 each, in turn (so all three see the same machine):
 
-- ``tinygrad``: ``graph_rewrite(uop, sym)`` on ``eqsat.to_tinygrad(expr)`` (tinygrad's own
-  ops back, floor divisions included), its div/mod cache cleared; its output comes back
+- ``tinygrad``: ``graph_rewrite(uop, sym)`` on ``eqsat.to_tinygrad(eqsat.tinygrad.as_floor(
+  expr))`` (tinygrad's own ops back: a C division that is a floor division goes as
+  ``FLOORDIV``/``FLOORMOD``, which tinygrad's simplifier works on), its div/mod cache
+  cleared; its output comes back
   through ``eqsat.from_tinygrad`` to be costed;
 - ``baseline`` and ``egraph``: one ``eqsat.optimize(expr, engine=..., cost_model=
   "reference")`` call each (the e-graph's warm session built beforehand).
@@ -18,26 +20,30 @@ cases each contender makes strictly cheaper than another (the worst cases for th
 e-graph against tinygrad listed by id). ``--check`` also checks every output equivalent
 to its input (``eqsat.check_equivalent``).
 
-**Kernels.** Elementwise add, permute, pad, reduce (sum), matmul and conv2d, on the
-shapes of ``--kernels-scale`` (f32, random inputs): tinygrad's CPU backend (clang) timed
-through ``Tensor.realize()`` (scheduling, dispatch and the kernel; the lazy graph built
-before the clock) and without its Python dispatch (the compiled program's calls, as
-``tinygrad.engine.realize.time_call`` times them); and ``lowering.compile_kernel`` (the
-e-graph) on the kernel the project's builder makes for the same shape (``ours``), and on
-tinygrad's own kernel AST brought over by ``eqsat.from_tinygrad`` (``bridge``), both timed
-as one call of the compiled function (``Kernel.bound``: no per-call argument checks).
-Every result is checked against numpy first. Medians of ``--runs`` interleaved rounds, in
-milliseconds, and the ratios to tinygrad's kernel time. This table is a benchmark that
-says what is missing, not a test.
+**Kernels.** The cases of :mod:`benchmarks.tinygrad_kernels` (elementwise 2048x2048,
+permute, pad, a sum 2048x2048 -> 2048, matmul 256, conv2d 1x8x32x32 with 16x3x3, maxpool
+2x2, cumsum: its 3 kernels), scheduled by tinygrad 0.14 on its CPU device with its
+heuristic optimizations (BEAM off). Each kernel's optimized AST goes through
+``eqsat.from_tinygrad`` and ``lowering.compile_kernel`` (the e-graph); both programs run
+on the same buffers and every written buffer is compared bit for bit. Timed: tinygrad's
+compiled program alone (``tinygrad.engine.realize.time_call``: the program's call, no
+scheduling or Python dispatch; its ``THREAD`` chunks run one after another in the
+calling thread) against ours (``Kernel.bound``, one call, one thread); medians of
+``--runs`` interleaved rounds, in milliseconds, both compilers' flags printed. Without
+clang (tinygrad's CPU device needs it) that table is skipped with a message.
+
+**Workloads.** Every builder of ``workloads.BUILDERS`` (its bench case) compiled by the
+lowering, against its numpy reference, the same way. These tables say what is missing;
+they are benchmarks, not tests.
 
 Usage::
 
     python benchmarks/vs_tinygrad.py [--corpus PATH] [--models a,b] [--limit N]
         [--check] [--worst N] [--no-kernels] [--no-exprs] [--runs 7]
-        [--kernels NAMES] [--kernels-scale small|bench] [--json FILE]
+        [--kernels NAMES] [--kernels-scale small|bench] [--no-workloads]
+        [--workloads NAMES] [--json FILE]
 
-Needs the ``tinygrad`` extra; the kernel table needs tinygrad's CPU device (``clang``)
-and the system C compiler.
+Needs the ``tinygrad`` extra and the system C compiler; the kernel table needs clang.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -58,20 +65,21 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
 
-from benchmarks import capture_tinygrad  # noqa: E402
+from benchmarks import capture_tinygrad, tinygrad_kernels  # noqa: E402
+from benchmarks import kernels as kernels_bench  # noqa: E402
 from benchmarks.compare import load, source_group  # noqa: E402
 from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.api import optimize  # noqa: E402
 from eqsat.engines.egraph import session_for  # noqa: E402
 from eqsat.ir.equiv import check_equivalent  # noqa: E402
 from eqsat.ir.sexpr import parse  # noqa: E402
-from eqsat.tinygrad import from_tinygrad, to_tinygrad  # noqa: E402
+from eqsat.tinygrad import as_floor, from_tinygrad, to_tinygrad  # noqa: E402
 from extraction import divmod_count, reference_cost  # noqa: E402
+from lowering.compile import CFLAGS  # noqa: E402
 
 __all__ = ["ExprResult", "run_exprs", "expr_table", "KERNELS", "run_kernels", "kernel_table",
-           "main"]
+           "run_workloads", "workload_table", "main"]
 
 CONTENDERS = ("tinygrad", "baseline", "egraph")
 
@@ -96,7 +104,7 @@ class ExprResult:
 
 def _tinygrad(text: str) -> tuple[Any, float]:
     g = parse(text)
-    u = to_tinygrad(g)
+    u = to_tinygrad(as_floor(g))  # C text: tinygrad's simplifier reads floor division
     del g
     out, secs = capture_tinygrad.tinygrad_simplify(u)
     return from_tinygrad(out), secs
@@ -177,133 +185,131 @@ def expr_table(name: str, results: list[ExprResult], worst: int = 5) -> str:
 
 # ---------------------------------------------------------------------------
 # kernels
-@dataclass(frozen=True)
-class KernelCase:
-    """A kernel on both sides: the project's builder and tinygrad's tensor program."""
-
-    name: str
-    builder: str
-    params: dict[str, Any]
-    tinygrad: Callable[..., Any]  # the input Tensors -> the output Tensor
-
-    def shape_text(self) -> str:
-        from workloads import make
-
-        return "x".join(map(str, make(self.builder, **self.params).output_shape))
-
-
-def _kernels(scale: str) -> list[KernelCase]:
-    big = scale == "bench"
-    return [
-        KernelCase("elementwise", "binary", {"op": "add", "shape": (2048, 2048) if big
-                                             else (256, 256)}, lambda a, b: a + b),
-        KernelCase("permute", "permute", {"shape": (2080, 2112) if big else (260, 264),
-                                          "order": (1, 0), "loops": "auto"},
-                   lambda a: a.permute(1, 0).contiguous()),
-        KernelCase("pad", "pad", {"shape": (2040, 2040) if big else (250, 250),
-                                  "padding": ((4, 4), (4, 4))},
-                   lambda a: a.pad(((4, 4), (4, 4))).contiguous()),
-        KernelCase("reduce", "reduce", {"shape": (2048, 2048) if big else (256, 256),
-                                        "axis": 0, "op": "sum"}, lambda a: a.sum(axis=0)),
-        KernelCase("matmul", "matmul", {"m": 256, "k": 256, "n": 256} if big else
-                   {"m": 64, "k": 64, "n": 64}, lambda a, b: a @ b),
-        KernelCase("conv2d", "conv2d", {"n": 1, "cin": 8, "h": 34, "w": 34, "cout": 8, "kh": 3,
-                                        "kw": 3} if big else
-                   {"n": 1, "cin": 4, "h": 18, "w": 18, "cout": 4, "kh": 3, "kw": 3},
-                   lambda x, w: x.conv2d(w)),
-    ]
-
-
-KERNELS = [k.name for k in _kernels("bench")]
+KERNELS = [c.name for c in tinygrad_kernels.CASES]
 
 
 @dataclass
 class KernelRow:
+    """One tinygrad kernel: its optimizations, both compiled programs' medians (ms)
+    and whether every written buffer came out bit-exact (None: the bridge refused it)."""
+
     name: str
     shape: str
-    tg_realize_ms: float
-    tg_kernel_ms: float
+    opts: str
+    chunks: int
+    tinygrad_ms: float
     ours_ms: float
-    bridge_ms: float
-    tg_kernels: int
-    ok: bool
+    bit_exact: bool | None
+    error: str = ""
+    flags: str = ""
 
 
 def _median_ms(xs: list[float]) -> float:
     return statistics.median(xs) * 1e3
 
 
-def run_kernels(names: list[str], scale: str = "bench", runs: int = 7) -> list[KernelRow]:
-    """Each kernel through tinygrad's CPU backend and ``lowering.compile_kernel``."""
-    from tinygrad import Device, Tensor
-    from tinygrad.engine.realize import time_call
+def _opts_text(opts: tuple[Any, ...]) -> str:
+    return " ".join(f"{o.op.name.lower()}{o.axis}:{o.arg}" for o in opts) or "-"
 
-    from lowering import compile_kernel
-    from workloads import make
 
-    session_for(None)
+def run_kernels(names: list[str], scale: str = "bench", runs: int = 7, dev: str = "CPU"
+                ) -> list[KernelRow]:
+    """Each case's kernels, scheduled by tinygrad (on ``dev``, BEAM off): tinygrad's
+    compiled program and ``lowering.compile_kernel`` of the same AST (via
+    ``eqsat.from_tinygrad``), run on the same buffers, compared bit for bit, then timed
+    in ``runs`` interleaved rounds."""
+    session_for(None).prepare()  # the e-graph's warm session, built before any clock
     rows = []
-    for case in [k for k in _kernels(scale) if k.name in names]:
-        bk = make(case.builder, **case.params)
-        inputs = bk.random_inputs(seed=0)
-        want = bk.reference(*inputs).reshape(-1)
-        ts = [Tensor(a, device="CPU").realize() for a in inputs]
-        linear = case.tinygrad(*ts).schedule_linear()
-        calls = list(linear.src)
-        got_tg = case.tinygrad(*ts).realize().numpy().reshape(-1)
-        ours = compile_kernel(bk.graph)
-        bufs = bk.buffers(inputs)
-        ours(*bufs)
-        ok = bool(np.allclose(got_tg, want, rtol=1e-3, atol=1e-3)
-                  and np.allclose(bufs[0], want, rtol=1e-3, atol=1e-3))
-        bridge, bridge_bufs = None, None
-        if len(calls) == 1:
-            bridge = compile_kernel(from_tinygrad(calls[0].src[0]))
-            by_buffer = {t.uop.base: a for t, a in zip(ts, inputs, strict=True)}
-            bridge_bufs = [np.zeros(want.size, np.float32)] + [
-                np.ascontiguousarray(by_buffer[b], np.float32).reshape(-1)
-                for b in calls[0].src[2:]]
-            bridge(*bridge_bufs)
-            ok = ok and bool(np.allclose(bridge_bufs[0], want, rtol=1e-3, atol=1e-3))
-        timers = [time_call(c) for c in calls]
-        run_ours = ours.bound(*bufs)
-        run_bridge = bridge.bound(*bridge_bufs) if bridge is not None else None
-        t_real, t_kern, t_ours, t_bridge = [], [], [], []
-        for _ in range(runs):
-            out = case.tinygrad(*ts)
-            t0 = time.perf_counter()
-            out.realize()
-            Device["CPU"].synchronize()
-            t_real.append(time.perf_counter() - t0)
-            t_kern.append(sum(next(g) for g in timers))
-            t0 = time.perf_counter()
-            run_ours()
-            t_ours.append(time.perf_counter() - t0)
-            if run_bridge is not None:
-                t0 = time.perf_counter()
-                run_bridge()
-                t_bridge.append(time.perf_counter() - t0)
-        rows.append(KernelRow(case.name, case.shape_text(), _median_ms(t_real),
-                              _median_ms(t_kern), _median_ms(t_ours),
-                              _median_ms(t_bridge) if t_bridge else math.nan, len(calls), ok))
+    for case in [c for c in tinygrad_kernels.CASES if c.name in names]:
+        for k in tinygrad_kernels.schedule(case, scale, dev):
+            base = (k.label, case.shape_text(scale), _opts_text(k.opts), k.chunks)
+            if k.graph is None:
+                rows.append(KernelRow(*base, math.nan, math.nan, None, k.error))
+                continue
+            ran = tinygrad_kernels.run_both(k)
+            t_tg, t_ours = [], []
+            for _ in range(runs):
+                t_tg.append(next(ran.tinygrad_timer))
+                t_ours.append(ran.ours_timer())
+            rows.append(KernelRow(*base, _median_ms(t_tg), _median_ms(t_ours), ran.bit_exact,
+                                  flags=" ".join(CFLAGS + ran.ours.flags)))
     return rows
 
 
 def kernel_table(rows: list[KernelRow]) -> str:
+    """The table: per kernel its shape, tinygrad's optimizations, both medians, the ratio."""
     from tinygrad.helpers import NUM_CPU_THREADS
 
-    from lowering.compile import CFLAGS
-
-    lines = [f"kernels (f32; tinygrad CPU with {NUM_CPU_THREADS.value} threads, clang -O2 "
-             f"-march=native; ours: cc {' '.join(CFLAGS)}, one thread)",
-             f"  {'kernel':<12} {'shape':>11} {'tg realize':>10} {'tg kernel':>10} "
-             f"{'ours':>8} {'bridge':>8} {'ours/tg':>8} {'bridge/tg':>9}  ok",
-             "  " + " " * 25 + "(ms; ratios to tinygrad's kernel time, < 1: ours faster)"]
+    ours_flags = sorted({r.flags for r in rows if r.flags})
+    lines = ["kernels vs tinygrad (f32, same schedule; median ms, ratio < 1: ours faster)",
+             f"  tinygrad: its CPU device's compiled program alone (time_call), "
+             f"NUM_CPU_THREADS={NUM_CPU_THREADS.value}: a kernel's THREAD chunks run one "
+             f"after another in the calling thread; {tinygrad_kernels.tinygrad_flags()}",
+             f"  ours: eqsat.from_tinygrad + lowering.compile_kernel (e-graph), one thread; "
+             f"{tinygrad_kernels.our_compiler()} {' | '.join(ours_flags)}",
+             f"  {'kernel':<12} {'inputs':<24} {'tinygrad opts':<34} {'chunks':>6} "
+             f"{'tinygrad':>9} {'ours':>9} {'ours/tg':>8}  bit-exact"]
     for r in rows:
-        lines.append(f"  {r.name:<12} {r.shape:>11} {r.tg_realize_ms:>10.2f} "
-                     f"{r.tg_kernel_ms:>10.2f} {r.ours_ms:>8.2f} {r.bridge_ms:>8.2f} "
-                     f"{r.ours_ms / r.tg_kernel_ms:>8.2f} {r.bridge_ms / r.tg_kernel_ms:>9.2f}"
-                     f"  {'yes' if r.ok else 'NO'}")
+        head = f"  {r.name:<12} {r.shape:<24} {r.opts:<34} {r.chunks:>6} "
+        if r.bit_exact is None:
+            lines.append(head + f"bridge refused: {r.error}")
+            continue
+        lines.append(head + f"{r.tinygrad_ms:>9.3f} {r.ours_ms:>9.3f} "
+                     f"{r.ours_ms / r.tinygrad_ms:>8.2f}  {'yes' if r.bit_exact else 'NO'}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class WorkloadRow:
+    """One of the project's own kernels (``workloads.BUILDERS``' bench case) against its
+    numpy reference: both medians (ms) and whether the results agree."""
+
+    name: str
+    params: str
+    ours_ms: float
+    numpy_ms: float
+    ok: bool
+
+
+def run_workloads(names: list[str] | None = None, runs: int = 7) -> list[WorkloadRow]:
+    """Every builder's bench kernel compiled by ``lowering.compile_kernel`` (e-graph)
+    and its numpy reference (``BuiltKernel.reference``, which allocates its result),
+    checked against each other, then timed in ``runs`` interleaved rounds."""
+    from lowering import compile_kernel
+    from workloads import BUILDERS, make
+
+    session_for(None).prepare()
+    rows = []
+    for name in names or list(BUILDERS):
+        bk = make(name, **BUILDERS[name].bench)
+        inputs = bk.random_inputs(seed=0)
+        ours = compile_kernel(bk.graph)
+        bufs = bk.buffers(inputs)
+        ours(*bufs)
+        ok = kernels_bench.close(bk, bufs[0], bk.reference(*inputs).reshape(-1))
+        run = ours.bound(*bufs)
+        t_ours, t_np = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            run()
+            t_ours.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            bk.reference(*inputs)
+            t_np.append(time.perf_counter() - t0)
+        params = ", ".join(f"{k}={v}" for k, v in BUILDERS[name].bench.items()
+                           if k in ("shape", "m", "k", "n", "h", "w", "c", "cin", "cout"))
+        rows.append(WorkloadRow(name, params, _median_ms(t_ours), _median_ms(t_np), ok))
+    return rows
+
+
+def workload_table(rows: list[WorkloadRow]) -> str:
+    lines = ["our workloads' kernels vs numpy (bench cases; median ms; ours one thread; "
+             "numpy: the builders' references, sums in f64, matmul through BLAS)",
+             f"  {'kernel':<11} {'ours':>9} {'numpy':>9} {'ours/np':>8}  ok  params"]
+    for r in rows:
+        lines.append(f"  {r.name:<11} {r.ours_ms:>9.3f} {r.numpy_ms:>9.3f} "
+                     f"{r.ours_ms / r.numpy_ms:>8.2f}  {'yes' if r.ok else 'NO ':<3} "
+                     f"{r.params}")
     return "\n".join(lines) + "\n"
 
 
@@ -327,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-exprs", action="store_true", help="skip the expression table")
     ap.add_argument("--no-kernels", action="store_true", help="skip the kernel table")
     ap.add_argument("--kernels", default=",".join(KERNELS), help="kernels of the second table")
-    ap.add_argument("--kernels-scale", choices=("bench", "small"), default="bench")
+    ap.add_argument("--kernels-scale", choices=tinygrad_kernels.SCALES, default="bench")
+    ap.add_argument("--no-workloads", action="store_true",
+                    help="skip the table of our workloads' kernels against numpy")
+    ap.add_argument("--workloads", help="builders of that table (comma-separated; all)")
     ap.add_argument("--runs", type=int, default=7, help="timed rounds per kernel (median)")
     ap.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = ap.parse_args(argv)
@@ -353,9 +362,18 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(names) - set(KERNELS))
         if unknown:
             ap.error(f"unknown kernels {unknown}; choose from {', '.join(KERNELS)}")
-        rows_k = run_kernels(names, args.kernels_scale, args.runs)
-        print(kernel_table(rows_k), flush=True)
-        report["kernels"] = [asdict(r) for r in rows_k]
+        if tinygrad_kernels.clang() is None:
+            print(f"kernels vs tinygrad: skipped, tinygrad's CPU device needs clang "
+                  f"({os.environ.get('CC', 'clang')!r} is not on PATH)", flush=True)
+        else:
+            rows_k = run_kernels(names, args.kernels_scale, args.runs)
+            print(kernel_table(rows_k), flush=True)
+            report["kernels"] = [asdict(r) for r in rows_k]
+    if not args.no_workloads:
+        rows_w = run_workloads(args.workloads.split(",") if args.workloads else None,
+                               args.runs)
+        print(workload_table(rows_w), flush=True)
+        report["workloads"] = [asdict(r) for r in rows_w]
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

@@ -12,23 +12,12 @@ How tinygrad 0.14 spells things, and what they become here
   it, as tinygrad commits it, else ``index`` / ``f32``; ``CAST(weak CONST)`` (how
   tinygrad spells a typed constant) is a constant of the cast's dtype. fp8 dtypes
   have no counterpart.
-* division: ``CDIV``/``CMOD`` (C: truncating, remainder takes the dividend's sign)
-  are ``idiv``/``mod``. ``FLOORDIV``/``FLOORMOD`` (what ``//`` and ``%`` build) are
-  ``idiv``/``mod`` where the dividend and the divisor are proven of the same sign
-  (both ``>= 0`` or both ``<= 0``, from the IR's bounds on the lanes where the
-  dividend is valid: :func:`valid_part`); elsewhere they are the exact C expansion,
-  with ``q = (idiv a c)``, ``r = (mod a c)`` and ``adj`` true where the remainder is
-  non-zero and of the divisor's opposite sign (``(lt r 0)`` for ``c > 0``, ``(gt r
-  0)`` for ``c < 0``, ``(and (ne r 0) (ne (lt r 0) (lt c 0)))`` for a divisor of
-  unknown sign)::
-
-      floordiv(a, c) = (sub q (where adj 1 0))
-      floormod(a, c) = (add r (where adj c 0))
-
-  ``to_tinygrad`` writes ``idiv``/``mod`` as ``FLOORDIV``/``FLOORMOD`` under the
-  same proof (what tinygrad's simplifier works on), else ``CDIV``/``CMOD``, and an
-  expansion above (exactly that graph) back as ``FLOORDIV``/``FLOORMOD``: a round
-  trip gives tinygrad its own ops back.
+* division, one to one both ways: ``FLOORDIV``/``FLOORMOD`` (what ``//`` and ``%``
+  build: the quotient rounded toward -inf, the remainder with the divisor's sign) are
+  ``floordiv``/``floormod``; ``CDIV``/``CMOD`` (C: truncating, the remainder with the
+  dividend's sign) are ``idiv``/``mod``. The rules turn a floor division into C's
+  where the signs are proven (``rules/floordiv.py``), and the lowering expands the
+  rest (``lowering/decompose.py``).
 * leaves: ``RANGE`` (arg ``(axis_id, AxisType)``) is ``(range axis_id END)``;
   ``SPECIAL`` is ``(special NAME END)``; a Variable (a ``BUFFER``, or inside a
   kernel a ``PARAM``, in the ``ALU`` address space whose ``ParamArg`` holds the
@@ -69,7 +58,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
 from rules.where import narrowing
 
-__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "TinygradError",
+__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "as_floor", "TinygradError",
            "TINYGRAD_REQUIREMENT"]
 
 TINYGRAD_REQUIREMENT = "tinygrad>=0.14,<0.15"
@@ -120,13 +109,14 @@ class _Tinygrad:
         o = TOps
         self.binary = {o.ADD: Ops.ADD, o.MUL: Ops.MUL, o.SUB: Ops.SUB, o.MAX: Ops.MAX,
                        o.SHL: Ops.SHL, o.SHR: Ops.SHR, o.AND: Ops.AND, o.OR: Ops.OR,
-                       o.XOR: Ops.XOR, o.CDIV: Ops.IDIV, o.CMOD: Ops.MOD, o.FDIV: Ops.FDIV,
+                       o.XOR: Ops.XOR, o.CDIV: Ops.IDIV, o.CMOD: Ops.MOD,
+                       o.FLOORDIV: Ops.FLOORDIV, o.FLOORMOD: Ops.FLOORMOD, o.FDIV: Ops.FDIV,
                        o.POW: Ops.POW, o.CMPLT: Ops.LT, o.CMPNE: Ops.NE, o.CMPEQ: Ops.EQ}
         self.unary = {o.NEG: Ops.NEG, o.RECIPROCAL: Ops.RECIP, o.SQRT: Ops.SQRT,
                       o.EXP2: Ops.EXP2, o.LOG2: Ops.LOG2, o.SIN: Ops.SIN, o.TRUNC: Ops.TRUNC}
         self.reduce = {o.ADD: Ops.ADD, o.MUL: Ops.MUL, o.MAX: Ops.MAX}
         self.from_binary = {v: k for k, v in self.binary.items()
-                            if v not in (Ops.SUB, Ops.EQ, Ops.IDIV, Ops.MOD)}
+                            if v not in (Ops.SUB, Ops.EQ)}
         self.from_unary = {v: k for k, v in self.unary.items() if v is not Ops.NEG}
 
 
@@ -173,10 +163,12 @@ def same_sign(a: UOp, c: UOp) -> bool:
     return (a.vmin >= 0 and c.vmin >= 0) or (a.vmax <= 0 and c.vmax <= 0)
 
 
-def floor_to_c(op: Ops, a: UOp, c: UOp) -> UOp:
+def _floor_to_c(op: Ops, a: UOp, c: UOp) -> UOp:
     """Floor division (``op`` IDIV) or floor remainder (``op`` MOD) of ``a`` by ``c`` in
-    C's ``idiv``/``mod``: the plain op where :func:`same_sign` proves them equal, else
-    the exact expansion of the module docstring."""
+    C's ``idiv``/``mod``, as the bridge wrote it before the IR had floor ops: the plain
+    op where :func:`same_sign` proves them equal, else ``(sub q (where adj 1 0))`` and
+    ``(add r (where adj c 0))`` with ``q = (idiv a c)``, ``r = (mod a c)`` and ``adj``
+    true where ``r`` is non-zero and of ``c``'s opposite sign."""
     q_or_r = UOp(op, a.dtype, (a, c))
     if same_sign(a, c):
         return q_or_r
@@ -197,6 +189,44 @@ def floor_to_c(op: Ops, a: UOp, c: UOp) -> UOp:
     return UOp(Ops.ADD, dt, (r, UOp(Ops.WHERE, dt, (adj, c, zero))))
 
 
+def _c_to_floor(u: UOp) -> tuple[Ops, UOp, UOp] | None:
+    """``(IDIV or MOD, a, c)`` when ``u`` is exactly :func:`_floor_to_c`'s expansion of a
+    floor division or remainder of ``a`` by ``c`` (hash-consing makes it one identity
+    test), else None."""
+    if u.op is Ops.SUB and u.src[0].op is Ops.IDIV:
+        op, (a, c) = Ops.IDIV, u.src[0].src
+    elif u.op is Ops.ADD and u.src[0].op is Ops.MOD:
+        op, (a, c) = Ops.MOD, u.src[0].src
+    else:
+        return None
+    return (op, a, c) if _floor_to_c(op, a, c) is u else None
+
+
+def as_floor(g: UOp) -> UOp:
+    """``g`` with C's division written as floor division wherever it has the same value:
+    an ``idiv``/``mod`` whose dividend (where valid) and divisor are proven of one sign
+    (:func:`same_sign`), and the exact C expansion of a floor division (what the corpus's
+    texts, captured before the IR had floor ops, hold: :func:`_floor_to_c`). What
+    tinygrad's own simplifier, which works on ``FLOORDIV``/``FLOORMOD``, is given of a
+    C-semantics text (``benchmarks/vs_tinygrad.py``); ``to_tinygrad`` itself maps each op
+    to its own."""
+    new: dict[UOp, UOp] = {}
+    for n in g.toposort():
+        src = tuple(new[s] for s in n.src)
+        floor = _c_to_floor(n) if n.op in (Ops.ADD, Ops.SUB) else None
+        if floor is not None:
+            op, a, c = floor
+            new[n] = UOp(_FLOOR_OF[op], n.dtype, (new[a], new[c]))
+        elif n.op in (Ops.IDIV, Ops.MOD) and same_sign(n.src[0], n.src[1]):
+            new[n] = UOp(_FLOOR_OF[n.op], n.dtype, src)
+        else:
+            new[n] = n if src == n.src else n.replace(src=src)
+    return new[g]
+
+
+_FLOOR_OF = {Ops.IDIV: Ops.FLOORDIV, Ops.MOD: Ops.FLOORMOD}
+
+
 def _toposort(root: Any, descend: Any) -> list[Any]:
     """tinygrad nodes children first; the sources of a node ``descend(node)`` refuses are
     left out (the node itself is kept, unlike tinygrad's ``toposort(gate=...)``)."""
@@ -215,19 +245,6 @@ def _toposort(root: Any, descend: Any) -> list[Any]:
         if descend(node):
             stack.extend((s, False) for s in reversed(node.src) if s not in seen)
     return out
-
-
-def c_to_floor(u: UOp) -> tuple[Ops, UOp, UOp] | None:
-    """``(IDIV or MOD, a, c)`` when ``u`` is exactly :func:`floor_to_c`'s expansion of a
-    floor division or remainder of ``a`` by ``c`` (hash-consing makes it one identity
-    test), else None: what ``to_tinygrad`` writes back as ``FLOORDIV``/``FLOORMOD``."""
-    if u.op is Ops.SUB and u.src[0].op is Ops.IDIV:
-        op, (a, c) = Ops.IDIV, u.src[0].src
-    elif u.op is Ops.ADD and u.src[0].op is Ops.MOD:
-        op, (a, c) = Ops.MOD, u.src[0].src
-    else:
-        return None
-    return (op, a, c) if floor_to_c(op, a, c) is u else None
 
 
 # ---------------------------------------------------------------------------
@@ -268,7 +285,19 @@ def _unify(srcs: list[UOp | _Weak], what: Any) -> tuple[list[UOp], DType]:
                             f"({', '.join(sorted(map(str, strong)))})")
     dt = strong.pop() if strong else None
     out = [s.as_dtype(dt) if isinstance(s, _Weak) else s for s in srcs]
+    if dt is not None:  # an Invalid takes its siblings' dtype (docs/format.md: a cast of one)
+        out = [_invalid_of(dt, what) if s.op is Ops.INVALID and s.dtype != dt else s
+               for s in out]
     return out, dt if dt is not None else out[0].dtype
+
+
+def _invalid_of(dt: DType, what: Any) -> UOp:
+    """The Invalid of dtype ``dt``: ``(invalid)`` for index, ``(cast T (invalid))`` else."""
+    if dt.count != 1 or dt.ptr:
+        raise TinygradError(f"{_name(what)}: an Invalid beside operands of dtype {dt} "
+                            "(only scalar dtypes have one)")
+    inv = UOp.invalid()
+    return inv if dt is dtypes.index else UOp(Ops.CAST, dt, (inv,))
 
 
 class _FromTinygrad:
@@ -324,6 +353,8 @@ class _FromTinygrad:
                 raise TinygradError(f"{_name(u)}: an ALU parameter without a value range "
                                     "(not a Variable)")
             lo, hi = a.vmin_vmax
+            # a bound that is itself a variable (Variable("i", 0, n)): its outer bound
+            lo, hi = getattr(lo, "vmin", lo), getattr(hi, "vmax", hi)
             if not (isinstance(lo, int) and isinstance(hi, int)):
                 raise TinygradError(f"{_name(u)}: Variable {a.name!r} has non-integer bounds")
             v = UOp.var(a.name if a.name is not None else f"p{a.slot}", lo, hi)
@@ -413,14 +444,11 @@ class _FromTinygrad:
         if op in t.unary:
             (x,), dt = _unify([_value(self.src(u, 0))], u)
             return UOp(t.unary[op], dt, (x,))
-        if op in (tops.FLOORDIV, tops.FLOORMOD):
-            (a, c), dt = _unify([_value(self.src(u, 0)), _value(self.src(u, 1))], u)
-            if not dt.is_int:
-                raise TinygradError(f"{_name(u)}: expected integers, got dtype {dt}")
-            return floor_to_c(Ops.IDIV if op is tops.FLOORDIV else Ops.MOD, a, c)
         if op in t.binary:
             (a, b), dt = _unify([_value(self.src(u, 0)), _value(self.src(u, 1))], u)
             ours = t.binary[op]
+            if ours in GroupOp.IntDiv and not dt.is_int:
+                raise TinygradError(f"{_name(u)}: expected integers, got dtype {dt}")
             if ours is Ops.NE and dt.is_bool and b.op is Ops.CONST and b.arg is True:
                 return UOp(Ops.NOT, dtypes.bool, (a,))  # tinygrad's logical_not
             if ours in GroupOp.Comparison:
@@ -526,13 +554,11 @@ class _ToTinygrad:
             slot, size = u.arg
             return tuop.param(slot, self.dt(u.dtype, u), shape=(size,))
         if op in GroupOp.ALU:
-            floor = c_to_floor(u) if op in (Ops.ADD, Ops.SUB) else None
-            if floor is not None:
-                top = tops.FLOORDIV if floor[0] is Ops.IDIV else tops.FLOORMOD
-                return tuop(top, self.dt(u.dtype, u), (self.done[floor[1]], self.done[floor[2]]))
             return self.alu(u, s)
         if op in (Ops.CAST, Ops.BITCAST):
             dt = self.dt(u.dtype, u)
+            if op is Ops.CAST and u.src[0].op is Ops.INVALID:  # an Invalid of dtype T
+                return tuop(tops.CONST, dt, (), t.Invalid)
             return tuop(tops.CAST if op is Ops.CAST else tops.BITCAST, dt, (s[0],), dt)
         if op is Ops.VECTORIZE:
             return tuop(tops.STACK, s[0].dtype, tuple(s))
@@ -595,11 +621,6 @@ class _ToTinygrad:
             m = tuop(tops.MAX, tdt, (tuop(tops.XOR, tdt, (s[0], k)),
                                      tuop(tops.XOR, tdt, (s[1], k))))
             return tuop(tops.XOR, tdt, (m, k))
-        if op in (Ops.IDIV, Ops.MOD):
-            floor = same_sign(u.src[0], u.src[1])
-            top = ((tops.FLOORDIV if floor else tops.CDIV) if op is Ops.IDIV else
-                   (tops.FLOORMOD if floor else tops.CMOD))
-            return tuop(top, tdt, tuple(s))
         if op in t.from_binary:
             return tuop(t.from_binary[op], tdt, tuple(s))
         if op is Ops.WHERE:
@@ -719,3 +740,9 @@ def _exec(t: _Tinygrad, order: list[Any], values: dict[Any, Any]) -> Any:
     out = val[order[-1]]
     return INVALID if out is t.Invalid else out
 
+
+
+# The plug-in (tinygrad's code generation with eqsat inside) lives in its own module.
+from eqsat.tinygrad_plugin import install, optimizing, uninstall  # noqa: E402
+
+__all__ += ["install", "uninstall", "optimizing"]

@@ -154,7 +154,8 @@ class ReferenceCost(_GraphCostMixin):
 #: corpus metric, the extractor and the e-graph's pricing read (``reference_weight``)
 REFERENCE_WEIGHT: dict[Ops, int] = {
     **{op: 0 for op in LEAVES},
-    Ops.IDIV: 25, Ops.MOD: 25, Ops.MUL: 4, Ops.MULHI: 4, Ops.MULACC: 5,
+    Ops.IDIV: 25, Ops.MOD: 25, Ops.FLOORDIV: 25, Ops.FLOORMOD: 25, Ops.MUL: 4, Ops.MULHI: 4,
+    Ops.MULACC: 5,
 }
 
 
@@ -180,8 +181,9 @@ def reference_cost(uop: UOp) -> int:
 
 
 def divmod_count(uop: UOp) -> int:
-    """How many unique ``idiv``/``mod`` nodes the DAG of ``uop`` has."""
-    return sum(1 for u in _nodes(uop) if u.op is Ops.IDIV or u.op is Ops.MOD)
+    """How many unique integer divisions (``idiv``/``mod``/``floordiv``/``floormod``)
+    the DAG of ``uop`` has."""
+    return sum(1 for u in _nodes(uop) if u.op in GroupOp.IntDiv)
 
 
 def _pow2(v: Any) -> bool:
@@ -235,6 +237,10 @@ class CpuCost(_GraphCostMixin):
     idiv / mod by a power-of-two constant         ``div_pow2`` (1): a shr / and
       ... numerator may be negative (signed)      ``div_pow2_signed`` (3)
     idiv / mod by +-1                             ``alu`` (it is x, -x or 0)
+    floordiv / floormod                           as idiv / mod; by a positive
+                                                  power of two ``div_pow2``
+                                                  whatever the sign (a shift
+                                                  right, a mask)
     mulhi / mulacc                                4
     fdiv, recip / sqrt / exp2, log2 / sin / pow   14 / 15 / 20 / 40 / 60
     trunc floor ceil round                        2
@@ -278,7 +284,7 @@ class CpuCost(_GraphCostMixin):
                   child_mins: Sequence[int | float | None] | None = None) -> float:
         if op in LEAVES:
             return 0.0
-        if op is Ops.IDIV or op is Ops.MOD:
+        if op in GroupOp.IntDiv:
             return self._divmod(op, dtype, child_consts, child_mins)
         if op is Ops.MUL:
             if dtype.is_int and any(c is not None and _pow2(_int_const(c)) and
@@ -311,11 +317,13 @@ class CpuCost(_GraphCostMixin):
             return self.alu
         if not _pow2(d):
             return self.div_const * lanes
+        if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d > 0:
+            return self.div_pow2  # an arithmetic shift right or a mask, whatever the sign
         lo = child_mins[0] if child_mins is not None and len(child_mins) > 0 else None
         n0 = _int_const(child_consts[0]) if child_consts and child_consts[0] is not None else None
         nonneg = dtype.is_unsigned or (lo is not None and lo >= 0) or (n0 is not None and n0 >= 0)
         cost = self.div_pow2 if nonneg else self.div_pow2_signed
-        if op is Ops.IDIV and d < 0:
+        if op in (Ops.IDIV, Ops.FLOORDIV) and d < 0:
             cost += self.alu
         return cost
 

@@ -176,6 +176,13 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
 def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
                 ) -> tuple[list[int], list[float]]:
     """Best tree-cost e-node per relevant class (Knuth's generalization of Dijkstra)."""
+    choice, best, _order = _tree_pass(comp, cost, relevant)
+    return choice, best
+
+
+def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool]
+               ) -> tuple[list[int], list[float], list[int]]:
+    """:func:`tree_choice`, and the classes in the order they became final."""
     nclasses = len(comp.cids)
     best = [INF] * nclasses
     choice = [-1] * nclasses
@@ -188,8 +195,77 @@ def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
         if lv:
             for n in lv:
                 heap.append((cost[n], n))
-    knuth(comp, cost, choice, best, relevant, heap, pending, set())
-    return choice, best
+    order: list[int] = []
+    cheapest_first(comp.nch, comp.ncls, comp.parents, cost, choice, best, relevant, heap,
+                   pending, order=order)
+    return choice, best, order
+
+
+def _tree_cost(cost: list[float], best: list[float], n: int, ch: tuple[int, ...]) -> float:
+    """E-node ``n``'s tree cost as :func:`cheapest_first` sums it (the same float)."""
+    if len(ch) == 2:
+        return cost[n] + (0 + best[ch[0]] + best[ch[1]])
+    return cost[n] + sum(best[k] for k in ch)
+
+
+def _bounds_width(u: UOp) -> float:
+    return u.vmax - u.vmin
+
+
+def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
+                 order: list[int]) -> None:
+    """Among the e-nodes of an integer class whose tree cost ties its best, choose the
+    one whose term has the tightest bounds (``vmax - vmin`` of the UOp it builds from its
+    children's chosen terms), the lower e-node at equal width; in place.
+
+    A rewrite that loosens a result's bounds (a where-ladder for ``a % 10`` reads
+    ``[-10, 19]``, the remainder ``[0, 9]``) is then not chosen over an equal-cost term
+    with tighter bounds, which the lowering's narrowing to i32 and later rewrites read.
+    Only e-nodes whose children became final before the class are candidates (``order``:
+    the classes as they became final), so the choice stays acyclic and every cost stays
+    what it was; ties between e-nodes of one op over the same child classes (the
+    operand orders of a commutative op) are left as they are. Deterministic: the classes
+    in their order, each e-node's term from its children's chosen terms."""
+    rank = [-1] * len(comp.cids)
+    for i, c in enumerate(order):
+        rank[c] = i
+    nodes, nch, class_nodes = comp.nodes, comp.nch, comp.class_nodes
+    terms: dict[int, UOp] = {}
+
+    def term(c: int) -> UOp:  # the chosen term of class c (its children's first)
+        stack = [c]
+        while stack:
+            k = stack[-1]
+            if k in terms:
+                stack.pop()
+                continue
+            todo = [j for j in nch[choice[k]] if j not in terms]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            n = choice[k]
+            terms[k] = uop_builder(nodes[n], tuple(terms[j] for j in nch[n]))
+        return terms[c]
+
+    for c in order:
+        dt = nodes[choice[c]].dtype
+        if dt is None or not (dt.is_int or dt.is_bool) or len(class_nodes[c]) < 2:
+            continue
+        r, b = rank[c], best[c]
+        ties = [n for n in class_nodes[c]
+                if all(-1 < rank[k] < r for k in nch[n]) and _tree_cost(cost, best, n, nch[n]) == b]
+        if len(ties) < 2 or len({(nodes[n].op, tuple(sorted(nch[n]))) for n in ties}) < 2:
+            continue
+        try:
+            width = {n: _bounds_width(uop_builder(nodes[n], tuple(term(k) for k in nch[n])))
+                     for n in ties}
+        except (ExtractionError, ValueError):  # an e-node no UOp is built of: no tie-break
+            continue
+        pick = min(ties, key=lambda n: (width[n], n))
+        if pick != choice[c]:
+            choice[c] = pick
+            terms.pop(c, None)
 
 
 def knuth(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
@@ -280,18 +356,27 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                 pending[p] = left - 1
 
 
+def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool]
+                ) -> tuple[list[int], list[float]]:
+    """:func:`tree_choice` with its ties broken toward tighter bounds (:func:`tighter_ties`)."""
+    choice, best, order = _tree_pass(comp, cost, relevant)
+    tighter_ties(comp, cost, choice, best, order)
+    return choice, best
+
+
 def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: Any
              ) -> tuple[list[int], list[float]]:
-    """:func:`tree_choice`, from the view's cached choice over every class when
+    """:func:`tree_choice` with ties to tighter bounds (:func:`_tight_tree`), from the
+    view's cached choice over every class when
     ``cost`` is the view's cached cost list of ``model``: a set of classes closed
     under children (as ``relevant`` is) finalizes its e-nodes in the same order
     with or without the other classes, so the choices agree on it."""
     key = _model_key(model)
     if key is None or comp.cost_cache.get(key) is not cost:
-        return tree_choice(comp, cost, relevant)
+        return _tight_tree(comp, cost, relevant)
     hit = comp.tree_cache.get(key)
     if hit is None:
-        hit = comp.tree_cache[key] = tree_choice(comp, cost, [True] * len(comp.cids))
+        hit = comp.tree_cache[key] = _tight_tree(comp, cost, [True] * len(comp.cids))
     choice, best = hit
     if all(relevant):
         return list(choice), list(best)
@@ -1087,7 +1172,7 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     g_total = _dag_total(comp, cost, gchoice, gorder) if gorder is not None else INF
     sel = list(tchoice)  # unreached classes keep their (acyclic) tree choice
     start = "tree"
-    if gorder is not None and g_total <= t_total:
+    if gorder is not None and g_total < t_total:  # a tie keeps the tree's (tighter_ties)
         for c in gorder:  # the greedy region is closed under its choices: still acyclic
             sel[c] = gchoice[c]
         start = "greedy"

@@ -16,6 +16,11 @@ rule                   identity                                         guard
 ``idiv_const``         ``x // c -> (x*m) >> s [- (x >> (n-1))]``        c not a power of two,
                                                                         any proven range
 ``mod_const``          ``x % c -> x - (x // c)*c``                      as ``idiv_const``
+``floor_divmod``       ``floordiv(x, 2**k) -> x >> k``,                 fixed-width (any sign);
+                       ``floormod(x, 2**k) -> x & (2**k-1)``;
+                       ``x // y``, ``x % y``                            ``x``, ``y`` one sign;
+                       ``q = x // y``, ``r = x - q*y``,                 else (exact)
+                       ``where(r, y differ in sign, q-1 | r+y, q | r)``
 ``mul_pow2``           ``x * 2**k -> x << k``                           integers (wrapping)
 ``fdiv_const``         ``x / c -> x * (1/c)``                           floats, 1/c exact
 ``mul_neg_one``        ``x * -1 -> -x``                                 ``target.neg``
@@ -150,6 +155,43 @@ def _mod_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     return build_mod(s[0], d, *b)
 
 
+# ---- floor division / remainder ------------------------------------------------------
+def _floor_divmod(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
+    """``floordiv(x, y)`` / ``floormod(x, y)`` in C's operations, always (C has no floor
+    division). By a positive power of two ``2**k`` on a fixed-width integer: ``x >> k``
+    (an arithmetic shift floors) and ``x & (2**k - 1)`` (two's complement), whatever
+    the sign of ``x``. Where ``x`` and ``y`` are proven of one sign (``x >= 0 < y`` or
+    ``x <= 0 > y``) the quotient is not negative and truncation is the floor: ``x // y``
+    and ``x % y`` (then lowered as ``idiv_const``/``mod_const`` do). Else the exact
+    expansion with ``q = x // y``, ``r = x % y``: where ``r != 0`` and ``r``'s sign is
+    not ``y``'s, the floor is ``q - 1`` and the floor remainder ``r + y``; else ``q``
+    and ``r`` (no overflow: ``r`` and ``y`` differ in sign and ``|r| < |y|``; ``q - 1``
+    is the exact floor, which ``INT_MIN // -1`` never reaches since its ``r`` is 0)."""
+    x, y = u.src
+    div = u.op is Ops.FLOORDIV
+    d = _const_int(y)
+    if d is not None and d > 1 and is_pow2(d) and _fixed_int(u):
+        k = d.bit_length() - 1
+        if div:
+            return s[0] >> UOp.const(u.dtype, k)
+        return s[0] & UOp.const(u.dtype, d - 1)
+    cop = Ops.IDIV if div else Ops.MOD
+    c = UOp(cop, u.dtype, (x, y))
+    if (x.vmin >= 0 and y.vmin > 0) or (x.vmax <= 0 and y.vmax < 0):
+        return (_idiv_const if div else _mod_const)(c, s, new, t) or c.replace(src=s)
+    cq = UOp(Ops.IDIV, u.dtype, (x, y))
+    q = _idiv_const(cq, s, new, t) or cq.replace(src=s)
+    r = s[0] - q * s[1]
+    zero = UOp.const(u.dtype, 0)
+    if d is not None:  # the remainder's sign against a known divisor's
+        adj = r.lt(zero) if d > 0 else zero.lt(r)
+    else:
+        adj = r.ne(zero) & r.lt(zero).ne(s[1].lt(zero))
+    if div:
+        return adj.where(q - UOp.const(u.dtype, 1), q)
+    return adj.where(r + s[1], r)
+
+
 # ---- multiplication ---------------------------------------------------------------------
 def _mul_const(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     for i in (1, 0):
@@ -256,6 +298,10 @@ DECOMPOSITIONS: list[Decomposition] = [
                   frozenset({Ops.IDIV}), _idiv_const),
     Decomposition("mod_const", "x % c -> x & (c-1) | x - (x // c)*c",
                   frozenset({Ops.MOD}), _mod_const),
+    Decomposition("floor_divmod", "floordiv(x, 2**k) -> x >> k; floormod(x, 2**k) -> x & "
+                  "(2**k-1); x // y, x % y where x, y have one sign; else q = x // y, r = "
+                  "x - q*y, where(r != 0 and sign(r) != sign(y), q - 1 | r + y, q | r)",
+                  frozenset({Ops.FLOORDIV, Ops.FLOORMOD}), _floor_divmod),
     Decomposition("mulacc", "a*b + c -> mulacc(a, b, c)", frozenset({Ops.ADD}), _mulacc),
     Decomposition("mul_const", "x * -1 -> -x; x * 2**k -> x << k", frozenset({Ops.MUL}),
                   _mul_const),

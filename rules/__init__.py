@@ -16,6 +16,7 @@ exactly this order; ``symbolic()`` is ``symbolic_simple()`` plus GEP pushing::
     cast_where_dsl_patterns      rules/casts.py
     term_combining_dsl_patterns  rules/combine.py
     alu_folding_dsl_patterns     rules/combine.py
+    floor_division_patterns      rules/floordiv.py    (floor ops; to idiv/mod where signs allow)
     advanced_division_dsl_patterns rules/divmod.py
     div_mod_recombine_dsl_patterns rules/divmod.py
     comparison_dsl_patterns      rules/compare.py
@@ -48,13 +49,14 @@ from eqsat.ir.pattern import PatternMatcher, Rule
 __all__ = [
     "GROUP_ORDER", "SIMPLE_GROUPS", "SYMBOLIC_GROUPS", "BASELINE_RULESETS", "FAMILY_MODULES",
     "RuleSet", "RulesetError", "symbolic_simple", "symbolic", "all_rules", "groups",
-    "list_rulesets", "matcher", "family_modules", "group_names", "split_selection",
+    "list_rulesets", "matcher", "family_modules", "group_names", "split_selection", "resolve",
+    "egraph_groups", "EGRAPH_FAMILIES", "EGRAPH_OPT_IN", "COMPOSITE_RULESETS",
 ]
 
 # family module -> the groups it defines (a module may also define EGRAPH later)
 FAMILY_MODULES: tuple[str, ...] = (
-    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "divmod",
-    "compare", "logic", "minmax", "where", "dce", "load", "gep",
+    "invalid", "constants", "identity", "canonical", "division", "casts", "combine", "floordiv",
+    "divmod", "compare", "logic", "minmax", "where", "dce", "load", "gep",
 )
 
 SIMPLE_GROUPS: tuple[str, ...] = (
@@ -71,6 +73,7 @@ SIMPLE_GROUPS: tuple[str, ...] = (
     "cast_where_dsl_patterns",
     "term_combining_dsl_patterns",
     "alu_folding_dsl_patterns",
+    "floor_division_patterns",
     "advanced_division_dsl_patterns",
     "div_mod_recombine_dsl_patterns",
     "comparison_dsl_patterns",
@@ -160,24 +163,83 @@ def all_rules() -> list[Rule]:
     return [r for g in SYMBOLIC_GROUPS for r in gs[g]]
 
 
-def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
+#: the e-graph's family modules in schedule order: a group's rules (native and computed)
+#: are loaded in the order its family comes here; divmod leads (its computed rules are
+#: tried first)
+EGRAPH_FAMILIES: tuple[str, ...] = (
+    "divmod", "floordiv", "invalid", "constants", "identity", "canonical", "division", "casts",
+    "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep",
+)
+#: e-graph groups a selection holds only when it names them (or ``"all"``): the stepwise
+#: lifting of ``where(c, x, Invalid)`` through every op builds every partial lifting of a
+#: sum (the default lifts in one computed step, ``lift_invalid``); the native #5; the
+#: combinations of two ``where``s over one condition through every binary op (the default
+#: combines sums and constant branches only)
+EGRAPH_OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise",
+                                  "div_mod_recombine_nested_native", "where_combine_native")
+#: the names that stand for several groups, in both engines: ``symbolic`` (= ``default``:
+#: the engine's default, every group but the opt-in ones), ``symbolic_simple`` (the same
+#: without GEP pushing, seed 000's ``symbolic_simple()``), ``all`` (every group)
+COMPOSITE_RULESETS: tuple[str, ...] = ("symbolic", "symbolic_simple", "default", "all")
+
+
+def egraph_groups() -> dict[str, list[Any]]:
+    """Every e-graph group name -> its rules (``ERule``/``PyRule`` objects), in the
+    families' schedule order (:data:`EGRAPH_FAMILIES`)."""
+    out: dict[str, list[Any]] = {}
+    for fam in EGRAPH_FAMILIES:
+        mod = importlib.import_module(f"rules.{fam}")
+        for g, rs in mod.EGRAPH.items():
+            out[g] = list(rs)
+    return out
+
+
+def resolve(names: list[str] | tuple[str, ...] | str | None, engine: str) -> tuple[str, ...]:
+    """The group names a selection of rule-set names means for ``engine`` (``"baseline"``
+    or ``"egraph"``): the one place a name is read. None is the engine's default.
+
+    ``symbolic``/``default``: every group but the e-graph's opt-in ones;
+    ``symbolic_simple``: the same without ``gep_pushing_patterns``; ``all``: every group;
+    any group name: that group. The baseline composes its groups in seed 000's order
+    (docs/rules.md), whatever order they were named in; the e-graph keeps the order
+    named (each group once). An unknown name raises :class:`RulesetError` (a ValueError)
+    listing the choices."""
+    if engine == "baseline":
+        order = SYMBOLIC_GROUPS
+        default = simple = SYMBOLIC_GROUPS
+        opt_in: tuple[str, ...] = ()
+    elif engine == "egraph":
+        order = tuple(egraph_groups())
+        opt_in = EGRAPH_OPT_IN
+        default = tuple(g for g in order if g not in opt_in)
+    else:
+        raise RulesetError(f"unknown engine {engine!r}: baseline or egraph")
+    simple = tuple(g for g in default if g != "gep_pushing_patterns")
     if names is None:
-        return SYMBOLIC_GROUPS
+        return default
     if isinstance(names, str):
         names = [names]
-    wanted: set[str] = set()
+    wanted: list[str] = []
     for n in names:
-        if n == "symbolic":
-            wanted.update(SYMBOLIC_GROUPS)
+        if n in ("symbolic", "default"):
+            wanted.extend(default)
         elif n == "symbolic_simple":
-            wanted.update(SIMPLE_GROUPS)
-        elif n in SYMBOLIC_GROUPS:
-            wanted.add(n)
+            wanted.extend(simple)
+        elif n == "all":
+            wanted.extend(order)
+        elif n in order:
+            wanted.append(n)
         else:
-            raise RulesetError(f"unknown baseline rule set {n!r}; choose from "
-                               f"{', '.join(BASELINE_RULESETS)}")
-    # always composed in seed 000's order (docs/rules.md), whatever order they were named in
-    return tuple(g for g in SYMBOLIC_GROUPS if g in wanted)
+            raise RulesetError(f"unknown {'e-graph' if engine == 'egraph' else engine} rule "
+                               f"set {n!r}; choose from "
+                               f"{', '.join(COMPOSITE_RULESETS + tuple(sorted(order)))}")
+    if engine == "baseline":
+        return tuple(g for g in order if g in wanted)
+    return tuple(dict.fromkeys(wanted))
+
+
+def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
+    return resolve(names, "baseline")
 
 
 _MATCHERS: dict[tuple[Any, ...], tuple[PatternMatcher, tuple[Any, ...]]] = {}

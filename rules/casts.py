@@ -31,6 +31,10 @@ LAWS = [
     rule("bitcast_noop", "bitcast(x, T) -> x", "dtype(x) == T", group=G, native=_SRC_DT),
     rule("bitcast_const", "bitcast(c1, T) -> bitcast(c1, T)", vector="any", group=G,
          native=FOLD, egraph_nonint=True, note="the bits of c1 read as T (same size)"),
+    rule("bitcast_bitcast_back", "bitcast(bitcast(x, A), B) -> x",
+         "dtype(x) == B and not is_float(x) and not is_float(A)", group=G, native=_SRC_DT,
+         note="a bitcast keeps every bit: back to x's dtype is x (integers only: the "
+         "proof's floats have no NaN payloads to carry the bits through)"),
     rule("cast_cast_roundtrip", "cast(cast(x, A), B) -> x", "dtype(x) == B and "
          "safe_cast(dtype(x), A)", group=G, native=_SRC_DT),
     rule("cast_cast_widen", "cast(cast(x, A), B) -> cast(x, B)",

@@ -23,7 +23,7 @@ __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
     "may_be_invalid", "may_be_undefined", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits",
+    "exact_product_fits", "split_and",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -130,7 +130,7 @@ def _undefined_here(n: UOp) -> bool:
     """Whether the op of ``n`` itself may be undefined on its operands' bounds: a division
     or remainder by a value that may be 0, a shift by an amount that may be out of range,
     an integer power with a possibly negative exponent, a float-to-integer cast."""
-    if n.op in (Ops.IDIV, Ops.MOD):
+    if n.op in GroupOp.IntDiv:
         d = n.src[1]
         return not (d.vmin > 0 or d.vmax < 0)
     if n.op in (Ops.SHL, Ops.SHR) and n.dtype.is_int:
@@ -288,7 +288,20 @@ def bool_like(u: UOp, value: bool) -> UOp:
 
 
 # ---------------------------------------------------------------------------
-# sums
+# conjunctions and sums
+def split_and(u: UOp) -> list[UOp]:
+    """The clauses of a bool conjunction ``a & b & ...``, left to right (``u`` itself
+    when it is no AND)."""
+    out, stack = [], [u]
+    while stack:
+        x = stack.pop()
+        if x.op is Ops.AND and x.dtype == dtypes.bool:
+            stack.extend(reversed(x.src))
+        else:
+            out.append(x)
+    return out
+
+
 def split_add(u: UOp) -> Iterator[UOp]:
     """The terms of a nested ADD chain, left to right."""
     stack = [u]

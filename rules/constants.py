@@ -32,7 +32,7 @@ __all__ = ["GROUPS", "EGRAPH", "LAWS", "fold_constants", "UNARY_FOLD", "BINARY_F
 UNARY_FOLD = (Ops.NEG, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIP, Ops.TRUNC,
               Ops.NOT, Ops.FLOOR, Ops.CEIL)
 BINARY_FOLD = (Ops.ADD, Ops.MUL, Ops.SUB, Ops.MOD, Ops.MAX, Ops.POW, Ops.IDIV, Ops.FDIV,
-               Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.MIN)
+               Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.MIN, Ops.FLOORDIV, Ops.FLOORMOD)
 TERNARY_FOLD = (Ops.WHERE, Ops.MULACC)
 # vector folding covers the binary ops except POW and FDIV (seed 000 §1: 11 binary, all unary)
 VCONST_BINARY_FOLD = tuple(o for o in BINARY_FOLD if o not in (Ops.POW, Ops.FDIV))
@@ -44,6 +44,7 @@ _FORM = {Ops.NEG: "-c1", Ops.SQRT: "sqrt(c1)", Ops.EXP2: "exp2(c1)", Ops.LOG2: "
          Ops.SUB: "c1 - c2", Ops.MOD: "c1 % c2", Ops.MAX: "max(c1, c2)", Ops.POW: "c1 ** c2",
          Ops.IDIV: "c1 // c2", Ops.FDIV: "c1 / c2", Ops.AND: "c1 & c2", Ops.OR: "c1 | c2",
          Ops.XOR: "c1 ^ c2", Ops.SHL: "c1 << c2", Ops.SHR: "c1 >> c2", Ops.MIN: "min(c1, c2)",
+         Ops.FLOORDIV: "floordiv(c1, c2)", Ops.FLOORMOD: "floormod(c1, c2)",
          Ops.WHERE: "where(c1, c2, c3)", Ops.MULACC: "mulacc(c1, c2, c3)"}
 
 
@@ -72,8 +73,24 @@ def _fold(prefix: str, op: Ops, group: str, vector: str) -> object:
                 vector=vector, native=FOLD, egraph_nonint=True, note=_NOTE)
 
 
+#: the folds whose fixed-width result may wrap, which the e-graph's interval fold
+#: (fold_known) does not see: its interval of a wrapping sum is the dtype's whole range
+WRAP_FOLD = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL)
+_WRAP = ("a fixed-width result that wraps is outside its operands' interval sum, and "
+         "egglog's i64 arithmetic does not wrap: matched from Python on fixed-width "
+         "e-nodes of constants")
+
+
+def _fold_wrap(op: Ops) -> object:
+    return rule(f"const_fold_wrap_{op.name.lower()}", f"{_FORM[op]} -> {_FORM[op]}",
+                "is_fixed(c1)", group=_GROUP, native=_WRAP, note=_NOTE,
+                baseline_reason=f"e-graph only: const_fold_{op.name.lower()} folds every "
+                "dtype in the ordered matcher")
+
+
 LAWS = [
     *(_fold("const_fold", op, _GROUP, "no") for op in UNARY_FOLD + BINARY_FOLD + TERNARY_FOLD),
+    *(_fold_wrap(op) for op in WRAP_FOLD),
     *(_fold("vconst_fold", op, _VGROUP, "yes") for op in UNARY_FOLD + VCONST_BINARY_FOLD),
     py(Rule("vectorize_of_consts", "VECTORIZE(CONST a, CONST b, ...) -> VCONST(a, b, ...)",
             UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name="v"), build=_vectorize_consts,

@@ -26,7 +26,7 @@ in each group the native egglog rewrites come first, then the computed ones:
 - native rules (:class:`rules.native.ERule`, guards over the e-graph's
   ``lo``/``hi``/``Def`` analyses): ``mod_in_range`` (range-based, either sign
   of x), ``recombine_divmod_1``..``_4`` (#1-#4 of seed 003, mirror
-  images added), ``nested_idiv_const``, ``idiv_of_mod_const``,
+  images added), ``nested_idiv``, ``idiv_of_mod_const``,
   ``mod_of_mod_multiple`` (advanced division, index only);
 - ``div_mod_recombine_nested_native``: #5 natively (``recombine_divmod_5``,
   ``_5_neg``), opt-in (``eqsat.engines.egraph.rulesets.OPT_IN``): the default is the
@@ -61,7 +61,7 @@ from rules.divmod_core import (
 )
 from rules.lang import Law, baseline_groups, egraph_rules, laws_by_group, py, rule
 
-__all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "UOP_CTX", "UOpCtx", "to_lin",
+__all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOpCtx", "to_lin",
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
@@ -313,6 +313,25 @@ def _ladder_rule(name: str, op: str, n: int) -> Law:
                 egraph_group=G_SELECT, baseline_reason=_SELECT)
 
 
+def _below_end(r: UOp, n: UOp) -> bool:
+    """``r`` is a loop index whose END is ``n`` itself, never 0: ``0 <= r < n``."""
+    return r.src[0] is n and n.vmin > 0 and r.dtype is _IDX
+
+
+_LOOP = (Ops.RANGE, Ops.SPECIAL)
+#: r // END and r % END for a loop index r, read against its END symbolically
+_ENDS = ("a loop index r and its END as one class: matched from Python (the language has "
+         "no loop index)")
+LOOP_END_RULES = [
+    Rule("idiv_loop_end", "r // n -> 0 when r is a range (or special) ending at n (0 <= r < n)",
+         UPat(Ops.IDIV, src=(UPat(_LOOP, name="r"), UPat.var("n"))),
+         build=lambda r, n: UOp.const(r.dtype, 0), guard=_below_end, group=G_RANGE),
+    Rule("mod_loop_end", "r % n -> r when r is a range (or special) ending at n (0 <= r < n)",
+         UPat(Ops.MOD, src=(UPat(_LOOP, name="r"), UPat.var("n"))),
+         build=lambda r, n: r, guard=_below_end, group=G_RANGE),
+]
+
+
 def _distribute(c: UOp, s: UOp) -> UOp:
     a, b = s.src
     return a * c + b * c if s.op is Ops.ADD else a * c - b * c
@@ -329,15 +348,23 @@ def _recombine_sum(s: UOp) -> UOp | None:
 
 
 LAWS = [
-    # advanced_division_dsl_patterns: the core's rules, then c*(a+b) -> c*a + c*b
+    # advanced_division_dsl_patterns: nested division, the core's rules, then
+    # c*(a+b) -> c*a + c*b
+    # truncation nests for divisors of either sign (both sides are sign(a*b*c) *
+    # (|a| // |b*c|)), and both are undefined where a divisor is 0: constant divisors
+    # multiplied when the rule fires, an inner divisor of more than one value as a product
+    rule("nested_idiv", "(a // c1) // c2 -> a // (c1 * c2)", "is_index(a)", group=G_ADV),
+    rule("nested_idiv_symbolic", "(a // b) // c -> a // (b * c)",
+         "is_index(a) and never_invalid(b) and never_invalid(c) and vmin(b) < vmax(b)",
+         group=G_ADV),
     *(py(_twin(r, G_ADV), "computed", _CORE) for r in ADVANCED),
     rule("distribute_const_mul", "k * op(a, b) -> op(a * k, b * k)", "is_index(a)",
          ops=(Ops.ADD, Ops.SUB), group=G_ADV,
          egraph_absent="an index sum is read as a linear form (canonical_sum and every "
                        "computed rule): k*(a+b) is k*a + k*b there already"),
-    rule("nested_idiv_const", "(a // c1) // c2 -> a // (c1 * c2)",
-         "is_index(a) and c1 != 0 and c2 != 0", group=G_ADV,
-         baseline_reason=_IDX_ONLY.format("nested_idiv")),
+    rule("idiv_mul_cancel_pair", "((a * b) * c) // (a * c) -> b",
+         "is_index(b) and nonzero(a) and nonzero(c)", group=G_ADV,
+         note="exact: a*c divides a*b*c; index only (no wrap)"),
     rule("idiv_of_mod_const", "(a % c1) // c2 -> (a // c2) % (c1 // c2)",
          "is_index(a) and c2 > 0 and c1 > c2 and c1 % c2 == 0", group=G_ADV,
          baseline_reason=_IDX_ONLY.format("idiv_of_mod")),
@@ -372,6 +399,18 @@ LAWS = [
     rule("recombine_divmod_5_neg", "(a // c1 + c2) // c3 -> (a + c1 * c2) // (c1 * c3)",
          "is_index(a) and c1 > 0 and c3 > 0 and c2 <= 0 and vmax(a) <= 0", group=G_REC,
          egraph_group=G_REC_NESTED, baseline_reason=_IDX_ONLY.format("nested_idiv_offset")),
+    rule("recombine_quotient", "(x // c1 + c2) % c3 + ((x + c4) // c5) * c3 -> x // c1 + c2",
+         "is_index(x) and c1 > 0 and c3 > 0 and c4 == c1 * c2 and c5 == c1 * c3 and "
+         "vmin(x) >= 0 and vmin(x) + c4 >= 0", group=G_REC,
+         note="(x + c1*c2) // (c1*c3) is (x//c1 + c2) // c3 when x and x + c1*c2 are "
+         "non-negative: #1 over y = x//c1 + c2",
+         ordered=True),
+    rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) - "
+         "((x + c1 * c2) // (c1 * c3)) * c3",
+         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0",
+         group=G_REC, baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 "
+         "with y // c3 written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels "
+         "it (recombine_quotient in the ordered matcher)"),
     *(py(_twin(r, G_REC), "computed", _CORE) for r in RECOMBINE),
     py(Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
             UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
@@ -407,6 +446,7 @@ LAWS = [
     _ladder_rule("idiv_three_buckets", "idiv", 3),
     # x % k -> where(x < (q+1)*k, x - q*k, where(x < (q+2)*k, x - (q+1)*k, x - (q+2)*k))
     _ladder_rule("mod_three_buckets", "mod", 3),
+    *(py(r, "ematch", _ENDS) for r in LOOP_END_RULES),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "
        "own (cancel_divmod, ..., nest_div_by_smallest_factor): every result is kept"),

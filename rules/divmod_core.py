@@ -534,20 +534,6 @@ def _nest_div_by_smallest_factor(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut |
 # ---------------------------------------------------------------------------
 # advanced division (docs/rules.md, seed 003 §4) and the nested-division recombination (#5)
 # ---------------------------------------------------------------------------
-def _nested_idiv(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
-    """(a // b) // c -> a // (b*c) (exact under C for any non-zero b, c)."""
-    a = x.single_atom
-    if a is None:
-        return None
-    for inner, b in ctx.idiv_parts(a):
-        if b.is_const or y.is_const:
-            prod = b * y.const if y.is_const else y * b.const
-            if prod.is_const and prod.const == 0:
-                continue
-            return _out(_ZERO, (1, _div_term(ctx, "idiv", inner, prod)))
-    return None
-
-
 def _idiv_of_mod(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """(a % (k*c)) // c -> (a // c) % k for constant c > 0 (any sign of a)."""
     c = _const_divisor(y)
@@ -800,8 +786,6 @@ GENERAL: tuple[DivModRule, ...] = (
 )
 
 ADVANCED: tuple[DivModRule, ...] = (
-    DivModRule("nested_idiv", "(a // b) // c -> a // (b*c)", _I, _nested_idiv,
-               "advanced_division"),
     DivModRule("exact_division", "x // d -> x/d, x % d -> 0 when d divides every term", _B,
                _exact_division, "advanced_division"),
     DivModRule("sum_divisible_symbolic", "(a*y + b) // y -> a + b // y (symbolic y)", _B,

@@ -115,9 +115,9 @@ LAWS = [
     rule("invalid_into_where_cond", "where(where(c, b, Inv), t, f) -> "
          "where(c, where(b, t, f), Inv)", **_STEP),
     rule("invalid_bare_left", "op(Inv, y) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
-         ordered=True, **_STEP),
+         ordered=True, group=G),
     rule("invalid_bare_right", "op(y, Inv) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
-         ordered=True, **_STEP),
+         ordered=True, group=G),
     *(py(r, "ematch", _MEMORY) for r in fold_invalid_load_store),
 ]
 

@@ -2,7 +2,7 @@
 
 ::
 
-    rule("idiv_idiv", "(x // c1) // c2 -> x // (c1 * c2)", when="c1 != 0 and c2 != 0")
+    rule("idiv_idiv", "(x // c1) // c2 -> x // (c1 * c2)", when="is_index(x)")
 
 A rule is a name, a left side, a right side and a guard; its identity comment is its
 text. From that one definition come the ordered matcher's rule (:meth:`Law.baseline`: a
@@ -17,6 +17,8 @@ with :mod:`ast`:
                           dividend's sign), ``/`` FDIV, ``**`` POW
 ``x & y`` ``|`` ``^``     AND OR XOR; ``<<`` ``>>`` SHL SHR; ``~x`` NOT; ``-x`` NEG
 ``x < y`` ... ``x != y``  LT LE GT GE EQ NE (a bool)
+``floordiv(x, y)``        FLOORDIV (the quotient rounded toward -inf), ``floormod(x, y)``
+                          FLOORMOD (the divisor's sign)
 ``max(x, y)``             MAX, MIN; ``where(c, t, f)``; ``mulacc(a, b, c)``; ``trunc``
                           ``floor`` ``ceil`` ``round`` ``sqrt`` ``recip`` ``exp2`` ``log2``
                           ``sin``; ``cast(x, T)`` ``bitcast(x, T)`` (T a dtype name or an
@@ -118,7 +120,8 @@ def ctor_name(op: Ops) -> str:
 _NUM = _INTS | _FLOATS
 _OP_DTYPES: dict[Ops, frozenset[str]] = {
     Ops.ADD: _ALL, Ops.MUL: _ALL, Ops.MAX: _ALL, Ops.MIN: _ALL, Ops.SUB: _NUM,
-    Ops.IDIV: _INTS, Ops.MOD: _INTS, Ops.FDIV: _FLOATS, Ops.POW: _NUM,
+    Ops.IDIV: _INTS, Ops.MOD: _INTS, Ops.FLOORDIV: _INTS, Ops.FLOORMOD: _INTS,
+    Ops.FDIV: _FLOATS, Ops.POW: _NUM,
     Ops.AND: _INTS | {"bool"}, Ops.OR: _INTS | {"bool"}, Ops.XOR: _INTS | {"bool"},
     Ops.SHL: _INTS, Ops.SHR: _INTS, Ops.NOT: _INTS | {"bool"}, Ops.NEG: _NUM,
     Ops.TRUNC: _NUM, Ops.FLOOR: _NUM, Ops.CEIL: _NUM, Ops.ROUND: _NUM,
@@ -135,7 +138,8 @@ _CMPOP = {ast.Lt: Ops.LT, ast.LtE: Ops.LE, ast.Gt: Ops.GT, ast.GtE: Ops.GE, ast.
 _CALLS = {"max": Ops.MAX, "min": Ops.MIN, "where": Ops.WHERE, "mulacc": Ops.MULACC,
           "trunc": Ops.TRUNC, "floor": Ops.FLOOR, "ceil": Ops.CEIL, "round": Ops.ROUND,
           "sqrt": Ops.SQRT, "recip": Ops.RECIP, "exp2": Ops.EXP2, "log2": Ops.LOG2,
-          "sin": Ops.SIN, "cast": Ops.CAST, "bitcast": Ops.BITCAST}
+          "sin": Ops.SIN, "cast": Ops.CAST, "bitcast": Ops.BITCAST, "floordiv": Ops.FLOORDIV,
+          "floormod": Ops.FLOORMOD}
 _ARITY = {**{o: 1 for o in GroupOp.Unary}, **{o: 2 for o in GroupOp.Binary},
           Ops.WHERE: 3, Ops.MULACC: 3, Ops.CAST: 1, Ops.BITCAST: 1}
 #: ops whose operands commute (a pattern over one matches both orders)

@@ -354,6 +354,10 @@ class _Variant:
             return f"(- 0 {self.calc(t.src[0])})"
         if op is Ops.NOT and self.sets[t.tid] <= _INTS:
             return f"(not-i64 {self.calc(t.src[0])})"
+        if op in (Ops.FLOORDIV, Ops.FLOORMOD):  # egglog's / and % truncate
+            x, y = self.calc(t.src[0]), self.calc(t.src[1])
+            fm = f"(% (+ (% {x} {y}) {y}) {y})"
+            return fm if op is Ops.FLOORMOD else f"(/ (- {x} {fm}) {y})"
         p = _CALC_OP.get(op)
         if p is None:
             raise NotNativeError(f"{op.name} of constants is not computed in the e-graph")

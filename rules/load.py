@@ -18,21 +18,10 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import invalid_like, is_invalid, is_zero
+from rules.common import invalid_like, is_invalid, is_zero, split_and
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "where_on_load"]
-
-
-def _split_and(u: UOp) -> list[UOp]:
-    out, stack = [], [u]
-    while stack:
-        x = stack.pop()
-        if x.op is Ops.AND and x.dtype == dtypes.bool:
-            stack.extend(reversed(x.src))
-        else:
-            out.append(x)
-    return out
 
 
 def _and_all(cs: list[UOp]) -> UOp:
@@ -51,7 +40,7 @@ def where_on_load(cond: UOp, ld: UOp) -> UOp | None:
     buf, idx = ix.src
     if idx.op is Ops.WHERE and is_invalid(idx.src[2]):
         valid, real = idx.src[0], idx.src[1]
-        in_load = _split_and(valid)
+        in_load = split_and(valid)
     else:
         valid, real, in_load = None, idx, []
     idx_ranges = _ranges(idx)
@@ -63,10 +52,10 @@ def where_on_load(cond: UOp, ld: UOp) -> UOp | None:
                 and all(x in idx_indexes for x in topo if x.op is Ops.INDEX))
 
     seen = set(in_load)
-    clauses = [c for c in _split_and(cond) if c not in seen]
+    clauses = [c for c in split_and(cond) if c not in seen]
     moved = [c for c in clauses if can_move(c)]
     keep = [c for c in clauses if not can_move(c)]
-    if len(keep) == len(_split_and(cond)):
+    if len(keep) == len(split_and(cond)):
         return None
     gate = _and_all(in_load + moved)
     new_idx = UOp(Ops.WHERE, real.dtype, (gate, real, invalid_like(real.dtype)))

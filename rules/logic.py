@@ -34,6 +34,11 @@ LAWS = [
     rule("de_morgan_or", "~x | ~y -> ~(x & y)", group=G),
     rule("or_absorb_and", "x | (x & y) -> x", group=G),
     rule("and_absorb_or", "x & (x | y) -> x", group=G),
+    rule("or_lt_complement", "(x < c1) | (c2 < x) -> true", "is_int(x) and c2 < c1", group=G,
+         note="x < c1 or x > c2 covers every integer when c2 < c1 (x | !x after the "
+         "negation flip)"),
+    rule("and_lt_complement", "(x < c1) & (c2 < x) -> false", "is_int(x) and c1 <= c2 + 1",
+         group=G, note="no integer is both < c1 and > c2 when c1 <= c2 + 1"),
     rule("and_absorb_lt", "(x < c1) & (x < c2) -> x < min(c1, c2)", group=G),
     rule("and_absorb_gt", "(c1 < x) & (c2 < x) -> max(c1, c2) < x", group=G),
     rule("and_assoc_dedup", "(a & b) & b -> a & b", group=G, subsume=True),

@@ -24,11 +24,10 @@ import math
 import weakref
 from typing import Any
 
-from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero
+from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero, split_and
 from rules.computed import PyRule
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
@@ -49,23 +48,12 @@ _BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE
 def _single_valued(x: UOp) -> bool:
     if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
         return False
-    if x.op in (Ops.IDIV, Ops.MOD) and not nonzero(x.src[1]):
+    if x.op in GroupOp.IntDiv and not nonzero(x.src[1]):
         return False  # a division that may be by zero is never folded into a value
     return not any(may_be_invalid(s) for s in x.src)
 
 
 # ---- simplify a padded index given its validity (tinygrad's uop_given_valid)
-def _split_and(u: UOp) -> list[UOp]:
-    out, stack = [], [u]
-    while stack:
-        x = stack.pop()
-        if x.op is Ops.AND and x.dtype == dtypes.bool:
-            stack.extend(reversed(x.src))
-        else:
-            out.append(x)
-    return out
-
-
 def _clause_bounds(c: UOp) -> tuple[UOp, int | None, int | None] | None:
     """``(X, lo, hi)`` when clause ``c`` says ``lo <= X <= hi`` for an integer ``X``."""
     neg = False
@@ -93,7 +81,7 @@ def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
     """``{X: (lo, hi)}``: what the AND clauses of ``valid`` say about integer
     expressions, intersected with their bounds; None when they contradict."""
     out: dict[UOp, tuple[int, int]] = {}
-    for c in _split_and(valid):
+    for c in split_and(valid):
         got = _clause_bounds(c)
         if got is None:
             continue
@@ -185,8 +173,9 @@ G_DCE = "dce_dsl_patterns"
 #: the two WHEREs' combinations over every binary op, natively (opt-in: every pair of
 #: WHEREs over one condition combines, and sums of many grow with it)
 G_COMBINE_NATIVE = "where_combine_native"
-_BIN = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI, Ops.IDIV, Ops.MOD},
+_BIN = tuple(sorted(GroupOp.Binary - GroupOp.Comparison - GroupOp.IntDiv - {Ops.MULHI, Ops.ADD},
                     key=lambda o: o.value))
+_DIVS = tuple(sorted(GroupOp.IntDiv, key=lambda o: o.value))
 _NO_INV = "not is_invalid(f) and not is_invalid(ff)"
 _COMBINE = dict(group=G_DCE, egraph_group=G_COMBINE_NATIVE)
 #: the where-combining rules need a condition that can go both ways: a constant one is
@@ -222,6 +211,14 @@ LAWS = [
          note="a & b evaluates b where a is false, which the input did not",
          native="the e-graph does not track where a class is undefined: b must be "
                 "(a division by a possible 0 in b would be evaluated where a is false)"),
+    # sums: the e-graph too, by default, with constants in the true branches (a condition
+    # that can go both ways); constants in the false branches (every padded index's 0)
+    # and the other binary ops in the opt-in where_combine_native
+    rule("where_add_combine", "where(c, k1, f) + where(c, k2, ff) -> where(c, k1 + k2, f + ff)",
+         f"{_NO_INV} and {_LIVE_COND}", group=G_DCE, egraph_dtypes="index"),
+    rule("where_add_combine_false", "where(c, t, k1) + where(c, tt, k2) -> "
+         "where(c, t + tt, k1 + k2)", f"not is_invalid(t) and not is_invalid(tt) and "
+         f"{_LIVE_COND}", **_COMBINE),
     rule("where_alu_combine", "op(where(c, k1, f), where(c, k2, ff)) -> "
          "where(c, op(k1, k2), op(f, ff))", _NO_INV, ops=_BIN, ordered=True, **_COMBINE),
     rule("where_alu_combine_false", "op(where(c, t, k1), where(c, tt, k2)) -> "
@@ -229,18 +226,19 @@ LAWS = [
          ops=_BIN, ordered=True, **_COMBINE),
     rule("where_div_combine", "op(where(c, k1, f), where(c, k2, ff)) -> "
          "where(c, op(k1, k2), op(f, ff))", f"{_NO_INV} and k2 != 0 and nonzero(ff)",
-         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE,
+         ops=_DIVS, ordered=True, **_COMBINE,
          note="a divisor that may be 0 is not moved into a branch it was not in"),
     rule("where_div_combine_false", "op(where(c, t, k1), where(c, tt, k2)) -> "
          "where(c, op(t, tt), op(k1, k2))",
          "not is_invalid(t) and not is_invalid(tt) and nonzero(tt) and k2 != 0",
-         ops=(Ops.IDIV, Ops.MOD), ordered=True, **_COMBINE),
+         ops=_DIVS, ordered=True, **_COMBINE),
     rule("where_add_chain_combine", "(y + where(c, k1, f)) + where(c, k2, ff) -> "
-         "y + where(c, k1 + k2, f + ff)", f"not is_float(y) and {_NO_INV}", **_COMBINE,
+         "y + where(c, k1 + k2, f + ff)", f"not is_float(y) and {_NO_INV} and {_LIVE_COND}",
+         group=G_DCE, egraph_dtypes="index",
          note="not floats: (y + a) + b is not y + (a + b) when they round"),
     rule("where_add_chain_combine_false", "(y + where(c, t, k1)) + where(c, tt, k2) -> "
-         "y + where(c, t + tt, k1 + k2)",
-         "not is_float(y) and not is_invalid(t) and not is_invalid(tt)", **_COMBINE),
+         "y + where(c, t + tt, k1 + k2)", "not is_float(y) and not is_invalid(t) and "
+         f"not is_invalid(tt) and {_LIVE_COND}", **_COMBINE),
     rule("where_combine_consts", "op(where(c, k1, k2), where(c, k3, k4)) -> "
          "where(c, op(k1, k3), op(k2, k4))", _LIVE_COND,
          ops=(Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.MIN), group=G_DCE,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,12 @@ from hypothesis import HealthCheck, settings
 from benchmarks.corpus import corpus_path
 
 REPO = Path(__file__).resolve().parent.parent
+
+# tinygrad's CPU device compiles with clang; on a machine without it, the tests that run
+# tinygrad programs use its PYTHON device (an interpreter of the same kernels) instead.
+# tinygrad reads DEV when it first picks its default device.
+if "DEV" not in os.environ and shutil.which("clang") is None:
+    os.environ["DEV"] = "PYTHON"
 
 # No per-example deadline: the machine is shared and noisy, and a deadline makes
 # tests flaky rather than finding bugs. Example counts are kept modest.

@@ -195,7 +195,8 @@ _SAFE = _Cfg(div_by_expr=False)
 
 _EXTRA = ("min", "mulacc", "pow", "not", "shift_var", "bool_cast")
 _ARITH = ("add", "add", "sub", "mul", "mul", "idiv", "idiv", "mod", "mod", "max", "neg",
-          "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom")
+          "shl", "shr", "and", "or", "xor", "where", "idiom", "idiom", "floordiv", "floormod",
+          "floor_idiom")
 _CMPS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
@@ -281,6 +282,39 @@ def _idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp
     return s // c if _int(draw, 0, 1) else s % c
 
 
+def _fdiv(a: UOp, d: UOp | int) -> UOp:
+    return a.alu(Ops.FLOORDIV, d)
+
+
+def _fmod(a: UOp, d: UOp | int) -> UOp:
+    return a.alu(Ops.FLOORMOD, d)
+
+
+def _floor_idiom(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
+    """The shapes tinygrad's ``//`` and ``%`` build (floor division), with shared
+    subterms: recombinations, offsets, nested divisions, congruences."""
+    x = _expr(draw, pool, max(depth - 1, 0), cfg)
+    y = _expr(draw, pool, max(depth - 2, 0), cfg)
+    c = _c(_pick(draw, _IDIOM_DIVS))
+    k = _pick(draw, (2, 3, 4, -2))
+    form = _int(draw, 0, 7)
+    if form == 0:
+        return _fdiv(x, c) * c + _fmod(x, c)
+    if form == 1:
+        return _fmod(x + c * k, c)
+    if form == 2:
+        return _fdiv(_fdiv(x, c), _c(abs(k)))
+    if form == 3:
+        return _fdiv(_fdiv(x, c) + _c(k), _c(abs(k) + 1))
+    if form == 4:
+        return _fdiv(x * c + y, c)
+    if form == 5:
+        return _fmod(_fmod(x, c * k), c)
+    if form == 6:
+        return _fdiv(_fmod(x, c * abs(k)), c)
+    return _fdiv(x, c).lt(_c(k)).where(x, y)
+
+
 def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
     if depth <= 0 or _int(draw, 0, 5) == 0:
         if _int(draw, 0, 3) == 0:
@@ -297,10 +331,15 @@ def _expr(draw: st.DrawFn, pool: tuple[UOp, ...], depth: int, cfg: _Cfg) -> UOp:
                           _expr(draw, pool, depth - 1, cfg))
     if op == "idiom":
         return _idiom(draw, pool, depth, cfg)
+    if op == "floor_idiom":
+        return _floor_idiom(draw, pool, depth, cfg)
     a = _expr(draw, pool, depth - 1, cfg)
     if op in ("idiv", "mod"):
         d = _divisor(draw, pool, depth, cfg)
         return a // d if op == "idiv" else a % d
+    if op in ("floordiv", "floormod"):
+        d = _divisor(draw, pool, depth, cfg)
+        return _fdiv(a, d) if op == "floordiv" else _fmod(a, d)
     if op in ("shl", "shr"):
         s = _c(_int(draw, 0, 4))
         return a << s if op == "shl" else a >> s
@@ -436,7 +475,7 @@ def fixed_width_exprs(draw: st.DrawFn, max_depth: int = 3, *, dtype: DType | Non
 
 
 _FIXED_OPS = ("add", "sub", "mul", "neg", "idiv", "mod", "max", "shl", "shr", "and", "or",
-              "xor", "not", "cast", "cast", "index", "where")
+              "xor", "not", "cast", "cast", "index", "where", "floordiv", "floormod")
 
 
 def _fixed(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int) -> UOp:
@@ -463,9 +502,10 @@ def _fixed(draw: st.DrawFn, pool: tuple[UOp, ...], dt: DType, depth: int) -> UOp
     if op in ("shl", "shr"):
         amount = UOp.const(dt, _int(draw, 0, dt.bits - 1))
         return a.alu(Ops.SHL if op == "shl" else Ops.SHR, amount)
-    if op in ("idiv", "mod"):
+    if op in ("idiv", "mod", "floordiv", "floormod"):
         d = UOp.const(dt, _pick(draw, _DIVISORS_POS + _DIVISORS_NEG))
-        return a // d if op == "idiv" else a % d
+        return a.alu({"idiv": Ops.IDIV, "mod": Ops.MOD, "floordiv": Ops.FLOORDIV,
+                      "floormod": Ops.FLOORMOD}[op], d)
     b = _fixed(draw, pool, dt, depth - 1)
     return {"add": a + b, "sub": a - b, "mul": a * b, "max": a.maximum(b), "and": a & b,
             "or": a | b, "xor": a ^ b}[op]

@@ -23,6 +23,8 @@ from eqsat.ir.semantics import (
     iv_bits,
     iv_cast_bool,
     iv_cmp,
+    iv_floordiv,
+    iv_floormod,
     iv_idiv,
     iv_max,
     iv_min,
@@ -55,7 +57,8 @@ def _isnan(v: Num) -> bool:
 
 #: the integer ops whose interval is one function of their operands' intervals
 _ARITH = {Ops.ADD: iv_add, Ops.SUB: iv_sub, Ops.MUL: iv_mul, Ops.IDIV: iv_idiv,
-          Ops.MOD: iv_mod, Ops.MAX: iv_max, Ops.MIN: iv_min}
+          Ops.MOD: iv_mod, Ops.FLOORDIV: iv_floordiv, Ops.FLOORMOD: iv_floormod,
+          Ops.MAX: iv_max, Ops.MIN: iv_min}
 
 
 def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Num, Num]:
@@ -128,13 +131,13 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
     if not (dtype.is_int or dtype.is_bool):
         return dtype_bounds(dtype)
     if any(unbounded(s.vmin) or unbounded(s.vmax) for s in src if not s.dtype.is_void):
-        if op not in (Ops.MOD, Ops.IDIV, Ops.MAX, Ops.MIN, Ops.AND):
+        if op not in GroupOp.IntDiv | {Ops.MAX, Ops.MIN, Ops.AND}:
             return dtype_bounds(dtype)
 
     ivs = [(x.vmin, x.vmax) for x in src]
     lo: Num
     hi: Num
-    if op in (Ops.IDIV, Ops.MOD) and src[1].vmin == src[1].vmax == 0:
+    if op in GroupOp.IntDiv and src[1].vmin == src[1].vmax == 0:
         # always a division by zero: undefined, so no range may let it fold to a value
         return dtype_bounds(dtype)
     if op in _ARITH:

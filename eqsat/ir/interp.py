@@ -48,9 +48,8 @@ from eqsat.ir.semantics import (
     bitcast,
     cast,
     cast_float_array,
-    cdiv_array,
-    cmod_array,
     compare,
+    divide_array,
     float_array,
     shift_limit,
     wrap_array,
@@ -589,7 +588,8 @@ def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
 # ---------------------------------------------------------------------------
 # the vectorized evaluator
 _VEC_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.INVALID, Ops.ADD,
-                      Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.AND,
+                      Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.MOD, Ops.FLOORDIV,
+                      Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND,
                       Ops.OR, Ops.XOR, Ops.NOT, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC,
                       Ops.CAST, Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND, Ops.FDIV, Ops.RECIP,
                       Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW, Ops.DEFINE_GLOBAL,
@@ -872,14 +872,14 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
         else:
             r = a * b + (srcv[2] if op is Ops.MULACC else 0)
         return wrap_array(dt, r), None
-    if op in (Ops.IDIV, Ops.MOD):
+    if op in GroupOp.IntDiv:
         zero = b == 0
         if zero.any():
             undef = zero
             b = np.where(zero, 1, b)
         if big:
             a, b = _obj(a), _obj(b)
-        r = cdiv_array(a, b) if op is Ops.IDIV else cmod_array(a, b)
+        r = divide_array(op, a, b)
         if r.dtype == object and not big:
             r = r.astype(np.int64)
         return wrap_array(dt, r), undef

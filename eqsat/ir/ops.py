@@ -39,6 +39,8 @@ class Ops(Enum):
     MUL = auto()
     IDIV = auto()
     MOD = auto()
+    FLOORDIV = auto()  # quotient rounded toward -inf (tinygrad's //)
+    FLOORMOD = auto()  # remainder with the divisor's sign (tinygrad's %)
     FDIV = auto()
     MAX = auto()
     MIN = auto()
@@ -91,9 +93,12 @@ class GroupOp:
     Unary = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN,
                        Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND, Ops.NOT})
     Comparison = frozenset({Ops.LT, Ops.LE, Ops.GT, Ops.GE, Ops.EQ, Ops.NE})
-    Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.FDIV, Ops.MAX,
-                        Ops.MIN, Ops.POW, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                        Ops.MULHI}) | Comparison
+    Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.FLOORDIV,
+                        Ops.FLOORMOD, Ops.FDIV, Ops.MAX, Ops.MIN, Ops.POW, Ops.AND, Ops.OR,
+                        Ops.XOR, Ops.SHL, Ops.SHR, Ops.MULHI}) | Comparison
+    #: the integer divisions: undefined for a divisor of 0 (C's truncating idiv/mod and
+    #: the floor forms)
+    IntDiv = frozenset({Ops.IDIV, Ops.MOD, Ops.FLOORDIV, Ops.FLOORMOD})
     Ternary = frozenset({Ops.WHERE, Ops.MULACC})
     ALU = Unary | Binary | Ternary
     Commutative = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.EQ, Ops.NE, Ops.AND,

@@ -10,14 +10,17 @@ Values
   two's-complement at their width after every op, casts included (:func:`wrap`).
 - ``idiv`` truncates toward zero and ``mod`` takes the dividend's sign, as in C
   (:func:`cdiv`, :func:`cmod`; ``a == cdiv(a, b)*b + cmod(a, b)``).
+- ``floordiv`` rounds the quotient toward -inf and ``floormod`` takes the divisor's
+  sign (Python's ``//`` and ``%``, tinygrad's FLOORDIV/FLOORMOD: :func:`floordiv`,
+  :func:`floormod`; ``a == floordiv(a, b)*b + floormod(a, b)``).
 - Undefined (an :class:`Undefined` value naming its cause, never an error by itself):
   a division or remainder by zero, a shift by a negative amount or by at least the
   width of a fixed-width dtype (:data:`INDEX_SHIFT_LIMIT` for index), a negative
   integer ``pow`` exponent, a float-to-int cast of NaN, an infinity or a value the
   target cannot hold. An op that has no meaning on a dtype (``fdiv`` of integers,
   ``mod`` of floats) raises :class:`EvalError`.
-- floats: IEEE at the dtype's precision (f16/f32/f64 by numpy's rounding, bf16 by
-  round-to-nearest-even of the f32 bits, :func:`round_float`), computed in f64 and
+- floats: IEEE at the dtype's precision (f16/f32/f64 by numpy's rounding, bf16 rounded
+  once to nearest even from the f64 value, :func:`round_float`), computed in f64 and
   rounded, which is exact for ``+ - * /`` and ``sqrt``. ``max``/``min`` propagate
   NaN (numpy's ``maximum``); ``mulacc`` is ``a*b`` rounded, then ``+ c`` rounded;
   ``pow`` is C's (its IEEE special values, ``pow(-inf, 0.5) == inf``).
@@ -50,17 +53,18 @@ from typing import Any
 import numpy as np
 
 from eqsat.ir.dtype import DType, dtypes
-from eqsat.ir.ops import Ops
+from eqsat.ir.ops import GroupOp, Ops
 
 __all__ = [
-    "EvalError", "Undefined", "INDEX_SHIFT_LIMIT", "cdiv", "cmod", "wrap", "round_float",
+    "EvalError", "Undefined", "INDEX_SHIFT_LIMIT", "cdiv", "cmod", "floordiv", "floormod",
+    "wrap", "round_float",
     "shift_limit", "compare", "alu", "cast", "bitcast", "INT_BINARY", "BOOL_BINARY",
-    "wrap_array", "cdiv_array", "cmod_array", "float_array", "cast_float_array",
+    "wrap_array", "cdiv_array", "cmod_array", "divide_array", "float_array", "cast_float_array",
     "int_to_float", "NP_FLOAT", "Interval", "unbounded", "dtype_bounds",
     "iv_wrap", "iv_add", "iv_sub", "iv_neg", "iv_not", "iv_not_bool", "iv_mul", "iv_max",
     "iv_min", "iv_hull", "iv_where", "iv_xor_bool", "iv_cast_bool", "iv_idiv_any",
-    "iv_idiv_corners", "iv_idiv", "iv_mod_range", "iv_mod_bucket", "iv_mod", "iv_shift",
-    "iv_bits", "cmp_decided", "iv_cmp",
+    "iv_idiv_corners", "iv_idiv", "iv_floordiv", "iv_floormod", "iv_mod_range",
+    "iv_mod_bucket", "iv_mod", "iv_shift", "iv_bits", "cmp_decided", "iv_cmp",
 ]
 
 Num = int | float
@@ -111,6 +115,26 @@ def cdiv(a: int, b: int) -> int:
 def cmod(a: int, b: int) -> int:
     """C remainder (the dividend's sign): ``a == cdiv(a, b)*b + cmod(a, b)``."""
     return a - cdiv(a, b) * b
+
+
+def floordiv(a: int, b: int) -> int:
+    """Floor division: the quotient rounded toward -inf (Python's ``//``)."""
+    q = cdiv(a, b)
+    return q - 1 if q * b != a and (a < 0) != (b < 0) else q
+
+
+def floormod(a: int, b: int) -> int:
+    """Floor remainder (the divisor's sign): ``a == floordiv(a, b)*b + floormod(a, b)``."""
+    return a - floordiv(a, b) * b
+
+
+def _divide(op: Ops, a: int, b: int) -> int:
+    """``a op b`` for one of the integer divisions (``b != 0``)."""
+    if op is Ops.IDIV:
+        return cdiv(a, b)
+    if op is Ops.MOD:
+        return cmod(a, b)
+    return floordiv(a, b) if op is Ops.FLOORDIV else floormod(a, b)
 
 
 def wrap(dt: DType, v: int) -> int:
@@ -168,10 +192,10 @@ def _int_alu(op: Ops, dt: DType, args: Sequence[Any]) -> int | Undefined:
     f = INT_BINARY.get(op)
     if f is not None:
         return wrap(dt, f(a, b))
-    if op in (Ops.IDIV, Ops.MOD):
+    if op in GroupOp.IntDiv:
         if b == 0:
             return Undefined(f"{op.name.lower()} by zero")
-        return wrap(dt, cdiv(a, b) if op is Ops.IDIV else cmod(a, b))
+        return wrap(dt, _divide(op, a, b))
     if op is Ops.MAX:
         return max(a, b)
     if op is Ops.MIN:
@@ -199,12 +223,20 @@ def _int_alu(op: Ops, dt: DType, args: Sequence[Any]) -> int | Undefined:
 
 # ---------------------------------------------------------------------------
 # floats
+#: the largest finite bf16, (2 - 2**-7) * 2**127
+_BF16_MAX = math.ldexp(255, 120)
+
+
 def _bf16(v: float) -> float:
-    bits = struct.unpack("<I", struct.pack("<f", np.float32(v)))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return math.nan
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
-    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+    """``v`` rounded once to bf16 (8 significand bits, f32's exponent range; to nearest,
+    ties to even): the multiple of the bf16 spacing at ``v``'s binade nearest to it.
+    Rounding through f32 first would round twice (an f64 or a large integer)."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    e = math.frexp(v)[1]                 # |v| in [2**(e-1), 2**e)
+    ulp = max(e - 8, -133)               # the spacing: 2**-133 below the normals
+    r = math.ldexp(round(math.ldexp(v, -ulp)), ulp)  # round(): ties to even, exact
+    return math.copysign(math.inf if abs(r) > _BF16_MAX else r, v)  # a zero keeps v's sign
 
 
 def round_float(dt: DType, v: Any) -> float:
@@ -463,6 +495,16 @@ def cmod_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a - cdiv_array(a, b) * b
 
 
+def divide_array(op: Ops, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a op b`` elementwise for one of the integer divisions (no element of ``b`` is
+    0; numpy's ``//`` and ``%`` floor, as Python's)."""
+    if op is Ops.IDIV:
+        return cdiv_array(a, b)
+    if op is Ops.MOD:
+        return cmod_array(a, b)
+    return a // b if op is Ops.FLOORDIV else a % b
+
+
 # ---------------------------------------------------------------------------
 # intervals
 def unbounded(v: Num) -> bool:
@@ -602,6 +644,61 @@ def iv_idiv(a: Interval, b: Interval) -> Interval:
     if len(parts) == 2:
         lo2, hi2 = iv_idiv_corners(a, parts[1])
         lo, hi = min(lo, lo2), max(hi, hi2)
+    return lo, hi
+
+
+def _fdiv(x: Num, y: Num) -> Num:
+    if unbounded(y):  # the limit over an unbounded divisor: 0, or -1 below it
+        return 0 if x == 0 or (x > 0) == (y > 0) else -1
+    return floordiv(exact(x), exact(y))
+
+
+def _divisor_parts(b: Interval) -> list[Interval]:
+    """The negative and the positive part of a divisor interval (0 excluded)."""
+    y0, y1 = b
+    parts = []
+    if y0 < 0:
+        parts.append((y0, min(y1, -1)))
+    if y1 > 0:
+        parts.append((max(y0, 1), y1))
+    return parts
+
+
+def iv_floordiv(a: Interval, b: Interval) -> Interval:
+    """``floordiv(x, y)`` over the divisors ``y != 0`` of ``b``: the corner quotients of
+    each sign's part of ``b`` (flooring is monotone in ``x``, and in ``y`` on either side
+    of 0); :func:`iv_idiv_any` when ``x`` is unbounded or ``b`` is ``[0, 0]`` (``|x|``
+    bounds the quotient: ``-|x|`` is an integer at most ``x/y``)."""
+    parts = _divisor_parts(b)
+    if not parts or unbounded(a[0]) or unbounded(a[1]):
+        return iv_idiv_any(a)
+    qs = [_fdiv(x, y) for p in parts for x in a for y in p]
+    return min(qs), max(qs)
+
+
+def iv_floormod(a: Interval, b: Interval) -> Interval:
+    """``floormod(x, y)`` over the divisors ``y != 0`` of ``b``: the divisor's sign, below
+    ``|y|``; within ``[0, x]`` for ``x >= 0`` and ``y > 0``, ``[x, 0]`` for ``x <= 0`` and
+    ``y < 0``; exact for a constant divisor and a dividend within one bucket."""
+    y0, y1 = b
+    if y0 == y1 and y0 != 0 and not (unbounded(y0) or unbounded(a[0]) or unbounded(a[1])):
+        c, x0, x1 = exact(y0), exact(a[0]), exact(a[1])
+        if floordiv(x0, c) == floordiv(x1, c):
+            return floormod(x0, c), floormod(x1, c)
+    lo: Num = INF
+    hi: Num = -INF
+    for p0, p1 in _divisor_parts(b):
+        if p0 > 0:
+            plo, phi = 0, p1 - 1
+            if a[0] >= 0:
+                phi = min(phi, a[1])
+        else:
+            plo, phi = p0 + 1, 0
+            if a[1] <= 0:
+                plo = max(plo, a[0])
+        lo, hi = min(lo, plo), max(hi, phi)
+    if lo > hi:  # only a divisor of 0: no value
+        return iv_idiv_any(a)
     return lo, hi
 
 

@@ -140,7 +140,8 @@ def _tokenize(text: str) -> list[_Tok]:
 _BINARY: dict[str, tuple[Ops, str]] = {
     "add": (Ops.ADD, "value"), "mul": (Ops.MUL, "value"), "max": (Ops.MAX, "value"),
     "min": (Ops.MIN, "value"), "sub": (Ops.SUB, "num"), "pow": (Ops.POW, "num"),
-    "idiv": (Ops.IDIV, "int"), "mod": (Ops.MOD, "int"), "shl": (Ops.SHL, "int"),
+    "idiv": (Ops.IDIV, "int"), "mod": (Ops.MOD, "int"), "floordiv": (Ops.FLOORDIV, "int"),
+    "floormod": (Ops.FLOORMOD, "int"), "shl": (Ops.SHL, "int"),
     "shr": (Ops.SHR, "int"), "fdiv": (Ops.FDIV, "float"), "and": (Ops.AND, "intbool"),
     "or": (Ops.OR, "intbool"), "xor": (Ops.XOR, "intbool"),
 }

@@ -24,7 +24,7 @@ from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
-__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges"]
+__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key"]
 
 
 class IRError(ValueError):
@@ -61,15 +61,19 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     raise IRError(f"no constants of dtype {dtype}")
 
 
-def _arg_key(arg: Any) -> Any:
-    """A hash key that tells -0.0 from 0.0 and treats every NaN alike."""
+def arg_key(arg: Any) -> Any:
+    """The hash key of a node's arg (the one definition: hash-consing here, the e-graph's
+    arg table in ``eqsat.engines.egraph.encoding.schema``): it tells -0.0 from 0.0 and
+    bools from ints, treats every NaN alike, tags tuples (a tuple arg never meets the
+    key of a float), and keys a symbolic arg by identity (it has no hash; the holder
+    keeps it alive)."""
     if isinstance(arg, float):
         return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
     if isinstance(arg, bool):
         return ("b", arg)
     if isinstance(arg, tuple):
-        return tuple(_arg_key(a) for a in arg)
-    if is_symbolic(arg):  # no hash: keyed by identity (the node holds it alive)
+        return ("t",) + tuple(arg_key(a) for a in arg)
+    if is_symbolic(arg):
         return ("sym", id(arg))
     return arg
 
@@ -95,7 +99,7 @@ class UOp:
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (),
                 arg: Any = None) -> UOp:
         src = tuple(src)
-        key = (op, dtype, src, _arg_key(arg))
+        key = (op, dtype, src, arg_key(arg))
         hit = _CACHE.get(key)
         if hit is not None:
             return hit

@@ -308,7 +308,6 @@ SYMBOLIC: dict[str, tuple[Callable[[], list[tuple[str, Shape]]], str]] = {
     **{name: (linear_shapes, _LINEAR) for name in (
         "mod_self_range", "idiv_one_bucket", "idiv_drop_multiple_small",
         "idiv_drop_multiple", "idiv_large_offset")},
-    "nested_idiv": (lambda: made_shapes("idiv"), _MADE.format(x="q")),
     "nested_idiv_offset": (lambda: made_shapes("idiv", True), _MADE.format(x="q + c")),
 }
 

@@ -7,14 +7,15 @@ symbolic bounds ``vmin <= x <= vmax`` where it has a value) and symbolic constan
 z3 must show, wherever the guard holds and every computed constant exists:
 
 - where the left side has a value or is Invalid, the right side is the same (the same
-  value, or Invalid too);
+  value, or Invalid too): a defined value never changes and never becomes undefined;
 - where the variables are all defined and the left side divides by zero, the right side
   is undefined too: a rule never folds a division by zero into a value (other undefined
   operations, an out-of-range shift or float-to-int cast, are C's undefined behaviour,
-  which a rule may replace by a value, as the equivalence checker allows).
+  which a rule may replace by any value: refinement, as the equivalence checker allows).
 
 Where the left side is undefined because a variable is, the right side may be anything
-(the input promises nothing there; the equivalence checker skips such points).
+(the input promises nothing there; the equivalence checker skips such points). This is
+the refinement docs/format.md states ("What a rewrite may do with them").
 
 The bounds are finite integers: an unknown bound (``-inf``/``inf``) makes a guard that
 reads it behave as with a bound far enough out, which the proof covers.
@@ -565,7 +566,7 @@ def _bounded(law: Law, dts: dict[int, str], op: Ops | None,
 
 
 _BITWISE = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.NOT))
-_BITS = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR))
+_BITS = frozenset((Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.BITCAST))
 
 
 def _bit_local(law: Law) -> bool:

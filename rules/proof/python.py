@@ -179,11 +179,12 @@ def _gep_instances() -> dict[str, Callable[[], Iterable[UOp]]]:
             nz = UOp(Ops.VECTORIZE, dtypes.index.vec(n),
                      tuple(UOp.var(f"p{i}", 1, 9) for i in range(n)))
             alus = [UOp(op, a.dtype, (a, b)) for op in sorted(
-                GroupOp.Binary - GroupOp.Comparison - {Ops.MULHI, Ops.FDIV, Ops.POW, Ops.SHL,
-                                                       Ops.SHR, Ops.IDIV, Ops.MOD},
+                GroupOp.Binary - GroupOp.Comparison - GroupOp.IntDiv - {
+                    Ops.MULHI, Ops.FDIV, Ops.POW, Ops.SHL, Ops.SHR},
                 key=lambda o: o.value)]
-            alus += [UOp(Ops.IDIV, a.dtype, (a, nz)), UOp(Ops.MOD, a.dtype, (a, nz)),
-                     UOp(Ops.NEG, a.dtype, (a,)), UOp(Ops.WHERE, a.dtype, (cond, a, b)),
+            alus += [UOp(op, a.dtype, (a, nz)) for op in sorted(GroupOp.IntDiv,
+                                                                 key=lambda o: o.value)]
+            alus += [UOp(Ops.NEG, a.dtype, (a,)), UOp(Ops.WHERE, a.dtype, (cond, a, b)),
                      UOp(Ops.MULACC, a.dtype, (a, b, c)),
                      UOp(Ops.LT, dtypes.bool.vec(n), (a, b))]
             for alu in alus:
@@ -659,3 +660,19 @@ _baseline("where_gate_given_valid", _gate_grid, "tested-only",
           "b<3 & r<8, r%4<2 and x among r//4, r%4, r//8+3, (r+4)//8, r%16, 2r//8, "
           "(r//4)%4, max(r,3), r, r+b, b//4 (r a range of 16, b [0,9]); each instance "
           "proven for every value of the variables")
+
+
+def _loop_end_instances() -> Iterable[UOp]:
+    """A loop index over ENDs of every shape the rules read (only ``vmin(END) > 0``):
+    a variable, a sum, a product, each as a range and as a special, over wide bounds."""
+    a, b = UOp.var("a", 0, 1 << 40), UOp.var("b", 1, 1 << 20)
+    ends = [UOp.var("n", 1, 1 << 40), a + UOp.const(dtypes.index, 2), b * b]
+    for end in ends:
+        for r in (UOp.range(end, 0), UOp(Ops.SPECIAL, dtypes.index, (end,), "g")):
+            yield r // end
+            yield r % end
+
+
+for _name in ("idiv_loop_end", "mod_loop_end"):
+    _baseline(_name, _loop_end_instances, "proven",
+              "a range and a special over symbolic ENDs (a variable, a + 2, b*b)")

@@ -3,7 +3,8 @@
 It follows the reference interpreter (:mod:`eqsat.ir.interp`) and the text format's spec:
 
 - ``index`` is an unbounded integer (z3 ``Int``); ``idiv`` truncates toward zero and
-  ``mod`` takes the dividend's sign (C).
+  ``mod`` takes the dividend's sign (C); ``floordiv`` rounds toward -inf and ``floormod``
+  takes the divisor's sign.
 - A fixed-width integer is an ``Int`` that wraps two's-complement at its width. Its term
   is kept unwrapped through ``+ - * neg ~`` (wrapping commutes with them) and wrapped
   where an op reads its value (a comparison, a division, a bitwise op through a
@@ -36,8 +37,8 @@ import z3
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 
-__all__ = ["c_idiv", "c_divmod", "MeaninglessError", "Val", "sort_of", "fresh", "const",
-           "apply", "same", "wrap",
+__all__ = ["c_idiv", "c_divmod", "floor_divmod", "MeaninglessError", "Val", "sort_of", "fresh",
+           "const", "apply", "same", "wrap",
            "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "Spent"]
 
 #: the budget of one z3 query, in z3's resource units (``rlimit``: a count of the
@@ -215,6 +216,13 @@ def c_divmod(op: str, a: Any, b: Any) -> Any:
     return q if op == "idiv" else a - q * b
 
 
+def floor_divmod(op: str, a: Any, b: Any) -> Any:
+    """The floor ``a // b`` (``op`` "floordiv", rounded toward -inf) or ``a % b``
+    ("floormod", the divisor's sign) on z3 integers."""
+    q = z3.If(b > 0, a / b, (-a) / (-b))  # z3's division floors for a positive divisor
+    return q if op == "floordiv" else a - q * b
+
+
 def _fp_max(a: Any, b: Any, is_max: bool) -> Any:
     nan = z3.fpNaN(a.sort())
     pick = z3.fpGT(a, b) if is_max else z3.fpLT(a, b)
@@ -246,17 +254,15 @@ def _from_bv(dt: str, b: Any) -> Any:
 
 
 def _int_to_float(x: Any, dst: str) -> Any:
-    """An integer (Int) as float ``dst``: through f64 first, as the interpreter does
-    (Python's ``float()``, then the dtype's rounding)."""
-    f64 = z3.fpToFP(_RM, z3.ToReal(x), z3.Float64())
-    return f64 if dst == "f64" else _float_to_float(f64, "f64", dst)
+    """An integer (Int) as float ``dst``: its exact value rounded once, as the
+    interpreter and C convert (:func:`eqsat.ir.semantics.int_to_float`)."""
+    return z3.fpToFP(_RM, z3.ToReal(x), sort_of(dst))
 
 
 def _float_to_float(x: Any, src: str, dst: str) -> Any:
+    """A float as float ``dst``: rounded once (bf16 too)."""
     if src == dst:
         return x
-    if dst == "bf16" and src == "f64":  # the interpreter rounds bf16 through f32
-        x = z3.fpToFP(_RM, x, z3.Float32())
     return z3.fpToFP(_RM, x, sort_of(dst))
 
 
@@ -353,7 +359,7 @@ def _bitcast(v: Val, dst: str) -> Any:
         bv = canon(v) if _is_bv(v.x) else _to_bv(src, canon(v))
     if dst in FLOAT_SORTS:
         return z3.fpBVToFP(bv, sort_of(dst))
-    return _from_bv(dst, bv)
+    return bv if _is_bv(v.x) else _from_bv(dst, bv)  # bit-vector readings stay bits
 
 
 def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> Val:
@@ -377,7 +383,7 @@ def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> 
     undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
     inv = z3.And(z3.Not(undef_in), inv_in)
     divz = z3.Or(*[a.divz for a in args]) if args else _FALSE
-    if op in (Ops.IDIV, Ops.MOD):
+    if op in GroupOp.IntDiv:
         divz = z3.Or(divz, z3.And(z3.Not(undef_in), z3.Not(inv_in), own))
     return Val(dt, undef, inv, x, raw, divz)
 
@@ -452,6 +458,15 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
         return (a / b if sg else z3.UDiv(a, b)), b == zero, False
     if op is Ops.MOD:  # bvsrem takes the dividend's sign
         return (z3.SRem(a, b) if sg else z3.URem(a, b)), b == zero, False
+    if op is Ops.FLOORMOD:  # bvsmod takes the divisor's sign
+        return (z3.SMod(a, b) if sg else z3.URem(a, b)), b == zero, False
+    if op is Ops.FLOORDIV:  # the truncated quotient, one less where the remainder and
+        # the divisor differ in sign (unsigned: truncation is the floor)
+        if not sg:
+            return z3.UDiv(a, b), b == zero, False
+        r = z3.SRem(a, b)
+        down = z3.And(r != zero, (r < zero) != (b < zero))
+        return z3.If(down, a / b - 1, a / b), b == zero, False
     if op is Ops.MAX:
         return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), _FALSE, False
     if op is Ops.MIN:
@@ -532,6 +547,8 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     a, b = canon(args[0]), canon(args[1])
     if op in (Ops.IDIV, Ops.MOD):
         return c_divmod("idiv" if op is Ops.IDIV else "mod", a, b), b == 0, fixed
+    if op in (Ops.FLOORDIV, Ops.FLOORMOD):
+        return floor_divmod(op.name.lower(), a, b), b == 0, fixed
     if op is Ops.MAX:
         return z3.If(a >= b, a, b), _FALSE, False
     if op is Ops.MIN:
@@ -556,8 +573,9 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
         limit = _bits(dt) if fixed else 4096
         bad = z3.Or(b < 0, b >= limit)
         if not fixed:
-            p = _uf("pow2", "index", 1)
-            return (a * p(b) if op is Ops.SHL else _floor_div(a, p(b))), bad, False
+            uf = _uf("pow2", "index", 1)
+            p = z3.If(b == 0, 1, uf(b))  # 2**0 is 1; other powers opaque
+            return (a * p if op is Ops.SHL else _floor_div(a, p)), bad, False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         if op is Ops.SHL:
             r = pa << pb

@@ -88,6 +88,8 @@ class Graphs:
             self.pre.append(v.x >= lo)
         if not isinstance(hi, float):
             self.pre.append(v.x <= hi)
+        if u.op in (Ops.RANGE, Ops.SPECIAL):  # a loop index is below its END, symbolically
+            self.pre.append(v.x < as_int(self.value(u.src[0])))
         return v
 
     def _const(self, dt: str, value: Any) -> Val:

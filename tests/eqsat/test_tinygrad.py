@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tinygrad import Tensor
 from tinygrad import dtypes as tdt
+from tinygrad.dtype import Invalid
 from tinygrad.uop.ops import AxisType
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import UOp as TUOp
@@ -27,8 +28,8 @@ from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp
 from eqsat.tinygrad import (
     TinygradError,
+    as_floor,
     evaluate_tinygrad,
-    floor_to_c,
     from_tinygrad,
     to_tinygrad,
 )
@@ -64,7 +65,7 @@ def _same(a: object, b: object) -> bool:
 # ---- round trips on real kernels ----------------------------------------------------
 def test_captured_expressions_round_trip_exactly(captured):
     """to_tinygrad(from_tinygrad(u), like=u) rebuilds tinygrad's own graph, node for node
-    (floor divisions whose signs may differ included); without ``like`` only the ranges'
+    (floor divisions one to one as floordiv/floormod); without ``like`` only the ranges'
     AxisType differs, and the text form parses back to the same graph."""
     floors = 0
     for c in captured:
@@ -73,9 +74,8 @@ def test_captured_expressions_round_trip_exactly(captured):
         assert parse(to_sexpr(g)) is g
         back = to_tinygrad(g)
         assert back.op is c.uop.op and from_tinygrad(back) is g
-        floors += any(u.op is Ops.SUB or u.op is Ops.ADD and u.src[0].op is Ops.MOD
-                      and u.src[1].op is Ops.WHERE for u in g.toposort())
-    assert floors > 0  # some floor divisions needed the C expansion
+        floors += any(u.op in (Ops.FLOORDIV, Ops.FLOORMOD) for u in g.toposort())
+    assert floors > 0  # tinygrad's // and % arrive as the floor ops
 
 
 def test_captured_expressions_evaluate_alike(captured):
@@ -119,14 +119,13 @@ DIVISORS = [TUOp.const(3, tdt.weakint), TUOp.const(-3, tdt.weakint),
 @pytest.mark.parametrize("op", ["//", "%"])
 def test_floor_division_of_every_sign(lo, hi, div, op):
     """``x // d`` and ``x % d`` (FLOORDIV/FLOORMOD) of every sign of x and d: the bridged
-    graph equals tinygrad's value at every point (d = 0 excluded), and is a plain
-    idiv/mod exactly where the signs are proven alike."""
+    graph is the floor op itself, equals tinygrad's value at every point (d = 0
+    excluded) and goes back as tinygrad's op."""
     x, d = TUOp.variable("x", lo, hi), DIVISORS[div]
     u = x // d if op == "//" else x % d
     assert u.op is (TOps.FLOORDIV if op == "//" else TOps.FLOORMOD)
     g = from_tinygrad(u)
-    proven = (lo >= 0 and d.vmin >= 0) or (hi <= 0 and d.vmax <= 0)
-    assert (g.op in (Ops.IDIV, Ops.MOD)) == proven, to_sexpr(g)
+    assert g.op is (Ops.FLOORDIV if op == "//" else Ops.FLOORMOD), to_sexpr(g)
     envs = [{"x": a, **({"d": b} if d.op is not TOps.CONST else {})}
             for a in range(lo, hi + 1) for b in range(int(d.vmin), int(d.vmax) + 1) if b != 0]
     theirs = evaluate_tinygrad(u, envs)
@@ -135,43 +134,51 @@ def test_floor_division_of_every_sign(lo, hi, div, op):
     assert back.op is u.op and evaluate_tinygrad(back, envs) == theirs
 
 
-def test_padding_conditions_prove_the_sign():
-    """A padded index ``r - 2`` is negative only where it is Invalid: under its
-    ``where(2 <= r, r - 2, Invalid)`` floor division is plain ``idiv``; without the
-    condition (or with one that does not bound it) it is the C expansion."""
+def test_padded_floor_division_round_trips():
+    """A padded index's floor division arrives as the floor op under its ``where``, with
+    tinygrad's values, and goes back node for node."""
     r = TUOp.range(10, 0)
     padded = (r - 2).valid(r >= 2)
-    g = from_tinygrad(padded // 4 + padded % 4)
-    assert {u.op for u in g.toposort()} >= {Ops.IDIV, Ops.MOD} and not any(
-        u.op is Ops.SUB for u in g.toposort())
-    loose = from_tinygrad((r - 2).valid(r < 8) // 4)
-    assert loose.op is Ops.SUB
+    u = padded // 4 + padded % 4
+    g = from_tinygrad(u)
+    assert {n.op for n in g.toposort()} >= {Ops.FLOORDIV, Ops.FLOORMOD}
     envs = [{"R0": v} for v in range(10)]
-    for u, ours in ((padded // 4 + padded % 4, g), ((r - 2).valid(r < 8) // 4, loose)):
-        assert [evaluate(ours, e) for e in envs] == evaluate_tinygrad(u, envs)
-        assert to_tinygrad(ours, like=u) is u
+    assert [evaluate(g, e) for e in envs] == evaluate_tinygrad(u, envs)
+    assert to_tinygrad(g, like=u) is u
 
 
-def test_floor_expansion_for_positive_divisor_is_the_documented_one():
-    a, c = UOp.var("x", -5, 5), UOp.const(dtypes.index, 4)
-    q, r = floor_to_c(Ops.IDIV, a, c), floor_to_c(Ops.MOD, a, c)
-    assert to_sexpr(q, compact=True) == "(sub (idiv (var x -5 5) 4) (where (lt (mod (var x -5 5)" \
-                                         " 4) 0) 1 0))"
-    assert to_sexpr(r, compact=True) == "%0 = (mod (var x -5 5) 4) (add %0 (where (lt %0 0) 4 0))"
-
-
-@pytest.mark.parametrize("ours,floor", [
-    ("(idiv (var x 0 9) 4)", True), ("(idiv (var x -9 9) 4)", False),
-    ("(mod (var x -9 0) -4)", True), ("(mod (var x -9 9) -4)", False),
+@pytest.mark.parametrize("text,want", [
+    # C text              the floor form tinygrad's simplifier is given
+    ("(idiv (var x 0 9) 4)", "(floordiv (var x 0 9) 4)"),
+    ("(mod (var x -9 0) -4)", "(floormod (var x -9 0) -4)"),
+    ("(idiv (var x -9 9) 4)", "(idiv (var x -9 9) 4)"),
+    ("(sub (idiv (var x -5 5) 4) (where (lt (mod (var x -5 5) 4) 0) 1 0))",
+     "(floordiv (var x -5 5) 4)"),
+    ("(add (mod (var x -5 5) 4) (where (lt (mod (var x -5 5) 4) 0) 4 0))",
+     "(floormod (var x -5 5) 4)"),
+    # a padded index: its condition proves the dividend non-negative where valid
+    ("(idiv (where (not (lt (range 0 10) 2)) (add (range 0 10) -2) (invalid)) 4)",
+     "(floordiv (where (not (lt (range 0 10) 2)) (add (range 0 10) -2) (invalid)) 4)"),
 ])
-def test_to_tinygrad_division_ops(ours, floor):
-    """C division goes out as FLOORDIV/FLOORMOD where the signs are proven alike, else as
-    CDIV/CMOD; both give the IR's values."""
+def test_as_floor(text: str, want: str):
+    """C division written as floor division exactly where the values agree."""
+    g = parse(text)
+    out = as_floor(g)
+    assert out is parse(want), to_sexpr(out)
+    assert check_equivalent(g, out)
+
+
+@pytest.mark.parametrize("ours,want", [
+    ("(idiv (var x 0 9) 4)", "CDIV"), ("(idiv (var x -9 9) 4)", "CDIV"),
+    ("(mod (var x -9 0) -4)", "CMOD"), ("(floordiv (var x -9 9) 4)", "FLOORDIV"),
+    ("(floormod (var x -9 9) -4)", "FLOORMOD"),
+])
+def test_to_tinygrad_division_ops(ours, want):
+    """Each division goes out as its own tinygrad op (C's as CDIV/CMOD, floor as
+    FLOORDIV/FLOORMOD), with the IR's values."""
     g = parse(ours)
     u = to_tinygrad(g)
-    want = {(Ops.IDIV, True): TOps.FLOORDIV, (Ops.IDIV, False): TOps.CDIV,
-            (Ops.MOD, True): TOps.FLOORMOD, (Ops.MOD, False): TOps.CMOD}[(g.op, floor)]
-    assert u.op is want
+    assert u.op is getattr(TOps, want)
     envs = [{"x": v} for v in range(int(g.src[0].vmin), int(g.src[0].vmax) + 1)]
     assert evaluate_tinygrad(u, envs) == [evaluate(g, e) for e in envs]
 
@@ -339,3 +346,84 @@ def test_capture_rows_are_corpus_lines():
     def untimed(rs: list[dict]) -> list[dict]:
         return [{k: v for k, v in r.items() if k != "tg_us"} for r in rs]
     assert untimed(again) == untimed(rows)  # deterministic
+
+
+# ---- every op and dtype the bridge knows, both ways -------------------------------------
+def _leaf(name: str, dt, lo: int, hi: int) -> UOp:
+    v = UOp.var(name, lo, hi)
+    if dt is dtypes.index:
+        return v
+    if dt.is_bool:
+        return UOp(Ops.LT, dtypes.bool, (v, UOp.const(dtypes.index, 0)))
+    return UOp(Ops.CAST, dt, (v,))
+
+
+def _bridge_cases() -> list[UOp]:
+    """Every ALU op of the bridge's tables on every dtype the IR defines it on, every
+    cast between the bridge's dtypes, every bitcast between same-size ones, a where and
+    a mulacc of each dtype."""
+    from eqsat.ir.ops import GroupOp
+    from eqsat.tinygrad import _tg
+    from rules.lang import _OP_DTYPES
+
+    t = _tg()
+    dts = [d for d in t.to_theirs if not d.is_void]
+    ops = sorted(set(t.binary.values()) | set(t.unary.values()), key=lambda o: o.value)
+    out = []
+    for dt in dts:
+        a = _leaf("a", dt, -6, 6)
+        for op in ops:
+            if dt.name not in _OP_DTYPES.get(op, ()):
+                continue
+            small = op in (Ops.SHL, Ops.SHR, Ops.POW)  # defined shifts, exponents
+            b = _leaf("b", dt, 0 if small else -6, 3 if small else 6)
+            if op in GroupOp.Unary:
+                out.append(UOp(op, dt, (a,)))
+            else:
+                out.append(UOp(op, dtypes.bool if op in GroupOp.Comparison else dt, (a, b)))
+        c = _leaf("c", dtypes.bool, -6, 6)
+        out.append(UOp(Ops.WHERE, dt, (c, a, _leaf("b", dt, -6, 6))))
+        if not dt.is_bool:
+            out.append(UOp(Ops.MULACC, dt, (a, _leaf("b", dt, -6, 6), a)))
+        for dst in dts:
+            if dst is not dt:
+                out.append(UOp(Ops.CAST, dst, (a,)))
+            if dst is not dt and dtypes.index not in (dt, dst) and dtypes.bool not in (dt, dst) \
+                    and dst.bits == dt.bits:
+                out.append(UOp(Ops.BITCAST, dst, (a,)))
+    return out
+
+
+def test_every_op_and_dtype_round_trips():
+    cases = _bridge_cases()
+    assert len(cases) > 300
+    bad = []
+    for g in cases:
+        back = from_tinygrad(to_tinygrad(g))
+        eq = check_equivalent(g, back)
+        if not eq:
+            bad.append(f"{to_sexpr(g, compact=True)}: {eq.reason}")
+    assert not bad, "\n".join(bad)
+
+
+def test_an_invalid_takes_its_siblings_dtype():
+    inv = TUOp(TOps.CONST, tdt.float32, arg=Invalid)
+    w = TUOp.const(False, tdt.bool).where(TUOp.const(0.0, tdt.float32), inv)
+    g = from_tinygrad(w)
+    text = to_sexpr(g, compact=True)
+    assert text == "(where false 0.0 (cast f32 (invalid)))"
+    assert parse(text) is g and check_equivalent(g, parse(text))
+    assert from_tinygrad(to_tinygrad(g)) is g
+    x = TUOp.variable("x", 0, 5)
+    w2 = (x < 3).where(x.cast(tdt.float32), inv)
+    g2 = from_tinygrad(w2)
+    for v in range(6):
+        assert _same(evaluate_tinygrad(w2, {"x": v}), evaluate(g2, {"x": v}))
+
+
+def test_a_variable_bounded_by_a_variable_takes_the_outer_bound():
+    n = TUOp.variable("n", 1, 10)
+    i = TUOp.variable("i", 0, n)
+    assert from_tinygrad(i) is UOp.var("i", 0, 10)
+    assert to_sexpr(from_tinygrad(i * 2 + n), compact=True) == \
+        "(add (mul (var i 0 10) 2) (var n 1 10))"

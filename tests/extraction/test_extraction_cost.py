@@ -199,7 +199,8 @@ def test_reference_cost_matches_corpus(corpus_lines):
 # the reference metric's rule, as ReferenceCost's docstring states it
 REF_LEAVES = {Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_GLOBAL,
               Ops.DEFINE_LOCAL, Ops.DEFINE_REG, Ops.INVALID, Ops.NOOP}
-REF_PRICED = {Ops.IDIV: 25, Ops.MOD: 25, Ops.MUL: 4, Ops.MULHI: 4, Ops.MULACC: 5}
+REF_PRICED = {Ops.IDIV: 25, Ops.MOD: 25, Ops.FLOORDIV: 25, Ops.FLOORMOD: 25, Ops.MUL: 4,
+              Ops.MULHI: 4, Ops.MULACC: 5}
 
 
 def test_reference_cost_is_the_rule_for_every_op():

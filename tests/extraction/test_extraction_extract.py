@@ -422,3 +422,28 @@ def test_end_leaves_out_ranges_extracted_as_constants(kids, expected):
     built = {"body": store, "r0": UOp.range(4, 0), "zero": UOp.const(dtypes.index, 0)}
     node = ENode("e", "E", Ops.END, dtypes.void, None, kids)
     assert uop_builder(node, tuple(built[k] for k in kids)) is parse(expected)
+
+
+# ---- at equal cost, the tighter bounds ---------------------------------------------------
+def _where(c: UOp, a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.WHERE, a.dtype, (c, a, b))
+
+
+A9, B9 = var("a", 0, 9), var("b", 0, 9)
+C = UOp(Ops.LT, dtypes.bool, (A9, B9))
+# (written, an equal-cost e-node of its class, the one extracted): the extractor takes
+# the union as the e-graph's claim, so the twins need only cost the same
+TIGHT = [
+    (_where(C, A9, UOp.const(I, 20)), _where(C, A9, UOp.const(I, 0)), "twin"),  # [0, 20]
+    (_where(C, A9, UOp.const(I, 0)), _where(C, A9, UOp.const(I, 20)), "written"),
+    (_where(C, A9, UOp.const(I, -3)), _where(C, A9, UOp.const(I, 2)), "twin"),  # [-3, 9]
+]
+
+
+@pytest.mark.parametrize("written,twin,want", TIGHT)
+@pytest.mark.parametrize("extract", [extract_tree, extract_dag])
+def test_equal_cost_prefers_tighter_bounds(written, twin, want, extract) -> None:
+    view = EGraphView.from_uops(written, unions=[(written, twin)])
+    out = extract(view, model=REF).to_uops()[0]
+    assert out is (twin if want == "twin" else written)
+    assert (out.vmin, out.vmax) == (0, 9)

@@ -150,6 +150,22 @@ def test_expression_kernel_returns_the_value(cache) -> None:
             assert k(x=x, R3=r) == int(np.fmod(x, 6)) + r // 4
 
 
+@pytest.mark.parametrize("text", [
+    "(add (floordiv (var x -20 20) 6) (floormod (var x -20 20) -4))",
+    "(add (floordiv (var x -20 20) 8) (floormod (var x -20 20) 16))",
+    "(floordiv (var x -20 20) (or (var y -3 3) 1))",
+    "(floormod (var x -20 20) (or (var y -3 3) 1))",
+])
+def test_floor_division_kernels_floor(text: str, cache) -> None:
+    """Floor division and remainder compile to C that floors, as the interpreter does."""
+    g = parse(text)
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    for x in range(-20, 21):
+        for y in (-3, -1, 1, 3):
+            env = {"x": x, "y": y} if "var y" in text else {"x": x}
+            assert k(**env) == evaluate(g, env), env
+
+
 @pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
 def test_parameters_survive_the_optimizer(optimize, cache) -> None:
     """A buffer or variable the optimized program no longer reads is still a parameter:

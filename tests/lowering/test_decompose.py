@@ -32,9 +32,17 @@ def ops_of(g: UOp) -> set[Ops]:
 
 
 def check_all(orig: UOp, new: UOp, lo: int, hi: int) -> None:
-    """``new`` equals ``orig`` for every value of x in [lo, hi]."""
+    """``new`` equals ``orig`` for every value of x in [lo, hi] (and of a variable y in
+    [-4, 4] where there is one)."""
+    ys = range(-4, 5) if any(u.op is Ops.DEFINE_VAR and u.arg[0] == "y"
+                             for u in orig.toposort()) else (0,)
     for v in range(lo, hi + 1):
-        assert evaluate(new, {"x": v}) == evaluate(orig, {"x": v}), v
+        for y in ys:
+            env = {"x": v, "y": y}
+            assert evaluate(new, env) == evaluate(orig, env), env
+
+
+_FLOOR = {Ops.FLOORDIV, Ops.FLOORMOD}
 
 
 # ---- one case per rule: (expression, x range, ops that must appear, ops that must not) -----------
@@ -68,6 +76,26 @@ CASES = [
      (-10, 10), {Ops.LT, Ops.NE}, {Ops.NOT}),  # the comparisons absorb the NOTs first
     ("demorgan_or", lambda x: x.alu(Ops.NOT) | (x + c(1)).alu(Ops.NOT), (-10, 10),
      {Ops.AND, Ops.NOT}, {Ops.OR}),
+    # floor_divmod: a shift or a mask by 2**k whatever the sign; C's ops where the signs
+    # are alike; else the exact expansion (a select after C's quotient)
+    ("floordiv_pow2 signed", lambda x: x.alu(Ops.FLOORDIV, c(8)), (-70, 70), {Ops.SHR},
+     _FLOOR | {Ops.IDIV, Ops.ADD}),
+    ("floormod_pow2 signed", lambda x: x.alu(Ops.FLOORMOD, c(8)), (-70, 70), {Ops.AND},
+     _FLOOR | {Ops.MOD, Ops.SUB}),
+    ("floordiv nonneg", lambda x: x.alu(Ops.FLOORDIV, c(7)), (0, 300), {Ops.MUL, Ops.SHR},
+     _FLOOR | {Ops.WHERE}),
+    ("floormod nonpos by negative", lambda x: x.alu(Ops.FLOORMOD, c(-7)), (-300, 0),
+     {Ops.SUB}, _FLOOR | {Ops.WHERE}),
+    ("floordiv signed", lambda x: x.alu(Ops.FLOORDIV, c(7)), (-300, 300),
+     {Ops.WHERE, Ops.LT}, _FLOOR | {Ops.IDIV}),
+    ("floormod signed", lambda x: x.alu(Ops.FLOORMOD, c(7)), (-300, 300),
+     {Ops.WHERE, Ops.LT, Ops.ADD}, _FLOOR | {Ops.MOD}),
+    ("floordiv negative d", lambda x: x.alu(Ops.FLOORDIV, c(-6)), (-100, 100),
+     {Ops.WHERE, Ops.LT}, _FLOOR),
+    ("floordiv by a variable", lambda x: x.alu(Ops.FLOORDIV, var(-4, 4, name="y") | c(1)),
+     (-30, 30), {Ops.WHERE, Ops.NE, Ops.IDIV}, _FLOOR),
+    ("floormod by a variable", lambda x: x.alu(Ops.FLOORMOD, var(-4, 4, name="y") | c(1)),
+     (-30, 30), {Ops.WHERE, Ops.NE}, _FLOOR),
 ]
 
 

@@ -124,3 +124,30 @@ def untouched_test(rule: str, texts: Sequence[str]) -> Callable[[str], None]:
     def test(text: str) -> None:
         check_untouched(rule, text)
     return test
+
+
+def check_engines(text: str, want: str, engines: Sequence[str] = ("baseline", "egraph")) -> None:
+    """Each engine (default rule sets, reference cost) turns ``text`` into exactly
+    ``want``, commutative operands in the baseline's order (:func:`canon`), equivalent
+    to it."""
+    from eqsat.api import optimize
+    from tests.budgets import QUALITY
+
+    g = parse(text)
+    for engine in engines:
+        out = optimize(g, engine=engine, cost_model="reference", budget=QUALITY).graph
+        # commutative operands compared in one order (the baseline's: by uid)
+        got = graph_rewrite(out, rules.matcher("commutative_canonicalization"))
+        assert got is canon(want), (f"{engine}: {text} -> {to_sexpr(out, compact=True)}, "
+                                    f"want {want}")
+        assert check_equivalent(g, out)
+
+
+def engines_test(rows: Sequence[Row], engines: Sequence[str] = ("baseline", "egraph")
+                 ) -> Callable[[str, str, str], None]:
+    """A test parametrized over ``(rule, input, expected)`` rows: both engines (or
+    ``engines``) give the expected graph (:func:`check_engines`); the rule names the row."""
+    @pytest.mark.parametrize("rule,text,want", rows)
+    def test(rule: str, text: str, want: str) -> None:
+        check_engines(text, want, engines)
+    return test

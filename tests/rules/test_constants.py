@@ -14,7 +14,7 @@ from eqsat.engines.baseline import optimize_baseline
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
-from tests.rules._cases import check_blocked, never, rewrite_test, simp
+from tests.rules._cases import check_blocked, engines_test, never, rewrite_test, simp
 
 POSITIVE = [
     ("const_fold_neg", "(neg 5)", "-5"),
@@ -108,3 +108,19 @@ def test_groups_are_the_seed_names() -> None:
     vec_ops = {r.name for r in constants.GROUPS["vconst_folding_patterns"]}
     assert "vconst_fold_pow" not in vec_ops and "vconst_fold_fdiv" not in vec_ops
     assert len(constants.VCONST_BINARY_FOLD) >= 11 and len(constants.BINARY_FOLD) >= 13
+
+
+# both engines: a fixed-width fold that wraps (the e-graph's const_fold_wrap_*)
+ENGINES = [
+    ("const_fold_wrap_add", "(add (const i32 2147483647) (const i32 1))",
+     "(const i32 -2147483648)"),
+    ("const_fold_wrap_mul", "(mul (const i8 100) (const i8 3))", "(const i8 44)"),
+    ("const_fold_wrap_sub", "(sub (const u8 0) (const u8 1))", "(const u8 255)"),
+    ("const_fold_wrap_neg", "(neg (const i32 -2147483648))", "(const i32 -2147483648)"),
+    ("const_fold_wrap_shl", "(shl (const i32 1) (const i32 31))", "(const i32 -2147483648)"),
+    # a shift by the width or more is undefined: not folded
+    ("const_fold_wrap_shl", "(shl (const i32 1) (const i32 32))",
+     "(shl (const i32 1) (const i32 32))"),
+]
+
+test_engines = engines_test(ENGINES)

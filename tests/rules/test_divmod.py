@@ -21,6 +21,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, graph_rewrite
 from rules import symbolic
 from rules.divmod import GROUPS, UOP_CTX, recombine_prepass, to_lin
+from tests.rules._cases import engines_test
 from tests.strategies import assignments, int_exprs
 
 RULES = {r.name: r for g in GROUPS.values() for r in g}
@@ -33,8 +34,12 @@ XV = "(var x -50 50)"
 CASES = [
     ("nested_idiv", "(idiv (idiv (var w 0 100) 4) 3)",
      '(idiv (var w 0 100) 12)'),
-    ("nested_idiv", "(idiv (idiv (var w 0 100) (var y 1 4)) (var z 1 3))",
-     None),
+    ("nested_idiv", "(idiv (idiv (var w 0 100) 4) (var z 1 3))",
+     None),                                                     # the symbolic rule's
+    ("nested_idiv_symbolic", "(idiv (idiv (var w 0 100) (var y 1 4)) (var z -3 -1))",
+     '(idiv (var w 0 100) (mul (var y 1 4) (var z -3 -1)))'),
+    ("nested_idiv_symbolic", "(idiv (idiv (var w 0 100) (where (lt (var y 1 4) 3) (var y 1 4) "
+     "(invalid))) 3)", None),                                   # b may be Invalid
     ("exact_division", "(idiv (add (mul (var m -4 4) 4) 8) 4)",
      '(add (var m -4 4) 2)'),
     ("exact_division", "(mod (add (mul (var m -4 4) 4) 8) -4)",
@@ -137,6 +142,21 @@ CASES = [
      '(add (range 0 4) (range 1 2))'),
     ("fold_divmod_general", "(idiv (var m -4 4) (var s 2 6))",
      None),
+    # symbolic divisors and bounds
+    ("idiv_mul_cancel_pair", "(idiv (mul (mul (var a 1 7) (var b 0 5)) (var s 2 6)) "
+     "(mul (var a 1 7) (var s 2 6)))", '(var b 0 5)'),
+    ("idiv_mul_cancel_pair", "(idiv (mul (mul (var a 0 7) (var b 0 5)) (var s 2 6)) "
+     "(mul (var a 0 7) (var s 2 6)))", None),                  # a may be 0
+    ("idiv_loop_end", "(idiv (range 0 (add (var a 0 10) 2)) (add (var a 0 10) 2))", '0'),
+    ("idiv_loop_end", "(idiv (range 0 (add (var a 0 10) 2)) (add (var a 0 10) 1))", None),
+    ("mod_loop_end", "(mod (special g (mul (var s 2 6) 4)) (mul (var s 2 6) 4))",
+     '(special g (mul (var s 2 6) 4))'),
+    ("mod_loop_end", "(mod (range 0 (var a 0 10)) (var a 0 10))", None),  # END may be 0
+    # recombinations of quotients
+    ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) "
+     "(mul (idiv (add (var x 0 299) 10) 15) 3))", '(add (idiv (var x 0 299) 5) 2)'),
+    ("recombine_quotient", "(add (mod (add (idiv (var x -9 299) 5) 2) 3) "
+     "(mul (idiv (add (var x -9 299) 10) 15) 3))", None),     # x may be negative
 ]
 
 
@@ -151,6 +171,31 @@ def test_rule_table(name, src, want):
     assert to_sexpr(out, compact=True) == want
     eq = check_equivalent(e, out, samples=3000)
     assert eq, eq.reason
+
+
+# both engines, default rule sets: issue 31's symbolic divisors, bounds and quotients
+R_END = "(range 0 (add (var a 0 10) 2))"
+ENGINES = [
+    ("idiv_mul_cancel_pair", "(idiv (mul (mul (var a 1 10) (var b 0 10)) (var c 1 10)) "
+     "(mul (var a 1 10) (var c 1 10)))", "(var b 0 10)"),
+    ("idiv_loop_end", f"(idiv {R_END} (add (var a 0 10) 2))", "0"),
+    ("mod_loop_end", f"(mod {R_END} (add (var a 0 10) 2))", R_END),
+    ("nested_idiv_symbolic", "(idiv (idiv (var a 0 100) (var b 1 10)) (var c 1 10))",
+     "(idiv (var a 0 100) (mul (var b 1 10) (var c 1 10)))"),
+    ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) "
+     "(mul (idiv (add (var x 0 299) 10) 15) 3))", "(add (idiv (var x 0 299) 5) 2)"),
+]
+EGRAPH_ONLY = [
+    # inside a longer sum: the e-graph's sums see it, the ordered matcher's pattern does not
+    ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add (mul (idiv "
+     "(add (var x 0 299) 10) 15) 3) (var z 0 5)))",
+     "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))"),
+    ("recombine_divmod_5", "(idiv (add (idiv (var a 0 100) 3) 5) 4)",
+     "(idiv (add (var a 0 100) 15) 12)"),
+]
+
+test_engines = engines_test(ENGINES)
+test_egraph_only = engines_test(EGRAPH_ONLY, engines=("egraph",))
 
 
 def test_every_rule_has_a_positive_and_a_blocked_row():

@@ -371,9 +371,6 @@ CASES = [
     ("nest_div_by_smallest_factor", "idiv", L((3, "a"), (5, "b")), Lin.constant(15), None),
     ("nest_div_by_smallest_factor", "idiv", L((4, "m"), (1, "p")), Lin.constant(16), None),
     # advanced division (seed 003 §4)
-    ("nested_idiv", "idiv", L((1, ("idiv", L((1, "w")), C4))), C3, "(w // 12)"),
-    ("nested_idiv", "idiv", L((1, ("idiv", L((1, "m")), Lin.constant(-2)))), C3, "(m // -6)"),
-    ("nested_idiv", "idiv", L((2, ("idiv", L((1, "w")), C4))), C3, None),    # not a lone div
     ("exact_division", "idiv", L((4, "a"), (8, "m"), k=-12), C4, "((a + (m * 2)) + -3)"),
     ("exact_division", "mod", L((4, "a"), (8, "m")), Lin.constant(-4), "0"),
     ("exact_division", "idiv", L((4, "a"), (6, "m")), C4, None),

@@ -132,12 +132,22 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("recombine_divmod_5_neg", (NEST,), "(idiv (add (idiv (var n -90 0) 4) -3) 2)",
      "(idiv (add (var n -90 0) -12) 8)"),
     # advanced_division_dsl_patterns: native (index only)
-    ("nested_idiv_const", (ADV,), f"(idiv (idiv {W} 4) 3)", f"(idiv {W} 12)"),
+    ("nested_idiv", (ADV, "constant_folding_dsl_patterns"), f"(idiv (idiv {W} 4) 3)",
+     f"(idiv {W} 12)"),
     ("idiv_of_mod_const", (ADV, REC), f"(add (idiv (mod {W} 12) 4) (mul (idiv {W} 12) 3))",
      f"(idiv {W} 4)"),                           # exposes #2: ((w//4)%3) + (w//12)*3
     ("mod_of_mod_multiple", (ADV,), f"(mod (mod {X} 12) 4)", f"(mod {X} 4)"),
+    ("idiv_mul_cancel_pair", (ADV,), f"(idiv (mul (mul {S} {B}) (var c 1 3)) "
+     f"(mul {S} (var c 1 3)))", B),
+    ("recombine_quotient", (REC,), f"(add (mod (add (idiv {W} 5) 2) 3) (mul (idiv (add {W} 10) "
+     "15) 3))", f"(add (idiv {W} 5) 2)"),
+    ("mod_quotient_split", (REC, "alu_folding_dsl_patterns"), f"(add (mod (add (idiv {W} 5) 2) "
+     f"3) (add (mul (idiv (add {W} 10) 15) 3) {B}))", f"(add (add (idiv {W} 5) 2) {B})"),
+    ("idiv_loop_end", (RB,), f"(idiv (range 0 (add {A} 2)) (add {A} 2))", "0"),
+    ("mod_loop_end", (RB,), f"(mod (range 0 (add {A} 2)) (add {A} 2))", f"(range 0 (add {A} 2))"),
     # advanced_division_dsl_patterns: computed
-    ("nested_idiv", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)", f"(idiv {W} (mul (var y 1 4) 3))"),
+    ("nested_idiv_symbolic", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)",
+     f"(idiv {W} (mul (var y 1 4) 3))"),
     ("exact_division", (ADV,), f"(idiv (add (mul {M} 4) 8) 4)", f"(add {M} 2)"),
     ("exact_division", (ADV,), f"(mod (add (mul {M} 4) 8) -4)", "0"),
     ("sum_divisible_symbolic", (ADV,), f"(idiv (add (mul {A} {S}) {B}) {S})",
@@ -150,6 +160,12 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
 
 # rule, rule sets, input, what remains: the rule's guard blocks it (others may still fire)
 BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("mod_quotient_split", (REC,), f"(mod (add (idiv {X} 5) 2) 3)",
+     f"(mod (add (idiv {X} 5) 2) 3)"),                                        # x may be < 0
+    ("idiv_mul_cancel_pair", (ADV,), f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))",
+     f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))"),                        # a may be 0
+    ("recombine_quotient", (REC,), f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) "
+     "15) 3))", f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) 15) 3))"),
     ("idiv_neg_divisor", (RB,), f"(idiv {A} (var d -4 0))", f"(idiv {A} (var d -4 0))"),  # 0
     ("mod_neg_divisor", (RB,), f"(mod {A} (var d -4 0))", f"(mod {A} (var d -4 0))"),
     ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 1) {S})", f"(idiv (var n -9 1) {S})"),
@@ -193,9 +209,9 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
      "(const i32 2))", f"(idiv (add (idiv {WI} (const i32 4)) (const i32 3)) (const i32 2))"),
     ("recombine_divmod_5_neg", (NEST,), f"(idiv (add (idiv {M} 4) -3) 2)",
      f"(idiv (add (idiv {M} 4) -3) 2)"),                                      # a crosses 0
-    ("nested_idiv_const", (ADV,), f"(idiv (idiv {W} (var y 1 4)) 3)",
-     f"(idiv {W} (mul (var y 1 4) 3))"),                                      # b not constant
-    ("nested_idiv_const", (ADV,), f"(idiv (idiv {WI} (const i32 4)) (const i32 3))",
+    ("nested_idiv_symbolic", (ADV,), f"(idiv (idiv {W} {SI}) 3)",
+     f"(idiv (idiv {W} {SI}) 3)"),                                             # b may be Invalid
+    ("nested_idiv", (ADV,), f"(idiv (idiv {WI} (const i32 4)) (const i32 3))",
      f"(idiv (idiv {WI} (const i32 4)) (const i32 3))"),                      # i32: b*c may wrap
     ("idiv_of_mod_const", (ADV,), f"(idiv (mod {M} 10) 4)",
      f"(idiv (mod {M} 10) 4)"),                                               # 10 % 4 != 0

@@ -11,6 +11,7 @@ Z = "(var z 0 9)"        # may be zero
 F = "(cast f32 (var x -20 20))"
 C = "(lt (var x -20 20) 5)"
 INV = f"(where {C} (var x -20 20) (invalid))"
+LB = "(load (index (buffer 2 bool 8) (var i 0 7)))"  # any bool
 L = "(load (index (buffer 1 f32 8) (var i 0 7)))"  # any f32: -0.0, NaN, inf included
 
 
@@ -22,6 +23,12 @@ POSITIVE = [
     ("or_zero", f"(or {X} 0)", X),
     ("xor_zero", f"(xor 0 {X})", X),
     ("sub_zero", f"(sub {X} 0)", X),
+    ("shl_zero", f"(shl {X} 0)", X),
+    ("shr_zero", f"(shr (cast i32 {X}) (const i32 0))", f"(cast i32 {X})"),
+    ("ne_false", f"(ne {C} false)", C),
+    ("eq_true", f"(eq true {C})", C),
+    ("ne_true", f"(ne {LB} true)", f"(not {LB})"),
+    ("eq_false", f"(eq {LB} false)", f"(not {LB})"),
     ("add_neg_zero", f"(add {L} -0.0)", L),
     ("sub_zero", f"(sub {L} 0.0)", L),
     ("idiv_one", f"(idiv {X} 1)", X),
@@ -70,6 +77,8 @@ BLOCKED = [
     ("mod_self", f"(mod {Z} {Z})", f"(mod {Z} {Z})"),
     # != of itself only for non-floats (NaN != NaN is true)
     ("ne_self", f"(ne {F} {F})", f"(ne {F} {F})"),
+    # x != false is x for bools only (an integer 3 != 0 is true, not 3)
+    ("ne_false", f"(ne {X} 0)", f"(ne {X} 0)"),
     # trunc is a no-op on integers only
     ("round_of_int", f"(trunc {F})", f"(trunc {F})"),
 ]

@@ -10,7 +10,7 @@ import rules
 from eqsat import parse
 from eqsat.engines.baseline import optimize_baseline
 from eqsat.ir.uop import UOp
-from tests.rules._cases import blocked_test, never, noop_test, rewrite_test, simp
+from tests.rules._cases import blocked_test, engines_test, never, noop_test, rewrite_test, simp
 
 X = "(var x -20 20)"
 Y = "(var y 0 9)"
@@ -108,3 +108,14 @@ def test_propagation_runs_first() -> None:
     first = {r.name for r in rules.groups()["propagate_invalid"]}
     assert set(names[:len(first)]) == first
     assert rules.SIMPLE_GROUPS[0] == "propagate_invalid"
+
+
+# both engines: a bare Invalid absorbs index arithmetic
+ENGINES = [
+    ("invalid_bare_left", "(mul (invalid) 2)", "(invalid)"),
+    ("invalid_bare_left", "(add (invalid) (var a 0 10))", "(invalid)"),
+    ("invalid_bare_right", "(idiv (var a 0 10) (invalid))", "(invalid)"),
+    ("invalid_bare_left", "(add (mul (invalid) 2) (var a 0 10))", "(invalid)"),
+]
+
+test_engines = engines_test(ENGINES)

@@ -100,3 +100,16 @@ def test_a_new_rule_in_three_lines() -> None:
     assert law.baseline.apply(parse("(idiv (idiv (var a 0 99) 2) 2)")) is \
         parse("(idiv (var a 0 99) 4)")
     assert law.natives and law.name not in __import__("rules.lang").lang.LAWS_BY_NAME
+
+
+def test_the_headline_example_is_proven() -> None:
+    """rules/lang.py's docstring opens with a rule: it is one that proves."""
+    import re
+
+    import rules.lang
+    from rules.proof import prove
+
+    m = re.search(r"^\s+(rule\(.*\))\s*$", rules.lang.__doc__, re.M)
+    assert m is not None
+    law = eval(m.group(1)[:-1] + ", register=False)", {"rule": rules.lang.rule})
+    assert prove(law).status == "proven"

@@ -28,6 +28,10 @@ POSITIVE = [
     ("or_not_self", f"(or {A} (not {A}))", "true"),
     ("or_not_self", f"(or (not {A}) {A})", "true"),
     ("and_not_self", f"(and {A} (not {A}))", "false"),
+    # x | !x and x & !x after the negation flip !(x < 3) -> 2 < x (tinygrad's != true)
+    ("or_lt_complement", f"(or (lt {X} 3) (not (lt {X} 3)))", "true"),
+    ("or_lt_complement", f"(or (lt {X} 3) (ne (lt {X} 3) true))", "true"),
+    ("and_lt_complement", f"(and (lt {X} 3) (not (lt {X} 3)))", "false"),
     ("or_true", f"(or true {A})", "true"),
     ("and_false", f"(and {A} false)", "false"),
     ("and_true", f"(and true {A})", A),
@@ -40,6 +44,9 @@ POSITIVE = [
 ]
 
 BLOCKED = [
+    # x < 3 or x > 3 misses x == 3; x < 5 and x > 2 holds at 3 and 4
+    ("or_lt_complement", f"(or (lt {X} 3) (lt 3 {X}))", f"(or (lt {X} 3) (lt 3 {X}))"),
+    ("and_lt_complement", f"(and (lt {X} 5) (lt 2 {X}))", f"(and (lt {X} 5) (lt 2 {X}))"),
     # tautology / contradiction only for bools (x | ~x is -1 on integers)
     ("or_not_self", f"(or {X} (not {X}))", f"(or {X} (not {X}))"),
     ("and_not_self", f"(and {X} (not {X}))", f"(and {X} (not {X}))"),

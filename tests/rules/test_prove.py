@@ -28,7 +28,7 @@ SUMMARY = re.compile(r"^(\d+) proven, (\d+) tested-only, (\d+) failed$")
 WHOLE = os.environ.get("EQSAT_PROVE_WHOLE") == "1"
 
 #: the rules whose proof takes over 8 s of a core (docs/perf.md): CI proves one a day
-SLOW = ("invalid_into_cast", "nested_idiv",
+SLOW = ("invalid_into_cast",
         "cast_cast_roundtrip", "cast_cast_widen", "cast_cast_in_range", "cast_into_where",
         "mod_coef_reduce", "recombine_divmod_2", "cmp_by_bounds",
         "idiv_small_offset", "idiv_large_offset", "fold_divmod_general", "gep_of_gep",

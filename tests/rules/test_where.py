@@ -7,7 +7,7 @@ from __future__ import annotations
 from eqsat import parse
 from eqsat.engines.baseline import optimize_baseline
 from eqsat.ir.uop import UOp
-from tests.rules._cases import blocked_test, rewrite_test
+from tests.rules._cases import blocked_test, engines_test, rewrite_test
 
 X = "(var x -20 20)"
 Y = "(var y 0 9)"
@@ -33,7 +33,11 @@ POSITIVE = [
     ("where_same_cond_false", f"(where {A} 0 (where {A} 1 {Y}))", f"(where {A} 0 {Y})"),
     ("where_nested_merge", f"(where {A} (where {B} {X} {Y}) {Y})",
      f"(where (and {A} {B}) {X} {Y})"),
-    ("where_alu_combine", f"(add (where {A} 2 0) (where {A} 1 5))", f"(where {A} 3 5)"),
+    ("where_add_combine", f"(add (where {A} 2 0) (where {A} 1 5))", f"(where {A} 3 5)"),
+    ("where_add_combine_false", f"(add (where {A} {X} 2) (where {A} {Y} 3))",
+     f"(where {A} (add {X} {Y}) 5)"),
+    ("where_alu_combine", f"(mul (where {A} 2 {X}) (where {A} 3 {Y}))",
+     f"(where {A} 6 (mul {X} {Y}))"),
     ("where_alu_combine_false", f"(mul (where {A} {X} 2) (where {A} {Y} 3))",
      f"(where {A} (mul {X} {Y}) 6)"),
     ("where_div_combine", f"(idiv (where {A} 7 {X}) (where {A} 2 (var p 1 3)))",
@@ -48,7 +52,7 @@ POSITIVE = [
      f"(where (lt {Y} 5) {Y} (invalid))"),
     ("where_gate_given_valid", f"(where (lt 0 {X}) (max {X} 1) (invalid))",
      f"(where (lt 0 {X}) {X} (invalid))"),
-    ("where_gate_given_valid", f"(where (and (lt {X} 3) (lt 5 {X})) {X} (invalid))", "(invalid)"),
+    ("where_gate_given_valid", f"(where (and (lt {X} 3) (eq {X} 7)) {X} (invalid))", "(invalid)"),
 ]
 
 BLOCKED = [
@@ -66,8 +70,10 @@ BLOCKED = [
     ("where_div_combine", f"(idiv (where {A} 7 {X}) (where {A} 2 {Y}))",
      f"(idiv (where {A} 7 {X}) (where {A} 2 {Y}))"),
     # combining two WHEREs needs a constant side to fold
-    ("where_alu_combine", f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))",
+    ("where_add_combine", f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))",
      f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))"),
+    ("where_alu_combine", f"(mul (where {A} {X} {Y}) (where {A} {Y} {X}))",
+     f"(mul (where {A} {X} {Y}) (where {A} {Y} {X}))"),
     # nothing the validity says narrows the index
     ("where_gate_given_valid", f"(where (lt {Y} 7) (mod {Y} 5) (invalid))",
      f"(where (lt {Y} 7) (mod {Y} 5) (invalid))"),
@@ -95,3 +101,17 @@ def test_flip_guard_sees_vectorized_invalid() -> None:
     flipped = UOp(Ops.WHERE, t.dtype, (cv, inv, t))
     out, st = optimize_baseline(flipped, "dce_dsl_patterns")
     assert "where_not_flip" in st["matches"] and out.src[1] is t
+
+
+# both engines, default rule sets: where(c,1,b) + where(c,2,e) -> where(c,3,b+e), also
+# inside a longer sum (Morok's tests)
+C = "(lt (var x 0 10) 5)"
+ENGINES = [
+    ("where_add_combine", f"(add (where {C} 1 (var b 0 10)) (where {C} 2 (var e 0 10)))",
+     f"(where {C} 3 (add (var b 0 10) (var e 0 10)))"),
+    ("where_add_chain_combine", f"(add (add (where {C} 1 (var b 0 10)) (var z 0 9)) "
+     f"(where {C} 2 (var e 0 10)))",
+     f"(add (var z 0 9) (where {C} 3 (add (var b 0 10) (var e 0 10))))"),
+]
+
+test_engines = engines_test(ENGINES)

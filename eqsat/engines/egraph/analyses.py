@@ -3,7 +3,8 @@
 ``lo``/``hi`` are lattice functions on e-classes: ``lo`` merges with ``max`` and
 ``hi`` with ``min``, so every rule that proves a bound tightens the class's
 interval, and two e-nodes of one class pool what they know. Every rule is sound
-under C semantics (``idiv`` truncates, ``mod`` takes the dividend's sign) and
+under C semantics (``idiv`` truncates, ``mod`` takes the dividend's sign; ``floordiv``
+and ``floormod`` floor) and
 computes its bound in the rule's query, where an i64 overflow means "no match"
 rather than an aborted run. A fixed-width integer result gets a bound only when
 the exact interval fits the dtype (no wrap possible); ``index`` is unbounded
@@ -133,6 +134,13 @@ def _split(rules: list[tuple[str, str, str]]
     return base, fixed
 
 
+def _floor_q(x: str, y: str, out: str) -> str:
+    """egglog atoms binding ``out`` to ``floordiv(x, y)`` (``y != 0``; egglog's ``/`` and
+    ``%`` truncate): ``(x - fm) / y`` with the floor remainder ``fm = ((x % y) + y) % y``."""
+    return (f"(= {out}_r (% {x} {y})) (= {out}_s (+ {out}_r {y})) (= {out}_m (% {out}_s {y})) "
+            f"(= {out} (/ (- {x} {out}_m) {y}))")
+
+
 # (name, identity, egglog rule body "(query) (actions)")
 ANALYSIS_RULES: list[tuple[str, str, str]] = [
     ("iv_const", "lo = hi = c for a constant c",
@@ -183,6 +191,35 @@ ANALYSIS_RULES: list[tuple[str, str, str]] = [
      "((= e (Mod dt a b)) (= la (lo a)) (= ha (hi a)) (= c (lo b)) (= c (hi b)) (!= c 0) "
      "(= ac (abs c)) (= q (/ la ac)) (= q (/ ha ac)) (= sl (* la ha)) (>= sl 0) "
      "(= l (% la ac)) (= h (% ha ac))) ((set (lo e) l) (set (hi e) h))"),
+    # floor division: the quotient rounded toward -inf, the remainder with the divisor's
+    # sign; egglog's / and % truncate, so floor(x/y) is (x - fm)/y with fm = ((x%y)+y)%y
+    ("iv_floordiv_nonzero", "floordiv(a,b), b > 0 or b < 0: between the corner floor "
+     "quotients (monotone in a, and in b on either side of 0)",
+     _fitted(f"(= e (Floordiv dt a b)) {_AB} (= true (or (bool-> lb 0) (bool-< hb 0))) "
+             f"{_floor_q('la', 'lb', 'p1')} {_floor_q('la', 'hb', 'p2')} "
+             f"{_floor_q('ha', 'lb', 'p3')} {_floor_q('ha', 'hb', 'p4')} "
+             "(= l (min (min p1 p2) (min p3 p4))) (= h (max (max p1 p2) (max p3 p4)))",
+             "l", "h")),
+    ("iv_floordiv_any", "floordiv(a,b) in [-M, M], M = max|a| (-|a| is an integer <= a/b)",
+     _fitted("(= e (Floordiv dt a b)) (= la (lo a)) (= ha (hi a)) (= aa (abs la)) "
+             "(= ab (abs ha)) (= h (max aa ab)) (= l (- 0 h))", "l", "h")),
+    ("iv_floormod_pos", "floormod(a,b) in [0, hb-1] when b > 0 (the divisor's sign)",
+     "((= e (Floormod dt a b)) (= lb (lo b)) (= hb (hi b)) (> lb 0) (= h (- hb 1))) "
+     f"({_set('0', 'h')})"),
+    ("iv_floormod_pos_small", "floormod(a,b) <= a when a >= 0 and b > 0",
+     "((= e (Floormod dt a b)) (= la (lo a)) (= ha (hi a)) (>= la 0) (> (lo b) 0)) "
+     "((set (hi e) ha))"),
+    ("iv_floormod_neg", "floormod(a,b) in [lb+1, 0] when b < 0",
+     "((= e (Floormod dt a b)) (= lb (lo b)) (= hb (hi b)) (< hb 0) (= l (+ lb 1))) "
+     f"({_set('l', '0')})"),
+    ("iv_floormod_neg_small", "floormod(a,b) >= a when a <= 0 and b < 0",
+     "((= e (Floormod dt a b)) (= la (lo a)) (= ha (hi a)) (<= ha 0) (< (hi b) 0)) "
+     "((set (lo e) la))"),
+    ("iv_floormod_bucket", "floormod(a,c) in [floormod(la,c), floormod(ha,c)] when a "
+     "stays in one bucket",
+     "((= e (Floormod dt a b)) (= la (lo a)) (= ha (hi a)) (= c (lo b)) (= c (hi b)) "
+     f"(!= c 0) {_floor_q('la', 'c', 'q')} {_floor_q('ha', 'c', 'q2')} (= q q2) "
+     "(= l (- la (* q c))) (= h (- ha (* q c)))) ((set (lo e) l) (set (hi e) h))"),
     ("iv_max", "max(a,b) in [max(la,lb), max(ha,hb)]",
      f"((= e (Max dt a b)) {_AB} (= l (max la lb)) (= h (max ha hb))) ({_set('l', 'h')})"),
     ("iv_min", "min(a,b) in [min(la,lb), min(ha,hb)]",

@@ -174,7 +174,8 @@ EGRAPH_KINDS = ("fixed", "index", "narrow")
 #: the constructors of plain index arithmetic: an input made of these alone runs in the
 #: ``"narrow"`` e-graph, which holds only the native rules whose pattern names nothing
 #: else (a rule naming another constructor cannot match an e-graph without its rows)
-NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv", "Mod"))
+NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv", "Mod",
+                          "Floordiv", "Floormod"))
 
 
 class _WidenError(Exception):

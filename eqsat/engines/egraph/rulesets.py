@@ -7,26 +7,22 @@ definitions as the family's baseline ``GROUPS`` (the div/mod family's computed r
 its basis search and whole-sum recombinations are in ``rules/divmod.py``). A family
 module that fails to import is an error, not a missing family.
 
-:func:`default_groups` is every group but the opt-in ones (``OPT_IN``): the
-stepwise lifting of ``where(c, x, Invalid)`` through every op, one node at a
-time, builds every partial lifting of a sum (it grows combinatorially); the
-default lifts in one computed step (``lift_invalid``); the combinations of two
-``where``s over one condition through every binary op (``where_combine_native``) grow
-with every such pair (the default combines constant branches only).
+:func:`default_groups` is every group but the opt-in ones (``OPT_IN``,
+``rules.EGRAPH_OPT_IN``, where the reasons are). Rule-set names are read in one place,
+:func:`rules.resolve`.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+import rules
 from rules.computed import PyRule
 from rules.native import ERule
 
 __all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "FINISHING"]
 
-OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nested_native",
-                           "where_combine_native")
+OPT_IN: tuple[str, ...] = rules.EGRAPH_OPT_IN
 
 #: groups whose rules a run holds back until its other rules are done (it would stop
 #: saturated or stalled): their right sides are so much cheaper (a select for a division)
@@ -35,20 +31,11 @@ OPT_IN: tuple[str, ...] = ("propagate_invalid_stepwise", "div_mod_recombine_nest
 #: the pass finds ``b``)
 FINISHING: tuple[str, ...] = ("division_select",)
 
-# the family modules in schedule order: a group's rules (native and computed) are loaded in
-# the order its family comes here; divmod leads (its computed rules are tried first)
-_FAMILIES = ("divmod", "invalid", "constants", "identity", "canonical", "division", "casts",
-             "combine", "compare", "logic", "minmax", "where", "dce", "load", "gep")
-
 
 def egraph_groups() -> dict[str, list[Any]]:
-    """Every e-graph group name -> its rules (ERule / PyRule objects)."""
-    out: dict[str, list[Any]] = {}
-    for fam in _FAMILIES:
-        mod = importlib.import_module(f"rules.{fam}")
-        for g, rs in mod.EGRAPH.items():
-            out[g] = list(rs)
-    return out
+    """Every e-graph group name -> its rules (ERule / PyRule objects), in the families'
+    schedule order (:func:`rules.egraph_groups`)."""
+    return rules.egraph_groups()
 
 
 def default_groups() -> tuple[str, ...]:
@@ -87,37 +74,16 @@ def resolve(rulesets: list[Any] | tuple[Any, ...] | str | None
             ) -> tuple[tuple[str, ...], list[ERule], list[PyRule]]:
     """``(group names, native rules, computed rules)`` of a rule set selection.
 
-    None = the default groups; ``"all"`` = every group; names may also be
-    ``"symbolic"``/``"symbolic_simple"`` (= the default). Unknown names raise
+    The names are read by :func:`rules.resolve` (None = the default groups; ``"all"``,
+    ``"symbolic"``, ``"symbolic_simple"``, group names). Unknown names raise
     ValueError listing the choices. A selection may also hold rules as objects (see
     :func:`_object_rules`): they run after the named groups' (a selection of rules
     only: after the default groups'); their names join the group names.
     """
-    from rules import split_selection
-
-    rulesets, objs = split_selection(rulesets)
+    rulesets, objs = rules.split_selection(rulesets)
     extra = _object_rules(objs)
     groups = egraph_groups()
-    if rulesets is None:
-        names = [g for g in groups if g not in OPT_IN]
-    else:
-        if isinstance(rulesets, str):
-            rulesets = [rulesets]
-        names = []
-        for n in rulesets:
-            if n in ("symbolic", "symbolic_simple", "default"):
-                names.extend(g for g in groups if g not in OPT_IN)
-            elif n == "all":
-                names.extend(groups)
-            elif n in groups:
-                names.append(n)
-            else:
-                raise ValueError(f"unknown e-graph rule set {n!r}; choose from "
-                                 f"{', '.join(sorted(groups))}, 'default', 'all'")
-    seen: list[str] = []
-    for n in names:
-        if n not in seen:
-            seen.append(n)
+    seen = rules.resolve(rulesets, "egraph")  # the names read in one place (rules)
     native: list[ERule] = []
     py: list[PyRule] = []
     for g in seen:

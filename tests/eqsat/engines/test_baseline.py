@@ -20,12 +20,14 @@ from eqsat.ir.pattern import PatternMatcher, Rule, UPat
 from eqsat.ir.uop import UOp
 from tests.strategies import fixed_width_exprs, int_exprs, padded_index_exprs
 
-# seed 000's group order (docs/rules.md), verbatim
+# seed 000's group order (docs/rules.md), verbatim, with the project's floor division group
+# (floor_division_patterns) before the div/mod groups
 SEED_ORDER = """propagate_invalid fold_invalid_load_store constant_folding_dsl_patterns
 vconst_folding_patterns identity_and_zero_patterns commutative_canonicalization
 self_folding_dsl_patterns zero_folding_dsl_patterns division_dsl_patterns cast_dsl_patterns
 cast_where_dsl_patterns term_combining_dsl_patterns alu_folding_dsl_patterns
-advanced_division_dsl_patterns div_mod_recombine_dsl_patterns comparison_dsl_patterns
+floor_division_patterns advanced_division_dsl_patterns div_mod_recombine_dsl_patterns
+comparison_dsl_patterns
 boolean_dsl_patterns minmax_dsl_patterns where_bound_patterns power_dsl_patterns
 negation_dsl_patterns range_based_mod_div_patterns dce_dsl_patterns dead_loop_patterns
 after_simplification_patterns pm_move_where_on_load""".split()

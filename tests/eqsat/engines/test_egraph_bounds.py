@@ -269,7 +269,7 @@ def test_a_chunk_that_hits_its_limit_answers_every_case() -> None:
 
 
 def test_an_e_node_of_its_own_class_is_subsumed() -> None:
-    """0 == 0 // 3 puts Idiv(c0, 3) into the class c0 of 0; nested_idiv_const then made
+    """0 == 0 // 3 puts Idiv(c0, 3) into the class c0 of 0; nested_idiv then made
     c0 // 9, c0 // 27, ... and every product of the divisors (the e-graph doubled at each
     step, and a chunk with such a case spent seconds per step): subsumed, the e-node no
     longer feeds the rules."""

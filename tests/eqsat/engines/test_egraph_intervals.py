@@ -127,6 +127,11 @@ BINARY: dict[str, Op] = dict([
     # iv_idiv_nonzero needs a divisor interval without 0; iv_idiv_any alone is looser
     _binary("idiv", Ops.IDIV, sem.iv_idiv, covered=lambda a, b: b[0] > 0 or b[1] < 0),
     _binary("mod", Ops.MOD, sem.iv_mod),
+    # iv_floordiv_nonzero likewise; iv_floormod_* need a divisor of one sign
+    _binary("floordiv", Ops.FLOORDIV, sem.iv_floordiv,
+            covered=lambda a, b: b[0] > 0 or b[1] < 0),
+    _binary("floormod", Ops.FLOORMOD, sem.iv_floormod,
+            covered=lambda a, b: b[0] > 0 or b[1] < 0),
     _binary("max", Ops.MAX, sem.iv_max),
     _binary("min", Ops.MIN, sem.iv_min),
     # iv_and_nonneg/iv_and_nonneg1 read a non-negative first operand
@@ -155,7 +160,7 @@ def test_binary_op(session: Session, name: str, data: st.DataObject, seed: int) 
     spec = BINARY[name]
     a = data.draw(bools if spec.dt.is_bool else intervals)
     b = data.draw(bools if spec.dt.is_bool else intervals)
-    if spec.op is Ops.MOD and b == (0, 0):
+    if spec.op in (Ops.MOD, Ops.FLOORMOD) and b == (0, 0):
         b = (1, 1)  # always a division by zero: no value, nothing to bound
     _check(session, spec, [a, b], seed)
 

@@ -190,7 +190,7 @@ def test_a_family_that_fails_to_import_is_an_error(monkeypatch: pytest.MonkeyPat
     resolve lets the ImportError through."""
     import importlib
 
-    from eqsat.engines.egraph import rulesets
+    import rules as rules_pkg
 
     real = importlib.import_module
 
@@ -199,10 +199,11 @@ def test_a_family_that_fails_to_import_is_an_error(monkeypatch: pytest.MonkeyPat
             raise ImportError("cannot import name 'typo' from 'rules.common'")
         return real(name, *a)
 
-    monkeypatch.setattr(rulesets.importlib, "import_module", broken)
+    monkeypatch.setattr(importlib, "import_module", broken)
     with pytest.raises(ImportError, match="typo"):
         resolve(None)
-    monkeypatch.setattr(rulesets, "_FAMILIES", (*rulesets._FAMILIES, "no_such_family"))
-    monkeypatch.setattr(rulesets.importlib, "import_module", real)
+    monkeypatch.setattr(rules_pkg, "EGRAPH_FAMILIES",
+                        (*rules_pkg.EGRAPH_FAMILIES, "no_such_family"))
+    monkeypatch.setattr(importlib, "import_module", real)
     with pytest.raises(ModuleNotFoundError, match="no_such_family"):
         resolve(None)

@@ -142,6 +142,13 @@ def test_neg_wraps(dt, a, want):
     (dtypes.f32, 65520.0, dtypes.f16, math.inf),
     (dtypes.f32, 1.00390625, dtypes.bf16, 1.0),   # ties to even
     (dtypes.f32, 1.01171875, dtypes.bf16, 1.015625),
+    # bf16 rounds once: through f32 first, 2**30 + 2**22 + 1 would round to 2**30
+    (dtypes.i32, 1077936129, dtypes.bf16, 1082130432.0),
+    (dtypes.f64, 1.00390625 + 2.0**-40, dtypes.bf16, 1.0078125),  # f32 would make a tie
+    (dtypes.f64, -(2.0**-134) - 2.0**-150, dtypes.bf16, -(2.0**-133)),  # subnormal, sign
+    (dtypes.f64, -(2.0**-135), dtypes.bf16, -0.0),
+    (dtypes.f64, 3.3963e38, dtypes.bf16, math.inf),        # past the largest finite
+    (dtypes.f64, 3.3895313892515355e38, dtypes.bf16, 3.3895313892515355e38),
 ])
 def test_casts(src, v, dst, want):
     got = evaluate(c(v, src).cast(dst))

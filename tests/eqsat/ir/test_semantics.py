@@ -39,6 +39,42 @@ def test_cdiv_truncates_and_cmod_takes_the_dividends_sign(a: int, b: int) -> Non
     assert list(sem.cmod_array(arr, np.array([b, b], dtype=object))) == [r, sem.cmod(-a, b)]
 
 
+@settings(max_examples=300, deadline=None)
+@given(a=st.integers(-(1 << 70), 1 << 70), b=st.integers(-(1 << 70), 1 << 70).filter(bool))
+def test_floordiv_floors_and_floormod_takes_the_divisors_sign(a: int, b: int) -> None:
+    q, r = sem.floordiv(a, b), sem.floormod(a, b)
+    assert (q, r) == (a // b, a % b)  # Python's operators floor
+    assert a == q * b + r and abs(r) < abs(b) and (r == 0 or (r > 0) == (b > 0))
+    for op, want in ((Ops.FLOORDIV, q), (Ops.FLOORMOD, r)):
+        arr = sem.divide_array(op, np.array([a], dtype=object), np.array([b], dtype=object))
+        assert list(arr) == [want]
+        assert sem.alu(op, dtypes.index, (a, b)) == want
+
+
+@pytest.mark.parametrize("a,b,q,r", [
+    # a     b   floordiv floormod
+    (7, 2, 3, 1),
+    (-7, 2, -4, 1),
+    (7, -2, -4, -1),
+    (-7, -2, 3, -1),
+    (-8, 2, -4, 0),
+    (0, -3, 0, 0),
+    (-1, 5, -1, 4),
+])
+def test_floor_division_table(a: int, b: int, q: int, r: int) -> None:
+    assert sem.alu(Ops.FLOORDIV, dtypes.i32, (a, b)) == q
+    assert sem.alu(Ops.FLOORMOD, dtypes.i32, (a, b)) == r
+
+
+def test_floor_division_by_zero_is_undefined_and_wraps_like_c() -> None:
+    for op in (Ops.FLOORDIV, Ops.FLOORMOD):
+        assert isinstance(sem.alu(op, dtypes.i32, (1, 0)), sem.Undefined)
+    assert sem.alu(Ops.FLOORDIV, dtypes.i32, (-(1 << 31), -1)) == -(1 << 31)  # wraps
+    assert sem.alu(Ops.FLOORDIV, dtypes.u8, (200, 7)) == 28
+    with pytest.raises(sem.EvalError):
+        sem.alu(Ops.FLOORDIV, dtypes.f32, (1.0, 2.0))
+
+
 @pytest.mark.parametrize("dt", FIXED, ids=str)
 def test_wrap_is_twos_complement_and_the_array_twin_agrees(dt) -> None:
     rng = random.Random(dt.bits)
@@ -149,8 +185,8 @@ def _points(iv: tuple[int, int], rng: random.Random) -> list[int]:
 
 INTERVALS = {
     Ops.ADD: sem.iv_add, Ops.SUB: sem.iv_sub, Ops.MUL: sem.iv_mul, Ops.IDIV: sem.iv_idiv,
-    Ops.MOD: sem.iv_mod, Ops.MAX: sem.iv_max, Ops.MIN: sem.iv_min,
-    Ops.AND: lambda a, b: sem.iv_bits(Ops.AND, a, b),
+    Ops.MOD: sem.iv_mod, Ops.FLOORDIV: sem.iv_floordiv, Ops.FLOORMOD: sem.iv_floormod,
+    Ops.MAX: sem.iv_max, Ops.MIN: sem.iv_min, Ops.AND: lambda a, b: sem.iv_bits(Ops.AND, a, b),
     Ops.OR: lambda a, b: sem.iv_bits(Ops.OR, a, b),
     Ops.XOR: lambda a, b: sem.iv_bits(Ops.XOR, a, b),
     Ops.LT: lambda a, b: sem.iv_cmp(Ops.LT, a, b), Ops.EQ: lambda a, b: sem.iv_cmp(Ops.EQ, a, b),
@@ -162,7 +198,7 @@ INTERVALS = {
 @settings(max_examples=150, deadline=None)
 @given(a=intervals, b=intervals, seed=st.integers(0, 1 << 30))
 def test_binary_intervals_hold_every_value(op: Ops, a, b, seed: int) -> None:
-    if op is Ops.MOD and b == (0, 0):
+    if op in (Ops.MOD, Ops.FLOORMOD) and b == (0, 0):
         return  # always a division by zero: no value
     lo, hi = INTERVALS[op](a, b)
     rng = random.Random(seed)

@@ -57,6 +57,8 @@ NEAR_SLACK = 2.0
 MAX_UNIONS_PER_CLASS = 24
 
 _DIVMOD = frozenset(("Idiv", "Mod"))
+#: every integer division's constructor (C's and the floor forms): undefined by 0
+_DIVISIONS = _DIVMOD | {"Floordiv", "Floormod"}
 
 
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
@@ -76,7 +78,7 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
             if n.dtype not in INT_DTYPES:
                 continue
             dt = n.dtype
-            if n.ctor in ("Idiv", "Mod"):
+            if n.ctor in _DIVISIONS:
                 dlo, dhi = snap.bounds(n.fields[2])
                 ok = ok or dlo > 0 or dhi < 0
             else:
@@ -103,7 +105,7 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
-        if n.ctor in _DIVMOD or not dm.isdisjoint(n.kids):
+        if n.ctor in _DIVISIONS or not dm.isdisjoint(n.kids):
             dm.add(c)
     return best.keys() - dm
 
@@ -228,7 +230,7 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
             if n.subsumed or not kids:
                 continue
             rem = left - price(i)
-            dividend = kids[0] if n.ctor in _DIVMOD else -1
+            dividend = kids[0] if n.ctor in _DIVISIONS else -1
             for k in kids:
                 v = get(k)
                 if v is None:

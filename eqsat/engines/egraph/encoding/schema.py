@@ -3,14 +3,12 @@ rows, their egglog declarations, and the arg table (see :mod:`..encoding`)."""
 
 from __future__ import annotations
 
-import math
-import struct
 from collections.abc import Iterable
 from typing import Any
 
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, arg_key
 
 __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
            "INSERT_RULESET", "load_part",
@@ -191,19 +189,6 @@ def uop_ctor(u: UOp) -> str:
 # ---------------------------------------------------------------------------
 # args
 # ---------------------------------------------------------------------------
-def _arg_key(arg: Any) -> Any:
-    """A hashable key telling -0.0 from 0.0, NaNs alike, bools from ints."""
-    if isinstance(arg, float):
-        return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
-    if isinstance(arg, bool):
-        return ("b", arg)
-    if isinstance(arg, tuple):
-        return ("t",) + tuple(_arg_key(a) for a in arg)
-    if isinstance(arg, Ops):
-        return ("op", arg.name)
-    return (type(arg).__name__, arg)
-
-
 class ArgTable:
     """Args (and whole opaque leaves) as i64 keys: the same arg always gets the same key."""
 
@@ -212,7 +197,7 @@ class ArgTable:
         self._args: list[Any] = []
 
     def key(self, arg: Any) -> int:
-        k = _arg_key(arg)
+        k = arg_key(arg)
         i = self._ids.get(k)
         if i is None:
             i = self._ids[k] = len(self._args)

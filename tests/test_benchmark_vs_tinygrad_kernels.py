@@ -1,0 +1,30 @@
+"""``benchmarks/vs_tinygrad.py``'s kernel tables on small cases: every kernel of a case
+gets a row with both timings and its bit-exactness, and the tables print them. tinygrad
+runs on its CPU device with clang and on its PYTHON emulator without."""
+
+from __future__ import annotations
+
+from benchmarks import tinygrad_kernels, vs_tinygrad
+
+
+def test_kernel_rows_and_table() -> None:
+    rows = vs_tinygrad.run_kernels(["elementwise", "reduce"], "small", runs=2,
+                                   dev=tinygrad_kernels.device())
+    assert [r.name for r in rows] == ["elementwise", "reduce"]
+    for r in rows:
+        assert r.bit_exact is True and not r.error
+        assert r.tinygrad_ms > 0 and r.ours_ms > 0 and r.chunks == 1
+        assert r.flags.startswith("-O2")
+    table = vs_tinygrad.kernel_table(rows)
+    for r in rows:
+        line = next(ln for ln in table.splitlines() if ln.split()[:1] == [r.name])
+        assert line.split()[-2] == f"{r.ours_ms / r.tinygrad_ms:.2f}"
+        assert line.endswith("yes")
+
+
+def test_workload_rows_and_table() -> None:
+    rows = vs_tinygrad.run_workloads(["permute", "matmul"], runs=1)
+    assert [r.name for r in rows] == ["permute", "matmul"]
+    assert all(r.ok and r.ours_ms > 0 and r.numpy_ms > 0 for r in rows)
+    table = vs_tinygrad.workload_table(rows)
+    assert all(f"{r.ours_ms / r.numpy_ms:.2f}" in table for r in rows)
