@@ -124,22 +124,12 @@ def tinygrad_flags() -> str:
 
 def optimized_ast(ast: Any, renderer: Any) -> Any:
     """A kernel AST after tinygrad's optimizations (the heuristic's unless the AST names
-    its ``opts_to_apply``): the steps of ``full_rewrite_to_sink`` up to its expander.
-    The ranges carry their roles (``AxisType``: UPCAST, UNROLL, REDUCE, THREAD, ...)."""
-    import tinygrad.codegen as cg
-    from tinygrad.uop.ops import graph_rewrite
+    its ``opts_to_apply``): the steps of ``full_rewrite_to_sink`` up to its expander
+    (``eqsat.tinygrad.optimized_ast``). The ranges carry their roles (``AxisType``:
+    UPCAST, UNROLL, REDUCE, THREAD, ...)."""
+    from eqsat.tinygrad import optimized_ast as optimized
 
-    sink = graph_rewrite(ast, cg.multi_pm, name="multi_pm")
-    sink = graph_rewrite(sink, cg.pm_mops, name="early movement ops", bottom_up=True)
-    sink = graph_rewrite(sink, cg.pm_load_collapse, name="load collapse")
-    sink = graph_rewrite(sink, cg.pm_split_ranges + cg.pm_flatten_range, ctx={},
-                         name="split ranges")
-    sink = graph_rewrite(sink, cg.sym + cg.pm_flatten_range, name="initial symbolic")
-    sink = graph_rewrite(sink, cg.pm_flatten_range + cg.pm_simplify_ranges, ctx={},
-                         name="simplify ranges")
-    sink = cg.apply_opts(sink, renderer, beam=0)
-    return graph_rewrite(sink, cg.sym + cg.pm_move_where_on_load + cg.pm_flatten_range
-                         + cg.pm_reduce_unparented, name="postopt symbolic")
+    return optimized(ast, renderer)
 
 
 @dataclass

@@ -18,7 +18,10 @@ How tinygrad 0.14 spells things, and what they become here
   dividend's sign) are ``idiv``/``mod``. The rules turn a floor division into C's
   where the signs are proven (``rules/floordiv.py``), and the lowering expands the
   rest (``lowering/decompose.py``).
-* leaves: ``RANGE`` (arg ``(axis_id, AxisType)``) is ``(range axis_id END)``;
+* leaves: ``RANGE`` (arg ``(axis_id, AxisType)``) is ``(range axis_id END KIND)``,
+  KIND the AxisType's name in lower case (``AxisType.LOOP`` is the default kind
+  ``loop``, written ``(range axis_id END)``; ``to_tinygrad`` gives each kind its
+  AxisType back);
   ``SPECIAL`` is ``(special NAME END)``; a Variable (a ``BUFFER``, or inside a
   kernel a ``PARAM``, in the ``ALU`` address space whose ``ParamArg`` holds the
   name and ``vmin_vmax``) is ``(var NAME LO HI)`` (a bound variable,
@@ -38,7 +41,7 @@ How tinygrad 0.14 spells things, and what they become here
 Anything else (movement ops, multi-dimensional ``INDEX``, local buffers, vector
 ``GEP``/``CAT``, ``THREEFRY``, ...) raises :class:`TinygradError` naming the op.
 
-Ranges lose their ``AxisType`` on the way in; ``to_tinygrad(g, like=u)`` reuses the
+``to_tinygrad(g, like=u)`` reuses the
 leaves (ranges, specials, variables, buffers) of the tinygrad graph ``u`` wherever
 they convert to a leaf of ``g``, so ``to_tinygrad(optimize(from_tinygrad(u)).graph,
 like=u)`` plugs back into ``u``'s kernel. :func:`evaluate_tinygrad` evaluates a
@@ -55,10 +58,11 @@ from typing import Any
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.interp import INVALID, leaf_key
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import RANGE_KINDS, UOp, range_id, range_kind
 from rules.where import narrowing
 
-__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "as_floor", "TinygradError",
+__all__ = ["from_tinygrad", "to_tinygrad", "evaluate_tinygrad", "as_floor", "optimized_ast",
+           "TinygradError",
            "TINYGRAD_REQUIREMENT"]
 
 TINYGRAD_REQUIREMENT = "tinygrad>=0.14,<0.15"
@@ -133,6 +137,14 @@ def _dtype_in(t: _Tinygrad, dt: Any, what: Any) -> DType:
 
 def _name(u: Any) -> str:
     return f"{u.op}" if hasattr(u, "op") else str(u)
+
+
+def _kind_in(u: Any) -> str:
+    """The kind of tinygrad's RANGE ``u``: its AxisType's name in lower case."""
+    kind = getattr(u.arg[-1], "name", "").lower()
+    if kind not in RANGE_KINDS:
+        raise TinygradError(f"{_name(u)}: AxisType {u.arg[-1]!r} has no range kind")
+    return kind
 
 
 def valid_part(u: UOp) -> UOp:
@@ -389,7 +401,8 @@ class _FromTinygrad:
         if op is tops.RANGE:
             if len(u.src) != 1:
                 raise TinygradError(f"{_name(u)}: expected RANGE(end), got {len(u.src)} sources")
-            r = UOp.range(self.index_like(self.src(u, 0), u), self.rids[u.arg[:-1]])
+            r = UOp.range(self.index_like(self.src(u, 0), u), self.rids[u.arg[:-1]],
+                          _kind_in(u))
             if self.ranges.setdefault(r, u) is not u:
                 raise TinygradError(f"{_name(u)}: tinygrad ranges {self.ranges[r].arg} and "
                                     f"{u.arg} with the same end would be one (range ...) here")
@@ -495,6 +508,33 @@ def from_tinygrad(uop: Any) -> UOp:
     return _convert(uop)[0]
 
 
+def optimized_ast(ast: Any, renderer: Any = None) -> Any:
+    """tinygrad's kernel ``ast`` (a ``SINK`` with its ``KernelInfo``, as its scheduler
+    makes it) after tinygrad's own optimizations, before its expander: the ranges
+    carry the schedule tinygrad compiles (``UPCAST``/``UNROLL`` register tiles,
+    ``REDUCE`` loops, ``THREAD`` chunks), so ``from_tinygrad(optimized_ast(ast))``
+    lowers to the same loops as tinygrad's program. These are the first steps of
+    tinygrad 0.14's ``full_rewrite_to_sink`` (the heuristic ``apply_opts``, BEAM as
+    the AST asks). ``renderer``: tinygrad's renderer (default: the CPU device's)."""
+    _tg()
+    import tinygrad.codegen as cg
+    from tinygrad import Device
+    from tinygrad.codegen.opt.postrange import apply_opts
+    from tinygrad.uop.ops import graph_rewrite
+
+    ren = renderer if renderer is not None else Device["CPU"].renderer
+    sink = graph_rewrite(ast, cg.multi_pm, name="multi_pm")
+    sink = graph_rewrite(sink, cg.pm_mops, bottom_up=True)
+    if ast.tag is None:  # what tinygrad optimizes (a tagged AST is compiled as is)
+        sink = graph_rewrite(sink, cg.pm_load_collapse)
+        sink = graph_rewrite(sink, cg.pm_split_ranges + cg.pm_flatten_range, ctx={})
+        sink = graph_rewrite(sink, cg.sym + cg.pm_flatten_range)
+        sink = graph_rewrite(sink, cg.pm_flatten_range + cg.pm_simplify_ranges, ctx={})
+        sink = apply_opts(sink, ren, beam=ast.arg.beam)
+    return graph_rewrite(sink, cg.sym + cg.pm_move_where_on_load + cg.pm_flatten_range +
+                         cg.pm_reduce_unparented)
+
+
 def _convert(uop: Any) -> tuple[UOp, dict[Any, UOp]]:
     """:func:`from_tinygrad` and what each tinygrad node of the graph became."""
     t = _tg()
@@ -547,7 +587,8 @@ class _ToTinygrad:
             name, lo, hi = u.arg
             return tuop.variable(name, lo, hi)
         if op is Ops.RANGE:
-            return tuop(tops.RANGE, s[0].dtype, (s[0],), (u.arg, t.AxisType.WEAK))
+            return tuop(tops.RANGE, s[0].dtype, (s[0],),
+                        (range_id(u), t.AxisType[range_kind(u).upper()]))
         if op is Ops.SPECIAL:
             return tuop(tops.SPECIAL, s[0].dtype, (s[0],), u.arg)
         if op is Ops.DEFINE_GLOBAL:
@@ -648,7 +689,7 @@ def to_tinygrad(uop: UOp, like: Any = None) -> Any:
 
     ``like``: a tinygrad ``UOp`` (or several) whose ranges, specials, variables and
     buffers are reused for the leaves of ``uop`` they convert to (new leaves are built
-    otherwise: ranges of ``AxisType.WEAK``, variables as ``UOp.variable``, buffers as
+    otherwise: ranges of their kind's ``AxisType``, variables as ``UOp.variable``, buffers as
     ``UOp.param``). Raises :class:`TinygradError` naming the first op without a
     counterpart (vector lanes, ``floor``/``ceil``/``round``, local buffers, ...).
     """

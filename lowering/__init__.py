@@ -10,7 +10,7 @@ Main entry points::
     lower(graph, emit="linear")            # text, for ``eqsat lower FILE --emit c|linear``
 
 Stages (each usable alone): :func:`narrow_index`, :func:`decompose`,
-:func:`final_rewrite`, :func:`add_control_flow`, :func:`linearize`,
+:func:`expand`, :func:`final_rewrite`, :func:`add_control_flow`, :func:`linearize`,
 :func:`add_if_endif`, :func:`render_c`; :func:`lower_graph` runs them all.
 """
 
@@ -29,6 +29,7 @@ from lowering.compile import (
     lower_graph,
 )
 from lowering.decompose import DECOMPOSITIONS, Target, decompose
+from lowering.expand import expand
 from lowering.fastdiv import DivPlan, build_idiv, build_mod, magic, plan_idiv
 from lowering.final import final_rewrite, live_ranges, prepare
 from lowering.linearize import PRIORITY, add_control_flow, add_if_endif, format_linear, linearize
@@ -38,6 +39,7 @@ __all__ = [
     "CompileError", "DECOMPOSITIONS", "DivPlan", "Kernel", "Lowered", "LoweringError",
     "PRIORITY", "Signature", "Target", "add_control_flow", "add_if_endif", "build_idiv",
     "build_mod", "compile_c", "compile_kernel", "compile_kernels", "decompose", "default_cache_dir",
+    "expand",
     "final_rewrite", "format_linear", "linearize", "live_ranges", "lower", "lower_graph", "magic",
     "narrow_index", "plan_idiv", "prepare", "render_c", "select_dtype",
 ]

@@ -19,7 +19,8 @@ they share one gate and one alternative value: the vector is loaded when the
 gate holds, else every lane is the alternative, as for a padded transpose's
 rows), four stores in a row to consecutive addresses one 16-byte store of a
 vector built by
-``__builtin_shuffle`` (a register-tile transpose: 4 loads, 8 shuffles, 4
+``EQSAT_SHUFFLE`` (GCC's ``__builtin_shuffle``, clang's ``__builtin_shufflevector``;
+a register-tile transpose: 4 loads, 8 shuffles, 4
 stores), non-temporal (``movntps`` where aligned) into outputs of at least
 ``Target.stream_min_bytes``. Integer division by a non-constant
 divisor goes through a small helper that gives 0 for a zero divisor and wraps
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id
 from lowering.narrow import LoweringError
 
 __all__ = ["Signature", "render_c", "ctype", "c_literal"]
@@ -144,6 +145,19 @@ def _div_helper(dt: DType, mod: bool) -> tuple[str, str]:
         minus = "0" if mod else f"({t})(({u})0 - ({u})a)"
         body = f"return b == 0 ? 0 : b == -1 ? {minus} : ({t})(a {op} b);"
     return fn, f"static inline {t} {fn}({t} a, {t} b) {{ {body} }}"
+
+
+def _minmax_helper(dt: DType, is_max: bool) -> tuple[str, str]:
+    """A float max or min that propagates NaN (numpy's ``maximum``/``minimum``): ``a``
+    where ``a`` is NaN or the larger (smaller), else ``b``. Written as two nested
+    selects, the inner one a plain max (min), GCC and clang compile it without a branch
+    (a ``maxss`` and a blend on x86) and vectorize a loop of them; ``(a != a || a > b)
+    ? a : b`` compiles to branches in GCC 12."""
+    t = ctype(dt)
+    fn = f"eqsat_{'max' if is_max else 'min'}_{dt.name}"
+    cmp = ">" if is_max else "<"
+    return fn, (f"static inline {t} {fn}({t} a, {t} b) {{ return (a != a) ? a : "
+                f"((a {cmp} b) ? a : b); }}")
 
 
 def _positive_zero(u: UOp) -> bool:
@@ -274,11 +288,15 @@ class _Emitter:
         if op in (Ops.MAX, Ops.MIN):
             cmp = ">" if op is Ops.MAX else "<"
             if dt.is_float:  # NaN propagates, like numpy's maximum/minimum
-                return f"((({a[0]})!=({a[0]})||({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
+                fn, code = _minmax_helper(dt, op is Ops.MAX)
+                self.helpers[fn] = code
+                return f"{fn}({a[0]}, {a[1]})"
             return f"((({a[0]}){cmp}({a[1]}))?({a[0]}):({a[1]}))"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"
-        if op is Ops.MULACC:
+        if op is Ops.MULACC:  # fused (Target.fma): one rounding, C's fma; else two
+            if u.arg == "fused" and dt.name in ("f32", "f64"):
+                return f"{_math_fn('__builtin_fma', dt)}({a[0]}, {a[1]}, {a[2]})"
             return f"(({a[0]}*{a[1]})+{a[2]})"
         if op is Ops.MULHI:
             if dt.name not in ("i32", "i64", "u32", "u64"):
@@ -407,6 +425,9 @@ class _Emitter:
         for k, m in enumerate(members):
             self.expr[m] = f"{name}[{k}]"
         ahead = getattr(self.target, "prefetch", 0)
+        g_buf = _global(at.src[0].src[0])
+        if g_buf is None or g_buf.arg[1] * 4 < PREFETCH_MIN_BYTES:
+            ahead = 0  # a buffer the size of a core's L2 cache stays there once read
         step = _coefficient(a, self.loops[-1]) if self.loops and ahead else None
         if step is not None and abs(step) * 4 > 64:  # more than a line per iteration
             self.emit(f"__builtin_prefetch((const void*)((uintptr_t)&{buf}[{off}] + "
@@ -423,11 +444,10 @@ class _Emitter:
             ks = [k for _, k in src]
             if ks == [0, 1, 2, 3]:
                 return names[0]
-            return f"__builtin_shuffle({names[0]}, (eqsat_i32x4){{{', '.join(map(str, ks))}}})"
+            return _shuffle(names[0], names[0], ks)
         if len(names) == 2:
             ks = [k + 4 * names.index(n) for n, k in src]
-            return (f"__builtin_shuffle({names[0]}, {names[1]}, "
-                    f"(eqsat_i32x4){{{', '.join(map(str, ks))}}})")
+            return _shuffle(names[0], names[1], ks)
 
         def pair(x: tuple[str, int], y: tuple[str, int]) -> tuple[str, int]:
             """A vector holding lanes x, y at positions (p, p+1), and p. Equal lanes
@@ -436,15 +456,13 @@ class _Emitter:
             (a 4x4 transpose: 8 shuffles)."""
             (na, ka), (nb, kb) = x, y
             if na != nb and ka == kb:
-                m = "0, 4, 1, 5" if ka < 2 else "2, 6, 3, 7"
-                return f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{m}}})", 2 * (ka % 2)
+                m = [0, 4, 1, 5] if ka < 2 else [2, 6, 3, 7]
+                return _shuffle(na, nb, m), 2 * (ka % 2)
             if na == nb:
-                return f"__builtin_shuffle({na}, (eqsat_i32x4){{{ka}, {kb}, {ka}, {kb}}})", 0
-            return (f"__builtin_shuffle({na}, {nb}, (eqsat_i32x4){{{ka}, {kb + 4}, {ka}, "
-                    f"{kb + 4}}})", 0)
+                return _shuffle(na, na, [ka, kb, ka, kb]), 0
+            return _shuffle(na, nb, [ka, kb + 4, ka, kb + 4]), 0
         (x, px), (y, py) = pair(src[0], src[1]), pair(src[2], src[3])
-        return (f"__builtin_shuffle({x}, {y}, (eqsat_i32x4){{{px}, {px + 1}, {py + 4}, "
-                f"{py + 5}}})")
+        return _shuffle(x, y, [px, px + 1, py + 4, py + 5])
 
     def emit_vstore(self, group: tuple[UOp, ...]) -> None:
         self._vec_helpers()
@@ -521,9 +539,9 @@ class _Emitter:
                 stmt = f"{lv} = {self.ref(u.src[1])};"
                 self.emit(f"if ({gate}) {stmt}" if gate is not None else stmt)
             elif op is Ops.RANGE:
-                name = f"ridx{u.arg}"
+                name = f"ridx{range_id(u)}"
                 while name in self.range_names:
-                    name = f"ridx{u.arg}_{self.fresh('r')}"
+                    name = f"ridx{range_id(u)}_{self.fresh('r')}"
                 self.range_names.add(name)
                 t = ctype(u.dtype)
                 self.emit(f"for ({t} {name} = 0; {name} < {self.ref(u.src[0])}; {name}++) {{")
@@ -591,11 +609,32 @@ class _Emitter:
         return "\n".join(head + [proto] + self.lines + tail + ["}", ""])
 
 
+#: the smallest buffer whose strided vector loads are prefetched (``Target.prefetch``)
+PREFETCH_MIN_BYTES = 1 << 20
+
 _VEC_TYPES = """typedef float eqsat_f32x4 __attribute__((vector_size(16)));
-typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));"""
+typedef int32_t eqsat_i32x4 __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EQSAT_SHUFFLE(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define EQSAT_SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, (eqsat_i32x4){i, j, k, l})
+#endif"""
+
+
+def _shuffle(a: str, b: str, lanes: list[int]) -> str:
+    """Lanes of the 8 of vectors ``a`` then ``b`` (GCC's ``__builtin_shuffle``, clang's
+    ``__builtin_shufflevector``: the ``EQSAT_SHUFFLE`` macro)."""
+    return f"EQSAT_SHUFFLE({a}, {b}, {', '.join(map(str, lanes))})"
 _STREAM_HELPER = """static inline void eqsat_stream_f32x4(float* p, eqsat_f32x4 v) {
 #if defined(__SSE__)
-  if (((uintptr_t)p & 15) == 0) { __builtin_ia32_movntps(p, v); return; }
+  if (((uintptr_t)p & 15) == 0) {
+#if defined(__clang__)
+    __builtin_nontemporal_store(v, (eqsat_f32x4*)p);
+#else
+    __builtin_ia32_movntps(p, v);
+#endif
+    return;
+  }
 #endif
   __builtin_memcpy(p, &v, 16);
 }"""

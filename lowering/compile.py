@@ -3,23 +3,29 @@
 ``compile_kernel(graph)`` runs::
 
     optimize (eqsat.optimize, optional) -> split_gated_ranges (Target.split_gates)
-      -> prepare -> narrow_index -> decompose
+      -> prepare -> narrow_index -> decompose -> expand (upcast/unroll ranges to lanes)
       -> final_rewrite -> add_control_flow + linearize -> [add_if_endif] -> render_c
 
-then compiles the C with ``cc -O2 -shared -fPIC -fwrapv`` (``$CC`` overrides
-``cc``) into a shared library cached by the hash of compiler, flags and
-source, and loads it with ctypes. ``-fwrapv`` gives C the IR's semantics for
-fixed-width integers (two's-complement wrap-around, shifts of negative values);
-``-ffp-contract=off`` keeps ``a*b+c`` two roundings unless the target has FMA.
+then compiles the C with ``Target.cc`` (default ``$CC``, else ``cc``; clang for a
+kernel with register tiles where installed) and
+``-O2 -shared -fPIC -fwrapv -ffp-contract=off`` plus the target's flags
+(:func:`target_flags`: ``-march``, no loop-to-``memcpy`` replacement) into a
+shared library cached by the hash of compiler, flags, host (for
+``-march=native``) and source, and loads it with ctypes. ``-fwrapv`` gives C
+the IR's semantics for fixed-width integers (two's-complement wrap-around,
+shifts of negative values); ``-ffp-contract=off`` keeps ``a*b+c`` two
+roundings (a MULACC, made only with ``Target.fma``, is an explicit ``fma``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import operator
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +44,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
+from lowering.expand import expand
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
@@ -45,7 +52,7 @@ from lowering.split import split_gated_ranges
 
 __all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "compile_kernels", "lower",
            "lower_graph",
-           "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS"]
+           "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS", "target_flags"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fwrapv")
 OPTIMIZE_CHOICES = (True, False, None, "egraph", "baseline")
@@ -127,7 +134,9 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     counts: Counter = Counter()
     decomposed = decompose(narrowed, target, counts)
     stats["decompositions"] = dict(counts)
-    fin = final_rewrite(decomposed)
+    expanded: Counter = Counter()
+    fin = final_rewrite(expand(decomposed, target.fma, expanded), target.fma)
+    stats["expanded"] = dict(expanded)
     edges = add_control_flow(fin) if kind == "kernel" else {}
     linear = linearize(fin, edges)
     if not target.predicated_stores:
@@ -171,13 +180,56 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"uop-eqsat-kernels-{os.getuid()}"
 
 
-def _compiler() -> str:
-    cc = os.environ.get("CC", "cc")
+def _compiler(cc: str | None = None, tiles: bool = False) -> str:
+    """The path of the C compiler ``cc``; by default ``$CC``, else ``cc``, but clang where
+    it is installed for a kernel with register tiles (``tiles``: reductions the expander
+    gave one accumulator per lane): GCC 12 leaves their accumulator chains scalar, clang
+    vectorizes them, while GCC vectorizes the outer loop of a plain reduction that clang
+    leaves scalar (the figures are in docs/perf.md)."""
+    cc = cc or os.environ.get("CC") or ("clang" if tiles and shutil.which("clang") else "cc")
     path = shutil.which(cc)
     if path is None:
         raise CompileError(f"no C compiler found: {cc!r} is not on PATH (install gcc or clang, "
                            "or set $CC)")
     return path
+
+
+@functools.cache
+def _is_clang(path: str) -> bool:
+    """The compiler at ``path`` is clang (``cc`` may be either)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "clang" in out.stdout.lower()
+
+
+@functools.cache
+def _host() -> str:
+    """What ``-march=native`` means here: the CPU's model and feature flags (part of a
+    cached library's key, so hosts sharing a cache directory keep apart)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    lines = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags", "Features",
+                                                             "CPU part"))]
+    return platform.machine() + "\n" + "\n".join(sorted(set(lines)))
+
+
+def target_flags(target: Target, cc: str | None = None, f16: bool = False) -> tuple[str, ...]:
+    """The compiler flags of ``target`` beyond :data:`CFLAGS` for the compiler ``cc``
+    (a path; default the target's). ``f16``: the source computes on ``_Float16``, which
+    GCC compiles without ``-march``: GCC 12's native f16 arithmetic (AVX512-FP16) gives
+    ``(-0.0 - x) + 0.0`` as -0.0 at x = 0 where IEEE says +0.0."""
+    path = cc or _compiler(target.cc)
+    clang = _is_clang(path)
+    flags = ["-ffp-contract=off"]
+    if target.march and (clang or not f16):
+        flags.append(f"-march={target.march}")
+    if not target.loop_patterns and not clang:
+        flags.append("-fno-tree-loop-distribute-patterns")
+    return tuple(flags)
 
 
 _LIBS: dict[str, ctypes.CDLL] = {}
@@ -189,11 +241,13 @@ log = logging.getLogger("eqsat.lowering.compile")
 
 
 def compile_c(source: str, cache_dir: str | os.PathLike | None = None,
-              extra_flags: tuple[str, ...] = ()) -> Path:
-    """Compile ``source`` to a shared library (cached by hash); return its path."""
-    cc = _compiler()
+              extra_flags: tuple[str, ...] = (), cc: str | None = None) -> Path:
+    """Compile ``source`` to a shared library (cached by hash); return its path.
+    ``cc``: the compiler (default ``$CC``, else ``cc``)."""
+    cc = _compiler(cc)
     flags = CFLAGS + tuple(extra_flags)
-    digest = hashlib.sha256("\0".join((cc, *flags, source)).encode()).hexdigest()[:32]
+    host = _host() if any(f == "-march=native" for f in flags) else ""
+    digest = hashlib.sha256("\0".join((cc, *flags, host, source)).encode()).hexdigest()[:32]
     d = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     lib = d / f"k_{digest}.so"
@@ -296,14 +350,32 @@ class Kernel:
         return self._fn is not None
 
     @property
+    def cc(self) -> str:
+        """The path of the C compiler this kernel compiles with (``Target.cc``; by
+        default ``$CC``, else clang for register tiles where installed, else ``cc``)."""
+        tiles = bool(self.lowered.stats.get("expanded", {}).get("expand_reduce"))
+        return _compiler(self.target.cc, tiles)
+
+    @property
     def flags(self) -> tuple[str, ...]:
-        """The compiler flags beyond :data:`CFLAGS` (FMA contraction or not)."""
-        return ("-ffp-contract=fast",) if self.target.fma else ("-ffp-contract=off",)
+        """The compiler flags beyond :data:`CFLAGS` (:func:`target_flags`)."""
+        return target_flags(self.target, self.cc, "_Float16" in self.c_source)
 
     def compile(self) -> Kernel:
-        """Compile (or fetch from the cache) and load the shared library; returns self."""
+        """Compile (or fetch from the cache) and load the shared library; returns self.
+        Where the compiler fails with ``-march``, it compiles again without: a compiler
+        may emit instructions of the host that its assembler does not know (GCC 12's
+        AVX512-FP16 ``vmovsh`` for ``_Float16`` with an older binutils)."""
         if self._fn is None:
-            self._bind(_load(compile_c(self.c_source, self.cache_dir, self.flags)))
+            try:
+                lib = compile_c(self.c_source, self.cache_dir, self.flags, self.cc)
+            except CompileError:
+                plain = tuple(f for f in self.flags if not f.startswith("-march="))
+                if plain == self.flags:
+                    raise
+                log.debug("compiling %s again without -march", self.name)
+                lib = compile_c(self.c_source, self.cache_dir, plain, self.cc)
+            self._bind(_load(lib))
         return self
 
     def _bind(self, lib: ctypes.CDLL) -> None:
@@ -435,7 +507,7 @@ def compile_kernel(graph: UOp, optimize: bool | str | None = True, target: Targe
 def compile_kernels(kernels: Sequence[Kernel], cache_dir: str | os.PathLike | None = None
                     ) -> list[Kernel]:
     """Compile many lowered kernels (``compile_kernel(..., compile=False)``, distinct
-    names) with one C compiler run per set of flags: their functions in one source,
+    names) with one C compiler run per compiler and set of flags: their functions in one source,
     the includes and helpers once. Several times faster per kernel than compiling each
     (the compiler's start-up and the shared library's loading dominate a small kernel).
     When the compiler rejects the joint source, each kernel is left to compile on its
@@ -445,10 +517,10 @@ def compile_kernels(kernels: Sequence[Kernel], cache_dir: str | os.PathLike | No
     dup = sorted(n for n, c in names.items() if c > 1)
     if dup:
         raise ValueError(f"kernels compiled together need distinct names: {dup} repeat")
-    groups: dict[tuple[str, ...], list[Kernel]] = {}
+    groups: dict[tuple[str, tuple[str, ...]], list[Kernel]] = {}
     for k in todo:
-        groups.setdefault(k.flags, []).append(k)
-    for flags, ks in groups.items():
+        groups.setdefault((k.cc, k.flags), []).append(k)
+    for (cc, flags), ks in groups.items():
         seen: dict[str, None] = {}
         bodies = []
         for k in ks:
@@ -459,7 +531,7 @@ def compile_kernels(kernels: Sequence[Kernel], cache_dir: str | os.PathLike | No
             bodies.append(k.c_source[len("\n".join(pre)):])
         source = "\n".join(seen) + "\n" + "".join(bodies)
         try:
-            lib = _load(compile_c(source, cache_dir, flags))
+            lib = _load(compile_c(source, cache_dir, flags, cc))
         except CompileError:
             continue  # each kernel compiles alone when called, with its own error
         for k in ks:

@@ -24,7 +24,8 @@ rule                   identity                                         guard
 ``mul_pow2``           ``x * 2**k -> x << k``                           integers (wrapping)
 ``fdiv_const``         ``x / c -> x * (1/c)``                           floats, 1/c exact
 ``mul_neg_one``        ``x * -1 -> -x``                                 ``target.neg``
-``mulacc``             ``a*b + c -> mulacc(a, b, c)``                   floats, ``target.fma``
+``mulacc``             ``a*b + c -> mulacc(a, b, c)`` (fused: one      floats, ``target.fma``
+                       rounding, the C's ``fma``)
 ``pow_const``          ``x ** c -> x * x * ..`` (square and multiply)   integers, ``0 <= c <= 64``
 ``demorgan_and``       ``!a & !b -> !(a | b)``                          --
 ``demorgan_or``        ``!a | !b -> !(a & b)``                          --
@@ -79,7 +80,29 @@ class Target:
     ``prefetch``: a vector load whose address advances by more than a cache
     line per iteration of its innermost loop (a stride the hardware prefetcher
     does not follow, e.g. down a transpose's input rows) is prefetched that
-    many iterations ahead (``__builtin_prefetch``; 0: never).
+    many iterations ahead (``__builtin_prefetch``; 0: never), in buffers of at
+    least ``lowering.cemit.PREFETCH_MIN_BYTES`` (1 MiB: a smaller one stays in
+    the L2 cache, as a matmul's B panel does, and its prefetches only cost).
+
+    The C compiler (docs/perf.md has the figures behind the defaults):
+
+    ``cc``: the compiler's command; None: ``$CC`` when set, else ``cc`` (GCC on
+    these machines; a fresh machine may have no clang), but ``clang`` where it is
+    on the PATH for a kernel with register tiles (an expanded reduction: GCC 12
+    leaves the accumulator chains of a matmul's tile scalar, clang vectorizes
+    them; GCC vectorizes the outer loop of a plain reduction, clang does not).
+    Every compiler gets
+    ``-O2 -fwrapv -ffp-contract=off``: the C means the IR's exact values whatever
+    compiles it, a MULACC being an explicit ``fma`` call.
+    ``march``: ``-march=`` (``native``: the host's instruction set, vector width
+    and FMA; the library cache tells hosts apart); None: the compiler's
+    baseline for the architecture (portable binaries, e.g. x86-64 SSE2).
+    ``loop_patterns``: let GCC replace a loop by a ``memcpy``/``memset`` call
+    (``-ftree-loop-distribute-patterns``, on at ``-O2``). Off by default: a
+    padded copy's row loops became ``rep movsq`` calls, slower than the loop.
+
+    ``fma=True`` reproduces clang's ``-ffp-contract=on``: what tinygrad's CPU
+    programs compute for ``acc + a*b``, bit for bit.
     """
 
     name: str = "c"
@@ -92,13 +115,17 @@ class Target:
     streaming_stores: bool = True
     stream_min_bytes: int = 8 << 20
     prefetch: int = 8
+    cc: str | None = None
+    march: str | None = "native"
+    loop_patterns: bool = False
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
-                f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch})")
+                f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch}, "
+                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]
@@ -233,7 +260,7 @@ def _mulacc(u: UOp, s: tuple[UOp, ...], new: dict, t: Target) -> UOp | None:
     for i in (0, 1):
         m = u.src[i]
         if m.op is Ops.MUL and m.dtype is u.dtype:
-            return UOp(Ops.MULACC, u.dtype, (new[m.src[0]], new[m.src[1]], s[1 - i]))
+            return UOp(Ops.MULACC, u.dtype, (new[m.src[0]], new[m.src[1]], s[1 - i]), "fused")
     return None
 
 

@@ -37,12 +37,12 @@ import math
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id, range_kind
 from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
-           "reduce_identity"]
+           "reduce_identity", "accumulate", "FUSED"]
 
 _CLOSERS = (Ops.END, Ops.REDUCE)
 
@@ -72,12 +72,12 @@ def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
 
 
 def _range_name(r: UOp) -> str:
-    return f"range {r.arg}"
+    return f"range {range_id(r)}"
 
 
 # ---- prepare ------------------------------------------------------------------------
 def _next_range_id(root: UOp) -> int:
-    ids = [u.arg for u in root.toposort() if u.op is Ops.RANGE and isinstance(u.arg, int)]
+    ids = [range_id(u) for u in root.toposort() if u.op is Ops.RANGE]
     return max(ids, default=-1) + 1
 
 
@@ -88,7 +88,7 @@ def _expression_params(root: UOp) -> UOp:
     for u in root.toposort():
         if u.op not in (Ops.RANGE, Ops.SPECIAL):
             continue
-        name = f"R{u.arg}" if u.op is Ops.RANGE else str(u.arg)
+        name = f"R{range_id(u)}" if u.op is Ops.RANGE else str(u.arg)
         if name in names:
             raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} becomes "
                                 f"parameter {name!r}, which clashes with a variable of that name")
@@ -140,7 +140,7 @@ def _uniquify_ranges(root: UOp) -> UOp:
         if inner:
             raise LoweringError(f"{_range_name(r)} is closed twice on one path "
                                 f"({closer.op.name.lower()} inside another closing the same range)")
-        fresh = UOp(Ops.RANGE, r.dtype, r.src, _next_range_id(root))
+        fresh = UOp.range(r.src[0], _next_range_id(root), range_kind(r))
         root = root.substitute({closer: closer.substitute({r: fresh})})
     raise LoweringError("too many ranges to rename")  # pragma: no cover - 10k loops
 
@@ -364,7 +364,8 @@ pm_final = PatternMatcher([
     # emitter sees 0.0 - x, which it writes with its helper
     Rule("fold_constants", "op(CONST a, ..) -> CONST(op(a, ..)) (the constant-folding rules' "
          "function; an undefined value is not folded)",
-         UPat(_FOLD_OPS, src=UPat(Ops.CONST), name="u", pred=lambda u: not _is_vec(u)),
+         UPat(_FOLD_OPS, src=UPat(Ops.CONST), name="u",
+              pred=lambda u: not _is_vec(u) and u.arg != FUSED),
          build=fold_constants),
 ], name="final")
 
@@ -394,13 +395,29 @@ def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
     return UOp(op, a.dtype, (a, b))
 
 
-def lower_reduce(root: UOp) -> UOp:
-    """Replace every REDUCE by an accumulator register (see the module doc)."""
+#: the arg of a MULACC the lowering made for ``Target.fma``: one rounding (the C's
+#: ``fma``); a MULACC of the input graph rounds twice, as the IR defines it
+FUSED = "fused"
+
+
+def accumulate(op: Ops, a: UOp, x: UOp, fma: bool = False) -> UOp:
+    """``a op x``, the step of a reduction; with ``fma`` an add of a product is a
+    MULACC, the left product first (as clang's ``-ffp-contract=on`` fuses ``a*b + c``)."""
+    if fma and op is Ops.ADD and a.dtype.is_float:
+        for m, other in ((a, x), (x, a)):
+            if m.op is Ops.MUL and m.dtype is a.dtype:
+                return UOp(Ops.MULACC, a.dtype, (m.src[0], m.src[1], other), FUSED)
+    return _combine(op, a, x)
+
+
+def lower_reduce(root: UOp, fma: bool = False) -> UOp:
+    """Replace every REDUCE by an accumulator register (see the module doc); ``fma``:
+    an accumulated product is a MULACC (:func:`accumulate`)."""
     if not any(u.op is Ops.REDUCE for u in root.toposort()):
         return root
     live = live_ranges(root)
     new: dict[UOp, UOp] = {}
-    n_acc = 0
+    n_acc = 1 + max((u.arg for u in root.toposort() if u.op is Ops.DEFINE_REG), default=-1)
     zero = UOp.const(dtypes.i32, 0)
     for u in root.toposort():
         s = tuple(new[x] for x in u.src)
@@ -421,7 +438,7 @@ def lower_reduce(root: UOp) -> UOp:
         cur = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
                                      (UOp(Ops.AFTER, acc.dtype, (acc, init) + rr), zero)),))
         upd = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (acc, zero)),
-                                           _combine(u.arg, cur, x)))
+                                           accumulate(u.arg, cur, x, fma)))
         end = UOp(Ops.END, dtypes.void, (upd,) + rr, ("reduce", acc.arg))  # not a written END
         new[u] = UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, acc.dtype,
                                         (UOp(Ops.AFTER, acc.dtype, (acc, end)), zero)),))
@@ -451,8 +468,9 @@ def split_ends(root: UOp) -> UOp:
     return graph_rewrite(root, pm_split_ends)
 
 
-def final_rewrite(root: UOp) -> UOp:
-    """Unroll vectors, resolve GEPs, lower REDUCEs, split ENDs (see the module doc)."""
+def final_rewrite(root: UOp, fma: bool = False) -> UOp:
+    """Unroll vectors, resolve GEPs, lower REDUCEs, split ENDs (see the module doc);
+    ``fma``: accumulated products are MULACCs (``Target.fma``)."""
     g = graph_rewrite(root, pm_final)
     for u in g.toposort():
         if u.dtype.count > 1 and not u.dtype.ptr:
@@ -461,5 +479,5 @@ def final_rewrite(root: UOp) -> UOp:
         if u.op is Ops.GEP:
             raise LoweringError(f"unresolved GEP of {u.src[0].op.name.lower()} "
                                 f"({u.src[0].dtype})")
-    g = lower_reduce(g)
+    g = lower_reduce(g, fma)
     return split_ends(g)

@@ -43,7 +43,7 @@ from collections import defaultdict
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id
 from lowering.final import _toposort, live_ranges
 from lowering.narrow import LoweringError
 
@@ -212,16 +212,16 @@ def check_structure(linear: list[UOp], live: dict[UOp, frozenset[UOp]] | None = 
         elif u.op is Ops.END:
             r = _end_range(u)
             if not stack or stack[-1] is not r:
-                raise LoweringError(f"internal: END of range {r.arg} does not close the "
+                raise LoweringError(f"internal: END of range {range_id(r)} does not close the "
                                     "innermost open loop")
             stack.pop()
         elif live is not None and u in live:
             missing = [r for r in live[u] if r not in stack]
             if missing:
                 raise LoweringError(f"internal: {u.op.name.lower()} placed outside the loop of "
-                                    f"range {missing[0].arg}")
+                                    f"range {range_id(missing[0])}")
     if stack:
-        raise LoweringError(f"internal: loop of range {stack[-1].arg} is never closed")
+        raise LoweringError(f"internal: loop of range {range_id(stack[-1])} is never closed")
 
 
 def add_if_endif(linear: list[UOp], replaced: dict[UOp, UOp] | None = None) -> list[UOp]:

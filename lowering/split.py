@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id, range_kind
 from lowering.narrow import is_invalid
 
 __all__ = ["split_gated_ranges", "split_points", "fold_decided"]
@@ -149,13 +149,13 @@ def fold_decided(root: UOp) -> UOp:
 
 class _Splitter:
     def __init__(self, root: UOp, max_loops: int):
-        ids = [u.arg for u in root.toposort() if u.op is Ops.RANGE and isinstance(u.arg, int)]
+        ids = [range_id(u) for u in root.toposort() if u.op is Ops.RANGE]
         self.next_id = max(ids, default=-1) + 1
         self.loops = 0
         self.max_loops = max_loops
 
-    def fresh(self, size: int) -> UOp:
-        r = UOp.range(size, self.next_id)
+    def fresh(self, size: int, kind: str = "loop") -> UOp:
+        r = UOp.range(size, self.next_id, kind)
         self.next_id += 1
         return r
 
@@ -180,7 +180,7 @@ class _Splitter:
                 rest = ranges[j + 1:]
                 pieces.append(self.build(sub, rest) if rest else sub)
                 continue
-            nr = self.fresh(hi - lo)
+            nr = self.fresh(hi - lo, range_kind(r))
             sub = fold_decided(body.substitute({r: nr + lo if lo else nr}))
             pieces.append(self.build(sub, (nr, *ranges[j + 1:])))
         inner = UOp(Ops.SINK, dtypes.void, tuple(pieces))

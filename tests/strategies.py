@@ -779,4 +779,23 @@ def fuzz_kernel(draw: SeededDraw, max_elems: int = 96) -> UOp:
 
         return value(3)
 
-    return kernel(shape, dt, body, red_shape=red_shape, red_op=red_op, loops=loops)
+    return with_range_kinds(kernel(shape, dt, body, red_shape=red_shape, red_op=red_op,
+                                   loops=loops))
+
+
+_KINDS = ("loop", "loop", "upcast", "unroll", "reduce")
+
+
+def with_range_kinds(g: UOp) -> UOp:
+    """``g`` with the ranges of constant end given kinds (loop, upcast, unroll, reduce),
+    which change no value but what the lowering's expander does. The choice is a
+    function of the graph's text (no draw: a seed's kernels stay the ones it made)."""
+    import hashlib
+
+    from eqsat.ir.sexpr import to_sexpr
+    from eqsat.ir.uop import range_id
+
+    rng = random.Random(hashlib.sha256(to_sexpr(g).encode()).digest())
+    ranges = [u for u in g.toposort() if u.op is Ops.RANGE and u.src[0].op is Ops.CONST]
+    return g.substitute({r: UOp.range(r.src[0], range_id(r), rng.choice(_KINDS))
+                         for r in ranges})

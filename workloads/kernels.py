@@ -41,7 +41,7 @@ import numpy as np
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id
 from workloads.elementwise_ops import BINARY_OPS, UNARY_OPS
 from workloads.numpy_ref import (
     _ref_binary,
@@ -123,7 +123,7 @@ def kernel(out_shape: Sequence[int], dtype: DType | str,
     else:
         raise BuildError(f"loops must be 'nd', 'flat', a tuple of tile sizes or a Tiling, got "
                          f"{loops!r}")
-    rid = max(r.arg for r in ranges) + 1
+    rid = max(range_id(r) for r in ranges) + 1
     rranges = [UOp.range(s, rid + i) for i, s in enumerate(red_shape)]
     stores = []
     for oidx in lanes:  # one store per unrolled lane (one lane unless upcast)

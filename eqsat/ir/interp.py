@@ -54,7 +54,7 @@ from eqsat.ir.semantics import (
     shift_limit,
     wrap_array,
 )
-from eqsat.ir.uop import UOp, const_value
+from eqsat.ir.uop import UOp, const_value, range_id
 
 __all__ = [
     "evaluate",
@@ -97,7 +97,7 @@ def leaf_key(u: UOp) -> str:
     if u.op is Ops.DEFINE_VAR:
         return u.arg[0]
     if u.op is Ops.RANGE:
-        return f"R{u.arg}"
+        return f"R{range_id(u)}"
     if u.op is Ops.SPECIAL:
         return str(u.arg)
     raise EvalError(f"{u.op.name} is not a leaf variable")
@@ -107,7 +107,7 @@ def _describe(u: UOp) -> str:
     if u.op is Ops.DEFINE_VAR:
         return f"(var {u.arg[0]} {u.arg[1]} {u.arg[2]})"
     if u.op is Ops.RANGE:
-        return f"(range {u.arg} ...)"
+        return f"(range {range_id(u)} ...)"
     if u.op is Ops.SPECIAL:
         return f"(special {u.arg} ...)"
     return f"{u.op.name.lower()}:{u.dtype}"
@@ -345,7 +345,7 @@ class _Machine:
                 raise EvalError(f"expected a RANGE to loop over, got {r.op.name}")
             end = ends[i] if ends is not None and i == 0 else self.value(r.src[0], env)
             if _first_undef(end) is not None or end is INVALID or isinstance(end, tuple):
-                raise EvalError(f"the end of (range {r.arg}) has no scalar value: {end!r}")
+                raise EvalError(f"the end of (range {range_id(r)}) has no scalar value: {end!r}")
             for v in range(int(end)):
                 yield from rec(i + 1, {**env, r: v})
         yield from rec(0, dict(loops))

@@ -53,6 +53,9 @@ at the offending operand.
   ``(cat a b ...)``: vectors/scalars of one element dtype -> ``x(sum of widths)``;
   ``(gep x I ...)``: lanes ``0 <= I < width`` of x -> element dtype ``x(#lanes)``.
 * ``(range ID END)``/``(special NAME END)``: END's dtype (an integer dtype).
+  ``(range ID END KIND)``: a range of another role than a plain ``loop``, KIND one
+  lower-case word of ``eqsat.ir.uop.RANGE_KINDS`` (tinygrad's AxisType: ``reduce``,
+  ``upcast``, ``unroll``, ``global``, ...); RANGE ``arg=(id, KIND)``.
   ``(var NAME LO HI)``: index, ``LO <= HI``. ``(buffer SLOT DT SIZE)``: ``DT*``.
 * ``(index BUF IDX [GATE])``: BUF's pointer dtype; IDX an integer, GATE a bool.
   ``(load P [ALT])``: the element dtype of the pointer P; ``(store P V)``: void,
@@ -85,7 +88,7 @@ import numpy as np
 
 from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import RANGE_KINDS, UOp
 
 __all__ = ["parse", "to_sexpr", "ParseError", "node_label", "has_text_form"]
 
@@ -655,9 +658,14 @@ class _Parser:
         return end
 
     def b_range(self, f: _Frame, close: _Tok) -> UOp:
-        self.arity(f, close, 2, 2)
+        self.arity(f, close, 2, 3)
         rid = self.int_atom(f, f.items[0], "an integer range ID")
-        return UOp.range(self.end_operand(f, f.items[1]), rid)
+        kind = "loop"
+        if len(f.items) == 3:
+            kind = self.name_atom(f, f.items[2])
+            self.need(kind in RANGE_KINDS, f.items[2], f"range {rid}: unknown kind {kind!r} "
+                      f"(one of {', '.join(RANGE_KINDS)})")
+        return UOp.range(self.end_operand(f, f.items[1]), rid, kind)
 
     def b_special(self, f: _Frame, close: _Tok) -> UOp:
         self.arity(f, close, 2, 2)
@@ -755,6 +763,11 @@ def _head_tail(op: Ops, dt: DType, arg: Any) -> tuple[str, str]:
             raise ValueError(f"to_sexpr: (invalid) is an index, got INVALID of dtype {dt}")
         return "(invalid)", ""
     if op is Ops.RANGE:
+        if isinstance(arg, tuple):
+            rid, kind = arg
+            if kind not in RANGE_KINDS or kind == "loop":
+                raise ValueError(f"to_sexpr: range {rid} has an unknown kind {kind!r}")
+            return f"(range {int(rid)}", f" {kind})"
         return f"(range {int(arg)}", ")"
     if op is Ops.SPECIAL:
         return f"(special {_check_name(op, arg)}", ")"

@@ -24,11 +24,30 @@ from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
-__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key"]
+__all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key", "RANGE_KINDS",
+           "range_id", "range_kind"]
 
 
 class IRError(ValueError):
     """A node that cannot be built: wrong arity, dtype mismatch, bad argument."""
+
+
+#: the roles a loop index can play (tinygrad's AxisType, lower-case): ``loop`` is the
+#: default, a plain sequential loop; ``reduce`` runs a reduction's axis; ``upcast`` ranges
+#: become vector lanes and ``unroll`` ranges are unrolled by the lowering's expander;
+#: the others are launch or grouping dimensions a CPU runs as loops.
+RANGE_KINDS = ("loop", "reduce", "upcast", "unroll", "global", "local", "thread",
+               "group_reduce", "warp", "device", "weak", "placeholder")
+
+
+def range_id(u: UOp) -> int:
+    """The id of a RANGE: its arg, or the arg's first item when the kind is not ``loop``."""
+    return u.arg[0] if isinstance(u.arg, tuple) else u.arg
+
+
+def range_kind(u: UOp) -> str:
+    """The kind of a RANGE (one of :data:`RANGE_KINDS`; ``loop`` by default)."""
+    return u.arg[1] if isinstance(u.arg, tuple) else "loop"
 
 
 _CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
@@ -167,10 +186,13 @@ class UOp:
         return UOp(Ops.DEFINE_VAR, dtypes.index, (), (name, int(lo), int(hi)))
 
     @staticmethod
-    def range(end: UOp | int, rid: int) -> UOp:
-        """Loop index number ``rid`` over ``0 .. end-1``."""
+    def range(end: UOp | int, rid: int, kind: str = "loop") -> UOp:
+        """Loop index number ``rid`` over ``0 .. end-1``, of role ``kind`` (one of
+        :data:`RANGE_KINDS`). The arg is ``rid`` for a ``loop``, else ``(rid, kind)``."""
+        if kind not in RANGE_KINDS:
+            raise IRError(f"range {rid}: unknown kind {kind!r} (one of {', '.join(RANGE_KINDS)})")
         end = UOp._lift(end, dtypes.index)
-        return UOp(Ops.RANGE, end.dtype, (end,), int(rid))
+        return UOp(Ops.RANGE, end.dtype, (end,), int(rid) if kind == "loop" else (int(rid), kind))
 
     @staticmethod
     def special(name: str, end: UOp | int) -> UOp:

@@ -25,7 +25,7 @@ from eqsat.ir.equiv import check_equivalent
 from eqsat.ir.interp import INVALID, EvalError, evaluate, leaf_key, run_kernel
 from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse, to_sexpr
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, range_id, range_kind
 from eqsat.tinygrad import (
     TinygradError,
     as_floor,
@@ -65,8 +65,8 @@ def _same(a: object, b: object) -> bool:
 # ---- round trips on real kernels ----------------------------------------------------
 def test_captured_expressions_round_trip_exactly(captured):
     """to_tinygrad(from_tinygrad(u), like=u) rebuilds tinygrad's own graph, node for node
-    (floor divisions one to one as floordiv/floormod); without ``like`` only the ranges'
-    AxisType differs, and the text form parses back to the same graph."""
+    (floor divisions one to one as floordiv/floormod); without ``like`` too, ranges keeping
+    their AxisType, and the text form parses back to the same graph."""
     floors = 0
     for c in captured:
         g = from_tinygrad(c.uop)
@@ -236,18 +236,29 @@ def test_variables_ranges_and_specials():
     back = to_tinygrad(UOp.var("n", 1, 10))
     assert back.is_variable and back.arg.name == "n" and back.arg.vmin_vmax == (1, 10)
     r = TUOp.range(8, 3, AxisType.REDUCE)
-    assert from_tinygrad(r) is UOp.range(8, 3)
-    assert to_tinygrad(UOp.range(8, 3), like=r) is r
+    assert from_tinygrad(r) is UOp.range(8, 3, "reduce")
+    assert to_tinygrad(UOp.range(8, 3, "reduce"), like=r) is r
+    assert to_tinygrad(UOp.range(8, 3, "reduce")) is r  # the kind is the AxisType
     assert from_tinygrad(TUOp.special(16, "gidx0")) is UOp.special("gidx0", 16)
     e = from_tinygrad(r * n + 1)
-    assert to_sexpr(e, compact=True) == "(add (mul (range 3 8) (var n 1 10)) 1)"
+    assert to_sexpr(e, compact=True) == "(add (mul (range 3 8 reduce) (var n 1 10)) 1)"
+
+
+@pytest.mark.parametrize("axis", list(AxisType))
+def test_range_kinds_keep_their_axis_type(axis):
+    """Every AxisType is a range kind and comes back as itself (LOOP is the default)."""
+    r = TUOp.range(8, 3, axis)
+    g = from_tinygrad(r)
+    assert range_kind(g) == axis.name.lower() and range_id(g) == 3
+    assert (g.arg == 3) == (axis is AxisType.LOOP)
+    assert to_tinygrad(g) is r and parse(to_sexpr(g)) is g
 
 
 def test_split_ranges_get_fresh_ids():
     """tinygrad's split ranges (arg (axis, part, AxisType)) get ids above every axis id."""
     a, b = TUOp.range(4, 2), TUOp(TOps.RANGE, tdt.weakint, (TUOp.const(3),), (2, 0, AxisType.LOOP))
     g = from_tinygrad(a * 3 + b)
-    assert sorted(u.arg for u in g.leaves()) == [2, 3]
+    assert sorted(range_id(u) for u in g.leaves()) == [2, 3]
     env = {"R2": 3, "R3": 2}
     assert evaluate_tinygrad(a * 3 + b, env) == evaluate(g, env) == 11
 

@@ -21,7 +21,7 @@ from lowering import (
     compile_kernels,
     lower,
 )
-from lowering.compile import compile_c, default_cache_dir
+from lowering.compile import compile_c, default_cache_dir, target_flags
 from tests.strategies import assignments, fixed_width_exprs, int_exprs, leaf_pools
 
 
@@ -251,6 +251,84 @@ def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CC", "no-such-compiler-xyz")
     with pytest.raises(CompileError, match="no C compiler found"):
         compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path)
+
+
+# one line a case: the target, the compiler, then the flags beyond CFLAGS
+@pytest.mark.parametrize("target, cc, flags", [
+    (Target(), "gcc", ("-ffp-contract=off", "-march=native",
+                       "-fno-tree-loop-distribute-patterns")),
+    (Target(), "clang", ("-ffp-contract=off", "-march=native")),
+    (Target(march=None, loop_patterns=True), "gcc", ("-ffp-contract=off",)),
+    (Target(march="x86-64-v2", fma=True), "clang", ("-ffp-contract=off", "-march=x86-64-v2")),
+])
+def test_target_flags(target, cc, flags) -> None:
+    import shutil
+
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    assert target_flags(target, shutil.which(cc)) == flags
+
+
+def test_f16_with_gcc_without_march() -> None:
+    """GCC 12 with -march=native (AVX512-FP16 hosts) gave (-0.0 - x) + 0.0 as -0.0 on f16:
+    f16 kernels compile without -march under GCC, and give +0.0."""
+    import numpy as np
+
+    text = ("(sink (end (store (index (buffer 0 f16 4) (range 0 4)) (add (sub (const f16 -0.0) "
+            "(cast f16 (range 0 4))) (const f16 0.0))) (range 0 4)))")
+    k = compile_kernel(parse(text), optimize=False, target=Target(cc="gcc"))
+    assert not any(f.startswith("-march") for f in k.flags)
+    out = np.ones(4, np.float16)
+    k(out)
+    assert np.signbit(out[0]) == np.False_ and list(out) == [0.0, -1.0, -2.0, -3.0]
+
+
+def test_target_picks_the_compiler(monkeypatch, tmp_path) -> None:
+    """``Target.cc`` first, then ``$CC``, then ``cc``, but clang where installed for a
+    kernel with register tiles (an expanded reduction)."""
+    import shutil
+
+    from tests.lowering.test_expand import MATMUL
+
+    monkeypatch.delenv("CC", raising=False)
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False)
+    assert k.cc == shutil.which("cc")
+    tiled = compile_kernel(parse(MATMUL), optimize=False, cache_dir=tmp_path, compile=False)
+    assert tiled.cc == shutil.which("clang" if shutil.which("clang") else "cc")
+    monkeypatch.setenv("CC", "gcc")
+    assert k.cc == tiled.cc == shutil.which("gcc")
+    k2 = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path, compile=False,
+                        target=Target(cc="cc"))
+    assert k2.cc == shutil.which("cc")
+
+
+def test_march_failure_compiles_without(monkeypatch, tmp_path) -> None:
+    """A compiler that fails with -march (an assembler older than the host's
+    instructions) gets the source again without it; other failures are errors."""
+    import lowering.compile as lc
+
+    real, seen = lc.compile_c, []
+
+    def picky(source, cache_dir=None, extra_flags=(), cc=None):
+        seen.append(extra_flags)
+        if any(f.startswith("-march=") for f in extra_flags):
+            raise CompileError("Error: unsupported masking for `vmovsh'")
+        return real(source, cache_dir, extra_flags, cc)
+
+    monkeypatch.setattr(lc, "compile_c", picky)
+    k = compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path)
+    assert k.compiled and len(seen) == 2 and "-march=native" not in seen[1]
+
+    def broken(source, cache_dir=None, extra_flags=(), cc=None):
+        seen.append(extra_flags)
+        raise CompileError("C compiler failed")
+
+    monkeypatch.setattr(lc, "compile_c", broken)
+    seen.clear()
+    with pytest.raises(CompileError):
+        compile_kernel(parse(TRANSPOSE), optimize=False, cache_dir=tmp_path,
+                       target=Target(march=None))
+    assert len(seen) == 1  # nothing to drop: no second try
 
 
 def test_compiler_error_shows_source(tmp_path) -> None:

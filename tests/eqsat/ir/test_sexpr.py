@@ -13,7 +13,7 @@ import eqsat
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.sexpr import ParseError, parse, to_sexpr
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import RANGE_KINDS, UOp
 from tests.strategies import fixed_width_exprs, int_exprs, padded_index_exprs
 
 
@@ -128,6 +128,10 @@ def test_literal_values_and_ops():
     assert parse("(var x 0 3)") is X and X.vmin == 0 and X.vmax == 3
     assert parse("(range 3 8)") is UOp.range(8, 3)
     assert parse("(range 3 8)") is not parse("(range 4 8)")
+    assert parse("(range 3 8 loop)") is UOp.range(8, 3)  # the default kind, named
+    assert parse("(range 3 8 upcast)") is UOp.range(8, 3, "upcast")
+    assert parse("(range 3 8 upcast)").arg == (3, "upcast")
+    assert parse("(range 3 8 upcast)") is not parse("(range 3 8 unroll)")
     assert parse("(buffer 2 f32 10)").arg == (2, 10)
     assert parse("(idiv -7 2)").op is Ops.IDIV
     assert parse("%a = 5 ; a leaf binding\n%a") is UOp.const(dtypes.index, 5)
@@ -135,6 +139,8 @@ def test_literal_values_and_ops():
 
 @pytest.mark.parametrize("text", [
     "(add 1 2)", "(sub (var a -5 5) (range 1 7))",
+    "(add (mul (range 0 4 upcast) 8) (mul (range 1 (var n 1 9) reduce) (range 2 3 unroll)))",
+    "(end (store (index (buffer 0 f32 4) (range 3 4 global)) 1.0) (range 3 4 global))",
     "(where (ne (range 0 4) 3) (range 0 4) (invalid))",
     "(neg -0.0)", "(mul nan inf)", "(add -inf (const f32 1e-45))", "(const f16 65504)",
     "(const bf16 -0.0)", "(const f64 1e308)", "(vconst f64 nan -0.0 inf 5e-324)",
@@ -266,6 +272,9 @@ MALFORMED = [
     ("(gep (vconst i32 1 2) 2)", 1, 23, "gep: lane 2 out of range for i32x2"),
     ("(range x 5)", 1, 8, "range: expected an integer range ID, got 'x'"),
     ("(range 0 1.5)", 1, 10, "range: END must be a scalar integer, got f32"),
+    ("(range 0 4 vector)", 1, 12, "range 0: unknown kind 'vector'"),
+    ("(range 0 4 2)", 1, 12, "range: expected a name"),
+    ("(range 0 4 loop 1)", 1, 17, "range"),
     ("(reduce foo 1 (range 0 3))", 1, 9, "reduce: expected add, mul, max or min"),
     ("(end (sink) 5)", 1, 13, "end: expected a (range ...), got const"),
     ("(const i32 1.5)", 1, 12, "expected an integer of dtype i32"),
@@ -361,7 +370,8 @@ def graphs(draw, max_steps: int = 20) -> UOp:
     for i in range(n_vars):
         lo = draw(st.integers(-20, 20))
         pool.append(UOp.var("xyz"[i], lo, lo + draw(st.integers(0, 40))))
-    pool.append(UOp.range(draw(st.integers(1, 16)), draw(st.integers(0, 3))))
+    pool.append(UOp.range(draw(st.integers(1, 16)), draw(st.integers(0, 3)),
+                          draw(st.sampled_from(RANGE_KINDS))))
     if draw(st.booleans()):
         pool.append(UOp.special(draw(st.sampled_from(["gidx0", "lidx1"])),
                                 draw(st.integers(1, 64))))

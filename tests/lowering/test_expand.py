@@ -1,0 +1,163 @@
+"""The expander (lowering/expand.py): upcast/unroll ranges become lanes, a reduction one
+accumulator per lane of its output tile, the C bit-exact against the interpreter."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from eqsat.ir.interp import run_kernel
+from eqsat.ir.sexpr import parse
+from lowering import Target, compile_kernel, lower_graph
+from lowering.expand import expand
+
+A = "(buffer 1 f32 64)"
+B = "(buffer 2 f32 64)"
+OUT = "(buffer 0 f32 64)"
+# an 8x8 matmul, C[i, j] = sum_k A[i, k] * B[k, j]: i = r0*2 + r1, j = r2*2 + r3,
+# k = r4*2 + r5 (r1, r3 upcast: a 2x2 tile; r5 unroll)
+MATMUL = f"""
+%i = (add (mul (range 0 4) 2) (range 1 2 upcast))
+%j = (add (mul (range 2 4) 2) (range 3 2 upcast))
+%k = (add (mul (range 4 4 reduce) 2) (range 5 2 unroll))
+%p = (mul (load (index {A} (add (mul %i 8) %k))) (load (index {B} (add (mul %k 8) %j))))
+(sink (end (store (index {OUT} (add (mul %i 8) %j)) (reduce add %p (range 4 4 reduce)
+  (range 5 2 unroll))) (range 0 4) (range 1 2 upcast) (range 2 4) (range 3 2 upcast)))"""
+
+
+def _kernel(text: str, kinds: dict[str, str] | None = None) -> str:
+    for a, b in (kinds or {}).items():
+        text = text.replace(a, b)
+    return text
+
+
+def _check(text: str, target: Target | None = None, seed: int = 0) -> tuple[str, Counter]:
+    """Compile ``text`` (no optimizer), run it on random inputs: bit-exact against the
+    interpreter. Returns the C body and the expander's counts."""
+    g = parse(text)
+    low = lower_graph(g, target=target)
+    k = compile_kernel(g, optimize=False, target=target)
+    rng = np.random.default_rng(seed)
+    bufs = [np.zeros(n, np.float32) if slot == 0 else rng.standard_normal(n).astype(np.float32)
+            for slot, _, n in k.signature.buffers]
+    want = [b.copy() for b in bufs]
+    k(*bufs)
+    run_kernel(g, want)
+    np.testing.assert_array_equal(bufs[0].view(np.uint32), want[0].view(np.uint32))
+    src = k.c_source
+    return src[src.find("void kernel("):], Counter(low.stats["expanded"])
+
+
+def _loops(body: str) -> int:
+    return body.count("for (")
+
+
+# one line a case: the kernel, then (loops left, accumulators, expanded ENDs, expanded
+# reductions) in its C
+@pytest.mark.parametrize("text, loops, accs, ends, reds", [
+    # the matmul: 3 loops (i, j, k), a 2x2 tile of accumulators, k's unroll folded in
+    (MATMUL, 3, 4, 1, 1),
+    # every range a loop: 6 loops, one accumulator
+    (_kernel(MATMUL, {" upcast)": ")", " unroll)": ")"}), 6, 1, 0, 0),
+    # only the tile: the unroll range stays a loop inside the reduction
+    (_kernel(MATMUL, {" unroll)": ")"}), 4, 4, 1, 1),
+    # only the reduction's unroll: one accumulator, 2 products a step
+    (_kernel(MATMUL, {" upcast)": ")"}), 5, 1, 0, 1),
+])
+def test_matmul_tiles(text, loops, accs, ends, reds):
+    body, counts = _check(text)
+    assert _loops(body) == loops, body
+    assert len(set(re.findall(r"acc\d+\[0\] = 0", body))) == accs, body
+    assert counts["expand_end"] == ends and counts["expand_reduce"] == reds
+
+
+def test_matmul_fused_accumulate_order():
+    """With Target.fma each step is fma(a, b, acc), the unroll lanes in order: the chain
+    clang makes of tinygrad's ``acc + a0*b0 + a1*b1``."""
+    g = parse(MATMUL)
+    body = lower_graph(g, target=Target(fma=True)).c_source
+    chains = re.findall(r"acc\d+\[0\] = (__builtin_fmaf\(.*\));", body)
+    assert len(chains) == 4 and all(c.count("__builtin_fmaf(") == 2 for c in chains), body
+    assert "-ffp-contract=off" in compile_kernel(g, optimize=False, target=Target(fma=True),
+                                                 compile=False).flags
+
+
+ELEMENTWISE = f"""
+%i = (add (mul (range 0 16) 4) (range 1 4 upcast))
+(sink (end (store (index {OUT} %i) (add (load (index {A} %i)) (load (index {B} %i))))
+  (range 0 16) (range 1 4 upcast)))"""
+
+MAXPOOL = f"""
+%o = (add (mul (range 0 4) 4) (range 1 4))
+%x = (load (index {A} (add (add (mul (range 0 4) 16) (mul (range 2 2 unroll) 8))
+  (add (mul (range 1 4) 2) (range 3 2 unroll)))))
+(sink (end (store (index {OUT} %o) (reduce max %x (range 2 2 unroll) (range 3 2 unroll)))
+  (range 0 4) (range 1 4)))"""
+
+
+@pytest.mark.parametrize("text, loops, accs, vector_loads", [
+    (ELEMENTWISE, 1, 0, 2),   # 4 lanes: two 16-byte loads, one store of 4
+    (MAXPOOL, 2, 0, 0),       # a 2x2 window folded without an accumulator
+    # the upcast range first: the lanes run out of the loops' order, which is fine here
+    # (every element written once, nothing read back)
+    (_kernel(ELEMENTWISE, {"(range 0 16) (range 1 4 upcast)))":
+                           "(range 1 4 upcast) (range 0 16)))"}), 1, 0, 2),
+])
+def test_lanes(text, loops, accs, vector_loads):
+    body, _ = _check(text)
+    assert _loops(body) == loops, body
+    assert body.count("acc") == accs and body.count("__builtin_memcpy(&vec") == vector_loads
+
+
+def test_reordering_lanes_needs_independent_iterations():
+    """A running sum in place (each element reads the one before): an upcast range before
+    a loop stays a loop, the order of the stores is the kernel's."""
+    text = f"""
+%i = (add (mul (range 1 4 upcast) 16) (range 0 16))
+%prev = (load (index (after {OUT} (range 0 16)) (add %i -1)))
+(sink (end (store (index {OUT} %i) (add (load (index {A} %i)) (where (lt 0 (range 0 16))
+  %prev 0.0))) (range 1 4 upcast) (range 0 16)))"""
+    g = parse(text)
+    counts: Counter = Counter()
+    expand(g, counts=counts)
+    assert counts["expand_end"] == 0
+
+
+def test_reduction_keeps_float_order():
+    """An unroll range listed before the reduction's loop is not folded into it (that
+    would reorder the float sum): it stays a loop."""
+    text = _kernel(MATMUL, {"(range 4 4 reduce)\n  (range 5 2 unroll)":
+                            "(range 5 2 unroll) (range 4 4 reduce)"})
+    assert "(range 5 2 unroll) (range 4 4 reduce)" in text
+    body, counts = _check(text)
+    assert counts["expand_reduce"] == 1 and _loops(body) == 4  # i, j, then k's two loops
+
+
+def test_non_constant_lanes_stay_loops():
+    text = f"""
+%i = (range 0 (var n 1 16) upcast)
+(sink (end (store (index {OUT} %i) (load (index {A} %i))) (range 0 (var n 1 16) upcast)))"""
+    g = parse(text)
+    counts: Counter = Counter()
+    assert expand(g, counts=counts) is g and not counts
+
+
+@pytest.mark.parametrize("name", ["elementwise", "permute", "pad", "reduce", "matmul",
+                                  "conv2d", "maxpool", "cumsum"])
+def test_tinygrad_kernels_bit_exact_with_fma(name):
+    """tinygrad's schedule of each kernel (small shapes; its register tiles and unrolls)
+    through the bridge and the expander: with Target(fma=True) every written buffer equals
+    tinygrad's CPU program's bit for bit, the fused chains included."""
+    tk = pytest.importorskip("benchmarks.tinygrad_kernels")
+    if tk.device() != "CPU":
+        pytest.skip("tinygrad's CPU device needs clang")
+    case = {c.name: c for c in tk.CASES}[name]
+    expanded = Counter()
+    for k in tk.schedule(case, "small"):
+        ran = tk.run_both(k, target=Target(fma=True))
+        assert ran.bit_exact, (k.label, ran.mismatched)
+        expanded.update(ran.ours.lowered.stats["expanded"])
+    assert expanded  # every one of these schedules has upcast or unroll ranges
