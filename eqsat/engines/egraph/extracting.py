@@ -97,7 +97,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
         method = "dag"
-        if ext.cost <= c_dag:
+        if ext.cost < c_dag:  # a tie keeps the tree choice (content-ordered ties)
             dag[r] = ext
             cost[r] = ext.cost
     # the tree choices of all roots come from one selection: build their terms once;
