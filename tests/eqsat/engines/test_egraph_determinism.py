@@ -16,7 +16,7 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from eqsat.api import Budget, optimize
+from eqsat.api import Budget, optimize, optimize_many
 from eqsat.engines.egraph import clear_result_cache, session_for
 from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp
@@ -139,3 +139,31 @@ def test_the_baseline_rewrite_joins_class_by_class() -> None:
     r = optimize(g, cost_model="reference", budget=Budget(iterations=0))
     assert r.stats["stop_reason"] == "iterations" and "baseline_join" in r.stats["time"]
     assert r.cost < min(base.cost, r.input_cost), (base.cost, r.cost)
+
+
+def _batch_texts(graphs: list[UOp]) -> list[str]:
+    clear_result_cache()
+    return [to_sexpr(r.graph) for r in optimize_many(graphs, cost_model="reference")]
+
+
+def test_a_batch_in_another_order_gives_byte_identical_outputs(corpus_lines) -> None:
+    # the same cases in one e-graph, inserted in reverse: every e-class gets another
+    # id, and equal-cost terms (x+y and y+x, a sum's operand orders) break their ties
+    # by content, so each case's output is the same text
+    graphs = [parse(row["expr"]) for row in corpus_lines[:64]]
+    fwd = _batch_texts(graphs)
+    rev = _batch_texts(graphs[::-1])[::-1]
+    assert [i for i, (a, b) in enumerate(zip(fwd, rev, strict=True)) if a != b] == []
+
+
+@pytest.mark.parametrize("first, second, want", [
+    # a case, a case inserted before it (its leaves get the lower e-class ids), its output
+    ("(idiv (add (mul (var x 0 1) 7) (mul (var y 0 1) 6)) 5)", "(var y 0 1)",
+     "(add (var x 0 1) (var y 0 1))"),
+    ("(idiv (add (mul (var x 0 1) 7) (mul (var y 0 1) 6)) 5)", "(var x 0 1)",
+     "(add (var x 0 1) (var y 0 1))"),
+])
+def test_ties_break_by_content_whatever_came_first(first: str, second: str, want: str) -> None:
+    alone = _batch_texts([parse(first)])[0]
+    after = _batch_texts([parse(second), parse(first)])[1]
+    assert (alone, after) == (want, want)
