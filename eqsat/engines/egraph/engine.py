@@ -1059,21 +1059,22 @@ class Session:
                     outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
                     costs = self._unsubsume_costlier(snap, roots, handles, outs, model,
                                                      clock)
-                if seeds is not None and not stale and seeds.beat(costs, model):
-                    # the baseline's rewrite of a root is cheaper than what the e-graph
-                    # found: it joins (one more step), and the extraction chooses class by
-                    # class among both (see .seeding)
+                beaten = seeds.beaten(costs, model) if seeds is not None and not stale \
+                    else []
+                if beaten:
+                    # the baseline's rewrite of these roots is cheaper than what the
+                    # e-graph found: it joins (one more step), and their extraction
+                    # chooses class by class among both (see .seeding)
                     with clock.phase(times, "baseline_join"):
-                        self._insert_seeds(seeds)
+                        self._insert_seeds(seeds.only(beaten))
                         self._step(False, matches)
                         snap = Snapshot(self.egraph, self.ins)
                         if tracer is not None:
                             tracer.snapshot(snap, 0, matches)
                     with clock.phase(times, "extract"):
-                        outs, ext_stats = extract_roots(snap, self.args, handles, model,
-                                                        clock)
-                        costs = self._unsubsume_costlier(snap, roots, handles, outs,
-                                                         model, clock)
+                        outs, costs = self._extract_again(snap, roots, handles, outs, costs,
+                                                          beaten, model, clock)
+                    ext_stats = {**ext_stats, "joined": len(beaten)}
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,
@@ -1114,6 +1115,20 @@ class Session:
         finally:
             with clock.phase(times, "reset"):
                 self._reset(saved, clean, final)
+
+    def _extract_again(self, snap: Snapshot, roots: list[UOp], handles: list[int],
+                       outs: list[UOp], costs: list[tuple[float, float]], which: list[int],
+                       model: Any, clock: Clock
+                       ) -> tuple[list[UOp], list[tuple[float, float]]]:
+        """``outs`` and ``costs`` with the roots ``which`` (indices) extracted again
+        from ``snap``; the other roots keep theirs."""
+        sub, _ = extract_roots(snap, self.args, [handles[i] for i in which], model, clock)
+        sub_costs = self._unsubsume_costlier(snap, [roots[i] for i in which],
+                                             [handles[i] for i in which], sub, model, clock)
+        outs, costs = list(outs), list(costs)
+        for j, i in enumerate(which):
+            outs[i], costs[i] = sub[j], sub_costs[j]
+        return outs, costs
 
     def _unsubsume_costlier(self, snap: Snapshot, roots: list[UOp], handles: list[int],
                             outs: list[UOp], model: Any, clock: Clock

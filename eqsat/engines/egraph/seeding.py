@@ -5,13 +5,14 @@ ordered matcher over the same rule selection, node by node: :class:`Seeds`) is
 inserted into the run's e-graph with every node the baseline rewrote unioned with its
 rewrite (the baseline's rules are the proven rules of ``rules/``, so each union is
 sound). It joins after the loop, whatever stopped it, where a root's rewrite is
-cheaper than what the e-graph found (:meth:`Seeds.beat`; one more step, then the
-extraction again): the extraction then chooses among the e-graph's terms and the
-baseline's, class by class (a kernel whose run the e-node budget stopped after one
-iteration keeps the e-graph's gains on some stores and the baseline's on the others).
-Where the e-graph's result is as cheap already, that step would change nothing that
-the guard below does not. Unioned at the start it steered
-the loop: the computed pass visits the classes near the roots' cheapest terms, which
+cheaper than what the e-graph found (:meth:`Seeds.beaten`; those roots' rewrites
+join, one more step, then those roots are extracted again, the others keep their
+terms, whatever the other roots' baselines did): the extraction then chooses among
+the e-graph's terms and the baseline's, class by class (a kernel whose run the e-node
+budget stopped after one iteration keeps the e-graph's gains on some stores and the
+baseline's on the others). Where the e-graph's result is as cheap already, that step
+would change nothing that the guard below does not. Unioned at the start it steered the
+loop: the computed pass visits the classes near the roots' cheapest terms, which
 were then the baseline's forms, and it missed rewrites it finds from the input's
 (corpus total +5, kernels of 1,000 and 5,000 nodes +5% and +2%; docs/perf.md).
 A root whose baseline rewrite is not cheaper than the root brings nothing.
@@ -46,18 +47,34 @@ class Seeds:
     roots: list[UOp]
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
+    #: per root, the pairs of its graph (``pairs`` is their union, first pair first)
+    per_root: list[list[tuple[UOp, UOp]]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
 
-    def beat(self, costs: list[tuple[float, float]], model: Any) -> bool:
-        """Whether a root's baseline rewrite is cheaper under ``model`` than the
-        e-graph's output (``costs``: each root's ``(input cost, output cost)``)."""
+    def beaten(self, costs: list[tuple[float, float]], model: Any) -> list[int]:
+        """The roots (indices) whose baseline rewrite is cheaper under ``model`` than
+        the e-graph's output (``costs``: each root's ``(input cost, output cost)``)."""
         if not self.pairs:
-            return False
+            return []
         cost = model.graph_cost
-        return any(s is not r and cost(s) < out
-                   for r, s, (_, out) in zip(self.inputs, self.roots, costs, strict=True))
+        return [i for i, (r, s, (_, out)) in enumerate(zip(self.inputs, self.roots, costs,
+                                                           strict=True))
+                if s is not r and cost(s) < out]
+
+    def only(self, which: list[int]) -> Seeds:
+        """The seeds of the roots ``which`` (indices) alone: their pairs and the nodes
+        of their rewrites, children first."""
+        pairs = list({id(u): (u, v) for i in which for u, v in self.per_root[i]}.values())
+        return Seeds([self.inputs[i] for i in which], [self.roots[i] for i in which],
+                     pairs, _order(pairs), [self.per_root[i] for i in which])
+
+
+def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
+    """The nodes of the rewrites in ``pairs``, children first."""
+    made = list(dict.fromkeys(v for _, v in pairs))
+    return UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
 
 
 def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
@@ -74,8 +91,11 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
         return Seeds(list(roots), list(roots))
     out: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
+    per_root: list[list[tuple[UOp, UOp]]] = []
     for r in roots:
         replace: dict[UOp, UOp] = {}
+        mine: list[tuple[UOp, UOp]] = []
+        per_root.append(mine)
         try:
             b = graph_rewrite(r, pm, replace=replace)
         except RewriteLimitError:
@@ -87,10 +107,9 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
         for u in r.toposort():
             v = replace.get(u)
             if v is not None and v is not u:
-                pairs.setdefault(id(u), (u, v))
-    made = list(dict.fromkeys(v for _, v in pairs.values()))
-    order = UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
-    return Seeds(list(roots), out, list(pairs.values()), order)
+                mine.append(pairs.setdefault(id(u), (u, v)))
+    every = list(pairs.values())
+    return Seeds(list(roots), out, every, _order(every), per_root)
 
 
 def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], model: Any,
