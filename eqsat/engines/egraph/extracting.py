@@ -2,13 +2,12 @@
 
 Every root is extracted on its own (a batch gives each graph its own best): tree
 extraction of all roots in one pass first (fast), then the DAG-aware extractor of
-:mod:`extraction` where a DAG choice may share more and the time budget allows it;
-the cheaper selection (DAG cost) wins.
+:mod:`extraction` where a DAG choice may share more (bounded by its own work budget,
+and left out past the run's hard time limit); the cheaper selection (DAG cost) wins.
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -80,9 +79,7 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     cost: dict[int, float] = {}
     dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
     method = "tree"
-    skipped = 0  # roots whose DAG search did not fit the time left
-    t0 = time.perf_counter()
-    size = 0
+    skipped = 0  # roots whose DAG search the hard time limit left out
     for i, r in enumerate(uniq):
         order = tc.reached(i)
         c_dag, c_tree = tc.costs(i, order)
@@ -95,20 +92,15 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
         if light and not any(nodes_of[choice[c]].op in GroupOp.IntDiv for c in order):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
-        n = len(view)
-        per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
-        if clock.elapsed() + per > clock.seconds:
+        if clock.over():
             skipped += 1
-            continue  # no time for this root's DAG search: its tree choice stands
+            continue  # past the hard time limit: its tree choice stands
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
-        size += n
         method = "dag"
-        if ext.cost <= c_dag:
+        if ext.cost < c_dag:  # a tie keeps the tree choice (content-ordered ties)
             dag[r] = ext
             cost[r] = ext.cost
-    if method == "dag" and size:
-        clock.learn_dag((time.perf_counter() - t0), size)
     # the tree choices of all roots come from one selection: build their terms once;
     # a DAG choice builds through the same memo (e-node, child terms) -> term, so the
     # parts it shares with the tree terms are not built (looked up) again

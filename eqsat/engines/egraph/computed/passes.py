@@ -549,7 +549,7 @@ class PassData:
         self.focus = {c for c in self.waiting if self.visits(c)}
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
-        self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys)
+        self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
         # the rules by kind, each list in the rules' order (one scan of the rules)
         self.kinds: dict[str, list[PyRule]] = {}
         for r in rules:
