@@ -206,10 +206,15 @@ ENGINES = [
      "3) 8) 4) 4))", "(add (mul (range 0 9) 3) 8)"),
 ]
 EGRAPH_ONLY = [
-    # inside a longer sum: the e-graph's sums see it, the ordered matcher's pattern does not
-    ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add (mul (idiv "
-     "(add (var x 0 299) 10) 15) 3) (var z 0 5)))",
-     "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))"),
+    # inside a longer sum the ordered matcher's pattern does not see it. Nor does the
+    # e-graph since sums order their terms by content (docs/perf.md, issue 30): it found the
+    # cancellation only when the canonical sum happened to put the mod and the scaled
+    # quotient side by side. A whole-sum rule would see it in any order; until then the
+    # row is a strict expected failure, so the fix shows.
+    pytest.param("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add "
+                 "(mul (idiv (add (var x 0 299) 10) 15) 3) (var z 0 5)))",
+                 "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))",
+                 marks=pytest.mark.xfail(strict=True, reason="needs a whole-sum rule")),
 ]
 
 test_engines = engines_test(ENGINES)

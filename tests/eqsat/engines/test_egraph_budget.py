@@ -139,7 +139,7 @@ def test_stall_limit_is_validated_and_defaults() -> None:
 def test_budget_stall_reaches_the_engine() -> None:
     """``Budget.stall`` is the public switch: 0 runs on to saturation (the corpus case
     below stalls an iteration before it saturates)."""
-    g = parse(K0611)
+    g = parse(V0228)
     r0 = optimize(g, engine="egraph", cost_model="reference",
                   budget=Budget(seconds=30.0, stall=0))
     r2 = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=30.0))
@@ -148,7 +148,11 @@ def test_budget_stall_reaches_the_engine() -> None:
     assert r2.stats["iterations"] < r0.stats["iterations"] and r2.cost == r0.cost
 
 
-# the corpus case k0611: its best cost stops improving before the run saturates
+# the corpus case v0228: its best cost stops improving before the run saturates
+V0228 = ("(where (and (and (lt (idiv (var gidx 0 59) 10) 5) (not (lt (mod (var gidx 0 59) 10) "
+         "2))) (lt (mod (var gidx 0 59) 10) 8)) (add (mul (idiv (var gidx 0 59) 10) 17) (mul "
+         "(add (mod (var gidx 0 59) 10) -2) 3)) (invalid))")
+# the corpus case k0611
 K0611 = ("(where (and (not (lt (add (mul (range 3 1) 3) (range 4 3)) 1)) (not (lt (add (mul "
          "(range 2 1) 3) (range 5 3)) 1))) (add (add (add (mul (add (mul (range 2 1) 3) (range "
          "5 3)) 15) (mul (add (mul (range 3 1) 3) (range 4 3)) 3)) (mul (add (mul (range 0 1) 5) "
@@ -159,7 +163,7 @@ def test_a_stalled_run_stops_early_and_keeps_the_result() -> None:
     from eqsat.engines.egraph import optimize_many
     from extraction import get_cost_model
 
-    g, cm = parse(K0611), get_cost_model("reference")
+    g, cm = parse(V0228), get_cost_model("reference")
     full, s0 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 0))
     early, s2 = optimize_many([g], cost_model=cm, budget=Limits(12, 20_000, 30.0, 1))
     assert s0["stop_reason"] == "saturated"
