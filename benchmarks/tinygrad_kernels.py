@@ -39,7 +39,7 @@ from eqsat.ir.uop import UOp
 
 __all__ = ["CASES", "SCALES", "TgCase", "TgKernel", "Ran", "clang", "device", "cpu_renderer",
            "optimized_ast", "schedule", "device_target", "run_both", "tinygrad_flags",
-           "our_compiler"]
+           "named"]
 
 SCALES = ("bench", "small")
 
@@ -96,21 +96,11 @@ def cpu_renderer() -> Any:
     return ClangRenderer(Target("CPU", "CLANG", f"{arch},native"))
 
 
-def _named(path: str) -> str:
+def named(path: str) -> str:
     """A compiler's name as found and as what it resolves to (``cc (gcc-12)``)."""
     real = os.path.basename(os.path.realpath(path))
     name = os.path.basename(path)
     return name if real == name else f"{name} ({real})"
-
-
-def our_compiler() -> str:
-    """The C compiler the lowering runs by default, as it resolves."""
-    from lowering.compile import CompileError, _compiler
-
-    try:
-        return _named(_compiler())
-    except CompileError as e:
-        return str(e)
 
 
 def tinygrad_flags() -> str:
@@ -119,7 +109,7 @@ def tinygrad_flags() -> str:
 
     arch = cpu_renderer().target.arch.split(",")
     cc = clang()
-    return " ".join([_named(cc) if cc else os.environ.get("CC", "clang"), "-O2",
+    return " ".join([named(cc) if cc else os.environ.get("CC", "clang"), "-O2",
                      "-ffreestanding", "-fno-math-errno", "-nostdlib", *ClangCompiler(arch).args])
 
 
