@@ -44,7 +44,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
-from lowering.expand import expand
+from lowering.expand import expand, jam
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
@@ -135,7 +135,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     decomposed = decompose(narrowed, target, counts)
     stats["decompositions"] = dict(counts)
     expanded: Counter = Counter()
-    fin = final_rewrite(expand(decomposed, target.fma, expanded), target.fma)
+    fin = final_rewrite(_expand(decomposed, target, expanded), target.fma)
     stats["expanded"] = dict(expanded)
     edges = add_control_flow(fin) if kind == "kernel" else {}
     linear = linearize(fin, edges)
@@ -148,6 +148,20 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     params = [u for u in graph.toposort() if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
     src, sig = render_c(linear, name, target, params)
     return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
+
+
+def _expand(root: UOp, target: Target, counts: Counter) -> UOp:
+    """``root``'s register tiles jammed (``Target.jam``) and expanded; when the expander
+    keeps the jammed kernel's ranges as loops, the kernel as it came, expanded."""
+    jammed = jam(root, target.jam)
+    if jammed is not root:
+        tried: Counter = Counter()
+        out = expand(jammed, target.fma, tried)
+        if not tried["expand_skipped"]:
+            counts.update(tried)
+            counts["jam"] += 1
+            return out
+    return expand(root, target.fma, counts)
 
 
 def lower(graph: UOp, emit: str = "c", optimize: bool | str | None = True,

@@ -77,6 +77,9 @@ class Target:
     ``stream_min_bytes`` are non-temporal (x86 SSE ``movntps`` where the
     address is 16-byte aligned, a plain store elsewhere and without SSE): a big
     output goes to memory without first being read into the cache.
+    ``jam``: unroll-and-jam factor of the loop around a register tile
+    (:func:`lowering.expand.jam`): that many times the tile's accumulator chains in
+    one pass of the reduction loop, the same values bit for bit; 1: off.
     ``prefetch``: a vector load whose address advances by more than a cache
     line per iteration of its innermost loop (a stride the hardware prefetcher
     does not follow, e.g. down a transpose's input rows) is prefetched that
@@ -118,6 +121,7 @@ class Target:
     cc: str | None = None
     march: str | None = "native"
     loop_patterns: bool = False
+    jam: int = 2
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
@@ -125,7 +129,8 @@ class Target:
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
                 f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch}, "
-                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns})")
+                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns}, "
+                f"jam={self.jam})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]
