@@ -123,6 +123,10 @@ class Target:
     loop_patterns: bool = False
     jam: int = 2
 
+    def __post_init__(self) -> None:
+        if isinstance(self.jam, bool) or not isinstance(self.jam, int) or self.jam < 1:
+            raise ValueError(f"Target.jam must be an int >= 1 (1: off), got {self.jam!r}")
+
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
                 f"predicated_stores={self.predicated_stores}, neg={self.neg}, "

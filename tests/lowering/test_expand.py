@@ -8,6 +8,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eqsat.ir.interp import run_kernel
 from eqsat.ir.sexpr import parse
@@ -88,6 +90,22 @@ ACCUMULATE = MATMUL.replace(f"(store (index {OUT} (add (mul %i 8) %j)) (reduce",
                             f"(store (index {OUT} (add (mul %i 8) %j)) (add (load (index {OUT} "
                             "(add (mul %i 8) %j))) (reduce").replace(
     "(range 5 2 unroll))) (range 0 4)", "(range 5 2 unroll)))) (range 0 4)")
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from(["", " unroll)"]), st.integers(0, 2**16))
+def test_jammed_tiles_bit_exact(jam, keep_loop, seed):
+    """Any jam factor, the unroll lanes or a loop: the C equals the interpreter bit for
+    bit on random inputs (``_check``)."""
+    text = _kernel(MATMUL, {keep_loop: ")"} if keep_loop else None)
+    _, counts = _check(text, Target(jam=jam), seed)
+    assert counts["jam"] == (jam > 1)
+
+
+@pytest.mark.parametrize("jam", [0, -2, 2.0, True, "2"])
+def test_jam_factor_must_be_a_positive_int(jam):
+    with pytest.raises(ValueError, match="Target.jam"):
+        Target(jam=jam)
 
 
 def test_jam_leaves_a_tile_that_reads_its_output():
