@@ -49,6 +49,7 @@ from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
 from lowering.split import split_gated_ranges
+from lowering.trim import trim_gated_reductions
 
 __all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "compile_kernels", "lower",
            "lower_graph",
@@ -151,17 +152,24 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
 
 
 def _expand(root: UOp, target: Target, counts: Counter) -> UOp:
-    """``root``'s register tiles jammed (``Target.jam``) and expanded; when the expander
-    keeps the jammed kernel's ranges as loops, the kernel as it came, expanded."""
+    """``root``'s register tiles jammed (``Target.jam``), its gated sums trimmed
+    (``Target.split_gates``, :func:`lowering.trim.trim_gated_reductions`) and expanded;
+    when the expander keeps the jammed kernel's ranges as loops, the kernel as it came."""
+    def trimmed(g: UOp, into: Counter) -> UOp:
+        t = trim_gated_reductions(g) if target.split_gates else g
+        if t is not g:
+            into["trim"] += 1
+        return t
+
     jammed = jam(root, target.jam)
     if jammed is not root:
         tried: Counter = Counter()
-        out = expand(jammed, target.fma, tried)
+        out = expand(trimmed(jammed, tried), target.fma, tried)
         if not tried["expand_skipped"]:
             counts.update(tried)
             counts["jam"] += 1
             return out
-    return expand(root, target.fma, counts)
+    return expand(trimmed(root, counts), target.fma, counts)
 
 
 def lower(graph: UOp, emit: str = "c", optimize: bool | str | None = True,
