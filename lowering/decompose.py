@@ -67,7 +67,9 @@ class Target:
     ``fast_div``: divide by constants with multiply-high and shift.
     ``split_gates``: split loops where a gate comparing the loop index with a
     constant changes value (:func:`lowering.split.split_gated_ranges`), so a
-    padded copy's middle loop is an ungated, vectorizable copy.
+    padded copy's middle loop is an ungated, vectorizable copy; and start a
+    gated float sum's loop after the iterations whose gate is off for every lane
+    (:func:`lowering.trim.trim_gated_reductions`, a cumsum's padding).
     ``vectorize``: four f32 loads of one loop body from consecutive addresses
     of a buffer the kernel never writes become one 16-byte vector load, and
     four f32 stores in a row to consecutive addresses one vector store (GCC
