@@ -46,8 +46,9 @@ def _start(gate: UOp, r: UOp, lanes: set[UOp]) -> UOp | None:
         lane_max = sum(max(0, k * (int(x.src[0].arg) - 1)) for x, k in coef.items() if x is not r)
         rest = e.substitute({x: UOp.const(x.dtype, 0) for x in inner})
         lo, hi = rest.vmin, rest.vmax
-        if not (isinstance(lo, int) and isinstance(hi, int)
-                and _I32[0] <= c - hi - lane_max + a and c - lo - lane_max + a <= _I32[1]):
+        bounds = (c - lane_max + a, c - hi - lane_max + a, c - lo - lane_max + a) \
+            if isinstance(lo, int) and isinstance(hi, int) else ()
+        if not bounds or not all(_I32[0] <= v <= _I32[1] for v in bounds):
             continue
         # off for every lane while a*r <= c - rest - lane_max: s = floor((that) / a) + 1
         numer = UOp(Ops.SUB, dtypes.i32, (UOp.const(dtypes.i32, c - lane_max + a), rest))
@@ -66,12 +67,14 @@ def _start(gate: UOp, r: UOp, lanes: set[UOp]) -> UOp | None:
 
 
 def _trimmed(red: UOp, lanes: set[UOp]) -> tuple[UOp, UOp] | None:
-    """``(r, its start)`` when ``red`` is a float sum of one gated load over one loop
+    """``(r, its start)`` when ``red`` is a float sum of one gated load (no alternative
+    value: +0.0 where the gate is off) over one loop
     ``r`` (its other ranges lanes) with a constant END; else None."""
     x = red.src[0]
     loops = [r for r in red.src[1:] if r not in lanes]
     if (red.arg is not Ops.ADD or not red.dtype.is_float or red.dtype.count != 1
-            or len(loops) != 1 or x.op is not Ops.LOAD or x.src[0].op is not Ops.INDEX
+            or len(loops) != 1 or x.op is not Ops.LOAD or len(x.src) != 1
+            or x.src[0].op is not Ops.INDEX
             or len(x.src[0].src) != 3 or loops[0].src[0].op is not Ops.CONST
             or loops[0].src[0].dtype != dtypes.i32):
         return None
