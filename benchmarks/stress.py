@@ -61,8 +61,10 @@ ENODE_FACTOR = 2.0
 #: a safety cap on every child process's address space (bytes): an input that blows
 #: past every budget is stopped here instead of taking the machine with it
 CHILD_AS_CAP = 8 << 30
-#: a child still running after this factor of its time budget (+ a minute) is killed
+#: a child still running after this factor of its time budget (+ two minutes), or
+#: after KILL_CAP seconds, is killed
 KILL_FACTOR = 5.0
+KILL_CAP = 3600.0
 
 
 # ---------------------------------------------------------------------------
@@ -266,7 +268,7 @@ def _child(s: StressInput) -> dict[str, Any]:
         resource.setrlimit(resource.RLIMIT_AS, (CHILD_AS_CAP, CHILD_AS_CAP))
 
     n = 1 if s.kind == "optimize" else len(s.make())
-    timeout = s.budget.seconds * n * KILL_FACTOR + 120
+    timeout = min(s.budget.seconds * n * KILL_FACTOR + 120, KILL_CAP)
     t0 = time.perf_counter()
     try:
         p = subprocess.run([sys.executable, __file__, "--one", s.name], capture_output=True,

@@ -972,8 +972,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
                    help=f"cases the e-graph optimizes together in one e-graph (default "
                         f"{CHUNK})")
-    s.add_argument("--seconds", type=float, default=2.0, metavar="S",
-                   help="e-graph time budget per case (default 2)")
+    s.add_argument("--seconds", type=float, default=300.0, metavar="S",
+                   help="e-graph hard time limit per case (default 300; the work "
+                        "budgets end a run long before)")
     s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")
     s.add_argument("--check", action="store_true",
                    help="also check every output's equivalence to its input")

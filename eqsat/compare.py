@@ -133,7 +133,7 @@ def _parse_row(row: dict[str, Any], key: str) -> Any:
 
 
 def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: int = CHUNK,
-        model: str = "reference", check: bool = False, seconds: float = 2.0,
+        model: str = "reference", check: bool = False, seconds: float = 300.0,
         samples: int = 3000, repeat: int = 1, warm: bool = False,
         on_batch: Callable[[int], None] | None = None
         ) -> tuple[list[Case], list[dict[str, dict[str, float]]]]:

@@ -56,7 +56,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqsat.ir.ops import Ops
+from eqsat.ir.ops import GroupOp
 
 __all__ = ["install", "uninstall", "optimizing", "installed", "simplify_kernel", "STAGES",
            "usable_device"]
@@ -67,11 +67,6 @@ log = logging.getLogger(__name__)
 #: whether it runs after that pass or before it, on the pass's input)
 STAGES = {"initial": ("initial symbolic", "after"), "postopt": ("postopt symbolic", "after"),
           "instead": ("postopt symbolic", "before"), "final": ("extra symbolic", "after")}
-
-#: the ops an index expression must hold for the plug-in to optimize it (the floor ones
-#: where the IR has them)
-_DIVISIONS = frozenset(getattr(Ops, n) for n in ("IDIV", "MOD", "FLOORDIV", "FLOORMOD")
-                       if hasattr(Ops, n))
 
 #: remembered simplifications per process: a tinygrad UOp is interned, kernels repeat
 #: index expressions, and lowering the same kernel twice reaches the same expressions
@@ -273,7 +268,7 @@ def _optimize_checked(root: Any, settings: _Settings) -> Any:
     except TinygradError as e:  # an op the bridge does not carry: tinygrad's own stays
         log.debug("eqsat plug-in: %s", e)
         return None
-    if not any(u.op in _DIVISIONS for u in graph.toposort()):
+    if not any(u.op in GroupOp.IntDiv for u in graph.toposort()):
         return None  # sums and products: tinygrad's symbolic already folds them
     try:
         res = optimize(graph, engine=settings.engine, **settings.options)

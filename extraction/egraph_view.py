@@ -152,7 +152,7 @@ class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache")
+                 "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache", "labels")
 
     def __init__(self, view: EGraphView):
         classes = view.classes
@@ -191,6 +191,16 @@ class _Compiled:
         #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
+        #: per e-node, its content without its children (see :meth:`content_labels`)
+        self.labels: list[tuple] | None = None
+
+    def content_labels(self) -> list[tuple]:
+        """Per e-node ``(op name, dtype, arg)`` as comparable values: with the children's
+        terms, what orders equal-cost e-nodes by their content rather than by index."""
+        if self.labels is None:
+            self.labels = [("" if n.op is None else n.op.name, str(n.dtype), _sort_key(n.arg))
+                           for n in self.nodes]
+        return self.labels
 
     def pending(self) -> list[int]:
         """Per e-node, how many distinct child classes a tree pass waits for (``pend``:
@@ -278,6 +288,8 @@ class _Compiled:
         pos[-1] = -1
         out.tree_cache = {key: ([pos[choice[c]] for c in order], [best[c] for c in order])
                           for key, (choice, best) in self.tree_cache.items()}
+        labels = self.labels
+        out.labels = None if labels is None else [labels[n] for n in src]
         return out
 
 

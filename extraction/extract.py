@@ -176,13 +176,15 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
 def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
                 ) -> tuple[list[int], list[float]]:
     """Best tree-cost e-node per relevant class (Knuth's generalization of Dijkstra)."""
-    choice, best, _order = _tree_pass(comp, cost, relevant)
+    choice, best, _order, _keys = _tree_pass(comp, cost, relevant)
     return choice, best
 
 
-def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool]
-               ) -> tuple[list[int], list[float], list[int]]:
-    """:func:`tree_choice`, and the classes in the order they became final."""
+def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool], content: bool = False
+               ) -> tuple[list[int], list[float], list[int], list[tuple]]:
+    """:func:`tree_choice`, and the classes in the order they became final; with
+    ``content``, ties between equal costs break by content key (:func:`cheapest_first`)
+    and the last list holds each final class's key."""
     nclasses = len(comp.cids)
     best = [INF] * nclasses
     choice = [-1] * nclasses
@@ -196,9 +198,10 @@ def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool]
             for n in lv:
                 heap.append((cost[n], n))
     order: list[int] = []
+    keys = [()] * nclasses
     cheapest_first(comp.nch, comp.ncls, comp.parents, cost, choice, best, relevant, heap,
-                   pending, order=order)
-    return choice, best, order
+                   pending, order=order, content=(comp.content_labels(), keys) if content else None)
+    return choice, best, order, keys
 
 
 def _tree_cost(cost: list[float], best: list[float], n: int, ch: tuple[int, ...]) -> float:
@@ -213,10 +216,11 @@ def _bounds_width(u: UOp) -> float:
 
 
 def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
-                 order: list[int]) -> None:
+                 order: list[int], keys: list[tuple]) -> None:
     """Among the e-nodes of an integer class whose tree cost ties its best, choose the
     one whose term has the tightest bounds (``vmax - vmin`` of the UOp it builds from its
-    children's chosen terms), the lower e-node at equal width; in place.
+    children's chosen terms), at equal width the e-node of the lower content key (its
+    label and its children's ``keys``, as :func:`cheapest_first` orders ties); in place.
 
     A rewrite that loosens a result's bounds (a where-ladder for ``a % 10`` reads
     ``[-10, 19]``, the remainder ``[0, 9]``) is then not chosen over an equal-cost term
@@ -262,9 +266,11 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
                      for n in ties}
         except (ExtractionError, ValueError):  # an e-node no UOp is built of: no tie-break
             continue
-        pick = min(ties, key=lambda n: (width[n], n))
+        labels = comp.content_labels()
+        pick = min(ties, key=lambda n: (width[n], labels[n], tuple(keys[k] for k in nch[n]), n))
         if pick != choice[c]:
             choice[c] = pick
+            keys[c] = (labels[pick], tuple(keys[k] for k in nch[pick]))
             terms.pop(c, None)
 
 
@@ -281,7 +287,8 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                    parents: Any, cost: Sequence[float], choice: list[int],
                    best: list[float], ok: Sequence[bool], heap: list[tuple[float, int]],
                    pending: list[int], wanted: set[int] | frozenset[int] = frozenset(),
-                   order: list[int] | None = None) -> None:
+                   order: list[int] | None = None,
+                   content: tuple[Sequence[tuple], list[tuple]] | None = None) -> None:
     """The bottom-up tree-cost pass (Knuth's generalization of Dijkstra) that the
     extractors and the e-graph's pricing share: e-node ``n`` has the child classes
     ``nch[n]`` (repeats summed), the class ``ncls[n]`` and the price ``cost[n]``;
@@ -293,7 +300,11 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
     drops to 0 (a count of -1, or one no child decrements: never). ``heap``: the
     starting (cost, e-node) items, each e-node at most once; ``wanted``: stop once
     these classes are final (empty: run to the end); ``order``: appended every class
-    as it becomes final (children before parents).
+    as it becomes final (children before parents); ``content``: ``(labels, keys)``,
+    per e-node its label (:meth:`_Compiled.content_labels`) and per class the content
+    key filled in as it becomes final (its e-node's label and its children's keys):
+    e-nodes of equal cost then pop by content key, not by index, so the choice among
+    equal-cost terms does not depend on how the e-graph numbered them.
 
     The queue holds the distinct costs in a heap and, per cost, its e-nodes in a
     heap: an e-node is pushed at most once, so the pairs are distinct and pop in the
@@ -302,13 +313,15 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
     get = best.__getitem__
     val: dict[int, float] = {}
     buckets: dict[float, list[int]] = {}
+    labels, keys = content if content is not None else (None, None)
     for v, n in heap:
         val[n] = v
+        item: Any = n if labels is None else ((labels[n], ()), n)
         b = buckets.get(v)
         if b is None:
-            buckets[v] = [n]
+            buckets[v] = [item]
         else:
-            b.append(n)
+            b.append(item)
     costs = list(buckets)
     heapq.heapify(costs)
     for b in buckets.values():
@@ -323,11 +336,15 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
         if not b:
             del buckets[v]
             pop(costs)
+        if keys is not None:
+            key, n = n
         c = ncls[n]
         if choice[c] >= 0:
             continue
         best[c] = val[n]
         choice[c] = n
+        if keys is not None:
+            keys[c] = key
         if note is not None:
             note(c)
         if need and c in wanted:
@@ -346,21 +363,25 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                     else:
                         w = cost[p] + sum(map(get, ch))
                     val[p] = w
+                    item = p if keys is None else (
+                        (labels[p], tuple(keys[k] for k in ch)), p)  # type: ignore[index]
                     b = bget(w)
                     if b is None:
-                        buckets[w] = [p]
+                        buckets[w] = [item]
                         push(costs, w)
                     else:
-                        push(b, p)
+                        push(b, item)
             elif left > 1:
                 pending[p] = left - 1
 
 
 def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool]
                 ) -> tuple[list[int], list[float]]:
-    """:func:`tree_choice` with its ties broken toward tighter bounds (:func:`tighter_ties`)."""
-    choice, best, order = _tree_pass(comp, cost, relevant)
-    tighter_ties(comp, cost, choice, best, order)
+    """:func:`tree_choice` with its ties broken by content key, then toward tighter
+    bounds (:func:`tighter_ties`): the choice among equal-cost terms depends on the
+    terms, not on the e-graph's numbering (what else it holds, the order it was built)."""
+    choice, best, order, keys = _tree_pass(comp, cost, relevant, content=True)
+    tighter_ties(comp, cost, choice, best, order, keys)
     return choice, best
 
 

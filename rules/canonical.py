@@ -1,10 +1,11 @@
 """Commutative canonicalization on Index dtype (docs/rules.md, seed 000 §18, 003 §6).
 
 ``op(a, b) -> op(b, a)`` when ``b`` sorts before ``a``, for ADD, MUL, MAX, AND,
-OR, XOR of Index dtype and EQ, NE of Index operands. The order is the UOp's
-creation id (``uid``, smaller left), with one refinement: constants sort last,
-so a constant offset or factor always ends on the right (``x + 7``, ``x * 4``)
-whatever the creation order of the constant. Without the canonical order
+OR, XOR of Index dtype and EQ, NE of Index operands. The order is the operands'
+structure (op, dtype, argument, then the sources', :func:`structure`; not the
+creation id, which depends on what the process built before), with one refinement:
+constants sort last, so a constant offset or factor always ends on the right
+(``x + 7``, ``x * 4``). Without the canonical order
 ``R1*8000 + R2*16`` and ``R2*16 + R1*8000`` would be different hash-consed
 nodes.
 
@@ -14,21 +15,52 @@ grouping later passes rely on (tinygrad symbolic.py makes the same choice).
 
 from __future__ import annotations
 
+import weakref
+
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
-__all__ = ["GROUPS", "EGRAPH", "LAWS", "canon_key"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "canon_key", "structure"]
 
 _ORDERED = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)
 _CMP = (Ops.EQ, Ops.NE)
 
 
-def canon_key(u: UOp) -> tuple[int, int]:
-    """Sort key of a commutative operand: non-constants by uid, then constants by uid."""
-    return (1 if u.op is Ops.CONST or u.op is Ops.VCONST else 0, u.uid)
+#: each node's structural key (see :func:`structure`), while the node lives
+_STRUCTURE: weakref.WeakKeyDictionary[UOp, tuple] = weakref.WeakKeyDictionary()
+
+
+def structure(u: UOp) -> tuple:
+    """A node's structure as a sortable tuple: (op, dtype, argument, its sources'
+    structures). Unlike the creation id it does not depend on which graphs the process
+    built before, so the order (and every rewrite that follows from it) is the same in
+    every process and after any earlier call."""
+    memo = _STRUCTURE
+    hit = memo.get(u)
+    if hit is not None:
+        return hit
+    stack = [u]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        todo = [s for s in x.src if s not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        memo[x] = (x.op.value, str(x.dtype), repr(x.arg), tuple(memo[s] for s in x.src))
+    return memo[u]
+
+
+def canon_key(u: UOp) -> tuple[int, tuple]:
+    """Sort key of a commutative operand: non-constants first, each kind in the order
+    of its structure (:func:`structure`)."""
+    return (1 if u.op is Ops.CONST or u.op is Ops.VCONST else 0, structure(u))
 
 
 def _out_of_order(x: UOp) -> bool:
@@ -44,7 +76,7 @@ def _out_of_order(x: UOp) -> bool:
 G = "commutative_canonicalization"
 commutative_canonicalization = [
     Rule("commutative_sort", "a op b -> b op a when key(b) < key(a) (Index; key = (is "
-         "constant, uid); op in + * max & | ^ == !=)",
+         "constant, structure); op in + * max & | ^ == !=)",
          UPat(_ORDERED + _CMP, name="x"), build=lambda x: x.replace(src=x.src[::-1]),
          guard=_out_of_order),
 ]

@@ -156,6 +156,10 @@ class UOpCtx(LinBuilder[UOp]):
     depends on the input alone, not on what else the process holds.
     """
 
+    #: the ordered matcher keeps the first rewrite of a node (rules.divmod_core reads it:
+    #: a constant split that costs an operation is not made)
+    greedy = True
+
     def __init__(self, scope: UOp | None = None):
         self.scope = scope
         self._ids: set[int] | None = None
@@ -184,6 +188,11 @@ class UOpCtx(LinBuilder[UOp]):
     def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
         return self._parts(a, Ops.MUL)
 
+    def where_parts(self, a: UOp) -> list[tuple[UOp, Lin, Lin]]:
+        if a.op is Ops.WHERE and a.dtype is _IDX:
+            return [(a.src[0], to_lin(a.src[1]), to_lin(a.src[2]))]
+        return []
+
     def may_be_invalid(self, a: UOp) -> bool:
         return may_be_invalid(a)
 
@@ -210,6 +219,9 @@ class UOpCtx(LinBuilder[UOp]):
 
     def mod(self, a: UOp, b: UOp) -> UOp:
         return a % b
+
+    def where(self, c: UOp, t: UOp, f: UOp) -> UOp:
+        return UOp(Ops.WHERE, _IDX, (c, t, f))
 
     def lin(self, x: Lin) -> UOp:
         hit = _ORIGIN.get(x)

@@ -324,9 +324,24 @@ def _idiv_large_offset(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     if d is None or x.is_const or 0 <= c < d:
         return None
     rest = Lin(x.terms, c % d)
-    if lin_bounds(rest, ctx)[0] < 0:
+    if lin_bounds(rest, ctx)[0] < 0 or not _offset_split_pays(x, d, ctx):
         return None
     return _out(Lin.constant(c // d), (1, _div_term(ctx, "idiv", rest, d)))
+
+
+def _offset_split_pays(x: Lin, d: int, ctx: Ctx) -> bool:
+    """Whether splitting ``x``'s constant c off ``x // d`` (``(x - c + c%d) // d + c//d``)
+    is kept: always where every rewrite is kept beside the others (the e-graph); for an
+    engine that keeps the first rewrite (``ctx.greedy``, the ordered matcher) only where
+    it costs no operation: c%d is 0, or it crosses no multiple of d and drops
+    (idiv_small_offset). Otherwise the split adds an addition, and keeping the one
+    division lets a nested division with an offset stay one division
+    (``(a//3 + 5)//4 -> (a + 15)//12``, nested_idiv_offset)."""
+    r = x.const % d
+    if r == 0 or d < 0 or not getattr(ctx, "greedy", False):
+        return True
+    rr = _remainder_range(Lin(x.terms, 0), d, ctx)
+    return rr is not None and rr[1] + r < d
 
 
 # ---------------------------------------------------------------------------
@@ -475,7 +490,9 @@ def _factor_remainder(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
                 rem.append((f, a))
         k = x.const
         if k % n != k:
-            changed = True
+            # the constant alone: split only where it costs nothing (for idiv)
+            if changed or op == "mod" or _offset_split_pays(x, n, ctx):
+                changed = True
         if not changed:
             return None
         quo, rk = Lin._raw(q, k // n), k % n
@@ -616,19 +633,35 @@ def _is_quotient(q: Lin, x: Lin, n: int, ctx: Ctx) -> bool:
     return any(bq == bx and kq == kx * n for bq, kq in _chains(q, ctx) for bx, kx in cx)
 
 
+def _offset_quotient(d: Any, x: Lin, n: int, ctx: Ctx) -> Lin | None:
+    """``x + k*n`` when the atom ``d`` is ``(x + k*n) // n`` with ``x`` and ``x + k*n`` of
+    one sign (then ``d == x//n + k`` under C, so ``x%n + n*d == x + k*n``)."""
+    for xo, no in ctx.idiv_parts(d):
+        diff = xo - x
+        if no.is_const and no.const == n and diff.is_const and diff.const % n == 0 and \
+                _same_sign_class(lin_bounds(x, ctx), lin_bounds(xo, ctx)):
+            return xo
+    return None
+
+
 def _recombine(s: Lin, ctx: Ctx) -> Lin | None:
     """One step of ``f*(x%n) + f*n*(x//n) -> f*x`` (#1, #3, #4; #2 when ``x`` is itself
     a division ``b//a`` and the partner is ``b//(a*n)``). Holds under C for every x
-    and non-zero n (the division identity); symbolic n as ``f*((x//n)*n)``."""
+    and non-zero n (the division identity); symbolic n as ``f*((x//n)*n)``. The quotient
+    may be of ``x + k*n`` (of ``x``'s sign): ``f*(x%n) + f*n*((x + k*n)//n) -> f*(x + k*n)``."""
     for f, m in s.terms:
         for x, n in ctx.mod_parts(m):
             for g, d in s.terms:
                 if d == m:
                     continue
                 if n.is_const:
-                    if n.const != 0 and g == f * n.const and \
-                            _is_quotient(Lin.atom(d), x, n.const, ctx):
+                    if n.const == 0 or g != f * n.const:
+                        continue
+                    if _is_quotient(Lin.atom(d), x, n.const, ctx):
                         return s - Lin.of([(f, m), (g, d)]) + x * f
+                    xo = _offset_quotient(d, x, n.const, ctx)
+                    if xo is not None:  # f*(x%n) + f*n*((x + k*n)//n) -> f*(x + k*n)
+                        return s - Lin.of([(f, m), (g, d)]) + xo * f
                 elif g == f and _invalid_free(ctx, n):  # n is dropped
                     for p, q in ctx.mul_parts(d):
                         for pp, qq in ((p, q), (q, p)):
@@ -721,6 +754,9 @@ class SumRule:
     name: str
     identity: str
     core: Callable[[Lin, Ctx], RuleOut | None] = field(repr=False)
+    #: whether the rule only rewrites sums holding a division (the e-graph skips it on a
+    #: sum whose cheapest term has none)
+    divisions: bool = True
 
     def out(self, s: Lin, ctx: Ctx) -> RuleOut | None:
         """The result as a linear part plus engine terms (internal form)."""

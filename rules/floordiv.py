@@ -5,7 +5,10 @@ divisor's sign, so ``x == floordiv(x, y)*y + floormod(x, y)`` for every ``y != 0
 the remainder of a positive divisor is in ``[0, y)`` whatever the sign of ``x``: the
 recombination and the congruences need no sign condition, as C's do.
 
-The rules, in the order the ordered matcher tries them:
+The floor-native rules of a positive divisor ask for a dividend that may be negative:
+otherwise the floor op is C's (the conversions below) and C's div/mod core does the same
+work; both would double the e-graph. The rules, in the order the ordered matcher tries
+them:
 
 - identities of the divisors 1 and -1, and the range facts (``floormod(x, c) -> x`` and
   ``floordiv(x, c) -> 0`` for ``0 <= x < c``, and the bucket just below 0);
@@ -44,6 +47,14 @@ _ALIKE = "(vmin(x) >= 0 and vmin(y) > 0) or (vmax(x) <= 0 and vmax(y) < 0)"
 #: ordered matcher would keep it whether or not C's rules then simplify it
 _SHIFT = ("e-graph only: one add more than the floor op, worth it only where C's div/mod "
           "rules simplify the result, which an e-graph sees and the ordered matcher does not")
+#: a dividend x + y*c1 that may be negative (the sum's interval's low end): where it is not,
+#: the dividend and a positive divisor make the floor op C's (floordiv_to_idiv), whose
+#: div/mod core does what the floor-native rules below do; both would double the e-graph
+_NEG_SUM = "vmin(x) + min(vmin(y) * c1, vmax(y) * c1) < 0"
+#: why the e-graph runs the recombinations with more terms on fixed-width integers only
+_SUMS = ("an index sum is a flattened linear form: floor_recombine (two terms), and C's "
+         "computed recombinations once the quotient is C's, find these between any terms "
+         "of a sum; their binary forms over index sums cost egglog time on every step")
 #: m = ceil(-vmin(x) / c1): the multiple of c1 that lifts x to non-negative values
 _M = "((c1 - 1 - vmin(x)) // c1)"
 
@@ -74,58 +85,60 @@ LAWS = [
     rule("floor_recombine_add_rev", "(y + floordiv(x, n) * n) + floormod(x, n) -> y + x",
          "is_int(x) and nonzero(n)", group=G),
     rule("floor_recombine_scaled", "floormod(x, c1) * c2 + floordiv(x, c1) * c3 -> x * c2",
-         "is_int(x) and c1 != 0 and c1 * c2 == c3", group=G),
+         "is_int(x) and c1 != 0 and c1 * c2 == c3 and vmin(x) < 0", group=G,
+         egraph_dtypes="fixed", egraph_note=_SUMS),
     rule("floor_recombine_nested",
          "floormod(floordiv(x, c1), c2) + floordiv(x, c3) * c2 -> floordiv(x, c1)",
-         "is_index(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3", group=G),
+         "is_index(x) and c1 > 0 and c2 > 0 and c1 * c2 == c3 and vmin(x) < 0", group=G),
     # ---- nested divisions
     rule("floordiv_floordiv", "floordiv(floordiv(x, c1), c2) -> floordiv(x, c1 * c2)",
-         "is_index(x) and c1 > 0 and c2 > 0", group=G,
+         "is_index(x) and c1 > 0 and c2 > 0 and vmin(x) < 0", group=G,
          note="floor(floor(x/a)/b) == floor(x/(a*b)) for a, b > 0"),
     rule("floordiv_floordiv_var", "floordiv(floordiv(x, y), z) -> floordiv(x, y * z)",
-         "is_index(x) and vmin(y) > 0 and vmin(z) > 0", group=G),
+         "is_index(x) and vmin(y) > 0 and vmin(z) > 0 and vmin(x) < 0", group=G),
     rule("floordiv_offset_floordiv",
          "floordiv(floordiv(x, c1) + c2, c3) -> floordiv(x + c1 * c2, c1 * c3)",
-         "is_index(x) and c1 > 0 and c3 > 0", group=G,
+         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) < 0", group=G,
          note="floor((floor(x/a) + b)/c) == floor((x + a*b)/(a*c)), any sign of x and b"),
     rule("floordiv_of_floormod",
          "floordiv(floormod(x, c1), c2) -> floormod(floordiv(x, c2), c1 // c2)",
-         "is_index(x) and c2 > 0 and c1 > c2 and c1 % c2 == 0", group=G),
+         "is_index(x) and c2 > 0 and c1 > c2 and c1 % c2 == 0 and vmin(x) < 0", group=G),
     rule("floormod_of_floormod", "floormod(floormod(x, c1), c2) -> floormod(x, c2)",
-         "is_index(x) and c2 != 0 and c1 != 0 and c1 % c2 == 0", group=G),
+         "is_index(x) and c2 != 0 and c1 != 0 and c1 % c2 == 0 and vmin(x) < 0", group=G),
     # ---- congruence and offset sums
     rule("floormod_drop_multiple", "floormod(x + y * c1, c2) -> floormod(x, c2)",
-         "is_index(x) and c2 != 0 and c1 % c2 == 0", group=G,
+         f"is_index(x) and c2 != 0 and c1 % c2 == 0 and {_NEG_SUM}", group=G,
          note="(x + k*c) % c == x % c"),
     rule("floordiv_split_multiple",
          "floordiv(x + y * c1, c2) -> floordiv(x, c2) + y * (c1 // c2)",
-         "is_index(x) and c2 != 0 and c1 % c2 == 0", group=G,
+         f"is_index(x) and c2 != 0 and c1 % c2 == 0 and {_NEG_SUM}", group=G,
          note="(x + k*c)//c == x//c + k"),
     rule("floormod_multiple", "floormod(y * c1, c2) -> 0",
-         "is_index(y) and c2 != 0 and c1 % c2 == 0", group=G),
+         "is_index(y) and c2 != 0 and c1 % c2 == 0 and vmin(y) < 0", group=G),
     rule("floordiv_multiple", "floordiv(y * c1, c2) -> y * (c1 // c2)",
-         "is_index(y) and c2 != 0 and c1 % c2 == 0", group=G),
+         "is_index(y) and c2 != 0 and c1 % c2 == 0 and vmin(y) < 0", group=G),
     rule("floormod_const_offset", "floormod(x + c1, c2) -> floormod(x + floormod(c1, c2), c2)",
-         "is_index(x) and c2 > 0 and (c1 < 0 or c1 >= c2)", group=G,
+         "is_index(x) and c2 > 0 and (c1 < 0 or c1 >= c2) and vmin(x) + c1 < 0", group=G,
          note="the offset's multiple of c2 leaves the remainder"),
     rule("floordiv_const_offset",
          "floordiv(x + c1, c2) -> floordiv(x + floormod(c1, c2), c2) + floordiv(c1, c2)",
-         "is_index(x) and c2 > 0 and (c1 < 0 or c1 >= c2)", group=G),
+         "is_index(x) and c2 > 0 and (c1 < 0 or c1 >= c2) and vmin(x) + c1 < 0", group=G),
     rule("floordiv_cancel_factor", "floordiv(x * c1, c2) -> floordiv(x, c2 // c1)",
-         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0", group=G,
+         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0 and vmin(x) < 0", group=G,
          note="floor(x*a/(a*b)) == floor(x/b)"),
     rule("floormod_cancel_factor", "floormod(x * c1, c2) -> floormod(x, c2 // c1) * c1",
-         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0", group=G),
+         "is_index(x) and c1 > 0 and c2 > 0 and c2 % c1 == 0", group=G,
+         note="any sign of x"),
     # ---- comparisons of a quotient with a constant (c1 > 0: floor(x/c) < k iff x < k*c)
-    rule("floordiv_lt", "floordiv(x, c1) < k -> x < k * c1", "is_index(x) and c1 > 0",
-         group=G),
+    rule("floordiv_lt", "floordiv(x, c1) < k -> x < k * c1",
+         "is_index(x) and c1 > 0 and vmin(x) < 0", group=G),
     rule("floordiv_gt", "k < floordiv(x, c1) -> (k + 1) * c1 - 1 < x",
-         "is_index(x) and c1 > 0", group=G, note="k < floor(x/c) iff (k+1)*c <= x"),
+         "is_index(x) and c1 > 0 and vmin(x) < 0", group=G, note="k < floor(x/c) iff (k+1)*c <= x"),
     # ---- last: conversions to C's truncating ops where the signs are proven alike (the
     # floor-native rules above first: a conversion hides the floor op from them)
-    rule("floordiv_to_idiv", "floordiv(x, y) -> x // y", _ALIKE, group=G,
+    rule("floordiv_to_idiv", "floordiv(x, y) -> x // y", _ALIKE, group=G, subsume=True,
          note="the quotient is not negative: truncation is the floor"),
-    rule("floormod_to_mod", "floormod(x, y) -> x % y", _ALIKE, group=G,
+    rule("floormod_to_mod", "floormod(x, y) -> x % y", _ALIKE, group=G, subsume=True,
          note="the remainders of one sign agree"),
     rule("floordiv_shift_to_idiv", f"floordiv(x, c1) -> (x + c1 * {_M}) // c1 - {_M}",
          "is_index(x) and c1 > 0 and vmin(x) < 0", group=G, baseline_reason=_SHIFT,

@@ -279,36 +279,38 @@ def compile_baseline(law: Law) -> Rule:
             lanes.append(out)
         return tuple(lanes) if width else lanes[0]
 
-    def build(**b: UOp) -> UOp | None:
-        def go(t: Term) -> UOp | None:
-            if t.kind in ("var", "const"):
-                return b[t.name]
-            dt = dtype_of(b, t.tid) if (t.tid in source or t.tid in fixed) else None
-            if t.kind == "lit":
-                return make_const(dt, t.value)
-            if t.kind == "inv":
-                return invalid_like(dt)
-            if t.kind == "bound" or t.calc:
-                v = calc(t, b)
-                if isinstance(v, tuple) and dt.count != len(v):
-                    dt = dt.scalar().vec(len(v))
-                return None if v is None else make_const(dt, v)
-            src = []
-            for s in t.src:
-                u = go(s)
-                if u is None:
-                    return None
-                src.append(u)
-            op = t.op if t.op is not None else b[opvar].op
-            if op in (Ops.CAST, Ops.BITCAST):
-                return UOp(op, dt, tuple(src))
-            if op in GroupOp.Comparison:
-                return UOp(op, dtypes.bool.vec(src[0].dtype.count), tuple(src))
-            if op is Ops.WHERE:
-                return UOp(op, src[1].dtype, tuple(src))
-            return UOp(op, src[0].dtype, tuple(src))
+    # (one function for every match, not a recursive closure made per call: that
+    # would be a reference cycle left to the cyclic collector at every rewrite)
+    def go(t: Term, b: dict[str, UOp]) -> UOp | None:
+        if t.kind in ("var", "const"):
+            return b[t.name]
+        dt = dtype_of(b, t.tid) if (t.tid in source or t.tid in fixed) else None
+        if t.kind == "lit":
+            return make_const(dt, t.value)
+        if t.kind == "inv":
+            return invalid_like(dt)
+        if t.kind == "bound" or t.calc:
+            v = calc(t, b)
+            if isinstance(v, tuple) and dt.count != len(v):
+                dt = dt.scalar().vec(len(v))
+            return None if v is None else make_const(dt, v)
+        src = []
+        for s in t.src:
+            u = go(s, b)
+            if u is None:
+                return None
+            src.append(u)
+        op = t.op if t.op is not None else b[opvar].op
+        if op in (Ops.CAST, Ops.BITCAST):
+            return UOp(op, dt, tuple(src))
+        if op in GroupOp.Comparison:
+            return UOp(op, dtypes.bool.vec(src[0].dtype.count), tuple(src))
+        if op is Ops.WHERE:
+            return UOp(op, src[1].dtype, tuple(src))
+        return UOp(op, src[0].dtype, tuple(src))
 
-        return go(law.rhs)
+    def build(**b: UOp) -> UOp | None:
+        return go(law.rhs, b)
 
     out = Rule(law.name, law.identity, pattern, build=build, guard=guard, group=law.group)
     out.law = law  # type: ignore[attr-defined]  (the definition it was compiled from)

@@ -24,14 +24,16 @@ import math
 import weakref
 from typing import Any
 
+from eqsat.ir.linear import _ZERO, Ctx, Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
 from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero, split_and
-from rules.computed import PyRule
+from rules.computed import PyRule, sum_pyrules
+from rules.divmod_core import RuleOut, SumRule, _invalid_free
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
-__all__ = ["GROUPS", "EGRAPH", "LAWS", "parse_valid", "simplify_given_valid"]
+__all__ = ["GROUPS", "EGRAPH", "LAWS", "SUM_RULES", "parse_valid", "simplify_given_valid"]
 
 _X = UPat.var("x")
 
@@ -168,6 +170,42 @@ def _gate_build(w: UOp, c: UOp, x: UOp, i: UOp) -> UOp:
     return invalid_like(w.dtype) if y.op is Ops.INVALID else UOp(Ops.WHERE, w.dtype, (c, y, i))
 
 
+# ---- the where-merge over a whole sum (the e-graph's form of where_alu_combine on sums)
+def _merge_where_terms(s: Lin, ctx: Ctx) -> RuleOut | None:
+    """Every condition's ``where`` terms of the sum ``s`` merged into one ``where``
+    (``k1*where(c, t1, f1) + k2*where(c, t2, f2) == where(c, k1*t1 + k2*t2, k1*f1 +
+    k2*f2)`` pointwise), in one step: the terms whose true branches are constants form
+    one group per condition, those whose false branches are constants (the others)
+    another; a group of two or more becomes one term. The result holds one ``where``
+    per group, so the rule finds nothing more to merge in it (no cascade of partial
+    merges); None when no group has two terms."""
+    parts = getattr(ctx, "where_parts", None)
+    if parts is None:
+        return None
+    groups: dict[tuple[Any, bool], list[tuple[int, Any, Lin, Lin]]] = {}
+    for k, a in s.terms:
+        for c, t, f in parts(a):
+            if (t.is_const or f.is_const) and _invalid_free(ctx, t, f):
+                groups.setdefault((c, t.is_const), []).append((k, a, t, f))
+                break
+    rest, extra = s, []
+    for (c, _), ws in groups.items():
+        if len(ws) < 2:
+            continue
+        tt, ff = _ZERO, _ZERO
+        for k, _, t, f in ws:
+            tt, ff = tt + t * k, ff + f * k
+        rest = rest - Lin.of([(k, a) for k, a, _, _ in ws])
+        extra.append((1, ctx.where(c, ctx.lin(tt), ctx.lin(ff))))
+    return RuleOut(rest, tuple(extra)) if extra else None
+
+
+SUM_RULES: tuple[SumRule, ...] = (
+    SumRule("where_merge_sum", "k1*where(c, t1, f1) + k2*where(c, t2, f2) + y -> "
+            "where(c, k1*t1 + k2*t2, k1*f1 + k2*f2) + y, every condition's terms at once "
+            "(their t's, or their f's, constants)", _merge_where_terms, divisions=False),
+)
+
 G_BOUND = "where_bound_patterns"
 G_DCE = "dce_dsl_patterns"
 #: the two WHEREs' combinations over every binary op, natively (opt-in: every pair of
@@ -251,5 +289,6 @@ LAWS = [
 
 GROUPS = baseline_groups(LAWS)
 EGRAPH = laws_by_group(egraph_rules(LAWS) + [
+    *sum_pyrules(SUM_RULES, G_DCE),
     PyRule("where_valid_context", "where(c, x, Inv) -> where(c, x', Inv) with x' = x "
            "simplified under the bounds c implies", G_DCE, "context")])

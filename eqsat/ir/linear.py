@@ -259,6 +259,9 @@ class Ctx(Protocol[T]):
         """``[(x, y), ...]`` for every non-constant product ``x * y`` that ``a`` is."""
         ...
 
+    # optional: ``where_parts(a)``, the ``(c, t, f)`` of every ``where(c, t, f)`` that ``a``
+    # is (``c`` an atom, ``t``, ``f`` as :class:`Lin`), and the builder ``where(c, t, f)``:
+    # the whole-sum where-merge (rules.where) reads and builds them.
     # optional: ``may_be_invalid(a) -> bool`` (the atom may evaluate to Invalid). When
     # the engine provides it, no rule fires on a numerator/divisor holding such an atom
     # (a rewrite that drops it would turn an Invalid point into a value).

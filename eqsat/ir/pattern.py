@@ -378,13 +378,17 @@ class PatternMatcher:
         return None
 
 
-def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000) -> UOp:
+def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
+                  replace: dict[UOp, UOp] | None = None) -> UOp:
     """Rewrite bottom-up to a fixed point: children first, then the parent re-matched.
 
     Raises :class:`RewriteLimitError` naming the rules involved when one node is
-    rewritten more than ``limit`` times (a cycle between rules).
+    rewritten more than ``limit`` times (a cycle between rules). ``replace``: a dict
+    filled with every node's rewrite (each node of ``root``'s graph, and the
+    intermediate forms, mapped to its fixed point).
     """
-    replace: dict[UOp, UOp] = {}
+    if replace is None:
+        replace = {}
     chain: dict[UOp, int] = {}
     history: dict[UOp, tuple[str, ...]] = {}
     waitlist: dict[UOp, list[tuple[UOp, int, UOp]]] = defaultdict(list)

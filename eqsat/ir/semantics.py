@@ -234,6 +234,8 @@ def _bf16(v: float) -> float:
     if v == 0 or not math.isfinite(v):
         return v
     e = math.frexp(v)[1]                 # |v| in [2**(e-1), 2**e)
+    if e > 128:                          # |v| >= 2**128: past bf16's largest finite value
+        return math.copysign(math.inf, v)
     ulp = max(e - 8, -133)               # the spacing: 2**-133 below the normals
     r = math.ldexp(round(math.ldexp(v, -ulp)), ulp)  # round(): ties to even, exact
     return math.copysign(math.inf if abs(r) > _BF16_MAX else r, v)  # a zero keeps v's sign
@@ -632,12 +634,7 @@ def iv_idiv(a: Interval, b: Interval) -> Interval:
     """``x // y`` over the divisors ``y != 0`` of ``b`` (a division by zero has no
     value): the corner quotients of the negative and of the positive part of ``b``;
     :func:`iv_idiv_any` when ``x`` is unbounded or ``b`` is ``[0, 0]``."""
-    y0, y1 = b
-    parts = []
-    if y0 < 0:
-        parts.append((y0, min(y1, -1)))
-    if y1 > 0:
-        parts.append((max(y0, 1), y1))
+    parts = _divisor_parts(b)
     if not parts or unbounded(a[0]) or unbounded(a[1]):
         return iv_idiv_any(a)
     lo, hi = iv_idiv_corners(a, parts[0])

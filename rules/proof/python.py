@@ -416,7 +416,8 @@ def _sum_grid() -> Iterable[UOp]:
     a, s, b = _gv("a"), _gv("s"), _gv("b")
     for x in (a, s, a + b):
         for n, d in ((2, 3), (4, 2)):
-            terms = [x % c(n), x // c(n), (x // c(n)) % c(d), x // c(n * d), x % c(n * d)]
+            terms = [x % c(n), x // c(n), (x // c(n)) % c(d), x // c(n * d), x % c(n * d),
+                     (x + c(2 * n)) // c(n)]
             for u, v in itertools.combinations(terms, 2):
                 for f in (1, 2, -1):
                     for g in (1, n, n * d, -n):
@@ -426,28 +427,63 @@ def _sum_grid() -> Iterable[UOp]:
 
 
 _SUM_DOMAIN = ("f*u + g*v (+ b) for u, v two of x%n, x//n, (x//n)%d, x//(n*d), x%(n*d), "
+               "(x + 2*n)//n, "
                "x in a, s, a+b, (n, d) in (2, 3), (4, 2), f in 1, 2, -1, g in 1, n, n*d, -n "
                "(a in [0,7], b in [0,5], s in [-6,6]); each instance proven for every value "
                "of the variables")
 
 
-def _register_sums() -> None:
+def _register_sum_rules(sum_rules: Iterable[Any], grid: Callable[[], Iterable[UOp]],
+                        domain: str) -> None:
+    """Whole-sum rules (their core over UOps, ``rules.divmod.UOpCtx``) on a grid of sums."""
     from rules.divmod import UOpCtx, to_lin
+
+    for r in sum_rules:
+        register(r.name, lambda ms, r=r: _check(
+            r.name, lambda u: r.fn(to_lin(u), UOpCtx(u)), grid(), ms, "tested-only", domain))
+
+
+def _register_sums() -> None:
     from rules.divmod_core import SUM_RULES
 
-    def sum_ob(name: str, fn: Callable[..., Any]) -> Callable[[int], Outcome]:
-        def ob(rlimit: int) -> Outcome:
-            return _check(name, lambda u: fn(to_lin(u), UOpCtx(u)), _sum_grid(), rlimit,
-                          "tested-only", _SUM_DOMAIN)
-        return ob
-    for r in SUM_RULES:
-        register(r.name, sum_ob(r.name, r.fn))
+    _register_sum_rules(SUM_RULES, _sum_grid, _SUM_DOMAIN)
     register("recombine_divmod_sum", lambda ms: _check(
         "recombine_divmod_sum", _rule("recombine_divmod_sum").apply, _sum_grid(), ms,
         "tested-only", _SUM_DOMAIN))
 
 
 _register_sums()
+
+
+def _where_sum_grid() -> Iterable[UOp]:
+    c = lambda v: UOp.const(dtypes.index, v)  # noqa: E731
+    a, b, s, t = _gv("a"), _gv("b"), _gv("s"), _gv("t")
+    c1, c2 = a.lt(c(4)), s.lt(c(1))
+    ws = [c1.where(c(1), b), c1.where(c(2), t), c1.where(s, c(3)), c1.where(a + b, c(-2)),
+          c2.where(c(5), a), c2.where(c(-1), b * c(2))]
+    for k in (2, 3):
+        for group in itertools.combinations(ws, k):
+            for f in (1, 2, -3):
+                for y in (None, b):
+                    u = group[0] * c(f) if f != 1 else group[0]
+                    for w in group[1:]:
+                        u = u + w
+                    yield u if y is None else u + y
+
+
+_WHERE_SUM_DOMAIN = ("f*w1 + w2 (+ w3) (+ b) for w1, w2, w3 three of where(a<4, 1, b), "
+                     "where(a<4, 2, t), where(a<4, s, 3), where(a<4, a+b, -2), where(s<1, 5, a), "
+                     "where(s<1, -1, 2*b), f in 1, 2, -3 (a in [0,7], b in [0,5], s in [-6,6], "
+                     "t in [-5,0]); each instance proven for every value of the variables")
+
+
+def _register_where_sums() -> None:
+    from rules.where import SUM_RULES
+
+    _register_sum_rules(SUM_RULES, _where_sum_grid, _WHERE_SUM_DOMAIN)
+
+
+_register_where_sums()
 
 # ---------------------------------------------------------------------------
 # loops and effects (rules.dce): a loop over ranges of small constant ends is unrolled, one

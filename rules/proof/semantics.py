@@ -219,6 +219,7 @@ def c_divmod(op: str, a: Any, b: Any) -> Any:
 def floor_divmod(op: str, a: Any, b: Any) -> Any:
     """The floor ``a // b`` (``op`` "floordiv", rounded toward -inf) or ``a % b``
     ("floormod", the divisor's sign) on z3 integers."""
+    # (as a - q*b: z3 settles the rules' obligations more often than with its mod)
     q = z3.If(b > 0, a / b, (-a) / (-b))  # z3's division floors for a positive divisor
     return q if op == "floordiv" else a - q * b
 
@@ -459,7 +460,7 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
     if op is Ops.MOD:  # bvsrem takes the dividend's sign
         return (z3.SRem(a, b) if sg else z3.URem(a, b)), b == zero, False
     if op is Ops.FLOORMOD:  # bvsmod takes the divisor's sign
-        return (z3.SMod(a, b) if sg else z3.URem(a, b)), b == zero, False
+        return ((a % b) if sg else z3.URem(a, b)), b == zero, False  # (z3py: % is bvsmod)
     if op is Ops.FLOORDIV:  # the truncated quotient, one less where the remainder and
         # the divisor differ in sign (unsigned: truncation is the floor)
         if not sg:

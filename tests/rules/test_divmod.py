@@ -137,9 +137,14 @@ CASES = [
      '(idiv (mul (range 0 4) 4) 8)'),
     ("idiv_small_offset", "(idiv (add (mul (range 0 4) 4) 4) 8)",
      None),
-    ("idiv_large_offset", "(idiv (add (var w 0 100) 70) 8)",
-     '(add (idiv (add (var w 0 100) 6) 8) 8)'),
+    ("idiv_large_offset", "(idiv (add (var w 0 100) 72) 8)",
+     '(add (idiv (var w 0 100) 8) 9)'),
+    ("idiv_large_offset", "(idiv (add (mul (var w 0 100) 8) 70) 8)",
+     '(add (idiv (add (mul (var w 0 100) 8) 6) 8) 8)'),
     ("idiv_large_offset", "(idiv (add (var w 0 100) 6) 8)",
+     None),
+    # the ordered matcher keeps the first rewrite: no split that costs an addition
+    ("idiv_large_offset", "(idiv (add (var w 0 100) 70) 8)",
      None),
     ("fold_divmod_general", "(idiv (add (mul (var a 0 7) 6) (mul (var b 0 5) 4)) 8)",
      '(idiv (add (mul (var a 0 7) 3) (mul (var b 0 5) 2)) 4)'),
@@ -189,14 +194,22 @@ ENGINES = [
      "(idiv (var a 0 100) (mul (var b 1 10) (var c 1 10)))"),
     ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) "
      "(mul (idiv (add (var x 0 299) 10) 15) 3))", "(add (idiv (var x 0 299) 5) 2)"),
+    # the ordered matcher does not split the offset back off (Morok's test)
+    ("nested_idiv_offset", "(idiv (add (idiv (var a 0 100) 3) 5) 4)",
+     "(idiv (add (var a 0 100) 15) 12)"),
+    ("nested_idiv_offset", "(add (idiv (add (idiv (var a 0 100) 3) 5) 4) 2)",
+     "(add (idiv (add (var a 0 100) 15) 12) 2)"),
+    # a split that costs nothing is still made: 16 is a multiple of 8
+    ("idiv_large_offset", "(idiv (add (var w 0 100) 16) 8)", "(add (idiv (var w 0 100) 8) 2)"),
+    # the quotient of x + 2*4 recombines with x % 4 (recombine_divmod_sum)
+    ("recombine_divmod_sum", "(add (mod (mul (range 0 9) 3) 4) (mul (idiv (add (mul (range 0 9) "
+     "3) 8) 4) 4))", "(add (mul (range 0 9) 3) 8)"),
 ]
 EGRAPH_ONLY = [
     # inside a longer sum: the e-graph's sums see it, the ordered matcher's pattern does not
     ("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add (mul (idiv "
      "(add (var x 0 299) 10) 15) 3) (var z 0 5)))",
      "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))"),
-    ("nested_idiv_offset", "(idiv (add (idiv (var a 0 100) 3) 5) 4)",
-     "(idiv (add (var a 0 100) 15) 12)"),
 ]
 
 test_engines = engines_test(ENGINES)

@@ -476,6 +476,15 @@ REC = [
     (L((1, ("mod", L((1, "a")), C4)), (3, ("idiv", L((1, "a")), C4))), None),
     # blocked: different numerators
     (L((1, ("mod", L((1, "a")), C4)), (4, ("idiv", L((1, "b")), C4))), None),
+    # the quotient of X + k*n, X and X + k*n of one sign: X%n + n*((X + k*n)//n) -> X + k*n
+    (L((1, ("mod", L((3, "a"), k=2), C4)), (4, ("idiv", L((3, "a"), k=6), C4))),
+     L((3, "a"), k=6)),
+    (L((2, ("mod", L((1, "n")), C4)), (8, ("idiv", L((1, "n"), k=-8), C4))),
+     L((2, "n"), k=-16)),
+    # blocked: m + 4 and m may differ in sign ((m + 4)//4 is not m//4 + 1 at m = -1)
+    (L((1, ("mod", L((1, "m")), C4)), (4, ("idiv", L((1, "m"), k=4), C4))), None),
+    # blocked: the offset is not a multiple of n
+    (L((1, ("mod", L((1, "a")), C4)), (4, ("idiv", L((1, "a"), k=3), C4))), None),
 ]
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+import rules
 from eqsat import parse
 from eqsat.engines.baseline import optimize_baseline
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.pattern import graph_rewrite
+from eqsat.ir.sexpr import to_sexpr
 from eqsat.ir.uop import UOp
-from tests.rules._cases import blocked_test, check_engines, rewrite_test
+from tests.rules._cases import blocked_test, canon, check_engines, rewrite_test
 
 X = "(var x -20 20)"
 Y = "(var y 0 9)"
@@ -100,18 +104,80 @@ def test_flip_guard_sees_vectorized_invalid() -> None:
 
 
 # where(c,1,b) + where(c,2,e) -> where(c,3,b+e), also inside a longer sum (Morok's tests):
-# the ordered matcher by default; the e-graph with its opt-in where_combine_native (by
-# default every pair of a sum of such wheres would combine: docs/perf.md, issue 31)
+# the ordered matcher pair by pair (where_alu_combine, where_add_chain_combine), the e-graph
+# by default with where_merge_sum (every condition's terms of a sum at once)
 C = "(lt (var x 0 10) 5)"
+D = "(lt (var y 0 9) 3)"
+BV, EV, ZV, WV = "(var b 0 10)", "(var e 0 10)", "(var z 0 9)", "(var w 0 9)"
 MERGE = [
-    (f"(add (where {C} 1 (var b 0 10)) (where {C} 2 (var e 0 10)))",
-     f"(where {C} 3 (add (var b 0 10) (var e 0 10)))"),
-    (f"(add (add (where {C} 1 (var b 0 10)) (var z 0 9)) (where {C} 2 (var e 0 10)))",
-     f"(add (var z 0 9) (where {C} 3 (add (var b 0 10) (var e 0 10))))"),
+    (f"(add (where {C} 1 {BV}) (where {C} 2 {EV}))", f"(where {C} 3 (add {BV} {EV}))"),
+    (f"(add (add (where {C} 1 {BV}) {ZV}) (where {C} 2 {EV}))",
+     f"(add {ZV} (where {C} 3 (add {BV} {EV})))"),
+    (f"(add (add (where {C} 1 {BV}) (where {C} 2 {EV})) (where {C} 4 {ZV}))",
+     f"(where {C} 7 (add (add {BV} {EV}) {ZV}))"),
+    (f"(add (where {C} {BV} 1) (where {C} {EV} 2))", f"(where {C} (add {BV} {EV}) 3)"),
+]
+# e-graph only: the ordered matcher combines a pair only when it is adjacent in the sum
+MERGE_EGRAPH = [
+    (f"(add (add (where {C} 1 {BV}) (where {D} 5 {ZV})) (add (where {C} 2 {EV}) "
+     f"(where {D} 1 {WV})))",
+     f"(add (where {C} 3 (add {BV} {EV})) (where {D} 6 (add {ZV} {WV})))"),
+    (f"(add (mul (where {C} 1 {BV}) 2) (where {C} 3 {EV}))",
+     f"(where {C} 5 (add (mul {BV} 2) {EV}))"),
 ]
 
 
 @pytest.mark.parametrize("text,want", MERGE)
 def test_where_merge(text: str, want: str) -> None:
-    check_engines(text, want, ("baseline",))
-    check_engines(text, want, ("egraph",), rulesets=["default", "where_combine_native"])
+    check_engines(text, want)
+
+
+@pytest.mark.parametrize("text,want", MERGE_EGRAPH)
+def test_where_merge_egraph(text: str, want: str) -> None:
+    check_engines(text, want, ("egraph",))
+
+
+# where_merge_sum itself on a sum (the core, as the e-graph runs it, over UOps): one line a
+# case, input and output; None where it does not fire
+_W1, _W2 = f"(where {C} 1 {BV})", f"(where {C} 2 {EV})"
+SUM_CASES = [
+    (f"(add {_W1} {_W2})", f"(where {C} 3 (add {BV} {EV}))"),
+    (f"(add (add {_W1} {ZV}) {_W2})", f"(add {ZV} (where {C} 3 (add {BV} {EV})))"),
+    (f"(sub {_W1} {_W2})", f"(where {C} -1 (sub {BV} {EV}))"),
+    # a true-constant and a false-constant term of one condition are two groups of one
+    (f"(add {_W1} (where {C} {EV} 2))", None),
+    # no constant branch: nothing folds
+    (f"(add (where {C} {BV} {EV}) (where {C} {EV} {BV}))", None),
+    # two conditions, one term each
+    (f"(add {_W1} (where {D} 2 {EV}))", None),
+    # a branch that may be Invalid is never merged
+    (f"(add (where {C} 1 (where {D} {BV} (invalid))) {_W2})", None),
+]
+
+
+@pytest.mark.parametrize("text,want", SUM_CASES)
+def test_where_merge_sum_core(text: str, want: str | None) -> None:
+    from rules.divmod import UOpCtx, to_lin
+    from rules.where import SUM_RULES
+
+    g = parse(text)
+    out = SUM_RULES[0].fn(to_lin(g), UOpCtx(g))
+    if want is None:
+        assert out is None
+        return
+    got = graph_rewrite(out, rules.matcher("commutative_canonicalization"))
+    assert got is canon(want), to_sexpr(out, compact=True)
+    assert check_equivalent(g, out)
+
+
+def test_where_merge_sum_stays_small() -> None:
+    """A sum of 32 wheres over one condition: one merge, no cascade of partial merges."""
+    from eqsat.api import optimize
+
+    terms = [f"(where {C} {i + 1} (var v{i} 0 9))" for i in range(32)]
+    text = terms[0]
+    for t in terms[1:]:
+        text = f"(add {text} {t})"
+    r = optimize(parse(text), cost_model="reference")
+    assert to_sexpr(r.graph, compact=True).count("where") == 1
+    assert r.stats["enodes"] < 400, r.stats["enodes"]

@@ -38,7 +38,7 @@ __all__ = ["optimize_egraph", "optimize_many", "optimize_batches", "Session", "s
 def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_model: Any = None,
                   budget: Any = None, keep_egraph: bool = False
                   ) -> tuple[list[UOp], dict[str, Any]]:
-    """Optimize several graphs in one e-graph; ``(outputs, stats)``. The time budget
+    """Optimize several graphs in one e-graph; ``(outputs, stats)``. The time limit
     counts from the call, including the one-time build of this thread's warm
     session (``stats["time"]["setup"]``; ``session_for(None)`` builds it ahead).
     ``keep_egraph``: ``stats["egraph"]`` is then the run's e-graph
@@ -106,7 +106,9 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
     """Optimize one graph by equality saturation; ``(graph', stats)``.
 
     ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
-    (``saturated``/``stalled``/``iterations``/``enodes``/``time``), ``time`` (seconds per phase),
+    (a :class:`~eqsat.engines.egraph.schedules.StopReason` value), ``seed`` (the costs
+    of the input, the baseline's rewrite, the start (their minimum) and the result, and
+    ``gain``, what the e-graph found beyond its start), ``time`` (seconds per phase),
     ``matches`` (rule name -> unions), ``extraction``, ``per_iteration`` ((e-nodes, seconds)
     per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``;
     ``egraph`` (an :class:`~eqsat.engines.egraph.record.EGraphRecord`) with ``keep_egraph``.

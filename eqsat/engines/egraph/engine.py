@@ -28,16 +28,16 @@ One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
    in a class that holds a constant) sent back to be subsumed;
 3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
    changed; their results are recorded as rows, loaded by the next step;
-4. the budgets are checked (e-nodes, iterations, memory, and the time the next
-   iteration and the extraction are expected to take).
+4. the budgets are checked: the work budgets (e-nodes, iterations) decide; memory and
+   wall time are hard safety limits (a run stopped by one says so).
 
 Step 1 is bounded (see :mod:`~eqsat.engines.egraph.schedules`): the native rules whose
 matches multiply run when what they may make fits, bounded from the rows of the
 constructors their patterns name (``match_bounds``) or, where that bound does not fit,
 counted first (their counting twins, in an egglog call of their own that also loads the
 rows); they are left out for the rest of the run when what they would make does not
-fit; a step that takes the e-graph past the budget, or too far to read in
-the time left, ends the run, which extracts from its last snapshot.
+fit; a step that takes the e-graph past the budget ends the run, which extracts from
+its last snapshot.
 
 The run stops when nothing changes (``"saturated"``: the native rules changed nothing
 and the computed pass recorded nothing; or, found right after step 1, the last pass
@@ -50,8 +50,9 @@ that opens a guarded copy of a value pays only later, so it keeps the run going)
 or when a budget is reached (``"iterations"``,
 ``"enodes"``, ``"time"``); the best terms found so far are then
 extracted root by root under the chosen cost model: tree extraction, and the
-DAG-aware extractor of :mod:`extraction` where the tree choice shares a class and
-the time budget allows it.
+DAG-aware extractor of :mod:`extraction` where the tree choice shares a class.
+Wall time and memory are hard safety limits, never a decision: see
+:mod:`~eqsat.engines.egraph.schedules`.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ from eqsat.engines.egraph.schedules import (
     STEP_ROOM,
     Clock,
     Limits,
+    StopReason,
     count_program,
     gc_paused,
     match_bounds,
@@ -114,6 +116,7 @@ from eqsat.engines.egraph.schedules import (
     pattern_ctors,
     rss_bytes,
 )
+from eqsat.engines.egraph.seeding import Seeds, baseline_seeds, no_worse_than_start
 from eqsat.ir.egglog_text import commands
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
@@ -389,8 +392,6 @@ class Session:
         self._counted = True
         #: native rule -> the e-nodes its matches would have made when it was left out
         self.held_back: dict[str, int] = {}
-        #: why rules were held back this run: "enodes" (the room) or "time"
-        self.held_for: str | None = None
         #: multiplying rule -> its counter's value (its matches' e-nodes so far this run)
         self._counts: dict[int, int] = {}
         self._ext = analysis_ext(self.native)
@@ -481,13 +482,14 @@ class Session:
             self._egraph(_kind_of(roots))
             self._egraph("index")  # (where a narrow run widens to)
 
-    def _select(self, roots: list[UOp], widen: bool = False) -> None:
-        """Make current the e-graph ``roots`` need (:func:`_kind_of`; never the narrow
-        one when ``widen``); the roots' toposorts are kept for the insertion that
-        follows."""
+    def _select(self, roots: list[UOp], widen: bool = False,
+                extra: list[UOp] | None = None) -> None:
+        """Make current the e-graph ``roots`` need (:func:`_kind_of`, of them and of the
+        nodes ``extra`` lists; never the narrow one when ``widen``); the roots'
+        toposorts are kept for the insertion that follows."""
         orders = [r.toposort() for r in roots]
         self._orders = {id(r): o for r, o in zip(roots, orders, strict=True)}
-        kind = _kind_of(roots, orders)
+        kind = _kind_of(roots, orders + ([extra] if extra else []))
         self._cur = self._egraph("index" if widen and kind == "narrow" else kind)
 
     def _rebuild(self) -> None:
@@ -515,7 +517,7 @@ class Session:
         return out
 
     def _step(self, native: bool, matches: dict[str, int], allow: float = math.inf,
-              why: str = "enodes", check: bool | None = None) -> bool:
+              check: bool | None = None) -> bool:
         """Load pending rows, then (one egglog call) one round of the native rules and
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
         ``native``, the analysis only. Whether the native rules changed anything; the
@@ -530,10 +532,9 @@ class Session:
         load between the native rules and the analysis: the analysis reaches the same
         fixed point in fewer rounds, and the native guards see what they saw without.
 
-        ``allow``: how many e-nodes the step's multiplying rules may make, limited by
-        ``why`` (``"enodes"``: the room the e-node budget has left; ``"time"``: the
-        time left). They run when their bound from the rows fits (:meth:`_apriori`);
-        else a first egglog call loads the rows and counts their new matches
+        ``allow``: how many e-nodes the step's multiplying rules may make (a share of the
+        room the e-node budget has left). They run when their bound from the rows fits
+        (:meth:`_apriori`); else a first egglog call loads the rows and counts their new matches
         (:meth:`_admit`); when they do not fit, the round runs without them (``<set>``
         alone, not with ``<set>_mult``), as every later one of the run does. ``check``:
         the tripwire after the analysis (default: in an analysis-only step)."""
@@ -552,7 +553,7 @@ class Session:
         elif native and self.native:
             bases = self._native_bases()
             every = self._counted and self._mult_may_match(bases) and (
-                self._apriori(bases) <= allow or self._admit(bases, allow, why))
+                self._apriori(bases) <= allow or self._admit(bases, allow))
             for b in bases:
                 parts = self._runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
@@ -649,7 +650,7 @@ class Session:
         rules over what they made (a select, its condition, its branches' sums): those
         whose patterns name only constructors they make, or one of them beyond plain
         index arithmetic (:data:`NARROW_CTORS`). Each step runs while the e-node budget
-        has room and the time left holds a step and the extraction. No computed pass
+        has room (and the hard time limit is not past). No computed pass
         runs: the others found nothing more. ``(changed, checked)``: whether a step
         changed the e-graph (the run then reads it again), and whether one ran: each
         runs the tripwire after its analysis, in the same egglog call (the run's own
@@ -666,13 +667,11 @@ class Session:
         changed = checked = False
         for i in range(FINISH_STEPS):
             size = self.step_size + self.ins.pending_nodes
-            if size > limits.enodes or clock.elapsed() + 2 * clock.iter_estimate(size) + \
-                    clock.tree_estimate(size) + clock.FIXED > clock.seconds * clock.SOFT:
+            if size > limits.enodes or clock.over():
                 break
             self._only = first if i == 0 else then
             try:
-                self._step(True, matches, STEP_ROOM * (limits.enodes - size), "enodes",
-                           check=True)
+                self._step(True, matches, STEP_ROOM * (limits.enodes - size), check=True)
             finally:
                 self._only = None
             changed, checked = changed or self.step_updated, True
@@ -751,7 +750,7 @@ class Session:
                                            for c in t) for t in bounds)
         return total
 
-    def _admit(self, bases: list[str], allow: float, why: str) -> bool:
+    def _admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
         would make (one egglog call, which also loads the pending rows: the counting
         twins see what the rules will see); whether they fit ``allow``. When they do
@@ -787,8 +786,6 @@ class Session:
         for name, n in step:
             if n:
                 self.held_back[name] = self.held_back.get(name, 0) + n
-        if self.held_for is None or why == "time":
-            self.held_for = why
         return False
 
     def _check(self) -> None:
@@ -870,6 +867,17 @@ class Session:
         self._fixed, self._fixed_analysis = _fixed_width_of(ins.inserted[first:])
         return handles
 
+    def _insert_seeds(self, seeds: Seeds) -> None:
+        """Record the baseline's rewrite of the roots (:mod:`.seeding`) with its facts,
+        each rewritten node unioned with its rewrite (the roots are inserted)."""
+        if not seeds.order:
+            return
+        ins = self.ins
+        ins.add_uop_with_facts(seeds.order[-1], seeds.order)
+        handle = ins.uop_handle
+        for u, v in seeds.pairs:
+            ins.union(handle[id(u)], handle[id(v)])
+
     # ---- the run ----------------------------------------------------------------
     def run(self, roots: list[UOp], model: Any, limits: Limits,
             t0: float | None = None, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
@@ -885,26 +893,31 @@ class Session:
         (docs/perf.md); what the run leaves in reference cycles is collected after it."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
-            self._select(roots)
+            with clock.phase(times := {}, "baseline"):
+                seeds = baseline_seeds(roots, self.selection, model)
+            self._select(roots, extra=seeds.order)
             try:
-                out = self._run(roots, model, limits, clock, keep_egraph)
+                out = self._run(roots, seeds, model, limits, clock, keep_egraph)
             except _WidenError:
                 # the narrow e-graph lacks rules that could match now: the run starts
                 # again in the index e-graph (the clock runs on), and ends as a run
                 # there would, had it started there
                 self.widened += 1
-                self._select(roots, widen=True)
-                out = self._run(roots, model, limits, clock, keep_egraph)
+                self._select(roots, widen=True, extra=seeds.order)
+                out = self._run(roots, seeds, model, limits, clock, keep_egraph)
                 out[1]["widened"] = True
+            outs, stats = out
+            stats["costs"], stats["seed"] = no_worse_than_start(
+                outs, roots, seeds.roots, model, stats.get("costs"))
+            stats["time"]["baseline"] = times["baseline"]
         # a fresh e-graph once egglog's overall report has grown (REBUILD_ITERATIONS),
         # after the run (its result does not depend on it) and only when the budget has
         # room for it; else a later run does it
-        if self.egg_iterations >= REBUILD_ITERATIONS and \
-                clock.elapsed() + 2 * self.build_seconds < limits.seconds:
+        if self.egg_iterations >= REBUILD_ITERATIONS:
             self._rebuild()
         return out
 
-    def _run(self, roots: list[UOp], model: Any, limits: Limits,
+    def _run(self, roots: list[UOp], seeds: Seeds | None, model: Any, limits: Limits,
              clock: Clock, keep_egraph: bool = False) -> tuple[list[UOp], dict]:
         capped0 = self.capped
         stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(self.groups)}
@@ -913,7 +926,7 @@ class Session:
         self._counted = True
         self._counts = {}  # (the counters start at nothing: the run pushed the e-graph)
         self._present = {}  # (nor any e-node)
-        self.held_back, self.held_for = {}, None
+        self.held_back = {}
         rss0 = rss_bytes()
         rss_peak = 0  # the most the run grew the resident set by, of the readings
         saved = self.ins.state()
@@ -926,7 +939,7 @@ class Session:
             tracer = Tracer(roots, self.ins) if keep_egraph else None
             state = PassState()
             it = 0
-            stop = None
+            stop: StopReason | None = None
             snap: Snapshot | None = None
             stale = False  # whether the e-graph grew since `snap` was read
             peak = input_nodes  # the most e-nodes the e-graph held after a step
@@ -938,67 +951,51 @@ class Session:
             late = False  # a computed pass ran past its deadline
             while True:
                 if it >= limits.iterations:
-                    stop = "iterations"
+                    stop = StopReason.ITERATIONS
                     break
                 growth = min(max(sizes[-1] / sizes[-2], 1.0), 4.0) if len(sizes) > 1 else 2.0
                 if sizes and sizes[-1] * growth > limits.enodes:
-                    stop = "enodes"
+                    stop = StopReason.ENODES
                     break
-                n_est = sizes[-1] * growth if sizes else input_nodes * 1.5
-                it_est = last_iter * growth * 1.2 if it > 0 else clock.iter_estimate(n_est)
-                rest = clock.tree_estimate(n_est) + clock.FIXED
-                # a first iteration whose pass would not fit still runs when its egglog
-                # step and snapshot and the last ones do: its pass stops at a deadline
-                # that leaves them room, and a large input gets the native rules and what
-                # the pass reaches in the time instead of nothing
-                boxed = it == 0 and clock.elapsed() + it_est + rest > \
-                    clock.seconds * clock.SOFT
-                if clock.elapsed() + rest + (
-                        2 * clock.step_estimate(n_est) if boxed else it_est) > \
-                        clock.seconds * clock.SOFT:
-                    stop = "time"
+                if clock.over():
+                    stop = StopReason.TIME  # (the hard limit: a safety net, never a decision)
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
-                    stop = "memory"
+                    stop = StopReason.MEMORY
                     break
                 # the e-nodes this step's multiplying rules may make: a share of the room
-                # the e-node budget has left, and no more than the time left can handle
+                # the e-node budget has left
                 size = (sizes[-1] if sizes else 0) + self.ins.pending_nodes
-                by_room = STEP_ROOM * (limits.enodes - size)
-                by_time = clock.nodes_within(clock.remaining() - it_est)
                 t_it = time.perf_counter()
                 with clock.phase(times, "egglog"):
-                    changed = self._step(True, matches, min(by_room, by_time),
-                                         "time" if by_time < by_room else "enodes")
+                    changed = self._step(True, matches, STEP_ROOM * (limits.enodes - size))
                 if emitted and not emitted[-1] and not self.step_updated:
                     # the last pass recorded nothing (this step loaded only the handles
                     # its snapshot gave new classes) and no rule changed anything: the
                     # e-graph is the one that snapshot read, and another pass over it
-                    # would find nothing new
-                    stop = "saturated"
+                    # would find nothing new (not saturated when rules were left out
+                    # for the room)
+                    stop = StopReason.SATURATED if self._counted else StopReason.ENODES
                     break
                 rss_peak = max(rss_peak, rss_bytes() - rss0)
                 if rss_peak > limits.memory:
-                    stop = "memory"  # (before reading the e-graph: a snapshot costs more)
+                    stop = StopReason.MEMORY  # (before reading the e-graph: a snapshot costs more)
                     break
                 now = self.step_size
                 peak = max(peak, now)
-                # the step's rules took the e-graph past the budget, or so far that reading
-                # it, a pass over it and its extraction would not fit the time left: stop,
-                # and extract from the last snapshot rather than spend the time to read
-                # (and extract from) an e-graph this big
+                # the step's rules took the e-graph past the budget (or the step ran past
+                # the hard time limit): stop, and extract from the last snapshot rather
+                # than read (and extract from) an e-graph this big
                 if now > limits.enodes:
-                    stop = "enodes"
-                elif snap is not None and clock.elapsed() + clock.iter_estimate(now) + \
-                        clock.tree_estimate(now) + clock.FIXED > clock.seconds * clock.SOFT:
-                    stop = "time"
+                    stop = StopReason.ENODES
+                elif snap is not None and clock.over():
+                    stop = StopReason.TIME
                 if stop is not None and snap is not None:
                     stale = True
                     break
                 with clock.phase(times, "snapshot"):
                     snap = Snapshot(self.egraph, self.ins)
-                clock.learn_step(time.perf_counter() - t_it, snap.enodes)
                 it += 1
                 if tracer is not None:
                     tracer.snapshot(snap, it, matches)
@@ -1007,13 +1004,12 @@ class Session:
                     break
                 root_cls = [snap.cls_of_handle(h) for h in handles]
                 pending0 = self.ins.pending
-                # the pass stops at its deadline, and once its rows fill the next step's
-                # share of the room (both read through the one clock the pass checks)
+                # the pass stops once its rows fill the next step's share of the room,
+                # or at the hard time limit (both read through the one clock it checks)
                 rows_cap = pending0 + STEP_ROOM * max(0, limits.enodes - snap.enodes)
                 with clock.phase(times, "computed"):
                     res = python_pass(snap, self.ins, self.pyrules, state,
-                                      deadline=clock.soft_deadline(snap.enodes) - (
-                                          clock.step_estimate(snap.enodes) if boxed else 0.0),
+                                      deadline=clock.deadline(),
                                       clock=partial(_pass_clock, self.ins, rows_cap),
                                       roots=root_cls, model=model)
                 late = late or res.late
@@ -1024,32 +1020,27 @@ class Session:
                 last_iter = time.perf_counter() - t_it
                 per_iter.append((snap.enodes, round(last_iter, 4)))
                 emitted.append(self.ins.pending - pending0)
-                clock.learn_iter(last_iter, snap.enodes)
                 if not changed and self.ins.pending == 0:
-                    stop = "saturated"
+                    stop = StopReason.SATURATED if self._counted else StopReason.ENODES
                     break
                 costs.append(_root_cost(snap, root_cls))  # the pass priced every class
                 if is_stalled(costs, sizes, limits.stall, emitted):
-                    stop = "stalled"
+                    stop = StopReason.STALLED
                     break
-                if res.skipped:
-                    stop = "enodes" if self.ins.pending > rows_cap else "time"
+                if res.skipped or res.late:
+                    stop = StopReason.ENODES if self.ins.pending > rows_cap else "time"
                     break
             # the finishing rules, once the others are done (not after a budget's stop)
             finished = checked = False
-            if stop in ("saturated", "stalled") and not stale:
+            if stop in (StopReason.SATURATED, StopReason.STALLED) and not stale:
                 with clock.phase(times, "finish"):
                     finished, checked = self._finish(matches, limits, clock)
-            if self.held_for == "time" and stop not in ("time", "memory"):
-                stop = "time"  # rules were left out for the time: its result may vary
-            elif self.held_for and stop == "saturated":
-                stop = "enodes"  # rules were left out for the room: not saturated
-            stale = stale or stop == "memory"  # (the e-graph has grown since `snap`)
-            last = not (stop == "memory" and snap is None) and not stale and \
+            stale = stale or stop is StopReason.MEMORY  # (the e-graph grew since `snap`)
+            last = not (stop is StopReason.MEMORY and snap is None) and not stale and \
                 bool(self.ins.pending or snap is None)
             if not last and not checked:
                 self._check()  # (the last step checks in its own egglog call)
-            if stop == "memory" and snap is None:
+            if stop is StopReason.MEMORY and snap is None:
                 outs, ext_stats = list(roots), {"method": "none (memory budget)"}
                 costs = None
             else:
@@ -1068,10 +1059,26 @@ class Session:
                     outs, ext_stats = extract_roots(snap, self.args, handles, model, clock)
                     costs = self._unsubsume_costlier(snap, roots, handles, outs, model,
                                                      clock)
+                beaten = seeds.beaten(costs, model) if seeds is not None and not stale \
+                    else []
+                if beaten:
+                    # the baseline's rewrite of these roots is cheaper than what the
+                    # e-graph found: it joins (one more step), and their extraction
+                    # chooses class by class among both (see .seeding)
+                    with clock.phase(times, "baseline_join"):
+                        self._insert_seeds(seeds.only(beaten))
+                        self._step(False, matches)
+                        snap = Snapshot(self.egraph, self.ins)
+                        if tracer is not None:
+                            tracer.snapshot(snap, 0, matches)
+                    with clock.phase(times, "extract"):
+                        outs, costs = self._extract_again(snap, roots, handles, outs, costs,
+                                                          beaten, model, clock)
+                    ext_stats = {**ext_stats, "joined": len(beaten)}
             rss_peak = max(rss_peak, rss_bytes() - rss0)
             stats.update(iterations=it, enodes=snap.enodes if snap else input_nodes,
                          classes=len(snap.classes) if snap else 0,
-                         stop_reason=stop, time=times, per_iteration=per_iter,
+                         stop_reason=stop.value, time=times, per_iteration=per_iter,
                          emitted=emitted,
                          analysis_capped=self.capped - capped0,
                          matches=dict(sorted(matches.items())), extraction=ext_stats,
@@ -1081,7 +1088,7 @@ class Session:
                          rss_growth=rss_peak,
                          # whether a clock cut the run short anywhere (its result may
                          # differ from run to run; the result cache keeps only the others)
-                         time_limited=stop in ("time", "memory") or late or
+                         time_limited=stop.hard_limit or late or
                          bool(ext_stats.get("dag_skipped")))
             if tracer is not None and snap is not None:
                 stats["egraph"] = tracer.record(snap, self.args, handles, model)
@@ -1109,6 +1116,20 @@ class Session:
             with clock.phase(times, "reset"):
                 self._reset(saved, clean, final)
 
+    def _extract_again(self, snap: Snapshot, roots: list[UOp], handles: list[int],
+                       outs: list[UOp], costs: list[tuple[float, float]], which: list[int],
+                       model: Any, clock: Clock
+                       ) -> tuple[list[UOp], list[tuple[float, float]]]:
+        """``outs`` and ``costs`` with the roots ``which`` (indices) extracted again
+        from ``snap``; the other roots keep theirs."""
+        sub, _ = extract_roots(snap, self.args, [handles[i] for i in which], model, clock)
+        sub_costs = self._unsubsume_costlier(snap, [roots[i] for i in which],
+                                             [handles[i] for i in which], sub, model, clock)
+        outs, costs = list(outs), list(costs)
+        for j, i in enumerate(which):
+            outs[i], costs[i] = sub[j], sub_costs[j]
+        return outs, costs
+
     def _unsubsume_costlier(self, snap: Snapshot, roots: list[UOp], handles: list[int],
                             outs: list[UOp], model: Any, clock: Clock
                             ) -> list[tuple[float, float]]:
@@ -1123,17 +1144,15 @@ class Session:
         The second extraction gives each such root the whole DAG search: a tree choice
         that ties with the input's term but does not share what the input shares (``x -
         x//12`` and ``x + (8 - a)//12`` for ``x = a - 8``) is costlier as a graph. It runs
-        only when a tree extraction of the snapshot fits the time budget (its DAG search
-        checks the clock itself)."""
+        only within the hard time limit (its DAG search checks the clock too)."""
         cost = model.graph_cost
         costs = []
         for r, o in zip(roots, outs, strict=True):
             c = cost(r)
             costs.append((c, c if o is r else cost(o)))
         worse = [i for i, (c_in, c_out) in enumerate(costs) if c_out > c_in]
-        # (only within the time budget, as the first extraction's DAG search: a root
-        # left as it is gets its input back from optimize)
-        if worse and clock.elapsed() + clock.tree_estimate(snap.enodes) <= clock.seconds:
+        # (not past the hard time limit: a root left as it is gets its input back)
+        if worse and not clock.over():
             again, _ = extract_roots(snap, self.args, [handles[i] for i in worse], model,
                                      clock, subsumed=True, thorough=True)
             for i, o in zip(worse, again, strict=True):

@@ -2,20 +2,19 @@
 
 Every root is extracted on its own (a batch gives each graph its own best): tree
 extraction of all roots in one pass first (fast), then the DAG-aware extractor of
-:mod:`extraction` where a DAG choice may share more and the time budget allows it;
-the cheaper selection (DAG cost) wins.
+:mod:`extraction` where a DAG choice may share more (bounded by its own work budget,
+and left out past the run's hard time limit); the cheaper selection (DAG cost) wins.
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
 from eqsat.engines.egraph.schedules import Clock, gc_paused
-from eqsat.ir.ops import Ops
+from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
 
@@ -80,34 +79,28 @@ def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: An
     cost: dict[int, float] = {}
     dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
     method = "tree"
-    skipped = 0  # roots whose DAG search did not fit the time left
-    t0 = time.perf_counter()
-    size = 0
+    skipped = 0  # roots whose DAG search the hard time limit left out
     for i, r in enumerate(uniq):
         order = tc.reached(i)
         c_dag, c_tree = tc.costs(i, order)
         cost[r] = c_dag
         # the tree choice shares nothing: a DAG choice may still share, e.g. write the
-        # value with the x%c the guard pays for anyway; a light search where two or
-        # more divisions are at stake, none otherwise
+        # value with the x%c the guard pays for anyway, or a ladder of selects for one
+        # division, whose branches share the dividend; a light search where a division
+        # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and sum(nodes_of[choice[c]].op in (Ops.IDIV, Ops.MOD) for c in order) < 2:
+        if light and not any(nodes_of[choice[c]].op in GroupOp.IntDiv for c in order):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
-        n = len(view)
-        per = (time.perf_counter() - t0) / size * n if size else clock.dag_estimate(n)
-        if clock.elapsed() + per > clock.seconds:
+        if clock.over():
             skipped += 1
-            continue  # no time for this root's DAG search: its tree choice stands
+            continue  # past the hard time limit: its tree choice stands
         ext = (extract_dag(view, [r], model, max_passes=1, max_rounds=1, max_moves=0,
                            work_budget=20_000) if light else extract_dag(view, [r], model))
-        size += n
         method = "dag"
-        if ext.cost <= c_dag:
+        if ext.cost < c_dag:  # a tie keeps the tree choice (content-ordered ties)
             dag[r] = ext
             cost[r] = ext.cost
-    if method == "dag" and size:
-        clock.learn_dag((time.perf_counter() - t0), size)
     # the tree choices of all roots come from one selection: build their terms once;
     # a DAG choice builds through the same memo (e-node, child terms) -> term, so the
     # parts it shares with the tree terms are not built (looked up) again

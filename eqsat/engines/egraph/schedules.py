@@ -1,27 +1,27 @@
 """Budgets of an e-graph run: iteration, e-node, wall-time and memory limits.
 
 egglog has no built-in e-node, time or memory limit, so the engine steps one
-iteration at a time and checks after each step (:class:`Clock`). Before an
-iteration it estimates that iteration's time (the previous one's, with a margin)
-plus the extraction's, and stops early rather than overrun: the whole run stays
-within the time budget plus a small overshoot (one egglog step cannot be
-interrupted). The resident set is read between egglog calls (:func:`rss_bytes`)
-and a run that grew it past ``Limits.memory`` stops (``"memory"``).
+iteration at a time and checks after each step. What a run does is decided by work
+alone (iterations, e-nodes, the rows a computed pass may record), so the same input
+gives the same output under any load and after any earlier run. Wall time and memory
+are hard safety limits only (:class:`Clock`, :func:`rss_bytes`): checked between
+units of work, a run past one stops (``"time"``, ``"memory"``) and extracts from its
+last snapshot; the time budget's default is far above what the work budgets let a
+run do.
 
 One step of the native rules is bounded too: the rules whose matches multiply
 (:func:`multiplies`: the left side joins two operands that vary independently,
 e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
 the two classes is a match) run in a step only when the e-nodes their matches would
-make fit :data:`STEP_ROOM` of the room the e-node budget has left (and what the time
-left can handle): bounded from the row counts of the constructors their patterns name
-(:func:`match_bounds`; no egglog call) or, where that bound does not fit, counted
-before the step runs them (counting twins, :func:`count_program`: the same pattern and
-guards, adding up the e-nodes; a twin that missed steps counts the matches its rule
-fired in them too, an over-count). When they do not fit, they are left out for the
-rest of the run. The other rules' matches grow with the
-e-graph (each joins at most one independently varying operand); a step that takes
-the e-graph past the budget, or so far that reading it would not fit the time
-left, ends the run, which extracts from its last snapshot instead. (egglog's
+make fit :data:`STEP_ROOM` of the room the e-node budget has left: bounded from the
+row counts of the constructors their patterns name (:func:`match_bounds`; no egglog
+call) or, where that bound does not fit, counted before the step runs them (counting
+twins, :func:`count_program`: the same pattern and guards, adding up the e-nodes; a
+twin that missed steps counts the matches its rule fired in them too, an over-count).
+When they do not fit, they are left out for the rest of the run. The other rules'
+matches grow with the e-graph (each joins at most one independently varying
+operand); a step that takes the e-graph past the budget ends the run, which extracts
+from its last snapshot instead. (egglog's
 back-off scheduler bounds a rule's matches too, but a scheduled run matches the
 whole e-graph again at every step instead of only what is new: it made the corpus
 several times slower.)
@@ -37,20 +37,39 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import combinations
 from typing import Any
 
 from eqsat.ir.egglog_text import read, tokens
 
-__all__ = ["Limits", "Clock", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
+__all__ = ["Limits", "Clock", "StopReason", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
            "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
 
-#: why a run stopped: nothing changed (``saturated``); the roots' best cost did not
-#: improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
-#: see :data:`STALL_GROWTH`); or a budget was reached (``iterations``, ``enodes``,
-#: ``time``, ``memory``)
-STOP_REASONS = ("saturated", "stalled", "iterations", "enodes", "time", "memory")
+class StopReason(StrEnum):
+    """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
+    improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
+    see :data:`STALL_GROWTH`); a work budget was reached (``iterations``, ``enodes``:
+    the output is the same on every run); or a hard safety limit (``time``,
+    ``memory``: the only stops whose output may differ from run to run). A run's
+    ``stats["stop_reason"]`` is the value, a plain string."""
+
+    SATURATED = "saturated"
+    STALLED = "stalled"
+    ITERATIONS = "iterations"
+    ENODES = "enodes"
+    TIME = "time"
+    MEMORY = "memory"
+
+    @property
+    def hard_limit(self) -> bool:
+        """Whether a hard safety limit (not the work) stopped the run."""
+        return self in (StopReason.TIME, StopReason.MEMORY)
+
+
+#: the stop reasons' values, in :class:`StopReason`'s order
+STOP_REASONS = tuple(r.value for r in StopReason)
 
 #: the default memory budget of a run: bytes the run may add to its process's
 #: resident set (a run in a process that already holds much is not stopped for what
@@ -87,7 +106,7 @@ class Limits:
 
     iterations: int = 12
     enodes: int = 20_000
-    seconds: float = 2.0
+    seconds: float = 300.0
     stall: int = STALL_ITERATIONS
     memory: int = MEMORY
 
@@ -117,68 +136,31 @@ class Limits:
 
 
 class Clock:
-    """Wall time of one run against its budget, with estimates of what is left to do.
+    """Wall time of one run against its budget: a hard safety limit, never a decision.
 
-    The loop may use ``SOFT`` of the budget; the rest is for the extraction. Tree
-    extraction is fast (``TREE_PER_NODE``); the DAG-aware extraction is slower and
-    runs only when its estimate (learned from earlier runs) fits what is left.
+    Nothing the engine chooses reads the clock (what runs is decided by the work
+    budgets: iterations, e-nodes, the rows a pass may record, the extractor's work):
+    the loop, the computed pass and the extraction only check :meth:`over` between
+    units of work, and a run the clock stopped says so (``stop_reason="time"``), the
+    one case in which its output may differ from run to run.
     """
-
-    SOFT = 0.75
-    TREE_PER_NODE = 3e-5
-    _dag_per_node = 5e-4  # seconds per e-node of a root's view, refined by learn_dag()
-    _iter_per_node = 4e-4  # seconds per e-node of one iteration, refined by learn_iter()
-    _step_per_node = 3e-5  # ... of its egglog step and snapshot alone, refined by learn_step()
-    FIXED = 0.08  # the e-graph's reset (its rows deleted) and the caller's cost checks
 
     def __init__(self, seconds: float, t0: float | None = None):
         self.seconds = seconds
         self.t0 = time.perf_counter() if t0 is None else t0
 
+    def __repr__(self) -> str:
+        return f"Clock({self.seconds!r}, t0={self.t0!r})"
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
 
-    def remaining(self) -> float:
-        return self.seconds * self.SOFT - self.elapsed()
+    def deadline(self) -> float:
+        """The hard limit as a ``time.perf_counter()`` reading."""
+        return self.t0 + self.seconds
 
-    def tree_estimate(self, enodes: float) -> float:
-        return 0.002 + enodes * self.TREE_PER_NODE
-
-    def dag_estimate(self, enodes: float) -> float:
-        return 0.002 + enodes * Clock._dag_per_node
-
-    def iter_estimate(self, enodes: float) -> float:
-        return 0.005 + enodes * Clock._iter_per_node
-
-    def step_estimate(self, enodes: float) -> float:
-        """An iteration's egglog step and snapshot, without its computed pass."""
-        return 0.005 + enodes * Clock._step_per_node
-
-    @classmethod
-    def learn_step(cls, seconds: float, enodes: int) -> None:
-        if enodes > 50:
-            cls._step_per_node = 0.7 * cls._step_per_node + 0.3 * (seconds / enodes)
-
-    @classmethod
-    def learn_iter(cls, seconds: float, enodes: int) -> None:
-        if enodes > 50:
-            cls._iter_per_node = 0.7 * cls._iter_per_node + 0.3 * (seconds / enodes)
-
-    @classmethod
-    def learn_dag(cls, seconds: float, enodes: int) -> None:
-        if enodes > 50:
-            cls._dag_per_node = 0.7 * cls._dag_per_node + 0.3 * (seconds / enodes)
-
-    def nodes_within(self, seconds: float) -> float:
-        """How many e-nodes an iteration handles in ``seconds`` (as ``iter_estimate``
-        has it; 0 when there is no time)."""
-        return max(0.0, seconds) / Clock._iter_per_node
-
-    def soft_deadline(self, enodes: float = 0) -> float:
-        """When the computed rewrites must stop to leave time for the extraction."""
-        return self.t0 + self.seconds * self.SOFT - self.tree_estimate(enodes) - self.FIXED
-
-    def over_hard(self) -> bool:
+    def over(self) -> bool:
+        """Whether the run is past its time budget."""
         return self.elapsed() > self.seconds
 
     @contextmanager

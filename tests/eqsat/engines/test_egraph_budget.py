@@ -66,27 +66,16 @@ def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) 
     assert check_equivalent(graph, res.graph, samples=2000)
 
 
-@pytest.mark.timing
-def test_an_input_too_large_for_one_iteration_gets_a_time_boxed_one(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # a first iteration estimated past the budget (its computed pass) whose egglog step
-    # and snapshot fit runs, its pass stopping at a deadline that leaves them room. The
-    # estimates are set here, not learned, so that the decision does not depend on the
-    # machine's load; benchmarks/stress.py's kernel-5000 measures it with learned ones
+def test_a_run_the_clock_stops_is_no_worse_than_the_baseline() -> None:
+    # the clock is a hard limit only: a run past it stops ("time") and still holds the
+    # baseline's result, so it costs at most that
     from benchmarks.stress import kernel_graph
-    from eqsat.engines.egraph.schedules import Clock
 
-    monkeypatch.setattr(Clock, "_iter_per_node", 1.0)  # a whole iteration never fits
-    monkeypatch.setattr(Clock, "_step_per_node", 1e-6)  # its step and snapshot do
-    g = parse(kernel_graph(2000))
-    session_for(None).prepare([g])  # (its fixed-width e-graph: a one-time build)
-    t = time.perf_counter()
-    res = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=2.0))
-    elapsed = time.perf_counter() - t
-    assert elapsed <= TIMING_SLACK * 2.0, f"{elapsed:.2f} s for a 2 s budget"
-    assert res.stats["iterations"] == 1 and res.stats["stop_reason"] == "time"
-    # cheaper than the input, which a run that stopped before its first iteration returns
-    assert res.cost < res.input_cost, (res.input_cost, res.cost)
+    g = parse(kernel_graph(1000))
+    base = optimize(g, engine="baseline", cost_model="reference")
+    res = optimize(g, engine="egraph", cost_model="reference", budget=Budget(seconds=1e-3))
+    assert res.stats["stop_reason"] == "time" and res.stats["time_limited"]
+    assert res.cost <= min(base.cost, res.input_cost), (base.cost, res.cost)
 
 
 def test_stop_reasons_name_the_budget() -> None:

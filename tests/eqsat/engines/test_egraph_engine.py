@@ -119,10 +119,10 @@ def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> 
     again, _ = s.run(roots, model, Limits(seconds=30.0))
     assert s.rebuilds == 2 and s.egraph is not old
     assert [a is b for a, b in zip(first, again, strict=True)] == [True, True]
-    # no rebuild when the budget has no room for it
+    # work decides it, not the time a build takes (nor the time left)
     s.build_seconds = 100.0
     s.run(roots, model, Limits(seconds=30.0))
-    assert s.rebuilds == 2 and s.egg_iterations > 10
+    assert s.rebuilds == 3 and s.egg_iterations == 0
 
 
 def test_a_run_leaves_no_cyclic_garbage() -> None:

@@ -126,6 +126,23 @@ def test_float_ops_round_to_the_dtype() -> None:
     assert sem.round_float(dtypes.bf16, 1.0 + 2.0 ** -9) == 1.0  # nearest even
 
 
+BF16_MAX = (2 - 2.0 ** -7) * 2.0 ** 127
+
+
+@pytest.mark.parametrize(("v", "want"), [
+    (1077936129, 1082130432.0),                  # rounded once, not through f32
+    (3.39e38, BF16_MAX),                         # below the halfway point to 2**128
+    (3.4e38, math.inf),                          # past it
+    (2.0 ** 128, math.inf),
+    (1.794182015458288e308, math.inf),           # an f64 far past bf16's range
+    (-1e300, -math.inf),
+    (-0.0, -0.0),
+])
+def test_bf16_rounds_once_and_overflows_to_infinity(v: float, want: float) -> None:
+    got = sem.round_float(dtypes.bf16, v)
+    assert got == want and math.copysign(1, got) == math.copysign(1, want)
+
+
 _SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, math.inf, -math.inf, math.nan, 1e38,
              -3.4e38, 6e4, 1e-40, 2.0 ** 24 + 2, 1e300]
 

@@ -17,7 +17,7 @@ from operator import attrgetter
 from typing import Any
 
 from eqsat.engines.egraph.computed.terms import Term, _cval, _key
-from eqsat.engines.egraph.encoding import Node, Snapshot, fits_i64
+from eqsat.engines.egraph.encoding import ArgTable, Node, Snapshot, fits_i64
 from eqsat.ir.linear import Lin, LinBuilder
 
 
@@ -242,9 +242,10 @@ class EClassCtx(LinBuilder):
     dt = "index"
 
     def __init__(self, snap: Snapshot, lins: LinForms, terms: dict[tuple, Term] | None = None,
-                 keys: dict[Term, tuple] | None = None):
+                 keys: dict[Term, tuple] | None = None, args: ArgTable | None = None):
         self.snap = snap
         self.lins = lins
+        self.args = args
         # a form's term and a term's sort key read nothing of the snapshot (:meth:`sum`
         # orders by key): a run's passes may share them (``terms``, ``keys``)
         self._lins: dict[tuple, Term] = terms if terms is not None else {}
@@ -269,6 +270,18 @@ class EClassCtx(LinBuilder):
 
     def mul_parts(self, a: int) -> list[tuple[Lin, Lin]]:
         return _class_parts(self.snap, self.lins, "Mul", a)
+
+    def where_parts(self, a: int) -> list[tuple[int, Lin, Lin]]:
+        """``[(c, t, f)]`` of the index ``where`` e-nodes of class ``a`` (``c`` the
+        condition's class, ``t``, ``f`` the branches' linear forms; distinct triples)."""
+        out: list[tuple[int, Lin, Lin]] = []
+        for n in self.snap.class_nodes(a):
+            if n.ctor != "Where" or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
+                continue
+            w = (n.fields[1], self.lins.get(n.fields[2]), self.lins.get(n.fields[3]))
+            if w not in out:
+                out.append(w)
+        return out
 
     def may_be_invalid(self, a: Any) -> bool:
         """Whether the atom may evaluate to Invalid (not in the e-graph's ``Def``)."""
@@ -339,15 +352,37 @@ class EClassCtx(LinBuilder):
     def mod(self, a: Term, b: Term) -> Term:
         return ("Mod", self.dt, a, b)
 
+    def where(self, c: Term, t: Term, f: Term) -> Term:
+        return ("Where", self.dt, c, t, f)
+
+    def _atom_key(self, h: int) -> tuple:
+        """The sort key of the class ``h`` in a sum: its least leaf (a variable, range or
+        constant, by op, dtype and arg value) when it holds one, so that a sum's order
+        is the same whatever else the e-graph holds and whatever order its classes were
+        made in; else ``(0, 1, h)`` (by handle). A leaf is in one class only: two atoms
+        never share a key."""
+        snap, args = self.snap, self.args
+        leaves = []
+        for i in snap.classes.get(h, ()):
+            n = snap.nodes[i]
+            if n.ctor == "Cst":
+                leaves.append(("", n.fields[0], repr(n.fields[1])))
+            elif n.ctor == "Leaf" and args is not None:
+                leaves.append((n.fields[0], n.fields[1], repr(args.arg(n.fields[2]))))
+        return (0, 0, min(leaves)) if leaves else (0, 1, h)
+
     def sum(self, terms: list[tuple[int, Term]], const: int) -> Term:
-        """``sum(c*t) + const`` in the canonical shape: terms ordered by handle,
+        """``sum(c*t) + const`` in the canonical shape: terms ordered by content
+        (:meth:`_atom_key`; a pending term by its fields),
         positive terms added, negative ones subtracted, the constant added last
         (``k - a - b`` when no term is positive, ``a*-c - b`` when neither is k)."""
         merged: dict[Any, list] = {}
         keys = self._keys
         for c, t in terms:
             if isinstance(t, int):
-                k = (0, t)
+                k = keys.get(t)
+                if k is None:
+                    k = keys[t] = self._atom_key(t)
             else:
                 k = keys.get(t)
                 if k is None:

@@ -549,7 +549,7 @@ class PassData:
         self.focus = {c for c in self.waiting if self.visits(c)}
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
-        self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys)
+        self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
         # the rules by kind, each list in the rules' order (one scan of the rules)
         self.kinds: dict[str, list[PyRule]] = {}
         for r in rules:
@@ -613,9 +613,10 @@ class SumStep(PassStep):
         if not (canon or sums or basis):
             return
         snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
-        defined, versions, free, done = snap.defined, state.versions, p.free, state.done
+        defined, free, done = snap.defined, p.free, state.done
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
+        no_div = [r for r in sums if not r.rule.divisions]
         for c in _index_classes(snap, p.focus):
             if c in inner:
                 continue
@@ -640,9 +641,10 @@ class SumStep(PassStep):
                               r.name)
                 except _UnrepresentableError:
                     pass
-            if c in free:
-                continue
             bx = p.bkey(x) if len(x.terms) >= 2 else ()
+            if c in free:  # a division-free sum: only the rules that need no division
+                self._sums(p, c, x, bx, no_div)
+                continue
             if len(x.terms) >= 2 and basis:
                 key = ("basis", c, x, bx)
                 if key not in done:
@@ -655,19 +657,26 @@ class SumStep(PassStep):
                             union(c, ctx.lin(nx), basis[0].name)
                     except _UnrepresentableError:
                         pass
-            if len(x.terms) >= 2 and sums:
-                vx = tuple([versions.get(a, 0) for _, a in x.terms])
-                for r in sums:
-                    key = (r.name, c, x, bx, vx)
-                    if key in done:
-                        continue
-                    done.add(key)
-                    try:
-                        out = r.rule.fn(x, ctx)
-                    except _UnrepresentableError:
-                        continue
-                    if out is not None:
-                        union(c, out, r.name)
+            self._sums(p, c, x, bx, sums)
+
+    @staticmethod
+    def _sums(p: PassData, c: int, x: Lin, bx: tuple, sums: list[PyRule]) -> None:
+        """The whole-sum rules ``sums`` on class ``c``'s linear form ``x``."""
+        if len(x.terms) < 2 or not sums:
+            return
+        versions, done = p.state.versions, p.state.done
+        vx = tuple([versions.get(a, 0) for _, a in x.terms])
+        for r in sums:
+            key = (r.name, c, x, bx, vx)
+            if key in done:
+                continue
+            done.add(key)
+            try:
+                out = r.rule.fn(x, p.ctx)
+            except _UnrepresentableError:
+                continue
+            if out is not None:
+                p.union(c, out, r.name)
 
 
 class FoldStep(PassStep):

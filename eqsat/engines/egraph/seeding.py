@@ -1,0 +1,149 @@
+"""The baseline's result in every e-graph run, and the guarantee it gives.
+
+Each root's baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline`'s
+ordered matcher over the same rule selection, node by node: :class:`Seeds`) is
+inserted into the run's e-graph with every node the baseline rewrote unioned with its
+rewrite (the baseline's rules are the proven rules of ``rules/``, so each union is
+sound). It joins after the loop, whatever stopped it, where a root's rewrite is
+cheaper than what the e-graph found (:meth:`Seeds.beaten`; those roots' rewrites
+join, one more step, then those roots are extracted again, the others keep their
+terms, whatever the other roots' baselines did): the extraction then chooses among
+the e-graph's terms and the baseline's, class by class (a kernel whose run the e-node
+budget stopped after one iteration keeps the e-graph's gains on some stores and the
+baseline's on the others). Where the e-graph's result is as cheap already, that step
+would change nothing that the guard below does not. Unioned at the start it steered the
+loop: the computed pass visits the classes near the roots' cheapest terms, which
+were then the baseline's forms, and it missed rewrites it finds from the input's
+(corpus total +5, kernels of 1,000 and 5,000 nodes +5% and +2%; docs/perf.md).
+A root whose baseline rewrite is not cheaper than the root brings nothing.
+
+After the extraction :func:`no_worse_than_start` keeps, root by root, the cheapest of
+the extracted term, the baseline's and the input under the run's cost model:
+``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped
+the run (a budget, the hard time or memory limit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import has_text_form
+from eqsat.ir.uop import UOp
+
+__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
+
+
+@dataclass
+class Seeds:
+    """The baseline's rewrite of a run's roots (``inputs``): ``roots`` (each root's
+    rewrite, the root itself where it brings nothing), ``pairs`` (every node of the
+    roots' graphs the baseline rewrote, with its rewrite: each pair is unioned) and
+    ``order`` (the rewrites' nodes, children first)."""
+
+    inputs: list[UOp]
+    roots: list[UOp]
+    pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
+    order: list[UOp] = field(default_factory=list)
+    #: per root, the pairs of its graph (``pairs`` is their union, first pair first)
+    per_root: list[list[tuple[UOp, UOp]]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
+
+    def beaten(self, costs: list[tuple[float, float]], model: Any) -> list[int]:
+        """The roots (indices) whose baseline rewrite is cheaper under ``model`` than
+        the e-graph's output (``costs``: each root's ``(input cost, output cost)``)."""
+        if not self.pairs:
+            return []
+        cost = model.graph_cost
+        return [i for i, (r, s, (_, out)) in enumerate(zip(self.inputs, self.roots, costs,
+                                                           strict=True))
+                if s is not r and cost(s) < out]
+
+    def only(self, which: list[int]) -> Seeds:
+        """The seeds of the roots ``which`` (indices) alone: their pairs and the nodes
+        of their rewrites, children first."""
+        pairs = list({id(u): (u, v) for i in which for u, v in self.per_root[i]}.values())
+        return Seeds([self.inputs[i] for i in which], [self.roots[i] for i in which],
+                     pairs, _order(pairs), [self.per_root[i] for i in which])
+
+
+def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
+    """The nodes of the rewrites in ``pairs``, children first."""
+    made = list(dict.fromkeys(v for _, v in pairs))
+    return UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
+
+
+def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
+    """The baseline's rewrite of ``roots`` under ``selection``, node by node (see
+    :class:`Seeds`). No seed where the baseline stops on a rule cycle, where its
+    rewrite is not cheaper under ``model`` than the root, nor where the selection names
+    no baseline rule set (an e-graph-only selection has no baseline)."""
+    from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
+    from rules import RulesetError, matcher
+
+    try:
+        pm = matcher(selection)
+    except RulesetError:
+        return Seeds(list(roots), list(roots))
+    out: list[UOp] = []
+    pairs: dict[int, tuple[UOp, UOp]] = {}
+    per_root: list[list[tuple[UOp, UOp]]] = []
+    for r in roots:
+        replace: dict[UOp, UOp] = {}
+        mine: list[tuple[UOp, UOp]] = []
+        per_root.append(mine)
+        try:
+            b = graph_rewrite(r, pm, replace=replace)
+        except RewriteLimitError:
+            b = r
+        if b is r or model.graph_cost(b) >= model.graph_cost(r):
+            out.append(r)  # (no cheaper start: its rewrites would only crowd the e-graph)
+            continue
+        out.append(b)
+        for u in r.toposort():
+            v = replace.get(u)
+            if v is not None and v is not u:
+                mine.append(pairs.setdefault(id(u), (u, v)))
+    every = list(pairs.values())
+    return Seeds(list(roots), out, every, _order(every), per_root)
+
+
+def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], model: Any,
+                        costs: list[tuple[float, float]] | None
+                        ) -> tuple[list[tuple[float, float]], dict[str, float]]:
+    """Replace, in place in ``outs``, every extracted term costlier than its root's
+    baseline seed by that seed (when the seed prints: every op has a text form); each
+    root's ``(input cost, output cost)`` (``costs``: the extraction's, None to price
+    them here) and the summed figures of the start:
+    ``input``, ``baseline`` (the seeds' costs), ``start`` (the cheaper of the two, root
+    by root), ``final`` and ``gain`` (what the e-graph found beyond its start)."""
+    cost = model.graph_cost
+    if costs is None:
+        costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
+    fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0}
+    seen: set[int] = set()
+    for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
+        c_in, c_out = costs[i]
+        c_seed = c_in if s is r else cost(s)
+        if c_seed < c_out and _printable(s):
+            outs[i], c_out = s, c_seed
+            costs[i] = (c_in, c_out)
+        if id(r) in seen:
+            continue  # (a root given twice counts once)
+        seen.add(id(r))
+        fig["input"] += c_in
+        fig["baseline"] += c_seed
+        fig["start"] += min(c_in, c_seed)
+        fig["final"] += min(c_in, c_out)
+    fig["gain"] = fig["start"] - fig["final"]
+    return costs, fig
+
+
+def _printable(u: UOp) -> bool:
+    """Whether every op of ``u`` has a text form (a result must print; the extraction
+    takes an op without one only where its class has nothing else)."""
+    return all(has_text_form(x.op) for x in u.toposort())
