@@ -44,11 +44,12 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from lowering.cemit import Signature, render_c
 from lowering.decompose import Target, decompose
-from lowering.expand import expand
+from lowering.expand import expand, jam
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
 from lowering.narrow import LoweringError, is_invalid, narrow_index
 from lowering.split import split_gated_ranges
+from lowering.trim import trim_gated_reductions
 
 __all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "compile_kernels", "lower",
            "lower_graph",
@@ -135,7 +136,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     decomposed = decompose(narrowed, target, counts)
     stats["decompositions"] = dict(counts)
     expanded: Counter = Counter()
-    fin = final_rewrite(expand(decomposed, target.fma, expanded), target.fma)
+    fin = final_rewrite(_expand(decomposed, target, expanded), target.fma)
     stats["expanded"] = dict(expanded)
     edges = add_control_flow(fin) if kind == "kernel" else {}
     linear = linearize(fin, edges)
@@ -148,6 +149,27 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     params = [u for u in graph.toposort() if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
     src, sig = render_c(linear, name, target, params)
     return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
+
+
+def _expand(root: UOp, target: Target, counts: Counter) -> UOp:
+    """``root``'s register tiles jammed (``Target.jam``), its gated sums trimmed
+    (``Target.split_gates``, :func:`lowering.trim.trim_gated_reductions`) and expanded;
+    when the expander keeps the jammed kernel's ranges as loops, the kernel as it came."""
+    def trimmed(g: UOp, into: Counter) -> UOp:
+        t = trim_gated_reductions(g) if target.split_gates else g
+        if t is not g:
+            into["trim"] += 1
+        return t
+
+    jammed = jam(root, target.jam)
+    if jammed is not root:
+        tried: Counter = Counter()
+        out = expand(trimmed(jammed, tried), target.fma, tried)
+        if not tried["expand_skipped"]:
+            counts.update(tried)
+            counts["jam"] += 1
+            return out
+    return expand(trimmed(root, counts), target.fma, counts)
 
 
 def lower(graph: UOp, emit: str = "c", optimize: bool | str | None = True,

@@ -67,7 +67,9 @@ class Target:
     ``fast_div``: divide by constants with multiply-high and shift.
     ``split_gates``: split loops where a gate comparing the loop index with a
     constant changes value (:func:`lowering.split.split_gated_ranges`), so a
-    padded copy's middle loop is an ungated, vectorizable copy.
+    padded copy's middle loop is an ungated, vectorizable copy; and start a
+    gated float sum's loop after the iterations whose gate is off for every lane
+    (:func:`lowering.trim.trim_gated_reductions`, a cumsum's padding).
     ``vectorize``: four f32 loads of one loop body from consecutive addresses
     of a buffer the kernel never writes become one 16-byte vector load, and
     four f32 stores in a row to consecutive addresses one vector store (GCC
@@ -77,6 +79,9 @@ class Target:
     ``stream_min_bytes`` are non-temporal (x86 SSE ``movntps`` where the
     address is 16-byte aligned, a plain store elsewhere and without SSE): a big
     output goes to memory without first being read into the cache.
+    ``jam``: unroll-and-jam factor of the loop around a register tile
+    (:func:`lowering.expand.jam`): that many times the tile's accumulator chains in
+    one pass of the reduction loop, the same values bit for bit; 1: off.
     ``prefetch``: a vector load whose address advances by more than a cache
     line per iteration of its innermost loop (a stride the hardware prefetcher
     does not follow, e.g. down a transpose's input rows) is prefetched that
@@ -118,6 +123,11 @@ class Target:
     cc: str | None = None
     march: str | None = "native"
     loop_patterns: bool = False
+    jam: int = 2
+
+    def __post_init__(self) -> None:
+        if isinstance(self.jam, bool) or not isinstance(self.jam, int) or self.jam < 1:
+            raise ValueError(f"Target.jam must be an int >= 1 (1: off), got {self.jam!r}")
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, fma={self.fma}, "
@@ -125,7 +135,8 @@ class Target:
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
                 f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch}, "
-                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns})")
+                f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns}, "
+                f"jam={self.jam})")
 
 
 Builder = Callable[[UOp, tuple[UOp, ...], dict[UOp, UOp], Target], UOp | None]

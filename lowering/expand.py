@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp, range_kind
+from eqsat.ir.uop import UOp, range_id, range_kind
 from lowering.final import (
     _combine,
     _uniquify_ranges,
@@ -48,12 +48,16 @@ from lowering.final import (
     reduce_identity,
 )
 
-__all__ = ["EXPAND_KINDS", "MAX_LANES", "expand", "expandable_ranges"]
+__all__ = ["EXPAND_KINDS", "MAX_LANES", "JAM_MAX_ACCUMULATORS", "expand", "expandable_ranges",
+           "jam"]
 
 #: the range kinds whose values become lanes
 EXPAND_KINDS = frozenset({"upcast", "unroll"})
 #: the most lanes one END or one reduction expands into (more stays a loop)
 MAX_LANES = 256
+#: :func:`jam` leaves a register tile of more accumulators than this alone (16 f32 vector
+#: registers of 4 lanes hold 64; half of them stay for the loaded operands)
+JAM_MAX_ACCUMULATORS = 32
 
 
 def expandable_ranges(root: UOp) -> list[UOp]:
@@ -287,3 +291,73 @@ def expand(root: UOp, fma: bool = False, counts: Counter | None = None) -> UOp:
     except _SkipError:
         counts["expand_skipped"] += 1
         return root
+
+
+def _jam_candidate(end: UOp, expand: set[UOp], factor: int, uses: Counter) -> UOp | None:
+    """The loop of ``end`` that :func:`jam` splits, or None: ``end`` closes a register
+    tile (expand ranges around a reduction that keeps a loop), its last loop
+    has a constant trip count divisible by ``factor`` and feeds the reduction, no other
+    END or REDUCE names that loop, and the body loads no buffer it stores to."""
+    ranges = end.src[1:]
+    lanes = [r for r in ranges if r in expand]
+    loops = [r for r in ranges if r not in expand]
+    if not lanes or not loops:
+        return None
+    body = end.src[0].toposort()
+    reds = [x for x in body if x.op is Ops.REDUCE and any(r not in expand for r in x.src[1:])]
+    r = loops[-1]
+    if (not reds or r.src[0].op is not Ops.CONST or int(r.src[0].arg) % factor
+            or int(r.src[0].arg) < factor or uses[r] != 1
+            or _lanes(lanes) * factor > JAM_MAX_ACCUMULATORS
+            or not all(r in red.src[0].toposort() for red in reds)):
+        return None
+    stored = {_buffer(x.src[0]) for x in body if x.op is Ops.STORE}
+    if None in stored or any(x.op is Ops.LOAD and _buffer(x.src[0]) in stored for x in body):
+        return None
+    return r
+
+
+def jam(root: UOp, factor: int = 2) -> UOp:
+    """Unroll-and-jam: the innermost loop around each register tile (:func:`_jam_candidate`)
+    splits into a loop over ``r // factor`` and an ``upcast`` range of ``factor`` lanes,
+    ``r = r_outer * factor + r_lane``, which :func:`expand` turns into ``factor`` times the
+    accumulators, all updated in one pass of the reduction's loop. A tile's accumulator
+    chains are latency-bound (each chain's adds or fused multiply-adds wait for the one
+    before); twice the chains keep the FMA units busy. Each accumulator still folds its
+    terms in the same order, and the stores run in the loops' order (the new lanes
+    slowest, the tile's own after), so results are unchanged bit for bit; only the
+    loads of the next iteration move before the stores of this one, which is why a
+    body that loads a buffer it stores to is left alone. ``factor`` < 2: ``root``."""
+    if factor < 2:
+        return root
+    expand = set(expandable_ranges(root))
+    uses: Counter = Counter(r for u in root.toposort() if u.op in (Ops.END, Ops.REDUCE)
+                            for r in u.src[1:])
+    cands = {r for u in root.toposort() if u.op is Ops.END
+             if (r := _jam_candidate(u, expand, factor, uses)) is not None}
+    if not cands:
+        return root
+    next_id = 1 + max(range_id(u) for u in root.toposort() if u.op is Ops.RANGE)
+    split: dict[UOp, tuple[tuple[UOp, ...], UOp]] = {}  # a loop -> its ranges, its value
+    for r in sorted(cands, key=range_id):
+        dt, trips = r.dtype, int(r.src[0].arg) // factor
+        lane = UOp(Ops.RANGE, dt, (UOp.const(dt, factor),), (next_id, "upcast"))
+        next_id += 1
+        if trips == 1:  # the whole loop becomes lanes
+            split[r] = ((lane,), lane)
+            continue
+        outer = UOp(Ops.RANGE, dt, (UOp.const(dt, trips),), r.arg)
+        split[r] = ((outer, lane),
+                    UOp(Ops.ADD, dt, (UOp(Ops.MUL, dt, (outer, UOp.const(dt, factor))), lane)))
+    new: dict[UOp, UOp] = {}
+    for u in root.toposort():
+        if u in split:
+            new[u] = split[u][1]
+            continue
+        if u.op in (Ops.END, Ops.REDUCE):
+            rs = [x for s in u.src[1:] for x in (split[s][0] if s in split else (new[s],))]
+            src = (new[u.src[0]], *rs)
+        else:
+            src = tuple(new[s] for s in u.src)
+        new[u] = u if src == u.src else u.replace(src=src)
+    return new[root]

@@ -14,12 +14,13 @@ def test_kernel_rows_and_table() -> None:
     for r in rows:
         assert r.bit_exact is True and not r.error
         assert r.tinygrad_ms > 0 and r.ours_ms > 0 and r.chunks == 1
-        assert r.flags.startswith("-O2")
+        assert r.flags.startswith("-O2") and r.cc
     table = vs_tinygrad.kernel_table(rows)
     for r in rows:
         line = next(ln for ln in table.splitlines() if ln.split()[:1] == [r.name])
         assert line.split()[-2] == f"{r.ours_ms / r.tinygrad_ms:.2f}"
         assert line.endswith("yes")
+        assert f"ours compiled by {r.cc} {r.flags}" in table
 
 
 def test_workload_rows_and_table() -> None:

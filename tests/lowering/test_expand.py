@@ -8,6 +8,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eqsat.ir.interp import run_kernel
 from eqsat.ir.sexpr import parse
@@ -55,30 +57,69 @@ def _loops(body: str) -> int:
     return body.count("for (")
 
 
-# one line a case: the kernel, then (loops left, accumulators, expanded ENDs, expanded
-# reductions) in its C
-@pytest.mark.parametrize("text, loops, accs, ends, reds", [
+# one line a case: the kernel and Target.jam, then (loops left, accumulators, expanded
+# ENDs, expanded reductions) in its C
+@pytest.mark.parametrize("text, jam, loops, accs, ends, reds", [
     # the matmul: 3 loops (i, j, k), a 2x2 tile of accumulators, k's unroll folded in
-    (MATMUL, 3, 4, 1, 1),
-    # every range a loop: 6 loops, one accumulator
-    (_kernel(MATMUL, {" upcast)": ")", " unroll)": ")"}), 6, 1, 0, 0),
+    (MATMUL, 1, 3, 4, 1, 1),
+    # jammed: j's loop halves, its lanes double the tile to 8 accumulators
+    (MATMUL, 2, 3, 8, 1, 1),
+    # j's loop of 4 jammed whole: a 2x8 tile, j no longer a loop
+    (MATMUL, 4, 2, 16, 1, 1),
+    # j's 4 iterations are not a multiple of 3: as the tile came
+    (MATMUL, 3, 3, 4, 1, 1),
+    # every range a loop: 6 loops, one accumulator (no tile to jam)
+    (_kernel(MATMUL, {" upcast)": ")", " unroll)": ")"}), 2, 6, 1, 0, 0),
     # only the tile: the unroll range stays a loop inside the reduction
-    (_kernel(MATMUL, {" unroll)": ")"}), 4, 4, 1, 1),
-    # only the reduction's unroll: one accumulator, 2 products a step
-    (_kernel(MATMUL, {" upcast)": ")"}), 5, 1, 0, 1),
+    (_kernel(MATMUL, {" unroll)": ")"}), 1, 4, 4, 1, 1),
+    (_kernel(MATMUL, {" unroll)": ")"}), 2, 4, 8, 1, 1),
+    # only the reduction's unroll: one accumulator, 2 products a step (no tile to jam)
+    (_kernel(MATMUL, {" upcast)": ")"}), 2, 5, 1, 0, 1),
 ])
-def test_matmul_tiles(text, loops, accs, ends, reds):
-    body, counts = _check(text)
+def test_matmul_tiles(text, jam, loops, accs, ends, reds):
+    body, counts = _check(text, Target(jam=jam))
     assert _loops(body) == loops, body
     assert len(set(re.findall(r"acc\d+\[0\] = 0", body))) == accs, body
     assert counts["expand_end"] == ends and counts["expand_reduce"] == reds
+    assert counts["jam"] == (accs > 4), counts
+
+
+# a matmul that accumulates into its output (C += A @ B): the body loads the buffer it
+# stores, so jamming would move a load before a store of the iteration before; left alone
+ACCUMULATE = MATMUL.replace(f"(store (index {OUT} (add (mul %i 8) %j)) (reduce",
+                            f"(store (index {OUT} (add (mul %i 8) %j)) (add (load (index {OUT} "
+                            "(add (mul %i 8) %j))) (reduce").replace(
+    "(range 5 2 unroll))) (range 0 4)", "(range 5 2 unroll)))) (range 0 4)")
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from(["", " unroll)"]), st.integers(0, 2**16))
+def test_jammed_tiles_bit_exact(jam, keep_loop, seed):
+    """Any jam factor, the unroll lanes or a loop: the C equals the interpreter bit for
+    bit on random inputs (``_check``)."""
+    text = _kernel(MATMUL, {keep_loop: ")"} if keep_loop else None)
+    _, counts = _check(text, Target(jam=jam), seed)
+    assert counts["jam"] == (jam > 1)
+
+
+@pytest.mark.parametrize("jam", [0, -2, 2.0, True, "2"])
+def test_jam_factor_must_be_a_positive_int(jam):
+    with pytest.raises(ValueError, match="Target.jam"):
+        Target(jam=jam)
+
+
+def test_jam_leaves_a_tile_that_reads_its_output():
+    assert ACCUMULATE != MATMUL
+    body, counts = _check(ACCUMULATE, Target(jam=2))
+    assert not counts["jam"] and counts["expand_reduce"] == 1
+    assert body == _check(ACCUMULATE, Target(jam=1))[0]
 
 
 def test_matmul_fused_accumulate_order():
     """With Target.fma each step is fma(a, b, acc), the unroll lanes in order: the chain
     clang makes of tinygrad's ``acc + a0*b0 + a1*b1``."""
     g = parse(MATMUL)
-    body = lower_graph(g, target=Target(fma=True)).c_source
+    body = lower_graph(g, target=Target(fma=True, jam=1)).c_source
     chains = re.findall(r"acc\d+\[0\] = (__builtin_fmaf\(.*\));", body)
     assert len(chains) == 4 and all(c.count("__builtin_fmaf(") == 2 for c in chains), body
     assert "-ffp-contract=off" in compile_kernel(g, optimize=False, target=Target(fma=True),
