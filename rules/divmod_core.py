@@ -707,6 +707,32 @@ def _recombine_mod_chain(s: Lin, ctx: Ctx) -> RuleOut | None:
     return None
 
 
+def _recombine_quotient_sum(s: Lin, ctx: Ctx) -> RuleOut | None:
+    """``f*((x//c1 + c2) % c3) + f*c3*((x + c1*c2) // (c1*c3)) -> f*(x//c1 + c2)`` for
+    c1, c3 > 0, x >= 0 and x + c1*c2 >= 0, the two terms anywhere in the sum: there
+    ``y = x//c1 + c2`` is non-negative and ``y // c3 == (x + c1*c2) // (c1*c3)`` (floor
+    division nests), so the pair is the division identity ``y%c3 + c3*(y//c3) == y``.
+    ``x//c1`` is read through nested constant divisions (``(b//k1)//k2 == b//(k1*k2)``)."""
+    for f, m in s.terms:
+        for y, n in ctx.mod_parts(m):
+            if not n.is_const or n.const <= 0 or len(y.terms) != 1 or y.terms[0][0] != 1:
+                continue
+            c2, c3 = y.const, n.const
+            for x, c1 in _chains(Lin.atom(y.terms[0][1]), ctx):
+                lo = lin_bounds(x, ctx)[0]
+                if c1 <= 0 or lo < 0 or lo + c1 * c2 < 0:
+                    continue
+                for g, d in s.terms:
+                    if d == m or g != f * c3:
+                        continue
+                    for xo, no in ctx.idiv_parts(d):
+                        diff = xo - x
+                        if no.is_const and no.const == c1 * c3 and diff.is_const and \
+                                diff.const == c1 * c2:
+                            return RuleOut(s - Lin.of([(f, m), (g, d)]) + y * f)
+    return None
+
+
 # ---------------------------------------------------------------------------
 # rule objects
 # ---------------------------------------------------------------------------
@@ -830,6 +856,9 @@ SUM_RULES: tuple[SumRule, ...] = (
             "(and ((x//a)%c) + (x//(a*c))*c -> x//a)", _recombine_sum_out),
     SumRule("recombine_mod_chain", "g*e*((x//e) % d) + g*(x % e) + y -> g*(x % (e*d)) + y",
             _recombine_mod_chain),
+    SumRule("recombine_quotient_sum", "f*((x//c1 + c2) % c3) + f*c3*((x + c1*c2)//(c1*c3)) + y "
+            "-> f*(x//c1 + c2) + y (c1, c3 > 0, x >= 0, x + c1*c2 >= 0)",
+            _recombine_quotient_sum),
 )
 
 DIVMOD_RULES: list[DivModRule] = [*RANGE_BASED, *GENERAL, *ADVANCED, *RECOMBINE]

@@ -20,7 +20,8 @@ from eqsat.ir.linear import Lin
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, graph_rewrite
 from rules import symbolic
-from rules.divmod import GROUPS, UOP_CTX, recombine_prepass, to_lin
+from rules.divmod import GROUPS, UOP_CTX, UOpCtx, recombine_prepass, to_lin
+from rules.divmod_core import SUM_RULES
 from tests.rules._cases import engines_test
 from tests.strategies import assignments, int_exprs
 
@@ -205,20 +206,62 @@ ENGINES = [
     ("recombine_divmod_sum", "(add (mod (mul (range 0 9) 3) 4) (mul (idiv (add (mul (range 0 9) "
      "3) 8) 4) 4))", "(add (mul (range 0 9) 3) 8)"),
 ]
-EGRAPH_ONLY = [
-    # inside a longer sum the ordered matcher's pattern does not see it. Nor does the
-    # e-graph since sums order their terms by content (docs/perf.md, issue 30): it found the
-    # cancellation only when the canonical sum happened to put the mod and the scaled
-    # quotient side by side. A whole-sum rule would see it in any order; until then the
-    # row is a strict expected failure, so the fix shows.
-    pytest.param("recombine_quotient", "(add (mod (add (idiv (var x 0 299) 5) 2) 3) (add "
-                 "(mul (idiv (add (var x 0 299) 10) 15) 3) (var z 0 5)))",
-                 "(add (add (idiv (var x 0 299) 5) 2) (var z 0 5))",
-                 marks=pytest.mark.xfail(strict=True, reason="needs a whole-sum rule")),
+# recombine_quotient's pair anywhere in a longer sum, in any order: the whole-sum rule
+# recombine_quotient_sum of the div/mod core (both engines read divmod_core.SUM_RULES)
+XQ, XQN, Z = "(var x 0 299)", "(var x -9 299)", "(var z 0 5)"
+
+
+def _mq(x: str = XQ, c1: int = 5, c2: int = 2, c3: int = 3) -> str:
+    return f"(mod (add (idiv {x} {c1}) {c2}) {c3})"
+
+
+def _qq(x: str = XQ, c4: int = 10, c5: int = 15) -> str:
+    return f"(idiv (add {x} {c4}) {c5})"
+
+
+# input, expected output or None when a guard blocks it
+QUOTIENT_SUMS = [
+    (f"(add {_mq()} (add (mul {_qq()} 3) {Z}))", f"(add (add {Z} (idiv {XQ} 5)) 2)"),
+    (f"(add (add {Z} (mul {_qq()} 3)) {_mq()})", f"(add (add {Z} (idiv {XQ} 5)) 2)"),
+    (f"(add (add (mul {_qq()} 6) {Z}) (add (mul {_mq()} 2) (range 0 7)))",
+     f"(add (add (add {Z} (range 0 7)) (mul (idiv {XQ} 5) 2)) 4)"),
+    (f"(add (mul {_mq()} -1) (mul {_qq()} -3))", f"(sub -2 (idiv {XQ} 5))"),
+    # x//6 read as (x//2)//3
+    (f"(add (mod (add (idiv (idiv {XQ} 2) 3) 1) 4) (add (mul {_qq(c4=6, c5=24)} 4) {Z}))",
+     f"(add (add {Z} (idiv (idiv {XQ} 2) 3)) 1)"),
+    # a negative c2 while x + c1*c2 >= 0
+    (f"(add {_mq('(var x 5 299)', c2=-1)} (add (mul {_qq('(var x 5 299)', c4=-5)} 3) {Z}))",
+     f"(add (add {Z} (idiv (var x 5 299) 5)) -1)"),
+    (f"(add {_mq(XQN)} (add (mul {_qq(XQN)} 3) {Z}))", None),         # x may be negative
+    (f"(add {_mq(c2=-1)} (add (mul {_qq(c4=-5)} 3) {Z}))", None),    # x + c1*c2 may be
+    (f"(add {_mq()} (add (mul {_qq(c4=5)} 3) {Z}))", None),           # c4 != c1*c2
+    (f"(add {_mq()} (add (mul {_qq(c5=10)} 3) {Z}))", None),          # c5 != c1*c3
+    (f"(add {_mq()} (add (mul {_qq()} 2) {Z}))", None),               # coefficient != f*c3
+]
+
+
+@pytest.mark.parametrize("src,want", QUOTIENT_SUMS)
+def test_recombine_quotient_sum(src, want):
+    rule = next(r for r in SUM_RULES if r.name == "recombine_quotient_sum")
+    e = parse(src)
+    out = rule.fn(to_lin(e), UOpCtx(e))
+    assert (None if out is None else to_sexpr(out, compact=True)) == want
+    if out is not None:
+        eq = check_equivalent(e, out, samples=3000)
+        assert eq, eq.reason
+
+
+# both engines find it inside a longer sum (the ordered matcher's recombine_quotient
+# pattern does not; recombine_divmod_sum runs the whole-sum rule)
+SUMS = [
+    ("recombine_quotient_sum", f"(add {_mq()} (add (mul {_qq()} 3) {Z}))",
+     f"(add (add {Z} (idiv {XQ} 5)) 2)"),
+    ("recombine_quotient_sum", f"(add (add {Z} (mul {_qq()} 3)) {_mq()})",
+     f"(add (add {Z} (idiv {XQ} 5)) 2)"),
 ]
 
 test_engines = engines_test(ENGINES)
-test_egraph_only = engines_test(EGRAPH_ONLY, engines=("egraph",))
+test_sums = engines_test(SUMS)
 
 
 def test_every_rule_has_a_positive_and_a_blocked_row():
