@@ -417,7 +417,7 @@ def _sum_grid() -> Iterable[UOp]:
     for x in (a, s, a + b):
         for n, d in ((2, 3), (4, 2)):
             terms = [x % c(n), x // c(n), (x // c(n)) % c(d), x // c(n * d), x % c(n * d),
-                     (x + c(2 * n)) // c(n)]
+                     (x + c(2 * n)) // c(n), (x // c(d) + c(1)) % c(n), (x + c(d)) // c(n * d)]
             for u, v in itertools.combinations(terms, 2):
                 for f in (1, 2, -1):
                     for g in (1, n, n * d, -n):
@@ -427,7 +427,7 @@ def _sum_grid() -> Iterable[UOp]:
 
 
 _SUM_DOMAIN = ("f*u + g*v (+ b) for u, v two of x%n, x//n, (x//n)%d, x//(n*d), x%(n*d), "
-               "(x + 2*n)//n, "
+               "(x + 2*n)//n, (x//d + 1)%n, (x + d)//(n*d), "
                "x in a, s, a+b, (n, d) in (2, 3), (4, 2), f in 1, 2, -1, g in 1, n, n*d, -n "
                "(a in [0,7], b in [0,5], s in [-6,6]); each instance proven for every value "
                "of the variables")

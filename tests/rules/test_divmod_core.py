@@ -528,9 +528,13 @@ def test_sum_rules_sound_on_random_sums():
         e, d, g = rng.choice((2, 3, 4, 8)), rng.choice((2, 3, -3, 5)), rng.choice((1, 2, -1, 3))
         k = rng.choice((1, 1, 2, 6))
         base = Lin.atom(_idv(x, k)) if k != 1 else x
+        c2 = rng.choice((-2, 1, 2))
         terms = [(g * e * rng.choice((1, 1, 1, 2)), _md(Lin.atom(_idv(base, e)), d)),
-                 (g, _md(base, e)), (rng.choice((d * e, e, 1)), _idv(base, rng.choice((e, 2))))]
-        s = Lin.of(rng.sample(terms, rng.randint(1, 3)), rng.randint(-3, 3))
+                 (g, _md(base, e)), (rng.choice((d * e, e, 1)), _idv(base, rng.choice((e, 2)))),
+                 # recombine_quotient_sum's pair: (base//e + c2) % |d|, (base + e*c2)//(e*|d|)
+                 (g, _md(Lin.atom(_idv(base, e)) + c2, abs(d))),
+                 (g * abs(d) * rng.choice((1, 1, -1)), _idv(base + e * c2, e * abs(d)))]
+        s = Lin.of(rng.sample(terms, rng.randint(1, 4)), rng.randint(-3, 3))
         for rule in SUM_RULES:
             t = rule(s, ctx)
             if t is None:
@@ -765,6 +769,13 @@ Z3_CASES = [
      [()], "counterexample"),
     ("recombine_mod_chain", lambda e, d: (_tmod(ZX, e * d) == _tmod(_tdiv(ZX, e), d) * e
                                           + _tmod(ZX, e), []), _each(_PV, (2, 3, 5)), "proved"),
+    ("recombine_quotient_sum", lambda c1, c3: (
+        _tmod(_tdiv(ZX, c1) + ZK, c3) + _tdiv(ZX + c1 * ZK, c1 * c3) * c3 == _tdiv(ZX, c1) + ZK,
+        [ZX >= 0, ZX + c1 * ZK >= 0]), _each(_PV, _PV), "proved"),
+    # either guard dropped: x = -1 (c2 = 2), x = 1 (c2 = -2) with c1 = c3 = 2
+    ("recombine_quotient_sum_unguarded", lambda c2, hyp: (
+        _tmod(_tdiv(ZX, 2) + c2, 2) + _tdiv(ZX + 2 * c2, 4) * 2 == _tdiv(ZX, 2) + c2, [hyp]),
+     [(2, ZX + 4 >= 0), (-2, ZX >= 0)], "counterexample"),
     ("remove_nested_mod_single_term", lambda c, k: (_tmod(_tmod(ZA, k * c), c) == _tmod(ZA, c),
                                                     []), _each(_PV, _DV), "proved"),
 ]
