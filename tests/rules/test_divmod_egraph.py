@@ -139,6 +139,8 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      "15) 3))", f"(add (idiv {W} 5) 2)"),
     ("mod_quotient_split", (REC, "alu_folding_dsl_patterns"), f"(add (mod (add (idiv {W} 5) 2) "
      f"3) (add (mul (idiv (add {W} 10) 15) 3) {B}))", f"(add (add (idiv {W} 5) 2) {B})"),
+    ("recombine_quotient_sum", (REC,), f"(add (add {B} (mul (idiv (add {W} 10) 15) 3)) "
+     f"(mod (add (idiv {W} 5) 2) 3))", f"(add (add {B} (idiv {W} 5)) 2)"),
     ("idiv_loop_end", (RB,), f"(idiv (range 0 (add {A} 2)) (add {A} 2))", "0"),
     ("mod_loop_end", (RB,), f"(mod (range 0 (add {A} 2)) (add {A} 2))", f"(range 0 (add {A} 2))"),
     # advanced_division_dsl_patterns: computed
@@ -262,6 +264,9 @@ BLOCKED_PY: list[tuple[str, tuple[str, ...], str, str]] = [
      f"(idiv (mul (mul {A} {B}) {S}) (mul {A} {S}))"),                        # a may be 0
     ("recombine_quotient", (REC,), f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) "
      "15) 3))", f"(add (mod (add (idiv {X} 5) 2) 3) (mul (idiv (add {X} 10) 15) 3))"),
+    ("recombine_quotient_sum", (REC,), f"(add (add {B} (mul (idiv (add {X} 10) 15) 3)) "
+     f"(mod (add (idiv {X} 5) 2) 3))", f"(add (add {B} (mul (idiv (add {X} 10) 15) 3)) "
+     f"(mod (add (idiv {X} 5) 2) 3))"),                                       # x may be < 0
 ]
 
 
