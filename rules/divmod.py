@@ -283,9 +283,9 @@ _CORE = ("the div/mod core (rules.divmod_core), over linear forms: the e-graph r
          "function on its e-classes' forms (a computed rule of the same name)")
 # #1-#4 of seed 003 are written for fixed-width integers only: an index sum is a linear
 # form, whose whole-sum rules (divmod_core.SUM_RULES: recombine_divmod_sum in the ordered
-# matcher, recombine_divmod and recombine_mod_chain in the e-graph) find them between any
-# two of its terms, whatever their grouping; the binary forms on index sums cost about a
-# quarter of the egglog time for the same outputs (docs/perf.md)
+# matcher, recombine_divmod, recombine_mod_chain and recombine_quotient_sum in the e-graph)
+# find them between any two of its terms, whatever their grouping; the binary forms on index
+# sums cost about a quarter of the egglog time for the same outputs (docs/perf.md)
 _IDX_ONLY = "e-graph only: the ordered matcher's div/mod core does this ({})"
 _SELECT = ("e-graph only: tinygrad keeps the division; the ordered matcher's result is the "
            "reference the e-graph is held to")
@@ -422,7 +422,7 @@ LAWS = [
             UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
             guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
        "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
-       "recombine_mod_chain) over every index sum class"),
+       "recombine_mod_chain, recombine_quotient_sum) over every index sum class"),
     # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)
     rule("mod_in_range", "x % n -> x",
          "(vmin(n) > 0 and -vmin(n) < vmin(x) and vmax(x) < vmin(n)) or "
