@@ -74,7 +74,7 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      "(mod (add (range 0 8) (range 1 2)) 2)"),
     ("fold_binary_numerator", (RB,), f"(mod (add (mul {V} 3) 2) 5)", f"(sub 2 (mul {V} 2))"),
     ("fold_divmod_congruence", (RB,), f"(mod (add (mul (range 0 4) 8) {V}) 7)",
-     f"(add (range 0 4) {V})"),
+     f"(add {V} (range 0 4))"),
     ("gcd_with_remainder", (RB,), f"(idiv (add (mul {A} 4) 10) 8)", f"(add (idiv {A} 2) 1)"),
     ("divide_by_gcd", (RB,), f"(idiv (mul {A} 4) (mul {S} 2))", f"(idiv (mul {A} 2) {S})"),
     ("factor_remainder", (RB,), f"(idiv (add (mul {A} 8) (mul {B} 3)) 8)",
@@ -103,7 +103,7 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("divmod_basis", (REC,), f"(add (add (mul (idiv {R270} 30) 30) (mod {R270} 10)) "
      f"(mul (mod (idiv {R270} 10) 3) -10))", f"(sub {R270} (mul (mod (idiv {R270} 10) 3) 20))"),
     ("recombine_divmod", (REC,), f"(add (add (mul (mod (range 0 64) 8) 2) {B}) "
-     "(mul (idiv (range 0 64) 8) 16))", f"(add (mul (range 0 64) 2) {B})"),
+     "(mul (idiv (range 0 64) 8) 16))", f"(add {B} (mul (range 0 64) 2))"),
     ("recombine_divmod", (REC,), f"(add (mod {X} 7) (mul (idiv {X} 7) 7))", X),        # #1
     ("recombine_divmod", (REC,), f"(add (mul 7 (idiv {X} 7)) (mod {X} 7))", X),
     ("recombine_divmod", (REC,), f"(add (mod {X} {S}) (mul (idiv {X} {S}) {S}))", X),
@@ -151,7 +151,7 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("sum_divisible_symbolic", (ADV,), f"(idiv (add (mul {A} {S}) {B}) {S})",
      f"(add {A} (idiv {B} {S}))"),
     ("mod_coef_reduce", (ADV,), f"(mod (add (mul (range 0 4) 8) {W}) 7)",
-     f"(mod (add (range 0 4) {W}) 7)"),
+     f"(mod (add {W} (range 0 4)) 7)"),
     ("idiv_of_mod", (ADV, REC), f"(add (idiv (mod {W} -12) 4) (mul (idiv {W} 12) 3))",
      f"(idiv {W} 4)"),                           # C: w % -12 == w % 12
 ]
