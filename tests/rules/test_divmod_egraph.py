@@ -138,7 +138,7 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     ("recombine_quotient", (REC,), f"(add (mod (add (idiv {W} 5) 2) 3) (mul (idiv (add {W} 10) "
      "15) 3))", f"(add (idiv {W} 5) 2)"),
     ("mod_quotient_split", (REC, "alu_folding_dsl_patterns"), f"(add (mod (add (idiv {W} 5) 2) "
-     f"3) (add (mul (idiv (add {W} 10) 15) 3) {B}))", f"(add (add (idiv {W} 5) 2) {B})"),
+     f"3) (add (mul (idiv (add {W} 10) 15) 3) {B}))", f"(add (add {B} (idiv {W} 5)) 2)"),
     ("recombine_quotient_sum", (REC,), f"(add (add {B} (mul (idiv (add {W} 10) 15) 3)) "
      f"(mod (add (idiv {W} 5) 2) 3))", f"(add (add {B} (idiv {W} 5)) 2)"),
     ("idiv_loop_end", (RB,), f"(idiv (range 0 (add {A} 2)) (add {A} 2))", "0"),
