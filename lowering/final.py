@@ -37,7 +37,7 @@ import math
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp, range_id, range_kind
+from eqsat.ir.uop import UOp, live_ranges, range_id, range_kind
 from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
@@ -45,26 +45,6 @@ __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", 
            "reduce_identity", "accumulate", "FUSED"]
 
 _CLOSERS = (Ops.END, Ops.REDUCE)
-
-
-def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
-                ) -> dict[UOp, frozenset[UOp]]:
-    """For every node, the RANGEs it runs inside (used and not yet closed).
-
-    A RANGE is live in itself and in everything that uses it, until an END or
-    REDUCE listing it closes it. ``extra`` adds dependencies (control-flow
-    edges) that count like sources.
-    """
-    live: dict[UOp, frozenset[UOp]] = {}
-    for u in _toposort(root, extra):
-        srcs = u.src + (extra.get(u, ()) if extra else ())
-        rs = frozenset().union(*(live[s] for s in srcs)) if srcs else frozenset()
-        if u.op is Ops.RANGE:
-            rs = rs | {u}
-        elif u.op in _CLOSERS:
-            rs = rs - set(u.src[1:])
-        live[u] = rs
-    return live
 
 
 def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:

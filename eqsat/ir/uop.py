@@ -25,7 +25,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key", "RANGE_KINDS",
-           "range_id", "range_kind"]
+           "range_id", "range_kind", "live_ranges"]
 
 
 class IRError(ValueError):
@@ -370,6 +370,27 @@ class UOp:
     def ranges(self) -> tuple[UOp, ...]:
         """The RANGE nodes this node depends on (for run counts), in toposort order."""
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
+
+
+def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
+                ) -> dict[UOp, frozenset[UOp]]:
+    """For every node, the RANGEs it runs inside (used and not yet closed).
+
+    A RANGE is live in itself and in everything that uses it, until an END or
+    REDUCE listing it closes it. ``extra`` adds dependencies (control-flow
+    edges) that count like sources. A kernel's root has none live; a rewrite
+    that leaves one live at the root uses a loop index outside its loop.
+    """
+    live: dict[UOp, frozenset[UOp]] = {}
+    for u in root.toposort(extra):
+        srcs = u.src + (extra.get(u, ()) if extra else ())
+        rs = frozenset().union(*(live[s] for s in srcs)) if srcs else frozenset()
+        if u.op is Ops.RANGE:
+            rs = rs | {u}
+        elif u.op in (Ops.END, Ops.REDUCE):
+            rs = rs - set(u.src[1:])
+        live[u] = rs
+    return live
 
 
 def drop_folded_ranges(u: UOp) -> UOp:

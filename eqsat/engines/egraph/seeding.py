@@ -20,7 +20,10 @@ A root whose baseline rewrite is not cheaper than the root brings nothing.
 After the extraction :func:`no_worse_than_start` keeps, root by root, the cheapest of
 the extracted term, the baseline's and the input under the run's cost model:
 ``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped
-the run (a budget, the hard time or memory limit).
+the run (a budget, the hard time or memory limit). A candidate that uses a loop index
+outside its loop is not a result: the e-graph knows values, not loops, so it may equate
+a store's address with a term that reads a reduce's range (equal for every value of that
+range) where the range is not open; such a root keeps its baseline rewrite or its input.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import has_text_form
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, live_ranges
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
 
@@ -129,7 +132,11 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
     for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
         c_in, c_out = costs[i]
         c_seed = c_in if s is r else cost(s)
-        if c_seed < c_out and _printable(s):
+        seed_ok = _printable(s) and _in_scope(s, r)
+        if not _in_scope(outs[i], r):
+            outs[i], c_out = (s, c_seed) if seed_ok else (r, c_in)
+            costs[i] = (c_in, c_out)
+        if c_seed < c_out and seed_ok:
             outs[i], c_out = s, c_seed
             costs[i] = (c_in, c_out)
         if id(r) in seen:
@@ -141,6 +148,12 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
         fig["final"] += min(c_in, c_out)
     fig["gain"] = fig["start"] - fig["final"]
     return costs, fig
+
+
+def _in_scope(u: UOp, root: UOp) -> bool:
+    """Whether ``u`` leaves open no range that ``root`` closes (every loop index it uses
+    is inside its loop where ``root``'s are)."""
+    return u is root or live_ranges(u)[u] <= live_ranges(root)[root]
 
 
 def _printable(u: UOp) -> bool:

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from eqsat.api import Budget, optimize, optimize_many
 from eqsat.engines.egraph import clear_result_cache, session_for
 from eqsat.ir.sexpr import parse, to_sexpr
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, live_ranges
 from tests.conftest import REPO
 from tests.strategies import SeededDraw, fuzz_kernel, int_exprs, padded_index_exprs
 
@@ -167,3 +167,14 @@ def test_ties_break_by_content_whatever_came_first(first: str, second: str, want
     alone = _batch_texts([parse(first)])[0]
     after = _batch_texts([parse(second), parse(first)])[1]
     assert (alone, after) == (want, want)
+
+
+def test_no_loop_index_outside_its_loop() -> None:
+    """The e-graph equates the store address ``r1*20`` of this conv2d with
+    ``where(r4 + 2*r1 < 2, 0, 20)`` (equal for both values of the reduce's range r4), which
+    reads r4 where its loop is closed: the result keeps a term with no range left open."""
+    from workloads import BUILDERS, make
+
+    g = make("conv2d", **BUILDERS["conv2d"].cases[2]).graph
+    out = optimize(g, engine="egraph").graph
+    assert not live_ranges(out)[out]
