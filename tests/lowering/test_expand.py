@@ -188,17 +188,15 @@ def test_non_constant_lanes_stay_loops():
 
 @pytest.mark.parametrize("name", ["elementwise", "permute", "pad", "reduce", "matmul",
                                   "conv2d", "maxpool", "cumsum"])
-def test_tinygrad_kernels_bit_exact_with_fma(name):
+def test_tinygrad_kernels_are_expanded(name):
     """tinygrad's schedule of each kernel (small shapes; its register tiles and unrolls)
-    through the bridge and the expander: with Target(fma=True) every written buffer equals
-    tinygrad's CPU program's bit for bit, the fused chains included."""
+    has upcast or unroll ranges, and the lowering turns them into lanes. Their results,
+    bit for bit against tinygrad's program on its CPU or PYTHON device:
+    tests/lowering/test_vs_tinygrad_kernels.py."""
     tk = pytest.importorskip("benchmarks.tinygrad_kernels")
-    if tk.device() != "CPU":
-        pytest.skip("tinygrad's CPU device needs clang")
     case = {c.name: c for c in tk.CASES}[name]
     expanded = Counter()
     for k in tk.schedule(case, "small"):
-        ran = tk.run_both(k, target=Target(fma=True))
-        assert ran.bit_exact, (k.label, ran.mismatched)
-        expanded.update(ran.ours.lowered.stats["expanded"])
-    assert expanded  # every one of these schedules has upcast or unroll ranges
+        ours = compile_kernel(k.graph, target=tk.device_target(k.dev), compile=False)
+        expanded.update(ours.lowered.stats["expanded"])
+    assert expanded
