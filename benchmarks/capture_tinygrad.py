@@ -63,7 +63,8 @@ from eqsat.ir.uop import UOp  # noqa: E402
 from eqsat.tinygrad import from_tinygrad  # noqa: E402
 from extraction import divmod_count, reference_cost  # noqa: E402
 
-__all__ = ["MODELS", "Captured", "capture", "capture_model", "tinygrad_simplify", "rows", "main"]
+__all__ = ["MODELS", "Captured", "capture", "capture_model", "lower_kernels",
+           "tinygrad_simplify", "rows", "main"]
 
 DEVICE = "NULL"
 
@@ -169,25 +170,30 @@ def _hooks(out: list[tuple[str, Any]]) -> Iterator[None]:
         ix.graph_rewrite, cg.graph_rewrite = real_ix, real_cg
 
 
-def capture_model(name: str, build: Callable[[], Any]) -> list[Captured]:
-    """The index expressions of the kernels tinygrad builds for ``build()``, in order."""
+def lower_kernels(build: Callable[[], Any], stop: type[Exception]) -> None:
+    """Schedule ``build()`` and run codegen (``full_rewrite_to_sink``) on every kernel AST
+    in order; ``stop``, raised by a hook on a codegen pass, ends that kernel's lowering."""
     from tinygrad import Device
     from tinygrad.codegen import full_rewrite_to_sink
     from tinygrad.uop.ops import KernelInfo
     from tinygrad.uop.ops import Ops as TOps
 
+    for call in build().schedule_linear().src:
+        ast = call.src[0] if call.src else None
+        if ast is None or ast.op is not TOps.SINK or not isinstance(ast.arg, KernelInfo):
+            continue
+        try:
+            full_rewrite_to_sink(ast, Device[DEVICE].renderer)
+        except stop:
+            pass
+
+
+def capture_model(name: str, build: Callable[[], Any]) -> list[Captured]:
+    """The index expressions of the kernels tinygrad builds for ``build()``, in order."""
     _clear_caches()
     found: list[tuple[str, Any]] = []
     with _hooks(found):
-        linear = build().schedule_linear()
-        for call in linear.src:
-            ast = call.src[0] if call.src else None
-            if ast is None or ast.op is not TOps.SINK or not isinstance(ast.arg, KernelInfo):
-                continue
-            try:
-                full_rewrite_to_sink(ast, Device[DEVICE].renderer)
-            except _StopError:
-                pass
+        lower_kernels(build, _StopError)
     return [Captured(name, kind, u) for kind, u in found]
 
 

@@ -86,12 +86,8 @@ def _kernel_asts(build: Any) -> list[Any]:
     """tinygrad's kernel ASTs for ``build()``, each at the input of codegen's
     ``"initial symbolic"`` pass."""
     import tinygrad.codegen as cg
-    from tinygrad import Device
-    from tinygrad.codegen import full_rewrite_to_sink
-    from tinygrad.uop.ops import KernelInfo
-    from tinygrad.uop.ops import Ops as TOps
 
-    from benchmarks.capture_tinygrad import DEVICE
+    from benchmarks.capture_tinygrad import lower_kernels
 
     out: list[Any] = []
     real = cg.graph_rewrite
@@ -107,14 +103,7 @@ def _kernel_asts(build: Any) -> list[Any]:
 
     cg.graph_rewrite = hook
     try:
-        for call in build().schedule_linear().src:
-            ast = call.src[0] if call.src else None
-            if ast is None or ast.op is not TOps.SINK or not isinstance(ast.arg, KernelInfo):
-                continue
-            try:
-                full_rewrite_to_sink(ast, Device[DEVICE].renderer)
-            except _TakenError:
-                pass
+        lower_kernels(build, _TakenError)
     finally:
         cg.graph_rewrite = real
     return out
