@@ -132,8 +132,9 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
     for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
         c_in, c_out = costs[i]
         c_seed = c_in if s is r else cost(s)
-        seed_ok = _printable(s) and _in_scope(s, r)
-        if not _in_scope(outs[i], r):
+        open_at_root = live_ranges(r)[r]
+        seed_ok = _printable(s) and _in_scope(s, r, open_at_root)
+        if not _in_scope(outs[i], r, open_at_root):
             outs[i], c_out = (s, c_seed) if seed_ok else (r, c_in)
             costs[i] = (c_in, c_out)
         if c_seed < c_out and seed_ok:
@@ -150,10 +151,10 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
     return costs, fig
 
 
-def _in_scope(u: UOp, root: UOp) -> bool:
-    """Whether ``u`` leaves open no range that ``root`` closes (every loop index it uses
-    is inside its loop where ``root``'s are)."""
-    return u is root or live_ranges(u)[u] <= live_ranges(root)[root]
+def _in_scope(u: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
+    """Whether ``u`` leaves open no range that ``root`` closes (``open_at_root``: the
+    ranges ``root`` leaves open): every loop index it uses is inside its loop."""
+    return u is root or live_ranges(u)[u] <= open_at_root
 
 
 def _printable(u: UOp) -> bool:
