@@ -8,9 +8,9 @@ baseline's and than tinygrad's (and how many are costlier than the baseline's,
 which should be none); and, with ``--check``, how many outputs of each engine
 are not equivalent to their input. Then the project's targets (docs/perf.md).
 
-The e-graph runs in batches (``--batch``, one e-graph per batch of cases; each
-case's time is its share of the batch's); ``--batch 1`` calls
-``eqsat.optimize`` once per case. Both engines get the same cost model
+Every case is one ``eqsat.optimize`` call of its own (``--batch``: how many cases
+each engine takes in its turn, and each task of ``--jobs``; no output depends on it).
+Both engines get the same cost model
 (``--model``, default ``reference``); every output is the engine's result or,
 when that is costlier, the input (``eqsat.optimize``'s rule).
 
@@ -62,10 +62,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import corpus_path  # noqa: E402
-from eqsat.api import CHUNK  # noqa: E402
+from eqsat.api import CHUNK, Budget, optimize  # noqa: E402
 from eqsat.compare import (  # noqa: E402
     Case,
-    batch_budget,
     finish,
     load,
     run,
@@ -74,7 +73,7 @@ from eqsat.compare import (  # noqa: E402
     table,
     take_output,
 )
-from eqsat.engines.egraph import optimize_many, session_for  # noqa: E402
+from eqsat.engines.egraph import session_for  # noqa: E402
 from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from eqsat.progress import progress  # noqa: E402
 from extraction import get_cost_model  # noqa: E402
@@ -92,21 +91,26 @@ def _ping(_: int) -> int:
     return os.getpid()
 
 
-def _eg_chunk(job: tuple[list[str], str, float]) -> tuple[list[str], float, float]:
-    """One batch in a worker process: (outputs as text, wall s, CPU s)."""
+def _eg_chunk(job: tuple[list[str], str, float]) -> list[tuple[str, float, float]]:
+    """One batch in a worker process, one ``eqsat.optimize`` call a case: per case
+    (output as text, wall s, CPU s)."""
     texts, model, seconds = job
     cm = get_cost_model(model)
-    gs = [parse(t) for t in texts]
-    w, p = time.perf_counter(), time.process_time()
-    outs, _ = optimize_many(gs, cost_model=cm, budget=batch_budget(len(gs), seconds))
-    wall, cpu = time.perf_counter() - w, time.process_time() - p
-    return [to_sexpr(o, compact=True) for o in outs], wall, cpu
+    budget = Budget(seconds=seconds)
+    out = []
+    for t in texts:
+        g = parse(t)
+        w, p = time.perf_counter(), time.process_time()
+        res = optimize(g, cost_model=cm, budget=budget)
+        out.append((to_sexpr(res.graph, compact=True), time.perf_counter() - w,
+                    time.process_time() - p))
+    return out
 
 
 def run_parallel(rows: list[dict[str, Any]], cases: list[Case], batch: int, model: str,
                  seconds: float, jobs: int, check: bool = False) -> float:
-    """The e-graph batches on ``jobs`` worker processes (sessions built before the
-    clock starts); each case gets its batch's time share; returns the elapsed wall."""
+    """The e-graph's batches on ``jobs`` worker processes (sessions built before the
+    clock starts), each case one ``eqsat.optimize`` call; returns the elapsed wall."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -120,10 +124,11 @@ def run_parallel(rows: list[dict[str, Any]], cases: list[Case], batch: int, mode
         results = list(pool.map(_eg_chunk, [([r["expr"] for r in rows[i:i + batch]], model,
                                               seconds) for i in starts]))
         elapsed = time.perf_counter() - t0
-    for i, (texts, wall, cpu) in zip(starts, results, strict=True):
-        for c, g, t in zip(cases[i:i + batch], graphs[i:i + batch], texts, strict=True):
+    for i, per_case in zip(starts, results, strict=True):
+        for c, g, (t, wall, cpu) in zip(cases[i:i + batch], graphs[i:i + batch], per_case,
+                                        strict=True):
             take_output(c, "egraph", g, parse(t), cm)
-            c.wall["egraph"], c.cpu["egraph"] = wall / len(texts), cpu / len(texts)
+            c.wall["egraph"], c.cpu["egraph"] = wall, cpu
     finish(cases, graphs, ["egraph"], check)
     return elapsed
 
@@ -132,7 +137,7 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
            jobs: int = 1, rounds: list[dict[str, dict[str, float]]] | None = None) -> str:
     """The printed report (table, CPU times, targets, worst cases). ``elapsed``: the
     e-graph's elapsed wall time on ``jobs`` worker processes (the table's e-graph times
-    are then the workers' per-batch times, summed); ``rounds``: every timing round's
+    are then the workers' per-case times, summed); ``rounds``: every timing round's
     totals (their ratios are printed when there are several)."""
     lines = table(summary(cases, ["baseline", "egraph"], tinygrad=True))
 
@@ -174,7 +179,7 @@ def report(cases: list[Case], check: bool, worst: int = 10, elapsed: float | Non
     lines.append(f"  e-graph time <= 3 x baseline: wall x"
                  f"{wall_e / max(wall_b, 1e-9):.2f}, CPU x"
                  f"{cpu_e / max(cpu_b, 1e-9):.2f} ("
-                 + ("one process)" if elapsed is None else "the batches' times summed)"))
+                 + ("one process)" if elapsed is None else "the workers' times summed)"))
     if elapsed is not None:
         lines.append(f"  e-graph on {jobs} worker processes: elapsed {elapsed:.2f} s = x"
                      f"{elapsed / max(wall_b, 1e-9):.2f} the baseline's wall time "
@@ -253,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=corpus_path())
     ap.add_argument("--batch", type=int, default=CHUNK,
-                    help=f"cases per e-graph (default {CHUNK}, eqsat batch's chunk; 1: per case)")
+                    help=f"cases per turn of each engine and per task of --jobs (default "
+                         f"{CHUNK}, eqsat batch's chunk)")
     ap.add_argument("--model", default="reference", help="cost model: reference or default")
     ap.add_argument("--check", action="store_true", help="check every output's equivalence")
     ap.add_argument("--limit", type=int, default=None, help="only the first N cases")
@@ -288,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1 or args.repeat < 1:
         print("--jobs and --repeat must be >= 1", file=sys.stderr)
         return 2
-    parallel = args.jobs > 1 and args.batch > 1
+    parallel = args.jobs > 1
     with progress(total=len(rows), desc="compare") as bar:
         cases, rounds = run(rows, engines=["baseline"] if parallel else ["baseline", "egraph"],
                             batch=args.batch, model=args.model, check=args.check,
@@ -298,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     if parallel:
         elapsed = run_parallel(rows, cases, args.batch, args.model, args.seconds, args.jobs,
                                args.check)
-    print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; e-graph batch "
-          f"{args.batch}")
+    print(f"{len(cases)} cases from {args.corpus}; cost model {args.model!r}; turns of "
+          f"{args.batch} cases")
     print(report(cases, args.check, args.worst, elapsed, args.jobs, rounds))
     return 0
 

@@ -14,11 +14,11 @@ __all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGI
 
 log = logging.getLogger(__name__)
 
-#: cases a batch puts in one e-graph by default (``optimize_many(executor=)``, ``eqsat
-#: batch --chunk``, ``eqsat compare --chunk``, the benchmarks): a step's fixed cost (egglog
-#: assembling and indexing its rules, the pass's set-up) is shared by more cases the
-#: larger the chunk, and a chunk's budget is its cases' budgets summed
-#: (docs/perf.md, "The batch chunk")
+#: graphs a task carries to a worker by default (``optimize_many(executor=)``, ``eqsat
+#: batch --chunk``, the benchmarks): a task's fixed cost (its trip to the worker and back)
+#: is shared by more graphs the larger the chunk, and a worker that dies costs a rerun of
+#: at most that many. Each graph is still optimized on its own: no result depends on the
+#: chunk (docs/perf.md, "The batch chunk")
 CHUNK = 64
 
 
@@ -48,8 +48,7 @@ class Budget:
     stopped by ``time`` or ``memory`` may not. Whatever stopped it, the e-graph's
     result costs at most the cheaper of the input and the baseline's result (the run
     starts from both).
-    ``optimize_many`` gives its batch n times the e-node and time budgets (the memory
-    budget is the run's).
+    ``optimize_many`` gives each of its graphs this budget.
     """
 
     iterations: int = 12
@@ -221,20 +220,17 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any]
                   chunk: int = CHUNK) -> list[Result]:
     """Optimize several graphs; one :class:`Result` each, in order.
 
-    The e-graph engine puts all of them in one e-graph (shared subgraphs once, one
-    warm-up of the e-graph for the lot: several times faster per graph than one
-    ``optimize`` call each); ``budget`` is per graph (the batch gets the sum of the
-    e-node and time budgets). Each result is never costlier than its input. The
-    shared ``stats`` of a batch are the batch's, with ``batch`` = its size.
-    ``keep_egraph``: every result's ``egraph`` is the batch's one e-graph.
+    Each graph is optimized on its own, with its own ``budget``: its result is the one
+    ``optimize(graph, engine, rulesets, cost_model, budget)`` gives it, byte for byte,
+    whatever the other graphs, the executor or the chunk (a thread's warm session serves
+    them all; ``keep_egraph``: each result keeps its own run's e-graph).
 
     ``executor`` (any :class:`concurrent.futures.Executor`: a process or thread pool, a
-    Dask ``Client.get_executor()``): the graphs go to it ``chunk`` at a time, each
-    chunk one ``optimize_many`` call where it runs (a worker keeps its warm session
-    from chunk to chunk); the results are the ones each chunk gives alone. Graphs
-    travel as ``.uop`` text (as pickled UOps when they have no text form), and the
-    cost model and budget are pickled; ``keep_egraph`` is not available then (the
-    e-graphs stay with the workers).
+    Dask ``Client.get_executor()``): the graphs go to it ``chunk`` at a time, one task
+    each chunk (a worker keeps its warm session from task to task). Graphs travel as
+    ``.uop`` text (as pickled UOps when they have no text form), and the cost model and
+    budget are pickled; ``keep_egraph`` is not available then (the e-graphs stay with
+    the workers).
     """
     from extraction import get_cost_model
 
@@ -244,38 +240,15 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any]
     for i, g in enumerate(graphs):
         if not isinstance(g, UOp):
             raise TypeError(f"optimize_many: graph {i} is a {type(g).__name__}, not a UOp")
-    if executor is not None:
-        if keep_egraph:
-            raise ValueError("optimize_many: keep_egraph with an executor (the e-graphs stay "
-                             "with the workers): run without an executor to keep them")
-        if chunk < 1:
-            raise ValueError(f"optimize_many: chunk must be >= 1, got {chunk}")
-        return _on_executor(executor, graphs, engine, rulesets, get_cost_model(cost_model),
-                            budget, chunk)
-    if engine != "egraph" or len(graphs) <= 1:
-        return [optimize(g, engine, rulesets, cost_model, budget, keep_egraph) for g in graphs]
-    from eqsat.engines.egraph import optimize_many as egraph_many
-
     model = get_cost_model(cost_model)
-    b = budget or Budget()
-    n = len(graphs)
-    t0 = time.perf_counter()
-    outs, stats = egraph_many(graphs, rulesets=rulesets, cost_model=model, budget=Budget(
-        iterations=b.iterations, enodes=b.enodes * n, seconds=b.seconds * n, stall=b.stall,
-        memory=b.memory), keep_egraph=keep_egraph)
-    stats.setdefault("time", {})["total"] = time.perf_counter() - t0
-    kept = stats.pop("egraph", None)
-    costs = stats.pop("costs", None) or [(model.graph_cost(g), model.graph_cost(o))
-                                         for g, o in zip(graphs, outs, strict=True)]
-    stats["batch"] = n
-    results = []
-    for g, out, (in_cost, out_cost) in zip(graphs, outs, costs, strict=True):
-        st = dict(stats)
-        if out_cost > in_cost:
-            out, out_cost = g, in_cost
-            st["fallback"] = "input was cheaper"
-        results.append(Result(out, out_cost, in_cost, st, kept, model))
-    return results
+    if executor is None:
+        return [optimize(g, engine, rulesets, model, budget, keep_egraph) for g in graphs]
+    if keep_egraph:
+        raise ValueError("optimize_many: keep_egraph with an executor (the e-graphs stay "
+                         "with the workers): run without an executor to keep them")
+    if chunk < 1:
+        raise ValueError(f"optimize_many: chunk must be >= 1, got {chunk}")
+    return _on_executor(executor, graphs, engine, rulesets, model, budget, chunk)
 
 
 def _to_wire(g: UOp) -> str | UOp:
@@ -299,9 +272,9 @@ def optimize_chunk(items: list[str | UOp], engine: str, rulesets: list[str] | No
                    cost_model: Any, budget: Budget | None
                    ) -> list[tuple[str | UOp, float, float, dict[str, Any]]]:
     """What a worker runs for :func:`optimize_many` with an executor: one chunk of
-    graphs (``.uop`` text or UOps) through ``optimize_many`` here; per graph (output as
-    it travels, cost, input cost, stats)."""
-    res = optimize_many([_from_wire(x) for x in items], engine, rulesets, cost_model, budget)
+    graphs (``.uop`` text or UOps), each through :func:`optimize` here; per graph
+    (output as it travels, cost, input cost, stats)."""
+    res = [optimize(_from_wire(x), engine, rulesets, cost_model, budget) for x in items]
     return [(_to_wire(r.graph), r.cost, r.input_cost, r.stats) for r in res]
 
 

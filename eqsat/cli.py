@@ -321,7 +321,7 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
 
 
 #: the run statistics a batch row carries with ``--stats``
-_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back", "batch")
+_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back")
 
 
 def _finish(out: dict[str, Any], res: Any, us: float, opts: dict[str, Any]) -> dict[str, Any]:
@@ -349,52 +349,30 @@ def _optimize_one(lineno: int, out: dict[str, Any], graph: Any, opts: dict[str, 
 
 
 def _batch_chunk(jobs: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Several lines of a batch optimized together (``eqsat.optimize_many``: one e-graph
-    for the chunk); each case's ``us`` is its share of the chunk's time. When the
-    chunk's run fails, its cases run one by one, so the error lands on its own case."""
+    """Several lines of a batch, one task of a worker: each case parsed and optimized on
+    its own (``eqsat.optimize`` with the worker's warm session), so its row is the one it
+    gets alone, whatever the chunk; its ``us`` is its own time (parse, optimize, print).
+    A case that fails gets its own error row."""
     if not jobs:
         return []
     opts = jobs[0][2]
     _warm(opts)
-    t0 = time.perf_counter()
-    prepared = [_prepare(j) for j in jobs]
-    live = [i for i, (_, g) in enumerate(prepared) if g is not None]
-    results: list[dict[str, Any]] = [out for out, _ in prepared]
+    prepared = []
+    for job in jobs:
+        t = time.perf_counter()
+        out, graph = _prepare(job)
+        prepared.append((out, graph, time.perf_counter() - t))
+    live = [g for _, g, _ in prepared if g is not None]
     if live:
         # a one-time build (an e-graph kind this process has not needed before, e.g. the
-        # fixed-width one) is start-up, as the imports are: not the cases' time or budget
-        t = time.perf_counter()
+        # fixed-width one) is start-up, as the imports are: not a case's time or budget
         try:
-            _start_engine(opts, [prepared[i][1] for i in live])
+            _start_engine(opts, live)
         except Exception:  # noqa: BLE001 - the cases' own runs report any problem
             pass
-        t0 += time.perf_counter() - t
-
-    def one_by_one(start: float | None = None) -> list[dict[str, Any]]:
-        for i in live:
-            out, graph = prepared[i]
-            results[i] = _optimize_one(jobs[i][0], out, graph, opts,
-                                       time.perf_counter() if start is None else start)
-        return results
-
-    if len(live) <= 1:
-        return one_by_one(t0)
-    from eqsat.api import Budget, optimize_many
-
-    try:
-        res = optimize_many([prepared[i][1] for i in live], engine=opts["engine"],
-                            rulesets=opts["rulesets"], cost_model=opts["cost"],
-                            budget=Budget(*opts["budget"]))
-        share = (time.perf_counter() - t0) * 1e6 / len(jobs)
-        for i, r in zip(live, res, strict=True):
-            results[i] = _finish(prepared[i][0], r, share, opts)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # noqa: B036 - find the case at fault: one at a time
-        log.warning("a chunk of %d cases (lines %d-%d) failed (%s); running them one by one",
-                    len(jobs), jobs[0][0], jobs[-1][0], type(e).__name__)
-        return one_by_one()
-    return results
+    return [out if graph is None else
+            _optimize_one(job[0], out, graph, opts, time.perf_counter() - parse_s)
+            for job, (out, graph, parse_s) in zip(jobs, prepared, strict=True)]
 
 
 def _log_like(level: int) -> None:
@@ -413,10 +391,6 @@ def _case_id(line: str) -> Any:
         return None
 
 
-#: a case whose worker died runs again alone, with this share of its e-node and time
-#: budgets (a chunk's death may be any of its cases'; alone and smaller, the case that
-#: caused it ends as a result or as the error naming what killed it)
-RETRY_SHARE = 0.5
 #: a worker's address space is capped at its run's memory budget plus this much (the
 #: interpreter, the libraries, the session): a worker that passes it dies alone, and
 #: its cases are retried, rather than the machine's memory running out
@@ -427,19 +401,10 @@ WORKER_TIME_FACTOR = 3.0
 WORKER_GRACE = 60.0
 #: the testing hook: case ids (comma-separated) on which a batch worker kills itself
 #: (SIGKILL), as an engine running out of memory would die; ``ID:chunk`` only while the
-#: case runs in a chunk with others (its retry alone then succeeds)
+#: case runs in a chunk with others (its rerun alone then succeeds)
 KILL_ENV = "EQSAT_BATCH_KILL"
 
 Job = tuple[int, str, dict[str, Any]]  # (line number, line, options)
-
-
-def _scaled(job: Job, share: float) -> Job:
-    """``job`` with ``share`` of its e-node and time budgets (if it has any)."""
-    if "budget" not in job[2]:
-        return job
-    it, en, sec, stall, mem = job[2]["budget"]
-    return job[0], job[1], {**job[2], "budget": (it, max(1, int(en * share)), sec * share,
-                                                 stall, mem)}
 
 
 def _test_kill(chunk: list[Job]) -> None:
@@ -551,11 +516,12 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                    fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk
                    ) -> Iterator[dict[str, Any]]:
     """Every case's row, in input order, each as soon as it and the rows before it are
-    done: chunks of ``chunk`` cases (one e-graph each, ``fn``) on ``jobs`` worker
+    done: chunks of ``chunk`` cases (one task each, ``fn``) on ``jobs`` worker
     processes (``jobs == 1`` too: the command outlives what kills a worker). A worker
     that dies (a signal, its memory cap) or outlives its time is replaced; the cases of
-    its chunk run again, each alone with :data:`RETRY_SHARE` of its budget, and a case
-    whose worker dies again gets an ``error`` row naming what killed it."""
+    its chunk run again, each alone with its own budget (so each row is the case's own
+    result), and a case whose worker dies again gets an ``error`` row naming what
+    killed it."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -611,7 +577,7 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                                    "error": f"the worker process running this case alone "
                                             f"was {cause}"}
                 else:
-                    todo.extendleft(reversed([(first + j, [_scaled(c, RETRY_SHARE)], True)
+                    todo.extendleft(reversed([(first + j, [c], True)
                                               for j, c in enumerate(died)]))
             while nxt in rows:
                 yield rows.pop(nxt)
@@ -759,7 +725,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
     else:
         print(f"{len(cases)} cases from {name}; reference cost of the outputs (extracted "
-              f"under the {args.cost!r} model); e-graph chunk {args.chunk}")
+              f"under the {args.cost!r} model); engines in turns of {args.chunk} cases")
         print("\n".join(compare.table(rep)))
     return 0
 
@@ -922,25 +888,24 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Read JSON objects with 'id' and 'expr' (one a line); write "
                                    "one object per case, in input order, with 'id', 'out' "
                                    "(compact .uop), 'cost' (reference cost of out) and 'us' "
-                                   "(microseconds to parse, optimize and print it: its share "
-                                   "of its chunk's time), or "
+                                   "(microseconds to parse, optimize and print it), or "
                                    "'error' (and 'line') for a case that failed. Blank lines "
                                    "are skipped. Each row is written as soon as it and the "
                                    "rows before it are done. The work runs in worker "
                                    "processes: one that dies (out of memory, a signal) or "
                                    "overruns its time is replaced, and its cases run again "
-                                   "one by one with half their budget; a case that kills "
+                                   "one by one; a case that kills "
                                    "its worker again gets an error naming the cause. Exit "
                                    "status 0 when every case has its row.")
     _engine_flags(s)
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
     s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
-                   help=f"cases optimized together in one e-graph (default {CHUNK}; 1: "
-                        "one e-graph per case)")
+                   help=f"cases a worker takes at a time (default {CHUNK}); each case "
+                        "is optimized on its own, so the rows do not depend on it")
     s.add_argument("--stats", action="store_true",
                    help="add each case's run statistics to its row ('stats': stop "
-                        "reason, iterations, e-nodes, rules held back, cases in its run)")
+                        "reason, iterations, e-nodes, rules held back)")
     s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="send the chunks to this Dask distributed scheduler's workers "
                         "instead of local processes (--jobs is then unused; needs the "
@@ -970,8 +935,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cost model the engines extract with (default reference, the "
                         "metric the table reports)")
     s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
-                   help=f"cases the e-graph optimizes together in one e-graph (default "
-                        f"{CHUNK})")
+                   help=f"cases each engine takes in its turn (default {CHUNK}); each "
+                        "case is optimized on its own")
     s.add_argument("--seconds", type=float, default=300.0, metavar="S",
                    help="e-graph hard time limit per case (default 300; the work "
                         "budgets end a run long before)")

@@ -10,11 +10,11 @@ and worse than each one before it (tinygrad first, when asked); :func:`table` pr
 that, :func:`summary` is also the ``--json`` report.
 
 In one process the engines take turns batch by batch (the baseline on a batch's
-cases, then the e-graph on the same batch), so a load change on a shared machine hits
-both alike. The e-graph runs ``batch`` cases in one e-graph (each case's time is its
-share of the batch's; ``batch=1``: one ``eqsat.optimize`` call each); every output is
-the engine's result or, when that is costlier under the chosen model, the input (what
-``eqsat.optimize`` returns). ``repeat`` times everything several times: each case keeps
+``batch`` cases, then the e-graph on the same batch), so a load change on a shared
+machine hits both alike. Every case is one ``eqsat.optimize`` call of its own (its
+output does not depend on the batch), and its output is the engine's result or, when
+that is costlier under the chosen model, the input (what ``eqsat.optimize``
+returns). ``repeat`` times everything several times: each case keeps
 the median of its times (the outputs are the first round's). Each round optimizes
 freshly parsed graphs with nothing of an earlier round alive (the outputs kept as
 text meanwhile), as a compiler meets new graphs; ``warm`` parses them once instead.
@@ -37,8 +37,7 @@ from eqsat.ir.sexpr import ParseError, parse, to_sexpr
 from extraction import divmod_count, get_cost_model, reference_cost
 
 __all__ = ["Case", "ENGINES", "TINYGRAD", "run", "finish", "load", "rows_of", "source_group",
-           "summary", "table", "case_rows", "columns", "take_output", "short_name",
-           "batch_budget"]
+           "summary", "table", "case_rows", "columns", "take_output", "short_name"]
 
 #: the engines a comparison can run, in the order they run (and are compared)
 ENGINES = ("baseline", "egraph")
@@ -110,11 +109,6 @@ class Case:
     stats: dict[str, dict] = field(default_factory=dict, repr=False)
 
 
-def batch_budget(n: int, seconds: float) -> Budget:
-    """A batch of ``n`` cases: ``n`` times the per-case e-node and time budgets."""
-    return Budget(iterations=12, enodes=20_000 * n, seconds=seconds * n)
-
-
 def take_output(c: Case, engine: str, g: Any, o: Any, cm: Any,
                 stats: dict | None = None) -> None:
     """Record ``engine``'s output ``o`` of input ``g``: the input when that is cheaper
@@ -165,6 +159,12 @@ def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: 
     step = max(batch, 1)
     nrounds = max(repeat, 1)
     for rnd in range(nrounds):
+        if "egraph" in engines:
+            # each round starts with an empty result cache: no round is answered from
+            # an earlier one's results (a case twice in the corpus still hits it)
+            from eqsat.engines.egraph import clear_result_cache
+
+            clear_result_cache()
         if rnd and not warm:
             if rnd == 1:  # the first round's outputs as text: nothing of it stays alive
                 for c in cases:
@@ -175,7 +175,7 @@ def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: 
         for i in range(0, len(graphs), step):
             gs, cs = graphs[i:i + step], cases[i:i + step]
             for e in engines:
-                for k, w, p, res in _timed(e, gs, cm, batch, seconds):
+                for k, w, p, res in _timed(e, gs, cm, seconds):
                     times[f"wall_{e}"][i + k].append(w)
                     times[f"cpu_{e}"][i + k].append(p)
                     if rnd == 0:
@@ -209,19 +209,11 @@ def finish(cases: list[Case], graphs: list[Any], engines: Sequence[str], check: 
                 c.equivalent[e] = bool(check_equivalent(g, o, samples=samples))
 
 
-def _timed(engine: str, gs: list[Any], cm: Any, batch: int, seconds: float
+def _timed(engine: str, gs: list[Any], cm: Any, seconds: float
            ) -> list[tuple[int, float, float, tuple[Any, dict]]]:
-    """Run ``engine`` on one batch: per case (index, wall s, CPU s, (output, stats)).
-    The e-graph with ``batch`` > 1 runs the batch in one e-graph, each case getting an
-    equal share of its time."""
+    """Run ``engine`` on one batch, one ``eqsat.optimize`` call a case: per case (index,
+    wall s, CPU s, (output, stats))."""
     out = []
-    if engine == "egraph" and batch > 1:
-        from eqsat.engines.egraph import optimize_many
-
-        w, p = time.perf_counter(), time.process_time()
-        outs, stats = optimize_many(gs, cost_model=cm, budget=batch_budget(len(gs), seconds))
-        wall, cpu = (time.perf_counter() - w) / len(gs), (time.process_time() - p) / len(gs)
-        return [(k, wall, cpu, (o, stats)) for k, o in enumerate(outs)]
     budget = Budget(seconds=seconds)
     for k, g in enumerate(gs):
         w, p = time.perf_counter(), time.process_time()

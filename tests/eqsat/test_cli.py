@@ -308,10 +308,19 @@ def test_batch_worker_death_costs_only_its_case(jobs, chunk):
     assert alone == ({"p", "q", "r", "s", "t", "u"} if chunk == 1 else {"p", "q", "u"})
 
 
-def test_batch_retries_with_a_smaller_budget():
-    job = (4, "{}", {"budget": (12, 20_000, 2.0, 1, None), "engine": "egraph"})
-    assert cli._scaled(job, cli.RETRY_SHARE)[2]["budget"] == (12, 10_000, 1.0, 1, None)
-    assert cli._scaled((1, "{}", {}), 0.5) == (1, "{}", {})
+def crash_chunk_of_many(chunk):
+    """A chunk worker that dies on any chunk of more than one case."""
+    if len(chunk) > 1:
+        os._exit(3)
+    return [{"id": json.loads(job[1])["id"], "budget": job[2]["budget"]} for job in chunk]
+
+
+def test_batch_reruns_a_dead_chunk_s_cases_with_their_own_budget():
+    # a case's row is its own result: alone after a death, with the budget it had
+    budget = (12, 20_000, 2.0, 1, None)
+    cases = [(n, json.dumps({"id": n}), {"budget": budget}) for n in (1, 2, 3)]
+    rows = list(cli.batch_results(cases, 1, 3, crash_chunk_of_many))
+    assert rows == [{"id": n, "budget": budget} for n in (1, 2, 3)]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
