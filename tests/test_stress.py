@@ -26,14 +26,18 @@ def test_the_inputs_are_what_they_say() -> None:
 
 
 def test_within_bounds_names_what_it_broke() -> None:
-    row = {"kind": "optimize", "seconds": 2.0, "build": 0.5, "wall": 2.8,
+    row = {"kind": "optimize", "seconds": 2.0, "build": 0.5, "max_case": 2.8,
            "enodes_budget": 100, "max_enodes": 150, "peak_rss": 1 << 20}
     assert stress.within_bounds(row) == []
-    assert stress.within_bounds({**row, "wall": 3.0, "max_enodes": 201}) == ["time", "enodes"]
-    batch = {"kind": "batch", "seconds": 2.0, "enodes_budget": 100, "chunk": 16,
-             "max_enodes": 3000, "peak_rss": 1 << 20, "status": 0, "rows": 9, "cases": 10,
-             "max_share": 1.0}
+    assert stress.within_bounds({**row, "max_case": 3.0, "max_enodes": 201}) == [
+        "time", "enodes"]
+    batch = {"kind": "batch", "seconds": 2.0, "build": 0.0, "enodes_budget": 100,
+             "max_enodes": 150, "peak_rss": 1 << 20, "status": 0, "rows": 9, "cases": 10,
+             "max_case": 1.0}
     assert stress.within_bounds(batch) == ["rows"]
+    # each case has its own budget: a batch's bounds are one case's
+    assert stress.within_bounds({**batch, "max_case": 2.5, "max_enodes": 201}) == [
+        "rows", "time", "enodes"]
 
 
 @pytest.mark.slow
