@@ -261,12 +261,15 @@ def _start_engine(opts: dict[str, Any], graphs: list[Any] | None = None) -> None
     """Build the e-graph engine's warm session before the run, as part of the
     command's start-up (like the imports): the time budget is then all the
     optimizer's (the first call of a process otherwise spends 0.5-2 s of it on the
-    build, ``stats["time"]["setup"]``). ``graphs``: the e-graphs a run of them needs
-    (None: every e-graph of the session); one built before is not built again."""
+    build, ``stats["time"]["setup"]``). ``graphs``: the e-graphs their runs need, one
+    run each (None: every e-graph of the session); one built before is not built
+    again."""
     if opts["engine"] == "egraph":
         from eqsat.engines.egraph import session_for
 
-        session_for(opts["rulesets"]).prepare(graphs)
+        session = session_for(opts["rulesets"])
+        for g in [None] if graphs is None else graphs:
+            session.prepare(None if g is None else [g])
 
 
 _WARM: set[str] = set()
