@@ -515,11 +515,25 @@ class _Worker:
         self.conn.close()
 
 
+def spans(n: int, chunk: int, workers: int) -> list[tuple[int, int]]:
+    """The tasks of a batch of ``n`` cases for ``workers`` workers, as (start, stop):
+    ``chunk`` cases each while many are left, then smaller ones, each at most a
+    ``2 * workers``-th of what is left, so the workers finish close together rather
+    than one running the last full chunk alone (a task's size never changes a row)."""
+    out, i = [], 0
+    while i < n:
+        size = max(1, min(chunk, -(-(n - i) // (2 * workers))))
+        out.append((i, i + size))
+        i += size
+    return out
+
+
 def batch_results(cases: list[Job], jobs: int, chunk: int,
                    fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk
                    ) -> Iterator[dict[str, Any]]:
     """Every case's row, in input order, each as soon as it and the rows before it are
-    done: chunks of ``chunk`` cases (one task each, ``fn``) on ``jobs`` worker
+    done: chunks of at most ``chunk`` cases (:func:`spans`; one task each, ``fn``) on
+    ``jobs`` worker
     processes (``jobs == 1`` too: the command outlives what kills a worker). A worker
     that dies (a signal, its memory cap) or outlives its time is replaced; the cases of
     its chunk run again, each alone with its own budget (so each row is the case's own
@@ -532,7 +546,7 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
     if not n:
         return
     todo: deque[tuple[int, list[Job], bool]] = deque(
-        (i, cases[i:i + chunk], False) for i in range(0, n, chunk))
+        (i, cases[i:j], False) for i, j in spans(n, chunk, jobs))
     memory = max((c[2]["budget"][4] or 0 for c in cases if "budget" in c[2]), default=0) or None
     ctx = multiprocessing.get_context("spawn")
     workers = [_Worker(ctx, fn, memory) for _ in range(max(1, min(jobs, len(todo))))]
@@ -594,12 +608,12 @@ def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Ex
                       chunk: int, window: int,
                       fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
                       ) -> Iterator[dict[str, Any]]:
-    """Every case's result, in input order, from chunks of ``chunk`` cases run by
-    ``fn`` on ``executor`` (any concurrent.futures.Executor: a Dask client's, a pool),
-    at most ``window`` chunks in flight. A chunk whose task fails (its worker died,
-    the cluster lost it) runs again case by case; a case whose own task fails too gets
-    an ``error`` naming the failure."""
-    chunks = [cases[i:i + chunk] for i in range(0, len(cases), chunk)]
+    """Every case's result, in input order, from chunks of at most ``chunk`` cases
+    (:func:`spans`) run by ``fn`` on ``executor`` (any concurrent.futures.Executor: a
+    Dask client's, a pool), at most ``window`` chunks in flight. A chunk whose task
+    fails (its worker died, the cluster lost it) runs again case by case; a case whose
+    own task fails too gets an ``error`` naming the failure."""
+    chunks = [cases[i:j] for i, j in spans(len(cases), chunk, max(1, window // 2))]
     pending: deque[tuple[list, Future]] = deque()
     nxt = 0
     while nxt < len(chunks) or pending:
@@ -904,8 +918,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
     s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
-                   help=f"cases a worker takes at a time (default {CHUNK}); each case "
-                        "is optimized on its own, so the rows do not depend on it")
+                   help=f"at most this many cases a task of a worker (default {CHUNK}; "
+                        "smaller tasks at the end); each case is optimized on its own, so "
+                        "the rows do not depend on it")
     s.add_argument("--stats", action="store_true",
                    help="add each case's run statistics to its row ('stats': stop "
                         "reason, iterations, e-nodes, rules held back)")

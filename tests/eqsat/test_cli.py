@@ -304,8 +304,24 @@ def test_batch_worker_death_costs_only_its_case(jobs, chunk):
                                 "with status 3") and rows[2]["line"] == 3
     assert all(r.get("out") == "ok" for i, r in enumerate(rows) if i != 2)
     # the other cases of the chunk that died ran again alone; the other chunks did not
-    alone = {r["id"] for r in rows if r.get("alone")}
-    assert alone == ({"p", "q", "r", "s", "t", "u"} if chunk == 1 else {"p", "q", "u"})
+    ids = [json.loads(x)["id"] for x in lines]
+    spans = cli.spans(len(ids), chunk, jobs)
+    want = {ids[k] for a, b in spans for k in range(a, b) if b - a == 1 or a <= 2 < b}
+    assert {r["id"] for r in rows if r.get("alone")} == want - {"boom"}
+
+
+@pytest.mark.parametrize("n, chunk, workers, sizes", [
+    (0, 64, 2, []),
+    (7, 3, 2, [2, 2, 1, 1, 1]),
+    (7, 3, 1, [3, 2, 1, 1]),
+    (10, 64, 1, [5, 3, 1, 1]),
+    (300, 64, 2, [64, 59, 45, 33, 25, 19, 14, 11, 8, 6, 4, 3, 3, 2, 1, 1, 1, 1]),
+    (5, 1, 2, [1, 1, 1, 1, 1]),
+])
+def test_a_batch_s_tasks_shrink_toward_its_end(n, chunk, workers, sizes):
+    spans = cli.spans(n, chunk, workers)
+    assert [b - a for a, b in spans] == sizes
+    assert [a for a, _ in spans] == [sum(sizes[:k]) for k in range(len(sizes))]
 
 
 def crash_chunk_of_many(chunk):
