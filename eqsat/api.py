@@ -14,11 +14,12 @@ __all__ = ["Budget", "Result", "Explanation", "optimize", "optimize_many", "ENGI
 
 log = logging.getLogger(__name__)
 
-#: graphs a task carries to a worker by default (``optimize_many(executor=)``, ``eqsat
-#: batch --chunk``, the benchmarks): a task's fixed cost (its trip to the worker and back)
-#: is shared by more graphs the larger the chunk, and a worker that dies costs a rerun of
-#: at most that many. Each graph is still optimized on its own: no result depends on the
-#: chunk (docs/perf.md, "The batch chunk")
+#: graphs a task carries to a worker by default (``optimize_many(executor=)``; ``eqsat
+#: batch --chunk``: at most, smaller tasks toward the end; the benchmarks): a task's
+#: fixed cost (its trip to the worker and back) is shared by more graphs the larger the
+#: chunk, and a worker that dies costs a rerun of at most that many. Each graph is
+#: optimized on its own: no result depends on the chunk (docs/perf.md, "One answer per
+#: case in a batch")
 CHUNK = 64
 
 
