@@ -315,7 +315,8 @@ def run_workloads(names: list[str] | None = None, runs: int = 7, against: Path |
     checked against each other, then timed in ``runs`` interleaved rounds (buffers at
     fixed page offsets: :mod:`benchmarks.workload_timer`). ``against``: another
     checkout of the project (a ``git worktree`` of an older commit), whose kernels a
-    worker process builds and times in the same rounds, its turn and ours alternating.
+    worker process builds and times in the same rounds, its turn and ours alternating
+    (ours then in a worker process of this checkout, so both run alike).
     ``clock``: ``wall`` or ``cpu`` (the calling thread's CPU time: steadier on a shared
     machine; numpy's BLAS threads are then not counted)."""
     from workloads import BUILDERS
@@ -323,8 +324,10 @@ def run_workloads(names: list[str] | None = None, runs: int = 7, against: Path |
     session_for(None).prepare()
     names = names or list(BUILDERS)
     ticks = workload_timer.CLOCKS[clock]
-    other = _Against(against, names, clock) if against is not None else None
     prepared = workload_timer.prepare(names)
+    # with another checkout, ours runs in a worker process too: both alike
+    other = _Against(against, names, clock) if against is not None else None
+    mine = _Against(REPO, names, clock) if against is not None else None
     times: dict[str, dict[str, list[float]]] = {n: {"ours": [], "np": [], "other": []}
                                                 for n in names}
 
@@ -336,15 +339,17 @@ def run_workloads(names: list[str] | None = None, runs: int = 7, against: Path |
         for r in range(runs):
             for name in names:
                 run, ref, _ = prepared[name]
-                if other is not None and r % 2:
-                    times[name]["other"].append(other.time(name))
-                times[name]["ours"].append(timed(run))
-                if other is not None and not r % 2:
-                    times[name]["other"].append(other.time(name))
+                if other is None or mine is None:
+                    times[name]["ours"].append(timed(run))
+                else:
+                    turns = [("ours", mine), ("other", other)]
+                    for key, worker in turns[::-1] if r % 2 else turns:
+                        times[name][key].append(worker.time(name))
                 times[name]["np"].append(timed(ref))
     finally:
-        if other is not None:
-            other.close()
+        for w in (other, mine):
+            if w is not None:
+                w.close()
     rows = []
     for name in names:
         t = times[name]
