@@ -3,8 +3,9 @@ another checkout of the project.
 
 :func:`prepare` compiles each builder's bench kernel (``workloads.BUILDERS``) with the
 lowering's defaults, runs it once on buffers placed at fixed offsets from page
-boundaries (:func:`paged`: two processes then see the same placement, which alone can
-move a copy kernel's time by 10%), and checks it against its numpy reference.
+boundaries (:func:`paged`: two processes then see the same placement; a kernel's time
+moves with where its buffers fall, docs/perf.md), and checks it against its numpy
+reference.
 
 Run as a script (``python benchmarks/workload_timer.py NAMES`` with ``PYTHONPATH`` the
 other checkout's root) it is a worker: it prepares the kernels of whatever ``lowering``
