@@ -181,3 +181,18 @@ def test_aligned_copy_right_whatever_the_addresses(text: str, aligned: bool,
     run_kernel(g, want, {"n": 1} if "var n" in text else None)
     k(out, a, **({"n": 1} if "var n" in text else {}))
     np.testing.assert_array_equal(out, want[0])
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2, 3])
+def test_expression_kernel_returns_through_the_aligned_copy(shift: int, cache) -> None:
+    """An expression kernel (a returned value) with a vector load: its aligned copy
+    returns the value, and a misaligned buffer gives the same."""
+    b = "(buffer 0 f32 64)"
+    row = "(mul (var n 0 15) 4)"
+    loads = [f"(load (index {b} (add {row} {i})))" for i in range(4)]
+    g = parse(f"(add (add (add {loads[0]} {loads[1]}) {loads[2]}) {loads[3]})")
+    k = compile_kernel(g, optimize=False, cache_dir=cache)
+    assert k.signature.aligned == (0,)
+    a = _misaligned(64, shift)
+    a[:] = np.arange(64, dtype=np.float32) * 0.5
+    assert k(a, n=3) == evaluate(g, {"n": 3}, buffers=[a])
