@@ -648,7 +648,6 @@ class _Emitter:
         if aligned is not None and aligned.sig.aligned:
             self.helpers.update(aligned.helpers)
             sig.aligned = aligned.sig.aligned
-            aligned.signature()
             name = f"{self.name}_aligned"
             names = [f"data{s}" for s in sig.aligned]
             hint = [f"  {n} = __builtin_assume_aligned({n}, 16);" for n in names]
