@@ -33,15 +33,18 @@ calling thread) against ours (``Kernel.bound``, one call, one thread); medians o
 clang (tinygrad's CPU device needs it) that table is skipped with a message.
 
 **Workloads.** Every builder of ``workloads.BUILDERS`` (its bench case) compiled by the
-lowering, against its numpy reference, the same way. These tables say what is missing;
-they are benchmarks, not tests.
+lowering, against its numpy reference, the same way (:mod:`benchmarks.workload_timer`:
+buffers at fixed page offsets); ``--against TREE`` also times the same kernels built by
+another checkout of the project (``git worktree add TREE <commit>``), in a worker
+process, in the same rounds; ``--clock cpu`` times that table in thread CPU time.
+These tables say what is missing; they are benchmarks, not tests.
 
 Usage::
 
     python benchmarks/vs_tinygrad.py [--corpus PATH] [--models a,b] [--limit N]
         [--check] [--worst N] [--no-kernels] [--no-exprs] [--runs 7]
         [--kernels NAMES] [--kernels-scale small|bench] [--no-workloads]
-        [--workloads NAMES] [--json FILE]
+        [--workloads NAMES] [--against TREE] [--clock wall|cpu] [--json FILE]
 
 Needs the ``tinygrad`` extra and the system C compiler; the kernel table needs clang.
 """
@@ -66,8 +69,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-from benchmarks import capture_tinygrad, tinygrad_kernels  # noqa: E402
-from benchmarks import kernels as kernels_bench  # noqa: E402
+from benchmarks import capture_tinygrad, tinygrad_kernels, workload_timer  # noqa: E402
 from benchmarks.compare import load, source_group  # noqa: E402
 from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.api import optimize  # noqa: E402
@@ -266,55 +268,131 @@ def kernel_table(rows: list[KernelRow]) -> str:
 @dataclass
 class WorkloadRow:
     """One of the project's own kernels (``workloads.BUILDERS``' bench case) against its
-    numpy reference: both medians (ms) and whether the results agree."""
+    numpy reference: both medians (ms), whether the results agree, and with ``--against``
+    the same kernel built by another checkout (its median, whether it agreed)."""
 
     name: str
     params: str
     ours_ms: float
     numpy_ms: float
     ok: bool
+    against_ms: float | None = None
+    against_ok: bool | None = None
 
 
-def run_workloads(names: list[str] | None = None, runs: int = 7) -> list[WorkloadRow]:
+class _Against:
+    """A worker process timing the workloads of another checkout (``tree``):
+    ``benchmarks/workload_timer.py`` with that checkout's ``lowering`` and ``workloads``."""
+
+    def __init__(self, tree: Path, names: list[str], clock: str):
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REPO / "benchmarks" / "workload_timer.py"), ",".join(names),
+             clock], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            cwd=tree)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError(f"the workload worker of {tree} exited before its kernels "
+                               "were ready")
+        self.ok: dict[str, bool] = json.loads(line)
+
+    def time(self, name: str) -> float:
+        self.proc.stdin.write(name + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return float(self.proc.stdout.readline())  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        self.proc.wait()
+
+
+def run_workloads(names: list[str] | None = None, runs: int = 7, against: Path | None = None,
+                  clock: str = "wall") -> list[WorkloadRow]:
     """Every builder's bench kernel compiled by ``lowering.compile_kernel`` (e-graph)
     and its numpy reference (``BuiltKernel.reference``, which allocates its result),
-    checked against each other, then timed in ``runs`` interleaved rounds."""
-    from lowering import compile_kernel
-    from workloads import BUILDERS, make
+    checked against each other, then timed in ``runs`` interleaved rounds (buffers at
+    fixed page offsets: :mod:`benchmarks.workload_timer`). ``against``: another
+    checkout of the project (a ``git worktree`` of an older commit), whose kernels a
+    worker process builds and times in the same rounds, its turn and ours alternating
+    (ours then in a worker process of this checkout, so both run alike).
+    ``clock``: ``wall`` or ``cpu`` (the calling thread's CPU time: steadier on a shared
+    machine; numpy's BLAS threads are then not counted)."""
+    from workloads import BUILDERS
 
     session_for(None).prepare()
+    names = names or list(BUILDERS)
+    ticks = workload_timer.CLOCKS[clock]
+    prepared = workload_timer.prepare(names)
+    # with another checkout, ours runs in a worker process too: both alike
+    other = _Against(against, names, clock) if against is not None else None
+    mine = _Against(REPO, names, clock) if against is not None else None
+    times: dict[str, dict[str, list[float]]] = {n: {"ours": [], "np": [], "other": []}
+                                                for n in names}
+
+    def timed(fn: Callable[[], object]) -> float:
+        t0 = ticks()
+        fn()
+        return ticks() - t0
+    try:
+        for r in range(runs):
+            for name in names:
+                run, ref, _ = prepared[name]
+                if other is None or mine is None:
+                    times[name]["ours"].append(timed(run))
+                else:
+                    turns = [("ours", mine), ("other", other)]
+                    for key, worker in turns[::-1] if r % 2 else turns:
+                        times[name][key].append(worker.time(name))
+                times[name]["np"].append(timed(ref))
+    finally:
+        for w in (other, mine):
+            if w is not None:
+                w.close()
     rows = []
-    for name in names or list(BUILDERS):
-        bk = make(name, **BUILDERS[name].bench)
-        inputs = bk.random_inputs(seed=0)
-        ours = compile_kernel(bk.graph)
-        bufs = bk.buffers(inputs)
-        ours(*bufs)
-        ok = kernels_bench.close(bk, bufs[0], bk.reference(*inputs).reshape(-1))
-        run = ours.bound(*bufs)
-        t_ours, t_np = [], []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            run()
-            t_ours.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            bk.reference(*inputs)
-            t_np.append(time.perf_counter() - t0)
+    for name in names:
+        t = times[name]
         params = ", ".join(f"{k}={v}" for k, v in BUILDERS[name].bench.items()
                            if k in ("shape", "m", "k", "n", "h", "w", "c", "cin", "cout"))
-        rows.append(WorkloadRow(name, params, _median_ms(t_ours), _median_ms(t_np), ok))
+        rows.append(WorkloadRow(name, params, _median_ms(t["ours"]), _median_ms(t["np"]),
+                                prepared[name][2],
+                                _median_ms(t["other"]) if other is not None else None,
+                                other.ok.get(name) if other is not None else None))
     return rows
 
 
-def workload_table(rows: list[WorkloadRow]) -> str:
+def workload_table(rows: list[WorkloadRow], against: str = "") -> str:
+    """The table; with the ``--against`` column (named ``against``) where rows have it."""
+    more = any(r.against_ms is not None for r in rows)
+    head = f" {against[:9]:>9} {'ours/old':>8}" if more else ""
     lines = ["our workloads' kernels vs numpy (bench cases; median ms; ours one thread; "
-             "numpy: the builders' references, sums in f64, matmul through BLAS)",
-             f"  {'kernel':<11} {'ours':>9} {'numpy':>9} {'ours/np':>8}  ok  params"]
+             "numpy: the builders' references, sums in f64, matmul through BLAS)"
+             + (f"; {against}: the same kernels built by that checkout" if more else ""),
+             f"  {'kernel':<11} {'ours':>9} {'numpy':>9} {'ours/np':>8}{head}  ok  params"]
     for r in rows:
+        extra = ""
+        if more and r.against_ms is not None:
+            extra = f" {r.against_ms:>9.3f} {r.ours_ms / r.against_ms:>8.2f}"
+        ok = r.ok and r.against_ok is not False
         lines.append(f"  {r.name:<11} {r.ours_ms:>9.3f} {r.numpy_ms:>9.3f} "
-                     f"{r.ours_ms / r.numpy_ms:>8.2f}  {'yes' if r.ok else 'NO ':<3} "
+                     f"{r.ours_ms / r.numpy_ms:>8.2f}{extra}  {'yes' if ok else 'NO ':<3} "
                      f"{r.params}")
     return "\n".join(lines) + "\n"
+
+
+def _checkout_name(tree: Path | None) -> str:
+    """A checkout's short commit (its directory's name where git cannot say)."""
+    if tree is None:
+        return ""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return tree.name
+    return out.stdout.strip() or tree.name
 
 
 # ---------------------------------------------------------------------------
@@ -341,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-workloads", action="store_true",
                     help="skip the table of our workloads' kernels against numpy")
     ap.add_argument("--workloads", help="builders of that table (comma-separated; all)")
+    ap.add_argument("--against", type=Path, help="a checkout of the project (e.g. a git "
+                    "worktree of an older commit) whose workload kernels are timed beside "
+                    "ours, interleaved")
+    ap.add_argument("--clock", choices=tuple(workload_timer.CLOCKS), default="wall",
+                    help="the workloads table's clock (cpu: the thread's CPU time)")
     ap.add_argument("--runs", type=int, default=7, help="timed rounds per kernel (median)")
     ap.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = ap.parse_args(argv)
@@ -375,8 +458,8 @@ def main(argv: list[str] | None = None) -> int:
             report["kernels"] = [asdict(r) for r in rows_k]
     if not args.no_workloads:
         rows_w = run_workloads(args.workloads.split(",") if args.workloads else None,
-                               args.runs)
-        print(workload_table(rows_w), flush=True)
+                               args.runs, args.against, args.clock)
+        print(workload_table(rows_w, _checkout_name(args.against)), flush=True)
         report["workloads"] = [asdict(r) for r in rows_w]
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

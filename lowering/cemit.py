@@ -22,7 +22,13 @@ vector built by
 ``EQSAT_SHUFFLE`` (GCC's ``__builtin_shuffle``, clang's ``__builtin_shufflevector``;
 a register-tile transpose: 4 loads, 8 shuffles, 4
 stores), non-temporal (``movntps`` where aligned) into outputs of at least
-``Target.stream_min_bytes``. Integer division by a non-constant
+``Target.stream_min_bytes``. With ``Target.aligned``, a kernel with a vector access
+whose element offset is a multiple of 4 for every value of the loop indices
+(:func:`lowering.align.is_multiple`) gets a second, ``static`` copy of its function,
+``<name>_aligned``, in which those accesses are 16-byte aligned
+(``__builtin_assume_aligned``); the function runs that copy when the buffers they
+address start at multiples of 16 (``Signature.aligned``), its own unaligned code
+otherwise, so a misaligned array gives the same result. Integer division by a non-constant
 divisor goes through a small helper that gives 0 for a zero divisor and wraps
 ``MIN / -1`` (both undefined in the IR) instead of trapping. Unsupported ops
 raise :class:`~lowering.narrow.LoweringError` naming the op.
@@ -33,11 +39,13 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp, range_id
+from lowering.align import is_multiple
 from lowering.narrow import LoweringError
 
 __all__ = ["Signature", "render_c", "ctype", "c_literal"]
@@ -100,6 +108,9 @@ class Signature:
     variables: list[tuple[str, int, int]] = field(default_factory=list)  # (name, lo, hi)
     returns: DType | None = None  # expression kernels: the value's dtype
     has_valid: bool = False  # expression kernels: a bool* valid out-parameter
+    # slots whose vector accesses the aligned copy makes aligned: the function runs that
+    # copy when these buffers' addresses are multiples of 16 (Target.aligned)
+    aligned: tuple[int, ...] = ()
     # the source's lines before the function (includes, helpers), joined by newlines:
     # kernels compiled into one library keep one copy of each (compile_kernels)
     preamble: list[str] = field(default_factory=list)
@@ -175,9 +186,11 @@ def _zero_minus_helper(dt: DType) -> tuple[str, str]:
 
 class _Emitter:
     def __init__(self, linear: list[UOp], name: str, target: object | None,
-                 params: list[UOp] | tuple[UOp, ...] = ()):
+                 params: list[UOp] | tuple[UOp, ...] = (), aligned: bool = False):
         self.linear = linear
         self.target = target
+        # the aligned copy: vector accesses proven aligned (lowering.align) are aligned
+        self.aligned = aligned
         # vector groups (Target.vectorize): load -> (group, lane); group -> its 4 loads
         self.vload: dict[UOp, tuple[int, int]] = {}
         self.vload_groups: list[tuple[UOp, ...]] = []
@@ -415,12 +428,13 @@ class _Emitter:
         here = self.addr[at.src[0]][1]
         off = here if delta == 0 else f"({here}+{c_literal(delta, a.dtype)})"
         gate = self.addr[at.src[0]][2]
+        src = self._vector_address(members[0].src[0], f"&{buf}[{off}]")
         if gate is None:
-            self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, &{buf}[{off}], 16);")
+            self.emit(f"eqsat_f32x4 {name}; __builtin_memcpy(&{name}, {src}, 16);")
         else:  # one gate for the four lanes: load them all, or the alternative in each
             alt = self.ref(at.src[1]) if len(at.src) > 1 else c_literal(0.0, at.dtype)
             self.emit(f"eqsat_f32x4 {name}; if ({gate}) __builtin_memcpy(&{name}, "
-                      f"&{buf}[{off}], 16); else {name} = (eqsat_f32x4){{{alt}, {alt}, "
+                      f"{src}, 16); else {name} = (eqsat_f32x4){{{alt}, {alt}, "
                       f"{alt}, {alt}}};")
         for k, m in enumerate(members):
             self.expr[m] = f"{name}[{k}]"
@@ -478,9 +492,20 @@ class _Emitter:
             self.streamed = True
             self.emit(f"eqsat_stream_f32x4(&{lv}, {vec});")
         else:
-            self.emit(f"{{ eqsat_f32x4 v_ = {vec}; __builtin_memcpy(&{lv}, &v_, 16); }}")
+            dst = self._vector_address(group[0].src[0], f"&{lv}")
+            self.emit(f"{{ eqsat_f32x4 v_ = {vec}; __builtin_memcpy({dst}, &v_, 16); }}")
 
-    def render(self) -> str:
+    def _vector_address(self, idx: UOp, addr: str) -> str:
+        """``addr``, the C address of the 16-byte vector at lane 0's ``INDEX`` ``idx``,
+        marked 16-byte aligned in the aligned copy where its element offset is a multiple
+        of 4 for every value of the loop indices (its buffer's address is then checked)."""
+        buf = _global(idx.src[0])
+        if not self.aligned or buf is None or not is_multiple(idx.src[1], 4):
+            return addr
+        self.sig.aligned = tuple(sorted({*self.sig.aligned, buf.arg[0]}))
+        return f"__builtin_assume_aligned({addr}, 16)"
+
+    def render(self) -> None:
         inline = self._inline_set()
         self._vector_groups(inline)
         root = self.linear[-1] if self.linear else None
@@ -575,9 +600,10 @@ class _Emitter:
                     self.expr[u] = name
             else:
                 raise LoweringError(f"the C emitter does not support op {op.name} ({u.dtype})")
-        return self.assemble()
 
-    def assemble(self) -> str:
+    def signature(self) -> list[str]:
+        """Complete the signature (the parameters the program no longer reads too);
+        the function's C parameters."""
         sig = self.sig
         for u in self.params:  # the caller's parameters that the program no longer reads
             if u.op is Ops.DEFINE_GLOBAL and u.arg[0] not in {b[0] for b in sig.buffers}:
@@ -600,13 +626,42 @@ class _Emitter:
         params += [f"int64_t {c}" for c in cnames]
         if sig.has_valid:
             params.append("bool* restrict valid")
-        ret = ctype(sig.returns) if sig.returns is not None else "void"
+        return params
+
+    def function(self, params: list[str], name: str, first: Sequence[str] = (),
+                 static: bool = False) -> list[str]:
+        """The C function ``name`` of the emitted lines, ``first`` its first lines."""
+        ret = ctype(self.sig.returns) if self.sig.returns is not None else "void"
+        proto = f"{'static ' if static else ''}{ret} {name}({', '.join(params) or 'void'}) {{"
+        tail = [_STREAM_FENCE] if self.streamed else []
+        return [proto, *first, *self.lines, *tail, "}"]
+
+    def assemble(self, aligned: _Emitter | None = None) -> str:
+        """The source: the includes, the helpers, then the function; with the ``aligned``
+        copy (its emitter, run on the same program), that copy as a static function,
+        which the function runs when the buffers of ``aligned.sig.aligned`` are 16-byte
+        aligned."""
+        params = self.signature()
+        sig = self.sig
+        first: list[str] = []
+        funcs: list[str] = []
+        if aligned is not None and aligned.sig.aligned:
+            self.helpers.update(aligned.helpers)
+            sig.aligned = aligned.sig.aligned
+            name = f"{self.name}_aligned"
+            names = [f"data{s}" for s in sig.aligned]
+            hint = [f"  {n} = __builtin_assume_aligned({n}, 16);" for n in names]
+            funcs = aligned.function(params, name, hint, static=True) + [""]
+            check = " | ".join(f"(uintptr_t){n}" for n in names)
+            args = ", ".join([*sig.c_names, *(["valid"] if sig.has_valid else [])])
+            call = f"{name}({args})"
+            first = [f"  if ((({check}) & 15) == 0) {{ "
+                     + (f"return {call}; }}" if sig.returns is not None else
+                        f"{call}; return; }}")]
         head = ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>", ""]
         head += list(self.helpers.values()) + ([""] if self.helpers else [])
         sig.preamble = head
-        proto = f"{ret} {self.name}({', '.join(params) or 'void'}) {{"
-        tail = [_STREAM_FENCE] if self.streamed else []
-        return "\n".join(head + [proto] + self.lines + tail + ["}", ""])
+        return "\n".join(head + funcs + self.function(params, self.name, first) + [""])
 
 
 #: the smallest buffer whose strided vector loads are prefetched (``Target.prefetch``)
@@ -747,7 +802,12 @@ def render_c(linear: list[UOp], name: str = "kernel", target: object | None = No
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise LoweringError(f"kernel name {name!r} is not a C identifier")
     em = _Emitter(linear, name, target, params)
-    return em.render(), em.sig
+    em.render()
+    aligned = None
+    if getattr(target, "aligned", False) and (em.vload_groups or em.vstore):
+        aligned = _Emitter(linear, name, target, params, aligned=True)
+        aligned.render()
+    return em.assemble(aligned), em.sig
 
 
 _ = dtypes

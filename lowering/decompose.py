@@ -88,6 +88,11 @@ class Target:
     many iterations ahead (``__builtin_prefetch``; 0: never), in buffers of at
     least ``lowering.cemit.PREFETCH_MIN_BYTES`` (1 MiB: a smaller one stays in
     the L2 cache, as a matmul's B panel does, and its prefetches only cost).
+    ``aligned``: the function has a second copy in which the vector loads and
+    stores whose element offset is proven a multiple of 4 for every value of the
+    loop indices (:func:`lowering.align.is_multiple`) are 16-byte aligned accesses;
+    the function runs that copy when those buffers' addresses are multiples of 16
+    (numpy's and tinygrad's allocations are), the unaligned code otherwise.
 
     The C compiler (docs/perf.md has the figures behind the defaults):
 
@@ -120,6 +125,7 @@ class Target:
     streaming_stores: bool = True
     stream_min_bytes: int = 8 << 20
     prefetch: int = 8
+    aligned: bool = True
     cc: str | None = None
     march: str | None = "native"
     loop_patterns: bool = False
@@ -135,6 +141,7 @@ class Target:
                 f"fast_div={self.fast_div}, split_gates={self.split_gates}, "
                 f"vectorize={self.vectorize}, streaming_stores={self.streaming_stores}, "
                 f"stream_min_bytes={self.stream_min_bytes}, prefetch={self.prefetch}, "
+                f"aligned={self.aligned}, "
                 f"cc={self.cc!r}, march={self.march!r}, loop_patterns={self.loop_patterns}, "
                 f"jam={self.jam})")
 

@@ -4,6 +4,8 @@ runs on its CPU device with clang and on its PYTHON emulator without."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks import tinygrad_kernels, vs_tinygrad
 
 
@@ -29,3 +31,14 @@ def test_workload_rows_and_table() -> None:
     assert all(r.ok and r.ours_ms > 0 and r.numpy_ms > 0 for r in rows)
     table = vs_tinygrad.workload_table(rows)
     assert all(f"{r.ours_ms / r.numpy_ms:.2f}" in table for r in rows)
+
+
+def test_workload_rows_against_another_checkout() -> None:
+    """``--against``: a worker process builds the same kernels from another checkout (here
+    this one) and times them in the same rounds; the table gets its column."""
+    tree = Path(vs_tinygrad.__file__).resolve().parent.parent
+    rows = vs_tinygrad.run_workloads(["permute"], runs=2, against=tree, clock="cpu")
+    assert [(r.name, r.ok, r.against_ok) for r in rows] == [("permute", True, True)]
+    assert rows[0].against_ms > 0 and rows[0].ours_ms > 0
+    table = vs_tinygrad.workload_table(rows, "here")
+    assert "ours/old" in table and f"{rows[0].ours_ms / rows[0].against_ms:.2f}" in table
