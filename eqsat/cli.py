@@ -268,8 +268,10 @@ def _start_engine(opts: dict[str, Any], graphs: list[Any] | None = None) -> None
         from eqsat.engines.egraph import session_for
 
         session = session_for(opts["rulesets"])
-        for g in [None] if graphs is None else graphs:
-            session.prepare(None if g is None else [g])
+        if graphs is None:
+            session.prepare(None)
+        for g in graphs or ():
+            session.prepare([g])
 
 
 _WARM: set[str] = set()
@@ -533,12 +535,11 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                    ) -> Iterator[dict[str, Any]]:
     """Every case's row, in input order, each as soon as it and the rows before it are
     done: chunks of at most ``chunk`` cases (:func:`spans`; one task each, ``fn``) on
-    ``jobs`` worker
-    processes (``jobs == 1`` too: the command outlives what kills a worker). A worker
-    that dies (a signal, its memory cap) or outlives its time is replaced; the cases of
-    its chunk run again, each alone with its own budget (so each row is the case's own
-    result), and a case whose worker dies again gets an ``error`` row naming what
-    killed it."""
+    ``jobs`` worker processes (``jobs == 1`` too: the command outlives what kills a
+    worker). A worker that dies (a signal, its memory cap) or outlives its time is
+    replaced; the cases of its chunk run again, each alone with its own budget (so each
+    row is the case's own result), and a case whose worker dies again gets an
+    ``error`` row naming what killed it."""
     import multiprocessing
     from multiprocessing.connection import wait
 
