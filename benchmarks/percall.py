@@ -12,10 +12,15 @@ engine's outputs (the same digest before and after a change: byte-identical outp
 ``--profile N`` then runs the e-graph on the first N expressions of every set under
 cProfile and prints the functions with the most own time and the most cumulative time.
 
+``--count N`` instead counts instructions (valgrind's callgrind, which a loaded machine
+does not sway): a process that warms both engines, and the same process followed by
+one call per expression for the first N corpus expressions with each engine; printed,
+each engine's instructions per call (the warm-up subtracted).
+
 Usage::
 
     python benchmarks/percall.py [--limit N] [--captures] [--unseen 40] [--seed 0]
-        [--profile N] [--top 25] [--engine egraph|baseline]
+        [--profile N] [--top 25] [--engine egraph|baseline] [--count N]
 """
 
 from __future__ import annotations
@@ -24,9 +29,14 @@ import argparse
 import cProfile
 import hashlib
 import io
+import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +118,56 @@ def profile(rows: list[dict[str, Any]], engine: str, top: int) -> str:
     return out.getvalue()
 
 
+_CHILD = """
+import sys
+sys.path.insert(0, {repo!r})
+from eqsat.api import optimize
+from eqsat.compare import load
+from eqsat.engines.egraph import session_for
+from eqsat.ir.sexpr import parse
+graphs = [parse(r["expr"]) for r in load({corpus!r}, {n})]
+session_for(None).prepare()
+optimize(parse("(idiv (add (mul (var x 0 7) 4) 3) 4)"), engine="egraph", cost_model="reference")
+optimize(parse("(idiv (add (mul (var x 0 7) 4) 3) 4)"), engine="baseline", cost_model="reference")
+for g in graphs if {engine!r} else ():
+    optimize(g, engine={engine!r}, cost_model="reference")
+"""
+
+
+def _instructions(engines: list[str], n: int, d: Path) -> dict[str, int]:
+    """Instructions (callgrind) of one child process per entry of ``engines`` (run side
+    by side: a count does not depend on the load): warm-up, then that engine (none: "")
+    on the first ``n`` corpus expressions, one call each."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # (the same count run after run)
+    procs = {}
+    for e in engines:
+        code = _CHILD.format(repo=str(REPO), corpus=str(corpus_path()), n=n, engine=e)
+        procs[e] = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d / (e or 'setup')}",
+             sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+    out = {}
+    for e, p in procs.items():
+        err = p.communicate()[1]
+        f = d / (e or "setup")
+        m = re.search(r"^totals:\s+(\d+)", f.read_text(), re.M) if f.exists() else None
+        if p.returncode != 0 or m is None:
+            raise RuntimeError(f"the {e or 'warm-up'} run failed under valgrind "
+                               f"(exit {p.returncode}):\n{err[-2000:]}")
+        out[e] = int(m.group(1))
+    return out
+
+
+def count(n: int) -> str:
+    """Instructions per call of each engine over the first ``n`` corpus expressions."""
+    with tempfile.TemporaryDirectory(prefix="eqsat-percall-") as d:
+        c = _instructions(["", "baseline", "egraph"], n, Path(d))
+    per = {e: (c[e] - c[""]) / n for e in ("baseline", "egraph")}
+    return (f"instructions per call (callgrind, the first {n} corpus expressions, "
+            f"warm-up {c[''] / 1e9:.3f} G left out): baseline {per['baseline'] / 1e6:.2f} M, "
+            f"egraph {per['egraph'] / 1e6:.2f} M, x{per['egraph'] / per['baseline']:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limit", type=int, help="the first N expressions of each set")
@@ -119,7 +179,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", choices=("egraph", "baseline"), default="egraph",
                     help="the engine --profile runs")
     ap.add_argument("--top", type=int, default=25, help="functions --profile lists")
+    ap.add_argument("--count", type=int, default=0,
+                    help="count instructions (callgrind) over the first N corpus expressions "
+                    "instead of timing")
     args = ap.parse_args(argv)
+    if args.count:
+        if shutil.which("valgrind") is None:
+            print("valgrind is not on the PATH (apt-get install valgrind)", file=sys.stderr)
+            return 2
+        print(count(args.count))
+        return 0
     chosen = sets(args.limit, args.captures, args.unseen, args.seed)
     for name, rows in chosen:
         print(phase_table(name, run_exprs(rows, keep_text=True)), flush=True)
