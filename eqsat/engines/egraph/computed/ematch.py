@@ -11,6 +11,7 @@ ordered matcher; its result is unioned into the class.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -159,6 +160,7 @@ def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
 #: shared by every run of the process, at most :data:`_INDEXES` of them
 _INDEX: dict[tuple[int, ...], tuple] = {}
 _INDEXES = 16
+_INDEX_LOCK = threading.Lock()  # (a miss changes the dict; the threads' runs share it)
 
 
 def _index(rules: list[PyRule]) -> tuple:
@@ -176,9 +178,10 @@ def _index(rules: list[PyRule]) -> tuple:
     any_op = by_op.pop(None, [])
     needs = {id(r): needed_child_ops(r.rule.pattern) for r in rules}
     index = (by_op, any_op, needs, {})
-    if len(_INDEX) >= _INDEXES:
-        del _INDEX[next(iter(_INDEX))]
-    _INDEX[key] = (tuple(rules), index)
+    with _INDEX_LOCK:
+        while len(_INDEX) >= _INDEXES:
+            del _INDEX[next(iter(_INDEX))]
+        _INDEX[key] = (tuple(rules), index)
     return index
 
 
