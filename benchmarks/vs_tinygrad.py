@@ -75,7 +75,7 @@ from benchmarks.corpus import corpus_path  # noqa: E402
 from eqsat.api import optimize  # noqa: E402
 from eqsat.engines.egraph import session_for  # noqa: E402
 from eqsat.ir.equiv import check_equivalent  # noqa: E402
-from eqsat.ir.sexpr import parse  # noqa: E402
+from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from eqsat.tinygrad import as_floor, from_tinygrad, to_tinygrad  # noqa: E402
 from extraction import divmod_count, reference_cost  # noqa: E402
 from lowering.compile import CFLAGS  # noqa: E402
@@ -102,6 +102,8 @@ class ExprResult:
     equivalent: dict[str, bool] = field(default_factory=dict)
     #: the e-graph call's ``stats["time"]`` (seconds per phase, ``total`` included)
     phases: dict[str, float] = field(default_factory=dict)
+    #: each engine's output as compact text (``run_exprs(keep_text=True)``)
+    text: dict[str, str] = field(default_factory=dict)
 
 
 def _tinygrad(text: str) -> tuple[Any, float]:
@@ -120,8 +122,10 @@ def _engine(text: str, engine: str) -> tuple[Any, float, dict[str, float]]:
 
 
 def run_exprs(rows: list[dict[str, Any]], check: bool = False,
-              progress: Callable[[int], None] | None = None) -> list[ExprResult]:
-    """Every row (``id``, ``source``, ``expr``) through tinygrad and both engines, in turn."""
+              progress: Callable[[int], None] | None = None,
+              keep_text: bool = False) -> list[ExprResult]:
+    """Every row (``id``, ``source``, ``expr``) through tinygrad and both engines, in turn
+    (``keep_text``: each engine's output kept as compact text too)."""
     session_for(None).prepare()  # the e-graph's warm e-graphs, built before any clock starts
     out = []
     for n, row in enumerate(rows):
@@ -134,6 +138,8 @@ def run_exprs(rows: list[dict[str, Any]], check: bool = False,
                 res, secs, phases = _engine(row["expr"], who)
                 if who == "egraph":
                     r.phases = dict(phases)
+                if keep_text:
+                    r.text[who] = to_sexpr(res, compact=True)
             r.cost[who], r.divmod[who], r.secs[who] = reference_cost(res), divmod_count(res), secs
             if check:
                 r.equivalent[who] = bool(check_equivalent(g, res))

@@ -263,6 +263,47 @@ def _required_child_ops(p: UPat) -> frozenset[int]:
                      if c.ops is not None and len(c.ops) == 1)
 
 
+def _child_ops_check(p: UPat) -> Callable[[tuple[UOp, ...]], bool] | None:
+    """A test of a node's sources that fails only where ``p`` cannot match them: the
+    number of sources and the op (by value) of each source the pattern names ops for,
+    in the pattern's order or, commutative, in either; None when it names none. It
+    checks what :func:`_compile`'s matcher checks first, without building a binding."""
+    if p.src is None or (p.any_len and len(p.src) == 1):
+        return None
+    sets = tuple(None if c.ops is None else frozenset(o._value_ for o in c.ops)
+                 for c in p.src)
+    n, any_len = len(sets), p.any_len
+    named = [(i, s) for i, s in enumerate(sets) if s is not None]
+    if not named:
+        return None
+    if p.commutative and n == 2:
+        s0, s1 = sets
+        if s0 is None or s1 is None:
+            one = s0 if s0 is not None else s1
+
+            def either(src: tuple[UOp, ...]) -> bool:
+                if len(src) != 2 and not (any_len and len(src) >= 2):
+                    return False
+                return src[0].op._value_ in one or src[1].op._value_ in one
+            return either
+
+        def both(src: tuple[UOp, ...]) -> bool:
+            if len(src) != 2 and not (any_len and len(src) >= 2):
+                return False
+            a, b = src[0].op._value_, src[1].op._value_
+            return (a in s0 and b in s1) or (b in s0 and a in s1)
+        return both
+
+    def ordered(src: tuple[UOp, ...]) -> bool:
+        if len(src) != n and not (any_len and len(src) >= n):
+            return False
+        for i, s in named:
+            if src[i].op._value_ not in s:
+                return False
+        return True
+    return ordered
+
+
 def _pattern_names(p: UPat) -> set[str]:
     out = {p.name} if p.name is not None else set()
     for c in p.src or ():
@@ -310,6 +351,7 @@ class Rule:
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
                                                                          repr=False)
     _early: frozenset[int] = field(init=False, repr=False)
+    _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = _pattern_names(self.pattern)
@@ -320,6 +362,7 @@ class Rule:
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
         self._match = self.pattern.matcher()
         self._early = _required_child_ops(self.pattern)
+        self._srcs_ok = _child_ops_check(self.pattern)
 
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""
@@ -364,13 +407,17 @@ class PatternMatcher:
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
         present = None
+        src = u.src
         for r in self._by_op[u.op]:
             req = r._early
             if req:
                 if present is None:
-                    present = {s.op._value_ for s in u.src}
+                    present = {s.op._value_ for s in src}
                 if not req <= present:
                     continue  # a child op the pattern needs is missing
+            ok = r._srcs_ok
+            if ok is not None and not ok(src):
+                continue  # no source has an op its place in the pattern needs
             out = r.apply(u)
             if out is not None:
                 self.matches[r.name] += 1

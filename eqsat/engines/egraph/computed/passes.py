@@ -753,8 +753,7 @@ class EmatchStep(PassStep):
     def run(self, p: PassData) -> None:
         ematched = [r for r in p.rules if r.kind in ("ematch", "ematch_nonint")]
         if ematched:
-            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline,
-                        p.state.ematch_cache)
+            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline)
 
 
 class DivmodStep(PassStep):

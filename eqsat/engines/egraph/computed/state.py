@@ -47,7 +47,6 @@ class PassState:
         self.kid_index: dict[int, set[Node]] = {}  # class -> the e-nodes it is a child of
         self.prices: dict[Any, float] = {}
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
-        self.ematch_cache: dict = {}  # ematch_pass's index of its rules
         self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
         self.lin_terms: dict[tuple, Term] = {}  # EClassCtx.lin's terms (pure: shared)
         self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)

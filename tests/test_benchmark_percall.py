@@ -1,0 +1,25 @@
+"""``benchmarks/percall.py``'s table on a few corpus lines: medians per contender, the
+e-graph's phases, and a digest of each engine's outputs that follows the outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tinygrad  # noqa: F401  (the tinygrad extra, in dev: a missing one fails, not skips)
+
+
+def test_phase_table_and_digest(corpus_lines: list[dict[str, Any]]) -> None:
+    from benchmarks import percall, vs_tinygrad
+
+    res = vs_tinygrad.run_exprs(corpus_lines[:3], keep_text=True)
+    assert all(set(r.text) == {"baseline", "egraph"} for r in res)
+    table = percall.phase_table("some", res)
+    lines = table.splitlines()
+    assert lines[0] == "some: 3 expressions, median ms (total s)"
+    assert "egraph/tinygrad" in lines[2] and "e-graph phases (median ms): egglog" in table
+    digest = {ln.split()[0]: ln.split()[-1] for ln in lines if "outputs digest" in ln}
+    assert set(digest) == {"baseline", "egraph"}
+    res[0].text["egraph"] += " "
+    again = {ln.split()[0]: ln.split()[-1]
+             for ln in percall.phase_table("some", res).splitlines() if "outputs digest" in ln}
+    assert again["baseline"] == digest["baseline"] and again["egraph"] != digest["egraph"]
