@@ -217,5 +217,5 @@ def clear_sessions() -> None:
     """Drop this thread's cached sessions (tests; freeing memory)."""
     cache = getattr(_LOCAL, "sessions", {})
     for s in cache.values():
-        s.ins.close()
+        s.store.close()
     cache.clear()
