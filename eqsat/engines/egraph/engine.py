@@ -134,18 +134,17 @@ class Session:
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
                 seeds = baseline_seeds(roots, self.selection, model)
-            orders = self.store.select(roots, extra=seeds.order)
+            run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
-                outs, stats = self._run(roots, seeds, model, limits, clock, orders,
-                                        keep_egraph)
+                outs, stats = self.execute(run)
             except WidenError:
                 # the narrow e-graph lacks rules that could match now: the run starts
                 # again in the index e-graph (the clock runs on), and ends as a run
                 # there would, had it started there
                 self.store.widened += 1
-                orders = self.store.select(roots, widen=True, extra=seeds.order)
-                outs, stats = self._run(roots, seeds, model, limits, clock, orders,
-                                        keep_egraph)
+                run = self._new_run(roots, seeds, model, limits, clock, keep_egraph,
+                                    widen=True)
+                outs, stats = self.execute(run)
                 stats["widened"] = True
             stats["costs"], stats["seed"] = no_worse_than_start(
                 outs, roots, seeds.roots, model, stats.get("costs"))
@@ -154,20 +153,25 @@ class Session:
         self.store.rebuild_if_due()
         return outs, stats
 
-    def _run(self, roots: list[UOp], seeds: Seeds | None, model: Any, limits: Limits,
-             clock: Clock, orders: dict[int, list[UOp]], keep_egraph: bool = False
-             ) -> tuple[list[UOp], dict]:
-        """One :class:`Run` of ``roots`` in the current e-graph: its loop, its phases,
-        and the e-graph left as the run found it (``Store.reset``)."""
-        run = Run(self.program, self.store, model, limits, clock, seeds, orders, keep_egraph)
+    def _new_run(self, roots: list[UOp], seeds: Seeds, model: Any, limits: Limits,
+                 clock: Clock, keep_egraph: bool, widen: bool = False) -> Run:
+        """A run of ``roots`` in the e-graph they need (``Store.select``)."""
+        orders = self.store.select(roots, widen=widen, extra=seeds.order)
+        return Run(self.program, self.store, model, limits, clock, seeds, orders,
+                   keep_egraph, roots=roots)
+
+    def execute(self, run: Run) -> tuple[list[UOp], dict]:
+        """Execute ``run`` in the store's current e-graph: insert its roots, its loop,
+        its phases (:data:`~eqsat.engines.egraph.phases.PHASES`), and the e-graph left
+        as the run found it (``Store.reset``); ``(outputs, stats)``."""
         saved = self.ins.state()
         clean = False  # whether the run ended without an exception (see Store.reset)
         final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
-            with clock.phase(run.times, "insert"):
-                run.roots, run.handles = roots, run.insert(roots)
+            with run.clock.phase(run.times, "insert"):
+                run.handles = run.insert(run.roots)
             run.input_nodes = run.peak = len(self.ins.uop_handle) - len(saved[2])
-            run.tracer = Tracer(roots, self.ins) if keep_egraph else None
+            run.tracer = Tracer(run.roots, self.ins) if run.keep_egraph else None
             run.loop()
             run_phases(run)
             clean = True
@@ -189,7 +193,7 @@ class Session:
                 pass
             raise
         finally:
-            with clock.phase(run.times, "reset"):
+            with run.clock.phase(run.times, "reset"):
                 self.store.reset(saved, clean, final)
 
 

@@ -93,12 +93,13 @@ class WidenError(Exception):
 class Run:
     """One run's state on a store's current e-graph (see the module docstring).
     ``orders``: the roots' toposorts by ``id`` (``Store.select``), used by the first
-    insertion; ``seeds``: the baseline's rewrite of the roots (:mod:`.seeding`)."""
+    insertion; ``seeds``: the baseline's rewrite of the roots (:mod:`.seeding`);
+    ``roots``: what ``Session.execute`` inserts and optimizes."""
 
     def __init__(self, program: Program, store: Store, model: Any = None,
                  limits: Limits | None = None, clock: Clock | None = None,
                  seeds: Seeds | None = None, orders: dict[int, list[UOp]] | None = None,
-                 keep_egraph: bool = False):
+                 keep_egraph: bool = False, roots: list[UOp] | None = None):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
         self.limits = Limits() if limits is None else limits
         self.clock = Clock(self.limits.seconds) if clock is None else clock
@@ -124,7 +125,7 @@ class Run:
         #: the rule set parts a finishing step runs instead of the native rules
         self.only: tuple[str, ...] | None = None
         # the loop's state
-        self.roots: list[UOp] = []
+        self.roots: list[UOp] = list(roots or ())
         self.handles: list[int] = []
         self.input_nodes = 0
         self.tracer: Tracer | None = None
