@@ -10,8 +10,7 @@ The native rules form rule sets by what they can match: ``native``, the fixed-wi
 ones (:data:`FIXED_RULESET`, run only when the input has such a dtype), the finishing
 ones (:data:`FINISH_RULESET`, see ``rulesets.FINISHING``); each rule set is split
 into parts by the constructors the rules' patterns name (a step runs only the parts
-whose constructors have rows), the multiplying rules into ``<set>_mult`` with a
-counting twin in ``<set>_count``.
+whose constructors have rows), the multiplying rules into ``<set>_mult``.
 """
 
 from __future__ import annotations
@@ -29,8 +28,6 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.encoding import CTORS, ArgTable, declarations, dt_name, uop_ctor
 from eqsat.engines.egraph.rulesets import FINISHING, resolve
 from eqsat.engines.egraph.schedules import (
-    COUNT_FN,
-    count_program,
     match_bounds,
     multiplies,
     new_nodes,
@@ -158,6 +155,8 @@ class Program:
         self.mult_ctors: dict[int, frozenset[str]] = {}
         #: multiplying rule -> its bound on the matches from the rows (``match_bounds``)
         self.mult_bounds: dict[int, list[tuple[str, ...]] | None] = {}
+        #: multiplying rule -> at most how many e-nodes one match makes (``new_nodes``)
+        self.mult_new: dict[int, int] = {}
         #: rule set -> its parts: ``(part name, the constructors its rules' patterns
         #: name)``; a step runs only the parts whose constructors all have rows
         self.parts: dict[str, list[tuple[str, frozenset[str]]]] = {}
@@ -185,8 +184,8 @@ class Program:
         return name
 
     def _compile(self, r: ERule) -> None:
-        """Add the egglog rules of the native rule ``r`` (its IntDt twins, a multiplying
-        rule's counting twin) to their rule set parts."""
+        """Add the egglog rules of the native rule ``r`` (its IntDt twins) to their
+        rule set parts."""
         key = self.rule_args.key
         twins = int_dt_twins(r)
         pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
@@ -201,9 +200,7 @@ class Program:
                 self.mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
                 self.mult_ctors[i] = need
                 self.mult_bounds[i] = match_bounds(t)
-                count = self._part(f"{ruleset}_count", need)
-                self.programs.append((count, t.fill(count_program(
-                    t, count, f"{COUNT_FN}{i}"), key), need))
+                self.mult_new[i] = new_nodes(t)
                 ruleset = f"{ruleset}_mult"
             name = self._part(ruleset, need)
             self.makes[name] = self.makes.get(name, frozenset()).union(
@@ -226,10 +223,8 @@ class Program:
         prog = [declarations(only), analysis_program(ANALYSIS, fixed=fixed_width,
                                                      ext=self.ext, only=only)]
         for base in ("native", FIXED_RULESET, FINISH_RULESET):
-            prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
+            prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult")
                      for part, _ in self.parts.get(rs, ())]
-            prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
-                     for i, _, _ in self.mult.get(base, [])]
         prog += [p for rs, p, need in self.programs
                  if (fixed_width or not rs.startswith(FIXED_RULESET)) and
                  (kind != "narrow" or need <= self.narrow_loads)]

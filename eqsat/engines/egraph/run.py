@@ -54,7 +54,6 @@ from eqsat.engines.egraph.program import (
 )
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
-    COUNT_FN,
     STALL_EMITTED,
     STALL_GROWTH,
     STEP_ROOM,
@@ -110,11 +109,10 @@ class Run:
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self.present: dict[str, int] = {}
         #: whether the multiplying rules still run: they are left out for the rest of
-        #: the run after a step whose count did not fit its room (:meth:`admit`)
-        self.counted = True
-        #: multiplying rule -> its counter's value (its matches' e-nodes so far)
-        self.counts: dict[int, int] = {}
-        #: native rule -> the e-nodes its matches would have made when it was left out
+        #: the run after a step whose bound did not fit its room (:meth:`admit`)
+        self.multiplying = True
+        #: multiplying rule -> at most the e-nodes its matches would have made in the
+        #: step it was left out in (its bound from the rows)
         self.held_back: dict[str, int] = {}
         self.fixed = False  # the e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
@@ -244,9 +242,8 @@ class Run:
         """The egglog runs of one round of the native rules, and the constructors their
         rules make: the finishing parts (``only``) in a finishing step; else the rule
         sets of this run (:meth:`native_bases`), with the multiplying rules when their
-        bound from the rows fits ``allow`` (:meth:`apriori`) or, counted first, their
-        count does (:meth:`admit`); when they do not fit, without them, as in every
-        later step of the run."""
+        bound from the rows fits ``allow`` (:meth:`admit`); when it does not, without
+        them, as in every later step of the run."""
         runs: list[str] = []
         made: set[str] = set()
         makes = self.program.makes
@@ -256,8 +253,7 @@ class Run:
                 made.update(*[makes[p] for p in self.only])
         elif self.program.native:
             bases = self.native_bases()
-            every = self.counted and self.mult_may_match(bases) and (
-                self.apriori(bases) <= allow or self.admit(bases, allow))
+            every = self.multiplying and self.mult_may_match(bases) and self.admit(bases, allow)
             for b in bases:
                 parts = self.runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
@@ -347,8 +343,7 @@ class Run:
     # ---- the multiplying rules' room ------------------------------------------
     def mult_may_match(self, bases: list[str]) -> bool:
         """Whether a multiplying rule of ``bases`` may match in this step: every
-        constructor its pattern needs has rows (:meth:`have`). When none may, the step
-        runs neither those rules nor their counting twins (no egglog call to count)."""
+        constructor its pattern needs has rows (:meth:`have`)."""
         have = self.have()
         ctors = self.program.mult_ctors
         return any(ctors[i] <= have for b in bases for i, _, _ in self.program.mult.get(b, ()))
@@ -356,54 +351,38 @@ class Run:
     def apriori(self, bases: list[str]) -> float:
         """At most how many e-nodes this step's round of the multiplying rules of
         ``bases`` makes, from the rows of the constructors their patterns name (the
-        e-graph's after the last step and those waiting to load): per rule, its
-        ``match_bounds`` times ``new_nodes``; infinity when a rule has no such bound."""
-        present, pending = self.present, self.ins.pending_ctors
-        program = self.program
-        total = 0.0
-        for b in bases:
-            for i, _, k in program.mult.get(b, ()):
-                if not all(present.get(c) or pending.get(c) for c in program.mult_ctors[i]):
-                    continue  # (a constructor it needs has no row: no match)
-                bounds = program.mult_bounds[i]
-                if bounds is None:
-                    return math.inf
-                total += k * min(math.prod(present.get(c, 0) + pending.get(c, 0)
-                                           for c in t) for t in bounds)
-        return total
+        e-graph's after the last step and those waiting to load): the sum of
+        :meth:`bound`."""
+        return sum(self.bound(i) for b in bases for i, _, _ in self.program.mult.get(b, ()))
 
     def admit(self, bases: list[str], allow: float) -> bool:
-        """Count the e-nodes this step's round of the multiplying rules of ``bases``
-        would make (one egglog call, which also loads the pending rows: the counting
-        twins see what the rules will see); whether they fit ``allow``. When they do
-        not, the multiplying rules are left out for the rest of the run and
-        ``held_back`` records what each would have made. A twin that missed steps
-        (its rule ran on :meth:`apriori`) also counts the matches its rule fired in
-        them: an over-count, never an under-count."""
-        todo = [(i, name) for b in bases for i, name, _ in self.program.mult.get(b, [])]
-        if not todo:
+        """Whether this step's round of the multiplying rules of ``bases`` fits
+        ``allow``: the e-nodes they may make, bounded from the rows (:meth:`apriori`).
+        When they do not fit, they are left out for the rest of the run and
+        ``held_back`` records each rule's bound."""
+        if self.apriori(bases) <= allow:
             return True
-        counting = [self.runnable_parts([f"{b}_count"]) for b in bases
-                    if self.program.mult.get(b)]
-        out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"
-                                       for rs in counting if rs), late=False)
-        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
-        egraph = self.store.egraph
-        counts = self.counts
-        step: list[tuple[str, int]] = []
-        for i, name in todo:
-            # a counter only grows (its merge adds): this step's count is what it gained
-            v = egraph.lookup_function(f"{COUNT_FN}{i}", [])
-            now = 0 if v is None else egraph.value_to_i64(v)
-            step.append((name, now - counts.get(i, 0)))
-            counts[i] = now
-        if sum(n for _, n in step) <= allow:
-            return True
-        self.counted = False
-        for name, n in step:
-            if n:
-                self.held_back[name] = self.held_back.get(name, 0) + n
+        self.multiplying = False
+        for b in bases:
+            for i, name, _ in self.program.mult.get(b, ()):
+                n = self.bound(i)
+                if n:
+                    self.held_back[name] = self.held_back.get(name, 0) + n
         return False
+
+    def bound(self, i: int) -> float:
+        """At most how many e-nodes a round of the multiplying rule ``i`` makes now
+        (its ``match_bounds`` from the rows times its ``new_nodes``; infinity when it
+        has no such bound, 0 when a constructor it needs has no row)."""
+        present, pending = self.present, self.ins.pending_ctors
+        program = self.program
+        if not all(present.get(c) or pending.get(c) for c in program.mult_ctors[i]):
+            return 0  # (a constructor it needs has no row: no match)
+        bounds = program.mult_bounds[i]
+        if bounds is None:
+            return math.inf
+        return program.mult_new[i] * min(math.prod(present.get(c, 0) + pending.get(c, 0)
+                                                   for c in t) for t in bounds)
 
     # ---- the tripwire -----------------------------------------------------------
     def check(self) -> None:
@@ -469,7 +448,7 @@ class Run:
             # the last pass recorded nothing and no rule changed anything: the e-graph
             # is the one that snapshot read, and another pass would find nothing new
             # (not saturated when rules were left out for the room)
-            self.stop = StopReason.SATURATED if self.counted else StopReason.ENODES
+            self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
             return
         if self._memory_over():
             self.stop = StopReason.MEMORY  # (before reading the e-graph: a snapshot costs more)
@@ -521,7 +500,7 @@ class Run:
         self.per_iter.append((snap.enodes, round(time.perf_counter() - t_it, 4)))
         self.emitted.append(ins.pending - pending0)
         if not changed and ins.pending == 0:
-            self.stop = StopReason.SATURATED if self.counted else StopReason.ENODES
+            self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
             return
         self.best.append(_root_cost(snap, root_cls))  # the pass priced every class
         if is_stalled(self.best, self.sizes, self.limits.stall, self.emitted):

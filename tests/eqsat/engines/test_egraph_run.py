@@ -86,7 +86,7 @@ def test_a_run_state_starts_afresh(session: Session) -> None:
     first = _run(session, GROWS, Limits(enodes=30, seconds=60.0))
     second = _run(session, "(mul (var x 0 5) 3)", Limits(seconds=60.0))
     assert first.held_back is not second.held_back and first.matches is not second.matches
-    assert second.stop is StopReason.SATURATED and second.counted
+    assert second.stop is StopReason.SATURATED and second.multiplying
 
 
 # one line per kind of run's end: what it leaves in the store's e-graphs (nothing)
