@@ -2,12 +2,10 @@
 
 Each phase is a small function of the :class:`~eqsat.engines.egraph.run.Run`:
 
-- ``finish``: the finishing rules (``rulesets.FINISHING``), once the others are done
-  (a run that stopped saturated or stalled, not by a budget);
-- ``check``: the tripwire over the run's e-graph, unless a finishing step ran it;
+- ``check``: the tripwire over the run's e-graph (once a run: an empty interval
+  stays empty), unless the ``last`` step runs it;
 - ``last``: the last computed pass's rows brought in (analysis only) and the e-graph
-  read again, when the last snapshot does not hold them (or a finishing step changed
-  it);
+  read again, when the last snapshot does not hold them;
 - ``extract``: the roots' best terms under the cost model (tree extraction, and the
   DAG-aware extractor where the tree choice shares a class), a root whose term came
   out costlier than its input extracted again with its subsumed e-nodes in;
@@ -38,28 +36,20 @@ def _no_snapshot(run: Run) -> bool:
     return run.stop is StopReason.MEMORY and run.snap is None
 
 
-def finish(run: Run) -> None:
-    if run.stop in (StopReason.SATURATED, StopReason.STALLED) and not run.stale:
-        with run.clock.phase(run.times, "finish"):
-            run.finished, run.checked = run.finish()
-    run.stale = run.stale or run.stop is StopReason.MEMORY  # (it grew since `snap`)
-
-
 def check(run: Run) -> None:
+    run.stale = run.stale or run.stop is StopReason.MEMORY  # (it grew since `snap`)
     run.last = not _no_snapshot(run) and not run.stale and \
         bool(run.ins.pending or run.snap is None)
-    if not run.last and not run.checked:
+    if not run.last:
         run.check()  # (the last step checks in its own egglog call)
 
 
 def last(run: Run) -> None:
-    # bring the last results in (analysis only); after a finishing step only read the
-    # e-graph (its step ran the analysis and loaded every row)
-    if _no_snapshot(run) or not (run.last or run.finished):
+    # bring the last results in (analysis only, the tripwire in the same call)
+    if not run.last:
         return
     with run.clock.phase(run.times, "last"):
-        if run.last:
-            run.step(False)
+        run.step(False)
         run.snap = Snapshot(run.store.egraph, run.ins)
         if run.tracer is not None:
             run.tracer.snapshot(run.snap, 0, run.matches)
@@ -128,7 +118,6 @@ def stats(run: Run) -> None:
 
 #: the phases after the loop, in order (see the module docstring)
 PHASES: tuple[tuple[str, Callable[[Run], None]], ...] = (
-    ("finish", finish),
     ("check", check),
     ("last", last),
     ("extract", extract),

@@ -7,8 +7,7 @@ the egglog program text of each kind of e-graph (:data:`EGRAPH_KINDS`) the
 :class:`~eqsat.engines.egraph.store.Store` builds from it.
 
 The native rules form rule sets by what they can match: ``native``, the fixed-width
-ones (:data:`FIXED_RULESET`, run only when the input has such a dtype), the finishing
-ones (:data:`FINISH_RULESET`, see ``rulesets.FINISHING``); each rule set is split
+ones (:data:`FIXED_RULESET`, run only when the input has such a dtype); each rule set is split
 into parts by the constructors the rules' patterns name (a step runs only the parts
 whose constructors have rows), the multiplying rules into ``<set>_mult``.
 """
@@ -26,7 +25,7 @@ from eqsat.engines.egraph.analyses import (
     analysis_program,
 )
 from eqsat.engines.egraph.encoding import CTORS, ArgTable, declarations, dt_name, uop_ctor
-from eqsat.engines.egraph.rulesets import FINISHING, resolve
+from eqsat.engines.egraph.rulesets import SELECTS, resolve
 from eqsat.engines.egraph.schedules import (
     match_bounds,
     multiplies,
@@ -36,17 +35,13 @@ from eqsat.engines.egraph.schedules import (
 from eqsat.ir.uop import UOp
 from rules.native import ERule, int_dt_twins
 
-__all__ = ["Program", "EGRAPH_KINDS", "NARROW_CTORS", "FIXED_RULESET", "FINISH_RULESET",
+__all__ = ["Program", "EGRAPH_KINDS", "NARROW_CTORS", "FIXED_RULESET",
            "ANALYSIS", "fixed_only", "analysis_ext", "needs_fixed_width", "fixed_width_of"]
 
 #: the native rules that match fixed-width integer or float nodes only (their guards say
 #: ``(FixDt dt)``, or the rule of the language says so) form this rule set; a run whose
 #: input has no such dtype skips it (rewrites keep their operands' dtypes)
 FIXED_RULESET = "native_fixed"
-
-#: the native rules of the finishing groups (``rulesets.FINISHING``) form this rule set; a
-#: run adds it to its steps once its other rules are done (see ``Run.finish``)
-FINISH_RULESET = "native_finish"
 
 #: the name of the interval rules' rule sets (``analysis_program``)
 ANALYSIS = "analysis"
@@ -163,16 +158,16 @@ class Program:
         #: rule set part -> the constructors its rules make (their right sides, actions)
         self.makes: dict[str, frozenset[str]] = {}
         self._part_of: dict[tuple[str, frozenset[str]], str] = {}
+        self._select_makes: list[frozenset[str]] = []
         for r in self.native:
             self._compile(r)
         del self._part_of
         self.has_fixed_rules = any(rs.startswith(FIXED_RULESET) for rs, _, _ in self.programs)
         #: the constructors the narrow e-graph loads and holds the rules of: plain index
-        #: arithmetic and what the finishing rules make from it (a select of a division
-        #: and its condition), so that finishing a narrow run does not widen it
-        self.narrow_loads = self.narrow_ctors.union(*[
-            self.makes[part] for part, need in self.parts.get(FINISH_RULESET, ())
-            if need <= self.narrow_ctors])
+        #: arithmetic and what the select rules (``rulesets.SELECTS``) make from it (a
+        #: select of a division and its condition), so that they do not widen a run
+        self.narrow_loads = self.narrow_ctors.union(*self._select_makes)
+        del self._select_makes
         #: the constructors whose interval rules wait for an insertion (analysis_ext)
         self.ext = analysis_ext(self.native)
 
@@ -190,8 +185,6 @@ class Program:
         twins = int_dt_twins(r)
         pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
             else list(zip(("native", FIXED_RULESET), twins, strict=True))
-        if r.group in FINISHING:
-            pairs = [(FINISH_RULESET, t) for _, t in pairs]
         for ruleset, t in pairs:
             self.native_names[t.name] = r.law
             need = pattern_ctors(t)
@@ -203,8 +196,10 @@ class Program:
                 self.mult_new[i] = new_nodes(t)
                 ruleset = f"{ruleset}_mult"
             name = self._part(ruleset, need)
-            self.makes[name] = self.makes.get(name, frozenset()).union(
-                _CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
+            made = frozenset(_CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
+            self.makes[name] = self.makes.get(name, frozenset()) | made
+            if r.group in SELECTS and need <= self.narrow_ctors:
+                self._select_makes.append(made)
             self.programs.append((name, t.program(name, key), need))
 
     def loads(self, kind: str) -> frozenset[str] | None:
@@ -215,14 +210,14 @@ class Program:
         """The egglog program of an e-graph of ``kind``: the declarations, the analyses
         and the rules; the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
         ``"narrow"`` one only the rules whose pattern names nothing but
-        :data:`NARROW_CTORS` and what the finishing rules make from them."""
+        ``narrow_loads``."""
         if kind not in EGRAPH_KINDS:
             raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
         fixed_width = kind == "fixed"
         only = self.loads(kind)
         prog = [declarations(only), analysis_program(ANALYSIS, fixed=fixed_width,
                                                      ext=self.ext, only=only)]
-        for base in ("native", FIXED_RULESET, FINISH_RULESET):
+        for base in ("native", FIXED_RULESET):
             prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult")
                      for part, _ in self.parts.get(rs, ())]
         prog += [p for rs, p, need in self.programs

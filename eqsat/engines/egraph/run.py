@@ -47,7 +47,6 @@ from eqsat.engines.egraph.computed import PassState, python_pass
 from eqsat.engines.egraph.encoding import CTORS, Inserter, Snapshot
 from eqsat.engines.egraph.program import (
     ANALYSIS,
-    FINISH_RULESET,
     FIXED_RULESET,
     Program,
     fixed_width_of,
@@ -67,16 +66,12 @@ from eqsat.engines.egraph.store import Store
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["Run", "WidenError", "ANALYSIS_CAP", "FINISH_STEPS", "is_stalled"]
+__all__ = ["Run", "WidenError", "ANALYSIS_CAP", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
-
-#: egglog steps of a run's finishing (:meth:`Run.finish`): the finishing rules', then
-#: the native rules' alone on what they made
-FINISH_STEPS = 2
 
 _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
@@ -120,8 +115,6 @@ class Run:
         self.capped = 0  # analysis steps that hit ANALYSIS_CAP
         self.step_updated = True  # whether the last step changed the e-graph
         self.step_size = 0  # the e-graph's e-nodes after the last step
-        #: the rule set parts a finishing step runs instead of the native rules
-        self.only: tuple[str, ...] | None = None
         # the loop's state
         self.roots: list[UOp] = list(roots or ())
         self.handles: list[int] = []
@@ -141,7 +134,7 @@ class Run:
         self.rss0 = rss_bytes()
         self.rss_peak = 0  # the most the run grew the resident set by, of the readings
         # the phases' state (:mod:`.phases`)
-        self.finished = self.checked = self.last = False
+        self.last = False
         self.outs: list[UOp] = []
         self.ext_stats: dict[str, Any] = {}
         self.costs: list[tuple[float, float]] | None = None
@@ -240,18 +233,14 @@ class Run:
 
     def native_runs(self, allow: float) -> tuple[list[str], set[str]]:
         """The egglog runs of one round of the native rules, and the constructors their
-        rules make: the finishing parts (``only``) in a finishing step; else the rule
-        sets of this run (:meth:`native_bases`), with the multiplying rules when their
-        bound from the rows fits ``allow`` (:meth:`admit`); when it does not, without
-        them, as in every later step of the run."""
+        rules make: the rule sets of this run (:meth:`native_bases`), with the
+        multiplying rules when their bound from the rows fits ``allow``
+        (:meth:`admit`); when it does not, without them, as in every later step of the
+        run."""
         runs: list[str] = []
         made: set[str] = set()
         makes = self.program.makes
-        if self.only is not None:
-            if self.only:
-                runs.append(f"(run {self.store.combined(self.only)} 1)")
-                made.update(*[makes[p] for p in self.only])
-        elif self.program.native:
+        if self.program.native:
             bases = self.native_bases()
             every = self.multiplying and self.mult_may_match(bases) and self.admit(bases, allow)
             for b in bases:
@@ -507,41 +496,6 @@ class Run:
             self.stop = StopReason.STALLED
         elif res.skipped or res.late:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
-
-    # ---- finishing ------------------------------------------------------------------
-    def finish(self) -> tuple[bool, bool]:
-        """The finishing rules (:data:`FINISH_RULESET`) where a run would stop saturated
-        or stalled, when one of them may match: a step of them alone, then up to
-        ``FINISH_STEPS - 1`` steps of the native rules over what they made (those whose
-        patterns name only constructors they make, or one of them beyond plain index
-        arithmetic). Each step runs while the e-node budget has room (and the hard time
-        limit is not past). ``(changed, checked)``: whether a step changed the e-graph,
-        and whether one ran (each runs the tripwire after its analysis)."""
-        first = self.runnable_parts([FINISH_RULESET])
-        if not first:
-            return False, False
-        program = self.program
-        made = frozenset().union(*[program.makes[p] for p in first])
-        have = self.have() | made
-        beyond = made - program.narrow_ctors  # (a select and its condition)
-        then = tuple(part for base in self.native_bases()
-                     for part, need in program.parts.get(base, ())
-                     if need <= have and (need <= made or need & beyond))
-        changed = checked = False
-        enodes = self.limits.enodes
-        for i in range(FINISH_STEPS):
-            size = self.step_size + self.ins.pending_nodes
-            if size > enodes or self.clock.over():
-                break
-            self.only = first if i == 0 else then
-            try:
-                self.step(True, STEP_ROOM * (enodes - size), check=True)
-            finally:
-                self.only = None
-            changed, checked = changed or self.step_updated, True
-            if not self.step_updated:
-                break
-        return changed, checked
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:
