@@ -94,7 +94,7 @@ TABLE: list[tuple[str, str, str | int]] = [
      "7) 7))", "(add (var b 0 5) (var x -50 50))"),
     ("div_mod_recombine", "(add (mod (idiv (var x 0 99) 2) 3) (mul (idiv (var x 0 99) 6) 3))",
      "(idiv (var x 0 99) 2)"),
-    # a quotient of two values as a select, once the other rules are done (FINISHING)
+    # a quotient of two values as a select
     ("division_select", "(idiv (add (add (mul (var x 0 3) 4) (var y 0 7)) 11) 24)",
      "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 13) 0 1)"),
     ("division_select", "(mod (range 2 5) 4)", "(where (lt (range 2 5) 4) (range 2 5) (add "
