@@ -9,7 +9,8 @@ the egglog program text of each kind of e-graph (:data:`EGRAPH_KINDS`) the
 The native rules form rule sets by what they can match: ``native``, the fixed-width
 ones (:data:`FIXED_RULESET`, run only when the input has such a dtype); each rule set is split
 into parts by the constructors the rules' patterns name (a step runs only the parts
-whose constructors have rows), the multiplying rules into ``<set>_mult``.
+whose constructors have rows), the multiplying rules into ``<set>_mult`` with a
+counting twin in ``<set>_count``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.encoding import CTORS, ArgTable, declarations, dt_name, uop_ctor
 from eqsat.engines.egraph.rulesets import SELECTS, resolve
 from eqsat.engines.egraph.schedules import (
+    COUNT_FN,
+    count_program,
     match_bounds,
     multiplies,
     new_nodes,
@@ -179,8 +182,8 @@ class Program:
         return name
 
     def _compile(self, r: ERule) -> None:
-        """Add the egglog rules of the native rule ``r`` (its IntDt twins) to their
-        rule set parts."""
+        """Add the egglog rules of the native rule ``r`` (its IntDt twins, a multiplying
+        rule's counting twin) to their rule set parts."""
         key = self.rule_args.key
         twins = int_dt_twins(r)
         pairs = [(FIXED_RULESET if fixed_only(r) else "native", r)] if twins is None \
@@ -194,6 +197,9 @@ class Program:
                 self.mult_ctors[i] = need
                 self.mult_bounds[i] = match_bounds(t)
                 self.mult_new[i] = new_nodes(t)
+                count = self._part(f"{ruleset}_count", need)
+                self.programs.append((count, t.fill(count_program(
+                    t, count, f"{COUNT_FN}{i}"), key), need))
                 ruleset = f"{ruleset}_mult"
             name = self._part(ruleset, need)
             made = frozenset(_CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
@@ -218,8 +224,10 @@ class Program:
         prog = [declarations(only), analysis_program(ANALYSIS, fixed=fixed_width,
                                                      ext=self.ext, only=only)]
         for base in ("native", FIXED_RULESET):
-            prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult")
+            prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
                      for part, _ in self.parts.get(rs, ())]
+            prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
+                     for i, _, _ in self.mult.get(base, [])]
         prog += [p for rs, p, need in self.programs
                  if (fixed_width or not rs.startswith(FIXED_RULESET)) and
                  (kind != "narrow" or need <= self.narrow_loads)]

@@ -53,6 +53,7 @@ from eqsat.engines.egraph.program import (
 )
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
+    COUNT_FN,
     STALL_EMITTED,
     STALL_GROWTH,
     STEP_ROOM,
@@ -104,10 +105,11 @@ class Run:
         #: constructor -> its rows in the e-graph after the last step (egglog's sizes)
         self.present: dict[str, int] = {}
         #: whether the multiplying rules still run: they are left out for the rest of
-        #: the run after a step whose bound did not fit its room (:meth:`admit`)
+        #: the run after a step whose count did not fit its room (:meth:`admit`)
         self.multiplying = True
-        #: multiplying rule -> at most the e-nodes its matches would have made in the
-        #: step it was left out in (its bound from the rows)
+        #: multiplying rule -> its counter's value (its matches' e-nodes so far)
+        self.counts: dict[int, int] = {}
+        #: native rule -> the e-nodes its matches would have made when it was left out
         self.held_back: dict[str, int] = {}
         self.fixed = False  # the e-graph has fixed-width integer nodes
         #: ... and an e-node the fixed-width interval rules match (FIXED_ANALYSIS_DTYPES)
@@ -234,15 +236,16 @@ class Run:
     def native_runs(self, allow: float) -> tuple[list[str], set[str]]:
         """The egglog runs of one round of the native rules, and the constructors their
         rules make: the rule sets of this run (:meth:`native_bases`), with the
-        multiplying rules when their bound from the rows fits ``allow``
-        (:meth:`admit`); when it does not, without them, as in every later step of the
-        run."""
+        multiplying rules when their bound from the rows (:meth:`apriori`) or their
+        count (:meth:`admit`) fits ``allow``; when neither does, without them, as in
+        every later step of the run."""
         runs: list[str] = []
         made: set[str] = set()
         makes = self.program.makes
         if self.program.native:
             bases = self.native_bases()
-            every = self.multiplying and self.mult_may_match(bases) and self.admit(bases, allow)
+            every = self.multiplying and self.mult_may_match(bases) and (
+                self.apriori(bases) <= allow or self.admit(bases, allow))
             for b in bases:
                 parts = self.runnable_parts([b, f"{b}_mult"] if every else [b])
                 if parts:
@@ -345,18 +348,37 @@ class Run:
         return sum(self.bound(i) for b in bases for i, _, _ in self.program.mult.get(b, ()))
 
     def admit(self, bases: list[str], allow: float) -> bool:
-        """Whether this step's round of the multiplying rules of ``bases`` fits
-        ``allow``: the e-nodes they may make, bounded from the rows (:meth:`apriori`).
-        When they do not fit, they are left out for the rest of the run and
-        ``held_back`` records each rule's bound."""
-        if self.apriori(bases) <= allow:
+        """Count the e-nodes this step's round of the multiplying rules of ``bases``
+        would make (one egglog call, which also loads the pending rows: the counting
+        twins see what the rules will see; run where their bound from the rows,
+        :meth:`apriori`, does not fit); whether they fit ``allow``. When they do not,
+        they are left out for the rest of the run and ``held_back`` records what each
+        would have made.
+
+        A twin runs only here: after steps whose rules ran on their bound without it,
+        its count also holds the matches its rule fired in those steps (semi-naive
+        matching finds every match with a row newer than the twin's last run): an
+        over-count, never an under-count."""
+        todo = [(i, name) for b in bases for i, name, _ in self.program.mult.get(b, [])]
+        counting = [self.runnable_parts([f"{b}_count"]) for b in bases
+                    if self.program.mult.get(b)]
+        out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"
+                                       for rs in counting if rs), late=False)
+        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
+        egraph = self.store.egraph
+        step: list[tuple[str, int]] = []
+        for i, name in todo:
+            # a counter only grows (its merge adds): this step's count is what it gained
+            v = egraph.lookup_function(f"{COUNT_FN}{i}", [])
+            now = 0 if v is None else egraph.value_to_i64(v)
+            step.append((name, now - self.counts.get(i, 0)))
+            self.counts[i] = now
+        if sum(n for _, n in step) <= allow:
             return True
         self.multiplying = False
-        for b in bases:
-            for i, name, _ in self.program.mult.get(b, ()):
-                n = self.bound(i)
-                if n:
-                    self.held_back[name] = self.held_back.get(name, 0) + n
+        for name, n in step:
+            if n:
+                self.held_back[name] = self.held_back.get(name, 0) + n
         return False
 
     def bound(self, i: int) -> float:

@@ -12,10 +12,13 @@ run do.
 One step of the native rules is bounded too: the rules whose matches multiply
 (:func:`multiplies`: the left side joins two operands that vary independently,
 e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
-the two classes is a match) run in a step only when the e-nodes their matches may
-make fit :data:`STEP_ROOM` of the room the e-node budget has left, bounded from the
+the two classes is a match) run in a step only when the e-nodes their matches would
+make fit :data:`STEP_ROOM` of the room the e-node budget has left: bounded from the
 row counts of the constructors their patterns name (:func:`match_bounds`; no egglog
-call). When they do not fit, they are left out for the rest of the run. The other rules'
+call) or, where that bound does not fit, counted before the step runs them (counting
+twins, :func:`count_program`: the same pattern and guards, adding up the e-nodes; a
+twin that missed steps counts the matches its rule fired in them too, an over-count).
+When they do not fit, they are left out for the rest of the run. The other rules'
 matches grow with the e-graph (each joins at most one independently varying
 operand); a step that takes the e-graph past the budget ends the run, which extracts
 from its last snapshot instead. (egglog's
@@ -41,8 +44,8 @@ from typing import Any
 from eqsat.ir.egglog_text import read, tokens
 
 __all__ = ["Limits", "Clock", "StopReason", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
-           "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "gc_paused",
-           "rss_bytes", "multiplies", "new_nodes", "match_bounds"]
+           "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
+           "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
 
 class StopReason(StrEnum):
     """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
@@ -279,6 +282,26 @@ def new_nodes(rule: Any) -> int:
 
     text = rule.rhs if rule.lhs else rule.actions
     return max(1, sum(1 for kind, tok, _ in tokens(text) if kind == "atom" and tok in CTORS))
+
+
+#: the egglog functions a step's counting rules add their matches' e-nodes to
+#: (``StepCount<i>`` for the multiplying rule ``i``)
+COUNT_FN = "StepCount"
+
+
+def count_program(rule: Any, ruleset: str, fn: str) -> str:
+    """The egglog rule of ``ruleset`` that adds :func:`new_nodes` of ``rule`` to the
+    nullary function ``fn`` per match of ``rule`` (same pattern and guards, no
+    rewrite)."""
+    k = new_nodes(rule)
+    if rule.lhs:
+        when = " ".join(rule.when)
+        query = f"(= count_root {rule.lhs}) {when}".strip()
+    else:
+        query = rule.query
+    return (f"(rule ({query}) ((set ({fn}) {k})) :ruleset {ruleset} "
+            f':name "{rule.name}#count")')
+
 
 
 def _literal(t: str) -> bool:
