@@ -272,8 +272,8 @@ fold_divmod_general_rule = Rule(
 G_ADV = "advanced_division_dsl_patterns"
 G_REC = "div_mod_recombine_dsl_patterns"
 G_RANGE = "range_based_mod_div_patterns"
-#: the e-graph's divisions of two quotients as selects; a run holds them back until its other
-#: rules are done (eqsat.engines.egraph.rulesets.FINISHING)
+#: the e-graph's divisions of two quotients as selects (the narrow e-graph loads what they
+#: make: eqsat.engines.egraph.rulesets.SELECTS)
 G_SELECT = "division_select"
 #: the core's group of a DivModRule -> the seed group its e-graph twin joins
 DIVMOD_GROUP: dict[str, str] = {"range_based": G_RANGE, "fold_divmod_general": G_RANGE,

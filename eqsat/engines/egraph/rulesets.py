@@ -20,16 +20,18 @@ import rules
 from rules.computed import PyRule
 from rules.native import ERule
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "FINISHING"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "SELECTS", "FINISHING"]
 
 OPT_IN: tuple[str, ...] = rules.EGRAPH_OPT_IN
 
-#: groups whose rules a run holds back until its other rules are done (it would stop
-#: saturated or stalled): their right sides are so much cheaper (a select for a division)
-#: that the computed pass, which visits only the classes near the roots' best terms, would
-#: leave the divisions' own simplifications unvisited (a select of ``(2*a + b) % 2`` where
-#: the pass finds ``b``)
-FINISHING: tuple[str, ...] = ("division_select",)
+#: groups whose rules turn plain index arithmetic into selects (a division of two or
+#: three quotients as a ladder of selects): the narrow e-graph loads what they make, so
+#: that they do not widen a run of plain index arithmetic (``Program.narrow_loads``)
+SELECTS: tuple[str, ...] = ("division_select",)
+
+#: groups a run holds back until its other rules are done: none (the select rules run
+#: from the start, docs/architecture.md); kept for ``eqsat rules``, which names them
+FINISHING: tuple[str, ...] = ()
 
 
 def egraph_groups() -> dict[str, list[Any]]:

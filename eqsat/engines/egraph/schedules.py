@@ -352,12 +352,96 @@ def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
     chosen or fixed atom fixes its class, its children's classes and the variables
     of its fields; a guard ``(= V term)`` binds ``V`` once ``term``'s variables are
     bound (a function or a primitive has one value)."""
-    from eqsat.engines.egraph.encoding import CTORS
-
     if not rule.lhs:
         return None
-    root = read(rule.lhs)
+    problem = _BoundProblem.of(rule)
+    if problem is None:
+        return None
+    n = len(problem.atoms)
+    best: list[int] = []
+    most = MAX_BOUND_FACTORS - (n > SMALL_PATTERN)
+    for size in range(1, min(n, most) + 1):
+        for atoms_chosen in combinations(range(n), size):
+            chosen = sum(1 << i for i in atoms_chosen)
+            if any(b & chosen == b for b in best):
+                continue  # (a subset fixes the match already: this one bounds no better)
+            if problem.fixes(chosen):
+                best.append(chosen)
+    # (as constructors: two choices of atoms of the same constructors bound alike)
+    atoms = problem.atoms
+    return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in range(n) if b >> i & 1))
+                              for b in best)) or None
+
+
+@dataclass(frozen=True)
+class _BoundProblem:
+    """A rewrite's pattern as :func:`match_bounds` searches it, as bit masks: atoms by
+    index, variables by their order of appearance."""
+
     #: (constructor, its arguments: a child atom's index, or a variable or literal)
+    atoms: list[tuple[str, list[int | str]]]
+    kids: list[int]  # per atom, its children atoms
+    fields: list[int]  # per atom, the variables of its fields
+    cst: list[bool]  # per atom, whether it is a constant
+    binds: list[tuple[int, int]]  # per guard (= V term): V, and term's variables
+    every: int  # the guards' variables
+
+    @staticmethod
+    def of(rule: Any) -> _BoundProblem | None:
+        """The problem of a rewrite ``rule``; None when its pattern is not made of
+        constructor atoms."""
+        atoms = _pattern_atoms(read(rule.lhs))
+        if atoms is None:
+            return None
+        var_bit: dict[str, int] = {}
+
+        def vmask(names: Any) -> int:
+            m = 0
+            for v in names:
+                m |= var_bit.setdefault(v, 1 << len(var_bit))
+            return m
+
+        guards = _guards(rule.when)
+        return _BoundProblem(
+            atoms, [sum(1 << x for x in set(args) if isinstance(x, int)) for _, args in atoms],
+            [vmask(x for x in args if isinstance(x, str) and not _literal(x))
+             for _, args in atoms],
+            [ctor == "Cst" for ctor, _ in atoms],
+            [(vmask([v]), vmask(need)) for v, need in guards if v is not None],
+            vmask(v for _, need in guards for v in need))
+
+    def fixes(self, chosen: int) -> bool:
+        """Whether choosing the atoms ``chosen`` (a mask) fixes the whole match."""
+        kids, fields, cst = self.kids, self.fields, self.cst
+        n = len(self.atoms)
+        fixed = known = chosen
+        bound = 0
+        for i in range(n):
+            if chosen >> i & 1:
+                known |= kids[i]
+                bound |= fields[i]
+        changed = True
+        while changed:
+            changed = False
+            for v, need in self.binds:
+                if need & bound == need:
+                    bound |= v
+            for i in range(n):
+                if not fixed >> i & 1 and ((cst[i] and known >> i & 1) or (
+                        kids[i] & known == kids[i] and fields[i] & bound == fields[i])):
+                    fixed |= 1 << i
+                    known |= kids[i] | 1 << i
+                    bound |= fields[i]
+                    changed = True
+        return fixed == (1 << n) - 1 and self.every & bound == self.every
+
+
+def _pattern_atoms(root: Any) -> list[tuple[str, list[int | str]]] | None:
+    """The atoms of a pattern, parents before children: (constructor, its arguments: a
+    child atom's index, or a variable or literal); None when a term is not a
+    constructor application."""
+    from eqsat.engines.egraph.encoding import CTORS
+
     atoms: list[tuple[str, list[int | str]]] = []
 
     def walk(t: Any) -> int:
@@ -374,8 +458,14 @@ def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
         walk(root)
     except ValueError:
         return None
-    guards: list[tuple[str | None, set[str]]] = []  # (the variable bound, its inputs)
-    for w in rule.when:
+    return atoms
+
+
+def _guards(when: Any) -> list[tuple[str | None, set[str]]]:
+    """Per guard, the variable it binds (``(= V term)``; None for a test) and the
+    variables it needs."""
+    guards: list[tuple[str | None, set[str]]] = []
+    for w in when:
         g = read(w)
         if isinstance(g, list) and len(g) == 3 and g[0] == "=":
             a, b = g[1], g[2]
@@ -386,55 +476,4 @@ def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
                 guards.append((b, _vars(a, set())))
                 continue
         guards.append((None, _vars(g, set())))
-    n = len(atoms)
-    # bit masks: atoms by index, variables by their order of appearance
-    var_bit: dict[str, int] = {}
-
-    def vmask(names: Any) -> int:
-        m = 0
-        for v in names:
-            m |= var_bit.setdefault(v, 1 << len(var_bit))
-        return m
-
-    kids = [sum(1 << x for x in set(args) if isinstance(x, int)) for _, args in atoms]
-    fields = [vmask(x for x in args if isinstance(x, str) and not _literal(x))
-              for _, args in atoms]
-    cst = [ctor == "Cst" for ctor, _ in atoms]
-    binds = [(vmask([v]), vmask(need)) for v, need in guards if v is not None]
-    every = vmask(v for _, need in guards for v in need)
-    whole = (1 << n) - 1
-
-    def fixes(chosen: int) -> bool:
-        fixed = known = chosen
-        bound = 0
-        for i in range(n):
-            if chosen >> i & 1:
-                known |= kids[i]
-                bound |= fields[i]
-        changed = True
-        while changed:
-            changed = False
-            for v, need in binds:
-                if need & bound == need:
-                    bound |= v
-            for i in range(n):
-                if not fixed >> i & 1 and ((cst[i] and known >> i & 1) or (
-                        kids[i] & known == kids[i] and fields[i] & bound == fields[i])):
-                    fixed |= 1 << i
-                    known |= kids[i] | 1 << i
-                    bound |= fields[i]
-                    changed = True
-        return fixed == whole and every & bound == every
-
-    best: list[int] = []
-    most = MAX_BOUND_FACTORS - (n > SMALL_PATTERN)
-    for size in range(1, min(n, most) + 1):
-        for atoms_chosen in combinations(range(n), size):
-            chosen = sum(1 << i for i in atoms_chosen)
-            if any(b & chosen == b for b in best):
-                continue  # (a subset fixes the match already: this one bounds no better)
-            if fixes(chosen):
-                best.append(chosen)
-    # (as constructors: two choices of atoms of the same constructors bound alike)
-    return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in range(n) if b >> i & 1))
-                              for b in best)) or None
+    return guards

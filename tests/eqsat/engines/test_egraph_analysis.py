@@ -125,16 +125,11 @@ def test_def_marks_the_never_invalid_classes(session: Session) -> None:
 
 def test_tripwire_fails_loudly_on_an_unsound_union(session: Session) -> None:
     x, nine = UOp.var("x", 0, 5), UOp.const(dtypes.index, 9)
-    session._cmd("(push)")
-    saved = session.ins.state()
-    try:
-        hx, h9 = session._insert([x + 1, nine])
+    with session.probe([x + 1, nine]) as run:
+        hx, h9 = run.insert([x + 1, nine])
         session.ins.union(hx, h9)  # x+1 == 9 is false for every x in [0, 5]
         with pytest.raises(UnsoundError, match="empty interval"):
-            session._step(False, {})
-    finally:
-        session._cmd("(pop)")
-        session.ins.restore(saved)
+            run.step(False)
     # the session still works afterwards
     assert session.analyze([x + 1])[x + 1][:2] == (1, 6)
 
@@ -166,7 +161,7 @@ def test_a_run_with_an_unsound_rule_fails_loudly() -> None:
 def test_a_pass_failing_on_an_unsound_e_graph_reports_the_union(monkeypatch) -> None:
     """A computed pass that fails on an e-graph with an empty interval: the run checks
     the tripwire then, and raises the UnsoundError naming the class."""
-    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph import run
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
@@ -174,7 +169,7 @@ def test_a_pass_failing_on_an_unsound_e_graph_reports_the_union(monkeypatch) -> 
         raise ValueError("a pass met lo > hi")
 
     s = _unsound_session()
-    monkeypatch.setattr(engine, "python_pass", fail)
+    monkeypatch.setattr(run, "python_pass", fail)
     with pytest.raises(UnsoundError, match="empty interval") as e:
         s.run([parse("(mul (add (var x 0 5) 1) 3)")], get_cost_model("reference"),
               Limits(seconds=60.0))
@@ -191,23 +186,17 @@ def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
     import time
 
     inv = UOp.invalid()
-    session._cmd("(push)")
-    saved = session.ins.state()
-    try:
-        hi_, h3 = session._insert([inv, UOp.const(dtypes.index, 3)])
+    with session.probe([inv]) as run:
+        hi_, h3 = run.insert([inv, UOp.const(dtypes.index, 3)])
         ins = session.ins
         h_add = ins.node("Add", "index", hi_, h3)
         ins.union(hi_, h_add)
         ins.fact("RLo", (hi_, 0))
         ins.fact("RHi", (hi_, 10))
         t = time.perf_counter()
-        before = session.capped
-        session._step(False, {})  # no UnsoundError: the class is not Def
+        run.step(False)  # no UnsoundError: the class is not Def
         assert time.perf_counter() - t < 10 * TIMING_SLACK  # a step takes milliseconds
-        assert session.capped == before + 1
-    finally:
-        session._cmd("(pop)")
-        session.ins.restore(saved)
+        assert run.capped == 1
 
 
 @pytest.mark.parametrize("text, fixed", [
@@ -219,16 +208,14 @@ def test_a_vacuous_interval_cannot_hang_the_analysis(session: Session) -> None:
 ])
 def test_fixed_width_interval_rules_run_only_when_an_enode_needs_them(
         session: Session, text: str, fixed: bool) -> None:
-    saved = session.ins.state()
-    try:
-        session._insert([parse(text)])
-        assert session._fixed_analysis is fixed
+    with session.probe() as run:
+        saved = session.ins.state()
+        run.insert([parse(text)])
+        assert run.fixed_analysis is fixed
         # each insertion decides afresh: an index-only one after it does not run them
         session.ins.restore(saved)
-        session._insert([parse("(add (var x 0 9) 1)")])
-        assert session._fixed_analysis is False
-    finally:
-        session.ins.restore(saved)
+        run.insert([parse("(add (var x 0 9) 1)")])
+        assert run.fixed_analysis is False
 
 
 def test_index_interval_rules_read_no_dtype_range() -> None:
@@ -290,15 +277,15 @@ def test_the_extension_constructors_are_those_no_native_rule_makes() -> None:
     from eqsat.engines.egraph.analyses import ANALYSIS_CTORS
     from eqsat.engines.egraph.engine import analysis_ext
 
-    s = session_for(None)
+    s = session_for(None).program
     # an extension constructor is made by no rule, or only by rules over one of them
     ctors = [(set(re.findall(r"\((\w+)", f"{r.lhs} {r.query}")),
               set(re.findall(r"\((\w+)", f"{r.rhs} {r.actions}"))) for r in s.native]
-    assert s._ext == analysis_ext(s.native)
-    assert all(lhs & s._ext for lhs, rhs in ctors if rhs & s._ext and lhs & ANALYSIS_CTORS)
-    assert s._ext <= ANALYSIS_CTORS - {"Cst", "G1"}
-    assert {"Eq", "Ne", "Gt", "Xor", "Shl"} <= s._ext
-    assert not s._ext & {"Add", "Mul", "Idiv", "Mod", "Lt", "Where", "And", "Not", "G1"}
+    assert s.ext == analysis_ext(s.native)
+    assert all(lhs & s.ext for lhs, rhs in ctors if rhs & s.ext and lhs & ANALYSIS_CTORS)
+    assert s.ext <= ANALYSIS_CTORS - {"Cst", "G1"}
+    assert {"Eq", "Ne", "Gt", "Xor", "Shl"} <= s.ext
+    assert not s.ext & {"Add", "Mul", "Idiv", "Mod", "Lt", "Where", "And", "Not", "G1"}
     # without native rules nothing is made: every constructor's rules wait for an insertion
     assert analysis_ext([]) == ANALYSIS_CTORS - {"Cst", "G1"}
 
@@ -325,7 +312,7 @@ def test_a_run_schedules_the_extension_rules_only_when_it_inserted_one(
     monkeypatch.setattr(encoding.Inserter, "flush", spy)
     optimize(parse(text), engine="egraph", cost_model="reference")
     runs = {a.split()[1] for a in seen if a.startswith("(run ")}
-    parts = {name: p for p, name in session_for(None)._cur.combined.items()}
+    parts = {name: p for p, name in session_for(None).store.cur.combined.items()}
     leaves = {leaf for r in runs for leaf in parts.get(r, (r,))}
     assert {leaf.rsplit("_", 1)[1] for leaf in leaves if leaf.startswith("analysis_ext_")} \
         == ext, seen

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from eqsat.api import Budget, optimize, optimize_many
-from eqsat.engines.egraph import engine, session_for
+from eqsat.engines.egraph import engine, program, session_for
+from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import (
     HARD_ENODES,
     Limits,
@@ -151,24 +152,24 @@ def test_the_matches_bounded_by_the_rows(rule: ERule, expect: list | None) -> No
                                   "(and (not (lt (var x 0 9) 3)) (not (lt (var y 0 9) 4)))"])
 def test_the_bound_from_the_rows_holds_the_counted_e_nodes(monkeypatch, text: str) -> None:
     """Every step counted by the twins (in lockstep, so exact) makes at most the e-nodes
-    the bound from the rows allows (``Session._apriori``), read before the same load."""
+    the bound from the rows allows (``Run.apriori``), read before the same load."""
     seen: list[tuple[float, int]] = []
-    real_admit = engine.Session._admit
+    bound: list[float] = []
+    real_admit = Run.admit
 
     def apriori(self, bases):
-        self._last_bound = real_apriori(self, bases)
+        bound.append(real_apriori(self, bases))
         return math.inf  # (always counted: the twins stay in lockstep)
 
     def admit(self, bases, allow):
-        before = dict(self._counts)
+        before = dict(self.counts)
         ok = real_admit(self, bases, allow)
-        seen.append((self._last_bound, sum(v - before.get(i, 0)
-                                           for i, v in self._counts.items())))
+        seen.append((bound[-1], sum(v - before.get(i, 0) for i, v in self.counts.items())))
         return ok
 
-    real_apriori = engine.Session._apriori
-    monkeypatch.setattr(engine.Session, "_apriori", apriori)
-    monkeypatch.setattr(engine.Session, "_admit", admit)
+    real_apriori = Run.apriori
+    monkeypatch.setattr(Run, "apriori", apriori)
+    monkeypatch.setattr(Run, "admit", admit)
     optimize(parse(text), cost_model="reference", budget=Budget(seconds=60.0))
     assert seen
     if text != FLOORDIV:  # (whose where-combining rules' guards hold nowhere)
@@ -181,13 +182,13 @@ def test_a_step_within_the_bound_is_not_counted(monkeypatch) -> None:
     """A step whose bound from the rows fits its room runs the multiplying rules without
     the counting call; where it does not, they are counted first."""
     calls: list[float] = []
-    real_admit = engine.Session._admit
+    real_admit = Run.admit
 
     def admit(self, bases, allow):
         calls.append(allow)
         return real_admit(self, bases, allow)
 
-    monkeypatch.setattr(engine.Session, "_admit", admit)
+    monkeypatch.setattr(Run, "admit", admit)
     g = parse(_where_pairs())
     r = optimize(g, cost_model="reference", budget=Budget(seconds=60.0))
     assert not calls and r.stats["matches"]["where_combine_consts"] > 0
@@ -199,16 +200,16 @@ def test_a_step_within_the_bound_is_not_counted(monkeypatch) -> None:
 def unguarded() -> engine.Session:
     """A session whose where-combining rules lack their live-condition guard (as they
     were when the issue was filed)."""
-    groups, native, py = engine.resolve(None)
+    groups, native, py = program.resolve(None)
     native = [dataclasses.replace(r, when=tuple(w for w in r.when if "(lo c)" not in w and
                                                 "(hi c)" not in w))
               if "_where_" in r.name else r for r in native]
-    real = engine.resolve
-    engine.resolve = lambda _rs: (groups, native, py)
+    real = program.resolve
+    program.resolve = lambda _rs: (groups, native, py)
     try:
         return engine.Session(None)
     finally:
-        engine.resolve = real
+        program.resolve = real
 
 
 @pytest.mark.slow
@@ -234,7 +235,11 @@ def test_the_memory_budget_stops_a_run(monkeypatch) -> None:
 
     g = parse(FLOORDIV)
     reads = itertools.count()
-    monkeypatch.setattr(engine, "rss_bytes", lambda: next(reads) << 20)
+    from eqsat.engines.egraph import phases
+    from eqsat.engines.egraph import run as run_module
+
+    for module in (run_module, phases):
+        monkeypatch.setattr(module, "rss_bytes", lambda: next(reads) << 20)
     r = optimize(g, cost_model="reference", budget=Budget(memory=1, seconds=60.0))
     assert r.stats["stop_reason"] == "memory" and r.stats["iterations"] == 0
     # stopped before the first step: the run's start, the baseline's result as it came
@@ -279,8 +284,9 @@ def test_an_e_node_of_its_own_class_is_subsumed() -> None:
     outs, st = egraph_many([g], cost_model="reference",
                            budget=Limits(iterations=8, enodes=20_000, seconds=60.0, stall=0))
     sizes = [n for n, _ in st["per_iteration"]]
-    assert sizes[-1] < 30 and all(b - a <= 4 for a, b in zip(sizes[:-1], sizes[1:],
-                                                             strict=True)), sizes
+    # (no step doubles it; the select rules add a quotient's ladder once)
+    assert sizes[-1] < 30 and all(b < 2 * a for a, b in zip(sizes[:-1], sizes[1:],
+                                                            strict=True)), sizes
     assert to_sexpr(outs[0]) == "0"
 
 

@@ -218,13 +218,10 @@ def test_a_deferred_class_is_visited_when_a_pass_finds_it_near(monkeypatch: pyte
     cm = get_cost_model("reference")
     g = parse("(add (idiv (add (mul (var x 0 9) 4) 3) 4) (var y 0 5))")
     s = session_for(None)
-    s._select([g])
-    s._cmd("(push)")
-    saved = s.ins.state()
-    try:
-        (h,) = s._insert([g])
-        s._step(True, {})
-        snap = Snapshot(s.egraph, s.ins)
+    with s.probe([g]) as run:
+        (h,) = run.insert([g])
+        run.step(True)
+        snap = Snapshot(s.store.egraph, s.ins)
         root = snap.cls_of_handle(h)
         div = snap.cls_of_handle(s.ins.uop_handle[id(g.src[0])])
         state = PassState()
@@ -236,9 +233,6 @@ def test_a_deferred_class_is_visited_when_a_pass_finds_it_near(monkeypatch: pyte
         monkeypatch.setattr(passes, "focus_classes", real)
         python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
         assert div in _dm_classes(state) and div not in state.deferred
-    finally:
-        s._cmd("(pop)")
-        s.ins.restore(saved)
 
 
 @pytest.mark.parametrize("text", [

@@ -405,21 +405,16 @@ def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
 
     s = Session(None)
     x = UOp.var("x", 0, 99)
-    s._cmd("(push)")
-    saved = s.ins.state()
-    try:
-        h = s._insert([x * 4 + x * 6])[0]
-        s._step(True, {})
-        snap = Snapshot(s.egraph, s.ins)
+    with s.probe([x * 4 + x * 6]) as run:
+        h = run.insert([x * 4 + x * 6])[0]
+        run.step(True)
+        snap = Snapshot(s.store.egraph, s.ins)
         c = snap.cls_of_handle(h)
         first, n0 = len(s.ins._rows.get(NODE_REL, [])), s.ins.handles
         python_pass(snap, s.ins, s.pyrules, PassState(), roots=[c])
         rows = [r.split("\t") for r in s.ins._rows[NODE_REL][first:]]
         assert ["Mul", "index"] in [f[1:3] for f in rows if f[0] == str(c)]
         assert not [f for f in rows if f[1] == "U" and f[0] == str(c) and int(f[5]) >= n0]
-    finally:
-        s._cmd("(pop)")
-        s.ins.restore(saved)
 
 
 def test_recorder_emit_memo_is_what_emitting_again_gives(monkeypatch: pytest.MonkeyPatch

@@ -13,6 +13,7 @@ from eqsat.engines.egraph.engine import (
     fixed_only,
     needs_fixed_width,
 )
+from eqsat.engines.egraph.reset import leftover
 from eqsat.ir.egglog_text import commands
 from eqsat.ir.sexpr import parse, to_sexpr
 from rules.native import ERule, int_dt_twins
@@ -26,7 +27,7 @@ def test_the_split_agrees_with_egglogs_parser_on_the_session_program() -> None:
 
     s = Session(None)
     text = "\n".join([declarations(), analysis_program("analysis"), "(ruleset native)",
-                      *(p for _, p in s._native_programs)])
+                      *(p for _, p, _ in s.program.programs)])
     cmds = commands(text)
     parsed = bindings.EGraph().parse_program(text)
     assert len(cmds) == len(parsed) > 200
@@ -104,25 +105,25 @@ def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires:
 def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
     # egglog's overall run report and union-find grow with every iteration: past
     # REBUILD_ITERATIONS the session starts a fresh e-graph
-    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph import store
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
-    monkeypatch.setattr(engine, "REBUILD_ITERATIONS", 10)
+    monkeypatch.setattr(store, "REBUILD_ITERATIONS", 10)
     s = Session(None)
     roots = [parse("(add (mod (var x 0 99) 4) (mul (idiv (var x 0 99) 4) 4))"),
              parse("(idiv (add (mul (range 0 32) 8) (range 1 8)) 4)")]
     model = get_cost_model("reference")
     first, _ = s.run(roots, model, Limits(seconds=30.0))
-    assert s.rebuilds == 1 and s.egg_iterations == 0
-    old = s.egraph
+    assert s.store.rebuilds == 1 and s.store.cur.egg_iterations == 0
+    old = s.store.egraph
     again, _ = s.run(roots, model, Limits(seconds=30.0))
-    assert s.rebuilds == 2 and s.egraph is not old
+    assert s.store.rebuilds == 2 and s.store.egraph is not old
     assert [a is b for a, b in zip(first, again, strict=True)] == [True, True]
     # work decides it, not the time a build takes (nor the time left)
-    s.build_seconds = 100.0
+    s.store.cur.build_seconds = 100.0
     s.run(roots, model, Limits(seconds=30.0))
-    assert s.rebuilds == 3 and s.egg_iterations == 0
+    assert s.store.rebuilds == 3 and s.store.cur.egg_iterations == 0
 
 
 def test_a_run_leaves_no_cyclic_garbage() -> None:
@@ -168,27 +169,22 @@ def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
     fixed = parse("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (mul (idiv (cast i32 "
                   "(var x 0 99)) (const i32 4)) (const i32 4)))")
     s = Session(None)
-    assert list(s._egraphs) == ["index"]  # the index-only e-graph, built first
+    store = s.store
+    assert list(store.egraphs) == ["index"]  # the index-only e-graph, built first
     out, _ = s.run([index], model, lim)  # plain index arithmetic: the narrow e-graph
-    assert sorted(s._egraphs) == ["index", "narrow"] and s._cur.kind == "narrow"
+    assert sorted(store.egraphs) == ["index", "narrow"] and store.cur.kind == "narrow"
     s.run([guarded], model, lim)
-    assert s._cur.kind == "index" and not s._cur.fixed_width
+    assert store.cur.kind == "index" and not store.cur.fixed_width
     out_f, st = s.run([fixed], model, lim)  # builds the fixed-width e-graph on first use
-    assert sorted(s._egraphs) == ["fixed", "index", "narrow"] and s._cur.fixed_width
+    assert sorted(store.egraphs) == ["fixed", "index", "narrow"] and store.cur.fixed_width
     assert any(k.startswith("recombine_divmod_") for k in st["matches"])
     again, _ = s.run([index], model, lim)
-    assert s._cur.kind == "narrow" and again[0] is out[0]
+    assert store.cur.kind == "narrow" and again[0] is out[0]
     # the index-only e-graph refuses a step over fixed-width nodes
-    s._select([guarded])
-    s._cmd("(push)")
-    saved = s.ins.state()
-    try:
-        s._insert([fixed])
+    with s.probe([guarded]) as run:
+        run.insert([fixed])
         with pytest.raises(RuntimeError, match="index-only e-graph"):
-            s._step(True, {})
-    finally:
-        s._cmd("(pop)")
-        s.ins.restore(saved)
+            run.step(True)
 
 
 _NARROW_CASES = [
@@ -197,7 +193,7 @@ _NARROW_CASES = [
     "(mod (add (mul (var x -5 20) 7) (var y 0 3)) 7)",
     "(add (var x 0 9) (mul (var y 0 9) -1))",
     "(sub (mul (var x 0 9) 3) (neg (var y 0 5)))",
-    "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",  # finishes with a select
+    "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",  # a select
     "(add (idiv (var x 0 7) 4) (mod (var x 0 7) 4))",
 ]
 
@@ -221,16 +217,16 @@ def _same_run(text: str, change: Callable[[], None]) -> tuple[Session, Session]:
 
 @pytest.mark.parametrize("text", _NARROW_CASES)
 def test_the_narrow_egraph_gives_what_the_index_egraph_gives(text, monkeypatch) -> None:
-    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph import program
 
     # every input in the index e-graph the second time
-    narrow, index = _same_run(text, lambda: monkeypatch.setattr(engine, "NARROW_CTORS",
+    narrow, index = _same_run(text, lambda: monkeypatch.setattr(program, "NARROW_CTORS",
                                                                 frozenset()))
-    assert narrow._cur.kind in ("narrow", "index")  # (index after a widening)
-    assert index._cur.kind == "index"
+    assert narrow.store.cur.kind in ("narrow", "index")  # (index after a widening)
+    assert index.store.cur.kind == "index"
 
 
-def test_a_narrow_run_finishes_with_a_select_without_widening() -> None:
+def test_a_narrow_run_makes_a_select_without_widening() -> None:
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
@@ -238,46 +234,40 @@ def test_a_narrow_run_finishes_with_a_select_without_widening() -> None:
     out, st = s.run([parse("(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)")],
                     get_cost_model("reference"), Limits(seconds=30.0))
     assert to_sexpr(out[0]) == "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 12) 0 1)"
-    assert s._cur.kind == "narrow" and not st.get("widened") and s.widened == 0
-    assert st["matches"].get("idiv_two_buckets") and "finish" in st["time"]
+    assert s.store.cur.kind == "narrow" and not st.get("widened") and s.store.widened == 0
+    assert st["matches"].get("idiv_two_buckets")
 
 
 def test_a_narrow_run_that_meets_another_constructor_widens(monkeypatch) -> None:
-    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph import program
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
     model, lim = get_cost_model("reference"), Limits(seconds=30.0)
     text = "(add (var x 0 9) (mul (var y 0 9) -1))"  # mul by -1 becomes a negation
-    narrow_ctors = engine.NARROW_CTORS
+    narrow_ctors = program.NARROW_CTORS
     index = Session(None)
-    monkeypatch.setattr(engine, "NARROW_CTORS", frozenset())
+    monkeypatch.setattr(program, "NARROW_CTORS", frozenset())
     want, st_i = index.run([parse(text)], model, lim)
-    assert "Neg" in index._present or "Sub" in index._present
-    # a narrow e-graph without Neg and Sub: the run widens when one appears
-    monkeypatch.setattr(engine, "NARROW_CTORS", narrow_ctors - {"Neg", "Sub"})
+    # a narrow e-graph without Neg and Sub: the run widens when one appears (the index
+    # run made one)
+    monkeypatch.setattr(program, "NARROW_CTORS", narrow_ctors - {"Neg", "Sub"})
     s = Session(None)
     out, st = s.run([parse(text)], model, lim)
-    assert st.get("widened") is True and s.widened == 1 and s._cur.kind == "index"
+    assert st.get("widened") is True and s.store.widened == 1 and s.store.cur.kind == "index"
     assert out[0] is want[0] and st["matches"] == st_i["matches"]
 
 
 def test_the_insertion_uses_the_selections_toposort_once_and_only_its_roots() -> None:
     s = Session(None)
     g, h = parse("(add (mul (var x 0 9) 3) 1)"), parse("(idiv (var y 0 9) 2)")
-    s._select([g])  # (selects the e-graph the push below pushes)
-    assert list(s._orders) == [id(g)]
-    s._cmd("(push)")
-    saved = s.ins.state()
-    try:
-        s._orders[id(h)] = s._orders[id(g)]  # a stale entry: not h's toposort
-        hg, hh = s._insert([g, h])
-        assert s._orders == {}
+    with s.probe([g]) as run:
+        assert list(run.orders) == [id(g)]
+        run.orders[id(h)] = run.orders[id(g)]  # a stale entry: not h's toposort
+        hg, hh = run.insert([g, h])
+        assert run.orders == {}
         assert s.ins.handle_uop[hg] is g and s.ins.handle_uop[hh] is h
         assert all(id(u) in s.ins.uop_handle for u in h.toposort())
-    finally:
-        s._cmd("(pop)")
-        s.ins.restore(saved)
 
 
 def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
@@ -298,12 +288,11 @@ def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
              "(const index 2)))"]
     for text in texts:
         out, stats = s.run([parse(text)], model, Limits(seconds=30.0))
-        sizes = dict(s._cmd("(print-size)")[-1].sizes)
-        assert {k: n for k, n in sizes.items() if n} == \
-            {k: n for k, n in s._cur.base_sizes.items() if n}, text
+        sizes = dict(s.store.cmd("(print-size)")[-1].sizes)
+        assert not leftover(sizes, s.store.cur.base_sizes), text
         assert stats["matches"].get("add_zero"), stats["matches"]
         assert "reset" in stats["time"]
-    assert s.rebuilds == 0
+    assert s.store.rebuilds == 0
     # the same input again: the same output (a run does not see the last one's rows)
     again, _ = s.run([parse(texts[0])], model, Limits(seconds=30.0))
     first, _ = Session(None).run([parse(texts[0])], model, Limits(seconds=30.0))
@@ -311,21 +300,21 @@ def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
 
 
 def test_a_run_that_raises_leaves_a_fresh_egraph(monkeypatch) -> None:
-    from eqsat.engines.egraph import engine
+    from eqsat.engines.egraph import run
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
     s = Session(None)
-    old = s._egraph("narrow").egraph
+    old = s.store.egraph_of("narrow").egraph
 
     def boom(*args, **kwargs):
         raise RuntimeError("pass failed")
 
-    monkeypatch.setattr(engine, "python_pass", boom)
+    monkeypatch.setattr(run, "python_pass", boom)
     with pytest.raises(RuntimeError, match="pass failed"):
         s.run([parse("(add (var x 0 9) (const index 3))")], get_cost_model("reference"),
               Limits(seconds=30.0))
-    assert s.rebuilds == 1 and s._egraphs["narrow"].egraph is not old
+    assert s.store.rebuilds == 1 and s.store.egraphs["narrow"].egraph is not old
 
 
 _PARTS_CASES = [
@@ -338,16 +327,13 @@ _PARTS_CASES = [
 
 @pytest.mark.parametrize("text", _PARTS_CASES)
 def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypatch) -> None:
+    from eqsat.engines.egraph.run import Run
+
     def all_parts(self, rulesets):
-        key = tuple(p for rs in rulesets for p, _ in self._parts.get(rs, ()))
-        name = self._cur.combined.get(key)
-        if name is None:
-            name = self._cur.combined[key] = f"all_{len(self._cur.combined)}"
-            self._cmd(f"(unstable-combined-ruleset {name} {' '.join(key)})")
-        return name
+        return tuple(p for rs in rulesets for p, _ in self.program.parts.get(rs, ()))
 
     # the second time every rule in every step
-    s, _ = _same_run(text, lambda: monkeypatch.setattr(Session, "_runnable", all_parts))
-    parts = {p for rs in s._parts.values() for p, _ in rs}
-    ran = {p for key in s._cur.combined for p in key}
+    s, _ = _same_run(text, lambda: monkeypatch.setattr(Run, "runnable_parts", all_parts))
+    parts = {p for rs in s.program.parts.values() for p, _ in rs}
+    ran = {p for key in s.store.cur.combined for p in key}
     assert ran and len(ran) < len(parts)  # some rules' constructors never had a row

@@ -1,0 +1,165 @@
+"""What a run does after its loop: :data:`PHASES`, executed in order.
+
+Each phase is a small function of the :class:`~eqsat.engines.egraph.run.Run`:
+
+- ``check``: the tripwire over the run's e-graph (once a run: an empty interval
+  stays empty), unless the ``last`` step runs it;
+- ``last``: the last computed pass's rows brought in (analysis only) and the e-graph
+  read again, when the last snapshot does not hold them;
+- ``extract``: the roots' best terms under the cost model (tree extraction, and the
+  DAG-aware extractor where the tree choice shares a class), a root whose term came
+  out costlier than its input extracted again with its subsumed e-nodes in;
+- ``baseline_join``: the baseline's rewrite of the roots the e-graph did not beat
+  joins the e-graph (one more step) and those roots are extracted again
+  (:mod:`.seeding`);
+- ``stats``: the run's figures.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from eqsat.engines.egraph.encoding import Snapshot
+from eqsat.engines.egraph.extracting import extract_roots
+from eqsat.engines.egraph.run import Run
+from eqsat.engines.egraph.schedules import Clock, StopReason, rss_bytes
+from eqsat.ir.uop import UOp
+
+__all__ = ["PHASES", "run_phases"]
+
+log = logging.getLogger(__name__)
+
+
+def _no_snapshot(run: Run) -> bool:
+    """Whether the run stopped for memory before it read the e-graph once."""
+    return run.stop is StopReason.MEMORY and run.snap is None
+
+
+def check(run: Run) -> None:
+    run.stale = run.stale or run.stop is StopReason.MEMORY  # (it grew since `snap`)
+    run.last = not _no_snapshot(run) and not run.stale and \
+        bool(run.ins.pending or run.snap is None)
+    if not run.last:
+        run.check()  # (the last step checks in its own egglog call)
+
+
+def last(run: Run) -> None:
+    # bring the last results in (analysis only, the tripwire in the same call)
+    if not run.last:
+        return
+    with run.clock.phase(run.times, "last"):
+        run.step(False)
+        run.snap = Snapshot(run.store.egraph, run.ins)
+        if run.tracer is not None:
+            run.tracer.snapshot(run.snap, 0, run.matches)
+
+
+def extract(run: Run) -> None:
+    if _no_snapshot(run):
+        run.outs, run.ext_stats = list(run.roots), {"method": "none (memory budget)"}
+        return
+    snap = run.snap
+    assert snap is not None
+    with run.clock.phase(run.times, "extract"):
+        run.outs, run.ext_stats = extract_roots(snap, run.store.cur.args, run.handles,
+                                                run.model, run.clock)
+        run.costs = unsubsume_costlier(run, run.roots, run.handles, run.outs)
+
+
+def baseline_join(run: Run) -> None:
+    if _no_snapshot(run) or run.seeds is None or run.stale:
+        return
+    assert run.costs is not None
+    beaten = run.seeds.beaten(run.costs, run.model)
+    if not beaten:
+        return
+    # the baseline's rewrite of these roots is cheaper than what the e-graph found: it
+    # joins (one more step), and their extraction chooses class by class among both
+    with run.clock.phase(run.times, "baseline_join"):
+        run.insert_seeds(run.seeds.only(beaten))
+        run.step(False)
+        run.snap = Snapshot(run.store.egraph, run.ins)
+        if run.tracer is not None:
+            run.tracer.snapshot(run.snap, 0, run.matches)
+    with run.clock.phase(run.times, "extract"):
+        sub, _ = extract_roots(run.snap, run.store.cur.args,
+                               [run.handles[i] for i in beaten], run.model, run.clock)
+        sub_costs = unsubsume_costlier(run, [run.roots[i] for i in beaten],
+                                       [run.handles[i] for i in beaten], sub)
+    outs, costs = list(run.outs), list(run.costs)
+    for j, i in enumerate(beaten):
+        outs[i], costs[i] = sub[j], sub_costs[j]
+    run.outs, run.costs = outs, costs
+    run.ext_stats = {**run.ext_stats, "joined": len(beaten)}
+
+
+def stats(run: Run) -> None:
+    run.rss_peak = max(run.rss_peak, rss_bytes() - run.rss0)
+    snap, stop = run.snap, run.stop
+    assert stop is not None
+    ext = run.ext_stats
+    run.stats.update(
+        iterations=run.it, enodes=snap.enodes if snap else run.input_nodes,
+        classes=len(snap.classes) if snap else 0, stop_reason=stop.value, time=run.times,
+        per_iteration=run.per_iter, emitted=run.emitted, analysis_capped=run.capped,
+        matches=dict(sorted(run.matches.items())), extraction=ext, costs=run.costs,
+        held_back=dict(sorted(run.held_back.items())),
+        enodes_peak=max(run.peak, snap.enodes if snap else 0), rss_growth=run.rss_peak,
+        # whether a clock cut the run short anywhere (its result may differ from run
+        # to run; the result cache keeps only the others)
+        time_limited=stop.hard_limit or run.late or bool(ext.get("dag_skipped")))
+    if run.tracer is not None and snap is not None:
+        run.stats["egraph"] = run.tracer.record(snap, run.store.cur.args, run.handles,
+                                                run.model)
+    log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, %.3f s",
+              len(run.roots), run.it, run.stats["enodes"], stop, run.clock.elapsed())
+
+
+#: the phases after the loop, in order (see the module docstring)
+PHASES: tuple[tuple[str, Callable[[Run], None]], ...] = (
+    ("check", check),
+    ("last", last),
+    ("extract", extract),
+    ("baseline_join", baseline_join),
+    ("stats", stats),
+)
+
+
+def run_phases(run: Run) -> None:
+    """Execute :data:`PHASES` in order on ``run``."""
+    for _, phase in PHASES:
+        phase(run)
+
+
+def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: list[UOp]
+                       ) -> list[tuple[float, float]]:
+    """Extract again, with the subsumed e-nodes in, every root whose term came out
+    costlier than its input (in place in ``outs``, when that is cheaper); each root's
+    ``(input cost, output cost)`` under the run's model (``stats["costs"]``). A rule's
+    subsumption can hit a class's cheapest term: ``(x - y) + y -> x`` subsumes ``s +
+    x``, which is ``x + x`` once ``s = (x + x) - x`` merges with ``x``, and the
+    extraction, which leaves subsumed e-nodes out, took ``x * 2``. Taking them in every
+    extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare. The
+    second extraction gives each such root the whole DAG search. It runs only within
+    the hard time limit (its DAG search checks the clock too)."""
+    cost = run.model.graph_cost
+    costs = []
+    for r, o in zip(roots, outs, strict=True):
+        c = cost(r)
+        costs.append((c, c if o is r else cost(o)))
+    worse = [i for i, (c_in, c_out) in enumerate(costs) if c_out > c_in]
+    clock: Clock = run.clock
+    # (not past the hard time limit: a root left as it is gets its input back)
+    if worse and not clock.over():
+        assert run.snap is not None
+        again, _ = extract_roots(run.snap, run.store.cur.args, [handles[i] for i in worse],
+                                 run.model, clock, subsumed=True, thorough=True)
+        for i, o in zip(worse, again, strict=True):
+            c = cost(o)
+            if c < costs[i][1]:
+                outs[i] = o
+                costs[i] = (costs[i][0], c)
+    return costs
+
+

@@ -1,0 +1,310 @@
+"""The egglog instances of one rule set selection: a :class:`Store`.
+
+A store owns the e-graphs a :class:`~eqsat.engines.egraph.program.Program` is loaded
+into, one per kind (:data:`~eqsat.engines.egraph.program.EGRAPH_KINDS`: a run whose
+input has no fixed-width node goes to one without the fixed-width rule sets, plain
+index arithmetic to one with only the rules that can match it), each built on the
+first input that needs it (about 0.25 s). It selects the e-graph a run needs, widens
+a narrow run to the index e-graph, leaves the e-graph as it found it when a run ends
+(:mod:`.reset`: no egglog push/pop, which copies every rule) and builds an e-graph
+afresh after :data:`REBUILD_ITERATIONS` egglog iterations or a run that left a row
+behind. It holds no run's state: that lives on the run
+(:class:`~eqsat.engines.egraph.run.Run`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from eqsat.engines.egraph._egglog import bindings
+from eqsat.engines.egraph.analyses import analysis_parts
+from eqsat.engines.egraph.encoding import (
+    CTORS,
+    SUBSUMABLE,
+    ArgTable,
+    Inserter,
+    Snapshot,
+)
+from eqsat.engines.egraph.program import ANALYSIS, EGRAPH_KINDS, Program
+from eqsat.engines.egraph.reset import (
+    HANDLE_CTOR,
+    RESET_HANDLES,
+    RESET_RULESET,
+    RESET_SUBSUMED,
+    leftover,
+    reset_program,
+)
+from eqsat.ir.egglog_text import commands
+from eqsat.ir.uop import UOp
+
+__all__ = ["Store", "EGraph", "REBUILD_ITERATIONS"]
+
+#: egglog keeps a report of every iteration it ever ran (its "overall run report") and
+#: the union-find of every class a run made, so a warm e-graph's memory grows with every
+#: iteration (about 2.7 KB each, docs/perf.md). After this many iterations the store
+#: builds a fresh e-graph (about 0.25 s), between runs (:meth:`Store.rebuild_if_due`)
+REBUILD_ITERATIONS = 10000
+
+log = logging.getLogger(__name__)
+
+
+class EGraph:
+    """One egglog e-graph of a store: the e-graph, its argument table and inserter,
+    its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
+    holds, and how long it took to build."""
+
+    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
+                 "base_sizes", "combined", "pushed", "analysis")
+
+    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
+                 build_seconds: float, base_sizes: dict[str, int],
+                 analysis: dict[str, list[tuple[str, str, list[str]]]]):
+        self.egraph, self.args, self.ins = egraph, args, ins
+        #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
+        self.analysis = analysis
+        self.kind, self.build_seconds = kind, build_seconds
+        self.egg_iterations = 0
+        #: table -> rows when built (the dtype facts): what a run's reset returns to
+        self.base_sizes = base_sizes
+        #: the rule-set parts a step runs together -> the combined rule set declared for
+        #: them (:meth:`Store.combined`)
+        self.combined: dict[tuple[str, ...], str] = {}
+        #: per ``(push)`` not yet popped, the combined rule sets declared before it
+        #: (this e-graph's and its inserter's; see :meth:`Store.cmd`)
+        self.pushed: list[tuple[dict, dict]] = []
+
+    @property
+    def fixed_width(self) -> bool:
+        """Whether it holds the fixed-width rule sets."""
+        return self.kind == "fixed"
+
+    def __repr__(self) -> str:
+        return f"<EGraph {self.kind} egg_iterations={self.egg_iterations}>"
+
+
+class Store:
+    """The e-graphs of one program (see the module docstring); ``cur`` is the one the
+    current (or last) run uses."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        #: the e-graphs by kind, each built on first use
+        self.egraphs: dict[str, EGraph] = {}
+        self.cur = self.egraph_of("index")
+        self.widened = 0  # runs that left the narrow e-graph for the index one
+        self.rebuilds = 0  # fresh e-graphs built (REBUILD_ITERATIONS, a run's leftovers)
+
+    @property
+    def egraph(self) -> Any:
+        """The current e-graph's egglog ``EGraph``."""
+        return self.cur.egraph
+
+    @property
+    def ins(self) -> Inserter:
+        """The current e-graph's inserter."""
+        return self.cur.ins
+
+    def __repr__(self) -> str:
+        return f"<Store {sorted(self.egraphs)} cur={self.cur.kind}>"
+
+    def egraph_of(self, kind: str) -> EGraph:
+        """The e-graph of ``kind``, built now if it is not yet."""
+        e = self.egraphs.get(kind)
+        if e is None:
+            e = self.egraphs[kind] = self.build(kind)
+        return e
+
+    def build(self, kind: str) -> EGraph:
+        """A fresh egglog e-graph of ``kind`` with the program loaded
+        (:meth:`Program.text`), and the reset rule sets of :mod:`.reset`."""
+        program = self.program
+        text = program.text(kind)
+        only = program.loads(kind)
+        t = time.perf_counter()
+        egraph = bindings.EGraph()
+        args = ArgTable()
+        for i in range(len(program.rule_args)):  # the keys the native rules were written with
+            args.key(program.rule_args.arg(i))
+        # one command at a time: the bindings copy a command's whole source text into
+        # every span of its AST, so one big program is slow to load (docs/perf.md)
+        for cmd in commands(text):
+            egraph.run_program(*egraph.parse_program(cmd))
+        # the tables with rows now (the dtype facts) are never written by a run; every
+        # other one is emptied when a run ends (:mod:`.reset`)
+        base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
+        for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
+            egraph.run_program(*egraph.parse_program(cmd))
+        secs = time.perf_counter() - t
+        log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
+                  len(program.programs), secs)
+        return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, secs, base,
+                      analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
+                                     only=only))
+
+    def prepare(self, roots: list[UOp] | None = None) -> None:
+        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None)."""
+        if roots is None:
+            for kind in EGRAPH_KINDS:
+                self.egraph_of(kind)
+        else:
+            self.egraph_of(self.program.kind_of(roots))
+            self.egraph_of("index")  # (where a narrow run widens to)
+
+    def select(self, roots: list[UOp], widen: bool = False,
+               extra: list[UOp] | None = None) -> dict[int, list[UOp]]:
+        """Make current the e-graph ``roots`` need (``Program.kind_of``, of them and of
+        the nodes ``extra`` lists; never the narrow one when ``widen``); the roots'
+        toposorts by ``id`` (for the insertion that follows)."""
+        orders = [r.toposort() for r in roots]
+        kind = self.program.kind_of(roots, orders + ([extra] if extra else []))
+        self.cur = self.egraph_of("index" if widen and kind == "narrow" else kind)
+        return {id(r): o for r, o in zip(roots, orders, strict=True)}
+
+    def rebuild(self) -> None:
+        """Replace the current e-graph with a fresh one of its kind."""
+        log.debug("a fresh e-graph after %d egglog iterations", self.cur.egg_iterations)
+        self.cur.ins.close()
+        self.cur = self.egraphs[self.cur.kind] = self.build(self.cur.kind)
+        self.rebuilds += 1
+
+    def rebuild_if_due(self) -> None:
+        """A fresh e-graph once egglog's overall report has grown past
+        :data:`REBUILD_ITERATIONS` (between runs: no result depends on it)."""
+        if self.cur.egg_iterations >= REBUILD_ITERATIONS:
+            self.rebuild()
+
+    def close(self) -> None:
+        for e in self.egraphs.values():
+            e.ins.close()
+
+    # ---- egglog commands ------------------------------------------------------
+    def cmd(self, text: str) -> list[Any]:
+        """Run egglog commands. A ``(push)`` or ``(pop)`` alone also saves or restores
+        which combined rule sets are declared (:meth:`combined`, ``Inserter``): those
+        declared in a pushed e-graph go with it at the pop."""
+        out = self.egraph.run_program(*self.egraph.parse_program(text))
+        cur = self.cur
+        if text == "(push)":
+            cur.pushed.append((dict(cur.combined), dict(cur.ins.combined)))
+        elif text == "(pop)" and cur.pushed:
+            cur.combined, cur.ins.combined = cur.pushed.pop()
+        return out
+
+    def combined(self, parts: tuple[str, ...]) -> str:
+        """The rule set that runs the rule sets ``parts`` together, declared the first
+        time the current e-graph needs it."""
+        combined = self.cur.combined
+        name = combined.get(parts)
+        if name is None:
+            name = f"step_{len(combined)}"
+            self.cmd(f"(unstable-combined-ruleset {name} {' '.join(parts)})")
+            combined[parts] = name
+        return name
+
+    # ---- the end of a run -------------------------------------------------------
+    def reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
+        """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
+        tables a run writes, the subsumed e-nodes and then the handles; ``saved``: the
+        inserter's state before the run; ``final``: a snapshot of the e-graph as the
+        run leaves it (its subsumed e-nodes are deleted through RSub rows recorded for
+        them, in the same load; without it they are read with ``freeze`` after a first
+        round). When a row is left (a subsumed e-node whose child has no handle), the
+        run raised (not ``clean``: the e-graph may be anywhere) or egglog failed a reset
+        command, the e-graph is built afresh."""
+        left: dict[str, int] = {}
+        if clean:
+            try:
+                left = self._delete_rows(final)
+            except bindings.EggSmolError:
+                clean = False  # (an egglog error: the e-graph is built afresh below)
+        self.ins.restore(saved)
+        if not clean or left:
+            log.debug("a fresh %s e-graph: the run left rows %s", self.cur.kind,
+                      left or "(it raised)")
+            self.rebuild()
+
+    def _delete_rows(self, final: Snapshot | None) -> dict[str, int]:
+        """The deletions of :meth:`reset`; the tables left with other sizes than built."""
+        ins = self.ins
+        ins.drop_subsumptions()  # (what they would subsume is deleted anyway)
+        if final is not None:
+            self._record_subsumed_of(final)
+        # the rows still recorded load first: the handles a snapshot gave new classes
+        # are among them, and the deletions find children by handle
+        rows = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
+        again = ""
+        if final is None:
+            out = ins.flush(f"{rows}(print-size)", late=False)
+            left = leftover(dict(out[-1].sizes), self.cur.base_sizes)
+            left.pop(HANDLE_CTOR, None)
+            if left and self._record_subsumed(left):
+                # the subsumed e-nodes no RSub row named (a native rule subsumed them):
+                # deleted through the RSub rows just recorded
+                again = rows
+        else:
+            # every subsumed e-node of the final snapshot has its RSub row, and no step
+            # ran after it: the handles go in the same egglog call
+            again = rows
+        out = ins.flush(f"{again}(run {RESET_HANDLES} 1)\n(print-size)", late=False)
+        self.cur.egg_iterations += 1 + 2 * bool(again) + 2 * (final is None)
+        return leftover(dict(out[-1].sizes), self.cur.base_sizes)
+
+    def _record_subsumed_of(self, snap: Snapshot) -> None:
+        """Record an RSub row naming every subsumed e-node of ``snap`` (a snapshot of
+        the e-graph as it is now; its classes are named by handle), for the
+        :data:`RESET_SUBSUMED` rule set to delete; not for subsuming (they are)."""
+        forget = self.ins.forget
+        for n in snap.nodes:
+            if n.subsumed and n.ctor in SUBSUMABLE:
+                forget(n.ctor, n.fields)
+
+    def _record_subsumed(self, tables: Iterable[str]) -> bool:
+        """Record an RSub row (``Inserter.subsume``) for every subsumed e-node of
+        ``tables`` (constructors), its children named by handle, for the
+        :data:`RESET_SUBSUMED` rule set to delete; False (nothing recorded) when a
+        child has no handle or a field cannot be written as a row's field."""
+        eg = self.egraph
+        funcs = eg.freeze().functions
+        to_i64 = eg.value_to_i64
+        handle: dict[Any, int] = {}
+        for r in funcs[HANDLE_CTOR].rows:
+            handle.setdefault(r.output, to_i64(r.inputs[0]))
+        found: list[tuple[str, tuple[Any, ...]]] = []
+        for name in tables:
+            sig = CTORS.get(name)
+            if sig is None or name not in SUBSUMABLE:
+                return False
+            for r in funcs[name].rows:
+                if not r.subsumed:
+                    continue
+                fields = _row_fields(eg, sig, r.inputs, handle)
+                if fields is None:
+                    return False
+                found.append((name, fields))
+        for name, fields in found:
+            self.ins.subsume(name, fields)
+        return bool(found)
+
+
+def _row_fields(eg: Any, sig: str, inputs: Any, handle: dict[Any, int]
+                ) -> tuple[Any, ...] | None:
+    """A row's fields as an RSub row writes them (children by handle); None when a
+    child has no handle or a string field holds a tab or a newline."""
+    fields: list[Any] = []
+    for ch, v in zip(sig, inputs, strict=True):
+        if ch == "S":
+            text = eg.value_to_string(v)
+            if "\t" in text or "\n" in text:
+                return None
+            fields.append(text)
+        elif ch == "I":
+            fields.append(eg.value_to_i64(v))
+        else:
+            k = handle.get(v)
+            if k is None:
+                return None
+            fields.append(k)
+    return tuple(fields)

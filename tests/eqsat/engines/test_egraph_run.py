@@ -1,0 +1,111 @@
+"""The contracts of the engine's parts: a Run's StopReason for each budget, the
+phases' order, and a Store left as built after every run (no ``leftover`` rows)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from eqsat.engines.egraph import Session, phases
+from eqsat.engines.egraph import run as run_module
+from eqsat.engines.egraph.reset import leftover
+from eqsat.engines.egraph.run import Run
+from eqsat.engines.egraph.schedules import Clock, Limits, StopReason
+from eqsat.engines.egraph.seeding import baseline_seeds
+from eqsat.ir.sexpr import parse
+from extraction import get_cost_model
+
+MODEL = get_cost_model("reference")
+GROWS = "(add (mul (idiv (add (mul (range 0 16) 8) (range 1 8)) 4) 12) " \
+        "(mod (add (mul (range 0 16) 8) (range 1 8)) 4))"
+
+
+@pytest.fixture(scope="module")
+def session() -> Session:
+    return Session(None)
+
+
+def _run(session: Session, text: str, limits: Limits) -> Run:
+    """A Run of ``text`` executed by ``session`` (no widening: these inputs stay in
+    their e-graph)."""
+    g = parse(text)
+    seeds = baseline_seeds([g], None, MODEL)
+    run = session._new_run([g], seeds, MODEL, limits, Clock(limits.seconds), False)
+    session.execute(run)
+    return run
+
+
+# one line per budget: input, limits, the Run's StopReason
+STOPS = [
+    ("(mul (var x 0 5) 3)", Limits(seconds=60.0), StopReason.SATURATED),
+    ("(not (lt (add (var x 0 5) (var y 0 5)) 1))", Limits(seconds=60.0), StopReason.STALLED),
+    (GROWS, Limits(iterations=1, seconds=60.0), StopReason.ITERATIONS),
+    (GROWS, Limits(enodes=30, seconds=60.0), StopReason.ENODES),
+    (GROWS, Limits(seconds=0.0), StopReason.TIME),
+]
+
+
+@pytest.mark.parametrize("text, limits, stop", STOPS)
+def test_a_runs_stop_reason_for_each_budget(session: Session, text: str, limits: Limits,
+                                            stop: StopReason) -> None:
+    run = _run(session, text, limits)
+    assert run.stop is stop
+    assert run.stats["stop_reason"] == stop.value
+    assert run.stats["time_limited"] is stop.hard_limit
+
+
+def test_a_run_stopped_by_memory_says_so(session: Session, monkeypatch) -> None:
+    reads = itertools.count()
+    for module in (run_module, phases):
+        monkeypatch.setattr(module, "rss_bytes", lambda: next(reads) << 20)
+    run = _run(session, GROWS, Limits(memory=1, seconds=60.0))
+    assert run.stop is StopReason.MEMORY and run.it == 0
+    assert run.stats["time_limited"] is True
+
+
+def test_the_phases_run_in_their_order(session: Session, monkeypatch) -> None:
+    names = [name for name, _ in phases.PHASES]
+    assert names == ["check", "last", "extract", "baseline_join", "stats"]
+    ran: list[str] = []
+
+    def traced(name, fn):
+        def phase(run):
+            ran.append(name)
+            fn(run)
+        return phase
+
+    monkeypatch.setattr(phases, "PHASES", tuple((n, traced(n, f)) for n, f in phases.PHASES))
+    run = _run(session, "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",
+               Limits(seconds=60.0))
+    assert ran == names and run.stats["stop_reason"] == run.stop.value
+
+
+def test_a_run_state_starts_afresh(session: Session) -> None:
+    # nothing of one run is carried into the next: each has its own Run
+    first = _run(session, GROWS, Limits(enodes=30, seconds=60.0))
+    second = _run(session, "(mul (var x 0 5) 3)", Limits(seconds=60.0))
+    assert first.held_back is not second.held_back and first.matches is not second.matches
+    assert second.stop is StopReason.SATURATED and second.multiplying
+
+
+# one line per kind of run's end: what it leaves in the store's e-graphs (nothing)
+RESETS = [
+    ("(add (mul (add (var x 0 9) 0) 1) 3)", Limits(seconds=60.0)),            # subsumed
+    ("(where (lt (var x 0 9) 4) (add (var x 0 9) 0) 2)", Limits(seconds=60.0)),
+    ("(add (mul (var x 0 9) 0) (mod (mul (var y 0 9) 4) 2))", Limits(seconds=60.0)),
+    (GROWS, Limits(enodes=30, seconds=60.0)),                                # stale
+    (GROWS, Limits(iterations=1, seconds=60.0)),
+    ("(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)", Limits(seconds=60.0)),  # select
+    ("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (const i32 1))", Limits(seconds=60.0)),
+]
+
+
+@pytest.mark.parametrize("text, limits", RESETS)
+def test_a_store_reset_leaves_nothing_behind(text: str, limits: Limits) -> None:
+    s = Session(None)
+    s.run([parse(text)], MODEL, limits)
+    for kind, e in s.store.egraphs.items():
+        sizes = dict(e.egraph.run_program(*e.egraph.parse_program("(print-size)"))[-1].sizes)
+        assert leftover(sizes, e.base_sizes) == {}, kind
+    assert s.store.rebuilds == 0
