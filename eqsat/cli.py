@@ -761,11 +761,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
         raise _fail("rules", e) from None
     if args.engine:
         sets = [s for s in sets if s.engine == args.engine]
-    from eqsat.engines.egraph.rulesets import FINISHING, OPT_IN
+    from eqsat.engines.egraph.rulesets import OPT_IN
 
     for s in sets:
-        when = "" if s.engine != "egraph" else "; opt-in" if s.name in OPT_IN else \
-            "; run last, once the others are done" if s.name in FINISHING else ""
+        when = "; opt-in" if s.engine == "egraph" and s.name in OPT_IN else ""
         print(f"{s.name} ({s.engine}, {len(s.rules)} rules{when})")
         if not args.brief:
             for r in s.rules:

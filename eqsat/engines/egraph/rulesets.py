@@ -20,7 +20,7 @@ import rules
 from rules.computed import PyRule
 from rules.native import ERule
 
-__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "SELECTS", "FINISHING"]
+__all__ = ["egraph_groups", "resolve", "default_groups", "OPT_IN", "SELECTS"]
 
 OPT_IN: tuple[str, ...] = rules.EGRAPH_OPT_IN
 
@@ -28,10 +28,6 @@ OPT_IN: tuple[str, ...] = rules.EGRAPH_OPT_IN
 #: three quotients as a ladder of selects): the narrow e-graph loads what they make, so
 #: that they do not widen a run of plain index arithmetic (``Program.narrow_loads``)
 SELECTS: tuple[str, ...] = ("division_select",)
-
-#: groups a run holds back until its other rules are done: none (the select rules run
-#: from the start, docs/architecture.md); kept for ``eqsat rules``, which names them
-FINISHING: tuple[str, ...] = ()
 
 
 def egraph_groups() -> dict[str, list[Any]]:
