@@ -33,7 +33,7 @@ from eqsat.engines.egraph.rulesets import default_groups, egraph_groups, resolve
 from eqsat.engines.egraph.schedules import Limits
 from eqsat.ir.uop import UOp
 
-__all__ = ["optimize_egraph", "optimize_many", "optimize_batches", "Session", "session_for",
+__all__ = ["optimize_egraph", "optimize_many", "Session", "session_for",
            "clear_sessions", "clear_result_cache", "set_result_cache_size", "UnsoundError",
            "egraph_groups", "resolve", "default_groups", "Limits"]
 
@@ -59,49 +59,6 @@ def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_mod
                               keep_egraph=keep_egraph)
     stats.setdefault("time", {})["setup"] = setup
     return outs, stats
-
-
-_POOLS: dict[int, Any] = {}
-
-
-def _pool(workers: int) -> Any:
-    """A persistent thread pool (its threads keep their warm sessions)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    p = _POOLS.get(workers)
-    if p is None:
-        p = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers,
-                                                 thread_name_prefix="eqsat-egraph")
-    return p
-
-
-def optimize_batches(graphs: list[UOp], batch: int = 32, workers: int = 1,
-                     rulesets: list[str] | None = None, cost_model: Any = None,
-                     budget: Any = None) -> tuple[list[UOp], list[dict[str, Any]]]:
-    """Optimize many graphs in batches of ``batch`` (one e-graph each), ``workers``
-    batches at a time (threads, each with its own warm e-graph; the GIL limits what
-    a second worker gains). ``budget`` is per graph (a batch gets n times its
-    e-node and time budgets). Returns the outputs in order and each batch's stats.
-    Every batch's result is what ``optimize_many`` gives it alone (deterministic)."""
-    from extraction import get_cost_model
-
-    graphs = list(graphs)
-    for g in graphs:
-        if not isinstance(g, UOp):
-            raise TypeError(f"optimize_batches expects UOp graphs, got {type(g).__name__}")
-    model = get_cost_model(cost_model)
-    lim = Limits.of(budget)
-    chunks = [graphs[i:i + batch] for i in range(0, len(graphs), max(1, batch))]
-
-    def one(chunk: list[UOp]) -> tuple[list[UOp], dict[str, Any]]:
-        return session_for(rulesets).run(chunk, model, lim.times(len(chunk)))
-
-    if workers <= 1 or len(chunks) <= 1:
-        results = [one(c) for c in chunks]
-    else:
-        results = list(_pool(workers).map(one, chunks))
-    outs = [o for r in results for o in r[0]]
-    return outs, [r[1] for r in results]
 
 
 def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: Any = None,

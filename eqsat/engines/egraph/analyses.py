@@ -12,8 +12,8 @@ the exact interval fits the dtype (no wrap possible); ``index`` is unbounded
 
 A rule whose result must fit ``dt``'s range exists twice: for ``index`` (no range to
 fit, no ``dmin``/``dmax`` atoms) in the rule set ``analysis``, and as ``<name>_fixed`` for
-the other integer dtypes in ``analysis_fixed``; the engine runs both (``analysis_all``)
-only when an e-node of the run is one a fixed rule can match (``FIXED_ANALYSIS_DTYPES``).
+the other integer dtypes in ``analysis_fixed``; the engine runs the second only
+when an e-node of the run is one a fixed rule can match (``FIXED_ANALYSIS_DTYPES``).
 
 Leaves get their bounds from the IR (``UOp.vmin``/``vmax``) at insertion, and so
 does every inserted node (the IR's bounds are sound, the e-graph's rules may
@@ -44,7 +44,7 @@ from rules.lang import DTYPE_SETS
 __all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
            "UnsoundError",
            "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
-           "FIXED_ANALYSIS_DTYPES", "ALL_ANALYSIS", "dtype_table"]
+           "FIXED_ANALYSIS_DTYPES", "dtype_table"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -322,9 +322,6 @@ for _c in ("Eq", "Ne"):
 
 
 ANALYSIS_RULES, ANALYSIS_FIXED_RULES = _split(ANALYSIS_RULES)
-
-#: the rule set that runs the index and the fixed-width (``*_fixed``) interval rules
-ALL_ANALYSIS = "analysis_all"
 
 
 _RULE_CTOR = re.compile(r"\(\(= e \((\w+) ")

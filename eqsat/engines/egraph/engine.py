@@ -29,22 +29,15 @@ from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import UnsoundError
 from eqsat.engines.egraph.encoding import Inserter, Snapshot
 from eqsat.engines.egraph.phases import run_phases
-from eqsat.engines.egraph.program import (
-    FIXED_RULESET,
-    Program,
-    analysis_ext,
-    fixed_only,
-    needs_fixed_width,
-)
+from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer
-from eqsat.engines.egraph.run import ANALYSIS_CAP, Run, WidenError, is_stalled
+from eqsat.engines.egraph.run import Run, WidenError
 from eqsat.engines.egraph.schedules import Clock, Limits, gc_paused
 from eqsat.engines.egraph.seeding import Seeds, baseline_seeds, no_worse_than_start
 from eqsat.engines.egraph.store import Store
 from eqsat.ir.uop import UOp
 
-__all__ = ["Session", "session_for", "clear_sessions", "ANALYSIS_CAP", "FIXED_RULESET",
-           "fixed_only", "is_stalled", "analysis_ext", "needs_fixed_width"]
+__all__ = ["Session", "session_for", "clear_sessions"]
 
 
 class Session:
@@ -55,29 +48,14 @@ class Session:
         self.store = Store(self.program)
 
     @property
-    def groups(self) -> tuple[str, ...]:
-        return self.program.groups
-
-    @property
-    def native(self) -> list[Any]:
-        return self.program.native
-
-    @property
-    def pyrules(self) -> list[Any]:
-        return self.program.pyrules
-
-    @property
-    def selection(self) -> Any:
-        return self.program.selection
-
-    @property
     def ins(self) -> Inserter:
         """The current e-graph's inserter."""
         return self.store.ins
 
     def __repr__(self) -> str:
-        return (f"<eqsat.engines.egraph.Session groups={len(self.groups)} "
-                f"native={len(self.native)} computed={len(self.pyrules)}>")
+        p = self.program
+        return (f"<eqsat.engines.egraph.Session groups={len(p.groups)} "
+                f"native={len(p.native)} computed={len(p.pyrules)}>")
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
@@ -133,7 +111,7 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
-                seeds = baseline_seeds(roots, self.selection, model)
+                seeds = baseline_seeds(roots, self.program.selection, model)
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)

@@ -147,8 +147,8 @@ class Program:
         #: (rule set part, egglog program, constructors its pattern names) of each egglog
         #: rule of the native rules
         self.programs: list[tuple[str, str, frozenset[str]]] = []
-        #: rule set -> its multiplying rules: (i, native rule name, e-nodes per match)
-        self.mult: dict[str, list[tuple[int, str, int]]] = {}
+        #: rule set -> its multiplying rules: (i, native rule name)
+        self.mult: dict[str, list[tuple[int, str]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self.mult_ctors: dict[int, frozenset[str]] = {}
         #: multiplying rule -> its bound on the matches from the rows (``match_bounds``)
@@ -193,7 +193,7 @@ class Program:
             need = pattern_ctors(t)
             if multiplies(t):
                 i = sum(map(len, self.mult.values()))
-                self.mult.setdefault(ruleset, []).append((i, r.law, new_nodes(t)))
+                self.mult.setdefault(ruleset, []).append((i, r.law))
                 self.mult_ctors[i] = need
                 self.mult_bounds[i] = match_bounds(t)
                 self.mult_new[i] = new_nodes(t)
@@ -227,7 +227,7 @@ class Program:
             prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
                      for part, _ in self.parts.get(rs, ())]
             prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
-                     for i, _, _ in self.mult.get(base, [])]
+                     for i, _ in self.mult.get(base, [])]
         prog += [p for rs, p, need in self.programs
                  if (fixed_width or not rs.startswith(FIXED_RULESET)) and
                  (kind != "narrow" or need <= self.narrow_loads)]

@@ -338,14 +338,14 @@ class Run:
         constructor its pattern needs has rows (:meth:`have`)."""
         have = self.have()
         ctors = self.program.mult_ctors
-        return any(ctors[i] <= have for b in bases for i, _, _ in self.program.mult.get(b, ()))
+        return any(ctors[i] <= have for b in bases for i, _ in self.program.mult.get(b, ()))
 
     def apriori(self, bases: list[str]) -> float:
         """At most how many e-nodes this step's round of the multiplying rules of
         ``bases`` makes, from the rows of the constructors their patterns name (the
         e-graph's after the last step and those waiting to load): the sum of
         :meth:`bound`."""
-        return sum(self.bound(i) for b in bases for i, _, _ in self.program.mult.get(b, ()))
+        return sum(self.bound(i) for b in bases for i, _ in self.program.mult.get(b, ()))
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -359,7 +359,7 @@ class Run:
         its count also holds the matches its rule fired in those steps (semi-naive
         matching finds every match with a row newer than the twin's last run): an
         over-count, never an under-count."""
-        todo = [(i, name) for b in bases for i, name, _ in self.program.mult.get(b, [])]
+        todo = [(i, name) for b in bases for i, name in self.program.mult.get(b, [])]
         counting = [self.runnable_parts([f"{b}_count"]) for b in bases
                     if self.program.mult.get(b)]
         out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"

@@ -43,7 +43,7 @@ from typing import Any
 
 from eqsat.ir.egglog_text import read, tokens
 
-__all__ = ["Limits", "Clock", "StopReason", "STOP_REASONS", "STALL_ITERATIONS", "STALL_GROWTH",
+__all__ = ["Limits", "Clock", "StopReason", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
            "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
 
@@ -67,9 +67,6 @@ class StopReason(StrEnum):
         """Whether a hard safety limit (not the work) stopped the run."""
         return self in (StopReason.TIME, StopReason.MEMORY)
 
-
-#: the stop reasons' values, in :class:`StopReason`'s order
-STOP_REASONS = tuple(r.value for r in StopReason)
 
 #: the default memory budget of a run: bytes the run may add to its process's
 #: resident set (a run in a process that already holds much is not stopped for what
@@ -126,13 +123,6 @@ class Limits:
         return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds),
                       int(getattr(budget, "stall", STALL_ITERATIONS)),
                       MEMORY if memory is None else int(memory))
-
-    def times(self, n: int) -> Limits:
-        """The limits of ``n`` cases run together in one e-graph: ``n`` times the
-        e-node and time budgets; iterations, stall and memory (what one run may add to
-        its process's resident set) are per run."""
-        return Limits(self.iterations, self.enodes * n, self.seconds * n, self.stall,
-                      self.memory)
 
 
 class Clock:

@@ -53,19 +53,19 @@ log = logging.getLogger(__name__)
 
 class EGraph:
     """One egglog e-graph of a store: the e-graph, its argument table and inserter,
-    its kind (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report
-    holds, and how long it took to build."""
+    its kind (:data:`EGRAPH_KINDS`) and how many egglog iterations its overall report
+    holds."""
 
-    __slots__ = ("egraph", "args", "ins", "kind", "build_seconds", "egg_iterations",
-                 "base_sizes", "combined", "pushed", "analysis")
+    __slots__ = ("egraph", "args", "ins", "kind", "egg_iterations", "base_sizes",
+                 "combined", "pushed", "analysis")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
-                 build_seconds: float, base_sizes: dict[str, int],
+                 base_sizes: dict[str, int],
                  analysis: dict[str, list[tuple[str, str, list[str]]]]):
         self.egraph, self.args, self.ins = egraph, args, ins
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
         self.analysis = analysis
-        self.kind, self.build_seconds = kind, build_seconds
+        self.kind = kind
         self.egg_iterations = 0
         #: table -> rows when built (the dtype facts): what a run's reset returns to
         self.base_sizes = base_sizes
@@ -137,10 +137,9 @@ class Store:
         base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
         for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
             egraph.run_program(*egraph.parse_program(cmd))
-        secs = time.perf_counter() - t
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
-                  len(program.programs), secs)
-        return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, secs, base,
+                  len(program.programs), time.perf_counter() - t)
+        return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, base,
                       analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
                                      only=only))
 

@@ -275,7 +275,7 @@ def test_the_extension_constructors_are_those_no_native_rule_makes() -> None:
 
     from eqsat.engines.egraph import session_for
     from eqsat.engines.egraph.analyses import ANALYSIS_CTORS
-    from eqsat.engines.egraph.engine import analysis_ext
+    from eqsat.engines.egraph.program import analysis_ext
 
     s = session_for(None).program
     # an extension constructor is made by no rule, or only by rules over one of them

@@ -260,8 +260,6 @@ def test_budget_memory_is_validated_and_per_run() -> None:
         Budget(memory=0)
     with pytest.raises(ValueError, match="memory"):
         Limits(memory=0)
-    # a chunk of n cases: n times the e-nodes and seconds, the same memory
-    assert Limits(3, 10, 1.0, 1, 99).times(4) == Limits(3, 40, 4.0, 1, 99)
 
 
 def test_a_chunk_that_hits_its_limit_answers_every_case() -> None:

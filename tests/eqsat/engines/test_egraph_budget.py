@@ -13,8 +13,8 @@ import pytest
 
 from eqsat.api import Budget, optimize
 from eqsat.engines.egraph import optimize_egraph, session_for
-from eqsat.engines.egraph.engine import is_stalled
-from eqsat.engines.egraph.schedules import STALL_ITERATIONS, STOP_REASONS, Limits
+from eqsat.engines.egraph.run import is_stalled
+from eqsat.engines.egraph.schedules import STALL_ITERATIONS, Limits, StopReason
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import check_equivalent
 from eqsat.ir.sexpr import parse, to_sexpr
@@ -61,7 +61,7 @@ def test_finishes_within_the_time_budget(name: str, graph: UOp, seconds: float) 
     elapsed = time.perf_counter() - t
     # the budget is checked between steps: a run may overshoot it by one step
     assert elapsed <= TIMING_SLACK * seconds, f"{name}: {elapsed:.2f} s for a {seconds} s budget"
-    assert res.stats["stop_reason"] in STOP_REASONS
+    assert res.stats["stop_reason"] in set(StopReason)
     assert res.cost <= res.input_cost
     assert check_equivalent(graph, res.graph, samples=2000)
 
@@ -126,7 +126,7 @@ def test_a_pass_that_opens_a_context_keeps_the_run_going() -> None:
 
 
 def test_stall_limit_is_validated_and_defaults() -> None:
-    assert "stalled" in STOP_REASONS and "saturated" in STOP_REASONS
+    assert "stalled" in set(StopReason) and "saturated" in set(StopReason)
     assert Limits.of(Budget()).stall == STALL_ITERATIONS >= 1
     assert Limits.of(None).stall == STALL_ITERATIONS
     with pytest.raises(ValueError, match="stall"):
@@ -242,4 +242,4 @@ def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
     elapsed, stop, setup = p.stdout.split()
     assert float(elapsed) <= TIMING_SLACK * seconds, (
         f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
-    assert stop in STOP_REASONS
+    assert stop in set(StopReason)

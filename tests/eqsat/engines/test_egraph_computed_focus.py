@@ -228,10 +228,10 @@ def test_a_deferred_class_is_visited_when_a_pass_finds_it_near(monkeypatch: pyte
         real = passes.focus_classes
         monkeypatch.setattr(passes, "focus_classes", lambda sn, roots, cost, price, index: (
             set(roots), real(sn, roots, cost, price, index)[1]))
-        python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
+        python_pass(snap, s.ins, s.program.pyrules, state, roots=[root], model=cm)
         assert div in state.deferred and div not in _dm_classes(state)
         monkeypatch.setattr(passes, "focus_classes", real)
-        python_pass(snap, s.ins, s.pyrules, state, roots=[root], model=cm)
+        python_pass(snap, s.ins, s.program.pyrules, state, roots=[root], model=cm)
         assert div in _dm_classes(state) and div not in state.deferred
 
 

@@ -42,9 +42,6 @@ class _Snap:
         self.lo = lo or {}
         self.height: dict[int, int] = {}
 
-    def const_node_of(self, c: int) -> int | None:
-        return self.consts.get(c)
-
     def __repr__(self) -> str:
         return f"_Snap({len(self.nodes)} e-nodes)"
 
@@ -411,7 +408,7 @@ def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
         snap = Snapshot(s.store.egraph, s.ins)
         c = snap.cls_of_handle(h)
         first, n0 = len(s.ins._rows.get(NODE_REL, [])), s.ins.handles
-        python_pass(snap, s.ins, s.pyrules, PassState(), roots=[c])
+        python_pass(snap, s.ins, s.program.pyrules, PassState(), roots=[c])
         rows = [r.split("\t") for r in s.ins._rows[NODE_REL][first:]]
         assert ["Mul", "index"] in [f[1:3] for f in rows if f[0] == str(c)]
         assert not [f for f in rows if f[1] == "U" and f[0] == str(c) and int(f[5]) >= n0]

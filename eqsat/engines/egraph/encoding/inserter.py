@@ -157,11 +157,6 @@ class Inserter:
                 memo[(n.ctor, *n.fields)] = c
 
     @property
-    def has_rows(self) -> bool:
-        """Whether rows wait for :meth:`flush` (a ``(run insert 1)`` before ``extra``)."""
-        return bool(self._rows)
-
-    @property
     def pending_nodes(self) -> int:
         """How many e-node and union rows wait for :meth:`flush` (each makes at most one
         e-node; the fact rows make none)."""

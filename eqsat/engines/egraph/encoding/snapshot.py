@@ -548,10 +548,6 @@ class Snapshot:
     def bounds(self, c: int) -> tuple[float, float]:
         return (self.lo.get(c, -math.inf), self.hi.get(c, math.inf))
 
-    def const_node_of(self, c: int) -> int | None:
-        """The value of a Cst e-node in class ``c`` (not the interval), else None."""
-        return self.consts.get(c)
-
     def const_of(self, c: int) -> int | None:
         """The integer constant of class ``c`` (a Cst e-node in it), else None."""
         v = self.consts.get(c)
