@@ -2,18 +2,8 @@
 
 ``optimize_egraph(graph, rulesets=None, cost_model=None, budget=None) -> (UOp, stats)``
 is what ``eqsat.optimize(engine="egraph")`` calls; ``optimize_many`` optimizes
-several graphs in one e-graph (shared subgraphs inserted once).
-
-Modules: :mod:`~eqsat.engines.egraph.encoding` (UOp <-> egglog terms, bulk insertion,
-snapshots), :mod:`~eqsat.engines.egraph.analyses` (interval analysis, tripwire),
-:mod:`~rules.native` (native egglog rewrites), :mod:`~eqsat.engines.egraph.computed`
-(computed rewrites: the div/mod core over e-classes, canonical sums),
-:mod:`~eqsat.engines.egraph.rulesets` (groups), :mod:`~eqsat.engines.egraph.schedules` (budgets),
-:mod:`~eqsat.engines.egraph.engine` (``Session``, the facade),
-:mod:`~eqsat.engines.egraph.program` (the compiled rule selection),
-:mod:`~eqsat.engines.egraph.store` (the egglog instances), :mod:`~eqsat.engines.egraph.run`
-(one run: the loop), :mod:`~eqsat.engines.egraph.phases` (after the loop: extraction),
-:mod:`~eqsat.engines.egraph.results` (the result cache of ``optimize_egraph``).
+several graphs in one e-graph (shared subgraphs inserted once). The modules are
+described in docs/architecture.md ("The e-graph engine").
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""The e-graph engine: a warm egglog e-graph, the saturation loop, extraction.
-
-A :class:`Session` is the facade of one rule set selection's engine:
-
-- a :class:`~eqsat.engines.egraph.program.Program`, the compiled rule selection
-  (rule sets, egglog program text, analysis parts), built once;
-- a :class:`~eqsat.engines.egraph.store.Store`, the egglog instances' life (the
-  e-graph kinds, widening, reset after a run, rebuild);
-- per call, a :class:`~eqsat.engines.egraph.run.Run`, one run's state (snapshots,
-  costs, matches, its ``StopReason``, its budget and clock), whose loop is followed
-  by the named phases of :mod:`~eqsat.engines.egraph.phases`.
+"""The e-graph engine's facade: :class:`Session` (a
+:class:`~eqsat.engines.egraph.program.Program`, a
+:class:`~eqsat.engines.egraph.store.Store`, and per call a
+:class:`~eqsat.engines.egraph.run.Run` followed by :mod:`.phases`; docs/architecture.md,
+"The e-graph engine").
 
 ``session_for`` caches one session per selection and thread (building one takes about
-0.25 s); many roots share one e-graph and every shared subgraph is inserted once. A
-run starts from the baseline's rewrite of the roots (:mod:`.seeding`) and returns, root
-by root, the cheapest of the extraction, the baseline's rewrite and the input. Wall
-time and memory are hard safety limits, never a decision: see
-:mod:`~eqsat.engines.egraph.schedules`.
+0.25 s); many roots share one e-graph and every shared subgraph is inserted once.
 """
 
 from __future__ import annotations
@@ -103,11 +93,8 @@ class Session:
         session): the time budget counts from there. ``keep_egraph``: ``stats["egraph"]``
         is then the e-graph's :class:`~eqsat.engines.egraph.record.EGraphRecord` (the
         classes the roots reached, what merged when), which a run otherwise drops.
-
-        Automatic garbage collection is paused for the run (:func:`gc_paused`): the
-        passes allocate many objects that live until the run ends (memo tables, the
-        snapshots' e-nodes), and every collection during the run rescanned them
-        (docs/perf.md); what the run leaves in reference cycles is collected after it."""
+        Automatic garbage collection is paused for the run (:func:`gc_paused`): every
+        collection rescanned the passes' long-lived objects (docs/perf.md)."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):

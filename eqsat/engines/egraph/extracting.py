@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
-from eqsat.engines.egraph.schedules import Clock, gc_paused
+from eqsat.engines.egraph.schedules import Clock
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
@@ -31,18 +31,8 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     and stats (``cost``: the summed cost of the distinct roots, ``method``).
     ``subsumed``: subsumed e-nodes may be used too (:func:`usable_keys`).
     ``thorough``: every root gets the whole DAG search (time permitting), not only the
-    roots where its tree choice shares something or two divisions are at stake.
-
-    The cyclic garbage collector is paused meanwhile: the extraction allocates many
-    short-lived lists and tuples (no cycles; reference counting frees them), and the
-    collections they would trigger walk the engine's large heap for nothing."""
-    with gc_paused():
-        return _extract_roots(snap, args, handles, model, clock, subsumed, thorough)
-
-
-def _extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                   clock: Clock, subsumed: bool = False, thorough: bool = False
-                   ) -> tuple[list[UOp], dict[str, Any]]:
+    roots where its tree choice shares something or two divisions are at stake. (It
+    runs inside ``Session.run``, where automatic garbage collection is paused.)"""
     from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
     from extraction.egraph_view import new_enode
 

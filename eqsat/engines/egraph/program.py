@@ -1,16 +1,10 @@
-"""The compiled rule selection of the e-graph engine: a :class:`Program`.
+"""The compiled rule selection of the e-graph engine: a :class:`Program`, built once per
+selection and read-only after (docs/architecture.md, "The e-graph engine").
 
-A program is built once per rule set selection and never changes after: the groups,
-the native and computed rules, each native rule's egglog text in its rule set part,
-the multiplying rules (``schedules.multiplies``) with their bounds from the rows, and
-the egglog program text of each kind of e-graph (:data:`EGRAPH_KINDS`) the
-:class:`~eqsat.engines.egraph.store.Store` builds from it.
-
-The native rules form rule sets by what they can match: ``native``, the fixed-width
-ones (:data:`FIXED_RULESET`, run only when the input has such a dtype); each rule set is split
-into parts by the constructors the rules' patterns name (a step runs only the parts
-whose constructors have rows), the multiplying rules into ``<set>_mult`` with a
-counting twin in ``<set>_count``.
+The native rules form rule sets by what they can match: ``native`` and the fixed-width
+ones (:data:`FIXED_RULESET`); each is split into parts by the constructors the rules'
+patterns name (a step runs only the parts whose constructors have rows), the
+multiplying rules into ``<set>_mult`` with a counting twin in ``<set>_count``.
 """
 
 from __future__ import annotations

@@ -2,30 +2,11 @@
 
 A run lives for one call: it inserts the roots into the store's current e-graph,
 iterates, runs the phases after the loop (:mod:`.phases`), and leaves the e-graph as
-it found it. Everything a run reads or counts (the snapshots, the root costs per
-iteration, the matches, the rows per constructor, the :class:`StopReason`) lives on
-it, so no long-lived object carries one run's state into the next.
-
-One iteration (see :mod:`eqsat.engines.egraph.schedules` for the budgets):
-
-1. the pending insertions (inputs with the IR's bounds), one round of the native egglog
-   rewrites (and of the fixed-width integer ones, ``native_fixed``, when the input has
-   such a dtype), the bounds the last computed pass seeded for its e-nodes, the
-   interval analysis to a fixed point -- all in one egglog call (the tripwire, which
-   panics on an empty interval, runs once a run, before its extraction: an empty
-   interval stays empty);
-2. a snapshot of the e-graph (``Snapshot``), with the never-Invalid classes
-   (``Def``) computed and sent back for the native rules' guards, and the e-nodes
-   that only feed the rules sent back to be subsumed;
-3. the computed rewrites (:mod:`eqsat.engines.egraph.computed`) on the classes that
-   changed; their results are recorded as rows, loaded by the next step;
-4. the budgets are checked: the work budgets (e-nodes, iterations) decide; memory and
-   wall time are hard safety limits (a run stopped by one says so).
-
-The loop stops when nothing changes (``saturated``), when the roots' best tree cost
-has not improved for ``Limits.stall`` iterations while the e-graph barely grew and
-the last computed pass recorded little (``stalled``), or when a budget is reached
-(``iterations``, ``enodes``, ``time``, ``memory``).
+it found it. Everything a run reads or counts lives on it, so no long-lived object
+carries one run's state into the next. One iteration is a step (:meth:`Run.step`: the
+pending rows, a round of the native rules, the interval analysis, in one egglog call),
+a snapshot, a computed pass and the budgets' check (docs/architecture.md, "The e-graph
+engine"; :class:`~eqsat.engines.egraph.schedules.StopReason` lists why a run stops).
 """
 
 from __future__ import annotations
@@ -190,7 +171,7 @@ class Run:
             ins.union(handle[id(u)], handle[id(v)])
 
     # ---- egglog steps ---------------------------------------------------------
-    def step(self, native: bool, allow: float = math.inf, check: bool | None = None) -> bool:
+    def step(self, native: bool, allow: float = math.inf) -> bool:
         """Load pending rows, then (one egglog call) one round of the native rules and
         the analysis to a fixed point (at most ``ANALYSIS_CAP`` rounds); without
         ``native``, the analysis only. Whether the native rules changed anything; the
@@ -203,8 +184,9 @@ class Run:
         (:mod:`.computed.seed`) load between the native rules and the analysis.
 
         ``allow``: how many e-nodes the step's multiplying rules may make (a share of the
-        room the e-node budget has left); see :meth:`native_runs`. ``check``: the
-        tripwire after the analysis (default: in an analysis-only step)."""
+        room the e-node budget has left); see :meth:`native_runs`. An analysis-only step
+        runs the tripwire after the analysis; a run's native steps leave it to the run's
+        end (an empty interval stays empty)."""
         cur = self.store.cur
         if (self.fixed or self.fixed_analysis) and not cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
@@ -213,9 +195,7 @@ class Run:
         if narrow and not self.ins.ctors <= self.program.narrow_loads:
             raise WidenError  # (a row this step would load; see narrow_holds)
         runs, made = self.native_runs(allow) if native else ([], set())
-        # the tripwire (once the analysis settled) in an analysis-only step: a run's
-        # native steps leave it to the run's end (an empty interval stays empty)
-        check = not native if check is None else check
+        check = not native
         ins = self.ins
         # the late rows (the bounds the last pass seeded) load between the native rules
         # and the analysis, in the analysis's first round

@@ -1,30 +1,19 @@
 """Budgets of an e-graph run: iteration, e-node, wall-time and memory limits.
 
-egglog has no built-in e-node, time or memory limit, so the engine steps one
-iteration at a time and checks after each step. What a run does is decided by work
-alone (iterations, e-nodes, the rows a computed pass may record), so the same input
-gives the same output under any load and after any earlier run. Wall time and memory
-are hard safety limits only (:class:`Clock`, :func:`rss_bytes`): checked between
-units of work, a run past one stops (``"time"``, ``"memory"``) and extracts from its
-last snapshot; the time budget's default is far above what the work budgets let a
-run do.
+What a run does is decided by work alone (iterations, e-nodes, the rows a computed
+pass may record), so the same input gives the same output under any load and after
+any earlier run; wall time and memory are hard safety limits only (:class:`Clock`,
+:func:`rss_bytes`), checked between units of work (docs/architecture.md, "The e-graph
+engine").
 
-One step of the native rules is bounded too: the rules whose matches multiply
-(:func:`multiplies`: the left side joins two operands that vary independently,
-e.g. ``where(c, k1, k2) + where(c, k3, k4)``, where every pair of such e-nodes of
-the two classes is a match) run in a step only when the e-nodes their matches would
-make fit :data:`STEP_ROOM` of the room the e-node budget has left: bounded from the
-row counts of the constructors their patterns name (:func:`match_bounds`; no egglog
-call) or, where that bound does not fit, counted before the step runs them (counting
-twins, :func:`count_program`: the same pattern and guards, adding up the e-nodes; a
-twin that missed steps counts the matches its rule fired in them too, an over-count).
-When they do not fit, they are left out for the rest of the run. The other rules'
-matches grow with the e-graph (each joins at most one independently varying
-operand); a step that takes the e-graph past the budget ends the run, which extracts
-from its last snapshot instead. (egglog's
-back-off scheduler bounds a rule's matches too, but a scheduled run matches the
-whole e-graph again at every step instead of only what is new: it made the corpus
-several times slower.)
+The native rules whose matches multiply (:func:`multiplies`) run in a step only when
+the e-nodes they would make fit :data:`STEP_ROOM` of the room the e-node budget has
+left: bounded from the rows (:func:`match_bounds`, no egglog call) or else counted
+first by counting twins (:func:`count_program`; a twin that missed steps counts its
+rule's matches in them too, an over-count); when they do not fit they are left out for
+the rest of the run. (egglog's back-off scheduler bounds a rule's matches too, but a
+scheduled run matches the whole e-graph again at every step instead of only what is
+new: it made the corpus several times slower.)
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
 """The baseline's result in every e-graph run, and the guarantee it gives.
 
-Each root's baseline rewrite (:func:`~eqsat.engines.baseline.optimize_baseline`'s
-ordered matcher over the same rule selection, node by node: :class:`Seeds`) is
-inserted into the run's e-graph with every node the baseline rewrote unioned with its
-rewrite (the baseline's rules are the proven rules of ``rules/``, so each union is
-sound). It joins after the loop, whatever stopped it, where a root's rewrite is
-cheaper than what the e-graph found (:meth:`Seeds.beaten`; those roots' rewrites
-join, one more step, then those roots are extracted again, the others keep their
-terms, whatever the other roots' baselines did): the extraction then chooses among
-the e-graph's terms and the baseline's, class by class (a kernel whose run the e-node
-budget stopped after one iteration keeps the e-graph's gains on some stores and the
-baseline's on the others). Where the e-graph's result is as cheap already, that step
-would change nothing that the guard below does not. Unioned at the start it steered the
-loop: the computed pass visits the classes near the roots' cheapest terms, which
-were then the baseline's forms, and it missed rewrites it finds from the input's
-(corpus total +5, kernels of 1,000 and 5,000 nodes +5% and +2%; docs/perf.md).
-A root whose baseline rewrite is not cheaper than the root brings nothing.
-
-After the extraction :func:`no_worse_than_start` keeps, root by root, the cheapest of
-the extracted term, the baseline's and the input under the run's cost model:
-``optimize(engine="egraph")`` costs at most ``min(input, baseline)`` whatever stopped
-the run (a budget, the hard time or memory limit). A candidate that uses a loop index
-outside its loop is not a result: the e-graph knows values, not loops, so it may equate
-a store's address with a term that reads a reduce's range (equal for every value of that
-range) where the range is not open; such a root keeps its baseline rewrite or its input.
+:class:`Seeds` is each root's baseline rewrite (the ordered matcher over the same rule
+selection), node by node; after the loop, where a root's rewrite is cheaper than what
+the e-graph found, it joins the e-graph and that root is extracted again
+(``phases.baseline_join``). It joins after the loop, not at the start: unioned at the
+start it steered the computed pass to the baseline's forms (docs/perf.md).
+:func:`no_worse_than_start` then keeps, root by root, the cheapest of the extracted
+term, the baseline's and the input, leaving out a candidate that uses a loop index
+outside its loop (docs/architecture.md, "The e-graph engine", items 5 and the
+extraction).
 """
 
 from __future__ import annotations

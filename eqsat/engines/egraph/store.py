@@ -1,15 +1,10 @@
 """The egglog instances of one rule set selection: a :class:`Store`.
 
-A store owns the e-graphs a :class:`~eqsat.engines.egraph.program.Program` is loaded
-into, one per kind (:data:`~eqsat.engines.egraph.program.EGRAPH_KINDS`: a run whose
-input has no fixed-width node goes to one without the fixed-width rule sets, plain
-index arithmetic to one with only the rules that can match it), each built on the
-first input that needs it (about 0.25 s). It selects the e-graph a run needs, widens
-a narrow run to the index e-graph, leaves the e-graph as it found it when a run ends
-(:mod:`.reset`: no egglog push/pop, which copies every rule) and builds an e-graph
-afresh after :data:`REBUILD_ITERATIONS` egglog iterations or a run that left a row
-behind. It holds no run's state: that lives on the run
-(:class:`~eqsat.engines.egraph.run.Run`).
+A store owns the e-graphs of a :class:`~eqsat.engines.egraph.program.Program`, one per
+kind (:data:`~eqsat.engines.egraph.program.EGRAPH_KINDS`), each built on first use; it
+selects the one a run needs, widens a narrow run, resets the e-graph after a run
+(:mod:`.reset`) and rebuilds it (docs/architecture.md, "The e-graph engine"). It holds
+no run's state.
 """
 
 from __future__ import annotations
