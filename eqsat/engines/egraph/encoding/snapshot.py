@@ -121,8 +121,6 @@ def _unchanged(last: tuple[list, list] | None, rows: list, stale: set[int] | fro
     if last is None:
         return [None] * n, list(range(n))
     old = last[1]
-    if kind not in ("", "node", "pair", "class"):
-        raise ValueError(f"_unchanged: unknown kind of result {kind!r}")
     res: list = [None] * n
     for i, j, m in _aligned(rows, last[0]):
         res[i:i + m] = old[j:j + m]
@@ -153,8 +151,7 @@ class Node:
 
     __slots__ = ("cls", "ctor", "fields", "subsumed", "kids", "dtype", "row")
 
-    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False,
-                 row: tuple | None = None):
+    def __init__(self, cls: int, ctor: str, fields: tuple, subsumed: bool = False):
         self.cls = cls
         self.ctor = ctor
         self.fields = fields
@@ -163,8 +160,7 @@ class Node:
         self.kids = tuple(map(fields.__getitem__, pos))
         d = _DTYPE_POS[ctor]
         self.dtype = None if d < 0 else fields[d]
-        # ``row``: the caller's tuple when it has one (not checked)
-        self.row = (cls, ctor, fields, subsumed) if row is None else row
+        self.row = (cls, ctor, fields, subsumed)
 
     @property
     def op(self) -> Ops | None:
@@ -204,8 +200,8 @@ _NEW_NODE = Node.__new__
 
 
 def _node_of(row: tuple) -> Node:
-    """``Node(*row, row=row)`` for a row ``(cls, ctor, fields, subsumed)``, without the
-    call's argument handling (a snapshot makes thousands of them)."""
+    """``Node(*row)`` for a row ``(cls, ctor, fields, subsumed)`` (the same tuple as its
+    ``row``), without the call's argument handling (a snapshot makes thousands)."""
     n = _NEW_NODE(Node)
     n.cls, ctor, fields, n.subsumed = row
     n.ctor = ctor
@@ -226,8 +222,7 @@ class Snapshot:
     rows were recorded in ``inserter``; flush it to make egglog know them).
     """
 
-    def __init__(self, egraph: bindings.EGraph, inserter: Inserter,
-                 analyses: tuple[str, ...] = ("lo", "hi")) -> None:
+    def __init__(self, egraph: bindings.EGraph, inserter: Inserter) -> None:
         fr = egraph.freeze()
         funcs = fr.functions
         to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
@@ -296,7 +291,7 @@ class Snapshot:
                     else:
                         t = (c, name, (d, x, y), r.subsumed)
                         n = cget(t)
-                        if n is None:  # (Node(*t, row=t), its fields known here)
+                        if n is None:  # (_node_of(t), its fields known here)
                             n = cache[t] = new_node(Node)
                             n.cls, n.ctor, n.fields, n.subsumed, n.kids, n.dtype, n.row = \
                                 c, name, t[2], t[3], (x, y), d, t
@@ -342,8 +337,6 @@ class Snapshot:
             nodes += filter(None, res)
         # classes without a handle (made by egglog's rewrites): handles bottom-up
         self.new_handles = 0
-        #: e-nodes left out: no finite term names their class or a child's
-        self.dropped = 0
         todo_raw = [x for x in raw if x[1] not in cls_of]
         while todo_raw:
             ready, rest = [], []
@@ -359,8 +352,7 @@ class Snapshot:
                 # class reachable only through a cycle, or a row egglog 13.2 leaves with a
                 # child class that has no e-node at all, after `(Add x x) -> (Mul x 2)`
                 # matched a class holding `x + x` of itself: x == 0). The snapshot leaves
-                # them out (``dropped``), as the extraction could not use them anyway
-                self.dropped = len(rest)
+                # them out, as the extraction could not use them anyway
                 break
             keyed = []
             for x in ready:
@@ -380,7 +372,7 @@ class Snapshot:
         for name, out, vals, sub in raw:
             c = get(out)
             if c is None:
-                continue  # a class without a finite term (see ``dropped``)
+                continue  # a class without a finite term (see above)
             ok = True
             for i in E_POS[name]:
                 k = get(vals[i])
@@ -438,7 +430,7 @@ class Snapshot:
         self.lo: dict[int, int] = {}
         self.hi: dict[int, int] = {}
         for name, table in (("lo", self.lo), ("hi", self.hi)):
-            if name not in analyses or name not in funcs:
+            if name not in funcs:
                 continue
             rows = funcs[name].rows
             last_rows = reads.get(name)
@@ -478,11 +470,9 @@ class Snapshot:
         # product of the divisors, each pair of them a match of the same pattern
         # (an e-node is looked at when its Node is made: a row that changes, e.g. when
         # its class or a child's merges into another, makes a new Node)
-        self.loops = 0
         for n in made:
             if not n.subsumed and n.cls in n.kids and n.ctor in SUBSUMABLE:
                 inserter.subsume(n.ctor, n.fields)
-                self.loops += 1
         # the operator e-nodes of a class that holds a constant are subsumed too: the
         # class is that constant (a Cst is never Invalid), and its other e-nodes only
         # feed the rules, which then pile up more of them (x // 7 == 0 for x < 7 puts
@@ -499,13 +489,6 @@ class Snapshot:
         for n in check.values():
             if not n.subsumed and n.ctor in CTOR_OP and n.cls not in n.kids:
                 inserter.subsume(n.ctor, n.fields)
-                self.loops += 1
-        self.relations: dict[str, list[tuple[int, ...]]] = {}
-        for name in analyses:
-            if name in ("lo", "hi") or name not in funcs:
-                continue
-            self.relations[name] = [tuple(cls_of.get(v, -1) for v in r.inputs)
-                                    for r in funcs[name].rows]
         self.enodes = len(nodes)
         #: class -> height of its cheapest term (filled by the computed pass for the
         #: classes it asks about: ``computed.pricing.BestHeights``)
@@ -570,8 +553,6 @@ class Snapshot:
             out.append(cons[0].fields[0])
             c = cons[0].fields[1]
         return out
-
-
 
 
 def defined_classes(nodes: list[Node], known: set[int],
