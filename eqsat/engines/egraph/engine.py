@@ -76,7 +76,7 @@ class Session:
         with self.probe(roots) as run:
             run.insert(roots, seed_all=seed_all)
             run.step(False)
-            snap = Snapshot(self.store.egraph, self.ins)
+            snap = run.read()
             out = {}
             for _key, h in self.ins.uop_handle.items():
                 u = self.ins.handle_uop[h]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from eqsat.engines.egraph.encoding import Snapshot
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import Clock, StopReason, rss_bytes
@@ -50,9 +49,7 @@ def last(run: Run) -> None:
         return
     with run.clock.phase(run.times, "last"):
         run.step(False)
-        run.snap = Snapshot(run.store.egraph, run.ins)
-        if run.tracer is not None:
-            run.tracer.snapshot(run.snap, 0, run.matches)
+        run.read()
 
 
 def extract(run: Run) -> None:
@@ -79,9 +76,7 @@ def baseline_join(run: Run) -> None:
     with run.clock.phase(run.times, "baseline_join"):
         run.insert_seeds(run.seeds.only(beaten))
         run.step(False)
-        run.snap = Snapshot(run.store.egraph, run.ins)
-        if run.tracer is not None:
-            run.tracer.snapshot(run.snap, 0, run.matches)
+        run.read()
     with run.clock.phase(run.times, "extract"):
         sub, _ = extract_roots(run.snap, run.store.cur.args,
                                [run.handles[i] for i in beaten], run.model, run.clock)

@@ -127,6 +127,14 @@ class Run:
     def ins(self) -> Inserter:
         return self.store.ins
 
+    def read(self, iteration: int = 0) -> Snapshot:
+        """Read the e-graph into ``snap`` (and the tracer: ``iteration`` 0 is a read
+        after the loop)."""
+        self.snap = Snapshot(self.store.egraph, self.ins)
+        if self.tracer is not None:
+            self.tracer.snapshot(self.snap, iteration, self.matches)
+        return self.snap
+
     def __repr__(self) -> str:
         return (f"<Run {self.store.cur.kind} iterations={self.it} "
                 f"stop={self.stop and self.stop.value}>")
@@ -457,12 +465,9 @@ class Run:
             self.stale = True
             self.stop = stop
             return
-        with clock.phase(self.times, "snapshot"):
-            self.snap = Snapshot(self.store.egraph, self.ins)
         self.it += 1
-        if self.tracer is not None:
-            self.tracer.snapshot(self.snap, self.it, self.matches)
-        self.sizes.append(self.snap.enodes)
+        with clock.phase(self.times, "snapshot"):
+            self.sizes.append(self.read(self.it).enodes)
         if stop is not None:
             self.stop = stop
             return
