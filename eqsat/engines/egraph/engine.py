@@ -67,14 +67,13 @@ class Session:
             self.store.cmd("(pop)")
             self.ins.restore(saved)
 
-    def analyze(self, roots: list[UOp], seed_all: bool = False
-                ) -> dict[UOp, tuple[float, float, bool]]:
-        """Insert ``roots`` (no rewrites), run the analyses to a fixed point and return
-        every node's ``(lo, hi, never_invalid)`` as the e-graph has it (``-inf``/``inf``
-        when unknown). ``seed_all``: start from the IR bounds of every node, not just
-        the leaves'. The e-graph is left as it was."""
+    def analyze(self, roots: list[UOp]) -> dict[UOp, tuple[float, float, bool]]:
+        """Insert ``roots`` (no rewrites) with the IR bounds of their leaves only, run
+        the analyses to a fixed point and return every node's ``(lo, hi,
+        never_invalid)`` as the e-graph has it (``-inf``/``inf`` when unknown). The
+        e-graph is left as it was."""
         with self.probe(roots) as run:
-            run.insert(roots, seed_all=seed_all)
+            run.insert(roots, seed_all=False)
             run.step(False)
             snap = run.read()
             out = {}

@@ -23,6 +23,7 @@ from eqsat.engines.egraph.encoding import CTORS, ArgTable, declarations, dt_name
 from eqsat.engines.egraph.rulesets import SELECTS, resolve
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
+    CTOR_CALL,
     count_program,
     match_bounds,
     multiplies,
@@ -55,7 +56,6 @@ NARROW_CTORS = frozenset(("Cst", "Leaf", "G1", "Add", "Sub", "Neg", "Mul", "Idiv
                           "Floordiv", "Floormod"))
 
 _FIX_DT_GUARD = re.compile(r"\(FixDt \w+\)")
-_CTOR_CALL = re.compile(r"\((\w+)")
 
 #: constructors every index input has, whose interval rules always run
 _ALWAYS_CORE = frozenset(("Cst", "G1"))
@@ -79,8 +79,8 @@ def analysis_ext(native: list[ERule]) -> frozenset[str]:
     constructors alone (a rule whose pattern needs an ``ext`` constructor fires only
     where one was inserted; the computed rules' e-nodes are insertions too). A run that
     inserted none of them cannot hold such an e-node, so those rules could not match."""
-    rules = [(set(_CTOR_CALL.findall(f"{r.lhs} {r.query}")) & ANALYSIS_CTORS,
-              set(_CTOR_CALL.findall(f"{r.rhs} {r.actions}"))) for r in native]
+    rules = [(set(CTOR_CALL.findall(f"{r.lhs} {r.query}")) & ANALYSIS_CTORS,
+              set(CTOR_CALL.findall(f"{r.rhs} {r.actions}"))) for r in native]
     # the least fixed point from index arithmetic: what rules make from core is core
     core = set(_INDEX_CORE | _ALWAYS_CORE) & {c for _, rhs in rules for c in rhs} | _ALWAYS_CORE
     changed = True
@@ -196,7 +196,7 @@ class Program:
                     t, count, f"{COUNT_FN}{i}"), key), need))
                 ruleset = f"{ruleset}_mult"
             name = self._part(ruleset, need)
-            made = frozenset(_CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
+            made = frozenset(CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
             self.makes[name] = self.makes.get(name, frozenset()) | made
             if r.group in SELECTS and need <= self.narrow_ctors:
                 self._select_makes.append(made)

@@ -33,8 +33,9 @@ from typing import Any
 from eqsat.ir.egglog_text import read, tokens
 
 __all__ = ["Limits", "Clock", "StopReason", "STALL_ITERATIONS", "STALL_GROWTH",
-           "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "gc_paused",
-           "rss_bytes", "multiplies", "new_nodes", "count_program", "match_bounds"]
+           "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "CTOR_CALL",
+           "gc_paused", "rss_bytes", "multiplies", "new_nodes", "count_program",
+           "match_bounds", "pattern_ctors"]
 
 class StopReason(StrEnum):
     """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
@@ -224,10 +225,11 @@ def pattern_ctors(rule: Any) -> frozenset[str]:
     row of one of them."""
     from eqsat.engines.egraph.encoding import CTORS
 
-    return frozenset(_CALL.findall(rule.lhs or rule.query)).intersection(CTORS)
+    return frozenset(CTOR_CALL.findall(rule.lhs or rule.query)).intersection(CTORS)
 
 
-_CALL = re.compile(r"\((\w+)")
+#: the heads of the applications in egglog text
+CTOR_CALL = re.compile(r"\((\w+)")
 
 
 def multiplies(rule: Any) -> bool:
