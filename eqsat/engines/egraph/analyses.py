@@ -384,12 +384,12 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
                      ext: frozenset[str] | set[str] = frozenset(),
                      only: frozenset[str] | None = None) -> str:
     """egglog text declaring ``lo``/``hi``, the tripwire and every analysis rule (the
-    fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set and
-    ``<ruleset>_all`` are declared but ``<ruleset>_fixed`` is empty).
+    fixed-width ones, ``<ruleset>_fixed``, only with ``fixed``: without, that rule set
+    is declared empty).
 
     The index rules of the constructors in ``ext`` go to ``<ruleset>_ext``, the others to
-    ``<ruleset>_core``; ``<ruleset>`` runs both, ``<ruleset>_all`` both and the fixed-width
-    ones, ``<ruleset>_core_fixed`` the core and the fixed-width ones. A run whose e-graph
+    ``<ruleset>_core``; ``<ruleset>`` runs both (a step runs the per-constructor rule
+    sets of :func:`analysis_parts` instead). A run whose e-graph
     holds none of ``ext``'s constructors runs the core only: every round of a rule set
     builds and searches all its rules, matching or not. ``only``: the interval rules
     of these constructors alone (None: every one), for an e-graph that never holds
@@ -429,8 +429,5 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
             out += [f'(rule {bodies[n]} :ruleset {leaf} :name "{n}")' for n in names]
         leaves = " ".join(leaf for leaf, _c, _n in parts[kind])
         out.append(f"(unstable-combined-ruleset {ruleset}_{kind} {ruleset}_none {leaves})")
-    r = ruleset
-    out += [f"(unstable-combined-ruleset {r} {r}_core {r}_ext)",
-            f"(unstable-combined-ruleset {r}_all {r}_core {r}_ext {r}_fixed)",
-            f"(unstable-combined-ruleset {r}_core_fixed {r}_core {r}_fixed)"]
+    out.append(f"(unstable-combined-ruleset {ruleset} {ruleset}_core {ruleset}_ext)")
     return "\n".join(out)
