@@ -105,8 +105,7 @@ def declarations(loads: Iterable[str] | None = None) -> str:
             continue
         part = load_part(INSERT_RULESET, name)
         out.append(f"(ruleset {part})")
-        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
-        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        vs = _field_vars(sig)
         args = " ".join(f"(H {v})" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
         row = f'{NODE_REL} k "{name}" s1 s2 i e1 e2 e3 e4'
         out.append(f"(rule (({row})) ((union (H k) ({name} {args})) (delete ({row})))"
@@ -129,6 +128,13 @@ def declarations(loads: Iterable[str] | None = None) -> str:
     return "\n".join(out)
 
 
+def _field_vars(sig: str) -> list[str]:
+    """The variables of a constructor's fields in its insertion row's columns (``s1 s2``
+    String, ``i`` i64, ``e1..e4`` classes)."""
+    ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
+    return [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+
+
 def _sub_rows(load: set[str]) -> list[tuple[str, str, list[str], str]]:
     """Per subsumable constructor in ``load``: its name, its RSub row pattern, the
     atoms binding its children's classes from their handles, and its arguments."""
@@ -137,8 +143,7 @@ def _sub_rows(load: set[str]) -> list[tuple[str, str, list[str], str]]:
         if name not in load:
             continue
         sig = CTORS[name]
-        ss, es = iter(["s1", "s2"]), iter(["e1", "e2", "e3", "e4"])
-        vs = [next(ss) if ch == "S" else "i" if ch == "I" else next(es) for ch in sig]
+        vs = _field_vars(sig)
         kids = [f"(= h{v} (H {v}))" for v, ch in zip(vs, sig, strict=True) if ch == "E"]
         args = " ".join(f"h{v}" if ch == "E" else v for v, ch in zip(vs, sig, strict=True))
         out.append((name, f'{SUB_REL} "{name}" s1 s2 i e1 e2 e3 e4', kids, args))
@@ -212,7 +217,6 @@ class ArgTable:
 
     def __repr__(self) -> str:
         return f"<ArgTable {len(self._args)} args>"
-
 
 
 #: id(dtype) -> (dtype, its name, whether it is an integer/bool scalar (interval facts))
