@@ -109,10 +109,9 @@ class Limits:
             return Limits()
         if isinstance(budget, Limits):
             return budget
-        memory = getattr(budget, "memory", None)
+        memory = budget.memory
         return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds),
-                      int(getattr(budget, "stall", STALL_ITERATIONS)),
-                      MEMORY if memory is None else int(memory))
+                      int(budget.stall), MEMORY if memory is None else int(memory))
 
 
 class Clock:
