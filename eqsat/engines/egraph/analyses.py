@@ -44,7 +44,7 @@ from rules.lang import DTYPE_SETS
 __all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
            "UnsoundError",
            "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
-           "FIXED_ANALYSIS_DTYPES", "dtype_table"]
+           "FIXED_ANALYSIS_DTYPES", "dtype_table", "I64_MIN", "I64_MAX"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 

@@ -139,8 +139,7 @@ class ResultCache:
 
     def put(self, key: tuple | None, out: UOp, stats: dict[str, Any]) -> None:
         """Keep a run's result, when its key is cacheable and no clock limited it."""
-        if key is None or not self.size or stats.get("time_limited", True) or \
-                "egraph" in stats:
+        if key is None or not self.size or stats.get("time_limited", True):
             return
         kept = copy_stats(stats)
         g = key[0]

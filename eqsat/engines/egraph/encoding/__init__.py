@@ -51,8 +51,6 @@ from eqsat.engines.egraph.encoding.schema import (
     I64_MAX,
     I64_MIN,
     NODE_REL,
-    SUB_REL,
-    SUB_RULESET,
     SUBSUMABLE,
     ArgTable,
     declarations,
@@ -72,7 +70,7 @@ from eqsat.engines.egraph.encoding.snapshot import (
 )
 
 __all__ = [
-    "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET", "Node",
+    "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "Node",
     "ArgTable", "Inserter", "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of",
     "fits_i64", "uop_ctor", "dt_name", "E_POS", "write_file", "align_rows",
     "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE"]

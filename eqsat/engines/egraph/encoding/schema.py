@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from eqsat.engines.egraph.analyses import I64_MAX, I64_MIN
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp, arg_key
@@ -17,8 +18,6 @@ __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB
 
 #: the op name of a context variable: an atom of a guarded subterm with narrowed bounds
 CTXVAR = "CTXVAR"
-
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 # ---------------------------------------------------------------------------
 # constructors
