@@ -223,176 +223,45 @@ class Snapshot:
     """
 
     def __init__(self, egraph: bindings.EGraph, inserter: Inserter) -> None:
-        fr = egraph.freeze()
-        funcs = fr.functions
-        to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
+        funcs = egraph.freeze().functions
         # A row equal to the last snapshot's row at the same place (see _unchanged)
         # keeps its result: an (H k) row always, any other row unless it names a class
         # whose egglog value now has another handle or is gone (``stale``)
         reads = inserter.reads
         fresh: dict[str, tuple[list, list]] = {}
-        hrows = funcs["H"].rows
-        last_rows = reads.get("H")
-        if last_rows is None:  # (a comprehension: the fast way to read every row)
-            hres = [(to_i64(r.inputs[0]), r.output) for r in hrows]
-        else:
-            hres, todo = _unchanged(last_rows, hrows, _NONE)
-            for i in todo:
-                r = hrows[i]
-                hres[i] = (to_i64(r.inputs[0]), r.output)
-        fresh["H"] = (hrows, hres)
-        handle_val: dict[int, Any] = dict(hres)
-        cls_of: dict[Any, int] = {}  # a class is named by its smallest handle
-        first = cls_of.setdefault
-        for k, o in hres:
-            if first(o, k) > k:
-                cls_of[o] = k
+        cls_of, self._handle_val = _read_handles(egraph, funcs, reads.get("H"), fresh)
         last = inserter.read_classes
         if last is None:
             reads = {}
         stale = _NONE if last is None else {k for _, k in last.items() - cls_of.items()}
-        strs: dict[Any, str] = {}
-        sget = strs.get
-        # every row becomes a Node (class, ctor, fields, subsumed) with its classes named
-        # by handle; a row whose class or a child's has no handle yet waits in `raw` as
-        # (ctor, output, fields with classes still as egglog values, subsumed). Node
-        # objects are immutable: the previous snapshots' are reused
-        cache = inserter.node_cache
-        cget = cache.get
-        new_node, node_of = _NEW_NODE, _node_of
-        nodes: list[Node] = []
-        raw: list[tuple[str, Any, list, bool]] = []
-        csts: list[Node] = []  # the Cst e-nodes
-        made: list[Node] = []  # the Node objects made by this read (not cached before)
-        get = cls_of.get
-        for name, sig in CTORS.items():
-            f = funcs.get(name)
-            if f is None:
-                continue
-            rows = f.rows
-            if not rows:
-                continue
-            res, todo = _unchanged(reads.get(name), rows, stale, "node")
-            if not todo:
-                pass
-            elif sig == "SEE":  # binary ALU nodes, the common case
-                for i in todo:
-                    r = rows[i]
-                    a = r.inputs
-                    o = r.output
-                    c, x, y = get(o), get(a[1]), get(a[2])
-                    v = a[0]
-                    d = sget(v)
-                    if d is None:
-                        d = strs[v] = intern(to_string(v))
-                    if c is None or x is None or y is None:
-                        a[0] = d
-                        raw.append((name, o, a, r.subsumed))
-                    else:
-                        t = (c, name, (d, x, y), r.subsumed)
-                        n = cget(t)
-                        if n is None:  # (_node_of(t), its fields known here)
-                            n = cache[t] = new_node(Node)
-                            n.cls, n.ctor, n.fields, n.subsumed, n.kids, n.dtype, n.row = \
-                                c, name, t[2], t[3], (x, y), d, t
-                            made.append(n)
-                        res[i] = n
-            else:
-                s_pos, i_pos, pos = _S_POS[name], _I_POS[name], E_POS[name]
-                for i in todo:
-                    r = rows[i]
-                    a = r.inputs
-                    for j in s_pos:
-                        v = a[j]
-                        d = sget(v)
-                        if d is None:
-                            d = strs[v] = intern(to_string(v))
-                        a[j] = d
-                    for j in i_pos:
-                        a[j] = to_i64(a[j])
-                    o = r.output
-                    c = get(o)
-                    if c is not None and pos:
-                        vals = list(a)
-                        for j in pos:
-                            k = get(a[j])
-                            if k is None:
-                                c = None
-                                break
-                            vals[j] = k
-                        else:
-                            a = vals
-                    if c is None:
-                        raw.append((name, o, a, r.subsumed))
-                    else:
-                        t = (c, name, tuple(a), r.subsumed)
-                        n = cget(t)
-                        if n is None:
-                            n = cache[t] = node_of(t)
-                            made.append(n)
-                        res[i] = n
-            fresh[name] = (rows, res)
-            if name == "Cst":
-                csts = [n for n in res if n is not None]
-            nodes += filter(None, res)
+        nodes, raw, csts, made = _read_nodes(egraph, funcs, reads, stale, cls_of,
+                                             inserter.node_cache, fresh)
         # classes without a handle (made by egglog's rewrites): handles bottom-up
-        self.new_handles = 0
-        todo_raw = [x for x in raw if x[1] not in cls_of]
-        while todo_raw:
-            ready, rest = [], []
-            for x in todo_raw:
-                if x[1] in cls_of:
-                    continue
-                if all(x[2][i] in cls_of for i in E_POS[x[0]]):
-                    ready.append(x)
-                else:
-                    rest.append(x)
-            if not ready:
-                # e-nodes left without a finite term: no term can be built of them (a
-                # class reachable only through a cycle, or a row egglog 13.2 leaves with a
-                # child class that has no e-node at all, after `(Add x x) -> (Mul x 2)`
-                # matched a class holding `x + x` of itself: x == 0). The snapshot leaves
-                # them out, as the extraction could not use them anyway
-                break
-            keyed = []
-            for x in ready:
-                sig = CTORS[x[0]]
-                fields = tuple(cls_of[v] if ch == "E" else v
-                               for v, ch in zip(x[2], sig, strict=True))
-                keyed.append(((x[0], fields), x))
-            keyed.sort(key=lambda t: _det_key(t[0]))
-            for (ctor, fields), x in keyed:
-                if x[1] in cls_of:
-                    continue
-                k = inserter.new_handle()
-                cls_of[x[1]] = k
-                inserter.node_with_handle(k, ctor, *fields)
-                self.new_handles += 1
-            todo_raw = rest
-        for name, out, vals, sub in raw:
-            c = get(out)
-            if c is None:
-                continue  # a class without a finite term (see above)
-            ok = True
-            for i in E_POS[name]:
-                k = get(vals[i])
-                if k is None:
-                    ok = False
-                    break
-                vals[i] = k
-            if ok:
-                t = (c, name, tuple(vals), sub)
-                n = cget(t)
-                if n is None:
-                    n = cache[t] = node_of(t)
-                    made.append(n)
-                nodes.append(n)
-                if name == "Cst":
-                    csts.append(n)
+        self.new_handles = _name_new_classes(raw, cls_of, inserter, nodes, csts, made)
         # sorted: the nodes' order is part of the result ((class, ctor, fields) is unique)
         nodes.sort(key=_ROW_OF)
+        cache = inserter.node_cache
         if len(cache) > 4 * len(nodes) + 4096:
             cache.clear()
+        self._index(nodes, csts)
+        self.cls_of = cls_of
+        self.lo, self.hi, known = _read_bounds(egraph, funcs, reads, stale, cls_of, fresh)
+        inserter.reads = fresh
+        inserter.read_classes = cls_of
+        self.defined = defined_classes(nodes, known, self.classes)
+        for c in sorted(self.defined - known):  # for the native rules' guards
+            inserter.fact("RDef", (c,))
+        self._subsume_loops(made, inserter)
+        self.enodes = len(nodes)
+        #: class -> height of its cheapest term (filled by the computed pass for the
+        #: classes it asks about: ``computed.pricing.BestHeights``)
+        self.height: dict[int, int] = {}
+        #: class -> tree cost of its cheapest term under the run's cost model (filled by
+        #: the computed pass; the engine's stall check reads the roots' entries)
+        self.best_cost: dict[int, float] = {}
+
+    def _index(self, nodes: list[Node], csts: list[Node]) -> None:
+        """``nodes`` (sorted by row) by class, the classes' constants and dtypes."""
         rows4 = list(map(_ROW_OF, nodes))
         classes: dict[int, list[int]] = {}
         #: class -> the value of its Cst e-node; class -> its dtype name (that of its
@@ -425,45 +294,10 @@ class Snapshot:
         #: ``(class, ctor, fields, subsumed)`` of every e-node, in the order of ``nodes``
         self.rows = rows4
         self.classes = classes
-        self.cls_of = cls_of
-        self._handle_val = handle_val
-        self.lo: dict[int, int] = {}
-        self.hi: dict[int, int] = {}
-        for name, table in (("lo", self.lo), ("hi", self.hi)):
-            if name not in funcs:
-                continue
-            rows = funcs[name].rows
-            last_rows = reads.get(name)
-            if last_rows is None:
-                res = [None if (c := get(r.inputs[0])) is None else (c, to_i64(r.output))
-                       for r in rows]
-            else:
-                res, todo = _unchanged(last_rows, rows, stale, "pair")
-                for i in todo:
-                    r = rows[i]
-                    c = get(r.inputs[0])
-                    if c is not None:
-                        res[i] = (c, to_i64(r.output))
-            fresh[name] = (rows, res)
-            table.update(filter(None, res))
-        known: set[int] = set()
-        if "Def" in funcs:
-            rows = funcs["Def"].rows
-            last_rows = reads.get("Def")
-            if last_rows is None:
-                res = [get(r.inputs[0]) for r in rows]
-            else:
-                res, todo = _unchanged(last_rows, rows, stale, "class")
-                for i in todo:
-                    res[i] = get(rows[i].inputs[0])
-            fresh["Def"] = (rows, res)
-            known = set(res)
-            known.discard(None)  # type: ignore[arg-type]
-        inserter.reads = fresh
-        inserter.read_classes = cls_of
-        self.defined = defined_classes(nodes, known, classes)
-        for c in sorted(self.defined - known):  # for the native rules' guards
-            inserter.fact("RDef", (c,))
+
+    def _subsume_loops(self, made: list[Node], inserter: Inserter) -> None:
+        """Record the subsumption of the e-nodes that only feed the rules (below)."""
+        nodes, classes = self.nodes, self.classes
         # an e-node with its own class among its children (x == f(x, k): 0 == 0 // 3,
         # x == x + 0) is subsumed: no finite term goes through it, and matching it only
         # makes more such e-nodes, each step more: (0 // 3) // 3 -> 0 // 9, then every
@@ -489,13 +323,6 @@ class Snapshot:
         for n in check.values():
             if not n.subsumed and n.ctor in CTOR_OP and n.cls not in n.kids:
                 inserter.subsume(n.ctor, n.fields)
-        self.enodes = len(nodes)
-        #: class -> height of its cheapest term (filled by the computed pass for the
-        #: classes it asks about: ``computed.pricing.BestHeights``)
-        self.height: dict[int, int] = {}
-        #: class -> tree cost of its cheapest term under the run's cost model (filled by
-        #: the computed pass; the engine's stall check reads the roots' entries)
-        self.best_cost: dict[int, float] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -553,6 +380,230 @@ class Snapshot:
             out.append(cons[0].fields[0])
             c = cons[0].fields[1]
         return out
+
+
+def _read_handles(egraph: bindings.EGraph, funcs: Any, last_rows: tuple[list, list] | None,
+                  fresh: dict[str, tuple[list, list]]) -> tuple[dict[Any, int], dict[int, Any]]:
+    """The handles' rows: egglog value -> its class (its smallest handle), and handle ->
+    egglog value; ``last_rows``: the last snapshot's (rows, results) of ``H``."""
+    to_i64 = egraph.value_to_i64
+    hrows = funcs["H"].rows
+    if last_rows is None:  # (a comprehension: the fast way to read every row)
+        hres = [(to_i64(r.inputs[0]), r.output) for r in hrows]
+    else:
+        hres, todo = _unchanged(last_rows, hrows, _NONE)
+        for i in todo:
+            r = hrows[i]
+            hres[i] = (to_i64(r.inputs[0]), r.output)
+    fresh["H"] = (hrows, hres)
+    handle_val: dict[int, Any] = dict(hres)
+    cls_of: dict[Any, int] = {}  # a class is named by its smallest handle
+    first = cls_of.setdefault
+    for k, o in hres:
+        if first(o, k) > k:
+            cls_of[o] = k
+    return cls_of, handle_val
+
+
+def _read_nodes(egraph: bindings.EGraph, funcs: Any, reads: dict[str, tuple[list, list]],
+                stale: set[int] | frozenset[int], cls_of: dict[Any, int],
+                cache: dict[tuple, Node], fresh: dict[str, tuple[list, list]]
+                ) -> tuple[list[Node], list[tuple[str, Any, list, bool]], list[Node],
+                           list[Node]]:
+    """Every constructor's rows as Nodes: ``(nodes, raw, csts, made)`` (see below)."""
+    to_i64, to_string = egraph.value_to_i64, egraph.value_to_string
+    strs: dict[Any, str] = {}
+    sget = strs.get
+    # every row becomes a Node (class, ctor, fields, subsumed) with its classes named
+    # by handle; a row whose class or a child's has no handle yet waits in `raw` as
+    # (ctor, output, fields with classes still as egglog values, subsumed). Node
+    # objects are immutable: the previous snapshots' are reused (``cache``)
+    cget = cache.get
+    new_node, node_of = _NEW_NODE, _node_of
+    nodes: list[Node] = []
+    raw: list[tuple[str, Any, list, bool]] = []
+    csts: list[Node] = []  # the Cst e-nodes
+    made: list[Node] = []  # the Node objects made by this read (not cached before)
+    get = cls_of.get
+    for name, sig in CTORS.items():
+        f = funcs.get(name)
+        if f is None:
+            continue
+        rows = f.rows
+        if not rows:
+            continue
+        res, todo = _unchanged(reads.get(name), rows, stale, "node")
+        if not todo:
+            pass
+        elif sig == "SEE":  # binary ALU nodes, the common case
+            for i in todo:
+                r = rows[i]
+                a = r.inputs
+                o = r.output
+                c, x, y = get(o), get(a[1]), get(a[2])
+                v = a[0]
+                d = sget(v)
+                if d is None:
+                    d = strs[v] = intern(to_string(v))
+                if c is None or x is None or y is None:
+                    a[0] = d
+                    raw.append((name, o, a, r.subsumed))
+                else:
+                    t = (c, name, (d, x, y), r.subsumed)
+                    n = cget(t)
+                    if n is None:  # (_node_of(t), its fields known here)
+                        n = cache[t] = new_node(Node)
+                        n.cls, n.ctor, n.fields, n.subsumed, n.kids, n.dtype, n.row = \
+                            c, name, t[2], t[3], (x, y), d, t
+                        made.append(n)
+                    res[i] = n
+        else:
+            s_pos, i_pos, pos = _S_POS[name], _I_POS[name], E_POS[name]
+            for i in todo:
+                r = rows[i]
+                a = r.inputs
+                for j in s_pos:
+                    v = a[j]
+                    d = sget(v)
+                    if d is None:
+                        d = strs[v] = intern(to_string(v))
+                    a[j] = d
+                for j in i_pos:
+                    a[j] = to_i64(a[j])
+                o = r.output
+                c = get(o)
+                if c is not None and pos:
+                    vals = list(a)
+                    for j in pos:
+                        k = get(a[j])
+                        if k is None:
+                            c = None
+                            break
+                        vals[j] = k
+                    else:
+                        a = vals
+                if c is None:
+                    raw.append((name, o, a, r.subsumed))
+                else:
+                    t = (c, name, tuple(a), r.subsumed)
+                    n = cget(t)
+                    if n is None:
+                        n = cache[t] = node_of(t)
+                        made.append(n)
+                    res[i] = n
+        fresh[name] = (rows, res)
+        if name == "Cst":
+            csts = [n for n in res if n is not None]
+        nodes += filter(None, res)
+    return nodes, raw, csts, made
+
+
+def _name_new_classes(raw: list[tuple[str, Any, list, bool]], cls_of: dict[Any, int],
+                      inserter: Inserter, nodes: list[Node], csts: list[Node],
+                      made: list[Node]) -> int:
+    """Give the classes of ``raw``'s rows handles (bottom-up, recorded in
+    ``inserter``) and add those rows' Nodes to ``nodes`` (``csts``, ``made``); how many
+    classes got a handle."""
+    get = cls_of.get
+    cache = inserter.node_cache
+    cget = cache.get
+    node_of = _node_of
+    new_handles = 0
+    todo_raw = [x for x in raw if x[1] not in cls_of]
+    while todo_raw:
+        ready, rest = [], []
+        for x in todo_raw:
+            if x[1] in cls_of:
+                continue
+            if all(x[2][i] in cls_of for i in E_POS[x[0]]):
+                ready.append(x)
+            else:
+                rest.append(x)
+        if not ready:
+            # e-nodes left without a finite term: no term can be built of them (a
+            # class reachable only through a cycle, or a row egglog 13.2 leaves with a
+            # child class that has no e-node at all, after `(Add x x) -> (Mul x 2)`
+            # matched a class holding `x + x` of itself: x == 0). The snapshot leaves
+            # them out, as the extraction could not use them anyway
+            break
+        keyed = []
+        for x in ready:
+            sig = CTORS[x[0]]
+            fields = tuple(cls_of[v] if ch == "E" else v
+                           for v, ch in zip(x[2], sig, strict=True))
+            keyed.append(((x[0], fields), x))
+        keyed.sort(key=lambda t: _det_key(t[0]))
+        for (ctor, fields), x in keyed:
+            if x[1] in cls_of:
+                continue
+            k = inserter.new_handle()
+            cls_of[x[1]] = k
+            inserter.node_with_handle(k, ctor, *fields)
+            new_handles += 1
+        todo_raw = rest
+    for name, out, vals, sub in raw:
+        c = get(out)
+        if c is None:
+            continue  # a class without a finite term (see above)
+        ok = True
+        for i in E_POS[name]:
+            k = get(vals[i])
+            if k is None:
+                ok = False
+                break
+            vals[i] = k
+        if ok:
+            t = (c, name, tuple(vals), sub)
+            n = cget(t)
+            if n is None:
+                n = cache[t] = node_of(t)
+                made.append(n)
+            nodes.append(n)
+            if name == "Cst":
+                csts.append(n)
+    return new_handles
+
+
+def _read_bounds(egraph: bindings.EGraph, funcs: Any, reads: dict[str, tuple[list, list]],
+                 stale: set[int] | frozenset[int], cls_of: dict[Any, int],
+                 fresh: dict[str, tuple[list, list]]
+                 ) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """The interval analysis (``lo``, ``hi``) and the classes of ``Def`` rows."""
+    to_i64 = egraph.value_to_i64
+    get = cls_of.get
+    lo: dict[int, int] = {}
+    hi: dict[int, int] = {}
+    for name, table in (("lo", lo), ("hi", hi)):
+        if name not in funcs:
+            continue
+        rows = funcs[name].rows
+        last_rows = reads.get(name)
+        if last_rows is None:
+            res = [None if (c := get(r.inputs[0])) is None else (c, to_i64(r.output))
+                   for r in rows]
+        else:
+            res, todo = _unchanged(last_rows, rows, stale, "pair")
+            for i in todo:
+                r = rows[i]
+                c = get(r.inputs[0])
+                if c is not None:
+                    res[i] = (c, to_i64(r.output))
+        fresh[name] = (rows, res)
+        table.update(filter(None, res))
+    known: set[int] = set()
+    if "Def" in funcs:
+        rows = funcs["Def"].rows
+        last_rows = reads.get("Def")
+        if last_rows is None:
+            res = [get(r.inputs[0]) for r in rows]
+        else:
+            res, todo = _unchanged(last_rows, rows, stale, "class")
+            for i in todo:
+                res[i] = get(rows[i].inputs[0])
+        fresh["Def"] = (rows, res)
+        known = set(res)
+        known.discard(None)  # type: ignore[arg-type]
+    return lo, hi, known
 
 
 def defined_classes(nodes: list[Node], known: set[int],
