@@ -200,14 +200,11 @@ class Store:
 
     # ---- the end of a run -------------------------------------------------------
     def reset(self, saved: tuple, clean: bool, final: Snapshot | None = None) -> None:
-        """Leave the e-graph as the run found it (:mod:`.reset`): delete every row of the
-        tables a run writes, the subsumed e-nodes and then the handles; ``saved``: the
-        inserter's state before the run; ``final``: a snapshot of the e-graph as the
-        run leaves it (its subsumed e-nodes are deleted through RSub rows recorded for
-        them, in the same load; without it they are read with ``freeze`` after a first
-        round). When a row is left (a subsumed e-node whose child has no handle), the
-        run raised (not ``clean``: the e-graph may be anywhere) or egglog failed a reset
-        command, the e-graph is built afresh."""
+        """Leave the e-graph as the run found it (:mod:`.reset`); ``saved``: the
+        inserter's state before the run; ``final``: a snapshot of the e-graph as the run
+        leaves it (without it, the subsumed e-nodes are read with ``freeze``). When a
+        row is left, the run raised (not ``clean``) or egglog failed a reset command,
+        the e-graph is built afresh."""
         left: dict[str, int] = {}
         if clean:
             try:
