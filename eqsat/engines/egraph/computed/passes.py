@@ -93,7 +93,8 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
 _READ_CTORS = frozenset(("Mod", "Idiv", "Mul"))
 
 
-def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
+def divmod_free(nodes: list[Node], best: dict[int, int],
+                classes: dict[int, list[int]] | None = None) -> set[int]:
     """The classes whose cheapest term has no idiv or mod anywhere (``best`` lists the
     classes children first, as :func:`best_nodes` makes it).
 
@@ -101,11 +102,21 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     (the rules that remove or recombine divisions): it has a division-free term at
     the best cost already, and what those rules would add is a division or a
     recombination of terms it does not hold. Pruning only: nothing unsound can come of
-    it, and no corpus or unseen output costs more (docs/perf.md)."""
+    it, and no corpus or unseen output costs more (docs/perf.md).
+
+    With ``classes`` (class -> its e-nodes' indices), a class whose cheapest term is a
+    select and that holds a division counts as holding it: the select rules
+    (``division_select``) run from the start make a division's class cheap before the
+    div/mod rules rewrote the division (``(6*a + b) % 6`` with ``b`` in [0, 5] is a
+    select of the dividend's buckets before ``mod_drop_multiple`` gives ``b``), and the
+    sums above it would not see what those rules find."""
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
-        if n.ctor in _DIVISIONS or not dm.isdisjoint(n.kids):
+        if n.ctor in _DIVISIONS or not dm.isdisjoint(n.kids) or (
+                classes is not None and n.ctor == "Where" and any(
+                    nodes[j].ctor in _DIVISIONS and not nodes[j].subsumed
+                    for j in classes.get(c, ()))):
             dm.add(c)
     return best.keys() - dm
 
@@ -555,7 +566,7 @@ class PassData:
         for r in rules:
             self.kinds.setdefault(r.kind, []).append(r)
         k = self.kinds
-        self.free = divmod_free(snap.nodes, self.best) \
+        self.free = divmod_free(snap.nodes, self.best, snap.classes) \
             if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
         self.union = Recorder(snap, ins, state, res, self.best).union
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
