@@ -101,7 +101,9 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     (the rules that remove or recombine divisions): it has a division-free term at
     the best cost already, and what those rules would add is a division or a
     recombination of terms it does not hold. Pruning only: nothing unsound can come of
-    it, and no corpus or unseen output costs more (docs/perf.md)."""
+    it, and no corpus or unseen output costs more (docs/perf.md). A division's class
+    whose cheapest term is a select still gets the division-free rewrites
+    (:func:`division_selects`)."""
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
