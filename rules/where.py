@@ -186,9 +186,11 @@ def _where_groups(s: Lin, ctx: Ctx) -> list[tuple[Any, list[tuple[int, Any, Lin,
                 seen[c] = seen.get(c, 0) + 1
     groups: list[tuple[Any, list[tuple[int, Any, Lin, Lin]]]] = []
     for c in sorted((c for c, n in seen.items() if n >= 2), key=lambda c: -seen[c]):
-        g = [(k, a, t, f) for a, (k, ws) in cands.items()
-             for t, f in [next(((t, f) for cc, t, f in ws if cc == c), (None, None))]
-             if t is not None]
+        g: list[tuple[int, Any, Lin, Lin]] = []
+        for a, (k, ws) in cands.items():
+            hit = next(((t, f) for cc, t, f in ws if cc == c), None)
+            if hit is not None:
+                g.append((k, a, *hit))
         if len(g) >= 2:
             groups.append((c, g))
             for _, a, _, _ in g:
