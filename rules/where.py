@@ -171,39 +171,66 @@ def _gate_build(w: UOp, c: UOp, x: UOp, i: UOp) -> UOp:
 
 
 # ---- the where-merge over a whole sum (the e-graph's form of where_alu_combine on sums)
+def _where_groups(s: Lin, ctx: Ctx) -> list[tuple[Any, list[tuple[int, Any, Lin, Lin]]]]:
+    """The sum's ``where`` terms grouped by condition, each term in one group: the
+    conditions shared by the most terms first (ties: first seen), so a term whose class
+    holds several ``where`` e-nodes (e.g. ``where(c, ..)`` and ``where(~c, ..)``) joins
+    the group its partners are in; groups of two or more terms."""
+    cands: dict[Any, tuple[int, list[tuple[Any, Lin, Lin]]]] = {}
+    seen: dict[Any, int] = {}
+    for k, a in s.terms:
+        ws = [(c, t, f) for c, t, f in ctx.where_parts(a) if _invalid_free(ctx, t, f)]
+        if ws:
+            cands[a] = (k, ws)
+            for c in dict.fromkeys(c for c, _, _ in ws):
+                seen[c] = seen.get(c, 0) + 1
+    groups: list[tuple[Any, list[tuple[int, Any, Lin, Lin]]]] = []
+    for c in sorted((c for c, n in seen.items() if n >= 2), key=lambda c: -seen[c]):
+        g: list[tuple[int, Any, Lin, Lin]] = []
+        for a, (k, ws) in cands.items():
+            hit = next(((t, f) for cc, t, f in ws if cc == c), None)
+            if hit is not None:
+                g.append((k, a, *hit))
+        if len(g) >= 2:
+            groups.append((c, g))
+            for _, a, _, _ in g:
+                del cands[a]
+    return groups
+
+
 def _merge_where_terms(s: Lin, ctx: Ctx) -> RuleOut | None:
     """Every condition's ``where`` terms of the sum ``s`` merged into one ``where``
     (``k1*where(c, t1, f1) + k2*where(c, t2, f2) == where(c, k1*t1 + k2*t2, k1*f1 +
-    k2*f2)`` pointwise), in one step: the terms whose true branches are constants form
-    one group per condition, those whose false branches are constants (the others)
-    another; a group of two or more becomes one term. The result holds one ``where``
-    per group, so the rule finds nothing more to merge in it (no cascade of partial
-    merges); None when no group has two terms."""
-    parts = getattr(ctx, "where_parts", None)
-    if parts is None:
+    k2*f2)`` pointwise), in one step, whatever their branches; the part both merged
+    branches share (equal coefficients) moves out of the ``where`` (``where(c, y + t,
+    y + f) == y + where(c, t, f)``; a ``where`` evaluates both branches), and the sum's
+    constant moves into the first ``where`` left with two constant branches. The result
+    holds one ``where`` per condition, so the rule finds nothing more to merge in it
+    (no cascade of partial merges); None when no condition has two terms."""
+    if getattr(ctx, "where_parts", None) is None:
         return None
-    groups: dict[tuple[Any, bool], list[tuple[int, Any, Lin, Lin]]] = {}
-    for k, a in s.terms:
-        for c, t, f in parts(a):
-            if (t.is_const or f.is_const) and _invalid_free(ctx, t, f):
-                groups.setdefault((c, t.is_const), []).append((k, a, t, f))
-                break
+    groups = _where_groups(s, ctx)
     rest, extra = s, []
-    for (c, _), ws in groups.items():
-        if len(ws) < 2:
-            continue
+    for c, ws in groups:
         tt, ff = _ZERO, _ZERO
         for k, _, t, f in ws:
             tt, ff = tt + t * k, ff + f * k
-        rest = rest - Lin.of([(k, a) for k, a, _, _ in ws])
+        both = Lin.of([(k, a) for k, a in tt.terms if ff.coef(a) == k])
+        rest = rest - Lin.of([(k, a) for k, a, _, _ in ws]) + both
+        tt, ff = tt - both, ff - both
+        if tt == ff:  # where(c, t, t) == t
+            rest = rest + tt
+            continue
+        if tt.is_const and ff.is_const and rest.const:
+            tt, ff, rest = tt + rest.const, ff + rest.const, rest - rest.const
         extra.append((1, ctx.where(c, ctx.lin(tt), ctx.lin(ff))))
-    return RuleOut(rest, tuple(extra)) if extra else None
+    return RuleOut(rest, tuple(extra)) if groups else None
 
 
 SUM_RULES: tuple[SumRule, ...] = (
     SumRule("where_merge_sum", "k1*where(c, t1, f1) + k2*where(c, t2, f2) + y -> "
-            "where(c, k1*t1 + k2*t2, k1*f1 + k2*f2) + y, every condition's terms at once "
-            "(their t's, or their f's, constants)", _merge_where_terms, divisions=False),
+            "where(c, k1*t1 + k2*t2, k1*f1 + k2*f2) + y, every condition's terms at once, "
+            "the branches' shared part out of the where", _merge_where_terms, divisions=False),
 )
 
 G_BOUND = "where_bound_patterns"

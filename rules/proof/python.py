@@ -460,20 +460,23 @@ def _where_sum_grid() -> Iterable[UOp]:
     a, b, s, t = _gv("a"), _gv("b"), _gv("s"), _gv("t")
     c1, c2 = a.lt(c(4)), s.lt(c(1))
     ws = [c1.where(c(1), b), c1.where(c(2), t), c1.where(s, c(3)), c1.where(a + b, c(-2)),
-          c2.where(c(5), a), c2.where(c(-1), b * c(2))]
+          c1.where(a, a + c(-4)), c1.where(c(0), c(1)), c1.where(c(3), s), c2.where(c(5), a),
+          c2.where(c(-1), b * c(2)), c2.where(b, t + b)]
     for k in (2, 3):
         for group in itertools.combinations(ws, k):
             for f in (1, 2, -3):
-                for y in (None, b):
+                for y in (None, b, b + c(3)):
                     u = group[0] * c(f) if f != 1 else group[0]
                     for w in group[1:]:
                         u = u + w
                     yield u if y is None else u + y
 
 
-_WHERE_SUM_DOMAIN = ("f*w1 + w2 (+ w3) (+ b) for w1, w2, w3 three of where(a<4, 1, b), "
-                     "where(a<4, 2, t), where(a<4, s, 3), where(a<4, a+b, -2), where(s<1, 5, a), "
-                     "where(s<1, -1, 2*b), f in 1, 2, -3 (a in [0,7], b in [0,5], s in [-6,6], "
+_WHERE_SUM_DOMAIN = ("f*w1 + w2 (+ w3) (+ b or b+3) for w1, w2, w3 three of where(a<4, 1, b), "
+                     "where(a<4, 2, t), where(a<4, s, 3), where(a<4, a+b, -2), "
+                     "where(a<4, a, a-4), where(a<4, 0, 1), where(a<4, 3, s), "
+                     "where(s<1, 5, a), where(s<1, -1, 2*b), "
+                     "where(s<1, b, t+b), f in 1, 2, -3 (a in [0,7], b in [0,5], s in [-6,6], "
                      "t in [-5,0]); each instance proven for every value of the variables")
 
 

@@ -109,6 +109,7 @@ def test_flip_guard_sees_vectorized_invalid() -> None:
 C = "(lt (var x 0 10) 5)"
 D = "(lt (var y 0 9) 3)"
 BV, EV, ZV, WV = "(var b 0 10)", "(var e 0 10)", "(var z 0 9)", "(var w 0 9)"
+XV = "(var x 0 10)"
 MERGE = [
     (f"(add (where {C} 1 {BV}) (where {C} 2 {EV}))", f"(where {C} 3 (add {BV} {EV}))"),
     (f"(add (add (where {C} 1 {BV}) {ZV}) (where {C} 2 {EV}))",
@@ -144,10 +145,19 @@ SUM_CASES = [
     (f"(add {_W1} {_W2})", f"(where {C} 3 (add {BV} {EV}))"),
     (f"(add (add {_W1} {ZV}) {_W2})", f"(add {ZV} (where {C} 3 (add {BV} {EV})))"),
     (f"(sub {_W1} {_W2})", f"(where {C} -1 (sub {BV} {EV}))"),
-    # a true-constant and a false-constant term of one condition are two groups of one
-    (f"(add {_W1} (where {C} {EV} 2))", None),
-    # no constant branch: nothing folds
-    (f"(add (where {C} {BV} {EV}) (where {C} {EV} {BV}))", None),
+    # any branches: a true-constant and a false-constant term of one condition merge
+    (f"(add {_W1} (where {C} {EV} 2))", f"(where {C} (add {EV} 1) (add {BV} 2))"),
+    # the part both branches share leaves the where; equal branches leave no where
+    (f"(add (where {C} {BV} {EV}) (where {C} {EV} {BV}))", f"(add {BV} {EV})"),
+    (f"(add (where {C} {BV} 1) (where {C} {EV} {BV}))", f"(add {BV} (where {C} {EV} 1))"),
+    # the idiv and mod selects of x // 4 + x % 4 (x in [0, 7]), and the sum's constant
+    # into a where left with constant branches
+    (f"(add (where {C} 0 1) (where {C} {XV} (add {XV} -4)))", f"(add {XV} (where {C} 0 -3))"),
+    (f"(add (add (where {C} 0 1) (where {C} {XV} (add {XV} -4))) 5)",
+     f"(add {XV} (where {C} 5 2))"),
+    # three terms, two conditions: each condition's own
+    (f"(add (add (where {C} {BV} 1) (where {D} {ZV} 3)) (where {C} {EV} 2))",
+     f"(add (where {C} (add {BV} {EV}) 3) (where {D} {ZV} 3))"),
     # two conditions, one term each
     (f"(add {_W1} (where {D} 2 {EV}))", None),
     # a branch that may be Invalid is never merged

@@ -393,6 +393,32 @@ def test_divmod_free_classes(nodes: list[Node], best_of: dict[int, int], free: s
     assert passes.divmod_free(nodes, best_of) == free
 
 
+class _Classes:
+    """The two things ``division_selects`` reads of a snapshot."""
+
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+
+    def class_nodes(self, c: int) -> list[Node]:
+        return [n for n in self.nodes if n.cls == c]
+
+
+@pytest.mark.parametrize("nodes, best_of, selects", [
+    # a mod class whose best term is a select of its buckets (and the division subsumed)
+    (_LEAVES + [Node(3, "Mod", ("index", 1, 2)), Node(3, "Where", ("index", 6, 1, 1)),
+                Node(6, "Lt", ("index", 1, 2))], {1: 0, 2: 1, 6: 4, 3: 3}, {3}),
+    (_LEAVES + [Node(3, "Mod", ("index", 1, 2), subsumed=True),
+                Node(3, "Where", ("index", 6, 1, 1)), Node(6, "Lt", ("index", 1, 2))],
+     {1: 0, 2: 1, 6: 4, 3: 3}, set()),
+    # a select with no division in its class; a division whose best term is itself
+    (_LEAVES + [Node(3, "Where", ("index", 6, 1, 2)), Node(6, "Lt", ("index", 1, 2)),
+                Node(4, "Idiv", ("index", 1, 2))], {1: 0, 2: 1, 6: 3, 3: 2, 4: 4}, set()),
+])
+def test_division_selects(nodes: list[Node], best_of: dict[int, int], selects: set[int]
+                          ) -> None:
+    assert passes.division_selects(_Classes(nodes), best_of) == selects  # type: ignore
+
+
 def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
     # x*4 + x*6 -> x*10: the new root e-node is recorded in the sum's class (one row),
     # not as a fresh class that a second row unions in

@@ -99,12 +99,32 @@ TABLE: list[tuple[str, str, str | int]] = [
      "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 13) 0 1)"),
     ("division_select", "(mod (range 2 5) 4)", "(where (lt (range 2 5) 4) (range 2 5) (add "
      "(range 2 5) -4))"),
-    # (x - where(x < 4, 0, 3), cost 3, while the selects ran last: run from the start
-    # they make the root cheap before the computed pass's basis search visits the
-    # division; docs/architecture.md, "Mechanisms that went")
+    # a sum of selects on one condition is one select (where_merge_sum, whatever the
+    # branches), the part both branches share out of it: any order, other divisors and
+    # coefficients, a difference, three buckets, floor division
     ("division_select", "(add (idiv (var x 0 7) 4) (mod (var x 0 7) 4))",
-     "(add (where (lt (var x 0 7) 4) 0 1) (where (lt (var x 0 7) 4) (var x 0 7) "
-     "(add (var x 0 7) -4)))"),
+     "(add (var x 0 7) (where (lt (var x 0 7) 4) 0 -3))"),
+    ("division_select", "(add (mod (var x 0 7) 4) (idiv (var x 0 7) 4))",
+     "(add (var x 0 7) (where (lt (var x 0 7) 4) 0 -3))"),
+    ("division_select", "(add (add (mod (var x 0 7) 4) (var y 0 3)) (idiv (var x 0 7) 4))",
+     "(add (add (var x 0 7) (var y 0 3)) (where (lt (var x 0 7) 4) 0 -3))"),
+    ("division_select", "(add (mul (idiv (var x 0 7) 4) 2) (mod (var x 0 7) 4))",
+     "(add (var x 0 7) (where (lt (var x 0 7) 4) 0 -2))"),
+    ("division_select", "(add (idiv (var x 0 7) 4) (mul (mod (var x 0 7) 4) 3))",
+     "(add (mul (var x 0 7) 3) (where (lt (var x 0 7) 4) 0 -11))"),
+    ("division_select", "(sub (idiv (var x 0 9) 5) (mod (var x 0 9) 5))",
+     "(sub (where (lt (var x 0 9) 5) 0 6) (var x 0 9))"),
+    ("division_select", "(add (idiv (var x 0 14) 5) (mod (var x 0 14) 5))",
+     "(where (lt (var x 0 14) 5) (var x 0 14) (add (var x 0 14) (where (lt (var x 0 14) 10) "
+     "-4 -8)))"),
+    ("division_select", "(add (floordiv (var x -4 3) 4) (floormod (var x -4 3) 4))",
+     "(add (var x -4 3) (where (lt (var x -4 3) 0) 3 0))"),
+    ("division_select", "(add (idiv (range 0 8) 4) (mod (range 0 8) 4))",
+     "(add (range 0 8) (where (lt (range 0 8) 4) 0 -3))"),
+    # 6*(x//6) + x%6 merges to x = 6*r0 + r1 (cost 5); the mod's class, cheap as a
+    # select, still gets r1 from the div/mod rules (computed pass, division_selects)
+    ("division_select", "(add (mul (idiv (add (mul (range 0 2) 6) (range 1 6)) 6) 6) (mod (add "
+     "(mul (range 0 2) 6) (range 1 6)) 6))", "(add (where (lt (range 0 2) 1) 0 6) (range 1 6))"),
     # a select of (2*r0 + r1) % 2 run from the start made the root so cheap that the
     # computed pass no longer visited the division, and r1 was lost (corpus k0578)
     ("division_select", "(mod (add (mul (range 0 2) 2) (range 1 2)) 2)", "(range 1 2)"),

@@ -101,13 +101,39 @@ def divmod_free(nodes: list[Node], best: dict[int, int]) -> set[int]:
     (the rules that remove or recombine divisions): it has a division-free term at
     the best cost already, and what those rules would add is a division or a
     recombination of terms it does not hold. Pruning only: nothing unsound can come of
-    it, and no corpus or unseen output costs more (docs/perf.md)."""
+    it, and no corpus or unseen output costs more (docs/perf.md). A division's class
+    whose cheapest term is a select still gets the division-free rewrites
+    (:func:`division_selects`)."""
     dm: set[int] = set()
     for c, i in best.items():
         n = nodes[i]
         if n.ctor in _DIVISIONS or not dm.isdisjoint(n.kids):
             dm.add(c)
     return best.keys() - dm
+
+
+def division_selects(snap: Snapshot, best: dict[int, int]) -> set[int]:
+    """The classes whose cheapest term is a select (``Where``) and that hold a division.
+
+    The select rules (``division_select``), run from the start, make a division's
+    class cheap before the div/mod rules rewrote the division: ``(6*a + b) % 6`` with
+    ``b`` in [0, 5] is a select of the dividend's buckets before ``mod_drop_multiple``
+    gives ``b``. The div/mod rules still visit these classes (:func:`divmod_free` would
+    leave them out), and only their division-free results join them: the others would
+    add divisions to a class that has a cheaper term without one."""
+    nodes, out = snap.nodes, set()
+    for c, i in best.items():
+        if nodes[i].ctor == "Where" and any(
+                n.ctor in _DIVISIONS and not n.subsumed for n in snap.class_nodes(c)):
+            out.add(c)
+    return out
+
+
+def _has_division(t: Term) -> bool:
+    """Whether the pending term ``t`` builds a division (its atoms are not read)."""
+    if type(t) is not tuple:
+        return False
+    return t[0] in _DIVISIONS or any(_has_division(k) for k in t[2:])
 
 
 def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
@@ -557,6 +583,7 @@ class PassData:
         k = self.kinds
         self.free = divmod_free(snap.nodes, self.best) \
             if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
+        self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
         self.union = Recorder(snap, ins, state, res, self.best).union
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
@@ -769,7 +796,7 @@ class DivmodStep(PassStep):
             return
         plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()}
         waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
-        lins, ctx, done, union = p.lins, p.ctx, p.state.done, p.union
+        selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
         all_def, bkey = p.all_def, p.bkey
         for n in nodes_of(p.snap, _DIVMOD):
             if n.subsumed or n.fields[0] != "index":
@@ -780,7 +807,8 @@ class DivmodStep(PassStep):
             if not p.visits(cls):
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
-            if cls in free:
+            sel = cls in selects
+            if cls in free and not sel:
                 continue
             if p.late():
                 p.res.skipped += 1
@@ -800,7 +828,8 @@ class DivmodStep(PassStep):
                     continue
                 done.add(key)
                 for name, t in _apply(plan, op, x, y, ctx):
-                    union(cls, t, name)
+                    if not (sel and _has_division(t)):
+                        union(cls, t, name)
 
 
 #: the steps of a pass, in order (each one family of rules; see their docstrings)
