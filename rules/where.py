@@ -28,7 +28,13 @@ from eqsat.ir.linear import _ZERO, Ctx, Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import invalid_like, is_invalid, may_be_invalid, nonzero, split_and
+from rules.common import (
+    invalid_like,
+    is_invalid,
+    may_be_invalid,
+    may_be_undefined,
+    split_and,
+)
 from rules.computed import PyRule, sum_pyrules
 from rules.divmod_core import RuleOut, SumRule, _invalid_free
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
@@ -50,8 +56,8 @@ _BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE
 def _single_valued(x: UOp) -> bool:
     if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
         return False
-    if x.op in GroupOp.IntDiv and not nonzero(x.src[1]):
-        return False  # a division that may be by zero is never folded into a value
+    if may_be_undefined(x):
+        return False  # a division by a possible 0, here or below, is never folded
     return not any(may_be_invalid(s) for s in x.src)
 
 

@@ -62,6 +62,9 @@ BLOCKED = [
     ("where_not_flip", f"(where (not {A}) {X} (invalid))", f"(where (not {A}) {X} (invalid))"),
     # the bounds fold never folds a division that may be by zero
     ("fold_const_by_bounds", "(idiv (var x 0 0) (var y -1 1))", "(idiv 0 (var y -1 1))"),
+    # nor a term over one: its bounds hold only where the division is defined
+    ("fold_const_by_bounds", "(neg (idiv 1 (var d -1 0)))", "(neg (idiv 1 (var d -1 0)))"),
+    ("fold_const_by_bounds", "(add (mod 5 (var d 0 1)) 1)", "(add (mod 5 (var d 0 1)) 1)"),
     # nor swallows an operand that may be Invalid
     ("fold_const_by_bounds", f"(and (where (lt {X} 3) (where (lt {X} 0) {Y} (invalid)) 1) 0)",
      f"(and (where (lt {X} 3) (where (lt {X} 0) {Y} (invalid)) 1) 0)"),

@@ -220,6 +220,10 @@ def _fold_case(fold: Callable[..., None], members: tuple[str, ...], dbounds: tup
             nodes.append(Node(0, "Idiv" if m == "idiv" else "Mod", (dt, 3, d)))
             defs.append(dv != 0)
     defined = {0} if is_def else set()
+    # the operands' classes: variables, so the class has a value wherever its
+    # divisions' divisors are not 0
+    nodes += [Node(k, "Leaf", ("DEFINE_VAR", dt, k)) for k in sorted(
+        {k for n in nodes for k in n.kids})]
 
     def run() -> list[tuple[int, Any]]:
         made: list[tuple[int, Any]] = []

@@ -22,6 +22,10 @@ X, Y = "(var x 0 9)", "(var y 0 9)"
 TABLE: list[tuple[str, str, str | int]] = [
     ("constant_folding", "(add (mul 3 4) 2)", "14"),
     ("constant_folding", "(lt (add (var x 0 3) 10) 10)", "false"),
+    # never a value for a division by a possible 0, nor for a term over one
+    ("constant_folding", "(neg (idiv 1 (var d -1 0)))", "(neg (idiv 1 (var d -1 0)))"),
+    ("constant_folding", "(idiv -1 (floormod (sub (var c 0 1) (var c 0 1)) -2))",
+     "(idiv -1 0)"),
     ("identity_and_zero", f"(add (mul {X} 1) 0)", X),
     ("identity_and_zero", f"(mul (add {X} 3) 0)", "0"),
     ("identity_and_zero", f"(mod {X} 1)", "0"),

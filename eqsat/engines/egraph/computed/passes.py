@@ -34,7 +34,7 @@ from eqsat.engines.egraph.computed.pricing import BestHeights, Weights, best_nod
 from eqsat.engines.egraph.computed.seed import BoundSeeder
 from eqsat.engines.egraph.computed.state import PassResult, PassState
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
-from eqsat.engines.egraph.encoding import Inserter, Node, Snapshot
+from eqsat.engines.egraph.encoding import Inserter, Node, Snapshot, defined_classes
 from eqsat.engines.egraph.schedules import gc_paused
 from eqsat.ir.linear import Lin
 from rules.computed import PyRule
@@ -64,27 +64,36 @@ _DIVISIONS = _DIVMOD | {"Floordiv", "Floormod"}
 def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str], Any],
               name: str) -> None:
     """Union every never-Invalid integer class whose interval is one value with that
-    constant (a division counts only when its divisor is never 0)."""
-    for c in sorted(dirty):
-        v = snap.lo.get(c)
-        if v is None or v != snap.hi.get(c) or c not in snap.defined:
+    constant, when the class has a value on every input (:func:`total_classes`: the
+    interval of a division by a possible 0, or of a term over one, holds only where
+    the division is defined, and a fold would give the undefined values a value)."""
+    cands = [c for c in sorted(dirty) if c in snap.defined and
+             snap.lo.get(c) is not None and snap.lo.get(c) == snap.hi.get(c)]
+    if not cands:
+        return
+    total = total_classes(snap)
+    for c in cands:
+        if c not in total:
             continue
-        dt = None
-        ok = False
-        for n in snap.class_nodes(c):
-            if n.ctor == "Cst":
-                ok = False
-                break
-            if n.dtype not in INT_DTYPES:
-                continue
-            dt = n.dtype
-            if n.ctor in _DIVISIONS:
-                dlo, dhi = snap.bounds(n.fields[2])
-                ok = ok or dlo > 0 or dhi < 0
-            else:
-                ok = True
-        if ok and dt is not None:
-            union(c, ("Cst", dt, v), name)
+        nodes = list(snap.class_nodes(c))
+        if any(n.ctor == "Cst" for n in nodes):
+            continue
+        dt = next((n.dtype for n in nodes if n.dtype in INT_DTYPES), None)
+        if dt is not None:
+            union(c, ("Cst", dt, snap.lo[c]), name)
+
+
+def total_classes(snap: Snapshot) -> set[int]:
+    """The classes with a value on every input: a least fixed point over the e-nodes
+    as :func:`~eqsat.engines.egraph.encoding.defined_classes` computes it, where a
+    division or remainder counts only when its divisor is never 0."""
+    def admit(n: Node) -> bool:
+        if n.ctor not in _DIVISIONS:
+            return True
+        dlo, dhi = snap.bounds(n.fields[2])
+        return dlo > 0 or dhi < 0
+
+    return defined_classes(snap.nodes, set(), admit=admit)
 
 
 #: the constructors the whole-sum rules read inside their atoms' classes (``mod_parts``,

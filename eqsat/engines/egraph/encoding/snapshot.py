@@ -607,16 +607,20 @@ def _read_bounds(egraph: bindings.EGraph, funcs: Any, reads: dict[str, tuple[lis
 
 
 def defined_classes(nodes: list[Node], known: set[int],
-                    classes: dict[int, list[int]] | None = None) -> set[int]:
+                    classes: dict[int, list[int]] | None = None,
+                    admit: Callable[[Node], bool] | None = None) -> set[int]:
     """The classes that are never Invalid: a least fixed point over the e-nodes (a
     constant, a leaf other than Invalid, range/special of such an end, an ALU op
     whose operands all are), starting from ``known``. With ``classes`` (class ->
     indices into ``nodes``, as :attr:`Snapshot.classes`) only the e-nodes of the
     classes not in ``known`` are visited (the fixed point does not depend on the
-    order the e-nodes are visited in)."""
+    order the e-nodes are visited in). ``admit``: only the e-nodes it accepts count
+    (``computed.passes.total_classes`` leaves out the divisions by a possible 0)."""
     out = set(known)
     if classes is not None:
         nodes = [nodes[i] for c in sorted(classes.keys() - out) for i in classes[c]]
+    if admit is not None:
+        nodes = [n for n in nodes if admit(n)]
     waiting: dict[int, list[Node]] = {}
     stack: list[int] = []
 
