@@ -254,20 +254,12 @@ def _compile(p: UPat) -> _MatchFn:
     return ordered
 
 
-def _required_child_ops(p: UPat) -> frozenset[int]:
-    """Ops (by value) some direct child must have for ``p`` to match: each source
-    pattern restricted to a single op names one (tinygrad's early reject)."""
-    if p.src is None or (p.any_len and len(p.src) == 1):
-        return frozenset()
-    return frozenset(next(iter(c.ops))._value_ for c in p.src
-                     if c.ops is not None and len(c.ops) == 1)
-
-
 def _child_ops_check(p: UPat) -> Callable[[tuple[UOp, ...]], bool] | None:
     """A test of a node's sources that fails only where ``p`` cannot match them: the
     number of sources and the op (by value) of each source the pattern names ops for,
     in the pattern's order or, commutative, in either; None when it names none. It
-    checks what :func:`_compile`'s matcher checks first, without building a binding."""
+    checks what :func:`_compile`'s matcher checks first, without building a binding
+    (tinygrad's early reject, place by place)."""
     if p.src is None or (p.any_len and len(p.src) == 1):
         return None
     sets = tuple(None if c.ops is None else frozenset(o._value_ for o in c.ops)
@@ -350,7 +342,6 @@ class Rule:
     _call_guard: Callable[[dict[str, UOp]], Any] | None = field(init=False, repr=False)
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
                                                                          repr=False)
-    _early: frozenset[int] = field(init=False, repr=False)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -361,7 +352,6 @@ class Rule:
         self._call_build = _kwargs_caller(self.build)
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
         self._match = self.pattern.matcher()
-        self._early = _required_child_ops(self.pattern)
         self._srcs_ok = _child_ops_check(self.pattern)
 
     def apply(self, u: UOp) -> UOp | None:
@@ -406,15 +396,8 @@ class PatternMatcher:
 
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
-        present = None
         src = u.src
         for r in self._by_op[u.op]:
-            req = r._early
-            if req:
-                if present is None:
-                    present = {s.op._value_ for s in src}
-                if not req <= present:
-                    continue  # a child op the pattern needs is missing
             ok = r._srcs_ok
             if ok is not None and not ok(src):
                 continue  # no source has an op its place in the pattern needs
