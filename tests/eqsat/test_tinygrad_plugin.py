@@ -135,18 +135,24 @@ def test_reaches_the_compile_workers() -> None:
     assert plug_ops["divmod"] < plain_ops["divmod"]
 
 
-def test_failure_inside_keeps_tinygrads_kernel(monkeypatch: Any, caplog: Any) -> None:
+def _keeps_tinygrads_kernel(monkeypatch: Any, caplog: Any, fake: Any, warning: str) -> None:
+    """With ``eqsat.api.optimize`` replaced by ``fake``, the plug-in logs ``warning`` and
+    tinygrad's own kernel runs: the same outputs and the same ops as without it."""
     import eqsat.api
 
+    plain = tm.run_side("movement", DEVICE, runs=0)
+    monkeypatch.setattr(eqsat.api, "optimize", fake)
+    with caplog.at_level(logging.WARNING, logger="eqsat.tinygrad_plugin"), optimizing():
+        plug = tm.run_side("movement", DEVICE, runs=0)
+    assert warning in caplog.text
+    assert tm.identical(plain.output, plug.output) and plug.ops == plain.ops
+
+
+def test_failure_inside_keeps_tinygrads_kernel(monkeypatch: Any, caplog: Any) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("engine broke")
 
-    plain = tm.run_side("movement", DEVICE, runs=0)
-    monkeypatch.setattr(eqsat.api, "optimize", broken)
-    with caplog.at_level(logging.WARNING, logger="eqsat.tinygrad_plugin"), optimizing():
-        plug = tm.run_side("movement", DEVICE, runs=0)
-    assert "engine broke" in caplog.text
-    assert tm.identical(plain.output, plug.output) and plug.ops == plain.ops
+    _keeps_tinygrads_kernel(monkeypatch, caplog, broken, "engine broke")
 
 
 def test_wrong_result_is_caught(monkeypatch: Any, caplog: Any) -> None:
@@ -159,12 +165,7 @@ def test_wrong_result_is_caught(monkeypatch: Any, caplog: Any) -> None:
         res = real(graph, **kwargs)
         return eqsat.api.Result(UOp.const(graph.dtype, 0), 0, res.input_cost + 1, res.stats)
 
-    plain = tm.run_side("movement", DEVICE, runs=0)
-    monkeypatch.setattr(eqsat.api, "optimize", wrong)
-    with caplog.at_level(logging.WARNING, logger="eqsat.tinygrad_plugin"), optimizing():
-        plug = tm.run_side("movement", DEVICE, runs=0)
-    assert "differs from the input" in caplog.text
-    assert tm.identical(plain.output, plug.output) and plug.ops == plain.ops
+    _keeps_tinygrads_kernel(monkeypatch, caplog, wrong, "differs from the input")
 
 
 def test_simplify_kernel_without_installing() -> None:
