@@ -55,6 +55,14 @@ def test_subcommand_help(capsys, cmd, flag):
     assert rc == 0 and flag in out
 
 
+@pytest.mark.parametrize("cmd", ["optimize", "batch"])
+def test_enodes_help_states_the_default(capsys, cmd):
+    rc, out, _ = run(capsys, cmd, "--help")
+    assert rc == 0
+    assert "--enodes N e-graph size limit (default: 20,000, or 4 per unique node of the " \
+           "graph when that is more)" in " ".join(out.split())
+
+
 def test_usage_errors(capsys):
     assert run(capsys)[0] == 2  # no subcommand
     assert run(capsys, "frobnicate")[0] == 2
