@@ -326,7 +326,8 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
 
 
 #: the run statistics a batch row carries with ``--stats``
-_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back")
+_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "enodes_budget",
+              "held_back")
 
 
 def _finish(out: dict[str, Any], res: Any, us: float, opts: dict[str, Any]) -> dict[str, Any]:
