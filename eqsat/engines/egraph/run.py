@@ -78,7 +78,7 @@ class Run:
                  keep_egraph: bool = False, roots: list[UOp] | None = None):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
         self.orders = orders or {}
-        # the e-node budget, when the caller left it to the default, is the roots'
+        # a default e-node budget (None) is resolved from the roots' unique nodes
         self.limits = (Limits() if limits is None else limits).for_roots(roots or (),
                                                                          self.orders)
         self.clock = Clock(self.limits.seconds) if clock is None else clock

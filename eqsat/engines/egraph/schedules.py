@@ -66,8 +66,9 @@ class StopReason(StrEnum):
 #: the default e-node budget (:func:`default_enodes`): at least this many e-nodes ...
 ENODES_FLOOR = 20_000
 #: ... or this many per unique node of the input, when that is more (from 5,000 nodes
-#: on: below, runs stop by saturation or a stall well inside the floor; above, a fixed
-#: budget stopped a run after its first step, docs/perf.md)
+#: on: below, runs stop by saturation or a stall inside the floor; above, a fixed budget
+#: stopped a run after its first step; 5 a node made the time grow 2.7x per doubling of
+#: the input, docs/perf.md)
 ENODES_PER_NODE = 4
 
 
