@@ -21,7 +21,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp, live_ranges
 
-__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
+__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor"]
 
 
 @dataclass
@@ -134,6 +134,23 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
         fig["final"] += min(c_in, c_out)
     fig["gain"] = fig["start"] - fig["final"]
     return costs, fig
+
+
+def start_at_floor(seeds: Seeds, model: Any
+                   ) -> tuple[list[UOp], list[tuple[float, float]], dict[str, float]] | None:
+    """The run's start when it costs nothing: each root's input or baseline rewrite as
+    :func:`no_worse_than_start` chooses between them, with its figures, when every chosen
+    term costs 0 under ``model``; else None. A cost model's node costs are >= 0
+    (``extraction.CostModel``), so no term of the e-graph could cost less: the run has
+    nothing to search for and the outputs are these terms."""
+    cost = model.graph_cost
+    if any(cost(s) for s in seeds.roots):
+        return None  # (a seed is never costlier than its root: a root costs > 0 too)
+    outs = list(seeds.inputs)
+    costs, fig = no_worse_than_start(outs, seeds.inputs, seeds.roots, model, None)
+    if any(c_out for _, c_out in costs):
+        return None  # (a seed that does not print, or uses a loop index out of its loop)
+    return outs, costs, fig
 
 
 def _in_scope(u: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
