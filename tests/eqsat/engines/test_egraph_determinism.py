@@ -112,6 +112,16 @@ def test_random_expressions_cost_at_most_the_baseline(g: UOp) -> None:
     _no_worse_than_baseline(g, "reference")
 
 
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(int_exprs())
+def test_a_start_that_costs_nothing_is_the_answer(g: UOp) -> None:
+    # no search then (stop "optimal"); one kept for inspection returns the same graph
+    r = optimize(g, cost_model="reference")
+    assert (r.stats["stop_reason"] == "optimal") == (r.stats["seed"]["start"] == 0)
+    assert optimize(g, cost_model="reference", keep_egraph=True).graph is r.graph
+
+
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(padded_index_exprs())
