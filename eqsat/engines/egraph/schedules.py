@@ -43,13 +43,16 @@ __all__ = ["Limits", "Clock", "ENODES_FLOOR", "ENODES_PER_NODE", "default_enodes
            "match_bounds", "pattern_ctors"]
 
 class StopReason(StrEnum):
-    """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
-    improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
-    see :data:`STALL_GROWTH`); a work budget was reached (``iterations``, ``enodes``:
-    the output is the same on every run); or a hard safety limit (``time``,
-    ``memory``: the only stops whose output may differ from run to run). A run's
-    ``stats["stop_reason"]`` is the value, a plain string."""
+    """Why a run stopped: its start (the input or the baseline's rewrite, root by root)
+    already costs 0, the least any term costs, so no step ran (``optimal``); nothing
+    changed (``saturated``); the roots' best cost did not improve for ``Limits.stall``
+    iterations while the e-graph barely grew (``stalled``, see :data:`STALL_GROWTH`); a
+    work budget was reached (``iterations``, ``enodes``: the output is the same on every
+    run); or a hard safety limit (``time``, ``memory``: the only stops whose output may
+    differ from run to run). A run's ``stats["stop_reason"]`` is the value, a plain
+    string."""
 
+    OPTIMAL = "optimal"
     SATURATED = "saturated"
     STALLED = "stalled"
     ITERATIONS = "iterations"

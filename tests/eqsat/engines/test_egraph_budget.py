@@ -84,7 +84,11 @@ def test_stop_reasons_name_the_budget() -> None:
     assert r.stats["stop_reason"] == "iterations" and r.stats["iterations"] == 1
     r = optimize(g, engine="egraph", budget=Budget(enodes=50))
     assert r.stats["stop_reason"] == "enodes"
-    r = optimize(UOp.var("x", 0, 9) + 0, engine="egraph")
+    x = UOp.var("x", 0, 9)
+    r = optimize(x + 0, engine="egraph")  # the baseline's rewrite, x, costs 0: no search
+    assert r.stats["stop_reason"] == "optimal" and r.stats["iterations"] == 0
+    assert r.graph is x and r.stats["seed"]["final"] == 0 and not r.stats["matches"]
+    r = optimize((x + 0) + UOp.var("y", 0, 9), engine="egraph")
     assert r.stats["stop_reason"] == "saturated"
     for k in ("iterations", "enodes", "stop_reason", "time", "matches"):
         assert k in r.stats
