@@ -109,7 +109,8 @@ class Session:
                 seeds = baseline_seeds(roots, self.program.selection, model)
                 floor = start_at_floor(seeds, model)
             if floor is not None and not keep_egraph:
-                return floor[0], self._floor_stats(floor, times)
+                return floor[0], self._floor_stats(floor, times,
+                                                   limits.for_roots(roots).enodes)
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)
@@ -132,11 +133,12 @@ class Session:
         return outs, stats
 
     def _floor_stats(self, floor: tuple[list[UOp], list[tuple[float, float]], dict],
-                     times: dict[str, float]) -> dict[str, Any]:
+                     times: dict[str, float], enodes_budget: int | None) -> dict[str, Any]:
         """The stats of a call whose start costs 0 (no run: nothing was inserted)."""
         _, costs, fig = floor
         return {"engine": "egraph", "rulesets": list(self.program.groups), "iterations": 0,
-                "enodes": 0, "classes": 0, "stop_reason": StopReason.OPTIMAL.value,
+                "enodes_budget": enodes_budget, "enodes": 0, "classes": 0,
+                "stop_reason": StopReason.OPTIMAL.value,
                 "time": times, "per_iteration": [], "emitted": [], "analysis_capped": 0,
                 "matches": {}, "extraction": {"method": "none (the start costs 0)"},
                 "costs": costs, "held_back": {}, "enodes_peak": 0, "rss_growth": 0,
