@@ -39,6 +39,9 @@ class _Matcher:
         self.terms: dict[int, UOp | None] = {}
         self.decoded: dict[int, Any] = {}
         self.ops_of: dict[int, frozenset[int]] = {}
+        # (class, id of a source pattern) -> options(): the patterns are the rules',
+        # alive for the pass
+        self.opts: dict[tuple[int, int], list[UOp]] = {}
 
     def decode(self, i: int) -> Any:
         d = self.decoded.get(i, self)
@@ -76,6 +79,26 @@ class _Matcher:
                 if not n.subsumed and n.op is not None:
                     out.add(n.op._value_)
             hit = self.ops_of[c] = frozenset(out)
+        return hit
+
+    def options(self, c: int, q: UPat) -> list[UOp]:
+        """The UOps class ``c``'s e-nodes stand for under the source pattern ``q`` (one
+        that names ops): those of its e-nodes of those ops, in the snapshot's order,
+        until :data:`MAX_MATCHES` are found. They depend on the class and the pattern
+        only, so they are found once per pass: a large class (a constant's, holding many
+        divisions that came to it) under many e-nodes is not scanned again for each."""
+        key = (c, id(q))
+        hit = self.opts.get(key)
+        if hit is None:
+            hit = self.opts[key] = []
+            nodes, ops = self.snap.nodes, q.ops
+            for i in self.snap.classes.get(c, ()):
+                m = nodes[i]
+                if m.subsumed or m.op not in ops:
+                    continue
+                hit.extend(self.node_uops(i, q))
+                if len(hit) >= MAX_MATCHES:
+                    break
         return hit
 
     def node_uops(self, i: int, p: UPat) -> Iterator[UOp]:
@@ -122,14 +145,7 @@ class _Matcher:
                     return
                 choices.append([t])
                 continue
-            opts = []
-            for i in self.snap.classes.get(k, ()):
-                m = self.snap.nodes[i]
-                if m.subsumed or m.op is None or m.op not in q.ops:
-                    continue
-                opts.extend(self.node_uops(i, q))
-                if len(opts) >= MAX_MATCHES:
-                    break
+            opts = self.options(k, q)
             if not opts:
                 return
             choices.append(opts)
