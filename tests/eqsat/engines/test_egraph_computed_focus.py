@@ -186,6 +186,35 @@ def test_reached_upwards_is_the_walk_down(g: tuple[list, list[float]], roots: li
         assert (c in reached) == (c in full), c
 
 
+@settings(max_examples=300, deadline=None)
+@given(_egraphs(), st.lists(st.integers(0, 9), max_size=3),
+       st.lists(st.integers(0, 9), max_size=10), st.integers(0, 12))
+def test_reached_with_any_budget_is_the_walk_down(g: tuple[list, list[float]],
+                                                  roots: list[int], asked: list[int],
+                                                  budget: int) -> None:
+    # the upward searches, then (past the budget) the walk down: the same answers, and
+    # the walk down is made once at most
+    nodes, prices = g
+    snap = _snap(nodes)
+    index: dict[int, set] = {}
+    for n in nodes:
+        up = _Up(n.cls)
+        for k in n.kids:
+            index.setdefault(k, set()).add(up)
+    full = snap.reached(roots)
+    walks = [0]
+
+    def walk() -> set[int]:
+        walks[0] += 1
+        return snap.reached(roots)
+
+    near = set(roots)
+    reached = passes.Reached(roots, near, index, walk, budget)
+    for c in [*asked, *snap.classes, *roots]:
+        assert (c in reached) == (c in full), c
+    assert walks[0] <= 1
+
+
 def test_reached_upwards_on_real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     checked = [0]
     real = passes.focus_classes

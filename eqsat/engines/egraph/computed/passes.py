@@ -280,7 +280,7 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
                             heapq.heappush(heap, (-rem, k))
     if index is None:
         return near, snap.reached(roots)
-    return near, Reached(roots, near, index)
+    return near, Reached(roots, near, index, partial(snap.reached, roots), len(nodes))
 
 
 class Reached:
@@ -288,16 +288,27 @@ class Reached:
     is reached when it is a root or a child of an e-node of a reached class. ``near``
     (:func:`focus_classes`' classes, all reached) and the answers so far end a search
     early; a search that ends without a root found none above any class it saw, so
-    none of them is reached. ``index``: class -> the snapshot's e-nodes it is a child
-    of (subsumed ones too, as ``Snapshot.reached`` walks them)."""
+    none of them is reached, and one that finds a reached class found every class on
+    the way up to it reached. ``index``: class -> the snapshot's e-nodes it is a child
+    of (subsumed ones too, as ``Snapshot.reached`` walks them).
 
-    __slots__ = ("roots", "near", "index", "memo")
+    The upward searches of a pass may together read far more than the e-graph (each
+    search from a class under a long chain of classes off ``near`` reads the chain
+    again): once they read more than ``budget`` e-nodes, the answers come from
+    ``full()`` (``Snapshot.reached``: one walk down from the roots), so a pass reads
+    at most about twice its e-graph whatever it asks."""
 
-    def __init__(self, roots: Iterable[int], near: set[int], index: dict[int, set[Node]]):
+    __slots__ = ("roots", "near", "index", "memo", "full", "budget", "all")
+
+    def __init__(self, roots: Iterable[int], near: set[int], index: dict[int, set[Node]],
+                 full: Callable[[], set[int]] | None = None, budget: int = 0):
         self.roots = set(roots)
         self.near = near
         self.index = index
         self.memo: dict[int, bool] = {}
+        self.full = full
+        self.budget = budget  # e-nodes the upward searches may read before full()
+        self.all: set[int] | None = None
 
     def __repr__(self) -> str:
         return f"<Reached from {sorted(self.roots)!r}>"
@@ -305,17 +316,23 @@ class Reached:
     def __contains__(self, c: int) -> bool:
         if c in self.near or c in self.roots:
             return True
+        if self.all is not None:
+            return c in self.all
         memo = self.memo
         hit = memo.get(c)
         if hit is not None:
             return hit
         near, roots, index = self.near, self.roots, self.index
         seen = {c}
+        below: dict[int, int] = {}  # a class the search saw -> the class it came from
         stack = [c]
+        read = 0
         while stack:
-            e = index.get(stack.pop())
+            k = stack.pop()
+            e = index.get(k)
             if not e:
                 continue
+            read += len(e)
             for n in e:
                 p = n.cls
                 if p in seen:
@@ -324,13 +341,26 @@ class Reached:
                 if hit is False:
                     continue  # (nor is anything above it)
                 if hit or p in near or p in roots:
-                    memo[c] = True
+                    while True:  # every class on the way from c up to p is reached
+                        memo[k] = True
+                        if k == c:
+                            break
+                        k = below[k]
+                    self._spend(read)
                     return True
                 seen.add(p)
+                below[p] = k
                 stack.append(p)
         for k in seen:
             memo[k] = False
+        self._spend(read)
         return False
+
+    def _spend(self, read: int) -> None:
+        """Count ``read`` e-nodes against the budget; past it, answer from ``full()``."""
+        self.budget -= read
+        if self.budget < 0 and self.full is not None:
+            self.all = self.full()
 
 
 def inner_sums(snap: Snapshot, roots: Iterable[int]) -> set[int]:
