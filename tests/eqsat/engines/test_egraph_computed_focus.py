@@ -162,6 +162,16 @@ class _Up:
         return f"_Up({self.cls})"
 
 
+def _kid_index(nodes: list) -> dict[int, set]:
+    """class -> the e-nodes it is a child of (as ``PassState.kid_index``)."""
+    index: dict[int, set] = {}
+    for n in nodes:
+        up = _Up(n.cls)
+        for k in n.kids:
+            index.setdefault(k, set()).add(up)
+    return index
+
+
 @settings(max_examples=300, deadline=None)
 @given(_egraphs(), st.lists(st.integers(0, 9), max_size=3),
        st.lists(st.integers(0, 9), max_size=10))
@@ -173,11 +183,7 @@ def test_reached_upwards_is_the_walk_down(g: tuple[list, list[float]], roots: li
     snap = SimpleNamespace(nodes=nodes, height={})
     _, cost = best_nodes(snap, SimpleNamespace(prices=lambda: prices))
     snap = _snap(nodes)
-    index: dict[int, set] = {}
-    for n in nodes:
-        up = _Up(n.cls)
-        for k in n.kids:
-            index.setdefault(k, set()).add(up)
+    index = _kid_index(nodes)
     near, reached = passes.focus_classes(snap, roots, cost, prices.__getitem__, index)
     assert isinstance(reached, passes.Reached)
     full = snap.reached(roots)
@@ -196,11 +202,7 @@ def test_reached_with_any_budget_is_the_walk_down(g: tuple[list, list[float]],
     # the walk down is made once at most
     nodes, prices = g
     snap = _snap(nodes)
-    index: dict[int, set] = {}
-    for n in nodes:
-        up = _Up(n.cls)
-        for k in n.kids:
-            index.setdefault(k, set()).add(up)
+    index = _kid_index(nodes)
     full = snap.reached(roots)
     walks = [0]
 
