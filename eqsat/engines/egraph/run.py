@@ -246,7 +246,9 @@ class Run:
         runs, the analysis [, the tripwire], the sizes. Whether a native rule fired and
         changed the e-graph; sets ``present``, ``step_size``, ``step_updated``."""
         # (each attribute read converts the whole Rust value to Python: read each once)
-        self.present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
+        sizes = out[-1].sizes
+        self.present = {name: n for name, n in sizes if name in _NODE_CTORS}
+        self.ins.filled = frozenset([name for name, n in sizes if n])  # (for the reset)
         self.step_size = sum(self.present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         if first + n_runs + 1 + check != len(done):

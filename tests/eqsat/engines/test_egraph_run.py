@@ -9,10 +9,11 @@ import pytest
 
 from eqsat.engines.egraph import Session, phases
 from eqsat.engines.egraph import run as run_module
-from eqsat.engines.egraph.reset import leftover
+from eqsat.engines.egraph.reset import leftover, reset_program, reset_tables
 from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import Clock, Limits, StopReason
 from eqsat.engines.egraph.seeding import baseline_seeds
+from eqsat.engines.egraph.store import Store
 from eqsat.ir.sexpr import parse
 from extraction import get_cost_model
 
@@ -99,6 +100,48 @@ RESETS = [
     ("(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)", Limits(seconds=60.0)),  # select
     ("(add (mod (cast i32 (var x 0 99)) (const i32 4)) (const i32 1))", Limits(seconds=60.0)),
 ]
+
+
+@pytest.mark.parametrize("text, limits", RESETS)
+def test_a_reset_runs_the_parts_of_the_tables_with_rows(text: str, limits: Limits,
+                                                        monkeypatch) -> None:
+    # after a run whose last step read the tables' sizes, the reset runs the deletions
+    # of those tables (and of the constructors the RSub rows name) only, and leaves
+    # the e-graph as built
+    s = Session(None)
+    made: list[str] = []
+    real = Store._filled_deletions
+
+    def spy(store: Store) -> str:
+        made.append(real(store))
+        return made[-1]
+
+    monkeypatch.setattr(Store, "_filled_deletions", spy)
+    s.run([parse(text)], MODEL, limits)
+    cur = s.store.cur
+    names = {name: parts for parts, name in cur.combined.items()}
+    ran = [p for line in "".join(made).split("\n") if line
+           for p in names[line.split()[1]]]
+    sizes = dict(s.store.cmd("(print-size)")[-1].sizes)
+    assert leftover(sizes, cur.base_sizes) == {} and s.store.rebuilds == 0
+    if made and made[-1]:
+        assert "reset_RSub" in ran or not any(p.startswith("reset_subsumed_") for p in ran)
+        assert "reset_Sqrt" not in ran and "reset_Add" in ran
+
+
+# the reset's rule sets: one part per table written by a run, combined
+RESET_TEXT = ("(constructor Add (String E E) E)\n(relation RSub (String String String i64 "
+              "i64 i64 i64 i64))\n(function lo (E) i64 :merge (max old new))\n"
+              "(constructor H (i64) E)\n(relation IntDt (String))")
+
+
+def test_the_reset_program_has_a_part_per_table() -> None:
+    assert reset_tables(RESET_TEXT, {"IntDt"}) == {"Add", "RSub", "lo"}
+    prog = reset_program(RESET_TEXT, {"IntDt"}, loads={"Add"})
+    assert "(unstable-combined-ruleset reset reset_Add reset_RSub reset_lo)" in prog
+    assert "(unstable-combined-ruleset reset_subsumed reset_subsumed_Add)" in prog
+    assert ":ruleset reset_handles" in prog and "IntDt" not in prog
+    assert "(ruleset reset_subsumed)" in reset_program(RESET_TEXT, {"IntDt"}, loads=set())
 
 
 @pytest.mark.parametrize("text, limits", RESETS)

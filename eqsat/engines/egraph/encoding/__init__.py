@@ -51,12 +51,14 @@ from eqsat.engines.egraph.encoding.schema import (
     I64_MAX,
     I64_MIN,
     NODE_REL,
+    SUB_REL,
     SUBSUMABLE,
     ArgTable,
     declarations,
     dt_name,
     dtype_of,
     fits_i64,
+    load_part,
     subsumed_deletions,
     uop_ctor,
 )
@@ -73,4 +75,5 @@ __all__ = [
     "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "Node",
     "ArgTable", "Inserter", "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of",
     "fits_i64", "uop_ctor", "dt_name", "E_POS", "write_file", "align_rows",
-    "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE"]
+    "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE", "SUB_REL",
+    "load_part"]

@@ -115,6 +115,13 @@ class Inserter:
         #: the classes a snapshot found holding a constant (their other operator
         #: e-nodes are subsumed: see Snapshot)
         self.const_classes: set[int] = set()
+        #: the constructors the RSub rows recorded since the last restore name
+        #: (:meth:`forget`): a reset deletes through their rules only
+        self.sub_named: set[str] = set()
+        #: the tables that held rows after the last step since the last restore (egglog's
+        #: sizes, set by the engine's step; None: no step read them): a reset deletes
+        #: from them only
+        self.filled: frozenset[str] | None = None
 
     # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
@@ -133,6 +140,8 @@ class Inserter:
         self._sub_ctors.clear()
         self.pending_ctors.clear()
         self.const_classes = set()
+        self.sub_named.clear()
+        self.filled = None
         self.seeder = None
         self.pending = 0
 
@@ -167,6 +176,11 @@ class Inserter:
         """How many run reports loading the waiting rows gives (before ``extra``'s): a
         ``(run insert 1)``, and a ``(run subsume 1)`` when e-nodes wait to be subsumed."""
         return 0 if not self._rows else 2 if self._sub_ctors else 1
+
+    @property
+    def waiting(self) -> frozenset[str]:
+        """The relations with rows waiting for :meth:`flush` (the late rows aside)."""
+        return frozenset(self._rows)
 
     @property
     def has_late(self) -> bool:
@@ -246,6 +260,7 @@ class Inserter:
         """Record an RSub row naming the subsumed e-node ``(ctor fields...)`` (E fields
         are handles) for a run's reset to delete (:mod:`..reset`); unlike
         :meth:`subsume`, its load runs no subsumption."""
+        self.sub_named.add(ctor)
         k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         rows = self._rows.get(SUB_REL)
         if rows is None:
