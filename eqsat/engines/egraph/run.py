@@ -359,7 +359,7 @@ class Run:
         step: list[tuple[str, int]] = []
         for i, name in todo:
             # a counter only grows (its merge adds): this step's count is what it gained
-            v = egraph.lookup_function(f"{COUNT_FN}{i}", [])
+            v = egraph.lookup_function(COUNT_FN, [_i64(egraph, i)])
             now = 0 if v is None else egraph.value_to_i64(v)
             step.append((name, now - self.counts.get(i, 0)))
             self.counts[i] = now
@@ -540,6 +540,11 @@ def is_stalled(costs: list[float | None], sizes: list[int], k: int,
     if emitted and emitted[-1] > sizes[-1] * STALL_EMITTED:
         return False
     return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
+
+
+def _i64(egraph: Any, i: int) -> Any:
+    """The egglog value of the i64 ``i`` (a key of ``COUNT_FN``'s rows)."""
+    return egraph.eval_expr(bindings.Lit(bindings.PanicSpan(), bindings.Int(i)))[1]
 
 
 def _inf(v: Any) -> bool:
