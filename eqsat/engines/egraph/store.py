@@ -56,12 +56,13 @@ class EGraph:
     holds."""
 
     __slots__ = ("egraph", "args", "ins", "kind", "egg_iterations", "base_sizes",
-                 "combined", "pushed", "analysis", "resettable")
+                 "combined", "pushed", "analysis", "resettable", "reset_always")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  base_sizes: dict[str, int],
                  analysis: dict[str, list[tuple[str, str, list[str]]]],
-                 resettable: frozenset[str] = frozenset()):
+                 resettable: frozenset[str] = frozenset(),
+                 narrow: frozenset[str] = frozenset()):
         self.egraph, self.args, self.ins = egraph, args, ins
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
         self.analysis = analysis
@@ -71,6 +72,11 @@ class EGraph:
         self.base_sizes = base_sizes
         #: the tables with a part of the reset rule set (``reset.reset_tables``)
         self.resettable = resettable
+        #: the tables every reset of known tables deletes from, whether they hold rows
+        #: or not: the relations and the narrow e-graph's constructors, which most runs
+        #: fill, so that few combinations of parts are declared (an empty table's rule
+        #: costs a reset next to nothing)
+        self.reset_always = resettable - (CTORS.keys() - narrow)
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Store.combined`)
         self.combined: dict[tuple[str, ...], str] = {}
@@ -145,7 +151,7 @@ class Store:
         return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, base,
                       analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
                                      only=only),
-                      reset_tables(text, keep))
+                      reset_tables(text, keep), program.narrow_loads)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None)."""
@@ -258,7 +264,8 @@ class Store:
         """The deletions of a reset after a run whose last step read which tables hold
         rows (``Inserter.filled``), when only RSub rows wait to load: the parts of
         :data:`RESET_SUBSUMED` of the constructors the RSub rows name and those of
-        :data:`RESET_RULESET` of the tables with rows (``""`` otherwise: every part).
+        :data:`RESET_RULESET` of the tables with rows and of ``EGraph.reset_always``
+        (``""`` otherwise: every part).
         Nothing writes a table between that step and the reset but the loading of
         those RSub rows, so the other parts would find nothing to delete."""
         ins, cur = self.ins, self.cur
@@ -266,7 +273,7 @@ class Store:
         if filled is None or not waiting <= {SUB_REL}:
             return ""
         kept = [name for name, n in cur.base_sizes.items() if n]  # (never written)
-        tables = (filled | waiting).difference(kept, [HANDLE_CTOR])
+        tables = (filled | waiting | cur.reset_always).difference(kept, [HANDLE_CTOR])
         if not tables <= cur.resettable:
             return ""
         named = ins.sub_named & SUBSUMABLE
