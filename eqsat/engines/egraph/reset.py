@@ -19,7 +19,8 @@ the copy the run worked on: both cost in proportion to the rules loaded, not to 
   names them) are read with ``EGraph.freeze`` and deleted the same way, through RSub
   rows recorded for them (one load, not one egglog command each);
 * the handles' rows (``H``) go last, by a rule set of their own
-  (:data:`RESET_HANDLES`).
+  (:data:`RESET_HANDLES`); a reset that knows the tables with rows runs the three
+  together, in one run, whose rules all match the rows as they were before it.
 
 What stays is egglog's union-find of the run's classes, its counters and its overall
 run report: no row names such a class again, a new run's classes get new ids, and the

@@ -241,33 +241,34 @@ class Store:
         # the rows still recorded load first: the handles a snapshot gave new classes
         # are among them, and the deletions find children by handle
         rows = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
-        if final is not None:
-            rows = self._filled_deletions() or rows
-        again = ""
+        handles = f"(run {RESET_HANDLES} 1)\n"
         if final is None:
             out = ins.flush(f"{rows}(print-size)", late=False)
             left = leftover(dict(out[-1].sizes), self.cur.base_sizes)
             left.pop(HANDLE_CTOR, None)
+            last = handles
             if left and self._record_subsumed(left):
                 # the subsumed e-nodes no RSub row named (a native rule subsumed them):
                 # deleted through the RSub rows just recorded
-                again = rows
+                last = rows + handles
         else:
             # every subsumed e-node of the final snapshot has its RSub row, and no step
             # ran after it: the handles go in the same egglog call
-            again = rows
-        out = ins.flush(f"{again}(run {RESET_HANDLES} 1)\n(print-size)", late=False)
-        self.cur.egg_iterations += 1 + 2 * bool(again) + 2 * (final is None)
+            last = self._filled_deletions() or rows + handles
+        out = ins.flush(f"{last}(print-size)", late=False)
+        self.cur.egg_iterations += last.count("(run ") + 2 * (final is None)
         return leftover(dict(out[-1].sizes), self.cur.base_sizes)
 
     def _filled_deletions(self) -> str:
         """The deletions of a reset after a run whose last step read which tables hold
-        rows (``Inserter.filled``), when only RSub rows wait to load: the parts of
-        :data:`RESET_SUBSUMED` of the constructors the RSub rows name and those of
-        :data:`RESET_RULESET` of the tables with rows and of ``EGraph.reset_always``
-        (``""`` otherwise: every part).
-        Nothing writes a table between that step and the reset but the loading of
-        those RSub rows, so the other parts would find nothing to delete."""
+        rows (``Inserter.filled``), when only RSub rows wait to load: one run of the
+        parts of :data:`RESET_SUBSUMED` of the constructors the RSub rows name, those
+        of :data:`RESET_RULESET` of the tables with rows and of
+        ``EGraph.reset_always``, and :data:`RESET_HANDLES` (``""`` otherwise: every
+        part, in three runs). Nothing writes a table between that step and the reset
+        but the loading of those RSub rows, so the other parts would find nothing to
+        delete; and the rules of one run all match the rows as they were before it,
+        so the subsumed e-nodes still find their children's handles."""
         ins, cur = self.ins, self.cur
         filled, waiting = ins.filled, ins.waiting
         if filled is None or not waiting <= {SUB_REL}:
@@ -279,13 +280,9 @@ class Store:
         named = ins.sub_named & SUBSUMABLE
         if ins.loads is not None:
             named &= ins.loads  # (the e-graph has no other constructor's table)
-        out = ""
-        if named:
-            parts = tuple(load_part(RESET_SUBSUMED, c) for c in sorted(named))
-            out = f"(run {self.combined(parts)} 1)\n"
-        if tables:
-            out += f"(run {self.combined(tuple(map(reset_part, sorted(tables))))} 1)\n"
-        return out
+        parts = (*[load_part(RESET_SUBSUMED, c) for c in sorted(named)],
+                 *map(reset_part, sorted(tables)), RESET_HANDLES)
+        return f"(run {self.combined(parts)} 1)\n"
 
     def _record_subsumed_of(self, snap: Snapshot) -> None:
         """Record an RSub row naming every subsumed e-node of ``snap`` (a snapshot of

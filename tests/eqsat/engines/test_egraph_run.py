@@ -124,7 +124,8 @@ def test_a_reset_runs_the_parts_of_the_tables_with_rows(text: str, limits: Limit
            for p in names[line.split()[1]]]
     sizes = dict(s.store.cmd("(print-size)")[-1].sizes)
     assert leftover(sizes, cur.base_sizes) == {} and s.store.rebuilds == 0
-    if made and made[-1]:
+    if made and made[-1]:  # (one run: the subsumed e-nodes, the tables, the handles)
+        assert made[-1].count("(run ") == 1 and "reset_handles" in ran
         assert "reset_RSub" in ran or not any(p.startswith("reset_subsumed_") for p in ran)
         assert "reset_Sqrt" not in ran and "reset_Add" in ran
 
