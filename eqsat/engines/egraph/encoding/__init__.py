@@ -26,8 +26,10 @@ tab-separated file and loaded with egglog's ``input`` command, then applied by t
 ``insert`` rule set: thousands of nodes cost milliseconds, where one egglog command
 per node costs about a millisecond each (and one ``input`` command about as much as
 hundreds of rows: every constructor shares the one relation); a load runs the
-insertion rules of the constructors its rows name only. ``RLo``/``RHi`` set
-interval facts, ``RDef`` marks never-Invalid classes.
+insertion rules of the constructors its rows name only. The facts are rows of
+the same relation too (``analyses.FACT_TAGS``): ``"#lo"``/``"#hi"`` set interval
+facts, ``"#def"`` marks never-Invalid classes (the bounds a computed pass seeds for
+after a step's native rules load later, as ``RLo``/``RHi`` rows).
 
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
 e-node with its class (named by the smallest handle in it), dtype, arg and

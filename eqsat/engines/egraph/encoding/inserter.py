@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph._egglog import bindings
-from eqsat.engines.egraph.analyses import LATE_RULESET
+from eqsat.engines.egraph.analyses import FACT_TAGS, LATE_RULESET
 from eqsat.engines.egraph.encoding.schema import (
     _NODE_FMT,
     _UNION_TAG,
@@ -33,7 +33,7 @@ from eqsat.ir.uop import UOp
 if TYPE_CHECKING:
     from eqsat.engines.egraph.encoding.snapshot import Node, Snapshot
 
-__all__ = ["Inserter", "write_file"]
+__all__ = ["Inserter", "write_file", "FACT_ROWS"]
 
 
 def _fast_tmp() -> str | None:
@@ -46,6 +46,15 @@ def _fast_tmp() -> str | None:
 
 #: the bound relations, whose second field egglog reads as an i64
 _BOUND_RELS = frozenset({"RLo", "RHi"})
+
+#: the key in ``Inserter._rows`` of the fact rows that load as tagged insertion rows
+#: (``analyses.FACT_TAGS``): written to the insertion relation's file, after its e-nodes
+FACT_ROWS = "RNode+facts"
+
+
+def _fact_line(tag: str, k: Any, v: Any = 0) -> str:
+    """The insertion row (``NODE_REL``) of the fact ``tag`` of handle ``k``, value ``v``."""
+    return f"{k}\t{tag}\t\t\t{v}\t0\t0\t0\t0"
 
 #: the ops whose node is never Invalid when its sources are not
 _DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
@@ -204,6 +213,14 @@ class Inserter:
         row means no bound known, which is sound."""
         if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
             return
+        tag = FACT_TAGS.get(rel)
+        if tag is not None:
+            rows = self._rows.get(FACT_ROWS)
+            if rows is None:
+                rows = self._rows[FACT_ROWS] = []
+            rows.append(_fact_line(tag, *map(int, fields)))
+            self.pending += 1
+            return
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
             line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
@@ -326,10 +343,11 @@ class Inserter:
         defs: list[str] = []
         los: list[str] = []
         his: list[str] = []
+        tag_def, tag_lo, tag_hi = FACT_TAGS["RDef"], FACT_TAGS["RLo"], FACT_TAGS["RHi"]
         for u in new:
             k = handle[id(u)]
             if u.op in _DEF_OPS and id(u) not in may_inv:
-                defs.append(str(k))
+                defs.append(_fact_line(tag_def, k))
             if not int_scalar(u.dtype):
                 continue
             lo, hi = u.vmin, u.vmax
@@ -337,12 +355,12 @@ class Inserter:
                 continue
             lo, hi = int(lo), int(hi)
             if I64_MIN <= lo <= hi <= I64_MAX:
-                los.append(f"{k}\t{lo}")
-                his.append(f"{k}\t{hi}")
-        for rel, lines in (("RDef", defs), ("RLo", los), ("RHi", his)):
-            if lines:
-                self._rows.setdefault(rel, []).extend(lines)
-                self.pending += len(lines)
+                los.append(_fact_line(tag_lo, k, lo))
+                his.append(_fact_line(tag_hi, k, hi))
+        lines = defs + los + his
+        if lines:
+            self._rows.setdefault(FACT_ROWS, []).extend(lines)
+            self.pending += len(lines)
         return h
 
     def _encode(self, u: UOp, kids: list[int]) -> int:
@@ -392,6 +410,9 @@ class Inserter:
         the rows stay in their relations), and ``rows`` emptied."""
         if not rows:
             return []
+        facts = rows.pop(FACT_ROWS, None)
+        if facts:  # (after the e-nodes: their file is the insertion relation's)
+            rows.setdefault(NODE_REL, []).extend(facts)
         cmds = []
         for rel, lines in sorted(rows.items()):
             path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")
