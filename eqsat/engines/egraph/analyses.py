@@ -43,7 +43,7 @@ from rules.lang import DTYPE_SETS
 
 __all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
            "UnsoundError",
-           "CHECK_RULESET", "LATE_RULESET", "FACT_TAGS", "INT_DTYPES", "FIXED_DTYPES",
+           "CHECK_RULESET", "LATE_RULESET", "FACT_TAGS", "LATE_TAGS", "INT_DTYPES", "FIXED_DTYPES",
            "FIXED_ANALYSIS_DTYPES", "dtype_table", "I64_MIN", "I64_MAX"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -63,6 +63,8 @@ LATE_RULESET = "insert_late"
 #: relation (``RNode``) of these tags (one ``input`` a load, not one a relation: an
 #: ``input`` command costs about as much as a run of rules): relation -> tag
 FACT_TAGS: dict[str, str] = {"RLo": "#lo", "RHi": "#hi", "RDef": "#def"}
+#: the tags of the late bound rows (loaded by :data:`LATE_RULESET`): relation -> tag
+LATE_TAGS: dict[str, str] = {"RLo": "#late-lo", "RHi": "#late-hi"}
 
 #: the tripwire's rule set, of ``analysis_program("analysis")``: run after the analysis
 CHECK_RULESET = "analysis_check"
@@ -402,17 +404,16 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
-           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
+           "(relation Def (E))",
            # the late bounds (Inserter.late_bound) load by these two rules alone (every
            # run of a rule set builds all its rules anew, and the insert rule set has
            # one per constructor)
            f"(ruleset {LATE_RULESET})",
-           *[f"(rule (({rel} k v)) ((set ({fn} (H k)) v) (delete ({rel} k v))) "
-             f':ruleset {LATE_RULESET} :name "insert-late-{fn}")'
-             for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
-           *[f'(rule ((RNode k "{FACT_TAGS[rel]}" s1 s2 v e1 e2 e3 e4)) '
-             f'((set ({fn} (H k)) v) (delete (RNode k "{FACT_TAGS[rel]}" s1 s2 v e1 e2 e3 e4))) '
-             f':ruleset insert :name "insert-{fn}")'
+           *[f'(rule ((RNode k "{tags[rel]}" s1 s2 v e1 e2 e3 e4)) '
+             f'((set ({fn} (H k)) v) (delete (RNode k "{tags[rel]}" s1 s2 v e1 e2 e3 e4))) '
+             f':ruleset {rs} :name "{name}-{fn}")'
+             for rs, name, tags in (("insert", "insert", FACT_TAGS),
+                                    (LATE_RULESET, "insert-late", LATE_TAGS))
              for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
            # and any interval of it (an empty one too) is vacuously true. Its own rule set,

@@ -28,8 +28,8 @@ per node costs about a millisecond each (and one ``input`` command about as much
 hundreds of rows: every constructor shares the one relation); a load runs the
 insertion rules of the constructors its rows name only. The facts are rows of
 the same relation too (``analyses.FACT_TAGS``): ``"#lo"``/``"#hi"`` set interval
-facts, ``"#def"`` marks never-Invalid classes (the bounds a computed pass seeds for
-after a step's native rules load later, as ``RLo``/``RHi`` rows).
+facts, ``"#def"`` marks never-Invalid classes (the bounds a computed pass seeds load
+after a step's native rules, as rows of tags of their own: ``analyses.LATE_TAGS``).
 
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
 e-node with its class (named by the smallest handle in it), dtype, arg and

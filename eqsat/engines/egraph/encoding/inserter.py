@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph._egglog import bindings
-from eqsat.engines.egraph.analyses import FACT_TAGS, LATE_RULESET
+from eqsat.engines.egraph.analyses import FACT_TAGS, LATE_RULESET, LATE_TAGS
 from eqsat.engines.egraph.encoding.schema import (
     _NODE_FMT,
     _UNION_TAG,
@@ -300,10 +300,10 @@ class Inserter:
         if hi is not None and not I64_MIN <= hi <= I64_MAX:
             hi = None
         if lo is not None:
-            self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
+            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RLo"], k, lo))
             n += 1
         if hi is not None:
-            self._late.setdefault("RHi", []).append(f"{k}\t{hi}")
+            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RHi"], k, hi))
             n += 1
         return n
 
