@@ -206,6 +206,18 @@ class Program:
         """The constructors an e-graph of ``kind`` loads (None: every one)."""
         return self.narrow_loads if kind == "narrow" else None
 
+    def declares(self, kind: str) -> frozenset[str] | None:
+        """The constructors an e-graph of ``kind`` declares (None: every one): a
+        ``"narrow"`` one, those it loads and those its rules make (each table more
+        costs every size report and snapshot of every run in it)."""
+        if kind != "narrow":
+            return None
+        made = set(self.narrow_loads)
+        for rs, _p, need in self.programs:
+            if need <= self.narrow_loads:
+                made |= self.makes.get(rs, frozenset())
+        return frozenset(made)
+
     def text(self, kind: str) -> str:
         """The egglog program of an e-graph of ``kind``: the declarations, the analyses
         and the rules; the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
@@ -215,8 +227,8 @@ class Program:
             raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
         fixed_width = kind == "fixed"
         only = self.loads(kind)
-        prog = [declarations(only), analysis_program(ANALYSIS, fixed=fixed_width,
-                                                     ext=self.ext, only=only)]
+        prog = [declarations(only, self.declares(kind)),
+                analysis_program(ANALYSIS, fixed=fixed_width, ext=self.ext, only=only)]
         # the counting twins' counters, one row per multiplying rule (one table: a
         # table of its own each made every size report and snapshot read 121 more)
         prog += [f"(function {COUNT_FN} (i64) i64 :merge (+ old new))"] if self.mult else []

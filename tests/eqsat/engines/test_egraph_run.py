@@ -153,3 +153,14 @@ def test_a_store_reset_leaves_nothing_behind(text: str, limits: Limits) -> None:
         sizes = dict(e.egraph.run_program(*e.egraph.parse_program("(print-size)"))[-1].sizes)
         assert leftover(sizes, e.base_sizes) == {}, kind
     assert s.store.rebuilds == 0
+
+
+def test_the_narrow_egraph_declares_the_constructors_it_can_hold_only(session) -> None:
+    # its loads and what its rules make: every other table would only cost each size
+    # report and snapshot; a run that needs another constructor widens (WidenError)
+    p = session.program
+    declared = p.declares("narrow")
+    assert p.narrow_loads <= declared and "Sqrt" not in declared
+    assert p.declares("index") is None and p.declares("fixed") is None
+    assert "(constructor Sqrt " not in p.text("narrow")
+    assert "(constructor Sqrt " in p.text("index")

@@ -89,14 +89,17 @@ _SUBSUMABLE = tuple(name for name, sig in CTORS.items()
 SUBSUMABLE = frozenset(_SUBSUMABLE)
 
 
-def declarations(loads: Iterable[str] | None = None) -> str:
+def declarations(loads: Iterable[str] | None = None,
+                 declared: Iterable[str] | None = None) -> str:
     """egglog program text: the sort, constructors, handles and the insertion relation.
     ``loads``: the constructors whose rows the insertion (and subsumption) rules load
-    (None: every one); every constructor is declared either way."""
+    (None: every one); ``declared``: the constructors declared (None: every one; they
+    must hold ``loads`` and every constructor the e-graph's rules name)."""
     load = set(CTORS) if loads is None else set(loads)
     out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
     for name, sig in CTORS.items():
-        out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
+        if declared is None or name in declared:
+            out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
     out.append(f"(ruleset {INSERT_RULESET})")
     out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
     for name, sig in CTORS.items():
