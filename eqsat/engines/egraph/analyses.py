@@ -56,7 +56,7 @@ for _d in (dtypes.i8, dtypes.i16, dtypes.i32, dtypes.i64, dtypes.u8, dtypes.u16,
 
 TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
 
-#: the rule set that loads the late bound rows (``RLo``/``RHi`` only)
+#: the rule set that loads the late bound rows (the insertion rows of :data:`LATE_TAGS`)
 LATE_RULESET = "insert_late"
 
 #: the fact relations whose rows load with the e-node rows, as rows of the insertion
