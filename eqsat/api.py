@@ -32,7 +32,11 @@ class Budget:
     multiply run only when what they may make (a bound from the e-graph's rows, or
     else a count of their matches) fits half the room left, and are left out when it
     does not, and the first step that takes the e-graph past this
-    number ends the run (its result: the e-graph as it was before that step).
+    number ends the run (its result: the e-graph as it was before that step). None
+    (the default) grows with the input: 20,000 e-nodes, or 4 per unique node of the
+    graph when that is more (a function of the graph alone); the e-graph engine
+    resolves it when a run starts (``Limits.for_roots``, in ``Run.__init__``) and
+    reports it in ``stats["enodes_budget"]``. A number is the budget, whatever the size.
     ``seconds``: a hard safety limit on the wall time of the whole optimize call,
     checked between units of work (plus, on a thread's first call, the one-time build
     of its warm session: ``eqsat.session_for(None)`` builds it ahead); the default is
@@ -53,16 +57,17 @@ class Budget:
     """
 
     iterations: int = 12
-    enodes: int = 20_000
+    enodes: int | None = None
     seconds: float = 300.0
     stall: int = 1
     memory: int | None = None
 
     def __post_init__(self) -> None:
-        if self.iterations < 0 or self.enodes < 1 or not self.seconds > 0 or self.stall < 0 \
+        if self.iterations < 0 or (self.enodes is not None and self.enodes < 1) \
+                or not self.seconds > 0 or self.stall < 0 \
                 or (self.memory is not None and self.memory < 1):
-            raise ValueError(f"invalid budget {self!r}: iterations >= 0, enodes >= 1, "
-                             "seconds > 0, stall >= 0, memory >= 1 (or None) required")
+            raise ValueError(f"invalid budget {self!r}: iterations >= 0, enodes >= 1 (or "
+                             "None), seconds > 0, stall >= 0, memory >= 1 (or None) required")
 
 
 @dataclass(frozen=True)

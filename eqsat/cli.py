@@ -326,7 +326,8 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
 
 
 #: the run statistics a batch row carries with ``--stats``
-_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "held_back")
+_ROW_STATS = ("stop_reason", "iterations", "enodes", "enodes_peak", "enodes_budget",
+              "held_back")
 
 
 def _finish(out: dict[str, Any], res: Any, us: float, opts: dict[str, Any]) -> dict[str, Any]:
@@ -840,7 +841,9 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rulesets", metavar="A,B,C",
                    help="comma-separated rule sets (see 'eqsat rules'; default: the engine's)")
     g.add_argument("--iterations", type=int, metavar="N", help="e-graph rewrite rounds")
-    g.add_argument("--enodes", type=int, metavar="N", help="e-graph size limit")
+    g.add_argument("--enodes", type=int, metavar="N",
+                   help="e-graph size limit (default: 20,000, or 4 per unique node of "
+                        "the graph when that is more)")
     g.add_argument("--seconds", type=float, metavar="S", help="wall-time limit per graph")
     g.add_argument("--stall", type=int, metavar="N",
                    help="stop after N rounds without a cheaper result while the e-graph "

@@ -26,17 +26,19 @@ def test_the_inputs_are_what_they_say() -> None:
 
 
 def test_within_bounds_names_what_it_broke() -> None:
+    # enodes_share: the largest share of its own e-node budget a case's e-graph reached
     row = {"kind": "optimize", "seconds": 2.0, "build": 0.5, "max_case": 2.8,
-           "enodes_budget": 100, "max_enodes": 150, "peak_rss": 1 << 20}
+           "enodes_budget": [100, 100], "max_enodes": 150, "enodes_share": 1.5,
+           "peak_rss": 1 << 20}
     assert stress.within_bounds(row) == []
-    assert stress.within_bounds({**row, "max_case": 3.0, "max_enodes": 201}) == [
+    assert stress.within_bounds({**row, "max_case": 3.0, "enodes_share": 2.01}) == [
         "time", "enodes"]
-    batch = {"kind": "batch", "seconds": 2.0, "build": 0.0, "enodes_budget": 100,
-             "max_enodes": 150, "peak_rss": 1 << 20, "status": 0, "rows": 9, "cases": 10,
-             "max_case": 1.0}
+    batch = {"kind": "batch", "seconds": 2.0, "build": 0.0, "enodes_budget": [100, 400],
+             "max_enodes": 300, "enodes_share": 1.5, "peak_rss": 1 << 20, "status": 0,
+             "rows": 9, "cases": 10, "max_case": 1.0}
     assert stress.within_bounds(batch) == ["rows"]
     # each case has its own budget: a batch's bounds are one case's
-    assert stress.within_bounds({**batch, "max_case": 2.5, "max_enodes": 201}) == [
+    assert stress.within_bounds({**batch, "max_case": 2.5, "enodes_share": 2.01}) == [
         "rows", "time", "enodes"]
 
 

@@ -55,6 +55,14 @@ def test_subcommand_help(capsys, cmd, flag):
     assert rc == 0 and flag in out
 
 
+@pytest.mark.parametrize("cmd", ["optimize", "batch"])
+def test_enodes_help_states_the_default(capsys, cmd):
+    rc, out, _ = run(capsys, cmd, "--help")
+    assert rc == 0
+    assert "--enodes N e-graph size limit (default: 20,000, or 4 per unique node of the " \
+           "graph when that is more)" in " ".join(out.split())
+
+
 def test_usage_errors(capsys):
     assert run(capsys)[0] == 2  # no subcommand
     assert run(capsys, "frobnicate")[0] == 2
@@ -355,7 +363,8 @@ def test_batch_a_killed_worker_loses_nothing(capsys, tmp_path, monkeypatch, jobs
     assert rc == 0 and "7 cases" in err
     rows = [json.loads(line) for line in dst.read_text().splitlines()]
     assert [r.get("id") for r in rows] == ["a", None, "b", "c", "d", None, 5]
-    assert rows[0]["out"] == "(range 0 32)" and rows[0]["stats"]["stop_reason"] == "saturated"
+    # (its start, the range, costs 0: no search)
+    assert rows[0]["out"] == "(range 0 32)" and rows[0]["stats"]["stop_reason"] == "optimal"
     d = rows[4]
     if alone_ok:
         assert d["cost"] <= 25 + 4 + 1 and "batch" not in d["stats"]

@@ -55,7 +55,8 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
                     budget: Any = None, keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     """Optimize one graph by equality saturation; ``(graph', stats)``.
 
-    ``stats``: ``engine``, ``iterations``, ``enodes``, ``classes``, ``stop_reason``
+    ``stats``: ``engine``, ``iterations``, ``enodes``, ``enodes_budget`` (the e-node
+    budget the run had: ``Limits.for_roots``), ``classes``, ``stop_reason``
     (a :class:`~eqsat.engines.egraph.schedules.StopReason` value), ``seed`` (the costs
     of the input, the baseline's rewrite, the start (their minimum) and the result, and
     ``gain``, what the e-graph found beyond its start), ``time`` (seconds per phase),

@@ -22,8 +22,13 @@ from eqsat.engines.egraph.phases import run_phases
 from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.run import Run, WidenError
-from eqsat.engines.egraph.schedules import Clock, Limits, gc_paused
-from eqsat.engines.egraph.seeding import Seeds, baseline_seeds, no_worse_than_start
+from eqsat.engines.egraph.schedules import Clock, Limits, StopReason, gc_paused
+from eqsat.engines.egraph.seeding import (
+    Seeds,
+    baseline_seeds,
+    no_worse_than_start,
+    start_at_floor,
+)
 from eqsat.engines.egraph.store import Store
 from eqsat.ir.uop import UOp
 
@@ -93,11 +98,19 @@ class Session:
         is then the e-graph's :class:`~eqsat.engines.egraph.record.EGraphRecord` (the
         classes the roots reached, what merged when), which a run otherwise drops.
         Automatic garbage collection is paused for the run (:func:`gc_paused`): every
-        collection rescanned the passes' long-lived objects (docs/perf.md)."""
+        collection rescanned the passes' long-lived objects (docs/perf.md).
+
+        A start that costs 0 (:func:`~.seeding.start_at_floor`) is the output: no step
+        runs (``stop_reason="optimal"``); with ``keep_egraph`` the run still builds the
+        e-graph, and the outputs are the same."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
                 seeds = baseline_seeds(roots, self.program.selection, model)
+                floor = start_at_floor(seeds, model)
+            if floor is not None and not keep_egraph:
+                return floor[0], self._floor_stats(floor, times,
+                                                   limits.for_roots(roots).enodes)
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)
@@ -112,10 +125,24 @@ class Session:
                 stats["widened"] = True
             stats["costs"], stats["seed"] = no_worse_than_start(
                 outs, roots, seeds.roots, model, stats.get("costs"))
+            if floor is not None:  # (the e-graph kept for inspection: the same outputs)
+                outs, stats["costs"], stats["seed"] = floor
             stats["time"]["baseline"] = times["baseline"]
         # (after the run: its result does not depend on it)
         self.store.rebuild_if_due()
         return outs, stats
+
+    def _floor_stats(self, floor: tuple[list[UOp], list[tuple[float, float]], dict],
+                     times: dict[str, float], enodes_budget: int | None) -> dict[str, Any]:
+        """The stats of a call whose start costs 0 (no run: nothing was inserted)."""
+        _, costs, fig = floor
+        return {"engine": "egraph", "rulesets": list(self.program.groups), "iterations": 0,
+                "enodes_budget": enodes_budget, "enodes": 0, "classes": 0,
+                "stop_reason": StopReason.OPTIMAL.value,
+                "time": times, "per_iteration": [], "emitted": [], "analysis_capped": 0,
+                "matches": {}, "extraction": {"method": "none (the start costs 0)"},
+                "costs": costs, "held_back": {}, "enodes_peak": 0, "rss_growth": 0,
+                "time_limited": False, "seed": fig}
 
     def _new_run(self, roots: list[UOp], seeds: Seeds, model: Any, limits: Limits,
                  clock: Clock, keep_egraph: bool, widen: bool = False) -> Run:

@@ -77,9 +77,11 @@ class Run:
                  seeds: Seeds | None = None, orders: dict[int, list[UOp]] | None = None,
                  keep_egraph: bool = False, roots: list[UOp] | None = None):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
-        self.limits = Limits() if limits is None else limits
-        self.clock = Clock(self.limits.seconds) if clock is None else clock
         self.orders = orders or {}
+        # a default e-node budget (None) is resolved from the roots' unique nodes
+        self.limits = (Limits() if limits is None else limits).for_roots(roots or (),
+                                                                         self.orders)
+        self.clock = Clock(self.limits.seconds) if clock is None else clock
         self.keep_egraph = keep_egraph
         self.times: dict[str, float] = {}  # seconds per phase
         self.matches: dict[str, int] = {}  # rule -> matches
@@ -121,7 +123,8 @@ class Run:
         self.outs: list[UOp] = []
         self.ext_stats: dict[str, Any] = {}
         self.costs: list[tuple[float, float]] | None = None
-        self.stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(program.groups)}
+        self.stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(program.groups),
+                                      "enodes_budget": self.limits.enodes}
 
     @property
     def ins(self) -> Inserter:

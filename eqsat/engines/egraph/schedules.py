@@ -1,5 +1,9 @@
 """Budgets of an e-graph run: iteration, e-node, wall-time and memory limits.
 
+The default e-node budget grows with the input (:func:`default_enodes`): a run's
+:class:`Limits` without one get it from the roots' unique nodes when the run starts
+(:meth:`Limits.for_roots`), so it is a function of the input alone.
+
 What a run does is decided by work alone (iterations, e-nodes, the rows a computed
 pass may record), so the same input gives the same output under any load and after
 any earlier run; wall time and memory are hard safety limits only (:class:`Clock`,
@@ -23,28 +27,32 @@ import os
 import re
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import combinations
 from typing import Any
 
 from eqsat.ir.egglog_text import read, tokens
 
-__all__ = ["Limits", "Clock", "StopReason", "STALL_ITERATIONS", "STALL_GROWTH",
+__all__ = ["Limits", "Clock", "ENODES_FLOOR", "ENODES_PER_NODE", "default_enodes",
+           "StopReason", "STALL_ITERATIONS", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "CTOR_CALL",
            "gc_paused", "rss_bytes", "multiplies", "new_nodes", "count_program",
            "match_bounds", "pattern_ctors"]
 
 class StopReason(StrEnum):
-    """Why a run stopped: nothing changed (``saturated``); the roots' best cost did not
-    improve for ``Limits.stall`` iterations while the e-graph barely grew (``stalled``,
-    see :data:`STALL_GROWTH`); a work budget was reached (``iterations``, ``enodes``:
-    the output is the same on every run); or a hard safety limit (``time``,
-    ``memory``: the only stops whose output may differ from run to run). A run's
-    ``stats["stop_reason"]`` is the value, a plain string."""
+    """Why a run stopped: its start (the input or the baseline's rewrite, root by root)
+    already costs 0, the least any term costs, so no step ran (``optimal``); nothing
+    changed (``saturated``); the roots' best cost did not improve for ``Limits.stall``
+    iterations while the e-graph barely grew (``stalled``, see :data:`STALL_GROWTH`); a
+    work budget was reached (``iterations``, ``enodes``: the output is the same on every
+    run); or a hard safety limit (``time``, ``memory``: the only stops whose output may
+    differ from run to run). A run's ``stats["stop_reason"]`` is the value, a plain
+    string."""
 
+    OPTIMAL = "optimal"
     SATURATED = "saturated"
     STALLED = "stalled"
     ITERATIONS = "iterations"
@@ -56,6 +64,20 @@ class StopReason(StrEnum):
     def hard_limit(self) -> bool:
         """Whether a hard safety limit (not the work) stopped the run."""
         return self in (StopReason.TIME, StopReason.MEMORY)
+
+
+#: the default e-node budget (:func:`default_enodes`): at least this many e-nodes ...
+ENODES_FLOOR = 20_000
+#: ... or this many per unique node of the input, when that is more (from 5,000 nodes
+#: on: below, runs stop by saturation or a stall inside the floor; above, a fixed budget
+#: stopped a run after its first step; 5 a node made the time grow 2.7x per doubling of
+#: the input, docs/perf.md)
+ENODES_PER_NODE = 4
+
+
+def default_enodes(nodes: int) -> int:
+    """The default e-node budget of a run whose roots hold ``nodes`` unique nodes."""
+    return max(ENODES_FLOOR, ENODES_PER_NODE * nodes)
 
 
 #: the default memory budget of a run: bytes the run may add to its process's
@@ -86,18 +108,22 @@ STALL_EMITTED = 0.02
 class Limits:
     """The limits of a run (``eqsat.api.Budget`` converts to this).
 
-    ``stall``: stop (``"stalled"``) after that many iterations in a row without a
-    cheaper best term of the roots while the e-graph grew by at most
-    :data:`STALL_GROWTH`; 0 never stops early.
+    ``enodes``: the e-graph size budget; None (the default) is
+    :func:`default_enodes` of the roots' unique nodes, which a run resolves when it
+    starts (:meth:`for_roots`, in ``Run.__init__``). ``stall``: stop (``"stalled"``)
+    after that many iterations in a row without a cheaper best term of the roots while
+    the e-graph grew by at most :data:`STALL_GROWTH`; 0 never stops early.
     """
 
     iterations: int = 12
-    enodes: int = 20_000
+    enodes: int | None = None
     seconds: float = 300.0
     stall: int = STALL_ITERATIONS
     memory: int = MEMORY
 
     def __post_init__(self) -> None:
+        if self.enodes is not None and self.enodes < 1:
+            raise ValueError(f"invalid limits {self!r}: enodes >= 1 (or None) required")
         if self.stall < 0:
             raise ValueError(f"invalid limits {self!r}: stall >= 0 required")
         if self.memory < 1:
@@ -109,9 +135,23 @@ class Limits:
             return Limits()
         if isinstance(budget, Limits):
             return budget
-        memory = budget.memory
-        return Limits(int(budget.iterations), int(budget.enodes), float(budget.seconds),
-                      int(budget.stall), MEMORY if memory is None else int(memory))
+        memory, enodes = budget.memory, budget.enodes
+        return Limits(int(budget.iterations), None if enodes is None else int(enodes),
+                      float(budget.seconds), int(budget.stall),
+                      MEMORY if memory is None else int(memory))
+
+    def for_roots(self, roots: Iterable[Any],
+                  orders: dict[int, list[Any]] | None = None) -> Limits:
+        """These limits with the e-node budget resolved for ``roots`` (UOps): kept when
+        set, else :func:`default_enodes` of their unique nodes (``orders``: toposorts
+        by the root's ``id``, used when given)."""
+        if self.enodes is not None:
+            return self
+        orders = orders or {}
+        seen: set[int] = set()
+        for r in roots:
+            seen.update(map(id, orders.get(id(r)) or r.toposort()))
+        return replace(self, enodes=default_enodes(len(seen)))
 
 
 class Clock:

@@ -21,7 +21,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp, live_ranges
 
-__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start"]
+__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor"]
 
 
 @dataclass
@@ -108,11 +108,12 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
     root's ``(input cost, output cost)`` (``costs``: the extraction's, None to price
     them here) and the summed figures of the start:
     ``input``, ``baseline`` (the seeds' costs), ``start`` (the cheaper of the two, root
-    by root), ``final`` and ``gain`` (what the e-graph found beyond its start)."""
+    by root), ``final``, ``gain`` (what the e-graph found beyond its start) and
+    ``rescoped`` (a kernel's stores sent back to their start, :func:`_scoped_sources`)."""
     cost = model.graph_cost
     if costs is None:
         costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
-    fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0}
+    fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0, "rescoped": 0}
     seen: set[int] = set()
     for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
         c_in, c_out = costs[i]
@@ -120,7 +121,12 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
         open_at_root = live_ranges(r)[r]
         seed_ok = _printable(s) and _in_scope(s, r, open_at_root)
         if not _in_scope(outs[i], r, open_at_root):
-            outs[i], c_out = (s, c_seed) if seed_ok else (r, c_in)
+            o, sent_back = _scoped_sources(outs[i], r, s if seed_ok else r)
+            if o is not None:
+                outs[i], c_out = o, cost(o)
+                fig["rescoped"] += sent_back
+            else:
+                outs[i], c_out = (s, c_seed) if seed_ok else (r, c_in)
             costs[i] = (c_in, c_out)
         if c_seed < c_out and seed_ok:
             outs[i], c_out = s, c_seed
@@ -134,6 +140,42 @@ def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], mod
         fig["final"] += min(c_in, c_out)
     fig["gain"] = fig["start"] - fig["final"]
     return costs, fig
+
+
+def start_at_floor(seeds: Seeds, model: Any
+                   ) -> tuple[list[UOp], list[tuple[float, float]], dict[str, float]] | None:
+    """The run's start when it costs nothing: each root's input or baseline rewrite as
+    :func:`no_worse_than_start` chooses between them, with its figures, when every chosen
+    term costs 0 under ``model``; else None. A cost model's node costs are >= 0
+    (``extraction.CostModel``), so no term of the e-graph could cost less: the run has
+    nothing to search for and the outputs are these terms."""
+    cost = model.graph_cost
+    if any(cost(s) for s in seeds.roots):
+        return None  # (a seed is never costlier than its root: a root costs > 0 too)
+    outs = list(seeds.inputs)
+    costs, fig = no_worse_than_start(outs, seeds.inputs, seeds.roots, model, None)
+    if any(c_out for _, c_out in costs):
+        return None  # (a seed that does not print, or uses a loop index out of its loop)
+    return outs, costs, fig
+
+
+def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
+    """``out`` (a term of the kernel ``root`` that uses a loop index outside its loop)
+    with each source that does so replaced by ``start``'s (the seed's or the input's),
+    and how many were, when the three are sinks of as many sources (each source, an
+    effect of its own, is equivalent to the root's); ``(None, 0)`` otherwise. The DAG
+    extraction shares a class's term between the stores: a term equal to another only
+    over a loop's range (``(3*y + r) // 6`` is ``y // 2`` for ``r`` in [0, 2]) may then
+    reach a store outside that loop, and only that store goes back to its start."""
+    n = len(root.src)
+    if not (out.op is root.op is start.op is Ops.SINK and len(out.src) == len(start.src) == n):
+        return None, 0
+    srcs = [o if _in_scope(o, r, live_ranges(r)[r]) else s
+            for o, r, s in zip(out.src, root.src, start.src, strict=True)]
+    new = out.replace(src=tuple(srcs))
+    if not _in_scope(new, root, live_ranges(root)[root]):
+        return None, 0
+    return new, sum(1 for a, b in zip(srcs, out.src, strict=True) if a is not b)
 
 
 def _in_scope(u: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from eqsat.api import Budget, optimize
-from eqsat.engines.egraph import optimize_egraph, session_for
+from eqsat.engines.egraph import optimize_egraph, schedules, session_for
 from eqsat.engines.egraph.run import is_stalled
-from eqsat.engines.egraph.schedules import STALL_ITERATIONS, Limits, StopReason
+from eqsat.engines.egraph.schedules import STALL_ITERATIONS, Limits, StopReason, default_enodes
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import check_equivalent
 from eqsat.ir.sexpr import parse, to_sexpr
@@ -84,7 +84,11 @@ def test_stop_reasons_name_the_budget() -> None:
     assert r.stats["stop_reason"] == "iterations" and r.stats["iterations"] == 1
     r = optimize(g, engine="egraph", budget=Budget(enodes=50))
     assert r.stats["stop_reason"] == "enodes"
-    r = optimize(UOp.var("x", 0, 9) + 0, engine="egraph")
+    x = UOp.var("x", 0, 9)
+    r = optimize(x + 0, engine="egraph")  # the baseline's rewrite, x, costs 0: no search
+    assert r.stats["stop_reason"] == "optimal" and r.stats["iterations"] == 0
+    assert r.graph is x and r.stats["seed"]["final"] == 0 and not r.stats["matches"]
+    r = optimize((x + 0) + UOp.var("y", 0, 9), engine="egraph")
     assert r.stats["stop_reason"] == "saturated"
     for k in ("iterations", "enodes", "stop_reason", "time", "matches"):
         assert k in r.stats
@@ -134,6 +138,65 @@ def test_stall_limit_is_validated_and_defaults() -> None:
     with pytest.raises(ValueError, match="stall"):
         Budget(stall=-1)
     assert Limits.of(Budget(stall=0)).stall == 0 and Limits.of(Budget(stall=5)).stall == 5
+
+
+# unique nodes of the input -> the default e-node budget (20,000, or 4 per node)
+DEFAULT_ENODES = [
+    (0, 20_000), (1, 20_000), (4_999, 20_000), (5_000, 20_000), (5_001, 20_004),
+    (10_000, 40_000), (20_000, 80_000),
+]
+
+
+@pytest.mark.parametrize("nodes, enodes", DEFAULT_ENODES)
+def test_the_default_enode_budget_grows_with_the_input(nodes: int, enodes: int) -> None:
+    assert default_enodes(nodes) == enodes
+
+
+def test_the_enode_budget_is_resolved_from_the_roots_unique_nodes(monkeypatch) -> None:
+    x = UOp.var("x", 0, 9)
+    a, b = (x + 1) * 3, (x + 1) // 2  # x, 1 and x + 1 shared: 7 unique nodes
+    assert Limits().for_roots([a, b]).enodes == 20_000
+    assert Limits(enodes=50).for_roots([a, b]).enodes == 50  # explicit: kept
+    monkeypatch.setattr(schedules, "ENODES_FLOOR", 1)
+    assert Limits().for_roots([a, b]).enodes == 4 * 7
+    assert Limits().for_roots([a, a]).enodes == 4 * 5
+    assert Limits(enodes=50).for_roots([a, b]).enodes == 50
+
+
+def test_budget_enodes_default_validation_and_repr() -> None:
+    assert Budget().enodes is None and Limits().enodes is None
+    assert Limits.of(Budget()).enodes is None and Limits.of(Budget(enodes=7)).enodes == 7
+    for b in (Budget(), Budget(enodes=123), Budget(iterations=3, enodes=None, memory=9)):
+        assert eval(repr(b), {"Budget": Budget}) == b
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="enodes >= 1"):
+            Budget(enodes=bad)
+        with pytest.raises(ValueError, match="enodes >= 1"):
+            Limits(enodes=bad)
+
+
+def wide_kernel(stores: int) -> UOp:
+    """A sink of ``stores`` small stores: about 7 nodes each, one rewrite each."""
+    one = ("(end (store (index (buffer {a} f32 64) (range 90 4)) (load (index (buffer {b} "
+           "f32 64) (add (mul (range 90 4) {k}) 0)))) (range 90 4))")
+    return parse("(sink " + " ".join(one.format(a=2 * i, b=2 * i + 1, k=1 + i % 3)
+                                     for i in range(stores)) + ")")
+
+
+def test_a_large_input_gets_a_larger_enode_budget() -> None:
+    """Past 5,000 nodes the default budget is 4 per node: this kernel (about 9,800
+    nodes, 11,000 e-nodes after its first step) saturates, where a fixed 20,000 stops
+    it after that step (its next would be predicted past the budget)."""
+    g = wide_kernel(1400)
+    nodes = len(g.toposort())
+    assert nodes > 5_000
+    auto = optimize(g, cost_model="reference")
+    fixed = optimize(g, cost_model="reference", budget=Budget(enodes=20_000))
+    assert auto.stats["enodes_budget"] == 4 * nodes
+    assert auto.stats["stop_reason"] == "saturated", auto.stats["stop_reason"]
+    assert fixed.stats["enodes_budget"] == 20_000 and fixed.stats["stop_reason"] == "enodes"
+    small = optimize(UOp.var("x", 0, 9) + 0)
+    assert small.stats["enodes_budget"] == 20_000
 
 
 def test_budget_stall_reaches_the_engine() -> None:

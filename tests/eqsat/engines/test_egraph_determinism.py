@@ -112,6 +112,16 @@ def test_random_expressions_cost_at_most_the_baseline(g: UOp) -> None:
     _no_worse_than_baseline(g, "reference")
 
 
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(int_exprs())
+def test_a_start_that_costs_nothing_is_the_answer(g: UOp) -> None:
+    # no search then (stop "optimal"); one kept for inspection returns the same graph
+    r = optimize(g, cost_model="reference")
+    assert (r.stats["stop_reason"] == "optimal") == (r.stats["seed"]["start"] == 0)
+    assert optimize(g, cost_model="reference", keep_egraph=True).graph is r.graph
+
+
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(padded_index_exprs())
@@ -139,6 +149,48 @@ def test_the_baseline_rewrite_joins_class_by_class() -> None:
     r = optimize(g, cost_model="reference", budget=Budget(iterations=0))
     assert r.stats["stop_reason"] == "iterations" and "baseline_join" in r.stats["time"]
     assert r.cost < min(base.cost, r.input_cost), (base.cost, r.cost)
+
+
+#: two stores of ``benchmarks/stress.py``'s 10,000-node kernel: the e-graph merges a
+#: quotient the first store needs with one of the second's over ``(range 3 3)``, equal
+#: to it for every value of that range, and the DAG extraction shares the second's term
+#: into the first store, outside that loop
+TWO_STORES = (
+    "%0 = (idiv (add (add (mul (range 0 3) 108) (mul (range 1 36) 3)) (range 2 3)) 2)\n"
+    "%1 = (idiv %0 9)\n"
+    "%2 = (add (add (mul (mod (idiv %1 2) 9) 18) (mul (mod %1 2) 9)) (mod %0 9))\n"
+    "%3 = (idiv %2 9)\n"
+    "%4 = (mod (add (add (add (mul (range 0 3) 324) (mul (range 1 36) 9)) "
+    "(mul (range 2 3) 3)) (range 3 3)) 972)\n"
+    "%5 = (add (mul (mod (idiv %4 6) 162) 6) (mod %4 6))\n"
+    "%6 = (idiv %5 9)\n"
+    "%7 = (idiv %6 9)\n"
+    "(sink (end (store (index (buffer 470 f32 4096) (range 0 3)) (load (index (buffer 471 "
+    "f32 65536) (add (add (mul (mod (idiv %3 2) 9) 18) (mul (mod %3 2) 9)) (mod %2 9))))) "
+    "(range 0 3) (range 1 36) (range 2 3)) (end (store (index (buffer 764 f32 4096) "
+    "(range 0 3)) (load (index (buffer 765 f32 65536) (add (add (add (mul (mod (idiv %7 "
+    "3) 4) 243) (mul (mod %7 3) 81)) (mul (mod %6 9) 9)) (mod %5 9))))) (range 0 3) "
+    "(range 1 36) (range 2 3) (range 3 3)))")
+
+
+def test_a_store_that_borrows_a_loop_index_goes_back_to_its_start() -> None:
+    import numpy as np
+
+    from eqsat.ir.interp import run_kernel
+
+    k = parse(TWO_STORES)
+    base = optimize(k, engine="baseline", cost_model="reference")
+    r = optimize(k, cost_model="reference")
+    assert not live_ranges(r.graph)[r.graph] and r.stats["seed"]["rescoped"] == 1
+    assert r.cost <= min(r.input_cost, base.cost)
+    bufs = [np.zeros(1, np.float32) for _ in range(766)]
+    for slot in (470, 764):
+        bufs[slot] = np.zeros(4096, np.float32)
+    for slot in (471, 765):
+        bufs[slot] = np.arange(65536, dtype=np.float32)
+    want = run_kernel(k, [b.copy() for b in bufs])
+    got = run_kernel(r.graph, [b.copy() for b in bufs])
+    assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
 
 
 def _batch_texts(graphs: list[UOp]) -> list[str]:

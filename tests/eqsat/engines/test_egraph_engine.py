@@ -80,7 +80,8 @@ def test_int_dt_twins(rule: ERule, index, fixed) -> None:
 ])
 def test_an_int_dt_rule_fires_on_index_and_fixed_width_under_its_name(text: str,
                                                                       rule: str) -> None:
-    res = optimize(parse(text), cost_model="reference")
+    # keep_egraph: the search runs even where the baseline's rewrite already costs 0
+    res = optimize(parse(text), cost_model="reference", keep_egraph=True)
     assert res.stats["matches"].get(rule, 0) > 0, res.stats["matches"]
     assert not any(k.endswith("~fixed") for k in res.stats["matches"])
 
@@ -163,14 +164,15 @@ def test_index_inputs_run_in_an_egraph_without_the_fixed_width_rules() -> None:
     s = Session(None)
     store = s.store
     assert list(store.egraphs) == ["index"]  # the index-only e-graph, built first
-    out, _ = s.run([index], model, lim)  # plain index arithmetic: the narrow e-graph
+    # plain index arithmetic: the narrow e-graph (keep_egraph: its start, x, costs 0)
+    out, _ = s.run([index], model, lim, keep_egraph=True)
     assert sorted(store.egraphs) == ["index", "narrow"] and store.cur.kind == "narrow"
     s.run([guarded], model, lim)
     assert store.cur.kind == "index" and not store.cur.fixed_width
     out_f, st = s.run([fixed], model, lim)  # builds the fixed-width e-graph on first use
     assert sorted(store.egraphs) == ["fixed", "index", "narrow"] and store.cur.fixed_width
     assert any(k.startswith("recombine_divmod_") for k in st["matches"])
-    again, _ = s.run([index], model, lim)
+    again, _ = s.run([index], model, lim, keep_egraph=True)
     assert store.cur.kind == "narrow" and again[0] is out[0]
     # the index-only e-graph refuses a step over fixed-width nodes
     with s.probe([guarded]) as run:
@@ -192,16 +194,17 @@ _NARROW_CASES = [
 
 def _same_run(text: str, change: Callable[[], None]) -> tuple[Session, Session]:
     """Two fresh sessions' runs of ``text``, the second after ``change()``: the same
-    result, matches and iterations; the two sessions."""
+    result, matches and iterations; the two sessions (``keep_egraph``: the search runs
+    even where the baseline's rewrite already costs 0)."""
     from eqsat.engines.egraph.schedules import Limits
     from extraction import get_cost_model
 
     model, lim = get_cost_model("reference"), Limits(seconds=30.0)
     first = Session(None)
-    out, st = first.run([parse(text)], model, lim)
+    out, st = first.run([parse(text)], model, lim, keep_egraph=True)
     change()
     second = Session(None)
-    out_2, st_2 = second.run([parse(text)], model, lim)
+    out_2, st_2 = second.run([parse(text)], model, lim, keep_egraph=True)
     assert out[0] is out_2[0]
     assert st["matches"] == st_2["matches"] and st["iterations"] == st_2["iterations"]
     return first, second
@@ -276,8 +279,8 @@ def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
     texts = ["(add (mul (add (var x 0 9) (const index 0)) (const index 1)) (const index 3))",
              "(where (lt (var x 0 9) (const index 4)) (add (var x 0 9) (const index 0)) "
              "(const index 2))",
-             "(add (mul (var x 0 9) (const index 0)) (mod (mul (var y 0 9) (const index 4)) "
-             "(const index 2)))"]
+             "(add (add (mul (var x 0 9) (const index 0)) (mod (mul (var y 0 9) "
+             "(const index 4)) (const index 2))) (mul (var z 0 9) (var w 0 9)))"]
     for text in texts:
         out, stats = s.run([parse(text)], model, Limits(seconds=30.0))
         sizes = dict(s.store.cmd("(print-size)")[-1].sizes)

@@ -11,7 +11,7 @@ from eqsat.api import Budget, optimize
 from eqsat.engines.egraph import clear_result_cache, set_result_cache_size
 from eqsat.engines.egraph.results import CACHE_SIZE, RESULTS, ResultCache, cache_key
 from eqsat.engines.egraph.schedules import Limits
-from eqsat.ir.sexpr import parse
+from eqsat.ir.sexpr import parse, to_sexpr
 from extraction.cost import ReferenceCost
 
 EXPR = "(mod (add (mul (var x 0 100) 4) (var y 0 3)) 4)"
@@ -124,10 +124,20 @@ def test_a_hit_returns_its_own_stats():
 
 def test_a_run_stopped_by_its_time_budget_is_not_cached():
     budget = Budget(seconds=1e-4)
-    r = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    text = f"(add {OTHER} (var y 0 9))"  # (its start costs 1: a run, which the clock stops)
+    r = optimize(parse(text), cost_model="reference", budget=budget)
     assert r.stats["stop_reason"] == "time" and r.stats["time_limited"] is True
-    again = optimize(parse(OTHER), cost_model="reference", budget=budget)
+    again = optimize(parse(text), cost_model="reference", budget=budget)
     assert "cached" not in again.stats["time"] and len(RESULTS) == 0
+
+
+def test_a_start_that_costs_nothing_is_the_answer_under_any_budget():
+    # OTHER's baseline rewrite is x (cost 0): no run, so no clock stops it, and it is kept
+    r = optimize(parse(OTHER), cost_model="reference", budget=Budget(seconds=1e-4))
+    assert r.stats["stop_reason"] == "optimal" and r.stats["time_limited"] is False
+    assert to_sexpr(r.graph) == "(var x 0 31)" and r.stats["seed"]["final"] == 0
+    again = optimize(parse(OTHER), cost_model="reference", budget=Budget(seconds=1e-4))
+    assert "cached" in again.stats["time"] and again.graph is r.graph
 
 
 def _chain(n: int) -> str:
