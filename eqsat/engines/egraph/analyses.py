@@ -43,7 +43,7 @@ from rules.lang import DTYPE_SETS
 
 __all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
            "UnsoundError",
-           "CHECK_RULESET", "LATE_RULESET", "INT_DTYPES", "FIXED_DTYPES",
+           "CHECK_RULESET", "LATE_RULESET", "FACT_TAGS", "LATE_TAGS", "INT_DTYPES", "FIXED_DTYPES",
            "FIXED_ANALYSIS_DTYPES", "dtype_table", "I64_MIN", "I64_MAX"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -56,8 +56,15 @@ for _d in (dtypes.i8, dtypes.i16, dtypes.i32, dtypes.i64, dtypes.u8, dtypes.u16,
 
 TRIPWIRE = "tripwire: an e-class has an empty interval (lo > hi)"
 
-#: the rule set that loads the late bound rows (``RLo``/``RHi`` only)
+#: the rule set that loads the late bound rows (the insertion rows of :data:`LATE_TAGS`)
 LATE_RULESET = "insert_late"
+
+#: the fact relations whose rows load with the e-node rows, as rows of the insertion
+#: relation (``RNode``) of these tags (one ``input`` a load, not one a relation: an
+#: ``input`` command costs about as much as a run of rules): relation -> tag
+FACT_TAGS: dict[str, str] = {"RLo": "#lo", "RHi": "#hi", "RDef": "#def"}
+#: the tags of the late bound rows (loaded by :data:`LATE_RULESET`): relation -> tag
+LATE_TAGS: dict[str, str] = {"RLo": "#late-lo", "RHi": "#late-hi"}
 
 #: the tripwire's rule set, of ``analysis_program("analysis")``: run after the analysis
 CHECK_RULESET = "analysis_check"
@@ -397,14 +404,16 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
     out = [dtype_table(),
            "(function lo (E) i64 :merge (max old new))",
            "(function hi (E) i64 :merge (min old new))",
-           "(relation RLo (i64 i64))", "(relation RHi (i64 i64))", "(relation Def (E))",
+           "(relation Def (E))",
            # the late bounds (Inserter.late_bound) load by these two rules alone (every
            # run of a rule set builds all its rules anew, and the insert rule set has
            # one per constructor)
            f"(ruleset {LATE_RULESET})",
-           *[f"(rule (({rel} k v)) ((set ({fn} (H k)) v) (delete ({rel} k v))) "
+           *[f'(rule ((RNode k "{tags[rel]}" s1 s2 v e1 e2 e3 e4)) '
+             f'((set ({fn} (H k)) v) (delete (RNode k "{tags[rel]}" s1 s2 v e1 e2 e3 e4))) '
              f':ruleset {rs} :name "{name}-{fn}")'
-             for rs, name in (("insert", "insert"), (LATE_RULESET, "insert-late"))
+             for rs, name, tags in (("insert", "insert", FACT_TAGS),
+                                    (LATE_RULESET, "insert-late", LATE_TAGS))
              for rel, fn in (("RLo", "lo"), ("RHi", "hi"))],
            # only never-Invalid classes: a class that is Invalid everywhere has no value,
            # and any interval of it (an empty one too) is vacuously true. Its own rule set,
@@ -414,8 +423,8 @@ def analysis_program(ruleset: str = "analysis", fixed: bool = True,
            f"(ruleset {ruleset}_check)",
            f'(rule ((= l (lo e)) (= h (hi e)) (> l h) (Def e)) ((panic "{TRIPWIRE}")) '
            f':ruleset {ruleset}_check :name "tripwire")']
-    out.append("(relation RDef (i64))")
-    out.append('(rule ((RDef k)) ((Def (H k)) (delete (RDef k))) :ruleset insert '
+    row = f'RNode k "{FACT_TAGS["RDef"]}" s1 s2 v e1 e2 e3 e4'
+    out.append(f'(rule (({row})) ((Def (H k)) (delete ({row}))) :ruleset insert '
                ':name "insert-def")')
     parts = analysis_parts(ruleset, fixed, ext, only)
     bodies = {name: body for name, _i, body in ANALYSIS_RULES + ANALYSIS_FIXED_RULES}

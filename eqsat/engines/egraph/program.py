@@ -193,7 +193,7 @@ class Program:
                 self.mult_new[i] = new_nodes(t)
                 count = self._part(f"{ruleset}_count", need)
                 self.programs.append((count, t.fill(count_program(
-                    t, count, f"{COUNT_FN}{i}"), key), need))
+                    t, count, f"{COUNT_FN} {i}"), key), need))
                 ruleset = f"{ruleset}_mult"
             name = self._part(ruleset, need)
             made = frozenset(CTOR_CALL.findall(f"{t.rhs} {t.actions}")).intersection(CTORS)
@@ -206,6 +206,18 @@ class Program:
         """The constructors an e-graph of ``kind`` loads (None: every one)."""
         return self.narrow_loads if kind == "narrow" else None
 
+    def declares(self, kind: str) -> frozenset[str] | None:
+        """The constructors an e-graph of ``kind`` declares (None: every one): a
+        ``"narrow"`` one, those it loads and those its rules make (each table more
+        costs every size report and snapshot of every run in it)."""
+        if kind != "narrow":
+            return None
+        made = set(self.narrow_loads)
+        for rs, _p, need in self.programs:
+            if need <= self.narrow_loads:
+                made |= self.makes.get(rs, frozenset())
+        return frozenset(made)
+
     def text(self, kind: str) -> str:
         """The egglog program of an e-graph of ``kind``: the declarations, the analyses
         and the rules; the fixed-width rule sets' rules only in a ``"fixed"`` one, in a
@@ -215,13 +227,14 @@ class Program:
             raise ValueError(f"e-graph kind {kind!r}: one of {EGRAPH_KINDS}")
         fixed_width = kind == "fixed"
         only = self.loads(kind)
-        prog = [declarations(only), analysis_program(ANALYSIS, fixed=fixed_width,
-                                                     ext=self.ext, only=only)]
+        prog = [declarations(only, self.declares(kind)),
+                analysis_program(ANALYSIS, fixed=fixed_width, ext=self.ext, only=only)]
+        # the counting twins' counters, one row per multiplying rule (one table: a
+        # table of its own each made every size report and snapshot read 121 more)
+        prog += [f"(function {COUNT_FN} (i64) i64 :merge (+ old new))"] if self.mult else []
         for base in ("native", FIXED_RULESET):
             prog += [f"(ruleset {part})" for rs in (base, f"{base}_mult", f"{base}_count")
                      for part, _ in self.parts.get(rs, ())]
-            prog += [f"(function {COUNT_FN}{i} () i64 :merge (+ old new))"
-                     for i, _ in self.mult.get(base, [])]
         prog += [p for rs, p, need in self.programs
                  if (fixed_width or not rs.startswith(FIXED_RULESET)) and
                  (kind != "narrow" or need <= self.narrow_loads)]

@@ -249,7 +249,9 @@ class Run:
         runs, the analysis [, the tripwire], the sizes. Whether a native rule fired and
         changed the e-graph; sets ``present``, ``step_size``, ``step_updated``."""
         # (each attribute read converts the whole Rust value to Python: read each once)
-        self.present = {name: n for name, n in out[-1].sizes if name in _NODE_CTORS}
+        sizes = out[-1].sizes
+        self.present = {name: n for name, n in sizes if name in _NODE_CTORS}
+        self.ins.filled = frozenset([name for name, n in sizes if n])  # (for the reset)
         self.step_size = sum(self.present.values())
         done = [o for o in out if type(o) is _RUN_OUTPUT]
         if first + n_runs + 1 + check != len(done):
@@ -360,7 +362,7 @@ class Run:
         step: list[tuple[str, int]] = []
         for i, name in todo:
             # a counter only grows (its merge adds): this step's count is what it gained
-            v = egraph.lookup_function(f"{COUNT_FN}{i}", [])
+            v = egraph.lookup_function(COUNT_FN, [_i64(egraph, i)])
             now = 0 if v is None else egraph.value_to_i64(v)
             step.append((name, now - self.counts.get(i, 0)))
             self.counts[i] = now
@@ -541,6 +543,11 @@ def is_stalled(costs: list[float | None], sizes: list[int], k: int,
     if emitted and emitted[-1] > sizes[-1] * STALL_EMITTED:
         return False
     return sizes[-1] <= sizes[-1 - k] * (1.0 + STALL_GROWTH)
+
+
+def _i64(egraph: Any, i: int) -> Any:
+    """The egglog value of the i64 ``i`` (a key of ``COUNT_FN``'s rows)."""
+    return egraph.eval_expr(bindings.Lit(bindings.PanicSpan(), bindings.Int(i)))[1]
 
 
 def _inf(v: Any) -> bool:

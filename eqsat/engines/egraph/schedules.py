@@ -304,15 +304,15 @@ def new_nodes(rule: Any) -> int:
     return max(1, sum(1 for kind, tok, _ in tokens(text) if kind == "atom" and tok in CTORS))
 
 
-#: the egglog functions a step's counting rules add their matches' e-nodes to
-#: (``StepCount<i>`` for the multiplying rule ``i``)
+#: the egglog function a step's counting rules add their matches' e-nodes to, keyed by
+#: the multiplying rule's index (``(StepCount i)``)
 COUNT_FN = "StepCount"
 
 
 def count_program(rule: Any, ruleset: str, fn: str) -> str:
     """The egglog rule of ``ruleset`` that adds :func:`new_nodes` of ``rule`` to the
-    nullary function ``fn`` per match of ``rule`` (same pattern and guards, no
-    rewrite)."""
+    function row ``fn`` (a call's head and arguments, ``StepCount 3``) per match of
+    ``rule`` (same pattern and guards, no rewrite)."""
     k = new_nodes(rule)
     if rule.lhs:
         when = " ".join(rule.when)

@@ -18,10 +18,12 @@ from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import analysis_parts
 from eqsat.engines.egraph.encoding import (
     CTORS,
+    SUB_REL,
     SUBSUMABLE,
     ArgTable,
     Inserter,
     Snapshot,
+    load_part,
 )
 from eqsat.engines.egraph.program import ANALYSIS, EGRAPH_KINDS, Program
 from eqsat.engines.egraph.reset import (
@@ -30,7 +32,9 @@ from eqsat.engines.egraph.reset import (
     RESET_RULESET,
     RESET_SUBSUMED,
     leftover,
+    reset_part,
     reset_program,
+    reset_tables,
 )
 from eqsat.ir.egglog_text import commands
 from eqsat.ir.uop import UOp
@@ -52,11 +56,13 @@ class EGraph:
     holds."""
 
     __slots__ = ("egraph", "args", "ins", "kind", "egg_iterations", "base_sizes",
-                 "combined", "pushed", "analysis")
+                 "combined", "pushed", "analysis", "resettable", "reset_always")
 
     def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
                  base_sizes: dict[str, int],
-                 analysis: dict[str, list[tuple[str, str, list[str]]]]):
+                 analysis: dict[str, list[tuple[str, str, list[str]]]],
+                 resettable: frozenset[str] = frozenset(),
+                 narrow: frozenset[str] = frozenset()):
         self.egraph, self.args, self.ins = egraph, args, ins
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
         self.analysis = analysis
@@ -64,6 +70,13 @@ class EGraph:
         self.egg_iterations = 0
         #: table -> rows when built (the dtype facts): what a run's reset returns to
         self.base_sizes = base_sizes
+        #: the tables with a part of the reset rule set (``reset.reset_tables``)
+        self.resettable = resettable
+        #: the tables every reset of known tables deletes from, whether they hold rows
+        #: or not: the relations and the narrow e-graph's constructors, which most runs
+        #: fill, so that few combinations of parts are declared (an empty table's rule
+        #: costs a reset next to nothing)
+        self.reset_always = resettable - (CTORS.keys() - narrow)
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Store.combined`)
         self.combined: dict[tuple[str, ...], str] = {}
@@ -130,13 +143,15 @@ class Store:
         # the tables with rows now (the dtype facts) are never written by a run; every
         # other one is emptied when a run ends (:mod:`.reset`)
         base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
-        for cmd in commands(reset_program(text, {n for n, k in base.items() if k}, only)):
+        keep = {n for n, k in base.items() if k}
+        for cmd in commands(reset_program(text, keep, only)):
             egraph.run_program(*egraph.parse_program(cmd))
         log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
                   len(program.programs), time.perf_counter() - t)
         return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, base,
                       analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
-                                     only=only))
+                                     only=only),
+                      reset_tables(text, keep), program.narrow_loads)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None)."""
@@ -226,22 +241,48 @@ class Store:
         # the rows still recorded load first: the handles a snapshot gave new classes
         # are among them, and the deletions find children by handle
         rows = f"(run {RESET_SUBSUMED} 1)\n(run {RESET_RULESET} 1)\n"
-        again = ""
+        handles = f"(run {RESET_HANDLES} 1)\n"
         if final is None:
             out = ins.flush(f"{rows}(print-size)", late=False)
             left = leftover(dict(out[-1].sizes), self.cur.base_sizes)
             left.pop(HANDLE_CTOR, None)
+            last = handles
             if left and self._record_subsumed(left):
                 # the subsumed e-nodes no RSub row named (a native rule subsumed them):
                 # deleted through the RSub rows just recorded
-                again = rows
+                last = rows + handles
         else:
             # every subsumed e-node of the final snapshot has its RSub row, and no step
             # ran after it: the handles go in the same egglog call
-            again = rows
-        out = ins.flush(f"{again}(run {RESET_HANDLES} 1)\n(print-size)", late=False)
-        self.cur.egg_iterations += 1 + 2 * bool(again) + 2 * (final is None)
+            last = self._filled_deletions() or rows + handles
+        out = ins.flush(f"{last}(print-size)", late=False)
+        self.cur.egg_iterations += last.count("(run ") + 2 * (final is None)
         return leftover(dict(out[-1].sizes), self.cur.base_sizes)
+
+    def _filled_deletions(self) -> str:
+        """The deletions of a reset after a run whose last step read which tables hold
+        rows (``Inserter.filled``), when only RSub rows wait to load: one run of the
+        parts of :data:`RESET_SUBSUMED` of the constructors the RSub rows name, those
+        of :data:`RESET_RULESET` of the tables with rows and of
+        ``EGraph.reset_always``, and :data:`RESET_HANDLES` (``""`` otherwise: every
+        part, in three runs). Nothing writes a table between that step and the reset
+        but the loading of those RSub rows, so the other parts would find nothing to
+        delete; and the rules of one run all match the rows as they were before it,
+        so the subsumed e-nodes still find their children's handles."""
+        ins, cur = self.ins, self.cur
+        filled, waiting = ins.filled, ins.waiting
+        if filled is None or not waiting <= {SUB_REL}:
+            return ""
+        kept = [name for name, n in cur.base_sizes.items() if n]  # (never written)
+        tables = (filled | waiting | cur.reset_always).difference(kept, [HANDLE_CTOR])
+        if not tables <= cur.resettable:
+            return ""
+        named = ins.sub_named & SUBSUMABLE
+        if ins.loads is not None:
+            named &= ins.loads  # (the e-graph has no other constructor's table)
+        parts = (*[load_part(RESET_SUBSUMED, c) for c in sorted(named)],
+                 *map(reset_part, sorted(tables)), RESET_HANDLES)
+        return f"(run {self.combined(parts)} 1)\n"
 
     def _record_subsumed_of(self, snap: Snapshot) -> None:
         """Record an RSub row naming every subsumed e-node of ``snap`` (a snapshot of

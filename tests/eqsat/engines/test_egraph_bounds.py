@@ -80,8 +80,8 @@ def test_a_counting_twin_counts_the_e_nodes_of_its_matches() -> None:
               "(Where dt c (Add dt (Cst dt k1) (Cst dt k3)) (Add dt (Cst dt k2) (Cst dt k4)))",
               "(= (lo c) 0)")
     assert new_nodes(r) == 7 and new_nodes(_rule("(Neg dt (Neg dt x))", "x")) == 1
-    assert count_program(r, "native_c3", "StepCount3") == (
-        f"(rule ((= count_root {r.lhs}) (= (lo c) 0)) ((set (StepCount3) 7)) "
+    assert count_program(r, "native_c3", "StepCount 3") == (
+        f"(rule ((= count_root {r.lhs}) (= (lo c) 0)) ((set (StepCount 3) 7)) "
         ':ruleset native_c3 :name "r#count")')
 
 

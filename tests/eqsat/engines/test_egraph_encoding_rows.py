@@ -19,6 +19,7 @@ from eqsat.engines.egraph.encoding import (
     declarations,
     write_file,
 )
+from eqsat.engines.egraph.encoding.inserter import FACT_ROWS
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
@@ -131,14 +132,20 @@ def test_every_node_and_union_row_goes_to_the_node_relation(ctor, fields, line) 
 
 
 @pytest.mark.parametrize("rel, fields, line", [
-    ("RLo", (3, -5), "3\t-5"),
-    ("RHi", (3, True), "3\t1"),
-    ("RDef", (4,), "4"),
+    ("RLo", (3, -5), "3\t#lo\t\t\t-5\t0\t0\t0\t0"),
+    ("RHi", (3, True), "3\t#hi\t\t\t1\t0\t0\t0\t0"),
+    ("RDef", (4,), "4\t#def\t\t\t0\t0\t0\t0\t0"),
 ])
-def test_other_relations_keep_their_rows(rel, fields, line) -> None:
-    ins = Inserter(_egraph(), ArgTable())
+def test_the_facts_load_as_tagged_node_rows(rel, fields, line, tmp_path) -> None:
+    # one insertion file a load: the fact rows go after the e-node rows, not counted as
+    # e-nodes waiting (pending_nodes), but as rows waiting (pending)
+    ins = Inserter(_egraph(), ArgTable(), workdir=str(tmp_path))
+    ins.union(5, 6)
     ins.fact(rel, fields)
-    assert ins._rows == {rel: [line]}
+    assert ins.pending_nodes == 1 and ins.pending == 2
+    ins.flush()
+    written = [(tmp_path / f).read_text() for f in os.listdir(tmp_path)]
+    assert written == [f"5\tU\t\t\t0\t6\t0\t0\t0\n{line}\n"]
     ins.close()
 
 
@@ -182,17 +189,22 @@ def test_snapshot_order_is_sorted_and_classes_are_runs(tmp_path) -> None:
     ins.close()
 
 
+def _facts(ins: Inserter, tag: str) -> dict[str, str]:
+    """handle -> value of the fact rows of ``tag`` waiting in ``ins`` (as text)."""
+    rows = [line.split("\t") for line in ins._rows.get(FACT_ROWS, ())]
+    return {r[0]: r[4] for r in rows if r[1] == tag}
+
+
 def test_facts_of_new_nodes() -> None:
     ins = Inserter(_egraph(), ArgTable())
     x = UOp.var("x", 0, 9)
     g = (x + 1).maximum(UOp.const(dtypes.index, 3))
     h = ins.add_uop_with_facts(g)
     k = ins.uop_handle
-    lo = dict(line.split("\t") for line in ins._rows["RLo"])
-    hi = dict(line.split("\t") for line in ins._rows["RHi"])
+    lo, hi = _facts(ins, "#lo"), _facts(ins, "#hi")
     assert (lo[str(h)], hi[str(h)]) == ("3", "10")
     assert (lo[str(k[id(x)])], hi[str(k[id(x)])]) == ("0", "9")
-    assert set(ins._rows["RDef"]) == {str(k[id(u)]) for u in g.toposort()}
+    assert set(_facts(ins, "#def")) == {str(k[id(u)]) for u in g.toposort()}
     before = {r: list(v) for r, v in ins._rows.items()}
     ins.add_uop_with_facts(g)  # nothing new: no rows
     assert ins._rows == before
@@ -205,7 +217,7 @@ def test_no_def_fact_above_an_invalid() -> None:
     g = x.lt(5).where(x, UOp.invalid())
     ins.add_uop_with_facts(g)
     k = ins.uop_handle
-    defs = set(ins._rows["RDef"])
+    defs = set(_facts(ins, "#def"))
     assert str(k[id(x)]) in defs and str(k[id(g)]) not in defs
     assert g.op is Ops.WHERE
     ins.close()

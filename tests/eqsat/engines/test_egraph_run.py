@@ -9,10 +9,11 @@ import pytest
 
 from eqsat.engines.egraph import Session, phases
 from eqsat.engines.egraph import run as run_module
-from eqsat.engines.egraph.reset import leftover
+from eqsat.engines.egraph.reset import leftover, reset_program, reset_tables
 from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import Clock, Limits, StopReason
 from eqsat.engines.egraph.seeding import baseline_seeds
+from eqsat.engines.egraph.store import Store
 from eqsat.ir.sexpr import parse
 from extraction import get_cost_model
 
@@ -102,6 +103,49 @@ RESETS = [
 
 
 @pytest.mark.parametrize("text, limits", RESETS)
+def test_a_reset_runs_the_parts_of_the_tables_with_rows(text: str, limits: Limits,
+                                                        monkeypatch) -> None:
+    # after a run whose last step read the tables' sizes, the reset runs the deletions
+    # of those tables (and of the constructors the RSub rows name) only, and leaves
+    # the e-graph as built
+    s = Session(None)
+    made: list[str] = []
+    real = Store._filled_deletions
+
+    def spy(store: Store) -> str:
+        made.append(real(store))
+        return made[-1]
+
+    monkeypatch.setattr(Store, "_filled_deletions", spy)
+    s.run([parse(text)], MODEL, limits)
+    cur = s.store.cur
+    names = {name: parts for parts, name in cur.combined.items()}
+    ran = [p for line in "".join(made).split("\n") if line
+           for p in names[line.split()[1]]]
+    sizes = dict(s.store.cmd("(print-size)")[-1].sizes)
+    assert leftover(sizes, cur.base_sizes) == {} and s.store.rebuilds == 0
+    if made and made[-1]:  # (one run: the subsumed e-nodes, the tables, the handles)
+        assert made[-1].count("(run ") == 1 and "reset_handles" in ran
+        assert "reset_RSub" in ran or not any(p.startswith("reset_subsumed_") for p in ran)
+        assert "reset_Sqrt" not in ran and "reset_Add" in ran
+
+
+# the reset's rule sets: one part per table written by a run, combined
+RESET_TEXT = ("(constructor Add (String E E) E)\n(relation RSub (String String String i64 "
+              "i64 i64 i64 i64))\n(function lo (E) i64 :merge (max old new))\n"
+              "(constructor H (i64) E)\n(relation IntDt (String))")
+
+
+def test_the_reset_program_has_a_part_per_table() -> None:
+    assert reset_tables(RESET_TEXT, {"IntDt"}) == {"Add", "RSub", "lo"}
+    prog = reset_program(RESET_TEXT, {"IntDt"}, loads={"Add"})
+    assert "(unstable-combined-ruleset reset reset_Add reset_RSub reset_lo)" in prog
+    assert "(unstable-combined-ruleset reset_subsumed reset_subsumed_Add)" in prog
+    assert ":ruleset reset_handles" in prog and "IntDt" not in prog
+    assert "(ruleset reset_subsumed)" in reset_program(RESET_TEXT, {"IntDt"}, loads=set())
+
+
+@pytest.mark.parametrize("text, limits", RESETS)
 def test_a_store_reset_leaves_nothing_behind(text: str, limits: Limits) -> None:
     s = Session(None)
     s.run([parse(text)], MODEL, limits)
@@ -109,3 +153,14 @@ def test_a_store_reset_leaves_nothing_behind(text: str, limits: Limits) -> None:
         sizes = dict(e.egraph.run_program(*e.egraph.parse_program("(print-size)"))[-1].sizes)
         assert leftover(sizes, e.base_sizes) == {}, kind
     assert s.store.rebuilds == 0
+
+
+def test_the_narrow_egraph_declares_the_constructors_it_can_hold_only(session) -> None:
+    # its loads and what its rules make: every other table would only cost each size
+    # report and snapshot; a run that needs another constructor widens (WidenError)
+    p = session.program
+    declared = p.declares("narrow")
+    assert p.narrow_loads <= declared and "Sqrt" not in declared
+    assert p.declares("index") is None and p.declares("fixed") is None
+    assert "(constructor Sqrt " not in p.text("narrow")
+    assert "(constructor Sqrt " in p.text("index")

@@ -26,8 +26,10 @@ tab-separated file and loaded with egglog's ``input`` command, then applied by t
 ``insert`` rule set: thousands of nodes cost milliseconds, where one egglog command
 per node costs about a millisecond each (and one ``input`` command about as much as
 hundreds of rows: every constructor shares the one relation); a load runs the
-insertion rules of the constructors its rows name only. ``RLo``/``RHi`` set
-interval facts, ``RDef`` marks never-Invalid classes.
+insertion rules of the constructors its rows name only. The facts are rows of
+the same relation too (``analyses.FACT_TAGS``): ``"#lo"``/``"#hi"`` set interval
+facts, ``"#def"`` marks never-Invalid classes (the bounds a computed pass seeds load
+after a step's native rules, as rows of tags of their own: ``analyses.LATE_TAGS``).
 
 A :class:`Snapshot` reads the whole e-graph back (``EGraph.freeze()``): every
 e-node with its class (named by the smallest handle in it), dtype, arg and
@@ -51,12 +53,14 @@ from eqsat.engines.egraph.encoding.schema import (
     I64_MAX,
     I64_MIN,
     NODE_REL,
+    SUB_REL,
     SUBSUMABLE,
     ArgTable,
     declarations,
     dt_name,
     dtype_of,
     fits_i64,
+    load_part,
     subsumed_deletions,
     uop_ctor,
 )
@@ -73,4 +77,5 @@ __all__ = [
     "CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "Node",
     "ArgTable", "Inserter", "Snapshot", "declarations", "I64_MIN", "I64_MAX", "dtype_of",
     "fits_i64", "uop_ctor", "dt_name", "E_POS", "write_file", "align_rows",
-    "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE"]
+    "defined_classes", "decode_node", "subsumed_deletions", "SUBSUMABLE", "SUB_REL",
+    "load_part"]

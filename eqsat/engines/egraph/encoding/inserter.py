@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from eqsat.engines.egraph._egglog import bindings
-from eqsat.engines.egraph.analyses import LATE_RULESET
+from eqsat.engines.egraph.analyses import FACT_TAGS, LATE_RULESET, LATE_TAGS
 from eqsat.engines.egraph.encoding.schema import (
     _NODE_FMT,
     _UNION_TAG,
@@ -33,7 +33,7 @@ from eqsat.ir.uop import UOp
 if TYPE_CHECKING:
     from eqsat.engines.egraph.encoding.snapshot import Node, Snapshot
 
-__all__ = ["Inserter", "write_file"]
+__all__ = ["Inserter", "write_file", "FACT_ROWS"]
 
 
 def _fast_tmp() -> str | None:
@@ -46,6 +46,15 @@ def _fast_tmp() -> str | None:
 
 #: the bound relations, whose second field egglog reads as an i64
 _BOUND_RELS = frozenset({"RLo", "RHi"})
+
+#: the key in ``Inserter._rows`` of the fact rows that load as tagged insertion rows
+#: (``analyses.FACT_TAGS``): written to the insertion relation's file, after its e-nodes
+FACT_ROWS = "RNode+facts"
+
+
+def _fact_line(tag: str, k: Any, v: Any = 0) -> str:
+    """The insertion row (``NODE_REL``) of the fact ``tag`` of handle ``k``, value ``v``."""
+    return f"{k}\t{tag}\t\t\t{v}\t0\t0\t0\t0"
 
 #: the ops whose node is never Invalid when its sources are not
 _DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
@@ -115,6 +124,13 @@ class Inserter:
         #: the classes a snapshot found holding a constant (their other operator
         #: e-nodes are subsumed: see Snapshot)
         self.const_classes: set[int] = set()
+        #: the constructors the RSub rows recorded since the last restore name
+        #: (:meth:`forget`): a reset deletes through their rules only
+        self.sub_named: set[str] = set()
+        #: the tables that held rows after the last step since the last restore (egglog's
+        #: sizes, set by the engine's step; None: no step read them): a reset deletes
+        #: from them only
+        self.filled: frozenset[str] | None = None
 
     # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
@@ -133,6 +149,8 @@ class Inserter:
         self._sub_ctors.clear()
         self.pending_ctors.clear()
         self.const_classes = set()
+        self.sub_named.clear()
+        self.filled = None
         self.seeder = None
         self.pending = 0
 
@@ -169,6 +187,11 @@ class Inserter:
         return 0 if not self._rows else 2 if self._sub_ctors else 1
 
     @property
+    def waiting(self) -> frozenset[str]:
+        """The relations with rows waiting for :meth:`flush` (the late rows aside)."""
+        return frozenset(self._rows)
+
+    @property
     def has_late(self) -> bool:
         """Whether late rows wait (a ``(run insert 1)`` between ``extra`` and ``after``)."""
         return bool(self._late)
@@ -189,6 +212,14 @@ class Inserter:
         (``RLo``/``RHi``) outside i64 is not recorded: egglog's column is an i64, and no
         row means no bound known, which is sound."""
         if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
+            return
+        tag = FACT_TAGS.get(rel)
+        if tag is not None:
+            rows = self._rows.get(FACT_ROWS)
+            if rows is None:
+                rows = self._rows[FACT_ROWS] = []
+            rows.append(_fact_line(tag, *map(int, fields)))
+            self.pending += 1
             return
         line = "\t".join(map(str, fields))
         if "True" in line or "False" in line:  # a bool field is written as 0/1
@@ -246,6 +277,7 @@ class Inserter:
         """Record an RSub row naming the subsumed e-node ``(ctor fields...)`` (E fields
         are handles) for a run's reset to delete (:mod:`..reset`); unlike
         :meth:`subsume`, its load runs no subsumption."""
+        self.sub_named.add(ctor)
         k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         rows = self._rows.get(SUB_REL)
         if rows is None:
@@ -268,10 +300,10 @@ class Inserter:
         if hi is not None and not I64_MIN <= hi <= I64_MAX:
             hi = None
         if lo is not None:
-            self._late.setdefault("RLo", []).append(f"{k}\t{lo}")
+            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RLo"], k, lo))
             n += 1
         if hi is not None:
-            self._late.setdefault("RHi", []).append(f"{k}\t{hi}")
+            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RHi"], k, hi))
             n += 1
         return n
 
@@ -311,10 +343,11 @@ class Inserter:
         defs: list[str] = []
         los: list[str] = []
         his: list[str] = []
+        tag_def, tag_lo, tag_hi = FACT_TAGS["RDef"], FACT_TAGS["RLo"], FACT_TAGS["RHi"]
         for u in new:
             k = handle[id(u)]
             if u.op in _DEF_OPS and id(u) not in may_inv:
-                defs.append(str(k))
+                defs.append(_fact_line(tag_def, k))
             if not int_scalar(u.dtype):
                 continue
             lo, hi = u.vmin, u.vmax
@@ -322,12 +355,12 @@ class Inserter:
                 continue
             lo, hi = int(lo), int(hi)
             if I64_MIN <= lo <= hi <= I64_MAX:
-                los.append(f"{k}\t{lo}")
-                his.append(f"{k}\t{hi}")
-        for rel, lines in (("RDef", defs), ("RLo", los), ("RHi", his)):
-            if lines:
-                self._rows.setdefault(rel, []).extend(lines)
-                self.pending += len(lines)
+                los.append(_fact_line(tag_lo, k, lo))
+                his.append(_fact_line(tag_hi, k, hi))
+        lines = defs + los + his
+        if lines:
+            self._rows.setdefault(FACT_ROWS, []).extend(lines)
+            self.pending += len(lines)
         return h
 
     def _encode(self, u: UOp, kids: list[int]) -> int:
@@ -377,6 +410,9 @@ class Inserter:
         the rows stay in their relations), and ``rows`` emptied."""
         if not rows:
             return []
+        facts = rows.pop(FACT_ROWS, None)
+        if facts:  # (after the e-nodes: their file is the insertion relation's)
+            rows.setdefault(NODE_REL, []).extend(facts)
         cmds = []
         for rel, lines in sorted(rows.items()):
             path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")

@@ -89,14 +89,17 @@ _SUBSUMABLE = tuple(name for name, sig in CTORS.items()
 SUBSUMABLE = frozenset(_SUBSUMABLE)
 
 
-def declarations(loads: Iterable[str] | None = None) -> str:
+def declarations(loads: Iterable[str] | None = None,
+                 declared: Iterable[str] | None = None) -> str:
     """egglog program text: the sort, constructors, handles and the insertion relation.
     ``loads``: the constructors whose rows the insertion (and subsumption) rules load
-    (None: every one); every constructor is declared either way."""
+    (None: every one); ``declared``: the constructors declared (None: every one; they
+    must hold ``loads`` and every constructor the e-graph's rules name)."""
     load = set(CTORS) if loads is None else set(loads)
     out = ["(datatype E)", "(constructor H (i64) E :unextractable)"]
     for name, sig in CTORS.items():
-        out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
+        if declared is None or name in declared:
+            out.append(f"(constructor {name} ({' '.join(_SORT[s] for s in sig)}) E)")
     out.append(f"(ruleset {INSERT_RULESET})")
     out.append(f"(relation {NODE_REL} (i64 String String String i64 i64 i64 i64 i64))")
     for name, sig in CTORS.items():
@@ -150,15 +153,22 @@ def _sub_rows(load: set[str]) -> list[tuple[str, str, list[str], str]]:
 
 
 def subsumed_deletions(ruleset: str, loads: Iterable[str] | None = None) -> str:
-    """egglog program text: rules of ``ruleset`` that delete every e-node an RSub row
-    names (subsumed by :data:`SUB_RULESET`), its children found through their handles;
+    """egglog program text: rules that delete every e-node an RSub row names
+    (subsumed by :data:`SUB_RULESET`), its children found through their handles, one
+    part per constructor (:func:`load_part` of ``ruleset``), combined as ``ruleset``;
     ``loads`` as in :func:`declarations`. A subsumed row matches no query, so only its
     RSub row can name it; the rules must run before the handles' rows go."""
     load = set(CTORS) if loads is None else set(loads)
-    return "\n".join(
-        f"(rule (({row}) {' '.join(kids)}) ((delete ({name} {args}))) "
-        f':ruleset {ruleset} :name "unsubsume-{name}")'
-        for name, row, kids, args in _sub_rows(load))
+    out, parts = [], []
+    for name, row, kids, args in _sub_rows(load):
+        part = load_part(ruleset, name)
+        parts.append(part)
+        out.append(f"(ruleset {part})")
+        out.append(f"(rule (({row}) {' '.join(kids)}) ((delete ({name} {args}))) "
+                   f':ruleset {part} :name "unsubsume-{name}")')
+    out.append(f"(unstable-combined-ruleset {ruleset} {' '.join(parts)})" if parts
+               else f"(ruleset {ruleset})")
+    return "\n".join(out)
 
 
 def fits_i64(v: Any) -> bool:
