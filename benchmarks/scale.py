@@ -19,7 +19,8 @@ and CPU time (this process's: less swayed by other processes on the machine) and
 growth from the size before, per doubling of the nodes, its e-nodes, its e-node budget (the
 default grows with the input), iterations, its stop reason, and the process's peak RSS
 (``--json`` rows also carry ``extracted``: the extraction's cost before the result is
-checked against the baseline's rewrite); then the targets of issue 30: at 5,000 nodes at
+checked against the baseline's rewrite, and ``computed``: the computed pass's time per
+step, ``stats["time"]``'s ``computed.<step>``); then the targets of issue 30: at 5,000 nodes at
 most 0.85x the baseline's cost, time growing by at most 2.2x per doubling from 1,000 to
 20,000 nodes, peak RSS at 20,000 nodes under 1 GB.
 
@@ -143,6 +144,8 @@ def run_one(source: str, n: int) -> dict[str, Any]:
             "extracted": r.stats.get("extraction", {}).get("cost"),
             "iterations": r.stats.get("iterations"), "stop": r.stats.get("stop_reason"),
             "gain": r.stats.get("seed", {}).get("gain"),
+            "computed": {k: round(v, 3) for k, v in r.stats.get("time", {}).items()
+                         if k.startswith("computed.")},
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
