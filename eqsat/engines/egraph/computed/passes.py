@@ -296,7 +296,8 @@ class Reached:
     search from a class under a long chain of classes off ``near`` reads the chain
     again): once they read more than ``budget`` e-nodes, the answers come from
     ``full()`` (``Snapshot.reached``: one walk down from the roots), so a pass reads
-    at most about twice its e-graph whatever it asks."""
+    at most about three times its e-graph (the budget, the search that passed it, the
+    walk down) whatever it asks."""
 
     __slots__ = ("roots", "near", "index", "memo", "full", "budget", "all")
 
