@@ -314,12 +314,24 @@ def _check_params(rule: str, what: str, fn: Callable[..., Any], names: set[str])
 
 
 def _kwargs_caller(fn: Callable[..., Any]) -> Callable[[dict[str, UOp]], Any]:
-    """Call ``fn`` with only the bindings it names (``**kw`` takes them all)."""
+    """Call ``fn`` with only the bindings it names (``**kw`` takes them all). When
+    every parameter can be passed by position, a match that binds them all (most do:
+    only a variadic pattern's child binds nothing on a node without sources) passes
+    them so, without building a keyword dict."""
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return lambda b: fn(**b)
     names = tuple(params)
-    return lambda b: fn(**{n: b[n] for n in names if n in b})
+    if not all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params.values()):
+        return lambda b: fn(**{n: b[n] for n in names if n in b})
+
+    def call(b: dict[str, UOp]) -> Any:
+        try:
+            args = [b[n] for n in names]
+        except KeyError:  # (a name left unbound: its parameter's default)
+            return fn(**{n: b[n] for n in names if n in b})
+        return fn(*args)
+    return call
 
 
 @dataclass(eq=False)
