@@ -124,7 +124,7 @@ class Session:
                 outs, stats = self.execute(run)
                 stats["widened"] = True
             stats["costs"], stats["seed"] = no_worse_than_start(
-                outs, roots, seeds.roots, model, stats.get("costs"))
+                outs, seeds, model, stats.get("costs"))
             if floor is not None:  # (the e-graph kept for inspection: the same outputs)
                 outs, stats["costs"], stats["seed"] = floor
             stats["time"]["baseline"] = times["baseline"]

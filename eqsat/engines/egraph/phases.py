@@ -68,7 +68,7 @@ def baseline_join(run: Run) -> None:
     if _no_snapshot(run) or run.seeds is None or run.stale:
         return
     assert run.costs is not None
-    beaten = run.seeds.beaten(run.costs, run.model)
+    beaten = run.seeds.beaten(run.costs)
     if not beaten:
         return
     # the baseline's rewrite of these roots is cheaper than what the e-graph found: it

@@ -27,12 +27,14 @@ __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor"]
 @dataclass
 class Seeds:
     """The baseline's rewrite of a run's roots (``inputs``): ``roots`` (each root's
-    rewrite, the root itself where it brings nothing), ``pairs`` (every node of the
-    roots' graphs the baseline rewrote, with its rewrite: each pair is unioned) and
-    ``order`` (the rewrites' nodes, children first)."""
+    rewrite, the root itself where it brings nothing), ``costs`` (each of ``roots``'
+    cost under the run's model), ``pairs`` (every node of the roots' graphs the
+    baseline rewrote, with its rewrite: each pair is unioned) and ``order`` (the
+    rewrites' nodes, children first)."""
 
     inputs: list[UOp]
     roots: list[UOp]
+    costs: list[float]
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
     #: per root, the pairs of its graph (``pairs`` is their union, first pair first)
@@ -41,22 +43,22 @@ class Seeds:
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
 
-    def beaten(self, costs: list[tuple[float, float]], model: Any) -> list[int]:
-        """The roots (indices) whose baseline rewrite is cheaper under ``model`` than
-        the e-graph's output (``costs``: each root's ``(input cost, output cost)``)."""
+    def beaten(self, costs: list[tuple[float, float]]) -> list[int]:
+        """The roots (indices) whose baseline rewrite is cheaper than the e-graph's
+        output (``costs``: each root's ``(input cost, output cost)``)."""
         if not self.pairs:
             return []
-        cost = model.graph_cost
-        return [i for i, (r, s, (_, out)) in enumerate(zip(self.inputs, self.roots, costs,
-                                                           strict=True))
-                if s is not r and cost(s) < out]
+        return [i for i, (r, s, c, (_, out)) in enumerate(zip(
+                    self.inputs, self.roots, self.costs, costs, strict=True))
+                if s is not r and c < out]
 
     def only(self, which: list[int]) -> Seeds:
         """The seeds of the roots ``which`` (indices) alone: their pairs and the nodes
         of their rewrites, children first."""
         pairs = list({id(u): (u, v) for i in which for u, v in self.per_root[i]}.values())
         return Seeds([self.inputs[i] for i in which], [self.roots[i] for i in which],
-                     pairs, _order(pairs), [self.per_root[i] for i in which])
+                     [self.costs[i] for i in which], pairs, _order(pairs),
+                     [self.per_root[i] for i in which])
 
 
 def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
@@ -73,11 +75,13 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
     from rules import RulesetError, matcher
 
+    cost = model.graph_cost
     try:
         pm = matcher(selection)
     except RulesetError:
-        return Seeds(list(roots), list(roots))
+        return Seeds(list(roots), list(roots), [cost(r) for r in roots])
     out: list[UOp] = []
+    costs: list[float] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
     per_root: list[list[tuple[UOp, UOp]]] = []
     for r in roots:
@@ -88,36 +92,40 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
             b = graph_rewrite(r, pm, replace=replace)
         except RewriteLimitError:
             b = r
-        if b is r or model.graph_cost(b) >= model.graph_cost(r):
+        c_r = cost(r)
+        c_b = c_r if b is r else cost(b)
+        if c_b >= c_r:
             out.append(r)  # (no cheaper start: its rewrites would only crowd the e-graph)
+            costs.append(c_r)
             continue
         out.append(b)
+        costs.append(c_b)
         for u in r.toposort():
             v = replace.get(u)
             if v is not None and v is not u:
                 mine.append(pairs.setdefault(id(u), (u, v)))
     every = list(pairs.values())
-    return Seeds(list(roots), out, every, _order(every), per_root)
+    return Seeds(list(roots), out, costs, every, _order(every), per_root)
 
 
-def no_worse_than_start(outs: list[UOp], roots: list[UOp], seeds: list[UOp], model: Any,
+def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
                         costs: list[tuple[float, float]] | None
                         ) -> tuple[list[tuple[float, float]], dict[str, float]]:
-    """Replace, in place in ``outs``, every extracted term costlier than its root's
-    baseline seed by that seed (when the seed prints: every op has a text form); each
-    root's ``(input cost, output cost)`` (``costs``: the extraction's, None to price
-    them here) and the summed figures of the start:
+    """Replace, in place in ``outs`` (one term per root of ``seeds.inputs``), every
+    extracted term costlier than its root's baseline seed by that seed (when the seed
+    prints: every op has a text form); each root's ``(input cost, output cost)``
+    (``costs``: the extraction's, None to price them here) and the summed figures of
+    the start:
     ``input``, ``baseline`` (the seeds' costs), ``start`` (the cheaper of the two, root
     by root), ``final``, ``gain`` (what the e-graph found beyond its start) and
     ``rescoped`` (a kernel's stores sent back to their start, :func:`_scoped_sources`)."""
-    cost = model.graph_cost
+    cost, roots = model.graph_cost, seeds.inputs
     if costs is None:
         costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
     fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0, "rescoped": 0}
     seen: set[int] = set()
-    for i, (r, s) in enumerate(zip(roots, seeds, strict=True)):
+    for i, (r, s, c_seed) in enumerate(zip(roots, seeds.roots, seeds.costs, strict=True)):
         c_in, c_out = costs[i]
-        c_seed = c_in if s is r else cost(s)
         open_at_root = live_ranges(r)[r]
         seed_ok = _printable(s) and _in_scope(s, r, open_at_root)
         if not _in_scope(outs[i], r, open_at_root):
@@ -149,11 +157,10 @@ def start_at_floor(seeds: Seeds, model: Any
     term costs 0 under ``model``; else None. A cost model's node costs are >= 0
     (``extraction.CostModel``), so no term of the e-graph could cost less: the run has
     nothing to search for and the outputs are these terms."""
-    cost = model.graph_cost
-    if any(cost(s) for s in seeds.roots):
+    if any(seeds.costs):
         return None  # (a seed is never costlier than its root: a root costs > 0 too)
     outs = list(seeds.inputs)
-    costs, fig = no_worse_than_start(outs, seeds.inputs, seeds.roots, model, None)
+    costs, fig = no_worse_than_start(outs, seeds, model, None)
     if any(c_out for _, c_out in costs):
         return None  # (a seed that does not print, or uses a loop index out of its loop)
     return outs, costs, fig
@@ -170,10 +177,11 @@ def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
     n = len(root.src)
     if not (out.op is root.op is start.op is Ops.SINK and len(out.src) == len(start.src) == n):
         return None, 0
-    srcs = [o if _in_scope(o, r, live_ranges(r)[r]) else s
+    live_in, live_out = live_ranges(root), live_ranges(out)
+    srcs = [o if live_out[o] <= live_in[r] else s
             for o, r, s in zip(out.src, root.src, start.src, strict=True)]
     new = out.replace(src=tuple(srcs))
-    if not _in_scope(new, root, live_ranges(root)[root]):
+    if not _in_scope(new, root, live_in[root]):
         return None, 0
     return new, sum(1 for a, b in zip(srcs, out.src, strict=True) if a is not b)
 
