@@ -35,14 +35,13 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 from rules.proof.divmod_sym import _purified
 from rules.proof.laws import Outcome
-from rules.proof.semantics import Val, check, fresh
+from rules.proof.semantics import Val, check, fresh, solver
 from rules.proof.symbolic import Case, SymInt, prove_paths, term
 from rules.proof.uops import Graphs, _keep
 
 __all__ = ["Leaves", "prove_shapes", "SYMBOLIC", "obligation", "rule_apply", "cmp_shapes",
            "fold_shapes", "simplex_shapes"]
 
-_F = z3.BoolVal(False)
 #: an atom's bounds: (unbounded below, unbounded above)
 _KINDS = ((False, False), (True, False), (False, True), (True, True))
 
@@ -91,7 +90,7 @@ class _SymGraphs(Graphs):
 
     def _const(self, dt: str, value: Any) -> Val:
         if isinstance(value, SymInt):
-            return Val(dt, _F, _F, value.t)
+            return Val(dt, z3.BoolVal(False), z3.BoolVal(False), value.t)
         return super()._const(dt, value)
 
 
@@ -108,14 +107,14 @@ def _prove_path(premise: list[Any], cond: Any, u: UOp, out: UOp, rlimit: int) ->
     own = z3.And(lhs.divz, *[z3.Not(g.value(s).divz) for s in u.src])
     claim = _keep(dataclasses.replace(lhs, divz=own), rhs)
     fs = [*premise, cond, *g.pre, z3.Not(claim)]
-    # z3's default solver (its model is a counterexample), on a tenth of the budget first,
+    # the SMT core (its model is a counterexample), on a tenth of the budget first,
     # then with the quotients named (C remainders of wrapped fixed-width values); then
     # nlsat (the products of symbolic bounds are nonlinear), whose "unsat" holds (it may
     # read the integers as reals, a relaxation) and whose "sat" is not taken
     for tactic, budget in ((None, rlimit // 10), ("named", rlimit // 10),
                            ("nlsat", rlimit // 10), (None, rlimit)):
         s = z3.Then("simplify", "purify-arith", "qfnra-nlsat").solver() \
-            if tactic == "nlsat" else z3.Solver()
+            if tactic == "nlsat" else solver()
         s.add(*(_purified(fs) if tactic == "named" else fs))
         r = check(s, budget)
         if r == z3.unsat:

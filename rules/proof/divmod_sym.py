@@ -27,7 +27,7 @@ import z3
 
 from eqsat.ir.linear import Lin
 from rules.proof.laws import Outcome
-from rules.proof.semantics import c_divmod, c_idiv, check
+from rules.proof.semantics import c_divmod, c_idiv, check, solver
 from rules.proof.symbolic import Case, SymInt, prove_paths, term
 
 __all__ = ["prove_divmod", "ZCtx", "linear_shapes", "made_shapes", "product_shapes",
@@ -264,7 +264,7 @@ def _prove_path(ctx: ZCtx, cond: Any, op: str, x: Lin, y: Lin, out: Any,
     goal = z3.And(yt != 0, *[d != 0 for d in ctx.divisors], lhs == out)
     fs = [*ctx.premise, cond, z3.Not(goal)]
     for attempt in (fs, _purified(fs)):  # z3's own division first, then named quotients
-        s = z3.Solver()
+        s = solver()
         s.add(*attempt)
         r = check(s, rlimit)  # (counts the units a settled query took)
         if r != z3.unknown:

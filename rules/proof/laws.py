@@ -49,6 +49,7 @@ from rules.proof.semantics import (
     const,
     fresh,
     in_range,
+    solver,
     sort_of,
 )
 
@@ -302,19 +303,6 @@ def _show_model(m: Any, env: _Env, dts: dict[int, str]) -> str:
         parts.append(f"{which}({name})={m.eval(b, model_completion=True)}")
     dt = ",".join(sorted(set(dts.values())))
     return f"[{dt}] " + " ".join(parts)
-
-
-def solver(floats: bool = False) -> Any:
-    """A z3 solver for one obligation (run it with :func:`.semantics.check`, within a
-    budget of z3's resource units). With floats: simplification and equation solving
-    first (they settle most rules at once), then z3's float tactic (its default solver
-    is slow on these); else z3's default solver (integers and bools)."""
-    if floats:
-        s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
-                    "qffp").solver()
-    else:
-        s = z3.Solver()
-    return s
 
 
 def _check(claim: Any, env: _Env, rlimit: int, floats: bool) -> tuple[Any, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 import z3
 
 from rules.proof.laws import Outcome
-from rules.proof.semantics import check
+from rules.proof.semantics import check, solver
 from rules.proof.symbolic import explore, term
 
 __all__ = ["PassCase", "prove_pass", "term_value"]
@@ -69,14 +69,6 @@ def term_value(t: Any, values: dict[int, Any]) -> Any:
     raise NotImplementedError(f"no value for the pending term {t!r}")
 
 
-def _solver() -> Any:
-    """A solver that first solves the path's equations for their variables (a
-    coefficient defined as ``g*q`` by a gcd, a constant's value): what is left of a
-    union's value is then mostly a polynomial identity, which z3's default strategy
-    takes seconds over."""
-    return z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", "smt").solver()
-
-
 def prove_pass(name: str, cases: list[PassCase], domain: str, rlimit: int) -> Outcome:
     """Run every case on every path and prove each union (see the module docstring).
     A pass that never unions anything on its cases fails (an empty obligation)."""
@@ -94,12 +86,12 @@ def prove_pass(name: str, cases: list[PassCase], domain: str, rlimit: int) -> Ou
             if not made:
                 continue
             goals = [case.goal(cls, t) for cls, t in made]
-            s = _solver()  # the path's unions in one query, one by one when it fails
+            s = solver()  # the path's unions in one query, one by one when it fails
             s.add(*case.premise, cond, z3.Not(z3.And(*goals)))
             if check(s, rlimit) == z3.unsat:
                 continue
             for (cls, t), g in zip(made, goals, strict=True):
-                s = _solver()
+                s = solver()
                 s.add(*case.premise, cond, z3.Not(g))
                 r = check(s, rlimit)
                 if r == z3.unsat:

@@ -18,7 +18,7 @@ from typing import Any
 
 from rules.lang import LAWS_BY_NAME, Law
 from rules.proof.laws import Outcome, prove_law
-from rules.proof.semantics import RLIMIT, Spent
+from rules.proof.semantics import RLIMIT, Spent, own_context
 
 __all__ = ["Entry", "entries", "prove", "summary"]
 
@@ -34,10 +34,13 @@ class Entry:
 
     def prove(self, rlimit: int = RLIMIT) -> Outcome:
         """The rule's proof, each z3 query within ``rlimit`` resource units; the
-        outcome's ``rlimit`` is the most one settled query took."""
-        Spent.reset()
-        out = self._prove(rlimit)
-        return dataclasses.replace(out, rlimit=Spent.most)
+        outcome's ``rlimit`` is the most one settled query took. The proof runs in a z3
+        context of its own (:func:`~rules.proof.semantics.own_context`): its outcome
+        does not depend on what this process proved before."""
+        with own_context():
+            Spent.reset()
+            out = self._prove(rlimit)
+            return dataclasses.replace(out, rlimit=Spent.most)
 
     def _prove(self, rlimit: int) -> Outcome:
         if self.law is not None:

@@ -29,7 +29,9 @@ It follows the reference interpreter (:mod:`eqsat.ir.interp`) and the text forma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -39,7 +41,8 @@ from eqsat.ir.ops import GroupOp, Ops
 
 __all__ = ["c_idiv", "c_divmod", "floor_divmod", "MeaninglessError", "Val", "sort_of", "fresh",
            "const", "apply", "same", "wrap",
-           "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "Spent"]
+           "canon", "as_int", "FLOAT_SORTS", "INT_RANGE", "RLIMIT", "check", "solver", "Spent",
+           "own_context"]
 
 #: the budget of one z3 query, in z3's resource units (``rlimit``: a count of the
 #: solver's own steps, not seconds), so a proof's verdict does not depend on the load or
@@ -63,12 +66,48 @@ class Spent:
 def _count() -> int:
     """z3's resource counter (it counts for the whole context, across queries): read
     off an empty query."""
-    p = z3.Solver()
+    p = z3.SimpleSolver()
     p.check()
     try:
         return int(p.statistics().get_key_value("rlimit count"))
     except z3.Z3Exception:  # no counter yet (nothing run in this context)
         return 0
+
+
+@contextmanager
+def own_context() -> Iterator[None]:
+    """A z3 context of its own for what runs inside (one rule's proof). z3's search
+    depends on the terms its context already holds (their ids, its caches) and its
+    resource counter is the context's: in the process's one context a proof's verdict
+    and units would depend on what was proven before it. The proofs build every term
+    in z3's main context (none names a context, none keeps a term between proofs), so
+    a fresh context made the main one for the duration is the proof's own."""
+    import z3.z3 as core  # (where z3py keeps its main context)
+
+    outer = core._main_ctx
+    core._main_ctx = z3.Context()
+    try:
+        yield
+    finally:
+        core._main_ctx = outer
+
+
+def solver(floats: bool = False) -> Any:
+    """A z3 solver for one query (run it with :func:`check`) whose verdict depends on
+    the query and its ``rlimit`` only. Integers, bools and unknown functions:
+    simplification (sums of monomials), values and equations propagated, then z3's SMT
+    core. Not ``z3.Solver()``: for a query of one logic that runs z3's strategy of the
+    logic, whose stages are cut by wall-clock time (nonlinear integers: the SMT core
+    after 2 seconds, nlsat after 3, then the SMT core again), so a query the SMT core
+    settles within its budget on an idle machine could run out of it on a loaded one.
+    With floats: simplification and equation solving first (they settle most rules at
+    once), then z3's float strategy (bit-blasting; no clock in it); z3's default
+    solver is slow on these."""
+    if floats:
+        return z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
+                       "qffp").solver()
+    return z3.Then("simplify", "propagate-values", "solve-eqs",
+                   z3.With("simplify", som=True), "smt").solver()
 
 
 def check(s: Any, rlimit: int) -> Any:
@@ -99,7 +138,6 @@ def _range(name: str) -> tuple[int, int] | None:
 
 
 INT_RANGE = {n: _range(n) for n in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")}
-_TRUE, _FALSE = z3.BoolVal(True), z3.BoolVal(False)
 
 
 @dataclass(frozen=True)
@@ -114,7 +152,7 @@ class Val:
     raw: bool = False
     #: undefined because of a division or remainder by zero (the part of ``undef`` a
     #: rule must keep: the spec never folds a division by zero into a value)
-    divz: Any = z3.BoolVal(False)
+    divz: Any = field(default_factory=lambda: z3.BoolVal(False))
 
 
 #: how casts between integers and floats are read: ``"real"`` (bit-precise) or ``"uf"``
@@ -165,15 +203,15 @@ def fresh(name: str, dt: str, may_inv: bool = True, may_undef: bool = True,
           bv: bool = False) -> Val:
     """A symbolic value of ``dt`` (maybe Invalid, maybe undefined)."""
     x = z3.Const(name, sort_of(dt, bv))
-    return Val(dt, z3.Bool(f"{name}.undef") if may_undef else _FALSE,
-               z3.Bool(f"{name}.inv") if may_inv else _FALSE, x)
+    return Val(dt, z3.Bool(f"{name}.undef") if may_undef else z3.BoolVal(False),
+               z3.Bool(f"{name}.inv") if may_inv else z3.BoolVal(False), x)
 
 
 def in_range(v: Val) -> Any:
     """The constraint that a fresh fixed-width value is in its dtype's range."""
     r = INT_RANGE.get(v.dt)
     if r is None or _is_bv(v.x):
-        return _TRUE
+        return z3.BoolVal(True)
     return z3.And(v.x >= r[0], v.x <= r[1])
 
 
@@ -181,16 +219,16 @@ def const(dt: str, value: Any, bv: bool = False) -> Val:
     """The constant ``value`` of ``dt`` (an integer literal in a float dtype is that
     float, ``0`` being +0.0)."""
     if dt == "bool":
-        return Val(dt, _FALSE, _FALSE, z3.BoolVal(bool(value)))
+        return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(bool(value)))
     if dt in FLOAT_SORTS:
-        return Val(dt, _FALSE, _FALSE, z3.FPVal(float(value), sort_of(dt)))
+        return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.FPVal(float(value), sort_of(dt)))
     v = int(value)
     if dt in INT_RANGE:
         if bv:
-            return Val(dt, _FALSE, _FALSE, z3.BitVecVal(v, _bits(dt)))
+            return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.BitVecVal(v, _bits(dt)))
         lo, hi = INT_RANGE[dt]
         v = ((v - lo) % (hi - lo + 1)) + lo
-    return Val(dt, _FALSE, _FALSE, z3.IntVal(v))
+    return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.IntVal(v))
 
 
 def same(a: Val, b: Val) -> Any:
@@ -200,7 +238,6 @@ def same(a: Val, b: Val) -> Any:
                         z3.Or(a.inv, canon(a) == canon(b))))
 
 
-_RM = z3.RNE()
 
 
 def c_idiv(a: Any, b: Any) -> Any:
@@ -230,16 +267,9 @@ def _fp_max(a: Any, b: Any, is_max: bool) -> Any:
     return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), nan, z3.If(pick, a, b))
 
 
-_UF: dict[tuple, Any] = {}
-
-
 def _uf(name: str, dt: str, n: int) -> Any:
-    key = (name, dt, n)
-    f = _UF.get(key)
-    if f is None:
-        s = sort_of(dt)
-        f = _UF[key] = z3.Function(f"{name}_{dt}", *([s] * n), s)
-    return f
+    s = sort_of(dt)
+    return z3.Function(f"{name}_{dt}", *([s] * n), s)  # (one name, one function)
 
 
 def _bits(dt: str) -> int:
@@ -257,14 +287,14 @@ def _from_bv(dt: str, b: Any) -> Any:
 def _int_to_float(x: Any, dst: str) -> Any:
     """An integer (Int) as float ``dst``: its exact value rounded once, as the
     interpreter and C convert (:func:`eqsat.ir.semantics.int_to_float`)."""
-    return z3.fpToFP(_RM, z3.ToReal(x), sort_of(dst))
+    return z3.fpToFP(z3.RNE(), z3.ToReal(x), sort_of(dst))
 
 
 def _float_to_float(x: Any, src: str, dst: str) -> Any:
     """A float as float ``dst``: rounded once (bf16 too)."""
     if src == dst:
         return x
-    return z3.fpToFP(_RM, x, sort_of(dst))
+    return z3.fpToFP(z3.RNE(), x, sort_of(dst))
 
 
 def _cast(v: Val, dst: str, bv: bool) -> tuple[Any, Any]:
@@ -277,7 +307,7 @@ def _cast(v: Val, dst: str, bv: bool) -> tuple[Any, Any]:
         key = "float" if src in FLOAT_SORTS else "int"
         f = z3.Function(f"conv_{key}_{src if key == 'float' else ''}_{dst}",
                         arg.sort(), sort_of(dst, bv))
-        bad = _FALSE
+        bad = z3.BoolVal(False)
         if dst not in FLOAT_SORTS:
             bad = z3.Function(f"convbad_{src}_{dst}", arg.sort(), z3.BoolSort())(arg)
         return f(arg), bad
@@ -298,12 +328,12 @@ def _cast_bv(v: Val, dst: str) -> tuple[Any, Any] | None:
     if _is_bv(x) and dst in INT_RANGE:  # resize: truncate, or extend by the source's sign
         n, m = x.size(), _bits(dst)
         if m <= n:
-            return z3.Extract(m - 1, 0, x), _FALSE
-        return (z3.SignExt if _signed(src) else z3.ZeroExt)(m - n, x), _FALSE
+            return z3.Extract(m - 1, 0, x), z3.BoolVal(False)
+        return (z3.SignExt if _signed(src) else z3.ZeroExt)(m - n, x), z3.BoolVal(False)
     if _is_bv(x) and dst in FLOAT_SORTS:  # through f64 first, as the interpreter does
         conv = z3.fpSignedToFP if _signed(src) else z3.fpUnsignedToFP
-        f64 = conv(_RM, x, z3.Float64())
-        return (f64 if dst == "f64" else _float_to_float(f64, "f64", dst)), _FALSE
+        f64 = conv(z3.RNE(), x, z3.Float64())
+        return (f64 if dst == "f64" else _float_to_float(f64, "f64", dst)), z3.BoolVal(False)
     if src in FLOAT_SORTS and dst in INT_RANGE:  # truncate; NaN, inf, out of range: undefined
         n = _bits(dst)
         t = z3.fpRoundToIntegral(z3.RTZ(), x)
@@ -319,7 +349,7 @@ def _cast_bv(v: Val, dst: str) -> tuple[Any, Any] | None:
         return val, z3.Or(z3.fpIsNaN(x), z3.fpIsInf(x), out)
     if src == "bool" and dst in INT_RANGE:
         n = _bits(dst)
-        return z3.If(x, z3.BitVecVal(1, n), z3.BitVecVal(0, n)), _FALSE
+        return z3.If(x, z3.BitVecVal(1, n), z3.BitVecVal(0, n)), z3.BoolVal(False)
     return None
 
 
@@ -327,14 +357,14 @@ def _cast_int(v: Val, dst: str) -> tuple[Any, Any]:
     src = v.dt
     if dst == "bool":
         if src == "bool":
-            return v.x, _FALSE
+            return v.x, z3.BoolVal(False)
         if src in FLOAT_SORTS:
-            return z3.Not(z3.fpEQ(v.x, z3.FPVal(0.0, v.x.sort()))), _FALSE
-        return as_int(v) != 0, _FALSE
+            return z3.Not(z3.fpEQ(v.x, z3.FPVal(0.0, v.x.sort()))), z3.BoolVal(False)
+        return as_int(v) != 0, z3.BoolVal(False)
     if dst in FLOAT_SORTS:
         if src in FLOAT_SORTS:
-            return _float_to_float(v.x, src, dst), _FALSE
-        return _int_to_float(as_int(v), dst), _FALSE
+            return _float_to_float(v.x, src, dst), z3.BoolVal(False)
+        return _int_to_float(as_int(v), dst), z3.BoolVal(False)
     # to an integer
     if src in FLOAT_SORTS:
         r = z3.fpToReal(v.x)
@@ -345,7 +375,7 @@ def _cast_int(v: Val, dst: str) -> tuple[Any, Any]:
             bad = z3.Or(bad, t < rng[0], t > rng[1])
         return t, bad
     x = as_int(v)
-    return (wrap(dst, x) if dst in INT_RANGE else x), _FALSE
+    return (wrap(dst, x) if dst in INT_RANGE else x), z3.BoolVal(False)
 
 
 def _bitcast(v: Val, dst: str) -> Any:
@@ -378,12 +408,12 @@ def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> 
         divz = z3.Or(c.divz, z3.And(z3.Not(c.undef), z3.Not(c.inv),
                                     z3.If(c.x, t.divz, f.divz)))
         return Val(dt, undef, inv, z3.If(c.x, tx, fx), raw, divz)
-    undef_in = z3.Or(*[a.undef for a in args]) if args else _FALSE
-    inv_in = z3.Or(*[a.inv for a in args]) if args else _FALSE
+    undef_in = z3.Or(*[a.undef for a in args]) if args else z3.BoolVal(False)
+    inv_in = z3.Or(*[a.inv for a in args]) if args else z3.BoolVal(False)
     x, own, raw = _value(op, dt, args, to, bv)
     undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
     inv = z3.And(z3.Not(undef_in), inv_in)
-    divz = z3.Or(*[a.divz for a in args]) if args else _FALSE
+    divz = z3.Or(*[a.divz for a in args]) if args else z3.BoolVal(False)
     if op in GroupOp.IntDiv:
         divz = z3.Or(divz, z3.And(z3.Not(undef_in), z3.Not(inv_in), own))
     return Val(dt, undef, inv, x, raw, divz)
@@ -399,37 +429,38 @@ def _value(op: Ops, dt: str, args: list[Val], to: str,
         x = _bitcast(args[0], dt)
         if bv and dt in INT_RANGE and not _is_bv(x):
             x = z3.Int2BV(x, _bits(dt))
-        return x, _FALSE, False
+        return x, z3.BoolVal(False), False
     src = args[0].dt
     if op in GroupOp.Comparison:
         a, b = args
         if src in FLOAT_SORTS:
             fn = {Ops.LT: z3.fpLT, Ops.LE: z3.fpLEQ, Ops.GT: z3.fpGT, Ops.GE: z3.fpGEQ,
                   Ops.EQ: z3.fpEQ, Ops.NE: lambda p, q: z3.Not(z3.fpEQ(p, q))}[op]
-            return fn(a.x, b.x), _FALSE, False
+            return fn(a.x, b.x), z3.BoolVal(False), False
         if _is_bv(a.x):
             p, q = a.x, b.x
             if _signed(src):
                 return {Ops.LT: p < q, Ops.LE: p <= q, Ops.GT: p > q, Ops.GE: p >= q,
-                        Ops.EQ: p == q, Ops.NE: p != q}[op], _FALSE, False
+                        Ops.EQ: p == q, Ops.NE: p != q}[op], z3.BoolVal(False), False
             return {Ops.LT: z3.ULT(p, q), Ops.LE: z3.ULE(p, q), Ops.GT: z3.UGT(p, q),
-                    Ops.GE: z3.UGE(p, q), Ops.EQ: p == q, Ops.NE: p != q}[op], _FALSE, False
+                    Ops.GE: z3.UGE(p, q), Ops.EQ: p == q,
+                    Ops.NE: p != q}[op], z3.BoolVal(False), False
         p, q = as_int(a), as_int(b)
         return {Ops.LT: p < q, Ops.LE: p <= q, Ops.GT: p > q, Ops.GE: p >= q,
-                Ops.EQ: p == q, Ops.NE: p != q}[op], _FALSE, False
+                Ops.EQ: p == q, Ops.NE: p != q}[op], z3.BoolVal(False), False
     if dt == "bool":
         xs = [a.x for a in args]
         if op is Ops.NOT:
-            return z3.Not(xs[0]), _FALSE, False
+            return z3.Not(xs[0]), z3.BoolVal(False), False
         if op in (Ops.ADD, Ops.OR, Ops.MAX):
-            return z3.Or(xs[0], xs[1]), _FALSE, False
+            return z3.Or(xs[0], xs[1]), z3.BoolVal(False), False
         if op in (Ops.MUL, Ops.AND, Ops.MIN):
-            return z3.And(xs[0], xs[1]), _FALSE, False
+            return z3.And(xs[0], xs[1]), z3.BoolVal(False), False
         if op is Ops.XOR:
-            return z3.Xor(xs[0], xs[1]), _FALSE, False
+            return z3.Xor(xs[0], xs[1]), z3.BoolVal(False), False
         raise NotImplementedError(f"{op.name} on bool")
     if dt in FLOAT_SORTS:
-        return _float_value(op, dt, [a.x for a in args]), _FALSE, False
+        return _float_value(op, dt, [a.x for a in args]), z3.BoolVal(False), False
     if args and _is_bv(args[0].x):
         return _bv_value(op, dt, [a.x for a in args])
     return _int_value(op, dt, args)
@@ -440,21 +471,21 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
     sg = _signed(dt)
     a = xs[0]
     if op is Ops.NEG:
-        return -a, _FALSE, False
+        return -a, z3.BoolVal(False), False
     if op is Ops.NOT:
-        return ~a, _FALSE, False
+        return ~a, z3.BoolVal(False), False
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-        return a, _FALSE, False
+        return a, z3.BoolVal(False), False
     b = xs[1]
     zero = z3.BitVecVal(0, a.size())
     if op is Ops.ADD:
-        return a + b, _FALSE, False
+        return a + b, z3.BoolVal(False), False
     if op is Ops.SUB:
-        return a - b, _FALSE, False
+        return a - b, z3.BoolVal(False), False
     if op is Ops.MUL:
-        return a * b, _FALSE, False
+        return a * b, z3.BoolVal(False), False
     if op is Ops.MULACC:
-        return a * b + xs[2], _FALSE, False
+        return a * b + xs[2], z3.BoolVal(False), False
     if op is Ops.IDIV:  # bvsdiv truncates; INT_MIN / -1 wraps to INT_MIN, as the IR's
         return (a / b if sg else z3.UDiv(a, b)), b == zero, False
     if op is Ops.MOD:  # bvsrem takes the dividend's sign
@@ -469,15 +500,15 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
         down = z3.And(r != zero, (r < zero) != (b < zero))
         return z3.If(down, a / b - 1, a / b), b == zero, False
     if op is Ops.MAX:
-        return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), _FALSE, False
+        return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), z3.BoolVal(False), False
     if op is Ops.MIN:
-        return z3.If((a <= b) if sg else z3.ULE(a, b), a, b), _FALSE, False
+        return z3.If((a <= b) if sg else z3.ULE(a, b), a, b), z3.BoolVal(False), False
     if op is Ops.AND:
-        return a & b, _FALSE, False
+        return a & b, z3.BoolVal(False), False
     if op is Ops.OR:
-        return a | b, _FALSE, False
+        return a | b, z3.BoolVal(False), False
     if op is Ops.XOR:
-        return a ^ b, _FALSE, False
+        return a ^ b, z3.BoolVal(False), False
     if op in (Ops.SHL, Ops.SHR):
         width = z3.BitVecVal(a.size(), a.size())
         bad = z3.Or(b < zero, b >= width) if sg else z3.UGE(b, width)
@@ -498,9 +529,9 @@ def _float_value(op: Ops, dt: str, xs: list[Any]) -> Any:
     if op is Ops.NEG:
         return z3.fpNeg(a)
     if op is Ops.SQRT:
-        return z3.fpSqrt(_RM, a)
+        return z3.fpSqrt(z3.RNE(), a)
     if op is Ops.RECIP:
-        return z3.fpDiv(_RM, z3.FPVal(1.0, s), a)
+        return z3.fpDiv(z3.RNE(), z3.FPVal(1.0, s), a)
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
         rm = {Ops.TRUNC: z3.RTZ(), Ops.FLOOR: z3.RTN(), Ops.CEIL: z3.RTP(),
               Ops.ROUND: z3.RNE()}[op]
@@ -509,13 +540,13 @@ def _float_value(op: Ops, dt: str, xs: list[Any]) -> Any:
         return _uf(op.name.lower(), dt, 1)(a)
     b = xs[1]
     if op is Ops.ADD:
-        return z3.fpAdd(_RM, a, b)
+        return z3.fpAdd(z3.RNE(), a, b)
     if op is Ops.SUB:
-        return z3.fpSub(_RM, a, b)
+        return z3.fpSub(z3.RNE(), a, b)
     if op is Ops.MUL:
-        return z3.fpMul(_RM, a, b)
+        return z3.fpMul(z3.RNE(), a, b)
     if op is Ops.FDIV:
-        return z3.fpDiv(_RM, a, b)
+        return z3.fpDiv(z3.RNE(), a, b)
     if op in (Ops.MAX, Ops.MIN):
         return _fp_max(a, b, op is Ops.MAX)
     if op is Ops.POW:
@@ -524,7 +555,7 @@ def _float_value(op: Ops, dt: str, xs: list[Any]) -> Any:
         return z3.If(z3.fpIsZero(b), one,
                      z3.If(b == one, a, _uf("pow", dt, 2)(a, b)))
     if op is Ops.MULACC:
-        return z3.fpAdd(_RM, z3.fpMul(_RM, a, b), xs[2])
+        return z3.fpAdd(z3.RNE(), z3.fpMul(z3.RNE(), a, b), xs[2])
     raise NotImplementedError(f"{op.name} on {dt}")
 
 
@@ -532,28 +563,28 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     fixed = dt in INT_RANGE
     xs = [a.x for a in args]
     if op is Ops.NEG:
-        return -xs[0], _FALSE, fixed
+        return -xs[0], z3.BoolVal(False), fixed
     if op is Ops.NOT:
-        return -xs[0] - 1, _FALSE, fixed
+        return -xs[0] - 1, z3.BoolVal(False), fixed
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-        return xs[0], _FALSE, args[0].raw
+        return xs[0], z3.BoolVal(False), args[0].raw
     if op is Ops.ADD:
-        return xs[0] + xs[1], _FALSE, fixed
+        return xs[0] + xs[1], z3.BoolVal(False), fixed
     if op is Ops.SUB:
-        return xs[0] - xs[1], _FALSE, fixed
+        return xs[0] - xs[1], z3.BoolVal(False), fixed
     if op is Ops.MUL:
-        return xs[0] * xs[1], _FALSE, fixed
+        return xs[0] * xs[1], z3.BoolVal(False), fixed
     if op is Ops.MULACC:
-        return xs[0] * xs[1] + xs[2], _FALSE, fixed
+        return xs[0] * xs[1] + xs[2], z3.BoolVal(False), fixed
     a, b = canon(args[0]), canon(args[1])
     if op in (Ops.IDIV, Ops.MOD):
         return c_divmod("idiv" if op is Ops.IDIV else "mod", a, b), b == 0, fixed
     if op in (Ops.FLOORDIV, Ops.FLOORMOD):
         return floor_divmod(op.name.lower(), a, b), b == 0, fixed
     if op is Ops.MAX:
-        return z3.If(a >= b, a, b), _FALSE, False
+        return z3.If(a >= b, a, b), z3.BoolVal(False), False
     if op is Ops.MIN:
-        return z3.If(a <= b, a, b), _FALSE, False
+        return z3.If(a <= b, a, b), z3.BoolVal(False), False
     if op in (Ops.AND, Ops.OR, Ops.XOR):
         if not fixed:  # two's complement of unbounded integers: exact where both are
             # 64-bit values, opaque beyond (a rule of bitwise ops only is proven on 64-bit
@@ -561,15 +592,15 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
             lo_ab, hi_ab = z3.If(a <= b, a, b), z3.If(a <= b, b, a)  # they commute
             uf = _uf(op.name.lower(), "index", 2)(lo_ab, hi_ab)
             if CONVERSIONS["bitwise"] == "uf":  # an unknown commutative function: enough
-                return uf, _FALSE, False       # where a rule only moves the op
+                return uf, z3.BoolVal(False), False       # where a rule only moves the op
             lo, hi = INT_RANGE["i64"]
             pa, pb = _to_bv("i64", a), _to_bv("i64", b)
             r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
             small = z3.And(a >= lo, a <= hi, b >= lo, b <= hi)
-            return z3.If(small, _from_bv("i64", r), uf), _FALSE, False
+            return z3.If(small, _from_bv("i64", r), uf), z3.BoolVal(False), False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
-        return _from_bv(dt, r), _FALSE, False
+        return _from_bv(dt, r), z3.BoolVal(False), False
     if op in (Ops.SHL, Ops.SHR):
         limit = _bits(dt) if fixed else 4096
         bad = z3.Or(b < 0, b >= limit)

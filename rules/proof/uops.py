@@ -38,12 +38,12 @@ from rules.proof.semantics import (
     fresh,
     in_range,
     same,
+    solver,
     sort_of,
 )
 
 __all__ = ["Addr", "Write", "Graphs", "same_graph"]
 
-_F = z3.BoolVal(False)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class Graphs:
             return self._leaf(u)
         if op is Ops.INVALID:
             inv = z3.Const(f"inv{next(self.n)}", sort_of(sdt, self.bv))
-            return Val(sdt, _F, z3.BoolVal(True), inv)
+            return Val(sdt, z3.BoolVal(False), z3.BoolVal(True), inv)
         if op is Ops.DEFINE_GLOBAL:
             return ("buffer", u.arg[0], u.dtype.base().scalar().name)
         if op is Ops.NOOP:
@@ -349,8 +349,7 @@ def same_graph(lhs: UOp, rhs: UOp, rlimit: int = RLIMIT,
             claim = _same(g.value(lhs), g.value(rhs))
         finally:
             CONVERSIONS["bitwise"] = "exact"
-        s = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs",
-                    "qffp").solver() if floats else z3.Solver()
+        s = solver(floats)
         s.add(*g.pre)
         s.add(z3.Not(claim))
         r = check(s, rlimit if bv or not fixed else rlimit // 10)
@@ -378,7 +377,7 @@ def same_graphs(pairs: list[tuple[UOp, UOp]], rlimit: int = RLIMIT,
         claim = z3.And(*[_same(g.value(lhs), g.value(rhs)) for lhs, rhs in pairs])
     except NotImplementedError:
         return False
-    s = z3.Solver()
+    s = solver()
     s.add(*g.pre)
     s.add(z3.Not(claim))
     return check(s, rlimit) == z3.unsat

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ import z3  # noqa: F401  (the dev extra installs z3-solver: a missing one fails,
 
 import eqsat.engines.egraph.proofs  # noqa: F401  (registers the e-graph's passes)
 from eqsat.cli import main
+from rules.proof import prove
 from rules.proof.registry import entries
 from rules.proof.semantics import RLIMIT
 
@@ -121,6 +123,62 @@ def test_a_rule_s_proof_does_not_depend_on_the_rules_before_it(
     after = _units(capsys, "add_zero,add_self,lt_mul_neg_pos", "1")
     beside = _units(capsys, "add_zero,add_self,lt_mul_neg_pos", "2")
     assert after["lt_mul_neg_pos"] == beside["lt_mul_neg_pos"] == alone
+
+
+def test_a_proof_in_process_does_not_depend_on_the_proofs_before_it() -> None:
+    # each proof has a z3 context of its own: in the process's one context
+    # lt_mul_neg_pos's most costly query took 71,826 units alone, 108,201 after these two
+    alone = prove("lt_mul_neg_pos")
+    prove("add_zero")
+    prove("add_self")
+    again = prove("lt_mul_neg_pos")
+    assert (again.status, again.rlimit, again.detail) == (alone.status, alone.rlimit,
+                                                           alone.detail)
+    assert alone.status == "proven"
+
+
+_PROVE_ON_CUE = ("import sys\n"
+                 "from rules.proof import prove\n"
+                 "from rules.proof.registry import entries\n"
+                 "entries()\n"
+                 "print('ready', flush=True)\n"
+                 "sys.stdin.readline()\n"
+                 "o = prove(sys.argv[1])\n"
+                 "print(o.status, o.rlimit, o.detail)\n")
+
+
+def _prove_slowed(name: str, run: float, stop: float) -> str:
+    """``status units detail`` of ``name`` proven in a process that runs ``run``
+    seconds in each ``run + stop`` (SIGSTOP, SIGCONT): a machine that much slower to
+    every clock, its CPU time the same."""
+    p = subprocess.Popen([sys.executable, "-c", _PROVE_ON_CUE, name], text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        assert p.stdout.readline() == "ready\n"
+        p.stdin.write("\n")
+        p.stdin.flush()
+        while p.poll() is None:
+            time.sleep(run)
+            os.kill(p.pid, signal.SIGSTOP)
+            time.sleep(stop)
+            os.kill(p.pid, signal.SIGCONT)
+        return p.stdout.read().strip()
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+        p.wait()
+
+
+def test_a_proof_on_a_slow_machine_is_the_same() -> None:
+    # z3's strategy for nonlinear integers (z3.Solver()) cuts its SMT stage after 2 s
+    # of the clock: at a quarter of the speed floormod_cancel_factor's query (over 0.5 s
+    # of a core) was cut and the rule became tested-only; the proofs' solver has no clock
+    o = prove("floormod_cancel_factor")
+    assert o.status == "proven"
+    assert _prove_slowed("floormod_cancel_factor", 0.05, 0.15) == \
+        f"{o.status} {o.rlimit} {o.detail}"
 
 
 def test_a_budget_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
