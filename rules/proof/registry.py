@@ -127,14 +127,12 @@ def prove(engine: str | None = None, names: list[str] | None = None,
     """The outcome of each rule's proof, in registry order (``names``: those only; an
     unknown name raises ValueError).
 
-    Each rule is proven in a process of its own, forked from one server process that
-    imported z3, the rules and the modules of ``setup`` (the modules that register
-    obligations) and proved nothing: z3's search depends on the terms its context
-    already holds (their order, its caches), so a rule proven after others in one
-    process could give up where it is proven alone. Forked from the same state, every
-    rule gets the same verdict whatever ran before it, with any ``jobs`` (how many
-    processes prove side by side). ``jobs=0`` proves in this process, in turn (a
-    verdict may then depend on what was proven before it)."""
+    Each rule is proven in a z3 context of its own (:meth:`Entry.prove`), in a process
+    of its own forked from one server process that imported z3, the rules and the
+    modules of ``setup`` (the modules that register obligations) and proved nothing
+    (nor holds an e-graph, or the memory z3 counts process-wide), ``jobs`` processes
+    side by side: every rule gets the same verdict whatever ran before it, with any
+    ``jobs``. ``jobs=0`` proves in this process, in turn."""
     es = entries(engine)
     if names:
         known = {e.name for e in es}
