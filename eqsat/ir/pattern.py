@@ -396,6 +396,9 @@ class PatternMatcher:
         for op in Ops:
             merged = sorted(by_op.get(op, []) + any_op, key=lambda t: t[0])
             self._by_op[op] = [r for _, r in merged]
+        #: (op, each source's op) by value -> the rules of ``_by_op`` whose source check
+        #: admits such sources (:meth:`candidates`)
+        self._cands: dict[tuple[int, ...], list[Rule]] = {}
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
@@ -406,18 +409,34 @@ class PatternMatcher:
     def __repr__(self) -> str:
         return f"PatternMatcher({self.name!r}, {len(self.rules)} rules)"
 
+    def candidates(self, u: UOp) -> list[Rule]:
+        """The rules that may rewrite ``u``, in order: those of its op whose pattern's
+        source ops (``Rule._srcs_ok``) admit ``u``'s sources. That check reads only the
+        number of sources and their ops, so the list is kept per op and source ops (a
+        node of more than :data:`_CANDS_MAX_SRC` sources is checked each time)."""
+        src = u.src
+        if len(src) > _CANDS_MAX_SRC:
+            return [r for r in self._by_op[u.op] if r._srcs_ok is None or r._srcs_ok(src)]
+        key = (u.op._value_, *[s.op._value_ for s in src])
+        rules = self._cands.get(key)
+        if rules is None:
+            rules = self._cands[key] = [r for r in self._by_op[u.op]
+                                        if r._srcs_ok is None or r._srcs_ok(src)]
+        return rules
+
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
-        src = u.src
-        for r in self._by_op[u.op]:
-            ok = r._srcs_ok
-            if ok is not None and not ok(src):
-                continue  # no source has an op its place in the pattern needs
+        for r in self.candidates(u):
             out = r.apply(u)
             if out is not None:
                 self.matches[r.name] += 1
                 return out, r
         return None
+
+
+#: the most sources a node may have for :meth:`PatternMatcher.candidates` to keep its
+#: rule list (a key per op and source ops; a kernel's SINK has one source per store)
+_CANDS_MAX_SRC = 4
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
