@@ -14,10 +14,12 @@ first whose guard holds and whose builder returns a node wins.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from types import CodeType, FunctionType
 from typing import Any
 
 from eqsat.ir.dtype import DType
@@ -84,11 +86,12 @@ class UPat:
     def matcher(self) -> Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]]:
         """This pattern compiled to a function ``(u, env) -> [bindings]`` (cached).
 
-        Same semantics as :meth:`match`, several times faster: no generators,
-        checks specialized to the fields the pattern sets.
+        Same semantics as :meth:`match`, several times faster: one generated function
+        (:func:`_generate`), or closures (:func:`_compile`) for a variadic pattern; no
+        generators, checks specialized to the fields the pattern sets.
         """
         if self._fn is None:
-            self._fn = _compile(self)
+            self._fn = _generate(self) or _compile(self)
         return self._fn
 
     def match(self, u: UOp, env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
@@ -252,6 +255,101 @@ def _compile(p: UPat) -> _MatchFn:
             return []
         return _seq(fns, src, e)
     return ordered
+
+
+class _UnsupportedError(Exception):
+    """A pattern :func:`_generate` does not write as one function."""
+
+
+_ONCE = (None,)
+#: the globals of every function :func:`_generate` makes (the pattern's values are its
+#: parameters' defaults: local reads)
+_GEN_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
+
+
+def _generate(p: UPat) -> _MatchFn | None:
+    """``p``'s matcher (as :func:`_compile` makes it) written as one Python function,
+    None for a pattern with a variadic source (``src=UPat``). The pattern's nodes become
+    nested checks: a commutative source pair a loop over its two orders, a failed check
+    a ``continue`` to the innermost choice, each full match one binding dict, built in
+    the order the names are first bound. The same bindings, in the same order, as the
+    closures of :func:`_compile`, without a call per pattern node."""
+    consts: dict[str, Any] = {"K0": _ONCE}
+    lines = ["", "    out = []", "    for _ in K0:"]  # (the header once the values are known)
+    names: list[str] = []  # first-bound order
+    count = [0]
+
+    def const(v: Any) -> str:
+        k = f"K{len(consts)}"
+        consts[k] = v
+        return k
+
+    def fresh() -> str:
+        count[0] += 1
+        return f"n{count[0]}"
+
+    def node(q: UPat, var: str, ind: int) -> int:
+        pad = " " * ind
+        if q.ops is not None:
+            lines.append(f"{pad}if {var}.op._value_ not in "
+                         f"{const(frozenset(o._value_ for o in q.ops))}: continue")
+        if q.dtypes is not None:
+            lines.append(f"{pad}if {var}.dtype not in {const(q.dtypes)}: continue")
+        if q.arg is not _ANY:
+            lines.append(f"{pad}if {var}.arg != {const(q.arg)}: continue")
+        if q.pred is not None:
+            lines.append(f"{pad}if not {const(q.pred)}({var}): continue")
+        if q.name is not None:
+            v = f"v_{names.index(q.name) if q.name in names else len(names)}"
+            if q.name in names:
+                lines.append(f"{pad}if {var} is not {v}: continue")
+            else:
+                names.append(q.name)
+                lines.append(f"{pad}{v} = env.get({const(q.name)})")
+                lines.append(f"{pad}if {v} is None: {v} = {var}")
+                lines.append(f"{pad}elif {v} is not {var}: continue")
+        if q.src is None:
+            return ind
+        n = len(q.src)
+        if q.any_len and n == 1:
+            raise _UnsupportedError
+        s = fresh()
+        lines.append(f"{pad}{s} = {var}.src")
+        lines.append(f"{pad}if len({s}) {'<' if q.any_len else '!='} {n}: continue")
+        if q.commutative and n == 2:
+            a, b = fresh(), fresh()
+            lines.append(f"{pad}for {a}, {b} in (({s}[0], {s}[1]), ({s}[1], {s}[0])):")
+            ind = node(q.src[0], a, ind + 4)
+            return node(q.src[1], b, ind)
+        for i, c in enumerate(q.src):
+            k = fresh()
+            lines.append(f"{' ' * ind}{k} = {s}[{i}]")
+            ind = node(c, k, ind)
+        return ind
+
+    try:
+        ind = node(p, "u", 8)
+    except _UnsupportedError:
+        return None
+    binds = ", ".join(f"{const(n)}: v_{i}" for i, n in enumerate(names))
+    lines.append(f"{' ' * ind}out.append({{**env, {binds}}})" if names else
+                 f"{' ' * ind}out.append(env)")
+    lines.append("    return out")
+    # the text names the pattern's values only as K<i> (its shape): patterns of one
+    # shape share the compiled code, each function with its own values
+    lines[0] = f"def match(u, env, {', '.join(f'{k}=None' for k in consts)}):"
+    text = "\n".join(lines)
+    code = _SHAPES.get(text)
+    if code is None:
+        scope: dict[str, Any] = {}
+        exec(text, _GEN_GLOBALS, scope)  # noqa: S102 (the text is made above, from the pattern)
+        code = _SHAPES[text] = scope["match"].__code__
+    return FunctionType(code, _GEN_GLOBALS, "match", tuple(consts.values()))
+
+
+#: the code of each pattern shape :func:`_generate` wrote (a shape's text -> its code;
+#: a function of the shape alone, kept for the patterns of the same shape)
+_SHAPES: dict[str, CodeType] = {}
 
 
 def _child_ops_check(p: UPat) -> Callable[[tuple[UOp, ...]], bool] | None:
