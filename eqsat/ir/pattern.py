@@ -267,15 +267,20 @@ _ONCE = (None,)
 _GEN_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
 
 
-def _generate(p: UPat) -> _MatchFn | None:
+def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     """``p``'s matcher (as :func:`_compile` makes it) written as one Python function,
     None for a pattern with a variadic source (``src=UPat``). The pattern's nodes become
     nested checks: a commutative source pair a loop over its two orders, a failed check
     a ``continue`` to the innermost choice, each full match one binding dict, built in
     the order the names are first bound. The same bindings, in the same order, as the
-    closures of :func:`_compile`, without a call per pattern node."""
+    closures of :func:`_compile`, without a call per pattern node.
+
+    With ``rule`` (whose pattern is ``p``): its :meth:`Rule.apply` instead, ``(u) ->
+    rewrite or None``: at each match, in the same order, the guard and the build called
+    with the bindings (by position where :func:`_kwargs_caller` passes them so), the
+    first rewrite returned."""
     consts: dict[str, Any] = {"K0": _ONCE}
-    lines = ["", "    out = []", "    for _ in K0:"]  # (the header once the values are known)
+    lines = ["", "    out = []" if rule is None else "", "    for _ in K0:"]
     names: list[str] = []  # first-bound order
     count = [0]
 
@@ -303,6 +308,9 @@ def _generate(p: UPat) -> _MatchFn | None:
             v = f"v_{names.index(q.name) if q.name in names else len(names)}"
             if q.name in names:
                 lines.append(f"{pad}if {var} is not {v}: continue")
+            elif rule is not None:  # (nothing bound before the match)
+                names.append(q.name)
+                lines.append(f"{pad}{v} = {var}")
             else:
                 names.append(q.name)
                 lines.append(f"{pad}{v} = env.get({const(q.name)})")
@@ -331,20 +339,46 @@ def _generate(p: UPat) -> _MatchFn | None:
         ind = node(p, "u", 8)
     except _UnsupportedError:
         return None
-    binds = ", ".join(f"{const(n)}: v_{i}" for i, n in enumerate(names))
-    lines.append(f"{' ' * ind}out.append({{**env, {binds}}})" if names else
-                 f"{' ' * ind}out.append(env)")
-    lines.append("    return out")
+    pad = " " * ind
+
+    def binds() -> str:
+        return ", ".join(f"{const(n)}: v_{i}" for i, n in enumerate(names))
+    if rule is None:
+        lines.append(f"{pad}out.append({{**env, {binds()}}})" if names else
+                     f"{pad}out.append(env)")
+        lines.append("    return out")
+    else:
+        def call(fn: Callable[..., Any], caller: Callable[..., Any]) -> str:
+            params = _positional(fn, names)
+            if params is None:  # (as _kwargs_caller calls it, with the bindings' dict)
+                return f"{const(caller)}({{{binds()}}})"
+            return f"{const(fn)}({', '.join(f'v_{names.index(q)}' for q in params)})"
+        if rule.guard is not None:
+            lines.append(f"{pad}if not {call(rule.guard, rule._call_guard)}: continue")
+        lines.append(f"{pad}o = {call(rule.build, rule._call_build)}")
+        lines.append(f"{pad}if o is not None and o is not u: return o")
+        lines.append("    return None")
     # the text names the pattern's values only as K<i> (its shape): patterns of one
     # shape share the compiled code, each function with its own values
-    lines[0] = f"def match(u, env, {', '.join(f'{k}=None' for k in consts)}):"
-    text = "\n".join(lines)
+    args = ", ".join(f"{k}=None" for k in consts)
+    lines[0] = f"def match(u, env, {args}):" if rule is None else f"def apply(u, {args}):"
+    text = "\n".join(x for x in lines if x)
     code = _SHAPES.get(text)
     if code is None:
         scope: dict[str, Any] = {}
         exec(text, _GEN_GLOBALS, scope)  # noqa: S102 (the text is made above, from the pattern)
-        code = _SHAPES[text] = scope["match"].__code__
-    return FunctionType(code, _GEN_GLOBALS, "match", tuple(consts.values()))
+        code = _SHAPES[text] = next(iter(scope.values())).__code__
+    return FunctionType(code, _GEN_GLOBALS, code.co_name, tuple(consts.values()))
+
+
+def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | None:
+    """``fn``'s parameters when :func:`_kwargs_caller` passes a match binding ``names``
+    to it by position (every parameter positional-or-keyword and bound), else None."""
+    params = inspect.signature(fn).parameters
+    if all(q.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and q.name in names
+           for q in params.values()):
+        return tuple(params)
+    return None
 
 
 #: the code of each pattern shape :func:`_generate` wrote (a shape's text -> its code;
@@ -453,6 +487,7 @@ class Rule:
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
                                                                          repr=False)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
+    _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = _pattern_names(self.pattern)
@@ -461,11 +496,15 @@ class Rule:
             _check_params(self.name, "guard", self.guard, names)
         self._call_build = _kwargs_caller(self.build)
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
-        self._match = self.pattern.matcher()
         self._srcs_ok = _child_ops_check(self.pattern)
+        self._apply = _generate(self.pattern, self)
+        if self._apply is None:  # (a variadic pattern: its bindings from the closures)
+            self._match = self.pattern.matcher()
 
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""
+        if self._apply is not None:
+            return self._apply(u)
         for b in self._match(u, {}):
             if self._call_guard is not None and not self._call_guard(b):
                 continue

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+import rules
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.pattern import UPat, _compile, _generate
-from eqsat.ir.sexpr import parse
+from eqsat.ir.pattern import Rule, UPat, _compile, _generate, _kwargs_caller
+from eqsat.ir.sexpr import parse, to_sexpr
 
 X, Y, C = UPat.var("x"), UPat.var("y"), UPat.cvar("c")
 XS = "(var x 0 9)"
@@ -88,3 +89,70 @@ def test_one_code_per_shape() -> None:
     assert a.__code__ is b.__code__ and a.__code__ is not c.__code__
     u = parse(f"(add {XS} 3)")
     assert [sorted(e) for e in a(u, {})] == [["a", "b"]] and b(u, {}) == []
+
+
+def _apply_ref(r: Rule, u: Any) -> Any:
+    """``Rule.apply`` from the reference matcher's bindings, each guard and build called
+    as :func:`_kwargs_caller` calls it."""
+    guard = None if r.guard is None else _kwargs_caller(r.guard)
+    build = _kwargs_caller(r.build)
+    for b in r.pattern._match_slow(u, {}):
+        if guard is not None and not guard(b):
+            continue
+        out = build(b)
+        if out is not None and out is not u:
+            return out
+    return None
+
+
+def test_rule_apply_agrees_with_reference(corpus_lines: list[dict[str, Any]]) -> None:
+    nodes = list(dict.fromkeys(u for row in corpus_lines[::8]
+                               for u in parse(row["expr"]).toposort()))
+    rewrites = 0
+    for r in rules.all_rules():
+        assert r._apply is not None or r.pattern.src is not None
+        for u in nodes:
+            if u.op not in (r.pattern.ops or (u.op,)):
+                continue
+            got = r.apply(u)
+            assert got is _apply_ref(r, u), (r.name, to_sexpr(u, compact=True))
+            rewrites += got is not None
+    assert rewrites > 100
+
+
+SEEN: list[tuple] = []
+
+# guard | build | input | the rewrite (None: none) and the calls' arguments
+ADD_XC = UPat(Ops.ADD, src=[X, C])
+CALLS = [
+    (lambda x, c: c.arg == 3, lambda x, c: x, f"(add 3 {XS})", XS),  # by position
+    (lambda c, x: c.arg == 4, lambda x, c: x, f"(add 3 {XS})", None),  # the guard fails
+    (None, lambda c, *, x: SEEN.append(("kw", c.arg)) or x, f"(add {XS} 5)", XS),  # keyword-only
+    (lambda **kw: SEEN.append(tuple(sorted(kw))) or True, lambda x: x, f"(add {XS} 5)", XS),
+    (None, lambda x, c, k=7: SEEN.append(("default", k)) or x, f"(add {XS} 5)", XS),
+    (None, lambda x: None, f"(add {XS} 5)", None),  # no rewrite after all
+    (lambda x, k=7: SEEN.append(("guard", k)) or True, lambda c: c, f"(add {XS} 5)", "5"),
+]
+
+
+@pytest.mark.parametrize("guard,build,text,want", CALLS)
+def test_rule_apply_calls(guard: Any, build: Any, text: str, want: str | None) -> None:
+    r = Rule("t", "x + c -> x", ADD_XC, build=build, guard=guard)
+    assert r._apply is not None
+    SEEN.clear()
+    got = r.apply(parse(text))
+    calls = list(SEEN)
+    SEEN.clear()
+    assert _apply_ref(r, parse(text)) is got
+    assert calls == SEEN  # the same calls, with the same arguments
+    assert got is (None if want is None else parse(want))
+
+
+def test_rule_apply_ignores_the_node_itself() -> None:
+    """A build that gives back the node it matched is no rewrite (the next match's is)."""
+    r = Rule("t", "a -> a", UPat(Ops.ADD, src=[UPat.var("x"), UPat.var("y")], name="a"),
+             build=lambda a, x: a if x.op is Ops.DEFINE_VAR else x)
+    assert r._apply is not None
+    u = parse(f"(add {XS} 3)")
+    assert r.apply(u) is parse("3") is _apply_ref(r, u)
+    assert r.apply(parse(f"(add {XS} {XS})")) is None
