@@ -20,6 +20,9 @@ The inputs (all deterministic):
 - ``affine-200``: a 200-term affine sum under idiv and mod;
 - ``kernel-5000``: a kernel graph of about 5,000 nodes (stores of padded and
   reshaped views);
+- ``nested-div x8``: small nested divisions whose merged divisors multiplied without
+  end before the span guards of ``floordiv_offset_floordiv`` and ``mod_quotient_split``
+  (``benchmarks/nested_div_hunt.py`` finds such inputs), through ``eqsat.optimize_many``;
 - ``random-4000``: 4,000 random index expressions (``tests/strategies.py``'s
   ``int_exprs``) through ``eqsat batch`` (default jobs and chunk); ``random-200``,
   the first 200 of them (in ``--quick``).
@@ -55,7 +58,8 @@ from eqsat.ir.sexpr import parse, to_sexpr  # noqa: E402
 from eqsat.ir.uop import UOp  # noqa: E402
 
 __all__ = ["INPUTS", "StressInput", "floordiv_case", "FLOORDIV_PARAMS", "where_sum",
-           "divmod_nest", "affine_sum", "kernel_graph", "random_exprs", "run_one", "main"]
+           "divmod_nest", "affine_sum", "kernel_graph", "random_exprs", "NESTED_DIVISIONS",
+           "run_one", "main"]
 
 #: the wall-time bound of a run: this factor of its time budget (plus the session build)
 TIME_FACTOR = 1.2
@@ -166,6 +170,21 @@ def random_exprs(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+#: nested divisions of a few nodes whose e-graph grew to thousands of e-nodes (a class
+#: holding its own nested form, the merged divisor multiplied at every step)
+NESTED_DIVISIONS: tuple[str, ...] = (
+    "(floordiv (add (floordiv (mul (var a 3 8) -2) 8) -2) 3)",
+    "(floordiv (add (floordiv (var a -16 -6) 8) -2) 3)",
+    "(add (floordiv (add (floordiv (var a -9 -5) 8) -1) 2) -4)",
+    "(floordiv (floordiv (add (floordiv (mul (var a -10 -4) 2) 2) -5) 5) 2)",
+    "(add (floordiv (mul (floormod (add (floordiv (add (floordiv (var b -11 -7) 4) -6) 4) 1) "
+    "-4) 4) 4) -2)",
+    "(add (floordiv (add (floordiv (mul (var a -13 -10) -3) 9) -6) 2) -1)",
+    "(add (floordiv (add (idiv (var a -15 -12) 5) -2) 2) 5)",
+    "(mod (add (idiv (var a 11 21) 16) 1) -2)",
+)
+
+
 @dataclass(frozen=True)
 class StressInput:
     """One row of the table: ``kind`` ``optimize`` (one graph), ``many`` (graphs through
@@ -191,6 +210,7 @@ INPUTS: tuple[StressInput, ...] = (
     StressInput("kernel-5000", "optimize", lambda: [kernel_graph(5000)]),
     StressInput("random-4000", "batch", lambda: random_exprs(4000)),
     StressInput("random-200", "batch", lambda: random_exprs(200), quick=True),
+    StressInput("nested-div x8", "many", lambda: list(NESTED_DIVISIONS), quick=True),
 )
 
 

@@ -410,9 +410,14 @@ LAWS = [
          note="(x + c1*c2) // (c1*c3) is (x//c1 + c2) // c3 when x and x + c1*c2 are "
          "non-negative: #1 over y = x//c1 + c2",
          native=_RARE),
+    # c1 within x's span: where (x + c1*c2) // (c1*c3) equals x // c1 (two values), the
+    # split would write that class over c1*c3, c1*c3*c3, ... without end; c1 grows by c3
+    # a step and the span does not (c1*c3 would also refuse the first split of a
+    # two-valued x // c1, which often helps)
     rule("mod_quotient_split", "(x // c1 + c2) % c3 -> (x // c1 + c2) - "
          "((x + c1 * c2) // (c1 * c3)) * c3",
-         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0",
+         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) >= 0 and vmin(x) + c1 * c2 >= 0 "
+         "and c1 <= vmax(x) - vmin(x)",
          group=G_REC, native=_RARE,
          baseline_reason="e-graph only, costlier: y % c3 as y - (y // c3)*c3 with y // c3 "
          "written over x, where a sum's (x + c1*c2) // (c1*c3) term cancels it "

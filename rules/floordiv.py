@@ -96,10 +96,13 @@ LAWS = [
          note="floor(floor(x/a)/b) == floor(x/(a*b)) for a, b > 0"),
     rule("floordiv_floordiv_var", "floordiv(floordiv(x, y), z) -> floordiv(x, y * z)",
          "is_index(x) and vmin(y) > 0 and vmin(z) > 0 and vmin(x) < 0", group=G),
+    # the merged divisor within x's span: past it the quotient takes at most two values
+    # (the select rules and the interval fold reach them from the nested form), and a
+    # class F = floordiv(F + c2, c3) of two values would grow c1 by c3 without end
     rule("floordiv_offset_floordiv",
          "floordiv(floordiv(x, c1) + c2, c3) -> floordiv(x + c1 * c2, c1 * c3)",
-         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) < 0", group=G,
-         note="floor((floor(x/a) + b)/c) == floor((x + a*b)/(a*c)), any sign of x and b"),
+         "is_index(x) and c1 > 0 and c3 > 0 and vmin(x) < 0 and c1 * c3 <= vmax(x) - vmin(x)",
+         group=G, note="floor((floor(x/a) + b)/c) == floor((x + a*b)/(a*c)), any sign of x and b"),
     rule("floordiv_of_floormod",
          "floordiv(floormod(x, c1), c2) -> floormod(floordiv(x, c2), c1 // c2)",
          "is_index(x) and c2 > 0 and c1 > c2 and c1 % c2 == 0 and vmin(x) < 0", group=G),

@@ -100,3 +100,17 @@ def test_seed_cascade_becomes_x_plus_7() -> None:
     g, out, matches = simp("(add (mul (add (var x 0 10) 0) 1) (add 3 4))")
     assert out is parse("(add (var x 0 10) 7)")
     assert matches == {"add_zero": 1, "mul_one": 1, "const_fold_add": 1}
+
+
+def test_a_cancellation_leaves_the_other_forms_of_its_class() -> None:
+    """``(x + y) - y -> x`` keeps the e-node it rewrites (no subsumption): in the e-graph
+    ``x + y`` stands for its whole class, and here the class of ``-2a//8 + 2`` also holds
+    ``where(a > 4, 0, 1)``; hidden, ``where(...) - 2`` never became ``where(a > 4, -2, -1)``
+    and the floor division stayed (cost 29)."""
+    import eqsat
+    from eqsat.api import Budget
+
+    g = parse("(floordiv (mul (var a 3 8) -2) 8)")
+    r = eqsat.optimize(g, cost_model="reference", budget=Budget(stall=0))
+    assert r.graph is parse("(where (lt 4 (var a 3 8)) -2 -1)"), r.graph
+    assert check_equivalent(g, r.graph)

@@ -115,6 +115,9 @@ BLOCKED = [
      f"(floordiv (floordiv {X} 3) -4)"),
     ("floordiv_floordiv_var", f"(floordiv (floordiv {X} (var y -1 5)) (var z 2 4))",
      f"(floordiv (floordiv {X} (var y -1 5)) (var z 2 4))"),
+    # the merged divisor past the dividend's span (48 > 40): the quotient takes two values
+    ("floordiv_offset_floordiv", f"(floordiv (add (floordiv {X} 8) 1) 6)",
+     f"(floordiv (add (floordiv {X} 8) 1) 6)"),
     # not a multiple: the term stays
     ("floormod_drop_multiple", f"(floormod (add {X} (mul {W} 6)) 4)",
      f"(floormod (add {X} (mul {W} 6)) 4)"),
