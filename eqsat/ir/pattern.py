@@ -484,8 +484,9 @@ class Rule:
     group: str = ""
     _call_build: Callable[[dict[str, UOp]], Any] = field(init=False, repr=False)
     _call_guard: Callable[[dict[str, UOp]], Any] | None = field(init=False, repr=False)
-    _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
-                                                                         repr=False)
+    #: the closures' matcher, made only for a variadic pattern (``_apply`` is None)
+    _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = field(
+        init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
     _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
 
@@ -505,6 +506,7 @@ class Rule:
         """The rewrite of ``u`` by this rule, or None."""
         if self._apply is not None:
             return self._apply(u)
+        assert self._match is not None
         for b in self._match(u, {}):
             if self._call_guard is not None and not self._call_guard(b):
                 continue
