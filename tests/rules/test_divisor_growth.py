@@ -4,9 +4,10 @@ A rule that merges two constant divisors into their product feeds itself where t
 merged quotient equals the inner one: the class then holds its own nested form, and
 every step multiplies the divisor again (``floordiv_offset_floordiv``,
 ``mod_quotient_split``; their guards keep the merged or inner divisor within the
-dividend's span), or a class written over a part that holds the class itself. One line per case: the input, and the output the e-graph must reach
-at no more cost, run to its end (``stall=0``: a run that still grows stops on
-``iterations`` or ``enodes``). Then a hypothesis property over random chains.
+dividend's span); so does a class written over a part that holds the class itself.
+One line per case: the input, and the output the e-graph must reach at no more cost,
+run to its end (``stall=0``: a run that still grows stops on ``iterations`` or
+``enodes``). Then a hypothesis property over random chains.
 """
 
 from __future__ import annotations
