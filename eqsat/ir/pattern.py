@@ -14,10 +14,12 @@ first whose guard holds and whose builder returns a node wins.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from types import CodeType, FunctionType
 from typing import Any
 
 from eqsat.ir.dtype import DType
@@ -84,11 +86,12 @@ class UPat:
     def matcher(self) -> Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]]:
         """This pattern compiled to a function ``(u, env) -> [bindings]`` (cached).
 
-        Same semantics as :meth:`match`, several times faster: no generators,
-        checks specialized to the fields the pattern sets.
+        Same semantics as :meth:`match`, several times faster: one generated function
+        (:func:`_generate`), or closures (:func:`_compile`) for a variadic pattern; no
+        generators, checks specialized to the fields the pattern sets.
         """
         if self._fn is None:
-            self._fn = _compile(self)
+            self._fn = _generate(self) or _compile(self)
         return self._fn
 
     def match(self, u: UOp, env: dict[str, UOp]) -> Iterator[dict[str, UOp]]:
@@ -254,6 +257,135 @@ def _compile(p: UPat) -> _MatchFn:
     return ordered
 
 
+class _UnsupportedError(Exception):
+    """A pattern :func:`_generate` does not write as one function."""
+
+
+_ONCE = (None,)
+#: the globals of every function :func:`_generate` makes (the pattern's values are its
+#: parameters' defaults: local reads)
+_GEN_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
+
+
+def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
+    """``p``'s matcher (as :func:`_compile` makes it) written as one Python function,
+    None for a pattern with a variadic source (``src=UPat``). The pattern's nodes become
+    nested checks: a commutative source pair a loop over its two orders, a failed check
+    a ``continue`` to the innermost choice, each full match one binding dict, built in
+    the order the names are first bound. The same bindings, in the same order, as the
+    closures of :func:`_compile`, without a call per pattern node.
+
+    With ``rule`` (whose pattern is ``p``): its :meth:`Rule.apply` instead, ``(u) ->
+    rewrite or None``: at each match, in the same order, the guard and the build called
+    with the bindings (by position where :func:`_kwargs_caller` passes them so), the
+    first rewrite returned."""
+    consts: dict[str, Any] = {"K0": _ONCE}
+    lines = ["", "    out = []" if rule is None else "", "    for _ in K0:"]
+    names: list[str] = []  # first-bound order
+    count = [0]
+
+    def const(v: Any) -> str:
+        k = f"K{len(consts)}"
+        consts[k] = v
+        return k
+
+    def fresh() -> str:
+        count[0] += 1
+        return f"n{count[0]}"
+
+    def node(q: UPat, var: str, ind: int) -> int:
+        pad = " " * ind
+        if q.ops is not None:
+            lines.append(f"{pad}if {var}.op._value_ not in "
+                         f"{const(frozenset(o._value_ for o in q.ops))}: continue")
+        if q.dtypes is not None:
+            lines.append(f"{pad}if {var}.dtype not in {const(q.dtypes)}: continue")
+        if q.arg is not _ANY:
+            lines.append(f"{pad}if {var}.arg != {const(q.arg)}: continue")
+        if q.pred is not None:
+            lines.append(f"{pad}if not {const(q.pred)}({var}): continue")
+        if q.name is not None:
+            v = f"v_{names.index(q.name) if q.name in names else len(names)}"
+            if q.name in names:
+                lines.append(f"{pad}if {var} is not {v}: continue")
+            elif rule is not None:  # (nothing bound before the match)
+                names.append(q.name)
+                lines.append(f"{pad}{v} = {var}")
+            else:
+                names.append(q.name)
+                lines.append(f"{pad}{v} = env.get({const(q.name)})")
+                lines.append(f"{pad}if {v} is None: {v} = {var}")
+                lines.append(f"{pad}elif {v} is not {var}: continue")
+        if q.src is None:
+            return ind
+        n = len(q.src)
+        if q.any_len and n == 1:
+            raise _UnsupportedError
+        s = fresh()
+        lines.append(f"{pad}{s} = {var}.src")
+        lines.append(f"{pad}if len({s}) {'<' if q.any_len else '!='} {n}: continue")
+        if q.commutative and n == 2:
+            a, b = fresh(), fresh()
+            lines.append(f"{pad}for {a}, {b} in (({s}[0], {s}[1]), ({s}[1], {s}[0])):")
+            ind = node(q.src[0], a, ind + 4)
+            return node(q.src[1], b, ind)
+        for i, c in enumerate(q.src):
+            k = fresh()
+            lines.append(f"{' ' * ind}{k} = {s}[{i}]")
+            ind = node(c, k, ind)
+        return ind
+
+    try:
+        ind = node(p, "u", 8)
+    except _UnsupportedError:
+        return None
+    pad = " " * ind
+
+    def binds() -> str:
+        return ", ".join(f"{const(n)}: v_{i}" for i, n in enumerate(names))
+    if rule is None:
+        lines.append(f"{pad}out.append({{**env, {binds()}}})" if names else
+                     f"{pad}out.append(env)")
+        lines.append("    return out")
+    else:
+        def call(fn: Callable[..., Any], caller: Callable[..., Any]) -> str:
+            params = _positional(fn, names)
+            if params is None:  # (as _kwargs_caller calls it, with the bindings' dict)
+                return f"{const(caller)}({{{binds()}}})"
+            return f"{const(fn)}({', '.join(f'v_{names.index(q)}' for q in params)})"
+        if rule.guard is not None:
+            lines.append(f"{pad}if not {call(rule.guard, rule._call_guard)}: continue")
+        lines.append(f"{pad}o = {call(rule.build, rule._call_build)}")
+        lines.append(f"{pad}if o is not None and o is not u: return o")
+        lines.append("    return None")
+    # the text names the pattern's values only as K<i> (its shape): patterns of one
+    # shape share the compiled code, each function with its own values
+    args = ", ".join(f"{k}=None" for k in consts)
+    lines[0] = f"def match(u, env, {args}):" if rule is None else f"def apply(u, {args}):"
+    text = "\n".join(x for x in lines if x)
+    code = _SHAPES.get(text)
+    if code is None:
+        scope: dict[str, Any] = {}
+        exec(text, _GEN_GLOBALS, scope)  # noqa: S102 (the text is made above, from the pattern)
+        code = _SHAPES[text] = next(iter(scope.values())).__code__
+    return FunctionType(code, _GEN_GLOBALS, code.co_name, tuple(consts.values()))
+
+
+def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | None:
+    """``fn``'s parameters when :func:`_kwargs_caller` passes a match binding ``names``
+    to it by position (every parameter positional-or-keyword and bound), else None."""
+    params = inspect.signature(fn).parameters
+    if all(q.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and q.name in names
+           for q in params.values()):
+        return tuple(params)
+    return None
+
+
+#: the code of each pattern shape :func:`_generate` wrote (a shape's text -> its code;
+#: a function of the shape alone, kept for the patterns of the same shape)
+_SHAPES: dict[str, CodeType] = {}
+
+
 def _child_ops_check(p: UPat) -> Callable[[tuple[UOp, ...]], bool] | None:
     """A test of a node's sources that fails only where ``p`` cannot match them: the
     number of sources and the op (by value) of each source the pattern names ops for,
@@ -352,9 +484,11 @@ class Rule:
     group: str = ""
     _call_build: Callable[[dict[str, UOp]], Any] = field(init=False, repr=False)
     _call_guard: Callable[[dict[str, UOp]], Any] | None = field(init=False, repr=False)
-    _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] = field(init=False,
-                                                                         repr=False)
+    #: the closures' matcher, made only for a variadic pattern (``_apply`` is None)
+    _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = field(
+        init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
+    _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = _pattern_names(self.pattern)
@@ -363,11 +497,16 @@ class Rule:
             _check_params(self.name, "guard", self.guard, names)
         self._call_build = _kwargs_caller(self.build)
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
-        self._match = self.pattern.matcher()
         self._srcs_ok = _child_ops_check(self.pattern)
+        self._apply = _generate(self.pattern, self)
+        if self._apply is None:  # (a variadic pattern: its bindings from the closures)
+            self._match = self.pattern.matcher()
 
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""
+        if self._apply is not None:
+            return self._apply(u)
+        assert self._match is not None
         for b in self._match(u, {}):
             if self._call_guard is not None and not self._call_guard(b):
                 continue
@@ -396,6 +535,9 @@ class PatternMatcher:
         for op in Ops:
             merged = sorted(by_op.get(op, []) + any_op, key=lambda t: t[0])
             self._by_op[op] = [r for _, r in merged]
+        #: (op, each source's op) by value -> the rules of ``_by_op`` whose source check
+        #: admits such sources (:meth:`candidates`)
+        self._cands: dict[tuple[int, ...], list[Rule]] = {}
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
@@ -406,18 +548,34 @@ class PatternMatcher:
     def __repr__(self) -> str:
         return f"PatternMatcher({self.name!r}, {len(self.rules)} rules)"
 
+    def candidates(self, u: UOp) -> list[Rule]:
+        """The rules that may rewrite ``u``, in order: those of its op whose pattern's
+        source ops (``Rule._srcs_ok``) admit ``u``'s sources. That check reads only the
+        number of sources and their ops, so the list is kept per op and source ops (a
+        node of more than :data:`_CANDS_MAX_SRC` sources is checked each time)."""
+        src = u.src
+        if len(src) > _CANDS_MAX_SRC:
+            return [r for r in self._by_op[u.op] if r._srcs_ok is None or r._srcs_ok(src)]
+        key = (u.op._value_, *[s.op._value_ for s in src])
+        rules = self._cands.get(key)
+        if rules is None:
+            rules = self._cands[key] = [r for r in self._by_op[u.op]
+                                        if r._srcs_ok is None or r._srcs_ok(src)]
+        return rules
+
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
-        src = u.src
-        for r in self._by_op[u.op]:
-            ok = r._srcs_ok
-            if ok is not None and not ok(src):
-                continue  # no source has an op its place in the pattern needs
+        for r in self.candidates(u):
             out = r.apply(u)
             if out is not None:
                 self.matches[r.name] += 1
                 return out, r
         return None
+
+
+#: the most sources a node may have for :meth:`PatternMatcher.candidates` to keep its
+#: rule list (a key per op and source ops; a kernel's SINK has one source per store)
+_CANDS_MAX_SRC = 4
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,

@@ -4,9 +4,10 @@ A rule that merges two constant divisors into their product feeds itself where t
 merged quotient equals the inner one: the class then holds its own nested form, and
 every step multiplies the divisor again (``floordiv_offset_floordiv``,
 ``mod_quotient_split``; their guards keep the merged or inner divisor within the
-dividend's span). One line per case: the input, and the output the e-graph must reach
-at no more cost, run to its end (``stall=0``: a run that still grows stops on
-``iterations`` or ``enodes``). Then a hypothesis property over random chains.
+dividend's span); so does a class written over a part that holds the class itself.
+One line per case: the input, and the output the e-graph must reach at no more cost,
+run to its end (``stall=0``: a run that still grows stops on ``iterations`` or
+``enodes``). Then a hypothesis property over random chains.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ ROWS = [
      "(where (lt (var a 6 14) 10) 3 0)"),
     ("(mod (add (idiv (var a -16 -14) -3) 5) 2)",
      "(where (lt -15 (var a -16 -14)) 1 0)"),
+    # the computed div/mod rules: a class N = (N + 3) % 3 (N in [0, 2]) written over its
+    # own part, (N + 6) % 3, (N + 9) % 3, ... (linear.py's _class_parts leaves it out)
+    ("(mod (add (idiv (var a -7 -2) 3) -3) 3)", "(idiv (var a -7 -2) 3)"),
+    ("(mod (add (idiv (var a -11 -4) 3) -4) 4)", "(idiv (var a -11 -4) 3)"),
 ]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import rules
 from eqsat.ir.ops import Ops
-from eqsat.ir.pattern import UPat, _child_ops_check
+from eqsat.ir.pattern import PatternMatcher, UPat, _child_ops_check
 from eqsat.ir.sexpr import parse, to_sexpr
 
 X, C = UPat.var("x"), UPat.cvar("c")
@@ -58,3 +58,18 @@ def test_never_rejects_a_match(corpus_lines: list[dict[str, Any]]) -> None:
                 checked += 1
                 assert match(u, {}) == [], (r.name, to_sexpr(u, compact=True))
     assert checked > 1000
+
+
+def test_candidates_are_the_rules_the_test_admits(corpus_lines: list[dict[str, Any]]) -> None:
+    """``PatternMatcher.candidates`` (kept per op and source ops) lists, for every node,
+    the rules of its op the source test admits, in order: the same list asked twice,
+    and for a node of more sources than it keeps lists for."""
+    pm = PatternMatcher(rules.all_rules())
+    nodes = list(dict.fromkeys(u for row in corpus_lines[::4]
+                               for u in parse(row["expr"]).toposort()))
+    nodes.append(parse("(sink (var a 0 3) (var b 0 3) (var c 0 3) (var d 0 3) (var e 0 3))"))
+    for u in nodes + nodes:
+        want = [r for r in pm.rules if u.op in (r.pattern.ops or (u.op,))
+                and (r._srcs_ok is None or r._srcs_ok(u.src))]
+        assert pm.candidates(u) == want, to_sexpr(u, compact=True)
+    assert 0 < len(pm._cands) < len(nodes)

@@ -205,12 +205,16 @@ def conjuncts(snap: Snapshot, best: dict[int, int], c: int) -> list[int]:
 
 def _class_parts(snap: Snapshot, lins: LinForms, ctor: str, a: int) -> list[tuple[Lin, Lin]]:
     """``[(x, y)]`` of the index ``ctor`` e-nodes of class ``a`` (``x``, ``y`` the
-    operands' linear forms; distinct pairs; no products by a constant)."""
+    operands' linear forms; distinct pairs; no products by a constant; none that holds
+    ``a`` itself: a class ``N = (N + 3) % 3`` written over its own part would give
+    ``(N + 6) % 3``, ``(N + 9) % 3``, ... a new e-node a step, without end)."""
     out: list[tuple[Lin, Lin]] = []
     for n in snap.class_nodes(a):
         if n.ctor != ctor or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
             continue
         x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
+        if any(t == a for _, t in x.terms) or any(t == a for _, t in y.terms):
+            continue
         if ctor == "Mul" and (x.is_const or y.is_const):
             continue
         if (x, y) not in out:
