@@ -18,11 +18,11 @@ from typing import Any
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import UnsoundError
 from eqsat.engines.egraph.encoding import Inserter, Snapshot
-from eqsat.engines.egraph.phases import run_phases
+from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.run import Run, WidenError
-from eqsat.engines.egraph.schedules import Clock, Limits, StopReason, gc_paused
+from eqsat.engines.egraph.schedules import Clock, Limits, gc_paused
 from eqsat.engines.egraph.seeding import (
     Seeds,
     baseline_seeds,
@@ -109,8 +109,9 @@ class Session:
                 seeds = baseline_seeds(roots, self.program.selection, model)
                 floor = start_at_floor(seeds, model)
             if floor is not None and not keep_egraph:
-                return floor[0], self._floor_stats(floor, times,
-                                                   limits.for_roots(roots).enodes)
+                return floor[0], no_run_stats(list(self.program.groups),
+                                              limits.for_roots(roots).enodes, times,
+                                              floor[1], floor[2])
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)
@@ -131,18 +132,6 @@ class Session:
         # (after the run: its result does not depend on it)
         self.store.rebuild_if_due()
         return outs, stats
-
-    def _floor_stats(self, floor: tuple[list[UOp], list[tuple[float, float]], dict],
-                     times: dict[str, float], enodes_budget: int | None) -> dict[str, Any]:
-        """The stats of a call whose start costs 0 (no run: nothing was inserted)."""
-        _, costs, fig = floor
-        return {"engine": "egraph", "rulesets": list(self.program.groups), "iterations": 0,
-                "enodes_budget": enodes_budget, "enodes": 0, "classes": 0,
-                "stop_reason": StopReason.OPTIMAL.value,
-                "time": times, "per_iteration": [], "emitted": [], "analysis_capped": 0,
-                "matches": {}, "extraction": {"method": "none (the start costs 0)"},
-                "costs": costs, "held_back": {}, "enodes_peak": 0, "rss_growth": 0,
-                "time_limited": False, "seed": fig}
 
     def _new_run(self, roots: list[UOp], seeds: Seeds, model: Any, limits: Limits,
                  clock: Clock, keep_egraph: bool, widen: bool = False) -> Run:

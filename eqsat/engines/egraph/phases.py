@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import Clock, StopReason, rss_bytes
 from eqsat.ir.uop import UOp
 
-__all__ = ["PHASES", "run_phases"]
+__all__ = ["PHASES", "run_phases", "no_run_stats"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,19 @@ def stats(run: Run) -> None:
     log.debug("e-graph run of %d roots: %d iterations, %d e-nodes, stopped: %s, %.3f s",
               len(run.roots), run.it, run.stats["enodes"], stop, run.clock.elapsed())
 
+
+
+def no_run_stats(rulesets: list[str], enodes_budget: int | None, times: dict[str, float],
+                 costs: list[tuple[float, float]], seed: dict[str, float]) -> dict[str, Any]:
+    """The stats of a call that ran no step (its start costs 0: nothing was inserted),
+    with the keys :func:`stats` gives a run."""
+    return {"engine": "egraph", "rulesets": rulesets, "enodes_budget": enodes_budget,
+            "iterations": 0, "enodes": 0, "classes": 0,
+            "stop_reason": StopReason.OPTIMAL.value, "time": times, "per_iteration": [],
+            "emitted": [], "analysis_capped": 0, "matches": {},
+            "extraction": {"method": "none (the start costs 0)"}, "costs": costs,
+            "held_back": {}, "enodes_peak": 0, "rss_growth": 0, "time_limited": False,
+            "seed": seed}
 
 #: the phases after the loop, in order (see the module docstring)
 PHASES: tuple[tuple[str, Callable[[Run], None]], ...] = (

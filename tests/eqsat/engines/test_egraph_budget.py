@@ -88,8 +88,10 @@ def test_stop_reasons_name_the_budget() -> None:
     r = optimize(x + 0, engine="egraph")  # the baseline's rewrite, x, costs 0: no search
     assert r.stats["stop_reason"] == "optimal" and r.stats["iterations"] == 0
     assert r.graph is x and r.stats["seed"]["final"] == 0 and not r.stats["matches"]
+    keys = set(r.stats)
     r = optimize((x + 0) + UOp.var("y", 0, 9), engine="egraph")
     assert r.stats["stop_reason"] == "saturated"
+    assert set(r.stats) == keys  # (a call with no run reports what a run reports)
     for k in ("iterations", "enodes", "stop_reason", "time", "matches"):
         assert k in r.stats
     assert r.stats["matches"].get("add_zero", 0) + r.stats["matches"].get("add_zero~1", 0) >= 1
