@@ -149,6 +149,14 @@ def test_the_facts_load_as_tagged_node_rows(rel, fields, line, tmp_path) -> None
     ins.close()
 
 
+def test_an_unknown_fact_relation_is_refused(tmp_path) -> None:
+    ins = Inserter(_egraph(), ArgTable(), workdir=str(tmp_path))
+    with pytest.raises(ValueError, match="unknown fact relation 'RMid'"):
+        ins.fact("RMid", (3, 1))
+    assert ins.pending == 0
+    ins.close()
+
+
 def test_flush_loads_every_constructor_and_the_snapshot_reads_it_back(tmp_path) -> None:
     eg = _egraph()
     ins = Inserter(eg, ArgTable(), workdir=str(tmp_path))

@@ -211,23 +211,15 @@ class Inserter:
         unions go to :data:`NODE_REL` through :meth:`node` and :meth:`union`. A bound
         (``RLo``/``RHi``) outside i64 is not recorded: egglog's column is an i64, and no
         row means no bound known, which is sound."""
+        tag = FACT_TAGS.get(rel)
+        if tag is None:
+            raise ValueError(f"unknown fact relation {rel!r}: one of {sorted(FACT_TAGS)}")
         if rel in _BOUND_RELS and not I64_MIN <= fields[1] <= I64_MAX:
             return
-        tag = FACT_TAGS.get(rel)
-        if tag is not None:
-            rows = self._rows.get(FACT_ROWS)
-            if rows is None:
-                rows = self._rows[FACT_ROWS] = []
-            rows.append(_fact_line(tag, *map(int, fields)))
-            self.pending += 1
-            return
-        line = "\t".join(map(str, fields))
-        if "True" in line or "False" in line:  # a bool field is written as 0/1
-            line = "\t".join(str(int(f)) if isinstance(f, bool) else str(f) for f in fields)
-        rows = self._rows.get(rel)
+        rows = self._rows.get(FACT_ROWS)
         if rows is None:
-            rows = self._rows[rel] = []
-        rows.append(line)
+            rows = self._rows[FACT_ROWS] = []
+        rows.append(_fact_line(tag, *map(int, fields)))
         self.pending += 1
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
