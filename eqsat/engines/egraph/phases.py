@@ -9,9 +9,6 @@ Each phase is a small function of the :class:`~eqsat.engines.egraph.run.Run`:
 - ``extract``: the roots' best terms under the cost model (tree extraction, and the
   DAG-aware extractor where the tree choice shares a class), a root whose term came
   out costlier than its input extracted again with its subsumed e-nodes in;
-- ``baseline_join``: the baseline's rewrite of the roots the e-graph did not beat
-  joins the e-graph (one more step) and those roots are extracted again
-  (:mod:`.seeding`);
 - ``stats``: the run's figures.
 """
 
@@ -65,31 +62,6 @@ def extract(run: Run) -> None:
         run.costs = unsubsume_costlier(run, run.roots, run.handles, run.outs)
 
 
-def baseline_join(run: Run) -> None:
-    if _no_snapshot(run) or run.seeds is None or run.stale:
-        return
-    assert run.costs is not None
-    beaten = run.seeds.beaten(run.costs)
-    if not beaten:
-        return
-    # the baseline's rewrite of these roots is cheaper than what the e-graph found: it
-    # joins (one more step), and their extraction chooses class by class among both
-    with run.clock.phase(run.times, "baseline_join"):
-        run.insert_seeds(run.seeds.only(beaten))
-        run.step(False)
-        run.read()
-    with run.clock.phase(run.times, "extract"):
-        sub, _ = extract_roots(run.snap, run.store.cur.args,
-                               [run.handles[i] for i in beaten], run.model, run.clock)
-        sub_costs = unsubsume_costlier(run, [run.roots[i] for i in beaten],
-                                       [run.handles[i] for i in beaten], sub)
-    outs, costs = list(run.outs), list(run.costs)
-    for j, i in enumerate(beaten):
-        outs[i], costs[i] = sub[j], sub_costs[j]
-    run.outs, run.costs = outs, costs
-    run.ext_stats = {**run.ext_stats, "joined": len(beaten)}
-
-
 def stats(run: Run) -> None:
     run.rss_peak = max(run.rss_peak, rss_bytes() - run.rss0)
     snap, stop = run.snap, run.stop
@@ -130,7 +102,6 @@ PHASES: tuple[tuple[str, Callable[[Run], None]], ...] = (
     ("check", check),
     ("last", last),
     ("extract", extract),
-    ("baseline_join", baseline_join),
     ("stats", stats),
 )
 

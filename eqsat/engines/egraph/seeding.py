@@ -1,14 +1,12 @@
 """The baseline's result in every e-graph run, and the guarantee it gives.
 
 :class:`Seeds` is each root's baseline rewrite (the ordered matcher over the same rule
-selection), node by node; after the loop, where a root's rewrite is cheaper than what
-the e-graph found, it joins the e-graph and that root is extracted again
-(``phases.baseline_join``). It joins after the loop, not at the start: unioned at the
-start it steered the computed pass to the baseline's forms (docs/perf.md).
-:func:`no_worse_than_start` then keeps, root by root, the cheapest of the extracted
-term, the baseline's and the input, leaving out a candidate that uses a loop index
-outside its loop (docs/architecture.md, "The e-graph engine", items 5 and the
-extraction).
+selection), node by node. A run unions it into the e-graph with the roots, before its
+first step (``Session.execute``): the e-graph starts from the baseline's result as well
+as the input, and every class holds both forms. :func:`no_worse_than_start` then keeps,
+root by root, the cheapest of the extracted term, the baseline's and the input, leaving
+out a candidate that uses a loop index outside its loop (docs/architecture.md, "The
+e-graph engine", items 5 and the extraction).
 """
 
 from __future__ import annotations
@@ -37,28 +35,9 @@ class Seeds:
     costs: list[float]
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
-    #: per root, the pairs of its graph (``pairs`` is their union, first pair first)
-    per_root: list[list[tuple[UOp, UOp]]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
-
-    def beaten(self, costs: list[tuple[float, float]]) -> list[int]:
-        """The roots (indices) whose baseline rewrite is cheaper than the e-graph's
-        output (``costs``: each root's ``(input cost, output cost)``)."""
-        if not self.pairs:
-            return []
-        return [i for i, (r, s, c, (_, out)) in enumerate(zip(
-                    self.inputs, self.roots, self.costs, costs, strict=True))
-                if s is not r and c < out]
-
-    def only(self, which: list[int]) -> Seeds:
-        """The seeds of the roots ``which`` (indices) alone: their pairs and the nodes
-        of their rewrites, children first."""
-        pairs = list({id(u): (u, v) for i in which for u, v in self.per_root[i]}.values())
-        return Seeds([self.inputs[i] for i in which], [self.roots[i] for i in which],
-                     [self.costs[i] for i in which], pairs, _order(pairs),
-                     [self.per_root[i] for i in which])
 
 
 def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
@@ -83,11 +62,8 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     out: list[UOp] = []
     costs: list[float] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
-    per_root: list[list[tuple[UOp, UOp]]] = []
     for r in roots:
         replace: dict[UOp, UOp] = {}
-        mine: list[tuple[UOp, UOp]] = []
-        per_root.append(mine)
         try:
             b = graph_rewrite(r, pm, replace=replace)
         except RewriteLimitError:
@@ -103,9 +79,9 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
         for u in r.toposort():
             v = replace.get(u)
             if v is not None and v is not u:
-                mine.append(pairs.setdefault(id(u), (u, v)))
+                pairs.setdefault(id(u), (u, v))
     every = list(pairs.values())
-    return Seeds(list(roots), out, costs, every, _order(every), per_root)
+    return Seeds(list(roots), out, costs, every, _order(every))
 
 
 def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,

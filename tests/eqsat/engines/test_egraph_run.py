@@ -67,7 +67,7 @@ def test_a_run_stopped_by_memory_says_so(session: Session, monkeypatch) -> None:
 
 def test_the_phases_run_in_their_order(session: Session, monkeypatch) -> None:
     names = [name for name, _ in phases.PHASES]
-    assert names == ["check", "last", "extract", "baseline_join", "stats"]
+    assert names == ["check", "last", "extract", "stats"]
     ran: list[str] = []
 
     def traced(name, fn):
