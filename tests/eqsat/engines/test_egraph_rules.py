@@ -128,7 +128,7 @@ TABLE: list[tuple[str, str, str | int]] = [
     # 6*(x//6) + x%6 merges to x = 6*r0 + r1 (cost 5); the mod's class, cheap as a
     # select, still gets r1 from the div/mod rules (computed pass, division_selects)
     ("division_select", "(add (mul (idiv (add (mul (range 0 2) 6) (range 1 6)) 6) 6) (mod (add "
-     "(mul (range 0 2) 6) (range 1 6)) 6))", "(add (where (lt (range 0 2) 1) 0 6) (range 1 6))"),
+     "(mul (range 0 2) 6) (range 1 6)) 6))", "(add (range 1 6) (where (lt (range 0 2) 1) 0 6))"),
     # a select of (2*r0 + r1) % 2 run from the start made the root so cheap that the
     # computed pass no longer visited the division, and r1 was lost (corpus k0578)
     ("division_select", "(mod (add (mul (range 0 2) 2) (range 1 2)) 2)", "(range 1 2)"),
