@@ -46,7 +46,10 @@ class Budget:
     a quarter of a 24 GB machine running two workers). ``stall``: stop early
     (``"stalled"``) after that many rounds in a row that found no cheaper term for the
     roots while the e-graph grew by at most 10% and the last round's computed rewrites
-    added at most 2% more (0: run to saturation or a limit).
+    added at most 2% more (0: run to saturation or a limit). ``baseline_start``: the run
+    starts from the baseline's result as well as the input (False: from the input
+    alone, to see what the e-graph's own rules find; the result still costs at most the
+    baseline's).
 
     A run stopped by saturation, a stall, ``iterations`` or ``enodes`` gives the same
     result on every run (under any load, after any earlier call, on any thread); one
@@ -61,6 +64,7 @@ class Budget:
     seconds: float = 300.0
     stall: int = 1
     memory: int | None = None
+    baseline_start: bool = True
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or (self.enodes is not None and self.enodes < 1) \

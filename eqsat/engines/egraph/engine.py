@@ -150,7 +150,7 @@ class Session:
         try:
             with run.clock.phase(run.times, "insert"):
                 run.handles = run.insert(run.roots)
-                if run.seeds is not None:
+                if run.seeds is not None and run.limits.baseline_start:
                     run.insert_seeds(run.seeds)  # (the run starts from both)
             run.input_nodes = run.peak = len(self.ins.uop_handle) - len(saved[2])
             run.tracer = Tracer(run.roots, self.ins) if run.keep_egraph else None

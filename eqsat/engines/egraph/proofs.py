@@ -73,12 +73,14 @@ def check_egraph(u: UOp, rlimit: int = RLIMIT) -> tuple[dict[str, int], str | No
     """Run the e-graph on ``u`` and check every e-node of the classes it reached (see the
     module docstring): ``(rule -> matches, the first failure or None, e-nodes checked)``.
     """
-    from eqsat.engines.egraph import optimize_egraph
+    from eqsat.engines.egraph import Limits, optimize_egraph
     from extraction import get_cost_model
     from extraction.extract import uop_builder
     from rules.proof.uops import same_graph
 
-    _out, stats = optimize_egraph(u, cost_model=get_cost_model("default"), keep_egraph=True)
+    # from the input alone: the passes, not the baseline's rules, make the e-nodes
+    _out, stats = optimize_egraph(u, cost_model=get_cost_model("default"), keep_egraph=True,
+                                  budget=Limits(baseline_start=False))
     rec = stats["egraph"]
     _root, nodes = rec.chosen(u)
     ref: dict[int, UOp] = {en.eclass: n for n, en in nodes.items()}

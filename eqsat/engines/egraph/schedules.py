@@ -113,6 +113,8 @@ class Limits:
     starts (:meth:`for_roots`, in ``Run.__init__``). ``stall``: stop (``"stalled"``)
     after that many iterations in a row without a cheaper best term of the roots while
     the e-graph grew by at most :data:`STALL_GROWTH`; 0 never stops early.
+    ``baseline_start``: the baseline's rewrite is unioned in with the roots (False: the
+    run starts from the input alone; see ``eqsat.api.Budget``).
     """
 
     iterations: int = 12
@@ -120,6 +122,7 @@ class Limits:
     seconds: float = 300.0
     stall: int = STALL_ITERATIONS
     memory: int = MEMORY
+    baseline_start: bool = True
 
     def __post_init__(self) -> None:
         if self.enodes is not None and self.enodes < 1:
@@ -138,7 +141,8 @@ class Limits:
         memory, enodes = budget.memory, budget.enodes
         return Limits(int(budget.iterations), None if enodes is None else int(enodes),
                       float(budget.seconds), int(budget.stall),
-                      MEMORY if memory is None else int(memory))
+                      MEMORY if memory is None else int(memory),
+                      bool(budget.baseline_start))
 
     def for_roots(self, roots: Iterable[Any],
                   orders: dict[int, list[Any]] | None = None) -> Limits:
