@@ -255,3 +255,19 @@ def test_no_loop_index_outside_its_loop() -> None:
     g = make("conv2d", **BUILDERS["conv2d"].cases[2]).graph
     out = optimize(g, engine="egraph").graph
     assert not live_ranges(out)[out]
+
+
+def test_the_start_is_part_of_the_call() -> None:
+    # from the input alone the e-graph holds fewer forms; the result cache keeps the two
+    # calls apart, and both cost at most the baseline's result
+    terms = [f"(where (lt (range 0 8) 4) {i + 1} (var v{i} 0 9))" for i in range(8)]
+    text = terms[0]
+    for t in terms[1:]:
+        text = f"(add {text} {t})"
+    g = parse(text)
+    base = optimize(g, engine="baseline", cost_model="reference")
+    both = optimize(g, cost_model="reference")
+    alone = optimize(g, cost_model="reference", budget=Budget(baseline_start=False))
+    assert alone.stats["enodes"] < both.stats["enodes"]
+    assert "cached" not in alone.stats["time"]
+    assert max(both.cost, alone.cost) <= base.cost
