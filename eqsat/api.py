@@ -44,10 +44,10 @@ class Budget:
     never the clock, decide the result. ``memory``: bytes the run may
     add to the process's resident set, checked between the e-graph's steps (None: 6 GiB,
     a quarter of a 24 GB machine running two workers). ``stall``: stop early
-    (``"stalled"``) after that many rounds in a row that found no cheaper term for the
-    roots while the e-graph grew by at most 10% and the last round's computed rewrites
-    added at most 2% more (0: run to saturation or a limit). ``baseline_start``: the run
-    starts from the baseline's result as well as the input (False: from the input
+    (``"stalled"``) after that many rounds in a row that found no term for the roots
+    cheaper by more than 1% of their cost while the e-graph grew by at most 10% and
+    the last round's computed rewrites added at most 2% more (0: run to saturation or
+    a limit). ``baseline_start``: the run starts from the baseline's result as well as the input (False: from the input
     alone, to see what the e-graph's own rules find; the result still costs at most the
     baseline's).
 

@@ -36,6 +36,7 @@ from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
     STALL_EMITTED,
+    STALL_GAIN,
     STALL_GROWTH,
     STEP_ROOM,
     Clock,
@@ -530,15 +531,15 @@ def _root_cost(snap: Snapshot, roots: list[int]) -> float | None:
 
 def is_stalled(costs: list[float | None], sizes: list[int], k: int,
                emitted: list[int] | None = None) -> bool:
-    """Whether the last ``k`` iterations found no cheaper root term while the e-graph
-    grew by at most ``STALL_GROWTH`` over them, and the last computed pass recorded at
-    most ``STALL_EMITTED`` of the e-graph in new rows (``costs``/``sizes``/``emitted``: one
-    per iteration). The last condition keeps a run going whose last pass started
-    something that pays only later."""
+    """Whether the last ``k`` iterations found no root term cheaper by more than
+    ``STALL_GAIN`` of the roots' cost while the e-graph grew by at most ``STALL_GROWTH``
+    over them, and the last computed pass recorded at most ``STALL_EMITTED`` of the
+    e-graph in new rows (``costs``/``sizes``/``emitted``: one per iteration). The last
+    condition keeps a run going whose last pass started something that pays only later."""
     if k <= 0 or len(costs) <= k:
         return False
     now, then = costs[-1], costs[-1 - k]
-    if now is None or then is None or now < then - 1e-9:
+    if now is None or then is None or now < then - max(1e-9, STALL_GAIN * then):
         return False
     if emitted and emitted[-1] > sizes[-1] * STALL_EMITTED:
         return False

@@ -37,7 +37,7 @@ from typing import Any
 from eqsat.ir.egglog_text import read, tokens
 
 __all__ = ["Limits", "Clock", "ENODES_FLOOR", "ENODES_PER_NODE", "default_enodes",
-           "StopReason", "STALL_ITERATIONS", "STALL_GROWTH",
+           "StopReason", "STALL_ITERATIONS", "STALL_GAIN", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "CTOR_CALL",
            "gc_paused", "rss_bytes", "multiplies", "new_nodes", "count_program",
            "match_bounds", "pattern_ctors"]
@@ -96,6 +96,10 @@ HARD_ENODES = 2.0
 
 #: iterations without a cheaper root term before a run counts as stalled (0: never)
 STALL_ITERATIONS = 1
+#: ... where a term cheaper by less than this fraction of the roots' cost does not count:
+#: a kernel of thousands of stores finds a little in every step for long, and its run
+#: then took more iterations the more stores it had (docs/perf.md)
+STALL_GAIN = 0.01
 #: ... and only while the e-graph grew by at most this fraction over those iterations,
 STALL_GROWTH = 0.10
 #: ... and the last computed pass recorded at most this fraction of it in new rows (the
