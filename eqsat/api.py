@@ -47,9 +47,9 @@ class Budget:
     (``"stalled"``) after that many rounds in a row that found no term for the roots
     cheaper by more than 1% of their cost while the e-graph grew by at most 10% and
     the last round's computed rewrites added at most 2% more (0: run to saturation or
-    a limit). ``baseline_start``: the run starts from the baseline's result as well as the input (False: from the input
-    alone, to see what the e-graph's own rules find; the result still costs at most the
-    baseline's).
+    a limit). ``baseline_start``: the run starts from the baseline's result as well as
+    the input (False: from the input alone, to see what the e-graph's own rules find;
+    the result still costs at most the baseline's).
 
     A run stopped by saturation, a stall, ``iterations`` or ``enodes`` gives the same
     result on every run (under any load, after any earlier call, on any thread); one
