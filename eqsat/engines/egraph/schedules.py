@@ -115,8 +115,9 @@ class Limits:
     ``enodes``: the e-graph size budget; None (the default) is
     :func:`default_enodes` of the roots' unique nodes, which a run resolves when it
     starts (:meth:`for_roots`, in ``Run.__init__``). ``stall``: stop (``"stalled"``)
-    after that many iterations in a row without a cheaper best term of the roots while
-    the e-graph grew by at most :data:`STALL_GROWTH`; 0 never stops early.
+    after that many iterations in a row without a best term of the roots cheaper by
+    more than :data:`STALL_GAIN` while the e-graph grew by at most
+    :data:`STALL_GROWTH`; 0 never stops early.
     ``baseline_start``: the baseline's rewrite is unioned in with the roots (False: the
     run starts from the input alone; see ``eqsat.api.Budget``).
     """
