@@ -46,10 +46,11 @@ class Budget:
     a quarter of a 24 GB machine running two workers). ``stall``: stop early
     (``"stalled"``) after that many rounds in a row that found no term for the roots
     cheaper by more than 1% of their cost while the e-graph grew by at most 10% and
-    the last round's computed rewrites added at most 2% more (0: run to saturation or
-    a limit). ``baseline_start``: the run starts from the baseline's result as well as
-    the input (False: from the input alone, to see what the e-graph's own rules find;
-    the result still costs at most the baseline's).
+    the last round's computed rewrites added at most 2% more (None: the e-graph
+    engine's default, 1; 0: run to saturation or a limit). ``baseline_start``: the run
+    starts from the baseline's result as well as the input (False: from the input
+    alone, to see what the e-graph's own rules find; the result still costs at most the
+    baseline's).
 
     A run stopped by saturation, a stall, ``iterations`` or ``enodes`` gives the same
     result on every run (under any load, after any earlier call, on any thread); one
@@ -62,16 +63,17 @@ class Budget:
     iterations: int = 12
     enodes: int | None = None
     seconds: float = 300.0
-    stall: int = 1
+    stall: int | None = None
     memory: int | None = None
     baseline_start: bool = True
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or (self.enodes is not None and self.enodes < 1) \
-                or not self.seconds > 0 or self.stall < 0 \
+                or not self.seconds > 0 or (self.stall is not None and self.stall < 0) \
                 or (self.memory is not None and self.memory < 1):
             raise ValueError(f"invalid budget {self!r}: iterations >= 0, enodes >= 1 (or "
-                             "None), seconds > 0, stall >= 0, memory >= 1 (or None) required")
+                             "None), seconds > 0, stall >= 0 (or None), memory >= 1 (or None) "
+                             "required")
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ class Limits:
             return budget
         memory, enodes = budget.memory, budget.enodes
         return Limits(int(budget.iterations), None if enodes is None else int(enodes),
-                      float(budget.seconds), int(budget.stall),
+                      float(budget.seconds),
+                      STALL_ITERATIONS if budget.stall is None else int(budget.stall),
                       MEMORY if memory is None else int(memory),
                       bool(budget.baseline_start))
 
