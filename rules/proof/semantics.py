@@ -140,6 +140,12 @@ def _range(name: str) -> tuple[int, int] | None:
 INT_RANGE = {n: _range(n) for n in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")}
 
 
+def _false() -> Any:
+    """z3's False, made in the context current now: a module-level constant would stay
+    in the context it was made in, not the proof's own (:func:`own_context`)."""
+    return z3.BoolVal(False)
+
+
 @dataclass(frozen=True)
 class Val:
     """A value of scalar dtype ``dt``: ``undef``/``inv`` z3 Bools and the value ``x``
@@ -152,7 +158,7 @@ class Val:
     raw: bool = False
     #: undefined because of a division or remainder by zero (the part of ``undef`` a
     #: rule must keep: the spec never folds a division by zero into a value)
-    divz: Any = field(default_factory=lambda: z3.BoolVal(False))
+    divz: Any = field(default_factory=_false)
 
 
 #: how casts between integers and floats are read: ``"real"`` (bit-precise) or ``"uf"``
@@ -203,8 +209,8 @@ def fresh(name: str, dt: str, may_inv: bool = True, may_undef: bool = True,
           bv: bool = False) -> Val:
     """A symbolic value of ``dt`` (maybe Invalid, maybe undefined)."""
     x = z3.Const(name, sort_of(dt, bv))
-    return Val(dt, z3.Bool(f"{name}.undef") if may_undef else z3.BoolVal(False),
-               z3.Bool(f"{name}.inv") if may_inv else z3.BoolVal(False), x)
+    return Val(dt, z3.Bool(f"{name}.undef") if may_undef else _false(),
+               z3.Bool(f"{name}.inv") if may_inv else _false(), x)
 
 
 def in_range(v: Val) -> Any:
@@ -219,16 +225,16 @@ def const(dt: str, value: Any, bv: bool = False) -> Val:
     """The constant ``value`` of ``dt`` (an integer literal in a float dtype is that
     float, ``0`` being +0.0)."""
     if dt == "bool":
-        return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(bool(value)))
+        return Val(dt, _false(), _false(), z3.BoolVal(bool(value)))
     if dt in FLOAT_SORTS:
-        return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.FPVal(float(value), sort_of(dt)))
+        return Val(dt, _false(), _false(), z3.FPVal(float(value), sort_of(dt)))
     v = int(value)
     if dt in INT_RANGE:
         if bv:
-            return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.BitVecVal(v, _bits(dt)))
+            return Val(dt, _false(), _false(), z3.BitVecVal(v, _bits(dt)))
         lo, hi = INT_RANGE[dt]
         v = ((v - lo) % (hi - lo + 1)) + lo
-    return Val(dt, z3.BoolVal(False), z3.BoolVal(False), z3.IntVal(v))
+    return Val(dt, _false(), _false(), z3.IntVal(v))
 
 
 def same(a: Val, b: Val) -> Any:
@@ -236,8 +242,6 @@ def same(a: Val, b: Val) -> Any:
     return z3.Or(z3.And(a.undef, b.undef),
                  z3.And(z3.Not(a.undef), z3.Not(b.undef), a.inv == b.inv,
                         z3.Or(a.inv, canon(a) == canon(b))))
-
-
 
 
 def c_idiv(a: Any, b: Any) -> Any:
@@ -307,7 +311,7 @@ def _cast(v: Val, dst: str, bv: bool) -> tuple[Any, Any]:
         key = "float" if src in FLOAT_SORTS else "int"
         f = z3.Function(f"conv_{key}_{src if key == 'float' else ''}_{dst}",
                         arg.sort(), sort_of(dst, bv))
-        bad = z3.BoolVal(False)
+        bad = _false()
         if dst not in FLOAT_SORTS:
             bad = z3.Function(f"convbad_{src}_{dst}", arg.sort(), z3.BoolSort())(arg)
         return f(arg), bad
@@ -328,12 +332,12 @@ def _cast_bv(v: Val, dst: str) -> tuple[Any, Any] | None:
     if _is_bv(x) and dst in INT_RANGE:  # resize: truncate, or extend by the source's sign
         n, m = x.size(), _bits(dst)
         if m <= n:
-            return z3.Extract(m - 1, 0, x), z3.BoolVal(False)
-        return (z3.SignExt if _signed(src) else z3.ZeroExt)(m - n, x), z3.BoolVal(False)
+            return z3.Extract(m - 1, 0, x), _false()
+        return (z3.SignExt if _signed(src) else z3.ZeroExt)(m - n, x), _false()
     if _is_bv(x) and dst in FLOAT_SORTS:  # through f64 first, as the interpreter does
         conv = z3.fpSignedToFP if _signed(src) else z3.fpUnsignedToFP
         f64 = conv(z3.RNE(), x, z3.Float64())
-        return (f64 if dst == "f64" else _float_to_float(f64, "f64", dst)), z3.BoolVal(False)
+        return (f64 if dst == "f64" else _float_to_float(f64, "f64", dst)), _false()
     if src in FLOAT_SORTS and dst in INT_RANGE:  # truncate; NaN, inf, out of range: undefined
         n = _bits(dst)
         t = z3.fpRoundToIntegral(z3.RTZ(), x)
@@ -349,7 +353,7 @@ def _cast_bv(v: Val, dst: str) -> tuple[Any, Any] | None:
         return val, z3.Or(z3.fpIsNaN(x), z3.fpIsInf(x), out)
     if src == "bool" and dst in INT_RANGE:
         n = _bits(dst)
-        return z3.If(x, z3.BitVecVal(1, n), z3.BitVecVal(0, n)), z3.BoolVal(False)
+        return z3.If(x, z3.BitVecVal(1, n), z3.BitVecVal(0, n)), _false()
     return None
 
 
@@ -357,14 +361,14 @@ def _cast_int(v: Val, dst: str) -> tuple[Any, Any]:
     src = v.dt
     if dst == "bool":
         if src == "bool":
-            return v.x, z3.BoolVal(False)
+            return v.x, _false()
         if src in FLOAT_SORTS:
-            return z3.Not(z3.fpEQ(v.x, z3.FPVal(0.0, v.x.sort()))), z3.BoolVal(False)
-        return as_int(v) != 0, z3.BoolVal(False)
+            return z3.Not(z3.fpEQ(v.x, z3.FPVal(0.0, v.x.sort()))), _false()
+        return as_int(v) != 0, _false()
     if dst in FLOAT_SORTS:
         if src in FLOAT_SORTS:
-            return _float_to_float(v.x, src, dst), z3.BoolVal(False)
-        return _int_to_float(as_int(v), dst), z3.BoolVal(False)
+            return _float_to_float(v.x, src, dst), _false()
+        return _int_to_float(as_int(v), dst), _false()
     # to an integer
     if src in FLOAT_SORTS:
         r = z3.fpToReal(v.x)
@@ -375,7 +379,7 @@ def _cast_int(v: Val, dst: str) -> tuple[Any, Any]:
             bad = z3.Or(bad, t < rng[0], t > rng[1])
         return t, bad
     x = as_int(v)
-    return (wrap(dst, x) if dst in INT_RANGE else x), z3.BoolVal(False)
+    return (wrap(dst, x) if dst in INT_RANGE else x), _false()
 
 
 def _bitcast(v: Val, dst: str) -> Any:
@@ -408,12 +412,12 @@ def apply(op: Ops, dt: str, args: list[Val], to: str = "", bv: bool = False) -> 
         divz = z3.Or(c.divz, z3.And(z3.Not(c.undef), z3.Not(c.inv),
                                     z3.If(c.x, t.divz, f.divz)))
         return Val(dt, undef, inv, z3.If(c.x, tx, fx), raw, divz)
-    undef_in = z3.Or(*[a.undef for a in args]) if args else z3.BoolVal(False)
-    inv_in = z3.Or(*[a.inv for a in args]) if args else z3.BoolVal(False)
+    undef_in = z3.Or(*[a.undef for a in args]) if args else _false()
+    inv_in = z3.Or(*[a.inv for a in args]) if args else _false()
     x, own, raw = _value(op, dt, args, to, bv)
     undef = z3.Or(undef_in, z3.And(z3.Not(inv_in), own))
     inv = z3.And(z3.Not(undef_in), inv_in)
-    divz = z3.Or(*[a.divz for a in args]) if args else z3.BoolVal(False)
+    divz = z3.Or(*[a.divz for a in args]) if args else _false()
     if op in GroupOp.IntDiv:
         divz = z3.Or(divz, z3.And(z3.Not(undef_in), z3.Not(inv_in), own))
     return Val(dt, undef, inv, x, raw, divz)
@@ -429,38 +433,38 @@ def _value(op: Ops, dt: str, args: list[Val], to: str,
         x = _bitcast(args[0], dt)
         if bv and dt in INT_RANGE and not _is_bv(x):
             x = z3.Int2BV(x, _bits(dt))
-        return x, z3.BoolVal(False), False
+        return x, _false(), False
     src = args[0].dt
     if op in GroupOp.Comparison:
         a, b = args
         if src in FLOAT_SORTS:
             fn = {Ops.LT: z3.fpLT, Ops.LE: z3.fpLEQ, Ops.GT: z3.fpGT, Ops.GE: z3.fpGEQ,
                   Ops.EQ: z3.fpEQ, Ops.NE: lambda p, q: z3.Not(z3.fpEQ(p, q))}[op]
-            return fn(a.x, b.x), z3.BoolVal(False), False
+            return fn(a.x, b.x), _false(), False
         if _is_bv(a.x):
             p, q = a.x, b.x
             if _signed(src):
                 return {Ops.LT: p < q, Ops.LE: p <= q, Ops.GT: p > q, Ops.GE: p >= q,
-                        Ops.EQ: p == q, Ops.NE: p != q}[op], z3.BoolVal(False), False
+                        Ops.EQ: p == q, Ops.NE: p != q}[op], _false(), False
             return {Ops.LT: z3.ULT(p, q), Ops.LE: z3.ULE(p, q), Ops.GT: z3.UGT(p, q),
                     Ops.GE: z3.UGE(p, q), Ops.EQ: p == q,
-                    Ops.NE: p != q}[op], z3.BoolVal(False), False
+                    Ops.NE: p != q}[op], _false(), False
         p, q = as_int(a), as_int(b)
         return {Ops.LT: p < q, Ops.LE: p <= q, Ops.GT: p > q, Ops.GE: p >= q,
-                Ops.EQ: p == q, Ops.NE: p != q}[op], z3.BoolVal(False), False
+                Ops.EQ: p == q, Ops.NE: p != q}[op], _false(), False
     if dt == "bool":
         xs = [a.x for a in args]
         if op is Ops.NOT:
-            return z3.Not(xs[0]), z3.BoolVal(False), False
+            return z3.Not(xs[0]), _false(), False
         if op in (Ops.ADD, Ops.OR, Ops.MAX):
-            return z3.Or(xs[0], xs[1]), z3.BoolVal(False), False
+            return z3.Or(xs[0], xs[1]), _false(), False
         if op in (Ops.MUL, Ops.AND, Ops.MIN):
-            return z3.And(xs[0], xs[1]), z3.BoolVal(False), False
+            return z3.And(xs[0], xs[1]), _false(), False
         if op is Ops.XOR:
-            return z3.Xor(xs[0], xs[1]), z3.BoolVal(False), False
+            return z3.Xor(xs[0], xs[1]), _false(), False
         raise NotImplementedError(f"{op.name} on bool")
     if dt in FLOAT_SORTS:
-        return _float_value(op, dt, [a.x for a in args]), z3.BoolVal(False), False
+        return _float_value(op, dt, [a.x for a in args]), _false(), False
     if args and _is_bv(args[0].x):
         return _bv_value(op, dt, [a.x for a in args])
     return _int_value(op, dt, args)
@@ -471,21 +475,21 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
     sg = _signed(dt)
     a = xs[0]
     if op is Ops.NEG:
-        return -a, z3.BoolVal(False), False
+        return -a, _false(), False
     if op is Ops.NOT:
-        return ~a, z3.BoolVal(False), False
+        return ~a, _false(), False
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-        return a, z3.BoolVal(False), False
+        return a, _false(), False
     b = xs[1]
     zero = z3.BitVecVal(0, a.size())
     if op is Ops.ADD:
-        return a + b, z3.BoolVal(False), False
+        return a + b, _false(), False
     if op is Ops.SUB:
-        return a - b, z3.BoolVal(False), False
+        return a - b, _false(), False
     if op is Ops.MUL:
-        return a * b, z3.BoolVal(False), False
+        return a * b, _false(), False
     if op is Ops.MULACC:
-        return a * b + xs[2], z3.BoolVal(False), False
+        return a * b + xs[2], _false(), False
     if op is Ops.IDIV:  # bvsdiv truncates; INT_MIN / -1 wraps to INT_MIN, as the IR's
         return (a / b if sg else z3.UDiv(a, b)), b == zero, False
     if op is Ops.MOD:  # bvsrem takes the dividend's sign
@@ -500,15 +504,15 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
         down = z3.And(r != zero, (r < zero) != (b < zero))
         return z3.If(down, a / b - 1, a / b), b == zero, False
     if op is Ops.MAX:
-        return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), z3.BoolVal(False), False
+        return z3.If((a >= b) if sg else z3.UGE(a, b), a, b), _false(), False
     if op is Ops.MIN:
-        return z3.If((a <= b) if sg else z3.ULE(a, b), a, b), z3.BoolVal(False), False
+        return z3.If((a <= b) if sg else z3.ULE(a, b), a, b), _false(), False
     if op is Ops.AND:
-        return a & b, z3.BoolVal(False), False
+        return a & b, _false(), False
     if op is Ops.OR:
-        return a | b, z3.BoolVal(False), False
+        return a | b, _false(), False
     if op is Ops.XOR:
-        return a ^ b, z3.BoolVal(False), False
+        return a ^ b, _false(), False
     if op in (Ops.SHL, Ops.SHR):
         width = z3.BitVecVal(a.size(), a.size())
         bad = z3.Or(b < zero, b >= width) if sg else z3.UGE(b, width)
@@ -519,7 +523,7 @@ def _bv_value(op: Ops, dt: str, xs: list[Any]) -> tuple[Any, Any, bool]:
         one = z3.BitVecVal(1, a.size())
         f = z3.Function(f"pow_{dt}_bv", a.sort(), a.sort(), a.sort())
         return z3.If(b == zero, one, z3.If(b == one, a, f(a, b))), \
-            (b < zero) if sg else z3.BoolVal(False), False
+            (b < zero) if sg else _false(), False
     raise NotImplementedError(f"{op.name} on {dt}")
 
 
@@ -563,28 +567,28 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
     fixed = dt in INT_RANGE
     xs = [a.x for a in args]
     if op is Ops.NEG:
-        return -xs[0], z3.BoolVal(False), fixed
+        return -xs[0], _false(), fixed
     if op is Ops.NOT:
-        return -xs[0] - 1, z3.BoolVal(False), fixed
+        return -xs[0] - 1, _false(), fixed
     if op in (Ops.TRUNC, Ops.FLOOR, Ops.CEIL, Ops.ROUND):
-        return xs[0], z3.BoolVal(False), args[0].raw
+        return xs[0], _false(), args[0].raw
     if op is Ops.ADD:
-        return xs[0] + xs[1], z3.BoolVal(False), fixed
+        return xs[0] + xs[1], _false(), fixed
     if op is Ops.SUB:
-        return xs[0] - xs[1], z3.BoolVal(False), fixed
+        return xs[0] - xs[1], _false(), fixed
     if op is Ops.MUL:
-        return xs[0] * xs[1], z3.BoolVal(False), fixed
+        return xs[0] * xs[1], _false(), fixed
     if op is Ops.MULACC:
-        return xs[0] * xs[1] + xs[2], z3.BoolVal(False), fixed
+        return xs[0] * xs[1] + xs[2], _false(), fixed
     a, b = canon(args[0]), canon(args[1])
     if op in (Ops.IDIV, Ops.MOD):
         return c_divmod("idiv" if op is Ops.IDIV else "mod", a, b), b == 0, fixed
     if op in (Ops.FLOORDIV, Ops.FLOORMOD):
         return floor_divmod(op.name.lower(), a, b), b == 0, fixed
     if op is Ops.MAX:
-        return z3.If(a >= b, a, b), z3.BoolVal(False), False
+        return z3.If(a >= b, a, b), _false(), False
     if op is Ops.MIN:
-        return z3.If(a <= b, a, b), z3.BoolVal(False), False
+        return z3.If(a <= b, a, b), _false(), False
     if op in (Ops.AND, Ops.OR, Ops.XOR):
         if not fixed:  # two's complement of unbounded integers: exact where both are
             # 64-bit values, opaque beyond (a rule of bitwise ops only is proven on 64-bit
@@ -592,15 +596,15 @@ def _int_value(op: Ops, dt: str, args: list[Val]) -> tuple[Any, Any, bool]:
             lo_ab, hi_ab = z3.If(a <= b, a, b), z3.If(a <= b, b, a)  # they commute
             uf = _uf(op.name.lower(), "index", 2)(lo_ab, hi_ab)
             if CONVERSIONS["bitwise"] == "uf":  # an unknown commutative function: enough
-                return uf, z3.BoolVal(False), False       # where a rule only moves the op
+                return uf, _false(), False       # where a rule only moves the op
             lo, hi = INT_RANGE["i64"]
             pa, pb = _to_bv("i64", a), _to_bv("i64", b)
             r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
             small = z3.And(a >= lo, a <= hi, b >= lo, b <= hi)
-            return z3.If(small, _from_bv("i64", r), uf), z3.BoolVal(False), False
+            return z3.If(small, _from_bv("i64", r), uf), _false(), False
         pa, pb = _to_bv(dt, a), _to_bv(dt, b)
         r = {Ops.AND: pa & pb, Ops.OR: pa | pb, Ops.XOR: pa ^ pb}[op]
-        return _from_bv(dt, r), z3.BoolVal(False), False
+        return _from_bv(dt, r), _false(), False
     if op in (Ops.SHL, Ops.SHR):
         limit = _bits(dt) if fixed else 4096
         bad = z3.Or(b < 0, b >= limit)

@@ -84,7 +84,6 @@ def stats(run: Run) -> None:
               len(run.roots), run.it, run.stats["enodes"], stop, run.clock.elapsed())
 
 
-
 def no_run_stats(rulesets: list[str], enodes_budget: int | None, times: dict[str, float],
                  costs: list[tuple[float, float]], seed: dict[str, float]) -> dict[str, Any]:
     """The stats of a call that ran no step (its start costs 0: nothing was inserted),
@@ -96,6 +95,7 @@ def no_run_stats(rulesets: list[str], enodes_budget: int | None, times: dict[str
             "extraction": {"method": "none (the start costs 0)"}, "costs": costs,
             "held_back": {}, "enodes_peak": 0, "rss_growth": 0, "time_limited": False,
             "seed": seed}
+
 
 #: the phases after the loop, in order (see the module docstring)
 PHASES: tuple[tuple[str, Callable[[Run], None]], ...] = (
