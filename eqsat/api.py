@@ -57,6 +57,9 @@ class Budget:
     stopped by ``time`` or ``memory`` may not. Whatever stopped it, the e-graph's
     result costs at most the cheaper of the input and the baseline's result (the run
     starts from both).
+    A kernel (a ``SINK``) of more than ``PART_NODES`` (3,000) unique nodes runs in parts
+    of about equal size, each part a run with this budget (``seconds`` counts for the
+    whole call; ``stats["parts"]``; ``eqsat.engines.egraph.parts``).
     ``optimize_many`` gives each of its graphs this budget.
     """
 

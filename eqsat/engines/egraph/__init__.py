@@ -62,7 +62,9 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
     ``gain``, what the e-graph found beyond its start), ``time`` (seconds per phase),
     ``matches`` (rule name -> unions), ``extraction``, ``per_iteration`` ((e-nodes, seconds)
     per iteration), ``emitted`` (rows each computed pass recorded), ``analysis_capped``;
-    ``egraph`` (an :class:`~eqsat.engines.egraph.record.EGraphRecord`) with ``keep_egraph``.
+    ``egraph`` (an :class:`~eqsat.engines.egraph.record.EGraphRecord`) with ``keep_egraph``;
+    ``parts`` for a kernel run in parts (:mod:`~eqsat.engines.egraph.parts`: each part's
+    size, iterations, e-nodes, stop and cost; the other figures are the whole's).
 
     A call the result cache knows (:mod:`~eqsat.engines.egraph.results`: the same printed
     graph, budget, rule sets and shipped cost model, from a run no clock cut short) is

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import UnsoundError
 from eqsat.engines.egraph.encoding import Inserter, Snapshot
+from eqsat.engines.egraph.parts import join_parts, kernel_parts
 from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer
@@ -28,6 +30,7 @@ from eqsat.engines.egraph.seeding import (
     baseline_seeds,
     no_worse_than_start,
     start_at_floor,
+    usable_start,
 )
 from eqsat.engines.egraph.store import Store
 from eqsat.ir.uop import UOp
@@ -102,7 +105,29 @@ class Session:
 
         A start that costs 0 (:func:`~.seeding.start_at_floor`) is the output: no step
         runs (``stop_reason="optimal"``); with ``keep_egraph`` the run still builds the
-        e-graph, and the outputs are the same."""
+        e-graph, and the outputs are the same.
+
+        A kernel past :data:`~.parts.PART_NODES` nodes runs in parts, a run each
+        (:mod:`.parts`), but with ``keep_egraph``: its record is of one e-graph, which
+        then holds the whole kernel."""
+        parts = None if keep_egraph else kernel_parts(roots)
+        if parts is None:
+            outs, stats, _ = self._run(roots, model, limits, t0, keep_egraph)
+            return outs, stats
+        t0 = time.perf_counter() if t0 is None else t0  # (one clock for every part)
+        outs, starts, each = [], [], []
+        for part in parts:
+            o, st, seeds = self._run([part], model, limits, t0, False)
+            st["part_nodes"] = len(part.toposort()) - 1
+            outs.append(o[0])
+            starts.append(usable_start(seeds, 0))
+            each.append(st)
+        out, stats = join_parts(roots[0], outs, starts, each, model)
+        return [out], stats
+
+    def _run(self, roots: list[UOp], model: Any, limits: Limits, t0: float | None,
+             keep_egraph: bool) -> tuple[list[UOp], dict, Seeds]:
+        """:meth:`run` in one e-graph; ``(new roots, stats, the baseline's seeds)``."""
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
@@ -111,7 +136,7 @@ class Session:
             if floor is not None and not keep_egraph:
                 return floor[0], no_run_stats(list(self.program.groups),
                                               limits.for_roots(roots).enodes, times,
-                                              floor[1], floor[2])
+                                              floor[1], floor[2]), seeds
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)
@@ -131,7 +156,7 @@ class Session:
             stats["time"]["baseline"] = times["baseline"]
         # (after the run: its result does not depend on it)
         self.store.rebuild_if_due()
-        return outs, stats
+        return outs, stats, seeds
 
     def _new_run(self, roots: list[UOp], seeds: Seeds, model: Any, limits: Limits,
                  clock: Clock, keep_egraph: bool, widen: bool = False) -> Run:

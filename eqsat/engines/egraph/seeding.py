@@ -19,7 +19,8 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp, live_ranges
 
-__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor"]
+__all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor",
+           "usable_start"]
 
 
 @dataclass
@@ -140,6 +141,16 @@ def start_at_floor(seeds: Seeds, model: Any
     if any(c_out for _, c_out in costs):
         return None  # (a seed that does not print, or uses a loop index out of its loop)
     return outs, costs, fig
+
+
+def usable_start(seeds: Seeds, i: int) -> UOp:
+    """Root ``i``'s start as :func:`no_worse_than_start` may take it: the baseline's
+    rewrite when it is cheaper, prints and uses no loop index outside its loop; else
+    the root."""
+    r, s = seeds.inputs[i], seeds.roots[i]
+    if s is r or not (_printable(s) and _in_scope(s, r, live_ranges(r)[r])):
+        return r
+    return s
 
 
 def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:

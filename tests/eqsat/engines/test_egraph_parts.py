@@ -1,0 +1,119 @@
+"""A large kernel in parts (``eqsat.engines.egraph.parts``): the split, the join, and
+a kernel optimized in parts: equivalent, no costlier than its start, the same twice.
+
+``PART_NODES`` is lowered here so that small kernels split (the default splits kernels
+of thousands of nodes: ``benchmarks/scale.py`` runs those)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqsat.api import optimize
+from eqsat.engines.egraph import clear_result_cache, parts
+from eqsat.engines.egraph.parts import join_parts, kernel_parts
+from eqsat.ir.interp import run_kernel
+from eqsat.ir.ops import Ops
+from eqsat.ir.sexpr import parse, to_sexpr
+from eqsat.ir.uop import UOp, live_ranges
+from extraction import get_cost_model
+
+#: the part size of these tests (unique nodes)
+SMALL = 150
+
+
+def _kernel(n: int) -> UOp:
+    from benchmarks.stress import kernel_graph
+
+    return parse(kernel_graph(n))
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parts, "PART_NODES", SMALL)
+    clear_result_cache()
+    yield
+    clear_result_cache()
+
+
+def _run(k: UOp, out: UOp) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Both kernels on the same buffers (the loads' arange, the stores' zeros)."""
+    size = {u.arg[0]: u.arg[1] for u in k.toposort() if u.op is Ops.DEFINE_GLOBAL}
+    bufs = [np.arange(size.get(i, 1), dtype=np.float32) for i in range(max(size) + 1)]
+    return (run_kernel(k, [b.copy() for b in bufs]), run_kernel(out, [b.copy() for b in bufs]))
+
+
+@pytest.mark.parametrize("text", [
+    "(add (var x 0 10) 1)",  # not a sink
+    "(sink (end (store (index (buffer 1 f32 16) (range 0 16)) (load (index (buffer 2 f32 16) "
+    "(range 0 16)))) (range 0 16)))",  # one source
+])
+def test_what_is_not_a_large_sink_runs_whole(small_parts: None, text: str) -> None:
+    assert kernel_parts([parse(text)]) is None
+
+
+def test_a_small_kernel_runs_whole() -> None:
+    assert kernel_parts([_kernel(400)]) is None  # (under the default PART_NODES)
+
+
+def test_a_large_sink_splits_in_order_into_parts_of_about_equal_size(small_parts: None) -> None:
+    k = _kernel(600)
+    got = kernel_parts([k])
+    assert got is not None and len(got) >= 3
+    assert all(p.op is Ops.SINK and p.arg == k.arg for p in got)
+    assert tuple(s for p in got for s in p.src) == k.src  # every source once, in order
+    biggest = max(len(s.toposort()) for s in k.src)
+    sizes = [len(p.toposort()) - 1 for p in got]
+    assert all(n <= SMALL + biggest for n in sizes), sizes
+    assert sizes[-1] >= SMALL / 4, sizes  # (a short last part joins the one before)
+    assert [to_sexpr(p) for p in kernel_parts([k])] == [to_sexpr(p) for p in got]
+
+
+def test_a_kernel_in_parts_is_equivalent_and_no_costlier(small_parts: None) -> None:
+    k = _kernel(500)
+    base = optimize(k, engine="baseline", cost_model="reference")
+    r = optimize(k, cost_model="reference")
+    assert len(r.stats["parts"]) >= 2
+    assert r.cost <= min(base.cost, r.input_cost), (base.cost, r.cost, r.input_cost)
+    assert r.stats["seed"]["final"] == r.cost
+    assert r.stats["stop_reason"] in ("stalled", "saturated", "optimal")
+    assert not live_ranges(r.graph)[r.graph]
+    want, got = _run(k, r.graph)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
+    clear_result_cache()
+    again = optimize(k, cost_model="reference")
+    assert to_sexpr(again.graph) == to_sexpr(r.graph)
+
+
+def test_keep_egraph_holds_the_whole_kernel_in_one_egraph(small_parts: None) -> None:
+    r = optimize(_kernel(300), cost_model="reference", keep_egraph=True)
+    assert "parts" not in r.stats and r.egraph is not None
+
+
+def test_the_join_takes_the_parts_starts_when_they_are_cheaper() -> None:
+    # the parts' outputs are their inputs here: the joined starts (the baseline's
+    # rewrites) are cheaper, and the whole is those
+    model = get_cost_model("reference")
+    a = parse("(end (store (index (buffer 1 f32 16) (range 0 16)) (load (index (buffer 2 f32 "
+              "16) (add (range 0 16) 0)))) (range 0 16))")
+    b = parse("(end (store (index (buffer 3 f32 16) (range 1 16)) (load (index (buffer 4 f32 "
+              "16) (mul (range 1 16) 1)))) (range 1 16))")
+    root = UOp(Ops.SINK, a.dtype, (a, b))
+    starts = [UOp(Ops.SINK, a.dtype, (optimize(a, engine="baseline").graph,)),
+              UOp(Ops.SINK, a.dtype, (optimize(b, engine="baseline").graph,))]
+    outs = [UOp(Ops.SINK, a.dtype, (a,)), UOp(Ops.SINK, a.dtype, (b,))]
+    each = [{"engine": "egraph", "rulesets": [], "enodes_budget": 100, "iterations": i,
+             "enodes": 10, "classes": 5, "stop_reason": stop, "time": {"egglog": 0.5},
+             "per_iteration": [], "emitted": [], "analysis_capped": 0, "matches": {"r": 1},
+             "extraction": {"cost": 2.0}, "held_back": {}, "enodes_peak": 10,
+             "rss_growth": 0, "time_limited": False, "part_nodes": 8,
+             "seed": {"final": 2.0, "rescoped": 0}}
+            for i, stop in ((1, "saturated"), (3, "enodes"))]
+    out, stats = join_parts(root, outs, starts, each, model)
+    assert out.src == tuple(s.src[0] for s in starts)
+    assert stats["costs"] == [(model.graph_cost(root), model.graph_cost(out))]
+    assert stats["seed"]["gain"] == 0.0 and stats["seed"]["final"] < stats["seed"]["input"]
+    # the whole's figures: the largest part's sizes, summed counts, the stop that says most
+    assert stats["iterations"] == 3 and stats["stop_reason"] == "enodes"
+    assert stats["matches"] == {"r": 2} and stats["time"] == {"egglog": 1.0}
+    assert [p["iterations"] for p in stats["parts"]] == [1, 3]
