@@ -16,8 +16,9 @@ first (not timed), then the baseline and the e-graph (default budget) optimize t
 kernel under the reference cost model. The table prints per size: the nodes, the
 baseline's cost and time, the e-graph's cost, its ratio to the baseline's, its wall
 and CPU time (this process's: less swayed by other processes on the machine) and their
-growth from the size before, per doubling of the nodes, its e-nodes, its e-node budget (the
-default grows with the input), iterations, its stop reason, and the process's peak RSS
+growth from the size before, per doubling of the nodes, the parts the kernel ran in (one
+e-graph each, ``eqsat.engines.egraph.parts``), its e-nodes, e-node budget and iterations
+(the largest part's), its stop reason, and the process's peak RSS
 (``--json`` rows also carry ``extracted``: the extraction's cost before the result is
 checked against the baseline's rewrite, and ``computed``: the computed pass's time per
 step, ``stats["time"]``'s ``computed.<step>``); then the targets of issue 30: at 5,000 nodes at
@@ -139,7 +140,7 @@ def run_one(source: str, n: int) -> dict[str, Any]:
     return {"source": source, "target": n, "nodes": len(g.toposort()),
             "input": r.input_cost, "baseline": base.cost, "baseline_s": t_base,
             "egraph": r.cost, "egraph_s": t_eg, "egraph_cpu": c_eg,
-            "enodes": r.stats.get("enodes"),
+            "enodes": r.stats.get("enodes"), "parts": len(r.stats.get("parts", ())) or 1,
             "enodes_budget": r.stats.get("enodes_budget"),
             "extracted": r.stats.get("extraction", {}).get("cost"),
             "iterations": r.stats.get("iterations"), "stop": r.stats.get("stop_reason"),
@@ -171,7 +172,7 @@ def _times(g: float | None) -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'nodes':>6} {'base cost':>9} {'base s':>7} {'e-graph':>8} {'ratio':>6} "
-            f"{'e-g s':>7} {'growth':>6} {'cpu s':>7} {'growth':>6} {'e-nodes':>8} "
+            f"{'e-g s':>7} {'growth':>6} {'cpu s':>7} {'growth':>6} {'parts':>5} {'e-nodes':>8} "
             f"{'budget':>7} {'it':>3} {'stop':<10} {'RSS MB':>7}")
     lines = [head]
     prev: dict[str, Any] | None = None
@@ -185,7 +186,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['nodes']:>6} {r['baseline']:>9.0f} {r['baseline_s']:>7.2f} "
                      f"{r['egraph']:>8.0f} {ratio:>6.3f} {r['egraph_s']:>7.2f} "
                      f"{_times(growth):>6} {r.get('egraph_cpu', math.nan):>7.2f} "
-                     f"{_times(cpu):>6} {r['enodes']:>8} {r['enodes_budget']:>7} "
+                     f"{_times(cpu):>6} {r.get('parts', 1):>5} {r['enodes']:>8} "
+                     f"{r['enodes_budget']:>7} "
                      f"{r['iterations']:>3} {r['stop']:<10} {r['rss_mb']:>7.0f}")
         prev = r
     return "\n".join(lines)
