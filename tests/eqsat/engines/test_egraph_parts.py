@@ -6,6 +6,8 @@ of thousands of nodes: ``benchmarks/scale.py`` runs those)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -29,7 +31,9 @@ def _kernel(n: int) -> UOp:
 
 
 @pytest.fixture
-def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``PART_NODES`` at :data:`SMALL`; the result cache emptied before and after (its
+    key does not hold the part size)."""
     monkeypatch.setattr(parts, "PART_NODES", SMALL)
     clear_result_cache()
     yield
@@ -69,8 +73,11 @@ def test_a_large_sink_splits_in_order_into_parts_of_about_equal_size(small_parts
     assert [to_sexpr(p) for p in kernel_parts([k])] == [to_sexpr(p) for p in got]
 
 
-def test_a_kernel_in_parts_is_equivalent_and_no_costlier(small_parts: None) -> None:
-    k = _kernel(500)
+@pytest.mark.parametrize(("nodes", "part"), [(300, 50), (500, SMALL), (800, 400)])
+def test_a_kernel_in_parts_is_equivalent_and_no_costlier(
+        small_parts: None, monkeypatch: pytest.MonkeyPatch, nodes: int, part: int) -> None:
+    monkeypatch.setattr(parts, "PART_NODES", part)
+    k = _kernel(nodes)
     base = optimize(k, engine="baseline", cost_model="reference")
     r = optimize(k, cost_model="reference")
     assert len(r.stats["parts"]) >= 2
