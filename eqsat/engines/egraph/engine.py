@@ -24,7 +24,7 @@ from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.run import Run, WidenError
-from eqsat.engines.egraph.schedules import Clock, Limits, gc_paused
+from eqsat.engines.egraph.schedules import Clock, Limits, StopReason, gc_paused
 from eqsat.engines.egraph.seeding import (
     Seeds,
     baseline_seeds,
@@ -133,10 +133,16 @@ class Session:
             with clock.phase(times := {}, "baseline"):
                 seeds = baseline_seeds(roots, self.program.selection, model)
                 floor = start_at_floor(seeds, model)
+            stop = StopReason.OPTIMAL
+            if floor is None and not keep_egraph and clock.over():
+                # the clock ran out in the baseline's rewrite (or in the parts before
+                # this one): the start is the output, nothing is inserted
+                stop, outs = StopReason.TIME, list(roots)
+                floor = (outs, *no_worse_than_start(outs, seeds, model, None))
             if floor is not None and not keep_egraph:
                 return floor[0], no_run_stats(list(self.program.groups),
                                               limits.for_roots(roots).enodes, times,
-                                              floor[1], floor[2]), seeds
+                                              floor[1], floor[2], stop), seeds
             run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
             try:
                 outs, stats = self.execute(run)

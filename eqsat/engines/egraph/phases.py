@@ -85,16 +85,20 @@ def stats(run: Run) -> None:
 
 
 def no_run_stats(rulesets: list[str], enodes_budget: int | None, times: dict[str, float],
-                 costs: list[tuple[float, float]], seed: dict[str, float]) -> dict[str, Any]:
-    """The stats of a call that ran no step (its start costs 0: nothing was inserted),
-    with the keys :func:`stats` gives a run."""
+                 costs: list[tuple[float, float]], seed: dict[str, float],
+                 stop: StopReason = StopReason.OPTIMAL) -> dict[str, Any]:
+    """The stats of a call that ran no step, with the keys :func:`stats` gives a run:
+    its start costs 0 (``optimal``), or the clock ran out before the search (``time``);
+    nothing was inserted."""
+    why = ("the start costs 0" if stop is StopReason.OPTIMAL
+           else "the clock ran out before the search")
     return {"engine": "egraph", "rulesets": rulesets, "enodes_budget": enodes_budget,
             "iterations": 0, "enodes": 0, "classes": 0,
-            "stop_reason": StopReason.OPTIMAL.value, "time": times, "per_iteration": [],
+            "stop_reason": stop.value, "time": times, "per_iteration": [],
             "emitted": [], "analysis_capped": 0, "matches": {},
-            "extraction": {"method": "none (the start costs 0)"}, "costs": costs,
-            "held_back": {}, "enodes_peak": 0, "rss_growth": 0, "time_limited": False,
-            "seed": seed}
+            "extraction": {"method": f"none ({why})"}, "costs": costs,
+            "held_back": {}, "enodes_peak": 0, "rss_growth": 0,
+            "time_limited": stop.hard_limit, "seed": seed}
 
 
 #: the phases after the loop, in order (see the module docstring)

@@ -302,11 +302,30 @@ def test_no_time_for_the_dag_search_keeps_every_root(monkeypatch) -> None:
     texts = ["(add (idiv (range 0 32) 4) (mod (idiv (range 0 32) 4) 3))",
              "(add (idiv (range 1 60) 7) (mod (idiv (range 1 60) 7) 5))"]
     graphs = [parse(t) for t in texts]
-    outs, st = egraph_many(graphs, cost_model="reference")
+    # (keep_egraph: the run builds its e-graph although the clock is out before the
+    # search; without it the start is the output, test_a_clock_out_before_the_search...)
+    outs, st = egraph_many(graphs, cost_model="reference", keep_egraph=True)
     assert len(outs) == 2 and st["extraction"]["method"] == "tree"
     assert st["stop_reason"] == "time" and st["time_limited"]
     for g, o in zip(graphs, outs, strict=True):
         assert check_equivalent(g, o, samples=200)
+
+
+def test_a_clock_out_before_the_search_gives_the_start(monkeypatch) -> None:
+    """A clock out by the end of the baseline's rewrite (here from the start): nothing
+    is inserted, each root's output is its start (the cheaper of the input and the
+    baseline's rewrite), and the run says the clock stopped it."""
+    from eqsat.engines.egraph import optimize_many as egraph_many
+    from eqsat.engines.egraph.schedules import Clock
+
+    monkeypatch.setattr(Clock, "over", lambda self: True)
+    graphs = [parse("(add (idiv (range 0 32) 4) (mod (idiv (range 0 32) 4) 3))"),
+              parse("(add (mul (range 1 60) 1) 0)")]
+    base = [optimize(g, engine="baseline", cost_model="reference").graph for g in graphs]
+    outs, st = egraph_many(graphs, cost_model="reference")
+    assert outs == base
+    assert st["stop_reason"] == "time" and st["time_limited"] and st["iterations"] == 0
+    assert st["enodes"] == 0 and st["seed"]["gain"] == 0
 
 
 # three random index expressions (int_exprs) whose constants meet in one e-graph: 0 is
