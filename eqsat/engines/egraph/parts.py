@@ -25,12 +25,17 @@ from eqsat.engines.egraph.schedules import StopReason
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["PART_NODES", "kernel_parts", "join_parts"]
+__all__ = ["PART_NODES", "SHARED_MAX", "kernel_parts", "join_parts"]
 
 #: the most unique input nodes one e-graph takes: a kernel past it runs in parts
 #: (docs/perf.md: parts of 2,000 to 6,000 nodes took about the same time; the 5,000-node
 #: kernel whole and the 10,000-node one in two parts of 5,000 grew 2.3x)
 PART_NODES = 3000
+
+#: the most nodes the parts may hold together, as a multiple of the kernel's: a node
+#: two parts need is in both (the loop indexes, constants and buffers every store names:
+#: 1.02x to 1.09x on the kernels of ``benchmarks/scale.py``)
+SHARED_MAX = 1.5
 
 # the stop reasons from the one that says most to the one that says least: the whole's
 # is the first any part gave (a hard limit first: the output may differ from run to run)
@@ -43,7 +48,9 @@ def kernel_parts(roots: list[UOp]) -> list[UOp] | None:
     """The parts of ``roots`` when it is one ``SINK`` of more than :data:`PART_NODES`
     unique nodes and at least two sources: sinks of its sources in order, about equal in
     unique nodes (a source larger than a part is a part alone); None otherwise (one
-    e-graph holds the roots)."""
+    e-graph holds the roots), and None when the parts would hold more than
+    :data:`SHARED_MAX` times the kernel's nodes (its sources share so much that each
+    part would optimize the shared terms again)."""
     if len(roots) != 1 or roots[0].op is not Ops.SINK or len(roots[0].src) < 2:
         return None
     sink = roots[0]
@@ -52,19 +59,23 @@ def kernel_parts(roots: list[UOp]) -> list[UOp] | None:
         return None
     target = total / math.ceil(total / PART_NODES)
     groups: list[list[UOp]] = []
+    sizes: list[int] = []
     cur: list[UOp] = []
     seen: set[UOp] = set()
     for s in sink.src:
         if cur and len(seen) >= target:
             groups.append(cur)
+            sizes.append(len(seen))
             cur, seen = [], set()
         cur.append(s)
         seen.update(s.toposort())
     if groups and len(seen) < target / 2:
         groups[-1] += cur  # (a short last part joins the one before)
+        sizes[-1] += len(seen)
     else:
         groups.append(cur)
-    if len(groups) < 2:
+        sizes.append(len(seen))
+    if len(groups) < 2 or sum(sizes) > SHARED_MAX * total:
         return None
     return [UOp(Ops.SINK, sink.dtype, tuple(g), sink.arg) for g in groups]
 

@@ -73,6 +73,20 @@ def test_a_large_sink_splits_in_order_into_parts_of_about_equal_size(small_parts
     assert [to_sexpr(p) for p in kernel_parts([k])] == [to_sexpr(p) for p in got]
 
 
+def test_stores_that_share_most_of_their_terms_run_whole(small_parts: None) -> None:
+    # every store's address is one shared sum of 40 strided ranges plus its own offset:
+    # in parts, each part (a store each) would hold the shared sum again
+    addr = "(add " * 39 + "(mul (range 0 4) 2) " + " ".join(
+        f"(mul (range {i} 4) {i + 2}))" for i in range(1, 40))
+    stores = " ".join(
+        f"(end (store (index (buffer {2 * k} f32 64) (range 50 4)) (load (index (buffer "
+        f"{2 * k + 1} f32 65536) (add {addr} {k})))) (range 50 4))" for k in range(40))
+    k = parse(f"(sink {stores})")
+    assert len(k.toposort()) > 2 * SMALL
+    assert kernel_parts([k]) is None
+    assert kernel_parts([_kernel(400)]) is not None  # (stores that share leaves split)
+
+
 @pytest.mark.parametrize(("nodes", "part"), [(300, 50), (500, SMALL), (800, 400)])
 def test_a_kernel_in_parts_is_equivalent_and_no_costlier(
         small_parts: None, monkeypatch: pytest.MonkeyPatch, nodes: int, part: int) -> None:
