@@ -1,11 +1,16 @@
 """A large kernel in parts (``eqsat.engines.egraph.parts``): the split, the join, and
-a kernel optimized in parts: equivalent, no costlier than its start, the same twice.
+a kernel optimized in parts: equivalent, no costlier than its start, the same again, in
+a fresh process and on another thread.
 
 ``PART_NODES`` is lowered here so that small kernels split (the default splits kernels
 of thousands of nodes: ``benchmarks/scale.py`` runs those)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -19,6 +24,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp, live_ranges
 from extraction import get_cost_model
+from tests.conftest import REPO
 
 #: the part size of these tests (unique nodes)
 SMALL = 150
@@ -138,3 +144,36 @@ def test_the_join_takes_the_parts_starts_when_they_are_cheaper() -> None:
     assert stats["iterations"] == 3 and stats["stop_reason"] == "enodes"
     assert stats["matches"] == {"r": 2} and stats["time"] == {"egglog": 1.0}
     assert [p["iterations"] for p in stats["parts"]] == [1, 3]
+
+
+_CHILD = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from benchmarks.stress import kernel_graph
+import eqsat
+from eqsat.engines.egraph import parts
+from eqsat.ir.sexpr import parse, to_sexpr
+parts.PART_NODES = {part}
+r = eqsat.optimize(parse(kernel_graph({n})), cost_model="reference")
+print(json.dumps([len(r.stats["parts"]), to_sexpr(r.graph)]))
+"""
+
+
+def test_a_kernel_in_parts_is_the_same_in_a_fresh_process_and_on_a_thread(
+        small_parts: None) -> None:
+    here = optimize(_kernel(500), cost_model="reference")
+    child = subprocess.run([sys.executable, "-c", _CHILD.format(repo=str(REPO), part=SMALL,
+                                                                n=500)],
+                           capture_output=True, text=True, check=True, timeout=600)
+    n, text = json.loads(child.stdout.strip().splitlines()[-1])
+    assert int(n) == len(here.stats["parts"]) >= 2 and text == to_sexpr(here.graph)
+    got: list[str] = []
+
+    def work() -> None:
+        clear_result_cache()
+        got.append(to_sexpr(optimize(_kernel(500), cost_model="reference").graph))
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert got == [to_sexpr(here.graph)]
