@@ -60,7 +60,8 @@ def test_enodes_help_states_the_default(capsys, cmd):
     rc, out, _ = run(capsys, cmd, "--help")
     assert rc == 0
     assert "--enodes N e-graph size limit (default: 20,000, or 4 per unique node of the " \
-           "graph when that is more)" in " ".join(out.split())
+           "graph when that is more; a kernel past 3,000 nodes runs in parts, each an " \
+           "e-graph with this limit)" in " ".join(out.split())
 
 
 def test_usage_errors(capsys):
