@@ -28,8 +28,8 @@ from eqsat.ir.uop import UOp
 __all__ = ["PART_NODES", "SHARED_MAX", "kernel_parts", "join_parts"]
 
 #: the most unique input nodes one e-graph takes: a kernel past it runs in parts
-#: (docs/perf.md: parts of 2,000 to 6,000 nodes took about the same time; the 5,000-node
-#: kernel whole and the 10,000-node one in two parts of 5,000 grew 2.3x)
+#: (docs/perf.md: parts of 2,000 to 6,000 nodes took about the same time a node; at
+#: 6,000 a 5,000-node kernel ran whole and a 10,000-node one took 2.3x its time)
 PART_NODES = 3000
 
 #: the most nodes the parts may hold together, as a multiple of the kernel's: a node
