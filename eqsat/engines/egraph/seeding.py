@@ -104,7 +104,7 @@ def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
     for i, (r, s, c_seed) in enumerate(zip(roots, seeds.roots, seeds.costs, strict=True)):
         c_in, c_out = costs[i]
         open_at_root = live_ranges(r)[r]
-        seed_ok = _printable(s) and _in_scope(s, r, open_at_root)
+        seed_ok = _seed_ok(s, r, open_at_root)
         if not _in_scope(outs[i], r, open_at_root):
             o, sent_back = _scoped_sources(outs[i], r, s if seed_ok else r)
             if o is not None:
@@ -148,9 +148,13 @@ def usable_start(seeds: Seeds, i: int) -> UOp:
     rewrite when it is cheaper, prints and uses no loop index outside its loop; else
     the root."""
     r, s = seeds.inputs[i], seeds.roots[i]
-    if s is r or not (_printable(s) and _in_scope(s, r, live_ranges(r)[r])):
-        return r
-    return s
+    return s if s is not r and _seed_ok(s, r, live_ranges(r)[r]) else r
+
+
+def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
+    """Whether the seed ``s`` of ``root`` may be an output: it prints and uses no loop
+    index outside its loop (``open_at_root``: the ranges ``root`` leaves open)."""
+    return _printable(s) and _in_scope(s, root, open_at_root)
 
 
 def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
