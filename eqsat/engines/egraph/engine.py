@@ -22,7 +22,7 @@ from eqsat.engines.egraph.encoding import Inserter, Snapshot
 from eqsat.engines.egraph.parts import join_parts, kernel_parts
 from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
-from eqsat.engines.egraph.record import Tracer
+from eqsat.engines.egraph.record import Tracer, joined_record
 from eqsat.engines.egraph.run import Run, WidenError
 from eqsat.engines.egraph.schedules import Clock, Limits, StopReason, gc_paused
 from eqsat.engines.egraph.seeding import (
@@ -108,21 +108,25 @@ class Session:
         e-graph, and the outputs are the same.
 
         A kernel past :data:`~.parts.PART_NODES` nodes runs in parts, a run each
-        (:mod:`.parts`), but with ``keep_egraph``: its record is of one e-graph, which
-        then holds the whole kernel."""
-        parts = None if keep_egraph else kernel_parts(roots)
+        (:mod:`.parts`); with ``keep_egraph`` the parts' records are joined into one
+        (:func:`~.record.joined_record`), and the output is the one without it."""
+        parts = kernel_parts(roots)
         if parts is None:
             outs, stats, _ = self._run(roots, model, limits, t0, keep_egraph)
             return outs, stats
         t0 = time.perf_counter() if t0 is None else t0  # (one clock for every part)
-        outs, starts, each = [], [], []
+        outs, starts, each, records = [], [], [], []
         for part in parts:
-            o, st, seeds = self._run([part], model, limits, t0, False)
+            o, st, seeds = self._run([part], model, limits, t0, keep_egraph)
             st["part_nodes"] = len(part.toposort()) - 1
             outs.append(o[0])
             starts.append(usable_start(seeds, 0))
             each.append(st)
+            if keep_egraph:
+                records.append(st.pop("egraph"))
         out, stats = join_parts(roots[0], outs, starts, each, model)
+        if keep_egraph:
+            stats["egraph"] = joined_record(roots[0], records)
         return [out], stats
 
     def _run(self, roots: list[UOp], model: Any, limits: Limits, t0: float | None,

@@ -27,7 +27,8 @@ from eqsat.ir.uop import UOp
 from eqsat.ir.viz import Dot, node_text, operand_labels, quote
 from extraction import EGraphView, ENode, TreeChoice, uop_builder
 
-__all__ = ["EGraphRecord", "IterationRecord", "ClassChoice", "Tracer", "MAX_DRAWN_ENODES"]
+__all__ = ["EGraphRecord", "IterationRecord", "ClassChoice", "Tracer", "MAX_DRAWN_ENODES",
+           "joined_record"]
 
 #: the ops whose ranges the extraction's builder leaves out where they were extracted
 #: as constants (``uop_builder``): their e-nodes may build a term with fewer operands
@@ -291,6 +292,42 @@ class EGraphRecord:
                     lines.append(f"  e{n.key} -> e{target[k]} [{', '.join(attrs)}];")
         lines.append("}")
         return Dot("\n".join(lines) + "\n")
+
+
+def joined_record(sink: UOp, records: list[EGraphRecord]) -> EGraphRecord:
+    """One record of a kernel run in parts (:mod:`.parts`) from its parts' records, in
+    order: each part's classes and e-nodes renumbered past the parts' before it, and a
+    root class of its own holding one ``SINK`` e-node (``sink``'s dtype and arg) over the
+    store classes of every part's root ``SINK``, as the joined output is one sink of the
+    parts' sources; ``history``: every part's snapshots in turn."""
+    nodes: list[ENode] = []
+    lo: dict[int, int] = {}
+    hi: dict[int, int] = {}
+    usable: set[int] = set()
+    history: list[IterationRecord] = []
+    stores: list[int] = []
+    cls_off = key_off = 0
+    for rec in records:
+        cmax = kmax = -1
+        for ns in rec.view.classes.values():
+            for n in ns:
+                c = n.eclass + cls_off
+                nodes.append(n._replace(key=n.key + key_off, eclass=c,
+                                        children=tuple(k + cls_off for k in n.children)))
+                cmax, kmax = max(cmax, c), max(kmax, n.key + key_off)
+        lo.update((c + cls_off, v) for c, v in rec.lo.items())
+        hi.update((c + cls_off, v) for c, v in rec.hi.items())
+        usable.update(k + key_off for k in rec.usable)
+        history += rec.history
+        for r in rec.roots:
+            top = [n for n in rec.view.classes.get(r, ()) if n.op is Ops.SINK]
+            stores += [k + cls_off for k in top[0].children] if top else [r + cls_off]
+        cls_off, key_off = cmax + 1, kmax + 1
+    nodes.append(ENode(key_off, cls_off, Ops.SINK, sink.dtype, sink.arg, tuple(stores)))
+    usable.add(key_off)
+    model = records[0].model if records else None
+    return EGraphRecord(EGraphView(nodes, class_min=lo), (cls_off,), lo, hi,
+                        frozenset(usable), model, history)
 
 
 def _num(v: float) -> str:

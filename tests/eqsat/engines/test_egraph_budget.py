@@ -22,6 +22,7 @@ from eqsat.engines.egraph.run import is_stalled
 from eqsat.engines.egraph.schedules import STALL_ITERATIONS, Limits, StopReason, default_enodes
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp
 from extraction import reference_cost
@@ -204,15 +205,17 @@ def wide_kernel(stores: int) -> UOp:
 
 def test_a_large_input_gets_a_larger_enode_budget() -> None:
     """Past 5,000 nodes in one e-graph the default budget is 4 per node: this kernel
-    (about 9,800 nodes, 11,000 e-nodes after its first step) held whole
-    (``keep_egraph``) saturates, where a fixed 20,000 stops it after that step (its next
-    would be predicted past the budget). Run as it comes, it is split into parts of at
-    most about 3,000 nodes (``parts.PART_NODES``), each with the floor's 20,000."""
+    (about 9,800 nodes, 11,000 e-nodes after its first step) held whole (a sink of one
+    source: not split) saturates, where a fixed 20,000 stops it after that step (its
+    next would be predicted past the budget). Run as it comes, it is split into parts of
+    at most about 3,000 nodes (``parts.PART_NODES``), each with the floor's 20,000."""
     g = wide_kernel(1400)
-    nodes = len(g.toposort())
+    whole = UOp(Ops.SINK, g.dtype, (g,))
+    nodes = len(whole.toposort())
     assert nodes > 5_000
-    auto = optimize(g, cost_model="reference", keep_egraph=True)
-    fixed = optimize(g, cost_model="reference", budget=Budget(enodes=20_000), keep_egraph=True)
+    auto = optimize(whole, cost_model="reference")
+    fixed = optimize(whole, cost_model="reference", budget=Budget(enodes=20_000))
+    assert "parts" not in auto.stats
     assert auto.stats["enodes_budget"] == 4 * nodes
     assert auto.stats["stop_reason"] == "saturated", auto.stats["stop_reason"]
     assert fixed.stats["enodes_budget"] == 20_000 and fixed.stats["stop_reason"] == "enodes"

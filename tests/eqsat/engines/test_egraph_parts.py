@@ -112,9 +112,22 @@ def test_a_kernel_in_parts_is_equivalent_and_no_costlier(
     assert to_sexpr(again.graph) == to_sexpr(r.graph)
 
 
-def test_keep_egraph_holds_the_whole_kernel_in_one_egraph(small_parts: None) -> None:
-    r = optimize(_kernel(300), cost_model="reference", keep_egraph=True)
-    assert "parts" not in r.stats and r.egraph is not None
+def test_keep_egraph_joins_the_parts_records_and_keeps_the_output(small_parts: None) -> None:
+    k = _kernel(300)
+    r = optimize(k, cost_model="reference")
+    kept = optimize(k, cost_model="reference", keep_egraph=True)
+    assert len(kept.stats["parts"]) == len(r.stats["parts"]) >= 2
+    assert to_sexpr(kept.graph) == to_sexpr(r.graph)
+    rec = kept.egraph
+    assert len(rec.roots) == 1 and rec.history
+    # every node of the joined output is an e-node of the joined record, under its root
+    root, chosen = rec.chosen(kept.graph)
+    assert root == rec.roots[0] and set(chosen) == set(kept.graph.toposort())
+    assert [c.chosen for c in rec.choices(kept.graph)][0].op is Ops.SINK
+    assert "cluster" in str(kept.egraph_dot(max_enodes=50))
+    # the parts' classes and e-nodes do not collide: one class per e-node key
+    keys = [n.key for ns in rec.classes.values() for n in ns]
+    assert len(keys) == len(set(keys))
 
 
 def test_the_join_takes_the_parts_starts_when_they_are_cheaper() -> None:
