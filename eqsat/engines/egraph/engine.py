@@ -115,16 +115,17 @@ class Session:
             outs, stats, _ = self._run(roots, model, limits, t0, keep_egraph)
             return outs, stats
         t0 = time.perf_counter() if t0 is None else t0  # (one clock for every part)
-        outs, starts, each, records = [], [], [], []
+        outs, starts, rewrites, each, records = [], [], [], [], []
         for part in parts:
             o, st, seeds = self._run([part], model, limits, t0, keep_egraph)
             st["part_nodes"] = len(part.toposort()) - 1
             outs.append(o[0])
             starts.append(usable_start(seeds, 0))
+            rewrites.append(seeds.rewrites[0])
             each.append(st)
             if keep_egraph:
                 records.append(st.pop("egraph"))
-        out, stats = join_parts(roots[0], outs, starts, each, model)
+        out, stats = join_parts(roots[0], outs, starts, rewrites, each, model)
         if keep_egraph:
             stats["egraph"] = joined_record(roots[0], records)
         return [out], stats

@@ -10,8 +10,10 @@ sink's sources are split, in order, into parts of about equal size; each part is
 of its own, optimized by a run of its own (its own e-node budget, iterations and stop;
 the clock is the call's), and the outputs are joined into one sink again. Time and
 memory then grow with the number of parts, not faster. :func:`join_parts` keeps the
-whole no costlier than its input and the parts' starts joined: each part is no costlier
-than its own start, but a term two parts share counts once in the whole.
+whole no costlier than its input, the parts' starts joined and the parts' baseline
+rewrites joined (the whole kernel's): each part is no costlier than its own start, but
+a term two parts share counts once in the whole, and a part whose rewrite was no
+cheaper for it alone started from its input.
 
 The split reads only the graph: the same kernel gives the same parts on every machine.
 """
@@ -22,6 +24,7 @@ import math
 from typing import Any
 
 from eqsat.engines.egraph.schedules import StopReason
+from eqsat.engines.egraph.seeding import may_output
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
@@ -86,18 +89,26 @@ def _sources(u: UOp) -> tuple[UOp, ...]:
     return u.src if u.op is Ops.SINK else (u,)
 
 
-def join_parts(root: UOp, outs: list[UOp], starts: list[UOp], stats: list[dict[str, Any]],
-               model: Any) -> tuple[UOp, dict[str, Any]]:
-    """The whole kernel from its parts' outputs (``outs``) and their baseline rewrites
-    or inputs (``starts``: each part's cheaper start), with the stats of the whole: the
-    cheapest of the joined outputs, the joined starts and ``root`` itself (a term shared
-    by two parts counts once in the whole); ``stats["parts"]`` lists each part's."""
+def join_parts(root: UOp, outs: list[UOp], starts: list[UOp], rewrites: list[UOp],
+               stats: list[dict[str, Any]], model: Any) -> tuple[UOp, dict[str, Any]]:
+    """The whole kernel from its parts' outputs (``outs``), their baseline rewrites or
+    inputs (``starts``: each part's cheaper start) and their baseline rewrites whatever
+    they cost (``rewrites``), with the stats of the whole: the cheapest of the joined
+    outputs, the joined starts, the joined rewrites (the whole kernel's baseline
+    rewrite, when it may be an output: ``seeding.may_output``) and ``root`` itself (a
+    term shared by two parts counts once in the whole); ``stats["parts"]`` lists each
+    part's."""
     cost = model.graph_cost
     out = root.replace(src=tuple(s for o in outs for s in _sources(o)))
-    base = root.replace(src=tuple(s for o in starts for s in _sources(o)))
-    c_in, c_base, c_out = cost(root), cost(base), cost(out)
-    if c_base < c_out:
-        out, c_out = base, c_base
+    c_in, c_out = cost(root), cost(out)
+    c_base = math.inf
+    for cand in (starts, rewrites):
+        joined = root.replace(src=tuple(s for o in cand for s in _sources(o)))
+        if cand is starts or may_output(joined, root):
+            c = cost(joined)
+            c_base = min(c_base, c)
+            if c < c_out:
+                out, c_out = joined, c
     if c_in < c_out:
         out, c_out = root, c_in
     merged = _merged(stats)

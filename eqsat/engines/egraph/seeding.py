@@ -20,7 +20,7 @@ from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp, live_ranges
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor",
-           "usable_start"]
+           "usable_start", "may_output"]
 
 
 @dataclass
@@ -28,14 +28,17 @@ class Seeds:
     """The baseline's rewrite of a run's roots (``inputs``): ``roots`` (each root's
     rewrite, the root itself where it brings nothing), ``costs`` (each of ``roots``'
     cost under the run's model), ``pairs`` (every node of the roots' graphs the
-    baseline rewrote, with its rewrite: each pair is unioned) and ``order`` (the
-    rewrites' nodes, children first)."""
+    baseline rewrote, with its rewrite: each pair is unioned), ``order`` (the
+    rewrites' nodes, children first) and ``rewrites`` (each root's rewrite whatever it
+    costs, the root where the baseline stops on a rule cycle: a kernel in parts joins
+    them into the whole kernel's, :func:`~.parts.join_parts`)."""
 
     inputs: list[UOp]
     roots: list[UOp]
     costs: list[float]
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
+    rewrites: list[UOp] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
@@ -59,9 +62,10 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     try:
         pm = matcher(selection)
     except RulesetError:
-        return Seeds(list(roots), list(roots), [cost(r) for r in roots])
+        return Seeds(list(roots), list(roots), [cost(r) for r in roots], rewrites=list(roots))
     out: list[UOp] = []
     costs: list[float] = []
+    rewrites: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
     for r in roots:
         replace: dict[UOp, UOp] = {}
@@ -69,6 +73,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
             b = graph_rewrite(r, pm, replace=replace)
         except RewriteLimitError:
             b = r
+        rewrites.append(b)
         c_r = cost(r)
         c_b = c_r if b is r else cost(b)
         if c_b >= c_r:
@@ -82,7 +87,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
             if v is not None and v is not u:
                 pairs.setdefault(id(u), (u, v))
     every = list(pairs.values())
-    return Seeds(list(roots), out, costs, every, _order(every))
+    return Seeds(list(roots), out, costs, every, _order(every), rewrites)
 
 
 def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
@@ -149,6 +154,12 @@ def usable_start(seeds: Seeds, i: int) -> UOp:
     the root."""
     r, s = seeds.inputs[i], seeds.roots[i]
     return s if s is not r and _seed_ok(s, r, live_ranges(r)[r]) else r
+
+
+def may_output(s: UOp, root: UOp) -> bool:
+    """Whether ``s``, a rewrite of ``root``, may be the output: it prints and uses no
+    loop index outside its loop."""
+    return _seed_ok(s, root, live_ranges(root)[root])
 
 
 def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
