@@ -20,6 +20,7 @@ WHEREs on the same condition when one side folds to a constant.
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from typing import Any
@@ -114,7 +115,13 @@ def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
     bounds = parse_valid(valid)
     if bounds is None:
         return None
-    topo = set(x.toposort())
+    order = x.toposort()
+    topo = set(order)
+    # the fresh variables' names: the first ``__valid<i>`` that ``x`` does not name,
+    # in the clauses' order (read from the graph alone: a name the process's history
+    # chose would order a sum's operands differently from run to run)
+    taken = {u.arg[0] for u in order if u.op is Ops.DEFINE_VAR}
+    fresh = (n for n in map("__valid{}".format, itertools.count()) if n not in taken)
     sub: dict[UOp, UOp] = {}
     for e, (lo, hi) in bounds.items():
         if e not in topo or (lo == e.vmin and hi == e.vmax):
@@ -122,7 +129,7 @@ def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
         if lo == hi:
             sub[e] = UOp.const(e.dtype, lo)
         elif e.dtype.is_index:
-            sub[e] = UOp.var(f"__valid{e.uid}", lo, hi)
+            sub[e] = UOp.var(next(fresh), lo, hi)
     return sub
 
 

@@ -195,3 +195,18 @@ def test_where_merge_sum_stays_small() -> None:
     r = optimize(parse(text), cost_model="reference", budget=Budget(baseline_start=False))
     assert to_sexpr(r.graph, compact=True).count("where") == 1
     assert r.stats["enodes"] < 400, r.stats["enodes"]
+
+
+def test_narrowing_names_its_variables_from_the_graph_alone() -> None:
+    # a fresh variable's name comes from the graph (the first ``__valid<i>`` it does not
+    # name), not from the process's history: the same call gives the same names
+    from rules.where import narrowing
+
+    valid = parse("(and (lt (var y 0 9) 5) (lt 2 (var z 0 9)))")
+    x = parse("(add (add (var __valid0 0 9) (var y 0 9)) (var z 0 9))")
+    first = narrowing(valid, x)
+    assert first is not None
+    assert sorted(v.arg for v in first.values()) == [("__valid1", 0, 4), ("__valid2", 3, 9)]
+    for i in range(50):
+        UOp.var(f"q{i}", 0, i)  # (other nodes made in between)
+    assert narrowing(valid, x) == first
