@@ -499,18 +499,32 @@ class Recorder:
         return tuple(fields)
 
     def emit(self, t: Term) -> int:
-        """Insert a pending term; its handle."""
+        """Insert a pending term, its operands first (left to right); its handle. A
+        stack, not recursion: a sum of many terms is a chain as deep as it is long."""
         if isinstance(t, int):
             return self.canon_h(t)
-        h = self.emitted.get(t)
+        emitted = self.emitted
+        h = emitted.get(t)
         if h is not None:
             return h
-        key = self.node_key(t)
-        h = self.node_memo.get(key)
-        if h is None:
-            h = self.ins.node(*key)
-        self.emitted[t] = h
-        return h
+        stack = [t]
+        while stack:
+            u = stack[-1]
+            if u in emitted:
+                stack.pop()
+                continue
+            todo = [f for i in _TERM_E[u[0]]
+                    if not isinstance(f := u[i], int) and f not in emitted]
+            if todo:
+                stack.extend(reversed(todo))
+                continue
+            stack.pop()
+            key = self.node_key(u)  # (its operands are emitted: no recursion)
+            h = self.node_memo.get(key)
+            if h is None:
+                h = self.ins.node(*key)
+            emitted[u] = h
+        return emitted[t]
 
     def emit_into(self, cls: int, t: Term) -> tuple[int, bool]:
         """Insert ``t`` with its root e-node in class ``cls`` when that e-node is new
