@@ -31,6 +31,7 @@ Everything iterates in the view's sorted order: results are deterministic.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -176,15 +177,16 @@ def _prepare(view: EGraphView, roots: Sequence[ClassId] | None, model: Any
 def tree_choice(comp: _Compiled, cost: list[float], relevant: list[bool]
                 ) -> tuple[list[int], list[float]]:
     """Best tree-cost e-node per relevant class (Knuth's generalization of Dijkstra)."""
-    choice, best, _order, _keys = _tree_pass(comp, cost, relevant)
+    choice, best, _order, _keys, _depth = _tree_pass(comp, cost, relevant)
     return choice, best
 
 
 def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool], content: bool = False
-               ) -> tuple[list[int], list[float], list[int], list[tuple]]:
+               ) -> tuple[list[int], list[float], list[int], list[tuple], list[int] | None]:
     """:func:`tree_choice`, and the classes in the order they became final; with
-    ``content``, ties between equal costs break by content key (:func:`cheapest_first`)
-    and the last list holds each final class's key."""
+    ``content``, ties between equal costs break by content key (:func:`cheapest_first`),
+    the fourth list holds each final class's key and the last its depth (None where the
+    e-graph has too few classes for a key deeper than :data:`KEY_DEPTH`)."""
     nclasses = len(comp.cids)
     best = [INF] * nclasses
     choice = [-1] * nclasses
@@ -199,9 +201,12 @@ def _tree_pass(comp: _Compiled, cost: list[float], relevant: list[bool], content
                 heap.append((cost[n], n))
     order: list[int] = []
     keys = [()] * nclasses
+    # (a key is no deeper than the classes a chosen term passes through)
+    depth = [0] * nclasses if content and nclasses > KEY_DEPTH else None
     cheapest_first(comp.nch, comp.ncls, comp.parents, cost, choice, best, relevant, heap,
-                   pending, order=order, content=(comp.content_labels(), keys) if content else None)
-    return choice, best, order, keys
+                   pending, order=order,
+                   content=(comp.content_labels(), keys, depth) if content else None)
+    return choice, best, order, keys, depth
 
 
 def _tree_cost(cost: list[float], best: list[float], n: int, ch: tuple[int, ...]) -> float:
@@ -216,7 +221,7 @@ def _bounds_width(u: UOp) -> float:
 
 
 def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
-                 order: list[int], keys: list[tuple]) -> None:
+                 order: list[int], keys: list[tuple], depth: list[int] | None = None) -> None:
     """Among the e-nodes of an integer class whose tree cost ties its best, choose the
     one whose term has the tightest bounds (``vmax - vmin`` of the UOp it builds from its
     children's chosen terms), at equal width the e-node of the lower content key (its
@@ -229,7 +234,8 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
     the classes as they became final), so the choice stays acyclic and every cost stays
     what it was; ties between e-nodes of one op over the same child classes (the
     operand orders of a commutative op) are left as they are. Deterministic: the classes
-    in their order, each e-node's term from its children's chosen terms."""
+    in their order, each e-node's term from its children's chosen terms. ``depth``: the
+    keys' depths, as :func:`cheapest_first` keeps them."""
     rank = [-1] * len(comp.cids)
     for i, c in enumerate(order):
         rank[c] = i
@@ -271,6 +277,8 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         if pick != choice[c]:
             choice[c] = pick
             keys[c] = (labels[pick], tuple(keys[k] for k in nch[pick]))
+            if depth is not None:
+                _bound_key(keys, depth, c, nch[pick])
             terms.pop(c, None)
 
 
@@ -288,7 +296,8 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                    best: list[float], ok: Sequence[bool], heap: list[tuple[float, int]],
                    pending: list[int], wanted: set[int] | frozenset[int] = frozenset(),
                    order: list[int] | None = None,
-                   content: tuple[Sequence[tuple], list[tuple]] | None = None) -> None:
+                   content: tuple[Sequence[tuple], list[tuple], list[int] | None] | None = None
+                   ) -> None:
     """The bottom-up tree-cost pass (Knuth's generalization of Dijkstra) that the
     extractors and the e-graph's pricing share: e-node ``n`` has the child classes
     ``nch[n]`` (repeats summed), the class ``ncls[n]`` and the price ``cost[n]``;
@@ -300,11 +309,13 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
     drops to 0 (a count of -1, or one no child decrements: never). ``heap``: the
     starting (cost, e-node) items, each e-node at most once; ``wanted``: stop once
     these classes are final (empty: run to the end); ``order``: appended every class
-    as it becomes final (children before parents); ``content``: ``(labels, keys)``,
-    per e-node its label (:meth:`_Compiled.content_labels`) and per class the content
-    key filled in as it becomes final (its e-node's label and its children's keys):
-    e-nodes of equal cost then pop by content key, not by index, so the choice among
-    equal-cost terms does not depend on how the e-graph numbered them.
+    as it becomes final (children before parents); ``content``: ``(labels, keys,
+    depth)``, per e-node its label (:meth:`_Compiled.content_labels`) and per class the
+    content key filled in as it becomes final (its e-node's label and its children's
+    keys) and, unless None, its depth (a key deeper than :data:`KEY_DEPTH` is cut:
+    :func:`_bound_key`): e-nodes of equal cost then pop by content key, not by index,
+    so the choice among equal-cost terms does not depend on how the e-graph numbered
+    them.
 
     The queue holds the distinct costs in a heap and, per cost, its e-nodes in a
     heap: an e-node is pushed at most once, so the pairs are distinct and pop in the
@@ -313,7 +324,7 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
     get = best.__getitem__
     val: dict[int, float] = {}
     buckets: dict[float, list[int]] = {}
-    labels, keys = content if content is not None else (None, None)
+    labels, keys, depth = content if content is not None else (None, None, None)
     for v, n in heap:
         val[n] = v
         item: Any = n if labels is None else ((labels[n], ()), n)
@@ -345,6 +356,8 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
         choice[c] = n
         if keys is not None:
             keys[c] = key
+            if depth is not None:
+                _bound_key(keys, depth, c, nch[n])
         if note is not None:
             note(c)
         if need and c in wanted:
@@ -375,13 +388,51 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                 pending[p] = left - 1
 
 
+#: the deepest content key kept whole: comparing two keys recurses once per level of
+#: their terms, and a canonical sum of thousands of terms is a chain that deep
+KEY_DEPTH = 200
+
+
+def _bound_key(keys: list[tuple], depth: list[int], c: int, children: Sequence[int]) -> None:
+    """Set class ``c``'s key depth from its children's; a key deeper than
+    :data:`KEY_DEPTH` becomes its label and one child key holding a digest of its whole
+    content (:func:`_digest`): two levels, still ordered by content alone."""
+    d = 1 + max([depth[k] for k in children], default=0)
+    if d > KEY_DEPTH:
+        key = keys[c]
+        keys[c], d = (key[0], ((("~", _digest(key), ()), ()),)), 2
+    depth[c] = d
+
+
+def _digest(key: tuple) -> str:
+    """A digest of a content key ``(label, children's keys)``, read without recursion
+    (shared children's keys once)."""
+    memo: dict[int, bytes] = {}
+    stack = [key]
+    while stack:
+        k = stack[-1]
+        if id(k) in memo:
+            stack.pop()
+            continue
+        todo = [ch for ch in k[1] if id(ch) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        h = hashlib.blake2b(repr(k[0]).encode(), digest_size=16)
+        for ch in k[1]:
+            h.update(memo[id(ch)])
+        memo[id(k)] = h.digest()
+    return memo[id(key)].hex()
+
+
 def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool]
                 ) -> tuple[list[int], list[float]]:
     """:func:`tree_choice` with its ties broken by content key, then toward tighter
     bounds (:func:`tighter_ties`): the choice among equal-cost terms depends on the
     terms, not on the e-graph's numbering (what else it holds, the order it was built)."""
-    choice, best, order, keys = _tree_pass(comp, cost, relevant, content=True)
-    tighter_ties(comp, cost, choice, best, order, keys)
+    choice, best, order, keys, depth = _tree_pass(comp, cost, relevant, content=True)
+    tighter_ties(comp, cost, choice, best, order, keys, depth)
     return choice, best
 
 

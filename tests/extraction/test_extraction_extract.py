@@ -293,6 +293,23 @@ def test_deep_chain_no_recursion_limit():
     assert ex.cost == 3000 and ex.to_uops() == [u]
 
 
+def test_deep_ties_break_by_content_without_recursion_limit():
+    # two chains of equal cost that differ only at their bottom: every level's e-nodes
+    # tie, and their content keys (2,000 levels deep) are cut to digests past KEY_DEPTH
+    y = UOp.var("y", 0, 10)
+
+    def chain(leaf: UOp) -> UOp:
+        u = leaf
+        for i in range(2000):
+            u = u + (i % 5 + 1)
+        return u
+
+    a, b = chain(x), chain(y)
+    for roots in ([a, b], [b, a]):
+        ex = extract_tree(EGraphView.from_uops(roots), model=REF)
+        assert ex.cost == 4000 and ex.to_uops() == roots
+
+
 # ---- random e-graphs (hypothesis) ---------------------------------------------------------
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -47,7 +47,12 @@ class LinForms:
         return out
 
     def node_lin(self, n: Node) -> Lin | None:
-        """The linear form of one e-node, or None when it is not linear arithmetic."""
+        """The linear form of one e-node, or None when it is not linear arithmetic (or
+        its form would hold more than :data:`MAX_FORM_ATOMS` atoms)."""
+        x = self._node_lin(n)
+        return None if x is not None and len(x.terms) > MAX_FORM_ATOMS else x
+
+    def _node_lin(self, n: Node) -> Lin | None:
         c = n.ctor
         if c == "Cst":
             return Lin.constant(n.fields[1])
@@ -153,11 +158,19 @@ class LinForms:
                     x = b * a.const
                 else:
                     x = Lin.atom(c)
+                if len(x.terms) > MAX_FORM_ATOMS:
+                    x = Lin.atom(c)
             memo[c] = x
             made[c] = (n, x)
             stack.pop()
         return memo[cls]
 
+
+#: the most atoms a class's linear form holds; a class whose form would hold more is
+#: an atom of its own. The rules rebuild a form as a chain of additions, one level per
+#: atom, and the computed pass reads its terms recursively (hashing, comparing): a sum
+#: of thousands of terms would pass Python's recursion limit
+MAX_FORM_ATOMS = 512
 
 #: the index e-nodes read as linear arithmetic (their children are their operands)
 _LIN_CTORS = frozenset(("Add", "Sub", "Mul", "Neg"))
