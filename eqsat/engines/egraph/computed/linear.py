@@ -170,7 +170,7 @@ class LinForms:
 #: an atom of its own. The rules rebuild a form as a chain of additions, one level per
 #: atom, and the computed pass reads its terms recursively (hashing, comparing): a sum
 #: of thousands of terms would pass Python's recursion limit
-MAX_FORM_ATOMS = 512
+MAX_FORM_ATOMS = 1024
 
 #: the index e-nodes read as linear arithmetic (their children are their operands)
 _LIN_CTORS = frozenset(("Add", "Sub", "Mul", "Neg"))
