@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from eqsat.engines.egraph._egglog import bindings
@@ -116,8 +117,12 @@ class Session:
             return outs, stats
         t0 = time.perf_counter() if t0 is None else t0  # (one clock for every part)
         outs, starts, rewrites, each, records = [], [], [], [], []
-        for part in parts:
-            o, st, seeds = self._run([part], model, limits, t0, keep_egraph)
+        for i, part in enumerate(parts):
+            # each part's clock: its share of the time the call has left (the last part
+            # all of it), so that a part cannot use up the time of those after it
+            spent = time.perf_counter() - t0
+            share = replace(limits, seconds=spent + (limits.seconds - spent) / (len(parts) - i))
+            o, st, seeds = self._run([part], model, share, t0, keep_egraph)
             st["part_nodes"] = len(part.toposort()) - 1
             outs.append(o[0])
             starts.append(usable_start(seeds, 0))

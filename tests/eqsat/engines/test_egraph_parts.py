@@ -160,6 +160,28 @@ def test_the_join_takes_the_parts_starts_when_they_are_cheaper() -> None:
     assert [p["iterations"] for p in stats["parts"]] == [1, 3]
 
 
+def test_each_part_gets_its_share_of_the_time_left(small_parts: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a part's clock is the call's time left, shared by the parts left: the first part
+    # cannot use up the time of the others; the last gets all that is left
+    from eqsat.engines.egraph.engine import Session
+
+    given: list[float] = []
+    run = Session._run
+
+    def spy(self, roots, model, limits, t0, keep):  # type: ignore[no-untyped-def]
+        given.append(limits.seconds)
+        return run(self, roots, model, limits, t0, keep)
+
+    monkeypatch.setattr(Session, "_run", spy)
+    r = optimize(_kernel(300), cost_model="reference", budget=Budget(seconds=60.0))
+    n = len(r.stats["parts"])
+    assert n >= 2 and len(given) == n
+    assert all(a < b for a, b in zip(given, given[1:], strict=False))
+    assert given[-1] == pytest.approx(60.0)
+    assert given[0] < 60.0 / n + 1.0
+
+
 @pytest.mark.parametrize("budget", [Budget(iterations=0), Budget(enodes=1), None])
 def test_a_kernel_in_parts_is_no_costlier_than_the_whole_kernels_baseline(
         monkeypatch: pytest.MonkeyPatch, budget: Budget | None) -> None:
