@@ -8,12 +8,12 @@ with the kernel, and so does the work of each step on them (docs/perf.md, the ro
 kernel past 3,000 nodes runs in parts"). Past :data:`PART_NODES` unique nodes the
 sink's sources are split, in order, into parts of about equal size; each part is a sink
 of its own, optimized by a run of its own (its own e-node budget, iterations and stop;
-the clock is the call's, each part's limit its share of the time left), and the outputs are joined into one sink again. Time and
-memory then grow with the number of parts, not faster. :func:`join_parts` keeps the
-whole no costlier than its input, the parts' starts joined and the parts' baseline
-rewrites joined (the whole kernel's): each part is no costlier than its own start, but
-a term two parts share counts once in the whole, and a part whose rewrite was no
-cheaper for it alone started from its input.
+the clock is the call's, each part's limit its share of the time left), and the
+outputs are joined into one sink again. Time and memory then grow with the number of
+parts, not faster. :func:`join_parts` keeps the whole no costlier than its input, the
+parts' starts joined and the parts' baseline rewrites joined (the whole kernel's): each
+part is no costlier than its own start, but a term two parts share counts once in the
+whole, and a part whose rewrite was no cheaper for it alone started from its input.
 
 The split reads only the graph: the same kernel gives the same parts on every machine.
 """
