@@ -82,12 +82,13 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
 
 def arg_key(arg: Any) -> Any:
     """The hash key of a node's arg (the one definition: hash-consing here, the e-graph's
-    arg table in ``eqsat.engines.egraph.encoding.schema``): it tells -0.0 from 0.0 and
-    bools from ints, treats every NaN alike, tags tuples (a tuple arg never meets the
-    key of a float), and keys a symbolic arg by identity (it has no hash; the holder
-    keeps it alive)."""
+    arg table in ``eqsat.engines.egraph.encoding.schema``): it tells floats apart by
+    their bits (-0.0 from 0.0, and one NaN from another: a bitcast reads a NaN's sign and
+    payload, so two NaN constants are one node only when their bits are the same), bools
+    from ints, tags tuples (a tuple arg never meets the key of a float), and keys a
+    symbolic arg by identity (it has no hash; the holder keeps it alive)."""
     if isinstance(arg, float):
-        return ("nan",) if math.isnan(arg) else ("f", struct.pack("<d", arg))
+        return ("f", struct.pack("<d", arg))
     if isinstance(arg, bool):
         return ("b", arg)
     if isinstance(arg, tuple):

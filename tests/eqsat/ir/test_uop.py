@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import math
 import pickle
+import struct
 import weakref
 
 import pytest
@@ -40,8 +41,24 @@ def test_different_structure_is_a_different_object(a, b):
     assert a() is not b()
 
 
-def test_nan_constants_are_one_node():
+def test_nan_constants_are_one_node_only_with_the_same_bits():
     assert UOp.const(dtypes.f32, math.nan) is UOp.const(dtypes.f32, float("nan"))
+    # a bitcast reads a NaN's sign and payload: a NaN made first must not stand for
+    # another (the output of a later call would depend on what the process made before)
+    neg = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+    assert UOp.const(dtypes.f32, math.nan) is not UOp.const(dtypes.f32, neg)
+    assert struct.pack("<d", UOp.const(dtypes.f32, neg).arg) == struct.pack("<d", neg)
+
+
+def test_a_bitcast_of_a_nan_keeps_its_bits_whatever_was_made_before():
+    from eqsat.api import optimize
+    from eqsat.ir.sexpr import parse, to_sexpr
+
+    text = "(bitcast i32 (bitcast f32 (const i32 -4194304)))"  # 0xffc00000: a NaN
+    optimize(parse("(bitcast f32 (const i32 2143289344))"), engine="baseline")  # 0x7fc00000
+    for engine in ("baseline", "egraph"):
+        out = optimize(parse(text), engine=engine).graph
+        assert to_sexpr(out) == "(const i32 -4194304)", engine
 
 
 def test_hash_is_identity_and_equality_is_identity():
