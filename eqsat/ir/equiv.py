@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.ir.dtype import DType
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.interp import (
     INVALID,
     EvalError,
@@ -58,6 +58,7 @@ from eqsat.ir.interp import (
     vectorizable,
 )
 from eqsat.ir.ops import Ops
+from eqsat.ir.semantics import round_float
 from eqsat.ir.uop import UOp
 
 __all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of", "same_value"]
@@ -286,9 +287,17 @@ class SampledMemory:
         return z ^ (z >> np.uint64(31))
 
     def read(self, buffer: UOp, offsets: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """The elements at ``offsets`` of ``buffer`` in the memories of ``points``."""
+        """The elements at ``offsets`` of ``buffer`` in the memories of ``points`` (a bf16
+        buffer's as f32 values, each an f32 element rounded once to bf16)."""
         slot = buffer.arg[0]
         dt: DType = self.decl.get(slot, buffer).dtype.base().scalar()
+        if dt.name == "bf16":
+            f32 = self._read(slot, dtypes.f32, offsets, points)
+            return np.array([round_float(dt, float(v)) for v in f32], dtype=np.float32)
+        return self._read(slot, dt, offsets, points)
+
+    def _read(self, slot: int, dt: DType, offsets: np.ndarray, points: np.ndarray
+              ) -> np.ndarray:
         npdt = _NP[dt.name]
         h = self._hash(slot, np.asarray(offsets), np.asarray(points))
         if dt.is_bool:
@@ -324,7 +333,8 @@ class _LazyBuffer:
 
     def __init__(self, memory: SampledMemory, buffer: UOp, point: int) -> None:
         self.memory, self.buffer, self.point = memory, buffer, point
-        self.dtype = np.dtype(_NP[buffer.dtype.base().scalar().name])
+        name = buffer.dtype.base().scalar().name
+        self.dtype = np.dtype(np.float32 if name == "bf16" else _NP[name])
         self.size = buffer.arg[1]
         self.flat = self
         self.seen: dict[int, Any] = {}

@@ -329,3 +329,11 @@ def test_corpus_perturbations_are_caught(corpus_lines):
             tg = parse(d["tinygrad"])
             moved = tg.substitute({UOp.invalid(): UOp.const(dtypes.index, -1)})
             assert not check_equivalent(a, moved), d["id"]
+
+
+def test_a_bf16_buffer_is_sampled_as_bf16_values():
+    # bf16 has no numpy dtype: its elements are f32 values rounded once to bf16
+    load = parse("(load (index (buffer 7 bf16 8) (var i 0 7)))")
+    assert check_equivalent(load, load).equivalent
+    plus_zero = parse("(add (load (index (buffer 7 bf16 8) (var i 0 7))) 0.0)")
+    assert not check_equivalent(load, plus_zero).equivalent  # -0.0 + 0.0 is 0.0
