@@ -163,6 +163,7 @@ class UOpCtx(LinBuilder[UOp]):
     def __init__(self, scope: UOp | None = None):
         self.scope = scope
         self._ids: set[int] | None = None
+        self._origin: dict[Lin, UOp] | None = None
 
     def _in_scope(self, u: UOp) -> bool:
         if self.scope is None:
@@ -223,9 +224,25 @@ class UOpCtx(LinBuilder[UOp]):
     def where(self, c: UOp, t: UOp, f: UOp) -> UOp:
         return UOp(Ops.WHERE, _IDX, (c, t, f))
 
+    def _origins(self) -> dict[Lin, UOp]:
+        """Linear form -> the first node of ``scope`` (children first) read as exactly
+        that form (nothing cancelled or merged): read from the scope alone, so which
+        node is reused does not depend on the nodes the process read before (the
+        process-wide ``_ORIGIN`` keeps the first node read, maybe one of another graph)."""
+        if self._origin is None:
+            self._origin = {}
+            for n in self.scope.toposort():  # type: ignore[union-attr]
+                if _linear_kids(n) is None:
+                    continue
+                lin = to_lin(n)
+                occ = _OCC.get(n)
+                if occ is not None and occ[0] == len(lin.terms) and occ[1] <= 1:
+                    self._origin.setdefault(lin, n)
+        return self._origin
+
     def lin(self, x: Lin) -> UOp:
-        hit = _ORIGIN.get(x)
-        if hit is not None and self._in_scope(hit):
+        hit = _ORIGIN.get(x) if self.scope is None else self._origins().get(x)
+        if hit is not None:
             return hit
         return super().lin(x)
 

@@ -314,6 +314,21 @@ def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
     assert to_sexpr(UOP_CTX.lin(Lin.of([(-1, a)], 5)), compact=True) == "(sub 5 (var a 0 7))"
 
 
+def test_uop_ctx_reuses_nodes_of_its_scope_whatever_the_process_read_before():
+    # another live graph's sum of the same linear form, read first, must not change
+    # which node of the rewritten graph a rule's output reuses (the baseline's output
+    # was then (mod (add z (add x y)) 4) after optimize_many([w, g]), not optimize(g)'s)
+    import eqsat
+
+    w = parse("(add (var hz 0 9) (add (var hy 0 9) (var hx 0 9)))")
+    to_lin(w)
+    g = parse("(mod (mod (add (var hx 0 9) (add (var hy 0 9) (var hz 0 9))) 8) 4)")
+    out = eqsat.optimize(g, engine="baseline", cost_model="reference").graph
+    assert to_sexpr(out, compact=True) == \
+        "(mod (add (var hx 0 9) (add (var hy 0 9) (var hz 0 9))) 4)"
+    assert w.op is Ops.ADD  # (kept alive until here)
+
+
 # ---------------------------------------------------------------------------
 # worked examples of seed 003 (docs/rules.md), through the whole symbolic() matcher
 def test_flat_index_recombines():
