@@ -2,7 +2,7 @@
 
 ``compile_kernel(graph)`` runs::
 
-    optimize (eqsat.optimize, optional) -> split_gated_ranges (Target.split_gates)
+    check_bounds -> optimize (eqsat.optimize, optional) -> split_gated_ranges (Target.split_gates)
       -> prepare -> narrow_index -> decompose -> expand (upcast/unroll ranges to lanes)
       -> final_rewrite -> add_control_flow + linearize -> [add_if_endif] -> render_c
 
@@ -47,7 +47,7 @@ from lowering.decompose import Target, decompose
 from lowering.expand import expand, jam
 from lowering.final import final_rewrite, prepare
 from lowering.linearize import Edges, add_control_flow, add_if_endif, format_linear, linearize
-from lowering.narrow import LoweringError, is_invalid, narrow_index
+from lowering.narrow import LoweringError, check_bounds, is_invalid, narrow_index
 from lowering.split import split_gated_ranges
 from lowering.trim import trim_gated_reductions
 
@@ -123,6 +123,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     target = target or Target()
     if not isinstance(target, Target):
         raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")
+    check_bounds(graph)
     g, stats = _optimize(graph, optimize, budget)
     root, kind = prepare(split_gated_ranges(g) if target.split_gates else g)
     narrowed = narrow_index(root)

@@ -35,7 +35,7 @@ from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
 
 __all__ = [
-    "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid",
+    "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid", "check_bounds",
     "pm_hoist_invalid", "leaf_rules", "upward_rules", "terminal_rules", "pm_lower_index_dtype",
     "I32_MIN", "I32_MAX",
 ]
@@ -70,6 +70,58 @@ def select_dtype(u: UOp) -> DType:
         raise LoweringError(f"index value of {_op_name(u)} has bounds [{lo}, {hi}] beyond "
                             "the i64 range; no C integer type holds it")
     return dt.vec(u.dtype.count) if u.dtype.count > 1 else dt
+
+
+def _buffer_of(u: UOp) -> UOp:
+    """The DEFINE_GLOBAL behind ``u`` (through AFTER), or ``u`` itself."""
+    while u.op is Ops.AFTER and u.src:
+        u = u.src[0]
+    return u
+
+
+def check_bounds(graph: UOp) -> None:
+    """Refuse an access that provably leaves its buffer.
+
+    An INDEX into a ``(buffer slot dt size)`` whose address is not gated (no gate
+    operand, no ``Invalid`` in the index value, e.g. ``where(valid, idx, Invalid)``)
+    and whose bounds ``[vmin, vmax]`` (widened by the lanes of a vector pointer cast
+    of it) reach below 0 or at/above ``size`` would read or write outside the array
+    on some iteration: raise :class:`LoweringError` naming the buffer, its size and
+    the index's range. Gated indexes are trusted: their raw bounds may leave the
+    buffer only where the gate is false. An index computed from a loaded value
+    (a gather) is refused only when its whole range lies outside the buffer.
+    """
+    nodes = graph.toposort()
+    users: dict[UOp, list[UOp]] = {}
+    for u in nodes:
+        for s in u.src:
+            users.setdefault(s, []).append(u)
+    for u in nodes:
+        if u.op is not Ops.INDEX or len(u.src) != 2:
+            continue
+        buf, idx = _buffer_of(u.src[0]), u.src[1]
+        if buf.op is not Ops.DEFINE_GLOBAL or not isinstance(buf.arg, tuple):
+            continue
+        below = set(idx.toposort())
+        if any(x.op is Ops.INVALID for x in below):
+            continue
+        slot, size = buf.arg
+        lo, hi = idx.vmin, idx.vmax
+        if isinstance(lo, bool) or isinstance(hi, bool):
+            lo, hi = int(lo), int(hi)
+        us = users.get(u, [])
+        lanes = max([x.dtype.count for x in us if x.op is Ops.CAST and x.dtype.ptr] + [1])
+        if lo >= 0 and hi + lanes - 1 < size:
+            continue
+        if any(x.op is Ops.LOAD for x in below) and hi + lanes - 1 >= 0 and lo < size:
+            continue  # a loaded (data-dependent) index: its bounds only say what it may be
+        acts = sorted({"load from" if x.op is Ops.LOAD else "store to" for x in us
+                       if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
+        span = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
+        raise LoweringError(f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size "
+                            f"{size}) out of bounds: its ungated index has range {span}, "
+                            f"outside {f'0..{size - 1}' if size else 'an empty buffer'}; "
+                            "gate the index (where(valid, idx, invalid)) or enlarge the buffer")
 
 
 # ---- helpers ------------------------------------------------------------------

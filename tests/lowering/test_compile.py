@@ -377,6 +377,29 @@ def test_bad_options() -> None:
                        optimize=False)
 
 
+# an ungated index whose bounds leave its buffer is refused before lowering; a gated one is not
+@pytest.mark.parametrize("text,match", [
+    ("(sink (end (store (index (buffer 0 f32 4) (range 0 8)) 1.0) (range 0 8)))",
+     r"store to buffer 0 \(f32, size 4\) out of bounds: .*range \[0, 7\], outside 0\.\.3"),
+    ("(sink (end (store (index (buffer 0 f32 8) (range 0 8)) (load (index (buffer 1 f32 8) "
+     "(sub (range 0 8) 1)))) (range 0 8)))", r"load from buffer 1 \(f32, size 8\) .*\[-1, 6\]"),
+    ("(sink (end (store (index (buffer 0 f32 8) (range 0 8)) 1.0) (range 0 8)))", None),
+    ("(sink (end (store (index (buffer 0 f32 8) (range 0 8)) (load (index (buffer 1 f32 8) (where "
+     "(lt 0 (range 0 8)) (sub (range 0 8) 1) (invalid))))) (range 0 8)))", None),
+])
+def test_out_of_bounds_index(text: str, match: str | None, cache) -> None:
+    g = parse(text)
+    for emit in ("c", "linear"):
+        if match is None:
+            assert lower(g, emit=emit, optimize=False)
+        else:
+            with pytest.raises(LoweringError, match=match):
+                lower(g, emit=emit, optimize=False)
+    if match is not None:
+        with pytest.raises(LoweringError, match=match):
+            compile_kernel(g, cache_dir=cache)
+
+
 def test_lower_linear_text() -> None:
     text = lower(parse(TRANSPOSE), emit="linear", optimize=False)
     lines = text.strip().splitlines()
