@@ -133,6 +133,11 @@ def _parse_vars(items: Sequence[str]) -> dict[str, Any]:
 
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+#: the largest size ``--memory`` takes (4 EiB; a worker's address-space cap must fit
+#: the system's rlim_t)
+_SIZE_MAX = 1 << 62
+#: the largest count an integer budget option takes (the engines keep them as i64)
+_COUNT_MAX = (1 << 63) - 1
 
 
 def _size(text: str) -> int:
@@ -144,9 +149,35 @@ def _size(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4G or 512M, "
                                          f"got {text!r}") from None
-    if not n > 0 or not math.isfinite(n):
+    if math.isnan(n) or n <= 0:
         raise argparse.ArgumentTypeError(f"the size must be positive, got {text!r}")
-    return max(1, int(n * _SIZE_UNITS[unit]))
+    size = n * _SIZE_UNITS[unit]
+    if not size <= _SIZE_MAX:  # inf too
+        raise argparse.ArgumentTypeError(f"the size must be at most {_SIZE_MAX >> 40}T, "
+                                         f"got {text!r}")
+    return max(1, int(size))
+
+
+def _count(text: str) -> int:
+    """An integer budget value (its lower bound is checked by ``Budget``)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if abs(n) > _COUNT_MAX:
+        raise argparse.ArgumentTypeError(f"at most {_COUNT_MAX}, got {text!r}")
+    return n
+
+
+def _finite(text: str) -> float:
+    """A number of seconds: a finite float (its lower bound is checked by the command)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return x
 
 
 def _budget(args: argparse.Namespace):
@@ -297,23 +328,54 @@ def _warm(opts: dict[str, Any]) -> None:
             raise
 
 
+class _NumText(str):
+    """A JSON number with no finite float value (``1e999``, ``NaN``, ``Infinity``) as
+    its text, so that an id written back is valid JSON."""
+
+
+def _num_text(text: str) -> Any:
+    x = float(text)
+    return x if math.isfinite(x) else _NumText(text)
+
+
+def _loads(line: str) -> Any:
+    """A batch line's JSON: a non-finite number (``1e999``, ``NaN``) is a :class:`_NumText`."""
+    return json.loads(line, parse_float=_num_text, parse_constant=_NumText)
+
+
+def _plain(x: Any) -> Any:
+    """``x`` with its :class:`_NumText` as plain strings (an id as the output shows it)."""
+    if isinstance(x, _NumText):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _dumps(row: dict[str, Any]) -> str:
+    """A batch row as one line of valid JSON (no NaN or Infinity)."""
+    return json.dumps(_jsonable(row), allow_nan=False)
+
+
 def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]:
     """Parse one batch line: ``(result so far, graph)``; the graph is None when the
     result is already an error."""
     lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
     try:
-        row = json.loads(line)
+        row = _loads(line)
     except json.JSONDecodeError as e:
         return {"id": None, "line": lineno, "error": f"bad JSON: {e}"}, None
     if not isinstance(row, dict):
         return {"id": None, "line": lineno,
                 "error": "expected a JSON object with id and expr"}, None
-    out["id"] = row.get("id")
+    out["id"] = _plain(row.get("id"))
     for key in ("id", "expr"):
         if key not in row:
             return {**out, "line": lineno, "error": f"missing field {key!r}"}, None
-    if not isinstance(row["expr"], str):
+    if type(row["expr"]) is not str:
         return {**out, "line": lineno, "error": "field 'expr' must be a string"}, None
     try:
         from eqsat.ir.sexpr import ParseError, parse
@@ -391,8 +453,8 @@ def _log_like(level: int) -> None:
 
 def _case_id(line: str) -> Any:
     try:
-        row = json.loads(line)
-        return row.get("id") if isinstance(row, dict) else None
+        row = _loads(line)
+        return _plain(row.get("id")) if isinstance(row, dict) else None
     except ValueError:
         return None
 
@@ -444,7 +506,7 @@ def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
         if hard == resource.RLIM_INFINITY or cap < hard:
             if soft == resource.RLIM_INFINITY or cap < soft:
                 resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    except (ImportError, ValueError, OSError):
+    except (ImportError, ValueError, OverflowError, OSError):
         pass  # no such limit on this system: the engine's own memory checks remain
     while True:
         try:
@@ -654,36 +716,60 @@ def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError) as e:
         raise CLIError(f"--scheduler {address}: cannot connect ({e})") from None
+    except ValueError as e:  # not an address
+        raise CLIError(f"--scheduler {address}: {e}") from None
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
     log.info("batch: Dask scheduler %s, %d workers, %d threads", address,
              len(client.scheduler_info()["workers"]), threads)
     return client.get_executor(pure=False), max(2 * threads, 2), client.close
 
 
+def _check_engine(opts: dict[str, Any]) -> None:
+    """``--cost`` and ``--rulesets`` checked as ``optimize`` checks them, before any
+    work: a CLIError naming the flag."""
+    import rules
+    from extraction import get_cost_model
+
+    try:
+        get_cost_model(opts["cost"])
+    except ValueError as e:
+        raise CLIError(f"--cost: {e}") from None
+    try:
+        rules.resolve(opts["rulesets"], opts["engine"])
+    except ValueError as e:
+        raise CLIError(f"--rulesets: {e}") from None
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
+    # everything is checked (and the scheduler reached) before the output is opened:
+    # an error leaves an existing output file as it was
     opts = _options(args)
     if args.jobs < 1:
         raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
     if args.chunk < 1:
         raise CLIError(f"--chunk must be >= 1, got {args.chunk}")
+    _check_engine(opts)
     text, name = _read(args.input)
     cases = [(n, line, opts) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if args.output == "-":
-        fh = sys.stdout
-    else:
-        try:
-            fh = open(args.output, "w", encoding="utf-8")  # noqa: SIM115
-        except OSError as e:
-            raise CLIError(f"{args.output}: {e.strerror or e}") from None
+    close: Callable[[], None] | None = None
+    if args.scheduler:
+        executor, window, close = _cluster_executor(args.scheduler)
+    out_name = "<stdout>" if args.output == "-" else args.output
+    try:
+        fh = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        if close is not None:
+            close()
+        raise CLIError(f"{args.output}: {e.strerror or e}") from None
     from eqsat.progress import progress
 
     n_err = 0
     t0 = time.perf_counter()
-    close: Callable[[], None] | None = None
     bar = progress(total=len(cases), desc="batch")
+    results: Iterator[dict[str, Any]] | None = None
+    done = False
     try:
         if args.scheduler:
-            executor, window, close = _cluster_executor(args.scheduler)
             results = _executor_results(cases, executor, args.chunk, window)
         else:
             log.info("batch: %d cases in chunks of %d on %d worker processes", len(cases),
@@ -691,15 +777,27 @@ def cmd_batch(args: argparse.Namespace) -> int:
             results = batch_results(cases, args.jobs, args.chunk)
         for res in results:
             n_err += "error" in res
-            fh.write(json.dumps(res) + "\n")
-            fh.flush()
+            try:
+                fh.write(_dumps(res) + "\n")
+                fh.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
             bar.update(1)
+        done = True
     finally:
         bar.close()
+        if results is not None and hasattr(results, "close"):
+            results.close()  # the workers stop now, not when collected
         if close is not None:
             close()
         if fh is not sys.stdout:
-            fh.close()
+            try:
+                fh.close()
+            except OSError as e:
+                if done:  # else the error on its way out is the one to report
+                    raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
     print(f"eqsat batch: {len(cases)} cases from {name}, {n_err} errors, "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
@@ -840,13 +938,13 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
                         "(the corpus metric)")
     g.add_argument("--rulesets", metavar="A,B,C",
                    help="comma-separated rule sets (see 'eqsat rules'; default: the engine's)")
-    g.add_argument("--iterations", type=int, metavar="N", help="e-graph rewrite rounds")
-    g.add_argument("--enodes", type=int, metavar="N",
+    g.add_argument("--iterations", type=_count, metavar="N", help="e-graph rewrite rounds")
+    g.add_argument("--enodes", type=_count, metavar="N",
                    help="e-graph size limit (default: 20,000, or 4 per unique node of "
                         "the graph when that is more; a kernel past 3,000 nodes runs in "
                         "parts, each an e-graph with this limit)")
-    g.add_argument("--seconds", type=float, metavar="S", help="wall-time limit per graph")
-    g.add_argument("--stall", type=int, metavar="N",
+    g.add_argument("--seconds", type=_finite, metavar="S", help="wall-time limit per graph")
+    g.add_argument("--stall", type=_count, metavar="N",
                    help="stop after N rounds without a cheaper result while the e-graph "
                         "barely grows (default 1; 0: never)")
     g.add_argument("--memory", type=_size, metavar="SIZE",
@@ -911,13 +1009,18 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(compact .uop), 'cost' (reference cost of out) and 'us' "
                                    "(microseconds to parse, optimize and print it), or "
                                    "'error' (and 'line') for a case that failed. Blank lines "
-                                   "are skipped. Each row is written as soon as it and the "
+                                   "are skipped. Every row is valid JSON: an id that is a "
+                                   "number with no finite value (1e999, NaN, Infinity) comes "
+                                   "back as a string of its text ('1e999'). Each row is "
+                                   "written as soon as it and the "
                                    "rows before it are done. The work runs in worker "
                                    "processes: one that dies (out of memory, a signal) or "
                                    "overruns its time is replaced, and its cases run again "
                                    "one by one; a case that kills "
                                    "its worker again gets an error naming the cause. Exit "
-                                   "status 0 when every case has its row.")
+                                   "status 0 when every case has its row. The options and "
+                                   "the input are checked before OUT.jsonl is opened: a bad "
+                                   "one leaves an existing file as it was.")
     _engine_flags(s)
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="worker processes (default 2)")
@@ -959,7 +1062,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=int, default=CHUNK, metavar="N",
                    help=f"cases each engine takes in its turn (default {CHUNK}); each "
                         "case is optimized on its own")
-    s.add_argument("--seconds", type=float, default=300.0, metavar="S",
+    s.add_argument("--seconds", type=_finite, default=300.0, metavar="S",
                    help="e-graph hard time limit per case (default 300; the work "
                         "budgets end a run long before)")
     s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")

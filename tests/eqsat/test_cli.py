@@ -279,6 +279,82 @@ def test_batch_chunk_must_be_positive(capsys, tmp_path):
     assert rc == 1 and "--chunk must be >= 1" in err
 
 
+@pytest.mark.parametrize("argv, fragment", [
+    (["--scheduler", "garbage"], "--scheduler garbage: missing port number"),
+    (["--jobs", "0"], "--jobs must be >= 1"),
+    (["--memory", "0"], None),  # a usage error (status 2)
+])
+def test_batch_errors_leave_an_existing_output_untouched(capsys, tmp_path, argv, fragment):
+    if argv[0] == "--scheduler":
+        pytest.importorskip("distributed")
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(BATCH_LINES[0] + "\n")
+    dst.write_text('{"precious": true}\n')
+    rc, _, err = run(capsys, "batch", *argv, str(src), "-o", str(dst))
+    assert rc == (2 if fragment is None else 1)
+    if fragment:
+        assert fragment in one_line_error(err)
+    rc, _, err = run(capsys, "batch", str(tmp_path / "missing.jsonl"), "-o", str(dst))
+    assert rc == 1 and "missing.jsonl" in one_line_error(err)
+    assert dst.read_text() == '{"precious": true}\n'
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--cost", "bogus"], "--cost: unknown cost model 'bogus'"),
+    (["--rulesets", "bogus"], "--rulesets: unknown e-graph rule set 'bogus'"),
+    (["--engine", "baseline", "--rulesets", "bogus"], "unknown baseline rule set 'bogus'"),
+])
+def test_batch_rejects_a_bad_cost_or_rule_set_up_front(capsys, tmp_path, argv, fragment):
+    src = tmp_path / "in.jsonl"
+    src.write_text(BATCH_LINES[0] + "\n")
+    rc, out, err = run(capsys, "batch", *argv, str(src))
+    assert rc == 1 and out == ""  # no row per case carrying the error
+    assert fragment in one_line_error(err)
+
+
+@pytest.mark.parametrize("cmd, argv, flag", [
+    ("optimize", ["--memory", "1e300T"], "--memory"),
+    ("optimize", ["--memory", "1e20T"], "--memory"),
+    ("optimize", ["--seconds", "inf"], "--seconds"),
+    ("optimize", ["--seconds", "nan"], "--seconds"),
+    ("optimize", ["--enodes", "1" + "0" * 30], "--enodes"),
+    ("batch", ["--iterations", "-" + "9" * 30], "--iterations"),
+    ("compare", ["--seconds", "1e999"], "--seconds"),
+])
+def test_a_budget_that_overflows_is_a_usage_error(capsys, cmd, argv, flag):
+    rc, out, err = run(capsys, cmd, *argv, TILED)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert f"error: argument {flag}: " in err
+
+
+def test_batch_writes_non_finite_ids_as_valid_json(capsys, tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    ids = ["1e999", "NaN", "[-Infinity, 1.5]", "-1E999"]
+    src.write_text("".join(f'{{"id": {i}, "expr": "(add (var x 0 9) 0)"}}\n' for i in ids)
+                   + '{"id": 7, "expr": NaN}\n')
+    rc, _, _ = run(capsys, "batch", "--engine", "baseline", "--jobs", "1", str(src),
+                   "-o", str(dst))
+
+    def no_constants(c):
+        raise AssertionError(f"{c} is not JSON")
+
+    rows = [json.loads(line, parse_constant=no_constants)
+            for line in dst.read_text().splitlines()]
+    assert rc == 0 and [r["id"] for r in rows] == ["1e999", "NaN", ["-Infinity", 1.5],
+                                                   "-1E999", 7]
+    assert rows[0]["out"] == "(var x 0 9)" and "must be a string" in rows[4]["error"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_batch_write_error_names_the_output(capsys, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(BATCH_LINES[0] + "\n")
+    rc, _, err = run(capsys, "batch", "--engine", "baseline", "--jobs", "1", str(src),
+                     "-o", "/dev/full")
+    assert rc == 1
+    assert one_line_error(err) == "eqsat: error: /dev/full: cannot write: No space left on device"
+
+
 def test_batch_and_compare_chunk_by_default_is_the_library_s():
     # one default chunk for `eqsat batch`, `eqsat compare`, optimize_many(executor=) and
     # the benchmarks, which measure what the command runs
