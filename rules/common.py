@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from eqsat.ir.bounds import INDEX_BOUND_CAP
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import EvalError, Undefined, alu
@@ -228,8 +229,10 @@ def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
     is the interpreter's (:func:`eqsat.ir.semantics.alu`), fixed-width results wrapped
     (``INT_MIN // -1`` included). None when the value is undefined (division by zero,
     out-of-range shift, negative integer power), when the op has no meaning on ``dt``,
-    or when it is not folded: see :func:`_folds`, and a float ``pow`` of finite
-    operands whose result is not finite (a domain or range error in C's ``pow``).
+    or when it is not folded: see :func:`_folds`, a float ``pow`` of finite operands
+    whose result is not finite (a domain or range error in C's ``pow``). Raises
+    IRError for an index result past ``INDEX_BOUND_CAP`` in magnitude (where index
+    bounds stop too: no index that large is lowered).
     """
     s = dt.scalar()
     if op in GroupOp.Comparison or op is Ops.WHERE:
@@ -242,6 +245,12 @@ def eval_op(op: Ops, dt: DType, *args: Any) -> Any:
         return None
     if isinstance(v, Undefined):
         return None
+    if s.is_index and isinstance(v, int) and abs(v) > INDEX_BOUND_CAP:
+        # not folded, the rules that move constants outward would unshare the product's
+        # operands, doubling the term at each level; folded, its digits would double
+        raise IRError(f"index arithmetic out of range: {op.name.lower()} of constants "
+                      f"gives a {abs(v).bit_length()}-bit value (index values are at most "
+                      f"2**{INDEX_BOUND_CAP.bit_length() - 1} in magnitude)")
     if op is Ops.POW and s.is_float and not math.isfinite(v) and \
             all(math.isfinite(a) for a in args):
         return None

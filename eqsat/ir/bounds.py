@@ -45,7 +45,7 @@ from eqsat.ir.semantics import (
 if TYPE_CHECKING:
     from eqsat.ir.uop import UOp
 
-__all__ = ["compute_bounds", "dtype_bounds"]
+__all__ = ["compute_bounds", "dtype_bounds", "INDEX_BOUND_CAP"]
 
 Num = int | float
 INF = math.inf
@@ -54,6 +54,12 @@ INF = math.inf
 def _isnan(v: Num) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
+
+#: an index bound past this magnitude is taken as unbounded (sound: a wider range).
+#: Exact, a bound could grow without limit: each squaring of a product doubles its
+#: digits, and a few lines of text made numbers no machine could compute; no index
+#: that large is lowered (``lowering.narrow``: i64 at most)
+INDEX_BOUND_CAP = 2**128
 
 #: the integer ops whose interval is one function of their operands' intervals
 _ARITH = {Ops.ADD: iv_add, Ops.SUB: iv_sub, Ops.MUL: iv_mul, Ops.IDIV: iv_idiv,
@@ -180,5 +186,8 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
         return dtype_bounds(dtype)
     if _isnan(lo) or _isnan(hi):
         return dtype_bounds(dtype)
+    if dtype.is_index:  # (a bound past the cap: the cap, or no bound; both sound)
+        lo = -INF if lo < -INDEX_BOUND_CAP else min(lo, INDEX_BOUND_CAP)
+        hi = INF if hi > INDEX_BOUND_CAP else max(hi, -INDEX_BOUND_CAP)
     return iv_wrap(dtype, lo, hi)
 

@@ -124,3 +124,17 @@ ENGINES = [
 ]
 
 test_engines = engines_test(ENGINES)
+
+
+def test_index_constants_past_the_cap_are_an_error_not_a_hang():
+    # squaring a constant again and again: folded, its digits double each time; the
+    # fold past INDEX_BOUND_CAP is an error naming it (no index that large is lowered)
+    from eqsat.api import optimize
+    from eqsat.ir.sexpr import parse
+    from eqsat.ir.uop import IRError
+
+    lines = ["%a0 = 3"] + [f"%a{i} = (mul %a{i - 1} %a{i - 1})" for i in range(1, 40)]
+    g = parse("\n".join(lines + ["%a39"]))
+    for engine in ("baseline", "egraph"):
+        with pytest.raises(IRError, match="index arithmetic out of range"):
+            optimize(g, engine=engine)
