@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -71,6 +73,17 @@ class Budget:
     baseline_start: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("iterations", "enodes", "stall", "memory"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
+                raise TypeError(f"invalid budget: {name}={v!r} must be an int"
+                                f"{'' if name == 'iterations' else ' or None'}")
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, numbers.Real) \
+                or not math.isfinite(self.seconds):
+            raise TypeError(f"invalid budget: seconds={self.seconds!r} must be a finite number")
+        if not isinstance(self.baseline_start, bool):
+            raise TypeError(f"invalid budget: baseline_start={self.baseline_start!r} must be "
+                            "a bool")
         if self.iterations < 0 or (self.enodes is not None and self.enodes < 1) \
                 or not self.seconds > 0 or (self.stall is not None and self.stall < 0) \
                 or (self.memory is not None and self.memory < 1):

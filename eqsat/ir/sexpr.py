@@ -326,7 +326,7 @@ class _Parser:
         if t in ("true", "false"):
             return _Operand(tok, UOp.const(dtypes.bool, t == "true"))
         if _INT_RE.fullmatch(t):
-            return _Operand(tok, None, "int", int(t))
+            return _Operand(tok, None, "int", self.int_of(tok))
         if _FLOAT_RE.fullmatch(t):
             return _Operand(tok, None, "float", float(t))
         hint = f" (an op is written in parentheses: ({t} ...))" if t in _ALL_OPS else ""
@@ -419,7 +419,16 @@ class _Parser:
         tok = self.atom(f, item, what)
         if not _INT_RE.fullmatch(tok.text):
             raise self.error(tok, f"{f.op.text}: expected {what}, got {tok.text!r}")
-        return int(tok.text)
+        return self.int_of(tok)
+
+    def int_of(self, tok: _Tok) -> int:
+        """The integer a token spells (``_INT_RE``); a parse error at the token when
+        Python refuses to read it (more digits than ``sys.get_int_max_str_digits()``)."""
+        try:
+            return int(tok.text)
+        except ValueError:
+            raise self.error(tok, f"an integer of {len(tok.text.lstrip('+-'))} digits: "
+                                  "too long to read") from None
 
     def dtype_atom(self, f: _Frame, item: _Node | _Tok, *, scalar: bool = False,
                    ptr: bool = False) -> DType:
@@ -630,7 +639,7 @@ class _Parser:
         if t in ("true", "false"):
             return self.const_of(tok, dt, "bool", t == "true")
         if _INT_RE.fullmatch(t):
-            return self.const_of(tok, dt, "int", int(t))
+            return self.const_of(tok, dt, "int", self.int_of(tok))
         if _FLOAT_RE.fullmatch(t):
             return self.const_of(tok, dt, "float", float(t))
         raise self.error(tok, f"{f.op.text}: expected a literal value, got {t!r}")

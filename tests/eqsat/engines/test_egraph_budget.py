@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -193,6 +194,16 @@ def test_budget_enodes_default_validation_and_repr() -> None:
             Budget(enodes=bad)
         with pytest.raises(ValueError, match="enodes >= 1"):
             Limits(enodes=bad)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("iterations", math.nan), ("iterations", 1.5), ("iterations", True), ("enodes", math.inf),
+    ("memory", "1G"), ("stall", 2.0), ("seconds", math.nan), ("seconds", math.inf),
+    ("seconds", "5"), ("baseline_start", 1),
+])
+def test_a_budget_field_of_the_wrong_kind_is_named(field: str, value: object) -> None:
+    with pytest.raises(TypeError, match=f"invalid budget: {field}="):
+        Budget(**{field: value})
 
 
 def wide_kernel(stores: int) -> UOp:

@@ -515,3 +515,8 @@ def test_corpus_mutations_only_parse_errors(corpus_lines):
             except ParseError:
                 continue
             assert parse(to_sexpr(g)) is g
+
+
+def test_an_integer_too_long_to_read_is_a_parse_error_at_its_place():
+    with pytest.raises(ParseError, match="1:18: an integer of 5000 digits"):
+        parse("(add (var x 0 9) " + "9" * 5000 + ")")
