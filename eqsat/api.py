@@ -199,6 +199,21 @@ def _run_egraph(graph: UOp, rulesets, cost_model, budget,
 ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
 
 
+def _check_call(engine: Any, rulesets: Any, budget: Any) -> None:
+    """A clear error for an argument of the wrong kind, before any work."""
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if rulesets is not None and not isinstance(rulesets, (str, list, tuple)):
+        raise TypeError(f"rulesets must be a name, a list of names and rules, or None; "
+                        f"got {type(rulesets).__name__}")
+    if budget is not None and not isinstance(budget, Budget):
+        from eqsat.engines.egraph.schedules import Limits
+
+        if not isinstance(budget, Limits):
+            raise TypeError(f"budget must be an eqsat.Budget (or None), got "
+                            f"{type(budget).__name__}")
+
+
 def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = None,
              cost_model: Any = None, budget: Budget | None = None,
              keep_egraph: bool = False) -> Result:
@@ -216,8 +231,7 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
     """
     from extraction import get_cost_model
 
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    _check_call(engine, rulesets, budget)
     model = get_cost_model(cost_model)
     budget = budget or Budget()
     t0 = time.perf_counter()
@@ -262,8 +276,12 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any]
     """
     from extraction import get_cost_model
 
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    _check_call(engine, rulesets, budget)
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"optimize_many: executor must be a concurrent.futures.Executor "
+                        f"(or None), got {type(executor).__name__}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int):
+        raise TypeError(f"optimize_many: chunk must be an int, got {chunk!r}")
     graphs = list(graphs)
     for i, g in enumerate(graphs):
         if not isinstance(g, UOp):

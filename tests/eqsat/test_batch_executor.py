@@ -121,3 +121,20 @@ def test_batch_on_a_local_dask_cluster_matches_jobs(corpus_lines, tmp_path: Path
     got, want = rows_of(out), rows_of(local)
     assert len(got) == len(rows) and got == want and not any("error" in r for r in got)
     assert [eqsat.to_sexpr(r.graph, compact=True) for r in res] == [r["out"] for r in want]
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"budget": {"seconds": 1}}, TypeError, "budget must be an eqsat.Budget"),
+    ({"engine": ["egraph"]}, ValueError, "unknown engine"),
+    ({"rulesets": 5}, TypeError, "rulesets must be"),
+])
+def test_an_argument_of_the_wrong_kind_is_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        eqsat.optimize(eqsat.parse("(add (var x 0 9) 0)"), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"executor": 5}, "executor must be"),
+                                          ({"chunk": 1.5}, "chunk must be an int")])
+def test_optimize_many_names_a_bad_executor_or_chunk(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        eqsat.optimize_many([eqsat.parse("(add (var x 0 9) 0)")], **kwargs)
