@@ -120,6 +120,8 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
                 name: str = "kernel", budget: Any = None) -> Lowered:
     """Run the lowering pipeline on ``graph`` (see the module doc); no compiling.
     ``budget``: the optimizer's ``eqsat.Budget`` (default: its default)."""
+    if not isinstance(graph, UOp):
+        raise TypeError(f"lower_graph expects a UOp graph, got {type(graph).__name__}")
     target = target or Target()
     if not isinstance(target, Target):
         raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")

@@ -395,6 +395,9 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     graphs with effects (stores, loops: compare kernels with ``run_kernel``).
     """
     for g, name in ((a, "a"), (b, "b")):
+        if not isinstance(g, UOp):
+            raise TypeError(f"check_equivalent expects UOps, but {name} is a "
+                            f"{type(g).__name__}")
         eff = next((u for u in g.toposort() if u.op in _EFFECT_OPS), None)
         if eff is not None:
             raise ValueError(f"check_equivalent compares expressions, but {name} has a "

@@ -531,6 +531,8 @@ def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None, *,
     when the value is undefined (division by zero, ...), a leaf is missing or out
     of its bounds, or the graph reads a buffer not given (kernels: ``run_kernel``).
     """
+    if not isinstance(uop, UOp):
+        raise TypeError(f"evaluate expects a UOp, got {type(uop).__name__}")
     m = _Machine(env, buffers)
     v = m.value(uop, {})
     bad = _first_undef(v)

@@ -604,3 +604,10 @@ def test_compile_kernels_needs_distinct_names(cache) -> None:
           for _ in range(2)]
     with pytest.raises(ValueError, match="distinct names"):
         compile_kernels(ks, cache)
+
+
+def test_a_graph_that_is_no_uop_is_named():
+    with pytest.raises(TypeError, match="expects a UOp graph, got int"):
+        lower(5)
+    with pytest.raises(TypeError, match="expects a UOp graph, got str"):
+        compile_kernel("(add 1 2)")

@@ -337,3 +337,11 @@ def test_a_bf16_buffer_is_sampled_as_bf16_values():
     assert check_equivalent(load, load).equivalent
     plus_zero = parse("(add (load (index (buffer 7 bf16 8) (var i 0 7))) 0.0)")
     assert not check_equivalent(load, plus_zero).equivalent  # -0.0 + 0.0 is 0.0
+
+
+def test_a_graph_that_is_no_uop_is_named():
+    g = parse("(add (var x 0 9) 1)")
+    with pytest.raises(TypeError, match="but b is a NoneType"):
+        check_equivalent(g, None)
+    with pytest.raises(TypeError, match="evaluate expects a UOp"):
+        evaluate(None, {})
