@@ -53,7 +53,7 @@ from eqsat.ir.interp import (
     EvalError,
     Undefined,
     evaluate,
-    evaluate_many,
+    evaluate_lanes,
     leaf_key,
     vectorizable,
 )
@@ -417,20 +417,26 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         cols = {k: np.tile(c, reps) for k, c in cols.items()}
         n, exhaustive = n * reps, False
     mem = memory if memory else None
-    va, ia, ua = evaluate_many(a, cols, n=n, memory=mem)
-    vb, ib, ub = evaluate_many(b, cols, n=n, memory=mem)
-    defined = ~ua
-    valid = defined & ~ia & ~ib
-    bad = defined & (ub | (ia != ib) | (valid & _differ(va, vb)))
+    lanes_a = evaluate_lanes(a, cols, n=n, memory=mem)
+    lanes_b = evaluate_lanes(b, cols, n=n, memory=mem)
+    bads, defined = [], np.zeros(n, dtype=bool)
+    for (va, ia, ua), (vb, ib, ub) in zip(lanes_a, lanes_b, strict=True):
+        valid = ~ua & ~ia & ~ib
+        bads.append(~ua & (ub | (ia != ib) | (valid & _differ(va, vb))))
+        defined |= ~ua
+    bad = np.logical_or.reduce(bads)
     points = int(defined.sum())
     skipped = n - points
     if not bad.any():
         return Equivalence(True, exhaustive, points, skipped=skipped, domain=dom)
     i = int(np.flatnonzero(bad)[0])
-    env = {k: int(c[i]) for k, c in cols.items()}
+    k = next(k for k, lane in enumerate(bads) if lane[i])
+    env = {key: int(c[i]) for key, c in cols.items()}
     bufs = memory.arrays(i) if memory else None
-    x, y = _value_at(a, env, bufs), _value_at(b, env, bufs)
+    ga, gb = (a.gep(k), b.gep(k)) if len(bads) > 1 else (a, b)
+    x, y = _value_at(ga, env, bufs), _value_at(gb, env, bufs)
     if isinstance(x, Undefined) or same_value(x, y):
+        (va, ia, ua), (vb, ib, ub) = lanes_a[k], lanes_b[k]
         raise RuntimeError(f"evaluate_many and evaluate disagree at {env}: a={x!r}, b={y!r} "
                            f"(vectorized a={va[i]!r} invalid={ia[i]} undefined={ua[i]}, "
                            f"b={vb[i]!r} invalid={ib[i]} undefined={ub[i]})")
@@ -440,6 +446,8 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         reason = "Invalid on different assignments"
     else:
         reason = "values differ"
+    if len(bads) > 1:
+        reason = f"lane {k}: {reason}"
     read = {s: dict(sorted(buf.seen.items())) for s, buf in enumerate(bufs or ())
             if buf is not None and buf.seen}
     return Equivalence(False, exhaustive, points, counterexample=env, a_value=x, b_value=y,
