@@ -9,15 +9,19 @@ rounding or overflows).
 
 Rules (``data/corpus/README.md``): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
-a bad shift, a range value not below its end) are skipped, since the input
-promises nothing there; ``b`` undefined where ``a`` is defined is a difference.
+a bad shift, a range value not below its end, a bitcast of a NaN an op computed)
+are skipped, since the input promises nothing there; ``b`` undefined where ``a``
+is defined is a difference. Vectors are compared lane by lane: a lane of ``a``
+that is undefined or Invalid hides no other lane.
 The leaves are the union of both graphs' vars, ranges and specials (by env
 key: a var's name, ``R<id>``), each over its ``[vmin, vmax]``; a leaf in both
 takes ``a``'s bounds.
 
 Floats. The root values are compared bit for bit, except that every NaN equals
-every NaN (IEEE leaves payloads unspecified, and no op but a bitcast reads
-them): so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
+every NaN (docs/format.md, "Floats": the sign and payload of a NaN an op computes
+are unspecified, and only a bitcast reads them; a bitcast of such a NaN is
+undefined, one of a NaN loaded or made by a bitcast is compared bit for bit):
+so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
 what is stored, returned or compared by whatever uses it, and a later ``1/x``
 tells them apart; a signed zero inside the graph differs only where the ops
 after it carry the difference to the root (``(x + 0.0) < 1.0`` is
@@ -76,9 +80,11 @@ class Equivalence:
     """The outcome of :func:`check_equivalent`; truthy iff equivalent.
 
     ``points``: assignments compared (undefined points of ``a`` not counted;
-    ``skipped`` counts those). ``counterexample``: ``{leaf key: value}`` of a
-    differing assignment, with the two values in ``a_value``/``b_value``
-    (``INVALID``, or an ``Undefined`` carrying its cause, where so), and
+    ``skipped`` counts those; a vector's point counts when a lane of ``a`` is
+    defined). ``counterexample``: ``{leaf key: value}`` of a differing assignment,
+    with the two values in ``a_value``/``b_value`` (``INVALID``, or an ``Undefined``
+    carrying its cause, where so; for vectors, the first differing lane's, which
+    ``reason`` names), and
     ``buffers``: ``{slot: {element: value}}`` the graphs read there.
     ``reason`` says what differs.
     """

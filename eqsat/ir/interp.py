@@ -752,7 +752,9 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     bool results; a float16/32/64 array for a float result); ``invalid`` marks
     assignments where the value is Invalid and ``undefined`` where it is
     undefined (division by zero, bad shift, a range value not below its end, a
-    read outside a buffer...). Masked lanes of ``values`` hold 0.
+    read outside a buffer, a bitcast of a NaN an op computed...); a vector is
+    undefined where a lane is, else Invalid where a lane is (:func:`evaluate_lanes`
+    tells its lanes apart). Masked lanes of ``values`` hold 0.
 
     Scalar index/integer/bool/f16/f32/f64 graphs run on numpy (a float op is
     computed in f64 and rounded to its dtype, as :func:`evaluate` does); anything
