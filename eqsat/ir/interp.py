@@ -20,7 +20,7 @@ Semantics
 - the sign and payload of a NaN an op computes are unspecified (docs/format.md,
   "Floats"): a ``bitcast`` that reads such a NaN has an undefined value. A NaN read
   from memory or made by a bitcast keeps its bits (``_KeptNaN``) through the ops
-  that copy a value (``where``, ``gep``, ``vectorize``, a load's alternative).
+  that copy a value (``where``, ``gep``, ``vectorize``, ``cat``, a load's alternative).
 - ``INVALID`` (the value of ``(invalid)``) propagates through every op (an
   undefined operand wins over it); ``where`` is lazy per lane, so
   ``where(c, i, invalid)`` is ``i`` where ``c`` holds.

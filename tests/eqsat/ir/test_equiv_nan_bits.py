@@ -5,12 +5,20 @@ lane."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
-from eqsat.ir.equiv import check_equivalent
-from eqsat.ir.interp import EvalError, evaluate
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.equiv import SampledMemory, check_equivalent
+from eqsat.ir.interp import EvalError, evaluate, evaluate_lanes
+from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
+from eqsat.ir.uop import UOp
+from tests.strategies import assignments, float_exprs
 
 L = "(load (index (buffer 1 f32 8) (var i 0 7)))"
 M = "(load (index (buffer 1 f32 8) (var j 0 7)))"
@@ -98,3 +106,44 @@ def test_evaluate(expr, bits, want):
     else:
         got = evaluate(parse(expr), env, buffers=[None, buf.view(np.float32)])
         assert got == want and type(got) is int
+
+
+#: a float dtype's unsigned twin, in the IR and in numpy
+_UINT = {dtypes.f16: (dtypes.u16, np.float16, np.uint16),
+         dtypes.f32: (dtypes.u32, np.float32, np.uint32),
+         dtypes.f64: (dtypes.u64, np.float64, np.uint64)}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_bitcast_reads_every_bit_but_a_computed_nans(data):
+    """A bitcast of a random float expression is the value's bits where it is no NaN,
+    the bits of a NaN or undefined where it is; per lane of a vector, as alone."""
+    e = data.draw(float_exprs(3))
+    uint, npf, npu = _UINT[e.dtype]
+    bits = e.bitcast(uint)
+    pair = UOp(Ops.VECTORIZE, uint.vec(2), (bits, e.cast(dtypes.i32).cast(uint)))
+    env = data.draw(assignments(e))
+    mem = SampledMemory([e], seed=data.draw(st.integers(0, 100)))
+    cols = {k: np.array([v], dtype=object) for k, v in env.items()}
+    for k, (val, inv, und) in enumerate(evaluate_lanes(pair, cols, n=1, memory=mem)):
+        try:
+            want = evaluate(pair.gep(k), env, buffers=mem.arrays(0))
+        except EvalError:
+            want = None
+        assert (want is None) == bool(und[0] or inv[0]) and (want is None or val[0] == want)
+    try:
+        x = evaluate(e, env, buffers=mem.arrays(0))
+    except EvalError:
+        return
+    try:
+        got = evaluate(bits, env, buffers=mem.arrays(0))
+    except EvalError as err:
+        assert math.isnan(x) and "NaN computed by an op" in str(err), err
+        event("a computed NaN")
+        return
+    if math.isnan(x):
+        assert np.isnan(np.array([got], dtype=npu).view(npf)[0])
+        event("a kept NaN")
+    else:
+        assert got == int(np.array([x], dtype=npf).view(npu)[0])
