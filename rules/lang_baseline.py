@@ -272,6 +272,8 @@ def compile_baseline(law: Law) -> Rule:
                 except EvalError:
                     return None
                 out = None if isinstance(out, Undefined) else out
+                if op is Ops.BITCAST and isinstance(out, float) and out != out:
+                    return None  # (its bits are kept; a NaN constant's are not: not folded)
             else:
                 out = eval_op(op, src, *args)
             if out is None:

@@ -58,13 +58,17 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     """Normalize ``v`` to a constant of the scalar of ``dtype``.
 
     Fixed-width integers wrap two's-complement; floats round to the dtype's
-    precision; bools become ``bool``; index stays an exact ``int``.
+    precision, and every NaN is the one NaN ``math.nan`` (its sign and payload are
+    unspecified, docs/format.md "Floats", and the text format prints every NaN as
+    ``nan``: a graph reads back as the same nodes); bools become ``bool``; index stays
+    an exact ``int``.
     """
     s = dtype.scalar()
     if s.is_bool:
         return bool(v)
     if s.is_float:
-        return round_float(s, v)
+        f = round_float(s, v)
+        return math.nan if f != f else f
     if is_symbolic(v):  # (the proofs' symbolic integers: index keeps it, bools decide it)
         if s.is_index:
             return v
@@ -83,8 +87,8 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
 def arg_key(arg: Any) -> Any:
     """The hash key of a node's arg (the one definition: hash-consing here, the e-graph's
     arg table in ``eqsat.engines.egraph.encoding.schema``): it tells floats apart by
-    their bits (-0.0 from 0.0, and one NaN from another: a bitcast reads a NaN's sign and
-    payload, so two NaN constants are one node only when their bits are the same), bools
+    their bits (-0.0 from 0.0; a constant's NaN is always ``math.nan``,
+    :func:`const_value`, so a NaN's key does not depend on how it was made), bools
     from ints, tags tuples (a tuple arg never meets the key of a float), and keys a
     symbolic arg by identity (it has no hash; the holder keeps it alive)."""
     if isinstance(arg, float):
