@@ -27,10 +27,12 @@ when it is a terminal, not under CI (``CI=true``).
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -61,6 +63,39 @@ def _read(path: str) -> tuple[str, str]:
         raise CLIError(f"{path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise CLIError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+#: byte-order marks of the encodings a batch file is taken to be in when it starts with
+#: one (UTF-32's before UTF-16's, which begin them); no UTF-8 text starts so
+_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
+    """The non-blank lines of the JSON-lines FILE (``-``: standard input), each with its
+    number, and the file's display name. A line ends at ``\\n``, ``\\r\\n`` or ``\\r``
+    only (not at the other characters ``str.splitlines`` takes, which a JSON string may
+    hold, so the numbers are an editor's); a UTF-8 byte-order mark at the start is
+    skipped. The bytes of a line that are not UTF-8 stay in it as surrogate escapes
+    (PEP 383): that line gets its own error row (:func:`_not_utf8`), not the file."""
+    if path == "-":
+        name, stream = "<stdin>", getattr(sys.stdin, "buffer", None)
+        data = stream.read() if stream is not None else \
+            sys.stdin.read().encode("utf-8", "surrogateescape")
+    else:
+        name = path
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise CLIError(f"{path}: {e.strerror or e}") from None
+    for bom, encoding in _OTHER_BOMS:
+        if data.startswith(bom):
+            raise CLIError(f"{name}: {encoding} text (it starts with the byte-order mark "
+                           f"{bom.hex(' ')}); the batch reads UTF-8")
+    lines = (raw.decode("utf-8", "surrogateescape")
+             for raw in data.removeprefix(codecs.BOM_UTF8).splitlines())
+    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()], name
 
 
 def _parse_file(path: str):
@@ -339,8 +374,30 @@ def _num_text(text: str) -> Any:
 
 
 def _loads(line: str) -> Any:
-    """A batch line's JSON: a non-finite number (``1e999``, ``NaN``) is a :class:`_NumText`."""
-    return json.loads(line, parse_float=_num_text, parse_constant=_NumText)
+    """A batch line's JSON: a non-finite number (``1e999``, ``NaN``) is a :class:`_NumText`;
+    a ValueError for JSON that is not valid or nested too deeply to read."""
+    try:
+        return json.loads(line, parse_float=_num_text, parse_constant=_NumText)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+#: a byte that is not UTF-8, as :func:`_read_lines` keeps it in a line's text
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _not_utf8(lineno: int, line: str) -> str | None:
+    """What is wrong with a line holding bytes that are not UTF-8 (the first of them),
+    or None when it has none."""
+    if not _ESCAPED.search(line):
+        return None
+    raw = line.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"not UTF-8 text: byte 0x{raw[e.start]:02x} at byte {e.start + 1} of line "
+                f"{lineno} ({e.reason})")
+    return None
 
 
 def _plain(x: Any) -> Any:
@@ -364,9 +421,15 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
     result is already an error."""
     lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
+    bad = _not_utf8(lineno, line)
+    if bad:  # its id when the bytes are elsewhere
+        cid = _case_id(line)
+        if _ESCAPED.search(json.dumps(_jsonable(cid), ensure_ascii=False)):
+            cid = None
+        return {"id": cid, "line": lineno, "error": bad}, None
     try:
         row = _loads(line)
-    except json.JSONDecodeError as e:
+    except ValueError as e:
         return {"id": None, "line": lineno, "error": f"bad JSON: {e}"}, None
     if not isinstance(row, dict):
         return {"id": None, "line": lineno,
@@ -749,8 +812,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.chunk < 1:
         raise CLIError(f"--chunk must be >= 1, got {args.chunk}")
     _check_engine(opts)
-    text, name = _read(args.input)
-    cases = [(n, line, opts) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    lines, name = _read_lines(args.input)
+    cases = [(n, line, opts) for n, line in lines]
     close: Callable[[], None] | None = None
     if args.scheduler:
         executor, window, close = _cluster_executor(args.scheduler)
