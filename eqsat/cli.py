@@ -33,12 +33,14 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 __all__ = ["main", "build_parser", "CLIError", "batch_results"]
@@ -543,8 +545,6 @@ def _test_kill(chunk: list[Job]) -> None:
     spec = os.environ.get(KILL_ENV)
     if not spec:
         return
-    import signal
-
     for item in spec.split(","):
         cid, _, when = item.partition(":")
         if any(str(_case_id(j[1])) == cid for j in chunk) and (when != "chunk" or
@@ -552,12 +552,33 @@ def _test_kill(chunk: list[Job]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel kill this process (SIGKILL) when the thread of ``parent``
+    that started it ends, however it ends (a SIGKILL too), rather than let it finish a
+    chunk no one will read (``PR_SET_PDEATHSIG``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call
+        os._exit(1)
+
+
 def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
-                 memory: int | None, log_level: int) -> None:
-    """A batch worker: it logs as the command does (``log_level``), its address space is
+                 memory: int | None, log_level: int, parent: int) -> None:
+    """A batch worker: it dies with the process ``parent`` (:func:`_die_with`) and
+    leaves SIGINT (Ctrl-C reaches the whole process group) to it, which stops its
+    workers; it logs as the command does (``log_level``), its address space is
     capped at the runs' ``memory`` budget (None: the default) plus
     :data:`WORKER_AS_SLACK`; then chunks in (``(key, jobs)``), rows out (``(key,
     rows)``) until ``None`` or the pipe closes."""
+    _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _log_like(log_level)
     try:
         import resource
@@ -580,7 +601,11 @@ def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
             return
         key, chunk = msg
         _test_kill(chunk)
-        conn.send((key, fn(chunk)))
+        rows = fn(chunk)
+        try:
+            conn.send((key, rows))
+        except OSError:  # the batch is gone
+            return
 
 
 def _death(exitcode: int | None, timed_out: float | None) -> str:
@@ -590,8 +615,6 @@ def _death(exitcode: int | None, timed_out: float | None) -> str:
     if exitcode is None:
         return "lost (no exit status)"
     if exitcode < 0:
-        import signal
-
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
@@ -610,8 +633,8 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         # spawn, not fork: the engines run Rust threads that a fork would not carry over
         level = logging.getLogger("eqsat").getEffectiveLevel()
-        self.proc = ctx.Process(target=_worker_main, args=(child, fn, memory, level),
-                                daemon=True)
+        self.proc = ctx.Process(target=_worker_main,
+                                args=(child, fn, memory, level, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.job: tuple[int, list[Job], bool] | None = None
@@ -643,6 +666,67 @@ class _Worker:
         self.conn.close()
 
 
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT (``signum``) received while a batch runs."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Stop:
+    """A batch's SIGTERM and SIGINT, in its main thread, while ``with`` it: the first
+    raises :class:`_Interrupted`, at once or, inside :meth:`held` (a row being written,
+    a worker being started or stopped), as the section ends, so that the workers are
+    stopped before the command exits and no row is left half written; the signals
+    after it are ignored (the stop is under way). A signal ignored when the command
+    started (``nohup``, a background job's SIGINT) stays ignored; in another thread the
+    signals act as they did."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raised = False
+        self.depth = 0
+        self.before: dict[int, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<_Stop signum={self.signum} depth={self.depth}>"
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum = signum
+            self._raise()
+
+    def _raise(self) -> None:
+        if self.signum is not None and not self.depth and not self.raised:
+            self.raised = True
+            raise _Interrupted(self.signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A section a signal does not cut short: it acts when the section ends."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        self._raise()
+
+    def __enter__(self) -> _Stop:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self.before[sig] = signal.signal(sig, self)
+        except ValueError:  # not the main thread
+            self.__exit__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        self.before.clear()
+
+
 def spans(n: int, chunk: int, workers: int) -> list[tuple[int, int]]:
     """The tasks of a batch of ``n`` cases for ``workers`` workers, as (start, stop):
     ``chunk`` cases each while many are left, then smaller ones, each at most a
@@ -657,15 +741,20 @@ def spans(n: int, chunk: int, workers: int) -> list[tuple[int, int]]:
 
 
 def batch_results(cases: list[Job], jobs: int, chunk: int,
-                   fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk
-                   ) -> Iterator[dict[str, Any]]:
+                  fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk,
+                  held: Callable[[], AbstractContextManager[Any]] = nullcontext
+                  ) -> Iterator[dict[str, Any]]:
     """Every case's row, in input order, each as soon as it and the rows before it are
     done: chunks of at most ``chunk`` cases (:func:`spans`; one task each, ``fn``) on
     ``jobs`` worker processes (``jobs == 1`` too: the command outlives what kills a
     worker). A worker that dies (a signal, its memory cap) or outlives its time is
     replaced; the cases of its chunk run again, each alone with its own budget (so each
     row is the case's own result), and a case whose worker dies again gets an
-    ``error`` row naming what killed it."""
+    ``error`` row naming what killed it. The workers end with the generator: asked to
+    when every row is out, killed when it stops early (an exception, ``close()``);
+    on Linux the kernel kills them when the thread that started them ends.
+    ``held``: a section that a signal must not cut short (:meth:`_Stop.held`), around
+    each start and the stop of the workers."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -676,10 +765,13 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
         (i, cases[i:j], False) for i, j in spans(n, chunk, jobs))
     memory = max((c[2]["budget"][4] or 0 for c in cases if "budget" in c[2]), default=0) or None
     ctx = multiprocessing.get_context("spawn")
-    workers = [_Worker(ctx, fn, memory) for _ in range(max(1, min(jobs, len(todo))))]
+    workers: list[_Worker] = []
     rows: dict[int, dict[str, Any]] = {}
     nxt = 0
     try:
+        for _ in range(max(1, min(jobs, len(todo)))):
+            with held():
+                workers.append(_Worker(ctx, fn, memory))
         while nxt < n:
             for w in workers:
                 if w.job is None and todo:
@@ -714,8 +806,9 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                             len(died), died[0][0], "giving the case its error" if
                             len(died) == 1 and retried else "running them again one by one")
                 w.job = None
-                w.stop(kill=True)
-                workers[k] = _Worker(ctx, fn, memory)
+                with held():
+                    w.stop(kill=True)
+                    workers[k] = _Worker(ctx, fn, memory)
                 if len(died) == 1 and retried:
                     rows[first] = {"id": _case_id(died[0][1]), "line": died[0][0],
                                    "error": f"the worker process running this case alone "
@@ -727,8 +820,9 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                 yield rows.pop(nxt)
                 nxt += 1
     finally:
-        for w in workers:
-            w.stop(kill=w.job is not None)
+        with held():
+            for w in workers:
+                w.stop(kill=w.job is not None or nxt < n)
 
 
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
@@ -826,44 +920,66 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.output}: {e.strerror or e}") from None
     from eqsat.progress import progress
 
-    n_err = 0
+    n_err = written = 0
     t0 = time.perf_counter()
     bar = progress(total=len(cases), desc="batch")
     results: Iterator[dict[str, Any]] | None = None
     done = False
     try:
-        if args.scheduler:
-            results = _executor_results(cases, executor, args.chunk, window)
-        else:
-            log.info("batch: %d cases in chunks of %d on %d worker processes", len(cases),
-                     args.chunk, args.jobs)
-            results = batch_results(cases, args.jobs, args.chunk)
-        for res in results:
-            n_err += "error" in res
+        with _Stop() as stop:
             try:
-                fh.write(_dumps(res) + "\n")
-                fh.flush()
-            except BrokenPipeError:
-                raise
-            except OSError as e:
-                raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
-            bar.update(1)
-        done = True
-    finally:
-        bar.close()
-        if results is not None and hasattr(results, "close"):
-            results.close()  # the workers stop now, not when collected
-        if close is not None:
-            close()
-        if fh is not sys.stdout:
-            try:
-                fh.close()
-            except OSError as e:
-                if done:  # else the error on its way out is the one to report
-                    raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
+                if args.scheduler:
+                    results = _executor_results(cases, executor, args.chunk, window)
+                else:
+                    log.info("batch: %d cases in chunks of %d on %d worker processes",
+                             len(cases), args.chunk, args.jobs)
+                    results = batch_results(cases, args.jobs, args.chunk, held=stop.held)
+                for res in results:
+                    n_err += "error" in res
+                    with stop.held():  # a whole row or none
+                        _write_row(fh, out_name, res)
+                        written += 1
+                    bar.update(1)
+                done = True
+            finally:
+                with stop.held():
+                    _end_batch(bar, results, close, fh, out_name, done)
+    except _Interrupted as e:
+        print(f"eqsat batch: stopped by {signal.Signals(e.signum).name}: {written} of "
+              f"{len(cases)} rows written to {out_name}", file=sys.stderr)
+        return 128 + e.signum
     print(f"eqsat batch: {len(cases)} cases from {name}, {n_err} errors, "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
+
+
+def _write_row(fh: Any, out_name: str, row: dict[str, Any]) -> None:
+    """One row of a batch, written out (flushed) whole."""
+    try:
+        fh.write(_dumps(row) + "\n")
+        fh.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
+
+
+def _end_batch(bar: Any, results: Iterator[dict[str, Any]] | None,
+               close: Callable[[], None] | None, fh: Any, out_name: str, done: bool) -> None:
+    """A batch's end, however it ends: the bar closed, the workers stopped, the
+    scheduler's client closed, the output file closed (an error closing it reported
+    when the batch is ``done``; else the error on its way out is the one to report)."""
+    bar.close()
+    if results is not None and hasattr(results, "close"):
+        results.close()  # the workers stop now, not when collected
+    if close is not None:
+        close()
+    if fh is not sys.stdout:
+        try:
+            fh.close()
+        except OSError as e:
+            if done:
+                raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
