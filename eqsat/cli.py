@@ -1187,8 +1187,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one object per case, in input order, with 'id', 'out' "
                                    "(compact .uop), 'cost' (reference cost of out) and 'us' "
                                    "(microseconds to parse, optimize and print it), or "
-                                   "'error' (and 'line') for a case that failed. Blank lines "
-                                   "are skipped. Every row is valid JSON: an id that is a "
+                                   "'error' (and 'line') for a case that failed (a line that "
+                                   "is not UTF-8 or not JSON too). Lines end at \\n, \\r\\n "
+                                   "or \\r; blank lines are skipped, and a UTF-8 byte-order "
+                                   "mark at the start. Every row is valid JSON: an id that is a "
                                    "number with no finite value (1e999, NaN, Infinity) comes "
                                    "back as a string of its text ('1e999'). Each row is "
                                    "written as soon as it and the "
@@ -1197,7 +1199,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "overruns its time is replaced, and its cases run again "
                                    "one by one; a case that kills "
                                    "its worker again gets an error naming the cause. Exit "
-                                   "status 0 when every case has its row. The options and "
+                                   "status 0 when every case has its row; 128 + the signal "
+                                   "after SIGTERM or SIGINT, which kill the workers (the rows "
+                                   "written are whole). The options and "
                                    "the input are checked before OUT.jsonl is opened: a bad "
                                    "one leaves an existing file as it was.")
     _engine_flags(s)

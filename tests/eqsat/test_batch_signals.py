@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from eqsat import cli
+
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "data" / "corpus" / "index-exprs.jsonl"
 
@@ -106,3 +108,86 @@ def test_a_signal_stops_the_batch_and_its_workers(tmp_path, sig, jobs, to_stdout
     name = "<stdout>" if to_stdout else str(dst)
     assert (tmp_path / "err.txt").read_text() == \
         f"eqsat batch: stopped by {sig.name}: {len(rows)} of {total} rows written to {name}\n"
+
+
+def sleepy_chunk(chunk):
+    """A chunk worker that answers case 1 at once and sleeps two minutes on any other."""
+    ids = [json.loads(job[1])["id"] for job in chunk]
+    if ids != [1]:
+        time.sleep(120)
+    return [{"id": i} for i in ids]
+
+
+SLEEPY = [(n, json.dumps({"id": n}), {}) for n in range(1, 5)]
+
+
+def _workers_of(pid: int) -> set[int]:
+    return {k for k in _children(pid) if "spawn_main" in _cmdline(k)}
+
+
+def test_closing_a_batch_early_kills_its_busy_workers():
+    before = _workers_of(os.getpid())
+    rows = cli.batch_results(SLEEPY, 2, 1, sleepy_chunk)
+    assert next(rows) == {"id": 1}
+    workers = _workers_of(os.getpid()) - before
+    assert len(workers) == 2
+    rows.close()  # both on a two-minute case
+    assert not [k for k in workers if _alive(k)]
+
+
+SCRIPT = """
+import json
+from eqsat.cli import batch_results
+from tests.eqsat.test_batch_signals import SLEEPY, sleepy_chunk
+for row in batch_results(SLEEPY, 2, 1, sleepy_chunk):
+    print(json.dumps(row), flush=True)
+"""
+
+
+def test_the_workers_die_with_a_killed_batch(tmp_path):
+    """SIGKILL leaves the batch no time to stop its workers: the kernel kills them
+    (rather than let them sleep two minutes on their cases)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with open(tmp_path / "out.txt", "w") as out:
+        p = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=out,
+                             stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        try:
+            assert _until(lambda: _rows(tmp_path / "out.txt") or p.poll() is not None, 120)
+            workers = _workers_of(p.pid)
+            assert p.poll() is None and len(workers) == 2
+            p.kill()
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert _until(lambda: not any(_alive(k) for k in workers), 30)
+    assert _rows(tmp_path / "out.txt") == ['{"id": 1}']
+
+
+def test_a_signal_in_a_held_section_acts_as_it_ends_and_once():
+    """A row being written is not cut short: the first signal raises as the section
+    ends, the later ones are ignored, the handlers are put back."""
+    term, intr = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    stop = cli._Stop()
+    with stop:
+        with pytest.raises(cli._Interrupted) as e:
+            with stop.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                assert _until(lambda: stop.signum is not None, 10)
+                done = True  # the handler ran, and the section goes on
+        os.kill(os.getpid(), signal.SIGINT)  # the stop is under way: ignored
+        time.sleep(0.1)
+    assert done and e.value.signum == signal.SIGTERM and isinstance(e.value, KeyboardInterrupt)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == (term, intr)
+
+
+def test_a_signal_ignored_before_the_batch_stays_ignored():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as nohup or `cmd &` leave it
+    try:
+        with cli._Stop() as stop:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is stop
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
