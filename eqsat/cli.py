@@ -54,10 +54,17 @@ class CLIError(Exception):
 
 # ---------------------------------------------------------------------------
 # helpers
+def _stdin() -> Any:
+    """Standard input, or a CLIError when the process has none (its descriptor closed)."""
+    if sys.stdin is None:
+        raise CLIError("<stdin>: no standard input (it is closed)")
+    return sys.stdin
+
+
 def _read(path: str) -> tuple[str, str]:
     """(text, display name) of FILE, ``-`` meaning standard input."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return _stdin().read(), "<stdin>"
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read(), path
@@ -81,7 +88,7 @@ def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
     skipped. The bytes of a line that are not UTF-8 stay in it as surrogate escapes
     (PEP 383): that line gets its own error row (:func:`_not_utf8`), not the file."""
     if path == "-":
-        name, stream = "<stdin>", getattr(sys.stdin, "buffer", None)
+        name, stream = "<stdin>", getattr(_stdin(), "buffer", None)
         data = stream.read() if stream is not None else \
             sys.stdin.read().encode("utf-8", "surrogateescape")
     else:

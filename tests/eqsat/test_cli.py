@@ -409,6 +409,14 @@ def test_batch_reads_bytes_from_stdin(capsys, monkeypatch):
     _check_byte_rows([json.loads(r) for r in out.splitlines()])
 
 
+@pytest.mark.parametrize("cmd", ["batch", "fmt"])
+def test_a_closed_stdin_is_a_clear_error(capsys, monkeypatch, cmd):
+    monkeypatch.setattr(sys, "stdin", None)  # as Python leaves it when fd 0 is closed
+    rc, out, err = run(capsys, cmd, "-")
+    assert (rc, out) == (1, "")
+    assert one_line_error(err) == "eqsat: error: <stdin>: no standard input (it is closed)"
+
+
 @pytest.mark.parametrize("data, error", [
     (b"", None),
     (b"\n\r\n \t\r\n\r", None),
