@@ -14,7 +14,8 @@ Subcommands::
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
 Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
-with status 1 (2 for a bad command line), never a traceback; set
+with status 1 (2 for a bad command line; 128 + the signal for a batch stopped by
+SIGTERM or SIGINT), never a traceback; set
 ``EQSAT_DEBUG=1`` to see the traceback too. :func:`main` takes ``argv`` and
 returns the exit status, so tests can call it directly.
 
