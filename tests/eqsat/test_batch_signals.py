@@ -171,6 +171,7 @@ def test_a_signal_in_a_held_section_acts_as_it_ends_and_once():
     term, intr = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     stop = cli._Stop()
     with stop:
+        assert signal.getsignal(signal.SIGTERM) is stop  # (else the kill ends pytest)
         with pytest.raises(cli._Interrupted) as e:
             with stop.held():
                 os.kill(os.getpid(), signal.SIGTERM)
