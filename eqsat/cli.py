@@ -14,7 +14,8 @@ Subcommands::
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
 Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
-with status 1 (2 for a bad command line), never a traceback; set
+with status 1 (2 for a bad command line; 128 + the signal for a batch stopped by
+SIGTERM or SIGINT), never a traceback; set
 ``EQSAT_DEBUG=1`` to see the traceback too. :func:`main` takes ``argv`` and
 returns the exit status, so tests can call it directly.
 
@@ -27,16 +28,20 @@ when it is a terminal, not under CI (``CI=true``).
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import logging
 import math
 import os
+import re
+import signal
 import sys
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 __all__ = ["main", "build_parser", "CLIError", "batch_results"]
@@ -50,10 +55,17 @@ class CLIError(Exception):
 
 # ---------------------------------------------------------------------------
 # helpers
+def _stdin() -> Any:
+    """Standard input, or a CLIError when the process has none (its descriptor closed)."""
+    if sys.stdin is None:
+        raise CLIError("<stdin>: no standard input (it is closed)")
+    return sys.stdin
+
+
 def _read(path: str) -> tuple[str, str]:
     """(text, display name) of FILE, ``-`` meaning standard input."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return _stdin().read(), "<stdin>"
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read(), path
@@ -61,6 +73,39 @@ def _read(path: str) -> tuple[str, str]:
         raise CLIError(f"{path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise CLIError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+#: byte-order marks of the encodings a batch file is taken to be in when it starts with
+#: one (UTF-32's before UTF-16's, which begin them); no UTF-8 text starts so
+_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
+    """The non-blank lines of the JSON-lines FILE (``-``: standard input), each with its
+    number, and the file's display name. A line ends at ``\\n``, ``\\r\\n`` or ``\\r``
+    only (not at the other characters ``str.splitlines`` takes, which a JSON string may
+    hold, so the numbers are an editor's); a UTF-8 byte-order mark at the start is
+    skipped. The bytes of a line that are not UTF-8 stay in it as surrogate escapes
+    (PEP 383): that line gets its own error row (:func:`_not_utf8`), not the file."""
+    if path == "-":
+        name, stream = "<stdin>", getattr(_stdin(), "buffer", None)
+        data = stream.read() if stream is not None else \
+            sys.stdin.read().encode("utf-8", "surrogateescape")
+    else:
+        name = path
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise CLIError(f"{path}: {e.strerror or e}") from None
+    for bom, encoding in _OTHER_BOMS:
+        if data.startswith(bom):
+            raise CLIError(f"{name}: {encoding} text (it starts with the byte-order mark "
+                           f"{bom.hex(' ')}); the batch reads UTF-8")
+    lines = (raw.decode("utf-8", "surrogateescape")
+             for raw in data.removeprefix(codecs.BOM_UTF8).splitlines())
+    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()], name
 
 
 def _parse_file(path: str):
@@ -339,8 +384,30 @@ def _num_text(text: str) -> Any:
 
 
 def _loads(line: str) -> Any:
-    """A batch line's JSON: a non-finite number (``1e999``, ``NaN``) is a :class:`_NumText`."""
-    return json.loads(line, parse_float=_num_text, parse_constant=_NumText)
+    """A batch line's JSON: a non-finite number (``1e999``, ``NaN``) is a :class:`_NumText`;
+    a ValueError for JSON that is not valid or nested too deeply to read."""
+    try:
+        return json.loads(line, parse_float=_num_text, parse_constant=_NumText)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+#: a byte that is not UTF-8, as :func:`_read_lines` keeps it in a line's text
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _not_utf8(lineno: int, line: str) -> str | None:
+    """What is wrong with a line holding bytes that are not UTF-8 (the first of them),
+    or None when it has none."""
+    if not _ESCAPED.search(line):
+        return None
+    raw = line.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"not UTF-8 text: byte 0x{raw[e.start]:02x} at byte {e.start + 1} of line "
+                f"{lineno} ({e.reason})")
+    return None
 
 
 def _plain(x: Any) -> Any:
@@ -364,9 +431,15 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
     result is already an error."""
     lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
+    bad = _not_utf8(lineno, line)
+    if bad:  # its id when the bytes are elsewhere
+        cid = _case_id(line)
+        if _ESCAPED.search(json.dumps(_jsonable(cid), ensure_ascii=False)):
+            cid = None
+        return {"id": cid, "line": lineno, "error": bad}, None
     try:
         row = _loads(line)
-    except json.JSONDecodeError as e:
+    except ValueError as e:
         return {"id": None, "line": lineno, "error": f"bad JSON: {e}"}, None
     if not isinstance(row, dict):
         return {"id": None, "line": lineno,
@@ -480,8 +553,6 @@ def _test_kill(chunk: list[Job]) -> None:
     spec = os.environ.get(KILL_ENV)
     if not spec:
         return
-    import signal
-
     for item in spec.split(","):
         cid, _, when = item.partition(":")
         if any(str(_case_id(j[1])) == cid for j in chunk) and (when != "chunk" or
@@ -489,12 +560,33 @@ def _test_kill(chunk: list[Job]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel kill this process (SIGKILL) when the thread of ``parent``
+    that started it ends, however it ends (a SIGKILL too), rather than let it finish a
+    chunk no one will read (``PR_SET_PDEATHSIG``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call
+        os._exit(1)
+
+
 def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
-                 memory: int | None, log_level: int) -> None:
-    """A batch worker: it logs as the command does (``log_level``), its address space is
+                 memory: int | None, log_level: int, parent: int) -> None:
+    """A batch worker: it dies with the process ``parent`` (:func:`_die_with`) and
+    leaves SIGINT (Ctrl-C reaches the whole process group) to it, which stops its
+    workers; it logs as the command does (``log_level``), its address space is
     capped at the runs' ``memory`` budget (None: the default) plus
     :data:`WORKER_AS_SLACK`; then chunks in (``(key, jobs)``), rows out (``(key,
     rows)``) until ``None`` or the pipe closes."""
+    _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _log_like(log_level)
     try:
         import resource
@@ -517,7 +609,11 @@ def _worker_main(conn: Any, fn: Callable[[list[Job]], list[dict[str, Any]]],
             return
         key, chunk = msg
         _test_kill(chunk)
-        conn.send((key, fn(chunk)))
+        rows = fn(chunk)
+        try:
+            conn.send((key, rows))
+        except OSError:  # the batch is gone
+            return
 
 
 def _death(exitcode: int | None, timed_out: float | None) -> str:
@@ -527,8 +623,6 @@ def _death(exitcode: int | None, timed_out: float | None) -> str:
     if exitcode is None:
         return "lost (no exit status)"
     if exitcode < 0:
-        import signal
-
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
@@ -547,8 +641,8 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         # spawn, not fork: the engines run Rust threads that a fork would not carry over
         level = logging.getLogger("eqsat").getEffectiveLevel()
-        self.proc = ctx.Process(target=_worker_main, args=(child, fn, memory, level),
-                                daemon=True)
+        self.proc = ctx.Process(target=_worker_main,
+                                args=(child, fn, memory, level, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.job: tuple[int, list[Job], bool] | None = None
@@ -580,6 +674,67 @@ class _Worker:
         self.conn.close()
 
 
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT (``signum``) received while a batch runs."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Stop:
+    """A batch's SIGTERM and SIGINT, in its main thread, while ``with`` it: the first
+    raises :class:`_Interrupted`, at once or, inside :meth:`held` (a row being written,
+    a worker being started or stopped), as the section ends, so that the workers are
+    stopped before the command exits and no row is left half written; the signals
+    after it are ignored (the stop is under way). A signal ignored when the command
+    started (``nohup``, a background job's SIGINT) stays ignored; in another thread the
+    signals act as they did."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raised = False
+        self.depth = 0
+        self.before: dict[int, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<_Stop signum={self.signum} depth={self.depth}>"
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum = signum
+            self._raise()
+
+    def _raise(self) -> None:
+        if self.signum is not None and not self.depth and not self.raised:
+            self.raised = True
+            raise _Interrupted(self.signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A section a signal does not cut short: it acts when the section ends."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        self._raise()
+
+    def __enter__(self) -> _Stop:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self.before[sig] = signal.signal(sig, self)
+        except ValueError:  # not the main thread
+            self.__exit__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        self.before.clear()
+
+
 def spans(n: int, chunk: int, workers: int) -> list[tuple[int, int]]:
     """The tasks of a batch of ``n`` cases for ``workers`` workers, as (start, stop):
     ``chunk`` cases each while many are left, then smaller ones, each at most a
@@ -594,15 +749,20 @@ def spans(n: int, chunk: int, workers: int) -> list[tuple[int, int]]:
 
 
 def batch_results(cases: list[Job], jobs: int, chunk: int,
-                   fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk
-                   ) -> Iterator[dict[str, Any]]:
+                  fn: Callable[[list[Job]], list[dict[str, Any]]] = _batch_chunk,
+                  held: Callable[[], AbstractContextManager[Any]] = nullcontext
+                  ) -> Iterator[dict[str, Any]]:
     """Every case's row, in input order, each as soon as it and the rows before it are
     done: chunks of at most ``chunk`` cases (:func:`spans`; one task each, ``fn``) on
     ``jobs`` worker processes (``jobs == 1`` too: the command outlives what kills a
     worker). A worker that dies (a signal, its memory cap) or outlives its time is
     replaced; the cases of its chunk run again, each alone with its own budget (so each
     row is the case's own result), and a case whose worker dies again gets an
-    ``error`` row naming what killed it."""
+    ``error`` row naming what killed it. The workers end with the generator: asked to
+    when every row is out, killed when it stops early (an exception, ``close()``);
+    on Linux the kernel kills them when the thread that started them ends.
+    ``held``: a section that a signal must not cut short (:meth:`_Stop.held`), around
+    each start and the stop of the workers."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -613,10 +773,13 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
         (i, cases[i:j], False) for i, j in spans(n, chunk, jobs))
     memory = max((c[2]["budget"][4] or 0 for c in cases if "budget" in c[2]), default=0) or None
     ctx = multiprocessing.get_context("spawn")
-    workers = [_Worker(ctx, fn, memory) for _ in range(max(1, min(jobs, len(todo))))]
+    workers: list[_Worker] = []
     rows: dict[int, dict[str, Any]] = {}
     nxt = 0
     try:
+        for _ in range(max(1, min(jobs, len(todo)))):
+            with held():
+                workers.append(_Worker(ctx, fn, memory))
         while nxt < n:
             for w in workers:
                 if w.job is None and todo:
@@ -651,8 +814,9 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                             len(died), died[0][0], "giving the case its error" if
                             len(died) == 1 and retried else "running them again one by one")
                 w.job = None
-                w.stop(kill=True)
-                workers[k] = _Worker(ctx, fn, memory)
+                with held():
+                    w.stop(kill=True)
+                    workers[k] = _Worker(ctx, fn, memory)
                 if len(died) == 1 and retried:
                     rows[first] = {"id": _case_id(died[0][1]), "line": died[0][0],
                                    "error": f"the worker process running this case alone "
@@ -664,8 +828,9 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
                 yield rows.pop(nxt)
                 nxt += 1
     finally:
-        for w in workers:
-            w.stop(kill=w.job is not None)
+        with held():
+            for w in workers:
+                w.stop(kill=w.job is not None or nxt < n)
 
 
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
@@ -749,8 +914,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.chunk < 1:
         raise CLIError(f"--chunk must be >= 1, got {args.chunk}")
     _check_engine(opts)
-    text, name = _read(args.input)
-    cases = [(n, line, opts) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    lines, name = _read_lines(args.input)
+    cases = [(n, line, opts) for n, line in lines]
     close: Callable[[], None] | None = None
     if args.scheduler:
         executor, window, close = _cluster_executor(args.scheduler)
@@ -763,44 +928,66 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.output}: {e.strerror or e}") from None
     from eqsat.progress import progress
 
-    n_err = 0
+    n_err = written = 0
     t0 = time.perf_counter()
     bar = progress(total=len(cases), desc="batch")
     results: Iterator[dict[str, Any]] | None = None
     done = False
     try:
-        if args.scheduler:
-            results = _executor_results(cases, executor, args.chunk, window)
-        else:
-            log.info("batch: %d cases in chunks of %d on %d worker processes", len(cases),
-                     args.chunk, args.jobs)
-            results = batch_results(cases, args.jobs, args.chunk)
-        for res in results:
-            n_err += "error" in res
+        with _Stop() as stop:
             try:
-                fh.write(_dumps(res) + "\n")
-                fh.flush()
-            except BrokenPipeError:
-                raise
-            except OSError as e:
-                raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
-            bar.update(1)
-        done = True
-    finally:
-        bar.close()
-        if results is not None and hasattr(results, "close"):
-            results.close()  # the workers stop now, not when collected
-        if close is not None:
-            close()
-        if fh is not sys.stdout:
-            try:
-                fh.close()
-            except OSError as e:
-                if done:  # else the error on its way out is the one to report
-                    raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
+                if args.scheduler:
+                    results = _executor_results(cases, executor, args.chunk, window)
+                else:
+                    log.info("batch: %d cases in chunks of %d on %d worker processes",
+                             len(cases), args.chunk, args.jobs)
+                    results = batch_results(cases, args.jobs, args.chunk, held=stop.held)
+                for res in results:
+                    n_err += "error" in res
+                    with stop.held():  # a whole row or none
+                        _write_row(fh, out_name, res)
+                        written += 1
+                    bar.update(1)
+                done = True
+            finally:
+                with stop.held():
+                    _end_batch(bar, results, close, fh, out_name, done)
+    except _Interrupted as e:
+        print(f"eqsat batch: stopped by {signal.Signals(e.signum).name}: {written} of "
+              f"{len(cases)} rows written to {out_name}", file=sys.stderr)
+        return 128 + e.signum
     print(f"eqsat batch: {len(cases)} cases from {name}, {n_err} errors, "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
+
+
+def _write_row(fh: Any, out_name: str, row: dict[str, Any]) -> None:
+    """One row of a batch, written out (flushed) whole."""
+    try:
+        fh.write(_dumps(row) + "\n")
+        fh.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
+
+
+def _end_batch(bar: Any, results: Iterator[dict[str, Any]] | None,
+               close: Callable[[], None] | None, fh: Any, out_name: str, done: bool) -> None:
+    """A batch's end, however it ends: the bar closed, the workers stopped, the
+    scheduler's client closed, the output file closed (an error closing it reported
+    when the batch is ``done``; else the error on its way out is the one to report)."""
+    bar.close()
+    if results is not None and hasattr(results, "close"):
+        results.close()  # the workers stop now, not when collected
+    if close is not None:
+        close()
+    if fh is not sys.stdout:
+        try:
+            fh.close()
+        except OSError as e:
+            if done:
+                raise CLIError(f"{out_name}: cannot write: {e.strerror or e}") from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -1008,8 +1195,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one object per case, in input order, with 'id', 'out' "
                                    "(compact .uop), 'cost' (reference cost of out) and 'us' "
                                    "(microseconds to parse, optimize and print it), or "
-                                   "'error' (and 'line') for a case that failed. Blank lines "
-                                   "are skipped. Every row is valid JSON: an id that is a "
+                                   "'error' (and 'line') for a case that failed (a line that "
+                                   "is not UTF-8 or not JSON too). Lines end at \\n, \\r\\n "
+                                   "or \\r; blank lines are skipped, and a UTF-8 byte-order "
+                                   "mark at the start. Every row is valid JSON: an id that is a "
                                    "number with no finite value (1e999, NaN, Infinity) comes "
                                    "back as a string of its text ('1e999'). Each row is "
                                    "written as soon as it and the "
@@ -1018,7 +1207,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "overruns its time is replaced, and its cases run again "
                                    "one by one; a case that kills "
                                    "its worker again gets an error naming the cause. Exit "
-                                   "status 0 when every case has its row. The options and "
+                                   "status 0 when every case has its row; 128 + the signal "
+                                   "after SIGTERM or SIGINT, which kill the workers (the rows "
+                                   "written are whole). The options and "
                                    "the input are checked before OUT.jsonl is opened: a bad "
                                    "one leaves an existing file as it was.")
     _engine_flags(s)

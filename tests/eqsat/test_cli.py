@@ -345,6 +345,103 @@ def test_batch_writes_non_finite_ids_as_valid_json(capsys, tmp_path):
     assert rows[0]["out"] == "(var x 0 9)" and "must be a string" in rows[4]["error"]
 
 
+#: one batch line each (bytes as in the file) and its row: the fields it has, an "error"
+#: by its start; the lines end in turn with \n, \r\n and \r, the file starts with a
+#: UTF-8 byte-order mark and its last line has no line end
+BYTE_LINES = [
+    (b'{"id": "a", "expr": "(add (var x 0 9) 0)"}', {"id": "a", "out": "(var x 0 9)"}),
+    (b'{"id": "b", "expr": "(add \xff 0)"}',
+     {"id": "b", "line": 2, "error": "not UTF-8 text: byte 0xff at byte 27 of line 2 "
+                                     "(invalid start byte)"}),
+    (b'{"id": "c\xc3", "expr": "(add 1 2)"}',
+     {"id": None, "line": 3, "error": "not UTF-8 text: byte 0xc3 at byte 10 of line 3 "
+                                      "(invalid continuation byte)"}),
+    (b'{"id": "d", "expr": "(add 1 2)"} \xe2\x82',  # no JSON object then: no id
+     {"id": None, "line": 4, "error": "not UTF-8 text: byte 0xe2 at byte 34 of line 4 "
+                                     "(unexpected end of data)"}),
+    (b'{"id": "e", "expr": "\xed\xa0\x80"}',  # a surrogate's bytes are no UTF-8 either
+     {"id": "e", "line": 5, "error": "not UTF-8 text: byte 0xed at byte 22 of line 5"}),
+    (b'{"id": "f\xc2\x85\xe2\x80\xa8", "expr": "(mul (var x 0 9) 1)"}',  # NEL, U+2028
+     {"id": "f\x85\u2028", "out": "(var x 0 9)"}),
+    (b"\x00", {"id": None, "line": 7, "error": "bad JSON: Expecting value"}),
+    (b'{"id": "g", "expr": "(add\x00 1 2)"}',
+     {"id": None, "line": 8, "error": "bad JSON: Invalid control character"}),
+    (b'{"id": "h", "expr": "(add \\u0000 1)"}',
+     {"id": "h", "line": 9, "error": "expr:1:6: expected an expression, got '\\x00'"}),
+    (b'\xef\xbb\xbf{"id": "i", "expr": "1"}',  # a BOM starts the file only
+     {"id": None, "line": 10, "error": "bad JSON: Unexpected UTF-8 BOM"}),
+    (b"[" * 100_000 + b"]" * 100_000, {"id": None, "line": 11, "error": "bad JSON: nested"}),
+    (b'{"id": "j", "expr": "(idiv (var x 0 9) 1)"}', {"id": "j", "out": "(var x 0 9)"}),
+]
+
+
+def _byte_file() -> bytes:
+    ends = [b"\n", b"\r\n", b"\r"]
+    return b"\xef\xbb\xbf" + b"".join(line + ends[k % 3] for k, (line, _) in
+                                      enumerate(BYTE_LINES))[:-1]
+
+
+def _check_byte_rows(rows: list[dict]) -> None:
+    assert len(rows) == len(BYTE_LINES)
+    for (line, want), row in zip(BYTE_LINES, rows, strict=True):
+        assert {k: row.get(k) for k in want if k != "error"} == \
+            {k: v for k, v in want.items() if k != "error"}, line[:60]
+        assert row.get("error", "").startswith(want.get("error", "")), (line[:60], row)
+        assert ("error" in row) == ("error" in want) and ("out" in row) == ("out" in want)
+
+
+def test_batch_lines_that_are_not_utf8_or_json_get_their_own_rows(capsys, tmp_path):
+    """A line that is not UTF-8 (or not JSON) gets an error row naming it; the other
+    lines go on, numbered at \n, \r\n and \r only, the file's BOM skipped."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(_byte_file())
+    rc, out, err = run(capsys, "batch", "--engine", "baseline", "--jobs", "1", str(src),
+                       "-o", str(dst))
+    assert rc == 0 and out == "" and "Traceback" not in err
+    assert f"{len(BYTE_LINES)} cases from {src}, 9 errors" in err
+    _check_byte_rows([json.loads(r) for r in dst.read_bytes().decode().splitlines()])
+
+
+def test_batch_reads_bytes_from_stdin(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_byte_file())))
+    rc, out, err = run(capsys, "batch", "--engine", "baseline", "--jobs", "1", "-")
+    assert rc == 0 and f"{len(BYTE_LINES)} cases from <stdin>, 9 errors" in err
+    _check_byte_rows([json.loads(r) for r in out.splitlines()])
+
+
+@pytest.mark.parametrize("cmd", ["batch", "fmt"])
+def test_a_closed_stdin_is_a_clear_error(capsys, monkeypatch, cmd):
+    monkeypatch.setattr(sys, "stdin", None)  # as Python leaves it when fd 0 is closed
+    rc, out, err = run(capsys, cmd, "-")
+    assert (rc, out) == (1, "")
+    assert one_line_error(err) == "eqsat: error: <stdin>: no standard input (it is closed)"
+
+
+@pytest.mark.parametrize("data, error", [
+    (b"", None),
+    (b"\n\r\n \t\r\n\r", None),
+    (b"\xef\xbb\xbf", None),
+    (b"\xef\xbb\xbf\n\n", None),
+    ('{"id": 1}\n'.encode("utf-16"), "UTF-16 text (it starts with the byte-order mark ff fe)"),
+    ('{"id": 1}\n'.encode("utf-16-be").join([b"\xfe\xff", b""]),
+     "UTF-16 text (it starts with the byte-order mark fe ff)"),
+    ('{"id": 1}\n'.encode("utf-32"), "UTF-32 text (it starts with the byte-order mark ff fe "
+                                     "00 00)"),
+])
+def test_batch_files_with_no_case(capsys, tmp_path, data, error):
+    """A file of no line, or of blank lines only: no rows, status 0; a file in another
+    encoding: one error naming it."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    rc, out, err = run(capsys, "batch", str(src), "-o", str(dst))
+    if error is None:
+        assert (rc, out, dst.read_text()) == (0, "", "")
+        assert f"0 cases from {src}, 0 errors" in err
+    else:
+        assert rc == 1 and not dst.exists()
+        assert one_line_error(err) == f"eqsat: error: {src}: {error}; the batch reads UTF-8"
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_batch_write_error_names_the_output(capsys, tmp_path):
     src = tmp_path / "in.jsonl"
