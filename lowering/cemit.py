@@ -736,8 +736,9 @@ def _global(buf: UOp) -> UOp | None:
     return buf if buf.op is Ops.DEFINE_GLOBAL else None
 
 
-def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
-    """``u`` as ``sum(coef * atom) + c``: the atoms (by uid) with their coefficients,
+def _linear(u: UOp) -> tuple[frozenset[tuple[UOp, int]], int]:
+    """``u`` as ``sum(coef * atom) + c``: the set of the atoms with their coefficients
+    (a set: equal for equal sums whatever order or creation number their nodes have),
     and the constant (through ``+ - *`` by constants, negation, shifts by constants;
     anything else is an atom). Narrowed index arithmetic never wraps, so two
     addresses with the same atoms differ by the difference of their constants."""
@@ -769,10 +770,10 @@ def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
         else:
             memo[x] = ({x: 1}, 0)
     terms, c = memo[u]
-    return tuple(sorted((t.uid, k) for t, k in terms.items() if k)), c
+    return frozenset((t, k) for t, k in terms.items() if k), c
 
 
-def _access(u: UOp, gated: bool = False) -> tuple[tuple, int, UOp] | None:
+def _access(u: UOp, gated: bool = False) -> tuple[frozenset, int, UOp] | None:
     """``(key, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A)``
     of a global buffer, ``A = sum(atoms) + c`` (:func:`_linear`; ``key`` the atoms:
     equal keys, addresses ``c`` apart); else None. ``gated``: a gated

@@ -200,3 +200,31 @@ def test_tinygrad_kernels_are_expanded(name):
         ours = compile_kernel(k.graph, target=tk.device_target(k.dev), compile=False)
         expanded.update(ours.lowered.stats["expanded"])
     assert expanded
+
+
+# a reduction under two upcast ranges (7 and 9): its accumulators are one per lane of both
+TILE = """
+%o = (add (add (mul (range 0 4) 4) (mul (range 7 2 upcast) 2)) (range 9 2 upcast))
+(sink (end (store (index (buffer 0 f32 16) %o) (reduce add (load (index (buffer 1 f32 64)
+  (add (mul %o 4) (range 3 4 reduce)))) (range 3 4 reduce))) (range 0 4) (range 7 2 upcast)
+  (range 9 2 upcast)))"""
+
+
+def _tile_c(first: tuple[int, ...]) -> str:
+    """TILE's C, lowered while the upcast ranges ``first`` (made in that order before the
+    kernel is parsed, kept alive so parsing hands them back) are the process's oldest."""
+    import gc
+
+    gc.collect()
+    alive = [parse(f"(range {i} 2 upcast)") for i in first]
+    c = lower_graph(parse(TILE)).c_source
+    assert all(r in parse(TILE).toposort() for r in alive)
+    return c
+
+
+def test_lowering_does_not_depend_on_creation_order():
+    """The same kernel gives the same C whichever of its ranges the process made first
+    (a node's uid is its creation number: no order in the lowering may follow it)."""
+    c = _tile_c((7, 9))
+    assert c.count("acc") >= 4
+    assert _tile_c((9, 7)) == c
