@@ -95,6 +95,10 @@ def _expression_params(root: UOp) -> UOp:
         if isinstance(hi, float):
             raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} has an "
                                 "unbounded end")
+        if hi < 0:  # END 0 (or never above 0): no value of the index, so none of the root
+            raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} has no "
+                                f"value (its END is at most {int(hi) + 1}): the expression "
+                                "has none either")
         mapping[u] = UOp(Ops.DEFINE_VAR, dtypes.index, (), (name, 0, int(hi)))
     return root.substitute(mapping) if mapping else root
 
