@@ -488,7 +488,9 @@ class Kernel:
     def bound(self, *arrays: np.ndarray, **variables: int) -> Callable[[], Any]:
         """The compiled function applied to ``arrays`` and ``variables``, checked once
         now: a call without arguments runs the kernel in place with no per-call checks
-        (what a benchmark times). It keeps the arrays alive; do not resize them."""
+        of the arguments (what a benchmark times; a kernel with run-time bounds checks
+        still raises :class:`OutOfBoundsError`). It keeps the arrays alive; do not resize
+        them."""
         ptrs = self._check_arrays(arrays)
         vals = self._check_vars(variables)
         self.compile()

@@ -11,7 +11,7 @@ import pytest
 
 from eqsat import EvalError, evaluate, parse, run_kernel
 from eqsat.ir.ops import Ops
-from lowering import OutOfBoundsError, Target, compile_kernel, lower
+from lowering import OutOfBoundsError, Target, compile_kernel, compile_kernels, lower
 
 IDX = "(cast index (load (index (buffer 2 i32 8) (range 0 8))))"
 GATHER = (f"(sink (end (store (index (buffer 0 f32 8) (range 0 8)) (load (index (buffer 1 f32 16) "
@@ -122,3 +122,18 @@ def test_a_failed_run_leaves_earlier_stores() -> None:
     with pytest.raises(OutOfBoundsError, match="at index 40"):
         k(out, src, idx)
     assert list(out[4:7]) == [0.5, 1.5, 2.5] and not out[:4].any() and not out[7:].any()
+
+
+def test_compiled_together(tmp_path) -> None:
+    """Kernels compiled into one library keep their checks and their errors."""
+    ks = compile_kernels([compile_kernel(parse(t), optimize=False, name=n, compile=False)
+                          for n, t in (("g", GATHER), ("s", SCATTER), ("m", MASKED))],
+                         cache_dir=tmp_path)
+    assert [k.compiled for k in ks] == [True] * 3
+    for k, text in zip(ks, (GATHER, SCATTER, MASKED), strict=True):
+        arrays = _arrays(text, [1, 2, 3, 4, 5, 6, 7, 300])
+        if text is MASKED:
+            k(*arrays)
+        else:
+            with pytest.raises(OutOfBoundsError, match=f"^{k.name}: .* at index 300"):
+                k(*arrays)
