@@ -198,16 +198,18 @@ def _zero_minus_helper(dt: DType) -> tuple[str, str]:
 
 def bounds_check(idx: UOp) -> tuple[bool, bool]:
     """Which bounds of the ``INDEX`` ``idx`` the C checks at run time: (below 0, at or past
-    the end). Only an address into a global buffer computed from a loaded value (a gather)
-    is checked, and only on the sides its bounds ``[vmin, vmax]`` do not prove; an address
-    of loop indices and variables is proven by ``lowering.narrow.check_bounds`` (ungated)
-    or trusted to its gate."""
+    the end). Only an address into a global buffer computed from a value loaded from a
+    global buffer (a gather) is checked, and only on the sides its bounds ``[vmin, vmax]``
+    do not prove; an address of loop indices, variables and reductions of them is proven
+    on the input graph by ``lowering.narrow.check_bounds`` (ungated) or trusted to its
+    gate."""
     buf = _global(idx.src[0]) if idx.op is Ops.INDEX and len(idx.src) >= 2 else None
     if buf is None or not isinstance(buf.arg, tuple):
         return False, False
     addr = idx.src[1]
-    if not any(x.op is Ops.LOAD for x in addr.toposort()):
-        return False, False
+    if not any(x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and _global(x.src[0].src[0])
+               is not None for x in addr.toposort()):
+        return False, False  # an accumulator's value (of a REDUCE) is bounded like it
     lo, hi = addr.vmin, addr.vmax
     return bool(lo < 0), bool(hi >= buf.arg[1])
 

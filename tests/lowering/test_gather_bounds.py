@@ -86,6 +86,13 @@ def test_gather_checked_at_run_time(text: str, idx: list[int], error: str | None
     (SCATTER, ("val0 < 0", "val0 >= 16")),
     (MASKED, ()),
     (AT_LEAST_0, (">= 16",)),
+    # an index summed from loaded data (through an accumulator): checked
+    ("(sink (end (store (index (buffer 0 f32 8) (cast index (reduce add (load (index "
+     "(buffer 1 i32 4) (range 1 4))) (range 1 4)))) 1.0) (range 0 2)))", ("val2 < 0",
+                                                                          "val2 >= 8")),
+    # an index reduced from loop indices: proven on the input graph, no check
+    ("(sink (end (store (index (buffer 0 f32 8) (reduce max (range 1 8) (range 1 8))) "
+     "(cast f32 (range 0 2))) (range 0 2)))", ()),
     # no loaded index: proven by the bounds, the C unchanged
     ("(sink (end (store (index (buffer 0 f32 8) (range 0 8)) (load (index (buffer 1 f32 8) "
      "(sub 7 (range 0 8))))) (range 0 8)))", ()),
