@@ -43,9 +43,13 @@ class Budget:
     checked between units of work (plus, on a thread's first call, the one-time build
     of its warm session: ``eqsat.session_for(None)`` builds it ahead); the default is
     far above what the work budgets (``iterations``, ``enodes``) let a run do, so they,
-    never the clock, decide the result. ``memory``: bytes the run may
-    add to the process's resident set, checked between the e-graph's steps (None: 6 GiB,
-    a quarter of a 24 GB machine running two workers). ``stall``: stop early
+    never the clock, decide the result. The e-graph's start, the baseline's rewrite,
+    always completes (the result holds it whatever stops the run), so a call takes at
+    least the baseline's time; ``engine="baseline"`` stops its rewrite at ``seconds``
+    and returns the input (``stop_reason="time"``). ``memory``: bytes the run may
+    add to the process's resident set, checked between the e-graph's steps and as the
+    baseline's rewrite goes (None: 6 GiB, a quarter of a 24 GB machine running two
+    workers; past it in that rewrite, the input is the result). ``stall``: stop early
     (``"stalled"``) after that many rounds in a row that found no term for the roots
     cheaper by more than 1% of their cost while the e-graph grew by at most 10% and
     the last round's computed rewrites added at most 2% more (None: the e-graph
@@ -185,7 +189,7 @@ def _run_baseline(graph: UOp, rulesets, cost_model, budget,
 
     if keep_egraph:
         raise ValueError("keep_egraph: the baseline engine has no e-graph (engine='egraph')")
-    return optimize_baseline(graph, rulesets=rulesets)
+    return optimize_baseline(graph, rulesets=rulesets, seconds=float(budget.seconds))
 
 
 def _run_egraph(graph: UOp, rulesets, cost_model, budget,
@@ -223,7 +227,8 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
     engine's default) and may hold rules as objects beside the names (a rule of the
     language, ``rules.lang.rule(...)``, runs in both engines; they come after the named
     sets'); ``cost_model`` is a :class:`extraction.CostModel` or one
-    of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run.
+    of ``"default"``/``"reference"``; ``budget`` bounds the e-graph run (the baseline
+    engine reads its ``seconds``).
     The result is never costlier than the input under the chosen model.
     ``keep_egraph`` (e-graph engine): keep the run's e-graph in ``Result.egraph``
     for :meth:`Result.egraph_dot` and a look inside (a copy of the classes the

@@ -10,23 +10,26 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
+from eqsat.ir.pattern import RewriteLimitError, RewriteStoppedError, graph_rewrite
 from eqsat.ir.uop import UOp
 
 __all__ = ["optimize_baseline"]
 
 
 def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
-                      limit: int = 1000) -> tuple[UOp, dict[str, Any]]:
+                      limit: int = 1000, seconds: float | None = None
+                      ) -> tuple[UOp, dict[str, Any]]:
     """Rewrite ``graph`` with the ordered matcher of ``rulesets`` (default ``symbolic``).
 
     ``rulesets`` names baseline rule sets (``rules.BASELINE_RULESETS``:
     ``"symbolic"``, ``"symbolic_simple"`` or group names; composed in the
     order of docs/rules.md). Returns ``(graph', stats)``; stats has ``engine``,
     ``iterations`` and ``rewrites`` (rules applied), ``stop_reason``
-    (``"fixpoint"``, or ``"rewrite_limit"`` when one node was rewritten more than
+    (``"fixpoint"``; ``"rewrite_limit"`` when one node was rewritten more than
     ``limit`` times, a rule cycle: the input is returned, ``error`` names the
-    rules), ``time`` (seconds) and ``matches`` (rule name -> count).
+    rules; ``"time"`` when the rewrite ran past ``seconds``, a hard limit checked
+    between rule applications: the input is returned), ``time`` (seconds) and
+    ``matches`` (rule name -> count).
     """
     import rules
 
@@ -36,13 +39,22 @@ def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
     before = dict(pm.matches)
     stats: dict[str, Any] = {"engine": "baseline", "rulesets": pm.name}
     t0 = time.perf_counter()
+    stop = None
+    if seconds is not None:
+        deadline = t0 + seconds
+
+        def stop() -> str | None:
+            return "time" if time.perf_counter() > deadline else None
     try:
-        out = graph_rewrite(graph, pm, limit=limit)
+        out = graph_rewrite(graph, pm, limit=limit, stop=stop)
         stats["stop_reason"] = "fixpoint"
     except RewriteLimitError as e:
         out = graph
         stats["stop_reason"] = "rewrite_limit"
         stats["error"] = str(e)
+    except RewriteStoppedError as e:
+        out = graph
+        stats["stop_reason"] = e.reason
     elapsed = time.perf_counter() - t0
     matches = {k: v - before.get(k, 0) for k, v in pm.matches.items()
                if v - before.get(k, 0) > 0}

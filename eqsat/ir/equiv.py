@@ -9,15 +9,19 @@ rounding or overflows).
 
 Rules (``data/corpus/README.md``): ``a`` and ``b`` are equal where both are Invalid or
 both have the same value; points where ``a`` is undefined (a division by zero,
-a bad shift, a range value not below its end) are skipped, since the input
-promises nothing there; ``b`` undefined where ``a`` is defined is a difference.
+a bad shift, a range value not below its end, a bitcast of a NaN an op computed)
+are skipped, since the input promises nothing there; ``b`` undefined where ``a``
+is defined is a difference. Vectors are compared lane by lane: a lane of ``a``
+that is undefined or Invalid hides no other lane.
 The leaves are the union of both graphs' vars, ranges and specials (by env
 key: a var's name, ``R<id>``), each over its ``[vmin, vmax]``; a leaf in both
 takes ``a``'s bounds.
 
 Floats. The root values are compared bit for bit, except that every NaN equals
-every NaN (IEEE leaves payloads unspecified, and no op but a bitcast reads
-them): so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
+every NaN (docs/format.md, "Floats": the sign and payload of a NaN an op computes
+are unspecified, and only a bitcast reads them; a bitcast of such a NaN is
+undefined, one of a NaN loaded or made by a bitcast is compared bit for bit):
+so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
 what is stored, returned or compared by whatever uses it, and a later ``1/x``
 tells them apart; a signed zero inside the graph differs only where the ops
 after it carry the difference to the root (``(x + 0.0) < 1.0`` is
@@ -53,7 +57,7 @@ from eqsat.ir.interp import (
     EvalError,
     Undefined,
     evaluate,
-    evaluate_many,
+    evaluate_lanes,
     leaf_key,
     vectorizable,
 )
@@ -76,9 +80,11 @@ class Equivalence:
     """The outcome of :func:`check_equivalent`; truthy iff equivalent.
 
     ``points``: assignments compared (undefined points of ``a`` not counted;
-    ``skipped`` counts those). ``counterexample``: ``{leaf key: value}`` of a
-    differing assignment, with the two values in ``a_value``/``b_value``
-    (``INVALID``, or an ``Undefined`` carrying its cause, where so), and
+    ``skipped`` counts those; a vector's point counts when a lane of ``a`` is
+    defined). ``counterexample``: ``{leaf key: value}`` of a differing assignment,
+    with the two values in ``a_value``/``b_value`` (``INVALID``, or an ``Undefined``
+    carrying its cause, where so; for vectors, the first differing lane's, which
+    ``reason`` names), and
     ``buffers``: ``{slot: {element: value}}`` the graphs read there.
     ``reason`` says what differs.
     """
@@ -417,20 +423,26 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         cols = {k: np.tile(c, reps) for k, c in cols.items()}
         n, exhaustive = n * reps, False
     mem = memory if memory else None
-    va, ia, ua = evaluate_many(a, cols, n=n, memory=mem)
-    vb, ib, ub = evaluate_many(b, cols, n=n, memory=mem)
-    defined = ~ua
-    valid = defined & ~ia & ~ib
-    bad = defined & (ub | (ia != ib) | (valid & _differ(va, vb)))
+    lanes_a = evaluate_lanes(a, cols, n=n, memory=mem)
+    lanes_b = evaluate_lanes(b, cols, n=n, memory=mem)
+    bads, defined = [], np.zeros(n, dtype=bool)
+    for (va, ia, ua), (vb, ib, ub) in zip(lanes_a, lanes_b, strict=True):
+        valid = ~ua & ~ia & ~ib
+        bads.append(~ua & (ub | (ia != ib) | (valid & _differ(va, vb))))
+        defined |= ~ua
+    bad = np.logical_or.reduce(bads)
     points = int(defined.sum())
     skipped = n - points
     if not bad.any():
         return Equivalence(True, exhaustive, points, skipped=skipped, domain=dom)
     i = int(np.flatnonzero(bad)[0])
-    env = {k: int(c[i]) for k, c in cols.items()}
+    k = next(k for k, lane in enumerate(bads) if lane[i])
+    env = {key: int(c[i]) for key, c in cols.items()}
     bufs = memory.arrays(i) if memory else None
-    x, y = _value_at(a, env, bufs), _value_at(b, env, bufs)
+    ga, gb = (a.gep(k), b.gep(k)) if len(bads) > 1 else (a, b)
+    x, y = _value_at(ga, env, bufs), _value_at(gb, env, bufs)
     if isinstance(x, Undefined) or same_value(x, y):
+        (va, ia, ua), (vb, ib, ub) = lanes_a[k], lanes_b[k]
         raise RuntimeError(f"evaluate_many and evaluate disagree at {env}: a={x!r}, b={y!r} "
                            f"(vectorized a={va[i]!r} invalid={ia[i]} undefined={ua[i]}, "
                            f"b={vb[i]!r} invalid={ib[i]} undefined={ub[i]})")
@@ -440,6 +452,8 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         reason = "Invalid on different assignments"
     else:
         reason = "values differ"
+    if len(bads) > 1:
+        reason = f"lane {k}: {reason}"
     read = {s: dict(sorted(buf.seen.items())) for s, buf in enumerate(bufs or ())
             if buf is not None and buf.seen}
     return Equivalence(False, exhaustive, points, counterexample=env, a_value=x, b_value=y,

@@ -17,6 +17,10 @@ Semantics
   harmless. When the result (or a stored value, an address) is undefined,
   ``EvalError`` is raised, naming the cause.
 - vectors are tuples; ALU ops work lane by lane (a scalar operand broadcasts).
+- the sign and payload of a NaN an op computes are unspecified (docs/format.md,
+  "Floats"): a ``bitcast`` that reads such a NaN has an undefined value. A NaN read
+  from memory or made by a bitcast keeps its bits (``_KeptNaN``) through the ops
+  that copy a value (``where``, ``gep``, ``vectorize``, ``cat``, a load's alternative).
 - ``INVALID`` (the value of ``(invalid)``) propagates through every op (an
   undefined operand wins over it); ``where`` is lazy per lane, so
   ``where(c, i, invalid)`` is ``i`` where ``c`` holds.
@@ -61,6 +65,7 @@ __all__ = [
     "node_values",
     "run_kernel",
     "evaluate_many",
+    "evaluate_lanes",
     "EvalError",
     "INVALID",
     "Undefined",
@@ -137,6 +142,60 @@ def _convert(fn: Callable[[Any, DType, DType], Value], x: Value, src: DType,
     if isinstance(x, Undefined) or x is INVALID:
         return x
     return fn(x, src, dst)
+
+
+class _KeptNaN(float):
+    """A NaN whose bits are specified: read from memory or made by a bitcast. IEEE 754
+    (6.3) specifies a NaN's sign only for copies and bit operations; an op that computes
+    a float returns a plain ``float``, whose NaN's sign and payload are unspecified.
+    ``bits``: the NaN's bits as an unsigned integer of its dtype's width (a Python
+    float would quiet a signaling NaN)."""
+
+    __slots__ = ("bits",)
+
+    def __new__(cls, x: float, bits: int) -> _KeptNaN:
+        self = super().__new__(cls, x)
+        self.bits = bits
+        return self
+
+
+_UINT = {8: dtypes.u8, 16: dtypes.u16, 32: dtypes.u32, 64: dtypes.u64}
+
+
+def _plain(v: Value) -> Value:
+    """``v`` without the ``_KeptNaN`` marks (the interpreter's values are plain)."""
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    return float(v) if isinstance(v, _KeptNaN) else v
+
+
+def _bitcast_lane(x: Value, src: DType, dst: DType) -> Value:
+    """One lane of BITCAST: undefined where it reads the bits of a NaN an op computed;
+    a NaN it reads or makes keeps its bits."""
+    if isinstance(x, Undefined) or x is INVALID:
+        return x
+    if isinstance(x, float) and math.isnan(x) and not isinstance(x, _KeptNaN):
+        return Undefined(f"bitcast of a NaN computed by an op ({src} to {dst}): its sign "
+                         "and payload are unspecified")
+    uint = _UINT.get(src.bits)
+    if not (src.is_float or dst.is_float) or uint is None or src.bits != dst.bits:
+        return bitcast(x, src, dst)
+    raw = x.bits if isinstance(x, _KeptNaN) else bitcast(x, src, uint)
+    v = bitcast(raw, uint, dst)
+    return _KeptNaN(v, raw) if isinstance(v, float) and math.isnan(v) else v
+
+
+def _element(elem: np.generic, dt: DType) -> Value:
+    """A buffer element of the scalar dtype ``dt`` as a value (a NaN keeps its bits)."""
+    v = const_value(dt, elem.item())
+    if not (isinstance(v, float) and math.isnan(v)):
+        return v
+    width = np.dtype(elem.dtype).itemsize * 8
+    if width == dt.bits or (dt.name == "bf16" and width == 32):
+        raw = int(np.asarray(elem).view(f"u{width // 8}")) >> (width - dt.bits)
+    else:  # an array of another float dtype: the NaN as the value rounded to dt
+        raw = bitcast(v, dt, _UINT[dt.bits])
+    return _KeptNaN(v, raw)
 
 
 # ---------------------------------------------------------------------------
@@ -260,7 +319,7 @@ class _Machine:
                 dt.count)
         if op is Ops.BITCAST:
             return self.lanewise(
-                lambda x: _convert(bitcast, x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
+                lambda x: _bitcast_lane(x, u.src[0].dtype.scalar(), dt.scalar()), vals[0],
                 dt.count)
         if op is Ops.VECTORIZE:
             return tuple(vals)
@@ -420,8 +479,7 @@ class _Machine:
             except EvalError as e:
                 return Undefined(str(e))
             arr = self.buffers[a.buf.slot]  # type: ignore[index]
-            got = [const_value(dt.scalar(), arr.flat[a.offset + k].item())
-                   for k in range(a.count)]
+            got = [_element(arr.flat[a.offset + k], dt.scalar()) for k in range(a.count)]
             return tuple(got) if a.count > 1 else got[0]
 
         if isinstance(addr, tuple):
@@ -538,7 +596,7 @@ def evaluate(uop: UOp, env: Mapping[Any, Any] | None = None, *,
     bad = _first_undef(v)
     if bad is not None:
         raise EvalError(f"undefined: {bad.reason}")
-    return v
+    return _plain(v)
 
 
 def node_values(uop: UOp, env: Mapping[Any, Any] | None = None) -> dict[UOp, Value]:
@@ -553,7 +611,7 @@ def node_values(uop: UOp, env: Mapping[Any, Any] | None = None) -> dict[UOp, Val
     vals: dict[UOp, Value] = {}
     for u in uop.toposort():
         vals[u] = m.compute(u, [vals[s] for s in u.src], {})
-    return vals
+    return {u: _plain(v) for u, v in vals.items()}
 
 
 def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
@@ -655,6 +713,33 @@ class Memory(Protocol):
     def arrays(self, point: int) -> Sequence[Any]: ...
 
 
+def _count(uop: UOp, columns: Mapping[str, np.ndarray], n: int | None,
+           memory: Memory | None) -> int:
+    """The number of assignments; refuses a graph that loads without ``memory``."""
+    if memory is None:
+        buf = next((u for u in uop.toposort() if u.op is Ops.DEFINE_GLOBAL), None)
+        if buf is not None:
+            raise EvalError(f"the graph reads buffer {buf.arg[0]}: give its contents (memory=)")
+    if n is None:
+        return len(next(iter(columns.values()))) if columns else 1
+    return n
+
+
+def evaluate_lanes(uop: UOp, columns: Mapping[str, np.ndarray], *,
+                   n: int | None = None, memory: Memory | None = None
+                   ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`evaluate_many` lane by lane: one ``(values, invalid, undefined)`` per
+    lane of a vector ``uop`` (a lane is Invalid or undefined on its own), the one
+    triple of :func:`evaluate_many` for a scalar."""
+    count = uop.dtype.count
+    if count == 1 or uop.dtype.ptr:
+        return [evaluate_many(uop, columns, n=n, memory=memory)]
+    vals = _machine_values(uop, columns, _count(uop, columns, n, memory), memory)
+    split = [v if isinstance(v, Undefined) else _lanes(v, count) for v in vals]
+    return [_columns([v if isinstance(v, Undefined) else v[k] for v in split])
+            for k in range(count)]
+
+
 def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
                   n: int | None = None, memory: Memory | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -667,7 +752,9 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     bool results; a float16/32/64 array for a float result); ``invalid`` marks
     assignments where the value is Invalid and ``undefined`` where it is
     undefined (division by zero, bad shift, a range value not below its end, a
-    read outside a buffer...). Masked lanes of ``values`` hold 0.
+    read outside a buffer, a bitcast of a NaN an op computed...); a vector is
+    undefined where a lane is, else Invalid where a lane is (:func:`evaluate_lanes`
+    tells its lanes apart). Masked lanes of ``values`` hold 0.
 
     Scalar index/integer/bool/f16/f32/f64 graphs run on numpy (a float op is
     computed in f64 and rounded to its dtype, as :func:`evaluate` does); anything
@@ -676,12 +763,7 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     contents where the graph loads (:class:`Memory`). Values are not checked
     against the leaves' declared bounds.
     """
-    if n is None:
-        n = len(next(iter(columns.values()))) if columns else 1
-    if memory is None:
-        buf = next((u for u in uop.toposort() if u.op is Ops.DEFINE_GLOBAL), None)
-        if buf is not None:
-            raise EvalError(f"the graph reads buffer {buf.arg[0]}: give its contents (memory=)")
+    n = _count(uop, columns, n, memory)
     if not vectorizable(uop):
         return _evaluate_many_slow(uop, columns, n, memory)
     vals: dict[UOp, np.ndarray] = {}
@@ -913,29 +995,41 @@ def _vec_alu(u: UOp, srcv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | N
 def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray], n: int,
                         memory: Memory | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    out = np.empty(n, dtype=object)
-    inv = np.zeros(n, dtype=bool)
-    und = np.zeros(n, dtype=bool)
+    return _columns(_machine_values(uop, columns, n, memory))
+
+
+def _machine_values(uop: UOp, columns: Mapping[str, np.ndarray], n: int,
+                    memory: Memory | None) -> list[Value]:
+    """The reference interpreter's value of ``uop`` at each assignment (an
+    ``Undefined`` where it raises)."""
     cols = {k: np.asarray(v) for k, v in columns.items()}
     names = {leaf_key(u) for u in uop.leaves()}
     missing = names - set(cols)
     if missing:
         raise EvalError(f"no column for leaves {sorted(missing)}")
+    out: list[Value] = []
     for i in range(n):
         env = {k: int(cols[k][i]) for k in names}
         m = _Machine(env, memory.arrays(i) if memory is not None else None)
         try:
-            v = m.value(uop, {})
-        except EvalError:
-            und[i] = True
-            out[i] = 0
-            continue
+            out.append(m.value(uop, {}))
+        except EvalError as e:
+            out.append(Undefined(str(e)))
+    return out
+
+
+def _columns(values: Sequence[Value]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(values, invalid, undefined)`` of :func:`evaluate_many` from one value per
+    assignment: undefined where any lane is, else Invalid where any lane is."""
+    n = len(values)
+    out = np.zeros(n, dtype=object)
+    inv = np.zeros(n, dtype=bool)
+    und = np.zeros(n, dtype=bool)
+    for i, v in enumerate(values):
         if _first_undef(v) is not None:
             und[i] = True
-            out[i] = 0
         elif v is INVALID or (isinstance(v, tuple) and INVALID in v):
             inv[i] = True
-            out[i] = 0
         else:
-            out[i] = v
+            out[i] = _plain(v)
     return out, inv, und

@@ -35,6 +35,15 @@ class RewriteLimitError(RuntimeError):
     """graph_rewrite rewrote one node more than the safety limit allows."""
 
 
+class RewriteStoppedError(RuntimeError):
+    """graph_rewrite's ``stop`` check reported a hard limit (``reason``: ``"time"`` or
+    ``"memory"``) before the rewrite reached its fixed point."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"graph_rewrite stopped: {reason} limit")
+        self.reason = reason
+
+
 class UPat:
     """A pattern over UOps: op set, dtype set, sources, arg and a binding name."""
 
@@ -577,18 +586,28 @@ class PatternMatcher:
 #: rule list (a key per op and source ops; a kernel's SINK has one source per store)
 _CANDS_MAX_SRC = 4
 
+#: graph_rewrite calls its ``stop`` check once every this many nodes it matches
+STOP_CHECK_EVERY = 32
+
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
-                  replace: dict[UOp, UOp] | None = None) -> UOp:
+                  replace: dict[UOp, UOp] | None = None,
+                  stop: Callable[[], str | None] | None = None) -> UOp:
     """Rewrite bottom-up to a fixed point: children first, then the parent re-matched.
 
     Raises :class:`RewriteLimitError` naming the rules involved when one node is
     rewritten more than ``limit`` times (a cycle between rules). ``replace``: a dict
     filled with every node's rewrite (each node of ``root``'s graph, and the
-    intermediate forms, mapped to its fixed point).
+    intermediate forms, mapped to its fixed point). ``stop``: a hard limit's check,
+    called before the first match and then every :data:`STOP_CHECK_EVERY` matches; when
+    it returns a reason (``"time"``, ``"memory"``) the rewrite raises
+    :class:`RewriteStoppedError` (the overshoot is at most that many rule applications).
     """
     if replace is None:
         replace = {}
+    if stop is not None and (why := stop()):
+        raise RewriteStoppedError(why)
+    matched = 0
     chain: dict[UOp, int] = {}
     history: dict[UOp, tuple[str, ...]] = {}
     waitlist: dict[UOp, list[tuple[UOp, int, UOp]]] = defaultdict(list)
@@ -616,6 +635,10 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
             else:
                 new_src = tuple(tmp)
                 if all(a is b for a, b in zip(new_src, new_n.src, strict=True)):
+                    matched += 1
+                    if stop is not None and matched % STOP_CHECK_EVERY == 0 and \
+                            (why := stop()):
+                        raise RewriteStoppedError(why)
                     hit = pm.rewrite(new_n)
                     if hit is None:
                         replace[n] = new_n

@@ -25,7 +25,13 @@ from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
 from eqsat.engines.egraph.record import Tracer, joined_record
 from eqsat.engines.egraph.run import Run, WidenError
-from eqsat.engines.egraph.schedules import Clock, Limits, StopReason, gc_paused
+from eqsat.engines.egraph.schedules import (
+    Clock,
+    Limits,
+    StopReason,
+    gc_paused,
+    memory_limit,
+)
 from eqsat.engines.egraph.seeding import (
     Seeds,
     baseline_seeds,
@@ -141,13 +147,15 @@ class Session:
         with gc_paused():
             clock = Clock(limits.seconds, t0)
             with clock.phase(times := {}, "baseline"):
-                seeds = baseline_seeds(roots, self.program.selection, model)
+                seeds = baseline_seeds(roots, self.program.selection, model,
+                                       memory_limit(limits.memory))
                 floor = start_at_floor(seeds, model)
             stop = StopReason.OPTIMAL
-            if floor is None and not keep_egraph and clock.over():
-                # the clock ran out in the baseline's rewrite (or in the parts before
-                # this one): the start is the output, nothing is inserted
-                stop, outs = StopReason.TIME, list(roots)
+            if floor is None and not keep_egraph and (seeds.stopped or clock.over()):
+                # the clock ran out in the baseline's rewrite (or in the parts before this
+                # one), or the rewrite ran past the memory limit: the start is the output,
+                # nothing is inserted
+                stop, outs = StopReason(seeds.stopped or "time"), list(roots)
                 floor = (outs, *no_worse_than_start(outs, seeds, model, None))
             if floor is not None and not keep_egraph:
                 return floor[0], no_run_stats(list(self.program.groups),

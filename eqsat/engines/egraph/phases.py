@@ -88,10 +88,11 @@ def no_run_stats(rulesets: list[str], enodes_budget: int | None, times: dict[str
                  costs: list[tuple[float, float]], seed: dict[str, float],
                  stop: StopReason = StopReason.OPTIMAL) -> dict[str, Any]:
     """The stats of a call that ran no step, with the keys :func:`stats` gives a run:
-    its start costs 0 (``optimal``), or the clock ran out before the search (``time``);
-    nothing was inserted."""
-    why = ("the start costs 0" if stop is StopReason.OPTIMAL
-           else "the clock ran out before the search")
+    its start costs 0 (``optimal``), or a hard limit tripped before the search (``time``,
+    ``memory``); nothing was inserted."""
+    why = {StopReason.OPTIMAL: "the start costs 0",
+           StopReason.MEMORY: "the memory limit tripped before the search"}.get(
+               stop, "the clock ran out before the search")
     return {"engine": "egraph", "rulesets": rulesets, "enodes_budget": enodes_budget,
             "iterations": 0, "enodes": 0, "classes": 0,
             "stop_reason": stop.value, "time": times, "per_iteration": [],

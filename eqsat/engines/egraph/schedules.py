@@ -27,7 +27,7 @@ import os
 import re
 import resource
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -39,7 +39,7 @@ from eqsat.ir.egglog_text import read, tokens
 __all__ = ["Limits", "Clock", "ENODES_FLOOR", "ENODES_PER_NODE", "default_enodes",
            "StopReason", "STALL_ITERATIONS", "STALL_GAIN", "STALL_GROWTH",
            "STALL_EMITTED", "MEMORY", "STEP_ROOM", "HARD_ENODES", "COUNT_FN", "CTOR_CALL",
-           "gc_paused", "rss_bytes", "multiplies", "new_nodes", "count_program",
+           "memory_limit", "gc_paused", "rss_bytes", "multiplies", "new_nodes", "count_program",
            "match_bounds", "pattern_ctors"]
 
 class StopReason(StrEnum):
@@ -221,6 +221,18 @@ def rss_bytes() -> int:
     except (OSError, ValueError, IndexError, AttributeError):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if os.uname().sysname == "Darwin" else peak * 1024
+
+
+def memory_limit(memory: int) -> Callable[[], str | None]:
+    """A check of the memory limit for work done outside the loop (the baseline's
+    rewrite): ``"memory"`` once the resident set grew by more than ``memory`` bytes
+    since this call, else None. (The clock does not stop that rewrite: a run's result
+    holds it whatever stops the run.)"""
+    rss0 = rss_bytes()
+
+    def check() -> str | None:
+        return "memory" if rss_bytes() - rss0 > memory else None
+    return check
 
 
 @contextmanager

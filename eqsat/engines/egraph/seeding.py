@@ -11,6 +11,7 @@ e-graph engine", items 5 and the extraction).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,9 @@ class Seeds:
     baseline rewrote, with its rewrite: each pair is unioned), ``order`` (the
     rewrites' nodes, children first) and ``rewrites`` (each root's rewrite whatever it
     costs, the root where the baseline stops on a rule cycle: a kernel in parts joins
-    them into the whole kernel's, :func:`~.parts.join_parts`)."""
+    them into the whole kernel's, :func:`~.parts.join_parts`); ``stopped``: the hard
+    limit (``"time"``, ``"memory"``) that cut the baseline's rewrite short, leaving
+    that root and the ones after it unrewritten (None: every root was rewritten)."""
 
     inputs: list[UOp]
     roots: list[UOp]
@@ -39,6 +42,7 @@ class Seeds:
     pairs: list[tuple[UOp, UOp]] = field(default_factory=list)
     order: list[UOp] = field(default_factory=list)
     rewrites: list[UOp] = field(default_factory=list)
+    stopped: str | None = None
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
@@ -50,12 +54,15 @@ def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
     return UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
 
 
-def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
+def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
+                   stop: Callable[[], str | None] | None = None) -> Seeds:
     """The baseline's rewrite of ``roots`` under ``selection``, node by node (see
     :class:`Seeds`). No seed where the baseline stops on a rule cycle, where its
     rewrite is not cheaper under ``model`` than the root, nor where the selection names
-    no baseline rule set (an e-graph-only selection has no baseline)."""
-    from eqsat.ir.pattern import RewriteLimitError, graph_rewrite
+    no baseline rule set (an e-graph-only selection has no baseline). ``stop``: the
+    run's hard limits, checked as the rewrite goes (``graph_rewrite``): once one trips,
+    no root is rewritten further (``Seeds.stopped``)."""
+    from eqsat.ir.pattern import RewriteLimitError, RewriteStoppedError, graph_rewrite
     from rules import RulesetError, matcher
 
     cost = model.graph_cost
@@ -67,12 +74,15 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
     costs: list[float] = []
     rewrites: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
+    stopped: str | None = None
     for r in roots:
         replace: dict[UOp, UOp] = {}
         try:
-            b = graph_rewrite(r, pm, replace=replace)
+            b = r if stopped else graph_rewrite(r, pm, replace=replace, stop=stop)
         except RewriteLimitError:
             b = r
+        except RewriteStoppedError as e:
+            b, stopped = r, e.reason
         rewrites.append(b)
         c_r = cost(r)
         c_b = c_r if b is r else cost(b)
@@ -87,7 +97,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any) -> Seeds:
             if v is not None and v is not u:
                 pairs.setdefault(id(u), (u, v))
     every = list(pairs.values())
-    return Seeds(list(roots), out, costs, every, _order(every), rewrites)
+    return Seeds(list(roots), out, costs, every, _order(every), rewrites, stopped)
 
 
 def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,

@@ -208,3 +208,46 @@ def test_corpus_outputs_equivalent_and_within_target(corpus_lines) -> None:
         total_tg += row["cost_tg"]
     assert not bad, f"inequivalent or looping: {bad}"
     assert total <= 1.05 * total_tg, (total, total_tg)
+
+
+def _division_chain(depth: int) -> UOp:
+    """``(idiv (add (mul E 4) (mul v_i 2)) 2)`` nested ``depth`` deep: every level is
+    rewritten (to ``E*2 + v_i``)."""
+    e = UOp.var("v0", 0, 100)
+    for i in range(depth):
+        e = (e * 4 + UOp.var(f"v{i + 1}", 0, 100) * 2) // 2
+    return e
+
+
+def test_the_rewrite_stops_at_its_stop_check() -> None:
+    # the check runs before the first node is matched and then every STOP_CHECK_EVERY
+    # nodes matched; the reason it returns stops the rewrite
+    from eqsat.ir.pattern import RewriteStoppedError, graph_rewrite
+
+    g, pm = _division_chain(12), rules.matcher(None)
+    calls: list[int] = []
+
+    def stop_at(n: int):
+        def stop() -> str | None:
+            calls.append(1)
+            return "time" if len(calls) >= n else None
+        return stop
+    assert graph_rewrite(g, pm, stop=stop_at(10 ** 9)) is graph_rewrite(g, pm)
+    assert len(calls) > 2  # (the chain's nodes are matched more than 2 x 32 times)
+    checks = len(calls)
+    for n in (1, 2, checks):
+        calls.clear()
+        with pytest.raises(RewriteStoppedError) as e:
+            graph_rewrite(g, pm, stop=stop_at(n))
+        assert e.value.reason == "time" and len(calls) == n
+
+
+def test_the_baseline_engine_keeps_its_time_budget() -> None:
+    # past the budget's seconds the rewrite stops and the input is the output
+    from eqsat.api import Budget, optimize
+
+    g = _division_chain(30)
+    r = optimize(g, engine="baseline", budget=Budget(seconds=1e-9))
+    assert r.stats["stop_reason"] == "time" and r.graph is g
+    r = optimize(g, engine="baseline")
+    assert r.stats["stop_reason"] == "fixpoint" and r.cost < r.input_cost

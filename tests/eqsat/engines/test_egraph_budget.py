@@ -85,6 +85,24 @@ def test_a_run_the_clock_stops_is_no_worse_than_the_baseline() -> None:
     assert res.cost <= min(base.cost, res.input_cost), (base.cost, res.cost)
 
 
+def test_the_memory_limit_holds_in_the_baselines_rewrite(monkeypatch) -> None:
+    # the e-graph's start is the baseline's rewrite, which checks the memory limit as it
+    # goes: past it the roots stay unrewritten and the call ends ("memory"); the clock
+    # does not stop that rewrite (the result holds it whatever stops the run)
+    e = UOp.var("v0", 0, 100)
+    for i in range(30):
+        e = (e * 4 + UOp.var(f"v{i + 1}", 0, 100) * 2) // 2
+    full = optimize(e, engine="egraph", cost_model="reference", budget=Budget(seconds=1e-9))
+    assert full.stats["stop_reason"] == "time"
+    assert full.stats["seed"]["baseline"] < full.stats["seed"]["input"]
+    assert full.cost <= full.stats["seed"]["baseline"]
+    grows = iter(range(0, 1 << 40, 1 << 20))  # the resident set grows 1 MiB a reading
+    monkeypatch.setattr(schedules, "rss_bytes", lambda: next(grows))
+    r = optimize(e, engine="egraph", cost_model="reference", budget=Budget(memory=3 << 20))
+    assert r.stats["stop_reason"] == "memory" and r.stats["iterations"] == 0
+    assert r.stats["seed"]["baseline"] == r.stats["seed"]["input"] and r.graph is e
+
+
 def test_stop_reasons_name_the_budget() -> None:
     g = big_sum(60)
     r = optimize(g, engine="egraph", budget=Budget(iterations=1))
@@ -138,7 +156,7 @@ def test_a_pass_that_opens_a_context_keeps_the_run_going(
     # pays two iterations later (r3 + 669 -> 670 under r3 >= 1)
     from eqsat.engines.egraph import engine, seeding
 
-    monkeypatch.setattr(engine, "baseline_seeds", lambda roots, selection, model:
+    monkeypatch.setattr(engine, "baseline_seeds", lambda roots, selection, model, stop=None:
                         seeding.Seeds(list(roots), list(roots),
                                       [model.graph_cost(r) for r in roots]))
     clear_result_cache()
