@@ -21,6 +21,7 @@ from lowering.compile import (
     CompileError,
     Kernel,
     Lowered,
+    OutOfBoundsError,
     compile_c,
     compile_kernel,
     compile_kernels,
@@ -37,7 +38,8 @@ from lowering.narrow import LoweringError, narrow_index, select_dtype
 
 __all__ = [
     "CompileError", "DECOMPOSITIONS", "DivPlan", "Kernel", "Lowered", "LoweringError",
-    "PRIORITY", "Signature", "Target", "add_control_flow", "add_if_endif", "build_idiv",
+    "OutOfBoundsError", "PRIORITY", "Signature", "Target", "add_control_flow", "add_if_endif",
+    "build_idiv",
     "build_mod", "compile_c", "compile_kernel", "compile_kernels", "decompose", "default_cache_dir",
     "expand",
     "final_rewrite", "format_linear", "linearize", "live_ranges", "lower", "lower_graph", "magic",

@@ -32,6 +32,14 @@ otherwise, so a misaligned array gives the same result. Integer division by a no
 divisor goes through a small helper that gives 0 for a zero divisor and wraps
 ``MIN / -1`` (both undefined in the IR) instead of trapping. Unsupported ops
 raise :class:`~lowering.narrow.LoweringError` naming the op.
+
+An access whose address is computed from a loaded value (a gather or a scatter:
+``data1[val0]``) and whose bounds do not prove it inside its buffer is checked where it
+runs (:func:`bounds_check`): the function then takes an ``int64_t* restrict eqsat_oob``
+last, and an index outside the buffer (where the gate, if any, holds) stores the
+check's number (1-based, ``Signature.checks``) and the index there and returns at once,
+before the access. Every other access is proven inside (``lowering.narrow.check_bounds``
+refuses an ungated one that is not) and costs nothing.
 """
 
 from __future__ import annotations
@@ -44,11 +52,12 @@ from dataclasses import dataclass, field
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
+from eqsat.ir.sexpr import to_sexpr
 from eqsat.ir.uop import UOp, range_id
 from lowering.align import is_multiple
 from lowering.narrow import LoweringError
 
-__all__ = ["Signature", "render_c", "ctype", "c_literal"]
+__all__ = ["Signature", "render_c", "ctype", "c_literal", "bounds_check"]
 
 _CTYPES = {
     "bool": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
@@ -114,6 +123,9 @@ class Signature:
     # the source's lines before the function (includes, helpers), joined by newlines:
     # kernels compiled into one library keep one copy of each (compile_kernels)
     preamble: list[str] = field(default_factory=list)
+    # the run-time bounds checks, check k at [k - 1]: (access, slot, element dtype, size,
+    # the index as text); any makes the function take ``int64_t* eqsat_oob`` last
+    checks: list[tuple[str, int, DType, int, str]] = field(default_factory=list)
 
     @property
     def c_names(self) -> list[str]:
@@ -184,6 +196,24 @@ def _zero_minus_helper(dt: DType) -> tuple[str, str]:
     return fn, f"static inline {t} {fn}({t} x) {{ return x == 0 ? ({t})0 : ({t})-x; }}"
 
 
+def bounds_check(idx: UOp) -> tuple[bool, bool]:
+    """Which bounds of the ``INDEX`` ``idx`` the C checks at run time: (below 0, at or past
+    the end). Only an address into a global buffer computed from a value loaded from a
+    global buffer (a gather) is checked, and only on the sides its bounds ``[vmin, vmax]``
+    do not prove; an address of loop indices, variables and reductions of them is proven
+    on the input graph by ``lowering.narrow.check_bounds`` (ungated) or trusted to its
+    gate."""
+    buf = _global(idx.src[0]) if idx.op is Ops.INDEX and len(idx.src) >= 2 else None
+    if buf is None or not isinstance(buf.arg, tuple):
+        return False, False
+    addr = idx.src[1]
+    if not any(x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and _global(x.src[0].src[0])
+               is not None for x in addr.toposort()):
+        return False, False  # an accumulator's value (of a REDUCE) is bounded like it
+    lo, hi = addr.vmin, addr.vmax
+    return bool(lo < 0), bool(hi >= buf.arg[1])
+
+
 class _Emitter:
     def __init__(self, linear: list[UOp], name: str, target: object | None,
                  params: list[UOp] | tuple[UOp, ...] = (), aligned: bool = False):
@@ -210,6 +240,9 @@ class _Emitter:
         self.range_names: set[str] = set()
         self.sig = Signature(name)
         self.params = [u for u in params if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+        # the INDEXes checked at run time (bounds_check): their accesses stay scalar
+        self.checked = {u: b for u in linear if u.op is Ops.INDEX
+                        and any(b := bounds_check(u))}
 
     # ---- naming -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -326,6 +359,27 @@ class _Emitter:
             return f"((union {{{ctype(sdt)} s; {ctype(dt)} t;}}){{.s = {a[0]}}}).t"
         raise LoweringError(f"the C emitter does not support op {op.name} ({dt})")
 
+    def emit_check(self, idx: UOp, access: str) -> None:
+        """The run-time bounds check of the access through ``idx`` (:func:`bounds_check`),
+        before it: an index outside the buffer (where the gate holds) is reported through
+        ``eqsat_oob`` and the function returns."""
+        if idx not in self.checked:
+            return
+        below, above = self.checked[idx]
+        buf = _global(idx.src[0])
+        assert buf is not None
+        slot, size = buf.arg
+        _, off, gate = self.addr[idx]
+        outside = " || ".join(([f"{off} < 0"] if below else []) +
+                              ([f"{off} >= {size}{'' if size <= 0x7FFFFFFF else 'LL'}"]
+                               if above else []))
+        cond = f"{gate} && ({outside})" if gate is not None else outside
+        self.sig.checks.append((access, slot, buf.dtype.base(), size, _index_text(idx.src[1])))
+        rt = _returns(self.linear)
+        ret = f" {c_literal(0, rt)}" if rt is not None else ""
+        self.emit(f"if ({cond}) {{ eqsat_oob[0] = {len(self.sig.checks)}; "
+                  f"eqsat_oob[1] = (int64_t){off}; return{ret}; }}")
+
     def base_name(self, u: UOp) -> str:
         while u.op is Ops.AFTER:
             u = u.src[0]
@@ -356,8 +410,9 @@ class _Emitter:
         # vector is loaded when the gate holds, else it is the alternative in every lane)
         cands: dict[tuple, dict[int, UOp]] = defaultdict(dict)
         for u in lin:
-            ab = _access(u, gated=True)
-            if u.op is Ops.LOAD and ab is not None and ab[2] not in written:
+            ab = _access(u, gated=True) if u.op is Ops.LOAD and u.src[0] not in self.checked \
+                else None
+            if ab is not None and ab[2] not in written:
                 gate = u.src[0].src[2] if len(u.src[0].src) > 2 else None
                 alt = u.src[1] if len(u.src) > 1 else None
                 if gate is None and alt is not None:
@@ -387,7 +442,8 @@ class _Emitter:
         i = 0
         while i < len(lin):
             first = lin[i]
-            base = _access(first) if first.op is Ops.STORE and len(first.src) == 2 else None
+            base = _access(first) if first.op is Ops.STORE and len(first.src) == 2 and \
+                first.src[0] not in self.checked else None
             if base is None or not ready(first.src[1], i):
                 i += 1
                 continue
@@ -398,7 +454,8 @@ class _Emitter:
                                                      and u not in self.vload_first):
                     j += 1
                     continue
-                b = _access(u) if u.op is Ops.STORE and len(u.src) == 2 else None
+                b = _access(u) if u.op is Ops.STORE and len(u.src) == 2 and \
+                    u.src[0] not in self.checked else None
                 if b is None or b[0] != base[0] or b[2] is not base[2] or \
                         b[1] != base[1] + len(group) or not ready(u.src[1], i):
                     break
@@ -541,6 +598,7 @@ class _Emitter:
                 if u in self.vload_first:
                     self.emit_vload(self.vload_first[u], u)
             elif op is Ops.LOAD:
+                self.emit_check(u.src[0], "load from")
                 lv, gate = self.lvalue(u.src[0])
                 if gate is not None:
                     alt = self.ref(u.src[1]) if len(u.src) > 1 else c_literal(0, u.dtype)
@@ -555,6 +613,7 @@ class _Emitter:
             elif op is Ops.STORE and u in self.vstore:
                 self.emit_vstore(self.vstore[u])
             elif op is Ops.STORE:
+                self.emit_check(u.src[0], "store to")
                 lv, gate = self.lvalue(u.src[0])
                 base = u.src[0].src[0]
                 while base.op is Ops.AFTER:
@@ -626,6 +685,8 @@ class _Emitter:
         params += [f"int64_t {c}" for c in cnames]
         if sig.has_valid:
             params.append("bool* restrict valid")
+        if sig.checks:
+            params.append("int64_t* restrict eqsat_oob")
         return params
 
     def function(self, params: list[str], name: str, first: Sequence[str] = (),
@@ -653,7 +714,8 @@ class _Emitter:
             hint = [f"  {n} = __builtin_assume_aligned({n}, 16);" for n in names]
             funcs = aligned.function(params, name, hint, static=True) + [""]
             check = " | ".join(f"(uintptr_t){n}" for n in names)
-            args = ", ".join([*sig.c_names, *(["valid"] if sig.has_valid else [])])
+            args = ", ".join([*sig.c_names, *(["valid"] if sig.has_valid else []),
+                              *(["eqsat_oob"] if sig.checks else [])])
             call = f"{name}({args})"
             first = [f"  if ((({check}) & 15) == 0) {{ "
                      + (f"return {call}; }}" if sig.returns is not None else
@@ -730,14 +792,32 @@ def _coefficient(u: UOp, r: UOp) -> int | None:
     return memo[u]
 
 
+def _returns(linear: list[UOp]) -> DType | None:
+    """The dtype an expression kernel's function returns (its root ``SINK "return"``)."""
+    root = linear[-1] if linear else None
+    if root is not None and root.op is Ops.SINK and root.arg == "return":
+        return root.src[0].dtype
+    return None
+
+
+def _index_text(addr: UOp, limit: int = 160) -> str:
+    """The address ``addr`` in the text format, for an error message (cut at ``limit``)."""
+    try:
+        text = to_sexpr(addr, compact=True)
+    except (TypeError, ValueError):
+        text = f"{addr.op.name.lower()} ({addr.dtype})"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _global(buf: UOp) -> UOp | None:
     while buf.op is Ops.AFTER:
         buf = buf.src[0]
     return buf if buf.op is Ops.DEFINE_GLOBAL else None
 
 
-def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
-    """``u`` as ``sum(coef * atom) + c``: the atoms (by uid) with their coefficients,
+def _linear(u: UOp) -> tuple[frozenset[tuple[UOp, int]], int]:
+    """``u`` as ``sum(coef * atom) + c``: the set of the atoms with their coefficients
+    (a set: equal for equal sums whatever order or creation number their nodes have),
     and the constant (through ``+ - *`` by constants, negation, shifts by constants;
     anything else is an atom). Narrowed index arithmetic never wraps, so two
     addresses with the same atoms differ by the difference of their constants."""
@@ -769,10 +849,10 @@ def _linear(u: UOp) -> tuple[tuple[tuple[int, int], ...], int]:
         else:
             memo[x] = ({x: 1}, 0)
     terms, c = memo[u]
-    return tuple(sorted((t.uid, k) for t, k in terms.items() if k)), c
+    return frozenset((t, k) for t, k in terms.items() if k), c
 
 
-def _access(u: UOp, gated: bool = False) -> tuple[tuple, int, UOp] | None:
+def _access(u: UOp, gated: bool = False) -> tuple[frozenset, int, UOp] | None:
     """``(key, c, buf)`` for an f32 LOAD/STORE through an ungated ``INDEX(buf, A)``
     of a global buffer, ``A = sum(atoms) + c`` (:func:`_linear`; ``key`` the atoms:
     equal keys, addresses ``c`` apart); else None. ``gated``: a gated

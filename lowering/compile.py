@@ -15,6 +15,10 @@ shared library cached by the hash of compiler, flags, host (for
 the IR's semantics for fixed-width integers (two's-complement wrap-around,
 shifts of negative values); ``-ffp-contract=off`` keeps ``a*b+c`` two
 roundings (a MULACC, made only with ``Target.fma``, is an explicit ``fma``).
+
+A kernel whose addresses are computed from loaded data is checked where it runs
+(``lowering.cemit.bounds_check``): a run that meets an index outside its buffer
+raises :class:`OutOfBoundsError` instead of reading or writing outside the array.
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ from lowering.narrow import LoweringError, check_bounds, is_invalid, narrow_inde
 from lowering.split import split_gated_ranges
 from lowering.trim import trim_gated_reductions
 
-__all__ = ["CompileError", "Kernel", "Lowered", "compile_kernel", "compile_kernels", "lower",
-           "lower_graph",
+__all__ = ["CompileError", "OutOfBoundsError", "Kernel", "Lowered", "compile_kernel",
+           "compile_kernels", "lower", "lower_graph",
            "compile_c", "default_cache_dir", "OPTIMIZE_CHOICES", "CFLAGS", "target_flags"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fwrapv")
@@ -61,6 +65,12 @@ OPTIMIZE_CHOICES = (True, False, None, "egraph", "baseline")
 
 class CompileError(RuntimeError):
     """The C compiler is missing or rejected the emitted source."""
+
+
+class OutOfBoundsError(IndexError):
+    """A run of a kernel met an index outside its buffer, computed from loaded data (a
+    gather or a scatter: ``lowering.cemit.bounds_check``). The kernel stopped before
+    that access; what it stored until then stays in the arrays."""
 
 
 # ---- the pipeline ----------------------------------------------------------------------
@@ -408,7 +418,8 @@ class Kernel:
         fn = getattr(lib, self.name)
         sig = self.signature
         fn.argtypes = ([ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] *
-                       len(sig.variables) + ([ctypes.c_void_p] if sig.has_valid else []))
+                       len(sig.variables) + ([ctypes.c_void_p] if sig.has_valid else [])
+                       + ([ctypes.c_void_p] if sig.checks else []))
         if sig.returns is None:
             fn.restype = None
         elif sig.returns.name in _CT:
@@ -477,23 +488,54 @@ class Kernel:
     def bound(self, *arrays: np.ndarray, **variables: int) -> Callable[[], Any]:
         """The compiled function applied to ``arrays`` and ``variables``, checked once
         now: a call without arguments runs the kernel in place with no per-call checks
-        (what a benchmark times). It keeps the arrays alive; do not resize them."""
+        of the arguments (what a benchmark times; a kernel with run-time bounds checks
+        still raises :class:`OutOfBoundsError`). It keeps the arrays alive; do not resize
+        them."""
         ptrs = self._check_arrays(arrays)
         vals = self._check_vars(variables)
         self.compile()
         fn, args = self._fn, (*ptrs, *vals)
-        if self.signature.has_valid:
-            valid = ctypes.c_bool(False)
-            vargs = (*args, ctypes.addressof(valid))
+        if self.signature.has_valid or self.signature.checks:
+            call = self._runner(args)
 
-            def run_valid(_alive: tuple = arrays) -> Any:  # the pointers' arrays kept alive
-                res = fn(*vargs)
-                return res if valid.value else None
-            return run_valid
+            def run_checked(_alive: tuple = arrays) -> Any:  # the pointers' arrays kept alive
+                return call()
+            return run_checked
 
         def run(_alive: tuple = arrays) -> Any:  # the pointers' arrays kept alive
             return fn(*args)
         return run
+
+    def _runner(self, args: tuple[int, ...]) -> Callable[[], Any]:
+        """The function on ``args`` (the buffers' addresses and the variables) as a call
+        without arguments: the value (None where it is Invalid, or for a kernel with no
+        value); :class:`OutOfBoundsError` where a checked index left its buffer."""
+        fn, sig = self._fn, self.signature
+        valid = ctypes.c_bool(False)
+        oob = (ctypes.c_int64 * 2)()
+        full = (*args, *([ctypes.addressof(valid)] if sig.has_valid else []),
+                *([ctypes.addressof(oob)] if sig.checks else []))
+
+        def run() -> Any:
+            oob[0] = 0
+            res = fn(*full)
+            if oob[0]:
+                self._out_of_bounds(oob[0], oob[1])
+            return res if valid.value or not sig.has_valid else None
+        return run
+
+    def _out_of_bounds(self, check: int, value: int) -> None:
+        """Raise the error of the run-time bounds check number ``check`` (1-based)."""
+        sig = self.signature
+        if not 1 <= check <= len(sig.checks):
+            raise RuntimeError(f"{self.name}: bounds check {check} reported, the kernel has "
+                               f"{len(sig.checks)}")
+        access, slot, dt, size, index = sig.checks[check - 1]
+        raise OutOfBoundsError(
+            f"{self.name}: {access} buffer {slot} ({dt}, size {size}) at index {value}, "
+            f"outside {f'0..{size - 1}' if size else 'an empty buffer'}: the index {index} "
+            "is computed from loaded data; the kernel stopped before that access (what it "
+            "stored until then stays in the arrays)")
 
     def __call__(self, *arrays: np.ndarray, **variables: int) -> Any:
         """Run the kernel in place on ``arrays`` (SLOT order) with ``variables``."""
@@ -501,10 +543,8 @@ class Kernel:
         vals = self._check_vars(variables)
         self.compile()
         sig = self.signature
-        if sig.has_valid:
-            valid = ctypes.c_bool(False)
-            res = self._fn(*ptrs, *vals, ctypes.addressof(valid))
-            return res if valid.value else None
+        if sig.has_valid or sig.checks:
+            return self._runner((*ptrs, *vals))()
         res = self._fn(*ptrs, *vals)
         return None if sig.returns is None else res
 

@@ -169,8 +169,10 @@ def _const_int(u: UOp) -> int | None:
 
 
 def _bounds(u: UOp) -> tuple[int, int] | None:
+    """``u``'s bounds, None when one is infinite or they are empty (a value of a range of
+    END 0, which never runs: the division stays as it is)."""
     lo, hi = u.vmin, u.vmax
-    if isinstance(lo, float) or isinstance(hi, float):  # infinite
+    if isinstance(lo, float) or isinstance(hi, float) or lo > hi:
         return None
     return int(lo), int(hi)
 

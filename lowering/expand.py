@@ -45,6 +45,7 @@ from lowering.final import (
     _uniquify_ranges,
     accumulate,
     live_ranges,
+    range_key,
     reduce_identity,
 )
 
@@ -84,7 +85,11 @@ class _Expander:
         self.root = root
         self.fma = fma
         self.counts = counts
-        self.expand = set(expandable_ranges(root))
+        # the expand ranges in the kernel's toposort order, which the lanes of a reduction's
+        # outer ranges follow: an order of the graph alone (never UOp.uid, a creation number
+        # that interning makes depend on what the process built before)
+        self.order = {r: i for i, r in enumerate(expandable_ranges(root))}
+        self.expand = set(self.order)
         self.live = live_ranges(root)
         # an expanded REDUCE (as rebuilt) -> (its value per lane of L, L)
         self.lanes_of: dict[UOp, tuple[dict[tuple[int, ...], UOp], tuple[UOp, ...]]] = {}
@@ -106,7 +111,7 @@ class _Expander:
         closed = _trailing_lanes(u.src[1:], self.expand)
         loops = tuple(r for r in u.src[1:] if r not in closed)
         outer = sorted((r for r in self.live[old] if r in self.expand and r not in u.src[1:]),
-                       key=lambda r: r.uid)
+                       key=self.order.__getitem__)
         if not closed and not outer:
             return u
         if u.dtype.count > 1:
@@ -131,7 +136,7 @@ class _Expander:
             acc = UOp(Ops.DEFINE_REG, dt.ptr_to(), (), self.n_acc)
             self.n_acc += 1
             around = tuple(sorted((r for r in self.live[old] if r not in self.expand),
-                                  key=lambda r: (str(r.arg), r.uid)))
+                                  key=range_key))
             base = UOp(Ops.AFTER, acc.dtype, (acc,) + around) if around else acc
             zero = UOp.const(dtypes.i32, 0)
             init = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (base, zero)),

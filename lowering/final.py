@@ -42,9 +42,27 @@ from lowering.narrow import LoweringError
 from rules.constants import BINARY_FOLD, TERNARY_FOLD, UNARY_FOLD, fold_constants
 
 __all__ = ["prepare", "final_rewrite", "live_ranges", "pm_final", "split_ends", "lower_reduce",
-           "reduce_identity", "accumulate", "FUSED"]
+           "reduce_identity", "accumulate", "FUSED", "structure_key", "range_key"]
 
 _CLOSERS = (Ops.END, Ops.REDUCE)
+
+
+def structure_key(u: UOp) -> tuple:
+    """``u``'s op, dtype, arg and sources' keys, as nested tuples: a key of the graph alone.
+
+    Orders that reach the emitted C sort by it, never by ``UOp.uid``: a uid is a creation
+    number, and interning hands back the older node where one of the same structure is
+    still alive, so an order by uid would depend on what the process built before."""
+    memo: dict[UOp, tuple] = {}
+    for x in u.toposort():
+        memo[x] = (x.op.value, str(x.dtype), repr(x.arg), tuple(memo[s] for s in x.src))
+    return memo[u]
+
+
+def range_key(r: UOp) -> tuple:
+    """The order of loop indices (RANGE, SPECIAL) by the graph alone: the arg's text,
+    then the structure (two ranges of one id differ in their ends)."""
+    return (str(r.arg), structure_key(r))
 
 
 def _toposort(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
@@ -77,13 +95,17 @@ def _expression_params(root: UOp) -> UOp:
         if isinstance(hi, float):
             raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} has an "
                                 "unbounded end")
+        if hi < 0:  # END 0 (or never above 0): no value of the index, so none of the root
+            raise LoweringError(f"expression kernel: {u.op.name.lower()} {u.arg!r} has no "
+                                f"value (its END is at most {int(hi) + 1}): the expression "
+                                "has none either")
         mapping[u] = UOp(Ops.DEFINE_VAR, dtypes.index, (), (name, 0, int(hi)))
     return root.substitute(mapping) if mapping else root
 
 
 def _specials_to_ranges(root: UOp) -> UOp:
     specials = sorted({u for u in root.toposort() if u.op is Ops.SPECIAL},
-                      key=lambda u: (str(u.arg), u.uid))
+                      key=range_key)
     if not specials:
         return root
     rid = _next_range_id(root)
@@ -411,7 +433,7 @@ def lower_reduce(root: UOp, fma: bool = False) -> UOp:
         dt = u.dtype
         acc = UOp(Ops.DEFINE_REG, dt.ptr_to(), (), n_acc)
         n_acc += 1
-        outer = tuple(new[r] for r in sorted(live[u], key=lambda r: (str(r.arg), r.uid)))
+        outer = tuple(new[r] for r in sorted(live[u], key=range_key))
         base = UOp(Ops.AFTER, acc.dtype, (acc,) + outer) if outer else acc
         init = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, acc.dtype, (base, zero)),
                                             reduce_identity(u.arg, dt)))

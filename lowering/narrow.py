@@ -89,7 +89,8 @@ def check_bounds(graph: UOp) -> None:
     on some iteration: raise :class:`LoweringError` naming the buffer, its size and
     the index's range. Gated indexes are trusted: their raw bounds may leave the
     buffer only where the gate is false. An index computed from a loaded value
-    (a gather) is refused only when its whole range lies outside the buffer.
+    (a gather) is refused only when its whole range lies outside the buffer; the rest of
+    its range is checked where it runs (``lowering.cemit.bounds_check``).
     """
     nodes = graph.toposort()
     users: dict[UOp, list[UOp]] = {}
