@@ -173,7 +173,7 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
             max_exhaustive: int, consts: frozenset[int] = frozenset()
             ) -> tuple[dict[str, np.ndarray], int, bool]:
     names = list(dom)
-    sizes = [hi - lo + 1 for lo, hi in dom.values()]
+    sizes = [max(0, hi - lo + 1) for lo, hi in dom.values()]  # (an empty loop's: none)
     total = math.prod(sizes)
     if total <= max_exhaustive:
         if not names:

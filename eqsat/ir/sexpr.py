@@ -659,19 +659,13 @@ class _Parser:
                                         f"upper bound {hi}")
         return UOp.var(name, lo, hi)
 
-    def end_operand(self, f: _Frame, item: _Node | _Tok, node: str) -> UOp:
-        """A range's or special's END (``node`` names it): a scalar integer that is not
-        negative for every value (a loop of no iteration has END 0, or an END that may be
-        0 or less; one that is always negative is a mistake, and its bounds [0, END-1]
-        would be empty)."""
+    def end_operand(self, f: _Frame, item: _Node | _Tok) -> UOp:
+        """A range's or special's END: a scalar integer (0 or less, for some or every
+        value, is a loop of no iteration, as C's ``for`` runs it)."""
         o = self.operand(item)
         end = self.materialize(o, None)
         self.need(end.dtype.is_int and end.dtype.count == 1, o,
                   f"{f.op.text}: END must be a scalar integer, got {end.dtype}")
-        hi = end.vmax
-        self.need(not hi < 0, o, f"{node}: END must not be negative, got {end.arg}"
-                  if end.op is Ops.CONST else f"{node}: END is negative for every value "
-                  f"(at most {hi})")
         return end
 
     def b_range(self, f: _Frame, close: _Tok) -> UOp:
@@ -682,12 +676,12 @@ class _Parser:
             kind = self.name_atom(f, f.items[2])
             self.need(kind in RANGE_KINDS, f.items[2], f"range {rid}: unknown kind {kind!r} "
                       f"(one of {', '.join(RANGE_KINDS)})")
-        return UOp.range(self.end_operand(f, f.items[1], f"range {rid}"), rid, kind)
+        return UOp.range(self.end_operand(f, f.items[1]), rid, kind)
 
     def b_special(self, f: _Frame, close: _Tok) -> UOp:
         self.arity(f, close, 2, 2)
         name = self.name_atom(f, f.items[0])
-        return UOp.special(name, self.end_operand(f, f.items[1], f"special {name}"))
+        return UOp.special(name, self.end_operand(f, f.items[1]))
 
     def b_buffer(self, f: _Frame, close: _Tok) -> UOp:
         self.arity(f, close, 3, 3)
