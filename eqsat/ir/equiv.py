@@ -63,7 +63,7 @@ from eqsat.ir.interp import (
 )
 from eqsat.ir.ops import Ops
 from eqsat.ir.semantics import round_float
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, live_ranges
 
 __all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of", "same_value"]
 
@@ -125,6 +125,20 @@ def domain_of(*graphs: UOp) -> dict[str, tuple[int, int]]:
             if isinstance(lo, float) or isinstance(hi, float):
                 raise ValueError(f"leaf {key} has unbounded values [{lo}, {hi}]")
             dom[key] = (int(lo), int(hi))
+    return dom
+
+
+def _compared_domain(a: UOp, b: UOp) -> dict[str, tuple[int, int]]:
+    """The leaves' values the checker compares at: the leaves ``a`` reads as inputs (its
+    vars and specials, the ranges no reduction of it binds) over their bounds, then every
+    other leaf of either graph. A range a reduction binds is no input (the reduction
+    gives it its values), so its empty domain (END 0 or less) must not empty the set of
+    points: such a leaf, or one only ``b`` reads, takes the one value 0 when its domain is
+    empty (``b`` reading that range as an input is then undefined there)."""
+    live = live_ranges(a)[a]
+    dom = domain_of(*(u for u in a.leaves() if u.op is not Ops.RANGE or u in live))
+    for key, (lo, hi) in domain_of(a, b).items():
+        dom.setdefault(key, (lo, hi) if lo <= hi else (0, 0))
     return dom
 
 
@@ -408,7 +422,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         if eff is not None:
             raise ValueError(f"check_equivalent compares expressions, but {name} has a "
                              f"{eff.op.name} node (run kernels with eqsat.ir.interp.run_kernel)")
-    dom = domain_of(a, b)
+    dom = _compared_domain(a, b)
     if a.dtype is not b.dtype:
         return Equivalence(False, False, 0, reason=f"dtypes differ: {a.dtype} vs {b.dtype}",
                            domain=dom)
@@ -419,7 +433,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive, _constants(a, b))
     if memory and exhaustive:
         # every assignment of the leaves, each with several draws of the buffers
-        reps = max(1, samples // n)
+        reps = max(1, samples // max(n, 1))  # (n is 0 where a has no value anywhere)
         cols = {k: np.tile(c, reps) for k, c in cols.items()}
         n, exhaustive = n * reps, False
     mem = memory if memory else None

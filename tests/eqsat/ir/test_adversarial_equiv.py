@@ -1,0 +1,30 @@
+"""Adversarial cases of the equivalence checker (docs/format.md, "Meaning"): graphs it
+once called equivalent though they differ on a defined point, sound rewrites it once
+called different, and inputs it once crashed on."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqsat.ir.equiv import check_equivalent
+from eqsat.ir.sexpr import parse
+
+L = "(load (index (buffer 1 f32 8) (var i 0 7)))"
+X = "(var x 0 3)"
+
+
+# one line a case: a (the input), b, whether b is equivalent to a
+@pytest.mark.parametrize("a, b, equivalent", [
+    # a reduction over an empty range is its identity; its range is no input
+    (f"(add {X} (reduce add {X} (range 3 0)))", f"(add {X} 7)", False),
+    (f"(add {X} (reduce add {X} (range 3 -2)))", X, True),
+    ("(reduce add 1 (range 3 0))", "(add (range 3 0) 0)", False),  # b reads a's loop index
+    ("(reduce add 1 (range 3 -1))", "0", True),
+    (f"(add (reduce max {L} (range 3 0)) 1.0)", "2.0", False),
+    (f"(add (reduce max {L} (range 3 0)) 1.0)", "(const f32 -inf)", True),
+    # a free range of END 0 or less: no value anywhere, nothing to compare
+    ("(add (range 0 0) 1)", "7", True),
+    (f"(add (cast f32 (range 0 -3)) {L})", "1.0", True),
+])
+def test_check_equivalent(a: str, b: str, equivalent: bool) -> None:
+    assert check_equivalent(parse(a), parse(b)).equivalent is equivalent
