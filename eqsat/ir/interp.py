@@ -186,16 +186,19 @@ def _bitcast_lane(x: Value, src: DType, dst: DType) -> Value:
 
 
 def _element(elem: np.generic, dt: DType) -> Value:
-    """A buffer element of the scalar dtype ``dt`` as a value (a NaN keeps its bits)."""
+    """A buffer element of the scalar dtype ``dt`` as a value. A NaN keeps its bits when
+    the array holds ``dt``'s bits exactly (an array of ``dt``, or a bf16 as the upper half
+    of an f32 whose lower half is 0); otherwise the element is the array's value rounded
+    to ``dt``, and a NaN that rounding makes is computed (its bits are unspecified)."""
     v = const_value(dt, elem.item())
     if not (isinstance(v, float) and math.isnan(v)):
         return v
     width = np.dtype(elem.dtype).itemsize * 8
-    if width == dt.bits or (dt.name == "bf16" and width == 32):
-        raw = int(np.asarray(elem).view(f"u{width // 8}")) >> (width - dt.bits)
-    else:  # an array of another float dtype: the NaN as the value rounded to dt
-        raw = bitcast(v, dt, _UINT[dt.bits])
-    return _KeptNaN(v, raw)
+    if width != dt.bits and not (dt.name == "bf16" and width == 32):
+        return v
+    bits = int(np.asarray(elem).view(f"u{width // 8}"))
+    low = width - dt.bits
+    return _KeptNaN(v, bits >> low) if bits & ((1 << low) - 1) == 0 else v
 
 
 # ---------------------------------------------------------------------------
