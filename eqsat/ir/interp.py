@@ -326,14 +326,14 @@ class _Machine:
                 dt.count)
         if op is Ops.VECTORIZE:
             return tuple(vals)
-        if op is Ops.CAT:
+        if op is Ops.CAT:  # (an operand undefined as a whole is undefined in each lane)
             out: list[Value] = []
-            for v in vals:
-                out.extend(v if isinstance(v, tuple) else (v,))
+            for s, v in zip(u.src, vals, strict=True):
+                out.extend(_lanes(v, s.dtype.count))
             return tuple(out)
         if op is Ops.GEP:
             src = vals[0]
-            lanes = src if isinstance(src, tuple) else (src,)
+            lanes = src if isinstance(src, tuple) else (src,) * u.src[0].dtype.count
             try:
                 picked = tuple(lanes[i] for i in u.arg)
             except IndexError:
@@ -450,6 +450,8 @@ class _Machine:
         return one(idx, gate)
 
     def ptr_cast(self, u: UOp, a: Value) -> Value:
+        if isinstance(a, Undefined):
+            return a
         if isinstance(a, _Addr):
             return _Addr(a.buf, a.offset, u.dtype.count)
         if isinstance(a, _Buf):
@@ -488,7 +490,8 @@ class _Machine:
         if isinstance(addr, tuple):
             alts = _lanes(alt, len(addr)) if alt is not None else (None,) * len(addr)
             return tuple(one(a, b) for a, b in zip(addr, alts, strict=True))
-        return one(addr, alt)
+        v = one(addr, alt)  # a vector access undefined as a whole: each lane undefined
+        return (v,) * dt.count if isinstance(v, Undefined) and dt.count > 1 else v
 
     def store(self, addr: Value, val: Value) -> None:
         if isinstance(addr, tuple):
