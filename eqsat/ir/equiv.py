@@ -189,9 +189,9 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
     names = list(dom)
     sizes = [max(0, hi - lo + 1) for lo, hi in dom.values()]  # (an empty loop's: none)
     total = math.prod(sizes)
+    if not names:  # no leaves: the one point, however few points were asked for
+        return {}, 1, True
     if total <= max_exhaustive:
-        if not names:
-            return {}, 1, True
         grid = np.unravel_index(np.arange(total, dtype=np.int64), sizes)
         return ({k: _as_col(g.astype(object) + dom[k][0])
                  for k, g in zip(names, grid, strict=True)}, total, True)

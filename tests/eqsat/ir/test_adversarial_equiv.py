@@ -28,3 +28,14 @@ X = "(var x 0 3)"
 ])
 def test_check_equivalent(a: str, b: str, equivalent: bool) -> None:
     assert check_equivalent(parse(a), parse(b)).equivalent is equivalent
+
+
+# one line a case: a, b, max_exhaustive, whether equivalent (a graph of no leaf has one point)
+@pytest.mark.parametrize("a, b, max_exhaustive, equivalent", [
+    ("1", "2", 0, False),
+    ("(add 1 2)", "3", 0, True),
+    ("(fdiv 1.0 0.0)", "inf", -1, True),
+])
+def test_no_leaves_few_points(a: str, b: str, max_exhaustive: int, equivalent: bool) -> None:
+    res = check_equivalent(parse(a), parse(b), max_exhaustive=max_exhaustive)
+    assert res.equivalent is equivalent and res.points == 1
