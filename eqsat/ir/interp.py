@@ -20,7 +20,8 @@ Semantics
 - the sign and payload of a NaN an op computes are unspecified (docs/format.md,
   "Floats"): a ``bitcast`` that reads such a NaN has an undefined value. A NaN read
   from memory or made by a bitcast keeps its bits (``_KeptNaN``) through the ops
-  that copy a value (``where``, ``gep``, ``vectorize``, ``cat``, a load's alternative).
+  that copy a value (``where``, ``gep``, ``vectorize``, ``cat``, a load's alternative)
+  and through a store; a NaN an op computed, stored, is read back as computed.
 - ``INVALID`` (the value of ``(invalid)``) propagates through every op (an
   undefined operand wins over it); ``where`` is lazy per lane, so
   ``where(c, i, invalid)`` is ``i`` where ``c`` holds.
@@ -201,6 +202,19 @@ def _element(elem: np.generic, dt: DType) -> Value:
     return _KeptNaN(v, bits >> low) if bits & ((1 << low) - 1) == 0 else v
 
 
+def _stored(v: Value, array: np.dtype, dt: DType) -> Any:
+    """The array element that holds ``v`` of the scalar dtype ``dt`` (the inverse of
+    :func:`_element`): a kept NaN's bits where the array holds ``dt``'s bits exactly (a
+    store copies them), else the value."""
+    if not isinstance(v, _KeptNaN):
+        return v
+    width = np.dtype(array).itemsize * 8
+    if np.dtype(array).kind != "f" or not (width == dt.bits or (dt.name == "bf16"
+                                                                and width == 32)):
+        return v
+    return np.array(v.bits << (width - dt.bits), dtype=f"u{width // 8}").view(array)[()]
+
+
 # ---------------------------------------------------------------------------
 # memory
 @dataclass(frozen=True, slots=True)
@@ -252,6 +266,9 @@ class _Machine:
         self.buffers = buffers
         self.executed: set[tuple] = set()
         self._open: dict[UOp, frozenset[UOp]] = {}
+        # (slot, element) where a store wrote a NaN an op computed: the array holds some
+        # NaN, but its bits are unspecified, so a later load gives a computed NaN again
+        self.unspecified: set[tuple[int, int]] = set()
 
     # ---- leaves ---------------------------------------------------------
     def leaf(self, u: UOp, loops: Mapping[UOp, int], vals: list[Value]) -> Value:
@@ -484,7 +501,8 @@ class _Machine:
             except EvalError as e:
                 return Undefined(str(e))
             arr = self.buffers[a.buf.slot]  # type: ignore[index]
-            got = [_element(arr.flat[a.offset + k], dt.scalar()) for k in range(a.count)]
+            got = [_element(arr.flat[i], dt.scalar()) if (a.buf.slot, i) not in self.unspecified
+                   else math.nan for i in range(a.offset, a.offset + a.count)]
             return tuple(got) if a.count > 1 else got[0]
 
         if isinstance(addr, tuple):
@@ -515,7 +533,10 @@ class _Machine:
         arr = self.buffers[addr.buf.slot]  # type: ignore[index]
         lanes = _lanes(val, addr.count) if addr.count > 1 else (val,)
         for k, v in enumerate(lanes):
-            arr.flat[addr.offset + k] = v
+            arr.flat[addr.offset + k] = _stored(v, arr.dtype, addr.buf.dtype.scalar())
+            computed = isinstance(v, float) and math.isnan(v) and not isinstance(v, _KeptNaN)
+            (self.unspecified.add if computed else self.unspecified.discard)(
+                (addr.buf.slot, addr.offset + k))
 
     # ---- effects --------------------------------------------------------
     def open_ranges(self, root: UOp) -> frozenset[UOp]:
