@@ -845,8 +845,8 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
             v, i_m, u_m = _vec_load(u, srcv, inv, und, off, memory, n)
         else:
             v, extra_undef = _vec_alu(u, srcv)
-            if extra_undef is not None:
-                u_m = u_m | extra_undef
+            if extra_undef is not None:  # (an Invalid operand's lane holds 0: not computed)
+                u_m = u_m | (extra_undef & ~i_m)
         if op is not Ops.WHERE:
             i_m = i_m & ~u_m
         masked = i_m | u_m

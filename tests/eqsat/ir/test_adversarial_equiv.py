@@ -11,6 +11,7 @@ from eqsat.ir.sexpr import parse
 
 L = "(load (index (buffer 1 f32 8) (var i 0 7)))"
 X = "(var x 0 3)"
+PAD = "(where (ne (var y -3 3) 0) (var y -3 3) (invalid))"  # Invalid at y = 0
 
 
 # one line a case: a (the input), b, whether b is equivalent to a
@@ -25,6 +26,13 @@ X = "(var x 0 3)"
     # a free range of END 0 or less: no value anywhere, nothing to compare
     ("(add (range 0 0) 1)", "7", True),
     (f"(add (cast f32 (range 0 -3)) {L})", "1.0", True),
+    # an op with an Invalid operand is Invalid: its lane is not computed (no division by 0)
+    (f"(mod 5 {PAD})", "(mod 5 (where (ne (var y -3 3) 0) (var y -3 3) 7))", False),
+    (f"(idiv (where (ne (var y -3 3) 0) 6 (invalid)) {PAD})", "(idiv 6 (var y -3 3))", False),
+    (f"(idiv (where (ne (var y -3 3) 0) 6 (invalid)) {PAD})", f"(idiv 6 {PAD})", True),
+    (f"(floordiv 7 {PAD})", "(floordiv 7 (where (ne (var y -3 3) 0) (var y -3 3) 1))", False),
+    (f"(floormod 7 {PAD})", f"(floormod 7 {PAD})", True),
+    (f"(mod 5 (gep (vectorize {PAD} 1) 0))", f"(mod 5 {PAD})", True),  # per point vs numpy
 ])
 def test_check_equivalent(a: str, b: str, equivalent: bool) -> None:
     assert check_equivalent(parse(a), parse(b)).equivalent is equivalent
