@@ -519,8 +519,9 @@ class _Parser:
         o = self.operand(f.items[1])
         x = self.materialize(o, None)
         self.need(not x.dtype.is_void and not x.dtype.ptr, o, f"{name}: cannot convert {x.dtype}")
-        self.need(x.dtype.count == dt.count, o,
+        self.need(x.dtype.count == dt.count or (x.op is Ops.INVALID and name == "cast"), o,
                   f"{name}: cannot change the vector width ({x.dtype} to {dt})")
+        # ((cast T (invalid)) is the Invalid of T: of a vector T, every lane is Invalid)
         if name == "bitcast":
             self.need(not dt.is_index and not x.dtype.is_index, o,
                       "bitcast: index has no fixed bit size")
