@@ -798,6 +798,7 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
     und: dict[UOp, np.ndarray] = {}
     off: dict[UOp, np.ndarray] = {}  # INDEX: lanes whose address is not valid (gate off)
     false = np.zeros(n, dtype=bool)
+    no_point = false
     for u in uop.toposort():
         op, dt = u.op, u.dtype
         srcv = [vals[s] for s in u.src]
@@ -819,7 +820,11 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
                 raise EvalError(f"column {key!r} has shape {v.shape}, expected ({n},)")
             if op is not Ops.DEFINE_VAR:
                 end = srcv[0]
-                u_m = u_m | (v >= end) | (v < 0)
+                # a loop index outside [0, END-1] (or of an END of no value) is no point:
+                # undefined as a whole, whatever a where picks (evaluate raises there)
+                outside = (v >= end) | (v < 0) | und[u.src[0]] | inv[u.src[0]]
+                u_m = u_m | outside
+                no_point = no_point | outside
         elif op is Ops.INVALID:
             v = np.zeros(n, dtype=np.int64)
             i_m = np.ones(n, dtype=bool)
@@ -860,9 +865,11 @@ def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
         inv[u] = i_m if i_m.any() else false
         und[u] = u_m if u_m.any() else false
     out = vals[uop]
+    if no_point.any():
+        out = np.where(no_point, np.zeros(1, dtype=out.dtype) if out.dtype != object else 0, out)
     if uop.dtype.is_bool:
         out = out.astype(bool)
-    return out, inv[uop] | false, und[uop] | false
+    return out, inv[uop] & ~no_point, und[uop] | no_point
 
 
 def _vec_load(u: UOp, srcv: list[np.ndarray], inv: dict[UOp, np.ndarray],

@@ -11,6 +11,7 @@ from eqsat.ir.sexpr import parse
 
 L = "(load (index (buffer 1 f32 8) (var i 0 7)))"
 X = "(var x 0 3)"
+N, RN = "(var n -3 3)", "(range 0 (var n -3 3))"  # an END that may be 0 or less
 PAD = "(where (ne (var y -3 3) 0) (var y -3 3) (invalid))"  # Invalid at y = 0
 
 
@@ -33,6 +34,13 @@ PAD = "(where (ne (var y -3 3) 0) (var y -3 3) (invalid))"  # Invalid at y = 0
     (f"(floordiv 7 {PAD})", "(floordiv 7 (where (ne (var y -3 3) 0) (var y -3 3) 1))", False),
     (f"(floormod 7 {PAD})", f"(floormod 7 {PAD})", True),
     (f"(mod 5 (gep (vectorize {PAD} 1) 0))", f"(mod 5 {PAD})", True),  # per point vs numpy
+    # a loop index outside [0, END-1] is no point, even in a where branch not taken
+    (f"(where (lt {N} 1) 0 {RN})", f"(where (lt {N} 1) 0 (gep (vectorize {RN} 1) 0))", True),
+    (f"(where (lt {N} 1) 0 (gep (vectorize {RN} 1) 0))", f"(where (lt {N} 1) 7 {RN})", True),
+    (f"(where (lt {N} 1) 0 {RN})", f"(where (lt {N} 1) 7 {RN})", True),
+    (f"(where (lt {N} 1) 0 {RN})", f"(where (lt {N} 2) 7 {RN})", False),
+    (f"(where (lt {N} 1) 0 (range 0 (idiv 6 {N})))", f"(where (lt {N} 1) 7 (range 0 (idiv 6 {N})))",
+     True),
 ])
 def test_check_equivalent(a: str, b: str, equivalent: bool) -> None:
     assert check_equivalent(parse(a), parse(b)).equivalent is equivalent
