@@ -33,9 +33,12 @@ from eqsat.ir.dtype import DType, dtypes, least_upper_dtype
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
+from rules.divmod import UOpCtx, to_lin
+from rules.where import narrowing, parse_valid
 
 __all__ = [
     "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid", "check_bounds",
+    "gated_bounds",
     "pm_hoist_invalid", "leaf_rules", "upward_rules", "terminal_rules", "pm_lower_index_dtype",
     "I32_MIN", "I32_MAX",
 ]
@@ -79,50 +82,128 @@ def _buffer_of(u: UOp) -> UOp:
     return u
 
 
-def check_bounds(graph: UOp) -> None:
-    """Refuse an access that provably leaves its buffer.
+def check_bounds(graph: UOp) -> frozenset[int]:
+    """Refuse an access that provably leaves its buffer; return the slots of the buffers
+    with an access that must be checked where it runs.
 
-    An INDEX into a ``(buffer slot dt size)`` whose address is not gated (no gate
-    operand, no ``Invalid`` in the index value, e.g. ``where(valid, idx, Invalid)``)
-    and whose bounds ``[vmin, vmax]`` (widened by the lanes of a vector pointer cast
-    of it) reach below 0 or at/above ``size`` would read or write outside the array
-    on some iteration: raise :class:`LoweringError` naming the buffer, its size and
-    the index's range. Gated indexes are trusted: their raw bounds may leave the
-    buffer only where the gate is false. An index computed from a loaded value
-    (a gather) is refused only when its whole range lies outside the buffer; the rest of
-    its range is checked where it runs (``lowering.cemit.bounds_check``).
+    An INDEX into a ``(buffer slot dt size)`` has the bounds ``[vmin, vmax]`` of its
+    address (widened by the lanes of a vector pointer cast of it); a gated one (a gate
+    operand, or an ``Invalid`` in its address: ``where(valid, idx, Invalid)``) the bounds
+    of its address where the gate holds (:func:`gated_bounds`). Bounds inside the buffer
+    prove the access: it costs nothing. An ungated address of loop indices and variables
+    whose bounds leave the buffer reads or writes outside it on some iteration: refused
+    (:class:`LoweringError` naming the buffer, its size and the index's range). A gated
+    address, or one computed from a loaded value (a gather), is refused only when its
+    whole range lies outside the buffer (every access it makes is outside); otherwise the
+    rest of its range is checked where it runs (``lowering.cemit.bounds_check``): a gated
+    one's buffer slot is in the returned set, a gather is checked by its own address.
     """
     nodes = graph.toposort()
     users: dict[UOp, list[UOp]] = {}
     for u in nodes:
         for s in u.src:
             users.setdefault(s, []).append(u)
+    unproven: set[int] = set()
     for u in nodes:
-        if u.op is not Ops.INDEX or len(u.src) != 2:
+        if u.op is not Ops.INDEX or len(u.src) < 2:
             continue
-        buf, idx = _buffer_of(u.src[0]), u.src[1]
+        buf = _buffer_of(u.src[0])
         if buf.op is not Ops.DEFINE_GLOBAL or not isinstance(buf.arg, tuple):
             continue
-        below = set(idx.toposort())
-        if any(x.op is Ops.INVALID for x in below):
-            continue
-        slot, size = buf.arg
-        lo, hi = idx.vmin, idx.vmax
-        if isinstance(lo, bool) or isinstance(hi, bool):
-            lo, hi = int(lo), int(hi)
+        valid, idx = _valid_and_address(u)
+        span = gated_bounds(valid, idx) if valid is not None else (idx.vmin, idx.vmax)
+        if span is None:
+            continue  # the gate never holds: no access
+        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         us = users.get(u, [])
         lanes = max([x.dtype.count for x in us if x.op is Ops.CAST and x.dtype.ptr] + [1])
+        slot, size = buf.arg
         if lo >= 0 and hi + lanes - 1 < size:
             continue
-        if any(x.op is Ops.LOAD for x in below) and hi + lanes - 1 >= 0 and lo < size:
+        loaded = any(x.op is Ops.LOAD for x in idx.toposort())
+        if (valid is not None or loaded) and hi + lanes - 1 >= 0 and lo < size:
+            if valid is not None:
+                unproven.add(slot)  # checked at run time, under its gate
             continue  # a loaded (data-dependent) index: its bounds only say what it may be
-        acts = sorted({"load from" if x.op is Ops.LOAD else "store to" for x in us
-                       if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
-        span = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
-        raise LoweringError(f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size "
-                            f"{size}) out of bounds: its ungated index has range {span}, "
-                            f"outside {f'0..{size - 1}' if size else 'an empty buffer'}; "
-                            "gate the index (where(valid, idx, invalid)) or enlarge the buffer")
+        _refuse(u, us, buf, (lo, hi, lanes), valid is not None)
+    return frozenset(unproven)
+
+
+def _valid_and_address(u: UOp) -> tuple[UOp | None, UOp]:
+    """``(gate, address)`` of the INDEX ``u``: its gate operand and the condition of an
+    ``Invalid`` in its address (hoisted to the top, :func:`hoist_invalid`) and'ed, None
+    when it has neither; the address without its ``Invalid``."""
+    idx, valid = u.src[1], (u.src[2] if len(u.src) > 2 else None)
+    if any(x.op is Ops.INVALID for x in idx.toposort()):
+        cond, idx = _split(hoist_invalid(idx))
+        valid = cond if valid is None else _and(valid, cond)
+    return valid, idx
+
+
+def gated_bounds(valid: UOp, x: UOp) -> tuple[int | float, int | float] | None:
+    """Sound bounds of the integer ``x`` where ``valid`` holds; None when it never holds.
+
+    The expressions the AND clauses of ``valid`` bound are narrowed in ``x``
+    (``rules.where.narrowing``, as the baseline's ``simplify_given_valid`` narrows them).
+    A clause's expression that is not a sub-term of ``x`` but whose linear form, times
+    some integer, is part of ``x``'s (the gate ``1 <= r0 + 1024*r3`` of an address
+    ``2040*r0 + 2088960*r3 + ...``) is first made one (:func:`_in_clause_terms`). The
+    intersection of what both readings give is returned.
+    """
+    if valid.op is Ops.CONST and not valid.arg:
+        return None
+    if any(n.op is Ops.INVALID for n in x.toposort()):
+        return -math.inf, math.inf  # an Invalid that did not hoist: nothing known
+    if valid.dtype.count > 1 or x.dtype.count > 1:
+        return x.vmin, x.vmax  # lane by lane: the clauses are not read
+    lo, hi = x.vmin, x.vmax
+    for y in dict.fromkeys((x, _in_clause_terms(valid, x))):
+        sub = narrowing(valid, y)
+        if sub is None:
+            return None
+        z = y.substitute(sub) if sub else y
+        lo, hi = max(lo, z.vmin), min(hi, z.vmax)
+    return lo, hi
+
+
+def _in_clause_terms(valid: UOp, x: UOp) -> UOp:
+    """``x`` rebuilt as ``m1*E1 + m2*E2 + ... + rest`` (the same value) for the
+    expressions ``Ei`` that ``valid``'s clauses bound and whose linear forms, times an
+    integer ``mi``, are parts of ``x``'s: the ones of the most terms first, each term of
+    ``x`` used once. ``x`` itself when there is none."""
+    clauses = parse_valid(valid)
+    if not clauses or x.dtype is not dtypes.index:
+        return x
+    rest, picked = to_lin(x), []
+    exprs = [(to_lin(e), e) for e in clauses if e.dtype is dtypes.index]
+    for le, e in sorted(exprs, key=lambda p: -len(p[0].terms)):  # stable: clause order
+        if not le.terms:
+            continue
+        c0, a0 = le.terms[0]
+        m, r = divmod(rest.coef(a0), c0)
+        if m == 0 or r or any(rest.coef(a) != m * c for c, a in le.terms):
+            continue
+        rest, picked = rest - le * m, [*picked, (m, e)]
+    if not picked:
+        return x
+    return UOpCtx(x).sum([*picked, *((c, a) for c, a in rest.terms)], rest.const)
+
+
+def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int], gated: bool) -> None:
+    """Raise the :class:`LoweringError` of the INDEX ``u`` (used by ``us``) into ``buf``
+    whose address has ``span`` ``(lo, hi, lanes)``, outside the buffer."""
+    (slot, size), (lo, hi, lanes) = buf.arg, span
+    acts = sorted({"load from" if x.op is Ops.LOAD else "store to" for x in us
+                   if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
+    text = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
+    where = f"outside {f'0..{size - 1}' if size else 'an empty buffer'}"
+    head = f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size {size}) out of bounds"
+    if gated:
+        raise LoweringError(f"{head}: its gated index has range {text} where its gate holds, "
+                            f"{where}: every access it makes is outside; fix the index or "
+                            "the gate, or enlarge the buffer")
+    raise LoweringError(f"{head}: its ungated index has range {text}, {where}; gate the index "
+                        "(where(valid, idx, invalid)) or enlarge the buffer")
 
 
 # ---- helpers ------------------------------------------------------------------
