@@ -1,0 +1,188 @@
+"""Gated indexes and their buffers (lowering.narrow.check_bounds, gated_bounds): a gated
+index proven inside its buffer where its gate holds costs nothing; one not proven is
+checked in the C under its gate (in range the kernel gives the interpreter's answer, out
+of range it stops with an OutOfBoundsError naming the buffer, the index and the value);
+one whose every access is outside is refused when the kernel is lowered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqsat import EvalError, evaluate, parse, run_kernel
+from eqsat.ir.ops import Ops
+from lowering import LoweringError, OutOfBoundsError, compile_kernel, lower
+from lowering.narrow import gated_bounds
+
+R = "(range 0 8)"
+
+
+def _store(size: int, idx: str) -> str:
+    """Every lane r of 0..7 stores r + 0.5 at ``idx`` into a buffer of ``size``."""
+    return (f"(sink (end (store (index (buffer 0 f32 {size}) {idx}) (add (cast f32 {R}) 0.5)) "
+            f"{R}))")
+
+
+def _load(size: int, idx: str) -> str:
+    """Lane r of 0..7 copies the element at ``idx`` of a buffer of ``size`` (0.0 where the
+    gate is off) to element r of an 8-element output."""
+    return (f"(sink (end (store (index (buffer 0 f32 8) {R}) (load (index (buffer 1 f32 {size}) "
+            f"{idx}))) {R}))")
+
+
+# one line a case: the kernel, then the error its run gives (None: it runs)
+CASES = [
+    (_store(4, f"(where (lt {R} 4) {R} (invalid))"), None),
+    (_store(4, f"(where (lt {R} 6) {R} (invalid))"),
+     r"store to buffer 0 \(f32, size 4\) at index 4, outside 0\.\.3"),
+    (_store(8, f"(where (not (lt {R} 2)) (add {R} -2) (invalid))"), None),
+    (_store(8, f"(where (lt {R} 7) (add {R} -1) (invalid))"),
+     r"store to buffer 0 \(f32, size 8\) at index -1, outside 0\.\.7"),
+    (_store(4, f"{R} (lt {R} 4)"), None),
+    (_store(4, f"{R} (lt {R} 5)"), r"store to buffer 0 .* at index 4,"),
+    (_load(4, f"(where (and (not (lt {R} 2)) (lt {R} 6)) (add {R} -2) (invalid))"), None),
+    (_load(4, f"(where (and (not (lt {R} 2)) (lt {R} 7)) (add {R} -2) (invalid))"),
+     r"load from buffer 1 \(f32, size 4\) at index 4, outside 0\.\.3"),
+    (_load(6, f"(where (not (lt {R} 1)) (add {R} -2) (invalid))"),
+     r"load from buffer 1 .* at index -1,"),
+    (_load(4, f"(add {R} -3) (not (lt {R} 3))"), r"load from buffer 1 .* at index 4,"),
+    # the gate on one sum, the index a multiple of it: proven (see test_no_check_where_proven)
+    (_load(4, f"(where (and (not (lt (add {R} 1) 3)) (lt (add {R} 1) 7)) "
+              f"(add (mul {R} 1) -2) (invalid))"), None),
+]
+
+
+@pytest.mark.parametrize("text, error", CASES)
+@pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
+def test_gated_access(text: str, error: str | None, optimize, tmp_path_factory) -> None:
+    k = compile_kernel(parse(text), optimize=optimize,
+                       cache_dir=tmp_path_factory.getbasetemp() / "kernels")
+    got, want = _arrays(text), _arrays(text)
+    if error is None:
+        k(*got)
+        run_kernel(parse(text), want)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+        return
+    with pytest.raises(OutOfBoundsError, match=error):
+        k(*got)
+    with pytest.raises(OutOfBoundsError, match=error):
+        k.bound(*got)()
+    with pytest.raises(EvalError, match="outside buffer"):
+        run_kernel(parse(text), want)
+
+
+def _arrays(text: str) -> list[np.ndarray]:
+    bufs = sorted((u for u in parse(text).toposort() if u.op is Ops.DEFINE_GLOBAL),
+                  key=lambda u: u.arg[0])
+    return [np.zeros(b.arg[1], np.float32) if b.arg[0] == 0 else
+            np.arange(b.arg[1], dtype=np.float32) * 2 + 1 for b in bufs]
+
+
+# one line a case: the kernel, then what the lowering says about it (a LoweringError)
+@pytest.mark.parametrize("text, error", [
+    (_store(8, f"(where (lt {R} 3) (add {R} 8) (invalid))"),
+     r"store to buffer 0 \(f32, size 8\) out of bounds: its gated index has range \[8, 10\] "
+     r"where its gate holds, outside 0\.\.7: every access it makes is outside"),
+    (_load(4, f"(add {R} -4) (lt {R} 4)"),
+     r"load from buffer 1 \(f32, size 4\) out of bounds: its gated index has range \[-4, -1\]"),
+    (_store(8, f"(add {R} 1)"), r"store to buffer 0 .* its ungated index has range \[1, 8\]"),
+])
+@pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
+def test_refused_when_every_access_is_outside(text: str, error: str, optimize) -> None:
+    with pytest.raises(LoweringError, match=error):
+        compile_kernel(parse(text), optimize=optimize, compile=False)
+
+
+# one line a case: the gate, the index, then its bounds where the gate holds (None: never)
+@pytest.mark.parametrize("gate, index, bounds", [
+    (f"(lt {R} 6)", R, (0, 5)),
+    (f"(not (lt {R} 2))", f"(add {R} -2)", (0, 5)),
+    (f"(and (not (lt {R} 2)) (lt {R} 6))", f"(add (mul {R} 3) -6)", (0, 9)),
+    (f"(lt {R} 0)", R, None),
+    (f"(eq {R} 3)", f"(mul {R} 5)", (15, 15)),
+    # the clause's sum is not a sub-term of the index, a multiple of it is part of it
+    ("(not (lt (add (range 1 3) (range 2 3)) 2))",
+     "(add (add (mul (range 1 3) 256) (mul (range 2 3) 256)) -257)", (255, 767)),
+    ("(and (not (lt (add (mul (range 1 2) 1024) (range 2 1024)) 4)) "
+     "(lt (add (mul (range 1 2) 1024) (range 2 1024)) 2044))",
+     "(add (add (mul (range 2 1024) 2040) (mul (range 1 2) 2088960)) -8160)", (0, 4159560)),
+    # the larger sum of two nested clauses is used first
+    ("(and (not (lt (add (range 1 4) (range 2 4)) 2)) "
+     "(not (lt (add (add (range 1 4) (range 2 4)) (range 3 4)) 5)))",
+     "(add (add (range 3 4) (add (range 1 4) (range 2 4))) -5)", (0, 4)),
+    # a clause the index does not read: its own bounds
+    ("(lt (range 1 4) 2)", f"(add {R} 1)", (1, 8)),
+])
+def test_gated_bounds(gate: str, index: str, bounds: tuple[int, int] | None) -> None:
+    assert gated_bounds(parse(gate), parse(index)) == bounds
+
+
+def test_no_check_where_proven() -> None:
+    """A gated index its gate keeps inside costs nothing: no check in the C; one it does
+    not gets a check of the side left open, under the gate."""
+    padded = _load(4, f"(where (and (not (lt {R} 2)) (lt {R} 6)) (add {R} -2) (invalid))")
+    summed = ("(sink (end (store (index (buffer 0 f32 5) (where (not (lt (add (range 1 3) "
+              "(range 2 3)) 2)) (add (add (mul (range 1 3) 2) (mul (range 2 3) 2)) -4) "
+              "(invalid))) 1.0) (range 1 3) (range 2 3)))")
+    for text in (padded, summed):
+        assert "eqsat_oob" not in lower(parse(text), optimize=False)
+    c = lower(parse(_load(4, f"(where (lt {R} 7) (add {R} -2) (invalid))")), optimize=False)
+    lines = [ln for ln in c.splitlines() if "eqsat_oob[0]" in ln]
+    assert len(lines) == 1 and "< 0" in lines[0] and ">= 4" in lines[0]
+
+
+def test_expression_kernel() -> None:
+    """A bare gated load: its function returns the value, or the error."""
+    text = f"(load (index (buffer 0 f32 4) (where (lt {R} 6) {R} (invalid))))"
+    k = compile_kernel(parse(text), optimize=False)
+    data = np.arange(4, dtype=np.float32) + 0.25
+    for r, want in ((0, 0.25), (3, 3.25), (6, 0.0), (7, 0.0)):  # a load where off: 0.0
+        assert k(data, R0=r) == evaluate(parse(text), {"R0": r}, buffers=[data]) == want
+    with pytest.raises(OutOfBoundsError, match="load from buffer 0 .* at index 5,"):
+        k(data, R0=5)
+
+
+@st.composite
+def _kernels(draw: st.DrawFn) -> str:
+    """A store or a copy through ``a*r + b`` gated by ``lo <= c*r + d < hi``."""
+    n, size = draw(st.integers(1, 9)), draw(st.integers(1, 10))
+    a, b = draw(st.integers(-2, 2)), draw(st.integers(-6, 6))
+    c, d = draw(st.sampled_from([1, 2, -1])), draw(st.integers(-3, 3))
+    lo, hi = sorted(draw(st.lists(st.integers(-4, 14), min_size=2, max_size=2)))
+    r = f"(range 0 {n})"
+    g = f"(add (mul {r} {c}) {d})"
+    gate = f"(and (not (lt {g} {lo})) (lt {g} {hi}))"
+    idx = f"(where {gate} (add (mul {r} {a}) {b}) (invalid))"
+    if draw(st.booleans()):
+        return (f"(sink (end (store (index (buffer 0 f32 {size}) {idx}) (cast f32 {r})) {r}))")
+    return (f"(sink (end (store (index (buffer 0 f32 {n}) {r}) (load (index (buffer 1 f32 "
+            f"{size}) {idx}))) {r}))")
+
+
+@settings(max_examples=40, deadline=None)
+@given(_kernels())
+def test_compiled_kernel_agrees_with_interpreter(text: str) -> None:
+    """Whatever the gate and the index: the lowering refuses the kernel or the compiled
+    kernel raises exactly where the interpreter does, and otherwise gives its result."""
+    want = _arrays(text)
+    try:
+        run_kernel(parse(text), want)
+        bad = False
+    except EvalError:
+        bad = True
+    try:
+        k = compile_kernel(parse(text), optimize=False)
+    except LoweringError:
+        assert bad, "refused a kernel the interpreter runs"
+        return
+    got = _arrays(text)
+    if bad:
+        with pytest.raises(OutOfBoundsError):
+            k(*got)
+        return
+    k(*got)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
