@@ -92,11 +92,14 @@ def check_bounds(graph: UOp) -> frozenset[int]:
     of its address where the gate holds (:func:`gated_bounds`). Bounds inside the buffer
     prove the access: it costs nothing. An ungated address of loop indices and variables
     whose bounds leave the buffer reads or writes outside it on some iteration: refused
-    (:class:`LoweringError` naming the buffer, its size and the index's range). A gated
-    address, or one computed from a loaded value (a gather), is refused only when its
-    whole range lies outside the buffer (every access it makes is outside); otherwise the
-    rest of its range is checked where it runs (``lowering.cemit.bounds_check``): a gated
-    one's buffer slot is in the returned set, a gather is checked by its own address.
+    (:class:`LoweringError` naming the buffer, its size and the index's range). One
+    computed from a loaded value (a gather) is refused only when its whole range lies
+    outside the buffer; otherwise the rest of its range is checked where it runs
+    (``lowering.cemit.bounds_check``). A gated address not proven inside is never
+    refused: its buffer slot is in the returned set, and every access to that buffer
+    whose own bounds leave it is checked where it runs, under its gate. (A gate can
+    hold nowhere without its clauses showing it, ``2*r == 3``: refusing its access
+    would reject a kernel that runs; the check fails exactly where the interpreter does.)
     """
     nodes = graph.toposort()
     users: dict[UOp, list[UOp]] = {}
@@ -120,12 +123,12 @@ def check_bounds(graph: UOp) -> frozenset[int]:
         slot, size = buf.arg
         if lo >= 0 and hi + lanes - 1 < size:
             continue
-        loaded = any(x.op is Ops.LOAD for x in idx.toposort())
-        if (valid is not None or loaded) and hi + lanes - 1 >= 0 and lo < size:
-            if valid is not None:
-                unproven.add(slot)  # checked at run time, under its gate
+        if valid is not None:
+            unproven.add(slot)  # checked at run time, under its gate
+            continue
+        if any(x.op is Ops.LOAD for x in idx.toposort()) and hi + lanes - 1 >= 0 and lo < size:
             continue  # a loaded (data-dependent) index: its bounds only say what it may be
-        _refuse(u, us, buf, (lo, hi, lanes), valid is not None)
+        _refuse(u, us, buf, (lo, hi, lanes))
     return frozenset(unproven)
 
 
@@ -189,7 +192,7 @@ def _in_clause_terms(valid: UOp, x: UOp) -> UOp:
     return UOpCtx(x).sum([*picked, *((c, a) for c, a in rest.terms)], rest.const)
 
 
-def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int], gated: bool) -> None:
+def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int]) -> None:
     """Raise the :class:`LoweringError` of the INDEX ``u`` (used by ``us``) into ``buf``
     whose address has ``span`` ``(lo, hi, lanes)``, outside the buffer."""
     (slot, size), (lo, hi, lanes) = buf.arg, span
@@ -197,13 +200,9 @@ def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int], gated: 
                    if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
     text = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
     where = f"outside {f'0..{size - 1}' if size else 'an empty buffer'}"
-    head = f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size {size}) out of bounds"
-    if gated:
-        raise LoweringError(f"{head}: its gated index has range {text} where its gate holds, "
-                            f"{where}: every access it makes is outside; fix the index or "
-                            "the gate, or enlarge the buffer")
-    raise LoweringError(f"{head}: its ungated index has range {text}, {where}; gate the index "
-                        "(where(valid, idx, invalid)) or enlarge the buffer")
+    raise LoweringError(f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size {size}) "
+                        f"out of bounds: its ungated index has range {text}, {where}; gate "
+                        "the index (where(valid, idx, invalid)) or enlarge the buffer")
 
 
 # ---- helpers ------------------------------------------------------------------
