@@ -118,6 +118,18 @@ def test_ungated_refused(text: str, error: str, optimize) -> None:
     ("(and (not (lt (add (range 1 4) (range 2 4)) 2)) "
      "(not (lt (add (add (range 1 4) (range 2 4)) (range 3 4)) 5)))",
      "(add (add (range 3 4) (add (range 1 4) (range 2 4))) -5)", (0, 4)),
+    # a padded 3x3 max pool of stride 2 (tinygrad's): 1 <= r5 + r7 implies 1 <= 2*r5 + r7
+    ("(and (and (not (lt (add (range 5 6) (range 7 3)) 1)) (lt (add (mul (range 5 6) 2) "
+     "(range 7 3)) 12)) (and (not (lt (add (range 6 6) (range 8 3)) 1)) (lt (add (mul "
+     "(range 6 6) 2) (range 8 3)) 12)))",
+     "(add (add (add (add (mul (range 5 6) 2) (range 7 3)) (add (mul (range 6 6) 22) (mul "
+     "(range 8 3) 11))) (mul (range 2 4) 121)) -12)", (0, 483)),
+    # a padded 3x3 convolution (tinygrad's, 32x32, 4 lanes a row)
+    ("(and (and (not (lt (add (add (range 5 8) (range 6 4)) (range 8 3)) 1)) (lt (add (add "
+     "(mul (range 5 8) 4) (range 6 4)) (range 8 3)) 33)) (and (not (lt (add (range 4 32) "
+     "(range 9 3)) 1)) (lt (add (range 4 32) (range 9 3)) 33)))",
+     "(add (add (add (add (add (mul (range 5 8) 4) (range 6 4)) (range 8 3)) (add (mul "
+     "(range 4 32) 32) (mul (range 9 3) 32))) (mul (range 0 8) 1024)) -33)", (0, 8191)),
     # a clause the index does not read: its own bounds
     ("(lt (range 1 4) 2)", f"(add {R} 1)", (1, 8)),
 ])
@@ -187,3 +199,42 @@ def test_compiled_kernel_agrees_with_interpreter(text: str) -> None:
     k(*got)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@st.composite
+def _gated_sums(draw: st.DrawFn) -> tuple[list[int], list[tuple[list[int], int, int]], list[int]]:
+    """Range sizes, clauses ``lo <= sum(c*r) < hi`` and an index's coefficients (the last
+    one its constant): sums of up to three ranges."""
+    sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    coefs = st.lists(st.integers(-3, 4), min_size=len(sizes), max_size=len(sizes))
+    clauses = draw(st.lists(st.tuples(coefs, st.integers(-4, 12), st.integers(-2, 16)),
+                            max_size=4))
+    return sizes, clauses, draw(coefs) + [draw(st.integers(-9, 9))]
+
+
+def _sum_text(coefs: list[int], sizes: list[int], const: int = 0) -> str:
+    text = str(const)
+    for i, (c, n) in enumerate(zip(coefs, sizes, strict=True)):
+        text = f"(add {text} (mul (range {i} {n}) {c}))"
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(_gated_sums())
+def test_gated_bounds_sound(case) -> None:
+    """Every value the index takes where the gate holds is inside its bounds (by
+    enumeration); None only where the gate holds nowhere."""
+    sizes, clauses, index = case
+    gate = "true"
+    for coefs, lo, hi in clauses:
+        s = _sum_text(coefs, sizes)
+        gate = f"(and {gate} (and (not (lt {s} {lo})) (lt {s} {hi})))"
+    got = gated_bounds(parse(gate), parse(_sum_text(index[:-1], sizes, index[-1])))
+    values = [sum(c * r for c, r in zip(index, pt, strict=False)) + index[-1]
+              for pt in np.ndindex(*sizes)
+              if all(lo <= sum(c * r for c, r in zip(cs, pt, strict=True)) < hi
+                     for cs, lo, hi in clauses)]
+    if got is None:
+        assert not values
+    else:
+        assert all(got[0] <= v <= got[1] for v in values)
