@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from eqsat import EvalError, evaluate, parse, run_kernel
 from eqsat.ir.ops import Ops
-from lowering import LoweringError, OutOfBoundsError, compile_kernel, lower
+from lowering import LoweringError, OutOfBoundsError, Target, compile_kernel, lower
 from lowering.narrow import gated_bounds
 
 R = "(range 0 8)"
@@ -63,8 +63,11 @@ CASES = [
 
 @pytest.mark.parametrize("text, error", CASES)
 @pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
-def test_gated_access(text: str, error: str | None, optimize, tmp_path_factory) -> None:
-    k = compile_kernel(parse(text), optimize=optimize,
+@pytest.mark.parametrize("target", [Target(), Target(split_gates=False, predicated_stores=True)],
+                         ids=["default", "gated"])
+def test_gated_access(text: str, error: str | None, optimize, target: Target,
+                      tmp_path_factory) -> None:
+    k = compile_kernel(parse(text), optimize=optimize, target=target,
                        cache_dir=tmp_path_factory.getbasetemp() / "kernels")
     got, want = _arrays(text), _arrays(text)
     if error is None:
