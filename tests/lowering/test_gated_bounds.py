@@ -207,12 +207,17 @@ def test_compiled_kernel_agrees_with_interpreter(text: str) -> None:
 @st.composite
 def _gated_sums(draw: st.DrawFn) -> tuple[list[int], list[tuple[list[int], int, int]], list[int]]:
     """Range sizes, clauses ``lo <= sum(c*r) < hi`` and an index's coefficients (the last
-    one its constant): sums of up to three ranges."""
+    one its constant): sums of up to three ranges, the index often a multiple of a
+    clause's sum plus a little more."""
     sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
-    coefs = st.lists(st.integers(-3, 4), min_size=len(sizes), max_size=len(sizes))
-    clauses = draw(st.lists(st.tuples(coefs, st.integers(-4, 12), st.integers(-2, 16)),
-                            max_size=4))
-    return sizes, clauses, draw(coefs) + [draw(st.integers(-9, 9))]
+    coefs = st.lists(st.integers(-1, 4), min_size=len(sizes), max_size=len(sizes))
+    clauses = [(cs, lo, lo + w) for cs, lo, w in draw(st.lists(
+        st.tuples(coefs, st.integers(-2, 8), st.integers(1, 15)), max_size=3))]
+    index = draw(coefs)
+    if clauses and draw(st.booleans()):
+        m, base = draw(st.integers(-2, 3)), draw(st.sampled_from(clauses))[0]
+        index = [m * c + p % 2 for c, p in zip(base, index, strict=True)]
+    return sizes, clauses, index + [draw(st.integers(-9, 9))]
 
 
 def _sum_text(coefs: list[int], sizes: list[int], const: int = 0) -> str:
