@@ -1,7 +1,9 @@
 """The cost of the run-time bounds checks of a gather (``lowering.cemit.bounds_check``).
 
 A gather ``out[i] = a[idx[i]]`` and a scatter ``out[idx[i]] = a[i]`` (``--n`` elements,
-``a``/``out`` of ``--size``, the indexes random inside) are compiled as the lowering
+``a``/``out`` of ``--size``, the indexes random inside), and a gated copy whose gate
+``i // 2 < (n - 2) // 2`` keeps its index inside ``a`` of ``n - 1`` elements without the
+lowering proving it (``gated``: checked under the gate), are compiled as the lowering
 emits them (checked) and from the same C with the check's line removed (unchecked: the
 code before the checks existed, undefined where an index leaves the buffer). Both run on
 the same arrays, interleaved; printed: the median ms of ``--runs`` calls each and the
@@ -35,6 +37,9 @@ KERNELS = {
     "scatter": "(sink (end (store (index (buffer 0 f32 {size}) (cast index (load (index "
                "(buffer 2 i32 {n}) (range 0 {n}))))) (load (index (buffer 1 f32 {n}) "
                "(range 0 {n})))) (range 0 {n})))",
+    "gated": "(sink (end (store (index (buffer 0 f32 {n}) (range 0 {n})) (load (index "
+             "(buffer 1 f32 {m}) (where (lt (idiv (range 0 {n}) 2) {h}) (range 0 {n}) "
+             "(invalid))))) (range 0 {n})))",
 }
 
 
@@ -56,15 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"n={args.n} size={args.size} runs={args.runs} (median ms)")
     print(f"{'kernel':8} {'checked':>9} {'unchecked':>10} {'ratio':>7}")
     for name, text in KERNELS.items():
-        k = compile_kernel(parse(text.format(n=args.n, size=args.size)), optimize=False)
+        k = compile_kernel(parse(text.format(n=args.n, size=args.size, m=args.n - 1,
+                                             h=(args.n - 2) // 2)), optimize=False)
         idx = rng.integers(0, args.size, args.n).astype(np.int32)
-        src = np.ones(args.n if name == "scatter" else args.size, np.float32)
+        src = np.ones({"scatter": args.n, "gated": args.n - 1}.get(name, args.size), np.float32)
         out = np.zeros(args.size if name == "scatter" else args.n, np.float32)
-        checked = k.bound(out, src, idx)
+        arrays = (out, src) if name == "gated" else (out, src, idx)
+        checked = k.bound(*arrays)
         lib = ctypes.CDLL(str(compile_c(_unchecked(k.c_source), extra_flags=k.flags, cc=k.cc)))
         fn = getattr(lib, k.name)
-        fn.argtypes = [ctypes.c_void_p] * 4
-        ptrs = (out.ctypes.data, src.ctypes.data, idx.ctypes.data, None)
+        fn.argtypes = [ctypes.c_void_p] * (len(arrays) + 1)
+        ptrs = (*(a.ctypes.data for a in arrays), None)
         unchecked = functools.partial(fn, *ptrs)
         times: dict[str, list[float]] = {"checked": [], "unchecked": []}
         for _ in range(args.runs):

@@ -34,12 +34,13 @@ divisor goes through a small helper that gives 0 for a zero divisor and wraps
 raise :class:`~lowering.narrow.LoweringError` naming the op.
 
 An access whose address is computed from a loaded value (a gather or a scatter:
-``data1[val0]``) and whose bounds do not prove it inside its buffer is checked where it
-runs (:func:`bounds_check`): the function then takes an ``int64_t* restrict eqsat_oob``
-last, and an index outside the buffer (where the gate, if any, holds) stores the
+``data1[val0]``), or a gated access that ``lowering.narrow.check_bounds`` does not prove
+inside where its gate holds, and whose bounds do not prove it inside its buffer is checked
+where it runs (:func:`bounds_check`): the function then takes an ``int64_t* restrict
+eqsat_oob`` last, and an index outside the buffer (where the gate, if any, holds) stores the
 check's number (1-based, ``Signature.checks``) and the index there and returns at once,
-before the access. Every other access is proven inside (``lowering.narrow.check_bounds``
-refuses an ungated one that is not) and costs nothing.
+before the access. Every other access is proven inside (``check_bounds`` refuses an
+ungated one that is not) and costs nothing.
 """
 
 from __future__ import annotations
@@ -196,19 +197,21 @@ def _zero_minus_helper(dt: DType) -> tuple[str, str]:
     return fn, f"static inline {t} {fn}({t} x) {{ return x == 0 ? ({t})0 : ({t})-x; }}"
 
 
-def bounds_check(idx: UOp) -> tuple[bool, bool]:
+def bounds_check(idx: UOp, unproven: frozenset[int] = frozenset()) -> tuple[bool, bool]:
     """Which bounds of the ``INDEX`` ``idx`` the C checks at run time: (below 0, at or past
-    the end). Only an address into a global buffer computed from a value loaded from a
-    global buffer (a gather) is checked, and only on the sides its bounds ``[vmin, vmax]``
-    do not prove; an address of loop indices, variables and reductions of them is proven
-    on the input graph by ``lowering.narrow.check_bounds`` (ungated) or trusted to its
-    gate."""
+    the end), on the sides its bounds ``[vmin, vmax]`` do not prove. Checked: an address
+    into a global buffer computed from a value loaded from a global buffer (a gather),
+    and any address into a buffer whose slot is in ``unproven`` (a gated access that
+    ``lowering.narrow.check_bounds`` did not prove inside where its gate holds: the check
+    is made under the gate). Every other address (of loop indices, variables and
+    reductions of them) is proven on the input graph by ``check_bounds``."""
     buf = _global(idx.src[0]) if idx.op is Ops.INDEX and len(idx.src) >= 2 else None
     if buf is None or not isinstance(buf.arg, tuple):
         return False, False
     addr = idx.src[1]
-    if not any(x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and _global(x.src[0].src[0])
-               is not None for x in addr.toposort()):
+    if buf.arg[0] not in unproven and not any(
+            x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and _global(x.src[0].src[0])
+            is not None for x in addr.toposort()):
         return False, False  # an accumulator's value (of a REDUCE) is bounded like it
     lo, hi = addr.vmin, addr.vmax
     return bool(lo < 0), bool(hi >= buf.arg[1])
@@ -216,7 +219,8 @@ def bounds_check(idx: UOp) -> tuple[bool, bool]:
 
 class _Emitter:
     def __init__(self, linear: list[UOp], name: str, target: object | None,
-                 params: list[UOp] | tuple[UOp, ...] = (), aligned: bool = False):
+                 params: list[UOp] | tuple[UOp, ...] = (), aligned: bool = False,
+                 unproven: frozenset[int] = frozenset()):
         self.linear = linear
         self.target = target
         # the aligned copy: vector accesses proven aligned (lowering.align) are aligned
@@ -242,7 +246,7 @@ class _Emitter:
         self.params = [u for u in params if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
         # the INDEXes checked at run time (bounds_check): their accesses stay scalar
         self.checked = {u: b for u in linear if u.op is Ops.INDEX
-                        and any(b := bounds_check(u))}
+                        and any(b := bounds_check(u, unproven))}
 
     # ---- naming -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -872,20 +876,22 @@ def _access(u: UOp, gated: bool = False) -> tuple[frozenset, int, UOp] | None:
 
 
 def render_c(linear: list[UOp], name: str = "kernel", target: object | None = None,
-             params: list[UOp] | tuple[UOp, ...] = ()) -> tuple[str, Signature]:
+             params: list[UOp] | tuple[UOp, ...] = (),
+             unproven: frozenset[int] = frozenset()) -> tuple[str, Signature]:
     """The C source of one function for ``linear`` and its :class:`Signature`.
 
     ``params``: DEFINE_GLOBAL / DEFINE_VAR nodes that are parameters of the function
     even when ``linear`` does not use them (the buffers and variables of the graph
     before optimization: a kernel's calling convention does not change because the
-    optimizer proved a buffer is never read, e.g. a pad fully shrunk away)."""
+    optimizer proved a buffer is never read, e.g. a pad fully shrunk away). ``unproven``:
+    the slots whose accesses are checked at run time (:func:`bounds_check`)."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise LoweringError(f"kernel name {name!r} is not a C identifier")
-    em = _Emitter(linear, name, target, params)
+    em = _Emitter(linear, name, target, params, unproven=unproven)
     em.render()
     aligned = None
     if getattr(target, "aligned", False) and (em.vload_groups or em.vstore):
-        aligned = _Emitter(linear, name, target, params, aligned=True)
+        aligned = _Emitter(linear, name, target, params, aligned=True, unproven=unproven)
         aligned.render()
     return em.assemble(aligned), em.sig
 

@@ -16,7 +16,8 @@ the IR's semantics for fixed-width integers (two's-complement wrap-around,
 shifts of negative values); ``-ffp-contract=off`` keeps ``a*b+c`` two
 roundings (a MULACC, made only with ``Target.fma``, is an explicit ``fma``).
 
-A kernel whose addresses are computed from loaded data is checked where it runs
+A kernel whose addresses are computed from loaded data, or gated by a gate that
+``check_bounds`` does not prove keeps them inside their buffer, is checked where it runs
 (``lowering.cemit.bounds_check``): a run that meets an index outside its buffer
 raises :class:`OutOfBoundsError` instead of reading or writing outside the array.
 """
@@ -68,9 +69,10 @@ class CompileError(RuntimeError):
 
 
 class OutOfBoundsError(IndexError):
-    """A run of a kernel met an index outside its buffer, computed from loaded data (a
-    gather or a scatter: ``lowering.cemit.bounds_check``). The kernel stopped before
-    that access; what it stored until then stays in the arrays."""
+    """A run of a kernel met an index outside its buffer that the lowering could not prove
+    inside: computed from loaded data (a gather or a scatter), or gated by a gate that its
+    bounds do not show to keep it inside (``lowering.cemit.bounds_check``). The kernel
+    stopped before that access; what it stored until then stays in the arrays."""
 
 
 # ---- the pipeline ----------------------------------------------------------------------
@@ -135,7 +137,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
     target = target or Target()
     if not isinstance(target, Target):
         raise TypeError(f"target must be a lowering.Target, got {type(target).__name__}")
-    check_bounds(graph)
+    unproven = check_bounds(graph)
     g, stats = _optimize(graph, optimize, budget)
     root, kind = prepare(split_gated_ranges(g) if target.split_gates else g)
     narrowed = narrow_index(root)
@@ -160,7 +162,7 @@ def lower_graph(graph: UOp, optimize: bool | str | None = False, target: Target 
             edges = {replaced.get(k, k): tuple(replaced.get(d, d) for d in v)
                      for k, v in edges.items()}
     params = [u for u in graph.toposort() if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
-    src, sig = render_c(linear, name, target, params)
+    src, sig = render_c(linear, name, target, params, unproven)
     return Lowered(g, kind, narrowed, decomposed, fin, edges, linear, src, sig, stats)
 
 
@@ -534,7 +536,8 @@ class Kernel:
         raise OutOfBoundsError(
             f"{self.name}: {access} buffer {slot} ({dt}, size {size}) at index {value}, "
             f"outside {f'0..{size - 1}' if size else 'an empty buffer'}: the index {index} "
-            "is computed from loaded data; the kernel stopped before that access (what it "
+            "is not proven inside the buffer (it is computed from loaded data, or its gate "
+            "does not keep it inside); the kernel stopped before that access (what it "
             "stored until then stays in the arrays)")
 
     def __call__(self, *arrays: np.ndarray, **variables: int) -> Any:

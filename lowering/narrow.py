@@ -30,12 +30,16 @@ from __future__ import annotations
 import math
 
 from eqsat.ir.dtype import DType, dtypes, least_upper_dtype
+from eqsat.ir.linear import Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
+from rules.divmod import UOpCtx, to_lin
+from rules.where import narrowing, parse_valid
 
 __all__ = [
     "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid", "check_bounds",
+    "gated_bounds",
     "pm_hoist_invalid", "leaf_rules", "upward_rules", "terminal_rules", "pm_lower_index_dtype",
     "I32_MIN", "I32_MAX",
 ]
@@ -79,50 +83,178 @@ def _buffer_of(u: UOp) -> UOp:
     return u
 
 
-def check_bounds(graph: UOp) -> None:
-    """Refuse an access that provably leaves its buffer.
+def check_bounds(graph: UOp) -> frozenset[int]:
+    """Refuse an access that provably leaves its buffer; return the slots of the buffers
+    with an access that must be checked where it runs.
 
-    An INDEX into a ``(buffer slot dt size)`` whose address is not gated (no gate
-    operand, no ``Invalid`` in the index value, e.g. ``where(valid, idx, Invalid)``)
-    and whose bounds ``[vmin, vmax]`` (widened by the lanes of a vector pointer cast
-    of it) reach below 0 or at/above ``size`` would read or write outside the array
-    on some iteration: raise :class:`LoweringError` naming the buffer, its size and
-    the index's range. Gated indexes are trusted: their raw bounds may leave the
-    buffer only where the gate is false. An index computed from a loaded value
-    (a gather) is refused only when its whole range lies outside the buffer; the rest of
-    its range is checked where it runs (``lowering.cemit.bounds_check``).
+    An INDEX into a ``(buffer slot dt size)`` has the bounds ``[vmin, vmax]`` of its
+    address (widened by the lanes of a vector pointer cast of it); a gated one (a gate
+    operand, or an ``Invalid`` in its address: ``where(valid, idx, Invalid)``) the bounds
+    of its address where the gate holds (:func:`gated_bounds`). Bounds inside the buffer
+    prove the access: it costs nothing. An ungated address of loop indices and variables
+    whose bounds leave the buffer reads or writes outside it on some iteration: refused
+    (:class:`LoweringError` naming the buffer, its size and the index's range). One
+    computed from a loaded value (a gather) is refused only when its whole range lies
+    outside the buffer; otherwise the rest of its range is checked where it runs
+    (``lowering.cemit.bounds_check``). A gated address not proven inside is never
+    refused: its buffer slot is in the returned set, and every access to that buffer
+    whose own bounds leave it is checked where it runs, under its gate. (A gate can
+    hold nowhere without its clauses showing it, ``2*r == 3``: refusing its access
+    would reject a kernel that runs; the check fails exactly where the interpreter does.)
     """
     nodes = graph.toposort()
     users: dict[UOp, list[UOp]] = {}
     for u in nodes:
         for s in u.src:
             users.setdefault(s, []).append(u)
+    unproven: set[int] = set()
     for u in nodes:
-        if u.op is not Ops.INDEX or len(u.src) != 2:
+        if u.op is not Ops.INDEX or len(u.src) < 2:
             continue
-        buf, idx = _buffer_of(u.src[0]), u.src[1]
+        buf = _buffer_of(u.src[0])
         if buf.op is not Ops.DEFINE_GLOBAL or not isinstance(buf.arg, tuple):
             continue
-        below = set(idx.toposort())
-        if any(x.op is Ops.INVALID for x in below):
-            continue
-        slot, size = buf.arg
-        lo, hi = idx.vmin, idx.vmax
-        if isinstance(lo, bool) or isinstance(hi, bool):
-            lo, hi = int(lo), int(hi)
+        valid, idx = _valid_and_address(u)
+        span = gated_bounds(valid, idx) if valid is not None else (idx.vmin, idx.vmax)
+        if span is None:
+            continue  # the gate never holds: no access
+        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         us = users.get(u, [])
         lanes = max([x.dtype.count for x in us if x.op is Ops.CAST and x.dtype.ptr] + [1])
+        slot, size = buf.arg
         if lo >= 0 and hi + lanes - 1 < size:
             continue
-        if any(x.op is Ops.LOAD for x in below) and hi + lanes - 1 >= 0 and lo < size:
+        if valid is not None:
+            unproven.add(slot)  # checked at run time, under its gate
+            continue
+        if any(x.op is Ops.LOAD for x in idx.toposort()) and hi + lanes - 1 >= 0 and lo < size:
             continue  # a loaded (data-dependent) index: its bounds only say what it may be
-        acts = sorted({"load from" if x.op is Ops.LOAD else "store to" for x in us
-                       if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
-        span = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
-        raise LoweringError(f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size "
-                            f"{size}) out of bounds: its ungated index has range {span}, "
-                            f"outside {f'0..{size - 1}' if size else 'an empty buffer'}; "
-                            "gate the index (where(valid, idx, invalid)) or enlarge the buffer")
+        _refuse(u, us, buf, (lo, hi, lanes))
+    return frozenset(unproven)
+
+
+def _valid_and_address(u: UOp) -> tuple[UOp | None, UOp]:
+    """``(gate, address)`` of the INDEX ``u``: its gate operand and the condition of an
+    ``Invalid`` in its address (hoisted to the top, :func:`hoist_invalid`) and'ed, None
+    when it has neither; the address without its ``Invalid``."""
+    idx, valid = u.src[1], (u.src[2] if len(u.src) > 2 else None)
+    if any(x.op is Ops.INVALID for x in idx.toposort()):
+        cond, idx = _split(hoist_invalid(idx))
+        valid = cond if valid is None else _and(valid, cond)
+    return valid, idx
+
+
+def gated_bounds(valid: UOp, x: UOp) -> tuple[int | float, int | float] | None:
+    """Sound bounds of the integer ``x`` where ``valid`` holds; None when it never holds.
+
+    The expressions the AND clauses of ``valid`` bound are narrowed in ``x``
+    (``rules.where.narrowing``, as the baseline's ``simplify_given_valid`` narrows them).
+    A clause's expression that is not a sub-term of ``x`` but whose linear form, times
+    some integer, is part of ``x``'s (the gate ``1 <= r0 + 1024*r3`` of an address
+    ``2040*r0 + 2088960*r3 + ...``) is first made one (:func:`_in_clause_terms`), and
+    each clause's expression is bounded by the others' too (:func:`_with_implied`). The
+    intersection of what every reading gives is returned.
+    """
+    if valid.op is Ops.CONST and not valid.arg:
+        return None
+    if any(n.op is Ops.INVALID for n in x.toposort()):
+        return -math.inf, math.inf  # an Invalid that did not hoist: nothing known
+    if valid.dtype.count > 1 or x.dtype.count > 1:
+        return x.vmin, x.vmax  # lane by lane: the clauses are not read
+    if parse_valid(valid) is None:
+        return None
+    return _narrowed_bounds(_with_implied(valid), x)
+
+
+def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None
+                     ) -> tuple[int | float, int | float]:
+    """The intersection of ``x``'s bounds and those of each reading of ``x`` in terms of
+    the expressions ``valid``'s clauses bound (but ``skip``), narrowed by the clauses
+    (``valid`` holds somewhere as far as its clauses say)."""
+    lo, hi = x.vmin, x.vmax
+    for y in dict.fromkeys([x, *_in_clause_terms(valid, x, skip)]):
+        sub = narrowing(valid, y)
+        z = y.substitute(sub) if sub else y
+        lo, hi = max(lo, z.vmin), min(hi, z.vmax)
+    return lo, hi
+
+
+def _with_implied(valid: UOp) -> UOp:
+    """``valid`` and the bounds that each expression its clauses bound gets from the
+    other clauses where they are tighter than its own: ``4*r + j + k < 33`` and
+    ``r + j + k >= 1`` (``r, j, k >= 0``) imply ``4*r + j + k >= 1``."""
+    clauses = parse_valid(valid) or {}
+    out = valid
+    for e, (lo, hi) in clauses.items():
+        if e.dtype is not dtypes.index:
+            continue
+        nlo, nhi = _narrowed_bounds(valid, e, skip=e)
+        if lo < nlo and not math.isinf(nlo):
+            out = _and(out, UOp(Ops.NOT, dtypes.bool, (_lt(e, int(nlo)),)))
+        if nhi < hi and not math.isinf(nhi):
+            out = _and(out, _lt(e, int(nhi) + 1))
+    return out
+
+
+def _lt(e: UOp, c: int) -> UOp:
+    return UOp(Ops.LT, dtypes.bool, (e, UOp.const(e.dtype, c)))
+
+
+def _in_clause_terms(valid: UOp, x: UOp, skip: UOp | None = None) -> list[UOp]:
+    """``x`` rebuilt as ``m1*E1 + m2*E2 + ... + rest`` (the same value) for expressions
+    ``Ei`` (but ``skip``) that ``valid``'s clauses bound and whose linear forms, times an
+    integer ``mi``, are parts of ``x``'s (:func:`_multiple`): once for each ``Ei`` taken
+    first, then the others of the most terms first; empty when there is none."""
+    clauses = parse_valid(valid)
+    if not clauses or x.dtype is not dtypes.index:
+        return []
+    exprs = sorted(((to_lin(e), e) for e in clauses if e.dtype is dtypes.index and e is not skip
+                    and e is not x), key=lambda p: -len(p[0].terms))  # stable: clause order
+    out: list[UOp] = []
+    for i, first in enumerate(exprs):
+        rest, picked, others = to_lin(x), [], [*exprs[:i], *exprs[i + 1:]]
+        # the first, then the others whose multiples are whole parts of what is left,
+        # then the others
+        for (le, e), exact in [(first, False), *((o, True) for o in others),
+                               *((o, False) for o in others)]:
+            m = _multiple(rest, le, exact)
+            if m:
+                rest, picked = rest - le * m, [*picked, (m, e)]
+        if picked:
+            out.append(UOpCtx(x).sum([*picked, *((c, a) for c, a in rest.terms)], rest.const))
+    return out
+
+
+def _multiple(x: Lin, e: Lin, exact: bool = False) -> int:
+    """The integer ``m`` of the largest magnitude such that each term of ``m*e`` has the
+    sign of ``x``'s term of its atom and no larger a coefficient (``x - m*e`` keeps the
+    signs of ``x``'s terms); with ``exact``, only an ``m`` for which ``m*e``'s terms are
+    ``x``'s (``x - m*e`` has none of ``e``'s atoms). 0 when there is none."""
+    if not e.terms:
+        return 0
+    signs, ks = set(), []
+    for c, a in e.terms:
+        xc = x.coef(a)
+        if xc == 0:
+            return 0
+        signs.add((xc > 0) == (c > 0))
+        ks.append(abs(xc) // abs(c) if not exact or abs(xc) % abs(c) == 0 else 0)
+    if len(signs) != 1 or (exact and len(set(ks)) != 1):
+        return 0
+    return min(ks) if signs.pop() else -min(ks)
+
+
+def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int]) -> None:
+    """Raise the :class:`LoweringError` of the INDEX ``u`` (used by ``us``) into ``buf``
+    whose address has ``span`` ``(lo, hi, lanes)``, outside the buffer."""
+    (slot, size), (lo, hi, lanes) = buf.arg, span
+    acts = sorted({"load from" if x.op is Ops.LOAD else "store to" for x in us
+                   if x.op in (Ops.LOAD, Ops.STORE)} or {"access of"})
+    text = f"[{lo}, {hi}]" + (f" (+{lanes - 1} lanes)" if lanes > 1 else "")
+    where = f"outside {f'0..{size - 1}' if size else 'an empty buffer'}"
+    raise LoweringError(f"{' and '.join(acts)} buffer {slot} ({buf.dtype.base()}, size {size}) "
+                        f"out of bounds: its ungated index has range {text}, {where}; gate "
+                        "the index (where(valid, idx, invalid)) or enlarge the buffer")
 
 
 # ---- helpers ------------------------------------------------------------------

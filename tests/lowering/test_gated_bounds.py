@@ -1,0 +1,248 @@
+"""Gated indexes and their buffers (lowering.narrow.check_bounds, gated_bounds): a gated
+index proven inside its buffer where its gate holds costs nothing; one not proven is
+checked in the C under its gate (in range the kernel gives the interpreter's answer, out
+of range it stops with an OutOfBoundsError naming the buffer, the index and the value,
+where the interpreter raises). Only an ungated index is refused when it is lowered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqsat import EvalError, evaluate, parse, run_kernel
+from eqsat.ir.ops import Ops
+from lowering import LoweringError, OutOfBoundsError, Target, compile_kernel, lower
+from lowering.narrow import gated_bounds
+
+R = "(range 0 8)"
+
+
+def _store(size: int, idx: str) -> str:
+    """Every lane r of 0..7 stores r + 0.5 at ``idx`` into a buffer of ``size``."""
+    return (f"(sink (end (store (index (buffer 0 f32 {size}) {idx}) (add (cast f32 {R}) 0.5)) "
+            f"{R}))")
+
+
+def _load(size: int, idx: str) -> str:
+    """Lane r of 0..7 copies the element at ``idx`` of a buffer of ``size`` (0.0 where the
+    gate is off) to element r of an 8-element output."""
+    return (f"(sink (end (store (index (buffer 0 f32 8) {R}) (load (index (buffer 1 f32 {size}) "
+            f"{idx}))) {R}))")
+
+
+# one line a case: the kernel, then the error its run gives (None: it runs)
+CASES = [
+    (_store(4, f"(where (lt {R} 4) {R} (invalid))"), None),
+    (_store(4, f"(where (lt {R} 6) {R} (invalid))"),
+     r"store to buffer 0 \(f32, size 4\) at index 4, outside 0\.\.3"),
+    (_store(8, f"(where (not (lt {R} 2)) (add {R} -2) (invalid))"), None),
+    (_store(8, f"(where (lt {R} 7) (add {R} -1) (invalid))"),
+     r"store to buffer 0 \(f32, size 8\) at index -1, outside 0\.\.7"),
+    (_store(4, f"{R} (lt {R} 4)"), None),
+    (_store(4, f"{R} (lt {R} 5)"), r"store to buffer 0 .* at index 4,"),
+    (_load(4, f"(where (and (not (lt {R} 2)) (lt {R} 6)) (add {R} -2) (invalid))"), None),
+    (_load(4, f"(where (and (not (lt {R} 2)) (lt {R} 7)) (add {R} -2) (invalid))"),
+     r"load from buffer 1 \(f32, size 4\) at index 4, outside 0\.\.3"),
+    (_load(6, f"(where (not (lt {R} 1)) (add {R} -2) (invalid))"),
+     r"load from buffer 1 .* at index -1,"),
+    (_load(4, f"(add {R} -3) (not (lt {R} 3))"), r"load from buffer 1 .* at index 4,"),
+    # every access the gate admits is outside: checked (never refused: see the next line)
+    (_store(8, f"(where (lt {R} 3) (add {R} 8) (invalid))"),
+     r"store to buffer 0 \(f32, size 8\) at index 8, outside 0\.\.7"),
+    (_load(4, f"(add {R} -4) (lt {R} 4)"), r"load from buffer 1 \(f32, size 4\) at index -4,"),
+    # a gate that never holds, which its clauses do not show (2r is never 3): it runs
+    (_store(4, f"(where (and (not (lt (mul {R} 2) 3)) (lt (mul {R} 2) 4)) (add (mul {R} 2) 2) "
+               "(invalid))"), None),
+    # the gate on one sum, the index a multiple of it: proven (see test_no_check_where_proven)
+    (_load(4, f"(where (and (not (lt (add {R} 1) 3)) (lt (add {R} 1) 7)) "
+              f"(add (mul {R} 1) -2) (invalid))"), None),
+]
+
+
+@pytest.mark.parametrize("text, error", CASES)
+@pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
+@pytest.mark.parametrize("target", [Target(), Target(split_gates=False, predicated_stores=True)],
+                         ids=["default", "gated"])
+def test_gated_access(text: str, error: str | None, optimize, target: Target,
+                      tmp_path_factory) -> None:
+    k = compile_kernel(parse(text), optimize=optimize, target=target,
+                       cache_dir=tmp_path_factory.getbasetemp() / "kernels")
+    got, want = _arrays(text), _arrays(text)
+    if error is None:
+        k(*got)
+        run_kernel(parse(text), want)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+        return
+    with pytest.raises(OutOfBoundsError, match=error):
+        k(*got)
+    with pytest.raises(OutOfBoundsError, match=error):
+        k.bound(*got)()
+    with pytest.raises(EvalError, match="outside buffer"):
+        run_kernel(parse(text), want)
+
+
+def _arrays(text: str) -> list[np.ndarray]:
+    bufs = sorted((u for u in parse(text).toposort() if u.op is Ops.DEFINE_GLOBAL),
+                  key=lambda u: u.arg[0])
+    return [np.zeros(b.arg[1], np.float32) if b.arg[0] == 0 else
+            np.arange(b.arg[1], dtype=np.float32) * 2 + 1 for b in bufs]
+
+
+# one line a case: the kernel, then what the lowering says about it (a LoweringError):
+# an ungated index is refused, a gated one, even one its gate keeps wholly outside, is
+# checked where it runs (CASES)
+@pytest.mark.parametrize("text, error", [
+    (_store(8, f"(add {R} 1)"), r"store to buffer 0 .* its ungated index has range \[1, 8\]"),
+    (_store(8, f"(add {R} 8)"), r"store to buffer 0 .* its ungated index has range \[8, 15\]"),
+])
+@pytest.mark.parametrize("optimize", [False, "baseline", "egraph"])
+def test_ungated_refused(text: str, error: str, optimize) -> None:
+    with pytest.raises(LoweringError, match=error):
+        compile_kernel(parse(text), optimize=optimize, compile=False)
+
+
+# one line a case: the gate, the index, then its bounds where the gate holds (None: never)
+@pytest.mark.parametrize("gate, index, bounds", [
+    (f"(lt {R} 6)", R, (0, 5)),
+    (f"(not (lt {R} 2))", f"(add {R} -2)", (0, 5)),
+    (f"(and (not (lt {R} 2)) (lt {R} 6))", f"(add (mul {R} 3) -6)", (0, 9)),
+    (f"(lt {R} 0)", R, None),
+    (f"(eq {R} 3)", f"(mul {R} 5)", (15, 15)),
+    # the clause's sum is not a sub-term of the index, a multiple of it is part of it
+    ("(not (lt (add (range 1 3) (range 2 3)) 2))",
+     "(add (add (mul (range 1 3) 256) (mul (range 2 3) 256)) -257)", (255, 767)),
+    ("(and (not (lt (add (mul (range 1 2) 1024) (range 2 1024)) 4)) "
+     "(lt (add (mul (range 1 2) 1024) (range 2 1024)) 2044))",
+     "(add (add (mul (range 2 1024) 2040) (mul (range 1 2) 2088960)) -8160)", (0, 4159560)),
+    # the larger sum of two nested clauses is used first
+    ("(and (not (lt (add (range 1 4) (range 2 4)) 2)) "
+     "(not (lt (add (add (range 1 4) (range 2 4)) (range 3 4)) 5)))",
+     "(add (add (range 3 4) (add (range 1 4) (range 2 4))) -5)", (0, 4)),
+    # a padded 3x3 max pool of stride 2 (tinygrad's): 1 <= r5 + r7 implies 1 <= 2*r5 + r7
+    ("(and (and (not (lt (add (range 5 6) (range 7 3)) 1)) (lt (add (mul (range 5 6) 2) "
+     "(range 7 3)) 12)) (and (not (lt (add (range 6 6) (range 8 3)) 1)) (lt (add (mul "
+     "(range 6 6) 2) (range 8 3)) 12)))",
+     "(add (add (add (add (mul (range 5 6) 2) (range 7 3)) (add (mul (range 6 6) 22) (mul "
+     "(range 8 3) 11))) (mul (range 2 4) 121)) -12)", (0, 483)),
+    # a padded 3x3 convolution (tinygrad's, 32x32, 4 lanes a row)
+    ("(and (and (not (lt (add (add (range 5 8) (range 6 4)) (range 8 3)) 1)) (lt (add (add "
+     "(mul (range 5 8) 4) (range 6 4)) (range 8 3)) 33)) (and (not (lt (add (range 4 32) "
+     "(range 9 3)) 1)) (lt (add (range 4 32) (range 9 3)) 33)))",
+     "(add (add (add (add (add (mul (range 5 8) 4) (range 6 4)) (range 8 3)) (add (mul "
+     "(range 4 32) 32) (mul (range 9 3) 32))) (mul (range 0 8) 1024)) -33)", (0, 8191)),
+    # a clause the index does not read: its own bounds
+    ("(lt (range 1 4) 2)", f"(add {R} 1)", (1, 8)),
+])
+def test_gated_bounds(gate: str, index: str, bounds: tuple[int, int] | None) -> None:
+    assert gated_bounds(parse(gate), parse(index)) == bounds
+
+
+def test_no_check_where_proven() -> None:
+    """A gated index its gate keeps inside costs nothing: no check in the C; one it does
+    not gets a check of the side left open, under the gate."""
+    padded = _load(4, f"(where (and (not (lt {R} 2)) (lt {R} 6)) (add {R} -2) (invalid))")
+    summed = ("(sink (end (store (index (buffer 0 f32 5) (where (not (lt (add (range 1 3) "
+              "(range 2 3)) 2)) (add (add (mul (range 1 3) 2) (mul (range 2 3) 2)) -4) "
+              "(invalid))) 1.0) (range 1 3) (range 2 3)))")
+    for text in (padded, summed):
+        assert "eqsat_oob" not in lower(parse(text), optimize=False)
+    c = lower(parse(_load(4, f"(where (lt {R} 7) (add {R} -2) (invalid))")), optimize=False)
+    lines = [ln for ln in c.splitlines() if "eqsat_oob[0]" in ln]
+    assert len(lines) == 1 and "< 0" in lines[0] and ">= 4" in lines[0]
+
+
+def test_expression_kernel() -> None:
+    """A bare gated load: its function returns the value, or the error."""
+    text = f"(load (index (buffer 0 f32 4) (where (lt {R} 6) {R} (invalid))))"
+    k = compile_kernel(parse(text), optimize=False)
+    data = np.arange(4, dtype=np.float32) + 0.25
+    for r, want in ((0, 0.25), (3, 3.25), (6, 0.0), (7, 0.0)):  # a load where off: 0.0
+        assert k(data, R0=r) == evaluate(parse(text), {"R0": r}, buffers=[data]) == want
+    with pytest.raises(OutOfBoundsError, match="load from buffer 0 .* at index 5,"):
+        k(data, R0=5)
+
+
+@st.composite
+def _kernels(draw: st.DrawFn) -> str:
+    """A store or a copy through ``a*r + b`` gated by ``lo <= c*r + d < hi``."""
+    n, size = draw(st.integers(1, 9)), draw(st.integers(1, 10))
+    a, b = draw(st.integers(-2, 2)), draw(st.integers(-6, 6))
+    c, d = draw(st.sampled_from([1, 2, -1])), draw(st.integers(-3, 3))
+    lo, hi = sorted(draw(st.lists(st.integers(-4, 14), min_size=2, max_size=2)))
+    r = f"(range 0 {n})"
+    g = f"(add (mul {r} {c}) {d})"
+    gate = f"(and (not (lt {g} {lo})) (lt {g} {hi}))"
+    idx = f"(where {gate} (add (mul {r} {a}) {b}) (invalid))"
+    if draw(st.booleans()):
+        return (f"(sink (end (store (index (buffer 0 f32 {size}) {idx}) (cast f32 {r})) {r}))")
+    return (f"(sink (end (store (index (buffer 0 f32 {n}) {r}) (load (index (buffer 1 f32 "
+            f"{size}) {idx}))) {r}))")
+
+
+@settings(max_examples=40, deadline=None)
+@given(_kernels())
+def test_compiled_kernel_agrees_with_interpreter(text: str) -> None:
+    """Whatever the gate and the index: the compiled kernel raises exactly where the
+    interpreter does, and otherwise gives its result (a gated index is never refused)."""
+    want = _arrays(text)
+    try:
+        run_kernel(parse(text), want)
+        bad = False
+    except EvalError:
+        bad = True
+    k = compile_kernel(parse(text), optimize=False)
+    got = _arrays(text)
+    if bad:
+        with pytest.raises(OutOfBoundsError):
+            k(*got)
+        return
+    k(*got)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@st.composite
+def _gated_sums(draw: st.DrawFn) -> tuple[list[int], list[tuple[list[int], int, int]], list[int]]:
+    """Range sizes, clauses ``lo <= sum(c*r) < hi`` and an index's coefficients (the last
+    one its constant): sums of up to three ranges, the index often a multiple of a
+    clause's sum plus a little more."""
+    sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    coefs = st.lists(st.integers(-1, 4), min_size=len(sizes), max_size=len(sizes))
+    clauses = [(cs, lo, lo + w) for cs, lo, w in draw(st.lists(
+        st.tuples(coefs, st.integers(-2, 8), st.integers(1, 15)), max_size=3))]
+    index = draw(coefs)
+    if clauses and draw(st.booleans()):
+        m, base = draw(st.integers(-2, 3)), draw(st.sampled_from(clauses))[0]
+        index = [m * c + p % 2 for c, p in zip(base, index, strict=True)]
+    return sizes, clauses, index + [draw(st.integers(-9, 9))]
+
+
+def _sum_text(coefs: list[int], sizes: list[int], const: int = 0) -> str:
+    text = str(const)
+    for i, (c, n) in enumerate(zip(coefs, sizes, strict=True)):
+        text = f"(add {text} (mul (range {i} {n}) {c}))"
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(_gated_sums())
+def test_gated_bounds_sound(case) -> None:
+    """Every value the index takes where the gate holds is inside its bounds (by
+    enumeration); None only where the gate holds nowhere."""
+    sizes, clauses, index = case
+    gate = "true"
+    for coefs, lo, hi in clauses:
+        s = _sum_text(coefs, sizes)
+        gate = f"(and {gate} (and (not (lt {s} {lo})) (lt {s} {hi})))"
+    got = gated_bounds(parse(gate), parse(_sum_text(index[:-1], sizes, index[-1])))
+    values = [sum(c * r for c, r in zip(index, pt, strict=False)) + index[-1]
+              for pt in np.ndindex(*sizes)
+              if all(lo <= sum(c * r for c, r in zip(cs, pt, strict=True)) < hi
+                     for cs, lo, hi in clauses)]
+    if got is None:
+        assert not values
+    else:
+        assert all(got[0] <= v <= got[1] for v in values)
