@@ -249,6 +249,16 @@ def _first_undef(v: Value) -> Undefined | None:
     return None
 
 
+def _operands(u: UOp) -> tuple[UOp, ...]:
+    """The nodes whose values :meth:`_Machine.compute` takes for ``u``: a REDUCE's ranges'
+    ENDs (it evaluates its body itself, once per iteration), an AFTER's value."""
+    if u.op is Ops.REDUCE:
+        return tuple(r.src[0] for r in u.src[1:])
+    if u.op is Ops.AFTER:
+        return u.src[:1]
+    return u.src
+
+
 class _Machine:
     """Evaluates values and executes effects over optional buffers."""
 
@@ -305,12 +315,7 @@ class _Machine:
             if u in memo:
                 stack.pop()
                 continue
-            if u.op is Ops.REDUCE:
-                kids: tuple[UOp, ...] = tuple(r.src[0] for r in u.src[1:])
-            elif u.op is Ops.AFTER:
-                kids = u.src[:1]
-            else:
-                kids = u.src
+            kids = _operands(u)
             todo = [s for s in kids if s not in memo]
             if todo:
                 stack.extend(reversed(todo))
@@ -637,7 +642,7 @@ def node_values(uop: UOp, env: Mapping[Any, Any] | None = None) -> dict[UOp, Val
     m = _Machine(env)
     vals: dict[UOp, Value] = {}
     for u in uop.toposort():
-        vals[u] = m.compute(u, [vals[s] for s in u.src], {})
+        vals[u] = m.compute(u, [vals[s] for s in _operands(u)], {})
     return {u: _plain(v) for u, v in vals.items()}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eqsat.ir.dtype import dtypes
-from eqsat.ir.interp import EvalError, evaluate, evaluate_lanes
+from eqsat.ir.interp import EvalError, evaluate, evaluate_lanes, node_values
 from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
@@ -80,3 +80,15 @@ class _Fixed:
 
     def arrays(self, point: int) -> list[np.ndarray]:
         return [self.buf]
+
+
+# one line a case: an expression with a reduction, the env; node_values gives the root the
+# value evaluate gives (a reduction folds its body over its ranges, whatever env says of them)
+@pytest.mark.parametrize("text, env", [
+    ("(reduce add (var x 0 9) (range 0 4))", {"x": 2, "R0": 0}),
+    ("(add (reduce max (mul (range 0 3) (var x 0 9)) (range 0 3)) 1)", {"x": 4, "R0": 1}),
+    ("(reduce add (range 0 (var n -2 5)) (range 0 (var n -2 5)))", {"n": 5, "R0": 0}),
+])
+def test_node_values_of_a_reduction(text: str, env: dict) -> None:
+    g = parse(text)
+    assert node_values(g, env)[g] == evaluate(g, {k: v for k, v in env.items() if k != "R0"})
