@@ -1,6 +1,6 @@
-"""Adversarial cases of the reference interpreter's NaN bits (docs/format.md, "Floats"):
-a NaN read from memory keeps its bits only where the array holds them exactly; the
-lanes of a vector load that is undefined as a whole."""
+"""Adversarial cases of the reference interpreter (docs/format.md, "Meaning"): a NaN read
+from memory keeps its bits only where the array holds them exactly; the lanes of a
+vector load that is undefined as a whole; node_values of a reduction."""
 
 from __future__ import annotations
 
