@@ -130,16 +130,21 @@ def domain_of(*graphs: UOp) -> dict[str, tuple[int, int]]:
 
 def _compared_domain(a: UOp, b: UOp) -> dict[str, tuple[int, int]]:
     """The leaves' values the checker compares at: the leaves ``a`` reads as inputs (its
-    vars and specials, the ranges no reduction of it binds) over their bounds, then every
-    other leaf of either graph. A range a reduction binds is no input (the reduction
-    gives it its values), so its empty domain (END 0 or less) must not empty the set of
-    points: such a leaf, or one only ``b`` reads, takes the one value 0 when its domain is
-    empty (``b`` reading that range as an input is then undefined there)."""
-    live = live_ranges(a)[a]
-    dom = domain_of(*(u for u in a.leaves() if u.op is not Ops.RANGE or u in live))
-    for key, (lo, hi) in domain_of(a, b).items():
+    vars and specials, the ranges no reduction of it binds) over their bounds, then those
+    ``b`` reads as inputs, then every other leaf. A range a reduction binds is no input
+    (the reduction gives it its values), so its empty domain (END 0 or less) must not
+    empty the set of points: a leaf after ``a``'s inputs takes the one value 0 when its
+    domain is empty (``b`` reading such a range as an input is then undefined there)."""
+    dom = domain_of(*_inputs(a))
+    for key, (lo, hi) in domain_of(*_inputs(b), a, b).items():
         dom.setdefault(key, (lo, hi) if lo <= hi else (0, 0))
     return dom
+
+
+def _inputs(g: UOp) -> list[UOp]:
+    """The leaves ``g`` reads as inputs: its vars and specials, the ranges it leaves open."""
+    live = live_ranges(g)[g]
+    return [u for u in g.leaves() if u.op is not Ops.RANGE or u in live]
 
 
 # integers where a cast to f16/f32/f64 stops being exact or overflows: the first integer

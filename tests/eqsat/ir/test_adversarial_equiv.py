@@ -22,6 +22,7 @@ PAD = "(where (ne (var y -3 3) 0) (var y -3 3) (invalid))"  # Invalid at y = 0
     (f"(add {X} (reduce add {X} (range 3 -2)))", X, True),
     ("(reduce add 1 (range 3 0))", "(add (range 3 0) 0)", False),  # b reads a's loop index
     ("(reduce add 1 (range 3 -1))", "0", True),
+    ("(reduce add 1 (range 3 0))", "(range 3 4)", False),  # b's loop index is its input
     (f"(add (reduce max {L} (range 3 0)) 1.0)", "2.0", False),
     (f"(add (reduce max {L} (range 3 0)) 1.0)", "(const f32 -inf)", True),
     # a free range of END 0 or less: no value anywhere, nothing to compare
