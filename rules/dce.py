@@ -69,7 +69,7 @@ dead_loop_patterns = [
          guard=lambda rd: any(is_empty_range(r) for r in rd.src[1:])
          and reduce_identity(rd) is not None),
     Rule("reduce_drop_folded_ranges", "REDUCE(op, x, r1, 0) -> REDUCE(op, x, r1); "
-         "REDUCE(op, x) -> x",
+         "REDUCE(op, x) -> x (a float sum: x + 0.0, it folds from +0.0)",
          UPat(Ops.REDUCE, name="rd"), build=lambda rd: drop_folded_ranges(rd),
          guard=lambda rd: _folded(rd.src[1:])),
     Rule("sink_drop_noop", "SINK(a, NOOP, b) -> SINK(a, b)",

@@ -109,9 +109,10 @@ def parse_valid(valid: UOp) -> dict[UOp, tuple[int, int]] | None:
 def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
     """``{X: narrower leaf}`` for the expressions ``X`` of ``x`` that the clauses of
     ``valid`` bound more tightly than their own bounds: a constant where they fix ``X``,
-    else (for index ``X``) a fresh variable over the narrowed range. Substituted into
-    ``x``, it gives ``x``'s values and bounds where ``valid`` holds. None when ``valid``
-    never holds."""
+    else (for index ``X``) a fresh variable over the narrowed range; every other range
+    and special of ``x`` maps to itself (nothing inside its END is narrowed: that would
+    name another loop). Substituted into ``x``, it gives ``x``'s values and bounds where
+    ``valid`` holds. None when ``valid`` never holds."""
     bounds = parse_valid(valid)
     if bounds is None:
         return None
@@ -130,6 +131,8 @@ def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
             sub[e] = UOp.const(e.dtype, lo)
         elif e.dtype.is_index:
             sub[e] = UOp.var(next(fresh), lo, hi)
+    if sub:  # a loop index is its node: narrowing its END would make another loop
+        sub.update({u: u for u in order if u.op in (Ops.RANGE, Ops.SPECIAL) and u not in sub})
     return sub
 
 

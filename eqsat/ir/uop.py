@@ -403,8 +403,13 @@ def drop_folded_ranges(u: UOp) -> UOp:
     operand when none is left (``END(x, r1, 0) -> END(x, r1)``, ``END(x) -> x``).
 
     A range becomes a constant only when it runs once (its index is 0 wherever it is
-    used): that loop is gone, and END and REDUCE take loops only."""
+    used): that loop is gone, and END and REDUCE take loops only. A float sum left with
+    no loop is ``x + 0.0``: it folds from +0.0, so a -0.0 term comes out +0.0."""
     live = tuple(r for r in u.src[1:] if r.op is not Ops.CONST)
     if len(live) == len(u.src) - 1:
         return u
-    return u.replace(src=(u.src[0], *live)) if live else u.src[0]
+    if live:
+        return u.replace(src=(u.src[0], *live))
+    if u.op is Ops.REDUCE and u.arg is Ops.ADD and u.dtype.is_float:
+        return u.src[0] + UOp.const(u.dtype, 0.0)
+    return u.src[0]

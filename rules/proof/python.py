@@ -525,7 +525,9 @@ def _dce() -> dict[str, tuple[str, list[str]]]:
             f"(reduce {op} (cast {dt} (add {_DX} (range 0 1))) (range 0 1))"
             for op in ("add", "mul", "max") for dt in ("i8", "f32")] + [
             "(reduce add (add (range 1 4) (range 0 1)) (range 0 1) (range 1 4))",
-            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))"] + [
+            "(reduce max (mul (range 1 4) (range 0 1)) (range 1 4) (range 0 1))",
+            # a float sum of one -0.0 term is +0.0 (it folds from +0.0)
+            f"(reduce add (mul (cast f32 (add {_DX} (range 0 1))) -0.0) (range 0 1))"] + [
             f"(reduce {op} (cast {dt} (add (range 1 {_DN}) (range 0 1))) (range 0 1) "
             f"(range 1 {_DN}))" for op in ("add", "mul", "max") for dt in ("i8", "f32")]),
         "sink_drop_noop": ("proven", [f"(sink {nost} {st})", f"(sink {st} {nost} {st0})",

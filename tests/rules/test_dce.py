@@ -25,6 +25,9 @@ POSITIVE = [
     ("end_drop_folded_ranges", f"(end (store (index {BUF} (add (range 0 1) (range 1 8))) 1.0) "
      "(range 0 1) (range 1 8))", f"(end (store (index {BUF} (range 1 8)) 1.0) (range 1 8))"),
     ("reduce_drop_folded_ranges", f"(reduce add (add {X} (range 0 1)) (range 0 1))", X),
+    # a float sum folds from +0.0: its one -0.0 term comes out +0.0
+    ("reduce_drop_folded_ranges", f"(reduce add (mul (cast f32 {X}) -0.0) (range 0 1))",
+     f"(add (mul (cast f32 {X}) -0.0) 0.0)"),
     ("reduce_drop_folded_ranges", "(reduce max (add (range 1 4) (range 0 1)) (range 0 1) "
      "(range 1 4))", "(reduce max (range 1 4) (range 1 4))"),
     ("reduce_empty_range", f"(reduce add {X} (range 0 0))", "0"),

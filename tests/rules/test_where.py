@@ -55,6 +55,9 @@ POSITIVE = [
     ("where_gate_given_valid", f"(where (lt 0 {X}) (max {X} 1) (invalid))",
      f"(where (lt 0 {X}) {X} (invalid))"),
     ("where_gate_given_valid", f"(where (and (lt {X} 3) (eq {X} 7)) {X} (invalid))", "(invalid)"),
+    # a loop index stays its loop: nothing inside a range's END is narrowed
+    ("where_gate_given_valid", f"(where (eq {X} 2) (add (range 2 (add {X} 4)) {X}) (invalid))",
+     f"(where (eq {X} 2) (add (range 2 (add {X} 4)) 2) (invalid))"),
 ]
 
 BLOCKED = [
