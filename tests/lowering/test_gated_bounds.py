@@ -15,6 +15,7 @@ from eqsat import EvalError, evaluate, parse, run_kernel
 from eqsat.ir.ops import Ops
 from lowering import LoweringError, OutOfBoundsError, Target, compile_kernel, lower
 from lowering.narrow import gated_bounds
+from tests.lowering._oob import runs_like_the_interpreter
 
 R = "(range 0 8)"
 
@@ -69,19 +70,7 @@ def test_gated_access(text: str, error: str | None, optimize, target: Target,
                       tmp_path_factory) -> None:
     k = compile_kernel(parse(text), optimize=optimize, target=target,
                        cache_dir=tmp_path_factory.getbasetemp() / "kernels")
-    got, want = _arrays(text), _arrays(text)
-    if error is None:
-        k(*got)
-        run_kernel(parse(text), want)
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_array_equal(g, w)
-        return
-    with pytest.raises(OutOfBoundsError, match=error):
-        k(*got)
-    with pytest.raises(OutOfBoundsError, match=error):
-        k.bound(*got)()
-    with pytest.raises(EvalError, match="outside buffer"):
-        run_kernel(parse(text), want)
+    runs_like_the_interpreter(k, text, _arrays(text), _arrays(text), error)
 
 
 def _arrays(text: str) -> list[np.ndarray]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eqsat import EvalError, evaluate, parse, run_kernel
+from eqsat import evaluate, parse
 from eqsat.ir.ops import Ops
 from lowering import OutOfBoundsError, Target, compile_kernel, compile_kernels, lower
+from tests.lowering._oob import runs_like_the_interpreter
 
 IDX = "(cast index (load (index (buffer 2 i32 8) (range 0 8))))"
 GATHER = (f"(sink (end (store (index (buffer 0 f32 8) (range 0 8)) (load (index (buffer 1 f32 16) "
@@ -64,20 +65,7 @@ def test_gather_checked_at_run_time(text: str, idx: list[int], error: str | None
                                     target: Target, tmp_path_factory) -> None:
     k = compile_kernel(parse(text), optimize=optimize, target=target,
                        cache_dir=tmp_path_factory.getbasetemp() / "kernels")
-    got, want = _arrays(text, idx), _arrays(text, idx)
-    if error is None:
-        k(*got)
-        run_kernel(parse(text), want)
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_array_equal(g, w)
-        assert k.bound(*got)() is None
-        return
-    with pytest.raises(OutOfBoundsError, match=error):
-        k(*got)
-    with pytest.raises(OutOfBoundsError, match=error):
-        k.bound(*got)()
-    with pytest.raises(EvalError, match="outside buffer"):
-        run_kernel(parse(text), want)
+    runs_like_the_interpreter(k, text, _arrays(text, idx), _arrays(text, idx), error)
 
 
 # one line a case: the kernel, then the checks its C makes (below 0, at or past the end)
