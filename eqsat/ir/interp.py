@@ -186,6 +186,17 @@ def _bitcast_lane(x: Value, src: DType, dst: DType) -> Value:
     return _KeptNaN(v, raw) if isinstance(v, float) and math.isnan(v) else v
 
 
+def _exact_width(array: Any, dt: DType) -> int | None:
+    """The bit width of the float array dtype ``array`` when its elements hold the bits
+    of the float dtype ``dt`` exactly (an array of ``dt``, or bf16 as the upper half of
+    an f32), else None."""
+    a = np.dtype(array)
+    width = a.itemsize * 8
+    if a.kind == "f" and (width == dt.bits or (dt.name == "bf16" and width == 32)):
+        return width
+    return None
+
+
 def _element(elem: np.generic, dt: DType) -> Value:
     """A buffer element of the scalar dtype ``dt`` as a value. A NaN keeps its bits when
     the array holds ``dt``'s bits exactly (an array of ``dt``, or a bf16 as the upper half
@@ -194,8 +205,8 @@ def _element(elem: np.generic, dt: DType) -> Value:
     v = const_value(dt, elem.item())
     if not (isinstance(v, float) and math.isnan(v)):
         return v
-    width = np.dtype(elem.dtype).itemsize * 8
-    if width != dt.bits and not (dt.name == "bf16" and width == 32):
+    width = _exact_width(elem.dtype, dt)
+    if width is None:
         return v
     bits = int(np.asarray(elem).view(f"u{width // 8}"))
     low = width - dt.bits
@@ -206,11 +217,8 @@ def _stored(v: Value, array: np.dtype, dt: DType) -> Any:
     """The array element that holds ``v`` of the scalar dtype ``dt`` (the inverse of
     :func:`_element`): a kept NaN's bits where the array holds ``dt``'s bits exactly (a
     store copies them), else the value."""
-    if not isinstance(v, _KeptNaN):
-        return v
-    width = np.dtype(array).itemsize * 8
-    if np.dtype(array).kind != "f" or not (width == dt.bits or (dt.name == "bf16"
-                                                                and width == 32)):
+    width = _exact_width(array, dt) if isinstance(v, _KeptNaN) else None
+    if width is None:
         return v
     return np.array(v.bits << (width - dt.bits), dtype=f"u{width // 8}").view(array)[()]
 
