@@ -345,6 +345,26 @@ def _ladder_rule(name: str, op: str, n: int) -> Law:
                 egraph_group=G_SELECT, baseline_reason=_SELECT)
 
 
+#: the guard of the quotient below a multiple (idiv_quotient_below, mod_quotient_below):
+#: x = a*c1 + b >= 0 (a, b >= 0, c1, k > 0); k no power of two (it divides no 2**62);
+#: x // k takes more than three values; floordiv(a*d + b, k), d = c1%k - k, at most three
+#: (both floors read after adding k*(vmax(a) + 1), which makes a*d + b positive)
+_BELOW = ("is_index(a) and c1 > 0 and k > 0 and c1 % k != 0 and 4611686018427387904 % k != 0 "
+          "and vmin(a) >= 0 and vmin(b) >= 0 "
+          "and (c1 * vmax(a) + vmax(b)) // k - (c1 * vmin(a) + vmin(b)) // k > 2 "
+          "and ((c1 % k - k) * vmin(a) + vmax(b) + k * vmax(a) + k) // k "
+          "- ((c1 % k) * vmax(a) + vmin(b) + k) // k <= 2")
+
+
+def _below_rule(name: str, text: str) -> Law:
+    """The e-graph's rule ``name``: a division whose coefficient sits just below a multiple
+    of the divisor, as a quotient of a few values beside a multiple of ``a``."""
+    return rule(name, text, _BELOW, group=G_RANGE, native=_RARE,
+                baseline_reason="e-graph only, costlier by itself: the floor division of a "
+                "few values becomes a ladder of selects there (floordiv_shift_to_idiv and "
+                "the bucket rules)")
+
+
 def _below_end(r: UOp, n: UOp) -> bool:
     """``r`` is a loop index whose END is ``n`` itself, never 0: ``0 <= r < n``."""
     return r.src[0] is n and n.vmin > 0 and r.dtype is _IDX
@@ -475,6 +495,17 @@ LAWS = [
     _ladder_rule("idiv_three_buckets", "idiv", 3),
     # x % k -> where(x < (q+1)*k, x - q*k, where(x < (q+2)*k, x - (q+1)*k, x - (q+2)*k))
     _ladder_rule("mod_three_buckets", "mod", 3),
+    # a coefficient just below a multiple of k: c1 = k*m + d with m = c1//k + 1, d = c1%k - k
+    # in (-k, 0), so x = a*c1 + b = k*(a*m) + (a*d + b), and x >= 0 gives x // k = a*m +
+    # floordiv(a*d + b, k) and x % k = floormod(a*d + b, k) (floor: exact for any sign of
+    # a*d + b); taken when the direct quotient takes more than three values and the floor
+    # one at most three (a ladder of selects then: floordiv_shift_to_idiv and the bucket
+    # rules), and k is no power of two (that division is the lowering's one shift or mask)
+    # (5*r0 + r1) // 6 -> r0 + floordiv(r1 - r0, 6), r0 in [0, 11], r1 in [0, 4]
+    _below_rule("idiv_quotient_below",
+                "(a * c1 + b) // k -> a * (c1 // k + 1) + floordiv(a * (c1 % k - k) + b, k)"),
+    # (5*r0 + r1) % 6 -> floormod(r1 - r0, 6), likewise
+    _below_rule("mod_quotient_below", "(a * c1 + b) % k -> floormod(a * (c1 % k - k) + b, k)"),
     *(py(r, "ematch", _ENDS) for r in LOOP_END_RULES),
     *(py(_twin(r, G_RANGE), "computed", _CORE) for r in RANGE_BASED),
     py(fold_divmod_general_rule, "absent", "the e-graph runs each of its eight rules on its "

@@ -30,6 +30,9 @@ RB = "range_based_mod_div_patterns"
 REC = "div_mod_recombine_dsl_patterns"
 ADV = "advanced_division_dsl_patterns"
 SEL = G_SELECT  # e-graph only (SELECTS)
+FL = "floor_division_patterns"
+#: the quotient below a multiple down to its ladder: the floor rules, the selects, x*1 and x+0
+BELOW = (RB, FL, SEL, "identity_and_zero_patterns", "alu_folding_dsl_patterns")
 ID = "identity_and_zero_patterns"
 
 A, B, V = "(var a 0 7)", "(var b 0 5)", "(var v 0 1)"
@@ -129,6 +132,14 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      "(where (lt (var a 5 14) 8) 1 (where (lt (var a 5 14) 12) 2 3))"),
     ("mod_three_buckets", (SEL, ID), f"(mod {W} 40)",
      f"(where (lt {W} 40) {W} (where (lt {W} 80) (add {W} -40) (add {W} -80)))"),
+    # a coefficient just below a multiple of k: (5*r0 + r1) // 6 = r0 + floordiv(r1 - r0, 6)
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 12) 5) (range 1 5)) 6)",
+     "(add (add (range 0 12) (where (lt (add (sub (range 1 5) (range 0 12)) 12) 6) 0 "
+     "(where (lt (add (sub (range 1 5) (range 0 12)) 12) 12) 1 2))) -2)"),
+    ("mod_quotient_below", BELOW, "(mod (add (mul (range 0 12) 5) (range 1 5)) 6)",
+     "(where (lt (add (sub (range 1 5) (range 0 12)) 12) 6) (add (sub (range 1 5) (range 0 12)) "
+     "12) (where (lt (add (sub (range 1 5) (range 0 12)) 12) 12) (add (sub (range 1 5) "
+     "(range 0 12)) 6) (sub (range 1 5) (range 0 12))))"),
     # advanced_division_dsl_patterns: native (index only)
     ("nested_idiv", (ADV, "constant_folding_dsl_patterns"), f"(idiv (idiv {W} 4) 3)",
      f"(idiv {W} 12)"),
@@ -261,7 +272,21 @@ def test_rule_fires(rule: str, rulesets: tuple[str, ...], src: str, want: str | 
 
 
 # the guards of the rules matched from Python (not native), blocking likewise
+_Q7 = "(add (mul (range 0 8) 7) (range 1 7))"
 BLOCKED_PY: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("idiv_quotient_below", BELOW, f"(idiv {_Q7} 8)", f"(idiv {_Q7} 8)"),  # 8: a shift
+    ("mod_quotient_below", BELOW, f"(mod {_Q7} 8)", f"(mod {_Q7} 8)"),
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)",
+     "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)"),                     # a may be < 0
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)",
+     "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)"),                      # floor: 6 values
+    ("mod_quotient_below", BELOW, "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)",
+     "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)"),
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 3) 5) (range 1 5)) 6)",
+     "(where (lt (add (mul (range 0 3) 5) (range 1 5)) 6) 0 (where (lt (add (mul (range 0 3) 5) "
+     "(range 1 5)) 12) 1 2))"),                                   # three values: the ladder
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 12) 12) (range 1 5)) 6)",
+     "(mul (range 0 12) 2)"),                                     # 12 % 6 == 0: exact
     ("mod_quotient_split", (REC,), f"(mod (add (idiv {X} 5) 2) 3)",
      f"(mod (add (idiv {X} 5) 2) 3)"),                                        # x may be < 0
     ("mod_quotient_split", (REC,), "(mod (add (idiv (var a 11 21) 16) 1) 2)",

@@ -47,6 +47,10 @@ POSITIVE = [
     ("where_add_chain_combine_false", f"(add (add {X} (where {A} {Y} 2)) (where {A} {Y} 3))",
      f"(add {X} (where {A} (mul {Y} 2) 5))"),
     ("where_const_operand", f"(add (where {A} 7 1) 3)", f"(where {A} 10 4)"),
+    ("where_ladder_const_operand", f"(mul (where {A} 0 (where {B} 1 2)) 59)",
+     f"(where {A} 0 (where {B} 59 118))"),
+    ("where_ladder_const_operand", f"(add (where {A} 0 (where {B} 1 2)) -2)",
+     f"(where {A} -2 (where {B} -1 0))"),
     ("where_add_chain_combine", f"(add (add {X} (where {A} 2 0)) (where {A} 1 5))",
      f"(add {X} (where {A} 3 5))"),
     # a padded index simplified under its validity (tinygrad's uop_given_valid)
@@ -80,6 +84,9 @@ BLOCKED = [
     # combining two WHEREs needs a constant side to fold
     ("where_alu_combine", f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))",
      f"(add (where {A} {X} {Y}) (where {A} {Y} {X}))"),
+    # a rung that is not a constant: the constant stays outside
+    ("where_ladder_const_operand", f"(mul (where {A} 0 (where {B} {Y} 2)) 59)",
+     f"(mul (where {A} 0 (where {B} {Y} 2)) 59)"),
     # nothing the validity says narrows the index
     ("where_gate_given_valid", f"(where (lt {Y} 7) (mod {Y} 5) (invalid))",
      f"(where (lt {Y} 7) (mod {Y} 5) (invalid))"),
