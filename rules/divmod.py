@@ -359,7 +359,7 @@ _BELOW = ("is_index(a) and c1 > 0 and k > 0 and c1 % k != 0 and 4611686018427387
 def _below_rule(name: str, text: str) -> Law:
     """The e-graph's rule ``name``: a division whose coefficient sits just below a multiple
     of the divisor, as a quotient of a few values beside a multiple of ``a``."""
-    return rule(name, text, _BELOW, group=G_RANGE, native=_RARE,
+    return rule(name, text, _BELOW, group=G_RANGE,
                 baseline_reason="e-graph only, costlier by itself: the floor division of a "
                 "few values becomes a ladder of selects there (floordiv_shift_to_idiv and "
                 "the bucket rules)")

@@ -265,10 +265,6 @@ _COMBINE = dict(group=G_DCE, egraph_group=G_COMBINE_NATIVE)
 #: every step, each combined again with the others (docs/perf.md: a floor-division
 #: expansion from a padded view went from 719 to 24,900 e-nodes in one step)
 _LIVE_COND = "vmin(c) == 0 and vmax(c) == 1"
-#: why the ladder rule is matched from Python: a rare shape of several ops, which as native
-#: egglog rules would be joined in every round (docs/perf.md, issue 31)
-_RARE_LADDER = ("a rare shape of several ops: matched from Python on the e-nodes the pass "
-                "visits, not joined natively in every round")
 
 LAWS = [
     # where_bound_patterns: what the bounds decide
@@ -328,7 +324,7 @@ LAWS = [
     rule("where_ladder_const_operand", "op(where(c, k1, where(d, k2, k4)), k3) -> "
          "where(c, op(k1, k3), where(d, op(k2, k3), op(k4, k3)))",
          f"{_LIVE_COND} and vmin(d) == 0 and vmax(d) == 1", ops=(Ops.ADD, Ops.MUL),
-         group=G_DCE, native=_RARE_LADDER),
+         group=G_DCE),
     py(Rule("where_gate_given_valid", "WHERE(v, x, Inv) -> WHERE(v, x', Inv) with x' = x "
             "simplified assuming v (bounds of v's clauses); -> Inv when v never holds",
             UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("x"),

@@ -170,7 +170,21 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
 ]
 
 # rule, rule sets, input, what remains: the rule's guard blocks it (others may still fire)
+_Q7 = "(add (mul (range 0 8) 7) (range 1 7))"
 BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("idiv_quotient_below", BELOW, f"(idiv {_Q7} 8)", f"(idiv {_Q7} 8)"),  # 8: a shift
+    ("mod_quotient_below", BELOW, f"(mod {_Q7} 8)", f"(mod {_Q7} 8)"),
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)",
+     "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)"),                     # a may be < 0
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)",
+     "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)"),                      # floor: 6 values
+    ("mod_quotient_below", BELOW, "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)",
+     "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)"),
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 3) 5) (range 1 5)) 6)",
+     "(where (lt (add (mul (range 0 3) 5) (range 1 5)) 6) 0 (where (lt (add (mul (range 0 3) 5) "
+     "(range 1 5)) 12) 1 2))"),                                   # three values: the ladder
+    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 12) 12) (range 1 5)) 6)",
+     "(mul (range 0 12) 2)"),                                     # 12 % 6 == 0: exact
     ("idiv_neg_divisor", (RB,), f"(idiv {A} (var d -4 0))", f"(idiv {A} (var d -4 0))"),  # 0
     ("mod_neg_divisor", (RB,), f"(mod {A} (var d -4 0))", f"(mod {A} (var d -4 0))"),
     ("idiv_nonpos_dividend", (RB,), f"(idiv (var n -9 1) {S})", f"(idiv (var n -9 1) {S})"),
@@ -272,21 +286,7 @@ def test_rule_fires(rule: str, rulesets: tuple[str, ...], src: str, want: str | 
 
 
 # the guards of the rules matched from Python (not native), blocking likewise
-_Q7 = "(add (mul (range 0 8) 7) (range 1 7))"
 BLOCKED_PY: list[tuple[str, tuple[str, ...], str, str]] = [
-    ("idiv_quotient_below", BELOW, f"(idiv {_Q7} 8)", f"(idiv {_Q7} 8)"),  # 8: a shift
-    ("mod_quotient_below", BELOW, f"(mod {_Q7} 8)", f"(mod {_Q7} 8)"),
-    ("idiv_quotient_below", BELOW, "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)",
-     "(idiv (add (mul (var a -1 11) 5) (range 1 5)) 6)"),                     # a may be < 0
-    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)",
-     "(idiv (add (mul (range 0 30) 5) (range 1 5)) 6)"),                      # floor: 6 values
-    ("mod_quotient_below", BELOW, "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)",
-     "(mod (add (mul (range 0 30) 5) (range 1 5)) 6)"),
-    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 3) 5) (range 1 5)) 6)",
-     "(where (lt (add (mul (range 0 3) 5) (range 1 5)) 6) 0 (where (lt (add (mul (range 0 3) 5) "
-     "(range 1 5)) 12) 1 2))"),                                   # three values: the ladder
-    ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 12) 12) (range 1 5)) 6)",
-     "(mul (range 0 12) 2)"),                                     # 12 % 6 == 0: exact
     ("mod_quotient_split", (REC,), f"(mod (add (idiv {X} 5) 2) 3)",
      f"(mod (add (idiv {X} 5) 2) 3)"),                                        # x may be < 0
     ("mod_quotient_split", (REC,), "(mod (add (idiv (var a 11 21) 16) 1) 2)",
