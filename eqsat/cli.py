@@ -28,12 +28,11 @@ when it is a terminal, not under CI (``CI=true``).
 from __future__ import annotations
 
 import argparse
-import codecs
+import io
 import json
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import time
@@ -43,6 +42,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
+
+from eqsat.jsonl import EncodingError, escaped, not_utf8, numbered_lines
 
 __all__ = ["main", "build_parser", "CLIError", "batch_results"]
 
@@ -75,37 +76,46 @@ def _read(path: str) -> tuple[str, str]:
         raise CLIError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-#: byte-order marks of the encodings a batch file is taken to be in when it starts with
-#: one (UTF-32's before UTF-16's, which begin them); no UTF-8 text starts so
-_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
-
-
-def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
-    """The non-blank lines of the JSON-lines FILE (``-``: standard input), each with its
-    number, and the file's display name. A line ends at ``\\n``, ``\\r\\n`` or ``\\r``
-    only (not at the other characters ``str.splitlines`` takes, which a JSON string may
-    hold, so the numbers are an editor's); a UTF-8 byte-order mark at the start is
-    skipped. The bytes of a line that are not UTF-8 stay in it as surrogate escapes
-    (PEP 383): that line gets its own error row (:func:`_not_utf8`), not the file."""
+@contextmanager
+def _input_lines(path: str, reader: str
+                 ) -> Iterator[tuple[Iterator[tuple[int, str]], str]]:
+    """(the non-blank lines of the JSON-lines FILE, ``-`` meaning standard input, each
+    with its number, read as they are asked for (:func:`eqsat.jsonl.numbered_lines`:
+    a line that is not UTF-8 is kept for its own error, not the file's); the file's
+    display name). A file that cannot be read, or starts with a UTF-16 or UTF-32
+    byte-order mark, is a CLIError (``reader``: what reads UTF-8, for its message)."""
     if path == "-":
         name, stream = "<stdin>", getattr(_stdin(), "buffer", None)
-        data = stream.read() if stream is not None else \
-            sys.stdin.read().encode("utf-8", "surrogateescape")
+        if stream is None:  # a text stream only (a test's): its text, back to bytes
+            stream = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
+        own = False
     else:
         name = path
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            stream = open(path, "rb")  # noqa: SIM115 - closed when the block ends
         except OSError as e:
             raise CLIError(f"{path}: {e.strerror or e}") from None
-    for bom, encoding in _OTHER_BOMS:
-        if data.startswith(bom):
-            raise CLIError(f"{name}: {encoding} text (it starts with the byte-order mark "
-                           f"{bom.hex(' ')}); the batch reads UTF-8")
-    lines = (raw.decode("utf-8", "surrogateescape")
-             for raw in data.removeprefix(codecs.BOM_UTF8).splitlines())
-    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()], name
+        own = True
+
+    def lines() -> Iterator[tuple[int, str]]:
+        try:
+            yield from numbered_lines(stream, name)
+        except EncodingError as e:
+            raise CLIError(f"{e}; {reader} reads UTF-8") from None
+        except OSError as e:
+            raise CLIError(f"{name}: cannot read: {e.strerror or e}") from None
+
+    try:
+        yield lines(), name
+    finally:
+        if own:
+            stream.close()
+
+
+def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
+    """The non-blank lines of a batch's FILE (:func:`_input_lines`) and its name."""
+    with _input_lines(path, "the batch") as (lines, name):
+        return list(lines), name
 
 
 def _parse_file(path: str):
@@ -392,24 +402,6 @@ def _loads(line: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-#: a byte that is not UTF-8, as :func:`_read_lines` keeps it in a line's text
-_ESCAPED = re.compile("[\udc80-\udcff]")
-
-
-def _not_utf8(lineno: int, line: str) -> str | None:
-    """What is wrong with a line holding bytes that are not UTF-8 (the first of them),
-    or None when it has none."""
-    if not _ESCAPED.search(line):
-        return None
-    raw = line.encode("utf-8", "surrogateescape")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return (f"not UTF-8 text: byte 0x{raw[e.start]:02x} at byte {e.start + 1} of line "
-                f"{lineno} ({e.reason})")
-    return None
-
-
 def _plain(x: Any) -> Any:
     """``x`` with its :class:`_NumText` as plain strings (an id as the output shows it)."""
     if isinstance(x, _NumText):
@@ -431,10 +423,10 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
     result is already an error."""
     lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
-    bad = _not_utf8(lineno, line)
+    bad = not_utf8(lineno, line)
     if bad:  # its id when the bytes are elsewhere
         cid = _case_id(line)
-        if _ESCAPED.search(json.dumps(_jsonable(cid), ensure_ascii=False)):
+        if escaped(json.dumps(_jsonable(cid), ensure_ascii=False)):
             cid = None
         return {"id": cid, "line": lineno, "error": bad}, None
     try:
