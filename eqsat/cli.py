@@ -984,7 +984,6 @@ def _end_batch(bar: Any, results: Iterator[dict[str, Any]] | None,
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from eqsat import compare
-    from eqsat.progress import progress
     from extraction import get_cost_model
 
     engines = [s.strip() for s in args.engines.split(",") if s.strip()]
@@ -997,14 +996,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise CLIError(f"{flag} must be >= 1, got {v}")
     if not args.seconds > 0:
         raise CLIError(f"--seconds must be > 0, got {args.seconds}")
-    text, name = _read(args.input)
     try:
-        rows = compare.rows_of(text.splitlines(), name, args.limit, args.tinygrad)
         get_cost_model(args.cost)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    try:
+        with _Stop() as stop:
+            return _compare(args, engines, stop)
+    except _Interrupted as e:
+        print(f"eqsat compare: stopped by {signal.Signals(e.signum).name}: no report",
+              file=sys.stderr)
+        return 128 + e.signum
+
+
+def _compare(args: argparse.Namespace, engines: list[str], stop: _Stop) -> int:
+    """``eqsat compare`` after its flags are checked: the input read line by line (a
+    line that is no case named on stderr and left out), the engines run, the report
+    printed whole (a signal stops the command before it or after it, never in it)."""
+    from eqsat import compare
+    from eqsat.progress import progress
+
+    with _input_lines(args.input, "the comparison") as (lines, name):
+        rows, errors = compare.read_rows(lines, args.limit, args.tinygrad)
+    for e in errors:
+        with stop.held():  # a whole line
+            sys.stderr.write(f"eqsat compare: {name}:{e['line']}: {compare.error_text(e)}\n")
     if not rows:
-        raise CLIError(f"{name}: no cases")
+        raise CLIError(f"{name}: no cases{_left_out(errors)}")
     log.info("compare: %d cases from %s, engines %s", len(rows), name, ", ".join(engines))
     if "egraph" in engines:
         _start_engine({"engine": "egraph", "rulesets": None})
@@ -1013,17 +1031,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
             cases, _ = compare.run(rows, engines=engines, batch=args.chunk, model=args.cost,
                                    check=args.check, seconds=args.seconds,
                                    on_batch=bar.update)
-    except ValueError as e:  # a field that does not parse
+    except ValueError as e:  # a field that does not parse (read_rows checked them)
         raise CLIError(f"{name}: {e}") from None
     rep = compare.summary(cases, engines, tinygrad=args.tinygrad)
     if args.json:
         rep["per_case"] = compare.case_rows(cases, engines, args.tinygrad)
-        print(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
+        if errors:
+            rep["errors"] = errors
+        text = json.dumps(_jsonable(rep), indent=1, sort_keys=True)
     else:
-        print(f"{len(cases)} cases from {name}; reference cost of the outputs (extracted "
-              f"under the {args.cost!r} model); engines in turns of {args.chunk} cases")
-        print("\n".join(compare.table(rep)))
+        text = "\n".join([f"{len(cases)} cases from {name}{_left_out(errors)}; reference "
+                          f"cost of the outputs (extracted under the {args.cost!r} model); "
+                          f"engines in turns of {args.chunk} cases", *compare.table(rep)])
+    with stop.held():  # the report whole
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
     return 0
+
+
+def _left_out(errors: list[Any]) -> str:
+    """How many lines a comparison left out, for its report's first line."""
+    n = len(errors)
+    return f" ({n} line{'s' if n > 1 else ''} left out, named above)" if n else ""
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
