@@ -14,9 +14,9 @@ Subcommands::
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
 Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
-with status 1 (2 for a bad command line; 128 + the signal for a batch stopped by
-SIGTERM or SIGINT), never a traceback; set
-``EQSAT_DEBUG=1`` to see the traceback too. :func:`main` takes ``argv`` and
+with status 1 (2 for a bad command line; 128 + the signal for a batch or a comparison
+stopped by SIGTERM or SIGINT), never a traceback; set ``EQSAT_DEBUG=1`` to see the
+traceback too. :func:`main` takes ``argv`` and
 returns the exit status, so tests can call it directly.
 
 ``-v``/``--verbose`` (before or after the command; twice for more) shows the
@@ -1259,7 +1259,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference cost, idiv+mod count and time, and how many "
                                    "cases each does strictly better and worse than each "
                                    "column before it. The engines take turns chunk by chunk "
-                                   "in one process, so both see the same machine.")
+                                   "in one process, so both see the same machine. A line "
+                                   "that is no case (not UTF-8, not JSON, a field missing "
+                                   "or not parsing) is named on stderr and left out, the "
+                                   "others compared. Exit status 128 + the signal after "
+                                   "SIGTERM or SIGINT, with no report.")
     s.add_argument("input", metavar="IN.jsonl", help="corpus file or - for stdin")
     s.add_argument("--engines", default="baseline,egraph", metavar="A,B",
                    help="the engines to run (default baseline,egraph)")
