@@ -827,41 +827,94 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
 
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
                       chunk: int, window: int,
-                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk,
+                      cancel: Callable[[list[Any]], None] | None = None
                       ) -> Iterator[dict[str, Any]]:
     """Every case's result, in input order, from chunks of at most ``chunk`` cases
     (:func:`spans`) run by ``fn`` on ``executor`` (any concurrent.futures.Executor: a
     Dask client's, a pool), at most ``window`` chunks in flight. A chunk whose task
     fails (its worker died, the cluster lost it) runs again case by case; a case whose
-    own task fails too gets an ``error`` naming the failure."""
+    own task fails too gets an ``error`` naming the failure. When the generator stops
+    early (a signal, ``close()``), the tasks still in flight are cancelled before it
+    ends: ``cancel(futures)`` (:meth:`_DaskExecutor.cancel`), or each future's own
+    ``cancel()`` (a task already running then runs on, its result unread)."""
     chunks = [cases[i:j] for i, j in spans(len(cases), chunk, max(1, window // 2))]
     pending: deque[tuple[list, Future]] = deque()
+    retry: list[Future] = []  # a case's own task, while it runs
     nxt = 0
-    while nxt < len(chunks) or pending:
-        while nxt < len(chunks) and len(pending) < window:
-            pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
-            nxt += 1
-        ch, fut = pending.popleft()
-        try:
-            yield from fut.result()
-            continue
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:  # noqa: B036 - the task failed where it ran
-            log.warning("a chunk of %d cases failed on the executor (%s: %s); running its "
-                        "cases one by one", len(ch), type(e).__name__, e)
-        for case in ch:
+    try:
+        while nxt < len(chunks) or pending:
+            while nxt < len(chunks) and len(pending) < window:
+                pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
+                nxt += 1
+            ch, fut = pending[0]
             try:
-                yield from executor.submit(fn, [case]).result()
+                rows = fut.result()
             except KeyboardInterrupt:
                 raise
-            except BaseException as e:  # noqa: B036
-                yield {"id": _case_id(case[1]), "line": case[0],
-                       "error": f"the worker failed on this case ({type(e).__name__}: "
-                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"}
+            except BaseException as e:  # noqa: B036 - the task failed where it ran
+                rows = None
+                log.warning("a chunk of %d cases failed on the executor (%s: %s); running "
+                            "its cases one by one", len(ch), type(e).__name__, e)
+            pending.popleft()
+            if rows is not None:  # (yielded out of the try: a close() is no failure)
+                yield from rows
+                continue
+            for case in ch:
+                retry[:] = [executor.submit(fn, [case])]
+                try:
+                    rows = retry[0].result()
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:  # noqa: B036
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    rows = [{"id": _case_id(case[1]), "line": case[0],
+                             "error": f"the worker failed on this case ({type(e).__name__}: "
+                                      f"{msg})"}]
+                retry.clear()
+                yield from rows
+    finally:
+        _cancel([f for _, f in pending] + retry, cancel)
 
 
-def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
+def _cancel(futures: list[Any], cancel: Callable[[list[Any]], None] | None) -> None:
+    """The tasks of ``futures`` not done yet cancelled (:func:`_executor_results`); a
+    failure to is logged, not raised (the batch is stopping for another reason)."""
+    live = [f for f in futures if not f.done()]
+    if not live:
+        return
+    try:
+        if cancel is None:
+            for f in live:
+                f.cancel()
+        else:
+            cancel(live)
+        log.info("batch: %d tasks in flight cancelled", len(live))
+    except Exception as e:  # noqa: BLE001 - e.g. the cluster gone
+        log.warning("batch: could not cancel %d tasks in flight (%s: %s)", len(live),
+                    type(e).__name__, e)
+
+
+class _DaskExecutor(Executor):
+    """A Dask distributed client as a batch's executor: each task submitted impure (it
+    runs even when one with the same chunk ran before: a retry runs again), the tasks
+    still in flight cancelled by one ``Client.cancel`` call (which stops the tasks not
+    yet started and forgets the others' results)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"_DaskExecutor({self.client!r})"
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return self.client.submit(fn, *args, pure=False, **kwargs)
+
+    def cancel(self, futures: list[Any]) -> None:
+        self.client.cancel(futures)
+
+
+def _cluster_executor(address: str) -> tuple[_DaskExecutor, int, Callable[[], None]]:
     """A Dask distributed client's executor for the scheduler at ``address``, how many
     chunks to keep in flight (twice its workers' threads), and how to close it."""
     try:
@@ -878,7 +931,7 @@ def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
     log.info("batch: Dask scheduler %s, %d workers, %d threads", address,
              len(client.scheduler_info()["workers"]), threads)
-    return client.get_executor(pure=False), max(2 * threads, 2), client.close
+    return _DaskExecutor(client), max(2 * threads, 2), client.close
 
 
 def _check_engine(opts: dict[str, Any]) -> None:
@@ -929,7 +982,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with _Stop() as stop:
             try:
                 if args.scheduler:
-                    results = _executor_results(cases, executor, args.chunk, window)
+                    results = _executor_results(cases, executor, args.chunk, window,
+                                                cancel=executor.cancel)
                 else:
                     log.info("batch: %d cases in chunks of %d on %d worker processes",
                              len(cases), args.chunk, args.jobs)
