@@ -1300,7 +1300,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="send the chunks to this Dask distributed scheduler's workers "
                         "instead of local processes (--jobs is then unused; needs the "
-                        "cluster extra and eqsat installed on the workers)")
+                        "cluster extra and eqsat installed on the workers); SIGTERM or "
+                        "SIGINT cancels the tasks in flight on the cluster")
     s.add_argument("input", metavar="IN.jsonl", help="input file or - for stdin")
     s.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
                    help="output file (default: stdout)")
@@ -1335,7 +1336,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seconds", type=_finite, default=300.0, metavar="S",
                    help="e-graph hard time limit per case (default 300; the work "
                         "budgets end a run long before)")
-    s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")
+    s.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N cases (non-blank lines, a bad one too)")
     s.add_argument("--check", action="store_true",
                    help="also check every output's equivalence to its input")
     s.set_defaults(func=cmd_compare)
