@@ -828,7 +828,8 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
                       chunk: int, window: int,
                       fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk,
-                      cancel: Callable[[list[Any]], None] | None = None
+                      cancel: Callable[[list[Any]], None] | None = None,
+                      held: Callable[[], AbstractContextManager[Any]] = nullcontext
                       ) -> Iterator[dict[str, Any]]:
     """Every case's result, in input order, from chunks of at most ``chunk`` cases
     (:func:`spans`) run by ``fn`` on ``executor`` (any concurrent.futures.Executor: a
@@ -837,7 +838,9 @@ def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Ex
     own task fails too gets an ``error`` naming the failure. When the generator stops
     early (a signal, ``close()``), the tasks still in flight are cancelled before it
     ends: ``cancel(futures)`` (:meth:`_DaskExecutor.cancel`), or each future's own
-    ``cancel()`` (a task already running then runs on, its result unread)."""
+    ``cancel()`` (a task already running then runs on, its result unread). ``held``:
+    a section that a signal must not cut short (:meth:`_Stop.held`), around each
+    submission and the cancelling: a signal stops the batch while it waits on a task."""
     chunks = [cases[i:j] for i, j in spans(len(cases), chunk, max(1, window // 2))]
     pending: deque[tuple[list, Future]] = deque()
     retry: list[Future] = []  # a case's own task, while it runs
@@ -845,8 +848,9 @@ def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Ex
     try:
         while nxt < len(chunks) or pending:
             while nxt < len(chunks) and len(pending) < window:
-                pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
-                nxt += 1
+                with held():
+                    pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
+                    nxt += 1
             ch, fut = pending[0]
             try:
                 rows = fut.result()
@@ -861,7 +865,8 @@ def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Ex
                 yield from rows
                 continue
             for case in ch:
-                retry[:] = [executor.submit(fn, [case])]
+                with held():
+                    retry[:] = [executor.submit(fn, [case])]
                 try:
                     rows = retry[0].result()
                 except KeyboardInterrupt:
@@ -874,7 +879,8 @@ def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Ex
                 retry.clear()
                 yield from rows
     finally:
-        _cancel([f for _, f in pending] + retry, cancel)
+        with held():
+            _cancel([f for _, f in pending] + retry, cancel)
 
 
 def _cancel(futures: list[Any], cancel: Callable[[list[Any]], None] | None) -> None:
@@ -983,7 +989,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             try:
                 if args.scheduler:
                     results = _executor_results(cases, executor, args.chunk, window,
-                                                cancel=executor.cancel)
+                                                cancel=executor.cancel, held=stop.held)
                 else:
                     log.info("batch: %d cases in chunks of %d on %d worker processes",
                              len(cases), args.chunk, args.jobs)

@@ -267,16 +267,17 @@ def test_sigterm_stops_a_batch_on_a_dask_cluster(tmp_path: Path) -> None:
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_bytes((REPO / "data" / "corpus" / "index-exprs.jsonl").read_bytes() * 3)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    err = tmp_path / "err.txt"
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=None) as cluster, open(err, "w") as fh:
         p = subprocess.Popen([sys.executable, "-m", "eqsat", "batch", "--scheduler",
                               cluster.scheduler_address, "--chunk", "2", str(src), "-o",
-                              str(dst)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, env=env, cwd=REPO)
+                              str(dst)], stdout=subprocess.DEVNULL, stderr=fh, env=env,
+                             cwd=REPO)
         try:
             assert _until(lambda: dst.exists() and dst.read_text() or p.poll() is not None,
                           120), "no row in 120 s"
-            assert p.poll() is None, "the batch ended before the signal"
+            assert p.poll() is None, err.read_text()
             p.send_signal(signal.SIGTERM)
             rc = p.wait(timeout=60)
         finally:
@@ -284,7 +285,7 @@ def test_sigterm_stops_a_batch_on_a_dask_cluster(tmp_path: Path) -> None:
         with distributed.Client(cluster) as client:
             assert _until(lambda: client.run_on_scheduler(
                 lambda dask_scheduler: len(dask_scheduler.tasks)) == 0, 30)
-    assert rc == 128 + signal.SIGTERM, p.stderr.read().decode()
+    assert rc == 128 + signal.SIGTERM, err.read_text()
     rows = dst.read_text().splitlines()
     assert dst.read_text().endswith("\n") and 0 < len(rows) < 3 * 429
     assert all("out" in json.loads(r) for r in rows)
