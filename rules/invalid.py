@@ -22,8 +22,9 @@ A bare Invalid absorbs an index operation on either side (seed 000: left only;
 both are exact under the interpreter's semantics), and a unary op, a cast or a bitcast
 of any dtype (tinygrad's ``pm_data_invalid``); a VECTORIZE of one bare Invalid in every
 lane is the vector Invalid, so a GEP of it (rules/gep.py) picks Invalid lanes. A
-non-index Invalid is written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
-``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its branches.
+non-index Invalid is written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is
+an index), so ``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its
+branches.
 """
 
 from __future__ import annotations
