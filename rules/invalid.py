@@ -83,6 +83,11 @@ vectorize_of_invalid.group = G
 _LANES = ("a vector's lanes are the e-graph's generic VECTORIZE node, which the rule "
           "language does not write: matched from Python")
 
+#: why the bare Invalid's unary, cast and bitcast rules are matched from Python in the e-graph
+_RARE = ("a bare Invalid under a unary op or a cast is rare (padded indices are where(c, x, "
+         "Inv)): matched from Python on the e-nodes the pass visits, not as the 36 native "
+         "rules of its dtype splits joined in every round")
+
 G_LS = "fold_invalid_load_store"
 _MEMORY = ("loads, stores and indices are the e-graph's generic nodes and the rule "
            "language has no memory ops: matched from Python")
@@ -137,10 +142,10 @@ LAWS = [
          ordered=True, group=G),
     rule("invalid_bare_right", "op(y, Inv) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
          ordered=True, group=G),
-    rule("invalid_bare_unary", "op(Inv) -> Inv", ops=_UNARY, group=G),
-    rule("invalid_bare_cast", "cast(Inv, T) -> Inv", group=G,
+    rule("invalid_bare_unary", "op(Inv) -> Inv", ops=_UNARY, group=G, native=_RARE),
+    rule("invalid_bare_cast", "cast(Inv, T) -> Inv", group=G, native=_RARE,
          note="a typed Invalid cast again is the Invalid of the last dtype"),
-    rule("invalid_bare_bitcast", "bitcast(Inv, T) -> Inv", group=G),
+    rule("invalid_bare_bitcast", "bitcast(Inv, T) -> Inv", group=G, native=_RARE),
     py(vectorize_of_invalid, "ematch", _LANES),
     *(py(r, "ematch", _MEMORY) for r in fold_invalid_load_store),
 ]
