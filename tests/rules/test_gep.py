@@ -106,6 +106,9 @@ ENGINES = [
     ("gep_of_invalid", "(gep (vectorize (invalid) (invalid)) 1 0)", "(cast indexx2 (invalid))"),
     ("gep_of_invalid", "(load (index (buffer 0 i32 4) (gep (cast indexx2 (invalid)) 1)))",
      "(const i32 0)"),
+    # a padded index vector: its lane is the lane's padded index
+    ("gep_of_invalid", f"(gep (where (vectorize (lt {A} 5) (lt {B} 5)) {V2} (cast indexx2 "
+     "(invalid))) 1)", f"(where (lt {B} 5) {B} (invalid))"),
 ]
 
 test_engines = engines_test(ENGINES)
