@@ -383,7 +383,8 @@ def _value_at(g: UOp, env: dict[str, int], buffers: Sequence[Any] | None) -> Any
 
 
 def _differ(va: np.ndarray, vb: np.ndarray) -> np.ndarray:
-    """Lanes whose values differ: floats bit for bit but any NaN equals any NaN."""
+    """Lanes whose values differ: floats bit for bit but any NaN equals any NaN (the bits
+    a NaN of ``a`` keeps are compared after, :func:`_unkept_bits`)."""
     if va.dtype == object or vb.dtype == object:
         return np.array([not same_value(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
     if va.dtype.kind == "f" and vb.dtype.kind == "f":
