@@ -209,3 +209,22 @@ def test_kept_nan_bits_at_the_root(a, same, other, lane):
 def test_kept_nan_bits(expr, want):
     cols = {"y": np.array([-2, -5, -3])}
     assert kept_nan_bits(parse(expr), cols, [1, 0]) == want
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(float_exprs(3))
+def test_a_copy_of_a_value_keeps_what_it_promises(e):
+    """A float expression equals itself and a where of it on both sides (a copy keeps a
+    NaN's bits), and ``e * 1.0`` (whose NaN is computed: no bits promised) may become
+    ``e``; ``e`` may become ``e * 1.0`` only where ``e`` keeps no NaN's bits."""
+    one = UOp.const(e.dtype, 1.0)
+    copy = UOp(Ops.WHERE, e.dtype, (UOp.const(dtypes.bool, True), e, e))
+    times_one = e * one
+    for a, b in ((e, e), (e, copy), (copy, e), (times_one, e)):
+        res = check_equivalent(a, b, samples=300)
+        assert res, (a, b, res)
+    res = check_equivalent(e, times_one, samples=300)
+    assert res or res.reason.endswith("b's NaN does not keep the bits of a's (read from "
+                                      "memory or a bitcast)"), res
+    if not res:
+        event("a kept NaN at the root")
