@@ -246,12 +246,17 @@ for _name, _gen in _gep_instances().items():
 def _vectorize_of_invalid() -> Iterable[UOp]:
     for dt in (dtypes.index, dtypes.i32, dtypes.f32, dtypes.bool):
         inv = UOp.invalid() if dt == dtypes.index else UOp.invalid().cast(dt)
+        x = UOp.var("x", -9, 9)
+        x = x if dt == dtypes.index else x.cast(dt)
         for n in range(2, MAX_LANES + 2):
             yield UOp(Ops.VECTORIZE, dt.vec(n), (inv,) * n)
+            for k in range(n):  # one valid lane: not a vector Invalid
+                yield UOp(Ops.VECTORIZE, dt.vec(n), (inv,) * k + (x,) + (inv,) * (n - k - 1))
 
 
 _baseline("vectorize_of_invalid", _vectorize_of_invalid, "proven",
-          f"vectors of 2-{MAX_LANES + 1} lanes of index, i32, f32 and bool")
+          f"vectors of 2-{MAX_LANES + 1} lanes of index, i32, f32 and bool, every lane "
+          "Invalid or all but one")
 
 
 def _void(rlimit: int) -> Outcome:
