@@ -85,8 +85,8 @@ _LANES = ("a vector's lanes are the e-graph's generic VECTORIZE node, which the 
 
 #: why the bare Invalid's unary, cast and bitcast rules are matched from Python in the e-graph
 _RARE = ("a bare Invalid under a unary op or a cast is rare (padded indices are where(c, x, "
-         "Inv)): matched from Python on the e-nodes the pass visits, not as the 36 native "
-         "rules of its dtype splits joined in every round")
+         "Inv)): matched from Python on the e-nodes the pass visits, not as native rules, one "
+         "per op and split of its dtypes, joined in every round")
 
 G_LS = "fold_invalid_load_store"
 _MEMORY = ("loads, stores and indices are the e-graph's generic nodes and the rule "
