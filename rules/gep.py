@@ -12,6 +12,7 @@ from __future__ import annotations
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
+from rules.common import invalid_like
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS"]
@@ -103,6 +104,11 @@ gep_pushing_patterns = [
     Rule("gep_of_vconst", "GEP(VCONST(v0, v1, ...), [i]) -> CONST(v_i)",
          UPat(Ops.GEP, src=(UPat(Ops.VCONST, name="c"),), name="g"),
          build=_vconst_pick, guard=lambda g, c: all(0 <= i < len(c.arg) for i in g.arg)),
+    Rule("gep_of_invalid", "GEP(CAST(Invalid, Tx n), idx) -> Invalid of the lanes picked "
+         "(every lane of a vector Invalid is Invalid)",
+         UPat(Ops.GEP, src=(UPat(Ops.CAST, src=(UPat(Ops.INVALID),), name="c"),), name="g"),
+         build=lambda g: invalid_like(g.dtype),
+         guard=lambda g, c: not g.dtype.ptr and _in_bounds(g, c)),
     Rule("gep_of_void", "GEP(void x, _) -> x",
          UPat(Ops.GEP, src=(UPat.var("x"),)), build=lambda x: x,
          guard=lambda x: x.dtype.is_void),

@@ -19,9 +19,12 @@ same value. Two rows of seed 000 are therefore changed to keep that equivalence:
   (``invalid_where_merge``).
 
 A bare Invalid absorbs an index operation on either side (seed 000: left only;
-both are exact under the interpreter's semantics). A non-index Invalid is
-written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is an index), so
-``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its branches.
+both are exact under the interpreter's semantics), and a unary op, a cast or a bitcast
+of any dtype (tinygrad's ``pm_data_invalid``); a VECTORIZE of one bare Invalid in every
+lane is the vector Invalid, so a GEP of it (rules/gep.py) picks Invalid lanes. A
+non-index Invalid is written ``CAST(Invalid, T)`` (the text format's ``(invalid)`` is
+an index), so ``WHERE(c, CAST(x, i32), CAST(Invalid, i32))`` keeps one dtype in its
+branches.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat
 from eqsat.ir.uop import UOp
-from rules.common import const_is
+from rules.common import const_is, invalid_like
 from rules.computed import PyRule
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py, rule
 
@@ -63,6 +66,27 @@ def _bool_gate(v: bool) -> UPat:
     return UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"),
                                 UPat(Ops.CONST, pred=lambda u: const_is(u, v))), name="ix")
 
+
+def _lane_invalid(u: UOp) -> bool:
+    """A scalar Invalid: ``(invalid)`` or its cast to a scalar dtype."""
+    return u.dtype.count == 1 and (u.op is Ops.INVALID or (u.op is Ops.CAST
+                                                          and u.src[0].op is Ops.INVALID))
+
+
+#: a vector of Invalid lanes is the vector Invalid (tinygrad: a broadcast Invalid is Invalid)
+vectorize_of_invalid = Rule(
+    "vectorize_of_invalid", "VECTORIZE(Inv, Inv, ...) -> CAST(Invalid, Tx n)",
+    UPat(Ops.VECTORIZE, name="v"), build=lambda v: invalid_like(v.dtype),
+    guard=lambda v: bool(v.src) and _lane_invalid(v.src[0])
+    and all(s is v.src[0] for s in v.src))
+vectorize_of_invalid.group = G
+_LANES = ("a vector's lanes are the e-graph's generic VECTORIZE node, which the rule "
+          "language does not write: matched from Python")
+
+#: why the bare Invalid's unary, cast and bitcast rules are matched from Python in the e-graph
+_RARE = ("a bare Invalid under a unary op or a cast is rare (padded indices are where(c, x, "
+         "Inv)): matched from Python on the e-nodes the pass visits, not as native rules, one "
+         "per op and split of its dtypes, joined in every round")
 
 G_LS = "fold_invalid_load_store"
 _MEMORY = ("loads, stores and indices are the e-graph's generic nodes and the rule "
@@ -118,6 +142,11 @@ LAWS = [
          ordered=True, group=G),
     rule("invalid_bare_right", "op(y, Inv) -> Inv", "is_index(y)", ops=INVALID_PUSH_OPS,
          ordered=True, group=G),
+    rule("invalid_bare_unary", "op(Inv) -> Inv", ops=_UNARY, group=G, native=_RARE),
+    rule("invalid_bare_cast", "cast(Inv, T) -> Inv", group=G, native=_RARE,
+         note="a typed Invalid cast again is the Invalid of the last dtype"),
+    rule("invalid_bare_bitcast", "bitcast(Inv, T) -> Inv", group=G, native=_RARE),
+    py(vectorize_of_invalid, "ematch", _LANES),
     *(py(r, "ematch", _MEMORY) for r in fold_invalid_load_store),
 ]
 

@@ -17,11 +17,15 @@ The leaves are the union of both graphs' vars, ranges and specials (by env
 key: a var's name, ``R<id>``), each over its ``[vmin, vmax]``; a leaf in both
 takes ``a``'s bounds.
 
-Floats. The root values are compared bit for bit, except that every NaN equals
-every NaN (docs/format.md, "Floats": the sign and payload of a NaN an op computes
-are unspecified, and only a bitcast reads them; a bitcast of such a NaN is
-undefined, one of a NaN loaded or made by a bitcast is compared bit for bit):
-so ``-0.0`` and ``0.0`` differ at the root, since the root's value is
+Floats. The root values are compared bit for bit, except that a NaN ``a`` computes
+equals every NaN (docs/format.md, "Floats": the sign and payload of a NaN an op
+computes are unspecified, and only a bitcast reads them; a bitcast of such a NaN is
+undefined, one of a NaN loaded or made by a bitcast is compared bit for bit). A NaN
+``a`` keeps (read from memory or made by a bitcast, through ops that copy it) promises
+its bits, as a store of it would: ``b`` must have a NaN of the same bits there, and a
+NaN ``b`` computes does not (the points where both are NaN are run again by the
+reference interpreter, which marks the NaNs that keep their bits: ``kept_nan_bits``).
+So ``-0.0`` and ``0.0`` differ at the root, since the root's value is
 what is stored, returned or compared by whatever uses it, and a later ``1/x``
 tells them apart; a signed zero inside the graph differs only where the ops
 after it carry the difference to the root (``(x + 0.0) < 1.0`` is
@@ -58,6 +62,7 @@ from eqsat.ir.interp import (
     Undefined,
     evaluate,
     evaluate_lanes,
+    kept_nan_bits,
     leaf_key,
     vectorizable,
 )
@@ -378,13 +383,70 @@ def _value_at(g: UOp, env: dict[str, int], buffers: Sequence[Any] | None) -> Any
 
 
 def _differ(va: np.ndarray, vb: np.ndarray) -> np.ndarray:
-    """Lanes whose values differ: floats bit for bit but any NaN equals any NaN."""
+    """Lanes whose values differ: floats bit for bit but any NaN equals any NaN (the bits
+    a NaN of ``a`` keeps are compared after, :func:`_unkept_bits`)."""
     if va.dtype == object or vb.dtype == object:
         return np.array([not same_value(x, y) for x, y in zip(va, vb, strict=True)], dtype=bool)
     if va.dtype.kind == "f" and vb.dtype.kind == "f":
         same = (va == vb) & (np.signbit(va) == np.signbit(vb))
         return ~(same | (np.isnan(va) & np.isnan(vb)))
     return va != vb
+
+
+def _is_nan(v: np.ndarray) -> np.ndarray:
+    """The NaN lanes of a column of values."""
+    if v.dtype.kind == "f":
+        return np.isnan(v)
+    if v.dtype == object:
+        return np.array([isinstance(x, float) and math.isnan(x) for x in v], dtype=bool)
+    return np.zeros(len(v), dtype=bool)
+
+
+def _unkept_bits(a: UOp, b: UOp, cols: dict[str, np.ndarray], nans: list[np.ndarray],
+                 memory: SampledMemory | None) -> list[np.ndarray]:
+    """Per lane, the points where ``a``'s NaN keeps bits (read from memory or made by a
+    bitcast: the input promises them, docs/format.md "Floats") and ``b``'s NaN does not
+    have them (a NaN ``b`` computes promises none). ``nans``: per lane, the points where
+    both are NaN; only those are run again, by the reference interpreter, which marks
+    the NaNs that keep their bits."""
+    out = [np.zeros(len(m), dtype=bool) for m in nans]
+    both = np.logical_or.reduce(nans)
+    if not both.any() or not _may_keep_nan(a):
+        return out
+    points = np.flatnonzero(both)
+    kept_a = kept_nan_bits(a, cols, points, memory=memory)
+    keeps = np.array([any(ka[j] is not None for ka in kept_a) for j in range(len(points))],
+                     dtype=bool)
+    if not keeps.any():
+        return out
+    points, kept_a = points[keeps], [[x for x, t in zip(ka, keeps, strict=True) if t]
+                                     for ka in kept_a]
+    kept_b = kept_nan_bits(b, cols, points, memory=memory)
+    for k, (ka, kb) in enumerate(zip(kept_a, kept_b, strict=True)):
+        broken = [x is not None and x != y for x, y in zip(ka, kb, strict=True)]
+        out[k][points] = np.array(broken, dtype=bool) & nans[k][points]
+    return out
+
+
+#: the ops that copy a value (a NaN through them keeps its bits), by the operands copied
+_COPIES = {Ops.WHERE: slice(1, 3), Ops.GEP: slice(0, None), Ops.VECTORIZE: slice(0, None),
+           Ops.CAT: slice(0, None), Ops.AFTER: slice(0, 1)}
+
+
+def _may_keep_nan(g: UOp) -> bool:
+    """Whether a NaN of ``g`` may keep its bits: a float LOAD or BITCAST reaches the root
+    through ops that copy a value only (any other op computes its NaN)."""
+    stack, seen = [g], set()
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if u.op in (Ops.LOAD, Ops.BITCAST) and u.dtype.is_float:
+            return True
+        if u.op in _COPIES:
+            stack.extend(u.src[_COPIES[u.op]])
+    return False
 
 
 def same_value(x: Any, y: Any) -> bool:
@@ -444,11 +506,14 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     mem = memory if memory else None
     lanes_a = evaluate_lanes(a, cols, n=n, memory=mem)
     lanes_b = evaluate_lanes(b, cols, n=n, memory=mem)
-    bads, defined = [], np.zeros(n, dtype=bool)
+    bads, defined, nans = [], np.zeros(n, dtype=bool), []
     for (va, ia, ua), (vb, ib, ub) in zip(lanes_a, lanes_b, strict=True):
         valid = ~ua & ~ia & ~ib
         bads.append(~ua & (ub | (ia != ib) | (valid & _differ(va, vb))))
+        nans.append(valid & ~ub & _is_nan(va) & _is_nan(vb))
         defined |= ~ua
+    unkept = _unkept_bits(a, b, cols, nans, mem)
+    bads = [x | y for x, y in zip(bads, unkept, strict=True)]
     bad = np.logical_or.reduce(bads)
     points = int(defined.sum())
     skipped = n - points
@@ -460,12 +525,14 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     bufs = memory.arrays(i) if memory else None
     ga, gb = (a.gep(k), b.gep(k)) if len(bads) > 1 else (a, b)
     x, y = _value_at(ga, env, bufs), _value_at(gb, env, bufs)
-    if isinstance(x, Undefined) or same_value(x, y):
+    if unkept[k][i]:
+        reason = "b's NaN does not keep the bits of a's (read from memory or a bitcast)"
+    elif isinstance(x, Undefined) or same_value(x, y):
         (va, ia, ua), (vb, ib, ub) = lanes_a[k], lanes_b[k]
         raise RuntimeError(f"evaluate_many and evaluate disagree at {env}: a={x!r}, b={y!r} "
                            f"(vectorized a={va[i]!r} invalid={ia[i]} undefined={ua[i]}, "
                            f"b={vb[i]!r} invalid={ib[i]} undefined={ub[i]})")
-    if isinstance(y, Undefined):
+    elif isinstance(y, Undefined):
         reason = "b is undefined where a is defined"
     elif (x is INVALID) != (y is INVALID):
         reason = "Invalid on different assignments"

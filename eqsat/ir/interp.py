@@ -67,6 +67,7 @@ __all__ = [
     "run_kernel",
     "evaluate_many",
     "evaluate_lanes",
+    "kept_nan_bits",
     "EvalError",
     "INVALID",
     "Undefined",
@@ -780,6 +781,23 @@ def evaluate_lanes(uop: UOp, columns: Mapping[str, np.ndarray], *,
             for k in range(count)]
 
 
+def kept_nan_bits(uop: UOp, columns: Mapping[str, np.ndarray], points: Sequence[int], *,
+                  memory: Memory | None = None) -> list[list[int | None]]:
+    """The bits each lane of ``uop`` promises at the assignments ``points`` (indices into
+    ``columns``; ``memory`` as for :func:`evaluate_lanes`), by the reference interpreter:
+    a NaN read from memory or made by a bitcast keeps its bits (docs/format.md,
+    "Floats"), given as an unsigned integer of the dtype's width; a NaN an op computed,
+    any other value, Invalid and undefined promise none (None). One list per lane."""
+    _count(uop, columns, None, memory)
+    count = uop.dtype.count
+    out: list[list[int | None]] = [[] for _ in range(count)]
+    for v in _machine_values(uop, columns, len(points), memory, points):
+        lanes = _lanes(v, count) if isinstance(v, tuple) else (v,) * count
+        for k, x in enumerate(lanes):
+            out[k].append(x.bits if isinstance(x, _KeptNaN) else None)
+    return out
+
+
 def evaluate_many(uop: UOp, columns: Mapping[str, np.ndarray], *,
                   n: int | None = None, memory: Memory | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1046,16 +1064,17 @@ def _evaluate_many_slow(uop: UOp, columns: Mapping[str, np.ndarray], n: int,
 
 
 def _machine_values(uop: UOp, columns: Mapping[str, np.ndarray], n: int,
-                    memory: Memory | None) -> list[Value]:
-    """The reference interpreter's value of ``uop`` at each assignment (an
-    ``Undefined`` where it raises)."""
+                    memory: Memory | None, points: Sequence[int] | None = None
+                    ) -> list[Value]:
+    """The reference interpreter's value of ``uop`` at each assignment, or at those of
+    ``points`` (an ``Undefined`` where it raises)."""
     cols = {k: np.asarray(v) for k, v in columns.items()}
     names = {leaf_key(u) for u in uop.leaves()}
     missing = names - set(cols)
     if missing:
         raise EvalError(f"no column for leaves {sorted(missing)}")
     out: list[Value] = []
-    for i in range(n):
+    for i in range(n) if points is None else points:
         env = {k: int(cols[k][i]) for k in names}
         m = _Machine(env, memory.arrays(i) if memory is not None else None)
         try:

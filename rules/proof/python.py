@@ -168,6 +168,13 @@ def _gep_instances() -> dict[str, Callable[[], Iterable[UOp]]]:
             for idx in _lane_lists(n):
                 yield c.gep(*idx)
 
+    def gep_of_invalid() -> Iterable[UOp]:
+        for dt in (dtypes.index, dtypes.i32, dtypes.f32, dtypes.bool):
+            for n in widths:
+                inv = UOp.invalid().cast(dt.vec(n))
+                for idx in _lane_lists(n):
+                    yield inv.gep(*idx)
+
     def gep_identity() -> Iterable[UOp]:
         for n in widths:
             yield _vec(n).gep(*range(n))
@@ -225,6 +232,7 @@ def _gep_instances() -> dict[str, Callable[[], Iterable[UOp]]]:
     return {"gep_of_gep": gep_of_gep, "gep_of_broadcast": gep_of_broadcast,
             "gep_of_vectorize": gep_of_vectorize, "gep_of_scalar": gep_of_scalar,
             "gep_of_const": gep_of_const, "gep_of_vconst": gep_of_vconst,
+            "gep_of_invalid": gep_of_invalid,
             "gep_identity": gep_identity, "gep_through_alu": gep_through_alu,
             "gep_of_cat": gep_of_cat, "gep_through_cast": gep_through_cast,
             "vectorize_of_geps": vectorize_of_geps, "gep_of_ptrcat": gep_of_ptrcat}
@@ -233,6 +241,22 @@ def _gep_instances() -> dict[str, Callable[[], Iterable[UOp]]]:
 _LANES = f"every lane list of vectors of 2-{MAX_LANES} lanes, lanes symbolic"
 for _name, _gen in _gep_instances().items():
     _baseline(_name, _gen, "proven", _LANES, symbolic_consts=True)
+
+
+def _vectorize_of_invalid() -> Iterable[UOp]:
+    for dt in (dtypes.index, dtypes.i32, dtypes.f32, dtypes.bool):
+        inv = UOp.invalid() if dt == dtypes.index else UOp.invalid().cast(dt)
+        x = UOp.var("x", -9, 9)
+        x = x if dt == dtypes.index else x.cast(dt)
+        for n in range(2, MAX_LANES + 2):
+            yield UOp(Ops.VECTORIZE, dt.vec(n), (inv,) * n)
+            for k in range(n):  # one valid lane: not a vector Invalid
+                yield UOp(Ops.VECTORIZE, dt.vec(n), (inv,) * k + (x,) + (inv,) * (n - k - 1))
+
+
+_baseline("vectorize_of_invalid", _vectorize_of_invalid, "proven",
+          f"vectors of 2-{MAX_LANES + 1} lanes of index, i32, f32 and bool, every lane "
+          "Invalid or all but one")
 
 
 def _void(rlimit: int) -> Outcome:

@@ -37,6 +37,16 @@ POSITIVE = [
      f"(where {C} (where (eq {X} {Y}) 1 2) (invalid))"),
     ("invalid_bare_left", f"(add (invalid) {Y})", "(invalid)"),
     ("invalid_bare_right", f"(mul {Y} (invalid))", "(invalid)"),
+    ("invalid_bare_unary", "(neg (invalid))", "(invalid)"),
+    ("invalid_bare_unary", "(sqrt (cast f32 (invalid)))", "(cast f32 (invalid))"),
+    ("invalid_bare_unary", "(not (cast i32x2 (invalid)))", "(cast i32x2 (invalid))"),
+    ("invalid_bare_cast", "(cast f32 (cast i32 (invalid)))", "(cast f32 (invalid))"),
+    ("invalid_bare_cast", "(cast i8x2 (cast f32x2 (invalid)))", "(cast i8x2 (invalid))"),
+    ("invalid_bare_bitcast", "(bitcast f32 (cast i32 (invalid)))", "(cast f32 (invalid))"),
+    ("invalid_bare_bitcast", "(bitcast u16x3 (cast f16x3 (invalid)))", "(cast u16x3 (invalid))"),
+    ("vectorize_of_invalid", "(vectorize (invalid) (invalid))", "(cast indexx2 (invalid))"),
+    ("vectorize_of_invalid", "(vectorize (cast f32 (invalid)) (cast f32 (invalid)) (cast f32 "
+     "(invalid)))", "(cast f32x3 (invalid))"),
     # two padded indices combined: the gates merge
     ("invalid_where_merge", f"(add {P} (mul (where {D} {Y} (invalid)) 3))",
      f"(where (and {C} {D}) (add {X} (mul {Y} 3)) (invalid))"),
@@ -51,6 +61,11 @@ BLOCKED = [
     # a bare Invalid does not absorb a non-index operation
     ("invalid_bare_left", f"(add (cast i32 (invalid)) (cast i32 {Y}))",
      f"(add (cast i32 (invalid)) (cast i32 {Y}))"),
+    # a vector with one valid lane is not a vector Invalid
+    ("vectorize_of_invalid", f"(vectorize (invalid) {Y})", f"(vectorize (invalid) {Y})"),
+    # ... unless its lanes fold to one Invalid first
+    ("vectorize_of_invalid", "(vectorize (invalid) (cast index (cast i32 (invalid))))",
+     "(cast indexx2 (invalid))"),
 ]
 
 
@@ -116,6 +131,16 @@ ENGINES = [
     ("invalid_bare_left", "(add (invalid) (var a 0 10))", "(invalid)"),
     ("invalid_bare_right", "(idiv (var a 0 10) (invalid))", "(invalid)"),
     ("invalid_bare_left", "(add (mul (invalid) 2) (var a 0 10))", "(invalid)"),
+    ("invalid_bare_unary", "(neg (invalid))", "(invalid)"),
+    ("invalid_bare_unary", "(add (neg (invalid)) (var a 0 10))", "(invalid)"),
+    ("invalid_bare_unary", "(exp2 (cast f32 (invalid)))", "(cast f32 (invalid))"),
+    ("invalid_bare_cast", "(cast f32 (cast i32 (invalid)))", "(cast f32 (invalid))"),
+    ("invalid_bare_cast", "(cast i32x2 (cast f32x2 (invalid)))", "(cast i32x2 (invalid))"),
+    ("invalid_bare_bitcast", "(bitcast f32 (cast i32 (invalid)))", "(cast f32 (invalid))"),
+    ("vectorize_of_invalid", "(vectorize (invalid) (invalid) (invalid))",
+     "(cast indexx3 (invalid))"),
+    ("vectorize_of_invalid", "(add (vectorize (invalid) (invalid)) (vectorize (var a 0 10) 2))",
+     "(cast indexx2 (invalid))"),
 ]
 
 test_engines = engines_test(ENGINES)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.equiv import SampledMemory, check_equivalent
-from eqsat.ir.interp import EvalError, evaluate, evaluate_lanes
+from eqsat.ir.interp import EvalError, evaluate, evaluate_lanes, kept_nan_bits
 from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
@@ -147,3 +147,84 @@ def test_bitcast_reads_every_bit_but_a_computed_nans(data):
         event("a kept NaN")
     else:
         assert got == int(np.array([x], dtype=npf).view(npu)[0])
+
+
+# ---- a NaN the input keeps promises its bits at the root, as a store of it would --------
+# (docs/format.md, "Floats"): (a NaN a keeps, a NaN b computes there, the lane named). The
+# pair is checked both ways: b for a is less specified (inequivalent), a for b more
+# (equivalent: a computed NaN promises no bits).
+F16 = "(load (index (buffer 1 f16 8) (var i 0 7)))"
+F64 = "(load (index (buffer 2 f64 8) (var i 0 7)))"
+C = f"(lt {X} 2)"
+UNKEPT = "b's NaN does not keep the bits of a's (read from memory or a bitcast)"
+
+
+@pytest.mark.parametrize("kept,computed,lane", [
+    (L, f"(mul {L} 1.0)", ""),
+    (L, f"(add {L} -0.0)", ""),
+    (F16, f"(mul {F16} (const f16 1.0))", ""),
+    (F64, f"(max {F64} (const f64 -inf))", ""),
+    (f"(where {C} {L} 1.0)", f"(where {C} (mul {L} 1.0) 1.0)", ""),
+    (f"(load (index (buffer 1 f32 8) (var i 0 7) {C}) {M})",
+     f"(load (index (buffer 1 f32 8) (var i 0 7) {C}) (neg (neg {M})))", ""),
+    (NAN_BITS, f"(mul {NAN_BITS} 1.0)", ""),
+    (f"(vectorize {L} 1.0)", f"(vectorize (mul {L} 1.0) 1.0)", "lane 0: "),
+    (f"(vectorize 1.0 {L})", f"(vectorize 1.0 (mul {L} 1.0))", "lane 1: "),
+    (f"(gep (vectorize {M} {L}) 1 0)", f"(vectorize (add {L} -0.0) {M})", "lane 0: "),
+])
+def test_a_kept_nan_is_not_a_computed_one(kept, computed, lane):
+    res = check_equivalent(parse(kept), parse(computed))
+    assert not res and res.reason == lane + UNKEPT, res
+    assert math.isnan(res.a_value) and math.isnan(res.b_value), res
+    back = check_equivalent(parse(computed), parse(kept))
+    assert back, back
+
+
+# (a NaN a keeps, b keeping the same bits, b keeping other bits): equal, and different
+# both ways
+Y = "(var y -5 -2)"   # the bits of NaNs, and so is y - 1
+NB = f"(bitcast f32 (cast i32 {Y}))"
+NB1 = f"(bitcast f32 (cast i32 (sub {Y} 1)))"
+
+
+@pytest.mark.parametrize("a,same,other,lane", [
+    (NB, f"(where (lt {Y} -3) {NB} {NB})", NB1, ""),
+    (f"(vectorize {L} {NB})", f"(vectorize {L} (bitcast f32 (cast i32 (neg (neg {Y})))))",
+     f"(vectorize {L} {NB1})", "lane 1: "),
+])
+def test_kept_nan_bits_at_the_root(a, same, other, lane):
+    assert check_equivalent(parse(a), parse(same))
+    for x, y in ((a, other), (other, a)):
+        res = check_equivalent(parse(x), parse(y))
+        assert not res and res.reason == lane + UNKEPT, res
+
+
+# ---- kept_nan_bits: (expression, the bits each lane promises at y = -5 and y = -2) ------
+@pytest.mark.parametrize("expr,want", [
+    (NB, [[0xFFFFFFFB, 0xFFFFFFFE]]),
+    (f"(mul {NB} 1.0)", [[None, None]]),                      # computed: no bits promised
+    (f"(where (lt {Y} -3) {NB} 1.0)", [[0xFFFFFFFB, None]]),  # 1.0 is no NaN
+    (f"(vectorize (neg {NB}) {NB1})", [[None, None], [0xFFFFFFFA, 0xFFFFFFFD]]),
+])
+def test_kept_nan_bits(expr, want):
+    cols = {"y": np.array([-2, -5, -3])}
+    assert kept_nan_bits(parse(expr), cols, [1, 0]) == want
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(float_exprs(3))
+def test_a_copy_of_a_value_keeps_what_it_promises(e):
+    """A float expression equals itself and a where of it on both sides (a copy keeps a
+    NaN's bits), and ``e * 1.0`` (whose NaN is computed: no bits promised) may become
+    ``e``; ``e`` may become ``e * 1.0`` only where ``e`` keeps no NaN's bits."""
+    one = UOp.const(e.dtype, 1.0)
+    copy = UOp(Ops.WHERE, e.dtype, (UOp.const(dtypes.bool, True), e, e))
+    times_one = e * one
+    for a, b in ((e, e), (e, copy), (copy, e), (times_one, e)):
+        res = check_equivalent(a, b, samples=300)
+        assert res, (a, b, res)
+    res = check_equivalent(e, times_one, samples=300)
+    assert res or res.reason.endswith("b's NaN does not keep the bits of a's (read from "
+                                      "memory or a bitcast)"), res
+    if not res:
+        event("a kept NaN at the root")
