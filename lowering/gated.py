@@ -91,7 +91,7 @@ def _implied(valid: UOp) -> UOp:
             if e.dtype is not dtypes.index:
                 continue
             _tighten(tighter, clauses, e, _narrowed_bounds(out, e, skip=e))
-            sub = narrowing(out, e) or {}
+            sub = {k: (v, set(k.toposort())) for k, v in (narrowing(out, e) or {}).items()}
             for a in _atoms(e):
                 got = _atom_bounds(e, (lo, hi), a, tighter.get(a) or clauses.get(a)
                                    or (a.vmin, a.vmax), sub)
@@ -122,22 +122,26 @@ def _lt(e: UOp, c: int) -> UOp:
 
 
 _DIVS = (Ops.IDIV, Ops.MOD, Ops.FLOORDIV, Ops.FLOORMOD)
+_LEAVES = (Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR)
 
 
 def _atoms(e: UOp) -> list[UOp]:
     """The finite-bounded index sub-terms of ``e`` (but ``e``) a clause on ``e`` may
-    bound: its ranges, specials and variables, and the dividends of its divisions."""
+    bound: its ranges, specials and variables, and the dividends of its divisions that
+    are sums of them (``2*r + u`` of ``(2*r + u) // 2``)."""
     nodes = e.toposort()
     dividends = {u.src[0] for u in nodes if u.op in _DIVS}
     return [u for u in nodes if u is not e and u.dtype is dtypes.index
-            and (u.op in (Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR) or u in dividends)
+            and (u.op in _LEAVES or u in dividends
+                 and all(a.op in _LEAVES for _, a in to_lin(u).terms))
             and not math.isinf(u.vmin) and not math.isinf(u.vmax)]
 
 
 def _atom_bounds(e: UOp, span: tuple[int, int], a: UOp, own: tuple[int, int],
-                 sub: dict[UOp, UOp]) -> Span:
+                 sub: dict[UOp, tuple[UOp, set[UOp]]]) -> Span:
     """Bounds of the sub-term ``a`` of ``e`` (now ``own``) where ``lo <= e <= hi``
-    (``span``) holds, ``sub`` narrowing the other clauses' expressions in ``e``.
+    (``span``) holds, ``sub`` narrowing the other clauses' expressions in ``e`` (each
+    with the nodes it reads).
 
     ``e`` with ``a`` the constant ``v`` has bounds that hold at every assignment where
     ``a`` is ``v``: when they leave ``span`` the clause fails there, so ``v`` is cut
@@ -146,16 +150,19 @@ def _atom_bounds(e: UOp, span: tuple[int, int], a: UOp, own: tuple[int, int],
     :data:`PEEL` values are cut from each end, one by one."""
     lo, hi = span
     inside = set(a.toposort())
-    keep = {k: v for k, v in sub.items()  # a stays in e, as it is
-            if k not in inside and a not in k.toposort()}
+    keep = {k: v for k, (v, below) in sub.items()  # a stays in e, as it is
+            if k not in inside and a not in below}
     y = e.substitute(keep) if keep else e
     sign = _sign(y, a)
-    if sign == 0:
-        return own
+    if sign == 0 or lo <= y.vmin and y.vmax <= hi:
+        return own  # e does not read a, or the clause holds whatever a is
+
+    order, seen = y.toposort(), {}
 
     def bounds_at(v: int) -> Span:
-        z = y.substitute({a: UOp.const(a.dtype, v)})
-        return z.vmin, z.vmax
+        if v not in seen:
+            seen[v] = _bounds_with(order, a, UOp.const(a.dtype, v))
+        return seen[v]
 
     def above(v: int) -> bool:  # e > hi wherever a == v
         return bounds_at(v)[0] > hi
@@ -178,6 +185,22 @@ def _atom_bounds(e: UOp, span: tuple[int, int], a: UOp, own: tuple[int, int],
     ahi = _first(up, alo, ahi) - 1
     alo = -_first(lambda w: down(-w), -ahi, -alo) + 1
     return alo, ahi
+
+
+def _bounds_with(order: list[UOp], a: UOp, c: UOp) -> Span:
+    """The bounds of ``order[-1]`` (``order`` its toposort) with ``a`` replaced by ``c``.
+    A node rebuilt on new operands that gets its old bounds is kept as it was: a node's
+    bounds are a function of its operands' bounds (``eqsat.ir.bounds``), so what is
+    above it is unchanged too (a deep ``mod`` chain stops there)."""
+    new = {a: c}
+    for u in order:
+        if u in new or not any(s in new for s in u.src):
+            continue
+        n = u.replace(src=tuple(new.get(s, s) for s in u.src))
+        if (n.vmin, n.vmax) != (u.vmin, u.vmax):
+            new[u] = n
+    top = new.get(order[-1], order[-1])
+    return top.vmin, top.vmax
 
 
 def _first(pred: Callable[[int], bool], lo: int, hi: int) -> int:
