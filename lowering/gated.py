@@ -22,7 +22,7 @@ A vector gate or address is read lane by lane: the union of the lanes' bounds.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.linear import Lin
@@ -40,9 +40,10 @@ ROUNDS = 4
 PEEL = 16
 
 Span = tuple[int | float, int | float]
+Bounds = dict[UOp, tuple[int, int]]  # what clauses say: expression -> (lo, hi)
 
 
-def gated_bounds(valid: UOp, x: UOp) -> Span | None:
+def gated_bounds(valid: UOp, x: UOp, inside: tuple[int, int] | None = None) -> Span | None:
     """Sound bounds of the integer ``x`` where ``valid`` holds; None when it never holds.
 
     The expressions the AND clauses of ``valid`` bound, and what they imply (the module
@@ -51,17 +52,24 @@ def gated_bounds(valid: UOp, x: UOp) -> Span | None:
     of ``x`` but whose linear form, times some integer, is part of ``x``'s (the gate
     ``1 <= r0 + 1024*r3`` of an address ``2040*r0 + 2088960*r3 + ...``) is first made one
     (:func:`_in_clause_terms`). The intersection of what every reading gives is returned.
+    With ``inside`` (a buffer's ``(first, last)``), the rounds of implied bounds stop
+    once the bounds lie inside it.
     """
     if valid.op is Ops.CONST and not valid.arg:
         return None
     if any(n.op is Ops.INVALID for n in x.toposort()):
         return -math.inf, math.inf  # an Invalid that did not hoist: nothing known
     if valid.dtype.count > 1 or x.dtype.count > 1:
-        return _lanes_bounds(valid, x)
-    full = _implied(valid)
-    if parse_valid(full) is None:
-        return None
-    return _narrowed_bounds(full, x)
+        return _lanes_bounds(valid, x, inside)
+    lo, hi = x.vmin, x.vmax
+    for full in _implied(valid):
+        if parse_valid(full) is None:
+            return None
+        nlo, nhi = _narrowed_bounds(full, x)
+        lo, hi = max(lo, nlo), min(hi, nhi)
+        if inside is not None and inside[0] <= lo and hi <= inside[1]:
+            break
+    return lo, hi
 
 
 def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None) -> Span:
@@ -77,38 +85,58 @@ def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None) -> Span:
 
 
 # ---- implied bounds -------------------------------------------------------------------
-def _implied(valid: UOp) -> UOp:
-    """``valid`` and a clause for each bound its clauses imply (the module doc, step 2):
-    ``4*r + j + k < 33`` and ``r + j + k >= 1`` (``r, j, k >= 0``) imply
-    ``4*r + j + k >= 1``; ``r // 2 < 7`` implies ``r < 14``."""
+def _implied(valid: UOp) -> Iterator[UOp]:
+    """``valid``, then ``valid`` and a clause for each bound its clauses imply, after
+    each step of each round (the module doc, step 2): ``4*r + j + k < 33`` and
+    ``r + j + k >= 1`` (``r, j, k >= 0``) imply ``4*r + j + k >= 1``
+    (:func:`_by_clauses`); ``r // 2 < 7`` implies ``r < 14`` (:func:`_by_atoms`)."""
     out = valid
+    yield out
     for _ in range(ROUNDS):
-        clauses = parse_valid(out)
-        if clauses is None:
-            break  # the clauses contradict: the gate never holds
-        tighter: dict[UOp, tuple[int, int]] = {}
-        for e, (lo, hi) in clauses.items():
-            if e.dtype is not dtypes.index:
-                continue
-            _tighten(tighter, clauses, e, _narrowed_bounds(out, e, skip=e))
-            sub = {k: (v, set(k.toposort())) for k, v in (narrowing(out, e) or {}).items()}
-            for a in _atoms(e):
-                got = _atom_bounds(e, (lo, hi), a, tighter.get(a) or clauses.get(a)
-                                   or (a.vmin, a.vmax), sub)
-                _tighten(tighter, clauses, a, got)
-        if not tighter:
-            break
-        for e, (lo, hi) in tighter.items():
-            olo, ohi = clauses.get(e, (e.vmin, e.vmax))
-            if lo > olo:
-                out = out & UOp(Ops.NOT, dtypes.bool, (_lt(e, lo),))
-            if hi < ohi:
-                out = out & _lt(e, hi + 1)
-    return out
+        grew = False
+        for step in (_by_clauses, _by_atoms):
+            clauses = parse_valid(out)
+            if clauses is None:
+                return  # the clauses contradict: the gate never holds
+            tighter = step(out, clauses)
+            for e, (lo, hi) in tighter.items():
+                olo, ohi = clauses.get(e, (e.vmin, e.vmax))
+                if lo > olo:
+                    out = out & UOp(Ops.NOT, dtypes.bool, (_lt(e, lo),))
+                if hi < ohi:
+                    out = out & _lt(e, hi + 1)
+            if tighter:
+                grew = True
+                yield out
+        if not grew:
+            return
 
 
-def _tighten(acc: dict[UOp, tuple[int, int]], clauses: dict[UOp, tuple[int, int]], e: UOp,
-             span: Span) -> None:
+def _by_clauses(valid: UOp, clauses: Bounds) -> Bounds:
+    """The bounds of each expression ``valid``'s ``clauses`` bound, from the others,
+    where tighter."""
+    tighter: Bounds = {}
+    for e in clauses:
+        if e.dtype is dtypes.index:
+            _tighten(tighter, clauses, e, _narrowed_bounds(valid, e, skip=e))
+    return tighter
+
+
+def _by_atoms(valid: UOp, clauses: Bounds) -> Bounds:
+    """The bounds of the atoms of each expression ``valid``'s ``clauses`` bound
+    (:func:`_atoms`), where tighter."""
+    tighter: Bounds = {}
+    for e, span in clauses.items():
+        if e.dtype is not dtypes.index:
+            continue
+        sub = {k: (v, set(k.toposort())) for k, v in (narrowing(valid, e) or {}).items()}
+        for a in _atoms(e):
+            own = tighter.get(a) or clauses.get(a) or (a.vmin, a.vmax)
+            _tighten(tighter, clauses, a, _atom_bounds(e, span, a, own, sub))
+    return tighter
+
+
+def _tighten(acc: Bounds, clauses: Bounds, e: UOp, span: Span) -> None:
     """Record in ``acc`` the bounds ``span`` of ``e`` where they are tighter than what
     ``acc`` and ``clauses`` (else ``e``'s own bounds) say."""
     olo, ohi = acc.get(e) or clauses.get(e) or (e.vmin, e.vmax)
@@ -305,14 +333,14 @@ def _multiple(x: Lin, e: Lin, exact: bool = False) -> int:
 
 
 # ---- vectors, lane by lane ----------------------------------------------------------------
-def _lanes_bounds(valid: UOp, x: UOp) -> Span | None:
+def _lanes_bounds(valid: UOp, x: UOp, inside: tuple[int, int] | None) -> Span | None:
     """The union over the lanes of the bounds of each lane of ``x`` where that lane of
     ``valid`` holds; None when no lane's does. Widths that differ (but a scalar, which
     every lane shares): ``x``'s own bounds."""
     n = max(valid.dtype.count, x.dtype.count)
     if min(valid.dtype.count, x.dtype.count) not in (1, n):
         return x.vmin, x.vmax
-    spans = [s for i in range(n) if (s := gated_bounds(_lane(valid, i), _lane(x, i)))]
+    spans = [s for i in range(n) if (s := gated_bounds(_lane(valid, i), _lane(x, i), inside))]
     if not spans:
         return None
     return min(s[0] for s in spans), max(s[1] for s in spans)

@@ -113,13 +113,14 @@ def check_bounds(graph: UOp) -> frozenset[int]:
         if buf.op is not Ops.DEFINE_GLOBAL or not isinstance(buf.arg, tuple):
             continue
         valid, idx = _valid_and_address(u)
-        span = gated_bounds(valid, idx) if valid is not None else (idx.vmin, idx.vmax)
-        if span is None:
-            continue  # the gate never holds: no access
-        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         us = users.get(u, [])
         lanes = max([x.dtype.count for x in us if x.op is Ops.CAST and x.dtype.ptr] + [1])
         slot, size = buf.arg
+        span = gated_bounds(valid, idx, (0, size - lanes)) if valid is not None else \
+            (idx.vmin, idx.vmax)
+        if span is None:
+            continue  # the gate never holds: no access
+        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         if lo >= 0 and hi + lanes - 1 < size:
             continue
         if valid is not None:
