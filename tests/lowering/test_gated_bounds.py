@@ -6,6 +6,8 @@ where the interpreter raises). Only an ungated index is refused when it is lower
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -396,6 +398,55 @@ def test_gated_bounds_sound_quotients(case) -> None:
     values = [sum(c * r for c, r in zip(index, pt, strict=False)) + index[-1]
               for pt in np.ndindex(*sizes)
               if all(c[4] <= _clause_value(c, pt) < c[4] + c[5] for c in clauses)]
+    if got is None:
+        assert not values
+    else:
+        assert all(got[0] <= v <= got[1] for v in values)
+
+
+# leaves of random gates: two ranges and two variables, one of them negative
+_LEAVES = [("(range 0 5)", 0, 4), ("(range 1 4)", 0, 3), ("(var a -3 4)", -3, 4),
+           ("(var b -5 -1)", -5, -1)]
+_BINARY = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+           "max": max, "min": min}
+_BY = {**_OPS, "mul": _BINARY["mul"]}  # by a constant
+
+
+def _tree(leaf: st.SearchStrategy) -> st.SearchStrategy:
+    """Expressions ``(text, value of a point)`` over :data:`_LEAVES`: sums, differences,
+    products, max, min, negations, and quotients and remainders by constants of either
+    sign, nested."""
+    def grow(sub: st.SearchStrategy) -> st.SearchStrategy:
+        binary = st.tuples(st.sampled_from(sorted(_BINARY)), sub, sub).map(
+            lambda t: (f"({t[0]} {t[1][0]} {t[2][0]})",
+                       lambda p, f=_BINARY[t[0]], a=t[1][1], b=t[2][1]: f(a(p), b(p))))
+        by = st.tuples(st.sampled_from(["idiv", "mod", "mul"]), sub,
+                       st.sampled_from([-3, -2, -1, 2, 3, 5])).map(
+            lambda t: (f"({t[0]} {t[1][0]} {t[2]})",
+                       lambda p, f=_BY[t[0]], a=t[1][1], d=t[2]: f(a(p), d)))
+        neg = sub.map(lambda t: (f"(neg {t[0]})", lambda p, a=t[1]: -a(p)))
+        return st.one_of(binary, by, neg)
+    return st.recursive(leaf, grow, max_leaves=5)
+
+
+_LEAF = st.one_of(
+    st.integers(0, len(_LEAVES) - 1).map(lambda i: (_LEAVES[i][0], lambda p, i=i: p[i])),
+    st.integers(-4, 6).map(lambda c: (str(c), lambda p, c=c: c)))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(_tree(_LEAF), st.integers(-6, 6), st.integers(1, 8)), min_size=1,
+                max_size=3), _tree(_LEAF))
+def test_gated_bounds_sound_trees(clauses, index) -> None:
+    """Gates ``lo <= f < hi`` on nested expressions of ranges and signed variables: every
+    value the index takes where the gate holds is inside its bounds (by enumeration)."""
+    gate = "true"
+    for (text, _), lo, w in clauses:
+        gate = f"(and {gate} (and (not (lt {text} {lo})) (lt {text} {lo + w})))"
+    got = gated_bounds(parse(gate), parse(index[0]))
+    points = itertools.product(*(range(lo, hi + 1) for _, lo, hi in _LEAVES))
+    values = [index[1](p) for p in points
+              if all(lo <= f(p) < lo + w for (_, f), lo, w in clauses)]
     if got is None:
         assert not values
     else:
