@@ -75,12 +75,15 @@ def gated_bounds(valid: UOp, x: UOp, inside: tuple[int, int] | None = None) -> S
 def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None) -> Span:
     """The intersection of ``x``'s bounds and those of each reading of ``x`` in terms of
     the expressions ``valid``'s clauses bound (but ``skip``), narrowed by the clauses
-    (``valid`` holds somewhere as far as its clauses say)."""
+    (``valid`` holds somewhere as far as its clauses say). A reading that a clause bounds
+    as a whole is also read with its parts narrowed instead."""
     lo, hi = x.vmin, x.vmax
     for y in dict.fromkeys([x, *_in_clause_terms(valid, x, skip)]):
-        sub = narrowing(valid, y)
-        z = y.substitute(sub) if sub else y
-        lo, hi = max(lo, z.vmin), min(hi, z.vmax)
+        sub = narrowing(valid, y) or {}
+        parts = {k: v for k, v in sub.items() if k is not y}
+        for s in [sub, parts] if y in sub else [sub]:
+            z = y.substitute(s) if s else y
+            lo, hi = max(lo, z.vmin), min(hi, z.vmax)
     return lo, hi
 
 
@@ -289,18 +292,23 @@ def _sign(e: UOp, a: UOp) -> int | None:
 
 # ---- an address in terms of the clauses' sums -------------------------------------------
 def _in_clause_terms(valid: UOp, x: UOp, skip: UOp | None = None) -> list[UOp]:
-    """``x`` rebuilt as ``m1*E1 + m2*E2 + ... + rest`` (the same value) for expressions
-    ``Ei`` (but ``skip``) that ``valid``'s clauses bound and whose linear forms, times an
-    integer ``mi``, are parts of ``x``'s (:func:`_multiple`): once for each ``Ei`` taken
-    first, then the others of the most terms first; empty when there is none."""
+    """``x`` rebuilt from its linear form (terms that cancel gone: ``u - (b + u)`` is
+    ``-b``), and as ``m1*E1 + m2*E2 + ... + rest`` (the same value) for expressions ``Ei``
+    (but ``skip``, ranges and variables) that ``valid``'s clauses bound and whose linear
+    forms, times an integer ``mi``, are parts of ``x``'s (:func:`_multiple`): once for
+    each ``Ei`` taken first, then the others of the most terms first. Empty when
+    ``valid`` bounds nothing."""
     clauses = parse_valid(valid)
     if not clauses or x.dtype is not dtypes.index:
         return []
+    # a range or a variable is narrowed where it is in x's linear form: no reading of its own
     exprs = sorted(((to_lin(e), e) for e in clauses if e.dtype is dtypes.index and e is not skip
-                    and e is not x), key=lambda p: -len(p[0].terms))  # stable: clause order
-    out: list[UOp] = []
+                    and e is not x and e.op not in _LEAVES),
+                   key=lambda p: -len(p[0].terms))  # stable: clause order
+    lin = to_lin(x)
+    out = [UOpCtx(x).sum(list(lin.terms), lin.const)]
     for i, first in enumerate(exprs):
-        rest, picked, others = to_lin(x), [], [*exprs[:i], *exprs[i + 1:]]
+        rest, picked, others = lin, [], [*exprs[:i], *exprs[i + 1:]]
         # the first, then the others whose multiples are whole parts of what is left,
         # then the others
         for (le, e), exact in [(first, False), *((o, True) for o in others),
