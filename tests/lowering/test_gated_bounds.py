@@ -169,6 +169,14 @@ def test_ungated_refused(text: str, error: str, optimize) -> None:
     (f"(and (lt (idiv {R16} 2) 2) (lt (sub (range 1 16) {R16}) 2))", "(range 1 16)", (0, 4)),
     # r >= 2 and (r + 3) // 4 < 1 (r <= 0): never
     (f"(and (not (lt {R16} 2)) (lt (idiv (add {R16} 3) 4) 1))", R16, None),
+    # b % 2 >= 0 for b of -5..-1 (C's remainder): b of -4..-2; u - (b + u) is -b
+    ("(not (lt (mod (var b -5 -1) 2) 0))", "(sub (range 1 4) (add (var b -5 -1) (range 1 4)))",
+     (2, 4)),
+    # the index is a clause's sum whose parts other clauses bound tighter (a of -1..1)
+    ("(and (and (not (lt (add (range 0 5) (mul (var a -3 4) 2)) 0)) (lt (add (range 0 5) "
+     "(mul (var a -3 4) 2)) 3)) (and (and (not (lt (add (var a -3 4) (range 1 4)) 2)) (lt (add "
+     "(var a -3 4) (range 1 4)) 4)) (and (not (lt (add (var a -3 4) (var b -5 -1)) -1)) (lt "
+     "(add (var a -3 4) (var b -5 -1)) 5))))", "(add (var a -3 4) (var b -5 -1))", (-1, 0)),
     # a vector gate, lane by lane: the union of the lanes' bounds
     (f"(vectorize (lt {R} 7) (lt {R} 6))", f"(vectorize {R} (add {R} 1))", (0, 6)),
     (f"(lt (vectorize {R} (add {R} 1)) 7)", f"(vectorize {R} (add {R} 1))", (0, 6)),
