@@ -14,9 +14,9 @@ Subcommands::
     eqsat lower FILE [--emit c|linear] [--no-optimize]
 
 Errors print one line to stderr (``eqsat: error: FILE:LINE:COL: ...``) and exit
-with status 1 (2 for a bad command line; 128 + the signal for a batch stopped by
-SIGTERM or SIGINT), never a traceback; set
-``EQSAT_DEBUG=1`` to see the traceback too. :func:`main` takes ``argv`` and
+with status 1 (2 for a bad command line; 128 + the signal for a batch or a comparison
+stopped by SIGTERM or SIGINT), never a traceback; set ``EQSAT_DEBUG=1`` to see the
+traceback too. :func:`main` takes ``argv`` and
 returns the exit status, so tests can call it directly.
 
 ``-v``/``--verbose`` (before or after the command; twice for more) shows the
@@ -28,12 +28,11 @@ when it is a terminal, not under CI (``CI=true``).
 from __future__ import annotations
 
 import argparse
-import codecs
+import io
 import json
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import time
@@ -43,6 +42,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
+
+from eqsat.jsonl import EncodingError, escaped, not_utf8, numbered_lines
 
 __all__ = ["main", "build_parser", "CLIError", "batch_results"]
 
@@ -75,37 +76,46 @@ def _read(path: str) -> tuple[str, str]:
         raise CLIError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-#: byte-order marks of the encodings a batch file is taken to be in when it starts with
-#: one (UTF-32's before UTF-16's, which begin them); no UTF-8 text starts so
-_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
-
-
-def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
-    """The non-blank lines of the JSON-lines FILE (``-``: standard input), each with its
-    number, and the file's display name. A line ends at ``\\n``, ``\\r\\n`` or ``\\r``
-    only (not at the other characters ``str.splitlines`` takes, which a JSON string may
-    hold, so the numbers are an editor's); a UTF-8 byte-order mark at the start is
-    skipped. The bytes of a line that are not UTF-8 stay in it as surrogate escapes
-    (PEP 383): that line gets its own error row (:func:`_not_utf8`), not the file."""
+@contextmanager
+def _input_lines(path: str, reader: str
+                 ) -> Iterator[tuple[Iterator[tuple[int, str]], str]]:
+    """(the non-blank lines of the JSON-lines FILE, ``-`` meaning standard input, each
+    with its number, read as they are asked for (:func:`eqsat.jsonl.numbered_lines`:
+    a line that is not UTF-8 is kept for its own error, not the file's); the file's
+    display name). A file that cannot be read, or starts with a UTF-16 or UTF-32
+    byte-order mark, is a CLIError (``reader``: what reads UTF-8, for its message)."""
     if path == "-":
         name, stream = "<stdin>", getattr(_stdin(), "buffer", None)
-        data = stream.read() if stream is not None else \
-            sys.stdin.read().encode("utf-8", "surrogateescape")
+        if stream is None:  # a text stream only (a test's): its text, back to bytes
+            stream = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
+        own = False
     else:
         name = path
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            stream = open(path, "rb")  # noqa: SIM115 - closed when the block ends
         except OSError as e:
             raise CLIError(f"{path}: {e.strerror or e}") from None
-    for bom, encoding in _OTHER_BOMS:
-        if data.startswith(bom):
-            raise CLIError(f"{name}: {encoding} text (it starts with the byte-order mark "
-                           f"{bom.hex(' ')}); the batch reads UTF-8")
-    lines = (raw.decode("utf-8", "surrogateescape")
-             for raw in data.removeprefix(codecs.BOM_UTF8).splitlines())
-    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()], name
+        own = True
+
+    def lines() -> Iterator[tuple[int, str]]:
+        try:
+            yield from numbered_lines(stream, name)
+        except EncodingError as e:
+            raise CLIError(f"{e}; {reader} reads UTF-8") from None
+        except OSError as e:
+            raise CLIError(f"{name}: cannot read: {e.strerror or e}") from None
+
+    try:
+        yield lines(), name
+    finally:
+        if own:
+            stream.close()
+
+
+def _read_lines(path: str) -> tuple[list[tuple[int, str]], str]:
+    """The non-blank lines of a batch's FILE (:func:`_input_lines`) and its name."""
+    with _input_lines(path, "the batch") as (lines, name):
+        return list(lines), name
 
 
 def _parse_file(path: str):
@@ -392,24 +402,6 @@ def _loads(line: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-#: a byte that is not UTF-8, as :func:`_read_lines` keeps it in a line's text
-_ESCAPED = re.compile("[\udc80-\udcff]")
-
-
-def _not_utf8(lineno: int, line: str) -> str | None:
-    """What is wrong with a line holding bytes that are not UTF-8 (the first of them),
-    or None when it has none."""
-    if not _ESCAPED.search(line):
-        return None
-    raw = line.encode("utf-8", "surrogateescape")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return (f"not UTF-8 text: byte 0x{raw[e.start]:02x} at byte {e.start + 1} of line "
-                f"{lineno} ({e.reason})")
-    return None
-
-
 def _plain(x: Any) -> Any:
     """``x`` with its :class:`_NumText` as plain strings (an id as the output shows it)."""
     if isinstance(x, _NumText):
@@ -431,10 +423,10 @@ def _prepare(job: tuple[int, str, dict[str, Any]]) -> tuple[dict[str, Any], Any]
     result is already an error."""
     lineno, line, _ = job
     out: dict[str, Any] = {"id": None}
-    bad = _not_utf8(lineno, line)
+    bad = not_utf8(lineno, line)
     if bad:  # its id when the bytes are elsewhere
         cid = _case_id(line)
-        if _ESCAPED.search(json.dumps(_jsonable(cid), ensure_ascii=False)):
+        if escaped(json.dumps(_jsonable(cid), ensure_ascii=False)):
             cid = None
         return {"id": cid, "line": lineno, "error": bad}, None
     try:
@@ -835,41 +827,100 @@ def batch_results(cases: list[Job], jobs: int, chunk: int,
 
 def _executor_results(cases: list[tuple[int, str, dict[str, Any]]], executor: Executor,
                       chunk: int, window: int,
-                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk
+                      fn: Callable[[list], list[dict[str, Any]]] = _batch_chunk,
+                      cancel: Callable[[list[Any]], None] | None = None,
+                      held: Callable[[], AbstractContextManager[Any]] = nullcontext
                       ) -> Iterator[dict[str, Any]]:
     """Every case's result, in input order, from chunks of at most ``chunk`` cases
     (:func:`spans`) run by ``fn`` on ``executor`` (any concurrent.futures.Executor: a
     Dask client's, a pool), at most ``window`` chunks in flight. A chunk whose task
     fails (its worker died, the cluster lost it) runs again case by case; a case whose
-    own task fails too gets an ``error`` naming the failure."""
+    own task fails too gets an ``error`` naming the failure. When the generator stops
+    early (a signal, ``close()``), the tasks still in flight are cancelled before it
+    ends: ``cancel(futures)`` (:meth:`_DaskExecutor.cancel`), or each future's own
+    ``cancel()`` (a task already running then runs on, its result unread). ``held``:
+    a section that a signal must not cut short (:meth:`_Stop.held`), around each
+    submission and the cancelling: a signal stops the batch while it waits on a task."""
     chunks = [cases[i:j] for i, j in spans(len(cases), chunk, max(1, window // 2))]
     pending: deque[tuple[list, Future]] = deque()
+    retry: list[Future] = []  # a case's own task, while it runs
     nxt = 0
-    while nxt < len(chunks) or pending:
-        while nxt < len(chunks) and len(pending) < window:
-            pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
-            nxt += 1
-        ch, fut = pending.popleft()
-        try:
-            yield from fut.result()
-            continue
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:  # noqa: B036 - the task failed where it ran
-            log.warning("a chunk of %d cases failed on the executor (%s: %s); running its "
-                        "cases one by one", len(ch), type(e).__name__, e)
-        for case in ch:
+    try:
+        while nxt < len(chunks) or pending:
+            while nxt < len(chunks) and len(pending) < window:
+                with held():
+                    pending.append((chunks[nxt], executor.submit(fn, chunks[nxt])))
+                    nxt += 1
+            ch, fut = pending[0]
             try:
-                yield from executor.submit(fn, [case]).result()
+                rows = fut.result()
             except KeyboardInterrupt:
                 raise
-            except BaseException as e:  # noqa: B036
-                yield {"id": _case_id(case[1]), "line": case[0],
-                       "error": f"the worker failed on this case ({type(e).__name__}: "
-                                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"}
+            except BaseException as e:  # noqa: B036 - the task failed where it ran
+                rows = None
+                log.warning("a chunk of %d cases failed on the executor (%s: %s); running "
+                            "its cases one by one", len(ch), type(e).__name__, e)
+            pending.popleft()
+            if rows is not None:  # (yielded out of the try: a close() is no failure)
+                yield from rows
+                continue
+            for case in ch:
+                with held():
+                    retry[:] = [executor.submit(fn, [case])]
+                try:
+                    rows = retry[0].result()
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:  # noqa: B036
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    rows = [{"id": _case_id(case[1]), "line": case[0],
+                             "error": f"the worker failed on this case ({type(e).__name__}: "
+                                      f"{msg})"}]
+                retry.clear()
+                yield from rows
+    finally:
+        with held():
+            _cancel([f for _, f in pending] + retry, cancel)
 
 
-def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
+def _cancel(futures: list[Any], cancel: Callable[[list[Any]], None] | None) -> None:
+    """The tasks of ``futures`` not done yet cancelled (:func:`_executor_results`); a
+    failure to is logged, not raised (the batch is stopping for another reason)."""
+    live = [f for f in futures if not f.done()]
+    if not live:
+        return
+    try:
+        if cancel is None:
+            for f in live:
+                f.cancel()
+        else:
+            cancel(live)
+        log.info("batch: %d tasks in flight cancelled", len(live))
+    except Exception as e:  # noqa: BLE001 - e.g. the cluster gone
+        log.warning("batch: could not cancel %d tasks in flight (%s: %s)", len(live),
+                    type(e).__name__, e)
+
+
+class _DaskExecutor(Executor):
+    """A Dask distributed client as a batch's executor: each task submitted impure (it
+    runs even when one with the same chunk ran before: a retry runs again), the tasks
+    still in flight cancelled by one ``Client.cancel`` call (which stops the tasks not
+    yet started and forgets the others' results)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"_DaskExecutor({self.client!r})"
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return self.client.submit(fn, *args, pure=False, **kwargs)
+
+    def cancel(self, futures: list[Any]) -> None:
+        self.client.cancel(futures)
+
+
+def _cluster_executor(address: str) -> tuple[_DaskExecutor, int, Callable[[], None]]:
     """A Dask distributed client's executor for the scheduler at ``address``, how many
     chunks to keep in flight (twice its workers' threads), and how to close it."""
     try:
@@ -886,7 +937,7 @@ def _cluster_executor(address: str) -> tuple[Executor, int, Callable[[], None]]:
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
     log.info("batch: Dask scheduler %s, %d workers, %d threads", address,
              len(client.scheduler_info()["workers"]), threads)
-    return client.get_executor(pure=False), max(2 * threads, 2), client.close
+    return _DaskExecutor(client), max(2 * threads, 2), client.close
 
 
 def _check_engine(opts: dict[str, Any]) -> None:
@@ -937,7 +988,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with _Stop() as stop:
             try:
                 if args.scheduler:
-                    results = _executor_results(cases, executor, args.chunk, window)
+                    results = _executor_results(cases, executor, args.chunk, window,
+                                                cancel=executor.cancel, held=stop.held)
                 else:
                     log.info("batch: %d cases in chunks of %d on %d worker processes",
                              len(cases), args.chunk, args.jobs)
@@ -992,7 +1044,6 @@ def _end_batch(bar: Any, results: Iterator[dict[str, Any]] | None,
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from eqsat import compare
-    from eqsat.progress import progress
     from extraction import get_cost_model
 
     engines = [s.strip() for s in args.engines.split(",") if s.strip()]
@@ -1005,14 +1056,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise CLIError(f"{flag} must be >= 1, got {v}")
     if not args.seconds > 0:
         raise CLIError(f"--seconds must be > 0, got {args.seconds}")
-    text, name = _read(args.input)
     try:
-        rows = compare.rows_of(text.splitlines(), name, args.limit, args.tinygrad)
         get_cost_model(args.cost)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    try:
+        with _Stop() as stop:
+            return _compare(args, engines, stop)
+    except _Interrupted as e:
+        print(f"eqsat compare: stopped by {signal.Signals(e.signum).name}: no report",
+              file=sys.stderr)
+        return 128 + e.signum
+
+
+def _compare(args: argparse.Namespace, engines: list[str], stop: _Stop) -> int:
+    """``eqsat compare`` after its flags are checked: the input read line by line (a
+    line that is no case named on stderr and left out), the engines run, the report
+    printed whole (a signal stops the command before it or after it, never in it)."""
+    from eqsat import compare
+    from eqsat.progress import progress
+
+    with _input_lines(args.input, "the comparison") as (lines, name):
+        rows, errors = compare.read_rows(lines, args.limit, args.tinygrad)
+    for e in errors:
+        with stop.held():  # a whole line
+            sys.stderr.write(f"eqsat compare: {name}:{e['line']}: {compare.error_text(e)}\n")
     if not rows:
-        raise CLIError(f"{name}: no cases")
+        raise CLIError(f"{name}: no cases{_left_out(errors)}")
     log.info("compare: %d cases from %s, engines %s", len(rows), name, ", ".join(engines))
     if "egraph" in engines:
         _start_engine({"engine": "egraph", "rulesets": None})
@@ -1021,17 +1091,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
             cases, _ = compare.run(rows, engines=engines, batch=args.chunk, model=args.cost,
                                    check=args.check, seconds=args.seconds,
                                    on_batch=bar.update)
-    except ValueError as e:  # a field that does not parse
+    except ValueError as e:  # a field that does not parse (read_rows checked them)
         raise CLIError(f"{name}: {e}") from None
     rep = compare.summary(cases, engines, tinygrad=args.tinygrad)
     if args.json:
         rep["per_case"] = compare.case_rows(cases, engines, args.tinygrad)
-        print(json.dumps(_jsonable(rep), indent=1, sort_keys=True))
+        if errors:
+            rep["errors"] = errors
+        text = json.dumps(_jsonable(rep), indent=1, sort_keys=True)
     else:
-        print(f"{len(cases)} cases from {name}; reference cost of the outputs (extracted "
-              f"under the {args.cost!r} model); engines in turns of {args.chunk} cases")
-        print("\n".join(compare.table(rep)))
+        text = "\n".join([f"{len(cases)} cases from {name}{_left_out(errors)}; reference "
+                          f"cost of the outputs (extracted under the {args.cost!r} model); "
+                          f"engines in turns of {args.chunk} cases", *compare.table(rep)])
+    with stop.held():  # the report whole
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
     return 0
+
+
+def _left_out(errors: list[Any]) -> str:
+    """How many lines a comparison left out, for its report's first line."""
+    n = len(errors)
+    return f" ({n} line{'s' if n > 1 else ''} left out, named above)" if n else ""
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -1225,7 +1306,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="send the chunks to this Dask distributed scheduler's workers "
                         "instead of local processes (--jobs is then unused; needs the "
-                        "cluster extra and eqsat installed on the workers)")
+                        "cluster extra and eqsat installed on the workers); SIGTERM or "
+                        "SIGINT cancels the tasks in flight on the cluster")
     s.add_argument("input", metavar="IN.jsonl", help="input file or - for stdin")
     s.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
                    help="output file (default: stdout)")
@@ -1238,7 +1320,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference cost, idiv+mod count and time, and how many "
                                    "cases each does strictly better and worse than each "
                                    "column before it. The engines take turns chunk by chunk "
-                                   "in one process, so both see the same machine.")
+                                   "in one process, so both see the same machine. A line "
+                                   "that is no case (not UTF-8, not JSON, a field missing "
+                                   "or not parsing) is named on stderr and left out, the "
+                                   "others compared. Exit status 128 + the signal after "
+                                   "SIGTERM or SIGINT, with no report.")
     s.add_argument("input", metavar="IN.jsonl", help="corpus file or - for stdin")
     s.add_argument("--engines", default="baseline,egraph", metavar="A,B",
                    help="the engines to run (default baseline,egraph)")
@@ -1256,7 +1342,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seconds", type=_finite, default=300.0, metavar="S",
                    help="e-graph hard time limit per case (default 300; the work "
                         "budgets end a run long before)")
-    s.add_argument("--limit", type=int, metavar="N", help="only the first N cases")
+    s.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N cases (non-blank lines, a bad one too)")
     s.add_argument("--check", action="store_true",
                    help="also check every output's equivalence to its input")
     s.set_defaults(func=cmd_compare)

@@ -34,10 +34,12 @@ from typing import Any
 
 from eqsat.api import CHUNK, Budget, optimize
 from eqsat.ir.sexpr import ParseError, parse, to_sexpr
+from eqsat.jsonl import not_utf8, numbered_lines
 from extraction import divmod_count, get_cost_model, reference_cost
 
-__all__ = ["Case", "ENGINES", "TINYGRAD", "run", "finish", "load", "rows_of", "source_group",
-           "summary", "table", "case_rows", "columns", "take_output", "short_name"]
+__all__ = ["Case", "ENGINES", "TINYGRAD", "run", "finish", "load", "read_rows", "error_text",
+           "source_group", "summary", "table", "case_rows", "columns", "take_output",
+           "short_name"]
 
 #: the engines a comparison can run, in the order they run (and are compared)
 ENGINES = ("baseline", "egraph")
@@ -58,37 +60,70 @@ def source_group(source: str) -> str:
 
 def load(path: str | Path, limit: int | None = None, tinygrad: bool = False
          ) -> list[dict[str, Any]]:
-    """The lines of a JSONL corpus file (see :func:`rows_of`)."""
-    with open(path, encoding="utf-8") as f:
-        return rows_of(f, str(path), limit, tinygrad)
-
-
-def rows_of(lines: Iterable[str], name: str, limit: int | None = None,
-            tinygrad: bool = False) -> list[dict[str, Any]]:
-    """The JSON objects of ``lines`` (blank lines skipped), the first ``limit`` of them.
-    Every line needs ``id`` and ``expr`` (and ``tinygrad`` when ``tinygrad``); a line
-    that lacks one, or is not a JSON object, raises ValueError naming ``name`` and the
-    line."""
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name}:{n}: bad JSON: {e}") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{name}:{n}: expected a JSON object with id and expr")
-        for key in ("id", "expr") + ((TINYGRAD,) if tinygrad else ()):
-            if key not in row or (key != "id" and not isinstance(row[key], str)):
-                raise ValueError(f"{name}:{n}: needs the field {key!r}"
-                                 + (" (a string)" if key != "id" else "")
-                                 + (" holding tinygrad's output (--tinygrad reads it)"
-                                    if key == TINYGRAD else ""))
-        rows.append(row)
-        if limit and len(rows) >= limit:
-            break
+    """The cases of a JSONL corpus file (see :func:`read_rows`); a line that is none
+    raises ValueError naming the file and the line."""
+    with open(path, "rb") as f:
+        rows, errors = read_rows(numbered_lines(f, str(path)), limit, tinygrad)
+    if errors:
+        e = errors[0]
+        raise ValueError(f"{path}:{e['line']}: {error_text(e)}")
     return rows
+
+
+def read_rows(lines: Iterable[tuple[int, str]], limit: int | None = None,
+              tinygrad: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The cases of numbered lines (:func:`eqsat.jsonl.numbered_lines`), the first
+    ``limit`` lines only, and the lines that are no case: ``(rows, errors)``, each
+    error ``{"line": n, "id": the line's id or None, "error": what is wrong}``. A case
+    is a JSON object with ``id`` and ``expr`` (and ``tinygrad`` when ``tinygrad``),
+    whose ``expr`` (and ``tinygrad``, when a string) parse; a line that is not UTF-8
+    or not JSON, lacks a field or does not parse is an error, and the other lines are
+    read on."""
+    rows: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for k, (n, line) in enumerate(lines, 1):
+        row, error = _case_of(n, line, tinygrad)
+        if error is None:
+            rows.append(row)
+        else:
+            errors.append({"line": n, "id": row.get("id"), "error": error})
+        if limit and k >= limit:
+            break
+    return rows, errors
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """An error of :func:`read_rows` as text: its case's id (when known) and what is
+    wrong."""
+    return (f"case {error['id']!r}: " if error["id"] is not None else "") + error["error"]
+
+
+def _case_of(n: int, line: str, tinygrad: bool) -> tuple[dict[str, Any], str | None]:
+    """Line ``n`` as a case: (the JSON object, None), or (what is known of it, what is
+    wrong)."""
+    bad = not_utf8(n, line)
+    if bad:
+        return {}, bad
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        return {}, f"bad JSON: {e}"
+    except RecursionError:
+        return {}, "bad JSON: nested too deeply"
+    if not isinstance(row, dict):
+        return {}, "expected a JSON object with id and expr"
+    for key in ("id", "expr") + ((TINYGRAD,) if tinygrad else ()):
+        if key not in row or (key != "id" and not isinstance(row[key], str)):
+            return row, (f"needs the field {key!r}" + (" (a string)" if key != "id" else "")
+                         + (" holding tinygrad's output (--tinygrad reads it)"
+                            if key == TINYGRAD else ""))
+    for key in ("expr", TINYGRAD):
+        if isinstance(row.get(key), str):
+            try:
+                parse(row[key])
+            except ParseError as e:
+                return row, f"field {key!r}:{e.line}:{e.col}: {e.msg}"
+    return row, None
 
 
 @dataclass

@@ -57,6 +57,13 @@ def _until(cond, seconds: float) -> bool:
     return True
 
 
+def reap(p: subprocess.Popen) -> None:
+    """A test's process killed and reaped when a check failed before it ended."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def _rows(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -91,9 +98,7 @@ def test_a_signal_stops_the_batch_and_its_workers(tmp_path, sig, jobs, to_stdout
             p.send_signal(sig)
             rc = p.wait(timeout=60)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            reap(p)
     # the workers ended (and were reaped) before the batch did; the multiprocessing
     # resource tracker leaves when its pipe from them closes
     assert not [k for k in workers if _alive(k)]
@@ -158,9 +163,7 @@ def test_the_workers_die_with_a_killed_batch(tmp_path):
             p.kill()
             p.wait(timeout=60)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            reap(p)
     assert _until(lambda: not any(_alive(k) for k in workers), 30)
     assert _rows(tmp_path / "out.txt") == ['{"id": 1}']
 

@@ -101,19 +101,6 @@ def test_compare_bad_flags(capsys, corpus: Path, argv: list[str], fragment: str)
     assert rc == 1 and fragment in err and "Traceback" not in err
 
 
-def test_compare_bad_lines_name_the_line(capsys, tmp_path: Path) -> None:
-    p = tmp_path / "x.jsonl"
-    p.write_text(json.dumps({"id": "a", "expr": "(add 1 2)"}) + "\n")
-    rc, _, err = run(capsys, "compare", str(p), "--tinygrad")
-    assert rc == 1 and f"{p}:1: needs the field 'tinygrad'" in err
-    p.write_text('{"id": "a", "expr": "(add 1 2)"}\n{"id": "b", "expr": "(add 1"}\n')
-    rc, _, err = run(capsys, "compare", str(p))
-    assert rc == 1 and "'b'" in err and "expr" in err
-    p.write_text("[1]\n")
-    rc, _, err = run(capsys, "compare", str(p))
-    assert rc == 1 and f"{p}:1: expected a JSON object" in err
-
-
 def test_a_corpus_without_sources_or_tinygrad(capsys, tmp_path: Path) -> None:
     p = tmp_path / "plain.jsonl"
     p.write_text(json.dumps({"id": 1, "expr": "(idiv (mul (var x 0 9) 4) 4)"}) + "\n")
