@@ -188,6 +188,20 @@ def test_gated_bounds(gate: str, index: str, bounds: tuple[int, int] | None) -> 
     assert gated_bounds(parse(gate), parse(index)) == bounds
 
 
+# one line a case: the gate, the index, the buffer's (first, last), then the bounds: the
+# rounds of implied bounds stop once the bounds lie inside it
+@pytest.mark.parametrize("gate, index, inside, bounds", [
+    (f"(lt (idiv {R16} 2) 7)", R16, (0, 15), (0, 15)),
+    (f"(lt (idiv {R16} 2) 7)", R16, (0, 13), (0, 13)),
+    (f"(lt (idiv {R16} 2) 7)", R16, (0, 12), (0, 13)),
+    (f"(and (lt (idiv {R16} 2) 2) (lt (sub (range 1 16) {R16}) 2))", "(range 1 16)", (0, 9),
+     (0, 4)),  # the second round's bound
+])
+def test_gated_bounds_inside(gate: str, index: str, inside: tuple[int, int],
+                             bounds: tuple[int, int]) -> None:
+    assert gated_bounds(parse(gate), parse(index), inside) == bounds
+
+
 def test_no_check_where_proven() -> None:
     """A gated index its gate keeps inside costs nothing: no check in the C; one it does
     not gets a check of the side left open, under the gate."""
