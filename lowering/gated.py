@@ -6,7 +6,8 @@ drops the run-time check of an access they prove inside its buffer, so a bound h
 does not hold would read or write outside it. Every step only narrows what the gate says.
 
 1. The AND clauses of the gate bound expressions (``rules.where.parse_valid``:
-   ``X < c``, ``not (X < c)``, ``X == c``).
+   ``X < c``, ``not (X < c)``, ``X == c``; ``<=``, ``>=``, ``>`` are first written with
+   ``<``, :func:`_lt_form`; ``!=`` bounds nothing).
 2. Implied bounds, to a fixed point of at most :data:`ROUNDS` rounds. Each round bounds
    each clause's expression by the other clauses (:func:`_narrowed_bounds`) and each
    atom of it (a range, a variable, a division's dividend) by the values at which the
@@ -21,6 +22,7 @@ A vector gate or address is read lane by lane: the union of the lanes' bounds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -28,6 +30,7 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.linear import Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.uop import UOp
+from rules.common import split_and
 from rules.divmod import UOpCtx, to_lin
 from rules.where import narrowing, parse_valid
 
@@ -62,7 +65,7 @@ def gated_bounds(valid: UOp, x: UOp, inside: tuple[int, int] | None = None) -> S
     if valid.dtype.count > 1 or x.dtype.count > 1:
         return _lanes_bounds(valid, x, inside)
     lo, hi = x.vmin, x.vmax
-    for full in _implied(valid):
+    for full in _implied(_lt_form(valid)):
         if parse_valid(full) is None:
             return None
         nlo, nhi = _narrowed_bounds(full, x)
@@ -70,6 +73,32 @@ def gated_bounds(valid: UOp, x: UOp, inside: tuple[int, int] | None = None) -> S
         if inside is not None and inside[0] <= lo and hi <= inside[1]:
             break
     return lo, hi
+
+
+def _lt_form(valid: UOp) -> UOp:
+    """``valid`` with its integer clauses ``a <= b``, ``a >= b``, ``a > b`` (and their
+    negations) written with ``<`` and ``not``, the forms ``rules.where.parse_valid``
+    reads: ``not (b < a)``, ``not (a < b)``, ``b < a``."""
+    clauses = split_and(valid)
+    out = [_as_lt(c) for c in clauses]
+    if all(o is c for o, c in zip(out, clauses, strict=True)):
+        return valid
+    return functools.reduce(lambda a, b: a & b, out)
+
+
+# op -> (the operands of its < in their order, whether that < is negated)
+_AS_LT = {Ops.GT: (1, 0, False), Ops.LE: (1, 0, True), Ops.GE: (0, 1, True)}
+
+
+def _as_lt(c: UOp) -> UOp:
+    neg, x = False, c
+    while x.op is Ops.NOT and x.dtype is dtypes.bool:
+        x, neg = x.src[0], not neg
+    if x.op not in _AS_LT or not x.src[0].dtype.is_int:
+        return c
+    i, j, flip = _AS_LT[x.op]
+    lt = UOp(Ops.LT, dtypes.bool, (x.src[i], x.src[j]))
+    return UOp(Ops.NOT, dtypes.bool, (lt,)) if neg != flip else lt
 
 
 def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None) -> Span:

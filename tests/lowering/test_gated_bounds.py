@@ -83,6 +83,8 @@ CASES = [
     (_load2(4, f"(where (lt (add (mul {R} 2) {U}) 7) {R} (invalid))"), None),
     (_load2(4, f"(where (lt (add (mul {R} 2) {U}) 9) {R} (invalid))"),
      r"load from buffer 1 .* at index 4,"),
+    (_load(6, f"(where (le (idiv {R} 2) 2) {R} (invalid))"), None),
+    (_load(6, f"(where (gt 4 (idiv {R} 2)) {R} (invalid))"), r"load from buffer 1 .* at index 6,"),
 ]
 
 
@@ -177,6 +179,11 @@ def test_ungated_refused(text: str, error: str, optimize) -> None:
      "(mul (var a -3 4) 2)) 3)) (and (and (not (lt (add (var a -3 4) (range 1 4)) 2)) (lt (add "
      "(var a -3 4) (range 1 4)) 4)) (and (not (lt (add (var a -3 4) (var b -5 -1)) -1)) (lt "
      "(add (var a -3 4) (var b -5 -1)) 5))))", "(add (var a -3 4) (var b -5 -1))", (-1, 0)),
+    # <=, >=, > read as < and not
+    (f"(le (idiv {R16} 2) 6)", R16, (0, 13)),
+    (f"(and (ge {R16} 2) (gt 9 (add {R16} 1)))", R16, (2, 7)),
+    (f"(not (gt (idiv {R16} 2) 6))", R16, (0, 13)),
+    (f"(ne {R16} 15)", R16, (0, 15)),  # != bounds nothing
     # a vector gate, lane by lane: the union of the lanes' bounds
     (f"(vectorize (lt {R} 7) (lt {R} 6))", f"(vectorize {R} (add {R} 1))", (0, 6)),
     (f"(lt (vectorize {R} (add {R} 1)) 7)", f"(vectorize {R} (add {R} 1))", (0, 6)),
@@ -230,6 +237,9 @@ def test_no_check_where_proven() -> None:
     (_load2(6, f"(where (lt (idiv (mul {U} 8) 2) 3) {R} (invalid))"), True),  # another range
     (_load(6, f"(where (not (lt (idiv (add {R} -3) 2) 0)) (add {R} -2) (invalid))"), False),
     (_load(6, f"(where (not (lt (idiv (add {R} -3) 2) 0)) (add {R} -3) (invalid))"), True),
+    (_load(6, f"(where (le (idiv {R} 2) 2) {R} (invalid))"), False),
+    (_load(6, f"(where (ge 2 (idiv {R} 2)) {R} (invalid))"), False),
+    (_load(6, f"(where (gt 4 (idiv {R} 2)) {R} (invalid))"), True),
 ])
 def test_check_emitted(text: str, checked: bool) -> None:
     assert ("eqsat_oob" in lower(parse(text), optimize=False)) is checked
@@ -456,19 +466,25 @@ _LEAF = st.one_of(
     st.integers(-4, 6).map(lambda c: (str(c), lambda p, c=c: c)))
 
 
+# ``lo <= f < hi`` written four ways
+_WITHIN = ["(and (not (lt {f} {lo})) (lt {f} {hi}))", "(and (ge {f} {lo}) (gt {hi} {f}))",
+           "(and (le {lo} {f}) (not (ge {f} {hi})))", "(not (or (gt {lo} {f}) (le {hi} {f})))"]
+
+
 @settings(max_examples=600, deadline=None)
-@given(st.lists(st.tuples(_tree(_LEAF), st.integers(-6, 6), st.integers(1, 8)), min_size=1,
-                max_size=3), _tree(_LEAF))
+@given(st.lists(st.tuples(_tree(_LEAF), st.integers(-6, 6), st.integers(1, 8),
+                          st.sampled_from(_WITHIN)), min_size=1, max_size=3), _tree(_LEAF))
 def test_gated_bounds_sound_trees(clauses, index) -> None:
-    """Gates ``lo <= f < hi`` on nested expressions of ranges and signed variables: every
-    value the index takes where the gate holds is inside its bounds (by enumeration)."""
+    """Gates ``lo <= f < hi`` (with ``lt``, ``le``, ``ge``, ``gt``) on nested expressions
+    of ranges and signed variables: every value the index takes where the gate holds is
+    inside its bounds (by enumeration)."""
     gate = "true"
-    for (text, _), lo, w in clauses:
-        gate = f"(and {gate} (and (not (lt {text} {lo})) (lt {text} {lo + w})))"
+    for (text, _), lo, w, form in clauses:
+        gate = f"(and {gate} {form.format(f=text, lo=lo, hi=lo + w)})"
     got = gated_bounds(parse(gate), parse(index[0]))
     points = itertools.product(*(range(lo, hi + 1) for _, lo, hi in _LEAVES))
     values = [index[1](p) for p in points
-              if all(lo <= f(p) < lo + w for (_, f), lo, w in clauses)]
+              if all(lo <= f(p) < lo + w for (_, f), lo, w, _ in clauses)]
     if got is None:
         assert not values
     else:
