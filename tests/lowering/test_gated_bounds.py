@@ -190,6 +190,10 @@ def test_ungated_refused(text: str, error: str, optimize) -> None:
     (f"(vectorize (lt {R} 7) (lt {R} 7))", f"(vectorize {R} (add {R} 1))", (0, 7)),
     (f"(vectorize (lt {R} 0) (lt {R} 0))", f"(vectorize {R} (add {R} 1))", None),
     (f"(lt (idiv {R} 2) 3)", f"(vectorize {R} (add {R} 1))", (0, 6)),
+    (f"(gep (vectorize (lt {R} 7) (lt {R} 6)) 1 0)", f"(gep (vectorize {R} (add {R} 1)) 1 0)",
+     (0, 6)),
+    (f"(cat (lt {R} 7) (vectorize (lt {R} 6) (lt {R} 3)))",
+     f"(cat {R} (add (vectorize {R} {R}) (vconst index 1 5)))", (0, 7)),
 ])
 def test_gated_bounds(gate: str, index: str, bounds: tuple[int, int] | None) -> None:
     assert gated_bounds(parse(gate), parse(index)) == bounds
