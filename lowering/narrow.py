@@ -30,12 +30,10 @@ from __future__ import annotations
 import math
 
 from eqsat.ir.dtype import DType, dtypes, least_upper_dtype
-from eqsat.ir.linear import Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.divmod import UOpCtx, to_lin
-from rules.where import narrowing, parse_valid
+from lowering.gated import gated_bounds
 
 __all__ = [
     "LoweringError", "select_dtype", "is_invalid", "narrow_index", "hoist_invalid", "check_bounds",
@@ -115,13 +113,14 @@ def check_bounds(graph: UOp) -> frozenset[int]:
         if buf.op is not Ops.DEFINE_GLOBAL or not isinstance(buf.arg, tuple):
             continue
         valid, idx = _valid_and_address(u)
-        span = gated_bounds(valid, idx) if valid is not None else (idx.vmin, idx.vmax)
-        if span is None:
-            continue  # the gate never holds: no access
-        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         us = users.get(u, [])
         lanes = max([x.dtype.count for x in us if x.op is Ops.CAST and x.dtype.ptr] + [1])
         slot, size = buf.arg
+        span = gated_bounds(valid, idx, (0, size - lanes)) if valid is not None else \
+            (idx.vmin, idx.vmax)
+        if span is None:
+            continue  # the gate never holds: no access
+        lo, hi = (int(b) if isinstance(b, bool) else b for b in span)
         if lo >= 0 and hi + lanes - 1 < size:
             continue
         if valid is not None:
@@ -142,106 +141,6 @@ def _valid_and_address(u: UOp) -> tuple[UOp | None, UOp]:
         cond, idx = _split(hoist_invalid(idx))
         valid = cond if valid is None else _and(valid, cond)
     return valid, idx
-
-
-def gated_bounds(valid: UOp, x: UOp) -> tuple[int | float, int | float] | None:
-    """Sound bounds of the integer ``x`` where ``valid`` holds; None when it never holds.
-
-    The expressions the AND clauses of ``valid`` bound are narrowed in ``x``
-    (``rules.where.narrowing``, as the baseline's ``simplify_given_valid`` narrows them).
-    A clause's expression that is not a sub-term of ``x`` but whose linear form, times
-    some integer, is part of ``x``'s (the gate ``1 <= r0 + 1024*r3`` of an address
-    ``2040*r0 + 2088960*r3 + ...``) is first made one (:func:`_in_clause_terms`), and
-    each clause's expression is bounded by the others' too (:func:`_with_implied`). The
-    intersection of what every reading gives is returned.
-    """
-    if valid.op is Ops.CONST and not valid.arg:
-        return None
-    if any(n.op is Ops.INVALID for n in x.toposort()):
-        return -math.inf, math.inf  # an Invalid that did not hoist: nothing known
-    if valid.dtype.count > 1 or x.dtype.count > 1:
-        return x.vmin, x.vmax  # lane by lane: the clauses are not read
-    if parse_valid(valid) is None:
-        return None
-    return _narrowed_bounds(_with_implied(valid), x)
-
-
-def _narrowed_bounds(valid: UOp, x: UOp, skip: UOp | None = None
-                     ) -> tuple[int | float, int | float]:
-    """The intersection of ``x``'s bounds and those of each reading of ``x`` in terms of
-    the expressions ``valid``'s clauses bound (but ``skip``), narrowed by the clauses
-    (``valid`` holds somewhere as far as its clauses say)."""
-    lo, hi = x.vmin, x.vmax
-    for y in dict.fromkeys([x, *_in_clause_terms(valid, x, skip)]):
-        sub = narrowing(valid, y)
-        z = y.substitute(sub) if sub else y
-        lo, hi = max(lo, z.vmin), min(hi, z.vmax)
-    return lo, hi
-
-
-def _with_implied(valid: UOp) -> UOp:
-    """``valid`` and the bounds that each expression its clauses bound gets from the
-    other clauses where they are tighter than its own: ``4*r + j + k < 33`` and
-    ``r + j + k >= 1`` (``r, j, k >= 0``) imply ``4*r + j + k >= 1``."""
-    clauses = parse_valid(valid) or {}
-    out = valid
-    for e, (lo, hi) in clauses.items():
-        if e.dtype is not dtypes.index:
-            continue
-        nlo, nhi = _narrowed_bounds(valid, e, skip=e)
-        if lo < nlo and not math.isinf(nlo):
-            out = _and(out, UOp(Ops.NOT, dtypes.bool, (_lt(e, int(nlo)),)))
-        if nhi < hi and not math.isinf(nhi):
-            out = _and(out, _lt(e, int(nhi) + 1))
-    return out
-
-
-def _lt(e: UOp, c: int) -> UOp:
-    return UOp(Ops.LT, dtypes.bool, (e, UOp.const(e.dtype, c)))
-
-
-def _in_clause_terms(valid: UOp, x: UOp, skip: UOp | None = None) -> list[UOp]:
-    """``x`` rebuilt as ``m1*E1 + m2*E2 + ... + rest`` (the same value) for expressions
-    ``Ei`` (but ``skip``) that ``valid``'s clauses bound and whose linear forms, times an
-    integer ``mi``, are parts of ``x``'s (:func:`_multiple`): once for each ``Ei`` taken
-    first, then the others of the most terms first; empty when there is none."""
-    clauses = parse_valid(valid)
-    if not clauses or x.dtype is not dtypes.index:
-        return []
-    exprs = sorted(((to_lin(e), e) for e in clauses if e.dtype is dtypes.index and e is not skip
-                    and e is not x), key=lambda p: -len(p[0].terms))  # stable: clause order
-    out: list[UOp] = []
-    for i, first in enumerate(exprs):
-        rest, picked, others = to_lin(x), [], [*exprs[:i], *exprs[i + 1:]]
-        # the first, then the others whose multiples are whole parts of what is left,
-        # then the others
-        for (le, e), exact in [(first, False), *((o, True) for o in others),
-                               *((o, False) for o in others)]:
-            m = _multiple(rest, le, exact)
-            if m:
-                rest, picked = rest - le * m, [*picked, (m, e)]
-        if picked:
-            out.append(UOpCtx(x).sum([*picked, *((c, a) for c, a in rest.terms)], rest.const))
-    return out
-
-
-def _multiple(x: Lin, e: Lin, exact: bool = False) -> int:
-    """The integer ``m`` of the largest magnitude such that each term of ``m*e`` has the
-    sign of ``x``'s term of its atom and no larger a coefficient (``x - m*e`` keeps the
-    signs of ``x``'s terms); with ``exact``, only an ``m`` for which ``m*e``'s terms are
-    ``x``'s (``x - m*e`` has none of ``e``'s atoms). 0 when there is none."""
-    if not e.terms:
-        return 0
-    signs, ks = set(), []
-    for c, a in e.terms:
-        xc = x.coef(a)
-        if xc == 0:
-            return 0
-        signs.add((xc > 0) == (c > 0))
-        ks.append(abs(xc) // abs(c) if not exact or abs(xc) % abs(c) == 0 else 0)
-    if len(signs) != 1 or (exact and len(set(ks)) != 1):
-        return 0
-    return min(ks) if signs.pop() else -min(ks)
 
 
 def _refuse(u: UOp, us: list[UOp], buf: UOp, span: tuple[int, int, int]) -> None:
