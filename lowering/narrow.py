@@ -488,6 +488,12 @@ def narrow_index(graph: UOp) -> UOp:
         # a bare maybe-invalid index expression: keep the validity at the root
         g = UOp(Ops.WHERE, g.src[1].src[0].dtype, (g.src[0], g.src[1].src[0],
                                                    UOp(Ops.INVALID, g.src[1].src[0].dtype)))
+    elif g.op is Ops.INVALID and g.dtype.count == 1:
+        # a bare expression that is Invalid on every input (a padded index the rules
+        # folded whole): never valid, as `where(false, 0, Invalid)` says
+        dt = dtypes.i32 if g.dtype.is_index else g.dtype
+        g = UOp(Ops.WHERE, dt, (UOp.const(dtypes.bool, False), UOp.const(dt, 0),
+                                UOp(Ops.INVALID, dt)))
     allowed = set(g.src[2].toposort()) if _is_where_invalid(g) else set()
     nodes = g.toposort()
     users: dict[UOp, UOp] = {}

@@ -188,6 +188,16 @@ def test_expression_kernel_invalid_is_none(cache) -> None:
     assert [k(x=x) for x in range(10)] == [0, 3, 6, 9, 12, None, None, None, None, None]
 
 
+@pytest.mark.parametrize("text,optimize", [
+    ("(invalid)", False),
+    ("(gep (cast indexx2 (invalid)) 0)", True),  # the rules fold it to a bare Invalid
+    ("(gep (vectorize (invalid) (invalid)) 1)", True),
+])
+def test_expression_kernel_invalid_everywhere_is_none(text: str, optimize: bool, cache) -> None:
+    k = compile_kernel(parse(text), optimize=optimize, cache_dir=cache)
+    assert k() is None
+
+
 # ---- argument checks ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def transpose(cache) -> Kernel:
