@@ -70,6 +70,8 @@ _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
 _ORIGIN: weakref.WeakValueDictionary[Lin, UOp] = weakref.WeakValueDictionary()
 # linear node -> (atom occurrences, constant leaves) of its skeleton
 _OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+# linear node -> whether a leaf of its skeleton is a MOD (_mod_leaf)
+_MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
 
 def _is_idx_const(u: UOp) -> bool:
@@ -109,6 +111,31 @@ def to_lin(u: UOp) -> Lin:
     res = _LIN_CACHE.get(u)
     return res if res is not None else (Lin.constant(u.arg) if _is_idx_const(u)
                                         else Lin.atom(u))
+
+
+def _mod_leaf(u: UOp) -> bool:
+    """Whether a leaf of ``u``'s linear skeleton is a MOD: False means no atom of
+    :func:`to_lin` ``(u)`` is one (its atoms are leaves that did not cancel), read
+    without making the form (one lookup per node, the skeleton walked once)."""
+    if _linear_kids(u) is None:
+        return u.op is Ops.MOD
+    hit = _MOD_LEAF.get(u)
+    if hit is not None:
+        return hit
+    stack: list[tuple[UOp, bool]] = [(u, False)]
+    while stack:
+        n, done = stack.pop()
+        if n in _MOD_LEAF:
+            continue
+        kids = _linear_kids(n)
+        assert kids is not None  # (only linear nodes are pushed)
+        if not done:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if k not in _MOD_LEAF and
+                         _linear_kids(k) is not None)
+            continue
+        _MOD_LEAF[n] = any(_MOD_LEAF[k] if k in _MOD_LEAF else k.op is Ops.MOD for k in kids)
+    return _MOD_LEAF[u]
 
 
 def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
@@ -196,6 +223,15 @@ class UOpCtx(LinBuilder[UOp]):
 
     def may_be_invalid(self, a: UOp) -> bool:
         return may_be_invalid(a)
+
+    def invalid_free(self, xs: tuple[Lin, ...]) -> bool:
+        """No atom of the forms ``xs`` may be Invalid. The forms a rule reads are made of
+        nodes below ``scope`` (its operands' atoms and their parts), reached through no
+        LOAD: when nothing below ``scope`` may be Invalid, none of them may (one cached
+        lookup, not one per atom)."""
+        if self.scope is not None and not may_be_invalid(self.scope):
+            return True
+        return not any(may_be_invalid(a) for x in xs for _, a in x.terms)
 
     def atom(self, a: UOp) -> UOp:
         return a
@@ -389,6 +425,11 @@ def _distribute(c: UOp, s: UOp) -> UOp:
     return a * c + b * c if s.op is Ops.ADD else a * c - b * c
 
 
+def _has_mod_term(s: UOp) -> bool:
+    """A term of the sum ``s`` is a MOD (the whole-sum recombinations need one)."""
+    return _mod_leaf(s) and any(a.op is Ops.MOD for _, a in to_lin(s).terms)
+
+
 def _recombine_sum(s: UOp) -> UOp | None:
     lin = to_lin(s)
     ctx = UOpCtx(s)
@@ -462,7 +503,7 @@ LAWS = [
     *(py(_twin(r, G_REC), "computed", _CORE) for r in RECOMBINE),
     py(Rule("recombine_divmod_sum", "; ".join(r.identity for r in SUM_RULES),
             UPat(Ops.ADD, dtype=_IDX, name="s"), build=_recombine_sum,
-            guard=lambda s: any(a.op is Ops.MOD for _, a in to_lin(s).terms), group=G_REC),
+            guard=_has_mod_term, group=G_REC),
        "absent", "the e-graph runs each whole-sum rule on its own (recombine_divmod, "
        "recombine_mod_chain, recombine_quotient_sum) over every index sum class"),
     # range_based_mod_div_patterns (docs/rules.md, seed 003 §2) + fold_divmod_general (§3)

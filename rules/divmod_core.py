@@ -49,14 +49,18 @@ __all__ = [
 ]
 
 Op = Literal["idiv", "mod"]
-_MAX_TIE_COMBOS = 64  # congruence: residue choices tried when several factors tie
+_MAX_TIE_COMBOS = 64  # congruence: residue choices tried when several factors tie (2**k)
 
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
 def _invalid_free(ctx: Ctx, *xs: Lin) -> bool:
-    """No atom of ``xs`` may be Invalid (always true when ``ctx`` cannot tell)."""
+    """No atom of ``xs`` may be Invalid (always true when ``ctx`` cannot tell): the ctx's
+    own ``invalid_free(xs)`` when it has one, else ``may_be_invalid`` of every atom."""
+    free = getattr(ctx, "invalid_free", None)
+    if free is not None:
+        return free(xs)
     f = getattr(ctx, "may_be_invalid", None)
     return f is None or not any(f(a) for x in xs for _, a in x.terms)
 
@@ -400,6 +404,20 @@ def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     return _out(Lin.atom(v, y2 - y1) + (y1 - (y2 - y1) * int(lo)))
 
 
+#: the choices congruence tries vary the last this many ties (2**_TIE_BITS of them)
+_TIE_BITS = _MAX_TIE_COMBOS.bit_length() - 1
+
+
+def _add_scaled(lo: Num, hi: Num, r: int, a: Any, ctx: Ctx) -> tuple[Num, Num]:
+    """``(lo, hi)`` plus the bounds of ``r*a`` (unchanged for ``r == 0``)."""
+    if not r:
+        return lo, hi
+    alo, ahi = ctx.bounds(a)
+    if r > 0:
+        return lo + r * alo, hi + r * ahi
+    return lo + r * ahi, hi + r * alo
+
+
 @_normalized
 def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     """Replace each coefficient by its nearest residue mod c; fold if one bucket."""
@@ -407,21 +425,30 @@ def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None
     if c is None or x.is_const:
         return None
     choices = []
-    for f, _ in x.terms:
+    ties = []
+    for i, (f, _) in enumerate(x.terms):
         r = f % c
-        choices.append((r, r - c) if 2 * r == c else (min(r, r - c, key=abs),))
-    for rems in itertools.islice(itertools.product(*choices), _MAX_TIE_COMBOS):
+        if 2 * r == c:
+            ties.append(i)
+            choices.append((r, r - c))
+        else:
+            choices.append((min(r, r - c, key=abs),))
+    # the first _MAX_TIE_COMBOS choices (the last factor varying fastest) vary only the
+    # last ties (2**6 == 64): the terms before them keep their first residue, so their
+    # part of the bounds is summed once, in the same order, not once per choice
+    fixed = ties[-_TIE_BITS] if len(ties) > _TIE_BITS else (ties[0] if ties else len(choices))
+    lo0 = hi0 = x.const % c
+    for i in range(fixed):
+        lo0, hi0 = _add_scaled(lo0, hi0, choices[i][0], x.terms[i][1], ctx)
+    head = tuple(ch[0] for ch in choices[:fixed])
+    for tail in itertools.islice(itertools.product(*choices[fixed:]), _MAX_TIE_COMBOS):
         # lin_bounds of the remainder form, before making it (most choices fail)
-        lo = hi = x.const % c
-        for r, (_, a) in zip(rems, x.terms, strict=True):
-            if r:
-                alo, ahi = ctx.bounds(a)
-                if r > 0:
-                    lo, hi = lo + r * alo, hi + r * ahi
-                else:
-                    lo, hi = lo + r * ahi, hi + r * alo
+        lo, hi = lo0, hi0
+        for r, (_, a) in zip(tail, x.terms[fixed:], strict=True):
+            lo, hi = _add_scaled(lo, hi, r, a, ctx)
         if not _finite(lo, hi) or int(lo) // c != int(hi) // c:
             continue
+        rems = head + tail
         b = int(lo) // c
         if op == "mod":
             rem = Lin.of([(r, a) for r, (_, a) in zip(rems, x.terms, strict=True)],

@@ -264,7 +264,9 @@ class Ctx(Protocol[T]):
     # the whole-sum where-merge (rules.where) reads and builds them.
     # optional: ``may_be_invalid(a) -> bool`` (the atom may evaluate to Invalid). When
     # the engine provides it, no rule fires on a numerator/divisor holding such an atom
-    # (a rewrite that drops it would turn an Invalid point into a value).
+    # (a rewrite that drops it would turn an Invalid point into a value). Optional too:
+    # ``invalid_free(xs) -> bool``, that no atom of the forms ``xs`` may be Invalid, when
+    # the engine can answer it without asking atom by atom.
 
     def atom(self, a: Atom) -> T: ...
     def const(self, v: int) -> T: ...
