@@ -47,7 +47,7 @@ from eqsat.ir.linear import Lin, LinBuilder
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import may_be_invalid
+from rules.common import _somewhere_below, may_be_invalid
 from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
     ADVANCED,
@@ -70,7 +70,7 @@ _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
 _ORIGIN: weakref.WeakValueDictionary[Lin, UOp] = weakref.WeakValueDictionary()
 # linear node -> (atom occurrences, constant leaves) of its skeleton
 _OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
-# linear node -> whether a leaf of its skeleton is a MOD (_mod_leaf)
+# node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
 
@@ -116,26 +116,14 @@ def to_lin(u: UOp) -> Lin:
 def _mod_leaf(u: UOp) -> bool:
     """Whether a leaf of ``u``'s linear skeleton is a MOD: False means no atom of
     :func:`to_lin` ``(u)`` is one (its atoms are leaves that did not cancel), read
-    without making the form (one lookup per node, the skeleton walked once)."""
-    if _linear_kids(u) is None:
-        return u.op is Ops.MOD
-    hit = _MOD_LEAF.get(u)
-    if hit is not None:
-        return hit
-    stack: list[tuple[UOp, bool]] = [(u, False)]
-    while stack:
-        n, done = stack.pop()
-        if n in _MOD_LEAF:
-            continue
-        kids = _linear_kids(n)
-        assert kids is not None  # (only linear nodes are pushed)
-        if not done:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids if k not in _MOD_LEAF and
-                         _linear_kids(k) is not None)
-            continue
-        _MOD_LEAF[n] = any(_MOD_LEAF[k] if k in _MOD_LEAF else k.op is Ops.MOD for k in kids)
-    return _MOD_LEAF[u]
+    without making the form (cached: one lookup per node, the skeleton walked once)."""
+    return _somewhere_below(u, _MOD_LEAF, _mod_atom, lambda n: False)
+
+
+def _mod_atom(n: UOp) -> bool | None:
+    """A leaf of a linear skeleton (an atom or a constant) is a MOD or not; None for a
+    linear node (look below)."""
+    return None if _linear_kids(n) is not None else n.op is Ops.MOD
 
 
 def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
