@@ -39,6 +39,7 @@ in each group the native egglog rewrites come first, then the computed ones:
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -65,10 +66,7 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
 
 _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
-# Lin -> the node it was read from, so rebuilding an unchanged form returns that node;
-# only nodes where no term cancelled or merged (their leaves are exactly the Lin's atoms)
-_ORIGIN: weakref.WeakValueDictionary[Lin, UOp] = weakref.WeakValueDictionary()
-# linear node -> (atom occurrences, constant leaves) of its skeleton
+# linear node -> (atom occurrences, constant leaves) of its skeleton (_occurrences)
 _OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
@@ -86,31 +84,55 @@ def to_lin(u: UOp) -> Lin:
         return hit
     if _linear_kids(u) is None:
         return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
-    # iterative post-order over the linear skeleton (deep sums must not recurse)
+    for n, _ in _skeleton(u, _LIN_CACHE):
+        _LIN_CACHE[n] = _combine(n)
+    return _LIN_CACHE[u]
+
+
+def _skeleton(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any]
+              ) -> Iterator[tuple[UOp, tuple[UOp, ...]]]:
+    """The linear nodes of ``u``'s skeleton (``u`` linear) that ``cache`` lacks, children
+    first, each with its linear children (:func:`_linear_kids`); iterative, deep sums must
+    not recurse. The caller puts each node it is given in ``cache`` before the next."""
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
-        if n in _LIN_CACHE:
+        if n in cache:
             continue
         kids = _linear_kids(n)
-        if kids is None:
-            continue
+        assert kids is not None  # (only linear nodes are pushed)
         if not done:
             stack.append((n, True))
-            stack.extend((k, False) for k in kids if k not in _LIN_CACHE and
+            stack.extend((k, False) for k in kids if k not in cache and
                          _linear_kids(k) is not None)
             continue
-        _LIN_CACHE[n] = lin = _combine(n)
-        occ = sum(_OCC.get(k, (0, 0))[0] if k in _LIN_CACHE else (0 if _is_idx_const(k) else 1)
-                  for k in kids)
-        consts = sum(_OCC.get(k, (0, 0))[1] if k in _LIN_CACHE else int(_is_idx_const(k))
-                     for k in kids)
-        _OCC[n] = (occ, consts)
-        if occ == len(lin.terms) and consts <= 1:  # nothing cancelled or merged
-            _ORIGIN.setdefault(lin, n)
-    res = _LIN_CACHE.get(u)
-    return res if res is not None else (Lin.constant(u.arg) if _is_idx_const(u)
-                                        else Lin.atom(u))
+        yield n, kids
+
+
+def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int]:
+    """(atom occurrences, constant leaves) of a linear node's skeleton from its linear
+    children's (their counts known: :data:`_OCC`)."""
+    occ = consts = 0
+    for k in kids:
+        if _linear_kids(k) is not None:
+            a, c = _OCC[k]
+            occ, consts = occ + a, consts + c
+        elif _is_idx_const(k):
+            consts += 1
+        else:
+            occ += 1
+    return occ, consts
+
+
+def _occurrences(u: UOp) -> tuple[int, int]:
+    """(atom occurrences, constant leaves) of the skeleton of the linear node ``u``, read
+    from the structure alone (no linear form made; cached in :data:`_OCC`)."""
+    hit = _OCC.get(u)
+    if hit is not None:
+        return hit
+    for n, kids in _skeleton(u, _OCC):
+        _OCC[n] = _occ_here(kids)
+    return _OCC[u]
 
 
 def _mod_leaf(u: UOp) -> bool:
@@ -168,7 +190,8 @@ class UOpCtx(LinBuilder[UOp]):
     of ``scope`` already has returns that node (the rule's output keeps the
     input's own sub-sums, e.g. a factored ``(a + b)*4``); a node with the same
     form elsewhere -- alive in some other graph -- is not used, so the output
-    depends on the input alone, not on what else the process holds.
+    depends on the input alone, not on what else the process holds. Without a
+    scope (:data:`UOP_CTX`) every form is built afresh.
     """
 
     #: the ordered matcher keeps the first rewrite of a node (rules.divmod_core reads it:
@@ -177,15 +200,9 @@ class UOpCtx(LinBuilder[UOp]):
 
     def __init__(self, scope: UOp | None = None):
         self.scope = scope
-        self._ids: set[int] | None = None
-        self._origin: dict[Lin, UOp] | None = None
-
-    def _in_scope(self, u: UOp) -> bool:
-        if self.scope is None:
-            return True
-        if self._ids is None:
-            self._ids = {id(n) for n in self.scope.toposort()}
-        return id(u) in self._ids
+        #: the linear nodes of ``scope`` (children first) with at most one constant leaf,
+        #: each with its atom occurrences (:meth:`_origin`)
+        self._linear: list[tuple[UOp, int]] | None = None
 
     def bounds(self, a: UOp) -> tuple[Any, Any]:
         return a.vmin, a.vmax
@@ -248,27 +265,24 @@ class UOpCtx(LinBuilder[UOp]):
     def where(self, c: UOp, t: UOp, f: UOp) -> UOp:
         return UOp(Ops.WHERE, _IDX, (c, t, f))
 
-    def _origins(self) -> dict[Lin, UOp]:
-        """Linear form -> the first node of ``scope`` (children first) read as exactly
-        that form (nothing cancelled or merged): read from the scope alone, so which
-        node is reused does not depend on the nodes the process read before (the
-        process-wide ``_ORIGIN`` keeps the first node read, maybe one of another graph)."""
-        if self._origin is None:
-            self._origin = {}
-            for n in self.scope.toposort():  # type: ignore[union-attr]
-                if _linear_kids(n) is None:
-                    continue
-                lin = to_lin(n)
-                occ = _OCC.get(n)
-                if occ is not None and occ[0] == len(lin.terms) and occ[1] <= 1:
-                    self._origin.setdefault(lin, n)
-        return self._origin
+    def _origin(self, x: Lin) -> UOp | None:
+        """The first node of ``scope`` (children first) read as exactly the form ``x``,
+        nothing cancelled or merged: read from the scope alone, so which node is reused
+        does not depend on the nodes the process read before. Only a node whose
+        skeleton has as many atom occurrences as ``x`` has terms is read as a form (the
+        others cannot be ``x``): most nodes are passed over on their cached counts."""
+        if self._linear is None:
+            self._linear = [(n, occ[0]) for n in self.scope.toposort()  # type: ignore[union-attr]
+                            if _linear_kids(n) is not None and (occ := _occurrences(n))[1] <= 1]
+        m = len(x.terms)
+        for n, occ in self._linear:
+            if occ == m and to_lin(n) == x:
+                return n
+        return None
 
     def lin(self, x: Lin) -> UOp:
-        hit = _ORIGIN.get(x) if self.scope is None else self._origins().get(x)
-        if hit is not None:
-            return hit
-        return super().lin(x)
+        hit = None if self.scope is None else self._origin(x)
+        return super().lin(x) if hit is None else hit
 
     def __repr__(self) -> str:
         return "UOpCtx()"

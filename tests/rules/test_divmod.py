@@ -304,16 +304,64 @@ def test_to_lin_deep_sum_does_not_recurse():
 
 def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
     a, b = UOp.var("a", 0, 7), UOp.var("b", 0, 5)
-    e = b * 2 + a * 3 + 1
-    assert UOP_CTX.lin(to_lin(e)) is e
-    # a form read from a node where terms cancel is rebuilt, not taken from that node
-    assert UOP_CTX.lin(to_lin((a + b) - b)) is a
-    assert UOP_CTX.lin(to_lin(a - a)) is UOp.const(dtypes.index, 0)
+    two, idx = UOp.const(dtypes.index, 2), dtypes.index
+    e = two * b + a * 3 + 1                     # rebuilt afresh it would read b*2
+    g = (a * 3 + b * 2) % 5 + e                 # two nodes of e's form: the first one wins
+    u = ((a + b) - b) // 3                      # a form whose terms cancel
+    # scope, form -> the node built, side by side
+    for scope, form, want in [
+        (e, to_lin(e), e),
+        (g, to_lin(e), e),
+        (g, to_lin(a * 3 + b * 2), a * 3 + b * 2),  # children first: the mod's operand
+        (e, to_lin(a * 3 + b * 2), two * b + a * 3),
+        (u, to_lin((a + b) - b), a),            # (a+b)-b is not read as the form a
+        (u, to_lin(a - a), UOp.const(idx, 0)),
+        (None, to_lin(e), b * 2 + a * 3 + 1),   # no scope: built afresh
+    ]:
+        assert UOpCtx(scope).lin(form) is want, (scope, form)
     assert UOP_CTX.mod_parts(a % 3) == [(Lin.atom(a), Lin.constant(3))]
     assert UOP_CTX.idiv_parts(a) == [] and UOP_CTX.bounds(a) == (0, 7)
     assert to_sexpr(UOP_CTX.lin(Lin.of([(-1, a)], 5)), compact=True) == "(sub 5 (var a 0 7))"
 
 
+@pytest.mark.parametrize("scope, free", [
+    ("(idiv (add (mul (var a 0 7) 3) (var b 0 5)) 2)", True),
+    ("(idiv (add (mul (var a 0 7) 3) (where (lt (var b 0 5) 3) (var b 0 5) (invalid))) 2)",
+     False),
+    # an Invalid below the scope, in no form the rule reads: asked atom by atom
+    ("(idiv (add (var a 0 7) (mul (var b 0 5) 0)) (where (lt (var b 0 5) 9) 2 (invalid)))",
+     True),
+])
+def test_uop_ctx_invalid_free_reads_the_scope_then_the_atoms(scope: str, free: bool):
+    d = parse(scope)
+    x = to_lin(d.src[0])
+    assert UOpCtx(d).invalid_free((x,)) is free
+    assert UOpCtx(None).invalid_free((x,)) is free
+
+
+@pytest.mark.parametrize("s, has", [
+    ("(add (mod (var a 0 7) 3) (var b 0 5))", True),
+    ("(add (mul (add (var b 0 5) (mod (var a 0 7) 3)) 2) 1)", True),
+    ("(add (var a 0 7) (var b 0 5))", False),
+    ("(add (sub (mod (var a 0 7) 3) (mod (var a 0 7) 3)) (var b 0 5))", False),  # cancels
+    ("(add (idiv (mod (var a 0 7) 3) 2) (var b 0 5))", False),    # a mod inside an atom
+])
+def test_recombine_divmod_sum_guard_needs_a_mod_term(s: str, has: bool):
+    assert RULES["recombine_divmod_sum"].guard(parse(s)) is has
+
+
+def _division_chain(depth: int) -> UOp:
+    e = "(var v 0 100)"
+    for _ in range(depth):
+        e = f"(idiv (add (mul {e} 3) (var v 0 100)) 2)"
+    return parse(e)
+
+
+def test_deep_division_chain_is_rewritten_to_an_equal_graph():
+    g = _division_chain(40)
+    out = graph_rewrite(g, symbolic())
+    eq = check_equivalent(g, out)
+    assert out is not g and eq.equivalent and eq.exhaustive, eq.reason
 def test_uop_ctx_reuses_nodes_of_its_scope_whatever_the_process_read_before():
     # another live graph's sum of the same linear form, read first, must not change
     # which node of the rewritten graph a rule's output reuses (the baseline's output

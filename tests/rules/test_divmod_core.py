@@ -787,3 +787,55 @@ def test_z3_identities(name, make, params, want):
         claim, hyps = make(*p)
         got = _prove(claim, *hyps)
         assert got == want, f"{name}{p}: {got}"
+
+
+def _congruence_reference(op: str, x: Lin, c: int, ctx: TCtx) -> Lin | None:
+    """fold_divmod_congruence's search written plainly: the first of at most 64 residue
+    choices (the last factor varying fastest) whose remainder form's bounds fall in one
+    bucket, its bounds summed afresh for each choice."""
+    choices = [(f % c, f % c - c) if 2 * (f % c) == c else (min(f % c, f % c - c, key=abs),)
+               for f, _ in x.terms]
+    for rems in itertools.islice(itertools.product(*choices), 64):
+        lo = hi = x.const % c
+        for r, (_, a) in zip(rems, x.terms, strict=True):
+            alo, ahi = ctx.bounds(a)
+            lo, hi = (lo + r * alo, hi + r * ahi) if r >= 0 else (lo + r * ahi, hi + r * alo)
+        if lo // c != hi // c:
+            continue
+        pairs = zip(rems, x.terms, strict=True)
+        if op == "mod":
+            return Lin.of([(r, a) for r, (_, a) in pairs], x.const % c) - (lo // c) * c
+        return Lin.of([((f - r) // c, a) for r, (f, a) in pairs], x.const // c + lo // c)
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(terms=st.lists(st.tuples(st.integers(-2, 2), st.integers(0, 5), st.booleans(),
+                                st.integers(0, 3), st.integers(0, 2)), min_size=1, max_size=11),
+       half=st.integers(1, 3), k=st.integers(-7, 13), op=st.sampled_from(["idiv", "mod"]))
+def test_congruence_tries_the_tied_residues_in_order(terms: list, half: int, k: int, op: str):
+    # coefficients c*q + half tie (two nearest residues); more than six ties: the
+    # first choices keep the first ties' residues and vary the last six
+    c = 2 * half
+    ctx = TCtx({f"t{i}": (lo, lo + w) for i, (_, _, _, lo, w) in enumerate(terms)})
+    x = Lin.of([(c * q + (half if tie else r % c), f"t{i}")
+                for i, (q, r, tie, _, _) in enumerate(terms)], k)
+    out = RULES_BY_NAME["fold_divmod_congruence"].core.raw(op, x, Lin.constant(c), ctx)
+    want = _congruence_reference(op, x, c, ctx)
+    if want is None or x.is_const:
+        assert out is None
+    else:
+        assert out is not None and not out.extra
+        assert (out.lin.terms, out.lin.const) == (want.terms, want.const)
+
+
+@pytest.mark.parametrize("op", ["idiv", "mod"])
+def test_congruence_finds_a_fold_in_the_sixth_last_ties_second_residue(op: str):
+    # seven odd coefficients over 2 (all tie); t1 (the sixth-last tie) in [1, 2] puts
+    # the remainder form in one bucket only with residue -1: the 33rd choice
+    ctx = TCtx({"t0": (0, 0), "t1": (1, 2), **{f"t{i}": (2, 2) for i in range(2, 7)}})
+    x = Lin.of([(1, f"t{i}") for i in range(7)], 0)
+    want = _congruence_reference(op, x, 2, ctx)
+    out = RULES_BY_NAME["fold_divmod_congruence"].core.raw(op, x, Lin.constant(2), ctx)
+    assert want is not None and want.coef("t1") == (1 if op == "idiv" else -1)
+    assert out is not None and (out.lin.terms, out.lin.const) == (want.terms, want.const)
