@@ -39,7 +39,7 @@ in each group the native egglog rewrites come first, then the computed ones:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -84,9 +84,76 @@ def to_lin(u: UOp) -> Lin:
         return hit
     if _linear_kids(u) is None:
         return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
-    for n, _ in _skeleton(u, _LIN_CACHE):
-        _LIN_CACHE[n] = _combine(n)
-    return _LIN_CACHE[u]
+    lin = _flat_read(u)
+    if lin is None:  # (a term may cancel on the way: every node's form, bottom-up)
+        for n, _ in _skeleton(u, _LIN_CACHE):
+            _LIN_CACHE[n] = _combine(n)
+        return _LIN_CACHE[u]
+    _LIN_CACHE[u] = lin
+    return lin
+
+
+def _flat_read(u: UOp) -> Lin | None:
+    """The form of the linear node ``u`` read in one walk of its skeleton, left to right,
+    a form read before taken whole; None when that walk may differ from
+    :func:`_combine`'s bottom-up reading.
+
+    Bottom-up, each node merges its children's forms: an atom keeps the place where it
+    first occurs, unless a merge cancels it (it leaves the map and, met again, goes
+    last). When every occurrence of an atom has a coefficient of the same sign, no
+    partial sum cancels it, so the form is the walk's: coefficients summed, atoms in
+    the order they first occur. None when an atom has both signs or a linear node
+    occurs twice (a shared sub-sum: walked once per path). One walk makes no form per
+    node: a sum built term by term is read in time linear in its length."""
+    terms: dict = {}
+    const = 0
+    expanded: set[int] = set()
+    stack: list[tuple[UOp, int]] = [(u, 1)]
+    while stack:
+        n, k = stack.pop()
+        hit = _LIN_CACHE.get(n)
+        if hit is not None:
+            if not terms and k == 1:
+                terms = dict(hit._map)
+            elif not _merge(terms, hit._map.items(), k):
+                return None
+            const += k * hit.const
+            continue
+        kids = _linear_kids(n)
+        if kids is None:
+            if _is_idx_const(n):
+                const += k * n.arg
+            elif not _merge(terms, ((n, 1),), k):
+                return None
+            continue
+        if id(n) in expanded:
+            return None
+        expanded.add(id(n))
+        if n.op is Ops.ADD or n.op is Ops.SUB:
+            stack.append((n.src[1], k if n.op is Ops.ADD else -k))
+            stack.append((n.src[0], k))
+        elif n.op is Ops.NEG:
+            stack.append((n.src[0], -k))
+        else:  # a product by a constant (by 0: nothing of it is left)
+            m = n.src[1].arg if _is_idx_const(n.src[1]) else n.src[0].arg
+            if m:
+                stack.append((kids[0], k * m))
+    return Lin._raw(terms, const)
+
+
+def _merge(terms: dict, pairs: Iterable[tuple[UOp, int]], k: int) -> bool:
+    """Add ``k*c*a`` for each ``(a, c)`` of ``pairs`` to ``terms``; False when an atom
+    meets a coefficient of the other sign (:func:`_flat_read`)."""
+    for a, c in pairs:
+        c *= k
+        prev = terms.get(a)
+        if prev is None:
+            terms[a] = c
+        elif (prev > 0) != (c > 0):
+            return False
+        else:
+            terms[a] = prev + c
+    return True
 
 
 def _skeleton(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any]

@@ -302,6 +302,80 @@ def test_to_lin_deep_sum_does_not_recurse():
     assert to_lin(e) == Lin.of([(1, r)], sum(i % 3 for i in range(3000)))
 
 
+def _lin_reference(u: UOp) -> Lin:
+    """``to_lin`` as its definition reads: each linear node's form from its children's,
+    bottom-up (Lin arithmetic: an atom that cancels leaves, one met again goes last)."""
+    idx = dtypes.index
+    if u.dtype is idx and u.op in (Ops.ADD, Ops.SUB):
+        a, b = _lin_reference(u.src[0]), _lin_reference(u.src[1])
+        return a + b if u.op is Ops.ADD else a - b
+    if u.dtype is idx and u.op is Ops.NEG:
+        return -_lin_reference(u.src[0])
+    if u.dtype is idx and u.op is Ops.MUL:
+        for x, c in (u.src, u.src[::-1]):
+            if c.op is Ops.CONST and type(c.arg) is int:
+                return _lin_reference(x) * c.arg
+    if u.op is Ops.CONST and u.dtype is idx and type(u.arg) is int:
+        return Lin.constant(u.arg)
+    return Lin.atom(u)
+
+
+_FRESH = iter(range(10**9))
+
+
+def _sum_tree(draw: st.DrawFn, atoms: list[UOp], depth: int) -> UOp:
+    kind = draw(st.sampled_from(["atom", "const"] if depth == 0 else
+                                ["atom", "add", "add", "sub", "neg", "mul", "shared"]))
+    if kind == "atom":
+        return draw(st.sampled_from(atoms))
+    if kind == "const":
+        return UOp.const(dtypes.index, draw(st.integers(-3, 3)))
+    if kind == "neg":
+        return -_sum_tree(draw, atoms, depth - 1)
+    if kind == "mul":
+        c = UOp.const(dtypes.index, draw(st.integers(-2, 2)))
+        x = _sum_tree(draw, atoms, depth - 1)
+        return x * c if draw(st.booleans()) else c * x
+    if kind == "shared":
+        x = _sum_tree(draw, atoms, depth - 1)
+        return x + x
+    a, b = _sum_tree(draw, atoms, depth - 1), _sum_tree(draw, atoms, depth - 1)
+    if draw(st.booleans()):  # a sub-sum read before: taken whole
+        to_lin(a)
+    return a + b if kind == "add" else a - b
+
+
+@st.composite
+def fresh_sums(draw: st.DrawFn) -> UOp:
+    tag = next(_FRESH)  # fresh atoms: nothing of the sum was read before
+    atoms = [UOp.var(f"s{tag}_{i}", 0, 5) for i in range(draw(st.integers(1, 4)))]
+    return _sum_tree(draw, atoms, draw(st.integers(1, 6)))
+
+
+@given(fresh_sums())
+def test_to_lin_reads_terms_in_the_order_the_bottom_up_merge_leaves_them(u: UOp):
+    got, want = to_lin(u), _lin_reference(u)
+    assert (got.terms, got.const) == (want.terms, want.const)
+
+
+@pytest.mark.parametrize("n", [3000])
+def test_to_lin_reads_a_long_sum_either_way_round(n: int):
+    xs = [UOp.var(f"long{i}", 0, 9) for i in range(n)]
+    left, right = xs[0], xs[0]
+    for x in xs[1:]:
+        left, right = left + x, x + right
+    assert to_lin(left).terms == tuple((1, x) for x in xs)
+    assert to_lin(right).terms == tuple((1, x) for x in reversed(xs))
+
+
+def test_to_lin_reads_a_shared_sub_sum_once():
+    a = UOp.var("dbl", 0, 9)
+    x = a + 1
+    for _ in range(64):  # 2**64 paths from the top to a
+        x = x + x
+    assert to_lin(x) == Lin.of([(2**64, a)], 2**64)
+
+
 def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
     a, b = UOp.var("a", 0, 7), UOp.var("b", 0, 5)
     two, idx = UOp.const(dtypes.index, 2), dtypes.index
