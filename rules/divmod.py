@@ -39,7 +39,7 @@ in each group the native egglog rewrites come first, then the computed ones:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +68,9 @@ _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
 # linear node -> (atom occurrences, constant leaves) of its skeleton (_occurrences)
 _OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+# node -> (least, most) atom occurrences of the linear nodes below it (_occurrence_range)
+_RANGE: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+_NO_RANGE = (1 << 62, -1)
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
@@ -86,7 +89,7 @@ def to_lin(u: UOp) -> Lin:
         return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
     lin = _flat_read(u)
     if lin is None:  # (a term may cancel on the way: every node's form, bottom-up)
-        for n, _ in _skeleton(u, _LIN_CACHE):
+        for n, _ in _unread(u, _LIN_CACHE, _linear_kids):
             _LIN_CACHE[n] = _combine(n)
         return _LIN_CACHE[u]
     _LIN_CACHE[u] = lin
@@ -156,24 +159,28 @@ def _merge(terms: dict, pairs: Iterable[tuple[UOp, int]], k: int) -> bool:
     return True
 
 
-def _skeleton(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any]
-              ) -> Iterator[tuple[UOp, tuple[UOp, ...]]]:
-    """The linear nodes of ``u``'s skeleton (``u`` linear) that ``cache`` lacks, children
-    first, each with its linear children (:func:`_linear_kids`); iterative, deep sums must
-    not recurse. The caller puts each node it is given in ``cache`` before the next."""
+def _all_srcs(n: UOp) -> tuple[UOp, ...]:
+    return n.src
+
+
+def _unread(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any],
+            kids: Callable[[UOp], tuple[UOp, ...] | None] = _all_srcs
+            ) -> Iterator[tuple[UOp, tuple[UOp, ...]]]:
+    """The nodes below ``u`` through ``kids`` (a node's children to enter; None: a leaf,
+    not given) that ``cache`` lacks, children first, each with its children; iterative,
+    deep graphs must not recurse. The caller puts each node in ``cache`` before the next."""
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
         if n in cache:
             continue
-        kids = _linear_kids(n)
-        assert kids is not None  # (only linear nodes are pushed)
+        ks = kids(n)
+        assert ks is not None  # (only inner nodes are pushed)
         if not done:
             stack.append((n, True))
-            stack.extend((k, False) for k in kids if k not in cache and
-                         _linear_kids(k) is not None)
+            stack.extend((k, False) for k in ks if k not in cache and kids(k) is not None)
             continue
-        yield n, kids
+        yield n, ks
 
 
 def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int]:
@@ -197,9 +204,30 @@ def _occurrences(u: UOp) -> tuple[int, int]:
     hit = _OCC.get(u)
     if hit is not None:
         return hit
-    for n, kids in _skeleton(u, _OCC):
+    for n, kids in _unread(u, _OCC, _linear_kids):
         _OCC[n] = _occ_here(kids)
     return _OCC[u]
+
+
+def _occurrence_range(u: UOp) -> tuple[int, int]:
+    """``(least, most)`` atom occurrences (:func:`_occurrences`) of the linear nodes of
+    ``u`` with at most one constant leaf (``lo > hi`` when there is none): the only
+    nodes of ``u`` a form of ``m`` terms can be read from are there when ``lo <= m <=
+    hi`` (:meth:`UOpCtx._origin`). Cached in :data:`_RANGE`."""
+    hit = _RANGE.get(u)
+    if hit is not None:
+        return hit
+    for n, srcs in _unread(u, _RANGE):
+        lo, hi = _NO_RANGE
+        if _linear_kids(n) is not None:
+            occ = _occurrences(n)
+            if occ[1] <= 1:
+                lo = hi = occ[0]
+        for s in srcs:
+            slo, shi = _RANGE[s]
+            lo, hi = min(lo, slo), max(hi, shi)
+        _RANGE[n] = (lo, hi)
+    return _RANGE[u]
 
 
 def _mod_leaf(u: UOp) -> bool:
@@ -267,9 +295,6 @@ class UOpCtx(LinBuilder[UOp]):
 
     def __init__(self, scope: UOp | None = None):
         self.scope = scope
-        #: the linear nodes of ``scope`` (children first) with at most one constant leaf,
-        #: each with its atom occurrences (:meth:`_origin`)
-        self._linear: list[tuple[UOp, int]] | None = None
 
     def bounds(self, a: UOp) -> tuple[Any, Any]:
         return a.vmin, a.vmax
@@ -337,14 +362,28 @@ class UOpCtx(LinBuilder[UOp]):
         nothing cancelled or merged: read from the scope alone, so which node is reused
         does not depend on the nodes the process read before. Only a node whose
         skeleton has as many atom occurrences as ``x`` has terms is read as a form (the
-        others cannot be ``x``): most nodes are passed over on their cached counts."""
-        if self._linear is None:
-            self._linear = [(n, occ[0]) for n in self.scope.toposort()  # type: ignore[union-attr]
-                            if _linear_kids(n) is not None and (occ := _occurrences(n))[1] <= 1]
+        others cannot be ``x``), and the walk (``toposort``'s) does not enter a node
+        below which none has that many (:func:`_occurrence_range`): the nodes it passes
+        over cannot be ``x``, so the first one it finds is the first in ``toposort``."""
         m = len(x.terms)
-        for n, occ in self._linear:
-            if occ == m and to_lin(n) == x:
-                return n
+        seen: set[int] = set()
+        stack: list[tuple[UOp, bool]] = [(self.scope, False)]  # type: ignore[list-item]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                if _linear_kids(n) is not None:
+                    occ = _occurrences(n)
+                    if occ[0] == m and occ[1] <= 1 and to_lin(n) == x:
+                        return n
+                continue
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            lo, hi = _occurrence_range(n)
+            if not lo <= m <= hi:
+                continue
+            stack.append((n, True))
+            stack.extend((s, False) for s in reversed(n.src) if id(s) not in seen)
         return None
 
     def lin(self, x: Lin) -> UOp:

@@ -325,7 +325,7 @@ _FRESH = iter(range(10**9))
 
 def _sum_tree(draw: st.DrawFn, atoms: list[UOp], depth: int) -> UOp:
     kind = draw(st.sampled_from(["atom", "const"] if depth == 0 else
-                                ["atom", "add", "add", "sub", "neg", "mul", "shared"]))
+                                ["atom", "const", "add", "add", "sub", "neg", "mul", "shared"]))
     if kind == "atom":
         return draw(st.sampled_from(atoms))
     if kind == "const":
@@ -374,6 +374,42 @@ def test_to_lin_reads_a_shared_sub_sum_once():
     for _ in range(64):  # 2**64 paths from the top to a
         x = x + x
     assert to_lin(x) == Lin.of([(2**64, a)], 2**64)
+
+
+def _leaf_counts(u: UOp) -> tuple[int, int] | None:
+    """(atom occurrences, constant leaves) of a linear node's skeleton, None for an atom
+    or a constant (the skeleton ``to_lin`` flattens, read by recursion)."""
+    idx = dtypes.index
+
+    def const(c: UOp) -> bool:
+        return c.op is Ops.CONST and c.dtype is idx and type(c.arg) is int
+    if u.dtype is not idx:
+        return None
+    if u.op in (Ops.ADD, Ops.SUB, Ops.NEG):
+        kids = u.src
+    elif u.op is Ops.MUL and (const(u.src[1]) or const(u.src[0])):
+        kids = (u.src[0],) if const(u.src[1]) else (u.src[1],)
+    else:
+        return None
+    counts = [_leaf_counts(k) or (0, 1) if const(k) else _leaf_counts(k) or (1, 0)
+              for k in kids]
+    return sum(a for a, _ in counts), sum(c for _, c in counts)
+
+
+@st.composite
+def scopes_and_forms(draw: st.DrawFn) -> tuple[UOp, Lin]:
+    scope = draw(fresh_sums()) // 3
+    forms = [to_lin(n) for n in scope.toposort() if _leaf_counts(n) is not None]
+    return scope, draw(st.sampled_from(forms + [Lin.constant(draw(st.integers(-4, 4)))]))
+
+
+@given(scopes_and_forms())
+def test_uop_ctx_reuses_the_first_node_of_its_scope_read_as_the_form(case: tuple[UOp, Lin]):
+    scope, x = case
+    want = next((n for n in scope.toposort() if (c := _leaf_counts(n)) is not None
+                 and c[1] <= 1 and c[0] == len(to_lin(n).terms) and to_lin(n) == x),
+                UOpCtx(None).lin(x))
+    assert UOpCtx(scope).lin(x) is want
 
 
 def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
