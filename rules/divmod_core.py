@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 Op = Literal["idiv", "mod"]
-_MAX_TIE_COMBOS = 64  # congruence: residue choices tried when several factors tie (2**k)
+_MAX_TIE_COMBOS = 64  # congruence: residue choices tried when several factors tie
 
 
 # ---------------------------------------------------------------------------
@@ -404,8 +404,9 @@ def _fold_binary_numerator(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
     return _out(Lin.atom(v, y2 - y1) + (y1 - (y2 - y1) * int(lo)))
 
 
-#: the choices congruence tries vary the last this many ties (2**_TIE_BITS of them)
-_TIE_BITS = _MAX_TIE_COMBOS.bit_length() - 1
+#: the choices congruence tries vary at most the last this many ties (2**_TIE_BITS >=
+#: _MAX_TIE_COMBOS)
+_TIE_BITS = (_MAX_TIE_COMBOS - 1).bit_length()
 
 
 def _add_scaled(lo: Num, hi: Num, r: int, a: Any, ctx: Ctx) -> tuple[Num, Num]:
@@ -434,17 +435,17 @@ def _fold_divmod_congruence(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None
         else:
             choices.append((min(r, r - c, key=abs),))
     # the first _MAX_TIE_COMBOS choices (the last factor varying fastest) vary only the
-    # last ties (2**6 == 64): the terms before them keep their first residue, so their
-    # part of the bounds is summed once, in the same order, not once per choice
+    # last _TIE_BITS ties: the terms before them keep their first residue, so their part
+    # of the bounds is summed once, in the same order, not once per choice
     fixed = ties[-_TIE_BITS] if len(ties) > _TIE_BITS else (ties[0] if ties else len(choices))
     lo0 = hi0 = x.const % c
     for i in range(fixed):
         lo0, hi0 = _add_scaled(lo0, hi0, choices[i][0], x.terms[i][1], ctx)
-    head = tuple(ch[0] for ch in choices[:fixed])
+    head, rest = tuple(ch[0] for ch in choices[:fixed]), x.terms[fixed:]
     for tail in itertools.islice(itertools.product(*choices[fixed:]), _MAX_TIE_COMBOS):
         # lin_bounds of the remainder form, before making it (most choices fail)
         lo, hi = lo0, hi0
-        for r, (_, a) in zip(tail, x.terms[fixed:], strict=True):
+        for r, (_, a) in zip(tail, rest, strict=True):
             lo, hi = _add_scaled(lo, hi, r, a, ctx)
         if not _finite(lo, hi) or int(lo) // c != int(hi) // c:
             continue
