@@ -6,7 +6,7 @@ import logging
 import math
 import numbers
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,7 +277,8 @@ def optimize_many(graphs: list[UOp], engine: str = "egraph", rulesets: list[Any]
     each chunk (a worker keeps its warm session from task to task). Graphs travel as
     ``.uop`` text (as pickled UOps when they have no text form), and the cost model and
     budget are pickled; ``keep_egraph`` is not available then (the e-graphs stay with
-    the workers).
+    the workers). A task that fails, or an interrupted wait, raises here after the
+    tasks not started yet are cancelled.
     """
     from extraction import get_cost_model
 
@@ -332,14 +333,23 @@ def optimize_chunk(items: list[str | UOp], engine: str, rulesets: list[str] | No
 def _on_executor(executor: Executor, graphs: list[UOp], engine: str,
                  rulesets: list[str] | None, model: Any, budget: Budget | None,
                  chunk: int) -> list[Result]:
-    """:func:`optimize_many` of ``graphs`` on ``executor``, ``chunk`` graphs a task."""
-    futures = [executor.submit(optimize_chunk, [_to_wire(g) for g in graphs[i:i + chunk]],
-                               engine, rulesets, model, budget)
-               for i in range(0, len(graphs), chunk)]
+    """:func:`optimize_many` of ``graphs`` on ``executor``, ``chunk`` graphs a task.
+    When a task fails or the wait is interrupted (``KeyboardInterrupt``), the tasks not
+    started yet are cancelled before the error goes on: nobody would read them."""
+    futures: list[Future] = []
     results = []
-    for fut in futures:
-        for out, cost, in_cost, stats in fut.result():
-            results.append(Result(_from_wire(out), cost, in_cost, stats, None, model))
+    try:
+        for i in range(0, len(graphs), chunk):
+            futures.append(executor.submit(optimize_chunk,
+                                           [_to_wire(g) for g in graphs[i:i + chunk]],
+                                           engine, rulesets, model, budget))
+        for fut in futures:
+            for out, cost, in_cost, stats in fut.result():
+                results.append(Result(_from_wire(out), cost, in_cost, stats, None, model))
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        raise
     log.debug("optimize_many: %d graphs in %d chunks on %s", len(graphs), len(futures),
               type(executor).__name__)
     return results

@@ -48,6 +48,29 @@ def test_optimize_many_executor_errors(corpus_lines) -> None:
             eqsat.optimize_many(gs, executor=ex, chunk=0)
 
 
+class _Queued(Executor):
+    """Runs nothing until a task's result is asked for; the first task fails (or the
+    wait is interrupted: ``stop``), and every task's cancel is recorded."""
+
+    def __init__(self, stop: type[BaseException]):
+        self.stop, self.futures = stop, []
+
+    def submit(self, fn, *args):  # type: ignore[override]
+        f: Future = Future()
+        if not self.futures:
+            f.set_exception(self.stop("the first task"))
+        self.futures.append(f)
+        return f
+
+
+@pytest.mark.parametrize("stop", [RuntimeError, KeyboardInterrupt])
+def test_optimize_many_cancels_the_tasks_left_when_it_stops(corpus_lines, stop) -> None:
+    ex = _Queued(stop)
+    with pytest.raises(stop, match="the first task"):
+        eqsat.optimize_many(_graphs(corpus_lines, 6), executor=ex, chunk=2)
+    assert [f.cancelled() for f in ex.futures] == [False, True, True]
+
+
 class _Flaky(Executor):
     """Runs tasks in this thread; a task of more than one case fails (as a lost worker
     would), and so does any task holding the case on line ``bad``."""
