@@ -24,7 +24,7 @@ __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
     "eval_op", "eval_values", "make_const", "bool_like", "split_add", "sum_terms",
     "may_be_invalid", "may_be_undefined", "is_invalid", "invalid_like", "nonzero",
-    "exact_product_fits", "split_and",
+    "exact_product_fits", "split_and", "somewhere_below",
 ]
 
 CONSTS = (Ops.CONST, Ops.VCONST)
@@ -79,7 +79,7 @@ def invalid_like(dt: DType) -> UOp:
     return inv if dt == inv.dtype else inv.cast(dt)
 
 
-def _somewhere_below(u: UOp, cache: weakref.WeakKeyDictionary[UOp, bool],
+def somewhere_below(u: UOp, cache: weakref.WeakKeyDictionary[UOp, bool],
                      stop: Callable[[UOp], bool | None], here: Callable[[UOp], bool]) -> bool:
     """Whether some node of ``u`` has a property, bottom-up and cached: ``stop(n)`` gives
     a node's answer without looking below it (None: look), ``here(n)`` whether the node
@@ -121,7 +121,7 @@ def may_be_invalid(u: UOp) -> bool:
     subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
     value is never Invalid (a load through an Invalid index reads 0). Cached.
     """
-    return _somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
+    return somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
 
 
 _MAY_UNDEF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
@@ -148,7 +148,7 @@ def _undefined_here(n: UOp) -> bool:
 def may_be_undefined(u: UOp) -> bool:
     """``u`` can be undefined (a division by zero, ...) somewhere below it: evaluating
     it where the input did not may make a defined input undefined. Cached."""
-    return _somewhere_below(u, _MAY_UNDEF, lambda n: None if n.src else False,
+    return somewhere_below(u, _MAY_UNDEF, lambda n: None if n.src else False,
                             _undefined_here)
 
 

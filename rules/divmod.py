@@ -48,7 +48,7 @@ from eqsat.ir.linear import Lin, LinBuilder
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp
-from rules.common import _somewhere_below, may_be_invalid
+from rules.common import may_be_invalid, somewhere_below
 from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
     ADVANCED,
@@ -234,7 +234,7 @@ def _mod_leaf(u: UOp) -> bool:
     """Whether a leaf of ``u``'s linear skeleton is a MOD: False means no atom of
     :func:`to_lin` ``(u)`` is one (its atoms are leaves that did not cancel), read
     without making the form (cached: one lookup per node, the skeleton walked once)."""
-    return _somewhere_below(u, _MOD_LEAF, _mod_atom, lambda n: False)
+    return somewhere_below(u, _MOD_LEAF, _mod_atom, lambda n: False)
 
 
 def _mod_atom(n: UOp) -> bool | None:
