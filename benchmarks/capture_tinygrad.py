@@ -175,10 +175,15 @@ def lower_kernels(build: Callable[[], Any], stop: type[Exception]) -> None:
     in order; ``stop``, raised by a hook on a codegen pass, ends that kernel's lowering."""
     from tinygrad import Device
     from tinygrad.codegen import full_rewrite_to_sink
+    from tinygrad.helpers import Context
     from tinygrad.uop.ops import KernelInfo
     from tinygrad.uop.ops import Ops as TOps
 
-    for call in build().schedule_linear().src:
+    # NULL is the default device too: a pooling makes its window index tensors there, and
+    # a machine without clang has no other device tinygrad could pick by itself
+    with Context(DEV=DEVICE):
+        calls = build().schedule_linear().src
+    for call in calls:
         ast = call.src[0] if call.src else None
         if ast is None or ast.op is not TOps.SINK or not isinstance(ast.arg, KernelInfo):
             continue
