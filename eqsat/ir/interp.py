@@ -305,9 +305,9 @@ class _Machine:
         self.written: set[tuple[int, int]] = set()
         self.undefined: dict[tuple[int, int], str] = {}
 
-    def step(self) -> None:
-        """Count one step of work against ``max_steps``."""
-        self.steps += 1
+    def step(self, n: int = 1) -> None:
+        """Count ``n`` steps of work against ``max_steps``."""
+        self.steps += n
         if self.max_steps is not None and self.steps > self.max_steps:
             raise StepLimitError(f"the run took more than {self.max_steps} steps")
 
@@ -353,7 +353,7 @@ class _Machine:
                 continue
             stack.pop()
             memo[u] = self.compute(u, [memo[s] for s in kids], loops)
-            self.step()
+        self.step(len(memo))  # (a REDUCE's body counts in the calls it makes)
         return memo[root]
 
     def compute(self, u: UOp, vals: list[Value], loops: Mapping[UOp, int]) -> Value:
