@@ -32,7 +32,8 @@ after it carry the difference to the root (``(x + 0.0) < 1.0`` is
 ``x < 1.0``). Each float op rounds to its dtype (f16, f32, f64: the
 interpreter's IEEE semantics). The float inputs an expression can have are
 casts of its integer leaves and loads: graphs may read buffers (``(load
-(index (buffer ...) i))``; stores and loops are kernels, for ``run_kernel``),
+(index (buffer ...) i))``; two kernels, sinks of stores, are compared by running
+them: :mod:`eqsat.ir.kernel_equiv`),
 whose elements are drawn afresh for every point (:class:`SampledMemory`), a
 third of them from each element dtype's special values: 0, -0, inf, -inf,
 NaN, +-1, the smallest normal and subnormal, the largest finite values and

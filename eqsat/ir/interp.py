@@ -2,7 +2,8 @@
 
 ``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
 buffers)`` executes a whole kernel on numpy buffers (docs/format.md,
-"Meaning"). Both are slow and simple on purpose: they are the
+"Meaning"), and ``trace_kernel`` does so recording what it wrote, for the kernel
+checker (:mod:`eqsat.ir.kernel_equiv`). Both are slow and simple on purpose: they are the
 oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
 numpy evaluator the equivalence checker uses over many assignments at once.
 

@@ -26,6 +26,8 @@ where ``a`` runs is a difference.
 Work. ``max_steps`` bounds the nodes computed and effects run over all draws; when
 a run would pass it, checking stops there and ``Equivalence.stopped`` says how many
 draws were compared (none, for a kernel whose one run is larger than the budget).
+Kernels whose buffers hold more than ``KERNEL_ELEMENTS`` elements are not run
+(``stopped`` says so).
 """
 
 from __future__ import annotations
@@ -56,11 +58,13 @@ from eqsat.ir.interp import (
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp, live_ranges
 
-__all__ = ["check_kernels", "is_kernel", "KERNEL_DRAWS", "KERNEL_STEPS"]
+__all__ = ["check_kernels", "is_kernel", "KERNEL_DRAWS", "KERNEL_ELEMENTS", "KERNEL_STEPS"]
 
-#: draws of a kernel check, and its budget of interpreter steps over all runs
+#: draws of a kernel check, its budget of interpreter steps over all runs, and the most
+#: buffer elements it fills (three copies a draw: the inputs and each kernel's)
 KERNEL_DRAWS = 32
 KERNEL_STEPS = 500_000
+KERNEL_ELEMENTS = 1 << 24
 #: ops that make a graph a kernel, and ops only the lowering makes, which no kernel
 #: the interpreter runs has
 _KERNEL_OPS = frozenset({Ops.STORE, Ops.END, Ops.SINK})
@@ -84,18 +88,16 @@ def check_kernels(a: UOp, b: UOp, *, draws: int = KERNEL_DRAWS, seed: int = 0,
     ``reason``. Raises ``ValueError`` when a graph is no kernel the interpreter runs or
     the two declare a buffer slot or a var differently (either may leave out one the
     other declares)."""
-    for g, name in ((a, "a"), (b, "b")):
-        if not isinstance(g, UOp):
-            raise TypeError(f"check_kernels expects UOps, but {name} is a {type(g).__name__}")
-        low = next((u for u in g.toposort() if u.op in _LOWERED_OPS), None)
-        if low is not None:
-            raise ValueError(f"check_kernels runs kernels, but {name} has a {low.op.name} "
-                             "node (made by the lowering, which the interpreter does not run)")
-        if not is_kernel(g):
-            raise ValueError(f"check_kernels compares kernels, but {name} has no store, end "
-                             "or sink (compare expressions with check_equivalent)")
+    if draws < 1 or max_steps < 0:
+        raise ValueError(f"check_kernels needs draws >= 1 and max_steps >= 0, not {draws} "
+                         f"and {max_steps}")
     bufs = _same_signature(_signature(a, "a"), _signature(b, "b"))
     dom = _domain(a, b)
+    elements = sum(size for _, size in bufs.values())
+    if elements > KERNEL_ELEMENTS:
+        return Equivalence(True, False, 0, domain=dom, stopped=(
+            f"the buffers hold {elements} elements, more than the {KERNEL_ELEMENTS} the "
+            "checker fills"))
     cols, n = _draws(dom, draws, seed, graph_constants(a, b))
     memory = SampledMemory((a, b), seed)
     left, compared, skipped = max_steps, 0, 0
@@ -135,9 +137,19 @@ def check_kernels(a: UOp, b: UOp, *, draws: int = KERNEL_DRAWS, seed: int = 0,
     return Equivalence(True, False, compared, skipped=skipped, domain=dom, stopped=stopped)
 
 
-def _signature(g: UOp, name: str) -> Signature:
+def _signature(g: Any, name: str) -> Signature:
     """``g``'s buffers ``{slot: (element dtype, size)}`` (the largest size a slot is
-    declared with) and vars ``{name: var}``."""
+    declared with) and vars ``{name: var}``; ``TypeError``/``ValueError`` where ``g`` is
+    no kernel the interpreter runs."""
+    if not isinstance(g, UOp):
+        raise TypeError(f"check_kernels expects UOps, but {name} is a {type(g).__name__}")
+    low = next((u for u in g.toposort() if u.op in _LOWERED_OPS), None)
+    if low is not None:
+        raise ValueError(f"check_kernels runs kernels, but {name} has a {low.op.name} "
+                         "node (made by the lowering, which the interpreter does not run)")
+    if not is_kernel(g):
+        raise ValueError(f"check_kernels compares kernels, but {name} has no store, end "
+                         "or sink (compare expressions with check_equivalent)")
     bufs: dict[int, tuple[DType, int]] = {}
     vars_: dict[str, UOp] = {}
     for u in g.toposort():

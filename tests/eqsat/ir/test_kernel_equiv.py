@@ -121,6 +121,21 @@ def test_a_huge_loop_stops_at_the_budget() -> None:
     assert res and res.points == 0 and "after 0 of 32 draws" in res.stopped, res
 
 
+def test_huge_buffers_are_not_filled() -> None:
+    big = parse("(sink (store (index (buffer 0 u8 33554432) 0) (const u8 1)))")
+    res = check_kernels(big, big)
+    assert res and res.points == 0 and "33554432 elements, more than" in res.stopped
+
+
+@pytest.mark.parametrize("kwargs, match", [({"draws": 0}, "draws >= 1"),
+                                           ({"max_steps": -1}, "max_steps >= 0")])
+def test_bad_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        check_kernels(k(S), k(S), **kwargs)
+    with pytest.raises(TypeError, match="b is a str"):
+        check_kernels(k(S), "(sink)")
+
+
 def test_the_budget_counts_draws_not_time() -> None:
     a = k(S)
     steps = trace_kernel(a, [np.zeros(64, np.float32)] * 2).steps
