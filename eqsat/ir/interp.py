@@ -3,7 +3,7 @@
 ``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
 buffers)`` executes a whole kernel on numpy buffers (docs/format.md,
 "Meaning"), and ``trace_kernel`` does so recording what it wrote, for the kernel
-checker (:mod:`eqsat.ir.kernel_equiv`). Both are slow and simple on purpose: they are the
+checker (:mod:`eqsat.ir.kernel_equiv`). They are slow and simple on purpose: they are the
 oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
 numpy evaluator the equivalence checker uses over many assignments at once.
 
@@ -279,10 +279,11 @@ class StepLimitError(Exception):
 class _Machine:
     """Evaluates values and executes effects over optional buffers.
 
-    ``max_steps``: the most nodes computed and effects run (None: no limit; past it
-    :class:`StepLimitError`). ``trace``: a store of an undefined or Invalid lane marks its
-    element undefined (``undefined``; a later load of it is undefined) instead of
-    raising, and ``written`` collects every element a store wrote."""
+    ``max_steps``: the most steps (nodes computed, effects run, loop iterations; None:
+    no limit; past it :class:`StepLimitError`). ``trace``: a store of an undefined or
+    Invalid lane marks its element undefined (``undefined``; a later load of it is
+    undefined) instead of raising, and ``written`` collects every element a store
+    wrote."""
 
     def __init__(self, env: Mapping[Any, Any] | None,
                  buffers: Sequence[np.ndarray] | None = None, *,
@@ -464,6 +465,7 @@ class _Machine:
             if _first_undef(end) is not None or end is INVALID or isinstance(end, tuple):
                 raise EvalError(f"the end of (range {range_id(r)}) has no scalar value: {end!r}")
             for v in range(int(end)):
+                self.step()  # (an outer loop around an empty one does no other work)
                 yield from rec(i + 1, {**env, r: v})
         yield from rec(0, dict(loops))
 
@@ -717,12 +719,15 @@ class KernelTrace:
     element a store wrote; ``undefined``, those whose last store wrote an undefined or
     Invalid value (with its cause; the array keeps its earlier content there);
     ``computed_nan``, those whose last store wrote a NaN an op computed (its bits are
-    unspecified); ``steps``, the nodes computed and effects run."""
+    unspecified); ``steps``, the nodes computed, effects run and loop iterations;
+    ``failed``, why the run stopped before its end (an ``EvalError``'s message), or
+    empty."""
 
     written: frozenset[tuple[int, int]]
     undefined: Mapping[tuple[int, int], str]
     computed_nan: frozenset[tuple[int, int]]
     steps: int
+    failed: str = ""
 
 
 def trace_kernel(sink: UOp, buffers: Sequence[np.ndarray],
@@ -731,13 +736,19 @@ def trace_kernel(sink: UOp, buffers: Sequence[np.ndarray],
     """:func:`run_kernel`, recording what the run wrote (:class:`KernelTrace`).
 
     A store of an undefined value does not stop the run: it marks the elements it
-    writes undefined (a later load of one is undefined). Raises ``EvalError`` as
-    ``run_kernel`` does for an undefined address or loop end or an access outside a
-    buffer, and :class:`StepLimitError` past ``max_steps`` steps."""
+    writes undefined (a later load of one is undefined). Where ``run_kernel`` raises
+    ``EvalError`` (an undefined address or loop end, an access outside a buffer) the
+    run stops and the trace says why (``failed``), with the steps it took. Raises
+    :class:`StepLimitError` past ``max_steps`` steps."""
     m = _Machine(dict(vars or {}), _arrays(buffers), max_steps=max_steps, trace=True)
-    _launch(sink, m)
+    try:
+        _launch(sink, m)
+    except EvalError as e:
+        failed = str(e)
+    else:
+        failed = ""
     return KernelTrace(frozenset(m.written), dict(m.undefined),
-                       frozenset(m.unspecified), m.steps)
+                       frozenset(m.unspecified), m.steps, failed)
 
 
 def _arrays(buffers: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -23,9 +23,10 @@ not keep. A draw where running ``a`` fails (an access outside a buffer, an undef
 address or loop end) is skipped: the input promises nothing there; ``b`` failing
 where ``a`` runs is a difference.
 
-Work. ``max_steps`` bounds the nodes computed and effects run over all draws; when
-a run would pass it, checking stops there and ``Equivalence.stopped`` says how many
-draws were compared (none, for a kernel whose one run is larger than the budget).
+Work. ``max_steps`` bounds the interpreter's steps (nodes computed, effects run, loop
+iterations) over all draws; when a run would pass it, checking stops there and
+``Equivalence.stopped`` says how many draws were compared (none, for a kernel whose
+one run is larger than the budget).
 Kernels whose buffers hold more than ``KERNEL_ELEMENTS`` elements are not run
 (``stopped`` says so).
 """
@@ -48,7 +49,6 @@ from eqsat.ir.equiv import (
     sample_points,
 )
 from eqsat.ir.interp import (
-    EvalError,
     KernelTrace,
     StepLimitError,
     Undefined,
@@ -107,21 +107,18 @@ def check_kernels(a: UOp, b: UOp, *, draws: int = KERNEL_DRAWS, seed: int = 0,
         ra, rb = [x.copy() for x in inputs], [x.copy() for x in inputs]
         try:
             ta = trace_kernel(a, ra, env, max_steps=left)
-        except EvalError:
-            skipped += 1
-            continue
-        except StepLimitError:
-            break
-        left -= ta.steps
-        try:
+            left -= ta.steps
+            if ta.failed:
+                skipped += 1
+                continue
             tb = trace_kernel(b, rb, env, max_steps=left)
-        except EvalError as e:
-            return Equivalence(False, False, compared, counterexample=env,
-                               b_value=Undefined(str(e)), skipped=skipped, domain=dom,
-                               reason="b fails where a runs", inputs=inputs)
+            left -= tb.steps
         except StepLimitError:
             break
-        left -= tb.steps
+        if tb.failed:
+            return Equivalence(False, False, compared, counterexample=env,
+                               b_value=Undefined(tb.failed), skipped=skipped, domain=dom,
+                               reason="b fails where a runs", inputs=inputs)
         compared += 1
         diff = _first_difference(ra, rb, ta, tb)
         if diff is not None:

@@ -115,10 +115,23 @@ def test_expressions_go_to_check_equivalent() -> None:
 
 
 # ---- work ------------------------------------------------------------------------------
-def test_a_huge_loop_stops_at_the_budget() -> None:
-    huge = k(st_("0", "(load (index I 0))"), loop="(range 0 1000000000)")
+@pytest.mark.parametrize("huge", [
+    k(st_("0", "(load (index I 0))"), loop="(range 0 1000000000)"),
+    parse("(sink (end (store (index (buffer 0 f32 4) (range 1 0)) 1.0) (range 0 1000000000) "
+          "(range 1 0)))"),  # an empty loop inside: only the iterations are work
+])
+def test_a_huge_loop_stops_at_the_budget(huge: UOp) -> None:
     res = check_kernels(huge, huge, max_steps=10_000)
     assert res and res.points == 0 and "after 0 of 32 draws" in res.stopped, res
+
+
+def test_the_runs_a_fails_are_work_too() -> None:
+    """a loops 1,000 times, then writes outside its buffer: every draw skipped, each
+    charged."""
+    a = parse("(sink (end (store (index (buffer 0 f32 4) 0) 1.0) (range 0 1000)) "
+              "(store (index (buffer 0 f32 4) 9) 2.0))")
+    res = check_kernels(a, a, max_steps=20_000)
+    assert res and res.points == 0 and 0 < res.skipped < 32 and res.stopped, res
 
 
 def test_huge_buffers_are_not_filled() -> None:
@@ -149,7 +162,9 @@ def test_trace_marks_undefined_stores() -> None:
     bufs = [np.zeros(64, np.int32), np.array([0, 2, 3] + [1] * 61, np.int32)]
     t = trace_kernel(a, bufs)
     assert (sorted(t.written), list(t.undefined)) == ([(0, 0), (0, 1), (0, 2)], [(0, 0)])
-    assert list(bufs[0][:3]) == [0, 3, 2]
+    assert list(bufs[0][:3]) == [0, 3, 2] and not t.failed
+    bad = trace_kernel(k(st_("(add L 10)")), [np.zeros(64, np.float32)] * 2)
+    assert "write outside buffer 0" in bad.failed and len(bad.written) == 54 and bad.steps
     with pytest.raises(EvalError, match="store of an undefined value"):
         run_kernel(a, bufs)
 
