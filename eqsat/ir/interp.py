@@ -584,12 +584,13 @@ class _Machine:
         lanes = _lanes(val, addr.count) if addr.count > 1 else (val,)
         for k, v in enumerate(lanes):
             key = (addr.buf.slot, addr.offset + k)
-            self.written.add(key)
-            if isinstance(v, Undefined) or v is INVALID:
-                self.undefined[key] = (v.reason if isinstance(v, Undefined)
-                                       else "the Invalid value")
-                continue
-            self.undefined.pop(key, None)
+            if self.trace:
+                self.written.add(key)
+                if isinstance(v, Undefined) or v is INVALID:
+                    self.undefined[key] = (v.reason if isinstance(v, Undefined)
+                                           else "the Invalid value")
+                    continue
+                self.undefined.pop(key, None)
             arr.flat[addr.offset + k] = _stored(v, arr.dtype, addr.buf.dtype.scalar())
             computed = isinstance(v, float) and math.isnan(v) and not isinstance(v, _KeptNaN)
             (self.unspecified.add if computed else self.unspecified.discard)(key)
