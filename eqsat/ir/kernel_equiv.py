@@ -45,6 +45,7 @@ from eqsat.ir.equiv import (
     SampledMemory,
     array_dtype,
     corner_count,
+    domain_of,
     graph_constants,
     sample_points,
 )
@@ -52,7 +53,6 @@ from eqsat.ir.interp import (
     KernelTrace,
     StepLimitError,
     Undefined,
-    leaf_key,
     trace_kernel,
 )
 from eqsat.ir.ops import Ops
@@ -184,16 +184,11 @@ def _same_signature(sa: Signature, sb: Signature) -> dict[int, tuple[DType, int]
 def _domain(a: UOp, b: UOp) -> dict[str, tuple[int, int]]:
     """The leaves the kernels read as inputs (vars, ranges left open), ``a``'s first, each
     over its bounds (a range's are its END's)."""
-    dom: dict[str, tuple[int, int]] = {}
+    inputs = []
     for g in (a, b):
         live = live_ranges(g)[g]
-        for u in g.leaves():
-            if u.op is Ops.DEFINE_VAR or (u.op is Ops.RANGE and u in live):
-                lo, hi = u.vmin, u.vmax
-                if isinstance(lo, float) or isinstance(hi, float):
-                    raise ValueError(f"leaf {leaf_key(u)} has unbounded values [{lo}, {hi}]")
-                dom.setdefault(leaf_key(u), (int(lo), int(hi)))
-    return dom
+        inputs += [u for u in g.leaves() if u.op is Ops.DEFINE_VAR or u in live]
+    return domain_of(*inputs)
 
 
 def _draws(dom: dict[str, tuple[int, int]], draws: int, seed: int,
