@@ -15,6 +15,7 @@ _LAZY = {
     "parse": "eqsat.ir.sexpr", "to_sexpr": "eqsat.ir.sexpr", "ParseError": "eqsat.ir.sexpr",
     "evaluate": "eqsat.ir.interp", "run_kernel": "eqsat.ir.interp", "EvalError": "eqsat.ir.interp",
     "check_equivalent": "eqsat.ir.equiv", "Equivalence": "eqsat.ir.equiv",
+    "check_kernels": "eqsat.ir.kernel_equiv",
     "optimize": "eqsat.api", "optimize_many": "eqsat.api", "Budget": "eqsat.api",
     "Result": "eqsat.api", "CHUNK": "eqsat.api", "session_for": "eqsat.engines.egraph",
     "UPat": "eqsat.ir.pattern", "Rule": "eqsat.ir.pattern", "PatternMatcher": "eqsat.ir.pattern",

@@ -1345,7 +1345,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, metavar="N",
                    help="only the first N cases (non-blank lines, a bad one too)")
     s.add_argument("--check", action="store_true",
-                   help="also check every output's equivalence to its input")
+                   help="also check every output's equivalence to its input (a kernel's "
+                        "by running both on drawn buffers)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("rules", help="list the rule sets and their rules",

@@ -8,7 +8,8 @@ the API) reads graphs through these modules, and none of them imports anything a
 - :mod:`.bounds`: interval analysis of UOps (vmin/vmax);
 - :mod:`.sexpr`: the ``.uop`` text format (parse and print);
 - :mod:`.egglog_text`: reading egglog text (commands, s-expressions);
-- :mod:`.interp`, :mod:`.equiv`: the reference interpreter and equivalence checking;
+- :mod:`.interp`, :mod:`.equiv`, :mod:`.kernel_equiv`: the reference interpreter and
+  equivalence checking (of expressions, of kernels);
 - :mod:`.linear`: linear forms over opaque atoms (what the div/mod rules compute on);
 - :mod:`.pattern`: the pattern language (``UPat``, ``Rule``) and the ordered matcher
   (``PatternMatcher``, ``graph_rewrite``) that the rules are written in and that the

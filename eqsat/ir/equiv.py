@@ -32,7 +32,8 @@ after it carry the difference to the root (``(x + 0.0) < 1.0`` is
 ``x < 1.0``). Each float op rounds to its dtype (f16, f32, f64: the
 interpreter's IEEE semantics). The float inputs an expression can have are
 casts of its integer leaves and loads: graphs may read buffers (``(load
-(index (buffer ...) i))``; stores and loops are kernels, for ``run_kernel``),
+(index (buffer ...) i))``; two kernels, sinks of stores, are compared by running
+them: :mod:`eqsat.ir.kernel_equiv`),
 whose elements are drawn afresh for every point (:class:`SampledMemory`), a
 third of them from each element dtype's special values: 0, -0, inf, -inf,
 NaN, +-1, the smallest normal and subnormal, the largest finite values and
@@ -72,7 +73,7 @@ from eqsat.ir.uop import UOp, live_ranges
 
 __all__ = ["check_equivalent", "Equivalence", "SampledMemory", "domain_of", "same_value"]
 
-_CORNER_CAP = 4096
+CORNER_CAP = 4096
 _SLOW_EXHAUSTIVE = 8192
 _SLOW_SAMPLES = 2000
 #: effects and memory the checker cannot give contents to: kernels are for run_kernel
@@ -92,6 +93,11 @@ class Equivalence:
     ``reason`` names), and
     ``buffers``: ``{slot: {element: value}}`` the graphs read there.
     ``reason`` says what differs.
+
+    Kernels (:func:`eqsat.ir.kernel_equiv.check_kernels`): ``points`` counts the draws
+    compared; a difference names its ``element`` (buffer slot, element) and gives the
+    draw's buffers before the runs (``inputs``, by slot). ``stopped`` says why checking
+    stopped before the last draw (the work budget), empty when it did not.
     """
 
     equivalent: bool
@@ -104,6 +110,10 @@ class Equivalence:
     reason: str = ""
     domain: dict[str, tuple[int, int]] = field(default_factory=dict)
     buffers: dict[int, dict[int, Any]] = field(default_factory=dict)
+    element: tuple[int, int] | None = None
+    inputs: list[np.ndarray] | None = field(default=None, repr=False,
+                                                  compare=False)
+    stopped: str = ""
 
     def __bool__(self) -> bool:
         return self.equivalent
@@ -111,10 +121,12 @@ class Equivalence:
     def __repr__(self) -> str:
         if self.equivalent:
             how = "exhaustively" if self.exhaustive else "on samples"
-            return f"Equivalence(equivalent=True, {how}, points={self.points})"
+            stop = f", stopped={self.stopped!r}" if self.stopped else ""
+            return f"Equivalence(equivalent=True, {how}, points={self.points}{stop})"
         mem = f", buffers={self.buffers}" if self.buffers else ""
-        return (f"Equivalence(equivalent=False, counterexample={self.counterexample}{mem}, "
-                f"a={self.a_value!r}, b={self.b_value!r}, reason={self.reason!r})")
+        at = f", element={self.element}" if self.element is not None else ""
+        return (f"Equivalence(equivalent=False, counterexample={self.counterexample}{mem}"
+                f"{at}, a={self.a_value!r}, b={self.b_value!r}, reason={self.reason!r})")
 
 
 def domain_of(*graphs: UOp) -> dict[str, tuple[int, int]]:
@@ -170,7 +182,7 @@ def _interesting(lo: int, hi: int, consts: frozenset[int] = frozenset()) -> list
     return sorted(v for v in vals if lo <= v <= hi)
 
 
-def _constants(*graphs: UOp, cap: int = 256) -> frozenset[int]:
+def graph_constants(*graphs: UOp, cap: int = 256) -> frozenset[int]:
     """The graphs' integer constants, and the integers around their finite float ones
     (a cast leaf compared with ``2.5`` changes at 2 and 3)."""
     out: set[int] = set()
@@ -193,9 +205,18 @@ def _constants(*graphs: UOp, cap: int = 256) -> frozenset[int]:
     return frozenset(sorted(out, key=abs)[:cap])
 
 
-def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
-            max_exhaustive: int, consts: frozenset[int] = frozenset()
-            ) -> tuple[dict[str, np.ndarray], int, bool]:
+def corner_count(dom: dict[str, tuple[int, int]]) -> int:
+    """How many corners :func:`sample_points` draws first: every combination of each
+    leaf's ends, at most ``CORNER_CAP``."""
+    return min(math.prod(len({lo, hi}) for lo, hi in dom.values()), CORNER_CAP)
+
+
+def sample_points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
+                  max_exhaustive: int, consts: frozenset[int] = frozenset()
+                  ) -> tuple[dict[str, np.ndarray], int, bool]:
+    """Columns of the leaves' values: every point of a domain of at most
+    ``max_exhaustive`` points (then ``True``), else the corners
+    (:func:`corner_count` rows) and then ``samples`` random points."""
     names = list(dom)
     sizes = [max(0, hi - lo + 1) for lo, hi in dom.values()]  # (an empty loop's: none)
     total = math.prod(sizes)
@@ -209,15 +230,14 @@ def _points(dom: dict[str, tuple[int, int]], samples: int, seed: int,
     cols: dict[str, list[np.ndarray]] = {k: [] for k in names}
     # corners: every combination of each leaf's ends (random ones beyond the cap)
     ends = [sorted({lo, hi}) for lo, hi in dom.values()]
-    n_corners = math.prod(len(e) for e in ends)
-    if n_corners <= _CORNER_CAP:
+    if math.prod(len(e) for e in ends) <= CORNER_CAP:
         combos = np.array(list(itertools.product(*ends)), dtype=object)
         for j, k in enumerate(names):
             cols[k].append(_as_col(combos[:, j]))
     else:
         for k, e in zip(names, ends, strict=True):
             cols[k].append(_as_col(np.array(e, dtype=object)[rng.integers(0, len(e),
-                                                                           _CORNER_CAP)]))
+                                                                           CORNER_CAP)]))
     # random points: each leaf uniform or one of its interesting values
     for k in names:
         lo, hi = dom[k]
@@ -255,6 +275,11 @@ _NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bool": np.bool_
        "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
        "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
 _M64 = (1 << 64) - 1
+
+
+def array_dtype(dt: DType) -> np.dtype:
+    """The numpy dtype of an array holding buffer elements of ``dt`` (bf16: f32's)."""
+    return np.dtype(np.float32 if dt.name == "bf16" else _NP[dt.name])
 
 
 def _float_specials(npdt: type) -> np.ndarray:
@@ -363,8 +388,7 @@ class _LazyBuffer:
 
     def __init__(self, memory: SampledMemory, buffer: UOp, point: int) -> None:
         self.memory, self.buffer, self.point = memory, buffer, point
-        name = buffer.dtype.base().scalar().name
-        self.dtype = np.dtype(np.float32 if name == "bf16" else _NP[name])
+        self.dtype = array_dtype(buffer.dtype.base().scalar())
         self.size = buffer.arg[1]
         self.flat = self
         self.seen: dict[int, Any] = {}
@@ -478,17 +502,27 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
     contents). Graphs the vectorized evaluator cannot run (vectors, bf16,
     bitcasts) are evaluated point by point by the reference interpreter, with at
     most 8192 exhaustive / 2000 sampled points. See the module docstring for
-    Invalid/undefined handling and float comparison. Raises ``ValueError`` for
-    graphs with effects (stores, loops: compare kernels with ``run_kernel``).
+    Invalid/undefined handling and float comparison. Two kernels (sinks of stores)
+    are compared by :func:`eqsat.ir.kernel_equiv.check_kernels`, on at most
+    ``samples`` draws; a kernel and an expression raise ``ValueError``.
     """
     for g, name in ((a, "a"), (b, "b")):
         if not isinstance(g, UOp):
             raise TypeError(f"check_equivalent expects UOps, but {name} is a "
                             f"{type(g).__name__}")
+    from eqsat.ir.kernel_equiv import KERNEL_DRAWS, check_kernels, is_kernel
+
+    kernels = (is_kernel(a), is_kernel(b))
+    if all(kernels):
+        return check_kernels(a, b, draws=min(samples, KERNEL_DRAWS), seed=seed)
+    for g, name, kernel in ((a, "a", kernels[0]), (b, "b", kernels[1])):
         eff = next((u for u in g.toposort() if u.op in _EFFECT_OPS), None)
         if eff is not None:
-            raise ValueError(f"check_equivalent compares expressions, but {name} has a "
-                             f"{eff.op.name} node (run kernels with eqsat.ir.interp.run_kernel)")
+            other = "b" if name == "a" else "a"
+            why = (f" and {other} is an expression" if kernel else
+                   ", which only a kernel (a sink of stores) may have")
+            raise ValueError(f"check_equivalent compares two expressions or two kernels, "
+                             f"but {name} has a {eff.op.name} node{why}")
     dom = _compared_domain(a, b)
     if a.dtype is not b.dtype:
         return Equivalence(False, False, 0, reason=f"dtypes differ: {a.dtype} vs {b.dtype}",
@@ -497,7 +531,7 @@ def check_equivalent(a: UOp, b: UOp, *, samples: int = 20_000, seed: int = 0,
         # vectors and the like run point by point in the reference interpreter: fewer points
         max_exhaustive, samples = min(max_exhaustive, _SLOW_EXHAUSTIVE), min(samples, _SLOW_SAMPLES)
     memory = SampledMemory((a, b), seed)
-    cols, n, exhaustive = _points(dom, samples, seed, max_exhaustive, _constants(a, b))
+    cols, n, exhaustive = sample_points(dom, samples, seed, max_exhaustive, graph_constants(a, b))
     if memory and exhaustive:
         # every assignment of the leaves, each with several draws of the buffers
         reps = max(1, samples // max(n, 1))  # (n is 0 where a has no value anywhere)

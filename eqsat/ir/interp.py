@@ -2,7 +2,8 @@
 
 ``evaluate(uop, env)`` computes the value of an expression; ``run_kernel(sink,
 buffers)`` executes a whole kernel on numpy buffers (docs/format.md,
-"Meaning"). Both are slow and simple on purpose: they are the
+"Meaning"), and ``trace_kernel`` does so recording what it wrote, for the kernel
+checker (:mod:`eqsat.ir.kernel_equiv`). They are slow and simple on purpose: they are the
 oracle every rewrite is checked against. ``evaluate_many`` is the vectorized
 numpy evaluator the equivalence checker uses over many assignments at once.
 
@@ -65,6 +66,9 @@ __all__ = [
     "evaluate",
     "node_values",
     "run_kernel",
+    "trace_kernel",
+    "KernelTrace",
+    "StepLimitError",
     "evaluate_many",
     "evaluate_lanes",
     "kept_nan_bits",
@@ -268,11 +272,22 @@ def _operands(u: UOp) -> tuple[UOp, ...]:
     return u.src
 
 
+class StepLimitError(Exception):
+    """A run of :func:`trace_kernel` took more steps than its ``max_steps``."""
+
+
 class _Machine:
-    """Evaluates values and executes effects over optional buffers."""
+    """Evaluates values and executes effects over optional buffers.
+
+    ``max_steps``: the most steps (nodes computed, effects run, loop iterations; None:
+    no limit; past it :class:`StepLimitError`). ``trace``: a store of an undefined or
+    Invalid lane marks its element undefined (``undefined``; a later load of it is
+    undefined) instead of raising, and ``written`` collects every element a store
+    wrote."""
 
     def __init__(self, env: Mapping[Any, Any] | None,
-                 buffers: Sequence[np.ndarray] | None = None) -> None:
+                 buffers: Sequence[np.ndarray] | None = None, *,
+                 max_steps: int | None = None, trace: bool = False) -> None:
         self.by_node: dict[UOp, Any] = {}
         self.by_name: dict[str, Any] = {}
         for k, v in (env or {}).items():
@@ -288,6 +303,15 @@ class _Machine:
         # (slot, element) where a store wrote a NaN an op computed: the array holds some
         # NaN, but its bits are unspecified, so a later load gives a computed NaN again
         self.unspecified: set[tuple[int, int]] = set()
+        self.steps, self.max_steps, self.trace = 0, max_steps, trace
+        self.written: set[tuple[int, int]] = set()
+        self.undefined: dict[tuple[int, int], str] = {}
+
+    def step(self, n: int = 1) -> None:
+        """Count ``n`` steps of work against ``max_steps``."""
+        self.steps += n
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise StepLimitError(f"the run took more than {self.max_steps} steps")
 
     # ---- leaves ---------------------------------------------------------
     def leaf(self, u: UOp, loops: Mapping[UOp, int], vals: list[Value]) -> Value:
@@ -331,6 +355,7 @@ class _Machine:
                 continue
             stack.pop()
             memo[u] = self.compute(u, [memo[s] for s in kids], loops)
+        self.step(len(memo))  # (a REDUCE's body counts in the calls it makes)
         return memo[root]
 
     def compute(self, u: UOp, vals: list[Value], loops: Mapping[UOp, int]) -> Value:
@@ -440,6 +465,7 @@ class _Machine:
             if _first_undef(end) is not None or end is INVALID or isinstance(end, tuple):
                 raise EvalError(f"the end of (range {range_id(r)}) has no scalar value: {end!r}")
             for v in range(int(end)):
+                self.step()  # (an outer loop around an empty one does no other work)
                 yield from rec(i + 1, {**env, r: v})
         yield from rec(0, dict(loops))
 
@@ -514,9 +540,8 @@ class _Machine:
                 self._check(a, "read")
             except EvalError as e:
                 return Undefined(str(e))
-            arr = self.buffers[a.buf.slot]  # type: ignore[index]
-            got = [_element(arr.flat[i], dt.scalar()) if (a.buf.slot, i) not in self.unspecified
-                   else math.nan for i in range(a.offset, a.offset + a.count)]
+            got = [self._read(a.buf.slot, i, dt.scalar())
+                   for i in range(a.offset, a.offset + a.count)]
             return tuple(got) if a.count > 1 else got[0]
 
         if isinstance(addr, tuple):
@@ -524,6 +549,16 @@ class _Machine:
             return tuple(one(a, b) for a, b in zip(addr, alts, strict=True))
         v = one(addr, alt)  # a vector access undefined as a whole: each lane undefined
         return (v,) * dt.count if isinstance(v, Undefined) and dt.count > 1 else v
+
+    def _read(self, slot: int, i: int, dt: DType) -> Value:
+        """Element ``i`` of buffer ``slot``: computed NaN or undefined where a store left
+        one."""
+        key = (slot, i)
+        if key in self.undefined:
+            return Undefined(self.undefined[key])
+        if key in self.unspecified:
+            return math.nan
+        return _element(self.buffers[slot].flat[i], dt)  # type: ignore[index]
 
     def store(self, addr: Value, val: Value) -> None:
         if isinstance(addr, tuple):
@@ -538,19 +573,27 @@ class _Machine:
             raise EvalError(f"store to {addr!r}, not an address")
         if addr.offset is None:
             return
-        bad = _first_undef(val)
-        if bad is not None:
-            raise EvalError(f"store of an undefined value: {bad.reason}")
-        if val is INVALID or (isinstance(val, tuple) and INVALID in val):
-            raise EvalError("store of the Invalid value")
+        if not self.trace:
+            bad = _first_undef(val)
+            if bad is not None:
+                raise EvalError(f"store of an undefined value: {bad.reason}")
+            if val is INVALID or (isinstance(val, tuple) and INVALID in val):
+                raise EvalError("store of the Invalid value")
         self._check(addr, "write")
         arr = self.buffers[addr.buf.slot]  # type: ignore[index]
         lanes = _lanes(val, addr.count) if addr.count > 1 else (val,)
         for k, v in enumerate(lanes):
+            key = (addr.buf.slot, addr.offset + k)
+            if self.trace:
+                self.written.add(key)
+                if isinstance(v, Undefined) or v is INVALID:
+                    self.undefined[key] = (v.reason if isinstance(v, Undefined)
+                                           else "the Invalid value")
+                    continue
+                self.undefined.pop(key, None)
             arr.flat[addr.offset + k] = _stored(v, arr.dtype, addr.buf.dtype.scalar())
             computed = isinstance(v, float) and math.isnan(v) and not isinstance(v, _KeptNaN)
-            (self.unspecified.add if computed else self.unspecified.discard)(
-                (addr.buf.slot, addr.offset + k))
+            (self.unspecified.add if computed else self.unspecified.discard)(key)
 
     # ---- effects --------------------------------------------------------
     def open_ranges(self, root: UOp) -> frozenset[UOp]:
@@ -579,6 +622,7 @@ class _Machine:
         if dedupe and key in self.executed:
             return
         self.executed.add(key)
+        self.step()
         if u.op is Ops.SINK:
             for s in u.src:
                 self.execute(s, loops, dedupe=True)
@@ -666,13 +710,61 @@ def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
     addresses raise ``EvalError``.
     """
     buffers = list(buffers)
+    _launch(sink, _Machine(dict(vars or {}), _arrays(buffers)))
+    return buffers
+
+
+@dataclass(frozen=True)
+class KernelTrace:
+    """What one run of :func:`trace_kernel` did, by ``(slot, element)``: ``written``, every
+    element a store wrote; ``undefined``, those whose last store wrote an undefined or
+    Invalid value (with its cause; the array keeps its earlier content there);
+    ``computed_nan``, those whose last store wrote a NaN an op computed (its bits are
+    unspecified); ``steps``, the nodes computed, effects run and loop iterations;
+    ``failed``, why the run stopped before its end (an ``EvalError``'s message), or
+    empty."""
+
+    written: frozenset[tuple[int, int]]
+    undefined: Mapping[tuple[int, int], str]
+    computed_nan: frozenset[tuple[int, int]]
+    steps: int
+    failed: str = ""
+
+
+def trace_kernel(sink: UOp, buffers: Sequence[np.ndarray],
+                 vars: Mapping[str, int] | None = None, *,
+                 max_steps: int | None = None) -> KernelTrace:
+    """:func:`run_kernel`, recording what the run wrote (:class:`KernelTrace`).
+
+    A store of an undefined value does not stop the run: it marks the elements it
+    writes undefined (a later load of one is undefined). Where ``run_kernel`` raises
+    ``EvalError`` (an undefined address or loop end, an access outside a buffer) the
+    run stops and the trace says why (``failed``), with the steps it took. Raises
+    :class:`StepLimitError` past ``max_steps`` steps."""
+    m = _Machine(dict(vars or {}), _arrays(buffers), max_steps=max_steps, trace=True)
+    try:
+        _launch(sink, m)
+    except EvalError as e:
+        failed = str(e)
+    else:
+        failed = ""
+    return KernelTrace(frozenset(m.written), dict(m.undefined),
+                       frozenset(m.unspecified), m.steps, failed)
+
+
+def _arrays(buffers: Sequence[np.ndarray]) -> list[np.ndarray]:
+    buffers = list(buffers)
     for i, b in enumerate(buffers):
         if not isinstance(b, np.ndarray):
             raise EvalError(f"buffer {i} is a {type(b).__name__}, not a numpy array")
-    given = dict(vars or {})
+    return buffers
+
+
+def _launch(sink: UOp, m: _Machine) -> None:
+    """Run ``sink`` on ``m`` once per combination of the SPECIAL launch indices not
+    given in its env."""
     specials = sorted({u for u in sink.toposort() if u.op is Ops.SPECIAL
-                       and u.arg not in given}, key=lambda u: u.uid)
-    m = _Machine(given, buffers)
+                       and u.arg not in m.by_name}, key=lambda u: u.uid)
     grids = []
     for s in specials:
         end = m.value(s.src[0], {})
@@ -683,7 +775,6 @@ def run_kernel(sink: UOp, buffers: Sequence[np.ndarray],
         m.by_name.update({s.arg: v for s, v in zip(specials, launch, strict=True)})
         m.executed.clear()
         m.execute(sink, {}, dedupe=False)
-    return buffers
 
 
 # ---------------------------------------------------------------------------

@@ -101,6 +101,27 @@ def test_compare_bad_flags(capsys, corpus: Path, argv: list[str], fragment: str)
     assert rc == 1 and fragment in err and "Traceback" not in err
 
 
+TRANSPOSE = ("(sink (end (store (index (buffer 0 f32 60) (range 0 60)) (load (index (buffer 1 "
+             "f32 60) (add (mul (mod (range 0 60) 10) 6) (idiv (range 0 60) 10))))) (range 0 60)))")
+
+
+def test_compare_check_runs_kernels(capsys, tmp_path: Path) -> None:
+    """A kernel's outputs are checked by running them (they were refused)."""
+    p = tmp_path / "k.jsonl"
+    p.write_text(json.dumps({"id": "t", "source": "kernel:transpose", "expr": TRANSPOSE}) + "\n")
+    rc, out, err = run(capsys, "compare", str(p), "--check", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["all"]["inequivalent"] == {"baseline": 0, "egraph": 0}
+
+
+def test_check_counts_a_wrong_kernel() -> None:
+    g = parse(TRANSPOSE)
+    c = compare.Case(id="t", source="kernel", out={"baseline": g, "egraph": parse(
+        TRANSPOSE.replace("(idiv (range 0 60) 10)", "(idiv (range 0 60) 12)"))})
+    compare.finish([c], [g], ["baseline", "egraph"], check=True)
+    assert c.equivalent == {"baseline": True, "egraph": False}
+
+
 def test_a_corpus_without_sources_or_tinygrad(capsys, tmp_path: Path) -> None:
     p = tmp_path / "plain.jsonl"
     p.write_text(json.dumps({"id": 1, "expr": "(idiv (mul (var x 0 9) 4) 4)"}) + "\n")
