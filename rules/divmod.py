@@ -632,6 +632,11 @@ LAWS = [
     rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
          "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
          baseline_reason=_SIGNS),
+    # x % k -> x - (x // k) * k when k != 0 and x // k is computed anyway (C: the quotient
+    # truncates, the remainder is what it leaves): one division for both
+    rule("mod_as_remainder", "x % k -> x - (x // k) * k", "is_index(x) and k != 0",
+         shares="x // k", group=G_RANGE, baseline_reason="e-graph only, costlier by "
+         "itself: it pays where the graph computes x // k anyway (the extraction shares it)"),
     # a quotient of two or three values is a ladder of comparisons: a ladder of n buckets
     # is n-1 compares and selects, where a division costs tens of cycles and a constant
     # divisor's multiply and shift (lowering.fastdiv) about four; past three buckets a

@@ -43,6 +43,7 @@ WI = "(cast i32 (var w 0 100))"
 SI = f"(where (lt {S} 5) {S} (invalid))"            # may be Invalid
 NI = "(where (lt (var s 8 12) 10) (var s 8 12) (invalid))"
 R270 = "(range 0 270)"
+R2 = "(add (range 0 4) (range 1 9))"
 BC, SC = "(cast i32 (var b 0 5))", "(cast i32 (var s 2 6))"
 SIC = f"(cast i32 {SI})"                            # may be Invalid
 
@@ -140,6 +141,9 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
      "(where (lt (add (sub (range 1 5) (range 0 12)) 12) 6) (add (sub (range 1 5) (range 0 12)) "
      "12) (where (lt (add (sub (range 1 5) (range 0 12)) 12) 12) (add (sub (range 1 5) "
      "(range 0 12)) 6) (sub (range 1 5) (range 0 12))))"),
+    # x % k beside x // k: one division for both
+    ("mod_as_remainder", (RB,), f"(where (lt (mod {R2} 2) 1) (idiv {R2} 2) (invalid))",
+     f"%0 = {R2}\n%1 = (idiv %0 2)\n(where (lt (sub %0 (mul %1 2)) 1) %1 (invalid))"),
     # advanced_division_dsl_patterns: native (index only)
     ("nested_idiv", (ADV, "constant_folding_dsl_patterns"), f"(idiv (idiv {W} 4) 3)",
      f"(idiv {W} 12)"),
@@ -255,6 +259,11 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
     ("mod_three_buckets", (SEL,), f"(mod {W} -40)", f"(mod {W} -40)"),        # k < 0
     ("mod_three_buckets", (SEL,), f"(mod {WI} (const i32 40))",
      f"(mod {WI} (const i32 40))"),                                           # index only
+    ("mod_as_remainder", (RB,), f"(mod {R2} 3)", f"(mod {R2} 3)"),     # no x // k to share
+    ("mod_as_remainder", (RB,), f"(add (mod {R2} 0) (idiv {R2} 0))",
+     f"(add (mod {R2} 0) (idiv {R2} 0))"),                                    # k == 0
+    ("mod_as_remainder", (RB,), f"(add (mod {XI} {ci(3)}) (idiv {XI} {ci(3)}))",
+     f"(add (mod {XI} {ci(3)}) (idiv {XI} {ci(3)}))"),                        # index only
 ]
 
 
