@@ -101,8 +101,7 @@ TABLE: list[tuple[str, str, str | int]] = [
     # a quotient of two values as a select
     ("division_select", "(idiv (add (add (mul (var x 0 3) 4) (var y 0 7)) 11) 24)",
      "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 13) 0 1)"),
-    ("division_select", "(mod (range 2 5) 4)", "(where (lt (range 2 5) 4) (range 2 5) (add "
-     "(range 2 5) -4))"),
+    ("division_select", "(mod (range 2 5) 4)", "(sub (range 2 5) (where (lt (range 2 5) 4) 0 4))"),
     # a sum of selects on one condition is one select (where_merge_sum, whatever the
     # branches), the part both branches share out of it: any order, other divisors and
     # coefficients, a difference, three buckets, floor division
