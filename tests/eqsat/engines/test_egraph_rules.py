@@ -118,8 +118,7 @@ TABLE: list[tuple[str, str, str | int]] = [
     ("division_select", "(sub (idiv (var x 0 9) 5) (mod (var x 0 9) 5))",
      "(sub (where (lt (var x 0 9) 5) 0 6) (var x 0 9))"),
     ("division_select", "(add (idiv (var x 0 14) 5) (mod (var x 0 14) 5))",
-     "(where (lt (var x 0 14) 5) (var x 0 14) (add (var x 0 14) (where (lt (var x 0 14) 10) "
-     "-4 -8)))"),
+     "(add (var x 0 14) (where (lt (var x 0 14) 5) 0 (where (lt (var x 0 14) 10) -4 -8)))"),
     ("division_select", "(add (floordiv (var x -4 3) 4) (floormod (var x -4 3) 4))",
      "(add (var x -4 3) (where (lt (var x -4 3) 0) 3 0))"),
     ("division_select", "(add (idiv (range 0 8) 4) (mod (range 0 8) 4))",
