@@ -82,6 +82,8 @@ _OFFSET = ("is_int(x) and vmin(x) + c0 >= dmin(x) and vmax(x) + c0 <= dmax(x) an
 _MUL_EXACT = "vmin(x) * c0 >= dmin(x) and vmax(x) * c0 <= dmax(x)"
 #: -x and -y do not wrap
 _NEG_EXACT = "vmin(x) > dmin(x) and vmin(y) > dmin(y)"
+_SUB_CMP = ("e-graph only: the ordered matcher keeps tinygrad's comparisons, whose linear "
+            "forms against a constant its lt rules read")
 _LINEAR = ("the e-graph's lt_linear reads every comparison of a linear form with a "
            "constant (divided by the gcd, the small remainder split off): it covers this")
 
@@ -130,6 +132,11 @@ LAWS = [
     rule("lt_offset_lhs", "c1 < x + c0 -> c1 - c0 < x", _OFFSET, group=G),
     rule("eq_offset", "op(x + c0, c1) -> op(x, c1 - c0)", _OFFSET, ops=(Ops.EQ, Ops.NE),
          group=G),
+    # a difference against 0 or 1 is a comparison of its terms (index: no wrap)
+    # x - y < 1 -> x <= y, x - y < 0 -> x < y, 0 < x - y -> y < x, -1 < x - y -> y <= x
+    *(rule(name, text, "is_index(x)", group=G, baseline_reason=_SUB_CMP) for name, text in (
+        ("lt_sub_one", "x - y < 1 -> x <= y"), ("lt_sub_zero", "x - y < 0 -> x < y"),
+        ("zero_lt_sub", "0 < x - y -> y < x"), ("neg_one_lt_sub", "-1 < x - y -> y <= x"))),
     rule("lt_neg_flip", "-x < -y -> y < x", _NEG_EXACT, group=G),
     rule("lt_neg_flip_float", "-x < -y -> y < x", "is_float(x)", group=G),
     rule("lt_mul_neg1_flip", "x * -1 < y * -1 -> y < x", _NEG_EXACT, group=G),

@@ -466,17 +466,22 @@ def _bucket_ladder(op: str, n: int) -> str:
     """The rule text of ``x // k`` (``op`` idiv) or ``x % k`` (mod) as a ladder of
     selects over the ``n`` values ``q, q+1, ..., q+n-1`` its quotient takes (``q =
     vmin(x) // k``): bucket ``i`` is ``x < (q + i + 1) * k``, where the quotient is ``q
-    + i`` and the remainder ``x - (q + i) * k``."""
+    + i`` and the remainder ``x - (q + i) * k``; ``op`` ``mod_offset``: the remainder as
+    ``x`` minus a ladder of the multiples ``(q + i) * k`` (``x`` once, not in each rung)."""
     q = "vmin(x) // k"
 
     def value(i: int) -> str:
         if op == "idiv":
             return q if i == 0 else f"{q} + {i}"
+        if op == "mod_offset":
+            return f"{q} * k" if i == 0 else f"({q} + {i}) * k"
         return f"x + -({q} * k)" if i == 0 else f"x + -(({q} + {i}) * k)"
 
     expr = value(n - 1)
     for i in range(n - 2, -1, -1):
         expr = f"where(x < ({q} + {i + 1}) * k, {value(i)}, {expr})"
+    if op == "mod_offset":
+        return f"x % k -> x - {expr}"
     return f"{'x // k' if op == 'idiv' else 'x % k'} -> {expr}"
 
 
@@ -632,6 +637,11 @@ LAWS = [
     rule("mod_nonpos_dividend", "x % y -> -((-x) % y)",
          "is_index(x) and vmax(x) <= 0 and vmin(x) < 0", group=G_RANGE,
          baseline_reason=_SIGNS),
+    # x % k -> x - (x // k) * k when k != 0 and x // k is computed anyway (C: the quotient
+    # truncates, the remainder is what it leaves): one division for both
+    rule("mod_as_remainder", "x % k -> x - (x // k) * k", "is_index(x) and k != 0",
+         shares="x // k", group=G_RANGE, baseline_reason="e-graph only, costlier by "
+         "itself: it pays where the graph computes x // k anyway (the extraction shares it)"),
     # a quotient of two or three values is a ladder of comparisons: a ladder of n buckets
     # is n-1 compares and selects, where a division costs tens of cycles and a constant
     # divisor's multiply and shift (lowering.fastdiv) about four; past three buckets a
@@ -640,10 +650,12 @@ LAWS = [
     _ladder_rule("idiv_two_buckets", "idiv", 2),
     # x % k -> where(x < (q+1)*k, x - q*k, x - (q+1)*k), likewise
     _ladder_rule("mod_two_buckets", "mod", 2),
+    _ladder_rule("mod_two_buckets_offset", "mod_offset", 2),
     # x // k -> where(x < (q+1)*k, q, where(x < (q+2)*k, q+1, q+2)), three values
     _ladder_rule("idiv_three_buckets", "idiv", 3),
     # x % k -> where(x < (q+1)*k, x - q*k, where(x < (q+2)*k, x - (q+1)*k, x - (q+2)*k))
     _ladder_rule("mod_three_buckets", "mod", 3),
+    _ladder_rule("mod_three_buckets_offset", "mod_offset", 3),
     # a coefficient just below a multiple of k: c1 = k*m + d with m = c1//k + 1, d = c1%k - k
     # in (-k, 0), so x = a*c1 + b = k*(a*m) + (a*d + b), and x >= 0 gives x // k = a*m +
     # floordiv(a*d + b, k) and x % k = floormod(a*d + b, k) (floor: exact for any sign of

@@ -51,6 +51,9 @@ which say how a term is written, not what it is worth: the ordered matcher obeys
 (to stop a rewrite loop), the e-graph drops what it cannot say, and the proof reads a
 positive one as "x is a value" and a negated one not at all.
 
+``shares=`` names a term of the right side the e-graph must already hold for the rule
+to fire (see :class:`Law`).
+
 Two guards come without writing: a term the right side drops from a strict position of
 the left side (not a ``where`` branch) must never be Invalid (``Def`` in the e-graph:
 Invalid propagates through every op, and a rewrite must not turn it into a value); and a
@@ -516,6 +519,12 @@ class Law:
     ``width_generic``: why the rule's proof may take the narrow floats for ``f64``
     (:data:`rules.proof.laws.NARROW_FLOATS`; every integer width is proven): it reads no
     value, constant or bound of them, and its argument is the same at every width.
+    ``shares``: a term of the right side (written as there) that the e-graph must
+    already hold for the rule to fire: a rewrite that is costlier alone and pays only by
+    sharing that term with the rest of the graph (``x % k -> x - (x // k) * k`` where
+    ``x // k`` is computed anyway). It narrows where the rule fires, not what it means:
+    the proof reads the rule without it; e-graph only (the ordered matcher cannot see
+    the rest of the graph), and native (an extra atom of the egglog query).
     """
 
     name: str
@@ -535,11 +544,14 @@ class Law:
     vector: str = "no"
     egraph_nonint: bool = False
     width_generic: str | None = None
+    shares: str | None = None
     #: the ops of an op variable the e-graph cannot run natively, with why (the others are)
     native_gaps: tuple[str, ...] = field(default=(), init=False)
     lhs: Term = field(init=False, repr=False)
     rhs: Term = field(init=False, repr=False)
     guard: G | None = field(init=False, repr=False)
+    #: the term of the right side named by ``shares`` (None without it)
+    shared: Term | None = field(init=False, repr=False)
     types: dict[int, TypeClass] = field(init=False, repr=False)
     #: type -> the left side's terms of that type by the groups the typing alone ties
     #: (more than one group: the engines check that the groups' dtypes agree)
@@ -558,6 +570,22 @@ class Law:
         self._check_names()
         self._mark_calc(self.rhs)
         self._infer()
+        self.shared = self._shared_term()
+
+    def _shared_term(self) -> Term | None:
+        """The right side's term that ``shares`` writes (see :class:`Law`)."""
+        if self.shares is None:
+            return None
+        if self.baseline_reason is None or self.native is not None:
+            raise LangError(f"rule {self.name!r}: a rule that shares a term is e-graph "
+                            "only and native (baseline_reason set, native None)")
+        want = parse_side(self.shares, bool(self.ops)).show()
+        found = next((t for t in self.rhs.walk() if t.kind == "op" and t.show() == want),
+                     None)
+        if found is None or found.calc:
+            raise LangError(f"rule {self.name!r}: shares {self.shares!r}, which is no "
+                            "operation of the right side over its variables")
+        return found
 
     # ---- checks ----------------------------------------------------------------
     def _check_names(self) -> None:

@@ -447,6 +447,8 @@ class _Variant:
                 self.facts.append(f"(Def {v})")
             for c in conjuncts(law.guard):
                 self.fact(c)
+            if law.shared is not None:  # the shared term must be an e-node already
+                self.facts.append(f"(= Shared {self.rhs(law.shared)})")
             rhs = self.rhs(law.rhs)
         except _DeadError:
             return None

@@ -5,7 +5,9 @@ normalization toward LT. One line per case; guarded rows have a blocked case.
 
 from __future__ import annotations
 
-from tests.rules._cases import blocked_test, rewrite_test
+import pytest
+
+from tests.rules._cases import blocked_test, check_engines, rewrite_test
 
 X = "(var x -20 20)"
 Y = "(var y 0 9)"
@@ -101,3 +103,19 @@ test_rewrites = rewrite_test(POSITIVE)
 
 
 test_blocked = blocked_test(BLOCKED)
+
+
+# e-graph only: a difference against 0 or 1 is a comparison of its terms (index: no wrap)
+SUB_CMP = [
+    (f"(lt (sub {X} {Y}) 1)", f"(le {X} {Y})"),                        # lt_sub_one
+    (f"(lt (sub {X} {Y}) 0)", f"(lt {X} {Y})"),                        # lt_sub_zero
+    (f"(lt 0 (sub {X} {Y}))", f"(lt {Y} {X})"),                        # zero_lt_sub
+    (f"(lt -1 (sub {X} {Y}))", f"(le {Y} {X})"),                       # neg_one_lt_sub
+    (f"(lt (sub {I32} (cast i32 {Y})) (const i32 1))",                 # i32: x - y may wrap
+     f"(lt (sub {I32} (cast i32 {Y})) (const i32 1))"),
+]
+
+
+@pytest.mark.parametrize("text,want", SUB_CMP)
+def test_difference_compared(text: str, want: str) -> None:
+    check_engines(text, want, ("egraph",))

@@ -43,6 +43,7 @@ WI = "(cast i32 (var w 0 100))"
 SI = f"(where (lt {S} 5) {S} (invalid))"            # may be Invalid
 NI = "(where (lt (var s 8 12) 10) (var s 8 12) (invalid))"
 R270 = "(range 0 270)"
+R2 = "(add (range 0 4) (range 1 9))"
 BC, SC = "(cast i32 (var b 0 5))", "(cast i32 (var s 2 6))"
 SIC = f"(cast i32 {SI})"                            # may be Invalid
 
@@ -123,23 +124,30 @@ FIRES: list[tuple[str, tuple[str, ...], str, str | int]] = [
     # division_select: a quotient of two values as a select
     ("idiv_two_buckets", (SEL,), f"(idiv {A} 4)", f"(where (lt {A} 4) 0 1)"),
     ("idiv_two_buckets", (SEL,), "(idiv (var a 5 10) 4)", "(where (lt (var a 5 10) 8) 1 2)"),
-    ("mod_two_buckets", (SEL, ID), f"(mod {A} 4)", f"(where (lt {A} 4) {A} (add {A} -4))"),
+    # the remainder's ladders tie with x minus a ladder of multiples (the offset rules),
+    # which the extraction takes at a tie
+    ("mod_two_buckets", (SEL, ID), f"(mod {A} 4)", f"(sub {A} (where (lt {A} 4) 0 4))"),
     ("mod_two_buckets", (SEL,), "(mod (var a 5 10) 4)",
-     "(where (lt (var a 5 10) 8) (add (var a 5 10) -4) (add (var a 5 10) -8))"),
+     "(sub (var a 5 10) (where (lt (var a 5 10) 8) 4 8))"),
+    ("mod_two_buckets_offset", (SEL,), f"(mod {W} 60)", f"(sub {W} (where (lt {W} 60) 0 60))"),
     ("idiv_three_buckets", (SEL,), f"(idiv {W} 40)",
      f"(where (lt {W} 40) 0 (where (lt {W} 80) 1 2))"),
     ("idiv_three_buckets", (SEL,), "(idiv (var a 5 14) 4)",
      "(where (lt (var a 5 14) 8) 1 (where (lt (var a 5 14) 12) 2 3))"),
     ("mod_three_buckets", (SEL, ID), f"(mod {W} 40)",
-     f"(where (lt {W} 40) {W} (where (lt {W} 80) (add {W} -40) (add {W} -80)))"),
+     f"(sub {W} (where (lt {W} 40) 0 (where (lt {W} 80) 40 80)))"),
+    ("mod_three_buckets_offset", (SEL,), "(mod (var a 5 14) 4)",
+     "(sub (var a 5 14) (where (lt (var a 5 14) 8) 4 (where (lt (var a 5 14) 12) 8 12)))"),
     # a coefficient just below a multiple of k: (5*r0 + r1) // 6 = r0 + floordiv(r1 - r0, 6)
     ("idiv_quotient_below", BELOW, "(idiv (add (mul (range 0 12) 5) (range 1 5)) 6)",
      "(add (add (range 0 12) (where (lt (add (sub (range 1 5) (range 0 12)) 12) 6) 0 "
      "(where (lt (add (sub (range 1 5) (range 0 12)) 12) 12) 1 2))) -2)"),
     ("mod_quotient_below", BELOW, "(mod (add (mul (range 0 12) 5) (range 1 5)) 6)",
-     "(where (lt (add (sub (range 1 5) (range 0 12)) 12) 6) (add (sub (range 1 5) (range 0 12)) "
-     "12) (where (lt (add (sub (range 1 5) (range 0 12)) 12) 12) (add (sub (range 1 5) "
-     "(range 0 12)) 6) (sub (range 1 5) (range 0 12))))"),
+     "%0 = (add (sub (range 1 5) (range 0 12)) 12)\n"
+     "(sub %0 (where (lt %0 6) 0 (where (lt %0 12) 6 12)))"),
+    # x % k beside x // k: one division for both
+    ("mod_as_remainder", (RB,), f"(where (lt (mod {R2} 2) 1) (idiv {R2} 2) (invalid))",
+     f"%0 = {R2}\n%1 = (idiv %0 2)\n(where (lt (sub %0 (mul %1 2)) 1) %1 (invalid))"),
     # advanced_division_dsl_patterns: native (index only)
     ("nested_idiv", (ADV, "constant_folding_dsl_patterns"), f"(idiv (idiv {W} 4) 3)",
      f"(idiv {W} 12)"),
@@ -255,6 +263,13 @@ BLOCKED: list[tuple[str, tuple[str, ...], str, str]] = [
     ("mod_three_buckets", (SEL,), f"(mod {W} -40)", f"(mod {W} -40)"),        # k < 0
     ("mod_three_buckets", (SEL,), f"(mod {WI} (const i32 40))",
      f"(mod {WI} (const i32 40))"),                                           # index only
+    ("mod_two_buckets_offset", (SEL,), f"(mod {M} 4)", f"(mod {M} 4)"),       # x < 0
+    ("mod_three_buckets_offset", (SEL,), f"(mod {W} -40)", f"(mod {W} -40)"),  # k < 0
+    ("mod_as_remainder", (RB,), f"(mod {R2} 3)", f"(mod {R2} 3)"),     # no x // k to share
+    ("mod_as_remainder", (RB,), f"(add (mod {R2} 0) (idiv {R2} 0))",
+     f"(add (mod {R2} 0) (idiv {R2} 0))"),                                    # k == 0
+    ("mod_as_remainder", (RB,), f"(add (mod {XI} {ci(3)}) (idiv {XI} {ci(3)}))",
+     f"(add (mod {XI} {ci(3)}) (idiv {XI} {ci(3)}))"),                        # index only
 ]
 
 

@@ -113,3 +113,28 @@ def test_the_headline_example_is_proven() -> None:
     assert m is not None
     law = eval(m.group(1)[:-1] + ", register=False)", {"rule": rules.lang.rule})
     assert prove(law).status == "proven"
+
+
+# shares: the term the e-graph must already hold, the error of a rule that cannot share
+_EG = "e-graph only"
+SHARES = [
+    ("x % k -> x - (x // k) * k", "x // k", {"baseline_reason": _EG},
+     '(= Shared (Idiv "index" x (Cst "index" k)))'),
+    ("x % k -> x - (x // k) * k", "x // k", {}, "is e-graph only and native"),
+    ("x % k -> x - (x // k) * k", "x // k", {"baseline_reason": _EG, "native": "why"},
+     "is e-graph only and native"),
+    ("x % k -> x - (x // k) * k", "x // 2", {"baseline_reason": _EG},
+     "no operation of the right side"),
+    ("x % k -> x - (x // k) * k", "x", {"baseline_reason": _EG},
+     "no operation of the right side"),
+]
+
+
+@pytest.mark.parametrize("text, shares, kw, want", SHARES)
+def test_shares(text: str, shares: str, kw: dict, want: str) -> None:
+    if want.startswith("("):
+        law = rule("t", text, "is_index(x) and k != 0", shares=shares, register=False, **kw)
+        assert [want in e.when for e in law.natives] == [True]
+    else:
+        with pytest.raises(LangError, match=want):
+            rule("t", text, "is_index(x) and k != 0", shares=shares, register=False, **kw)

@@ -101,8 +101,7 @@ TABLE: list[tuple[str, str, str | int]] = [
     # a quotient of two values as a select
     ("division_select", "(idiv (add (add (mul (var x 0 3) 4) (var y 0 7)) 11) 24)",
      "(where (lt (add (mul (var x 0 3) 4) (var y 0 7)) 13) 0 1)"),
-    ("division_select", "(mod (range 2 5) 4)", "(where (lt (range 2 5) 4) (range 2 5) (add "
-     "(range 2 5) -4))"),
+    ("division_select", "(mod (range 2 5) 4)", "(sub (range 2 5) (where (lt (range 2 5) 4) 0 4))"),
     # a sum of selects on one condition is one select (where_merge_sum, whatever the
     # branches), the part both branches share out of it: any order, other divisors and
     # coefficients, a difference, three buckets, floor division
@@ -119,8 +118,7 @@ TABLE: list[tuple[str, str, str | int]] = [
     ("division_select", "(sub (idiv (var x 0 9) 5) (mod (var x 0 9) 5))",
      "(sub (where (lt (var x 0 9) 5) 0 6) (var x 0 9))"),
     ("division_select", "(add (idiv (var x 0 14) 5) (mod (var x 0 14) 5))",
-     "(where (lt (var x 0 14) 5) (var x 0 14) (add (var x 0 14) (where (lt (var x 0 14) 10) "
-     "-4 -8)))"),
+     "(add (var x 0 14) (where (lt (var x 0 14) 5) 0 (where (lt (var x 0 14) 10) -4 -8)))"),
     ("division_select", "(add (floordiv (var x -4 3) 4) (floormod (var x -4 3) 4))",
      "(add (var x -4 3) (where (lt (var x -4 3) 0) 3 0))"),
     ("division_select", "(add (idiv (range 0 8) 4) (mod (range 0 8) 4))",
