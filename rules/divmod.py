@@ -72,10 +72,11 @@ _OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int, UOp | None]] = weakref.Weak
 # node -> (least, most) atom occurrences of the linear nodes below it (_occurrence_range)
 _RANGE: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
 _NO_RANGE = (1 << 62, -1)
-# atom -> the linear nodes that :meth:`UOpCtx._origin` may reuse (atoms occurring, at
-# most one constant leaf) whose newest skeleton atom it is; each put here when its
-# _RANGE entry is made, so every such node below a node in _RANGE is here
-_BY_TOP: weakref.WeakKeyDictionary[UOp, weakref.WeakSet[UOp]] = weakref.WeakKeyDictionary()
+# atom -> atom occurrences -> the linear nodes that :meth:`UOpCtx._origin` may reuse
+# (atoms occurring, at most one constant leaf) whose newest skeleton atom it is; each
+# put here when its _RANGE entry is made, so every such node below a node in _RANGE is
+_BY_TOP: weakref.WeakKeyDictionary[UOp, dict[int, weakref.WeakSet[UOp]]] = \
+    weakref.WeakKeyDictionary()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
@@ -234,7 +235,8 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
             if occ[1] <= 1:
                 lo = hi = occ[0]
                 if occ[2] is not None:
-                    _BY_TOP.setdefault(occ[2], weakref.WeakSet()).add(n)
+                    by_occ = _BY_TOP.setdefault(occ[2], {})
+                    by_occ.setdefault(occ[0], weakref.WeakSet()).add(n)
         for s in srcs:
             slo, shi = _RANGE[s]
             lo, hi = min(lo, slo), max(hi, shi)
@@ -388,7 +390,7 @@ class UOpCtx(LinBuilder[UOp]):
         if m:
             top = max((a for _, a in x.terms), key=lambda a: a.uid)
             _occurrence_range(self.scope)  # (every node below is in _BY_TOP)
-            found = [n.uid for n in _BY_TOP.get(top, ()) if _OCC[n][0] == m and to_lin(n) == x]
+            found = [n.uid for n in _BY_TOP.get(top, {}).get(m, ()) if to_lin(n) == x]
             if not found:
                 return None
             oldest = min(found)
