@@ -66,11 +66,17 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
 
 _IDX = dtypes.index
 _LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
-# linear node -> (atom occurrences, constant leaves) of its skeleton (_occurrences)
-_OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+# linear node -> (atom occurrences, constant leaves, newest atom) of its skeleton
+# (_occurrences)
+_OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int, UOp | None]] = weakref.WeakKeyDictionary()
 # node -> (least, most) atom occurrences of the linear nodes below it (_occurrence_range)
 _RANGE: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
 _NO_RANGE = (1 << 62, -1)
+# atom -> atom occurrences -> the linear nodes that :meth:`UOpCtx._origin` may reuse
+# (atoms occurring, at most one constant leaf) whose newest skeleton atom it is; each
+# put here when its _RANGE entry is made, so every such node below a node in _RANGE is
+_BY_TOP: weakref.WeakKeyDictionary[UOp, dict[int, weakref.WeakSet[UOp]]] = \
+    weakref.WeakKeyDictionary()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
@@ -183,24 +189,29 @@ def _unread(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any],
         yield n, ks
 
 
-def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int]:
-    """(atom occurrences, constant leaves) of a linear node's skeleton from its linear
-    children's (their counts known: :data:`_OCC`)."""
+def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int, UOp | None]:
+    """(atom occurrences, constant leaves, the atom made last (largest ``uid``)) of a
+    linear node's skeleton from its linear children's (known: :data:`_OCC`)."""
     occ = consts = 0
+    top = None
     for k in kids:
         if _linear_kids(k) is not None:
-            a, c = _OCC[k]
+            a, c, t = _OCC[k]
             occ, consts = occ + a, consts + c
         elif _is_idx_const(k):
             consts += 1
+            continue
         else:
-            occ += 1
-    return occ, consts
+            occ, t = occ + 1, k
+        if t is not None and (top is None or t.uid > top.uid):
+            top = t
+    return occ, consts, top
 
 
-def _occurrences(u: UOp) -> tuple[int, int]:
-    """(atom occurrences, constant leaves) of the skeleton of the linear node ``u``, read
-    from the structure alone (no linear form made; cached in :data:`_OCC`)."""
+def _occurrences(u: UOp) -> tuple[int, int, UOp | None]:
+    """(atom occurrences, constant leaves, newest atom) of the skeleton of the linear
+    node ``u``, read from the structure alone (no linear form made; cached in
+    :data:`_OCC`)."""
     hit = _OCC.get(u)
     if hit is not None:
         return hit
@@ -223,6 +234,9 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
             occ = _occurrences(n)
             if occ[1] <= 1:
                 lo = hi = occ[0]
+                if occ[2] is not None:
+                    by_occ = _BY_TOP.setdefault(occ[2], {})
+                    by_occ.setdefault(occ[0], weakref.WeakSet()).add(n)
         for s in srcs:
             slo, shi = _RANGE[s]
             lo, hi = min(lo, slo), max(hi, shi)
@@ -364,8 +378,22 @@ class UOpCtx(LinBuilder[UOp]):
         skeleton has as many atom occurrences as ``x`` has terms is read as a form (the
         others cannot be ``x``), and the walk (``toposort``'s) does not enter a node
         below which none has that many (:func:`_occurrence_range`): the nodes it passes
-        over cannot be ``x``, so the first one it finds is the first in ``toposort``."""
+        over cannot be ``x``, so the first one it finds is the first in ``toposort``.
+
+        A node read as ``x`` has ``x``'s atoms as its skeleton's leaves, so it is one of
+        the nodes :data:`_BY_TOP` holds under the newest of them: when none of those is
+        ``x`` there is nothing to find, and the walk, when one is, does not enter a node
+        made before all of them (none is below it). On a chain most forms asked for are
+        in no node: a lookup, not a walk of every level below."""
         m = len(x.terms)
+        oldest = -1  # (the uid of the oldest node read as x: none made before is entered)
+        if m:
+            top = max((a for _, a in x.terms), key=lambda a: a.uid)
+            _occurrence_range(self.scope)  # (every node below is in _BY_TOP)
+            found = [n.uid for n in _BY_TOP.get(top, {}).get(m, ()) if to_lin(n) == x]
+            if not found:
+                return None
+            oldest = min(found)
         seen: set[int] = set()
         stack: list[tuple[UOp, bool]] = [(self.scope, False)]  # type: ignore[list-item]
         while stack:
@@ -379,6 +407,8 @@ class UOpCtx(LinBuilder[UOp]):
             if id(n) in seen:
                 continue
             seen.add(id(n))
+            if n.uid < oldest:
+                continue
             lo, hi = _occurrence_range(n)
             if not lo <= m <= hi:
                 continue

@@ -434,6 +434,26 @@ def test_uop_ctx_rebuilds_unchanged_forms_as_the_same_node():
     assert to_sexpr(UOP_CTX.lin(Lin.of([(-1, a)], 5)), compact=True) == "(sub 5 (var a 0 7))"
 
 
+def test_uop_ctx_on_a_deep_chain_reuses_its_own_nodes_only():
+    # a form read by a node 35 levels down is found; one read only by a node of another
+    # live graph (looked up, not walked to) is built afresh
+    levels = [UOp.var("v", 0, 100)]
+    for k in range(40):
+        levels.append((levels[-1] * 3 + UOp.var(f"v{k}", 0, 100)) % (7 + k % 5))
+    scope, v20 = levels[-1], UOp.var("v20", 0, 100)
+    elsewhere = v20 + 0
+    assert elsewhere.op is Ops.ADD
+    deep = levels[5].src[0]
+    for ctx_scope, form, want in [
+        (elsewhere, Lin.atom(v20), elsewhere),
+        (scope, Lin.atom(v20), v20),
+        (scope, to_lin(deep), deep),
+        (scope, to_lin(deep) + Lin.atom(v20), None),  # in no node: built afresh
+    ]:
+        got = UOpCtx(ctx_scope).lin(form)
+        assert got is (want or UOpCtx(None).lin(form)), (ctx_scope, form)
+
+
 @pytest.mark.parametrize("scope, free", [
     ("(idiv (add (mul (var a 0 7) 3) (var b 0 5)) 2)", True),
     ("(idiv (add (mul (var a 0 7) 3) (where (lt (var b 0 5) 3) (var b 0 5) (invalid))) 2)",

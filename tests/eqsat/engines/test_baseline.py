@@ -251,3 +251,25 @@ def test_the_baseline_engine_keeps_its_time_budget() -> None:
     assert r.stats["stop_reason"] == "time" and r.graph is g
     r = optimize(g, engine="baseline")
     assert r.stats["stop_reason"] == "fixpoint" and r.cost < r.input_cost
+
+
+# ---------------------------------------------------------------------------
+# deep chains (benchmarks/chains.py's shapes): the rewrite's output, level by level
+def _mod_level(e: str, k: int) -> str:  # (the sum's operands sorted)
+    return f"(mod (add (var v{k} 0 100) (mul {e} 3)) {7 + k % 5})"
+
+
+def _where_level(e: str, k: int) -> str:  # (the sum's operands sorted above level 0)
+    add = f"{e} (var w0 0 3)" if k == 0 else f"(var w{k} 0 3) {e}"
+    return f"(where (lt {e} {k + 50}) (add {add}) {k})"
+
+
+@pytest.mark.parametrize("shape, level", [("mod", _mod_level), ("where", _where_level)])
+@pytest.mark.parametrize("depth", [3, 600])
+def test_a_deep_chain_is_rewritten_level_by_level(shape, level, depth) -> None:
+    from benchmarks.chains import chain
+
+    want = ["%0 = (var v 0 100)"] + [f"%{k + 1} = {level(f'%{k}', k)}" for k in range(depth)]
+    out, stats = optimize_baseline(parse(chain(shape, depth)))
+    assert stats["stop_reason"] == "fixpoint" and stats["rewrites"] == depth - (shape == "where")
+    assert to_sexpr(out) == to_sexpr(parse("\n".join(want + [f"%{depth}"])))
