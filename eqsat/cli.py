@@ -1094,6 +1094,11 @@ def _compare(args: argparse.Namespace, engines: list[str], stop: _Stop) -> int:
     except ValueError as e:  # a field that does not parse (read_rows checked them)
         raise CLIError(f"{name}: {e}") from None
     rep = compare.summary(cases, engines, tinygrad=args.tinygrad)
+    for c in cases:  # a check that stopped early found no difference, but not every draw ran
+        for e, why in c.unchecked.items():
+            with stop.held():
+                sys.stderr.write(f"eqsat compare: case {c.id}, {e}: the check stopped "
+                                 f"early ({why})\n")
     if args.json:
         rep["per_case"] = compare.case_rows(cases, engines, args.tinygrad)
         if errors:
@@ -1346,7 +1351,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the first N cases (non-blank lines, a bad one too)")
     s.add_argument("--check", action="store_true",
                    help="also check every output's equivalence to its input (a kernel's "
-                        "by running both on drawn buffers)")
+                        "by running both on drawn buffers; a check stopped by its work "
+                        "bound is named on stderr)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("rules", help="list the rule sets and their rules",

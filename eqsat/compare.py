@@ -140,6 +140,9 @@ class Case:
     wall: dict[str, float] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)
     equivalent: dict[str, bool] = field(default_factory=dict)
+    #: engine -> why its output's check stopped before its last draw (a kernel's check
+    #: past its work bound): no difference found, but not every draw compared
+    unchecked: dict[str, str] = field(default_factory=dict)
     out: dict[str, Any] = field(default_factory=dict, repr=False)
     stats: dict[str, dict] = field(default_factory=dict, repr=False)
 
@@ -233,7 +236,8 @@ def run(rows: list[dict[str, Any]], *, engines: Sequence[str] = ENGINES, batch: 
 def finish(cases: list[Case], graphs: list[Any], engines: Sequence[str], check: bool = False,
            samples: int = 3000) -> None:
     """Fill in each case's reference cost and idiv+mod count of each engine's output
-    (and, with ``check``, whether it is equivalent to its input graph in ``graphs``)."""
+    (and, with ``check``, whether it is equivalent to its input graph in ``graphs``; a
+    check that stopped early is named in ``Case.unchecked``)."""
     for c, g in zip(cases, graphs, strict=True):
         for e in engines:
             o = c.out[e]
@@ -241,7 +245,10 @@ def finish(cases: list[Case], graphs: list[Any], engines: Sequence[str], check: 
             if check:
                 from eqsat.ir.equiv import check_equivalent
 
-                c.equivalent[e] = bool(check_equivalent(g, o, samples=samples))
+                eq = check_equivalent(g, o, samples=samples)
+                c.equivalent[e] = bool(eq)
+                if eq and eq.stopped:
+                    c.unchecked[e] = eq.stopped
 
 
 def _timed(engine: str, gs: list[Any], cm: Any, seconds: float
@@ -301,6 +308,8 @@ def summary(cases: list[Case], engines: Sequence[str], tinygrad: bool = False
         if any(c.equivalent for c in cs):
             s["inequivalent"] = {e: sum(c.equivalent.get(e) is False for c in cs)
                                  for e in engines}
+        if any(c.unchecked for c in cs):
+            s["check_stopped"] = {e: sum(e in c.unchecked for c in cs) for e in engines}
         if name == "ALL":
             out["all"] = s
         else:

@@ -114,6 +114,21 @@ def test_compare_check_runs_kernels(capsys, tmp_path: Path) -> None:
     assert json.loads(out)["all"]["inequivalent"] == {"baseline": 0, "egraph": 0}
 
 
+def test_a_kernel_check_stopped_early_is_named(capsys, tmp_path: Path, monkeypatch) -> None:
+    """A kernel check past its work bound found nothing but did not run every draw: the
+    report counts it and stderr names the case (it is not silently equivalent)."""
+    from eqsat.ir import kernel_equiv
+
+    monkeypatch.setitem(kernel_equiv.check_kernels.__kwdefaults__, "max_steps", 50)
+    p = tmp_path / "k.jsonl"
+    p.write_text(json.dumps({"id": "t", "source": "kernel:transpose", "expr": TRANSPOSE}) + "\n")
+    rc, out, err = run(capsys, "compare", str(p), "--check", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)["all"]
+    assert rep["check_stopped"] == {"baseline": 1, "egraph": 1}
+    assert "case t, egraph: the check stopped early (the work budget of 50" in err
+
+
 def test_check_counts_a_wrong_kernel() -> None:
     g = parse(TRANSPOSE)
     c = compare.Case(id="t", source="kernel", out={"baseline": g, "egraph": parse(
