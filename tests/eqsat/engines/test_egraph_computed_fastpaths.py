@@ -5,7 +5,8 @@
   non-None ``rule.fn`` results, in rule order;
 - ``first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
 - ``best_closure`` holds exactly the classes ``best_term_reaches`` finds;
-- ``needed_child_ops`` names only ops a match needs (the e-matching pass's prefilter).
+- ``needed_child_ops`` names only ops a match needs (the e-matching pass's prefilter);
+- ``RulesMemo`` answers a rule list with what its build gives for those very rules.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqsat.engines.egraph.computed import (
+    RulesMemo,
     best_closure,
     best_term_reaches,
     divmod_rewrites,
@@ -155,3 +157,40 @@ def test_needed_child_ops_are_needed() -> None:
             kid_ops = {s.op.value for s in u.src}
             if p.matcher()(u, {}):
                 assert needed_child_ops(p) <= kid_ops, (p, u)
+
+
+def _counting_memo(size: int = 16) -> tuple[RulesMemo, list[list[Any]]]:
+    built: list[list[Any]] = []
+
+    def build(rules: list[Any]) -> tuple:
+        built.append(rules)
+        return tuple(rules)
+
+    return RulesMemo(build, size), built
+
+
+def test_rules_memo_builds_once_per_list() -> None:
+    memo, built = _counting_memo()
+    rules = divmod_pyrules(DIVMOD_RULES)
+    first = memo(rules)
+    assert memo(rules) is first and first == tuple(rules) and len(built) == 1
+
+
+def test_rules_memo_rebuilds_a_list_whose_rules_changed() -> None:
+    memo, built = _counting_memo()
+    rules = divmod_pyrules(DIVMOD_RULES)
+    memo(rules)
+    rules.pop()  # the same list object, other rules
+    assert memo(rules) == tuple(rules) and len(built) == 2
+    rules.reverse()
+    assert memo(rules) == tuple(rules) and len(built) == 3
+
+
+def test_rules_memo_keeps_at_most_size_lists() -> None:
+    memo, built = _counting_memo(size=2)
+    lists = [divmod_pyrules(DIVMOD_RULES)[:k] for k in (1, 2, 3)]
+    for rules in lists:
+        assert memo(rules) == tuple(rules)
+    assert len(memo.table) == 2 and len(built) == 3
+    assert memo(lists[2]) == tuple(lists[2]) and len(built) == 3  # still held
+    assert memo(lists[0]) == tuple(lists[0]) and len(built) == 4  # the oldest went

@@ -63,7 +63,7 @@ from eqsat.engines.egraph.computed.lift import first_by_cost, lift_pass
 from eqsat.engines.egraph.computed.linear import EClassCtx, LinForms, conjuncts
 from eqsat.engines.egraph.computed.passes import MAX_UNIONS_PER_CLASS, fold_pass, python_pass
 from eqsat.engines.egraph.computed.pricing import NODE_WEIGHT, Weights, best_nodes, node_weight
-from eqsat.engines.egraph.computed.state import PassResult, PassState
+from eqsat.engines.egraph.computed.state import PassResult, PassState, RulesMemo
 from eqsat.engines.egraph.computed.terms import Term, emit
 
 __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "python_pass",
@@ -74,4 +74,5 @@ __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "python_pass",
            "lift_pass", "ematch_pass", "divmod_rules_by_op", "divmod_rewrites",
            "MAX_UNIONS_PER_CLASS", "CONTEXT_ALTERNATIVES",
            # the fast paths' building blocks, tested against their plain versions
-           "best_closure", "best_term_reaches", "first_by_cost", "needed_child_ops"]
+           "best_closure", "best_term_reaches", "first_by_cost", "needed_child_ops",
+           "RulesMemo"]

@@ -11,12 +11,12 @@ ordered matcher; its result is unioned into the class.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
+from eqsat.engines.egraph.computed.state import RulesMemo
 from eqsat.engines.egraph.computed.terms import Term
 from eqsat.engines.egraph.encoding import Inserter, Snapshot, decode_node
 from eqsat.ir.pattern import UPat
@@ -171,34 +171,21 @@ def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
             return
 
 
-#: the rules' indexes (:func:`_index`) by the rules' identities, each entry holding its
-#: rules (their ids stay theirs while it lives); a pure function of the rules, so
-#: shared by every run of the process, at most :data:`_INDEXES` of them
-_INDEX: dict[tuple[int, ...], tuple] = {}
-_INDEXES = 16
-_INDEX_LOCK = threading.Lock()  # (a miss changes the dict; the threads' runs share it)
-
-
-def _index(rules: list[PyRule]) -> tuple:
+def _build_index(rules: list[PyRule]) -> tuple:
     """``(by_op, any_op, needs, cands)``: the rules by the op their pattern names (None:
     any), each rule's :func:`needed_child_ops` by id, and the memo of the candidate
     rules per ``(ctor, field, dtype)`` of an e-node (filled as the passes meet them)."""
-    key = tuple(map(id, rules))
-    hit = _INDEX.get(key)
-    if hit is not None:
-        return hit[1]
     by_op: dict[Any, list[PyRule]] = {}
     for r in rules:
         for op in (r.rule.pattern.ops or [None]):
             by_op.setdefault(op, []).append(r)
     any_op = by_op.pop(None, [])
     needs = {id(r): needed_child_ops(r.rule.pattern) for r in rules}
-    index = (by_op, any_op, needs, {})
-    with _INDEX_LOCK:
-        while len(_INDEX) >= _INDEXES:
-            del _INDEX[next(iter(_INDEX))]
-        _INDEX[key] = (tuple(rules), index)
-    return index
+    return (by_op, any_op, needs, {})
+
+
+#: :func:`_build_index` of a rule list, once per list for every run of the process
+_index = RulesMemo(_build_index)
 
 
 def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],

@@ -32,7 +32,7 @@ from eqsat.engines.egraph.computed.linear import (
 )
 from eqsat.engines.egraph.computed.pricing import BestHeights, Weights, best_nodes_and_parents
 from eqsat.engines.egraph.computed.seed import BoundSeeder
-from eqsat.engines.egraph.computed.state import PassResult, PassState
+from eqsat.engines.egraph.computed.state import PassResult, PassState, RulesMemo
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
 from eqsat.engines.egraph.encoding import Inserter, Node, Snapshot, defined_classes
 from eqsat.engines.egraph.schedules import gc_paused
@@ -597,13 +597,39 @@ class Recorder:
         return True
 
 
+class RuleKinds:
+    """A pass's rule list read once (:data:`_rule_kinds`): the rules by kind
+    (``kinds``), each list in the rules' order; the e-matched rules (``ematched``); the
+    div/mod rules' plans by op (``plans``: :func:`~.divmod._plan`, empty without div/mod
+    rules)."""
+
+    __slots__ = ("kinds", "ematched", "plans")
+
+    def __init__(self, rules: list[PyRule]):
+        self.kinds: dict[str, list[PyRule]] = {}
+        for r in rules:
+            self.kinds.setdefault(r.kind, []).append(r)
+        self.ematched = [r for r in rules if r.kind in ("ematch", "ematch_nonint")]
+        dm = self.kinds.get("divmod", [])
+        self.plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()} \
+            if dm else {}
+
+    def __repr__(self) -> str:
+        return f"<RuleKinds {sorted(self.kinds)}>"
+
+
+#: :class:`RuleKinds` of a rule list, once per list for every run of the process
+_rule_kinds = RulesMemo(RuleKinds)
+
+
 class PassData:
     """What one pass reads from its snapshot before any rule runs, shared by its steps:
     the changed classes, every class's cheapest e-node and tree cost under the run's
     prices, the classes whose best term may read differently (``dirty``), the classes
     the rules visit (``focus``: near a root's best term or reached by no root;
     :data:`NEAR_FACTOR`) and those left for a later pass (``deferred``), the linear
-    forms, the rules by kind and the :class:`Recorder` (``union``)."""
+    forms, the rules by kind (``by_kind``, :class:`RuleKinds`; ``kinds``) and the
+    :class:`Recorder` (``union``)."""
 
     def __init__(self, snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
                  deadline: float | None, clock: Callable[[], float] | None,
@@ -630,11 +656,8 @@ class PassData:
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
         self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
-        # the rules by kind, each list in the rules' order (one scan of the rules)
-        self.kinds: dict[str, list[PyRule]] = {}
-        for r in rules:
-            self.kinds.setdefault(r.kind, []).append(r)
-        k = self.kinds
+        self.by_kind = _rule_kinds(rules)
+        self.kinds = k = self.by_kind.kinds
         self.free = divmod_free(snap.nodes, self.best) \
             if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
         self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
@@ -832,7 +855,7 @@ class EmatchStep(PassStep):
     name = "ematch"
 
     def run(self, p: PassData) -> None:
-        ematched = [r for r in p.rules if r.kind in ("ematch", "ematch_nonint")]
+        ematched = p.by_kind.ematched
         if ematched:
             ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline)
 
@@ -845,10 +868,9 @@ class DivmodStep(PassStep):
     name = "divmod"
 
     def run(self, p: PassData) -> None:
-        dm = p.kinds.get("divmod", [])
-        if not dm:
+        plans = p.by_kind.plans
+        if not plans:
             return
-        plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()}
         waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
         selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
         all_def, bkey = p.all_def, p.bkey

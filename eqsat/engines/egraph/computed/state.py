@@ -1,13 +1,16 @@
 """What the passes of one run share.
 
 :class:`PassResult` is what one pass did, :class:`PassState` the memory carried from
-one pass to the next (the rules themselves are :class:`rules.computed.PyRule`).
+one pass to the next (the rules themselves are :class:`rules.computed.PyRule`);
+:class:`RulesMemo` what is read once per rule list.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from eqsat.engines.egraph.computed.terms import Term
 from eqsat.engines.egraph.encoding import Node
@@ -15,6 +18,8 @@ from eqsat.ir.linear import Lin
 
 if TYPE_CHECKING:
     from eqsat.engines.egraph.computed.context import Context
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -62,3 +67,38 @@ class PassState:
 
     def __repr__(self) -> str:
         return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
+
+
+class RulesMemo(Generic[_T]):
+    """``memo(rules)``: ``build(rules)``, computed once per rule list and shared by every
+    run of the process (a pass's rule list is its program's, the same object each
+    pass). A list is known by its identity and its rules: an entry holds a copy of
+    the list it was built from and answers a list only when the two hold equal rules
+    (``==``, in C, each pair by identity first). At most ``size`` lists, the oldest
+    dropped first. ``build`` must be a pure function of the rules (what it returns may
+    fill memos of its own, shared as well)."""
+
+    __slots__ = ("build", "size", "table", "lock")
+
+    def __init__(self, build: Callable[[list[Any]], _T], size: int = 16):
+        self.build = build
+        self.size = size
+        self.table: dict[int, tuple[list, _T]] = {}
+        self.lock = threading.Lock()  # (a miss changes the table; threads' runs share it)
+
+    def __repr__(self) -> str:
+        return f"<RulesMemo of {self.build.__name__}: {len(self.table)} rule lists>"
+
+    def __call__(self, rules: list[Any]) -> _T:
+        hit = self.table.get(id(rules))
+        if hit is not None and hit[0] == rules:
+            return hit[1]
+        kept = list(rules)
+        out = self.build(kept)
+        with self.lock:
+            table = self.table
+            table.pop(id(rules), None)
+            while len(table) >= self.size:
+                del table[next(iter(table))]
+            table[id(rules)] = (kept, out)
+        return out
