@@ -67,18 +67,17 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
     constant, when the class has a value on every input (:func:`total_classes`: the
     interval of a division by a possible 0, or of a term over one, holds only where
     the division is defined, and a fold would give the undefined values a value)."""
-    cands = [c for c in sorted(dirty) if c in snap.defined and
-             snap.lo.get(c) is not None and snap.lo.get(c) == snap.hi.get(c)]
+    defined, consts, lo, hi = snap.defined, snap.consts, snap.lo, snap.hi
+    # (a class with a Cst e-node is in ``consts``: it has its constant already)
+    cands = [c for c in sorted(dirty) if c in defined and c not in consts and
+             lo.get(c) is not None and lo.get(c) == hi.get(c)]
     if not cands:
         return
     total = total_classes(snap)
     for c in cands:
         if c not in total:
             continue
-        nodes = list(snap.class_nodes(c))
-        if any(n.ctor == "Cst" for n in nodes):
-            continue
-        dt = next((n.dtype for n in nodes if n.dtype in INT_DTYPES), None)
+        dt = next((n.dtype for n in snap.class_nodes(c) if n.dtype in INT_DTYPES), None)
         if dt is not None:
             union(c, ("Cst", dt, snap.lo[c]), name)
 
