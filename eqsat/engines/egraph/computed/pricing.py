@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot
+from eqsat.engines.egraph.encoding import CTOR_OP, Node, Snapshot, dtype_of
 from eqsat.engines.egraph.encoding.snapshot import none_indices
+from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from extraction.cost import reference_weight
 from extraction.extract import cheapest_first
@@ -83,7 +84,7 @@ class Weights:
         nodes = self.snap.nodes
         if self.model is None:
             out = [node_weight(n) for n in nodes]
-        elif self._prev is not None and self._affected is not None:
+        elif self._prev and self._affected is not None:
             out = self._reprice(nodes, self._prev, self._affected)
         else:
             cache, price, key_of = self._cache, self._price, self._key
@@ -190,8 +191,6 @@ class Weights:
         if op is None:
             w = 0.0
         else:
-            from eqsat.engines.egraph.encoding import dtype_of
-
             try:
                 if self.bounds_aware:
                     w = float(self.model.node_cost(op, dtype_of(n.dtype), None, consts,
@@ -207,8 +206,6 @@ class Weights:
         """The price of a node not yet in the e-graph (no bounds known)."""
         if self.model is None or ctor not in CTOR_OP:
             return NODE_WEIGHT.get(ctor, 1.0)
-        from eqsat.ir.dtype import dtypes
-
         try:
             return float(self.model.node_cost(CTOR_OP[ctor], dtypes.index, None, kid_consts))
         except Exception:
