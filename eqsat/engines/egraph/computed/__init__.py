@@ -35,7 +35,8 @@ The package, one module per concern (each imports only the ones above it):
 - :mod:`.pricing`: :class:`Weights`, :func:`node_weight`, :func:`best_nodes`;
 - :mod:`.terms`: pending terms (:data:`Term`, :func:`emit`);
 - :mod:`.linear`: :class:`LinForms`, :class:`EClassCtx`, :func:`conjuncts`;
-- :mod:`.state`: :class:`PassResult`, :class:`PassState`;
+- :mod:`.state`: :class:`PassResult`, :class:`PassState`, :class:`RulesMemo` (what is
+  read once per rule list);
 - :mod:`.context`: guarded subterms (:class:`Context`, :func:`context_pass`);
 - :mod:`.compare`: comparisons of linear forms (:func:`cmp_rewrites`, :func:`cmp_pass`);
 - :mod:`.lift`: the basis search (:class:`_BasisSearch`) and :func:`lift_pass`;
