@@ -225,7 +225,10 @@ class Session:
             raise
         finally:
             with run.clock.phase(run.times, "reset"):
-                self.store.reset(saved, clean, final)
+                if run.mirror is not None:
+                    self.ins.restore(saved)  # (nothing of the run was loaded)
+                else:
+                    self.store.reset(saved, clean, final)
 
 
 _LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on its thread

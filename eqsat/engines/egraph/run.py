@@ -32,6 +32,15 @@ from eqsat.engines.egraph.program import (
     Program,
     fixed_width_of,
 )
+from eqsat.engines.egraph.pystep import (
+    MAX_ROWS,
+    Mirror,
+    NotReplayedError,
+    empty_interval,
+    rule_book,
+    sizes,
+    snapshot_of,
+)
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
@@ -117,6 +126,9 @@ class Run:
         self.per_iter: list[tuple[int, float]] = []
         self.emitted: list[int] = []  # rows each computed pass recorded
         self.late = False  # a computed pass ran past its deadline
+        #: the e-graph of a first step computed in Python (:meth:`python_step`), which
+        #: egglog then never held; None when egglog ran the steps
+        self.mirror: Mirror | None = None
         self.rss0 = rss_bytes()
         self.rss_peak = 0  # the most the run grew the resident set by, of the readings
         # the phases' state (:mod:`.phases`)
@@ -393,6 +405,10 @@ class Run:
     def check(self) -> None:
         """Run the tripwire over the run's e-graph; an empty interval of a never-Invalid
         class raises the :class:`UnsoundError` :meth:`diagnose` gives."""
+        if self.mirror is not None:  # (egglog never held this run's e-graph)
+            if empty_interval(self.mirror) is not None:
+                raise self.diagnose(self.snap)
+            return
         try:
             self.store.cmd(f"(run {CHECK_RULESET} 1)")
         except bindings.EggSmolError as e:
@@ -401,8 +417,10 @@ class Run:
             raise
         self.store.cur.egg_iterations += 1
 
-    def diagnose(self) -> UnsoundError:
-        snap = Snapshot(self.store.egraph, self.ins)
+    def diagnose(self, snap: Snapshot | None = None) -> UnsoundError:
+        """The error of an empty interval in ``snap`` (None: the e-graph read now)."""
+        if snap is None:
+            snap = Snapshot(self.store.egraph, self.ins)
         bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
                and c in snap.defined]
         if not bad:
@@ -447,8 +465,11 @@ class Run:
         # e-node budget has left
         size = (self.sizes[-1] if self.sizes else 0) + self.ins.pending_nodes
         t_it = time.perf_counter()
+        allow = STEP_ROOM * (limits.enodes - size)
+        if self.it == 0 and self.python_step(allow, t_it):
+            return
         with clock.phase(self.times, "egglog"):
-            changed = self.step(True, STEP_ROOM * (limits.enodes - size))
+            changed = self.step(True, allow)
         if self.emitted and not self.emitted[-1] and not self.step_updated:
             # the last pass recorded nothing and no rule changed anything: the e-graph
             # is the one that snapshot read, and another pass would find nothing new
@@ -479,10 +500,96 @@ class Run:
             return
         self._computed_pass(changed, t_it)
 
-    def _computed_pass(self, changed: bool, t_it: float) -> None:
-        """The computed pass over the last snapshot, and the stops it decides."""
-        snap, ins = self.snap, self.ins
-        assert snap is not None
+    def python_step(self, allow: float, t_it: float) -> bool:
+        """The first iteration computed in Python (:mod:`.pystep`), kept when the run
+        saturates there: the computed pass records nothing, and egglog's loop would
+        stop after at most one more step that changes nothing. No egglog command runs
+        then (True); otherwise (False) nothing of it is kept and the iteration goes to
+        egglog. ``allow`` as for :meth:`step`."""
+        ins = self.ins
+        if self.tracer is not None or self.fixed or self.fixed_analysis:
+            return False  # (egglog's step: the record, the fixed-width rules)
+        cp = ins.checkpoint()
+        present = self.present
+        with self.clock.phase(self.times, "python_step"):
+            try:
+                m, snap, state, res, matches = self._python_steps(allow)
+            except NotReplayedError:
+                ins.rollback(cp)
+                self.present = present
+                return False
+        self.mirror, self.snap, self.pass_state, self.it = m, snap, state, 1
+        self.step_size = sum(self.present.values())
+        self.peak = max(self.peak, self.step_size)
+        self.sizes.append(snap.enodes)
+        for k, v in matches.items():
+            self.matches[k] = self.matches.get(k, 0) + v
+        self._count_pass(res, 0, t_it)
+        self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
+        return True
+
+    def _python_steps(self, allow: float) -> tuple[Mirror, Snapshot, PassState, Any,
+                                                   dict[str, int]]:
+        """:meth:`python_step`'s work: egglog's first step on a :class:`Mirror` of the
+        rows (the native rules' round, the analysis), its snapshot and computed pass,
+        and, when the step changed the e-graph or the pass left rows to load, the
+        second step, which must change nothing; :class:`NotReplayedError` where the run would go
+        on or needs egglog."""
+        ins, book = self.ins, rule_book(self.program)
+        rows = ins.take_waiting()
+        if rows is None or len(rows) > MAX_ROWS:
+            raise NotReplayedError("late rows wait, or egglog is the faster")
+        m = Mirror()
+        m.load(rows)
+        matches: dict[str, int] = {}
+        changed = book.round(m, self._python_parts(allow), matches)
+        book.analyse(m, ANALYSIS_CAP)
+        self.present = sizes(m)
+        if sum(self.present.values()) > self.limits.enodes or self._memory_over():
+            raise NotReplayedError("past a budget: the step's stop is egglog's")
+        snap = snapshot_of(m, ins)
+        state = PassState()
+        res, emitted, _ = self._pass(snap, state)
+        if emitted or res.late or res.skipped:
+            raise NotReplayedError("the computed pass records rows")
+        if changed or ins.pending:  # (egglog's loop: another step, which must do nothing)
+            self.snap, self.it = snap, 1
+            self.sizes.append(snap.enodes)
+            try:
+                stop = self._spent()
+                allow = STEP_ROOM * (self.limits.enodes - snap.enodes - ins.pending_nodes)
+                parts = self._python_parts(allow)
+            finally:
+                self.snap, self.it = None, 0
+                self.sizes.pop()
+            rows = ins.take_waiting()
+            if stop is not None or rows is None:
+                raise NotReplayedError("the loop stops before its second step, or late rows wait")
+            m.load(rows)
+            if book.round(m, parts, {}) or book.analyse(m, ANALYSIS_CAP) > 1:
+                raise NotReplayedError("the second step changes the e-graph")
+        return m, snap, state, res, matches
+
+    def _python_parts(self, allow: float) -> tuple[str, ...]:
+        """The native rule-set parts egglog's step would run now (:meth:`native_runs`
+        without the counting twins' egglog call: :class:`NotReplayedError` where it would make one,
+        or where the narrow e-graph would widen)."""
+        program = self.program
+        if self.store.cur.kind == "narrow" and not self.narrow_holds():
+            raise NotReplayedError("the narrow e-graph widens")
+        if not program.native:
+            return ()
+        bases = self.native_bases()
+        every = self.multiplying and self.mult_may_match(bases)
+        if every and self.apriori(bases) > allow:
+            raise NotReplayedError("the counting twins run in egglog")
+        return tuple(p for b in bases
+                     for p in self.runnable_parts([b, f"{b}_mult"] if every else [b]))
+
+    def _pass(self, snap: Snapshot, state: PassState) -> tuple[Any, int, float]:
+        """The computed pass over ``snap``: its result, the rows it recorded and the
+        rows past which it stopped."""
+        ins = self.ins
         root_cls = [snap.cls_of_handle(h) for h in self.handles]
         pending0 = ins.pending
         # the pass stops once its rows fill the next step's share of the room, or at
@@ -490,20 +597,33 @@ class Run:
         rows_cap = pending0 + STEP_ROOM * max(0, self.limits.enodes - snap.enodes)
         times = self.times
         with self.clock.phase(times, "computed"):
-            res = python_pass(snap, ins, self.program.pyrules, self.pass_state,
+            res = python_pass(snap, ins, self.program.pyrules, state,
                               deadline=self.clock.deadline(),
                               clock=partial(_pass_clock, ins, rows_cap),
                               roots=root_cls, model=self.model)
+        for k, v in res.times.items():
+            times["computed." + k] = times.get("computed." + k, 0.0) + v
+        return res, ins.pending - pending0, rows_cap
+
+    def _count_pass(self, res: Any, emitted: int, t_it: float) -> None:
+        """Count a computed pass's matches and figures in the run's."""
         self.late = self.late or res.late
         for k, v in res.matches.items():
             self.matches[k] = self.matches.get(k, 0) + v
-        for k, v in res.times.items():
-            times["computed." + k] = times.get("computed." + k, 0.0) + v
-        self.per_iter.append((snap.enodes, round(time.perf_counter() - t_it, 4)))
-        self.emitted.append(ins.pending - pending0)
+        assert self.snap is not None
+        self.per_iter.append((self.snap.enodes, round(time.perf_counter() - t_it, 4)))
+        self.emitted.append(emitted)
+
+    def _computed_pass(self, changed: bool, t_it: float) -> None:
+        """The computed pass over the last snapshot, and the stops it decides."""
+        snap, ins = self.snap, self.ins
+        assert snap is not None
+        res, emitted, rows_cap = self._pass(snap, self.pass_state)
+        self._count_pass(res, emitted, t_it)
         if not changed and ins.pending == 0:
             self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
             return
+        root_cls = [snap.cls_of_handle(h) for h in self.handles]
         self.best.append(_root_cost(snap, root_cls))  # the pass priced every class
         if is_stalled(self.best, self.sizes, self.limits.stall, self.emitted):
             self.stop = StopReason.STALLED
