@@ -21,21 +21,13 @@ both on the corpus and on random graphs and compare the snapshots).
 
 from __future__ import annotations
 
-import operator
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from eqsat.engines.egraph.analyses import (
-    ANALYSIS_RULES,
-    DTYPE_SETS,
-    FACT_TAGS,
-    FIXED_DTYPES,
-    I64_MAX,
-    I64_MIN,
-    INT_DTYPES,
-)
+from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS
 from eqsat.engines.egraph.encoding.schema import CTORS
+from eqsat.engines.egraph.queries import compile_query, is_var, literal
 from eqsat.ir.egglog_text import read
 
 __all__ = ["NotReplayedError", "Mirror", "RuleBook", "rule_book", "snapshot_of", "sizes",
@@ -49,69 +41,6 @@ MAX_ROWS = 400
 class NotReplayedError(Exception):
     """The step needs egglog: a native rule would change the e-graph, or the rows hold
     something this module does not replay."""
-
-
-# ---- egglog 13.2's i64 primitives ------------------------------------------------------
-def _fit(v: int) -> int | None:
-    return v if I64_MIN <= v <= I64_MAX else None
-
-
-def _div(a: int, b: int) -> int | None:
-    if b == 0:
-        return None
-    q = abs(a) // abs(b)
-    return _fit(q if (a < 0) == (b < 0) else -q)
-
-
-def _rem(a: int, b: int) -> int | None:
-    if b == 0 or (a == I64_MIN and b == -1):
-        return None
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def _shl(a: int, s: int) -> int | None:
-    if not 0 <= s < 64:
-        return None
-    v = (a << s) & 0xFFFFFFFFFFFFFFFF
-    return v - (1 << 64) if v >> 63 else v
-
-
-def _shr(a: int, s: int) -> int | None:
-    return a >> s if 0 <= s < 64 else None
-
-
-def _log2(a: int) -> int:
-    if a <= 0:
-        raise NotReplayedError("log2 of a value <= 0 (egglog panics)")
-    return a.bit_length() - 1
-
-
-#: primitive -> function of its evaluated arguments (None: no match)
-_PRIMS: dict[str, Callable[..., Any]] = {
-    "+": lambda a, b: _fit(a + b), "-": lambda a, b: _fit(a - b),
-    "*": lambda a, b: _fit(a * b), "/": _div, "%": _rem,
-    "min": min, "max": max, "abs": lambda a: _fit(abs(a)),
-    "&": operator.and_, "|": operator.or_, "^": operator.xor,
-    "<<": _shl, ">>": _shr, "log2": _log2,
-    "bool-<": operator.lt, "bool->": operator.gt, "bool-<=": operator.le,
-    "bool->=": operator.ge, "or": lambda a, b: a or b, "and": lambda a, b: a and b,
-    "not": operator.not_,
-}
-#: primitives that, as a fact, hold or fail
-_CHECKS: dict[str, Callable[[Any, Any], bool]] = {
-    "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
-    "!=": operator.ne,
-}
-_DMIN = {n: lo for n, (lo, _) in INT_DTYPES.items()}
-_DMAX = {n: hi for n, (_, hi) in INT_DTYPES.items()}
-#: the static relations of ``analyses.dtype_table``
-_RELATIONS: dict[str, Callable[..., bool]] = {
-    "IntDt": lambda d: d in INT_DTYPES and d != "bool",
-    "FixDt": lambda d: d in FIXED_DTYPES,
-    "IdxDt": lambda d: d == "index",
-    "DtIn": lambda s, d: d in DTYPE_SETS.get(s, ()),
-}
 
 
 # ---- the e-graph of the recorded rows --------------------------------------------------
@@ -270,237 +199,46 @@ _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
 
 
+def _columns(sig: str) -> tuple[tuple[int, bool], ...]:
+    """An insertion row's column of each field of a constructor of signature ``sig``
+    (``k ctor s1 s2 i e1 e2 e3 e4``), and whether it is a number."""
+    ss, es = iter((2, 3)), iter((5, 6, 7, 8))
+    return tuple((next(ss), False) if ch == "S" else (4, True) if ch == "I"
+                 else (next(es), True) for ch in sig)
+
+
+_COLUMNS = {name: _columns(sig) for name, sig in CTORS.items()}
+
+
 def _fields(ctor: str, r: list[str]) -> tuple:
-    """The fields of an insertion row ``k ctor s1 s2 i e1 e2 e3 e4`` of ``ctor``."""
-    sig = CTORS[ctor]
-    ss, es = iter(r[2:4]), iter(r[5:9])
-    return tuple(next(ss) if ch == "S" else int(r[4]) if ch == "I" else int(next(es))
-                 for ch in sig)
+    """The fields of an insertion row of ``ctor``."""
+    return tuple(int(r[c]) if num else r[c] for c, num in _COLUMNS[ctor])
 
 
 # ---- rules ---------------------------------------------------------------------------
 Env = dict[str, Any]
 
 
-class _Query:
-    """A rule's query compiled for a :class:`Mirror`: a pattern of e-nodes (the root
-    bound to ``root``) and the facts, ordered so that each reads bound variables only."""
-
-    def __init__(self, name: str, pattern: list, root: str, facts: list):
-        self.name = name
-        self.pattern, self.root = pattern, root
-        self.pat = _Pat(pattern)
-        bound = _pattern_vars(pattern, set()) | {root}
-        self.steps: list[Callable[[Mirror, Env], bool]] = []
-        todo = list(facts)
-        while todo:
-            for i, f in enumerate(todo):
-                step = _fact_step(f, bound)
-                if step is not None:
-                    self.steps.append(step)
-                    del todo[i]
-                    break
-            else:
-                raise ValueError(f"rule {name}: facts {todo} read unbound variables")
-
-    def matches(self, m: Mirror) -> Iterator[tuple[tuple, Env]]:
-        """Every binding of the query in ``m`` whose facts hold, with the fields of the
-        e-node its pattern's root matched."""
-        steps, root, pat = self.steps, self.root, self.pat
-        lits = pat.lits
-        for fields, c in m.by_ctor.get(pat.ctor, ()):
-            for i, v in lits:
-                if fields[i] != v:
-                    break
-            else:
-                found: list[Env] = []
-                _match(m, pat, fields, {root: c}, found)
-                for env in found:
-                    for step in steps:
-                        if not step(m, env):
-                            break
-                    else:
-                        yield fields, env
+def _value(t: Any, env: Env) -> Any:
+    """A field's value on a right side or in an interval rule's action: a variable's
+    binding or a literal."""
+    if isinstance(t, list):
+        raise NotReplayedError(f"a computed value in an action ({t})")
+    return env[t] if is_var(t) else literal(t)
 
 
-class _Pat:
-    """An e-node pattern compiled: its constructor, the fields that must hold a value
-    (``lits``), bind or repeat a variable (``vars``), or match a pattern in the child
-    class they name (``subs``), each by its field's index."""
-
-    __slots__ = ("ctor", "lits", "vars", "subs")
-
-    def __init__(self, p: list):
-        self.ctor = p[0]
-        self.lits: list[tuple[int, Any]] = []
-        self.vars: list[tuple[int, str]] = []
-        self.subs: list[tuple[int, _Pat]] = []
-        for i, want in enumerate(p[1:]):
-            if isinstance(want, list):
-                self.subs.append((i, _Pat(want)))
-            elif _is_var(want):
-                self.vars.append((i, want))
-            else:
-                self.lits.append((i, _literal(want)))
-
-
-_NO = object()
-
-
-def _match(m: Mirror, pat: _Pat, fields: tuple, env: Env, out: list[Env]) -> None:
-    """Append to ``out`` the bindings that extend ``env`` so that the e-node ``fields``
-    (of ``pat``'s constructor) matches ``pat``, its children's e-nodes searched in their
-    classes."""
-    for i, v in pat.lits:
-        if fields[i] != v:
-            return
-    env = env.copy()
-    for i, name in pat.vars:
-        old = env.get(name, _NO)
-        if old is _NO:
-            env[name] = fields[i]
-        elif old != fields[i]:
-            return
-    if pat.subs:
-        _match_subs(m, pat.subs, 0, fields, env, out)
-    else:
-        out.append(env)
-
-
-def _match_subs(m: Mirror, subs: list[tuple[int, _Pat]], j: int, fields: tuple, env: Env,
-                out: list[Env]) -> None:
-    i, q = subs[j]
-    cands = m.by_class.get(fields[i])
-    if cands is None:
-        return
-    nodes = cands.get(q.ctor)
-    if not nodes:
-        return
-    if j + 1 == len(subs):
-        for f in nodes:
-            _match(m, q, f, env, out)
-        return
-    for f in nodes:
-        part: list[Env] = []
-        _match(m, q, f, env, part)
-        for e in part:
-            _match_subs(m, subs, j + 1, fields, e, out)
-
-
-def _is_var(t: Any) -> bool:
-    return isinstance(t, str) and not t.startswith('"') and t not in ("true", "false") \
-        and not _is_int(t)
-
-
-def _is_int(t: str) -> bool:
-    return t.lstrip("-").isdigit()
-
-
-def _literal(t: str) -> Any:
-    if t.startswith('"'):
-        return t[1:-1]
-    if t in ("true", "false"):
-        return t == "true"
-    return int(t)
-
-
-def _pattern_vars(p: list, out: set[str]) -> set[str]:
-    for f in p[1:]:
-        if isinstance(f, list):
-            _pattern_vars(f, out)
-        elif _is_var(f):
-            out.add(f)
-    return out
-
-
-def _term_vars(t: Any, out: set[str]) -> set[str]:
+def _rhs_vars(t: Any, out: list[str]) -> list[str]:
     if isinstance(t, list):
         for x in t[1:]:
-            _term_vars(x, out)
-    elif _is_var(t):
-        out.add(t)
+            _rhs_vars(x, out)
+    elif is_var(t) and t not in out:
+        out.append(t)
     return out
-
-
-def _evaluator(t: Any) -> Callable[[Mirror, Env], Any]:
-    """``t`` (a term of the query's facts) as a function of the e-graph and the
-    bindings; None: no value (an absent bound, a failed primitive)."""
-    if not isinstance(t, list):
-        if _is_var(t):
-            return lambda m, env: env[t]
-        v = _literal(t)
-        return lambda m, env: v
-    head = t[0]
-    if head in CTORS:  # (an e-node the query names: its class, when the e-graph has it)
-        return lambda m, env: _node_class(m, t, env)
-    args = [_evaluator(a) for a in t[1:]]
-    if head in ("lo", "hi"):
-        (a,) = args
-        return lambda m, env: getattr(m, head).get(m.find(a(m, env)))
-    if head in ("dmin", "dmax"):
-        (a,) = args
-        table = _DMIN if head == "dmin" else _DMAX
-        return lambda m, env: table.get(a(m, env))
-    fn = _PRIMS.get(head)
-    if fn is None:
-        raise ValueError(f"term {t}: no primitive {head!r}")
-
-    def prim(m: Mirror, env: Env) -> Any:
-        vals = [a(m, env) for a in args]
-        return None if None in vals else fn(*vals)
-    return prim
-
-
-def _fact_step(f: list, bound: set[str]) -> Callable[[Mirror, Env], bool] | None:
-    """Fact ``f`` as a check (binding a variable for ``(= v term)``), or None while it
-    reads a variable not bound yet; ``bound`` gains what it binds."""
-    head = f[0]
-    if head == "=":
-        a, b = f[1], f[2]
-        if _is_var(b) and b not in bound and not (_is_var(a) and a not in bound):
-            a, b = b, a
-        if _is_var(a) and a not in bound:
-            if not _term_vars(b, set()) <= bound:
-                return None
-            ev = _evaluator(b)
-            bound.add(a)
-
-            def bind(m: Mirror, env: Env) -> bool:
-                v = ev(m, env)
-                if v is None:
-                    return False
-                env[a] = v
-                return True
-            return bind
-        if not _term_vars(f, set()) <= bound:
-            return None
-        ea, eb = _evaluator(a), _evaluator(b)
-
-        def same(m: Mirror, env: Env) -> bool:
-            x = ea(m, env)
-            return x is not None and x == eb(m, env)
-        return same
-    if not _term_vars(f, set()) <= bound:
-        return None
-    args = [_evaluator(x) for x in f[1:]]
-    if head in _CHECKS:
-        check = _CHECKS[head]
-
-        def holds(m: Mirror, env: Env) -> bool:
-            x, y = args[0](m, env), args[1](m, env)
-            return x is not None and y is not None and check(x, y)
-        return holds
-    if head == "Def":
-        return lambda m, env: m.find(args[0](m, env)) in m.defs
-    rel = _RELATIONS.get(head)
-    if rel is None:
-        raise ValueError(f"fact {f}: no relation or check {head!r}")
-    return lambda m, env: rel(*[a(m, env) for a in args])
 
 
 class _Rewrite:
-    """A native rewrite: its query, right side, whether it subsumes, and the name its
-    matches count under."""
+    """A native rewrite: its query compiled (:func:`compile_query`), its right side,
+    whether it subsumes, and the name its matches count under."""
 
     def __init__(self, text: str, law: Callable[[str], str]):
         t = read(text)
@@ -512,79 +250,56 @@ class _Rewrite:
             opts.remove(":subsume")
         kw = dict(zip(opts[::2], opts[1::2], strict=True))
         self.name = law(kw[":name"].strip('"'))
-        self.query = _Query(self.name, lhs, "__root", list(kw.get(":when", [])))
-        self.rhs = rhs
+        self.ctor, self.rhs = lhs[0], rhs
+        self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
+                                     ["__root", *_rhs_vars(rhs, [])])
 
     def apply(self, m: Mirror, fields: tuple, env: Env) -> bool:
         """This match's rewrite applied to ``m`` (the right side's e-nodes made, its
         class merged with the match's, the matched e-node subsumed); whether two classes
         merged or an e-node was subsumed. The table is stale until ``m.rebuild()``."""
-        c, _ = _build(m, self.rhs, env)
+        c = _build(m, self.rhs, env)
         merged = m.union(c, env["__root"])
         if self.subsume:
-            key = (self.query.pattern[0], fields)
+            key = (self.ctor, fields)
             if key not in m.sub:
                 m.sub.add(key)
                 return True
         return merged
 
 
-def _build(m: Mirror, t: Any, env: Env) -> tuple[int, bool]:
-    """The class of a rewrite's right side ``t`` in ``m``, its e-nodes made where new;
-    and whether one was."""
+def _build(m: Mirror, t: Any, env: Env) -> int:
+    """The class of a rewrite's right side ``t`` in ``m``, its e-nodes made where new."""
     if not isinstance(t, list):
-        if _is_var(t):
-            return m.find(env[t]), False
+        if is_var(t):
+            return m.find(env[t])
         raise NotReplayedError(f"a right side that is a literal ({t})")
     ctor = t[0]
     sig = CTORS.get(ctor)
     if sig is None:
         raise NotReplayedError(f"a right side with {ctor!r}")
-    fields, made = [], False
-    for ch, x in zip(sig, t[1:], strict=True):
-        if ch == "E":
-            c, new = _build(m, x, env)
-            made = made or new
-            fields.append(c)
-        else:
-            v = _evaluator(x)(m, env)
-            if v is None:
-                raise NotReplayedError(f"a right side's value failed ({x})")
-            fields.append(v)
-    c, new = m.node(ctor, tuple(fields))
-    return c, made or new
-
-
-def _node_class(m: Mirror, t: Any, env: Env) -> int | None:
-    """The class of the e-node ``t`` a query names (a variable or an e-node of
-    variables and values), None when ``m`` lacks it or a value fails (no match)."""
-    if not isinstance(t, list):
-        return m.find(env[t]) if _is_var(t) else None
-    sig = CTORS[t[0]]
-    fields = []
-    for ch, x in zip(sig, t[1:], strict=True):
-        v = _node_class(m, x, env) if ch == "E" else _evaluator(x)(m, env)
-        if v is None:
-            return None
-        fields.append(v)
-    c = m.table.get((t[0], tuple(fields)))
-    return None if c is None else m.find(c)
+    fields = [_build(m, x, env) if ch == "E" else _value(x, env)
+              for ch, x in zip(sig, t[1:], strict=True)]
+    return m.node(ctor, tuple(fields))[0]
 
 
 class _Interval:
-    """An interval rule: its query and the bounds it sets."""
+    """An interval rule: its query compiled and the bounds it sets."""
 
     def __init__(self, name: str, body: str):
         query, actions = read(f"({body})")
         first = query[0]
         if first[0] != "=" or not isinstance(first[2], list):
             raise ValueError(f"interval rule {name}: first atom is not (= e (Ctor ...))")
-        self.query = _Query(name, first[2], first[1], query[1:])
-        self.sets: list[tuple[str, Callable[[Mirror, Env], Any]]] = []
+        self.ctor, self.root = first[2][0], first[1]
+        self.sets: list[tuple[str, Any]] = []
         for a in actions:
             if a[0] != "set" or a[1][0] not in ("lo", "hi") or a[1][1] != first[1]:
                 raise ValueError(f"interval rule {name}: action {a}")
-            self.sets.append((a[1][0], _evaluator(a[2])))
+            self.sets.append((a[1][0], a[2]))
+        keep = [self.root, *[v for _, v in self.sets if is_var(v)]]
+        self.matches = compile_query(name, first[2], first[1], query[1:],
+                                     list(dict.fromkeys(keep)))
 
 
 class RuleBook:
@@ -597,12 +312,12 @@ class RuleBook:
         for part, text, _need in program.programs:
             if text.startswith("(rewrite"):
                 r = _Rewrite(text, lambda n: law(n, n))
-                self.parts.setdefault(part, {}).setdefault(r.query.pat.ctor, []).append(r)
+                self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
         #: the interval rules by the constructor they are about
         self.intervals: dict[str, list[_Interval]] = {}
         for n, _i, b in ANALYSIS_RULES:
             r = _Interval(n, b)
-            self.intervals.setdefault(r.query.pat.ctor, []).append(r)
+            self.intervals.setdefault(r.ctor, []).append(r)
 
     def round(self, m: Mirror, parts: tuple[str, ...], matches: dict[str, int]) -> bool:
         """One round of the rewrites of ``parts`` on ``m``, as egglog runs it: every
@@ -615,7 +330,7 @@ class RuleBook:
                 if ctor not in present:
                     continue
                 for r in rules:
-                    for fields, env in r.query.matches(m):
+                    for fields, env in r.matches(m):
                         matches[r.name] = matches.get(r.name, 0) + 1
                         found.append((r, fields, env))
         # (the e-graph changed when two classes merged, an e-node was subsumed, or
@@ -635,12 +350,11 @@ class RuleBook:
         for rounds in range(1, cap + 1):
             sets: list[tuple[dict[int, int], int, int, bool]] = []
             for r in (r for ctor in m.by_ctor for r in self.intervals.get(ctor, ())):
-                for _fields, env in r.query.matches(m):
-                    c = env[r.query.root]
-                    for fn, ev in r.sets:
-                        v = ev(m, env)
-                        if v is not None:
-                            sets.append((lo if fn == "lo" else hi, c, v, fn == "lo"))
+                for _fields, env in r.matches(m):
+                    c = env[r.root]
+                    for fn, v in r.sets:
+                        sets.append((lo if fn == "lo" else hi, c, _value(v, env),
+                                     fn == "lo"))
             changed = False
             for table, c, v, is_lo in sets:
                 old = table.get(c)
