@@ -17,6 +17,7 @@ import time
 from functools import partial
 from typing import Any
 
+from eqsat.engines.egraph import pystep
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import (
     CHECK_RULESET,
@@ -33,7 +34,6 @@ from eqsat.engines.egraph.program import (
     fixed_width_of,
 )
 from eqsat.engines.egraph.pystep import (
-    MAX_ROWS,
     Mirror,
     NotReplayedError,
     empty_interval,
@@ -537,7 +537,7 @@ class Run:
         on or needs egglog."""
         ins, book = self.ins, rule_book(self.program)
         rows = ins.take_waiting()
-        if rows is None or len(rows) > MAX_ROWS:
+        if rows is None or len(rows) > pystep.MAX_ROWS:
             raise NotReplayedError("late rows wait, or egglog is the faster")
         m = Mirror()
         m.load(rows)
