@@ -27,7 +27,7 @@ from typing import Any
 
 from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS
 from eqsat.engines.egraph.encoding.schema import CTORS
-from eqsat.engines.egraph.queries import compile_query, is_var, literal
+from eqsat.engines.egraph.queries import QueryError, compile_query, is_var, literal
 from eqsat.ir.egglog_text import read
 
 __all__ = ["NotReplayedError", "Mirror", "RuleBook", "rule_book", "snapshot_of", "sizes",
@@ -219,12 +219,12 @@ def _fields(ctor: str, r: list[str]) -> tuple:
 Env = dict[str, Any]
 
 
-def _value(t: Any, env: Env) -> Any:
-    """A field's value on a right side or in an interval rule's action: a variable's
-    binding or a literal."""
+def _value(t: Any) -> tuple[bool, Any]:
+    """A field's value on a right side or in an interval rule's action, compiled:
+    ``(True, name)`` for a variable's binding, ``(False, value)`` for a literal."""
     if isinstance(t, list):
-        raise NotReplayedError(f"a computed value in an action ({t})")
-    return env[t] if is_var(t) else literal(t)
+        raise QueryError(f"a computed value in an action ({t})")
+    return (True, t) if is_var(t) else (False, literal(t))
 
 
 def _rhs_vars(t: Any, out: list[str]) -> list[str]:
@@ -250,7 +250,7 @@ class _Rewrite:
             opts.remove(":subsume")
         kw = dict(zip(opts[::2], opts[1::2], strict=True))
         self.name = law(kw[":name"].strip('"'))
-        self.ctor, self.rhs = lhs[0], rhs
+        self.ctor, self.build = lhs[0], _builder(rhs)
         self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
                                      ["__root", *_rhs_vars(rhs, [])])
 
@@ -258,7 +258,7 @@ class _Rewrite:
         """This match's rewrite applied to ``m`` (the right side's e-nodes made, its
         class merged with the match's, the matched e-node subsumed); whether two classes
         merged or an e-node was subsumed. The table is stale until ``m.rebuild()``."""
-        c = _build(m, self.rhs, env)
+        c = self.build(m, env)
         merged = m.union(c, env["__root"])
         if self.subsume:
             key = (self.ctor, fields)
@@ -268,19 +268,29 @@ class _Rewrite:
         return merged
 
 
-def _build(m: Mirror, t: Any, env: Env) -> int:
-    """The class of a rewrite's right side ``t`` in ``m``, its e-nodes made where new."""
+def _builder(t: Any) -> Callable[[Mirror, Env], int]:
+    """A rewrite's right side ``t`` compiled: the function giving its class in a
+    mirror, its e-nodes made where new."""
     if not isinstance(t, list):
-        if is_var(t):
-            return m.find(env[t])
-        raise NotReplayedError(f"a right side that is a literal ({t})")
+        if not is_var(t):
+            raise QueryError(f"a right side that is a literal ({t})")
+        return lambda m, env: m.find(env[t])
     ctor = t[0]
     sig = CTORS.get(ctor)
     if sig is None:
-        raise NotReplayedError(f"a right side with {ctor!r}")
-    fields = [_build(m, x, env) if ch == "E" else _value(x, env)
-              for ch, x in zip(sig, t[1:], strict=True)]
-    return m.node(ctor, tuple(fields))[0]
+        raise QueryError(f"a right side with {ctor!r}")
+    parts: list[tuple[int, Any]] = []  # (0 class, 1 variable, 2 literal; what)
+    for ch, x in zip(sig, t[1:], strict=True):
+        if ch == "E":
+            parts.append((0, _builder(x)))
+        else:
+            is_v, v = _value(x)
+            parts.append((1 if is_v else 2, v))
+
+    def build(m: Mirror, env: Env) -> int:
+        fields = tuple(w(m, env) if k == 0 else env[w] if k == 1 else w for k, w in parts)
+        return m.node(ctor, fields)[0]
+    return build
 
 
 class _Interval:
@@ -292,12 +302,13 @@ class _Interval:
         if first[0] != "=" or not isinstance(first[2], list):
             raise ValueError(f"interval rule {name}: first atom is not (= e (Ctor ...))")
         self.ctor, self.root = first[2][0], first[1]
-        self.sets: list[tuple[str, Any]] = []
+        #: (sets lo, a variable, its name or the literal) per action
+        self.sets: list[tuple[bool, bool, Any]] = []
         for a in actions:
             if a[0] != "set" or a[1][0] not in ("lo", "hi") or a[1][1] != first[1]:
                 raise ValueError(f"interval rule {name}: action {a}")
-            self.sets.append((a[1][0], a[2]))
-        keep = [self.root, *[v for _, v in self.sets if is_var(v)]]
+            self.sets.append((a[1][0] == "lo", *_value(a[2])))
+        keep = [self.root, *[v for _lo, is_v, v in self.sets if is_v]]
         self.matches = compile_query(name, first[2], first[1], query[1:],
                                      list(dict.fromkeys(keep)))
 
@@ -352,9 +363,8 @@ class RuleBook:
             for r in (r for ctor in m.by_ctor for r in self.intervals.get(ctor, ())):
                 for _fields, env in r.matches(m):
                     c = env[r.root]
-                    for fn, v in r.sets:
-                        sets.append((lo if fn == "lo" else hi, c, _value(v, env),
-                                     fn == "lo"))
+                    for is_lo, is_v, v in r.sets:
+                        sets.append((lo if is_lo else hi, c, env[v] if is_v else v, is_lo))
             changed = False
             for table, c, v, is_lo in sets:
                 old = table.get(c)
