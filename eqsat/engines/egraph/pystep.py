@@ -14,7 +14,7 @@ egglog text the e-graph runs (``Program.programs``, ``analysis_program``), so th
 cannot drift; the primitives compute as egglog 13.2's i64 ones do (an overflow, a
 division by 0 or a shift out of range: no match).
 
-When a native rule would change the e-graph, nothing here is kept (:class:`NotReplayedError`) and
+When a native rule would change the e-graph, nothing here is kept (:class:`ReplayStopped`) and
 the step goes to egglog as before. The outputs are the same either way (the tests run
 both on the corpus and on random graphs and compare the snapshots).
 """
@@ -25,22 +25,26 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS
+from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
 from eqsat.engines.egraph.encoding.schema import CTORS
 from eqsat.engines.egraph.queries import QueryError, compile_query, is_var, literal
 from eqsat.ir.egglog_text import read
 
-__all__ = ["NotReplayedError", "Mirror", "RuleBook", "rule_book", "snapshot_of", "sizes",
+__all__ = ["ReplayStopped", "Mirror", "RuleBook", "rule_book", "snapshot_of", "table_sizes",
            "empty_interval", "MAX_ROWS", "NEW_CLASS"]
 
-#: a first step is replayed here only for at most this many e-node and union rows (a
-#: larger e-graph's Python matching would cost more than egglog's fixed commands save)
+#: a run replays its steps here only when its first step loads at most this many rows
+#: (a larger e-graph's Python matching costs more than egglog's fixed commands)
 MAX_ROWS = 400
+#: ... and while its e-graph holds at most this many e-nodes (past it, the run starts
+#: again in egglog)
+MAX_ENODES = 2000
 
 
-class NotReplayedError(Exception):
-    """The step needs egglog: a native rule would change the e-graph, or the rows hold
-    something this module does not replay."""
+class ReplayStopped(Exception):  # noqa: N818 (a stop, not an error)
+    """A replayed run met a step egglog must run (the counting twins, an e-graph past
+    :data:`MAX_ENODES`, an analysis that does not settle, a row or rule this module does
+    not read): the engine runs it again with egglog running its steps."""
 
 
 # ---- the e-graph of the recorded rows --------------------------------------------------
@@ -153,10 +157,12 @@ class Mirror:
         self.by_ctor, self.by_class = by_ctor, by_class
 
     # ---- loading
-    def load(self, rows: list[list[str]]) -> None:
-        """Load insertion rows (``RNode``'s e-nodes, unions and facts, ``RSub``'s
-        subsumptions) as egglog's loading rules do, then :meth:`rebuild`."""
+    def load(self, rows: list[list[str]]) -> bool:
+        """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
+        ``RSub``'s subsumptions) as egglog's loading rules do, then :meth:`rebuild`;
+        whether a fact changed a bound or ``Def``."""
         tags = {v: k for k, v in FACT_TAGS.items()}
+        tags.update({v: k for k, v in LATE_TAGS.items()})
         facts: list[tuple[str, int, int]] = []
         subs: list[tuple[str, tuple]] = []
         for r in rows:
@@ -174,25 +180,30 @@ class Mirror:
                 c, _ = self.node(tag, self.canon(tag, fields))
                 self.union(self.handle(int(r[0])), c)
             else:
-                raise NotReplayedError(f"an insertion row of tag {tag!r}")
-        self.rebuild()
+                raise ReplayStopped(f"an insertion row of tag {tag!r}")
+        if len(facts) < len(rows):
+            self.rebuild()
+        tightened = False
         for rel, k, v in facts:
             c = self.handle(k)
-            if rel == "RLo":
-                old = self.lo.get(c)
-                self.lo[c] = v if old is None else max(old, v)
-            elif rel == "RHi":
-                old = self.hi.get(c)
-                self.hi[c] = v if old is None else min(old, v)
-            else:
+            if rel == "RDef":
+                tightened = tightened or c not in self.defs
                 self.defs.add(c)
+                continue
+            table, merge = (self.lo, max) if rel == "RLo" else (self.hi, min)
+            old = table.get(c)
+            new = v if old is None else merge(old, v)
+            if new != old:
+                table[c] = new
+                tightened = True
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))
             if key not in self.table:
-                raise NotReplayedError("a subsumption of an e-node the e-graph lacks")
+                raise ReplayStopped("a subsumption of an e-node the e-graph lacks")
             self.sub.add(key)
         if subs:
             self.rebuild()
+        return tightened
 
 
 _E_POS: dict[str, tuple[int, ...]] = {
@@ -330,10 +341,13 @@ class RuleBook:
             r = _Interval(n, b)
             self.intervals.setdefault(r.ctor, []).append(r)
 
-    def round(self, m: Mirror, parts: tuple[str, ...], matches: dict[str, int]) -> bool:
+    def round(self, m: Mirror, parts: tuple[str, ...], matches: dict[str, int],
+              counted: set[tuple]) -> bool:
         """One round of the rewrites of ``parts`` on ``m``, as egglog runs it: every
-        match found in ``m`` as it was, then their rewrites applied, then the rebuild;
-        whether ``m`` changed (their matches counted in ``matches``)."""
+        match found in ``m`` as it is, then their rewrites applied, then the rebuild;
+        whether ``m`` changed. A match not in ``counted`` (by rule, e-node and
+        bindings) is counted in ``matches`` and added: egglog counts a match in the
+        round that first finds it."""
         found = []
         present = m.by_ctor
         for part in parts:
@@ -342,7 +356,10 @@ class RuleBook:
                     continue
                 for r in rules:
                     for fields, env in r.matches(m):
-                        matches[r.name] = matches.get(r.name, 0) + 1
+                        key = (r.name, fields, tuple(env.values()))
+                        if key not in counted:
+                            counted.add(key)
+                            matches[r.name] = matches.get(r.name, 0) + 1
                         found.append((r, fields, env))
         # (the e-graph changed when two classes merged, an e-node was subsumed, or
         # the rebuild left more e-nodes: without a merge, none collapse)
@@ -355,7 +372,7 @@ class RuleBook:
 
     def analyse(self, m: Mirror, cap: int) -> int:
         """The interval rules to their fixed point (each round matches the bounds the
-        last left, then merges what it sets); the rounds run. :class:`NotReplayedError` past
+        last left, then merges what it sets); the rounds run. :class:`ReplayStopped` past
         ``cap`` rounds."""
         lo, hi = m.lo, m.hi
         for rounds in range(1, cap + 1):
@@ -374,7 +391,7 @@ class RuleBook:
                     changed = True
             if not changed:
                 return rounds
-        raise NotReplayedError("the interval analysis did not settle")
+        raise ReplayStopped("the interval analysis did not settle")
 
 
 _BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -400,7 +417,7 @@ def snapshot_of(m: Mirror, ins: Any) -> Any:
     return Snapshot.of_rows(rows, cls_of, handles, m.lo, m.hi, m.defs, ins)
 
 
-def sizes(m: Mirror) -> dict[str, int]:
+def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
     out: dict[str, int] = {}
     for ctor, _fields in m.table:

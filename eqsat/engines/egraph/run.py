@@ -35,11 +35,11 @@ from eqsat.engines.egraph.program import (
 )
 from eqsat.engines.egraph.pystep import (
     Mirror,
-    NotReplayedError,
+    ReplayStopped,
     empty_interval,
     rule_book,
-    sizes,
     snapshot_of,
+    table_sizes,
 )
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
@@ -58,7 +58,7 @@ from eqsat.engines.egraph.store import Store
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["Run", "WidenError", "ANALYSIS_CAP", "is_stalled"]
+__all__ = ["Run", "WidenError", "ReplayStopped", "ANALYSIS_CAP", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
@@ -85,7 +85,8 @@ class Run:
     def __init__(self, program: Program, store: Store, model: Any = None,
                  limits: Limits | None = None, clock: Clock | None = None,
                  seeds: Seeds | None = None, orders: dict[int, list[UOp]] | None = None,
-                 keep_egraph: bool = False, roots: list[UOp] | None = None):
+                 keep_egraph: bool = False, roots: list[UOp] | None = None,
+                 replay: bool = True):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
         self.orders = orders or {}
         # a default e-node budget (None) is resolved from the roots' unique nodes
@@ -126,9 +127,13 @@ class Run:
         self.per_iter: list[tuple[int, float]] = []
         self.emitted: list[int] = []  # rows each computed pass recorded
         self.late = False  # a computed pass ran past its deadline
-        #: the e-graph of a first step computed in Python (:meth:`python_step`), which
-        #: egglog then never held; None when egglog ran the steps
+        #: the run's e-graph when its steps replay in Python (:mod:`.pystep`), set at
+        #: its first step; None when egglog runs them (egglog then never holds the run)
         self.mirror: Mirror | None = None
+        self.replay = replay  # whether its steps may replay (see _may_replay)
+        #: the native matches counted so far when replayed (egglog counts a match in
+        #: the step that first finds it)
+        self.counted: set[tuple] = set()
         self.rss0 = rss_bytes()
         self.rss_peak = 0  # the most the run grew the resident set by, of the readings
         # the phases' state (:mod:`.phases`)
@@ -146,7 +151,10 @@ class Run:
     def read(self, iteration: int = 0) -> Snapshot:
         """Read the e-graph into ``snap`` (and the tracer: ``iteration`` 0 is a read
         after the loop)."""
-        self.snap = Snapshot(self.store.egraph, self.ins)
+        if self.mirror is not None:
+            self.snap = snapshot_of(self.mirror, self.ins)
+        else:
+            self.snap = Snapshot(self.store.egraph, self.ins)
         if self.tracer is not None:
             self.tracer.snapshot(self.snap, iteration, self.matches)
         return self.snap
@@ -211,6 +219,10 @@ class Run:
         room the e-node budget has left); see :meth:`native_runs`. An analysis-only step
         runs the tripwire after the analysis; a run's native steps leave it to the run's
         end (an empty interval stays empty)."""
+        if self.mirror is None and native and self.it == 0 and self._may_replay():
+            self.mirror = Mirror()
+        if self.mirror is not None:
+            return self._replay_step(native, allow)
         cur = self.store.cur
         if (self.fixed or self.fixed_analysis) and not cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
@@ -465,11 +477,9 @@ class Run:
         # e-node budget has left
         size = (self.sizes[-1] if self.sizes else 0) + self.ins.pending_nodes
         t_it = time.perf_counter()
-        allow = STEP_ROOM * (limits.enodes - size)
-        if self.it == 0 and self.python_step(allow, t_it):
-            return
-        with clock.phase(self.times, "egglog"):
-            changed = self.step(True, allow)
+        with clock.phase(self.times, "egglog" if self.mirror is None and not (
+                self.it == 0 and self._may_replay()) else "replay"):
+            changed = self.step(True, STEP_ROOM * (limits.enodes - size))
         if self.emitted and not self.emitted[-1] and not self.step_updated:
             # the last pass recorded nothing and no rule changed anything: the e-graph
             # is the one that snapshot read, and another pass would find nothing new
@@ -500,91 +510,53 @@ class Run:
             return
         self._computed_pass(changed, t_it)
 
-    def python_step(self, allow: float, t_it: float) -> bool:
-        """The first iteration computed in Python (:mod:`.pystep`), kept when the run
-        saturates there: the computed pass records nothing, and egglog's loop would
-        stop after at most one more step that changes nothing. No egglog command runs
-        then (True); otherwise (False) nothing of it is kept and the iteration goes to
-        egglog. ``allow`` as for :meth:`step`."""
-        ins = self.ins
-        if self.tracer is not None or self.fixed or self.fixed_analysis:
-            return False  # (egglog's step: the record, the fixed-width rules)
-        cp = ins.checkpoint()
-        present = self.present
-        with self.clock.phase(self.times, "python_step"):
-            try:
-                m, snap, state, res, matches = self._python_steps(allow)
-            except NotReplayedError:
-                ins.rollback(cp)
-                self.present = present
-                return False
-        self.mirror, self.snap, self.pass_state, self.it = m, snap, state, 1
-        self.step_size = sum(self.present.values())
-        self.peak = max(self.peak, self.step_size)
-        self.sizes.append(snap.enodes)
-        for k, v in matches.items():
-            self.matches[k] = self.matches.get(k, 0) + v
-        self._count_pass(res, 0, t_it)
-        self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
-        return True
-
-    def _python_steps(self, allow: float) -> tuple[Mirror, Snapshot, PassState, Any,
-                                                   dict[str, int]]:
-        """:meth:`python_step`'s work: egglog's first step on a :class:`Mirror` of the
-        rows (the native rules' round, the analysis), its snapshot and computed pass,
-        and, when the step changed the e-graph or the pass left rows to load, the
-        second step, which must change nothing; :class:`NotReplayedError` where the run would go
-        on or needs egglog."""
-        ins, book = self.ins, rule_book(self.program)
-        rows = ins.take_waiting()
-        if rows is None or len(rows) > pystep.MAX_ROWS:
-            raise NotReplayedError("late rows wait, or egglog is the faster")
-        m = Mirror()
-        m.load(rows)
-        matches: dict[str, int] = {}
-        changed = book.round(m, self._python_parts(allow), matches)
-        book.analyse(m, ANALYSIS_CAP)
-        self.present = sizes(m)
-        if sum(self.present.values()) > self.limits.enodes or self._memory_over():
-            raise NotReplayedError("past a budget: the step's stop is egglog's")
-        snap = snapshot_of(m, ins)
-        state = PassState()
-        res, emitted, _ = self._pass(snap, state)
-        if emitted or res.late or res.skipped:
-            raise NotReplayedError("the computed pass records rows")
-        if changed or ins.pending:  # (egglog's loop: another step, which must do nothing)
-            self.snap, self.it = snap, 1
-            self.sizes.append(snap.enodes)
-            try:
-                stop = self._spent()
-                allow = STEP_ROOM * (self.limits.enodes - snap.enodes - ins.pending_nodes)
-                parts = self._python_parts(allow)
-            finally:
-                self.snap, self.it = None, 0
-                self.sizes.pop()
-            rows = ins.take_waiting()
-            if stop is not None or rows is None:
-                raise NotReplayedError("the loop stops before its second step, or late rows wait")
-            m.load(rows)
-            if book.round(m, parts, {}) or book.analyse(m, ANALYSIS_CAP) > 1:
-                raise NotReplayedError("the second step changes the e-graph")
-        return m, snap, state, res, matches
-
-    def _python_parts(self, allow: float) -> tuple[str, ...]:
+    def _replayed_parts(self, allow: float) -> tuple[str, ...]:
         """The native rule-set parts egglog's step would run now (:meth:`native_runs`
-        without the counting twins' egglog call: :class:`NotReplayedError` where it would make one,
-        or where the narrow e-graph would widen)."""
+        without the counting twins' egglog call: :class:`ReplayStopped` where it would
+        make one)."""
         program = self.program
-        if self.store.cur.kind == "narrow" and not self.narrow_holds():
-            raise NotReplayedError("the narrow e-graph widens")
         if not program.native:
             return ()
         bases = self.native_bases()
         every = self.multiplying and self.mult_may_match(bases)
         if every and self.apriori(bases) > allow:
-            raise NotReplayedError("the counting twins run in egglog")
+            raise ReplayStopped("the counting twins run in egglog")
         return tuple(p for b in bases
                      for p in self.runnable_parts([b, f"{b}_mult"] if every else [b]))
+
+    def _may_replay(self) -> bool:
+        """Whether this run's steps replay in Python (:mod:`.pystep`), decided at its
+        first step: an index-only run of at most ``pystep.MAX_ROWS`` rows, not kept
+        for inspection (the record reads egglog's e-graph)."""
+        return self.replay and self.tracer is None and not (
+            self.fixed or self.fixed_analysis) and self.ins.pending_nodes <= pystep.MAX_ROWS
+
+    def _replay_step(self, native: bool, allow: float) -> bool:
+        """:meth:`step` on the run's :class:`~.pystep.Mirror` (no egglog command): the
+        waiting rows loaded, a round of the native rules, the late bounds, the interval
+        rules to their fixed point; the sizes and ``step_updated`` as egglog's report
+        gives them. :class:`ReplayStopped` where egglog must run the steps."""
+        m, ins, book = self.mirror, self.ins, rule_book(self.program)
+        assert m is not None
+        narrow = self.store.cur.kind == "narrow"
+        if narrow and not ins.ctors <= self.program.narrow_loads:
+            raise WidenError
+        parts = self._replayed_parts(allow) if native else ()
+        rows, late = ins.take_waiting(), ins.take_late()
+        if len(m.table) + len(rows) > pystep.MAX_ENODES:
+            raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
+        m.load(rows)
+        changed = book.round(m, parts, self.matches, self.counted) if parts else False
+        tightened = m.load(late)
+        rounds = book.analyse(m, ANALYSIS_CAP)
+        if not native and empty_interval(m) is not None:
+            raise self.diagnose(snapshot_of(m, ins))
+        self.present = table_sizes(m)
+        self.step_size = sum(self.present.values())
+        self.step_updated = changed or tightened or rounds > 1
+        if narrow and not self.narrow_holds():
+            raise WidenError  # (a rule made another constructor's e-node)
+        return changed
 
     def _pass(self, snap: Snapshot, state: PassState) -> tuple[Any, int, float]:
         """The computed pass over ``snap``: its result, the rows it recorded and the

@@ -173,18 +173,22 @@ class Inserter:
         self._rows = rows
         self.node_cache.clear()
 
-    def take_waiting(self) -> list[list[str]] | None:
+    def take_waiting(self) -> list[list[str]]:
         """The e-node, union, fact and subsumption rows waiting to load, split into
-        fields, taken as a flush takes them (nothing waits after); None, and nothing
-        taken, when late bound rows wait."""
-        if self._late:
-            return None
+        fields, taken as a flush takes them (the late bound rows stay: ``take_late``)."""
         rows = self._rows
         lines = rows.get(NODE_REL, []) + rows.get(FACT_ROWS, []) + rows.get(SUB_REL, [])
         rows.clear()
         self.pending = 0
         self.pending_ctors = {}
         self._sub_ctors = set()
+        return [line.split("\t") for line in lines]
+
+    def take_late(self) -> list[list[str]]:
+        """The late bound rows (:meth:`late_bound`), split into fields, taken as a flush
+        takes them."""
+        lines = self._late.pop(NODE_REL, [])
+        self._late.clear()
         return [line.split("\t") for line in lines]
 
     @property

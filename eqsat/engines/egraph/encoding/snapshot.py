@@ -263,8 +263,9 @@ class Snapshot:
         (recorded in ``inserter``, as are the facts and subsumptions a read records)."""
         self = cls.__new__(cls)
         nodes: list[Node] = []
+        made: list[Node] = []  # (the Nodes no earlier snapshot of the run made)
         raw: list[tuple[str, Any, list, bool]] = []
-        get = cls_of.get
+        get, cache = cls_of.get, inserter.node_cache
         for v, ctor, fields, sub in rows:
             c = get(v)
             pos = E_POS[ctor]
@@ -273,11 +274,17 @@ class Snapshot:
                 continue
             if pos:
                 fields = tuple(cls_of[x] if i in pos else x for i, x in enumerate(fields))
-            nodes.append(_node_of((c, ctor, fields, sub)))
-        made = list(nodes)
+            t = (c, ctor, fields, sub)
+            n = cache.get(t)
+            if n is None:
+                n = cache[t] = _node_of(t)
+                made.append(n)
+            nodes.append(n)
         csts = [n for n in nodes if n.ctor == "Cst"]
         self.new_handles = _name_new_classes(raw, cls_of, inserter, nodes, csts, made)
         nodes.sort(key=_ROW_OF)
+        if len(cache) > 4 * len(nodes) + 4096:
+            cache.clear()
         self._index(nodes, csts)
         self.cls_of, self._handle_val = cls_of, handle_val
         self.lo = {get(v): x for v, x in lo.items() if get(v) is not None}
