@@ -213,6 +213,7 @@ class Session:
                     run.insert_seeds(run.seeds)  # (the run starts from both)
             run.input_nodes = run.peak = len(self.ins.uop_handle) - len(saved[2])
             run.tracer = Tracer(run.roots, self.ins) if run.keep_egraph else None
+            run.start_replay()
             run.loop()
             run_phases(run)
             clean = True

@@ -1,22 +1,23 @@
-"""A run's first step computed in Python, when egglog's would change nothing:
-:func:`first_step`.
+"""A small run's steps replayed in Python: the :class:`Mirror` e-graph and the
+:class:`RuleBook`.
 
-Most calls on small index expressions saturate in their first iteration: the native
-rules find nothing new in the input and the baseline's rewrite, the interval analysis
-sets the classes' bounds, and the computed pass records nothing. egglog's step then
-costs its fixed commands (the loading, a round of the native rules, the analysis, the
-sizes, and the reset after the run) on an e-graph of a dozen e-nodes. Here the same
-step is replayed in Python from the rows the run recorded (:class:`Mirror`): the
-e-graph they make (handles, unions, congruence), the facts' bounds, one round of the
-native rules' queries (would any change the e-graph?), the interval rules to their
-fixed point and the snapshot egglog's e-graph would give. The rules are read from the
-egglog text the e-graph runs (``Program.programs``, ``analysis_program``), so the two
-cannot drift; the primitives compute as egglog 13.2's i64 ones do (an overflow, a
-division by 0 or a shift out of range: no match).
+Most calls on index expressions hold a few dozen e-nodes, where each egglog command
+costs more than the work it does: a step's loading, its round of native rules, the
+interval analysis, the sizes, each snapshot's conversion of every table and the reset
+after the run (about two thirds of a small call). A run that may (``Run.start_replay``)
+does each step here instead: the rows the run recorded (e-nodes, unions, facts, late
+bounds, subsumptions) loaded into a mirror of egglog's e-graph (handles, a union-find,
+congruence closure; a class named by its smallest handle), one round of the native
+rewrites (every match found first, then applied, as egglog does), the interval rules to
+their fixed point, and the snapshot egglog's e-graph would give. The rules are read
+from the egglog text the e-graph runs (``Program.programs``, ``analysis_program``;
+compiled by :mod:`.queries`), so the two cannot drift, and the loop, the computed
+passes and the extraction are the same code either way: the outputs are egglog's, byte
+for byte (the tests run both on the corpus, unseen cases and random graphs).
 
-When a native rule would change the e-graph, nothing here is kept (:class:`ReplayStopped`) and
-the step goes to egglog as before. The outputs are the same either way (the tests run
-both on the corpus and on random graphs and compare the snapshots).
+Where a step needs egglog (the counting twins of the multiplying rules, an e-graph past
+:data:`MAX_ENODES`, an analysis that does not settle) the run stops
+(:class:`ReplayStopped`) and the engine runs it again with egglog running its steps.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ carries one run's state into the next. One iteration is a step (:meth:`Run.step`
 pending rows, a round of the native rules, the interval analysis, in one egglog call),
 a snapshot, a computed pass and the budgets' check (docs/architecture.md, "The e-graph
 engine"; :class:`~eqsat.engines.egraph.schedules.StopReason` lists why a run stops).
+A small run's steps and snapshots are replayed in Python instead (:mod:`.pystep`, the
+same e-graph without an egglog command: :meth:`Run.start_replay`).
 """
 
 from __future__ import annotations
@@ -127,10 +129,10 @@ class Run:
         self.per_iter: list[tuple[int, float]] = []
         self.emitted: list[int] = []  # rows each computed pass recorded
         self.late = False  # a computed pass ran past its deadline
-        #: the run's e-graph when its steps replay in Python (:mod:`.pystep`), set at
-        #: its first step; None when egglog runs them (egglog then never holds the run)
+        #: the run's e-graph when its steps replay in Python (:mod:`.pystep`; set by
+        #: :meth:`start_replay`); None when egglog runs them (egglog never holds it then)
         self.mirror: Mirror | None = None
-        self.replay = replay  # whether its steps may replay (see _may_replay)
+        self.replay = replay  # whether its steps may replay (see start_replay)
         #: the native matches counted so far when replayed (egglog counts a match in
         #: the step that first finds it)
         self.counted: set[tuple] = set()
@@ -219,8 +221,6 @@ class Run:
         room the e-node budget has left); see :meth:`native_runs`. An analysis-only step
         runs the tripwire after the analysis; a run's native steps leave it to the run's
         end (an empty interval stays empty)."""
-        if self.mirror is None and native and self.it == 0 and self._may_replay():
-            self.mirror = Mirror()
         if self.mirror is not None:
             return self._replay_step(native, allow)
         cur = self.store.cur
@@ -477,8 +477,7 @@ class Run:
         # e-node budget has left
         size = (self.sizes[-1] if self.sizes else 0) + self.ins.pending_nodes
         t_it = time.perf_counter()
-        with clock.phase(self.times, "egglog" if self.mirror is None and not (
-                self.it == 0 and self._may_replay()) else "replay"):
+        with clock.phase(self.times, "egglog" if self.mirror is None else "replay"):
             changed = self.step(True, STEP_ROOM * (limits.enodes - size))
         if self.emitted and not self.emitted[-1] and not self.step_updated:
             # the last pass recorded nothing and no rule changed anything: the e-graph
@@ -524,12 +523,13 @@ class Run:
         return tuple(p for b in bases
                      for p in self.runnable_parts([b, f"{b}_mult"] if every else [b]))
 
-    def _may_replay(self) -> bool:
-        """Whether this run's steps replay in Python (:mod:`.pystep`), decided at its
-        first step: an index-only run of at most ``pystep.MAX_ROWS`` rows, not kept
-        for inspection (the record reads egglog's e-graph)."""
-        return self.replay and self.tracer is None and not (
-            self.fixed or self.fixed_analysis) and self.ins.pending_nodes <= pystep.MAX_ROWS
+    def start_replay(self) -> None:
+        """Replay this run's steps in Python (:mod:`.pystep`: ``mirror`` set) when it
+        may: an index-only run whose insertion recorded at most ``pystep.MAX_ROWS``
+        rows, not kept for inspection (the record reads egglog's e-graph)."""
+        if self.replay and self.tracer is None and not (self.fixed or self.fixed_analysis) \
+                and self.ins.pending_nodes <= pystep.MAX_ROWS:
+            self.mirror = Mirror()
 
     def _replay_step(self, native: bool, allow: float) -> bool:
         """:meth:`step` on the run's :class:`~.pystep.Mirror` (no egglog command): the
@@ -558,10 +558,10 @@ class Run:
             raise WidenError  # (a rule made another constructor's e-node)
         return changed
 
-    def _pass(self, snap: Snapshot, state: PassState) -> tuple[Any, int, float]:
-        """The computed pass over ``snap``: its result, the rows it recorded and the
-        rows past which it stopped."""
-        ins = self.ins
+    def _computed_pass(self, changed: bool, t_it: float) -> None:
+        """The computed pass over the last snapshot, and the stops it decides."""
+        snap, ins = self.snap, self.ins
+        assert snap is not None
         root_cls = [snap.cls_of_handle(h) for h in self.handles]
         pending0 = ins.pending
         # the pass stops once its rows fill the next step's share of the room, or at
@@ -569,33 +569,20 @@ class Run:
         rows_cap = pending0 + STEP_ROOM * max(0, self.limits.enodes - snap.enodes)
         times = self.times
         with self.clock.phase(times, "computed"):
-            res = python_pass(snap, ins, self.program.pyrules, state,
+            res = python_pass(snap, ins, self.program.pyrules, self.pass_state,
                               deadline=self.clock.deadline(),
                               clock=partial(_pass_clock, ins, rows_cap),
                               roots=root_cls, model=self.model)
-        for k, v in res.times.items():
-            times["computed." + k] = times.get("computed." + k, 0.0) + v
-        return res, ins.pending - pending0, rows_cap
-
-    def _count_pass(self, res: Any, emitted: int, t_it: float) -> None:
-        """Count a computed pass's matches and figures in the run's."""
         self.late = self.late or res.late
         for k, v in res.matches.items():
             self.matches[k] = self.matches.get(k, 0) + v
-        assert self.snap is not None
-        self.per_iter.append((self.snap.enodes, round(time.perf_counter() - t_it, 4)))
-        self.emitted.append(emitted)
-
-    def _computed_pass(self, changed: bool, t_it: float) -> None:
-        """The computed pass over the last snapshot, and the stops it decides."""
-        snap, ins = self.snap, self.ins
-        assert snap is not None
-        res, emitted, rows_cap = self._pass(snap, self.pass_state)
-        self._count_pass(res, emitted, t_it)
+        for k, v in res.times.items():
+            times["computed." + k] = times.get("computed." + k, 0.0) + v
+        self.per_iter.append((snap.enodes, round(time.perf_counter() - t_it, 4)))
+        self.emitted.append(ins.pending - pending0)
         if not changed and ins.pending == 0:
             self.stop = StopReason.SATURATED if self.multiplying else StopReason.ENODES
             return
-        root_cls = [snap.cls_of_handle(h) for h in self.handles]
         self.best.append(_root_cost(snap, root_cls))  # the pass priced every class
         if is_stalled(self.best, self.sizes, self.limits.stall, self.emitted):
             self.stop = StopReason.STALLED

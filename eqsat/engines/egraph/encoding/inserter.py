@@ -154,25 +154,6 @@ class Inserter:
         self.seeder = None
         self.pending = 0
 
-    def checkpoint(self) -> tuple:
-        """Everything a step in Python (:mod:`..pystep`) may change, for
-        :meth:`rollback`: the handles, the recorded rows and what they name."""
-        return (self.state(), {k: list(v) for k, v in self._rows.items()},
-                {k: list(v) for k, v in self._late.items()}, self.pending,
-                set(self.ctors), dict(self.pending_ctors), set(self._sub_ctors),
-                set(self.const_classes), set(self.sub_named), self.reads,
-                self.read_classes, self.filled)
-
-    def rollback(self, cp: tuple) -> None:
-        """Back to :meth:`checkpoint`'s state (the snapshots' caches emptied)."""
-        (st, rows, self._late, self.pending, self.ctors, self.pending_ctors, self._sub_ctors,
-         self.const_classes, self.sub_named, self.reads, self.read_classes,
-         self.filled) = cp
-        self._next, self._memo, self.uop_handle, self._keep, self.handle_uop = \
-            st[0], dict(st[1]), dict(st[2]), list(st[3]), dict(st[4])
-        self._rows = rows
-        self.node_cache.clear()
-
     def take_waiting(self) -> list[list[str]]:
         """The e-node, union, fact and subsumption rows waiting to load, split into
         fields, taken as a flush takes them (the late bound rows stay: ``take_late``)."""
