@@ -121,3 +121,24 @@ def test_mirror_closes_classes_under_congruence() -> None:
     m.load(rows)
     assert m.find(3) == m.find(2) == 2 and m.find(1) == 0
     assert len(m.table) == 3 and (m.lo[0], m.hi[0]) == (2, 5)
+
+
+def test_a_stopped_replay_runs_again_in_egglog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay that meets an e-graph past ``MAX_ENODES`` stops, and the run starts
+    again with egglog running its steps: the outputs are egglog's."""
+    stopped = []
+    init = pystep.ReplayStopped.__init__
+
+    def spy(self: Exception, *args: Any) -> None:
+        stopped.append(args)
+        init(self, *args)
+
+    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    for expr in _cases()[:40]:
+        monkeypatch.setattr(pystep, "MAX_ROWS", 0)
+        want = _run(expr)
+        monkeypatch.setattr(pystep, "MAX_ROWS", 400)
+        monkeypatch.setattr(pystep, "MAX_ENODES", 40)
+        assert _run(expr)[:2] == want[:2], expr
+        monkeypatch.setattr(pystep, "MAX_ENODES", 2000)
+    assert len(stopped) >= 5
