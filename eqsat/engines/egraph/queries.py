@@ -264,6 +264,6 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     src = head + "\n".join(g.lines) + "\n"
     scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
     exec(compile(src, f"<query {name}>", "exec"), scope)  # noqa: S102
-    fn = scope["query"]
+    fn = scope.pop("query")  # (its globals do not hold it: no cycle to collect)
     fn.source = src
     return fn
