@@ -23,7 +23,7 @@ from eqsat.engines.egraph.encoding import Inserter, Snapshot
 from eqsat.engines.egraph.parts import join_parts, kernel_parts
 from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
-from eqsat.engines.egraph.pystep import ReplayStopped
+from eqsat.engines.egraph.pystep import ReplayStopped, rule_book
 from eqsat.engines.egraph.record import Tracer, joined_record
 from eqsat.engines.egraph.run import Run, WidenError
 from eqsat.engines.egraph.schedules import (
@@ -52,6 +52,7 @@ class Session:
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.program = Program(rulesets)
         self.store = Store(self.program)
+        rule_book(self.program)  # (the replay's rules, compiled with the session)
 
     @property
     def ins(self) -> Inserter:

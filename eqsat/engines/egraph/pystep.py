@@ -42,6 +42,11 @@ MAX_ROWS = 400
 MAX_ENODES = 2000
 
 
+#: the native rule sets a replayed run may run (``Run.native_bases`` of an index-only
+#: run, with its multiplying rules)
+REPLAYED_SETS = ("native_p", "native_mult_p")
+
+
 class ReplayStopped(Exception):  # noqa: N818 (a stop, not an error)
     """A replayed run met a step egglog must run (the counting twins, an e-graph past
     :data:`MAX_ENODES`, an analysis that does not settle, a row or rule this module does
@@ -333,7 +338,8 @@ class RuleBook:
         #: rule-set part -> its rewrites by the constructor of their pattern's root
         self.parts: dict[str, dict[str, list[_Rewrite]]] = {}
         for part, text, _need in program.programs:
-            if text.startswith("(rewrite"):
+            # (a run that replays has no fixed-width node: the index rule sets only)
+            if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
                 r = _Rewrite(text, lambda n: law(n, n))
                 self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
         #: the interval rules by the constructor they are about
@@ -352,6 +358,8 @@ class RuleBook:
         found = []
         present = m.by_ctor
         for part in parts:
+            if not part.startswith(REPLAYED_SETS):
+                raise ReplayStopped(f"rule set part {part}: egglog runs it")
             for ctor, rules in self.parts.get(part, {}).items():
                 if ctor not in present:
                     continue
