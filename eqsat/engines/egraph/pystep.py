@@ -22,6 +22,7 @@ Where a step needs egglog (the counting twins of the multiplying rules, an e-gra
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -404,14 +405,16 @@ class RuleBook:
 
 
 _BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BOOKS_LOCK = threading.Lock()  # (each thread's sessions share a program's book)
 
 
 def rule_book(program: Any) -> RuleBook:
     """The compiled rules of ``program`` (built once per program: a pure function of
     its egglog text)."""
-    book = _BOOKS.get(program)
-    if book is None:
-        book = _BOOKS[program] = RuleBook(program)
+    with _BOOKS_LOCK:
+        book = _BOOKS.get(program)
+        if book is None:
+            book = _BOOKS[program] = RuleBook(program)
     return book
 
 
