@@ -35,12 +35,12 @@ from eqsat.ir.egglog_text import read
 __all__ = ["ReplayStopped", "Mirror", "RuleBook", "rule_book", "snapshot_of", "table_sizes",
            "empty_interval", "MAX_ROWS", "NEW_CLASS"]
 
-#: a run replays its steps here only when its first step loads at most this many rows
-#: (a larger e-graph's Python matching costs more than egglog's fixed commands)
+#: a run replays its steps here when its insertion records at most this many rows (the
+#: replay saves egglog's fixed cost of each command, which a larger run amortizes)
 MAX_ROWS = 400
 #: ... and while its e-graph holds at most this many e-nodes (past it, the run starts
-#: again in egglog)
-MAX_ENODES = 2000
+#: again in egglog; the default e-node budget stops most runs before)
+MAX_ENODES = 20000
 
 
 #: the native rule sets a replayed run may run (``Run.native_bases`` of an index-only
