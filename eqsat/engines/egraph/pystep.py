@@ -272,18 +272,13 @@ class _Rewrite:
         self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
                                      ["__root", *_rhs_vars(rhs, [])])
 
-    def apply(self, m: Mirror, fields: tuple, env: Env) -> bool:
-        """This match's rewrite applied to ``m`` (the right side's e-nodes made, its
-        class merged with the match's, the matched e-node subsumed); whether two classes
-        merged or an e-node was subsumed. The table is stale until ``m.rebuild()``."""
-        c = self.build(m, env)
-        merged = m.union(c, env["__root"])
+    def apply(self, m: Mirror, fields: tuple, env: Env) -> None:
+        """This match's rewrite applied to ``m``: the right side's e-nodes made, its
+        class merged with the match's, the matched e-node subsumed (the table is stale
+        until ``m.rebuild()``)."""
+        m.union(self.build(m, env), env["__root"])
         if self.subsume:
-            key = (self.ctor, fields)
-            if key not in m.sub:
-                m.sub.add(key)
-                return True
-        return merged
+            m.sub.add((self.ctor, fields))
 
 
 def _builder(t: Any) -> Callable[[Mirror, Env], int]:
@@ -371,14 +366,15 @@ class RuleBook:
                             counted.add(key)
                             matches[r.name] = matches.get(r.name, 0) + 1
                         found.append((r, fields, env))
-        # (the e-graph changed when two classes merged, an e-node was subsumed, or
-        # the rebuild left more e-nodes: without a merge, none collapse)
-        nodes, changed = len(m.table), False
+        if not found:
+            return False
+        # (the e-graph changed when an e-node or a class of one changed, or an e-node was
+        # subsumed: a right side found again under a key the round made stale is not)
+        before, subsumed = dict(m.table), len(m.sub)
         for r, fields, env in found:
-            changed = r.apply(m, fields, env) or changed
-        if found:
-            m.rebuild()
-        return changed or len(m.table) > nodes
+            r.apply(m, fields, env)
+        m.rebuild()
+        return m.table != before or len(m.sub) != subsumed
 
     def analyse(self, m: Mirror, cap: int) -> int:
         """The interval rules to their fixed point (each round matches the bounds the
