@@ -338,11 +338,30 @@ class RuleBook:
             if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
                 r = _Rewrite(text, lambda n: law(n, n))
                 self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
+        #: combination of parts -> its rewrites by root constructor (``_by_ctor``)
+        self._combined: dict[tuple[str, ...], dict[str, list[_Rewrite]]] = {}
         #: the interval rules by the constructor they are about
         self.intervals: dict[str, list[_Interval]] = {}
         for n, _i, b in ANALYSIS_RULES:
             r = _Interval(n, b)
             self.intervals.setdefault(r.ctor, []).append(r)
+
+    def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Rewrite]]:
+        """The rewrites of ``parts`` by their pattern's root constructor, in the parts'
+        order (kept per combination of parts: a run asks for a few)."""
+        out = self._combined.get(parts)
+        if out is None:
+            out = {}
+            for part in parts:
+                if not part.startswith(REPLAYED_SETS):
+                    raise ReplayStopped(f"rule set part {part}: egglog runs it")
+                for ctor, rules in self.parts.get(part, {}).items():
+                    out.setdefault(ctor, []).extend(rules)
+            with _BOOKS_LOCK:
+                if len(self._combined) >= _COMBINED:
+                    self._combined.clear()
+                self._combined[parts] = out
+        return out
 
     def round(self, m: Mirror, parts: tuple[str, ...], matches: dict[str, int],
               counted: set[tuple]) -> bool:
@@ -352,20 +371,16 @@ class RuleBook:
         bindings) is counted in ``matches`` and added: egglog counts a match in the
         round that first finds it."""
         found = []
-        present = m.by_ctor
-        for part in parts:
-            if not part.startswith(REPLAYED_SETS):
-                raise ReplayStopped(f"rule set part {part}: egglog runs it")
-            for ctor, rules in self.parts.get(part, {}).items():
-                if ctor not in present:
-                    continue
-                for r in rules:
-                    for fields, env in r.matches(m):
-                        key = (r.name, fields, tuple(env.values()))
-                        if key not in counted:
-                            counted.add(key)
-                            matches[r.name] = matches.get(r.name, 0) + 1
-                        found.append((r, fields, env))
+        for ctor, rules in self._by_ctor(parts).items():
+            if ctor not in m.by_ctor:
+                continue
+            for r in rules:
+                for fields, env in r.matches(m):
+                    key = (r.name, fields, tuple(env.values()))
+                    if key not in counted:
+                        counted.add(key)
+                        matches[r.name] = matches.get(r.name, 0) + 1
+                    found.append((r, fields, env))
         if not found:
             return False
         # (the e-graph changed when an e-node or a class of one changed, or an e-node was
@@ -400,6 +415,8 @@ class RuleBook:
         raise ReplayStopped("the interval analysis did not settle")
 
 
+#: combinations of parts a rule book keeps at most (``RuleBook._by_ctor``)
+_COMBINED = 256
 _BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BOOKS_LOCK = threading.Lock()  # (each thread's sessions share a program's book)
 
