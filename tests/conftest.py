@@ -88,3 +88,12 @@ def _empty_result_cache():
 
     clear_result_cache()
     yield
+
+
+@pytest.fixture
+def egglog_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs whose steps egglog runs (no replay in Python, ``eqsat/engines/egraph/
+    pystep.py``): for a test of egglog's own commands, rule sets or reset."""
+    from eqsat.engines.egraph import pystep
+
+    monkeypatch.setattr(pystep, "MAX_ROWS", -1)

@@ -23,6 +23,7 @@ from eqsat.engines.egraph.encoding import Inserter, Snapshot
 from eqsat.engines.egraph.parts import join_parts, kernel_parts
 from eqsat.engines.egraph.phases import no_run_stats, run_phases
 from eqsat.engines.egraph.program import Program
+from eqsat.engines.egraph.pystep import ReplayStopped, rule_book
 from eqsat.engines.egraph.record import Tracer, joined_record
 from eqsat.engines.egraph.run import Run, WidenError
 from eqsat.engines.egraph.schedules import (
@@ -51,6 +52,7 @@ class Session:
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.program = Program(rulesets)
         self.store = Store(self.program)
+        rule_book(self.program)  # (the replay's rules, compiled with the session)
 
     @property
     def ins(self) -> Inserter:
@@ -161,17 +163,24 @@ class Session:
                 return floor[0], no_run_stats(list(self.program.groups),
                                               limits.for_roots(roots).enodes, times,
                                               floor[1], floor[2], stop), seeds
-            run = self._new_run(roots, seeds, model, limits, clock, keep_egraph)
-            try:
-                outs, stats = self.execute(run)
-            except WidenError:
-                # the narrow e-graph lacks rules that could match now: the run starts
-                # again in the index e-graph (the clock runs on), and ends as a run
-                # there would, had it started there
-                self.store.widened += 1
+            widen, replay = False, True
+            while True:
                 run = self._new_run(roots, seeds, model, limits, clock, keep_egraph,
-                                    widen=True)
-                outs, stats = self.execute(run)
+                                    widen=widen, replay=replay)
+                try:
+                    outs, stats = self.execute(run)
+                    break
+                except WidenError:
+                    # the narrow e-graph lacks rules that could match now: the run starts
+                    # again in the index e-graph (the clock runs on), and ends as a run
+                    # there would, had it started there
+                    if widen:
+                        raise
+                    self.store.widened += 1
+                    widen = True
+                except ReplayStopped:
+                    replay = False  # (again with egglog running its steps: the same end)
+            if widen:
                 stats["widened"] = True
             stats["costs"], stats["seed"] = no_worse_than_start(
                 outs, seeds, model, stats.get("costs"))
@@ -183,11 +192,13 @@ class Session:
         return outs, stats, seeds
 
     def _new_run(self, roots: list[UOp], seeds: Seeds, model: Any, limits: Limits,
-                 clock: Clock, keep_egraph: bool, widen: bool = False) -> Run:
-        """A run of ``roots`` in the e-graph they need (``Store.select``)."""
+                 clock: Clock, keep_egraph: bool, widen: bool = False,
+                 replay: bool = True) -> Run:
+        """A run of ``roots`` in the e-graph they need (``Store.select``); ``replay``:
+        whether its steps may replay in Python (:mod:`.pystep`)."""
         orders = self.store.select(roots, widen=widen, extra=seeds.order)
         return Run(self.program, self.store, model, limits, clock, seeds, orders,
-                   keep_egraph, roots=roots)
+                   keep_egraph, roots=roots, replay=replay)
 
     def execute(self, run: Run) -> tuple[list[UOp], dict]:
         """Execute ``run`` in the store's current e-graph: insert its roots, its loop,
@@ -203,12 +214,13 @@ class Session:
                     run.insert_seeds(run.seeds)  # (the run starts from both)
             run.input_nodes = run.peak = len(self.ins.uop_handle) - len(saved[2])
             run.tracer = Tracer(run.roots, self.ins) if run.keep_egraph else None
+            run.start_replay()
             run.loop()
             run_phases(run)
             clean = True
             final = None if run.stale else run.snap
             return run.outs, run.stats
-        except WidenError:
+        except (WidenError, ReplayStopped):
             clean = True  # (raised between egglog calls: the e-graph is consistent)
             raise
         except (UnsoundError, bindings.EggSmolError):
@@ -225,7 +237,10 @@ class Session:
             raise
         finally:
             with run.clock.phase(run.times, "reset"):
-                self.store.reset(saved, clean, final)
+                if run.mirror is not None:
+                    self.ins.restore(saved)  # (nothing of the run was loaded)
+                else:
+                    self.store.reset(saved, clean, final)
 
 
 _LOCAL = threading.local()  # each thread's sessions: an egglog EGraph stays on its thread

@@ -7,6 +7,8 @@ carries one run's state into the next. One iteration is a step (:meth:`Run.step`
 pending rows, a round of the native rules, the interval analysis, in one egglog call),
 a snapshot, a computed pass and the budgets' check (docs/architecture.md, "The e-graph
 engine"; :class:`~eqsat.engines.egraph.schedules.StopReason` lists why a run stops).
+A small run's steps and snapshots are replayed in Python instead (:mod:`.pystep`, the
+same e-graph without an egglog command: :meth:`Run.start_replay`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from functools import partial
 from typing import Any
 
+from eqsat.engines.egraph import pystep
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import (
     CHECK_RULESET,
@@ -31,6 +34,14 @@ from eqsat.engines.egraph.program import (
     FIXED_RULESET,
     Program,
     fixed_width_of,
+)
+from eqsat.engines.egraph.pystep import (
+    Mirror,
+    ReplayStopped,
+    empty_interval,
+    rule_book,
+    snapshot_of,
+    table_sizes,
 )
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
@@ -49,7 +60,7 @@ from eqsat.engines.egraph.store import Store
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
 
-__all__ = ["Run", "WidenError", "ANALYSIS_CAP", "is_stalled"]
+__all__ = ["Run", "WidenError", "ReplayStopped", "ANALYSIS_CAP", "is_stalled"]
 
 #: rounds of the interval analysis per step at most. A sound e-graph settles in about
 #: its depth; a class that is Invalid everywhere may hold a node such as ``c + 3`` of
@@ -76,7 +87,8 @@ class Run:
     def __init__(self, program: Program, store: Store, model: Any = None,
                  limits: Limits | None = None, clock: Clock | None = None,
                  seeds: Seeds | None = None, orders: dict[int, list[UOp]] | None = None,
-                 keep_egraph: bool = False, roots: list[UOp] | None = None):
+                 keep_egraph: bool = False, roots: list[UOp] | None = None,
+                 replay: bool = True):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
         self.orders = orders or {}
         # a default e-node budget (None) is resolved from the roots' unique nodes
@@ -117,6 +129,13 @@ class Run:
         self.per_iter: list[tuple[int, float]] = []
         self.emitted: list[int] = []  # rows each computed pass recorded
         self.late = False  # a computed pass ran past its deadline
+        #: the run's e-graph when its steps replay in Python (:mod:`.pystep`; set by
+        #: :meth:`start_replay`); None when egglog runs them (egglog never holds it then)
+        self.mirror: Mirror | None = None
+        self.replay = replay  # whether its steps may replay (see start_replay)
+        #: the native matches counted so far when replayed (egglog counts a match in
+        #: the step that first finds it)
+        self.counted: set[tuple] = set()
         self.rss0 = rss_bytes()
         self.rss_peak = 0  # the most the run grew the resident set by, of the readings
         # the phases' state (:mod:`.phases`)
@@ -134,7 +153,10 @@ class Run:
     def read(self, iteration: int = 0) -> Snapshot:
         """Read the e-graph into ``snap`` (and the tracer: ``iteration`` 0 is a read
         after the loop)."""
-        self.snap = Snapshot(self.store.egraph, self.ins)
+        if self.mirror is not None:
+            self.snap = snapshot_of(self.mirror, self.ins)
+        else:
+            self.snap = Snapshot(self.store.egraph, self.ins)
         if self.tracer is not None:
             self.tracer.snapshot(self.snap, iteration, self.matches)
         return self.snap
@@ -199,6 +221,8 @@ class Run:
         room the e-node budget has left); see :meth:`native_runs`. An analysis-only step
         runs the tripwire after the analysis; a run's native steps leave it to the run's
         end (an empty interval stays empty)."""
+        if self.mirror is not None:
+            return self._replay_step(native, allow)
         cur = self.store.cur
         if (self.fixed or self.fixed_analysis) and not cur.fixed_width:
             raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
@@ -393,6 +417,10 @@ class Run:
     def check(self) -> None:
         """Run the tripwire over the run's e-graph; an empty interval of a never-Invalid
         class raises the :class:`UnsoundError` :meth:`diagnose` gives."""
+        if self.mirror is not None:  # (egglog never held this run's e-graph)
+            if empty_interval(self.mirror) is not None:
+                raise self.diagnose(self.snap)
+            return
         try:
             self.store.cmd(f"(run {CHECK_RULESET} 1)")
         except bindings.EggSmolError as e:
@@ -401,8 +429,10 @@ class Run:
             raise
         self.store.cur.egg_iterations += 1
 
-    def diagnose(self) -> UnsoundError:
-        snap = Snapshot(self.store.egraph, self.ins)
+    def diagnose(self, snap: Snapshot | None = None) -> UnsoundError:
+        """The error of an empty interval in ``snap`` (None: the e-graph read now)."""
+        if snap is None:
+            snap = Snapshot(self.store.egraph, self.ins)
         bad = [c for c in sorted(snap.lo) if c in snap.hi and snap.lo[c] > snap.hi[c]
                and c in snap.defined]
         if not bad:
@@ -447,7 +477,7 @@ class Run:
         # e-node budget has left
         size = (self.sizes[-1] if self.sizes else 0) + self.ins.pending_nodes
         t_it = time.perf_counter()
-        with clock.phase(self.times, "egglog"):
+        with clock.phase(self.times, "egglog" if self.mirror is None else "replay"):
             changed = self.step(True, STEP_ROOM * (limits.enodes - size))
         if self.emitted and not self.emitted[-1] and not self.step_updated:
             # the last pass recorded nothing and no rule changed anything: the e-graph
@@ -478,6 +508,55 @@ class Run:
             self.stop = stop
             return
         self._computed_pass(changed, t_it)
+
+    def _replayed_parts(self, allow: float) -> tuple[str, ...]:
+        """The native rule-set parts egglog's step would run now (:meth:`native_runs`
+        without the counting twins' egglog call: :class:`ReplayStopped` where it would
+        make one)."""
+        program = self.program
+        if not program.native:
+            return ()
+        bases = self.native_bases()
+        every = self.multiplying and self.mult_may_match(bases)
+        if every and self.apriori(bases) > allow:
+            raise ReplayStopped("the counting twins run in egglog")
+        return tuple(p for b in bases
+                     for p in self.runnable_parts([b, f"{b}_mult"] if every else [b]))
+
+    def start_replay(self) -> None:
+        """Replay this run's steps in Python (:mod:`.pystep`: ``mirror`` set) when it
+        may: an index-only run whose insertion recorded at most ``pystep.MAX_ROWS``
+        rows, not kept for inspection (the record reads egglog's e-graph)."""
+        if self.replay and self.tracer is None and not (self.fixed or self.fixed_analysis) \
+                and self.ins.pending_nodes <= pystep.MAX_ROWS:
+            self.mirror = Mirror()
+
+    def _replay_step(self, native: bool, allow: float) -> bool:
+        """:meth:`step` on the run's :class:`~.pystep.Mirror` (no egglog command): the
+        waiting rows loaded, a round of the native rules, the late bounds, the interval
+        rules to their fixed point; the sizes and ``step_updated`` as egglog's report
+        gives them. :class:`ReplayStopped` where egglog must run the steps."""
+        m, ins, book = self.mirror, self.ins, rule_book(self.program)
+        assert m is not None
+        narrow = self.store.cur.kind == "narrow"
+        if narrow and not ins.ctors <= self.program.narrow_loads:
+            raise WidenError
+        parts = self._replayed_parts(allow) if native else ()
+        rows, late = ins.take_waiting(), ins.take_late()
+        if len(m.table) + len(rows) > pystep.MAX_ENODES:
+            raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
+        m.load(rows)
+        changed = book.round(m, parts, self.matches, self.counted) if parts else False
+        tightened = m.load(late)
+        rounds = book.analyse(m, ANALYSIS_CAP)
+        if not native and empty_interval(m) is not None:
+            raise self.diagnose(snapshot_of(m, ins))
+        self.present = table_sizes(m)
+        self.step_size = sum(self.present.values())
+        self.step_updated = changed or tightened or rounds > 1
+        if narrow and not self.narrow_holds():
+            raise WidenError  # (a rule made another constructor's e-node)
+        return changed
 
     def _computed_pass(self, changed: bool, t_it: float) -> None:
         """The computed pass over the last snapshot, and the stops it decides."""

@@ -295,6 +295,7 @@ def test_the_extension_constructors_are_those_no_native_rule_makes() -> None:
     ("(add (xor (var x 0 3) 1) 2)", {"Xor"}),
     ("(where (ne (var x 0 5) 2) (var x 0 5) (invalid))", {"Ne"}),
 ])
+@pytest.mark.usefixtures("egglog_steps")
 def test_a_run_schedules_the_extension_rules_only_when_it_inserted_one(
         monkeypatch, text: str, ext: set[str]) -> None:
     # a step's analysis runs the interval rules of the constructors the e-graph holds:

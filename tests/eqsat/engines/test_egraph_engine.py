@@ -99,6 +99,7 @@ def test_fixed_width_rule_set_runs_only_for_fixed_width_inputs(text: str, fires:
     assert res.cost <= 4
 
 
+@pytest.mark.usefixtures("egglog_steps")
 def test_session_rebuilds_its_egraph_and_gives_the_same_results(monkeypatch) -> None:
     # egglog's overall run report and union-find grow with every iteration: past
     # REBUILD_ITERATIONS the session starts a fresh e-graph
@@ -294,6 +295,7 @@ def test_a_run_leaves_the_egraph_as_built_without_push_or_pop() -> None:
     assert again[0] is first[0]
 
 
+@pytest.mark.usefixtures("egglog_steps")
 def test_a_run_that_raises_leaves_a_fresh_egraph(monkeypatch) -> None:
     from eqsat.engines.egraph import run
     from eqsat.engines.egraph.schedules import Limits

@@ -142,6 +142,7 @@ CASE = ("(add (mul (idiv (add (mul (range 0 16) 8) (range 1 8)) 4) 12) "
         "(mod (add (mul (range 0 16) 8) (range 1 8)) 4))")
 
 
+@pytest.mark.usefixtures("egglog_steps")
 def test_seeding_changes_the_rounds_not_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     cm = get_cost_model("reference")
     g = parse(CASE)

@@ -154,6 +154,24 @@ class Inserter:
         self.seeder = None
         self.pending = 0
 
+    def take_waiting(self) -> list[list[str]]:
+        """The e-node, union, fact and subsumption rows waiting to load, split into
+        fields, taken as a flush takes them (the late bound rows stay: ``take_late``)."""
+        rows = self._rows
+        lines = rows.get(NODE_REL, []) + rows.get(FACT_ROWS, []) + rows.get(SUB_REL, [])
+        rows.clear()
+        self.pending = 0
+        self.pending_ctors = {}
+        self._sub_ctors = set()
+        return [line.split("\t") for line in lines]
+
+    def take_late(self) -> list[list[str]]:
+        """The late bound rows (:meth:`late_bound`), split into fields, taken as a flush
+        takes them."""
+        lines = self._late.pop(NODE_REL, [])
+        self._late.clear()
+        return [line.split("\t") for line in lines]
+
     @property
     def memo(self) -> dict[tuple, int]:
         """The e-nodes recorded or registered so far: ``(ctor, *fields) -> handle`` (what

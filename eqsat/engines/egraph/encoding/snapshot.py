@@ -248,11 +248,61 @@ class Snapshot:
         self.lo, self.hi, known = _read_bounds(egraph, funcs, reads, stale, cls_of, fresh)
         inserter.reads = fresh
         inserter.read_classes = cls_of
-        self.defined = defined_classes(nodes, known, self.classes)
+        self._finish(known, made, inserter)
+
+    @classmethod
+    def of_rows(cls, rows: list[tuple], cls_of: dict[Any, int], handle_val: dict[int, Any],
+                lo: dict[Any, int], hi: dict[Any, int], known: Iterable[Any],
+                inserter: Inserter) -> Snapshot:
+        """The snapshot of an e-graph known without reading egglog (a step computed in
+        Python, :mod:`..pystep`), as a read from egglog makes it: ``rows`` are its
+        e-nodes ``(class, ctor, fields, subsumed)`` with classes as values of the
+        caller's, ``cls_of`` names the values a handle names (each its smallest),
+        ``handle_val`` gives each handle's value, ``lo``/``hi``/``known`` the bounds
+        and the ``Def`` classes by value. The classes without a handle get one
+        (recorded in ``inserter``, as are the facts and subsumptions a read records)."""
+        self = cls.__new__(cls)
+        nodes: list[Node] = []
+        made: list[Node] = []  # (the Nodes no earlier snapshot of the run made)
+        raw: list[tuple[str, Any, list, bool]] = []
+        get, cache = cls_of.get, inserter.node_cache
+        for v, ctor, fields, sub in rows:
+            c = get(v)
+            pos = E_POS[ctor]
+            if c is None or any(fields[i] not in cls_of for i in pos):
+                raw.append((ctor, v, list(fields), sub))
+                continue
+            if pos:
+                fields = tuple(cls_of[x] if i in pos else x for i, x in enumerate(fields))
+            t = (c, ctor, fields, sub)
+            n = cache.get(t)
+            if n is None:
+                n = cache[t] = _node_of(t)
+                made.append(n)
+            nodes.append(n)
+        csts = [n for n in nodes if n.ctor == "Cst"]
+        self.new_handles = _name_new_classes(raw, cls_of, inserter, nodes, csts, made)
+        nodes.sort(key=_ROW_OF)
+        if len(cache) > 4 * len(nodes) + 4096:
+            cache.clear()
+        self._index(nodes, csts)
+        self.cls_of, self._handle_val = cls_of, handle_val
+        self.lo = {get(v): x for v, x in lo.items() if get(v) is not None}
+        self.hi = {get(v): x for v, x in hi.items() if get(v) is not None}
+        inserter.reads = {}
+        inserter.read_classes = None
+        self._finish({get(v) for v in known} - {None}, made, inserter)
+        return self
+
+    def _finish(self, known: set[int], made: list[Node], inserter: Inserter) -> None:
+        """The classes never Invalid (recorded for the native rules' guards where the
+        e-graph does not know them), the subsumptions of :meth:`_subsume_loops`
+        (``made``: the e-nodes this read made), the figures."""
+        self.defined = defined_classes(self.nodes, known, self.classes)
         for c in sorted(self.defined - known):  # for the native rules' guards
             inserter.fact("RDef", (c,))
         self._subsume_loops(made, inserter)
-        self.enodes = len(nodes)
+        self.enodes = len(self.nodes)
         #: class -> height of its cheapest term (filled by the computed pass for the
         #: classes it asks about: ``computed.pricing.BestHeights``)
         self.height: dict[int, int] = {}

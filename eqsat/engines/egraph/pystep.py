@@ -1,0 +1,459 @@
+"""A small run's steps replayed in Python: the :class:`Mirror` e-graph and the
+:class:`RuleBook`.
+
+Most calls on index expressions hold a few dozen e-nodes, where each egglog command
+costs more than the work it does: a step's loading, its round of native rules, the
+interval analysis, the sizes, each snapshot's conversion of every table and the reset
+after the run (about two thirds of a small call). A run that may (``Run.start_replay``)
+does each step here instead: the rows the run recorded (e-nodes, unions, facts, late
+bounds, subsumptions) loaded into a mirror of egglog's e-graph (handles, a union-find,
+congruence closure; a class named by its smallest handle), one round of the native
+rewrites (every match found first, then applied, as egglog does), the interval rules to
+their fixed point, and the snapshot egglog's e-graph would give. The rules are read
+from the egglog text the e-graph runs (``Program.programs``, ``analysis_program``;
+compiled by :mod:`.queries`), so the two cannot drift, and the loop, the computed
+passes and the extraction are the same code either way: the outputs are egglog's, byte
+for byte (the tests run both on the corpus, unseen cases and random graphs).
+
+Where a step needs egglog (the counting twins of the multiplying rules, an e-graph past
+:data:`MAX_ENODES`, an analysis that does not settle) the run stops
+(:class:`ReplayStopped`) and the engine runs it again with egglog running its steps.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
+from eqsat.engines.egraph.encoding.schema import CTORS
+from eqsat.engines.egraph.queries import QueryError, compile_query, is_var, literal
+from eqsat.ir.egglog_text import read
+
+__all__ = ["ReplayStopped", "Mirror", "RuleBook", "rule_book", "snapshot_of", "table_sizes",
+           "empty_interval", "MAX_ROWS", "NEW_CLASS"]
+
+#: a run replays its steps here when its insertion records at most this many rows (the
+#: replay saves egglog's fixed cost of each command, which a larger run amortizes)
+MAX_ROWS = 400
+#: ... and while its e-graph holds at most this many e-nodes (past it, the run starts
+#: again in egglog; the default e-node budget stops most runs before)
+MAX_ENODES = 20000
+
+
+#: the native rule sets a replayed run may run (``Run.native_bases`` of an index-only
+#: run, with its multiplying rules)
+REPLAYED_SETS = ("native_p", "native_mult_p")
+
+
+class ReplayStopped(Exception):  # noqa: N818 (a stop, not an error)
+    """A replayed run met a step egglog must run (the counting twins, an e-graph past
+    :data:`MAX_ENODES`, an analysis that does not settle, a row or rule this module does
+    not read): the engine runs it again with egglog running its steps."""
+
+
+# ---- the e-graph of the recorded rows --------------------------------------------------
+#: the first class id of the classes a rewrite makes (no handle names them; every
+#: handle is below it, so a class's root, its smallest id, is a handle when it has one)
+NEW_CLASS = 1 << 62
+
+
+class Mirror:
+    """The e-graph egglog would hold: classes (a union-find over handles and the ids of
+    the classes rewrites make, congruence closed), e-nodes by constructor and class,
+    the subsumed ones, the bounds per class (``lo`` merged by max, ``hi`` by min) and
+    ``Def``. Built from insertion rows (:meth:`load`)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+        self.table: dict[tuple, int] = {}  # (ctor, fields) -> class (canonical keys)
+        self.sub: set[tuple] = set()  # the subsumed e-nodes' keys
+        self.lo: dict[int, int] = {}
+        self.hi: dict[int, int] = {}
+        self.defs: set[int] = set()
+        self.made = NEW_CLASS
+        self.by_ctor: dict[str, list[tuple[tuple, int]]] = {}
+        self.by_class: dict[int, dict[str, list[tuple]]] = {}
+
+    # ---- classes
+    def find(self, k: int) -> int:
+        parent = self.parent
+        root = k
+        while parent[root] != root:
+            root = parent[root]
+        while parent[k] != root:
+            parent[k], k = root, parent[k]
+        return root
+
+    def handle(self, k: int) -> int:
+        """The class of handle ``k`` (a new singleton the first time)."""
+        if k not in self.parent:
+            self.parent[k] = k
+        return self.find(k)
+
+    def union(self, a: int, b: int) -> bool:
+        """Merge the classes of ``a`` and ``b`` (their bounds and ``Def`` too); whether
+        they were two. The table is stale until :meth:`rebuild`."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return False
+        if b < a:
+            a, b = b, a
+        self.parent[b] = a  # (the smaller id is the root: a handle, the class's name)
+        for table, merge in ((self.lo, max), (self.hi, min)):
+            vb = table.pop(b, None)
+            if vb is not None:
+                va = table.get(a)
+                table[a] = vb if va is None else merge(va, vb)
+        if b in self.defs:
+            self.defs.discard(b)
+            self.defs.add(a)
+        return True
+
+    def node(self, ctor: str, fields: tuple) -> tuple[int, bool]:
+        """The class of the e-node ``(ctor fields)`` (fields canonical), made when new;
+        and whether it was."""
+        key = (ctor, fields)
+        c = self.table.get(key)
+        if c is not None:
+            return self.find(c), False
+        c = self.made
+        self.made += 1
+        self.parent[c] = c
+        self.table[key] = c
+        return c, True
+
+    def canon(self, ctor: str, fields: tuple) -> tuple:
+        pos = _E_POS[ctor]
+        if not pos:
+            return fields
+        f = list(fields)
+        for i in pos:
+            f[i] = self.find(f[i])
+        return tuple(f)
+
+    def rebuild(self) -> None:
+        """Re-key the e-nodes by their classes now, merging the classes of e-nodes that
+        became equal (congruence), to a fixed point; index them."""
+        while True:
+            table: dict[tuple, int] = {}
+            sub: set[tuple] = set()
+            merged = False
+            for (ctor, fields), c in self.table.items():
+                key = (ctor, self.canon(ctor, fields))
+                if (ctor, fields) in self.sub:
+                    sub.add(key)
+                old = table.get(key)
+                if old is None:
+                    table[key] = self.find(c)
+                elif self.union(old, c):
+                    merged = True
+            self.table, self.sub = table, sub
+            if not merged:
+                break
+        self.table = {key: self.find(c) for key, c in self.table.items()}
+        by_ctor: dict[str, list[tuple[tuple, int]]] = {}
+        by_class: dict[int, dict[str, list[tuple]]] = {}
+        for key, c in self.table.items():
+            if key in self.sub:
+                continue  # (a subsumed e-node matches no query)
+            by_ctor.setdefault(key[0], []).append((key[1], c))
+            by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
+        self.by_ctor, self.by_class = by_ctor, by_class
+
+    # ---- loading
+    def load(self, rows: list[list[str]]) -> bool:
+        """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
+        ``RSub``'s subsumptions) as egglog's loading rules do, then :meth:`rebuild`;
+        whether a fact changed a bound or ``Def``."""
+        tags = {v: k for k, v in FACT_TAGS.items()}
+        tags.update({v: k for k, v in LATE_TAGS.items()})
+        facts: list[tuple[str, int, int]] = []
+        subs: list[tuple[str, tuple]] = []
+        for r in rows:
+            tag = r[1]
+            if len(r) == 8:  # an RSub row: tag s1 s2 i e1 e2 e3 e4
+                subs.append((r[0], _fields(r[0], ["", *r])))
+            elif tag == "U":
+                self.union(self.handle(int(r[0])), self.handle(int(r[5])))
+            elif tag in tags:
+                facts.append((tags[tag], int(r[0]), int(r[4])))
+            elif tag in CTORS:
+                fields = _fields(tag, r)
+                for i in _E_POS[tag]:
+                    self.handle(fields[i])
+                c, _ = self.node(tag, self.canon(tag, fields))
+                self.union(self.handle(int(r[0])), c)
+            else:
+                raise ReplayStopped(f"an insertion row of tag {tag!r}")
+        if len(facts) < len(rows):
+            self.rebuild()
+        tightened = False
+        for rel, k, v in facts:
+            c = self.handle(k)
+            if rel == "RDef":
+                tightened = tightened or c not in self.defs
+                self.defs.add(c)
+                continue
+            table, merge = (self.lo, max) if rel == "RLo" else (self.hi, min)
+            old = table.get(c)
+            new = v if old is None else merge(old, v)
+            if new != old:
+                table[c] = new
+                tightened = True
+        for ctor, fields in subs:
+            key = (ctor, self.canon(ctor, fields))
+            if key not in self.table:
+                raise ReplayStopped("a subsumption of an e-node the e-graph lacks")
+            self.sub.add(key)
+        if subs:
+            self.rebuild()
+        return tightened
+
+
+_E_POS: dict[str, tuple[int, ...]] = {
+    name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
+
+
+def _columns(sig: str) -> tuple[tuple[int, bool], ...]:
+    """An insertion row's column of each field of a constructor of signature ``sig``
+    (``k ctor s1 s2 i e1 e2 e3 e4``), and whether it is a number."""
+    ss, es = iter((2, 3)), iter((5, 6, 7, 8))
+    return tuple((next(ss), False) if ch == "S" else (4, True) if ch == "I"
+                 else (next(es), True) for ch in sig)
+
+
+_COLUMNS = {name: _columns(sig) for name, sig in CTORS.items()}
+
+
+def _fields(ctor: str, r: list[str]) -> tuple:
+    """The fields of an insertion row of ``ctor``."""
+    return tuple(int(r[c]) if num else r[c] for c, num in _COLUMNS[ctor])
+
+
+# ---- rules ---------------------------------------------------------------------------
+Env = dict[str, Any]
+
+
+def _value(t: Any) -> tuple[bool, Any]:
+    """A field's value on a right side or in an interval rule's action, compiled:
+    ``(True, name)`` for a variable's binding, ``(False, value)`` for a literal."""
+    if isinstance(t, list):
+        raise QueryError(f"a computed value in an action ({t})")
+    return (True, t) if is_var(t) else (False, literal(t))
+
+
+def _rhs_vars(t: Any, out: list[str]) -> list[str]:
+    if isinstance(t, list):
+        for x in t[1:]:
+            _rhs_vars(x, out)
+    elif is_var(t) and t not in out:
+        out.append(t)
+    return out
+
+
+class _Rewrite:
+    """A native rewrite: its query compiled (:func:`compile_query`), its right side,
+    whether it subsumes, and the name its matches count under."""
+
+    def __init__(self, text: str, law: Callable[[str], str]):
+        t = read(text)
+        if t[0] != "rewrite":
+            raise ValueError(f"not a rewrite: {text[:60]}")
+        lhs, rhs, opts = t[1], t[2], list(t[3:])
+        self.subsume = ":subsume" in opts
+        if self.subsume:
+            opts.remove(":subsume")
+        kw = dict(zip(opts[::2], opts[1::2], strict=True))
+        self.name = law(kw[":name"].strip('"'))
+        self.ctor, self.build = lhs[0], _builder(rhs)
+        self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
+                                     ["__root", *_rhs_vars(rhs, [])])
+
+    def apply(self, m: Mirror, fields: tuple, env: Env) -> None:
+        """This match's rewrite applied to ``m``: the right side's e-nodes made, its
+        class merged with the match's, the matched e-node subsumed (the table is stale
+        until ``m.rebuild()``)."""
+        m.union(self.build(m, env), env["__root"])
+        if self.subsume:
+            m.sub.add((self.ctor, fields))
+
+
+def _builder(t: Any) -> Callable[[Mirror, Env], int]:
+    """A rewrite's right side ``t`` compiled: the function giving its class in a
+    mirror, its e-nodes made where new."""
+    if not isinstance(t, list):
+        if not is_var(t):
+            raise QueryError(f"a right side that is a literal ({t})")
+        return lambda m, env: m.find(env[t])
+    ctor = t[0]
+    sig = CTORS.get(ctor)
+    if sig is None:
+        raise QueryError(f"a right side with {ctor!r}")
+    parts: list[tuple[int, Any]] = []  # (0 class, 1 variable, 2 literal; what)
+    for ch, x in zip(sig, t[1:], strict=True):
+        if ch == "E":
+            parts.append((0, _builder(x)))
+        else:
+            is_v, v = _value(x)
+            parts.append((1 if is_v else 2, v))
+
+    def build(m: Mirror, env: Env) -> int:
+        fields = tuple(w(m, env) if k == 0 else env[w] if k == 1 else w for k, w in parts)
+        return m.node(ctor, fields)[0]
+    return build
+
+
+class _Interval:
+    """An interval rule: its query compiled and the bounds it sets."""
+
+    def __init__(self, name: str, body: str):
+        query, actions = read(f"({body})")
+        first = query[0]
+        if first[0] != "=" or not isinstance(first[2], list):
+            raise ValueError(f"interval rule {name}: first atom is not (= e (Ctor ...))")
+        self.ctor, self.root = first[2][0], first[1]
+        #: (sets lo, a variable, its name or the literal) per action
+        self.sets: list[tuple[bool, bool, Any]] = []
+        for a in actions:
+            if a[0] != "set" or a[1][0] not in ("lo", "hi") or a[1][1] != first[1]:
+                raise ValueError(f"interval rule {name}: action {a}")
+            self.sets.append((a[1][0] == "lo", *_value(a[2])))
+        keep = [self.root, *[v for _lo, is_v, v in self.sets if is_v]]
+        self.matches = compile_query(name, first[2], first[1], query[1:],
+                                     list(dict.fromkeys(keep)))
+
+
+class RuleBook:
+    """A program's native rewrites by rule-set part, and the interval rules, compiled."""
+
+    def __init__(self, program: Any):
+        law = program.native_names.get
+        #: rule-set part -> its rewrites by the constructor of their pattern's root
+        self.parts: dict[str, dict[str, list[_Rewrite]]] = {}
+        for part, text, _need in program.programs:
+            # (a run that replays has no fixed-width node: the index rule sets only)
+            if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
+                r = _Rewrite(text, lambda n: law(n, n))
+                self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
+        #: combination of parts -> its rewrites by root constructor (``_by_ctor``)
+        self._combined: dict[tuple[str, ...], dict[str, list[_Rewrite]]] = {}
+        #: the interval rules by the constructor they are about
+        self.intervals: dict[str, list[_Interval]] = {}
+        for n, _i, b in ANALYSIS_RULES:
+            r = _Interval(n, b)
+            self.intervals.setdefault(r.ctor, []).append(r)
+
+    def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Rewrite]]:
+        """The rewrites of ``parts`` by their pattern's root constructor, in the parts'
+        order (kept per combination of parts: a run asks for a few)."""
+        out = self._combined.get(parts)
+        if out is None:
+            out = {}
+            for part in parts:
+                if not part.startswith(REPLAYED_SETS):
+                    raise ReplayStopped(f"rule set part {part}: egglog runs it")
+                for ctor, rules in self.parts.get(part, {}).items():
+                    out.setdefault(ctor, []).extend(rules)
+            with _BOOKS_LOCK:
+                if len(self._combined) >= _COMBINED:
+                    self._combined.clear()
+                self._combined[parts] = out
+        return out
+
+    def round(self, m: Mirror, parts: tuple[str, ...], matches: dict[str, int],
+              counted: set[tuple]) -> bool:
+        """One round of the rewrites of ``parts`` on ``m``, as egglog runs it: every
+        match found in ``m`` as it is, then their rewrites applied, then the rebuild;
+        whether ``m`` changed. A match not in ``counted`` (by rule, e-node and
+        bindings) is counted in ``matches`` and added: egglog counts a match in the
+        round that first finds it."""
+        found = []
+        for ctor, rules in self._by_ctor(parts).items():
+            if ctor not in m.by_ctor:
+                continue
+            for r in rules:
+                for fields, env in r.matches(m):
+                    key = (r.name, fields, tuple(env.values()))
+                    if key not in counted:
+                        counted.add(key)
+                        matches[r.name] = matches.get(r.name, 0) + 1
+                    found.append((r, fields, env))
+        if not found:
+            return False
+        # (the e-graph changed when an e-node or a class of one changed, or an e-node was
+        # subsumed: a right side found again under a key the round made stale is not)
+        before, subsumed = dict(m.table), len(m.sub)
+        for r, fields, env in found:
+            r.apply(m, fields, env)
+        m.rebuild()
+        return m.table != before or len(m.sub) != subsumed
+
+    def analyse(self, m: Mirror, cap: int) -> int:
+        """The interval rules to their fixed point (each round matches the bounds the
+        last left, then merges what it sets); the rounds run. :class:`ReplayStopped` past
+        ``cap`` rounds."""
+        lo, hi = m.lo, m.hi
+        for rounds in range(1, cap + 1):
+            sets: list[tuple[dict[int, int], int, int, bool]] = []
+            for r in (r for ctor in m.by_ctor for r in self.intervals.get(ctor, ())):
+                for _fields, env in r.matches(m):
+                    c = env[r.root]
+                    for is_lo, is_v, v in r.sets:
+                        sets.append((lo if is_lo else hi, c, env[v] if is_v else v, is_lo))
+            changed = False
+            for table, c, v, is_lo in sets:
+                old = table.get(c)
+                new = v if old is None else max(old, v) if is_lo else min(old, v)
+                if new != old:
+                    table[c] = new
+                    changed = True
+            if not changed:
+                return rounds
+        raise ReplayStopped("the interval analysis did not settle")
+
+
+#: combinations of parts a rule book keeps at most (``RuleBook._by_ctor``)
+_COMBINED = 256
+_BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BOOKS_LOCK = threading.Lock()  # (each thread's sessions share a program's book)
+
+
+def rule_book(program: Any) -> RuleBook:
+    """The compiled rules of ``program`` (built once per program: a pure function of
+    its egglog text)."""
+    with _BOOKS_LOCK:
+        book = _BOOKS.get(program)
+        if book is None:
+            book = _BOOKS[program] = RuleBook(program)
+    return book
+
+
+def snapshot_of(m: Mirror, ins: Any) -> Any:
+    """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`)."""
+    from eqsat.engines.egraph.encoding import Snapshot
+
+    find = m.find
+    rows = [(c, ctor, fields, (ctor, fields) in m.sub) for (ctor, fields), c in m.table.items()]
+    handles = {k: find(k) for k in m.parent if k < NEW_CLASS}
+    cls_of = {c: c for c in set(handles.values())}
+    return Snapshot.of_rows(rows, cls_of, handles, m.lo, m.hi, m.defs, ins)
+
+
+def table_sizes(m: Mirror) -> dict[str, int]:
+    """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
+    out: dict[str, int] = {}
+    for ctor, _fields in m.table:
+        out[ctor] = out.get(ctor, 0) + 1
+    return out
+
+
+def empty_interval(m: Mirror) -> int | None:
+    """A never-Invalid class of ``m`` whose interval is empty (the tripwire), or None."""
+    lo, hi = m.lo, m.hi
+    for c in sorted(m.defs):
+        if c in lo and c in hi and lo[c] > hi[c]:
+            return c
+    return None

@@ -1,0 +1,269 @@
+"""egglog queries compiled to Python: :func:`compile_query`.
+
+A native rewrite's left side and guards, or an interval rule's query, read from the
+egglog text the e-graph runs, become one generated Python function that finds every
+match in a :class:`~eqsat.engines.egraph.pystep.Mirror`: a loop over the e-nodes of the
+pattern's root constructor, a nested loop over each child pattern's e-nodes in the
+child's class, the literal fields and repeated variables checked where they are bound,
+and the guards in an order where each reads bound variables only. The primitives
+compute as egglog 13.2's i64 ones do: an overflow, a division by 0, a shift out of
+range or an absent bound is no match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from eqsat.engines.egraph.analyses import DTYPE_SETS, FIXED_DTYPES, I64_MAX, I64_MIN, INT_DTYPES
+from eqsat.engines.egraph.encoding.schema import CTORS
+
+__all__ = ["compile_query", "is_var", "literal", "QueryError"]
+
+
+class QueryError(ValueError):
+    """A query this compiler does not read (an unknown primitive, a guard that reads
+    a variable nothing binds)."""
+
+
+def is_var(t: Any) -> bool:
+    """A variable of an egglog query (not a string, an integer or a boolean literal)."""
+    return isinstance(t, str) and not t.startswith('"') and t not in ("true", "false") \
+        and not t.lstrip("-").isdigit()
+
+
+def literal(t: str) -> Any:
+    """The value of a literal of an egglog query."""
+    if t.startswith('"'):
+        return t[1:-1]
+    if t in ("true", "false"):
+        return t == "true"
+    return int(t)
+
+
+# ---- egglog 13.2's i64 primitives that may fail (None: no match) ------------------------
+def _div(a: int, b: int) -> int | None:
+    if b == 0:
+        return None
+    q = abs(a) // abs(b)
+    q = q if (a < 0) == (b < 0) else -q
+    return q if I64_MIN <= q <= I64_MAX else None
+
+
+def _rem(a: int, b: int) -> int | None:
+    if b == 0 or (a == I64_MIN and b == -1):
+        return None
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def _abs(a: int) -> int | None:
+    return None if a == I64_MIN else abs(a)
+
+
+def _shl(a: int, s: int) -> int | None:
+    if not 0 <= s < 64:
+        return None
+    v = (a << s) & 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _shr(a: int, s: int) -> int | None:
+    return a >> s if 0 <= s < 64 else None
+
+
+def _log2(a: int) -> int | None:
+    return a.bit_length() - 1 if a > 0 else None  # (egglog panics: the rules guard it)
+
+
+_CALLS: dict[str, Callable[..., Any]] = {
+    "/": _div, "%": _rem, "abs": _abs, "<<": _shl, ">>": _shr, "log2": _log2}
+#: primitives written inline: (template, whether the result must be checked to fit i64)
+_INLINE: dict[str, tuple[str, bool]] = {
+    "+": ("({0} + {1})", True), "-": ("({0} - {1})", True), "*": ("({0} * {1})", True),
+    "min": ("min({0}, {1})", False), "max": ("max({0}, {1})", False),
+    "&": ("({0} & {1})", False), "|": ("({0} | {1})", False), "^": ("({0} ^ {1})", False),
+    "bool-<": ("({0} < {1})", False), "bool->": ("({0} > {1})", False),
+    "bool-<=": ("({0} <= {1})", False), "bool->=": ("({0} >= {1})", False),
+    "or": ("({0} or {1})", False), "and": ("({0} and {1})", False),
+    "not": ("(not {0})", False),
+}
+_CHECKS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!="}
+_RELATIONS: dict[str, Callable[..., bool]] = {
+    "IntDt": lambda d: d in INT_DTYPES and d != "bool",
+    "FixDt": lambda d: d in FIXED_DTYPES,
+    "IdxDt": lambda d: d == "index",
+    "DtIn": lambda s, d: d in DTYPE_SETS.get(s, ()),
+}
+_DMIN = {n: lo for n, (lo, _) in INT_DTYPES.items()}
+_DMAX = {n: hi for n, (_, hi) in INT_DTYPES.items()}
+_E_POS = {name: {i for i, ch in enumerate(sig) if ch == "E"} for name, sig in CTORS.items()}
+
+
+class _Gen:
+    """The source of one query's function, line by line, with its indentation."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lines: list[str] = []
+        self.depth = 1
+        self.temps = 0
+        self.names: dict[str, str] = {}  # query variable -> Python name
+        self.consts: dict[str, Any] = {}  # Python name -> a value the function reads
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps}"
+
+    def const(self, v: Any) -> str:
+        name = f"k{len(self.consts)}"
+        self.consts[name] = v
+        return name
+
+    def var(self, v: str) -> str:
+        py = self.names.get(v)
+        if py is None:
+            py = self.names[v] = f"v{len(self.names)}_{re.sub(r'[^A-Za-z0-9_]', '_', v)}"
+        return py
+
+    # ---- the pattern
+    def node(self, p: list, fields: str, bound: set[str]) -> None:
+        """Check the e-node ``fields`` against pattern ``p`` (literals, repeated
+        variables), bind its variables, and loop over its children's e-nodes."""
+        subs = []
+        for i, want in enumerate(p[1:]):
+            if isinstance(want, list):
+                subs.append((i, want))
+            elif is_var(want):
+                py = self.var(want)
+                if want in bound:
+                    self.emit(f"if {fields}[{i}] != {py}: continue")
+                else:
+                    self.emit(f"{py} = {fields}[{i}]")
+                    bound.add(want)
+            else:
+                self.emit(f"if {fields}[{i}] != {literal(want)!r}: continue")
+        for i, q in subs:
+            kids, f = self.temp(), self.temp()
+            self.emit(f"{kids} = by_class.get({fields}[{i}])")
+            self.emit(f"if {kids} is None: continue")
+            self.emit(f"for {f} in {kids}.get({q[0]!r}, ()):")
+            self.depth += 1
+            self.node(q, f, bound)
+
+    # ---- the guards
+    def value(self, t: Any) -> str:
+        """Emit the computation of term ``t``; the Python expression of its value (a
+        value that fails skips the candidate)."""
+        if not isinstance(t, list):
+            return self.var(t) if is_var(t) else repr(literal(t))
+        head = t[0]
+        if head in CTORS:
+            return self.lookup(t)
+        if head in ("lo", "hi", "dmin", "dmax"):
+            (a,) = [self.value(x) for x in t[1:]]
+            table = {"lo": "lo", "hi": "hi", "dmin": "DMIN", "dmax": "DMAX"}[head]
+            out = self.temp()
+            self.emit(f"{out} = {table}.get({a})")
+            self.emit(f"if {out} is None: continue")
+            return out
+        args = [self.value(x) for x in t[1:]]
+        out = self.temp()
+        if head in _INLINE:
+            template, check = _INLINE[head]
+            self.emit(f"{out} = {template.format(*args)}")
+            if check:
+                self.emit(f"if not {I64_MIN} <= {out} <= {I64_MAX}: continue")
+            return out
+        fn = _CALLS.get(head)
+        if fn is None:
+            raise QueryError(f"{self.name}: no primitive {head!r} in {t}")
+        self.emit(f"{out} = {self.const(fn)}({', '.join(args)})")
+        self.emit(f"if {out} is None: continue")
+        return out
+
+    def lookup(self, t: list) -> str:
+        """Emit the lookup of the e-node ``t`` (its class, when the e-graph has it)."""
+        fields = [self.lookup(x) if isinstance(x, list) else self.value(x)
+                  for x in t[1:]]
+        out = self.temp()
+        tup = ", ".join(fields) + ("," if len(fields) == 1 else "")
+        self.emit(f"{out} = table.get(({t[0]!r}, ({tup})))")
+        self.emit(f"if {out} is None: continue")
+        self.emit(f"{out} = find({out})")
+        return out
+
+    def fact(self, f: list, bound: set[str]) -> bool:
+        """Emit fact ``f`` when every variable it reads is bound (``bound`` gains what
+        it binds); whether it was."""
+        head = f[0]
+        if head == "=":
+            a, b = f[1], f[2]
+            if is_var(b) and b not in bound and not (is_var(a) and a not in bound):
+                a, b = b, a
+            if is_var(a) and a not in bound:
+                if not _vars(b) <= bound:
+                    return False
+                self.emit(f"{self.var(a)} = {self.value(b)}")
+                bound.add(a)
+                return True
+            if not _vars(f) <= bound:
+                return False
+            self.emit(f"if {self.value(a)} != {self.value(b)}: continue")
+            return True
+        if not _vars(f) <= bound:
+            return False
+        args = [self.value(x) for x in f[1:]]
+        if head in _CHECKS:
+            self.emit(f"if not ({args[0]} {_CHECKS[head]} {args[1]}): continue")
+        elif head == "Def":
+            self.emit(f"if {args[0]} not in defs: continue")
+        elif head in _RELATIONS:
+            self.emit(f"if not {self.const(_RELATIONS[head])}({', '.join(args)}): continue")
+        else:
+            raise QueryError(f"{self.name}: no relation or check {head!r} in {f}")
+        return True
+
+
+def _vars(t: Any) -> set[str]:
+    if isinstance(t, list):
+        return set().union(*[_vars(x) for x in t[1:]]) if len(t) > 1 else set()
+    return {t} if is_var(t) else set()
+
+
+def compile_query(name: str, pattern: list, root: str, facts: list,
+                  keep: list[str]) -> Callable[[Any], list[tuple[tuple, dict[str, Any]]]]:
+    """The function that finds every match of the query (``pattern``, its root's class
+    bound to ``root``, and ``facts``) in a mirror: ``(the root e-node's fields, the
+    bindings of ``keep``)`` per match."""
+    g = _Gen(name)
+    g.emit("out = []")
+    g.emit(f"for f0, c0 in by_ctor.get({pattern[0]!r}, ()):")
+    g.depth += 1
+    bound = {root}
+    g.emit(f"{g.var(root)} = c0")
+    g.node(pattern, "f0", bound)
+    todo = list(facts)
+    while todo:
+        for i, f in enumerate(todo):
+            if g.fact(f, bound):
+                del todo[i]
+                break
+        else:
+            raise QueryError(f"{name}: facts {todo} read unbound variables")
+    env = ", ".join(f"{k!r}: {g.var(k)}" for k in keep)
+    g.emit(f"out.append((f0, {{{env}}}))")
+    g.depth = 1
+    g.emit("return out")
+    head = ("def query(m):\n    by_ctor, by_class, table, find = m.by_ctor, m.by_class, "
+            "m.table, m.find\n    lo, hi, defs = m.lo, m.hi, m.defs\n")
+    src = head + "\n".join(g.lines) + "\n"
+    scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
+    exec(compile(src, f"<query {name}>", "exec"), scope)  # noqa: S102
+    fn = scope.pop("query")  # (its globals do not hold it: no cycle to collect)
+    fn.source = src
+    return fn

@@ -1,0 +1,144 @@
+"""A run's first step replayed in Python (``eqsat/engines/egraph/pystep.py``): the same
+outputs as egglog's step, the queries computing as egglog's do, the mirror's classes."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis.internal.conjecture.data import ConjectureData
+
+import eqsat
+from eqsat.engines.egraph import clear_result_cache, pystep
+from eqsat.engines.egraph._egglog import bindings
+from eqsat.engines.egraph.queries import compile_query
+from eqsat.ir.sexpr import parse, to_sexpr
+from tests.gen_cases import generate
+from tests.strategies import int_exprs
+
+CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus" / "index-exprs.jsonl"
+#: the stats that may differ between the two paths: times, memory, and the matches
+#: (egglog counts a rule's matches semi-naively, so its counts depend on the process's
+#: earlier runs; the replay counts the first step's)
+_LOOSE = ("time", "per_iteration", "rss_growth", "matches")
+
+
+def _cases() -> list[str]:
+    rows = [json.loads(line)["expr"] for line in CORPUS.read_text().splitlines()[:80]]
+    rows += [r["expr"] for r in generate(8, 3)]
+    for i in range(30):
+        data = ConjectureData(random=random.Random(f"pystep:{i}"))
+        rows.append(to_sexpr(data.draw(int_exprs()), compact=True))
+    return rows
+
+
+def _run(expr: str) -> tuple[str, dict[str, Any], bool]:
+    clear_result_cache()  # (each call runs)
+    r = eqsat.optimize(parse(expr), engine="egraph", cost_model="reference")
+    times = r.stats["time"]
+    replayed = "replay" in times and "egglog" not in times
+    stats = {k: v for k, v in r.stats.items() if k not in _LOOSE}
+    return to_sexpr(r.graph), stats, replayed
+
+
+def test_replay_gives_egglogs_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case optimized with the replay and without (egglog's step): the same
+    output and stats, byte for byte; and the replay ended some of the runs."""
+    replayed = 0
+    for expr in _cases():
+        monkeypatch.setattr(pystep, "MAX_ROWS", -1)
+        want = _run(expr)
+        monkeypatch.setattr(pystep, "MAX_ROWS", 400)
+        got = _run(expr)
+        assert got[:2] == want[:2], expr
+        assert not want[2]
+        replayed += got[2]
+    assert replayed >= 30
+
+
+# (query, value it binds) -- None: egglog finds no match (an overflow, a division by 0,
+# a shift out of range)
+I64_CASES = [
+    ("(+ 9223372036854775807 1)", None), ("(- -9223372036854775808 1)", None),
+    ("(* 4611686018427387904 2)", None), ("(* -3 5)", -15),
+    ("(/ -7 2)", -3), ("(/ 7 -2)", -3), ("(/ 7 0)", None), ("(/ -9223372036854775808 -1)", None),
+    ("(% -7 2)", -1), ("(% 7 -2)", 1), ("(% 7 0)", None), ("(% -9223372036854775808 -1)", None),
+    ("(abs -5)", 5), ("(abs -9223372036854775808)", None),
+    ("(<< 3 62)", -4611686018427387904), ("(<< 1 63)", -9223372036854775808),
+    ("(<< 1 64)", None), ("(<< 1 -1)", None), ("(>> -7 1)", -4), ("(>> 8 64)", None),
+    ("(log2 9)", 3), ("(min -3 4)", -3), ("(max -3 4)", 4), ("(& 6 3)", 2), ("(| 6 3)", 7),
+    ("(^ 6 3)", 5),
+]
+
+
+def _egglog_value(expr: str) -> int | None:
+    eg = bindings.EGraph()
+    prog = (f"(relation R (i64))\n(relation Out (i64))\n(R 1)\n"
+            f"(rule ((R z) (= v {expr})) ((Out v)))\n(run 1)")
+    eg.run_program(*eg.parse_program(prog))
+    rows = eg.freeze().functions["Out"].rows
+    return eg.value_to_i64(rows[0].inputs[0]) if rows else None
+
+
+class _Empty:
+    """A mirror with one e-node ``(Cst "index" 1)`` (class 0)."""
+
+    by_ctor = {"Cst": [(("index", 1), 0)]}
+    by_class = {0: {"Cst": [("index", 1)]}}
+    table = {("Cst", ("index", 1)): 0}
+    lo: dict[int, int] = {}
+    hi: dict[int, int] = {}
+    defs: set[int] = set()
+
+    @staticmethod
+    def find(c: int) -> int:
+        return c
+
+
+@pytest.mark.parametrize("expr,want", I64_CASES)
+def test_query_primitives_compute_as_egglogs(expr: str, want: int | None) -> None:
+    from eqsat.ir.egglog_text import read
+
+    q = compile_query("t", ["Cst", '"index"', "z"], "e", [["=", "v", read(expr)]], ["v"])
+    got = [env["v"] for _f, env in q(_Empty)]
+    assert got == ([] if want is None else [want])
+    assert _egglog_value(expr) == want
+
+
+def test_mirror_closes_classes_under_congruence() -> None:
+    # f(a), f(b), a = b: one class of f; the smaller handle names it
+    m = pystep.Mirror()
+    rows = [["0", "Leaf", "DEFINE_VAR", "index", "0", "0", "0", "0", "0"],
+            ["1", "Leaf", "DEFINE_VAR", "index", "1", "0", "0", "0", "0"],
+            ["2", "Neg", "index", "", "0", "0", "0", "0", "0"],
+            ["3", "Neg", "index", "", "0", "1", "0", "0", "0"],
+            ["1", "U", "", "", "0", "0", "0", "0", "0"],
+            ["0", "#lo", "", "", "2", "0", "0", "0", "0"],
+            ["1", "#hi", "", "", "5", "0", "0", "0", "0"]]
+    m.load(rows)
+    assert m.find(3) == m.find(2) == 2 and m.find(1) == 0
+    assert len(m.table) == 3 and (m.lo[0], m.hi[0]) == (2, 5)
+
+
+def test_a_stopped_replay_runs_again_in_egglog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay that meets an e-graph past ``MAX_ENODES`` stops, and the run starts
+    again with egglog running its steps: the outputs are egglog's."""
+    stopped = []
+    init = pystep.ReplayStopped.__init__
+
+    def spy(self: Exception, *args: Any) -> None:
+        stopped.append(args)
+        init(self, *args)
+
+    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    for expr in _cases()[:40]:
+        monkeypatch.setattr(pystep, "MAX_ROWS", -1)
+        want = _run(expr)
+        monkeypatch.setattr(pystep, "MAX_ROWS", 400)
+        monkeypatch.setattr(pystep, "MAX_ENODES", 40)
+        assert _run(expr)[:2] == want[:2], expr
+        monkeypatch.setattr(pystep, "MAX_ENODES", 2000)
+    assert len(stopped) >= 5
