@@ -130,21 +130,25 @@ class _TimedEGraph:
 def measure(graphs: list[Any], tally: Tally) -> tuple[float, list[Any]]:
     """One e-graph call per graph into ``tally``: the calls' seconds and outputs. The
     calls run on a thread of their own, whose session is built afresh with the timed
-    e-graphs (sessions are per thread), with the result cache off meanwhile."""
+    e-graphs (sessions are per thread), with the result cache off meanwhile and egglog
+    running every step (no run replayed in Python: ``eqsat/engines/egraph/pystep.py``)."""
+    from eqsat.engines.egraph import pystep
     from eqsat.engines.egraph.results import RESULTS
 
     done: dict[str, Any] = {}
-    size = RESULTS.size
+    size, rows = RESULTS.size, pystep.MAX_ROWS
     real = store_module.bindings
     store_module.bindings = _Bindings(real)
     _TimedEGraph.tally = tally
     RESULTS.resize(0)
+    pystep.MAX_ROWS = -1
     try:
         worker = threading.Thread(target=_calls, args=(graphs, tally, done))
         worker.start()
         worker.join()
     finally:
         RESULTS.resize(size)
+        pystep.MAX_ROWS = rows
         store_module.bindings = real
     if "error" in done:
         raise done["error"]
