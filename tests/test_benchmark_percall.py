@@ -17,7 +17,7 @@ def test_phase_table_and_digest(corpus_lines: list[dict[str, Any]]) -> None:
     lines = table.splitlines()
     assert lines[0] == "some: 3 expressions, median ms (total s)"
     phases = next(ln for ln in lines if ln.startswith("  e-graph phases (median ms): "))
-    assert "egraph/tinygrad" in lines[2] and " egglog " in phases and " baseline " in phases
+    assert "egraph/tinygrad" in lines[2] and " replay " in phases and " baseline " in phases
     digest = {ln.split()[0]: ln.split()[-1] for ln in lines if "outputs digest" in ln}
     assert set(digest) == {"baseline", "egraph"}
     res[0].text["egraph"] += " "
