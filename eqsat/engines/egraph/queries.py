@@ -18,6 +18,7 @@ from typing import Any
 
 from eqsat.engines.egraph.analyses import DTYPE_SETS, FIXED_DTYPES, I64_MAX, I64_MIN, INT_DTYPES
 from eqsat.engines.egraph.encoding.schema import CTORS
+from eqsat.ir.semantics import cdiv, cmod
 
 __all__ = ["compile_query", "is_var", "literal", "QueryError"]
 
@@ -46,16 +47,12 @@ def literal(t: str) -> Any:
 def _div(a: int, b: int) -> int | None:
     if b == 0:
         return None
-    q = abs(a) // abs(b)
-    q = q if (a < 0) == (b < 0) else -q
+    q = cdiv(a, b)
     return q if I64_MIN <= q <= I64_MAX else None
 
 
 def _rem(a: int, b: int) -> int | None:
-    if b == 0 or (a == I64_MIN and b == -1):
-        return None
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
+    return None if b == 0 or (a == I64_MIN and b == -1) else cmod(a, b)
 
 
 def _abs(a: int) -> int | None:
