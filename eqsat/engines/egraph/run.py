@@ -218,7 +218,7 @@ class Run:
         (:mod:`.computed.seed`) load between the native rules and the analysis.
 
         ``allow``: how many e-nodes the step's multiplying rules may make (a share of the
-        room the e-node budget has left); see :meth:`native_runs`. An analysis-only step
+        room the e-node budget has left); see :meth:`native_parts`. An analysis-only step
         runs the tripwire after the analysis; a run's native steps leave it to the run's
         end (an empty interval stays empty)."""
         if self.mirror is not None:
@@ -250,24 +250,32 @@ class Run:
         return changed
 
     def native_runs(self, allow: float) -> tuple[list[str], set[str]]:
-        """The egglog runs of one round of the native rules, and the constructors their
-        rules make: the rule sets of this run (:meth:`native_bases`), with the
-        multiplying rules when their bound from the rows (:meth:`apriori`) or their
-        count (:meth:`admit`) fits ``allow``; when neither does, without them, as in
-        every later step of the run."""
+        """The egglog runs of one round of the native rules (:meth:`native_parts`), and
+        the constructors their rules make."""
         runs: list[str] = []
         made: set[str] = set()
         makes = self.program.makes
-        if self.program.native:
-            bases = self.native_bases()
-            every = self.multiplying and self.mult_may_match(bases) and (
-                self.apriori(bases) <= allow or self.admit(bases, allow))
-            for b in bases:
-                parts = self.runnable_parts([b, f"{b}_mult"] if every else [b])
-                if parts:
-                    runs.append(f"(run {self.store.combined(parts)} 1)")
-                    made.update(*[makes[p] for p in parts])
+        for parts in self.native_parts(allow):
+            if parts:
+                runs.append(f"(run {self.store.combined(parts)} 1)")
+                made.update(*[makes[p] for p in parts])
         return runs, made
+
+    def native_parts(self, allow: float) -> list[tuple[str, ...]]:
+        """The rule-set parts of one round of the native rules, one tuple per rule set
+        of this run (:meth:`native_bases`): with the multiplying rules when their bound
+        from the rows (:meth:`apriori`) or their count (:meth:`admit`) fits ``allow``;
+        when neither does, without them, as in every later step of the run. A
+        replayed run does not count in egglog: :class:`ReplayStopped` where it would."""
+        if not self.program.native:
+            return []
+        bases = self.native_bases()
+        every = self.multiplying and self.mult_may_match(bases)
+        if every and self.apriori(bases) > allow:
+            if self.mirror is not None:
+                raise ReplayStopped("the counting twins run in egglog")
+            every = self.admit(bases, allow)
+        return [self.runnable_parts([b, f"{b}_mult"] if every else [b]) for b in bases]
 
     def _read_step(self, out: list[Any], first: int, n_runs: int, check: bool) -> bool:
         """Read a step's egglog outputs: ``first`` loading runs, ``n_runs`` native
@@ -509,20 +517,6 @@ class Run:
             return
         self._computed_pass(changed, t_it)
 
-    def _replayed_parts(self, allow: float) -> tuple[str, ...]:
-        """The native rule-set parts egglog's step would run now (:meth:`native_runs`
-        without the counting twins' egglog call: :class:`ReplayStopped` where it would
-        make one)."""
-        program = self.program
-        if not program.native:
-            return ()
-        bases = self.native_bases()
-        every = self.multiplying and self.mult_may_match(bases)
-        if every and self.apriori(bases) > allow:
-            raise ReplayStopped("the counting twins run in egglog")
-        return tuple(p for b in bases
-                     for p in self.runnable_parts([b, f"{b}_mult"] if every else [b]))
-
     def start_replay(self) -> None:
         """Replay this run's steps in Python (:mod:`.pystep`: ``mirror`` set) when it
         may: an index-only run whose insertion recorded at most ``pystep.MAX_ROWS``
@@ -541,7 +535,7 @@ class Run:
         narrow = self.store.cur.kind == "narrow"
         if narrow and not ins.ctors <= self.program.narrow_loads:
             raise WidenError
-        parts = self._replayed_parts(allow) if native else ()
+        parts = tuple(p for ps in self.native_parts(allow) for p in ps) if native else ()
         rows, late = ins.take_waiting(), ins.take_late()
         if len(m.table) + len(rows) > pystep.MAX_ENODES:
             raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
