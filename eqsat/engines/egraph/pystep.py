@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
+from eqsat.engines.egraph.encoding import Snapshot
 from eqsat.engines.egraph.encoding.schema import CTORS
 from eqsat.engines.egraph.queries import QueryError, compile_query, is_var, literal
 from eqsat.ir.egglog_text import read
@@ -112,18 +113,17 @@ class Mirror:
             self.defs.add(a)
         return True
 
-    def node(self, ctor: str, fields: tuple) -> tuple[int, bool]:
-        """The class of the e-node ``(ctor fields)`` (fields canonical), made when new;
-        and whether it was."""
+    def node(self, ctor: str, fields: tuple) -> int:
+        """The class of the e-node ``(ctor fields)`` (fields canonical), made when new."""
         key = (ctor, fields)
         c = self.table.get(key)
         if c is not None:
-            return self.find(c), False
+            return self.find(c)
         c = self.made
         self.made += 1
         self.parent[c] = c
         self.table[key] = c
-        return c, True
+        return c
 
     def canon(self, ctor: str, fields: tuple) -> tuple:
         pos = _E_POS[ctor]
@@ -184,7 +184,7 @@ class Mirror:
                 fields = _fields(tag, r)
                 for i in _E_POS[tag]:
                     self.handle(fields[i])
-                c, _ = self.node(tag, self.canon(tag, fields))
+                c = self.node(tag, self.canon(tag, fields))
                 self.union(self.handle(int(r[0])), c)
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
@@ -302,7 +302,7 @@ def _builder(t: Any) -> Callable[[Mirror, Env], int]:
 
     def build(m: Mirror, env: Env) -> int:
         fields = tuple(w(m, env) if k == 0 else env[w] if k == 1 else w for k, w in parts)
-        return m.node(ctor, fields)[0]
+        return m.node(ctor, fields)
     return build
 
 
@@ -431,10 +431,8 @@ def rule_book(program: Any) -> RuleBook:
     return book
 
 
-def snapshot_of(m: Mirror, ins: Any) -> Any:
+def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
     """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`)."""
-    from eqsat.engines.egraph.encoding import Snapshot
-
     find = m.find
     rows = [(c, ctor, fields, (ctor, fields) in m.sub) for (ctor, fields), c in m.table.items()]
     handles = {k: find(k) for k in m.parent if k < NEW_CLASS}

@@ -183,6 +183,13 @@ class Node:
         return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
 
 
+def _trim(cache: dict[tuple, Node], nodes: int) -> None:
+    """Empty the snapshots' Node cache once it holds far more rows than the e-graph
+    (rows of classes gone since)."""
+    if len(cache) > 4 * nodes + 4096:
+        cache.clear()
+
+
 def _kids_getter(pos: tuple[int, ...]) -> Callable[[tuple], tuple]:
     """A function from an e-node's fields to its child classes (the fields at ``pos``)."""
     if not pos:
@@ -240,9 +247,7 @@ class Snapshot:
         self.new_handles = _name_new_classes(raw, cls_of, inserter, nodes, csts, made)
         # sorted: the nodes' order is part of the result ((class, ctor, fields) is unique)
         nodes.sort(key=_ROW_OF)
-        cache = inserter.node_cache
-        if len(cache) > 4 * len(nodes) + 4096:
-            cache.clear()
+        _trim(inserter.node_cache, len(nodes))
         self._index(nodes, csts)
         self.cls_of = cls_of
         self.lo, self.hi, known = _read_bounds(egraph, funcs, reads, stale, cls_of, fresh)
@@ -283,8 +288,7 @@ class Snapshot:
         csts = [n for n in nodes if n.ctor == "Cst"]
         self.new_handles = _name_new_classes(raw, cls_of, inserter, nodes, csts, made)
         nodes.sort(key=_ROW_OF)
-        if len(cache) > 4 * len(nodes) + 4096:
-            cache.clear()
+        _trim(cache, len(nodes))
         self._index(nodes, csts)
         self.cls_of, self._handle_val = cls_of, handle_val
         self.lo = {get(v): x for v, x in lo.items() if get(v) is not None}
