@@ -44,7 +44,7 @@ from rules.lang import DTYPE_SETS
 __all__ = ["analysis_program", "analysis_parts", "ANALYSIS_RULES", "ANALYSIS_FIXED_RULES",
            "UnsoundError",
            "CHECK_RULESET", "LATE_RULESET", "FACT_TAGS", "LATE_TAGS", "INT_DTYPES", "FIXED_DTYPES",
-           "FIXED_ANALYSIS_DTYPES", "dtype_table", "I64_MIN", "I64_MAX"]
+           "FIXED_ANALYSIS_DTYPES", "DTYPE_RELATIONS", "dtype_table", "I64_MIN", "I64_MAX"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -78,19 +78,26 @@ class UnsoundError(RuntimeError):
 FIXED_DTYPES: frozenset[str] = frozenset(n for n in INT_DTYPES if n not in ("bool", "index"))
 
 
+#: the dtype relations of the e-graph's guards: ``IntDt`` (index and the fixed-width
+#: integers), ``IdxDt`` (index), ``FixDt`` (fixed-width integers); :func:`dtype_table`
+#: writes them for egglog, the replay reads them (``eqsat/engines/egraph/queries.py``)
+DTYPE_RELATIONS: dict[str, frozenset[str]] = {
+    "IntDt": frozenset(n for n in INT_DTYPES if n != "bool"),
+    "IdxDt": frozenset(("index",)),
+    "FixDt": FIXED_DTYPES,
+}
+
+
 def dtype_table() -> str:
-    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, ``IntDt``/``IdxDt``/
-    ``FixDt`` (fixed-width integers: ``IntDt`` but index)."""
-    out = ["(function dmin (String) i64 :no-merge)", "(function dmax (String) i64 :no-merge)",
-           "(relation IntDt (String))", "(relation IdxDt (String))", "(relation FixDt (String))"]
+    """egglog text: ``dmin``/``dmax`` of every scalar integer dtype, the relations of
+    :data:`DTYPE_RELATIONS`, ``DtIn`` (the rule language's named dtype sets)."""
+    out = ["(function dmin (String) i64 :no-merge)", "(function dmax (String) i64 :no-merge)"]
     for name, (lo, hi) in INT_DTYPES.items():
         out.append(f'(set (dmin "{name}") {lo})')
         out.append(f'(set (dmax "{name}") {hi})')
-        if name != "bool":
-            out.append(f'(IntDt "{name}")')
-        if name in FIXED_DTYPES:
-            out.append(f'(FixDt "{name}")')
-    out.append('(IdxDt "index")')
+    for rel, members in DTYPE_RELATIONS.items():
+        out.append(f"(relation {rel} (String))")
+        out += [f'({rel} "{name}")' for name in INT_DTYPES if name in members]
     # the named dtype sets of the rule language's guards: (DtIn "float" "f32")
     out.append("(relation DtIn (String String))")
     for set_name, members in DTYPE_SETS.items():

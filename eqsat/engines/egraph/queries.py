@@ -16,7 +16,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from eqsat.engines.egraph.analyses import DTYPE_SETS, FIXED_DTYPES, I64_MAX, I64_MIN, INT_DTYPES
+from eqsat.engines.egraph.analyses import (
+    DTYPE_RELATIONS,
+    DTYPE_SETS,
+    I64_MAX,
+    I64_MIN,
+    INT_DTYPES,
+)
 from eqsat.engines.egraph.encoding.schema import CTORS
 from eqsat.ir.semantics import cdiv, cmod
 
@@ -88,9 +94,7 @@ _INLINE: dict[str, tuple[str, bool]] = {
 }
 _CHECKS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!="}
 _RELATIONS: dict[str, Callable[..., bool]] = {
-    "IntDt": lambda d: d in INT_DTYPES and d != "bool",
-    "FixDt": lambda d: d in FIXED_DTYPES,
-    "IdxDt": lambda d: d == "index",
+    **{rel: members.__contains__ for rel, members in DTYPE_RELATIONS.items()},
     "DtIn": lambda s, d: d in DTYPE_SETS.get(s, ()),
 }
 _DMIN = {n: lo for n, (lo, _) in INT_DTYPES.items()}
