@@ -221,15 +221,20 @@ class Run:
         room the e-node budget has left); see :meth:`native_parts`. An analysis-only step
         runs the tripwire after the analysis; a run's native steps leave it to the run's
         end (an empty interval stays empty)."""
-        if self.mirror is not None:
-            return self._replay_step(native, allow)
-        cur = self.store.cur
-        if (self.fixed or self.fixed_analysis) and not cur.fixed_width:
-            raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
-                               "e-graph (insert through run() or analyze())")
-        narrow = cur.kind == "narrow"
+        narrow = self.store.cur.kind == "narrow"
         if narrow and not self.ins.ctors <= self.program.narrow_loads:
             raise WidenError  # (a row this step would load; see narrow_holds)
+        changed = (self._egglog_step(native, allow) if self.mirror is None
+                   else self._replay_step(native, allow))
+        if narrow and not self.narrow_holds():
+            raise WidenError  # (a rule made another constructor's e-node)
+        return changed
+
+    def _egglog_step(self, native: bool, allow: float) -> bool:
+        """:meth:`step` in egglog: one call (see there)."""
+        if (self.fixed or self.fixed_analysis) and not self.store.cur.fixed_width:
+            raise RuntimeError("egglog step: fixed-width integer nodes in the index-only "
+                               "e-graph (insert through run() or analyze())")
         runs, made = self.native_runs(allow) if native else ([], set())
         check = not native
         ins = self.ins
@@ -244,10 +249,7 @@ class Run:
             if TRIPWIRE in str(e):
                 raise self.diagnose() from None
             raise
-        changed = self._read_step(out, loaded, len(runs), check)
-        if narrow and not self.narrow_holds():
-            raise WidenError  # (a rule made another constructor's e-node)
-        return changed
+        return self._read_step(out, loaded, len(runs), check)
 
     def native_runs(self, allow: float) -> tuple[list[str], set[str]]:
         """The egglog runs of one round of the native rules (:meth:`native_parts`), and
@@ -532,9 +534,6 @@ class Run:
         gives them. :class:`ReplayStopped` where egglog must run the steps."""
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
-        narrow = self.store.cur.kind == "narrow"
-        if narrow and not ins.ctors <= self.program.narrow_loads:
-            raise WidenError
         parts = tuple(p for ps in self.native_parts(allow) for p in ps) if native else ()
         rows, late = ins.take_waiting(), ins.take_late()
         if len(m.table) + len(rows) > pystep.MAX_ENODES:
@@ -548,8 +547,6 @@ class Run:
         self.present = table_sizes(m)
         self.step_size = sum(self.present.values())
         self.step_updated = changed or tightened or rounds > 1
-        if narrow and not self.narrow_holds():
-            raise WidenError  # (a rule made another constructor's e-node)
         return changed
 
     def _computed_pass(self, changed: bool, t_it: float) -> None:
