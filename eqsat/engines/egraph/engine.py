@@ -66,7 +66,8 @@ class Session:
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
-        so the one-time build is not part of a run's time budget."""
+        so the one-time build is not part of a run's time budget (``Store.prepare``:
+        egglog's ``EGraph`` is loaded only for a run that will not replay in Python)."""
         self.store.prepare(roots)
 
     # ---- inspection -----------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from eqsat.engines.egraph._egglog import bindings
@@ -26,6 +27,7 @@ from eqsat.engines.egraph.encoding import (
     load_part,
 )
 from eqsat.engines.egraph.program import ANALYSIS, EGRAPH_KINDS, Program
+from eqsat.engines.egraph.pystep import MAX_ROWS
 from eqsat.engines.egraph.reset import (
     HANDLE_CTOR,
     RESET_HANDLES,
@@ -51,32 +53,35 @@ log = logging.getLogger(__name__)
 
 
 class EGraph:
-    """One egglog e-graph of a store: the e-graph, its argument table and inserter,
-    its kind (:data:`EGRAPH_KINDS`) and how many egglog iterations its overall report
-    holds."""
+    """One egglog e-graph of a store: its argument table and inserter, its kind
+    (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report holds, and
+    the egglog ``EGraph`` itself, loaded with the program on first use
+    (:attr:`egraph`): a run replayed in Python (:mod:`.pystep`) never needs it, so a
+    process whose runs all replay never loads one."""
 
-    __slots__ = ("egraph", "args", "ins", "kind", "egg_iterations", "base_sizes",
-                 "combined", "pushed", "analysis", "resettable", "reset_always")
+    __slots__ = ("args", "ins", "kind", "egg_iterations", "base_sizes", "combined",
+                 "pushed", "analysis", "resettable", "reset_always", "_narrow")
 
-    def __init__(self, egraph: Any, args: ArgTable, ins: Inserter, kind: str,
-                 base_sizes: dict[str, int],
+    def __init__(self, args: ArgTable, kind: str,
                  analysis: dict[str, list[tuple[str, str, list[str]]]],
-                 resettable: frozenset[str] = frozenset(),
                  narrow: frozenset[str] = frozenset()):
-        self.egraph, self.args, self.ins = egraph, args, ins
+        self.args = args
+        #: its inserter (set by :meth:`Store.build`: it loads the egglog ``EGraph``)
+        self.ins: Inserter
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
         self.analysis = analysis
         self.kind = kind
         self.egg_iterations = 0
-        #: table -> rows when built (the dtype facts): what a run's reset returns to
-        self.base_sizes = base_sizes
+        #: table -> rows when loaded (the dtype facts): what a run's reset returns to
+        self.base_sizes: dict[str, int] = {}
         #: the tables with a part of the reset rule set (``reset.reset_tables``)
-        self.resettable = resettable
+        self.resettable: frozenset[str] = frozenset()
         #: the tables every reset of known tables deletes from, whether they hold rows
         #: or not: the relations and the narrow e-graph's constructors, which most runs
         #: fill, so that few combinations of parts are declared (an empty table's rule
         #: costs a reset next to nothing)
-        self.reset_always = resettable - (CTORS.keys() - narrow)
+        self.reset_always: frozenset[str] = frozenset()
+        self._narrow = narrow
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Store.combined`)
         self.combined: dict[tuple[str, ...], str] = {}
@@ -85,12 +90,32 @@ class EGraph:
         self.pushed: list[tuple[dict, dict]] = []
 
     @property
+    def egraph(self) -> Any:
+        """The egglog ``EGraph``, loaded now if it is not yet (:meth:`Store.load`)."""
+        return self.ins.egraph
+
+    def load(self) -> None:
+        """Load the egglog ``EGraph`` now if it is not yet."""
+        self.ins.egraph  # noqa: B018 - (the inserter makes it on first use)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the egglog ``EGraph`` is loaded."""
+        return self.ins.loaded
+
+    def set_tables(self, base_sizes: dict[str, int], resettable: frozenset[str]) -> None:
+        """What the load found: the tables' sizes, the reset rule set's tables."""
+        self.base_sizes, self.resettable = base_sizes, resettable
+        self.reset_always = resettable - (CTORS.keys() - self._narrow)
+
+    @property
     def fixed_width(self) -> bool:
         """Whether it holds the fixed-width rule sets."""
         return self.kind == "fixed"
 
     def __repr__(self) -> str:
-        return f"<EGraph {self.kind} egg_iterations={self.egg_iterations}>"
+        return (f"<EGraph {self.kind} loaded={self.loaded} "
+                f"egg_iterations={self.egg_iterations}>")
 
 
 class Store:
@@ -126,16 +151,28 @@ class Store:
         return e
 
     def build(self, kind: str) -> EGraph:
-        """A fresh egglog e-graph of ``kind`` with the program loaded
-        (:meth:`Program.text`), and the reset rule sets of :mod:`.reset`."""
+        """A fresh e-graph of ``kind``: its argument table (the keys the native rules
+        were written with) and inserter now, the egglog ``EGraph`` on first use
+        (:meth:`load`)."""
         program = self.program
-        text = program.text(kind)
+        args = ArgTable()
+        for i in range(len(program.rule_args)):
+            args.key(program.rule_args.arg(i))
         only = program.loads(kind)
+        e = EGraph(args, kind, analysis_parts(ANALYSIS, fixed=kind == "fixed",
+                                              ext=program.ext, only=only),
+                   program.narrow_loads)
+        e.ins = Inserter(partial(self.load, e), args, loads=only)
+        return e
+
+    def load(self, e: EGraph) -> Any:
+        """The egglog ``EGraph`` of ``e``, with the program loaded (:meth:`Program.text`)
+        and the reset rule sets of :mod:`.reset`."""
+        program = self.program
+        text = program.text(e.kind)
+        only = program.loads(e.kind)
         t = time.perf_counter()
         egraph = bindings.EGraph()
-        args = ArgTable()
-        for i in range(len(program.rule_args)):  # the keys the native rules were written with
-            args.key(program.rule_args.arg(i))
         # one command at a time: the bindings copy a command's whole source text into
         # every span of its AST, so one big program is slow to load (docs/perf.md)
         for cmd in commands(text):
@@ -146,21 +183,28 @@ class Store:
         keep = {n for n, k in base.items() if k}
         for cmd in commands(reset_program(text, keep, only)):
             egraph.run_program(*egraph.parse_program(cmd))
-        log.debug("built the %s e-graph of %d native rules in %.2f s", kind,
+        e.set_tables(base, reset_tables(text, keep))
+        log.debug("loaded the %s e-graph of %d native rules in %.2f s", e.kind,
                   len(program.programs), time.perf_counter() - t)
-        return EGraph(egraph, args, Inserter(egraph, args, loads=only), kind, base,
-                      analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
-                                     only=only),
-                      reset_tables(text, keep), program.narrow_loads)
+        return egraph
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
-        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None)."""
+        """Build now the e-graph(s) a run of ``roots`` will use, and load their egglog
+        ``EGraph`` when that run needs egglog (every kind, loaded, when None): a
+        fixed-width run, or one of more nodes than a replayed run's rows
+        (:data:`.pystep.MAX_ROWS`); a smaller run replays in Python and loads it only
+        if it ends up needing it."""
         if roots is None:
             for kind in EGRAPH_KINDS:
-                self.egraph_of(kind)
-        else:
-            self.egraph_of(self.program.kind_of(roots))
-            self.egraph_of("index")  # (where a narrow run widens to)
+                self.egraph_of(kind).load()
+            return
+        orders = [r.toposort() for r in roots]
+        kind = self.program.kind_of(roots, orders)
+        load = kind == "fixed" or sum(map(len, orders)) > MAX_ROWS
+        for k in (kind, "index"):  # (the index one: where a narrow run widens to)
+            e = self.egraph_of(k)
+            if load:
+                e.load()
 
     def select(self, roots: list[UOp], widen: bool = False,
                extra: list[UOp] | None = None) -> dict[int, list[UOp]]:

@@ -334,3 +334,21 @@ def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypat
     parts = {p for rs in s.program.parts.values() for p, _ in rs}
     ran = {p for key in s.store.cur.combined for p in key}
     assert ran and len(ran) < len(parts)  # some rules' constructors never had a row
+
+
+def test_egglog_is_loaded_only_for_a_run_that_needs_it() -> None:
+    # a replayed run never loads egglog's e-graph; one kept for inspection does, with
+    # the same output
+    s = Session(None)
+    g = parse("(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)")
+    s.prepare([g])  # (a small run: it may replay, nothing loaded ahead)
+    from eqsat.engines.egraph.schedules import Limits
+    from extraction import get_cost_model
+
+    model, limits = get_cost_model("reference"), Limits.of(None)
+    out, _ = s.run([g], model, limits)
+    assert not any(e.loaded for e in s.store.egraphs.values())
+    kept, _ = s.run([g], model, limits, keep_egraph=True)
+    assert s.store.cur.loaded and kept[0] is out[0]
+    s.prepare(None)
+    assert all(e.loaded for e in s.store.egraphs.values())

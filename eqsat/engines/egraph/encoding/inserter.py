@@ -80,9 +80,10 @@ class Inserter:
     ``bound(k, lo, hi)``; ``flush()`` loads everything recorded so far.
     """
 
-    def __init__(self, egraph: bindings.EGraph, args: ArgTable, workdir: str | None = None,
-                 loads: frozenset[str] | None = None):
-        self.egraph = egraph
+    def __init__(self, egraph: bindings.EGraph | Callable[[], bindings.EGraph], args: ArgTable,
+                 workdir: str | None = None, loads: frozenset[str] | None = None):
+        #: the egglog e-graph, or the function that makes it on first use (:attr:`egraph`)
+        self._egraph = egraph
         #: the constructors whose loading rules the e-graph holds (None: every one; as
         #: ``schema.declarations``'s ``loads``)
         self.loads = loads
@@ -131,6 +132,19 @@ class Inserter:
         #: sizes, set by the engine's step; None: no step read them): a reset deletes
         #: from them only
         self.filled: frozenset[str] | None = None
+
+    @property
+    def egraph(self) -> bindings.EGraph:
+        """The egglog e-graph the rows load into (made now when it was given as a
+        function: a store loads its program only when a run needs egglog)."""
+        if not isinstance(self._egraph, bindings.EGraph):
+            self._egraph = self._egraph()
+        return self._egraph
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :attr:`egraph` is made."""
+        return isinstance(self._egraph, bindings.EGraph)
 
     # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
