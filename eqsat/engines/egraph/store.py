@@ -56,32 +56,27 @@ class EGraph:
     """One egglog e-graph of a store: its argument table and inserter, its kind
     (:data:`EGRAPH_KINDS`), how many egglog iterations its overall report holds, and
     the egglog ``EGraph`` itself, loaded with the program on first use
-    (:attr:`egraph`): a run replayed in Python (:mod:`.pystep`) never needs it, so a
-    process whose runs all replay never loads one."""
+    (:attr:`egraph`, :func:`load_program`): a run replayed in Python (:mod:`.pystep`)
+    never needs it, so a process whose runs all replay never loads one."""
 
-    __slots__ = ("args", "ins", "kind", "egg_iterations", "base_sizes", "combined",
-                 "pushed", "analysis", "resettable", "reset_always", "_narrow")
+    __slots__ = ("args", "ins", "kind", "egg_iterations", "combined", "pushed",
+                 "analysis", "_found", "_narrow")
 
-    def __init__(self, args: ArgTable, kind: str,
-                 analysis: dict[str, list[tuple[str, str, list[str]]]],
-                 narrow: frozenset[str] = frozenset()):
-        self.args = args
-        #: its inserter (set by :meth:`Store.build`: it loads the egglog ``EGraph``)
-        self.ins: Inserter
+    def __init__(self, program: Program, kind: str):
+        only = program.loads(kind)
+        self.args = ArgTable()
+        for i in range(len(program.rule_args)):  # the keys the native rules were written with
+            self.args.key(program.rule_args.arg(i))
+        #: what loading the program found (:func:`load_program`)
+        self._found: dict[str, Any] = {}
+        self.ins = Inserter(partial(load_program, program, kind, self._found), self.args,
+                            loads=only)
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
-        self.analysis = analysis
+        self.analysis = analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
+                                       only=only)
         self.kind = kind
         self.egg_iterations = 0
-        #: table -> rows when loaded (the dtype facts): what a run's reset returns to
-        self.base_sizes: dict[str, int] = {}
-        #: the tables with a part of the reset rule set (``reset.reset_tables``)
-        self.resettable: frozenset[str] = frozenset()
-        #: the tables every reset of known tables deletes from, whether they hold rows
-        #: or not: the relations and the narrow e-graph's constructors, which most runs
-        #: fill, so that few combinations of parts are declared (an empty table's rule
-        #: costs a reset next to nothing)
-        self.reset_always: frozenset[str] = frozenset()
-        self._narrow = narrow
+        self._narrow = program.narrow_loads
         #: the rule-set parts a step runs together -> the combined rule set declared for
         #: them (:meth:`Store.combined`)
         self.combined: dict[tuple[str, ...], str] = {}
@@ -91,7 +86,7 @@ class EGraph:
 
     @property
     def egraph(self) -> Any:
-        """The egglog ``EGraph``, loaded now if it is not yet (:meth:`Store.load`)."""
+        """The egglog ``EGraph``, loaded now if it is not yet."""
         return self.ins.egraph
 
     def load(self) -> None:
@@ -103,10 +98,25 @@ class EGraph:
         """Whether the egglog ``EGraph`` is loaded."""
         return self.ins.loaded
 
-    def set_tables(self, base_sizes: dict[str, int], resettable: frozenset[str]) -> None:
-        """What the load found: the tables' sizes, the reset rule set's tables."""
-        self.base_sizes, self.resettable = base_sizes, resettable
-        self.reset_always = resettable - (CTORS.keys() - self._narrow)
+    @property
+    def base_sizes(self) -> dict[str, int]:
+        """Table -> rows when loaded (the dtype facts): what a run's reset returns to."""
+        self.load()
+        return self._found["base"]
+
+    @property
+    def resettable(self) -> frozenset[str]:
+        """The tables with a part of the reset rule set (``reset.reset_tables``)."""
+        self.load()
+        return self._found["resettable"]
+
+    @property
+    def reset_always(self) -> frozenset[str]:
+        """The tables every reset of known tables deletes from, whether they hold rows
+        or not: the relations and the narrow e-graph's constructors, which most runs
+        fill, so that few combinations of parts are declared (an empty table's rule
+        costs a reset next to nothing)."""
+        return self.resettable - (CTORS.keys() - self._narrow)
 
     @property
     def fixed_width(self) -> bool:
@@ -116,6 +126,29 @@ class EGraph:
     def __repr__(self) -> str:
         return (f"<EGraph {self.kind} loaded={self.loaded} "
                 f"egg_iterations={self.egg_iterations}>")
+
+
+def load_program(program: Program, kind: str, found: dict[str, Any]) -> Any:
+    """A fresh egglog ``EGraph`` with the program of ``kind`` loaded
+    (:meth:`Program.text`) and the reset rule sets of :mod:`.reset`; ``found`` gets the
+    tables' sizes then (``"base"``) and the reset rule set's tables (``"resettable"``)."""
+    text = program.text(kind)
+    t = time.perf_counter()
+    egraph = bindings.EGraph()
+    # one command at a time: the bindings copy a command's whole source text into
+    # every span of its AST, so one big program is slow to load (docs/perf.md)
+    for cmd in commands(text):
+        egraph.run_program(*egraph.parse_program(cmd))
+    # the tables with rows now (the dtype facts) are never written by a run; every
+    # other one is emptied when a run ends (:mod:`.reset`)
+    base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
+    keep = {n for n, k in base.items() if k}
+    for cmd in commands(reset_program(text, keep, program.loads(kind))):
+        egraph.run_program(*egraph.parse_program(cmd))
+    found["base"], found["resettable"] = base, reset_tables(text, keep)
+    log.debug("loaded the %s e-graph of %d native rules in %.2f s", kind,
+              len(program.programs), time.perf_counter() - t)
+    return egraph
 
 
 class Store:
@@ -151,42 +184,8 @@ class Store:
         return e
 
     def build(self, kind: str) -> EGraph:
-        """A fresh e-graph of ``kind``: its argument table (the keys the native rules
-        were written with) and inserter now, the egglog ``EGraph`` on first use
-        (:meth:`load`)."""
-        program = self.program
-        args = ArgTable()
-        for i in range(len(program.rule_args)):
-            args.key(program.rule_args.arg(i))
-        only = program.loads(kind)
-        e = EGraph(args, kind, analysis_parts(ANALYSIS, fixed=kind == "fixed",
-                                              ext=program.ext, only=only),
-                   program.narrow_loads)
-        e.ins = Inserter(partial(self.load, e), args, loads=only)
-        return e
-
-    def load(self, e: EGraph) -> Any:
-        """The egglog ``EGraph`` of ``e``, with the program loaded (:meth:`Program.text`)
-        and the reset rule sets of :mod:`.reset`."""
-        program = self.program
-        text = program.text(e.kind)
-        only = program.loads(e.kind)
-        t = time.perf_counter()
-        egraph = bindings.EGraph()
-        # one command at a time: the bindings copy a command's whole source text into
-        # every span of its AST, so one big program is slow to load (docs/perf.md)
-        for cmd in commands(text):
-            egraph.run_program(*egraph.parse_program(cmd))
-        # the tables with rows now (the dtype facts) are never written by a run; every
-        # other one is emptied when a run ends (:mod:`.reset`)
-        base = dict(egraph.run_program(*egraph.parse_program("(print-size)"))[-1].sizes)
-        keep = {n for n, k in base.items() if k}
-        for cmd in commands(reset_program(text, keep, only)):
-            egraph.run_program(*egraph.parse_program(cmd))
-        e.set_tables(base, reset_tables(text, keep))
-        log.debug("loaded the %s e-graph of %d native rules in %.2f s", e.kind,
-                  len(program.programs), time.perf_counter() - t)
-        return egraph
+        """A fresh e-graph of ``kind`` (its egglog ``EGraph`` loaded on first use)."""
+        return EGraph(self.program, kind)
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use, and load their egglog
