@@ -221,7 +221,8 @@ def _bounds_width(u: UOp) -> float:
 
 
 def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
-                 order: list[int], keys: list[tuple], depth: list[int] | None = None) -> None:
+                 order: list[int], keys: list[tuple], depth: list[int] | None = None,
+                 terms: dict[int, UOp] | None = None) -> None:
     """Among the e-nodes of an integer class whose tree cost ties its best, choose the
     one whose term has the tightest bounds (``vmax - vmin`` of the UOp it builds from its
     children's chosen terms), at equal width the e-node of the lower content key (its
@@ -235,12 +236,14 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
     what it was; ties between e-nodes of one op over the same child classes (the
     operand orders of a commutative op) are left as they are. Deterministic: the classes
     in their order, each e-node's term from its children's chosen terms. ``depth``: the
-    keys' depths, as :func:`cheapest_first` keeps them."""
+    keys' depths, as :func:`cheapest_first` keeps them. ``terms``: filled with the chosen
+    terms it built (class -> the UOp :func:`uop_builder` builds of its final choice)."""
     rank = [-1] * len(comp.cids)
     for i, c in enumerate(order):
         rank[c] = i
     nodes, nch, class_nodes = comp.nodes, comp.nch, comp.class_nodes
-    terms: dict[int, UOp] = {}
+    if terms is None:
+        terms = {}
 
     def term(c: int) -> UOp:  # the chosen term of class c (its children's first)
         stack = [c]
@@ -426,13 +429,14 @@ def _digest(key: tuple) -> str:
     return memo[id(key)].hex()
 
 
-def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool]
-                ) -> tuple[list[int], list[float]]:
+def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool],
+                terms: dict[int, UOp] | None = None) -> tuple[list[int], list[float]]:
     """:func:`tree_choice` with its ties broken by content key, then toward tighter
-    bounds (:func:`tighter_ties`): the choice among equal-cost terms depends on the
-    terms, not on the e-graph's numbering (what else it holds, the order it was built)."""
+    bounds (:func:`tighter_ties`, which fills ``terms``): the choice among equal-cost
+    terms depends on the terms, not on the e-graph's numbering (what else it holds, the
+    order it was built)."""
     choice, best, order, keys, depth = _tree_pass(comp, cost, relevant, content=True)
-    tighter_ties(comp, cost, choice, best, order, keys, depth)
+    tighter_ties(comp, cost, choice, best, order, keys, depth, terms)
     return choice, best
 
 
@@ -442,13 +446,15 @@ def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: An
     view's cached choice over every class when
     ``cost`` is the view's cached cost list of ``model``: a set of classes closed
     under children (as ``relevant`` is) finalizes its e-nodes in the same order
-    with or without the other classes, so the choices agree on it."""
+    with or without the other classes, so the choices agree on it. The terms the
+    tie-break built for the cached choice are kept (``comp.tie_terms``)."""
     key = _model_key(model)
     if key is None or comp.cost_cache.get(key) is not cost:
         return _tight_tree(comp, cost, relevant)
     hit = comp.tree_cache.get(key)
     if hit is None:
-        hit = comp.tree_cache[key] = _tight_tree(comp, cost, [True] * len(comp.cids))
+        built = comp.tie_terms[key] = {}
+        hit = comp.tree_cache[key] = _tight_tree(comp, cost, [True] * len(comp.cids), built)
     choice, best = hit
     if all(relevant):
         return list(choice), list(best)
@@ -1119,10 +1125,12 @@ class TreeChoice:
 
     ``comp``/``cost``: the view's compiled arrays and e-node costs; ``ridx``: the
     class index of each root; ``choice``/``best``: the chosen e-node (-1: none) and
-    the best tree cost of every class.
+    the best tree cost of every class; ``built``: the chosen terms the tie-break
+    built (class index -> UOp, as :func:`uop_builder` builds them: a ``done`` for
+    :meth:`terms` with that builder).
     """
 
-    __slots__ = ("comp", "cost", "ridx", "choice", "best", "model")
+    __slots__ = ("comp", "cost", "ridx", "choice", "best", "model", "built")
 
     def __init__(self, view: EGraphView, roots: Sequence[ClassId],
                  model: CostModel | str | None = None):
@@ -1132,6 +1140,9 @@ class TreeChoice:
             raise _unextractable(comp, ridx, choice)
         self.comp, self.cost, self.ridx, self.model = comp, cost, ridx, model
         self.choice, self.best = choice, best
+        key = _model_key(model)
+        cached = key is not None and comp.cost_cache.get(key) is cost
+        self.built: dict[int, UOp] = comp.tie_terms.get(key, {}) if cached else {}
 
     def __repr__(self) -> str:
         return f"<TreeChoice of {len(self.ridx)} roots over {len(self.comp.cids)} classes>"

@@ -22,6 +22,7 @@ from extraction import (
     extract_tree_each,
     uop_builder,
 )
+from extraction.egraph_view import _sort_key
 from extraction.extract import _tight_tree, closure, reachable_region, rechoose, tree_choice
 from extraction.synth import random_view
 
@@ -178,20 +179,42 @@ def old_usable(nodes, decoded) -> set[int]:
         use |= extra
 
 
+@pytest.mark.parametrize("p_sub", [0.0, 0.3])
 @pytest.mark.parametrize("seed", range(40))
-def test_usable_matches_the_round_by_round_fixpoint(seed):
+def test_usable_matches_the_round_by_round_fixpoint(seed, p_sub):
     rng = random.Random(seed)
     n_cls = rng.randint(2, 25)
     nodes, decoded, enodes = [], {}, []
     for i in range(rng.randint(n_cls, 3 * n_cls)):
         c = i if i < n_cls else rng.randrange(n_cls)
         kids = tuple(rng.randrange(n_cls) for _ in range(rng.choice([0, 1, 2, 2, 3, 4])))
-        nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < 0.3))
+        nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < p_sub))
         if rng.random() < 0.9:
             decoded[i] = (Ops.ADD, I, None, kids)
             enodes.append(ENode(i, c, Ops.ADD, I, None, kids))
     snap = SimpleNamespace(nodes=nodes)
     assert usable_keys(snap, enodes) == old_usable(nodes, decoded)
+
+
+@pytest.mark.parametrize("op, subsumed, expected", [
+    (Ops.ADD, False, {0, 1, 2}),  # every e-node allowed: all of them
+    (Ops.ADD, True, {0, 2}),  # the subsumed one's class has another term
+    (Ops.NOOP, False, {0, 2}),  # no text form, its class has another term
+])
+def test_usable_leaves_out_what_another_term_replaces(op, subsumed, expected):
+    # class 0: a leaf; class 1: x + x or x * 2 (node 1 or node 2)
+    nodes = [SimpleNamespace(cls=0, subsumed=False), SimpleNamespace(cls=1, subsumed=subsumed),
+             SimpleNamespace(cls=1, subsumed=False)]
+    enodes = [ENode(0, 0, Ops.DEFINE_VAR, I, "x", ()), ENode(1, 1, op, I, None, (0, 0)),
+              ENode(2, 1, Ops.MUL, I, None, (0, 0))]
+    assert usable_keys(SimpleNamespace(nodes=nodes), iter(enodes)) == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_content_labels_read_each_node_content(seed):
+    comp = int_keyed(random_view(seed, n_classes=30), seed).compiled()
+    assert comp.content_labels() == [
+        ("" if n.op is None else n.op.name, str(n.dtype), _sort_key(n.arg)) for n in comp.nodes]
 
 
 def test_gc_paused_restores_the_collector():

@@ -53,7 +53,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     every = [e for _c, ens in decoded for e in ens]
     use = usable_keys(snap, every, subsumed)
     # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
-    cut = {e.eclass for e in every if e.key not in use}
+    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
     groups: dict[int, list[ENode]] = {}
     for c, ens in decoded:
         if c in cut:
@@ -104,7 +104,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         return u
 
     build = memo_build if dag else uop_builder  # no DAG choice: each e-node built once
-    done: dict[int, UOp] = {}  # class index -> term, of the tree choice
+    done = dict(tc.built)  # class index -> term, of the tree choice (the tie-break's too)
     term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
             for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method,
@@ -116,6 +116,9 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 #: loop or a dead store, and the class holds what it replaced: ``sink(noop)`` has
 #: ``sink()`` beside it)
 _NO_TEXT = frozenset(op for op in Ops if not has_text_form(op))
+#: the same, by id (an Ops member's hash runs Python code; the members live as long
+#: as the module)
+_NO_TEXT_IDS = frozenset(map(id, _NO_TEXT))
 
 
 def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False) -> set[int]:
@@ -129,12 +132,17 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False)
     incrementally: each round allows the nodes of the classes still ungrounded and
     carries the grounding on from where it stood."""
     nodes = snap.nodes
+    enodes = enodes if isinstance(enodes, list) else list(enodes)
+    no_text = _NO_TEXT_IDS
+    batch = [en[0] for en in enodes if (subsumed or not nodes[en[0]].subsumed)
+             and id(en[2]) not in no_text]
+    if len(batch) == len(enodes):  # every e-node allowed: nothing to ground
+        return set(batch)
     use: set[int] = set()
     ok: set[int] = set()
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
-    batch = []
-    for i, _c, op, _dt, _arg, kids, _cost, _raw in enodes:
+    for i, _c, _op, _dt, _arg, kids, _cost, _raw in enodes:
         m = len(kids)
         if m == 2:
             a, b = kids
@@ -151,8 +159,6 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False)
             for k in kids:
                 waiting[k].append(i)
         missing[i] = m
-        if (subsumed or not nodes[i].subsumed) and op not in _NO_TEXT:
-            batch.append(i)
     while batch:
         use.update(batch)
         stack = [i for i in batch if not missing[i]]
