@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from eqsat import Ops, dtypes
+from eqsat import Ops, UOp, dtypes
 from eqsat.engines.egraph.extracting import usable_keys
 from extraction import (
     CpuCost,
@@ -431,3 +431,17 @@ def test_op_only_model_is_asked_once_per_op():
     assert fast == v.node_costs(Every()) and len(calls) > len(set(calls))
     with pytest.raises(ValueError, match="costs must be finite numbers >= 0"):
         random_view(5, n_classes=40, n_roots=2).node_costs(Bad())
+
+
+def test_tree_choice_keeps_the_terms_its_tie_break_built():
+    x = UOp.var("x", 0, 9)
+    v = EGraphView.from_uops([(x + 1) * 3], unions=[(x + 1, x - UOp.const(I, -1))])
+    tc = TreeChoice(v, list(v.roots), ReferenceCost())
+    comp, choice = tc.comp, tc.choice
+
+    def term(c):
+        n = choice[c]
+        return uop_builder(comp.nodes[n], tuple(term(k) for k in comp.nch[n]))
+
+    assert tc.built and all(u is term(c) for c, u in tc.built.items())
+    assert tc.terms([0], uop_builder, dict(tc.built)) == tc.terms([0], uop_builder, {})
