@@ -45,7 +45,7 @@ from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
 __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extract_tree_each",
-           "extract_dag",
+           "extract_dag", "sharing_impossible",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
            "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure"]
@@ -262,8 +262,10 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         return terms[c]
 
     for c in order:
+        if len(class_nodes[c]) < 2:
+            continue
         dt = nodes[choice[c]].dtype
-        if dt is None or not (dt.is_int or dt.is_bool) or len(class_nodes[c]) < 2:
+        if dt is None or not (dt.is_int or dt.is_bool):
             continue
         r, b = rank[c], best[c]
         ties = [n for n in class_nodes[c]
@@ -376,11 +378,13 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                     if len(ch) == 2:  # the value sum() gives: ((0 + a) + b)
                         a, b2 = ch
                         w = cost[p] + (0 + best[a] + best[b2])
+                        item = p if keys is None else (
+                            (labels[p], (keys[a], keys[b2])), p)  # type: ignore[index]
                     else:
                         w = cost[p] + sum(map(get, ch))
+                        item = p if keys is None else (
+                            (labels[p], tuple([keys[k] for k in ch])), p)  # type: ignore[index]
                     val[p] = w
-                    item = p if keys is None else (
-                        (labels[p], tuple(keys[k] for k in ch)), p)  # type: ignore[index]
                     b = bget(w)
                     if b is None:
                         buckets[w] = [item]
@@ -1269,6 +1273,33 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     if res.cost > t_total:  # cannot happen (only improving swaps); keep the promise anyway
         return _result(comp, cost, tchoice, ridx, torder, "dag", stats)
     return res
+
+
+def sharing_impossible(view: EGraphView, model: CostModel | str | None = None) -> bool:
+    """Whether no selection of ``view``'s e-nodes can cost less as a DAG than the best
+    tree: True when every class is a child of e-nodes of at most one class, each naming
+    it once, and every price under ``model`` is an integer (their sums, below 2**53,
+    exact). An acyclic selection then uses each class at most once (by induction from
+    the roots: a class is used as often as the one class whose e-nodes name it), so
+    its DAG cost is its tree cost, never below the tree choice's: a DAG search (which
+    keeps the tree choice on a tie) would return the tree choice's cost."""
+    comp = view.compiled()
+    owner = [-1] * len(comp.cids)
+    ncls = comp.ncls
+    for n, ch in enumerate(comp.nch):
+        if not ch:
+            continue
+        c = ncls[n]
+        for k in ch:
+            o = owner[k]
+            if o != c:
+                if o >= 0:
+                    return False
+                owner[k] = c
+        if len(ch) > 1 and len(comp.nchd[n]) < len(ch):
+            return False  # (a child named twice)
+    cost = view.node_costs(get_cost_model(model))
+    return all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53
 
 
 def dag_cost(view: EGraphView, selection: Mapping[ClassId, ENode],

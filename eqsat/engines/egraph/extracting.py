@@ -33,7 +33,14 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     ``thorough``: every root gets the whole DAG search (time permitting), not only the
     roots where its tree choice shares something or two divisions are at stake. (It
     runs inside ``Session.run``, where automatic garbage collection is paused.)"""
-    from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
+    from extraction import (
+        EGraphView,
+        Extraction,
+        TreeChoice,
+        extract_dag,
+        sharing_impossible,
+        uop_builder,
+    )
     from extraction.egraph_view import new_enode
 
     roots = [snap.cls_of_handle(h) for h in handles]
@@ -79,9 +86,11 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         # division, whose branches share the dividend; a light search where a division
         # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and not any(nodes_of[choice[c]].op in GroupOp.IntDiv for c in order):
+        if light and not any(id(nodes_of[choice[c]].op) in _INT_DIV for c in order):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
+        if light and sharing_impossible(view, model):
+            continue  # no term of r shares a class: the search would keep the tree choice
         if clock.over():
             skipped += 1
             continue  # past the hard time limit: its tree choice stands
@@ -119,6 +128,8 @@ _NO_TEXT = frozenset(op for op in Ops if not has_text_form(op))
 #: the same, by id (an Ops member's hash runs Python code; the members live as long
 #: as the module)
 _NO_TEXT_IDS = frozenset(map(id, _NO_TEXT))
+#: the integer divisions (:data:`GroupOp.IntDiv`), by id likewise
+_INT_DIV = frozenset(map(id, GroupOp.IntDiv))
 
 
 def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False) -> set[int]:
