@@ -137,6 +137,9 @@ def _sort_key(x: Any) -> tuple:
 
 _node_key = attrgetter("key")
 _NONE_KEY = _sort_key(None)
+#: each op's name by id (``Ops.name`` is a Python descriptor; the members live as long
+#: as the module), and None's: the empty name
+_OP_NAME: dict[int, str] = {id(op): op.name for op in Ops} | {id(None): ""}
 
 
 def _model_key(model: Any) -> Any:
@@ -206,13 +209,12 @@ class _Compiled:
             names: dict[int, str] = {}  # id(dtype) -> str(dtype): the view holds them all
             labels = []
             add = labels.append
-            for n in self.nodes:
-                dt, arg = n.dtype, n.arg
+            op_name = _OP_NAME
+            for _k, _c, op, dt, arg, _ch, _cost, _raw in self.nodes:
                 name = names.get(id(dt))
                 if name is None:
                     name = names[id(dt)] = str(dt)
-                add(("" if n.op is None else n.op.name, name,
-                     _NONE_KEY if arg is None else _sort_key(arg)))
+                add((op_name[id(op)], name, _NONE_KEY if arg is None else _sort_key(arg)))
             self.labels = labels
         return self.labels
 

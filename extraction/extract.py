@@ -270,7 +270,7 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         r, b = rank[c], best[c]
         ties = [n for n in class_nodes[c]
                 if all(-1 < rank[k] < r for k in nch[n]) and _tree_cost(cost, best, n, nch[n]) == b]
-        if len(ties) < 2 or len({(nodes[n].op, tuple(sorted(nch[n]))) for n in ties}) < 2:
+        if len(ties) < 2 or len({(id(nodes[n].op), tuple(sorted(nch[n]))) for n in ties}) < 2:
             continue
         try:
             width = {n: _bounds_width(uop_builder(nodes[n], tuple(term(k) for k in nch[n])))
