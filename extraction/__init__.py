@@ -34,6 +34,7 @@ from extraction.extract import (
     extract_dag,
     extract_tree,
     extract_tree_each,
+    sharing_impossible,
     tree_cost,
     uop_builder,
 )
@@ -43,5 +44,5 @@ __all__ = [
     "Extraction", "ExtractionError", "ReferenceCost", "SerializedNode", "TreeChoice", "build_terms",
     "cost_by_op", "dag_cost", "divmod_count", "extract_dag", "extract_tree", "extract_tree_each",
     "get_cost_model",
-    "reference_cost", "tree_cost", "uop_builder", "uop_child_consts",
+    "reference_cost", "sharing_impossible", "tree_cost", "uop_builder", "uop_child_consts",
 ]

@@ -136,6 +136,10 @@ def _sort_key(x: Any) -> tuple:
 
 
 _node_key = attrgetter("key")
+_NONE_KEY = _sort_key(None)
+#: each op's name by id (``Ops.name`` is a Python descriptor; the members live as long
+#: as the module), and None's: the empty name
+_OP_NAME: dict[int, str] = {id(op): op.name for op in Ops} | {id(None): ""}
 
 
 def _model_key(model: Any) -> Any:
@@ -152,7 +156,8 @@ class _Compiled:
     """Integer-indexed arrays of a view, built once and shared by extractions."""
 
     __slots__ = ("cids", "cidx", "nodes", "ncls", "nch", "nchd", "class_nodes", "parents",
-                 "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache", "labels")
+                 "selfloop", "pend", "leaves", "kids", "cost_cache", "tree_cache", "tie_terms",
+                 "labels")
 
     def __init__(self, view: EGraphView):
         classes = view.classes
@@ -191,6 +196,9 @@ class _Compiled:
         #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
         self.tree_cache: dict[Any, tuple[list[int], list[float]]] = {}
+        #: per model key: the chosen terms the tree choice's tie-break built (class ->
+        #: UOp), for the term builder to start from (see ``extract.tighter_ties``)
+        self.tie_terms: dict[Any, dict[int, UOp]] = {}
         #: per e-node, its content without its children (see :meth:`content_labels`)
         self.labels: list[tuple] | None = None
 
@@ -198,8 +206,16 @@ class _Compiled:
         """Per e-node ``(op name, dtype, arg)`` as comparable values: with the children's
         terms, what orders equal-cost e-nodes by their content rather than by index."""
         if self.labels is None:
-            self.labels = [("" if n.op is None else n.op.name, str(n.dtype), _sort_key(n.arg))
-                           for n in self.nodes]
+            names: dict[int, str] = {}  # id(dtype) -> str(dtype): the view holds them all
+            labels = []
+            add = labels.append
+            op_name = _OP_NAME
+            for _k, _c, op, dt, arg, _ch, _cost, _raw in self.nodes:
+                name = names.get(id(dt))
+                if name is None:
+                    name = names[id(dt)] = str(dt)
+                add((op_name[id(op)], name, _NONE_KEY if arg is None else _sort_key(arg)))
+            self.labels = labels
         return self.labels
 
     def pending(self) -> list[int]:
@@ -288,6 +304,7 @@ class _Compiled:
         pos[-1] = -1
         out.tree_cache = {key: ([pos[choice[c]] for c in order], [best[c] for c in order])
                           for key, (choice, best) in self.tree_cache.items()}
+        out.tie_terms = {}  # (keyed by this view's class indices)
         labels = self.labels
         out.labels = None if labels is None else [labels[n] for n in src]
         return out

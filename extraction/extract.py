@@ -45,7 +45,7 @@ from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
 __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extract_tree_each",
-           "extract_dag",
+           "extract_dag", "sharing_impossible",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
            "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure"]
@@ -221,7 +221,8 @@ def _bounds_width(u: UOp) -> float:
 
 
 def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: list[float],
-                 order: list[int], keys: list[tuple], depth: list[int] | None = None) -> None:
+                 order: list[int], keys: list[tuple], depth: list[int] | None = None,
+                 terms: dict[int, UOp] | None = None) -> None:
     """Among the e-nodes of an integer class whose tree cost ties its best, choose the
     one whose term has the tightest bounds (``vmax - vmin`` of the UOp it builds from its
     children's chosen terms), at equal width the e-node of the lower content key (its
@@ -235,12 +236,14 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
     what it was; ties between e-nodes of one op over the same child classes (the
     operand orders of a commutative op) are left as they are. Deterministic: the classes
     in their order, each e-node's term from its children's chosen terms. ``depth``: the
-    keys' depths, as :func:`cheapest_first` keeps them."""
+    keys' depths, as :func:`cheapest_first` keeps them. ``terms``: filled with the chosen
+    terms it built (class -> the UOp :func:`uop_builder` builds of its final choice)."""
     rank = [-1] * len(comp.cids)
     for i, c in enumerate(order):
         rank[c] = i
     nodes, nch, class_nodes = comp.nodes, comp.nch, comp.class_nodes
-    terms: dict[int, UOp] = {}
+    if terms is None:
+        terms = {}
 
     def term(c: int) -> UOp:  # the chosen term of class c (its children's first)
         stack = [c]
@@ -259,13 +262,15 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         return terms[c]
 
     for c in order:
+        if len(class_nodes[c]) < 2:
+            continue
         dt = nodes[choice[c]].dtype
-        if dt is None or not (dt.is_int or dt.is_bool) or len(class_nodes[c]) < 2:
+        if dt is None or not (dt.is_int or dt.is_bool):
             continue
         r, b = rank[c], best[c]
         ties = [n for n in class_nodes[c]
                 if all(-1 < rank[k] < r for k in nch[n]) and _tree_cost(cost, best, n, nch[n]) == b]
-        if len(ties) < 2 or len({(nodes[n].op, tuple(sorted(nch[n]))) for n in ties}) < 2:
+        if len(ties) < 2 or len({(id(nodes[n].op), tuple(sorted(nch[n]))) for n in ties}) < 2:
             continue
         try:
             width = {n: _bounds_width(uop_builder(nodes[n], tuple(term(k) for k in nch[n])))
@@ -373,11 +378,13 @@ def cheapest_first(nch: Sequence[Sequence[int]], ncls: Sequence[int],
                     if len(ch) == 2:  # the value sum() gives: ((0 + a) + b)
                         a, b2 = ch
                         w = cost[p] + (0 + best[a] + best[b2])
+                        item = p if keys is None else (
+                            (labels[p], (keys[a], keys[b2])), p)  # type: ignore[index]
                     else:
                         w = cost[p] + sum(map(get, ch))
+                        item = p if keys is None else (
+                            (labels[p], tuple([keys[k] for k in ch])), p)  # type: ignore[index]
                     val[p] = w
-                    item = p if keys is None else (
-                        (labels[p], tuple(keys[k] for k in ch)), p)  # type: ignore[index]
                     b = bget(w)
                     if b is None:
                         buckets[w] = [item]
@@ -426,13 +433,14 @@ def _digest(key: tuple) -> str:
     return memo[id(key)].hex()
 
 
-def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool]
-                ) -> tuple[list[int], list[float]]:
+def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool],
+                terms: dict[int, UOp] | None = None) -> tuple[list[int], list[float]]:
     """:func:`tree_choice` with its ties broken by content key, then toward tighter
-    bounds (:func:`tighter_ties`): the choice among equal-cost terms depends on the
-    terms, not on the e-graph's numbering (what else it holds, the order it was built)."""
+    bounds (:func:`tighter_ties`, which fills ``terms``): the choice among equal-cost
+    terms depends on the terms, not on the e-graph's numbering (what else it holds, the
+    order it was built)."""
     choice, best, order, keys, depth = _tree_pass(comp, cost, relevant, content=True)
-    tighter_ties(comp, cost, choice, best, order, keys, depth)
+    tighter_ties(comp, cost, choice, best, order, keys, depth, terms)
     return choice, best
 
 
@@ -442,13 +450,15 @@ def _tree_of(comp: _Compiled, cost: list[float], relevant: list[bool], model: An
     view's cached choice over every class when
     ``cost`` is the view's cached cost list of ``model``: a set of classes closed
     under children (as ``relevant`` is) finalizes its e-nodes in the same order
-    with or without the other classes, so the choices agree on it."""
+    with or without the other classes, so the choices agree on it. The terms the
+    tie-break built for the cached choice are kept (``comp.tie_terms``)."""
     key = _model_key(model)
     if key is None or comp.cost_cache.get(key) is not cost:
         return _tight_tree(comp, cost, relevant)
     hit = comp.tree_cache.get(key)
     if hit is None:
-        hit = comp.tree_cache[key] = _tight_tree(comp, cost, [True] * len(comp.cids))
+        built = comp.tie_terms[key] = {}
+        hit = comp.tree_cache[key] = _tight_tree(comp, cost, [True] * len(comp.cids), built)
     choice, best = hit
     if all(relevant):
         return list(choice), list(best)
@@ -1119,10 +1129,12 @@ class TreeChoice:
 
     ``comp``/``cost``: the view's compiled arrays and e-node costs; ``ridx``: the
     class index of each root; ``choice``/``best``: the chosen e-node (-1: none) and
-    the best tree cost of every class.
+    the best tree cost of every class; ``built``: the chosen terms the tie-break
+    built (class index -> UOp, as :func:`uop_builder` builds them: a ``done`` for
+    :meth:`terms` with that builder).
     """
 
-    __slots__ = ("comp", "cost", "ridx", "choice", "best", "model")
+    __slots__ = ("comp", "cost", "ridx", "choice", "best", "model", "built")
 
     def __init__(self, view: EGraphView, roots: Sequence[ClassId],
                  model: CostModel | str | None = None):
@@ -1132,6 +1144,9 @@ class TreeChoice:
             raise _unextractable(comp, ridx, choice)
         self.comp, self.cost, self.ridx, self.model = comp, cost, ridx, model
         self.choice, self.best = choice, best
+        key = _model_key(model)
+        cached = key is not None and comp.cost_cache.get(key) is cost
+        self.built: dict[int, UOp] = comp.tie_terms.get(key, {}) if cached else {}
 
     def __repr__(self) -> str:
         return f"<TreeChoice of {len(self.ridx)} roots over {len(self.comp.cids)} classes>"
@@ -1258,6 +1273,33 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     if res.cost > t_total:  # cannot happen (only improving swaps); keep the promise anyway
         return _result(comp, cost, tchoice, ridx, torder, "dag", stats)
     return res
+
+
+def sharing_impossible(view: EGraphView, model: CostModel | str | None = None) -> bool:
+    """Whether no selection of ``view``'s e-nodes can cost less as a DAG than the best
+    tree: True when every class is a child of e-nodes of at most one class, each naming
+    it once, and every price under ``model`` is an integer (their sums, below 2**53,
+    exact). An acyclic selection then uses each class at most once (by induction from
+    the roots: a class is used as often as the one class whose e-nodes name it), so
+    its DAG cost is its tree cost, never below the tree choice's: a DAG search (which
+    keeps the tree choice on a tie) would return the tree choice's cost."""
+    comp = view.compiled()
+    owner = [-1] * len(comp.cids)
+    ncls = comp.ncls
+    for n, ch in enumerate(comp.nch):
+        if not ch:
+            continue
+        c = ncls[n]
+        for k in ch:
+            o = owner[k]
+            if o != c:
+                if o >= 0:
+                    return False
+                owner[k] = c
+        if len(ch) > 1 and len(comp.nchd[n]) < len(ch):
+            return False  # (a child named twice)
+    cost = view.node_costs(get_cost_model(model))
+    return all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53
 
 
 def dag_cost(view: EGraphView, selection: Mapping[ClassId, ENode],

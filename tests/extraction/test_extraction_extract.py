@@ -24,6 +24,7 @@ from extraction import (
     extract_dag,
     extract_tree,
     extract_tree_each,
+    sharing_impossible,
     tree_cost,
     uop_builder,
 )
@@ -464,3 +465,55 @@ def test_equal_cost_prefers_tighter_bounds(written, twin, want, extract) -> None
     out = extract(view, model=REF).to_uops()[0]
     assert out is (twin if want == "twin" else written)
     assert (out.vmin, out.vmax) == (0, 9)
+
+
+class _Halves(ReferenceCost):
+    """Reference prices halved: not integers, so the tree pass's sums may round."""
+
+    def node_cost(self, op, dtype, arg, child_consts, child_mins=None):
+        return super().node_cost(op, dtype, arg, child_consts) / 2 + 0.1
+
+
+@pytest.mark.parametrize("roots, unions, model, expected", [
+    ([(x + 1) * 3], [], REF, True),  # a tree: every class under one parent
+    ([(x + 1) * 3], [(x + 1, x - UOp.const(I, -1))], REF, True),  # two parents, one class
+    ([x * x], [], REF, False),  # x named twice by one e-node
+    ([x // 4 + x % 4], [], REF, False),  # x under two classes
+    ([(x + 1) * 3], [], _Halves(), False),  # prices that are not integers
+])
+def test_sharing_impossible(roots, unions, model, expected):
+    assert sharing_impossible(EGraphView.from_uops(roots, unions), model) is expected
+
+
+def _layered_view(seed: int) -> EGraphView:
+    """Classes 0..n-1, class 0 the root; each later class has a parent class before it,
+    whose e-nodes take their children among the classes it parents (for odd seeds, half
+    of them any later class), so sharing is possible in some of them only.
+    Every child is a later class: every class has a term."""
+    rng = random.Random(seed)
+    n, anywhere = rng.randint(3, 9), 0.5 * (seed % 2)
+    parent = [-1] + [rng.randrange(k) for k in range(1, n)]
+    nodes: list[ENode] = []
+    for c in range(n):
+        own = [k for k in range(c + 1, n) if parent[k] == c]
+        for _ in range(rng.randint(1, 3) if own else 1):
+            key = len(nodes)
+            if not own or rng.random() < 0.15:
+                nodes.append(ENode(key, c, Ops.CONST, I, key, ()))
+                continue
+            kids = [rng.choice(own) if rng.random() >= anywhere else rng.randrange(c + 1, n)
+                    for _ in range(rng.choice((1, 2, 2)))]
+            op = Ops.NEG if len(kids) == 1 else rng.choice((Ops.ADD, Ops.MUL, Ops.IDIV))
+            nodes.append(ENode(key, c, op, I, None, tuple(kids)))
+    return EGraphView(nodes, roots=[0])
+
+
+def test_sharing_impossible_means_the_dag_search_keeps_the_tree_cost():
+    seen = {True: 0, False: 0}
+    for seed in range(300):
+        v = _layered_view(seed)
+        impossible = sharing_impossible(v, REF)
+        seen[impossible] += 1
+        dag, tree = extract_dag(v, model=REF).cost, extract_tree(v, model=REF).cost
+        assert dag == tree if impossible else dag <= tree
+    assert min(seen.values()) >= 30  # both kinds of e-graph were drawn

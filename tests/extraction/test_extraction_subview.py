@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from eqsat import Ops, dtypes
+from eqsat import Ops, UOp, dtypes
 from eqsat.engines.egraph.extracting import usable_keys
 from extraction import (
     CpuCost,
@@ -22,6 +22,7 @@ from extraction import (
     extract_tree_each,
     uop_builder,
 )
+from extraction.egraph_view import _sort_key
 from extraction.extract import _tight_tree, closure, reachable_region, rechoose, tree_choice
 from extraction.synth import random_view
 
@@ -178,20 +179,42 @@ def old_usable(nodes, decoded) -> set[int]:
         use |= extra
 
 
+@pytest.mark.parametrize("p_sub", [0.0, 0.3])
 @pytest.mark.parametrize("seed", range(40))
-def test_usable_matches_the_round_by_round_fixpoint(seed):
+def test_usable_matches_the_round_by_round_fixpoint(seed, p_sub):
     rng = random.Random(seed)
     n_cls = rng.randint(2, 25)
     nodes, decoded, enodes = [], {}, []
     for i in range(rng.randint(n_cls, 3 * n_cls)):
         c = i if i < n_cls else rng.randrange(n_cls)
         kids = tuple(rng.randrange(n_cls) for _ in range(rng.choice([0, 1, 2, 2, 3, 4])))
-        nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < 0.3))
+        nodes.append(SimpleNamespace(cls=c, subsumed=rng.random() < p_sub))
         if rng.random() < 0.9:
             decoded[i] = (Ops.ADD, I, None, kids)
             enodes.append(ENode(i, c, Ops.ADD, I, None, kids))
     snap = SimpleNamespace(nodes=nodes)
     assert usable_keys(snap, enodes) == old_usable(nodes, decoded)
+
+
+@pytest.mark.parametrize("op, subsumed, expected", [
+    (Ops.ADD, False, {0, 1, 2}),  # every e-node allowed: all of them
+    (Ops.ADD, True, {0, 2}),  # the subsumed one's class has another term
+    (Ops.NOOP, False, {0, 2}),  # no text form, its class has another term
+])
+def test_usable_leaves_out_what_another_term_replaces(op, subsumed, expected):
+    # class 0: a leaf; class 1: x + x or x * 2 (node 1 or node 2)
+    nodes = [SimpleNamespace(cls=0, subsumed=False), SimpleNamespace(cls=1, subsumed=subsumed),
+             SimpleNamespace(cls=1, subsumed=False)]
+    enodes = [ENode(0, 0, Ops.DEFINE_VAR, I, "x", ()), ENode(1, 1, op, I, None, (0, 0)),
+              ENode(2, 1, Ops.MUL, I, None, (0, 0))]
+    assert usable_keys(SimpleNamespace(nodes=nodes), iter(enodes)) == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_content_labels_read_each_node_content(seed):
+    comp = int_keyed(random_view(seed, n_classes=30), seed).compiled()
+    assert comp.content_labels() == [
+        ("" if n.op is None else n.op.name, str(n.dtype), _sort_key(n.arg)) for n in comp.nodes]
 
 
 def test_gc_paused_restores_the_collector():
@@ -408,3 +431,17 @@ def test_op_only_model_is_asked_once_per_op():
     assert fast == v.node_costs(Every()) and len(calls) > len(set(calls))
     with pytest.raises(ValueError, match="costs must be finite numbers >= 0"):
         random_view(5, n_classes=40, n_roots=2).node_costs(Bad())
+
+
+def test_tree_choice_keeps_the_terms_its_tie_break_built():
+    x = UOp.var("x", 0, 9)
+    v = EGraphView.from_uops([(x + 1) * 3], unions=[(x + 1, x - UOp.const(I, -1))])
+    tc = TreeChoice(v, list(v.roots), ReferenceCost())
+    comp, choice = tc.comp, tc.choice
+
+    def term(c):
+        n = choice[c]
+        return uop_builder(comp.nodes[n], tuple(term(k) for k in comp.nch[n]))
+
+    assert tc.built and all(u is term(c) for c, u in tc.built.items())
+    assert tc.terms([0], uop_builder, dict(tc.built)) == tc.terms([0], uop_builder, {})

@@ -33,7 +33,14 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     ``thorough``: every root gets the whole DAG search (time permitting), not only the
     roots where its tree choice shares something or two divisions are at stake. (It
     runs inside ``Session.run``, where automatic garbage collection is paused.)"""
-    from extraction import EGraphView, Extraction, TreeChoice, extract_dag, uop_builder
+    from extraction import (
+        EGraphView,
+        Extraction,
+        TreeChoice,
+        extract_dag,
+        sharing_impossible,
+        uop_builder,
+    )
     from extraction.egraph_view import new_enode
 
     roots = [snap.cls_of_handle(h) for h in handles]
@@ -53,7 +60,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     every = [e for _c, ens in decoded for e in ens]
     use = usable_keys(snap, every, subsumed)
     # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
-    cut = {e.eclass for e in every if e.key not in use}
+    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
     groups: dict[int, list[ENode]] = {}
     for c, ens in decoded:
         if c in cut:
@@ -79,9 +86,11 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         # division, whose branches share the dividend; a light search where a division
         # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and not any(nodes_of[choice[c]].op in GroupOp.IntDiv for c in order):
+        if light and not any(id(nodes_of[choice[c]].op) in _INT_DIV for c in order):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
+        if light and sharing_impossible(view, model):
+            continue  # no term of r shares a class: the search would keep the tree choice
         if clock.over():
             skipped += 1
             continue  # past the hard time limit: its tree choice stands
@@ -104,7 +113,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         return u
 
     build = memo_build if dag else uop_builder  # no DAG choice: each e-node built once
-    done: dict[int, UOp] = {}  # class index -> term, of the tree choice
+    done = dict(tc.built)  # class index -> term, of the tree choice (the tie-break's too)
     term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
             for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method,
@@ -116,6 +125,11 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
 #: loop or a dead store, and the class holds what it replaced: ``sink(noop)`` has
 #: ``sink()`` beside it)
 _NO_TEXT = frozenset(op for op in Ops if not has_text_form(op))
+#: the same, by id (an Ops member's hash runs Python code; the members live as long
+#: as the module)
+_NO_TEXT_IDS = frozenset(map(id, _NO_TEXT))
+#: the integer divisions (:data:`GroupOp.IntDiv`), by id likewise
+_INT_DIV = frozenset(map(id, GroupOp.IntDiv))
 
 
 def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False) -> set[int]:
@@ -129,12 +143,17 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False)
     incrementally: each round allows the nodes of the classes still ungrounded and
     carries the grounding on from where it stood."""
     nodes = snap.nodes
+    enodes = enodes if isinstance(enodes, list) else list(enodes)
+    no_text = _NO_TEXT_IDS
+    batch = [en[0] for en in enodes if (subsumed or not nodes[en[0]].subsumed)
+             and id(en[2]) not in no_text]
+    if len(batch) == len(enodes):  # every e-node allowed: nothing to ground
+        return set(batch)
     use: set[int] = set()
     ok: set[int] = set()
     waiting: defaultdict[int, list[int]] = defaultdict(list)
     missing: dict[int, int] = {}
-    batch = []
-    for i, _c, op, _dt, _arg, kids, _cost, _raw in enodes:
+    for i, _c, _op, _dt, _arg, kids, _cost, _raw in enodes:
         m = len(kids)
         if m == 2:
             a, b = kids
@@ -151,8 +170,6 @@ def usable_keys(snap: Snapshot, enodes: Iterable[ENode], subsumed: bool = False)
             for k in kids:
                 waiting[k].append(i)
         missing[i] = m
-        if (subsumed or not nodes[i].subsumed) and op not in _NO_TEXT:
-            batch.append(i)
     while batch:
         use.update(batch)
         stack = [i for i in batch if not missing[i]]

@@ -128,7 +128,7 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
     extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare. The
     second extraction gives each such root the whole DAG search. It runs only within
     the hard time limit (its DAG search checks the clock too)."""
-    cost = run.model.graph_cost
+    cost = _pricer(run)
     costs = []
     for r, o in zip(roots, outs, strict=True):
         c = cost(r)
@@ -148,3 +148,21 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
     return costs
 
 
+
+
+def _pricer(run: Run) -> Callable[[UOp], float]:
+    """``run.model.graph_cost``, with the costs the baseline's seeds already have: each
+    root's start (its input, or the baseline's cheaper rewrite) was priced under the
+    run's model, and an extracted term is often that start (hash-consed: the same
+    object)."""
+    cost = run.model.graph_cost
+    seeds = run.seeds
+    if seeds is None:
+        return cost
+    known = {id(s): c for s, c in zip(seeds.roots, seeds.costs, strict=True)}
+
+    def price(u: UOp) -> float:
+        c = known.get(id(u))
+        return cost(u) if c is None else c
+
+    return price

@@ -164,3 +164,16 @@ def test_the_narrow_egraph_declares_the_constructors_it_can_hold_only(session) -
     assert p.declares("index") is None and p.declares("fixed") is None
     assert "(constructor Sqrt " not in p.text("narrow")
     assert "(constructor Sqrt " in p.text("index")
+
+
+@pytest.mark.parametrize("text", [
+    "(mul (var x 0 5) 3)",  # the output is the input, the baseline's seed
+    "(mul (add (var x 0 5) 0) 3)",  # the output is the baseline's cheaper rewrite
+    "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",  # the seed is the input, the output new
+    GROWS,
+])
+def test_the_extract_phase_prices_as_the_model_does(session: Session, text: str) -> None:
+    # the starts' costs come from the baseline's seeds: the same figures
+    run = _run(session, text, Limits(seconds=60.0))
+    assert run.costs == [(MODEL.graph_cost(r), MODEL.graph_cost(o))
+                         for r, o in zip(run.roots, run.outs, strict=True)]
