@@ -238,28 +238,39 @@ class Mirror:
         return at
 
     # ---- loading
-    def load(self, rows: list[list[str]]) -> bool:
+    def load(self, rows: list[tuple]) -> bool:
         """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
-        ``RSub``'s subsumptions) as egglog's loading rules do, then :meth:`rebuild`;
-        whether a fact changed a bound or ``Def``."""
-        tags = {v: k for k, v in FACT_TAGS.items()}
-        tags.update({v: k for k, v in LATE_TAGS.items()})
+        ``RSub``'s subsumptions: ``encoding.inserter.Row``) as egglog's loading rules
+        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
         facts: list[tuple[str, int, int]] = []
         subs: list[tuple[str, tuple]] = []
+        parent, find = self.parent, self.find
         for r in rows:
-            tag = r[1]
-            if len(r) == 8:  # an RSub row: tag s1 s2 i e1 e2 e3 e4
-                subs.append((r[0], _fields(r[0], ["", *r])))
+            if len(r) == 2:  # an RSub row: (ctor, fields)
+                subs.append(r)
+                continue
+            k, tag, x = r
+            pos = _E_POS.get(tag)
+            if pos is not None:
+                if pos:
+                    f = list(x)
+                    for i in pos:
+                        h = f[i]
+                        if h in parent:
+                            f[i] = find(h)
+                        else:
+                            parent[h] = h
+                    x = tuple(f)
+                c = self.node(tag, x)
+                if k not in parent:
+                    parent[k] = k
+                self.union(k, c)
             elif tag == "U":
-                self.union(self.handle(int(r[0])), self.handle(int(r[5])))
-            elif tag in tags:
-                facts.append((tags[tag], int(r[0]), int(r[4])))
-            elif tag in CTORS:
-                fields = _fields(tag, r)
-                for i in _E_POS[tag]:
-                    self.handle(fields[i])
-                c = self.node(tag, self.canon(tag, fields))
-                self.union(self.handle(int(r[0])), c)
+                parent.setdefault(k, k)
+                parent.setdefault(x, x)
+                self.union(k, x)
+            elif tag in _FACT_RELS:
+                facts.append((_FACT_RELS[tag], k, x))
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
         if len(facts) < len(rows):
@@ -292,22 +303,9 @@ class Mirror:
 
 _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
-
-
-def _columns(sig: str) -> tuple[tuple[int, bool], ...]:
-    """An insertion row's column of each field of a constructor of signature ``sig``
-    (``k ctor s1 s2 i e1 e2 e3 e4``), and whether it is a number."""
-    ss, es = iter((2, 3)), iter((5, 6, 7, 8))
-    return tuple((next(ss), False) if ch == "S" else (4, True) if ch == "I"
-                 else (next(es), True) for ch in sig)
-
-
-_COLUMNS = {name: _columns(sig) for name, sig in CTORS.items()}
-
-
-def _fields(ctor: str, r: list[str]) -> tuple:
-    """The fields of an insertion row of ``ctor``."""
-    return tuple(int(r[c]) if num else r[c] for c, num in _COLUMNS[ctor])
+#: a fact row's tag -> its relation (``RLo``, ``RHi``, ``RDef``; the late bounds too)
+_FACT_RELS: dict[str, str] = {
+    **{v: k for k, v in FACT_TAGS.items()}, **{v: k for k, v in LATE_TAGS.items()}}
 
 
 # ---- rules ---------------------------------------------------------------------------

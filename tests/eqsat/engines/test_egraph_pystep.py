@@ -111,13 +111,9 @@ def test_query_primitives_compute_as_egglogs(expr: str, want: int | None) -> Non
 def test_mirror_closes_classes_under_congruence() -> None:
     # f(a), f(b), a = b: one class of f; the smaller handle names it
     m = pystep.Mirror()
-    rows = [["0", "Leaf", "DEFINE_VAR", "index", "0", "0", "0", "0", "0"],
-            ["1", "Leaf", "DEFINE_VAR", "index", "1", "0", "0", "0", "0"],
-            ["2", "Neg", "index", "", "0", "0", "0", "0", "0"],
-            ["3", "Neg", "index", "", "0", "1", "0", "0", "0"],
-            ["1", "U", "", "", "0", "0", "0", "0", "0"],
-            ["0", "#lo", "", "", "2", "0", "0", "0", "0"],
-            ["1", "#hi", "", "", "5", "0", "0", "0", "0"]]
+    rows = [(0, "Leaf", ("DEFINE_VAR", "index", 0)), (1, "Leaf", ("DEFINE_VAR", "index", 1)),
+            (2, "Neg", ("index", 0)), (3, "Neg", ("index", 1)), (1, "U", 0),
+            (0, "#lo", 2), (1, "#hi", 5)]
     m.load(rows)
     assert m.find(3) == m.find(2) == 2 and m.find(1) == 0
     assert len(m.table) == 3 and (m.lo[0], m.hi[0]) == (2, 5)
