@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
@@ -553,20 +555,17 @@ def rule_book(program: Any) -> RuleBook:
 
 
 def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
-    """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`)."""
-    find = m.find
-    rows = [(c, ctor, fields, (ctor, fields) in m.sub) for (ctor, fields), c in m.table.items()]
+    """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`:
+    the classes are their roots, a handle when the class has one)."""
+    find, sub = m.find, m.sub
+    rows = [(c, ctor, fields, (ctor, fields) in sub) for (ctor, fields), c in m.table.items()]
     handles = {k: find(k) for k in m.parent if k < NEW_CLASS}
-    cls_of = {c: c for c in set(handles.values())}
-    return Snapshot.of_rows(rows, cls_of, handles, m.lo, m.hi, m.defs, ins)
+    return Snapshot.of_rows(rows, set(handles.values()), handles, m.lo, m.hi, m.defs, ins)
 
 
 def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
-    out: dict[str, int] = {}
-    for ctor, _fields in m.table:
-        out[ctor] = out.get(ctor, 0) + 1
-    return out
+    return dict(Counter(map(itemgetter(0), m.table)))
 
 
 def empty_interval(m: Mirror) -> int | None:
