@@ -91,6 +91,8 @@ class Mirror:
         #: class of an e-node (a superset after merges until the next re-keying)
         self.absorbed: set[int] = set()
         self.kids: set[int] = set()
+        #: class -> the classes of the matchable e-nodes it is a child of (``above``)
+        self._up: dict[int, list[int]] | None = None
 
     # ---- classes
     def find(self, k: int) -> int:
@@ -172,7 +174,7 @@ class Mirror:
                 continue  # (a subsumed e-node matches no query)
             by_ctor.setdefault(key[0], []).append((key[1], c))
             by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
-        self.by_ctor, self.by_class = by_ctor, by_class
+        self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
 
     def _congruence(self) -> None:
         """Re-key every e-node by its children's classes now, merging the classes of
@@ -220,14 +222,16 @@ class Mirror:
         e-nodes with a child at ``i - 1``): a match whose classes lie at most ``i``
         below its root e-node's and hold one of ``classes`` has its root there."""
         levels = [classes]
-        up: dict[int, list[int]] = {}
-        for ctor, entries in self.by_ctor.items():
-            pos = _E_POS[ctor]
-            for fields, c in entries if pos else ():
-                for i in pos:
-                    k = fields[i]
-                    if k != c:
-                        up.setdefault(k, []).append(c)
+        up = self._up
+        if up is None:  # (kept until the next rebuild: the analysis's rounds share it)
+            up = self._up = {}
+            for ctor, entries in self.by_ctor.items():
+                pos = _E_POS[ctor]
+                for fields, c in entries if pos else ():
+                    for i in pos:
+                        k = fields[i]
+                        if k != c:
+                            up.setdefault(k, []).append(c)
 
         def at(i: int) -> set[int]:
             while len(levels) <= i:
