@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
@@ -77,6 +79,20 @@ class Mirror:
         self.made = NEW_CLASS
         self.by_ctor: dict[str, list[tuple[tuple, int]]] = {}
         self.by_class: dict[int, dict[str, list[tuple]]] = {}
+        #: the classes whose atoms changed, in order (a class that gained an e-node or
+        #: the root of a merge, an e-node made or re-keyed, a bound or ``Def`` that
+        #: changed): a semi-naive round reads the entries since its last match
+        self.log: list[int] = []
+        #: where ``log`` stood when the last round of native rules matched, and its
+        #: rule-set parts (None: no round yet); where it stood after the last analysis
+        self.native_mark: tuple[int, frozenset[str]] | None = None
+        self.analysed: int | None = None
+        #: the classes merged into another since the last rebuild, and every child
+        #: class of an e-node (a superset after merges until the next re-keying)
+        self.absorbed: set[int] = set()
+        self.kids: set[int] = set()
+        #: class -> the classes of the matchable e-nodes it is a child of (``above``)
+        self._up: dict[int, list[int]] | None = None
 
     # ---- classes
     def find(self, k: int) -> int:
@@ -103,6 +119,8 @@ class Mirror:
         if b < a:
             a, b = b, a
         self.parent[b] = a  # (the smaller id is the root: a handle, the class's name)
+        self.log.append(a)
+        self.absorbed.add(b)
         for table, merge in ((self.lo, max), (self.hi, min)):
             vb = table.pop(b, None)
             if vb is not None:
@@ -123,6 +141,9 @@ class Mirror:
         self.made += 1
         self.parent[c] = c
         self.table[key] = c
+        self.log.append(c)
+        for i in _E_POS[ctor]:
+            self.kids.add(fields[i])
         return c
 
     def canon(self, ctor: str, fields: tuple) -> tuple:
@@ -136,56 +157,126 @@ class Mirror:
 
     def rebuild(self) -> None:
         """Re-key the e-nodes by their classes now, merging the classes of e-nodes that
-        became equal (congruence), to a fixed point; index them."""
+        became equal (congruence), to a fixed point; index them. When no class merged
+        away since the last rebuild is a child of an e-node (most loads: a handle
+        merged with its new e-node's class), only the classes change."""
+        if self.absorbed and not self.absorbed.isdisjoint(self.kids):
+            self._congruence()
+        elif self.absorbed:
+            find = self.find
+            self.table = {key: find(c) for key, c in self.table.items()}
+        self.absorbed.clear()
+        by_ctor: dict[str, list[tuple[tuple, int]]] = {}
+        by_class: dict[int, dict[str, list[tuple]]] = {}
+        sub = self.sub
+        for key, c in self.table.items():
+            if key in sub:
+                continue  # (a subsumed e-node matches no query)
+            by_ctor.setdefault(key[0], []).append((key[1], c))
+            by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
+        self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
+
+    def _congruence(self) -> None:
+        """Re-key every e-node by its children's classes now, merging the classes of
+        e-nodes that became equal, to a fixed point (the last pass merges nothing, so
+        the classes it stored are the roots); ``kids`` read again."""
+        find, log = self.find, self.log
         while True:
             table: dict[tuple, int] = {}
             sub: set[tuple] = set()
+            kids: set[int] = set()
             merged = False
             for (ctor, fields), c in self.table.items():
-                key = (ctor, self.canon(ctor, fields))
+                pos = _E_POS[ctor]
+                if pos:
+                    f = list(fields)
+                    for i in pos:
+                        f[i] = find(f[i])
+                    key = (ctor, tuple(f))
+                    kids.update(f[i] for i in pos)
+                    if key[1] != fields:
+                        log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
+                else:
+                    key = (ctor, fields)
                 if (ctor, fields) in self.sub:
                     sub.add(key)
                 old = table.get(key)
                 if old is None:
-                    table[key] = self.find(c)
+                    table[key] = find(c)
                 elif self.union(old, c):
                     merged = True
-            self.table, self.sub = table, sub
+            self.table, self.sub, self.kids = table, sub, kids
             if not merged:
-                break
-        self.table = {key: self.find(c) for key, c in self.table.items()}
-        by_ctor: dict[str, list[tuple[tuple, int]]] = {}
-        by_class: dict[int, dict[str, list[tuple]]] = {}
-        for key, c in self.table.items():
-            if key in self.sub:
-                continue  # (a subsumed e-node matches no query)
-            by_ctor.setdefault(key[0], []).append((key[1], c))
-            by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
-        self.by_ctor, self.by_class = by_ctor, by_class
+                return
+
+    # ---- what changed (semi-naive rounds)
+    def dirty(self, since: int) -> set[int]:
+        """The classes (by their roots now) whose atoms changed since ``log`` held
+        ``since`` entries."""
+        find = self.find
+        return {find(c) for c in set(self.log[since:])}
+
+    def above(self, classes: set[int]) -> Callable[[int], set[int]]:
+        """The function giving, for a level ``i``, the classes within ``i`` e-nodes
+        above ``classes`` (``classes`` at 0; at ``i``, also the classes of the matchable
+        e-nodes with a child at ``i - 1``): a match whose classes lie at most ``i``
+        below its root e-node's and hold one of ``classes`` has its root there."""
+        levels = [classes]
+        up = self._up
+        if up is None:  # (kept until the next rebuild: the analysis's rounds share it)
+            up = self._up = {}
+            for ctor, entries in self.by_ctor.items():
+                pos = _E_POS[ctor]
+                for fields, c in entries if pos else ():
+                    for i in pos:
+                        k = fields[i]
+                        if k != c:
+                            up.setdefault(k, []).append(c)
+
+        def at(i: int) -> set[int]:
+            while len(levels) <= i:
+                last = levels[-1]
+                nxt = set(last)
+                for k in last:
+                    nxt.update(up.get(k, ()))
+                levels.append(nxt)
+            return levels[i]
+        return at
 
     # ---- loading
-    def load(self, rows: list[list[str]]) -> bool:
+    def load(self, rows: list[tuple]) -> bool:
         """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
-        ``RSub``'s subsumptions) as egglog's loading rules do, then :meth:`rebuild`;
-        whether a fact changed a bound or ``Def``."""
-        tags = {v: k for k, v in FACT_TAGS.items()}
-        tags.update({v: k for k, v in LATE_TAGS.items()})
+        ``RSub``'s subsumptions: ``encoding.inserter.Row``) as egglog's loading rules
+        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
         facts: list[tuple[str, int, int]] = []
         subs: list[tuple[str, tuple]] = []
+        parent, find = self.parent, self.find
         for r in rows:
-            tag = r[1]
-            if len(r) == 8:  # an RSub row: tag s1 s2 i e1 e2 e3 e4
-                subs.append((r[0], _fields(r[0], ["", *r])))
+            if len(r) == 2:  # an RSub row: (ctor, fields)
+                subs.append(r)
+                continue
+            k, tag, x = r
+            pos = _E_POS.get(tag)
+            if pos is not None:
+                if pos:
+                    f = list(x)
+                    for i in pos:
+                        h = f[i]
+                        if h in parent:
+                            f[i] = find(h)
+                        else:
+                            parent[h] = h
+                    x = tuple(f)
+                c = self.node(tag, x)
+                if k not in parent:
+                    parent[k] = k
+                self.union(k, c)
             elif tag == "U":
-                self.union(self.handle(int(r[0])), self.handle(int(r[5])))
-            elif tag in tags:
-                facts.append((tags[tag], int(r[0]), int(r[4])))
-            elif tag in CTORS:
-                fields = _fields(tag, r)
-                for i in _E_POS[tag]:
-                    self.handle(fields[i])
-                c = self.node(tag, self.canon(tag, fields))
-                self.union(self.handle(int(r[0])), c)
+                parent.setdefault(k, k)
+                parent.setdefault(x, x)
+                self.union(k, x)
+            elif tag in _FACT_RELS:
+                facts.append((_FACT_RELS[tag], k, x))
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
         if len(facts) < len(rows):
@@ -194,14 +285,17 @@ class Mirror:
         for rel, k, v in facts:
             c = self.handle(k)
             if rel == "RDef":
-                tightened = tightened or c not in self.defs
-                self.defs.add(c)
+                if c not in self.defs:
+                    self.defs.add(c)
+                    self.log.append(c)
+                    tightened = True
                 continue
             table, merge = (self.lo, max) if rel == "RLo" else (self.hi, min)
             old = table.get(c)
             new = v if old is None else merge(old, v)
             if new != old:
                 table[c] = new
+                self.log.append(c)
                 tightened = True
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))
@@ -215,22 +309,9 @@ class Mirror:
 
 _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
-
-
-def _columns(sig: str) -> tuple[tuple[int, bool], ...]:
-    """An insertion row's column of each field of a constructor of signature ``sig``
-    (``k ctor s1 s2 i e1 e2 e3 e4``), and whether it is a number."""
-    ss, es = iter((2, 3)), iter((5, 6, 7, 8))
-    return tuple((next(ss), False) if ch == "S" else (4, True) if ch == "I"
-                 else (next(es), True) for ch in sig)
-
-
-_COLUMNS = {name: _columns(sig) for name, sig in CTORS.items()}
-
-
-def _fields(ctor: str, r: list[str]) -> tuple:
-    """The fields of an insertion row of ``ctor``."""
-    return tuple(int(r[c]) if num else r[c] for c, num in _COLUMNS[ctor])
+#: a fact row's tag -> its relation (``RLo``, ``RHi``, ``RDef``; the late bounds too)
+_FACT_RELS: dict[str, str] = {
+    **{v: k for k, v in FACT_TAGS.items()}, **{v: k for k, v in LATE_TAGS.items()}}
 
 
 # ---- rules ---------------------------------------------------------------------------
@@ -256,9 +337,10 @@ def _rhs_vars(t: Any, out: list[str]) -> list[str]:
 
 class _Rewrite:
     """A native rewrite: its query compiled (:func:`compile_query`), its right side,
-    whether it subsumes, and the name its matches count under."""
+    whether it subsumes, the name its matches count under and its rule-set part."""
 
-    def __init__(self, text: str, law: Callable[[str], str]):
+    def __init__(self, text: str, law: Callable[[str], str], part: str = ""):
+        self.part = part
         t = read(text)
         if t[0] != "rewrite":
             raise ValueError(f"not a rewrite: {text[:60]}")
@@ -336,7 +418,7 @@ class RuleBook:
         for part, text, _need in program.programs:
             # (a run that replays has no fixed-width node: the index rule sets only)
             if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
-                r = _Rewrite(text, lambda n: law(n, n))
+                r = _Rewrite(text, lambda n: law(n, n), part)
                 self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
         #: combination of parts -> its rewrites by root constructor (``_by_ctor``)
         self._combined: dict[tuple[str, ...], dict[str, list[_Rewrite]]] = {}
@@ -369,13 +451,38 @@ class RuleBook:
         match found in ``m`` as it is, then their rewrites applied, then the rebuild;
         whether ``m`` changed. A match not in ``counted`` (by rule, e-node and
         bindings) is counted in ``matches`` and added: egglog counts a match in the
-        round that first finds it."""
+        round that first finds it.
+
+        Semi-naive, as egglog's: a rule that ran in the last round matches only the
+        root e-nodes a match holding a changed atom can have (:meth:`Mirror.above` of
+        the classes ``Mirror.log`` names since; every root when the rule looks an
+        e-node up). A match of the last round found again would only redo its
+        actions, each idempotent: its right side's e-nodes are there (keyed by the
+        classes now), its classes one, its e-node subsumed; so the e-graph after the
+        round is the same, and so is the count (the match was counted when found)."""
+        mark, m.native_mark = m.native_mark, (len(m.log), frozenset(parts))
+        above = None if mark is None else m.above(m.dirty(mark[0]))
+        ran = frozenset() if mark is None else mark[1]
         found = []
+        by_ctor = m.by_ctor
         for ctor, rules in self._by_ctor(parts).items():
-            if ctor not in m.by_ctor:
+            entries = by_ctor.get(ctor)
+            if entries is None:
                 continue
+            roots: dict[int, list] = {}  # level -> the root e-nodes a new match may have
             for r in rules:
-                for fields, env in r.matches(m):
+                q = r.matches
+                if above is None or q.lookups or r.part not in ran:
+                    got = q(m)
+                else:
+                    sub = roots.get(q.levels)
+                    if sub is None:
+                        near = above(q.levels)
+                        sub = roots[q.levels] = [x for x in entries if x[1] in near]
+                    if not sub:
+                        continue
+                    got = q(m, sub)
+                for fields, env in got:
                     key = (r.name, fields, tuple(env.values()))
                     if key not in counted:
                         counted.add(key)
@@ -394,24 +501,44 @@ class RuleBook:
     def analyse(self, m: Mirror, cap: int) -> int:
         """The interval rules to their fixed point (each round matches the bounds the
         last left, then merges what it sets); the rounds run. :class:`ReplayStopped` past
-        ``cap`` rounds."""
+        ``cap`` rounds.
+
+        Semi-naive: an interval rule reads its e-node and its children's bounds, and
+        the last analysis left a fixed point, whose matches would set nothing new (a
+        bound merged by max or min only tightens). So a round matches only the
+        e-nodes of a class that changed since the last round (``Mirror.log`` up to the
+        first round; the bounds the last round changed after it) or with such a
+        child."""
         lo, hi = m.lo, m.hi
+        dirty = None if m.analysed is None else m.dirty(m.analysed)
         for rounds in range(1, cap + 1):
             sets: list[tuple[dict[int, int], int, int, bool]] = []
-            for r in (r for ctor in m.by_ctor for r in self.intervals.get(ctor, ())):
-                for _fields, env in r.matches(m):
-                    c = env[r.root]
-                    for is_lo, is_v, v in r.sets:
-                        sets.append((lo if is_lo else hi, c, env[v] if is_v else v, is_lo))
-            changed = False
+            near = None if dirty is None else m.above(dirty)(1)
+            for ctor, entries in m.by_ctor.items():
+                rules = self.intervals.get(ctor)
+                if rules is None:
+                    continue
+                if near is not None:
+                    entries = [x for x in entries if x[1] in near]
+                    if not entries:
+                        continue
+                for r in rules:
+                    for _fields, env in r.matches(m, entries):
+                        c = env[r.root]
+                        for is_lo, is_v, v in r.sets:
+                            sets.append((lo if is_lo else hi, c, env[v] if is_v else v,
+                                         is_lo))
+            dirty = set()
             for table, c, v, is_lo in sets:
                 old = table.get(c)
                 new = v if old is None else max(old, v) if is_lo else min(old, v)
                 if new != old:
                     table[c] = new
-                    changed = True
-            if not changed:
+                    dirty.add(c)
+            if not dirty:
+                m.analysed = len(m.log)
                 return rounds
+            m.log.extend(dirty)
         raise ReplayStopped("the interval analysis did not settle")
 
 
@@ -432,20 +559,17 @@ def rule_book(program: Any) -> RuleBook:
 
 
 def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
-    """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`)."""
-    find = m.find
-    rows = [(c, ctor, fields, (ctor, fields) in m.sub) for (ctor, fields), c in m.table.items()]
+    """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`:
+    the classes are their roots, a handle when the class has one)."""
+    find, sub = m.find, m.sub
+    rows = [(c, ctor, fields, (ctor, fields) in sub) for (ctor, fields), c in m.table.items()]
     handles = {k: find(k) for k in m.parent if k < NEW_CLASS}
-    cls_of = {c: c for c in set(handles.values())}
-    return Snapshot.of_rows(rows, cls_of, handles, m.lo, m.hi, m.defs, ins)
+    return Snapshot.of_rows(rows, set(handles.values()), handles, m.lo, m.hi, m.defs, ins)
 
 
 def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
-    out: dict[str, int] = {}
-    for ctor, _fields in m.table:
-        out[ctor] = out.get(ctor, 0) + 1
-    return out
+    return dict(Counter(map(itemgetter(0), m.table)))
 
 
 def empty_interval(m: Mirror) -> int | None:

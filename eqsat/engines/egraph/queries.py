@@ -112,6 +112,8 @@ class _Gen:
         self.temps = 0
         self.names: dict[str, str] = {}  # query variable -> Python name
         self.consts: dict[str, Any] = {}  # Python name -> a value the function reads
+        self.levels = 0  # the deepest field's level below the root e-node (its own: 1)
+        self.lookups = False  # whether a guard looks an e-node up in the table
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -132,9 +134,11 @@ class _Gen:
         return py
 
     # ---- the pattern
-    def node(self, p: list, fields: str, bound: set[str]) -> None:
+    def node(self, p: list, fields: str, bound: set[str], level: int = 1) -> None:
         """Check the e-node ``fields`` against pattern ``p`` (literals, repeated
-        variables), bind its variables, and loop over its children's e-nodes."""
+        variables), bind its variables, and loop over its children's e-nodes (its
+        fields are at ``level`` below the root e-node)."""
+        self.levels = max(self.levels, level)
         subs = []
         for i, want in enumerate(p[1:]):
             if isinstance(want, list):
@@ -154,7 +158,7 @@ class _Gen:
             self.emit(f"if {kids} is None: continue")
             self.emit(f"for {f} in {kids}.get({q[0]!r}, ()):")
             self.depth += 1
-            self.node(q, f, bound)
+            self.node(q, f, bound, level + 1)
 
     # ---- the guards
     def value(self, t: Any) -> str:
@@ -192,6 +196,7 @@ class _Gen:
         fields = [self.lookup(x) if isinstance(x, list) else self.value(x)
                   for x in t[1:]]
         out = self.temp()
+        self.lookups = True
         tup = ", ".join(fields) + ("," if len(fields) == 1 else "")
         self.emit(f"{out} = table.get(({t[0]!r}, ({tup})))")
         self.emit(f"if {out} is None: continue")
@@ -237,13 +242,17 @@ def _vars(t: Any) -> set[str]:
 
 
 def compile_query(name: str, pattern: list, root: str, facts: list,
-                  keep: list[str]) -> Callable[[Any], list[tuple[tuple, dict[str, Any]]]]:
+                  keep: list[str]) -> Callable[..., list[tuple[tuple, dict[str, Any]]]]:
     """The function that finds every match of the query (``pattern``, its root's class
     bound to ``root``, and ``facts``) in a mirror: ``(the root e-node's fields, the
-    bindings of ``keep``)`` per match."""
+    bindings of ``keep``)`` per match. ``query(m, roots)`` matches only the root
+    e-nodes ``roots`` (``(fields, class)`` of the pattern's constructor, in the
+    mirror's order), for a semi-naive round. The function's ``levels``: how far below
+    the root e-node's class the classes a match reads lie (its fields: 1); its
+    ``lookups``: whether a guard looks an e-node up (a class no pattern reaches)."""
     g = _Gen(name)
     g.emit("out = []")
-    g.emit(f"for f0, c0 in by_ctor.get({pattern[0]!r}, ()):")
+    g.emit(f"for f0, c0 in by_ctor.get({pattern[0]!r}, ()) if roots is None else roots:")
     g.depth += 1
     bound = {root}
     g.emit(f"{g.var(root)} = c0")
@@ -260,11 +269,11 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     g.emit(f"out.append((f0, {{{env}}}))")
     g.depth = 1
     g.emit("return out")
-    head = ("def query(m):\n    by_ctor, by_class, table, find = m.by_ctor, m.by_class, "
-            "m.table, m.find\n    lo, hi, defs = m.lo, m.hi, m.defs\n")
+    head = ("def query(m, roots=None):\n    by_ctor, by_class, table, find = m.by_ctor, "
+            "m.by_class, m.table, m.find\n    lo, hi, defs = m.lo, m.hi, m.defs\n")
     src = head + "\n".join(g.lines) + "\n"
     scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
     exec(compile(src, f"<query {name}>", "exec"), scope)  # noqa: S102
     fn = scope.pop("query")  # (its globals do not hold it: no cycle to collect)
-    fn.source = src
+    fn.source, fn.levels, fn.lookups = src, g.levels, g.lookups
     return fn

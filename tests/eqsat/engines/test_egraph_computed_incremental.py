@@ -439,9 +439,9 @@ def test_a_new_term_goes_into_its_class_without_a_class_of_its_own() -> None:
         run.step(True)
         snap = Snapshot(s.store.egraph, s.ins)
         c = snap.cls_of_handle(h)
-        first, n0 = len(s.ins._rows.get(NODE_REL, [])), s.ins.handles
+        first, n0 = len(s.ins.lines(NODE_REL)), s.ins.handles
         python_pass(snap, s.ins, s.program.pyrules, PassState(), roots=[c])
-        rows = [r.split("\t") for r in s.ins._rows[NODE_REL][first:]]
+        rows = [r.split("\t") for r in s.ins.lines(NODE_REL)[first:]]
         assert ["Mul", "index"] in [f[1:3] for f in rows if f[0] == str(c)]
         assert not [f for f in rows if f[1] == "U" and f[0] == str(c) and int(f[5]) >= n0]
 

@@ -88,7 +88,7 @@ def test_node_row_columns(ctor: str) -> None:
               for i, ch in enumerate(sig)]
     ins = Inserter(_egraph(), ArgTable())
     k = ins.node(ctor, *fields)
-    (line,) = ins._rows[NODE_REL]
+    (line,) = ins.lines(NODE_REL)
     cols = line.split("\t")
     strs = [f for f, ch in zip(fields, sig, strict=True) if ch == "S"]
     kids = [str(f) for f, ch in zip(fields, sig, strict=True) if ch == "E"]
@@ -96,7 +96,7 @@ def test_node_row_columns(ctor: str) -> None:
     assert cols[2:4] == strs + [""] * (2 - len(strs))
     assert cols[4] == ("42" if "I" in sig else "0")
     assert cols[5:] == kids + ["0"] * (4 - len(kids))
-    assert ins.node(ctor, *fields) == k and len(ins._rows[NODE_REL]) == 1  # memoized
+    assert ins.node(ctor, *fields) == k and len(ins.lines(NODE_REL)) == 1  # memoized
     ins.close()
 
 
@@ -105,7 +105,7 @@ def test_one_node_relation_for_every_constructor_and_union(tmp_path) -> None:
     h = _record(ins)
     ins.union(h[0], h[4])
     assert set(ins._rows) == {NODE_REL}
-    lines = ins._rows[NODE_REL]
+    lines = ins.lines(NODE_REL)
     assert len(lines) == len(NODES) + 1 == ins.pending
     assert all(len(line.split("\t")) == 9 for line in lines)
     assert lines[0] == f"{h[0]}\tCst\tindex\t\t7\t0\t0\t0\t0"
@@ -127,7 +127,7 @@ def test_every_node_and_union_row_goes_to_the_node_relation(ctor, fields, line) 
         ins.union(*fields)
     else:
         ins.node_with_handle(fields[0], ctor, *fields[1:])
-    assert ins._rows == {NODE_REL: [line]}
+    assert set(ins._rows) == {NODE_REL} and ins.lines(NODE_REL) == [line]
     ins.close()
 
 
@@ -199,7 +199,7 @@ def test_snapshot_order_is_sorted_and_classes_are_runs(tmp_path) -> None:
 
 def _facts(ins: Inserter, tag: str) -> dict[str, str]:
     """handle -> value of the fact rows of ``tag`` waiting in ``ins`` (as text)."""
-    rows = [line.split("\t") for line in ins._rows.get(FACT_ROWS, ())]
+    rows = [line.split("\t") for line in ins.lines(FACT_ROWS)]
     return {r[0]: r[4] for r in rows if r[1] == tag}
 
 

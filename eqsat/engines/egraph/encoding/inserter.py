@@ -56,6 +56,30 @@ def _fact_line(tag: str, k: Any, v: Any = 0) -> str:
     """The insertion row (``NODE_REL``) of the fact ``tag`` of handle ``k``, value ``v``."""
     return f"{k}\t{tag}\t\t\t{v}\t0\t0\t0\t0"
 
+
+#: a row waiting to load, as recorded: ``(handle, ctor, fields)`` for an e-node,
+#: ``(a, "U", b)`` for a union, ``(handle, tag, value)`` for a fact (``FACT_TAGS``,
+#: ``LATE_TAGS``) in ``NODE_REL`` and ``FACT_ROWS``; ``(ctor, fields)`` in ``SUB_REL``.
+#: A load writes them as TSV lines (:func:`_line`); a replayed step reads them as they
+#: are (``pystep.Mirror.load``)
+Row = tuple
+
+
+def _line(row: Row) -> str:
+    """The TSV line of a row of ``NODE_REL`` or ``FACT_ROWS`` (see :data:`Row`)."""
+    k, tag, x = row
+    if tag in _NODE_FMT:
+        return _NODE_FMT[tag].format(k, *x)
+    if tag == _UNION_TAG:
+        return f"{k}\t{_UNION_TAG}\t\t\t0\t{x}\t0\t0\t0"
+    return _fact_line(tag, k, x)
+
+
+def _sub_line(row: Row) -> str:
+    """The TSV line of an ``SUB_REL`` row ``(ctor, fields)``: the e-node's row without
+    its handle."""
+    return _NODE_FMT[row[0]].format(0, *row[1]).split("\t", 1)[1]
+
 #: the ops whose node is never Invalid when its sources are not
 _DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
                                     Ops.CAST, Ops.BITCAST})
@@ -89,7 +113,7 @@ class Inserter:
         self.loads = loads
         self.args = args
         self._dir = workdir or tempfile.mkdtemp(prefix="eqsat-egraph-", dir=_fast_tmp())
-        self._rows: dict[str, list[str]] = {}
+        self._rows: dict[str, list[Row]] = {}
         self._next = 0
         self._memo: dict[tuple, int] = {}
         self.uop_handle: dict[int, int] = {}   # id(UOp) -> handle
@@ -108,8 +132,8 @@ class Inserter:
         #: called for every e-node recorded while set (a computed pass's
         #: :class:`~eqsat.engines.egraph.computed.seed.BoundSeeder`)
         self.seeder: Callable[..., None] | None = None
-        #: rows loaded after the step's native rules (the seeded bounds): rel -> lines
-        self._late: dict[str, list[str]] = {}
+        #: rows loaded after the step's native rules (the seeded bounds): rel -> rows
+        self._late: dict[str, list[Row]] = {}
         #: the constructors of the e-node rows recorded since the last restore (the
         #: engine runs the interval rules of the others only when one of them is here)
         self.ctors: set[str] = set()
@@ -168,23 +192,27 @@ class Inserter:
         self.seeder = None
         self.pending = 0
 
-    def take_waiting(self) -> list[list[str]]:
-        """The e-node, union, fact and subsumption rows waiting to load, split into
-        fields, taken as a flush takes them (the late bound rows stay: ``take_late``)."""
+    def take_waiting(self) -> list[Row]:
+        """The e-node, union, fact and subsumption rows waiting to load (:data:`Row`),
+        taken as a flush takes them (the late bound rows stay: ``take_late``)."""
         rows = self._rows
-        lines = rows.get(NODE_REL, []) + rows.get(FACT_ROWS, []) + rows.get(SUB_REL, [])
+        out = rows.get(NODE_REL, []) + rows.get(FACT_ROWS, []) + rows.get(SUB_REL, [])
         rows.clear()
         self.pending = 0
         self.pending_ctors = {}
         self._sub_ctors = set()
-        return [line.split("\t") for line in lines]
+        return out
 
-    def take_late(self) -> list[list[str]]:
-        """The late bound rows (:meth:`late_bound`), split into fields, taken as a flush
-        takes them."""
-        lines = self._late.pop(NODE_REL, [])
+    def take_late(self) -> list[Row]:
+        """The late bound rows (:meth:`late_bound`), taken as a flush takes them."""
+        rows = self._late.pop(NODE_REL, [])
         self._late.clear()
-        return [line.split("\t") for line in lines]
+        return rows
+
+    def lines(self, rel: str) -> list[str]:
+        """The TSV lines of the rows waiting in ``rel`` (``NODE_REL``, ``FACT_ROWS``,
+        ``SUB_REL``), as a load writes them."""
+        return list(map(_sub_line if rel == SUB_REL else _line, self._rows.get(rel, ())))
 
     @property
     def memo(self) -> dict[tuple, int]:
@@ -251,23 +279,22 @@ class Inserter:
         rows = self._rows.get(FACT_ROWS)
         if rows is None:
             rows = self._rows[FACT_ROWS] = []
-        rows.append(_fact_line(tag, *map(int, fields)))
+        k, *v = map(int, fields)
+        rows.append((k, tag, v[0] if v else 0))
         self.pending += 1
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
         self.pending_ctors[ctor] = self.pending_ctors.get(ctor, 0) + 1
-        line = _NODE_FMT[ctor].format(k, *fields)
-        if "True" in line or "False" in line:  # a bool field is written as 0/1
-            line = _NODE_FMT[ctor].format(k, *[int(f) if isinstance(f, bool) else f
-                                               for f in fields])
-        self._node_line(line)
+        if bool in map(type, fields):  # a bool field is an i64, 0/1
+            fields = tuple(int(f) if isinstance(f, bool) else f for f in fields)
+        self._node_line((k, ctor, fields))
 
-    def _node_line(self, line: str) -> None:
+    def _node_line(self, row: Row) -> None:
         rows = self._rows.get(NODE_REL)
         if rows is None:
             rows = self._rows[NODE_REL] = []
-        rows.append(line)
+        rows.append(row)
         self.pending += 1
 
     def node(self, ctor: str, *fields: Any) -> int:
@@ -302,11 +329,10 @@ class Inserter:
         are handles) for a run's reset to delete (:mod:`..reset`); unlike
         :meth:`subsume`, its load runs no subsumption."""
         self.sub_named.add(ctor)
-        k = _NODE_FMT[ctor].format(0, *fields).split("\t", 1)[1]
         rows = self._rows.get(SUB_REL)
         if rows is None:
             rows = self._rows[SUB_REL] = []
-        rows.append(k)
+        rows.append((ctor, tuple(fields)))
         self.pending += 1
 
     def drop_subsumptions(self) -> None:
@@ -324,16 +350,16 @@ class Inserter:
         if hi is not None and not I64_MIN <= hi <= I64_MAX:
             hi = None
         if lo is not None:
-            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RLo"], k, lo))
+            self._late.setdefault(NODE_REL, []).append((k, LATE_TAGS["RLo"], lo))
             n += 1
         if hi is not None:
-            self._late.setdefault(NODE_REL, []).append(_fact_line(LATE_TAGS["RHi"], k, hi))
+            self._late.setdefault(NODE_REL, []).append((k, LATE_TAGS["RHi"], hi))
             n += 1
         return n
 
     def union(self, a: int, b: int) -> None:
         if a != b:
-            self._node_line(f"{a}\t{_UNION_TAG}\t\t\t0\t{b}\t0\t0\t0")
+            self._node_line((a, _UNION_TAG, b))
 
     def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
         """Insert a UOp graph (every unique node once); the root's handle. ``order``:
@@ -364,14 +390,14 @@ class Inserter:
             if u.op is Ops.INVALID or (may_inv and not may_inv.isdisjoint(map(id, u.src))):
                 may_inv.add(id(u))
         handle = self.uop_handle
-        defs: list[str] = []
-        los: list[str] = []
-        his: list[str] = []
+        defs: list[Row] = []
+        los: list[Row] = []
+        his: list[Row] = []
         tag_def, tag_lo, tag_hi = FACT_TAGS["RDef"], FACT_TAGS["RLo"], FACT_TAGS["RHi"]
         for u in new:
             k = handle[id(u)]
             if u.op in _DEF_OPS and id(u) not in may_inv:
-                defs.append(_fact_line(tag_def, k))
+                defs.append((k, tag_def, 0))
             if not int_scalar(u.dtype):
                 continue
             lo, hi = u.vmin, u.vmax
@@ -379,8 +405,8 @@ class Inserter:
                 continue
             lo, hi = int(lo), int(hi)
             if I64_MIN <= lo <= hi <= I64_MAX:
-                los.append(_fact_line(tag_lo, k, lo))
-                his.append(_fact_line(tag_hi, k, hi))
+                los.append((k, tag_lo, lo))
+                his.append((k, tag_hi, hi))
         lines = defs + los + his
         if lines:
             self._rows.setdefault(FACT_ROWS, []).extend(lines)
@@ -426,7 +452,7 @@ class Inserter:
         self.pending = 0
         return self.egraph.run_program(*self.egraph.parse_program("\n".join(cmds)))
 
-    def _inputs(self, rows: dict[str, list[str]], tag: str,
+    def _inputs(self, rows: dict[str, list[Row]], tag: str,
                 ruleset: str | None = INSERT_RULESET) -> list[str]:
         """Write ``rows`` (rel -> lines) to files; the commands that load them (none
         when there are none) by a run of ``ruleset`` (of :data:`INSERT_RULESET`: with
@@ -440,8 +466,9 @@ class Inserter:
         cmds = []
         for rel, lines in sorted(rows.items()):
             path = os.path.join(self._dir, f"{tag}{rel}.{self._flushes % 2}.tsv")
-            lines.append("")  # the last line's newline
-            write_file(path, "\n".join(lines).encode())
+            text = list(map(_sub_line if rel == SUB_REL else _line, lines))
+            text.append("")  # the last line's newline
+            write_file(path, "\n".join(text).encode())
             cmds.append(f'(input {rel} "{path}")')
         if ruleset == INSERT_RULESET:
             ruleset = self._load_set(INSERT_RULESET, set(self.pending_ctors), cmds)

@@ -183,6 +183,13 @@ class Node:
         return f"Node({self.cls}, {self.ctor!r}, {self.fields!r}{', subsumed' * self.subsumed})"
 
 
+def _by_handle(table: dict[Any, int], cls_of: dict[Any, int]) -> dict[int, int]:
+    """A bound table by value as one by class (a value no handle names left out)."""
+    out = dict(zip(map(cls_of.get, table), table.values(), strict=True))
+    out.pop(None, None)  # type: ignore[call-overload]
+    return out
+
+
 def _trim(cache: dict[tuple, Node], nodes: int) -> None:
     """Empty the snapshots' Node cache once it holds far more rows than the e-graph
     (rows of classes gone since)."""
@@ -256,33 +263,31 @@ class Snapshot:
         self._finish(known, made, inserter)
 
     @classmethod
-    def of_rows(cls, rows: list[tuple], cls_of: dict[Any, int], handle_val: dict[int, Any],
+    def of_rows(cls, rows: list[tuple], named: set[int], handle_val: dict[int, Any],
                 lo: dict[Any, int], hi: dict[Any, int], known: Iterable[Any],
                 inserter: Inserter) -> Snapshot:
         """The snapshot of an e-graph known without reading egglog (a step computed in
         Python, :mod:`..pystep`), as a read from egglog makes it: ``rows`` are its
         e-nodes ``(class, ctor, fields, subsumed)`` with classes as values of the
-        caller's, ``cls_of`` names the values a handle names (each its smallest),
+        caller's, ``named`` the values that are handles (each its class's smallest),
         ``handle_val`` gives each handle's value, ``lo``/``hi``/``known`` the bounds
         and the ``Def`` classes by value. The classes without a handle get one
-        (recorded in ``inserter``, as are the facts and subsumptions a read records)."""
+        (recorded in ``inserter``, as are the facts and subsumptions a read records);
+        a row whose classes all are handles is its Node's row as it is."""
         self = cls.__new__(cls)
         nodes: list[Node] = []
         made: list[Node] = []  # (the Nodes no earlier snapshot of the run made)
         raw: list[tuple[str, Any, list, bool]] = []
-        get, cache = cls_of.get, inserter.node_cache
-        for v, ctor, fields, sub in rows:
-            c = get(v)
-            pos = E_POS[ctor]
-            if c is None or any(fields[i] not in cls_of for i in pos):
+        cls_of = dict(zip(named, named, strict=True))
+        has, cache, kids_of = named.__contains__, inserter.node_cache, _KIDS_OF
+        for row in rows:
+            v, ctor, fields, sub = row
+            if v not in named or not all(map(has, kids_of[ctor](fields))):
                 raw.append((ctor, v, list(fields), sub))
                 continue
-            if pos:
-                fields = tuple(cls_of[x] if i in pos else x for i, x in enumerate(fields))
-            t = (c, ctor, fields, sub)
-            n = cache.get(t)
+            n = cache.get(row)
             if n is None:
-                n = cache[t] = _node_of(t)
+                n = cache[row] = _node_of(row)
                 made.append(n)
             nodes.append(n)
         csts = [n for n in nodes if n.ctor == "Cst"]
@@ -291,11 +296,12 @@ class Snapshot:
         _trim(cache, len(nodes))
         self._index(nodes, csts)
         self.cls_of, self._handle_val = cls_of, handle_val
-        self.lo = {get(v): x for v, x in lo.items() if get(v) is not None}
-        self.hi = {get(v): x for v, x in hi.items() if get(v) is not None}
+        self.lo, self.hi = _by_handle(lo, cls_of), _by_handle(hi, cls_of)
         inserter.reads = {}
         inserter.read_classes = None
-        self._finish({get(v) for v in known} - {None}, made, inserter)
+        defined = set(map(cls_of.get, known))
+        defined.discard(None)  # type: ignore[arg-type]
+        self._finish(defined, made, inserter)
         return self
 
     def _finish(self, known: set[int], made: list[Node], inserter: Inserter) -> None:
