@@ -142,8 +142,10 @@ class UOp:
                 arg: Any = None) -> UOp:
         if type(src) is not tuple:
             src = tuple(src)
-        # (an arg that is None or an int is its own key: arg_key's common cases inline)
-        key = (op, dtype, src, arg if arg is None or type(arg) is int else arg_key(arg))
+        # (the op by value: no Python-level Enum.__hash__ at each lookup; an arg that is
+        # None or an int is its own key: arg_key's common cases inline)
+        key = (op._value_ if type(op) is Ops else ("op", op), dtype, src,
+               arg if arg is None or type(arg) is int else arg_key(arg))
         ref = _NODES.get(key)
         if ref is not None:
             hit = ref()
