@@ -271,6 +271,8 @@ class _UnsupportedError(Exception):
 
 
 _ONCE = (None,)
+#: the most dtypes of a pattern's set :func:`_generate` tests by identity
+_DTYPES_BY_IDENTITY = 3
 #: the globals of every function :func:`_generate` makes (the pattern's values are its
 #: parameters' defaults: local reads)
 _GEN_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
@@ -308,7 +310,11 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
             lines.append(f"{pad}if {var}.op._value_ not in "
                          f"{const(frozenset(o._value_ for o in q.ops))}: continue")
         if q.dtypes is not None:
-            lines.append(f"{pad}if {var}.dtype not in {const(q.dtypes)}: continue")
+            # each dtype by identity first (dtypes are interned): the set's hash (a
+            # Python-level dataclass hash) only for a dtype that is none of them
+            same = "".join(f"{var}.dtype is not {const(d)} and "
+                           for d in sorted(q.dtypes, key=str)[:_DTYPES_BY_IDENTITY])
+            lines.append(f"{pad}if {same}{var}.dtype not in {const(q.dtypes)}: continue")
         if q.arg is not _ANY:
             lines.append(f"{pad}if {var}.arg != {const(q.arg)}: continue")
         if q.pred is not None:
