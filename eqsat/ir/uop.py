@@ -323,22 +323,23 @@ class UOp:
         ``extra`` adds ordering edges: ``extra[u]`` are visited before ``u`` as if they were
         more sources of ``u`` (the linearizer's range dependencies).
         """
+        # depth first, each node's sources in order, a node entered once (when first
+        # met) and listed when its sources are done: one stack entry per node entered
         out: list[UOp] = []
-        seen: set[int] = set()
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        seen: set[int] = {id(self)}
+        src = self.src + extra.get(self, ()) if extra else self.src
+        stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(src))]
         while stack:
-            node, done = stack.pop()
-            if done:
-                out.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            srcs = node.src + extra.get(node, ()) if extra else node.src
-            for s in reversed(srcs):
+            node, it = stack[-1]
+            for s in it:
                 if id(s) not in seen:
-                    stack.append((s, False))
+                    seen.add(id(s))
+                    src = s.src + extra.get(s, ()) if extra else s.src
+                    stack.append((s, iter(src)))
+                    break
+            else:
+                stack.pop()
+                out.append(node)
         return out
 
     def walk(self) -> Iterator[UOp]:
