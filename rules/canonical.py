@@ -63,14 +63,23 @@ def canon_key(u: UOp) -> tuple[int, tuple]:
     return (1 if u.op is Ops.CONST or u.op is Ops.VCONST else 0, structure(u))
 
 
+_IDX = dtypes.index
+
+
 def _out_of_order(x: UOp) -> bool:
+    """``canon_key(b) < canon_key(a)`` for ``x = a op b`` of Index, its keys compared
+    no further than their first difference: the constant flag, then the op (the first
+    item of :func:`structure`), then the structures."""
     a, b = x.src
-    if x.op in _CMP:
-        if a.dtype != dtypes.index:
-            return False
-    elif x.dtype != dtypes.index:
+    d = a.dtype if x.op in _CMP else x.dtype
+    if d is not _IDX and d != _IDX:
         return False
-    return canon_key(b) < canon_key(a)
+    a_const = a.op is Ops.CONST or a.op is Ops.VCONST
+    if a_const is not (b.op is Ops.CONST or b.op is Ops.VCONST):
+        return a_const  # (b sorts first exactly when a is the constant)
+    if a.op is not b.op:
+        return b.op._value_ < a.op._value_
+    return structure(b) < structure(a)
 
 
 G = "commutative_canonicalization"

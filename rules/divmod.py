@@ -429,6 +429,12 @@ _OPNAME = {Ops.IDIV: "idiv", Ops.MOD: "mod"}
 _XY = (UPat.var("x"), UPat.var("y"))
 
 
+def _op_name(d: UOp) -> str:
+    """The core's name of ``d``'s op, an IDIV or a MOD (:data:`_OPNAME` without hashing
+    the op)."""
+    return "idiv" if d.op is Ops.IDIV else "mod"
+
+
 def _divisor_ok(y: UOp) -> bool:
     """An index divisor whose range excludes 0."""
     return y.vmin > 0 or y.vmax < 0
@@ -439,14 +445,14 @@ def _twin(rule: DivModRule, group: str) -> Rule:
     ops = [o for o, n in _OPNAME.items() if n in rule.ops]
 
     def build(d: UOp, x: UOp, y: UOp) -> UOp | None:
-        return rule.fn(_OPNAME[d.op], to_lin(x), to_lin(y), UOpCtx(d))
+        return rule.fn(_op_name(d), to_lin(x), to_lin(y), UOpCtx(d))
 
     return Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
                 build=build, guard=_divisor_ok, group=group)
 
 
 def _fold_general(d: UOp, x: UOp, y: UOp) -> UOp | None:
-    return fold_divmod_general(_OPNAME[d.op], to_lin(x), to_lin(y), UOpCtx(d))
+    return fold_divmod_general(_op_name(d), to_lin(x), to_lin(y), UOpCtx(d))
 
 
 fold_divmod_general_rule = Rule(

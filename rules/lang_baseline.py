@@ -38,9 +38,16 @@ def literal_matches(v: Any) -> Callable[[UOp], bool]:
     of a float zero counts), a float literal a float dtype only, ``true``/``false`` a
     bool."""
     nan = isinstance(v, float) and math.isnan(v)
+    int_lit, float_lit = type(v) is int, isinstance(v, float)  # (int_lit: not a bool)
 
     def pred(u: UOp) -> bool:
-        a, s = u.arg, u.dtype.scalar()
+        a = u.arg
+        if type(a) is int:  # (the usual constant: what the checks below give it, first)
+            if int_lit:
+                return a == v and u.dtype.scalar().is_int
+            if float_lit:
+                return False
+        s = u.dtype.scalar()
         if isinstance(v, bool):
             return s.is_bool and a is v
         if s.is_bool:

@@ -55,8 +55,8 @@ _BOUND_FOLD_OPS = (GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}) | {Ops.DEFINE
 
 
 def _single_valued(x: UOp) -> bool:
-    if not (x.dtype.is_int or x.dtype.is_bool) or x.vmin != x.vmax:
-        return False
+    if x.vmin != x.vmax or not (x.dtype.is_int or x.dtype.is_bool):
+        return False  # (the bounds first: most nodes have more than one value)
     if may_be_undefined(x):
         return False  # a division by a possible 0, here or below, is never folded
     return not any(may_be_invalid(s) for s in x.src)

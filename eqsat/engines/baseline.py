@@ -8,6 +8,7 @@ calls :func:`optimize_baseline` for ``engine="baseline"``.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from typing import Any
 
 from eqsat.ir.pattern import RewriteLimitError, RewriteStoppedError, graph_rewrite
@@ -36,7 +37,9 @@ def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
     if not isinstance(graph, UOp):
         raise TypeError(f"optimize_baseline expects a UOp graph, got {type(graph).__name__}")
     pm = rules.matcher(rulesets)
-    before = dict(pm.matches)
+    # this call's matches counted apart (sorted by rule name, as the e-graph's), then
+    # added to the matcher's running counts
+    total, pm.matches = pm.matches, defaultdict(int)
     stats: dict[str, Any] = {"engine": "baseline", "rulesets": pm.name}
     t0 = time.perf_counter()
     stop = None
@@ -55,9 +58,12 @@ def optimize_baseline(graph: UOp, rulesets: list[str] | str | None = None,
     except RewriteStoppedError as e:
         out = graph
         stats["stop_reason"] = e.reason
+    finally:
+        mine, pm.matches = pm.matches, total
+        for k, v in mine.items():
+            total[k] += v
     elapsed = time.perf_counter() - t0
-    matches = {k: v - before.get(k, 0) for k, v in pm.matches.items()
-               if v - before.get(k, 0) > 0}
+    matches = dict(sorted(mine.items()))
     n = sum(matches.values())
     stats.update(iterations=n, rewrites=n, time={"rewrite": elapsed}, matches=matches)
     return out, stats

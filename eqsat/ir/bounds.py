@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from eqsat.ir.dtype import DType
+from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import (
     INDEX_SHIFT_LIMIT,
@@ -67,8 +67,34 @@ _ARITH = {Ops.ADD: iv_add, Ops.SUB: iv_sub, Ops.MUL: iv_mul, Ops.IDIV: iv_idiv,
           Ops.MAX: iv_max, Ops.MIN: iv_min}
 
 
+#: :data:`_ARITH` by the op's value, and the values of the divisions (the fast path of
+#: :func:`compute_bounds`)
+_ARITH_BY_VALUE = {o._value_: f for o, f in _ARITH.items()}
+_INT_DIV_VALUES = frozenset(o._value_ for o in GroupOp.IntDiv)
+_INDEX = dtypes.index
+
+
 def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Num, Num]:
     """(vmin, vmax) of a node from its children's bounds."""
+    if dtype is _INDEX and len(src) == 2:
+        # index arithmetic over two operands with finite integer bounds (most nodes): the
+        # general path's result, without its chain of tests
+        iv = _ARITH_BY_VALUE.get(op._value_)
+        if iv is not None:
+            a, b = src
+            alo, ahi, blo, bhi = a.vmin, a.vmax, b.vmin, b.vmax
+            if type(alo) is int and type(ahi) is int and type(blo) is int and \
+                    type(bhi) is int and (blo or bhi or op._value_ not in _INT_DIV_VALUES):
+                lo, hi = iv((alo, ahi), (blo, bhi))
+                if type(lo) is int and type(hi) is int and \
+                        -INDEX_BOUND_CAP <= lo <= INDEX_BOUND_CAP and \
+                        -INDEX_BOUND_CAP <= hi <= INDEX_BOUND_CAP:
+                    return lo, hi
+    return _general_bounds(op, dtype, src, arg)
+
+
+def _general_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Num, Num]:
+    """:func:`compute_bounds` of any node."""
     if dtype.ptr or dtype.is_void:
         return -INF, INF
     if op is Ops.CONST:

@@ -271,6 +271,8 @@ class _UnsupportedError(Exception):
 
 
 _ONCE = (None,)
+#: the most dtypes of a pattern's set :func:`_generate` tests by identity
+_DTYPES_BY_IDENTITY = 3
 #: the globals of every function :func:`_generate` makes (the pattern's values are its
 #: parameters' defaults: local reads)
 _GEN_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
@@ -308,7 +310,11 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
             lines.append(f"{pad}if {var}.op._value_ not in "
                          f"{const(frozenset(o._value_ for o in q.ops))}: continue")
         if q.dtypes is not None:
-            lines.append(f"{pad}if {var}.dtype not in {const(q.dtypes)}: continue")
+            # each dtype by identity first (dtypes are interned): the set's hash (a
+            # Python-level dataclass hash) only for a dtype that is none of them
+            same = "".join(f"{var}.dtype is not {const(d)} and "
+                           for d in sorted(q.dtypes, key=str)[:_DTYPES_BY_IDENTITY])
+            lines.append(f"{pad}if {same}{var}.dtype not in {const(q.dtypes)}: continue")
         if q.arg is not _ANY:
             lines.append(f"{pad}if {var}.arg != {const(q.arg)}: continue")
         if q.pred is not None:
@@ -546,7 +552,8 @@ class PatternMatcher:
             self._by_op[op] = [r for _, r in merged]
         #: (op, each source's op) by value -> the rules of ``_by_op`` whose source check
         #: admits such sources (:meth:`candidates`)
-        self._cands: dict[tuple[int, ...], list[Rule]] = {}
+        self._cands: dict[tuple[int, ...],
+                          list[tuple[Callable[[UOp], UOp | None], Rule]]] = {}
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
@@ -562,20 +569,33 @@ class PatternMatcher:
         source ops (``Rule._srcs_ok``) admit ``u``'s sources. That check reads only the
         number of sources and their ops, so the list is kept per op and source ops (a
         node of more than :data:`_CANDS_MAX_SRC` sources is checked each time)."""
+        return [r for _, r in self._candidates(u)]
+
+    def _candidates(self, u: UOp) -> list[tuple[Callable[[UOp], UOp | None], Rule]]:
+        """:meth:`candidates` with each rule's :meth:`Rule.apply` (its generated
+        function itself where it has one: no call through the method)."""
         src = u.src
-        if len(src) > _CANDS_MAX_SRC:
-            return [r for r in self._by_op[u.op] if r._srcs_ok is None or r._srcs_ok(src)]
-        key = (u.op._value_, *[s.op._value_ for s in src])
+        n = len(src)
+        if n > _CANDS_MAX_SRC:
+            return [(r._apply or r.apply, r) for r in self._by_op[u.op]
+                    if r._srcs_ok is None or r._srcs_ok(src)]
+        # the key: the op and the sources' ops, by value (no list made for the usual arities)
+        if n == 2:
+            key: tuple[int, ...] = (u.op._value_, src[0].op._value_, src[1].op._value_)
+        elif n == 1:
+            key = (u.op._value_, src[0].op._value_)
+        else:
+            key = (u.op._value_, *[s.op._value_ for s in src])
         rules = self._cands.get(key)
         if rules is None:
-            rules = self._cands[key] = [r for r in self._by_op[u.op]
+            rules = self._cands[key] = [(r._apply or r.apply, r) for r in self._by_op[u.op]
                                         if r._srcs_ok is None or r._srcs_ok(src)]
         return rules
 
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
-        for r in self.candidates(u):
-            out = r.apply(u)
+        for apply, r in self._candidates(u):
+            out = apply(u)
             if out is not None:
                 self.matches[r.name] += 1
                 return out, r
@@ -652,7 +672,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
                             f"graph_rewrite: one node rewritten more than {limit} times; "
                             f"rules involved: {', '.join(dict.fromkeys(names))}")
                 else:
-                    nxt = new_n.replace(src=new_src)
+                    nxt = UOp(new_n.op, new_n.dtype, new_src, new_n.arg)
                     count, names = chain.get(new_n, 0), history.get(new_n, ())
                 if chain.get(nxt, -1) < count:
                     chain[nxt], history[nxt] = count, names

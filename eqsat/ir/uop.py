@@ -16,7 +16,9 @@ import itertools
 import math
 import struct
 import weakref
+from _weakref import _remove_dead_weakref
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from eqsat.ir.bounds import compute_bounds
@@ -50,8 +52,24 @@ def range_kind(u: UOp) -> str:
     return u.arg[1] if isinstance(u.arg, tuple) else "loop"
 
 
-_CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
+#: the live nodes by structure (``UOp.__new__``'s key -> a weak reference to the node):
+#: a plain dict read and written inline, a node's entry dropped when it dies (the work
+#: of a ``WeakValueDictionary``, without its Python-level ``get``, ``__setitem__`` and
+#: ``KeyedRef``)
+_NODES: dict[tuple, weakref.ref] = {}
 _IDS = itertools.count()
+
+
+def _forget(key: tuple, ref: weakref.ref, _nodes: dict = _NODES,
+            _remove: Any = _remove_dead_weakref) -> None:
+    """The node of ``key`` died: its entry goes, unless the key names a newer node by
+    now (bound as defaults: it may run while the interpreter tears the module down)."""
+    _remove(_nodes, key)
+
+
+_set = object.__setattr__
+#: the comparison ops by value (:meth:`UOp.alu`: no Python-level ``Enum.__hash__``)
+_COMPARISONS = frozenset(o._value_ for o in GroupOp.Comparison)
 
 
 def const_value(dtype: DType, v: Any) -> int | float | bool:
@@ -122,21 +140,27 @@ class UOp:
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (),
                 arg: Any = None) -> UOp:
-        src = tuple(src)
-        key = (op, dtype, src, arg_key(arg))
-        hit = _CACHE.get(key)
-        if hit is not None:
-            return hit
+        if type(src) is not tuple:
+            src = tuple(src)
+        # (the op by value: no Python-level Enum.__hash__ at each lookup; an arg that is
+        # None or an int is its own key: arg_key's common cases inline)
+        key = (op._value_ if type(op) is Ops else ("op", op), dtype, src,
+               arg if arg is None or type(arg) is int else arg_key(arg))
+        ref = _NODES.get(key)
+        if ref is not None:
+            hit = ref()
+            if hit is not None:
+                return hit
         self = object.__new__(cls)
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "src", src)
-        object.__setattr__(self, "arg", arg)
+        _set(self, "op", op)
+        _set(self, "dtype", dtype)
+        _set(self, "src", src)
+        _set(self, "arg", arg)
         lo, hi = compute_bounds(op, dtype, src, arg)
-        object.__setattr__(self, "vmin", lo)
-        object.__setattr__(self, "vmax", hi)
-        object.__setattr__(self, "uid", next(_IDS))
-        _CACHE[key] = self
+        _set(self, "vmin", lo)
+        _set(self, "vmax", hi)
+        _set(self, "uid", next(_IDS))
+        _NODES[key] = weakref.ref(self, partial(_forget, key))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -225,9 +249,13 @@ class UOp:
 
     def alu(self, op: Ops, *others: UOp | int | float | bool) -> UOp:
         """Apply an ALU op; Python numbers take this node's dtype."""
-        srcs = (self,) + tuple(UOp._lift(o, self.dtype.scalar().vec(self.dtype.count)
-                                         if not self.dtype.ptr else dtypes.index) for o in others)
-        if op in GroupOp.Comparison:
+        if all(type(o) is UOp for o in others):
+            srcs = (self, *others)
+        else:
+            dt = self.dtype.scalar().vec(self.dtype.count) if not self.dtype.ptr else \
+                dtypes.index
+            srcs = (self,) + tuple(UOp._lift(o, dt) for o in others)
+        if op._value_ in _COMPARISONS:
             dt = dtypes.bool.vec(self.dtype.count)
         elif op is Ops.WHERE:
             dt = srcs[1].dtype
@@ -295,22 +323,23 @@ class UOp:
         ``extra`` adds ordering edges: ``extra[u]`` are visited before ``u`` as if they were
         more sources of ``u`` (the linearizer's range dependencies).
         """
+        # depth first, each node's sources in order, a node entered once (when first
+        # met) and listed when its sources are done: one stack entry per node entered
         out: list[UOp] = []
-        seen: set[int] = set()
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        seen: set[int] = {id(self)}
+        src = self.src + extra.get(self, ()) if extra else self.src
+        stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(src))]
         while stack:
-            node, done = stack.pop()
-            if done:
-                out.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            srcs = node.src + extra.get(node, ()) if extra else node.src
-            for s in reversed(srcs):
+            node, it = stack[-1]
+            for s in it:
                 if id(s) not in seen:
-                    stack.append((s, False))
+                    seen.add(id(s))
+                    src = s.src + extra.get(s, ()) if extra else s.src
+                    stack.append((s, iter(src)))
+                    break
+            else:
+                stack.pop()
+                out.append(node)
         return out
 
     def walk(self) -> Iterator[UOp]:

@@ -13,7 +13,7 @@ from eqsat.engines.baseline import optimize_baseline
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.uop import UOp
-from rules.canonical import canon_key
+from rules.canonical import _out_of_order, canon_key
 
 
 def _leaves():
@@ -68,3 +68,12 @@ def test_mirror_sums_hash_cons_to_one_node() -> None:
     q = parse("(add (mul (range 2 8) 16) (mul (range 1 4) 8000))")
     assert p is not q
     assert optimize_baseline(p)[0] is optimize_baseline(q)[0]
+
+
+@pytest.mark.parametrize("a, b", [("(var ca 0 9)", "3"), ("3", "(var ca 0 9)"),
+                                  ("(mul (var ca 0 9) 2)", "(var cb 0 9)"),
+                                  ("(var cb 0 9)", "(mul (var ca 0 9) 2)"),
+                                  ("(var cb 0 9)", "(var ca 0 9)"), ("4", "3"), ("3", "4")])
+def test_out_of_order_is_the_keys_order(a: str, b: str) -> None:
+    x, y = parse(a), parse(b)
+    assert _out_of_order(x + y) == (canon_key(y) < canon_key(x))

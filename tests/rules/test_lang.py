@@ -10,6 +10,7 @@ import pytest
 
 from eqsat import parse, to_sexpr
 from rules.lang import LangError, rule
+from rules.lang_baseline import literal_matches
 
 # text, guard, a fragment of the error
 REFUSED = [
@@ -138,3 +139,12 @@ def test_shares(text: str, shares: str, kw: dict, want: str) -> None:
     else:
         with pytest.raises(LangError, match=want):
             rule("t", text, "is_index(x) and k != 0", shares=shares, register=False, **kw)
+
+
+@pytest.mark.parametrize("lit, const, want", [
+    (0, "0", True), (0, "(const i32 0)", True), (0, "(const f32 0.0)", True),
+    (0, "(const f32 -0.0)", False), (0, "false", False), (0, "1", False),
+    (1, "(const u8 1)", True), (1.0, "1", False), (1.0, "(const f32 1.0)", True),
+    (True, "true", True), (True, "1", False), (False, "0", False)])
+def test_literal_matches(lit: object, const: str, want: bool) -> None:
+    assert literal_matches(lit)(parse(const)) is want

@@ -107,6 +107,7 @@ def test_seed_cascade_and_stats() -> None:
     assert out is parse("(add (var x 0 10) 7)")
     assert st["engine"] == "baseline" and st["stop_reason"] == "fixpoint"
     assert st["matches"] == {"add_zero": 1, "mul_one": 1, "const_fold_add": 1}
+    assert list(st["matches"]) == ["add_zero", "const_fold_add", "mul_one"]  # (by name)
     assert st["iterations"] == st["rewrites"] == 3
     assert st["time"]["rewrite"] >= 0
 
@@ -115,6 +116,13 @@ def test_matches_are_per_call() -> None:
     g = parse("(add (var x 0 10) 0)")
     assert optimize_baseline(g)[1]["matches"] == {"add_zero": 1}
     assert optimize_baseline(g)[1]["matches"] == {"add_zero": 1}
+
+
+def test_matches_also_kept_by_the_matcher() -> None:
+    g, pm = parse("(add (var x 0 10) 0)"), rules.matcher(None)
+    before = pm.matches["add_zero"]
+    optimize_baseline(g)
+    assert pm.matches["add_zero"] == before + 1
 
 
 def test_rewrite_limit_returns_input() -> None:

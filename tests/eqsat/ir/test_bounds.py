@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eqsat.ir.bounds import compute_bounds, dtype_bounds
+from eqsat.ir.bounds import _ARITH, _general_bounds, compute_bounds, dtype_bounds
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.interp import INVALID, EvalError, Undefined, node_values
 from eqsat.ir.ops import Ops
@@ -192,3 +192,17 @@ def test_index_bounds_past_the_cap_are_unbounded():
         g = parse("\n".join(lines + ["%a39"]))
         assert (g.vmin, g.vmax) == (-math.inf, math.inf)
         assert g.src[0].src[0].vmax == math.inf or g.src[0].src[0].vmax <= INDEX_BOUND_CAP
+
+
+_ENDS = st.one_of(st.integers(-40, 40), st.integers(-2**130, 2**130),
+                  st.sampled_from([0, 2**128, -2**128, 2**128 + 1, -2**128 - 1]))
+
+
+@BOUNDS_SETTINGS
+@given(op=st.sampled_from(sorted(_ARITH, key=lambda o: o.value)),
+       a=st.tuples(_ENDS, _ENDS).map(sorted), b=st.tuples(_ENDS, _ENDS).map(sorted))
+def test_index_fast_path_is_the_general_path(op: Ops, a: list[int], b: list[int]) -> None:
+    src = (UOp.var("fa", *a), UOp.var("fb", *b))
+    fast, general = compute_bounds(op, dtypes.index, src, None), \
+        _general_bounds(op, dtypes.index, src, None)
+    assert fast == general and list(map(type, fast)) == list(map(type, general))
