@@ -53,6 +53,9 @@ class Weights:
         self.snap = snap
         self.model = model
         self.bounds_aware = bool(getattr(model, "uses_bounds", False))
+        #: the model prices by the op alone (``CostModel``'s ``op_only``): an e-node's
+        #: price key is its constructor and op field, its children's facts left out
+        self.op_only = bool(getattr(model, "op_only", False)) and not self.bounds_aware
         self._w: dict[int, float] = {}
         self._list: list[float] | None = None  # every e-node's price, once computed
         self._cache = cache if cache is not None else {}  # price key -> price, across passes
@@ -166,10 +169,14 @@ class Weights:
 
     def _key(self, n: Node) -> tuple:
         """The price key of an e-node: what its price depends on (its constructor and
-        dtype, its children's constants and, for a bounds-aware model, their minima)."""
+        dtype, its children's constants and, for a bounds-aware model, their minima;
+        for a model that prices by the op alone, the constructor and its op or dtype
+        field, and no child constants)."""
+        ctor = n.ctor
+        if self.op_only:
+            return (ctor, n.fields[0] if n.fields else None, (), None)
         snap = self.snap
         kids = n.kids
-        ctor = n.ctor
         return (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
                 tuple(map(snap.consts.get, kids)),
                 tuple(map(snap.lo.get, kids)) if self.bounds_aware else None)
