@@ -663,7 +663,7 @@ class PassData:
     the rules visit (``focus``: near a root's best term or reached by no root;
     :data:`NEAR_FACTOR`) and those left for a later pass (``deferred``), the linear
     forms, the rules by kind (``by_kind``, :class:`RuleKinds`; ``kinds``) and the
-    :class:`Recorder` (``recorder``; its ``union``: ``union``)."""
+    :class:`Recorder` (its ``union`` and ``holds``)."""
 
     def __init__(self, snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
                  deadline: float | None, clock: Callable[[], float] | None,
@@ -695,8 +695,8 @@ class PassData:
         self.free = divmod_free(snap.nodes, self.best) \
             if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
         self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
-        self.recorder = Recorder(snap, ins, state, res, self.best)
-        self.union = self.recorder.union
+        rec = Recorder(snap, ins, state, res, self.best)
+        self.union, self.holds = rec.union, rec.holds
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
     def __repr__(self) -> str:
@@ -752,7 +752,7 @@ class SumStep(PassStep):
         if not (canon or sums or basis):
             return
         snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
-        defined, free, done, holds = snap.defined, p.free, state.done, p.recorder.holds
+        defined, free, done, holds = snap.defined, p.free, state.done, p.holds
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
         no_div = [r for r in sums if not r.rule.divisions]
