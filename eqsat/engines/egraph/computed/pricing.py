@@ -88,8 +88,6 @@ class Weights:
         nodes = self.snap.nodes
         if self.model is None:
             out = [node_weight(n) for n in nodes]
-        elif self.op_only:  # (no child read: nothing to take over from the last pass)
-            out = self._by_op(nodes)
         elif self._prev and self._affected is not None:
             out = self._reprice(nodes, self._prev, self._affected)
         else:
@@ -112,7 +110,7 @@ class Weights:
                 key = key_of(n)
                 w = cache.get(key)
                 append(w if w is not None else price(n, key))
-        if not self.op_only:  # (an op_only model's next pass takes over no price)
+        if not self.op_only:  # (an op_only model's passes price by op: none taken over)
             by_node = self.by_node = NodePrices(zip(nodes, out, strict=True))
             by_node.consts = dict(self.snap.consts)
             by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
@@ -120,23 +118,6 @@ class Weights:
         # from now on ``of(i)`` is ``out[i]``: the list's own item lookup, no method call
         # (the rules and the focus search price e-nodes one at a time)
         self.of = out.__getitem__  # type: ignore[method-assign]
-        return out
-
-    def _by_op(self, nodes: list[Node]) -> list[float]:
-        """:meth:`prices` under an ``op_only`` model: each e-node by its :meth:`_key`
-        (constructor and op field), built inline."""
-        cache_get, price = self._cache.get, self._price
-        out: list[float] = []
-        append = out.append
-        for n in nodes:
-            ctor = n.ctor
-            if ctor in _FREE:
-                append(0.0)
-                continue
-            fields = n.fields
-            key = (ctor, fields[0] if fields else None, (), None)
-            w = cache_get(key)
-            append(w if w is not None else price(n, key))
         return out
 
     def _reprice(self, nodes: list[Node], prev: dict[Node, float], affected: set[Node]
