@@ -445,7 +445,8 @@ def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
             step, "canon", "canonical_sum", snap=snap,
             state=SimpleNamespace(done=_NeverDone(), versions={}), lins=lins, ctx=ctx,
             best=best, free=classes, focus=classes, parents={}, roots=[_root],
-            late=lambda: False, all_def=lambda x: True, bkey=lambda x: ())
+            late=lambda: False, all_def=lambda x: True, bkey=lambda x: (),
+            holds=lambda c, t: False)  # (no sum held already: every one is checked)
 
     return PassCase(f"the sum {tree}", [], run, _same_value(values))
 

@@ -9,7 +9,10 @@
   of real runs under the bounds-aware default model and the reference model);
 - linear forms taken over from the last pass equal fresh ones, terms in the same order;
 - ``changed_classes`` (e-nodes by identity, facts dict against dict, the children index it
-  keeps) names the classes and e-nodes comparing every row and fact names.
+  keeps) names the classes and e-nodes comparing every row and fact names;
+- an ``op_only`` model's prices by constructor and op field equal the full keys' prices;
+  a union ``Recorder.holds`` lets a caller skip records and counts nothing; the lift
+  pass, run in full on a snapshot without an Invalid leaf, unions nothing.
 """
 
 from __future__ import annotations
@@ -469,3 +472,68 @@ def test_recorder_emit_memo_is_what_emitting_again_gives(monkeypatch: pytest.Mon
     monkeypatch.setattr(passes.Recorder, "emit", checked)
     optimize_many(_exprs(), cost_model="reference", budget=_BUDGET)
     assert hits[0] > 0
+
+
+def test_op_only_prices_equal_the_full_key_prices_on_real_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reference model prices by the op alone: its e-nodes priced by constructor and
+    # op field are priced as with their children's constants in the key
+    seen = [0]
+    plain = pricing.best_nodes_and_parents
+
+    def checked(snap: Any, weights: Weights | None = None, heights: bool = True) -> Any:
+        assert weights is not None and weights.op_only
+        full = Weights(snap, weights.model, {})
+        full.op_only = False
+        assert Weights(snap, weights.model, {}).prices() == full.prices()
+        seen[0] += 1
+        return plain(snap, weights, heights)
+
+    monkeypatch.setattr(passes, "best_nodes_and_parents", checked)
+    optimize_many(_exprs(), cost_model="reference", budget=_BUDGET)
+    assert seen[0] >= 2
+
+
+def test_recorder_holds_means_union_records_and_counts_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # where holds() lets the canonical sum skip its union, the union records no row and
+    # counts no union, match or refusal
+    hits = [0]
+    plain = passes.Recorder.holds
+
+    def checked(self: Any, cls: int, t: Any) -> bool:
+        held = plain(self, cls, t)
+        if held:
+            hits[0] += 1
+            res, state, ins = self.res, self.state, self.ins
+            before = (ins.pending, ins.handles, res.unions, dict(res.matches),
+                      res.skipped_cap, dict(state.unions), set(state.recorded))
+            self.union(cls, t, "canonical_sum")
+            assert (ins.pending, ins.handles, res.unions, dict(res.matches), res.skipped_cap,
+                    dict(state.unions), set(state.recorded)) == before
+        return held
+
+    monkeypatch.setattr(passes.Recorder, "holds", checked)
+    optimize_many(_exprs(), cost_model="reference", budget=_BUDGET)
+    assert hits[0] > 0
+
+
+def test_lift_without_an_invalid_leaf_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lift pass returns at once on a snapshot with no Invalid leaf: run in full there
+    # (its check told there is one), it unions nothing
+    import eqsat.engines.egraph.computed.lift as lift
+    full = [0]
+    plain = lift.lift_pass
+
+    def checked(snap: Any, ins: Any, best: Any, state: Any, name: str, union: Any,
+                *rest: Any) -> None:
+        if not any(n.ctor == "Leaf" and n.fields[0] == "INVALID" for n in snap.nodes):
+            full[0] += 1
+            with monkeypatch.context() as m:
+                m.setattr(lift, "nodes_of", lambda *_: [SimpleNamespace(fields=("INVALID",))])
+                plain(snap, ins, best, state, name, lambda *a: pytest.fail(f"union {a}"), *rest)
+        plain(snap, ins, best, state, name, union, *rest)
+
+    monkeypatch.setattr(passes, "lift_pass", checked)
+    optimize_many(_exprs()[:-1], cost_model="reference", budget=_BUDGET)
+    assert full[0] > 0

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from eqsat.engines.egraph.computed.linear import EClassCtx
+from eqsat.engines.egraph.computed.linear import EClassCtx, nodes_of
 from eqsat.engines.egraph.computed.pricing import Weights
 from eqsat.engines.egraph.computed.state import PassState
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _cval, _key
@@ -239,6 +239,7 @@ def first_by_cost(cand: list[tuple[float, Lin]], k: int) -> list[tuple[float, Li
 
 
 _INVALID = object()  # lift(): the class is the bare Invalid
+_LEAF = frozenset(("Leaf",))
 
 
 def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassState,
@@ -255,6 +256,8 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
     ``dirty_best``: ``(class, best e-node)`` of the dirty classes in ``best``'s order,
     when known (else read from ``best``).
     """
+    if not any(n.fields[0] == "INVALID" for n in nodes_of(snap, _LEAF)):
+        return  # no Invalid leaf: no class has a guard to lift
     memo: dict[int, Any] = {}
     inv = None
 

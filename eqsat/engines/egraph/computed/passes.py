@@ -56,6 +56,10 @@ NEAR_SLACK = 2.0
 #: one class stops here; the first ones are the ones found first, deterministically)
 MAX_UNIONS_PER_CLASS = 24
 
+#: how deep :meth:`Recorder.found` reads a term (a deeper one is not looked at: a
+#: sum of many atoms is a chain as deep as it is long)
+_FOUND_DEPTH = 64
+
 _DIVMOD = frozenset(("Idiv", "Mod"))
 #: every integer division's constructor (C's and the floor forms): undefined by 0
 _DIVISIONS = _DIVMOD | {"Floordiv", "Floormod"}
@@ -556,6 +560,37 @@ class Recorder:
                     return True
         return False
 
+    def found(self, t: Term, depth: int = 0) -> int | None:
+        """The handle ``emit(t)`` would return when every e-node of ``t`` exists already
+        (found by its key, nothing inserted); None when one may not (or the term is
+        deeper than :data:`_FOUND_DEPTH`: not looked at)."""
+        if type(t) is int:
+            return self.canon_h(t)
+        h = self.emitted.get(t)
+        if h is not None:
+            return h
+        pos = _TERM_E[t[0]]
+        if not pos:
+            return self.node_memo.get(t)
+        if depth >= _FOUND_DEPTH:
+            return None
+        fields = list(t)
+        for i in pos:
+            f = self.found(t[i], depth + 1)
+            if f is None:
+                return None
+            fields[i] = f
+        return self.node_memo.get(tuple(fields))
+
+    def holds(self, cls: int, t: Term) -> bool:
+        """Whether ``union(cls, t, name)`` would record and count nothing and answer
+        True or False only as a cycle check says: ``t``'s root e-node is in ``cls``
+        already (:meth:`found`), not put there by this pass (a repeat of such a term
+        counts), and the class is under the cap (over it a refusal is counted). A
+        caller that ignores what ``union`` answers may then skip it."""
+        return self.state.unions.get(cls, 0) < MAX_UNIONS_PER_CLASS and \
+            self.into.get(t) != cls and self.found(t) == cls
+
     def union(self, cls: int, t: Term, name: str) -> bool:
         """Union ``t`` into ``cls``; False when refused (a cycle, the cap, a constant
         outside i64), True when recorded or already there."""
@@ -628,7 +663,7 @@ class PassData:
     the rules visit (``focus``: near a root's best term or reached by no root;
     :data:`NEAR_FACTOR`) and those left for a later pass (``deferred``), the linear
     forms, the rules by kind (``by_kind``, :class:`RuleKinds`; ``kinds``) and the
-    :class:`Recorder` (``union``)."""
+    :class:`Recorder` (its ``union`` and ``holds``)."""
 
     def __init__(self, snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
                  deadline: float | None, clock: Callable[[], float] | None,
@@ -660,7 +695,8 @@ class PassData:
         self.free = divmod_free(snap.nodes, self.best) \
             if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
         self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
-        self.union = Recorder(snap, ins, state, res, self.best).union
+        rec = Recorder(snap, ins, state, res, self.best)
+        self.union, self.holds = rec.union, rec.holds
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
     def __repr__(self) -> str:
@@ -716,7 +752,7 @@ class SumStep(PassStep):
         if not (canon or sums or basis):
             return
         snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
-        defined, free, done = snap.defined, p.free, state.done
+        defined, free, done, holds = snap.defined, p.free, state.done, p.holds
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
         no_div = [r for r in sums if not r.rule.divisions]
@@ -735,7 +771,9 @@ class SumStep(PassStep):
                     continue
                 done.add(key)
                 try:
-                    union(c, ctx.lin(x), r.name)
+                    t = ctx.lin(x)
+                    if not holds(c, t):  # (the class's own sum, most often)
+                        union(c, t, r.name)
                     # and factored by the terms' common factor: g*(a + b) + k
                     g = x.content()
                     if len(x.terms) >= 2 and g > 1:

@@ -53,6 +53,9 @@ class Weights:
         self.snap = snap
         self.model = model
         self.bounds_aware = bool(getattr(model, "uses_bounds", False))
+        #: the model prices by the op alone (``CostModel``'s ``op_only``): an e-node's
+        #: price key is its constructor and op field, its children's facts left out
+        self.op_only = bool(getattr(model, "op_only", False)) and not self.bounds_aware
         self._w: dict[int, float] = {}
         self._list: list[float] | None = None  # every e-node's price, once computed
         self._cache = cache if cache is not None else {}  # price key -> price, across passes
@@ -65,6 +68,7 @@ class Weights:
         #: other e-node of the last pass then takes its price without a test)
         self._affected = affected
         #: this snapshot's prices by e-node (filled by :meth:`prices`), for the next pass
+        #: (left empty under an ``op_only`` model: its passes price every e-node by op)
         self.by_node: dict[Node, float] = NodePrices()
 
     def __repr__(self) -> str:
@@ -106,9 +110,10 @@ class Weights:
                 key = key_of(n)
                 w = cache.get(key)
                 append(w if w is not None else price(n, key))
-        by_node = self.by_node = NodePrices(zip(nodes, out, strict=True))
-        by_node.consts = dict(self.snap.consts)
-        by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
+        if not self.op_only:  # (an op_only model's passes price by op: none taken over)
+            by_node = self.by_node = NodePrices(zip(nodes, out, strict=True))
+            by_node.consts = dict(self.snap.consts)
+            by_node.lo = dict(self.snap.lo) if self.bounds_aware else None
         self._list = out
         # from now on ``of(i)`` is ``out[i]``: the list's own item lookup, no method call
         # (the rules and the focus search price e-nodes one at a time)
@@ -166,10 +171,14 @@ class Weights:
 
     def _key(self, n: Node) -> tuple:
         """The price key of an e-node: what its price depends on (its constructor and
-        dtype, its children's constants and, for a bounds-aware model, their minima)."""
+        dtype, its children's constants and, for a bounds-aware model, their minima;
+        for a model that prices by the op alone, the constructor and its op or dtype
+        field, and no child constants)."""
+        ctor = n.ctor
+        if self.op_only:
+            return (ctor, n.fields[0] if n.fields else None, (), None)
         snap = self.snap
         kids = n.kids
-        ctor = n.ctor
         return (ctor, n.fields[0] if ctor in CTOR_OP else n.fields[:3],
                 tuple(map(snap.consts.get, kids)),
                 tuple(map(snap.lo.get, kids)) if self.bounds_aware else None)
