@@ -69,8 +69,8 @@ class EGraph:
             self.args.key(program.rule_args.arg(i))
         #: what loading the program found (:func:`load_program`)
         self._found: dict[str, Any] = {}
-        self.ins = Inserter(partial(load_program, program, kind, self._found), self.args,
-                            loads=only)
+        self.ins = Inserter(None, self.args, loads=only,
+                            load=partial(load_program, program, kind, self._found))
         #: its interval rules' rule sets by kind and constructor (``analysis_parts``)
         self.analysis = analysis_parts(ANALYSIS, fixed=kind == "fixed", ext=program.ext,
                                        only=only)

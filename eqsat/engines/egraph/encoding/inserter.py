@@ -104,10 +104,14 @@ class Inserter:
     ``bound(k, lo, hi)``; ``flush()`` loads everything recorded so far.
     """
 
-    def __init__(self, egraph: bindings.EGraph | Callable[[], bindings.EGraph], args: ArgTable,
-                 workdir: str | None = None, loads: frozenset[str] | None = None):
-        #: the egglog e-graph, or the function that makes it on first use (:attr:`egraph`)
+    def __init__(self, egraph: bindings.EGraph | None, args: ArgTable,
+                 workdir: str | None = None, loads: frozenset[str] | None = None,
+                 load: Callable[[], bindings.EGraph] | None = None):
+        if egraph is None and load is None:
+            raise ValueError("Inserter: an egglog e-graph or a function that makes one")
+        #: the egglog e-graph (None until ``load`` makes it: :attr:`egraph`)
         self._egraph = egraph
+        self._load = load
         #: the constructors whose loading rules the e-graph holds (None: every one; as
         #: ``schema.declarations``'s ``loads``)
         self.loads = loads
@@ -159,16 +163,18 @@ class Inserter:
 
     @property
     def egraph(self) -> bindings.EGraph:
-        """The egglog e-graph the rows load into (made now when it was given as a
-        function: a store loads its program only when a run needs egglog)."""
-        if not isinstance(self._egraph, bindings.EGraph):
-            self._egraph = self._egraph()
+        """The egglog e-graph the rows load into (made now by the ``load`` function it
+        was given, on first use: a store loads its program only when a run needs
+        egglog)."""
+        if self._egraph is None:
+            assert self._load is not None
+            self._egraph = self._load()
         return self._egraph
 
     @property
     def loaded(self) -> bool:
         """Whether :attr:`egraph` is made."""
-        return isinstance(self._egraph, bindings.EGraph)
+        return self._egraph is not None
 
     # ---- state save/restore (a run's start and end) -----------------------
     def state(self) -> tuple:
