@@ -148,8 +148,6 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
     return costs
 
 
-
-
 def _pricer(run: Run) -> Callable[[UOp], float]:
     """``run.model.graph_cost``, with the costs the baseline's seeds already have: each
     root's start (its input, or the baseline's cheaper rewrite) was priced under the
