@@ -56,16 +56,18 @@ _CACHEABLE_MODELS = (ReferenceCost, CpuCost)
 def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | None:
     """The key of a call (see the module docstring), or None when it is not cached: a
     cost model of another type, a selection holding rules as objects, or a graph of
-    more than :data:`MAX_KEY_NODES` nodes."""
+    more than :data:`MAX_KEY_NODES` nodes. Its last field is the graph's node count
+    (:meth:`ResultCache.put` counts the entry's nodes by it)."""
     if type(model) not in _CACHEABLE_MODELS or not isinstance(graph, UOp):
         return None
-    if len(_first_nodes(graph, MAX_KEY_NODES + 1)) > MAX_KEY_NODES:
+    nodes = len(_first_nodes(graph, MAX_KEY_NODES + 1))
+    if nodes > MAX_KEY_NODES:
         return None
     if rulesets is not None and not isinstance(rulesets, str) and \
             not all(isinstance(r, str) for r in rulesets):
         return None  # rules given as objects: a rule's identity is not its meaning
     rs = rulesets if rulesets is None or isinstance(rulesets, str) else tuple(rulesets)
-    return (graph, limits, rs, model)
+    return (graph, limits, rs, model, nodes)  # (the node count: a function of the graph)
 
 
 def _first_nodes(graph: UOp, n: int) -> set[int]:
@@ -142,8 +144,7 @@ class ResultCache:
         if key is None or not self.size or stats.get("time_limited", True):
             return
         kept = copy_stats(stats)
-        g = key[0]
-        nodes = len(_first_nodes(g, MAX_KEY_NODES + 1)) if isinstance(g, UOp) else 0
+        nodes = key[-1] if type(key[-1]) is int else 0
         with self._lock:
             old = self._data.pop(key, None)
             if old is not None:

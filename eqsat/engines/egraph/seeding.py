@@ -118,7 +118,7 @@ def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
     seen: set[int] = set()
     for i, (r, s, c_seed) in enumerate(zip(roots, seeds.roots, seeds.costs, strict=True)):
         c_in, c_out = costs[i]
-        open_at_root = live_ranges(r)[r]
+        open_at_root = _open_ranges(r)
         seed_ok = _seed_ok(s, r, open_at_root)
         if not _in_scope(outs[i], r, open_at_root):
             o, sent_back = _scoped_sources(outs[i], r, s if seed_ok else r)
@@ -163,19 +163,23 @@ def usable_start(seeds: Seeds, i: int) -> UOp:
     rewrite when it is cheaper, prints and uses no loop index outside its loop; else
     the root."""
     r, s = seeds.inputs[i], seeds.roots[i]
-    return s if s is not r and _seed_ok(s, r, live_ranges(r)[r]) else r
+    return s if s is not r and _seed_ok(s, r, _open_ranges(r)) else r
 
 
 def may_output(s: UOp, root: UOp) -> bool:
     """Whether ``s``, a rewrite of ``root``, may be the output: it prints and uses no
     loop index outside its loop."""
-    return _seed_ok(s, root, live_ranges(root)[root])
+    return _seed_ok(s, root, _open_ranges(root))
 
 
 def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
     """Whether the seed ``s`` of ``root`` may be an output: it prints and uses no loop
     index outside its loop (``open_at_root``: the ranges ``root`` leaves open)."""
-    return _printable(s) and _in_scope(s, root, open_at_root)
+    if s is root:
+        return _printable(s)
+    nodes = s.toposort()
+    return all(has_text_form(x.op) for x in nodes) and \
+        _open_ranges(s, nodes) <= open_at_root
 
 
 def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
@@ -201,7 +205,24 @@ def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
 def _in_scope(u: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
     """Whether ``u`` leaves open no range that ``root`` closes (``open_at_root``: the
     ranges ``root`` leaves open): every loop index it uses is inside its loop."""
-    return u is root or live_ranges(u)[u] <= open_at_root
+    return u is root or _open_ranges(u) <= open_at_root
+
+
+def _open_ranges(u: UOp, nodes: list[UOp] | None = None) -> frozenset[UOp]:
+    """The ranges ``u`` leaves open (``live_ranges(u)[u]``; ``nodes``: ``u``'s
+    toposort, when the caller has it). A graph that closes no loop (no END, no REDUCE:
+    every index expression) leaves open every range it holds: one pass over its nodes
+    then, rather than a set per node."""
+    if nodes is None:
+        nodes = u.toposort()
+    ranges = []
+    for x in nodes:
+        op = x.op
+        if op is Ops.RANGE:
+            ranges.append(x)
+        elif op is Ops.END or op is Ops.REDUCE:
+            return live_ranges(u)[u]
+    return frozenset(ranges)
 
 
 def _printable(u: UOp) -> bool:

@@ -271,3 +271,13 @@ def test_the_start_is_part_of_the_call() -> None:
     assert alone.stats["enodes"] < both.stats["enodes"]
     assert "cached" not in alone.stats["time"]
     assert max(both.cost, alone.cost) <= base.cost
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_ranges_a_graph_leaves_open_are_its_live_ranges(seed: int) -> None:
+    from eqsat.engines.egraph.seeding import _open_ranges
+
+    for g in (fuzz_kernel(SeededDraw(seed)), parse(_BORROWED), parse(_LOOPS.format(
+            a="(range 0 16)", b="(range 1 16)"))):
+        for u in g.toposort():  # (kernels, their stores and every index expression)
+            assert _open_ranges(u) == live_ranges(u)[u], to_sexpr(u)
