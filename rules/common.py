@@ -10,7 +10,6 @@ evaluators return None instead).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from eqsat.ir.bounds import INDEX_BOUND_CAP
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import EvalError, Undefined, alu
-from eqsat.ir.uop import IRError, UOp
+from eqsat.ir.uop import IRError, UOp, node_cache
 
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
@@ -79,32 +78,33 @@ def invalid_like(dt: DType) -> UOp:
     return inv if dt == inv.dtype else inv.cast(dt)
 
 
-def somewhere_below(u: UOp, cache: weakref.WeakKeyDictionary[UOp, bool],
+def somewhere_below(u: UOp, cache: dict[int, bool],
                      stop: Callable[[UOp], bool | None], here: Callable[[UOp], bool]) -> bool:
-    """Whether some node of ``u`` has a property, bottom-up and cached: ``stop(n)`` gives
-    a node's answer without looking below it (None: look), ``here(n)`` whether the node
-    itself has the property; otherwise a node has it when one of its sources does."""
-    hit = cache.get(u)
+    """Whether some node of ``u`` has a property, bottom-up and cached (``cache``: a
+    :func:`~eqsat.ir.uop.node_cache`): ``stop(n)`` gives a node's answer without looking
+    below it (None: look), ``here(n)`` whether the node itself has the property;
+    otherwise a node has it when one of its sources does."""
+    hit = cache.get(u.uid)
     if hit is not None:
         return hit
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
-        if n in cache:
+        if n.uid in cache:
             continue
         known = stop(n)
         if known is not None:
-            cache[n] = known
+            cache[n.uid] = known
             continue
         if not done:
             stack.append((n, True))
-            stack.extend((s, False) for s in n.src if s not in cache)
+            stack.extend((s, False) for s in n.src if s.uid not in cache)
             continue
-        cache[n] = here(n) or any(cache[s] for s in n.src)
-    return cache[u]
+        cache[n.uid] = here(n) or any(cache[s.uid] for s in n.src)
+    return cache[u.uid]
 
 
-_MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MAY_INVALID: dict[int, bool] = node_cache()
 
 
 def _invalid_leaf(n: UOp) -> bool | None:
@@ -124,7 +124,7 @@ def may_be_invalid(u: UOp) -> bool:
     return somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
 
 
-_MAY_UNDEF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MAY_UNDEF: dict[int, bool] = node_cache()
 
 
 def _undefined_here(n: UOp) -> bool:

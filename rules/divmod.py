@@ -47,7 +47,7 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.linear import Lin, LinBuilder
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, node_cache
 from rules.common import may_be_invalid, somewhere_below
 from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
@@ -65,20 +65,20 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
-_LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
+# (each a node_cache: keyed by the node's uid, the entry dropped when the node dies)
+_LIN_CACHE: dict[int, Lin] = node_cache()
 # linear node -> (atom occurrences, constant leaves, newest atom) of its skeleton
 # (_occurrences)
-_OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int, UOp | None]] = weakref.WeakKeyDictionary()
+_OCC: dict[int, tuple[int, int, UOp | None]] = node_cache()
 # node -> (least, most) atom occurrences of the linear nodes below it (_occurrence_range)
-_RANGE: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+_RANGE: dict[int, tuple[int, int]] = node_cache()
 _NO_RANGE = (1 << 62, -1)
 # atom -> atom occurrences -> the linear nodes that :meth:`UOpCtx._origin` may reuse
 # (atoms occurring, at most one constant leaf) whose newest skeleton atom it is; each
 # put here when its _RANGE entry is made, so every such node below a node in _RANGE is
-_BY_TOP: weakref.WeakKeyDictionary[UOp, dict[int, weakref.WeakSet[UOp]]] = \
-    weakref.WeakKeyDictionary()
+_BY_TOP: dict[int, dict[int, weakref.WeakSet[UOp]]] = node_cache()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
-_MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MOD_LEAF: dict[int, bool] = node_cache()
 
 
 def _is_idx_const(u: UOp) -> bool:
@@ -88,7 +88,7 @@ def _is_idx_const(u: UOp) -> bool:
 def to_lin(u: UOp) -> Lin:
     """The linear form of an index UOp: ADD/SUB/NEG/MUL-by-constant are flattened,
     every other node is an atom (a UOp)."""
-    hit = _LIN_CACHE.get(u)
+    hit = _LIN_CACHE.get(u.uid)
     if hit is not None:
         return hit
     if _linear_kids(u) is None:
@@ -96,9 +96,9 @@ def to_lin(u: UOp) -> Lin:
     lin = _flat_read(u)
     if lin is None:  # (a term may cancel on the way: every node's form, bottom-up)
         for n, _ in _unread(u, _LIN_CACHE, _linear_kids):
-            _LIN_CACHE[n] = _combine(n)
-        return _LIN_CACHE[u]
-    _LIN_CACHE[u] = lin
+            _LIN_CACHE[n.uid] = _combine(n)
+        return _LIN_CACHE[u.uid]
+    _LIN_CACHE[u.uid] = lin
     return lin
 
 
@@ -120,7 +120,7 @@ def _flat_read(u: UOp) -> Lin | None:
     stack: list[tuple[UOp, int]] = [(u, 1)]
     while stack:
         n, k = stack.pop()
-        hit = _LIN_CACHE.get(n)
+        hit = _LIN_CACHE.get(n.uid)
         if hit is not None:
             if not terms and k == 1:
                 terms = dict(hit._map)
@@ -169,22 +169,23 @@ def _all_srcs(n: UOp) -> tuple[UOp, ...]:
     return n.src
 
 
-def _unread(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any],
+def _unread(u: UOp, cache: dict[int, Any],
             kids: Callable[[UOp], tuple[UOp, ...] | None] = _all_srcs
             ) -> Iterator[tuple[UOp, tuple[UOp, ...]]]:
     """The nodes below ``u`` through ``kids`` (a node's children to enter; None: a leaf,
-    not given) that ``cache`` lacks, children first, each with its children; iterative,
-    deep graphs must not recurse. The caller puts each node in ``cache`` before the next."""
+    not given) that ``cache`` (a node cache) lacks, children first, each with its
+    children; iterative, deep graphs must not recurse. The caller puts each node in
+    ``cache`` before the next."""
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
-        if n in cache:
+        if n.uid in cache:
             continue
         ks = kids(n)
         assert ks is not None  # (only inner nodes are pushed)
         if not done:
             stack.append((n, True))
-            stack.extend((k, False) for k in ks if k not in cache and kids(k) is not None)
+            stack.extend((k, False) for k in ks if k.uid not in cache and kids(k) is not None)
             continue
         yield n, ks
 
@@ -196,7 +197,7 @@ def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int, UOp | None]:
     top = None
     for k in kids:
         if _linear_kids(k) is not None:
-            a, c, t = _OCC[k]
+            a, c, t = _OCC[k.uid]
             occ, consts = occ + a, consts + c
         elif _is_idx_const(k):
             consts += 1
@@ -212,12 +213,12 @@ def _occurrences(u: UOp) -> tuple[int, int, UOp | None]:
     """(atom occurrences, constant leaves, newest atom) of the skeleton of the linear
     node ``u``, read from the structure alone (no linear form made; cached in
     :data:`_OCC`)."""
-    hit = _OCC.get(u)
+    hit = _OCC.get(u.uid)
     if hit is not None:
         return hit
     for n, kids in _unread(u, _OCC, _linear_kids):
-        _OCC[n] = _occ_here(kids)
-    return _OCC[u]
+        _OCC[n.uid] = _occ_here(kids)
+    return _OCC[u.uid]
 
 
 def _occurrence_range(u: UOp) -> tuple[int, int]:
@@ -225,7 +226,7 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
     ``u`` with at most one constant leaf (``lo > hi`` when there is none): the only
     nodes of ``u`` a form of ``m`` terms can be read from are there when ``lo <= m <=
     hi`` (:meth:`UOpCtx._origin`). Cached in :data:`_RANGE`."""
-    hit = _RANGE.get(u)
+    hit = _RANGE.get(u.uid)
     if hit is not None:
         return hit
     for n, srcs in _unread(u, _RANGE):
@@ -235,13 +236,13 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
             if occ[1] <= 1:
                 lo = hi = occ[0]
                 if occ[2] is not None:
-                    by_occ = _BY_TOP.setdefault(occ[2], {})
+                    by_occ = _BY_TOP.setdefault(occ[2].uid, {})
                     by_occ.setdefault(occ[0], weakref.WeakSet()).add(n)
         for s in srcs:
-            slo, shi = _RANGE[s]
+            slo, shi = _RANGE[s.uid]
             lo, hi = min(lo, slo), max(hi, shi)
-        _RANGE[n] = (lo, hi)
-    return _RANGE[u]
+        _RANGE[n.uid] = (lo, hi)
+    return _RANGE[u.uid]
 
 
 def _mod_leaf(u: UOp) -> bool:
@@ -274,7 +275,7 @@ def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
 
 
 def _leaf(k: UOp) -> Lin:
-    hit = _LIN_CACHE.get(k)
+    hit = _LIN_CACHE.get(k.uid)
     if hit is not None:
         return hit
     return Lin.constant(k.arg) if _is_idx_const(k) else Lin.atom(k)
@@ -390,7 +391,7 @@ class UOpCtx(LinBuilder[UOp]):
         if m:
             top = max((a for _, a in x.terms), key=lambda a: a.uid)
             _occurrence_range(self.scope)  # (every node below is in _BY_TOP)
-            found = [n.uid for n in _BY_TOP.get(top, {}).get(m, ()) if to_lin(n) == x]
+            found = [n.uid for n in _BY_TOP.get(top.uid, {}).get(m, ()) if to_lin(n) == x]
             if not found:
                 return None
             oldest = min(found)

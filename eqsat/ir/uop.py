@@ -27,7 +27,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key", "RANGE_KINDS",
-           "range_id", "range_kind", "live_ranges"]
+           "range_id", "range_kind", "live_ranges", "node_cache"]
 
 
 class IRError(ValueError):
@@ -58,13 +58,30 @@ def range_kind(u: UOp) -> str:
 #: ``KeyedRef``)
 _NODES: dict[tuple, weakref.ref] = {}
 _IDS = itertools.count()
+#: every cache :func:`node_cache` made
+_CACHES: list[dict[int, Any]] = []
 
 
-def _forget(key: tuple, ref: weakref.ref, _nodes: dict = _NODES,
-            _remove: Any = _remove_dead_weakref) -> None:
+def node_cache() -> dict[int, Any]:
+    """A new cache of a fact per node: a plain dict keyed by the node's ``uid`` (never
+    reused), whose entry goes when the node dies. A ``WeakKeyDictionary``'s lifetime,
+    read and written in C (``cache.get(u.uid)``, ``cache[u.uid] = v``): no Python-level
+    method and no weak reference per lookup. A value must not hold its own node (it
+    would keep the node alive, as in a ``WeakKeyDictionary``)."""
+    cache: dict[int, Any] = {}
+    _CACHES.append(cache)
+    return cache
+
+
+def _forget(key: tuple, uid: int, ref: weakref.ref, _nodes: dict = _NODES,
+            _remove: Any = _remove_dead_weakref, _caches: list = _CACHES) -> None:
     """The node of ``key`` died: its entry goes, unless the key names a newer node by
-    now (bound as defaults: it may run while the interpreter tears the module down)."""
+    now, and so do its entries in the node caches (bound as defaults: it may run while
+    the interpreter tears the module down)."""
     _remove(_nodes, key)
+    for cache in _caches:
+        if uid in cache:
+            del cache[uid]
 
 
 _set = object.__setattr__
@@ -159,8 +176,8 @@ class UOp:
         lo, hi = compute_bounds(op, dtype, src, arg)
         _set(self, "vmin", lo)
         _set(self, "vmax", hi)
-        _set(self, "uid", next(_IDS))
-        _NODES[key] = weakref.ref(self, partial(_forget, key))
+        _set(self, "uid", uid := next(_IDS))
+        _NODES[key] = weakref.ref(self, partial(_forget, key, uid))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
