@@ -25,6 +25,7 @@ __all__ = ["GROUPS", "EGRAPH", "LAWS", "canon_key", "structure"]
 
 _ORDERED = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)
 _CMP = (Ops.EQ, Ops.NE)
+_CONST, _VCONST = Ops.CONST, Ops.VCONST  # (module globals: no EnumType lookup per node)
 
 
 #: each node's structural key (see :func:`structure`), while the node lives
@@ -73,8 +74,8 @@ def _out_of_order(x: UOp) -> bool:
     d = a.dtype if x.op in _CMP else x.dtype
     if d is not _IDX and d != _IDX:
         return False
-    a_const = a.op is Ops.CONST or a.op is Ops.VCONST
-    if a_const is not (b.op is Ops.CONST or b.op is Ops.VCONST):
+    a_const = a.op is _CONST or a.op is _VCONST
+    if a_const is not (b.op is _CONST or b.op is _VCONST):
         return a_const  # (b sorts first exactly when a is the constant)
     if a.op is not b.op:
         return b.op._value_ < a.op._value_

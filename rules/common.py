@@ -105,12 +105,19 @@ def somewhere_below(u: UOp, cache: dict[int, bool],
 
 
 _MAY_INVALID: dict[int, bool] = node_cache()
+_INVALID, _LOAD = Ops.INVALID, Ops.LOAD  # (module globals: no EnumType lookup per node)
+
+
+def _nowhere(n: UOp) -> bool:
+    """No node has the property itself (only the leaves ``stop`` answers for have it)."""
+    return False
 
 
 def _invalid_leaf(n: UOp) -> bool | None:
     """An Invalid is Invalid, a LOAD's value never is, a leaf never is; else: look."""
-    if n.op is Ops.INVALID or n.op is Ops.LOAD or not n.src:
-        return n.op is Ops.INVALID
+    op = n.op
+    if op is _INVALID or op is _LOAD or not n.src:
+        return op is _INVALID
     return None
 
 
@@ -121,7 +128,10 @@ def may_be_invalid(u: UOp) -> bool:
     subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
     value is never Invalid (a load through an Invalid index reads 0). Cached.
     """
-    return somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
+    hit = _MAY_INVALID.get(u.uid)  # (the usual answer, without the walk's call)
+    if hit is not None:
+        return hit
+    return somewhere_below(u, _MAY_INVALID, _invalid_leaf, _nowhere)
 
 
 _MAY_UNDEF: dict[int, bool] = node_cache()

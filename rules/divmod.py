@@ -65,6 +65,9 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
+# the ops the linear reading tests on every node, as module globals (a member read from
+# ``Ops`` goes through EnumType's ``__getattr__`` hook: several times slower)
+_ADD, _SUB, _NEG, _MUL, _CONST, _MOD = Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.CONST, Ops.MOD
 # (each a node_cache: keyed by the node's uid, the entry dropped when the node dies)
 _LIN_CACHE: dict[int, Lin] = node_cache()
 # linear node -> (atom occurrences, constant leaves, newest atom) of its skeleton
@@ -82,7 +85,7 @@ _MOD_LEAF: dict[int, bool] = node_cache()
 
 
 def _is_idx_const(u: UOp) -> bool:
-    return u.op is Ops.CONST and u.dtype is _IDX and type(u.arg) is int
+    return u.op is _CONST and u.dtype is _IDX and type(u.arg) is int
 
 
 def to_lin(u: UOp) -> Lin:
@@ -138,10 +141,11 @@ def _flat_read(u: UOp) -> Lin | None:
         if id(n) in expanded:
             return None
         expanded.add(id(n))
-        if n.op is Ops.ADD or n.op is Ops.SUB:
-            stack.append((n.src[1], k if n.op is Ops.ADD else -k))
+        op = n.op
+        if op is _ADD or op is _SUB:
+            stack.append((n.src[1], k if op is _ADD else -k))
             stack.append((n.src[0], k))
-        elif n.op is Ops.NEG:
+        elif op is _NEG:
             stack.append((n.src[0], -k))
         else:  # a product by a constant (by 0: nothing of it is left)
             m = n.src[1].arg if _is_idx_const(n.src[1]) else n.src[0].arg
@@ -255,18 +259,17 @@ def _mod_leaf(u: UOp) -> bool:
 def _mod_atom(n: UOp) -> bool | None:
     """A leaf of a linear skeleton (an atom or a constant) is a MOD or not; None for a
     linear node (look below)."""
-    return None if _linear_kids(n) is not None else n.op is Ops.MOD
+    return None if _linear_kids(n) is not None else n.op is _MOD
 
 
 def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
     """The children to flatten when ``n`` is a linear node, else None (an atom)."""
     if n.dtype is not _IDX:
         return None
-    if n.op in (Ops.ADD, Ops.SUB):
+    op = n.op
+    if op is _ADD or op is _SUB or op is _NEG:
         return n.src
-    if n.op is Ops.NEG:
-        return n.src
-    if n.op is Ops.MUL:
+    if op is _MUL:
         if _is_idx_const(n.src[1]):
             return (n.src[0],)
         if _is_idx_const(n.src[0]):
@@ -433,7 +436,7 @@ _XY = (UPat.var("x"), UPat.var("y"))
 def _op_name(d: UOp) -> str:
     """The core's name of ``d``'s op, an IDIV or a MOD (:data:`_OPNAME` without hashing
     the op)."""
-    return "idiv" if d.op is Ops.IDIV else "mod"
+    return "mod" if d.op is _MOD else "idiv"
 
 
 def _divisor_ok(y: UOp) -> bool:
