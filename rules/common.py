@@ -98,7 +98,9 @@ def somewhere_below(u: UOp, cache: dict[int, bool],
             continue
         if not done:
             stack.append((n, True))
-            stack.extend((s, False) for s in n.src if s.uid not in cache)
+            for s in n.src:  # (a loop, not a generator: most nodes have two sources)
+                if s.uid not in cache:
+                    stack.append((s, False))
             continue
         cache[n.uid] = here(n) or any(cache[s.uid] for s in n.src)
     return cache[u.uid]

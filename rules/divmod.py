@@ -189,7 +189,9 @@ def _unread(u: UOp, cache: dict[int, Any],
         assert ks is not None  # (only inner nodes are pushed)
         if not done:
             stack.append((n, True))
-            stack.extend((k, False) for k in ks if k.uid not in cache and kids(k) is not None)
+            for k in ks:  # (a loop, not a generator: most nodes have two children)
+                if k.uid not in cache and kids(k) is not None:
+                    stack.append((k, False))
             continue
         yield n, ks
 
