@@ -95,7 +95,10 @@ def to_lin(u: UOp) -> Lin:
     if hit is not None:
         return hit
     if _linear_kids(u) is None:
-        return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
+        if _is_idx_const(u):  # (kept: a constant's form holds no node; an atom's holds it)
+            lin = _LIN_CACHE[u.uid] = Lin.constant(u.arg)
+            return lin
+        return Lin._raw({u: 1}, 0)
     lin = _flat_read(u)
     if lin is None:  # (a term may cancel on the way: every node's form, bottom-up)
         for n, _ in _unread(u, _LIN_CACHE, _linear_kids):
@@ -243,10 +246,16 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
                 lo = hi = occ[0]
                 if occ[2] is not None:
                     by_occ = _BY_TOP.setdefault(occ[2].uid, {})
-                    by_occ.setdefault(occ[0], weakref.WeakSet()).add(n)
+                    nodes = by_occ.get(occ[0])
+                    if nodes is None:  # (a WeakSet made only when its key is new)
+                        nodes = by_occ[occ[0]] = weakref.WeakSet()
+                    nodes.add(n)
         for s in srcs:
             slo, shi = _RANGE[s.uid]
-            lo, hi = min(lo, slo), max(hi, shi)
+            if slo < lo:
+                lo = slo
+            if shi > hi:
+                hi = shi
         _RANGE[n.uid] = (lo, hi)
     return _RANGE[u.uid]
 
