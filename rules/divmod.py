@@ -67,7 +67,8 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
 _IDX = dtypes.index
 # the ops the linear reading tests on every node, as module globals (a member read from
 # ``Ops`` goes through EnumType's ``__getattr__`` hook: several times slower)
-_ADD, _SUB, _NEG, _MUL, _CONST, _MOD = Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.CONST, Ops.MOD
+_ADD, _SUB, _NEG, _MUL, _CONST = Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.CONST
+_MOD, _IDIV = Ops.MOD, Ops.IDIV
 # (each a node_cache: keyed by the node's uid, the entry dropped when the node dies)
 _LIN_CACHE: dict[int, Lin] = node_cache()
 # linear node -> (atom occurrences, constant leaves, newest atom) of its skeleton
@@ -334,13 +335,13 @@ class UOpCtx(LinBuilder[UOp]):
         return []
 
     def mod_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.MOD)
+        return self._parts(a, _MOD)
 
     def idiv_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.IDIV)
+        return self._parts(a, _IDIV)
 
     def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.MUL)
+        return self._parts(a, _MUL)
 
     def where_parts(self, a: UOp) -> list[tuple[UOp, Lin, Lin]]:
         if a.op is Ops.WHERE and a.dtype is _IDX:
@@ -591,7 +592,7 @@ def _distribute(c: UOp, s: UOp) -> UOp:
 
 def _has_mod_term(s: UOp) -> bool:
     """A term of the sum ``s`` is a MOD (the whole-sum recombinations need one)."""
-    return _mod_leaf(s) and any(a.op is Ops.MOD for _, a in to_lin(s).terms)
+    return _mod_leaf(s) and any(a.op is _MOD for _, a in to_lin(s).terms)
 
 
 def _recombine_sum(s: UOp) -> UOp | None:
