@@ -159,9 +159,12 @@ class UOp:
                 arg: Any = None) -> UOp:
         if type(src) is not tuple:
             src = tuple(src)
-        # (the op by value: no Python-level Enum.__hash__ at each lookup; an arg that is
-        # None or an int is its own key: arg_key's common cases inline)
-        key = (op._value_ if type(op) is Ops else ("op", op), dtype, src,
+        # (the op by value and the dtype by its fields, which are what its equality
+        # compares: no Python-level Enum.__hash__ or dataclass __hash__ at each lookup,
+        # store and removal; an arg that is None or an int is its own key: arg_key's
+        # common cases inline)
+        key = (op._value_ if type(op) is Ops else ("op", op), dtype.kind, dtype.bits,
+               dtype.name, dtype.count, dtype.ptr, src,
                arg if arg is None or type(arg) is int else arg_key(arg))
         ref = _NODES.get(key)
         if ref is not None:
