@@ -365,6 +365,8 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     else:
         def call(fn: Callable[..., Any], caller: Callable[..., Any]) -> str:
             params = _positional(fn, names)
+            if params is None and _keywords_only(fn):  # (``**b``: every binding, no lambda)
+                return f"{const(fn)}(**{{{binds()}}})"
             if params is None:  # (as _kwargs_caller calls it, with the bindings' dict)
                 return f"{const(caller)}({{{binds()}}})"
             return f"{const(fn)}({', '.join(f'v_{names.index(q)}' for q in params)})"
@@ -394,6 +396,12 @@ def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | N
            for q in params.values()):
         return tuple(params)
     return None
+
+
+def _keywords_only(fn: Callable[..., Any]) -> bool:
+    """``fn`` takes only ``**kw``: :func:`_kwargs_caller` passes it every binding."""
+    params = list(inspect.signature(fn).parameters.values())
+    return len(params) == 1 and params[0].kind is inspect.Parameter.VAR_KEYWORD
 
 
 #: the code of each pattern shape :func:`_generate` wrote (a shape's text -> its code;
