@@ -345,15 +345,16 @@ class UOp:
         """
         # depth first, each node's sources in order, a node entered once (when first
         # met) and listed when its sources are done: one stack entry per node entered
+        # (nodes hash by identity, in C: the set holds them, no id() call per visit)
         out: list[UOp] = []
-        seen: set[int] = {id(self)}
+        seen: set[UOp] = {self}
         src = self.src + extra.get(self, ()) if extra else self.src
         stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(src))]
         while stack:
             node, it = stack[-1]
             for s in it:
-                if id(s) not in seen:
-                    seen.add(id(s))
+                if s not in seen:
+                    seen.add(s)
                     src = s.src + extra.get(s, ()) if extra else s.src
                     stack.append((s, iter(src)))
                     break
