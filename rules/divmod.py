@@ -123,7 +123,7 @@ def _flat_read(u: UOp) -> Lin | None:
     node: a sum built term by term is read in time linear in its length."""
     terms: dict = {}
     const = 0
-    expanded: set[int] = set()
+    expanded: set[UOp] = set()
     stack: list[tuple[UOp, int]] = [(u, 1)]
     while stack:
         n, k = stack.pop()
@@ -142,9 +142,9 @@ def _flat_read(u: UOp) -> Lin | None:
             elif not _merge(terms, ((n, 1),), k):
                 return None
             continue
-        if id(n) in expanded:
+        if n in expanded:
             return None
-        expanded.add(id(n))
+        expanded.add(n)
         op = n.op
         if op is _ADD or op is _SUB:
             stack.append((n.src[1], k if op is _ADD else -k))
@@ -410,7 +410,7 @@ class UOpCtx(LinBuilder[UOp]):
             if not found:
                 return None
             oldest = min(found)
-        seen: set[int] = set()
+        seen: set[UOp] = set()  # (nodes hash by identity, in C)
         stack: list[tuple[UOp, bool]] = [(self.scope, False)]  # type: ignore[list-item]
         while stack:
             n, done = stack.pop()
@@ -420,16 +420,18 @@ class UOpCtx(LinBuilder[UOp]):
                     if occ[0] == m and occ[1] <= 1 and to_lin(n) == x:
                         return n
                 continue
-            if id(n) in seen:
+            if n in seen:
                 continue
-            seen.add(id(n))
+            seen.add(n)
             if n.uid < oldest:
                 continue
             lo, hi = _occurrence_range(n)
             if not lo <= m <= hi:
                 continue
             stack.append((n, True))
-            stack.extend((s, False) for s in reversed(n.src) if id(s) not in seen)
+            for s in reversed(n.src):
+                if s not in seen:
+                    stack.append((s, False))
         return None
 
     def lin(self, x: Lin) -> UOp:
