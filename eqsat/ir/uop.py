@@ -131,7 +131,10 @@ def arg_key(arg: Any) -> Any:
     if isinstance(arg, bool):
         return ("b", arg)
     if isinstance(arg, tuple):
-        return ("t",) + tuple(arg_key(a) for a in arg)
+        for a in arg:  # (the usual tuple, a variable's or a range's, holds ints and names:
+            if type(a) is not int and type(a) is not str:  # each its own key)
+                return ("t",) + tuple(arg_key(a) for a in arg)
+        return ("t",) + arg
     if is_symbolic(arg):
         return ("sym", id(arg))
     return arg
@@ -439,13 +442,19 @@ def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
     live: dict[UOp, frozenset[UOp]] = {}
     for u in root.toposort(extra):
         srcs = u.src + (extra.get(u, ()) if extra else ())
-        rs = frozenset().union(*(live[s] for s in srcs)) if srcs else frozenset()
-        if u.op is Ops.RANGE:
+        rs = _NO_RANGES.union(*[live[s] for s in srcs]) if srcs else _NO_RANGES
+        op = u.op
+        if op is _RANGE_OP:
             rs = rs | {u}
-        elif u.op in (Ops.END, Ops.REDUCE):
+        elif op is _END_OP or op is _REDUCE_OP:
             rs = rs - set(u.src[1:])
         live[u] = rs
     return live
+
+
+_NO_RANGES: frozenset[UOp] = frozenset()
+#: (module globals: a member read from ``Ops`` goes through EnumType's ``__getattr__``)
+_RANGE_OP, _END_OP, _REDUCE_OP = Ops.RANGE, Ops.END, Ops.REDUCE
 
 
 def drop_folded_ranges(u: UOp) -> UOp:
