@@ -85,6 +85,7 @@ def _forget(key: tuple, uid: int, ref: weakref.ref, _nodes: dict = _NODES,
 
 
 _set = object.__setattr__
+_INDEX = dtypes.index
 #: the comparison ops by value (:meth:`UOp.alu`: no Python-level ``Enum.__hash__``)
 _COMPARISONS = frozenset(o._value_ for o in GroupOp.Comparison)
 
@@ -98,6 +99,8 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     ``nan``: a graph reads back as the same nodes); bools become ``bool``; index stays
     an exact ``int``.
     """
+    if type(v) is int and dtype is _INDEX:
+        return v  # (an index constant is the exact int: the usual case, no tests)
     s = dtype.scalar()
     if s.is_bool:
         return bool(v)
