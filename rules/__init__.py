@@ -244,6 +244,9 @@ def _expand(names: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...]:
 _MATCHERS: dict[tuple[Any, ...], tuple[PatternMatcher, tuple[Any, ...]]] = {}
 #: matchers with rules given as objects kept at most (the oldest goes first)
 _MATCHERS_WITH_RULES = 32
+#: the matcher of a selection given as None or as one name, whose groups never change
+#: (no resolving of the name at each call)
+_MATCHERS_BY_NAME: dict[str | None, PatternMatcher] = {}
 
 
 def split_selection(selection: Any) -> tuple[list[str] | str | None, list[Any]]:
@@ -276,11 +279,26 @@ def matcher(names: list[Any] | tuple[Any, ...] | str | None = None) -> PatternMa
     ``None`` is ``symbolic``. The matcher's ``matches`` counts accumulate over
     calls; callers that want per-run counts take the difference.
     """
+    simple = names is None or type(names) is str
+    if simple and (pm := _MATCHERS_BY_NAME.get(names)) is not None:
+        return pm
     sel, objs = split_selection(names)
     key = (*_expand(sel), *(("rule", id(r)) for r in objs))
     hit = _MATCHERS.get(key)
-    if hit is not None:
-        return hit[0]
+    if hit is None:
+        pm = _build_matcher(sel, objs)
+        # the rule objects stay referenced by the entry: their ids in the key stay theirs
+        _MATCHERS[key] = (pm, tuple(objs))
+    else:
+        pm = hit[0]
+    if simple:
+        _MATCHERS_BY_NAME[names] = pm
+    return pm
+
+
+def _build_matcher(sel: list[str] | str | None, objs: list[Any]) -> PatternMatcher:
+    """A new matcher of the named groups then the rule objects (:func:`matcher`), the
+    oldest cached matchers with rule objects dropped to make room for one more."""
     groups_ = _expand(sel)
     extra = [_baseline_rule(r) for r in objs]
     gs = groups()
@@ -291,10 +309,7 @@ def matcher(names: list[Any] | tuple[Any, ...] | str | None = None) -> PatternMa
         with_rules = [k for k in _MATCHERS if any(isinstance(x, tuple) for x in k)]
         for k in with_rules[:max(0, len(with_rules) - _MATCHERS_WITH_RULES + 1)]:
             del _MATCHERS[k]
-    pm = PatternMatcher([r for g in groups_ for r in gs[g]] + extra, label)
-    # the rule objects stay referenced by the entry: their ids in the key stay theirs
-    _MATCHERS[key] = (pm, tuple(objs))
-    return pm
+    return PatternMatcher([r for g in groups_ for r in gs[g]] + extra, label)
 
 
 def symbolic_simple() -> PatternMatcher:

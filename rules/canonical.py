@@ -15,22 +15,21 @@ grouping later passes rely on (tinygrad symbolic.py makes the same choice).
 
 from __future__ import annotations
 
-import weakref
-
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import Rule, UPat
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, node_cache
 from rules.lang import baseline_groups, egraph_rules, laws_by_group, py
 
 __all__ = ["GROUPS", "EGRAPH", "LAWS", "canon_key", "structure"]
 
 _ORDERED = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR)
 _CMP = (Ops.EQ, Ops.NE)
+_CONST, _VCONST = Ops.CONST, Ops.VCONST  # (module globals: no EnumType lookup per node)
 
 
 #: each node's structural key (see :func:`structure`), while the node lives
-_STRUCTURE: weakref.WeakKeyDictionary[UOp, tuple] = weakref.WeakKeyDictionary()
+_STRUCTURE: dict[int, tuple] = node_cache()
 
 
 def structure(u: UOp) -> tuple:
@@ -39,22 +38,23 @@ def structure(u: UOp) -> tuple:
     built before, so the order (and every rewrite that follows from it) is the same in
     every process and after any earlier call."""
     memo = _STRUCTURE
-    hit = memo.get(u)
+    hit = memo.get(u.uid)
     if hit is not None:
         return hit
     stack = [u]
     while stack:
         x = stack[-1]
-        if x in memo:
+        if x.uid in memo:
             stack.pop()
             continue
-        todo = [s for s in x.src if s not in memo]
+        todo = [s for s in x.src if s.uid not in memo]
         if todo:
             stack.extend(todo)
             continue
         stack.pop()
-        memo[x] = (x.op.value, str(x.dtype), repr(x.arg), tuple(memo[s] for s in x.src))
-    return memo[u]
+        memo[x.uid] = (x.op.value, str(x.dtype), repr(x.arg),
+                       tuple(memo[s.uid] for s in x.src))
+    return memo[u.uid]
 
 
 def canon_key(u: UOp) -> tuple[int, tuple]:
@@ -74,8 +74,8 @@ def _out_of_order(x: UOp) -> bool:
     d = a.dtype if x.op in _CMP else x.dtype
     if d is not _IDX and d != _IDX:
         return False
-    a_const = a.op is Ops.CONST or a.op is Ops.VCONST
-    if a_const is not (b.op is Ops.CONST or b.op is Ops.VCONST):
+    a_const = a.op is _CONST or a.op is _VCONST
+    if a_const is not (b.op is _CONST or b.op is _VCONST):
         return a_const  # (b sorts first exactly when a is the constant)
     if a.op is not b.op:
         return b.op._value_ < a.op._value_

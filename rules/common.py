@@ -10,7 +10,6 @@ evaluators return None instead).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from eqsat.ir.bounds import INDEX_BOUND_CAP
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import EvalError, Undefined, alu
-from eqsat.ir.uop import IRError, UOp
+from eqsat.ir.uop import IRError, UOp, node_cache
 
 __all__ = [
     "CONSTS", "is_const", "const_is", "is_zero", "is_one", "fits", "int_exact", "no_wrap_add",
@@ -79,38 +78,48 @@ def invalid_like(dt: DType) -> UOp:
     return inv if dt == inv.dtype else inv.cast(dt)
 
 
-def somewhere_below(u: UOp, cache: weakref.WeakKeyDictionary[UOp, bool],
+def somewhere_below(u: UOp, cache: dict[int, bool],
                      stop: Callable[[UOp], bool | None], here: Callable[[UOp], bool]) -> bool:
-    """Whether some node of ``u`` has a property, bottom-up and cached: ``stop(n)`` gives
-    a node's answer without looking below it (None: look), ``here(n)`` whether the node
-    itself has the property; otherwise a node has it when one of its sources does."""
-    hit = cache.get(u)
+    """Whether some node of ``u`` has a property, bottom-up and cached (``cache``: a
+    :func:`~eqsat.ir.uop.node_cache`): ``stop(n)`` gives a node's answer without looking
+    below it (None: look), ``here(n)`` whether the node itself has the property;
+    otherwise a node has it when one of its sources does."""
+    hit = cache.get(u.uid)
     if hit is not None:
         return hit
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
-        if n in cache:
+        if n.uid in cache:
             continue
         known = stop(n)
         if known is not None:
-            cache[n] = known
+            cache[n.uid] = known
             continue
         if not done:
             stack.append((n, True))
-            stack.extend((s, False) for s in n.src if s not in cache)
+            for s in n.src:  # (a loop, not a generator: most nodes have two sources)
+                if s.uid not in cache:
+                    stack.append((s, False))
             continue
-        cache[n] = here(n) or any(cache[s] for s in n.src)
-    return cache[u]
+        cache[n.uid] = here(n) or any(cache[s.uid] for s in n.src)
+    return cache[u.uid]
 
 
-_MAY_INVALID: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MAY_INVALID: dict[int, bool] = node_cache()
+_INVALID, _LOAD = Ops.INVALID, Ops.LOAD  # (module globals: no EnumType lookup per node)
+
+
+def _nowhere(n: UOp) -> bool:
+    """No node has the property itself (only the leaves ``stop`` answers for have it)."""
+    return False
 
 
 def _invalid_leaf(n: UOp) -> bool | None:
     """An Invalid is Invalid, a LOAD's value never is, a leaf never is; else: look."""
-    if n.op is Ops.INVALID or n.op is Ops.LOAD or not n.src:
-        return n.op is Ops.INVALID
+    op = n.op
+    if op is _INVALID or op is _LOAD or not n.src:
+        return op is _INVALID
     return None
 
 
@@ -121,10 +130,13 @@ def may_be_invalid(u: UOp) -> bool:
     subterm (``x*0 -> 0``) must not drop one that may be Invalid. A LOAD's
     value is never Invalid (a load through an Invalid index reads 0). Cached.
     """
-    return somewhere_below(u, _MAY_INVALID, _invalid_leaf, lambda n: False)
+    hit = _MAY_INVALID.get(u.uid)  # (the usual answer, without the walk's call)
+    if hit is not None:
+        return hit
+    return somewhere_below(u, _MAY_INVALID, _invalid_leaf, _nowhere)
 
 
-_MAY_UNDEF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MAY_UNDEF: dict[int, bool] = node_cache()
 
 
 def _undefined_here(n: UOp) -> bool:

@@ -47,7 +47,7 @@ from eqsat.ir.dtype import dtypes
 from eqsat.ir.linear import Lin, LinBuilder
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, node_cache
 from rules.common import may_be_invalid, somewhere_below
 from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
@@ -65,40 +65,47 @@ __all__ = ["GROUPS", "EGRAPH", "DIVMOD_GROUP", "LOOP_END_RULES", "UOP_CTX", "UOp
            "fold_divmod_general_rule", "recombine_prepass", "RECOMBINE_PREPASS"]
 
 _IDX = dtypes.index
-_LIN_CACHE: weakref.WeakKeyDictionary[UOp, Lin] = weakref.WeakKeyDictionary()
+# the ops the linear reading tests on every node, as module globals (a member read from
+# ``Ops`` goes through EnumType's ``__getattr__`` hook: several times slower)
+_ADD, _SUB, _NEG, _MUL, _CONST = Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.CONST
+_MOD, _IDIV = Ops.MOD, Ops.IDIV
+# (each a node_cache: keyed by the node's uid, the entry dropped when the node dies)
+_LIN_CACHE: dict[int, Lin] = node_cache()
 # linear node -> (atom occurrences, constant leaves, newest atom) of its skeleton
 # (_occurrences)
-_OCC: weakref.WeakKeyDictionary[UOp, tuple[int, int, UOp | None]] = weakref.WeakKeyDictionary()
+_OCC: dict[int, tuple[int, int, UOp | None]] = node_cache()
 # node -> (least, most) atom occurrences of the linear nodes below it (_occurrence_range)
-_RANGE: weakref.WeakKeyDictionary[UOp, tuple[int, int]] = weakref.WeakKeyDictionary()
+_RANGE: dict[int, tuple[int, int]] = node_cache()
 _NO_RANGE = (1 << 62, -1)
 # atom -> atom occurrences -> the linear nodes that :meth:`UOpCtx._origin` may reuse
 # (atoms occurring, at most one constant leaf) whose newest skeleton atom it is; each
 # put here when its _RANGE entry is made, so every such node below a node in _RANGE is
-_BY_TOP: weakref.WeakKeyDictionary[UOp, dict[int, weakref.WeakSet[UOp]]] = \
-    weakref.WeakKeyDictionary()
+_BY_TOP: dict[int, dict[int, weakref.WeakSet[UOp]]] = node_cache()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
-_MOD_LEAF: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+_MOD_LEAF: dict[int, bool] = node_cache()
 
 
 def _is_idx_const(u: UOp) -> bool:
-    return u.op is Ops.CONST and u.dtype is _IDX and type(u.arg) is int
+    return u.op is _CONST and u.dtype is _IDX and type(u.arg) is int
 
 
 def to_lin(u: UOp) -> Lin:
     """The linear form of an index UOp: ADD/SUB/NEG/MUL-by-constant are flattened,
     every other node is an atom (a UOp)."""
-    hit = _LIN_CACHE.get(u)
+    hit = _LIN_CACHE.get(u.uid)
     if hit is not None:
         return hit
     if _linear_kids(u) is None:
-        return Lin.constant(u.arg) if _is_idx_const(u) else Lin._raw({u: 1}, 0)
+        if _is_idx_const(u):  # (kept: a constant's form holds no node; an atom's holds it)
+            lin = _LIN_CACHE[u.uid] = Lin.constant(u.arg)
+            return lin
+        return Lin._raw({u: 1}, 0)
     lin = _flat_read(u)
     if lin is None:  # (a term may cancel on the way: every node's form, bottom-up)
         for n, _ in _unread(u, _LIN_CACHE, _linear_kids):
-            _LIN_CACHE[n] = _combine(n)
-        return _LIN_CACHE[u]
-    _LIN_CACHE[u] = lin
+            _LIN_CACHE[n.uid] = _combine(n)
+        return _LIN_CACHE[u.uid]
+    _LIN_CACHE[u.uid] = lin
     return lin
 
 
@@ -116,11 +123,11 @@ def _flat_read(u: UOp) -> Lin | None:
     node: a sum built term by term is read in time linear in its length."""
     terms: dict = {}
     const = 0
-    expanded: set[int] = set()
+    expanded: set[UOp] = set()
     stack: list[tuple[UOp, int]] = [(u, 1)]
     while stack:
         n, k = stack.pop()
-        hit = _LIN_CACHE.get(n)
+        hit = _LIN_CACHE.get(n.uid)
         if hit is not None:
             if not terms and k == 1:
                 terms = dict(hit._map)
@@ -135,13 +142,14 @@ def _flat_read(u: UOp) -> Lin | None:
             elif not _merge(terms, ((n, 1),), k):
                 return None
             continue
-        if id(n) in expanded:
+        if n in expanded:
             return None
-        expanded.add(id(n))
-        if n.op is Ops.ADD or n.op is Ops.SUB:
-            stack.append((n.src[1], k if n.op is Ops.ADD else -k))
+        expanded.add(n)
+        op = n.op
+        if op is _ADD or op is _SUB:
+            stack.append((n.src[1], k if op is _ADD else -k))
             stack.append((n.src[0], k))
-        elif n.op is Ops.NEG:
+        elif op is _NEG:
             stack.append((n.src[0], -k))
         else:  # a product by a constant (by 0: nothing of it is left)
             m = n.src[1].arg if _is_idx_const(n.src[1]) else n.src[0].arg
@@ -169,22 +177,25 @@ def _all_srcs(n: UOp) -> tuple[UOp, ...]:
     return n.src
 
 
-def _unread(u: UOp, cache: weakref.WeakKeyDictionary[UOp, Any],
+def _unread(u: UOp, cache: dict[int, Any],
             kids: Callable[[UOp], tuple[UOp, ...] | None] = _all_srcs
             ) -> Iterator[tuple[UOp, tuple[UOp, ...]]]:
     """The nodes below ``u`` through ``kids`` (a node's children to enter; None: a leaf,
-    not given) that ``cache`` lacks, children first, each with its children; iterative,
-    deep graphs must not recurse. The caller puts each node in ``cache`` before the next."""
+    not given) that ``cache`` (a node cache) lacks, children first, each with its
+    children; iterative, deep graphs must not recurse. The caller puts each node in
+    ``cache`` before the next."""
     stack: list[tuple[UOp, bool]] = [(u, False)]
     while stack:
         n, done = stack.pop()
-        if n in cache:
+        if n.uid in cache:
             continue
         ks = kids(n)
         assert ks is not None  # (only inner nodes are pushed)
         if not done:
             stack.append((n, True))
-            stack.extend((k, False) for k in ks if k not in cache and kids(k) is not None)
+            for k in ks:  # (a loop, not a generator: most nodes have two children)
+                if k.uid not in cache and kids(k) is not None:
+                    stack.append((k, False))
             continue
         yield n, ks
 
@@ -196,7 +207,7 @@ def _occ_here(kids: tuple[UOp, ...]) -> tuple[int, int, UOp | None]:
     top = None
     for k in kids:
         if _linear_kids(k) is not None:
-            a, c, t = _OCC[k]
+            a, c, t = _OCC[k.uid]
             occ, consts = occ + a, consts + c
         elif _is_idx_const(k):
             consts += 1
@@ -212,12 +223,12 @@ def _occurrences(u: UOp) -> tuple[int, int, UOp | None]:
     """(atom occurrences, constant leaves, newest atom) of the skeleton of the linear
     node ``u``, read from the structure alone (no linear form made; cached in
     :data:`_OCC`)."""
-    hit = _OCC.get(u)
+    hit = _OCC.get(u.uid)
     if hit is not None:
         return hit
     for n, kids in _unread(u, _OCC, _linear_kids):
-        _OCC[n] = _occ_here(kids)
-    return _OCC[u]
+        _OCC[n.uid] = _occ_here(kids)
+    return _OCC[u.uid]
 
 
 def _occurrence_range(u: UOp) -> tuple[int, int]:
@@ -225,7 +236,7 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
     ``u`` with at most one constant leaf (``lo > hi`` when there is none): the only
     nodes of ``u`` a form of ``m`` terms can be read from are there when ``lo <= m <=
     hi`` (:meth:`UOpCtx._origin`). Cached in :data:`_RANGE`."""
-    hit = _RANGE.get(u)
+    hit = _RANGE.get(u.uid)
     if hit is not None:
         return hit
     for n, srcs in _unread(u, _RANGE):
@@ -235,13 +246,19 @@ def _occurrence_range(u: UOp) -> tuple[int, int]:
             if occ[1] <= 1:
                 lo = hi = occ[0]
                 if occ[2] is not None:
-                    by_occ = _BY_TOP.setdefault(occ[2], {})
-                    by_occ.setdefault(occ[0], weakref.WeakSet()).add(n)
+                    by_occ = _BY_TOP.setdefault(occ[2].uid, {})
+                    nodes = by_occ.get(occ[0])
+                    if nodes is None:  # (a WeakSet made only when its key is new)
+                        nodes = by_occ[occ[0]] = weakref.WeakSet()
+                    nodes.add(n)
         for s in srcs:
-            slo, shi = _RANGE[s]
-            lo, hi = min(lo, slo), max(hi, shi)
-        _RANGE[n] = (lo, hi)
-    return _RANGE[u]
+            slo, shi = _RANGE[s.uid]
+            if slo < lo:
+                lo = slo
+            if shi > hi:
+                hi = shi
+        _RANGE[n.uid] = (lo, hi)
+    return _RANGE[u.uid]
 
 
 def _mod_leaf(u: UOp) -> bool:
@@ -254,18 +271,17 @@ def _mod_leaf(u: UOp) -> bool:
 def _mod_atom(n: UOp) -> bool | None:
     """A leaf of a linear skeleton (an atom or a constant) is a MOD or not; None for a
     linear node (look below)."""
-    return None if _linear_kids(n) is not None else n.op is Ops.MOD
+    return None if _linear_kids(n) is not None else n.op is _MOD
 
 
 def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
     """The children to flatten when ``n`` is a linear node, else None (an atom)."""
     if n.dtype is not _IDX:
         return None
-    if n.op in (Ops.ADD, Ops.SUB):
+    op = n.op
+    if op is _ADD or op is _SUB or op is _NEG:
         return n.src
-    if n.op is Ops.NEG:
-        return n.src
-    if n.op is Ops.MUL:
+    if op is _MUL:
         if _is_idx_const(n.src[1]):
             return (n.src[0],)
         if _is_idx_const(n.src[0]):
@@ -274,7 +290,7 @@ def _linear_kids(n: UOp) -> tuple[UOp, ...] | None:
 
 
 def _leaf(k: UOp) -> Lin:
-    hit = _LIN_CACHE.get(k)
+    hit = _LIN_CACHE.get(k.uid)
     if hit is not None:
         return hit
     return Lin.constant(k.arg) if _is_idx_const(k) else Lin.atom(k)
@@ -319,13 +335,13 @@ class UOpCtx(LinBuilder[UOp]):
         return []
 
     def mod_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.MOD)
+        return self._parts(a, _MOD)
 
     def idiv_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.IDIV)
+        return self._parts(a, _IDIV)
 
     def mul_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:
-        return self._parts(a, Ops.MUL)
+        return self._parts(a, _MUL)
 
     def where_parts(self, a: UOp) -> list[tuple[UOp, Lin, Lin]]:
         if a.op is Ops.WHERE and a.dtype is _IDX:
@@ -390,11 +406,11 @@ class UOpCtx(LinBuilder[UOp]):
         if m:
             top = max((a for _, a in x.terms), key=lambda a: a.uid)
             _occurrence_range(self.scope)  # (every node below is in _BY_TOP)
-            found = [n.uid for n in _BY_TOP.get(top, {}).get(m, ()) if to_lin(n) == x]
+            found = [n.uid for n in _BY_TOP.get(top.uid, {}).get(m, ()) if to_lin(n) == x]
             if not found:
                 return None
             oldest = min(found)
-        seen: set[int] = set()
+        seen: set[UOp] = set()  # (nodes hash by identity, in C)
         stack: list[tuple[UOp, bool]] = [(self.scope, False)]  # type: ignore[list-item]
         while stack:
             n, done = stack.pop()
@@ -404,16 +420,18 @@ class UOpCtx(LinBuilder[UOp]):
                     if occ[0] == m and occ[1] <= 1 and to_lin(n) == x:
                         return n
                 continue
-            if id(n) in seen:
+            if n in seen:
                 continue
-            seen.add(id(n))
+            seen.add(n)
             if n.uid < oldest:
                 continue
             lo, hi = _occurrence_range(n)
             if not lo <= m <= hi:
                 continue
             stack.append((n, True))
-            stack.extend((s, False) for s in reversed(n.src) if id(s) not in seen)
+            for s in reversed(n.src):
+                if s not in seen:
+                    stack.append((s, False))
         return None
 
     def lin(self, x: Lin) -> UOp:
@@ -432,7 +450,7 @@ _XY = (UPat.var("x"), UPat.var("y"))
 def _op_name(d: UOp) -> str:
     """The core's name of ``d``'s op, an IDIV or a MOD (:data:`_OPNAME` without hashing
     the op)."""
-    return "idiv" if d.op is Ops.IDIV else "mod"
+    return "mod" if d.op is _MOD else "idiv"
 
 
 def _divisor_ok(y: UOp) -> bool:
@@ -576,7 +594,7 @@ def _distribute(c: UOp, s: UOp) -> UOp:
 
 def _has_mod_term(s: UOp) -> bool:
     """A term of the sum ``s`` is a MOD (the whole-sum recombinations need one)."""
-    return _mod_leaf(s) and any(a.op is Ops.MOD for _, a in to_lin(s).terms)
+    return _mod_leaf(s) and any(a.op is _MOD for _, a in to_lin(s).terms)
 
 
 def _recombine_sum(s: UOp) -> UOp | None:

@@ -66,7 +66,10 @@ def _invalid_free(ctx: Ctx, *xs: Lin) -> bool:
 
 
 def _finite(*vs: Num) -> bool:
-    return all(not (isinstance(v, float) and math.isinf(v)) for v in vs)
+    for v in vs:  # (a loop, not a generator: called for every rule's bounds)
+        if isinstance(v, float) and math.isinf(v):
+            return False
+    return True
 
 
 def _whole(v: Num) -> Any:

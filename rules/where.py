@@ -28,7 +28,7 @@ from typing import Any
 from eqsat.ir.linear import _ZERO, Ctx, Lin
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.pattern import Rule, UPat, graph_rewrite
-from eqsat.ir.uop import UOp
+from eqsat.ir.uop import UOp, node_cache
 from rules.common import (
     invalid_like,
     is_invalid,
@@ -136,9 +136,10 @@ def narrowing(valid: UOp, x: UOp) -> dict[UOp, UOp] | None:
     return sub
 
 
-# x -> weak refs to (valid, result) of the last simplify_given_valid(valid, x), so the guard
-# and the builder share one computation; weak values: a result holding x must not keep x alive
-_GIVEN: weakref.WeakKeyDictionary[UOp, tuple[weakref.ref, Any]] = weakref.WeakKeyDictionary()
+# x (by uid, a node cache) -> weak refs to (valid, result) of the last
+# simplify_given_valid(valid, x), so the guard and the builder share one computation; weak
+# values: a result holding x must not keep x alive
+_GIVEN: dict[int, tuple[weakref.ref, Any]] = node_cache()
 
 
 def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
@@ -167,7 +168,7 @@ def simplify_given_valid(valid: UOp, x: UOp) -> UOp | None:
 
 
 def _given_valid(c: UOp, x: UOp) -> UOp | None:
-    hit = _GIVEN.get(x)
+    hit = _GIVEN.get(x.uid)
     if hit is not None and hit[0]() is c:
         if hit[1] is None:
             return None
@@ -175,7 +176,7 @@ def _given_valid(c: UOp, x: UOp) -> UOp | None:
         if y is not None:
             return y
     y = simplify_given_valid(c, x)
-    _GIVEN[x] = (weakref.ref(c), None if y is None else weakref.ref(y))
+    _GIVEN[x.uid] = (weakref.ref(c), None if y is None else weakref.ref(y))
     return y
 
 

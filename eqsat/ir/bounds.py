@@ -72,6 +72,7 @@ _ARITH = {Ops.ADD: iv_add, Ops.SUB: iv_sub, Ops.MUL: iv_mul, Ops.IDIV: iv_idiv,
 _ARITH_BY_VALUE = {o._value_: f for o, f in _ARITH.items()}
 _INT_DIV_VALUES = frozenset(o._value_ for o in GroupOp.IntDiv)
 _INDEX = dtypes.index
+_CONST = Ops.CONST  # (a module global: no EnumType lookup per node)
 
 
 def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Num, Num]:
@@ -90,6 +91,8 @@ def compute_bounds(op: Ops, dtype: DType, src: tuple[UOp, ...], arg) -> tuple[Nu
                         -INDEX_BOUND_CAP <= lo <= INDEX_BOUND_CAP and \
                         -INDEX_BOUND_CAP <= hi <= INDEX_BOUND_CAP:
                     return lo, hi
+    elif type(arg) is int and op is _CONST and dtype is _INDEX:
+        return arg, arg  # (an index constant: the general path's first answer)
     return _general_bounds(op, dtype, src, arg)
 
 

@@ -365,6 +365,8 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     else:
         def call(fn: Callable[..., Any], caller: Callable[..., Any]) -> str:
             params = _positional(fn, names)
+            if params is None and _keywords_only(fn):  # (``**b``: every binding, no lambda)
+                return f"{const(fn)}(**{{{binds()}}})"
             if params is None:  # (as _kwargs_caller calls it, with the bindings' dict)
                 return f"{const(caller)}({{{binds()}}})"
             return f"{const(fn)}({', '.join(f'v_{names.index(q)}' for q in params)})"
@@ -394,6 +396,12 @@ def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | N
            for q in params.values()):
         return tuple(params)
     return None
+
+
+def _keywords_only(fn: Callable[..., Any]) -> bool:
+    """``fn`` takes only ``**kw``: :func:`_kwargs_caller` passes it every binding."""
+    params = list(inspect.signature(fn).parameters.values())
+    return len(params) == 1 and params[0].kind is inspect.Parameter.VAR_KEYWORD
 
 
 #: the code of each pattern shape :func:`_generate` wrote (a shape's text -> its code;
@@ -630,39 +638,46 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
     matched = 0
     chain: dict[UOp, int] = {}
     history: dict[UOp, tuple[str, ...]] = {}
-    waitlist: dict[UOp, list[tuple[UOp, int, UOp]]] = defaultdict(list)
+    waitlist: dict[UOp, list[tuple[UOp, int, UOp]]] = {}
     stack: list[tuple[UOp, int, UOp]] = [(root, 0, root)]
     on_stack = {root}
+    rewrite = pm.rewrite
     while stack:
         n, stage, new_n = stack.pop()
         if n in replace:
             continue
         if stage == 0:
-            stack.append((n, 1, new_n))
+            at = len(stack)
             for x in reversed(new_n.src):
-                if x in on_stack:
-                    continue
-                stack.append((x, 0, x))
-                on_stack.add(x)
-        elif stage == 1:
+                if x not in on_stack:
+                    stack.append((x, 0, x))
+                    on_stack.add(x)
+            if len(stack) != at:  # (its stage 1 goes under the sources pushed)
+                stack.insert(at, (n, 1, new_n))
+                continue
+            stage = 1  # (no source pushed: stage 1 would be popped next; taken now)
+        if stage == 1:
             tmp = []
+            same = True
             for x in new_n.src:
                 rx = replace.get(x)
                 if rx is None:
-                    waitlist[x].append((n, 1, new_n))
+                    waitlist.setdefault(x, []).append((n, 1, new_n))
                     break
+                if rx is not x:
+                    same = False
                 tmp.append(rx)
             else:
-                new_src = tuple(tmp)
-                if all(a is b for a, b in zip(new_src, new_n.src, strict=True)):
+                if same:
                     matched += 1
                     if stop is not None and matched % STOP_CHECK_EVERY == 0 and \
                             (why := stop()):
                         raise RewriteStoppedError(why)
-                    hit = pm.rewrite(new_n)
+                    hit = rewrite(new_n)
                     if hit is None:
                         replace[n] = new_n
-                        stack.extend(waitlist.pop(n, []))
+                        if (w := waitlist.pop(n, None)) is not None:
+                            stack.extend(w)
                         continue
                     nxt, rule = hit
                     count = chain.get(new_n, 0) + 1
@@ -672,7 +687,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
                             f"graph_rewrite: one node rewritten more than {limit} times; "
                             f"rules involved: {', '.join(dict.fromkeys(names))}")
                 else:
-                    nxt = UOp(new_n.op, new_n.dtype, new_src, new_n.arg)
+                    nxt = UOp(new_n.op, new_n.dtype, tuple(tmp), new_n.arg)
                     count, names = chain.get(new_n, 0), history.get(new_n, ())
                 if chain.get(nxt, -1) < count:
                     chain[nxt], history[nxt] = count, names
@@ -681,8 +696,9 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
         else:
             r = replace.get(new_n)
             if r is None:
-                waitlist[new_n].append((n, 2, new_n))
+                waitlist.setdefault(new_n, []).append((n, 2, new_n))
             else:
                 replace[n] = r
-                stack.extend(waitlist.pop(n, []))
+                if (w := waitlist.pop(n, None)) is not None:
+                    stack.extend(w)
     return replace[root]

@@ -27,7 +27,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key", "RANGE_KINDS",
-           "range_id", "range_kind", "live_ranges"]
+           "range_id", "range_kind", "live_ranges", "node_cache"]
 
 
 class IRError(ValueError):
@@ -58,16 +58,34 @@ def range_kind(u: UOp) -> str:
 #: ``KeyedRef``)
 _NODES: dict[tuple, weakref.ref] = {}
 _IDS = itertools.count()
+#: every cache :func:`node_cache` made
+_CACHES: list[dict[int, Any]] = []
 
 
-def _forget(key: tuple, ref: weakref.ref, _nodes: dict = _NODES,
-            _remove: Any = _remove_dead_weakref) -> None:
+def node_cache() -> dict[int, Any]:
+    """A new cache of a fact per node: a plain dict keyed by the node's ``uid`` (never
+    reused), whose entry goes when the node dies. A ``WeakKeyDictionary``'s lifetime,
+    read and written in C (``cache.get(u.uid)``, ``cache[u.uid] = v``): no Python-level
+    method and no weak reference per lookup. A value must not hold its own node (it
+    would keep the node alive, as in a ``WeakKeyDictionary``)."""
+    cache: dict[int, Any] = {}
+    _CACHES.append(cache)
+    return cache
+
+
+def _forget(key: tuple, uid: int, ref: weakref.ref, _nodes: dict = _NODES,
+            _remove: Any = _remove_dead_weakref, _caches: list = _CACHES) -> None:
     """The node of ``key`` died: its entry goes, unless the key names a newer node by
-    now (bound as defaults: it may run while the interpreter tears the module down)."""
+    now, and so do its entries in the node caches (bound as defaults: it may run while
+    the interpreter tears the module down)."""
     _remove(_nodes, key)
+    for cache in _caches:
+        if uid in cache:
+            del cache[uid]
 
 
 _set = object.__setattr__
+_INDEX = dtypes.index
 #: the comparison ops by value (:meth:`UOp.alu`: no Python-level ``Enum.__hash__``)
 _COMPARISONS = frozenset(o._value_ for o in GroupOp.Comparison)
 
@@ -81,6 +99,8 @@ def const_value(dtype: DType, v: Any) -> int | float | bool:
     ``nan``: a graph reads back as the same nodes); bools become ``bool``; index stays
     an exact ``int``.
     """
+    if type(v) is int and dtype is _INDEX:
+        return v  # (an index constant is the exact int: the usual case, no tests)
     s = dtype.scalar()
     if s.is_bool:
         return bool(v)
@@ -114,7 +134,10 @@ def arg_key(arg: Any) -> Any:
     if isinstance(arg, bool):
         return ("b", arg)
     if isinstance(arg, tuple):
-        return ("t",) + tuple(arg_key(a) for a in arg)
+        for a in arg:  # (the usual tuple, a variable's or a range's, holds ints and names:
+            if type(a) is not int and type(a) is not str:  # each its own key)
+                return ("t",) + tuple(arg_key(a) for a in arg)
+        return ("t",) + arg
     if is_symbolic(arg):
         return ("sym", id(arg))
     return arg
@@ -142,9 +165,12 @@ class UOp:
                 arg: Any = None) -> UOp:
         if type(src) is not tuple:
             src = tuple(src)
-        # (the op by value: no Python-level Enum.__hash__ at each lookup; an arg that is
-        # None or an int is its own key: arg_key's common cases inline)
-        key = (op._value_ if type(op) is Ops else ("op", op), dtype, src,
+        # (the op by value and the dtype by its fields, which are what its equality
+        # compares: no Python-level Enum.__hash__ or dataclass __hash__ at each lookup,
+        # store and removal; an arg that is None or an int is its own key: arg_key's
+        # common cases inline)
+        key = (op._value_ if type(op) is Ops else ("op", op), dtype.kind, dtype.bits,
+               dtype.name, dtype.count, dtype.ptr, src,
                arg if arg is None or type(arg) is int else arg_key(arg))
         ref = _NODES.get(key)
         if ref is not None:
@@ -159,8 +185,8 @@ class UOp:
         lo, hi = compute_bounds(op, dtype, src, arg)
         _set(self, "vmin", lo)
         _set(self, "vmax", hi)
-        _set(self, "uid", next(_IDS))
-        _NODES[key] = weakref.ref(self, partial(_forget, key))
+        _set(self, "uid", uid := next(_IDS))
+        _NODES[key] = weakref.ref(self, partial(_forget, key, uid))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -325,15 +351,16 @@ class UOp:
         """
         # depth first, each node's sources in order, a node entered once (when first
         # met) and listed when its sources are done: one stack entry per node entered
+        # (nodes hash by identity, in C: the set holds them, no id() call per visit)
         out: list[UOp] = []
-        seen: set[int] = {id(self)}
+        seen: set[UOp] = {self}
         src = self.src + extra.get(self, ()) if extra else self.src
         stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(src))]
         while stack:
             node, it = stack[-1]
             for s in it:
-                if id(s) not in seen:
-                    seen.add(id(s))
+                if s not in seen:
+                    seen.add(s)
                     src = s.src + extra.get(s, ()) if extra else s.src
                     stack.append((s, iter(src)))
                     break
@@ -418,13 +445,19 @@ def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None
     live: dict[UOp, frozenset[UOp]] = {}
     for u in root.toposort(extra):
         srcs = u.src + (extra.get(u, ()) if extra else ())
-        rs = frozenset().union(*(live[s] for s in srcs)) if srcs else frozenset()
-        if u.op is Ops.RANGE:
+        rs = _NO_RANGES.union(*[live[s] for s in srcs]) if srcs else _NO_RANGES
+        op = u.op
+        if op is _RANGE_OP:
             rs = rs | {u}
-        elif u.op in (Ops.END, Ops.REDUCE):
+        elif op is _END_OP or op is _REDUCE_OP:
             rs = rs - set(u.src[1:])
         live[u] = rs
     return live
+
+
+_NO_RANGES: frozenset[UOp] = frozenset()
+#: (module globals: a member read from ``Ops`` goes through EnumType's ``__getattr__``)
+_RANGE_OP, _END_OP, _REDUCE_OP = Ops.RANGE, Ops.END, Ops.REDUCE
 
 
 def drop_folded_ranges(u: UOp) -> UOp:

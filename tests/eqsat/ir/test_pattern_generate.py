@@ -129,6 +129,7 @@ CALLS = [
     (lambda c, x: c.arg == 4, lambda x, c: x, f"(add 3 {XS})", None),  # the guard fails
     (None, lambda c, *, x: SEEN.append(("kw", c.arg)) or x, f"(add {XS} 5)", XS),  # keyword-only
     (lambda **kw: SEEN.append(tuple(sorted(kw))) or True, lambda x: x, f"(add {XS} 5)", XS),
+    (None, lambda **kw: SEEN.append(tuple(sorted(kw))) or kw["x"], f"(add 5 {XS})", XS),
     (None, lambda x, c, k=7: SEEN.append(("default", k)) or x, f"(add {XS} 5)", XS),
     (None, lambda x: None, f"(add {XS} 5)", None),  # no rewrite after all
     (lambda x, k=7: SEEN.append(("guard", k)) or True, lambda c: c, f"(add {XS} 5)", "5"),

@@ -13,7 +13,7 @@ import pytest
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.interp import evaluate
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import IRError, UOp
+from eqsat.ir.uop import IRError, UOp, node_cache
 
 I = dtypes.index  # noqa: E741
 
@@ -101,6 +101,20 @@ def test_a_live_parent_keeps_its_children():
     gc.collect()
     assert child() is not None
     assert UOp.var("weak_keep", 0, 3) is child()
+
+
+def test_a_node_cache_entry_lives_as_long_as_its_node():
+    cache = node_cache()
+    g = UOp.var("cache_probe", 0, 3) * 7
+    uids = (g.uid, g.src[0].uid)
+    cache[uids[0]], cache[uids[1]] = "product", "var"
+    gc.collect()
+    assert cache == {uids[0]: "product", uids[1]: "var"}
+    del g
+    gc.collect()
+    assert cache == {}  # both nodes died: their entries went with them
+    rebuilt = UOp.var("cache_probe", 0, 3) * 7
+    assert rebuilt.uid not in uids and cache.get(rebuilt.uid) is None  # a new node, no entry
 
 
 # ---- immutability -----------------------------------------------------------------------
