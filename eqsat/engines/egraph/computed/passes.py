@@ -148,9 +148,11 @@ def _has_division(t: Term) -> bool:
     return t[0] in _DIVISIONS or any(_has_division(k) for k in t[2:])
 
 
-def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
+                    ) -> tuple[set[int], set[Node] | None]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
-    and the e-nodes with a child among them (their prices may differ).
+    and the e-nodes with a child among them (their prices may differ), or None when
+    not ``affected`` (no last pass's prices to take over: every e-node is priced).
 
     The snapshots share the Node objects of unchanged rows, so the e-nodes are compared
     by identity first; only the few new and gone ones are compared by row (a row rebuilt
@@ -198,12 +200,14 @@ def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Nod
                 index[k] = {n}
             else:
                 e.add(n)
-    affected: set[Node] = set()
+    if not affected:
+        return changed, None
+    out: set[Node] = set()
     for c in changed:
         e = index.get(c)
         if e:
-            affected |= e
-    return changed, affected
+            out |= e
+    return changed, out
 
 
 def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
@@ -670,7 +674,9 @@ class PassData:
                  roots: Iterable[int], model: Any, res: PassResult):
         self.snap, self.ins, self.rules, self.state, self.res = snap, ins, rules, state, res
         self.deadline, self.clock = deadline, clock
-        changed, affected = changed_classes(snap, state)
+        # (the e-nodes to reprice only when the last pass kept prices: an op_only
+        # model's and a first pass's price every e-node)
+        changed, affected = changed_classes(snap, state, affected=bool(state.node_prices))
         # every existing e-node maps to its class: rebuilding one returns the class (the
         # nodes of unchanged classes were registered by an earlier pass)
         ins.register_classes(snap, changed)
