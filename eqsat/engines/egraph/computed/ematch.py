@@ -30,6 +30,11 @@ __all__ = ["ematch_pass", "MAX_MATCHES"]
 MAX_MATCHES = 16
 
 
+#: an e-node's op by value (None: no IR op), by its constructor and first field, which
+#: fix it (``Node.op``); filled as e-nodes are met (constructors by op or dtype names)
+_OP_VALUE: dict[tuple[str, Any], int | None] = {}
+
+
 class _Matcher:
     """E-matching of ``UPat``s over one snapshot: UOps for the matched e-nodes (their
     open operands as their classes' cheapest terms), memoized for the pass."""
@@ -74,10 +79,18 @@ class _Matcher:
         hit = self.ops_of.get(c)
         if hit is None:
             out = set()
+            nodes = self.snap.nodes
             for i in self.snap.classes.get(c, ()):
-                n = self.snap.nodes[i]
-                if not n.subsumed and n.op is not None:
-                    out.add(n.op._value_)
+                n = nodes[i]
+                if not n.subsumed:
+                    fields = n.fields
+                    key = (n.ctor, fields[0] if fields else None)
+                    v = _OP_VALUE.get(key, -1)
+                    if v == -1:
+                        op = n.op
+                        v = _OP_VALUE[key] = None if op is None else op._value_
+                    if v is not None:
+                        out.add(v)
             hit = self.ops_of[c] = frozenset(out)
         return hit
 
@@ -217,18 +230,24 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                                     if not (is_int and r.kind == "ematch_nonint")]
             if not cand:
                 continue
-            dec = m.decode(i)
-            if dec is None:
-                continue
+            if n.ctor == "GL":  # (its sources: its list's items)
+                dec = m.decode(i)
+                if dec is None:
+                    continue
+                kids = dec[3]
+            else:
+                kids = n.kids  # (what decode gives as the sources)
             # the rules whose pattern's sources the sources' classes can match, place
-            # by place (a source pattern that names ops no e-node of its class has
-            # matches nothing: no UOp is built for it)
-            key = (ck, tuple(map(class_ops, dec[3])))
+            # by place (a source pattern whose ops no e-node of its class has matches
+            # nothing: no UOp is built for it)
+            key = (ck, tuple(map(class_ops, kids)))
             fit = fits.get(key)
             if fit is None:
                 fit = [r for r in cand if admits(places[id(r)], key[1])]
                 if len(fits) < _FITS_CAP:
                     fits[key] = fit
+            if not fit or m.decode(i) is None:
+                continue
             for r in fit:
                 for u in m.node_uops(i, r.rule.pattern):
                     try:
