@@ -6,7 +6,9 @@ and a builder over UOps. Its pattern is matched here against every e-node of the
 a pass visits, and each operand the pattern names an op of against every e-node of the
 operand's class (e-matching); an operand the pattern leaves open (a variable) is read as
 its class's cheapest term. Each match is one UOp, on which the rule runs as in the
-ordered matcher; its result is unioned into the class.
+ordered matcher; its result is unioned into the class. A rule is tried on an e-node
+only when, in some order of its sources, each source class holds an e-node of an op
+the pattern names for that place (:func:`admits`): no UOp is built for the others.
 """
 
 from __future__ import annotations
