@@ -5,7 +5,8 @@
   non-None ``rule.fn`` results, in rule order;
 - ``first_by_cost`` is the first ``k`` of a full ``(cost, str)`` sort;
 - ``best_closure`` holds exactly the classes ``best_term_reaches`` finds;
-- ``needed_child_ops`` names only ops a match needs (the e-matching pass's prefilter);
+- ``admits`` (the e-matching pass's prefilter: each source place's ops against its
+  class's) refuses no node a pattern matches, and refuses where a place's ops are missing;
 - ``RulesMemo`` answers a rule list with what its build gives for those very rules.
 """
 
@@ -19,12 +20,13 @@ from hypothesis import strategies as st
 
 from eqsat.engines.egraph.computed import (
     RulesMemo,
+    admits,
     best_closure,
     best_term_reaches,
     divmod_rewrites,
     divmod_rules_by_op,
     first_by_cost,
-    needed_child_ops,
+    source_places,
 )
 from eqsat.engines.egraph.encoding import Node
 from eqsat.ir.dtype import dtypes
@@ -139,24 +141,38 @@ def test_best_closure_is_what_reaches_finds(case: tuple) -> None:
             best_term_reaches(snap, best, root, {target}, {})
 
 
-def test_needed_child_ops_are_needed() -> None:
-    r = UOp.range(UOp.const(dtypes.index, 8), 0)
-    x = UOp.var("x", 0, 9)
-    pats = [
-        UPat(Ops.ADD, src=(UPat(Ops.RANGE), UPat(Ops.CONST))),
-        UPat(Ops.ADD, src=[UPat(Ops.CONST), UPat(Ops.RANGE)]),  # commutative
-        UPat(Ops.ADD, src=(UPat.var("a"), UPat((Ops.CONST, Ops.RANGE)))),
-        UPat(Ops.ADD, src=UPat(Ops.RANGE)),  # every source: nothing named
-        UPat(Ops.ADD),
-    ]
-    assert [sorted(needed_child_ops(p)) for p in pats] == [
-        sorted([Ops.RANGE.value, Ops.CONST.value]), sorted([Ops.RANGE.value, Ops.CONST.value]),
-        [], [], []]
-    for p in pats:
-        for u in (r + 3, x + 3, r + x, x + x):
-            kid_ops = {s.op.value for s in u.src}
+_R, _X = UOp.range(UOp.const(dtypes.index, 8), 0), UOp.var("x", 0, 9)
+_ADD_PATS = [
+    UPat(Ops.ADD, src=(UPat(Ops.RANGE), UPat(Ops.CONST))),
+    UPat(Ops.ADD, src=[UPat(Ops.CONST), UPat(Ops.RANGE)]),  # commutative
+    UPat(Ops.ADD, src=(UPat.var("a"), UPat((Ops.CONST, Ops.RANGE)))),
+    UPat(Ops.ADD, src=UPat(Ops.RANGE)),  # every source a RANGE
+    UPat(Ops.ADD, src=(UPat(Ops.CONST), UPat.var("b")), any_len=True),  # two or more
+    UPat(Ops.ADD),
+]
+
+
+def test_admits_every_match() -> None:
+    for p in _ADD_PATS:
+        for u in (_R + 3, _X + 3, _R + _X, _X + _X, _R + _R):
+            kid_ops = tuple(frozenset({s.op.value}) for s in u.src)
             if p.matcher()(u, {}):
-                assert needed_child_ops(p) <= kid_ops, (p, u)
+                assert admits(source_places(p), kid_ops), (p, u)
+
+
+def test_admits_by_place() -> None:
+    r, c, v = (frozenset({o.value}) for o in (Ops.RANGE, Ops.CONST, Ops.DEFINE_VAR))
+    rc = r | c
+    cases = [  # (pattern, its sources' classes' ops, admitted)
+        (0, (r, c), True), (0, (c, r), False), (0, (rc, rc), True), (0, (r, r), False),
+        (1, (r, c), True), (1, (c, r), True), (1, (c, c), False), (1, (r, v), False),
+        (2, (v, r), True), (2, (r, v), False), (2, (v,), False),
+        (3, (r, r), True), (3, (r, c), False), (3, (), True),
+        (4, (c, v, v), True), (4, (c, v), True), (4, (v, c), False), (4, (c,), False),
+        (5, (v, v), True), (5, (), True),
+    ]
+    for i, kid_ops, want in cases:
+        assert admits(source_places(_ADD_PATS[i]), kid_ops) == want, (i, kid_ops)
 
 
 def _counting_memo(size: int = 16) -> tuple[RulesMemo, list[list[Any]]]:

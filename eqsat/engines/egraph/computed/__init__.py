@@ -59,7 +59,7 @@ from eqsat.engines.egraph.computed.context import (
     expr_bounds,
 )
 from eqsat.engines.egraph.computed.divmod import divmod_rewrites, divmod_rules_by_op
-from eqsat.engines.egraph.computed.ematch import ematch_pass, needed_child_ops
+from eqsat.engines.egraph.computed.ematch import admits, ematch_pass, source_places
 from eqsat.engines.egraph.computed.lift import first_by_cost, lift_pass
 from eqsat.engines.egraph.computed.linear import EClassCtx, LinForms, conjuncts
 from eqsat.engines.egraph.computed.passes import MAX_UNIONS_PER_CLASS, fold_pass, python_pass
@@ -75,5 +75,5 @@ __all__ = ["Term", "emit", "EClassCtx", "LinForms", "best_nodes", "python_pass",
            "lift_pass", "ematch_pass", "divmod_rules_by_op", "divmod_rewrites",
            "MAX_UNIONS_PER_CLASS", "CONTEXT_ALTERNATIVES",
            # the fast paths' building blocks, tested against their plain versions
-           "best_closure", "best_term_reaches", "first_by_cost", "needed_child_ops",
+           "best_closure", "best_term_reaches", "first_by_cost", "source_places", "admits",
            "RulesMemo"]

@@ -6,7 +6,9 @@ and a builder over UOps. Its pattern is matched here against every e-node of the
 a pass visits, and each operand the pattern names an op of against every e-node of the
 operand's class (e-matching); an operand the pattern leaves open (a variable) is read as
 its class's cheapest term. Each match is one UOp, on which the rule runs as in the
-ordered matcher; its result is unioned into the class.
+ordered matcher; its result is unioned into the class. A rule is tried on an e-node
+only when, in some order of its sources, each source class holds an e-node of an op
+the pattern names for that place (:func:`admits`): no UOp is built for the others.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ __all__ = ["ematch_pass", "MAX_MATCHES"]
 #: matches of one rule's pattern at one e-node at most (the operands' classes may hold
 #: many e-nodes each; the first ones, in the snapshot's order, are tried)
 MAX_MATCHES = 16
+
+
+#: an e-node's op by value (None: no IR op), by its constructor and first field, which
+#: fix it (``Node.op``); filled as e-nodes are met (constructors by op or dtype names)
+_OP_VALUE: dict[tuple[str, Any], int | None] = {}
 
 
 class _Matcher:
@@ -74,10 +81,18 @@ class _Matcher:
         hit = self.ops_of.get(c)
         if hit is None:
             out = set()
+            nodes = self.snap.nodes
             for i in self.snap.classes.get(c, ()):
-                n = self.snap.nodes[i]
-                if not n.subsumed and n.op is not None:
-                    out.add(n.op._value_)
+                n = nodes[i]
+                if not n.subsumed:
+                    fields = n.fields
+                    key = (n.ctor, fields[0] if fields else None)
+                    v = _OP_VALUE.get(key, -1)
+                    if v == -1:
+                        op = n.op
+                        v = _OP_VALUE[key] = None if op is None else op._value_
+                    if v is not None:
+                        out.add(v)
             hit = self.ops_of[c] = frozenset(out)
         return hit
 
@@ -172,20 +187,26 @@ def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
 
 
 def _build_index(rules: list[PyRule]) -> tuple:
-    """``(by_op, any_op, needs, cands)``: the rules by the op their pattern names (None:
-    any), each rule's :func:`needed_child_ops` by id, and the memo of the candidate
-    rules per ``(ctor, field, dtype)`` of an e-node (filled as the passes meet them)."""
+    """``(by_op, any_op, places, cands, fits)``: the rules by the op their pattern names
+    (None: any), each rule's :func:`source_places` by id, the memo of the candidate
+    rules per ``(ctor, field, dtype)`` of an e-node and the memo of those a node's
+    sources admit per that key and its sources' classes' ops (both filled as the passes
+    meet them)."""
     by_op: dict[Any, list[PyRule]] = {}
     for r in rules:
         for op in (r.rule.pattern.ops or [None]):
             by_op.setdefault(op, []).append(r)
     any_op = by_op.pop(None, [])
-    needs = {id(r): needed_child_ops(r.rule.pattern) for r in rules}
-    return (by_op, any_op, needs, {})
+    places = {id(r): source_places(r.rule.pattern) for r in rules}
+    return (by_op, any_op, places, {}, {})
 
 
 #: :func:`_build_index` of a rule list, once per list for every run of the process
 _index = RulesMemo(_build_index)
+
+#: entries of the memo of admitted rules at most (a new key past it is not kept: the
+#: keys are op sets, few in practice, but nothing bounds them)
+_FITS_CAP = 4096
 
 
 def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
@@ -193,8 +214,9 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                 deadline: float | None) -> None:
     """Apply the rules written in Python (see the module docstring) to the e-nodes of the
     ``dirty`` classes."""
-    by_op, any_op, needs, cands = _index(rules)  # cands: (ctor, field, dtype) -> rules
+    by_op, any_op, places, cands, fits = _index(rules)
     m = _Matcher(snap, ins, best)
+    class_ops = m.class_ops
     for c in sorted(dirty):
         if deadline is not None and time.perf_counter() > deadline:
             return
@@ -210,17 +232,25 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                                     if not (is_int and r.kind == "ematch_nonint")]
             if not cand:
                 continue
-            dec = m.decode(i)
-            if dec is None:
-                continue
-            # a rule whose pattern needs a source op no e-node of that source's class
-            # has cannot match (no UOp is built for it)
-            kid_ops: set[int] = set()
-            for k in dec[3]:
-                kid_ops |= m.class_ops(k)
-            for r in cand:
-                if not needs[id(r)] <= kid_ops:
+            if n.ctor == "GL":  # (its sources: its list's items)
+                dec = m.decode(i)
+                if dec is None:
                     continue
+                kids = dec[3]
+            else:
+                kids = n.kids  # (what decode gives as the sources)
+            # the rules whose pattern's sources the sources' classes can match, place
+            # by place (a source pattern whose ops no e-node of its class has matches
+            # nothing: no UOp is built for it)
+            key = (ck, tuple(map(class_ops, kids)))
+            fit = fits.get(key)
+            if fit is None:
+                fit = [r for r in cand if admits(places[id(r)], key[1])]
+                if len(fits) < _FITS_CAP:
+                    fits[key] = fit
+            if not fit or m.decode(i) is None:
+                continue
+            for r in fit:
                 for u in m.node_uops(i, r.rule.pattern):
                     try:
                         out = r.rule.apply(u)
@@ -230,11 +260,53 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
                         union(c, ins.add_uop_with_facts(out), r.name)
 
 
-def needed_child_ops(p: Any) -> frozenset[int]:
-    """Ops (by value) that some source's class must have for the pattern ``p`` to match
-    (each source pattern restricted to one op names one; see eqsat.ir.pattern)."""
+#: what :func:`source_places` gives a pattern: None (its sources name no op), or
+#: ``(n, any_len, each, orders)``: the number of its source patterns, whether it takes
+#: more sources than that, whether one pattern stands for every source (``each``:
+#: then ``orders`` holds its ops alone), and the orders its sources may take (the
+#: second for a commutative pair), each ``((place, ops by value), ...)``
+Places = tuple[int, bool, bool, tuple[tuple[tuple[int, frozenset[int]], ...], ...]] | None
+
+
+def source_places(p: Any) -> Places:
+    """The ops each source place of pattern ``p`` needs (see :data:`Places`), as
+    :meth:`_Matcher.node_uops` matches the sources."""
     src = getattr(p, "src", None)
-    if src is None or (p.any_len and len(src) == 1):
-        return frozenset()
-    return frozenset(next(iter(c.ops))._value_ for c in src
-                     if c.ops is not None and len(c.ops) == 1)
+    if src is None:
+        return None
+    if p.any_len and len(src) == 1:
+        q = src[0]
+        if q.ops is None:
+            return None
+        return (1, True, True, (((0, frozenset(o._value_ for o in q.ops)),),))
+    order = tuple((j, frozenset(o._value_ for o in q.ops))
+                  for j, q in enumerate(src) if q.ops is not None)
+    orders = [order]
+    if p.commutative and len(src) == 2:
+        orders.append(tuple((1 - j, ops) for j, ops in order))
+    return (len(src), bool(p.any_len), False, tuple(orders))
+
+
+def admits(places: Places, kid_ops: tuple[frozenset[int], ...]) -> bool:
+    """Whether a node whose sources' classes have the ops ``kid_ops`` (in order) may
+    match a pattern of :func:`source_places` ``places``: False only when
+    :meth:`_Matcher.node_uops` yields nothing for it (a count of sources the pattern
+    does not take, or in each order a place whose class has none of the ops its
+    pattern names: no e-node there to match)."""
+    if places is None:
+        return True
+    n, any_len, each, orders = places
+    if each:
+        ops = orders[0][0][1]
+        return all(not ops.isdisjoint(k) for k in kid_ops)
+    nk = len(kid_ops)
+    if nk != n and not (any_len and nk > n):
+        return False
+    # (the commuted order only for a pair: node_uops commutes two sources alone)
+    for order in (orders if nk == 2 else orders[:1]):
+        for j, ops in order:
+            if ops.isdisjoint(kid_ops[j]):
+                break
+        else:
+            return True
+    return False

@@ -148,9 +148,11 @@ def _has_division(t: Term) -> bool:
     return t[0] in _DIVISIONS or any(_has_division(k) for k in t[2:])
 
 
-def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Node]]:
+def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
+                    ) -> tuple[set[int], set[Node] | None]:
     """The classes that differ from the last pass (e-nodes, bounds, Def) or are new;
-    and the e-nodes with a child among them (their prices may differ).
+    and the e-nodes with a child among them (their prices may differ), or None when
+    not ``affected`` (no last pass's prices to take over: every e-node is priced).
 
     The snapshots share the Node objects of unchanged rows, so the e-nodes are compared
     by identity first; only the few new and gone ones are compared by row (a row rebuilt
@@ -161,30 +163,37 @@ def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Nod
     nodes = snap.nodes
     now = set(nodes)
     old = state.node_set
-    added = now - old
-    gone = old - now
-    if gone:
-        ra = {n.row for n in added}
-        rg = {n.row for n in gone}
-        new = ra - rg
-        changed = {r[0] for r in new}
-        changed.update(r[0] for r in rg - ra)
-    else:
-        new = {n.row for n in added}
-        changed = {r[0] for r in new}
-    ver = state.versions
-    for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
-        if r[1] in _READ_CTORS:
-            ver[r[0]] = ver.get(r[0], 0) + 1
     lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
     olo, ohi, odef, ocls = state.facts
-    if lo != olo:
-        changed.update([k for k, _ in lo.items() ^ olo.items()])
-    if hi != ohi:
-        changed.update([k for k, _ in hi.items() ^ ohi.items()])
-    changed |= defined ^ odef
-    changed |= ocls.symmetric_difference(classes)
-    changed &= classes.keys()
+    ver = state.versions
+    if not old and not ocls:
+        # the first pass: every class is new, and every row
+        added, gone = now, old
+        changed = set(classes)
+        for r in {n.row for n in nodes if n.ctor in _READ_CTORS}:
+            ver[r[0]] = ver.get(r[0], 0) + 1
+    else:
+        added = now - old
+        gone = old - now
+        if gone:
+            ra = {n.row for n in added}
+            rg = {n.row for n in gone}
+            new = ra - rg
+            changed = {r[0] for r in new}
+            changed.update(r[0] for r in rg - ra)
+        else:
+            new = {n.row for n in added}
+            changed = {r[0] for r in new}
+        for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
+            if r[1] in _READ_CTORS:
+                ver[r[0]] = ver.get(r[0], 0) + 1
+        if lo != olo:
+            changed.update([k for k, _ in lo.items() ^ olo.items()])
+        if hi != ohi:
+            changed.update([k for k, _ in hi.items() ^ ohi.items()])
+        changed |= defined ^ odef
+        changed |= ocls.symmetric_difference(classes)
+        changed &= classes.keys()
     state.node_set = now
     state.facts = (dict(lo), dict(hi), set(defined), set(classes))  # (copies: C loops)
     index = state.kid_index
@@ -198,12 +207,14 @@ def changed_classes(snap: Snapshot, state: PassState) -> tuple[set[int], set[Nod
                 index[k] = {n}
             else:
                 e.add(n)
-    affected: set[Node] = set()
+    if not affected:
+        return changed, None
+    out: set[Node] = set()
     for c in changed:
         e = index.get(c)
         if e:
-            affected |= e
-    return changed, affected
+            out |= e
+    return changed, out
 
 
 def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
@@ -211,6 +222,8 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
     """The classes whose cheapest term may read differently since the last pass: the
     class changed, or a class in its best term did; and ``(class, best e-node)`` of
     each, in ``best``'s order."""
+    if changed.issuperset(best):  # (a first pass: every class changed)
+        return set(best), list(best.items())
     nodes = snap.nodes
     dirty: set[int] = set()
     order: list[tuple[int, int]] = []
@@ -670,7 +683,9 @@ class PassData:
                  roots: Iterable[int], model: Any, res: PassResult):
         self.snap, self.ins, self.rules, self.state, self.res = snap, ins, rules, state, res
         self.deadline, self.clock = deadline, clock
-        changed, affected = changed_classes(snap, state)
+        # (the e-nodes to reprice only when the last pass kept prices: an op_only
+        # model's and a first pass's price every e-node)
+        changed, affected = changed_classes(snap, state, affected=bool(state.node_prices))
         # every existing e-node maps to its class: rebuilding one returns the class (the
         # nodes of unchanged classes were registered by an earlier pass)
         ins.register_classes(snap, changed)
@@ -686,7 +701,8 @@ class PassData:
                                                 state.kid_index)
         classes_now = snap.classes
         self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
-        self.focus = {c for c in self.waiting if self.visits(c)}
+        near, reached = self.near, self.reached  # (self.visits, inline)
+        self.focus = {c for c in self.waiting if c in near or c not in reached}
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
         self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
