@@ -250,7 +250,8 @@ class Mirror:
         do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
         facts: list[tuple[str, int, int]] = []
         subs: list[tuple[str, tuple]] = []
-        parent, find = self.parent, self.find
+        parent, find, enodes, log, kids = (self.parent, self.find, self.table, self.log,
+                                           self.kids)
         for r in rows:
             if len(r) == 2:  # an RSub row: (ctor, fields)
                 subs.append(r)
@@ -267,6 +268,14 @@ class Mirror:
                         else:
                             parent[h] = h
                     x = tuple(f)
+                if k not in parent and (tag, x) not in enodes:
+                    # (a new e-node of a new handle: its class is the handle, as the
+                    # merge of a new class with the handle would leave it)
+                    parent[k] = enodes[tag, x] = k
+                    log.append(k)
+                    if pos:
+                        kids.update([x[i] for i in pos])
+                    continue
                 c = self.node(tag, x)
                 if k not in parent:
                     parent[k] = k
@@ -281,22 +290,7 @@ class Mirror:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
         if len(facts) < len(rows):
             self.rebuild()
-        tightened = False
-        for rel, k, v in facts:
-            c = self.handle(k)
-            if rel == "RDef":
-                if c not in self.defs:
-                    self.defs.add(c)
-                    self.log.append(c)
-                    tightened = True
-                continue
-            table, merge = (self.lo, max) if rel == "RLo" else (self.hi, min)
-            old = table.get(c)
-            new = v if old is None else merge(old, v)
-            if new != old:
-                table[c] = new
-                self.log.append(c)
-                tightened = True
+        tightened = self._facts(facts) if facts else False
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))
             if key not in self.table:
@@ -305,6 +299,35 @@ class Mirror:
         if subs:
             self.rebuild()
         return tightened
+
+
+    def _facts(self, facts: list[tuple[str, int, int]]) -> bool:
+        """Merge fact rows ``(relation, handle, value)`` into the bounds (``lo`` by
+        max, ``hi`` by min) and ``Def``; whether one changed."""
+        parent, find, log = self.parent, self.find, self.log
+        lo, hi, defs = self.lo, self.hi, self.defs
+        changed = len(log)
+        for rel, k, v in facts:
+            c = parent.get(k)  # (the class of handle k, a new singleton if it is new)
+            if c is None:
+                parent[k] = c = k
+            elif parent[c] != c:
+                c = find(c)
+            if rel == "RDef":
+                if c not in defs:
+                    defs.add(c)
+                    log.append(c)
+            elif rel == "RLo":
+                old = lo.get(c)
+                if old is None or v > old:
+                    lo[c] = v
+                    log.append(c)
+            else:
+                old = hi.get(c)
+                if old is None or v < old:
+                    hi[c] = v
+                    log.append(c)
+        return len(log) > changed
 
 
 _E_POS: dict[str, tuple[int, ...]] = {
@@ -561,9 +584,11 @@ def rule_book(program: Any) -> RuleBook:
 def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
     """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`:
     the classes are their roots, a handle when the class has one)."""
-    find, sub = m.find, m.sub
+    find, sub, parent = m.find, m.sub, m.parent
     rows = [(c, ctor, fields, (ctor, fields) in sub) for (ctor, fields), c in m.table.items()]
-    handles = {k: find(k) for k in m.parent if k < NEW_CLASS}
+    # (most handles' parent is their root: no call to find for them)
+    handles = {k: p if parent[p] == p else find(p) for k, p in parent.items()
+               if k < NEW_CLASS}
     return Snapshot.of_rows(rows, set(handles.values()), handles, m.lo, m.hi, m.defs, ins)
 
 
