@@ -163,46 +163,64 @@ class Mirror:
         if self.absorbed and not self.absorbed.isdisjoint(self.kids):
             self._congruence()
         elif self.absorbed:
-            find = self.find
-            self.table = {key: find(c) for key, c in self.table.items()}
+            find, parent = self.find, self.parent
+            self.table = {key: c if parent[c] == c else find(c)
+                          for key, c in self.table.items()}
         self.absorbed.clear()
         by_ctor: dict[str, list[tuple[tuple, int]]] = {}
         by_class: dict[int, dict[str, list[tuple]]] = {}
         sub = self.sub
         for key, c in self.table.items():
-            if key in sub:
+            if sub and key in sub:
                 continue  # (a subsumed e-node matches no query)
-            by_ctor.setdefault(key[0], []).append((key[1], c))
-            by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
+            ctor, fields = key
+            entries = by_ctor.get(ctor)
+            if entries is None:
+                by_ctor[ctor] = [(fields, c)]
+            else:
+                entries.append((fields, c))
+            held = by_class.get(c)
+            if held is None:
+                by_class[c] = {ctor: [fields]}
+            elif ctor in held:
+                held[ctor].append(fields)
+            else:
+                held[ctor] = [fields]
         self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
 
     def _congruence(self) -> None:
         """Re-key every e-node by its children's classes now, merging the classes of
         e-nodes that became equal, to a fixed point (the last pass merges nothing, so
         the classes it stored are the roots); ``kids`` read again."""
-        find, log = self.find, self.log
+        find, log, parent = self.find, self.log, self.parent
         while True:
             table: dict[tuple, int] = {}
             sub: set[tuple] = set()
             kids: set[int] = set()
             merged = False
-            for (ctor, fields), c in self.table.items():
+            was_sub = self.sub
+            for key, c in self.table.items():
+                ctor, fields = key
                 pos = _E_POS[ctor]
                 if pos:
                     f = list(fields)
                     for i in pos:
-                        f[i] = find(f[i])
-                    key = (ctor, tuple(f))
-                    kids.update(f[i] for i in pos)
-                    if key[1] != fields:
+                        k = parent[f[i]]  # (the root of f[i], found without a call
+                        f[i] = k if parent[k] == k else find(k)  # when it is near)
+                    kids.update([f[i] for i in pos])
+                    t = tuple(f)
+                    if t != fields:
                         log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
-                else:
-                    key = (ctor, fields)
-                if (ctor, fields) in self.sub:
+                        if was_sub and key in was_sub:
+                            sub.add((ctor, t))
+                        key = (ctor, t)
+                    elif was_sub and key in was_sub:
+                        sub.add(key)
+                elif was_sub and key in was_sub:
                     sub.add(key)
                 old = table.get(key)
                 if old is None:
-                    table[key] = find(c)
+                    table[key] = c if parent[c] == c else find(c)
                 elif self.union(old, c):
                     merged = True
             self.table, self.sub, self.kids = table, sub, kids
@@ -387,27 +405,43 @@ class _Rewrite:
 
 
 def _builder(t: Any) -> Callable[[Mirror, Env], int]:
-    """A rewrite's right side ``t`` compiled: the function giving its class in a
-    mirror, its e-nodes made where new."""
-    if not isinstance(t, list):
-        if not is_var(t):
-            raise QueryError(f"a right side that is a literal ({t})")
-        return lambda m, env: m.find(env[t])
-    ctor = t[0]
-    sig = CTORS.get(ctor)
-    if sig is None:
-        raise QueryError(f"a right side with {ctor!r}")
-    parts: list[tuple[int, Any]] = []  # (0 class, 1 variable, 2 literal; what)
-    for ch, x in zip(sig, t[1:], strict=True):
-        if ch == "E":
-            parts.append((0, _builder(x)))
-        else:
-            is_v, v = _value(x)
-            parts.append((1 if is_v else 2, v))
+    """A rewrite's right side ``t`` compiled to one Python function: the function giving
+    its class in a mirror, its e-nodes made where new (each child before its parent,
+    in field order)."""
+    lines: list[str] = []
+    consts: dict[str, Any] = {}
 
-    def build(m: Mirror, env: Env) -> int:
-        fields = tuple(w(m, env) if k == 0 else env[w] if k == 1 else w for k, w in parts)
-        return m.node(ctor, fields)
+    def emit(t: Any) -> str:
+        if not isinstance(t, list):
+            if not is_var(t):
+                raise QueryError(f"a right side that is a literal ({t})")
+            return f"find(env[{t!r}])"
+        sig = CTORS.get(t[0])
+        if sig is None:
+            raise QueryError(f"a right side with {t[0]!r}")
+        fields = []
+        for ch, x in zip(sig, t[1:], strict=True):
+            if ch == "E":
+                fields.append(emit(x))
+                continue
+            is_v, v = _value(x)
+            if is_v:
+                fields.append(f"env[{v!r}]")
+            else:
+                name = f"k{len(consts)}"
+                consts[name] = v
+                fields.append(name)
+        out = f"t{len(lines)}"
+        lines.append(f"    {out} = node({t[0]!r}, ({', '.join(fields)},))")
+        return out
+
+    top = emit(t)
+    src = ("def build(m, env):\n    node, find = m.node, m.find\n" +
+           "".join(f"{line}\n" for line in lines) + f"    return {top}\n")
+    scope: dict[str, Any] = dict(consts)
+    exec(compile(src, "<right side>", "exec"), scope)  # noqa: S102
+    build = scope.pop("build")
+    build.source = src
     return build
 
 
@@ -420,15 +454,17 @@ class _Interval:
         if first[0] != "=" or not isinstance(first[2], list):
             raise ValueError(f"interval rule {name}: first atom is not (= e (Ctor ...))")
         self.ctor, self.root = first[2][0], first[1]
-        #: (sets lo, a variable, its name or the literal) per action
-        self.sets: list[tuple[bool, bool, Any]] = []
+        sets: list[tuple[bool, bool, Any]] = []
         for a in actions:
             if a[0] != "set" or a[1][0] not in ("lo", "hi") or a[1][1] != first[1]:
                 raise ValueError(f"interval rule {name}: action {a}")
-            self.sets.append((a[1][0] == "lo", *_value(a[2])))
-        keep = [self.root, *[v for _lo, is_v, v in self.sets if is_v]]
-        self.matches = compile_query(name, first[2], first[1], query[1:],
-                                     list(dict.fromkeys(keep)))
+            sets.append((a[1][0] == "lo", *_value(a[2])))
+        #: the bindings a match gives, in order (the root's class first)
+        keep = list(dict.fromkeys([self.root, *[v for _lo, is_v, v in sets if is_v]]))
+        #: (sets lo, a variable, its place in ``keep`` or the literal) per action
+        self.sets = [(is_lo, is_v, keep.index(v) if is_v else v) for is_lo, is_v, v in sets]
+        self.matches = compile_query(name, first[2], first[1], query[1:], keep,
+                                     as_tuple=True)
 
 
 class RuleBook:
@@ -546,17 +582,16 @@ class RuleBook:
                     if not entries:
                         continue
                 for r in rules:
-                    for _fields, env in r.matches(m, entries):
-                        c = env[r.root]
+                    for _fields, vals in r.matches(m, entries):
+                        c = vals[0]
                         for is_lo, is_v, v in r.sets:
-                            sets.append((lo if is_lo else hi, c, env[v] if is_v else v,
+                            sets.append((lo if is_lo else hi, c, vals[v] if is_v else v,
                                          is_lo))
             dirty = set()
-            for table, c, v, is_lo in sets:
+            for table, c, v, is_lo in sets:  # (lo merged by max, hi by min)
                 old = table.get(c)
-                new = v if old is None else max(old, v) if is_lo else min(old, v)
-                if new != old:
-                    table[c] = new
+                if old is None or (v > old if is_lo else v < old):
+                    table[c] = v
                     dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)
