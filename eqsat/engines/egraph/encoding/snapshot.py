@@ -592,7 +592,10 @@ def _name_new_classes(raw: list[tuple[str, Any, list, bool]], cls_of: dict[Any, 
             fields = tuple(cls_of[v] if ch == "E" else v
                            for v, ch in zip(x[2], sig, strict=True))
             keyed.append(((x[0], fields), x))
-        keyed.sort(key=lambda t: _det_key(t[0]))
+        # (in the order of the (ctor, fields) tuples: a constructor's fields have one
+        # type each place, a string, an i64 or a class, so two compare place by
+        # place without a type clash)
+        keyed.sort(key=_FIRST)
         for (ctor, fields), x in keyed:
             if x[1] in cls_of:
                 continue
@@ -714,17 +717,6 @@ def defined_classes(nodes: list[Node], known: set[int],
                 out.add(n.cls)
                 stack.append(n.cls)
     return out
-
-
-def _det_key(x: Any) -> tuple:
-    """A total, deterministic order over ctor/field tuples."""
-    if isinstance(x, tuple):
-        return (3, tuple(_det_key(y) for y in x))
-    if isinstance(x, bool):
-        return (0, int(x))
-    if isinstance(x, int):
-        return (0, x)
-    return (1, str(x))
 
 
 def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, Any,
