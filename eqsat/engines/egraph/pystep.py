@@ -88,7 +88,7 @@ class Mirror:
         self.native_mark: tuple[int, frozenset[str]] | None = None
         self.analysed: int | None = None
         #: the classes merged into another since the last rebuild, and every child
-        #: class of an e-node (a superset after merges until the next re-keying)
+        #: class of an e-node (a superset: a class merged away stays in it)
         self.absorbed: set[int] = set()
         self.kids: set[int] = set()
         #: class -> the classes of the matchable e-nodes it is a child of (``above``)
@@ -189,41 +189,43 @@ class Mirror:
         self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
 
     def _congruence(self) -> None:
-        """Re-key every e-node by its children's classes now, merging the classes of
+        """Re-key the e-nodes by their children's classes now, merging the classes of
         e-nodes that became equal, to a fixed point (the last pass merges nothing, so
-        the classes it stored are the roots); ``kids`` read again."""
-        find, log, parent = self.find, self.log, self.parent
+        the classes it stored are the roots). Only an e-node with a child in a class
+        merged away since the last rebuild (``absorbed``, which the merges here add
+        to) changes its key: every other child is a root still; ``kids`` gains the
+        new keys' children."""
+        find, log, parent, absorbed, kids = (self.find, self.log, self.parent,
+                                             self.absorbed, self.kids)
         while True:
             table: dict[tuple, int] = {}
             sub: set[tuple] = set()
-            kids: set[int] = set()
             merged = False
             was_sub = self.sub
             for key, c in self.table.items():
                 ctor, fields = key
-                pos = _E_POS[ctor]
-                if pos:
-                    f = list(fields)
-                    for i in pos:
-                        k = parent[f[i]]  # (the root of f[i], found without a call
-                        f[i] = k if parent[k] == k else find(k)  # when it is near)
-                    kids.update([f[i] for i in pos])
-                    t = tuple(f)
-                    if t != fields:
+                for i in _E_POS[ctor]:
+                    if fields[i] in absorbed:
+                        f = list(fields)
+                        for j in _E_POS[ctor]:
+                            k = parent[f[j]]  # (the root of f[j], found without a
+                            f[j] = k if parent[k] == k else find(k)  # call when near)
+                            kids.add(f[j])
+                        new = (ctor, tuple(f))
                         log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
                         if was_sub and key in was_sub:
-                            sub.add((ctor, t))
-                        key = (ctor, t)
-                    elif was_sub and key in was_sub:
+                            sub.add(new)
+                        key = new
+                        break
+                else:
+                    if was_sub and key in was_sub:
                         sub.add(key)
-                elif was_sub and key in was_sub:
-                    sub.add(key)
                 old = table.get(key)
                 if old is None:
                     table[key] = c if parent[c] == c else find(c)
                 elif self.union(old, c):
                     merged = True
-            self.table, self.sub, self.kids = table, sub, kids
+            self.table, self.sub = table, sub
             if not merged:
                 return
 
@@ -620,7 +622,10 @@ def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
     """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`:
     the classes are their roots, a handle when the class has one)."""
     find, sub, parent = m.find, m.sub, m.parent
-    rows = [(c, ctor, fields, (ctor, fields) in sub) for (ctor, fields), c in m.table.items()]
+    if sub:
+        rows = [(c, key[0], key[1], key in sub) for key, c in m.table.items()]
+    else:
+        rows = [(c, ctor, fields, False) for (ctor, fields), c in m.table.items()]
     # (most handles' parent is their root: no call to find for them)
     handles = {k: p if parent[p] == p else find(p) for k, p in parent.items()
                if k < NEW_CLASS}
@@ -629,6 +634,10 @@ def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
 
 def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
+    if not m.sub:  # (the index holds every e-node then, in the table's order)
+        sizes = {ctor: len(entries) for ctor, entries in m.by_ctor.items()}
+        if sum(sizes.values()) == len(m.table):  # (the index is the table's now)
+            return sizes
     return dict(Counter(map(itemgetter(0), m.table)))
 
 
