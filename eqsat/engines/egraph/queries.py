@@ -104,6 +104,7 @@ _E_POS = {name: {i for i, ch in enumerate(sig) if ch == "E"} for name, sig in CT
 
 #: the mirror's tables a query may read (``pystep.Mirror``'s attributes)
 _TABLES = ("by_ctor", "by_class", "table", "find", "lo", "hi", "defs")
+_TABLES_READ = re.compile(rf"\b({'|'.join(_TABLES)})\b")
 
 
 class _Gen:
@@ -118,7 +119,8 @@ class _Gen:
         self.consts: dict[str, Any] = {}  # Python name -> a value the function reads
         self.levels = 0  # the deepest field's level below the root e-node (its own: 1)
         self.lookups = False  # whether a guard looks an e-node up in the table
-        self.todo: list[list] = []  # the facts not emitted yet
+        self.todo: list[tuple[list, set[str]]] = []  # the facts not emitted yet, and
+        # the variables each reads
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -216,9 +218,9 @@ class _Gen:
         skipped before the loops below it."""
         todo = self.todo
         while todo:
-            ready = [f for f in todo if _vars(f) <= bound]
+            ready = [f for f in todo if f[1] <= bound]
             for f in ready if checks else ready + [f for f in todo if f not in ready]:
-                if self.fact(f, bound):
+                if self.fact(f[0], bound):
                     todo.remove(f)
                     break
             else:
@@ -278,11 +280,11 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     g.depth += 1
     bound = {root}
     g.emit(f"{g.var(root)} = c0")
-    g.todo = list(facts)
+    g.todo = [(f, _vars(f)) for f in facts]
     g.node(pattern, "f0", bound)
     g.facts(bound)
     if g.todo:
-        raise QueryError(f"{name}: facts {g.todo} read unbound variables")
+        raise QueryError(f"{name}: facts {[f for f, _ in g.todo]} read unbound variables")
     if as_tuple:
         env = f"({''.join(f'{g.var(k)}, ' for k in keep)})"
     else:
@@ -292,7 +294,8 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     g.emit("return out")
     body = "\n".join(g.lines) + "\n"
     # (the mirror's tables the body reads, each read once a call)
-    used = [t for t in _TABLES if re.search(rf"\b{t}\b", body)]
+    used = set(_TABLES_READ.findall(body))
+    used = [t for t in _TABLES if t in used]
     head = "def query(m, roots=None):\n" + "".join(f"    {t} = m.{t}\n" for t in used)
     src = head + body
     scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
