@@ -634,10 +634,13 @@ def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
 
 def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
-    if not m.sub:  # (the index holds every e-node then, in the table's order)
-        sizes = {ctor: len(entries) for ctor, entries in m.by_ctor.items()}
-        if sum(sizes.values()) == len(m.table):  # (the index is the table's now)
-            return sizes
+    # (from the index, which holds the e-nodes not subsumed, and the subsumed ones:
+    # all of the table when the sizes add up to it)
+    sizes = {ctor: len(entries) for ctor, entries in m.by_ctor.items()}
+    for ctor, _fields in m.sub:
+        sizes[ctor] = sizes.get(ctor, 0) + 1
+    if sum(sizes.values()) == len(m.table):
+        return sizes
     return dict(Counter(map(itemgetter(0), m.table)))
 
 

@@ -239,3 +239,10 @@ def test_mirror_loads_rows_as_recorded(rows: list, table: dict, classes: dict) -
     m = pystep.Mirror()
     m.load(rows)
     assert m.table == table and {k: m.find(k) for k in classes} == classes
+
+
+def test_table_sizes_count_the_subsumed_rows_too() -> None:
+    m = pystep.Mirror()
+    m.load([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0)), (2, "Neg", ("index", 1)),
+            ("Neg", ("index", 0))])
+    assert m.sub and pystep.table_sizes(m) == {"Cst": 1, "Neg": 2}
