@@ -88,7 +88,7 @@ class Mirror:
         self.native_mark: tuple[int, frozenset[str]] | None = None
         self.analysed: int | None = None
         #: the classes merged into another since the last rebuild, and every child
-        #: class of an e-node (a superset after merges until the next re-keying)
+        #: class of an e-node (a superset: a class merged away stays in it)
         self.absorbed: set[int] = set()
         self.kids: set[int] = set()
         #: class -> the classes of the matchable e-nodes it is a child of (``above``)
@@ -163,49 +163,69 @@ class Mirror:
         if self.absorbed and not self.absorbed.isdisjoint(self.kids):
             self._congruence()
         elif self.absorbed:
-            find = self.find
-            self.table = {key: find(c) for key, c in self.table.items()}
+            find, parent = self.find, self.parent
+            self.table = {key: c if parent[c] == c else find(c)
+                          for key, c in self.table.items()}
         self.absorbed.clear()
         by_ctor: dict[str, list[tuple[tuple, int]]] = {}
         by_class: dict[int, dict[str, list[tuple]]] = {}
         sub = self.sub
         for key, c in self.table.items():
-            if key in sub:
+            if sub and key in sub:
                 continue  # (a subsumed e-node matches no query)
-            by_ctor.setdefault(key[0], []).append((key[1], c))
-            by_class.setdefault(c, {}).setdefault(key[0], []).append(key[1])
+            ctor, fields = key
+            entries = by_ctor.get(ctor)
+            if entries is None:
+                by_ctor[ctor] = [(fields, c)]
+            else:
+                entries.append((fields, c))
+            held = by_class.get(c)
+            if held is None:
+                by_class[c] = {ctor: [fields]}
+            elif ctor in held:
+                held[ctor].append(fields)
+            else:
+                held[ctor] = [fields]
         self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
 
     def _congruence(self) -> None:
-        """Re-key every e-node by its children's classes now, merging the classes of
+        """Re-key the e-nodes by their children's classes now, merging the classes of
         e-nodes that became equal, to a fixed point (the last pass merges nothing, so
-        the classes it stored are the roots); ``kids`` read again."""
-        find, log = self.find, self.log
+        the classes it stored are the roots). Only an e-node with a child in a class
+        merged away since the last rebuild (``absorbed``, which the merges here add
+        to) changes its key: every other child is a root still; ``kids`` gains the
+        new keys' children."""
+        find, log, parent, absorbed, kids = (self.find, self.log, self.parent,
+                                             self.absorbed, self.kids)
         while True:
             table: dict[tuple, int] = {}
             sub: set[tuple] = set()
-            kids: set[int] = set()
             merged = False
-            for (ctor, fields), c in self.table.items():
-                pos = _E_POS[ctor]
-                if pos:
-                    f = list(fields)
-                    for i in pos:
-                        f[i] = find(f[i])
-                    key = (ctor, tuple(f))
-                    kids.update(f[i] for i in pos)
-                    if key[1] != fields:
+            was_sub = self.sub
+            for key, c in self.table.items():
+                ctor, fields = key
+                for i in _E_POS[ctor]:
+                    if fields[i] in absorbed:
+                        f = list(fields)
+                        for j in _E_POS[ctor]:
+                            k = parent[f[j]]  # (the root of f[j], found without a
+                            f[j] = k if parent[k] == k else find(k)  # call when near)
+                            kids.add(f[j])
+                        new = (ctor, tuple(f))
                         log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
+                        if was_sub and key in was_sub:
+                            sub.add(new)
+                        key = new
+                        break
                 else:
-                    key = (ctor, fields)
-                if (ctor, fields) in self.sub:
-                    sub.add(key)
+                    if was_sub and key in was_sub:
+                        sub.add(key)
                 old = table.get(key)
                 if old is None:
-                    table[key] = find(c)
+                    table[key] = c if parent[c] == c else find(c)
                 elif self.union(old, c):
                     merged = True
-            self.table, self.sub, self.kids = table, sub, kids
+            self.table, self.sub = table, sub
             if not merged:
                 return
 
@@ -250,7 +270,8 @@ class Mirror:
         do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
         facts: list[tuple[str, int, int]] = []
         subs: list[tuple[str, tuple]] = []
-        parent, find = self.parent, self.find
+        parent, find, enodes, log, kids = (self.parent, self.find, self.table, self.log,
+                                           self.kids)
         for r in rows:
             if len(r) == 2:  # an RSub row: (ctor, fields)
                 subs.append(r)
@@ -267,6 +288,14 @@ class Mirror:
                         else:
                             parent[h] = h
                     x = tuple(f)
+                if k not in parent and (tag, x) not in enodes:
+                    # (a new e-node of a new handle: its class is the handle, as the
+                    # merge of a new class with the handle would leave it)
+                    parent[k] = enodes[tag, x] = k
+                    log.append(k)
+                    if pos:
+                        kids.update([x[i] for i in pos])
+                    continue
                 c = self.node(tag, x)
                 if k not in parent:
                     parent[k] = k
@@ -281,22 +310,7 @@ class Mirror:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
         if len(facts) < len(rows):
             self.rebuild()
-        tightened = False
-        for rel, k, v in facts:
-            c = self.handle(k)
-            if rel == "RDef":
-                if c not in self.defs:
-                    self.defs.add(c)
-                    self.log.append(c)
-                    tightened = True
-                continue
-            table, merge = (self.lo, max) if rel == "RLo" else (self.hi, min)
-            old = table.get(c)
-            new = v if old is None else merge(old, v)
-            if new != old:
-                table[c] = new
-                self.log.append(c)
-                tightened = True
+        tightened = self._facts(facts) if facts else False
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))
             if key not in self.table:
@@ -305,6 +319,35 @@ class Mirror:
         if subs:
             self.rebuild()
         return tightened
+
+
+    def _facts(self, facts: list[tuple[str, int, int]]) -> bool:
+        """Merge fact rows ``(relation, handle, value)`` into the bounds (``lo`` by
+        max, ``hi`` by min) and ``Def``; whether one changed."""
+        parent, find, log = self.parent, self.find, self.log
+        lo, hi, defs = self.lo, self.hi, self.defs
+        changed = len(log)
+        for rel, k, v in facts:
+            c = parent.get(k)  # (the class of handle k, a new singleton if it is new)
+            if c is None:
+                parent[k] = c = k
+            elif parent[c] != c:
+                c = find(c)
+            if rel == "RDef":
+                if c not in defs:
+                    defs.add(c)
+                    log.append(c)
+            elif rel == "RLo":
+                old = lo.get(c)
+                if old is None or v > old:
+                    lo[c] = v
+                    log.append(c)
+            else:
+                old = hi.get(c)
+                if old is None or v < old:
+                    hi[c] = v
+                    log.append(c)
+        return len(log) > changed
 
 
 _E_POS: dict[str, tuple[int, ...]] = {
@@ -364,27 +407,43 @@ class _Rewrite:
 
 
 def _builder(t: Any) -> Callable[[Mirror, Env], int]:
-    """A rewrite's right side ``t`` compiled: the function giving its class in a
-    mirror, its e-nodes made where new."""
-    if not isinstance(t, list):
-        if not is_var(t):
-            raise QueryError(f"a right side that is a literal ({t})")
-        return lambda m, env: m.find(env[t])
-    ctor = t[0]
-    sig = CTORS.get(ctor)
-    if sig is None:
-        raise QueryError(f"a right side with {ctor!r}")
-    parts: list[tuple[int, Any]] = []  # (0 class, 1 variable, 2 literal; what)
-    for ch, x in zip(sig, t[1:], strict=True):
-        if ch == "E":
-            parts.append((0, _builder(x)))
-        else:
-            is_v, v = _value(x)
-            parts.append((1 if is_v else 2, v))
+    """A rewrite's right side ``t`` compiled to one Python function: the function giving
+    its class in a mirror, its e-nodes made where new (each child before its parent,
+    in field order)."""
+    lines: list[str] = []
+    consts: dict[str, Any] = {}
 
-    def build(m: Mirror, env: Env) -> int:
-        fields = tuple(w(m, env) if k == 0 else env[w] if k == 1 else w for k, w in parts)
-        return m.node(ctor, fields)
+    def emit(t: Any) -> str:
+        if not isinstance(t, list):
+            if not is_var(t):
+                raise QueryError(f"a right side that is a literal ({t})")
+            return f"find(env[{t!r}])"
+        sig = CTORS.get(t[0])
+        if sig is None:
+            raise QueryError(f"a right side with {t[0]!r}")
+        fields = []
+        for ch, x in zip(sig, t[1:], strict=True):
+            if ch == "E":
+                fields.append(emit(x))
+                continue
+            is_v, v = _value(x)
+            if is_v:
+                fields.append(f"env[{v!r}]")
+            else:
+                name = f"k{len(consts)}"
+                consts[name] = v
+                fields.append(name)
+        out = f"t{len(lines)}"
+        lines.append(f"    {out} = node({t[0]!r}, ({', '.join(fields)},))")
+        return out
+
+    top = emit(t)
+    src = ("def build(m, env):\n    node, find = m.node, m.find\n" +
+           "".join(f"{line}\n" for line in lines) + f"    return {top}\n")
+    scope: dict[str, Any] = dict(consts)
+    exec(compile(src, "<right side>", "exec"), scope)  # noqa: S102
+    build = scope.pop("build")
+    build.source = src
     return build
 
 
@@ -397,15 +456,17 @@ class _Interval:
         if first[0] != "=" or not isinstance(first[2], list):
             raise ValueError(f"interval rule {name}: first atom is not (= e (Ctor ...))")
         self.ctor, self.root = first[2][0], first[1]
-        #: (sets lo, a variable, its name or the literal) per action
-        self.sets: list[tuple[bool, bool, Any]] = []
+        sets: list[tuple[bool, bool, Any]] = []
         for a in actions:
             if a[0] != "set" or a[1][0] not in ("lo", "hi") or a[1][1] != first[1]:
                 raise ValueError(f"interval rule {name}: action {a}")
-            self.sets.append((a[1][0] == "lo", *_value(a[2])))
-        keep = [self.root, *[v for _lo, is_v, v in self.sets if is_v]]
-        self.matches = compile_query(name, first[2], first[1], query[1:],
-                                     list(dict.fromkeys(keep)))
+            sets.append((a[1][0] == "lo", *_value(a[2])))
+        #: the bindings a match gives, in order (the root's class first)
+        keep = list(dict.fromkeys([self.root, *[v for _lo, is_v, v in sets if is_v]]))
+        #: (sets lo, a variable, its place in ``keep`` or the literal) per action
+        self.sets = [(is_lo, is_v, keep.index(v) if is_v else v) for is_lo, is_v, v in sets]
+        self.matches = compile_query(name, first[2], first[1], query[1:], keep,
+                                     as_tuple=True)
 
 
 class RuleBook:
@@ -523,17 +584,16 @@ class RuleBook:
                     if not entries:
                         continue
                 for r in rules:
-                    for _fields, env in r.matches(m, entries):
-                        c = env[r.root]
+                    for _fields, vals in r.matches(m, entries):
+                        c = vals[0]
                         for is_lo, is_v, v in r.sets:
-                            sets.append((lo if is_lo else hi, c, env[v] if is_v else v,
+                            sets.append((lo if is_lo else hi, c, vals[v] if is_v else v,
                                          is_lo))
             dirty = set()
-            for table, c, v, is_lo in sets:
+            for table, c, v, is_lo in sets:  # (lo merged by max, hi by min)
                 old = table.get(c)
-                new = v if old is None else max(old, v) if is_lo else min(old, v)
-                if new != old:
-                    table[c] = new
+                if old is None or (v > old if is_lo else v < old):
+                    table[c] = v
                     dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)
@@ -561,14 +621,26 @@ def rule_book(program: Any) -> RuleBook:
 def snapshot_of(m: Mirror, ins: Any) -> Snapshot:
     """The snapshot egglog's e-graph would give of ``m`` (:meth:`Snapshot.of_rows`:
     the classes are their roots, a handle when the class has one)."""
-    find, sub = m.find, m.sub
-    rows = [(c, ctor, fields, (ctor, fields) in sub) for (ctor, fields), c in m.table.items()]
-    handles = {k: find(k) for k in m.parent if k < NEW_CLASS}
+    find, sub, parent = m.find, m.sub, m.parent
+    if sub:
+        rows = [(c, key[0], key[1], key in sub) for key, c in m.table.items()]
+    else:
+        rows = [(c, ctor, fields, False) for (ctor, fields), c in m.table.items()]
+    # (most handles' parent is their root: no call to find for them)
+    handles = {k: p if parent[p] == p else find(p) for k, p in parent.items()
+               if k < NEW_CLASS}
     return Snapshot.of_rows(rows, set(handles.values()), handles, m.lo, m.hi, m.defs, ins)
 
 
 def table_sizes(m: Mirror) -> dict[str, int]:
     """The rows of each constructor's table (egglog's sizes; subsumed rows too)."""
+    # (from the index, which holds the e-nodes not subsumed, and the subsumed ones:
+    # all of the table when the sizes add up to it)
+    sizes = {ctor: len(entries) for ctor, entries in m.by_ctor.items()}
+    for ctor, _fields in m.sub:
+        sizes[ctor] = sizes.get(ctor, 0) + 1
+    if sum(sizes.values()) == len(m.table):
+        return sizes
     return dict(Counter(map(itemgetter(0), m.table)))
 
 

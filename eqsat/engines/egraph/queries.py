@@ -102,6 +102,11 @@ _DMAX = {n: hi for n, (_, hi) in INT_DTYPES.items()}
 _E_POS = {name: {i for i, ch in enumerate(sig) if ch == "E"} for name, sig in CTORS.items()}
 
 
+#: the mirror's tables a query may read (``pystep.Mirror``'s attributes)
+_TABLES = ("by_ctor", "by_class", "table", "find", "lo", "hi", "defs")
+_TABLES_READ = re.compile(rf"\b({'|'.join(_TABLES)})\b")
+
+
 class _Gen:
     """The source of one query's function, line by line, with its indentation."""
 
@@ -114,6 +119,8 @@ class _Gen:
         self.consts: dict[str, Any] = {}  # Python name -> a value the function reads
         self.levels = 0  # the deepest field's level below the root e-node (its own: 1)
         self.lookups = False  # whether a guard looks an e-node up in the table
+        self.todo: list[tuple[list, set[str]]] = []  # the facts not emitted yet, and
+        # the variables each reads
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -152,6 +159,7 @@ class _Gen:
                     bound.add(want)
             else:
                 self.emit(f"if {fields}[{i}] != {literal(want)!r}: continue")
+        self.facts(bound, checks=True)
         for i, q in subs:
             kids, f = self.temp(), self.temp()
             self.emit(f"{kids} = by_class.get({fields}[{i}])")
@@ -203,6 +211,21 @@ class _Gen:
         self.emit(f"{out} = find({out})")
         return out
 
+    def facts(self, bound: set[str], checks: bool = False) -> None:
+        """Emit each waiting fact whose variables are bound, the checks (facts that
+        bind no variable) first; ``checks``: the checks only. The pattern emits its
+        checks as soon as it binds their variables: a candidate that fails one is
+        skipped before the loops below it."""
+        todo = self.todo
+        while todo:
+            ready = [f for f in todo if f[1] <= bound]
+            for f in ready if checks else ready + [f for f in todo if f not in ready]:
+                if self.fact(f[0], bound):
+                    todo.remove(f)
+                    break
+            else:
+                return
+
     def fact(self, f: list, bound: set[str]) -> bool:
         """Emit fact ``f`` when every variable it reads is bound (``bound`` gains what
         it binds); whether it was."""
@@ -242,10 +265,11 @@ def _vars(t: Any) -> set[str]:
 
 
 def compile_query(name: str, pattern: list, root: str, facts: list,
-                  keep: list[str]) -> Callable[..., list[tuple[tuple, dict[str, Any]]]]:
+                  keep: list[str], as_tuple: bool = False) -> Callable[..., list[tuple]]:
     """The function that finds every match of the query (``pattern``, its root's class
     bound to ``root``, and ``facts``) in a mirror: ``(the root e-node's fields, the
-    bindings of ``keep``)`` per match. ``query(m, roots)`` matches only the root
+    bindings of ``keep``)`` per match, by name (a dict) or, ``as_tuple``, in the order
+    of ``keep``. ``query(m, roots)`` matches only the root
     e-nodes ``roots`` (``(fields, class)`` of the pattern's constructor, in the
     mirror's order), for a semi-naive round. The function's ``levels``: how far below
     the root e-node's class the classes a match reads lie (its fields: 1); its
@@ -256,22 +280,24 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     g.depth += 1
     bound = {root}
     g.emit(f"{g.var(root)} = c0")
+    g.todo = [(f, _vars(f)) for f in facts]
     g.node(pattern, "f0", bound)
-    todo = list(facts)
-    while todo:
-        for i, f in enumerate(todo):
-            if g.fact(f, bound):
-                del todo[i]
-                break
-        else:
-            raise QueryError(f"{name}: facts {todo} read unbound variables")
-    env = ", ".join(f"{k!r}: {g.var(k)}" for k in keep)
-    g.emit(f"out.append((f0, {{{env}}}))")
+    g.facts(bound)
+    if g.todo:
+        raise QueryError(f"{name}: facts {[f for f, _ in g.todo]} read unbound variables")
+    if as_tuple:
+        env = f"({''.join(f'{g.var(k)}, ' for k in keep)})"
+    else:
+        env = f"{{{', '.join(f'{k!r}: {g.var(k)}' for k in keep)}}}"
+    g.emit(f"out.append((f0, {env}))")
     g.depth = 1
     g.emit("return out")
-    head = ("def query(m, roots=None):\n    by_ctor, by_class, table, find = m.by_ctor, "
-            "m.by_class, m.table, m.find\n    lo, hi, defs = m.lo, m.hi, m.defs\n")
-    src = head + "\n".join(g.lines) + "\n"
+    body = "\n".join(g.lines) + "\n"
+    # (the mirror's tables the body reads, each read once a call)
+    used = set(_TABLES_READ.findall(body))
+    used = [t for t in _TABLES if t in used]
+    head = "def query(m, roots=None):\n" + "".join(f"    {t} = m.{t}\n" for t in used)
+    src = head + body
     scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
     exec(compile(src, f"<query {name}>", "exec"), scope)  # noqa: S102
     fn = scope.pop("query")  # (its globals do not hold it: no cycle to collect)

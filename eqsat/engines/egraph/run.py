@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+import weakref
 from functools import partial
 from typing import Any
 
@@ -71,6 +73,12 @@ _RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 
 log = logging.getLogger(__name__)
+
+#: program -> (rule sets, constructors with rows) -> the parts a step runs
+#: (:meth:`Run.runnable_parts`, a pure function of the key); at most this many keys
+_RUNNABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_RUNNABLE_LOCK = threading.Lock()
+_RUNNABLE_KEYS = 256
 
 
 class WidenError(Exception):
@@ -340,10 +348,20 @@ class Run:
         rules makes, while egglog assembles and indexes the joins of fewer rules. A part
         left out stays in semi-naive step: a match it finds once it runs holds a row
         that is new then."""
-        have = self.have()
-        parts = self.program.parts
-        return tuple(part for rs in rulesets for part, need in parts.get(rs, ())
-                     if need <= have)
+        program, key = self.program, (tuple(rulesets), frozenset(self.have()))
+        memo = _RUNNABLE.get(program)
+        if memo is None:
+            with _RUNNABLE_LOCK:
+                memo = _RUNNABLE.setdefault(program, {})
+        out = memo.get(key)
+        if out is None:  # (a pure function of the key: kept per program, a few keys)
+            have, parts = key[1], program.parts
+            out = tuple(part for rs in rulesets for part, need in parts.get(rs, ())
+                        if need <= have)
+            if len(memo) >= _RUNNABLE_KEYS:
+                memo.clear()
+            memo[key] = out
+        return out
 
     def have(self) -> set[str]:
         """The constructors with rows in the e-graph (egglog's sizes after the last
@@ -373,7 +391,9 @@ class Run:
         ``bases`` makes, from the rows of the constructors their patterns name (the
         e-graph's after the last step and those waiting to load): the sum of
         :meth:`bound`."""
-        return sum(self.bound(i) for b in bases for i, _ in self.program.mult.get(b, ()))
+        rows = self._rows()
+        mult = self.program.mult
+        return sum([self.bound(i, rows) for b in bases for i, _ in mult.get(b, ())])
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -409,19 +429,29 @@ class Run:
                 self.held_back[name] = self.held_back.get(name, 0) + n
         return False
 
-    def bound(self, i: int) -> float:
+    def bound(self, i: int, rows: dict[str, int] | None = None) -> float:
         """At most how many e-nodes a round of the multiplying rule ``i`` makes now
         (its ``match_bounds`` from the rows times its ``new_nodes``; infinity when it
-        has no such bound, 0 when a constructor it needs has no row)."""
-        present, pending = self.present, self.ins.pending_ctors
+        has no such bound, 0 when a constructor it needs has no row). ``rows``: the
+        rows per constructor (:meth:`_rows`) when the caller has them."""
+        get = (self._rows() if rows is None else rows).get
         program = self.program
-        if not all(present.get(c) or pending.get(c) for c in program.mult_ctors[i]):
-            return 0  # (a constructor it needs has no row: no match)
+        for c in program.mult_ctors[i]:
+            if not get(c):
+                return 0  # (a constructor it needs has no row: no match)
         bounds = program.mult_bounds[i]
         if bounds is None:
             return math.inf
-        return program.mult_new[i] * min(math.prod(present.get(c, 0) + pending.get(c, 0)
-                                                   for c in t) for t in bounds)
+        return program.mult_new[i] * min([math.prod([get(c, 0) for c in t])
+                                          for t in bounds])
+
+    def _rows(self) -> dict[str, int]:
+        """The rows per constructor: the e-graph's after the last step and those
+        waiting to load."""
+        rows = dict(self.present)
+        for c, n in self.ins.pending_ctors.items():
+            rows[c] = rows.get(c, 0) + n
+        return rows
 
     # ---- the tripwire -----------------------------------------------------------
     def check(self) -> None:

@@ -336,6 +336,24 @@ def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypat
     assert ran and len(ran) < len(parts)  # some rules' constructors never had a row
 
 
+def test_the_runnable_parts_follow_the_constructors_with_rows(monkeypatch) -> None:
+    # (each set twice: the second answer is the one kept for the first)
+    from eqsat.engines.egraph.run import Run
+
+    s = Session(None)
+    run = Run(s.program, s.store)
+    have: set[str] = set()
+    monkeypatch.setattr(Run, "have", lambda self: set(have))
+    seen = set()
+    for ctors in [{"Add", "Cst"}, {"Add", "Cst", "Mul", "Idiv"}, {"Add", "Cst"},
+                  {"Add", "Cst", "Mul", "Idiv"}, set()]:
+        have = ctors
+        want = tuple(p for p, need in s.program.parts["native"] if need <= ctors)
+        assert run.runnable_parts(["native"]) == want
+        seen.add(want)
+    assert len(seen) == 3
+
+
 def test_egglog_is_loaded_only_for_a_run_that_needs_it() -> None:
     # a replayed run never loads egglog's e-graph; one kept for inspection does, with
     # the same output

@@ -105,7 +105,34 @@ def test_query_primitives_compute_as_egglogs(expr: str, want: int | None) -> Non
     q = compile_query("t", ["Cst", '"index"', "z"], "e", [["=", "v", read(expr)]], ["v"])
     got = [env["v"] for _f, env in q(_Empty)]
     assert got == ([] if want is None else [want])
+    q = compile_query("t", ["Cst", '"index"', "z"], "e", [["=", "v", read(expr)]], ["v"],
+                      as_tuple=True)
+    assert [vals for _f, vals in q(_Empty)] == [(v,) for v in got]
     assert _egglog_value(expr) == want
+
+
+def test_a_check_is_emitted_where_its_variables_bind() -> None:
+    # (Def y) once the Mul binds y, before the loop over the second child's e-nodes;
+    # the bound that binds a variable after the whole pattern
+    pattern = ["Add", '"index"', ["Mul", '"index"', "y", "c"], ["Cst", '"index"', "k"]]
+    src = compile_query("t", pattern, "e", [["=", "l", ["lo", "y"]], ["Def", "y"]],
+                        ["e"]).source
+    assert src.index("not in defs") < src.index("'Cst'") < src.index("lo.get")
+    assert "by_class = m.by_class" in src and "table = m.table" not in src
+
+
+def test_a_right_side_makes_its_e_nodes_children_first() -> None:
+    from eqsat.ir.egglog_text import read
+
+    m = pystep.Mirror()
+    m.load([(0, "Leaf", ("DEFINE_VAR", "index", 0))])
+    build = pystep._builder(read('(Add "index" (Mul "index" x (Cst "index" 3)) '
+                                 '(Cst "index" -1))'))
+    n = pystep.NEW_CLASS
+    assert build(m, {"x": 0}) == n + 3
+    assert list(m.table.items())[1:] == [
+        (("Cst", ("index", 3)), n), (("Mul", ("index", 0, n)), n + 1),
+        (("Cst", ("index", -1)), n + 2), (("Add", ("index", n + 1, n + 2)), n + 3)]
 
 
 def test_mirror_closes_classes_under_congruence() -> None:
@@ -199,6 +226,9 @@ def test_a_rebuild_without_a_merged_child_keeps_the_keys(monkeypatch: pytest.Mon
     # new e-nodes and their handles: the keys as loaded, each class its handle
     ([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0))],
      {("Cst", ("index", 3)): 0, ("Neg", ("index", 0)): 1}, {0: 0, 1: 1}),
+    # an e-node loaded again with another handle, a known handle with a new e-node
+    ([(0, "Cst", ("index", 3)), (1, "Cst", ("index", 3)), (1, "Neg", ("index", 0))],
+     {("Cst", ("index", 3)): 0, ("Neg", ("index", 0)): 0}, {0: 0, 1: 0}),
     # a union of two leaves: the parent e-node re-keyed to the smaller handle
     ([(0, "Cst", ("index", 3)), (1, "Cst", ("index", 4)), (2, "Neg", ("index", 1)),
       (0, "U", 1)],
@@ -209,3 +239,10 @@ def test_mirror_loads_rows_as_recorded(rows: list, table: dict, classes: dict) -
     m = pystep.Mirror()
     m.load(rows)
     assert m.table == table and {k: m.find(k) for k in classes} == classes
+
+
+def test_table_sizes_count_the_subsumed_rows_too() -> None:
+    m = pystep.Mirror()
+    m.load([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0)), (2, "Neg", ("index", 1)),
+            ("Neg", ("index", 0))])
+    assert m.sub and pystep.table_sizes(m) == {"Cst": 1, "Neg": 2}

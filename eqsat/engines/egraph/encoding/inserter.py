@@ -80,9 +80,10 @@ def _sub_line(row: Row) -> str:
     its handle."""
     return _NODE_FMT[row[0]].format(0, *row[1]).split("\t", 1)[1]
 
-#: the ops whose node is never Invalid when its sources are not
-_DEF_OPS = frozenset(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL,
-                                    Ops.CAST, Ops.BITCAST})
+#: the ops whose node is never Invalid when its sources are not, by ``id`` (an int key:
+#: an ``Ops`` hashes in Python code)
+_DEF_OPS = frozenset(map(id, GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE,
+                                            Ops.SPECIAL, Ops.CAST, Ops.BITCAST}))
 
 
 def write_file(path: str, data: bytes) -> None:
@@ -402,7 +403,7 @@ class Inserter:
         tag_def, tag_lo, tag_hi = FACT_TAGS["RDef"], FACT_TAGS["RLo"], FACT_TAGS["RHi"]
         for u in new:
             k = handle[id(u)]
-            if u.op in _DEF_OPS and id(u) not in may_inv:
+            if id(u.op) in _DEF_OPS and id(u) not in may_inv:
                 defs.append((k, tag_def, 0))
             if not int_scalar(u.dtype):
                 continue

@@ -189,14 +189,21 @@ def int_const_value(u: UOp) -> int | None:
     return v if fits_i64(v) else None
 
 
+#: id(op) -> (its constructor, its arity) of the ALU ops (an int key: an ``Ops`` hashes
+#: in Python code)
+_ALU_OF_ID: dict[int, tuple[str, int]] = {
+    id(op): (name, _ARITY[op]) for op, name in ALU_CTOR.items()}
+
+
 def uop_ctor(u: UOp) -> str:
     """The constructor a UOp node is encoded with."""
     if int_const_value(u) is not None:
         return "Cst"
     if not u.src:
         return "Leaf"
-    if u.op in ALU_CTOR and u.arg is None and len(u.src) == _ARITY[u.op]:
-        return ALU_CTOR[u.op]
+    alu = _ALU_OF_ID.get(id(u.op))
+    if alu is not None and u.arg is None and len(u.src) == alu[1]:
+        return alu[0]
     return f"G{len(u.src)}" if len(u.src) <= _GMAX else "GL"
 
 

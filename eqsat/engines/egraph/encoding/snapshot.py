@@ -271,20 +271,26 @@ class Snapshot:
         e-nodes ``(class, ctor, fields, subsumed)`` with classes as values of the
         caller's, ``named`` the values that are handles (each its class's smallest),
         ``handle_val`` gives each handle's value, ``lo``/``hi``/``known`` the bounds
-        and the ``Def`` classes by value. The classes without a handle get one
-        (recorded in ``inserter``, as are the facts and subsumptions a read records);
-        a row whose classes all are handles is its Node's row as it is."""
+        and the ``Def`` classes by value; every child class of a row is some row's
+        class. The classes without a handle get one (recorded in ``inserter``, as are
+        the facts and subsumptions a read records); a row whose classes all are
+        handles is its Node's row as it is."""
         self = cls.__new__(cls)
         nodes: list[Node] = []
         made: list[Node] = []  # (the Nodes no earlier snapshot of the run made)
         raw: list[tuple[str, Any, list, bool]] = []
         cls_of = dict(zip(named, named, strict=True))
-        has, cache, kids_of = named.__contains__, inserter.node_cache, _KIDS_OF
+        cache = inserter.node_cache
+        if not named.issuperset(map(_FIRST, rows)):  # (else every child class is named)
+            has, kids_of, ready = named.__contains__, _KIDS_OF, []
+            for row in rows:
+                v, ctor, fields, sub = row
+                if v not in named or not all(map(has, kids_of[ctor](fields))):
+                    raw.append((ctor, v, list(fields), sub))
+                else:
+                    ready.append(row)
+            rows = ready
         for row in rows:
-            v, ctor, fields, sub = row
-            if v not in named or not all(map(has, kids_of[ctor](fields))):
-                raw.append((ctor, v, list(fields), sub))
-                continue
             n = cache.get(row)
             if n is None:
                 n = cache[row] = _node_of(row)
@@ -592,7 +598,10 @@ def _name_new_classes(raw: list[tuple[str, Any, list, bool]], cls_of: dict[Any, 
             fields = tuple(cls_of[v] if ch == "E" else v
                            for v, ch in zip(x[2], sig, strict=True))
             keyed.append(((x[0], fields), x))
-        keyed.sort(key=lambda t: _det_key(t[0]))
+        # (in the order of the (ctor, fields) tuples: a constructor's fields have one
+        # type each place, a string, an i64 or a class, so two compare place by
+        # place without a type clash)
+        keyed.sort(key=_FIRST)
         for (ctor, fields), x in keyed:
             if x[1] in cls_of:
                 continue
@@ -714,17 +723,6 @@ def defined_classes(nodes: list[Node], known: set[int],
                 out.add(n.cls)
                 stack.append(n.cls)
     return out
-
-
-def _det_key(x: Any) -> tuple:
-    """A total, deterministic order over ctor/field tuples."""
-    if isinstance(x, tuple):
-        return (3, tuple(_det_key(y) for y in x))
-    if isinstance(x, bool):
-        return (0, int(x))
-    if isinstance(x, int):
-        return (0, x)
-    return (1, str(x))
 
 
 def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, Any,
