@@ -393,9 +393,17 @@ class _Rewrite:
             opts.remove(":subsume")
         kw = dict(zip(opts[::2], opts[1::2], strict=True))
         self.name = law(kw[":name"].strip('"'))
-        self.ctor, self.build = lhs[0], _builder(rhs)
+        self.ctor = lhs[0]
+        # the right side checked now, compiled at the rule's first match: most rules of a
+        # process never match, and compiling them all would slow every process's start
+        self._rhs = _builder_source(rhs)
+        self.build: Callable[[Mirror, Env], int] = self._first_build
         self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
                                      ["__root", *_rhs_vars(rhs, [])])
+
+    def _first_build(self, m: Mirror, env: Env) -> int:
+        self.build = _compiled_builder(*self._rhs)
+        return self.build(m, env)
 
     def apply(self, m: Mirror, fields: tuple, env: Env) -> None:
         """This match's rewrite applied to ``m``: the right side's e-nodes made, its
@@ -410,6 +418,12 @@ def _builder(t: Any) -> Callable[[Mirror, Env], int]:
     """A rewrite's right side ``t`` compiled to one Python function: the function giving
     its class in a mirror, its e-nodes made where new (each child before its parent,
     in field order)."""
+    return _compiled_builder(*_builder_source(t))
+
+
+def _builder_source(t: Any) -> tuple[str, dict[str, Any]]:
+    """The source of :func:`_builder`'s function for the right side ``t``, and the
+    literals it names (a :class:`QueryError` for a right side the replay cannot make)."""
     lines: list[str] = []
     consts: dict[str, Any] = {}
 
@@ -440,6 +454,10 @@ def _builder(t: Any) -> Callable[[Mirror, Env], int]:
     top = emit(t)
     src = ("def build(m, env):\n    node, find = m.node, m.find\n" +
            "".join(f"{line}\n" for line in lines) + f"    return {top}\n")
+    return src, consts
+
+
+def _compiled_builder(src: str, consts: dict[str, Any]) -> Callable[[Mirror, Env], int]:
     scope: dict[str, Any] = dict(consts)
     exec(compile(src, "<right side>", "exec"), scope)  # noqa: S102
     build = scope.pop("build")
