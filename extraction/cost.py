@@ -31,6 +31,7 @@ __all__ = [
     "get_cost_model",
     "reference_cost",
     "divmod_count",
+    "sums_op_prices",
     "uop_child_consts",
     "COST_MODELS",
     "priced_nodes",
@@ -157,6 +158,17 @@ REFERENCE_WEIGHT: dict[Ops, int] = {
     Ops.IDIV: 25, Ops.MOD: 25, Ops.FLOORDIV: 25, Ops.FLOORMOD: 25, Ops.MUL: 4, Ops.MULHI: 4,
     Ops.MULACC: 5,
 }
+
+
+def sums_op_prices(model: Any) -> bool:
+    """Whether ``model.graph_cost(u)`` is the sum of ``model.node_cost`` over the unique
+    nodes of ``u``, each priced by its op alone (``op_only``): :class:`ReferenceCost`
+    itself, or an ``op_only`` model with :class:`_GraphCostMixin`'s ``graph_cost``. A
+    graph's cost is then the sum of its distinct nodes' prices (in any order, where
+    they are integers)."""
+    t = type(model)
+    return t is ReferenceCost or (bool(getattr(model, "op_only", False))
+                                  and getattr(t, "graph_cost", None) is _GraphCostMixin.graph_cost)
 
 
 def reference_weight(op: Ops) -> int:
