@@ -189,7 +189,12 @@ def _ref_cost(op: Ops) -> int:
 
 def reference_cost(uop: UOp) -> int:
     """The corpus reference cost of ``uop`` (DAG of unique nodes; see :class:`ReferenceCost`)."""
-    return sum(_ref_cost(u.op) for u in _nodes(uop))
+    nodes = _nodes(uop)
+    weight = _REF_INT
+    try:  # (every Ops member is in the table: no call per node)
+        return sum([weight[id(u.op)] for u in nodes])
+    except KeyError:
+        return sum(_ref_cost(u.op) for u in nodes)
 
 
 def divmod_count(uop: UOp) -> int:

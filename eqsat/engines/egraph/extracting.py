@@ -90,7 +90,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         # division, whose branches share the dividend; a light search where a division
         # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and not any(id(nodes_of[choice[c]].op) in _INT_DIV for c in order):
+        if light and _INT_DIV.isdisjoint([id(nodes_of[choice[c]].op) for c in order]):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
         if light and sharing_impossible(view, model):
@@ -139,14 +139,12 @@ def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: 
     may rewrite it: left unpriced), so those terms are ``term``'s nodes. Integer prices
     only: their sum does not depend on the order."""
     cost, choice, nodes = tc.cost, tc.choice, tc.comp.nodes
-    seen: dict[int, float] = {}
-    for c in classes:
-        n = choice[c]
-        u = done.get(c)
-        if u is None or id(nodes[n].op) in _REBUILT_IDS:
-            return
-        seen[id(u)] = cost[n]
-    prices = seen.values()
+    chosen = [choice[c] for c in classes]
+    if not (classes <= done.keys()
+            and _REBUILT_IDS.isdisjoint([id(nodes[n].op) for n in chosen])):
+        return
+    prices = dict(zip([id(done[c]) for c in classes], [cost[n] for n in chosen],
+                      strict=True)).values()
     if all(map(float.is_integer, prices)):
         priced[id(term)] = (term, float(sum(prices)))
 
