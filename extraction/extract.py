@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, filterfalse
 from typing import Any, TypeVar
@@ -1198,19 +1198,19 @@ class TreeChoice:
             r = self.ridx[i]
             if r in done:
                 continue
-            stack: list[tuple[int, bool]] = [(r, False)]
+            # depth first, children left to right, each class built once its children
+            # are (the order build_terms builds them in: the same objects made)
+            stack: list[tuple[int, Iterator[int]]] = [(r, iter(nch[choice[r]]))]
             while stack:
-                c, expanded = stack.pop()
-                if expanded:
+                c, it = stack[-1]
+                for k in it:
+                    if k not in done:
+                        stack.append((k, iter(nch[choice[k]])))
+                        break
+                else:
+                    stack.pop()
                     n = choice[c]
                     done[c] = build(nodes[n], tuple([done[k] for k in nch[n]]))
-                    continue
-                if c in done:
-                    continue
-                stack.append((c, True))
-                for k in reversed(nch[choice[c]]):
-                    if k not in done:
-                        stack.append((k, False))
         return [done[self.ridx[i]] for i in idx]
 
 
