@@ -93,8 +93,9 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         if light and _INT_DIV.isdisjoint([id(nodes_of[choice[c]].op) for c in order]):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
-        if light and sharing_impossible(view, model):
-            continue  # no term of r shares a class: the search would keep the tree choice
+        if light and sharing_impossible(view, model, r, c_dag):
+            continue  # no term of r cheaper than the tree's shares a class: the search
+            # would keep the tree choice
         if clock.over():
             skipped += 1
             continue  # past the hard time limit: its tree choice stands
