@@ -47,30 +47,7 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
     # only the classes the roots reach (through any e-node, list cells included) matter
-    nodes, classes = snap.nodes, snap.classes
-    seen = snap.reached(uniq)
-    # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
-    # (a snapshot lists them so: its rows are sorted by class, one run each)
-    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
-    for c in sorted(seen):
-        ns = classes.get(c)
-        if ns is None:
-            continue
-        ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
-               if (dec := decode_node(nodes[i], args, snap)) is not None]
-        if ens:
-            decoded.append((c, ens))
-    every = [e for _c, ens in decoded for e in ens]
-    use = usable_keys(snap, every, subsumed)
-    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
-    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
-    groups: dict[int, list[ENode]] = {}
-    for c, ens in decoded:
-        if c in cut:
-            ens = [e for e in ens if e.key in use]
-            if not ens:
-                continue
-        groups[c] = ens
+    groups = _usable_groups(snap, args, snap.reached(uniq), subsumed)
     # tree extraction of every root on its own, in one pass over the whole e-graph
     full = EGraphView.of_classes(groups, class_min=snap.lo)
     tc = TreeChoice(full, uniq, model)
@@ -127,6 +104,35 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
                 _tree_prices(tc, done, classes_r, term[r], priced)
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method,
                                       "dag_skipped": skipped}
+
+
+def _usable_groups(snap: Snapshot, args: ArgTable, seen: set[int], subsumed: bool
+                   ) -> dict[int, list[ENode]]:
+    """Per class of ``seen`` (ascending), its IR e-nodes the extraction may use
+    (:func:`usable_keys`), by index; a class left without one is left out."""
+    nodes, classes = snap.nodes, snap.classes
+    # (a snapshot lists a class's e-nodes by index: its rows are sorted by class)
+    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
+    for c in sorted(seen):
+        ns = classes.get(c)
+        if ns is None:
+            continue
+        ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
+               if (dec := decode_node(nodes[i], args, snap)) is not None]
+        if ens:
+            decoded.append((c, ens))
+    every = [e for _c, ens in decoded for e in ens]
+    use = usable_keys(snap, every, subsumed)
+    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
+    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
+    groups: dict[int, list[ENode]] = {}
+    for c, ens in decoded:
+        if c in cut:
+            ens = [e for e in ens if e.key in use]
+            if not ens:
+                continue
+        groups[c] = ens
+    return groups
 
 
 def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: UOp,
