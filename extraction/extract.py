@@ -1318,15 +1318,18 @@ def _cheap_enough(comp: _Compiled, cost: list[float], root: int, below: float) -
     class's (its e-nodes' least) bound the DAG cost of every term holding them from
     below (a term holds its subterms: its DAG cost is at least its node's price plus
     any one child's); found cheapest first, as :func:`cheapest_first` finds tree
-    costs (exact sums: integer prices)."""
+    costs, those below ``below`` only (exact sums: integer prices)."""
     nclasses = len(comp.cids)
     floor = [INF] * nclasses
     ncls, nchd, parents = comp.ncls, comp.nchd, comp.parents
+    low = [False] * len(nchd)  # per e-node: its floor is below ``below``
     pending = comp.pending()[:]
-    heap = [(cost[n], n) for lv in comp.leaves for n in lv]
+    heap = [(cost[n], n) for lv in comp.leaves for n in lv if cost[n] < below]
+    for _v, n in heap:
+        low[n] = True
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
-    while heap:
+    while heap:  # (a floor not below ``below`` is left INF: it matters no more)
         v, n = pop(heap)
         c = ncls[n]
         if floor[c] < INF:
@@ -1336,7 +1339,10 @@ def _cheap_enough(comp: _Compiled, cost: list[float], root: int, below: float) -
             left = pending[p] - 1
             pending[p] = left
             if not left:
-                push(heap, (cost[p] + max([floor[k] for k in nchd[p]]), p))
+                w = cost[p] + max([floor[k] for k in nchd[p]])
+                if w < below:
+                    low[p] = True
+                    push(heap, (w, p))
     keep: list[int] = []
     seen = [False] * nclasses
     seen[root] = True
@@ -1344,10 +1350,9 @@ def _cheap_enough(comp: _Compiled, cost: list[float], root: int, below: float) -
     class_nodes = comp.class_nodes
     while stack:
         for n in class_nodes[stack.pop()]:
-            ch = nchd[n]
-            if cost[n] + max([floor[k] for k in ch], default=0.0) < below:
+            if low[n]:
                 keep.append(n)
-                for k in ch:
+                for k in nchd[n]:
                     if not seen[k]:
                         seen[k] = True
                         stack.append(k)
