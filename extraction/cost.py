@@ -31,6 +31,7 @@ __all__ = [
     "get_cost_model",
     "reference_cost",
     "divmod_count",
+    "sums_op_prices",
     "uop_child_consts",
     "COST_MODELS",
     "priced_nodes",
@@ -159,6 +160,17 @@ REFERENCE_WEIGHT: dict[Ops, int] = {
 }
 
 
+def sums_op_prices(model: Any) -> bool:
+    """Whether ``model.graph_cost(u)`` is the sum of ``model.node_cost`` over the unique
+    nodes of ``u``, each priced by its op alone (``op_only``): :class:`ReferenceCost`
+    itself, or an ``op_only`` model with :class:`_GraphCostMixin`'s ``graph_cost``. A
+    graph's cost is then the sum of its distinct nodes' prices (in any order, where
+    they are integers)."""
+    t = type(model)
+    return t is ReferenceCost or (bool(getattr(model, "op_only", False))
+                                  and getattr(t, "graph_cost", None) is _GraphCostMixin.graph_cost)
+
+
 def reference_weight(op: Ops) -> int:
     """The reference metric's price of one ``op`` node (:data:`REFERENCE_WEIGHT`, else 1)."""
     return REFERENCE_WEIGHT.get(op, 1)
@@ -177,7 +189,12 @@ def _ref_cost(op: Ops) -> int:
 
 def reference_cost(uop: UOp) -> int:
     """The corpus reference cost of ``uop`` (DAG of unique nodes; see :class:`ReferenceCost`)."""
-    return sum(_ref_cost(u.op) for u in _nodes(uop))
+    nodes = _nodes(uop)
+    weight = _REF_INT
+    try:  # (every Ops member is in the table: no call per node)
+        return sum([weight[id(u.op)] for u in nodes])
+    except KeyError:
+        return sum(_ref_cost(u.op) for u in nodes)
 
 
 def divmod_count(uop: UOp) -> int:

@@ -164,34 +164,19 @@ class _Compiled:
         cids = list(classes)
         self.cids = cids
         self.cidx = cidx = {c: i for i, c in enumerate(cids)}
-        nodes: list[ENode] = view._all_nodes[:]  # grouped by class, in class order
-        ncls: list[int] = []
-        class_nodes: list[list[int]] = []
-        k = 0
-        for ci, ns in enumerate(classes.values()):
-            m = len(ns)
-            class_nodes.append(list(range(k, k + m)))
-            ncls.extend([ci] * m)
-            k += m
-        self.nodes = nodes
-        self.ncls = ncls
-        self.class_nodes = class_nodes
+        self.nodes = view._all_nodes[:]  # grouped by class, in class order
+        groups = view.classes.values()
         get = cidx.__getitem__
         try:
-            self.nch = [tuple(map(get, n.children)) for n in nodes]
+            self._build(groups, get)
         except KeyError:  # classes that are named but have no e-node: they come last,
-            nch = []      # in order of first use
-            empty = view._empty
-            for n in nodes:
+            for n in self.nodes:  # in order of first use
                 for c in n.children:
                     if c not in cidx:
                         cidx[c] = len(cids)
                         cids.append(c)
-                        class_nodes.append([])
-                        empty[c] = None
-                nch.append(tuple(map(get, n.children)))
-            self.nch = nch
-        self._finish()
+                        view._empty[c] = None
+            self._build(chain(groups, [[]] * (len(cids) - len(classes))), get)
         #: per model key (see :func:`_model_key`): the costs of the e-nodes, and the
         #: extractors' tree choice over every class (choices, best costs)
         self.cost_cache: dict[Any, list[float]] = {}
@@ -224,39 +209,50 @@ class _Compiled:
         never ready). A pass copies it (cheaper than a dict filled per class)."""
         return self.pend
 
-    def _finish(self, nchd: list[tuple[int, ...]] | None = None) -> None:
-        """``nchd`` (distinct children, sorted; computed unless given), ``selfloop``,
-        ``pend`` (see :meth:`pending`), ``parents`` and the per-class lists from
-        ``nch``/``class_nodes``: ``leaves`` (its e-nodes without children: where a
-        tree pass starts) and ``kids`` (the classes any of its e-nodes has as a child)."""
-        if nchd is None:
-            nchd = [ch if len(ch) < 2 or (len(ch) == 2 and ch[0] < ch[1])
-                    else tuple(sorted(set(ch))) for ch in self.nch]
-        self.nchd = nchd
-        selfloop = self.selfloop = [False] * len(nchd)
-        pend = self.pend = [-1] * len(nchd)
+    def _build(self, groups: Iterable[list[ENode]], get: Callable[[ClassId], int]) -> None:
+        """Every array but ``cids``/``cidx``/``nodes`` in one pass over the e-nodes of
+        ``groups`` (each class's e-nodes, classes in index order; ``get``: a class id's
+        index): ``ncls``, ``class_nodes``, ``nch`` (child classes), ``nchd`` (distinct,
+        sorted), ``selfloop``, ``pend`` (see :meth:`pending`), ``parents`` (per class, the
+        e-nodes naming it), ``leaves`` (per class, its e-nodes without children: where a
+        tree pass starts) and ``kids`` (per class, the classes any of its e-nodes names).
+        Raises KeyError for a child class ``get`` does not know."""
+        ncls: list[int] = []
+        class_nodes: list[list[int]] = []
+        nch: list[tuple[int, ...]] = []
+        nchd: list[tuple[int, ...]] = []
         parents: list[list[int]] = [[] for _ in self.cids]
+        pend, selfloop = [-1] * len(self.nodes), [False] * len(self.nodes)
         leaves: list[tuple[int, ...]] = []
         kids: list[tuple[int, ...]] = []
-        add_leaves, add_kids = leaves.append, kids.append
-        for c, ns in enumerate(self.class_nodes):
+        i = 0
+        for c, ns in enumerate(groups):
+            first = i
             lv: tuple[int, ...] = ()
             for n in ns:
-                ch = nchd[n]
-                if not ch:
-                    lv += (n,)
-                    continue
-                for k in ch:
-                    parents[k].append(n)
-                if c in ch:
-                    selfloop[n] = True
+                ch = tuple(map(get, n.children))
+                nch.append(ch)
+                if ch:
+                    if len(ch) > 2 or (len(ch) == 2 and ch[0] >= ch[1]):
+                        ch = tuple(sorted(set(ch)))
+                    for k in ch:
+                        parents[k].append(i)
+                    if c in ch:
+                        selfloop[i] = True
+                    else:
+                        pend[i] = len(ch)
                 else:
-                    pend[n] = len(ch)
-            add_leaves(lv)
-            add_kids(nchd[ns[0]] if len(ns) == 1 else tuple({k for n in ns for k in nchd[n]}))
-        self.parents = parents
-        self.leaves = leaves
-        self.kids = kids
+                    lv += (i,)
+                nchd.append(ch)
+                ncls.append(c)
+                i += 1
+            class_nodes.append(list(range(first, i)))
+            leaves.append(lv)
+            kids.append(nchd[first] if i - first == 1
+                        else tuple({k for ch in nchd[first:i] for k in ch}))
+        self.ncls, self.class_nodes, self.nch, self.nchd = ncls, class_nodes, nch, nchd
+        self.parents, self.pend, self.selfloop = parents, pend, selfloop
+        self.leaves, self.kids = leaves, kids
 
     def restrict(self, keep: list[int], sub: EGraphView) -> _Compiled:
         """The compiled form of ``sub``, the view of the classes ``keep`` (indices,
@@ -282,21 +278,8 @@ class _Compiled:
         out.cidx = {c: i for i, c in enumerate(new_cids)}
         nodes = self.nodes
         out.nodes = [nodes[n] for n in src]
-        ncls: list[int] = []
-        sub_class_nodes: list[list[int]] = []
-        for i, c in enumerate(full):
-            k = len(ncls)
-            cnt = len(class_nodes[c])
-            sub_class_nodes.append(list(range(k, k + cnt)))
-            ncls.extend([i] * cnt)
-        sub_class_nodes.extend([] for _ in range(len(new_cids) - len(full)))
-        out.ncls = ncls
-        out.class_nodes = sub_class_nodes
-        get = m.__getitem__
-        out.nch = [tuple(map(get, nch[n])) for n in src]
-        # without empty classes the renumbering keeps the order: nchd stays sorted
-        out._finish(None if len(full) < len(keep)
-                    else [tuple(map(get, self.nchd[n])) for n in src])
+        groups = [[nodes[n] for n in class_nodes[c]] for c in full]
+        out._build(chain(groups, [[]] * (len(new_cids) - len(full))), out.cidx.__getitem__)
         out.cost_cache = {key: [costs[n] for n in src] for key, costs in self.cost_cache.items()}
         # a tree choice over every class holds for any subset closed under children
         # (its e-nodes finalize in the same order with or without the others)

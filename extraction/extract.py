@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, filterfalse
 from typing import Any, TypeVar
@@ -1198,19 +1198,19 @@ class TreeChoice:
             r = self.ridx[i]
             if r in done:
                 continue
-            stack: list[tuple[int, bool]] = [(r, False)]
+            # depth first, children left to right, each class built once its children
+            # are (the order build_terms builds them in: the same objects made)
+            stack: list[tuple[int, Iterator[int]]] = [(r, iter(nch[choice[r]]))]
             while stack:
-                c, expanded = stack.pop()
-                if expanded:
+                c, it = stack[-1]
+                for k in it:
+                    if k not in done:
+                        stack.append((k, iter(nch[choice[k]])))
+                        break
+                else:
+                    stack.pop()
                     n = choice[c]
                     done[c] = build(nodes[n], tuple([done[k] for k in nch[n]]))
-                    continue
-                if c in done:
-                    continue
-                stack.append((c, True))
-                for k in reversed(nch[choice[c]]):
-                    if k not in done:
-                        stack.append((k, False))
         return [done[self.ridx[i]] for i in idx]
 
 
@@ -1275,18 +1275,28 @@ def extract_dag(view: EGraphView, roots: Sequence[ClassId] | ClassId | None = No
     return res
 
 
-def sharing_impossible(view: EGraphView, model: CostModel | str | None = None) -> bool:
+def sharing_impossible(view: EGraphView, model: CostModel | str | None = None,
+                       root: ClassId | None = None, below: float = INF) -> bool:
     """Whether no selection of ``view``'s e-nodes can cost less as a DAG than the best
     tree: True when every class is a child of e-nodes of at most one class, each naming
     it once, and every price under ``model`` is an integer (their sums, below 2**53,
     exact). An acyclic selection then uses each class at most once (by induction from
     the roots: a class is used as often as the one class whose e-nodes name it), so
     its DAG cost is its tree cost, never below the tree choice's: a DAG search (which
-    keeps the tree choice on a tie) would return the tree choice's cost."""
+    keeps the tree choice on a tie) would return the tree choice's cost.
+
+    With ``root`` and ``below`` (the DAG cost to beat: the tree choice's), only the
+    e-nodes a term of ``root`` cheaper than ``below`` can hold count
+    (:func:`_cheap_enough`): a term with another e-node costs ``below`` or more."""
     comp = view.compiled()
+    cost = view.node_costs(get_cost_model(model))
+    if not (all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53):
+        return False
     owner = [-1] * len(comp.cids)
-    ncls = comp.ncls
-    for n, ch in enumerate(comp.nch):
+    ncls, nch, nchd = comp.ncls, comp.nch, comp.nchd
+    for n in (range(len(nch)) if root is None
+              else _cheap_enough(comp, cost, comp.cidx[root], below)):
+        ch = nch[n]
         if not ch:
             continue
         c = ncls[n]
@@ -1296,10 +1306,57 @@ def sharing_impossible(view: EGraphView, model: CostModel | str | None = None) -
                 if o >= 0:
                     return False
                 owner[k] = c
-        if len(ch) > 1 and len(comp.nchd[n]) < len(ch):
+        if len(ch) > 1 and len(nchd[n]) < len(ch):
             return False  # (a child named twice)
-    cost = view.node_costs(get_cost_model(model))
-    return all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53
+    return True
+
+
+def _cheap_enough(comp: _Compiled, cost: list[float], root: int, below: float) -> list[int]:
+    """The e-nodes a term of class ``root`` whose DAG cost is below ``below`` may hold:
+    of the classes ``root`` reaches through such e-nodes, the e-nodes whose floor is
+    below it. An e-node's floor (its price plus its children's largest floor) and a
+    class's (its e-nodes' least) bound the DAG cost of every term holding them from
+    below (a term holds its subterms: its DAG cost is at least its node's price plus
+    any one child's); found cheapest first, as :func:`cheapest_first` finds tree
+    costs, those below ``below`` only (exact sums: integer prices)."""
+    nclasses = len(comp.cids)
+    floor = [INF] * nclasses
+    ncls, nchd, parents = comp.ncls, comp.nchd, comp.parents
+    low = [False] * len(nchd)  # per e-node: its floor is below ``below``
+    pending = comp.pending()[:]
+    heap = [(cost[n], n) for lv in comp.leaves for n in lv if cost[n] < below]
+    for _v, n in heap:
+        low[n] = True
+    heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:  # (a floor not below ``below`` is left INF: it matters no more)
+        v, n = pop(heap)
+        c = ncls[n]
+        if floor[c] < INF:
+            continue
+        floor[c] = v
+        for p in parents[c]:
+            left = pending[p] - 1
+            pending[p] = left
+            if not left:
+                w = cost[p] + max([floor[k] for k in nchd[p]])
+                if w < below:
+                    low[p] = True
+                    push(heap, (w, p))
+    keep: list[int] = []
+    seen = [False] * nclasses
+    seen[root] = True
+    stack = [root]
+    class_nodes = comp.class_nodes
+    while stack:
+        for n in class_nodes[stack.pop()]:
+            if low[n]:
+                keep.append(n)
+                for k in nchd[n]:
+                    if not seen[k]:
+                        seen[k] = True
+                        stack.append(k)
+    return keep
 
 
 def dag_cost(view: EGraphView, selection: Mapping[ClassId, ENode],

@@ -13,6 +13,7 @@ from extraction import (
     get_cost_model,
     reference_cost,
 )
+from extraction.cost import _GraphCostMixin, sums_op_prices
 
 I, U32, I32X4, F32, B = dtypes.index, dtypes.u32, dtypes.i32.vec(4), dtypes.f32, dtypes.bool  # noqa: E741
 
@@ -209,3 +210,35 @@ def test_reference_cost_is_the_rule_for_every_op():
         want = 0 if op in REF_LEAVES else REF_PRICED.get(op, 1)
         got = ReferenceCost().node_cost(op, dtypes.index, None, ())
         assert got == want and isinstance(got, float), op
+
+
+class OpOnlyMixin(_GraphCostMixin):
+    """An op-only model summing its node costs (the mixin's graph_cost)."""
+
+    op_only = True
+
+    def node_cost(self, op, dtype, arg, child_consts, child_mins=None):
+        return 3.0
+
+
+class OpOnlyOwnGraph(OpOnlyMixin):
+    def graph_cost(self, uop):
+        return 1.0
+
+
+class RefSub(ReferenceCost):
+    def node_cost(self, op, dtype, arg, child_consts, child_mins=None):
+        return 7.0
+
+
+@pytest.mark.parametrize("model, sums", [
+    (ReferenceCost(), True), (OpOnlyMixin(), True), (CpuCost(), False), (PlainModel(), False),
+    (OpOnlyOwnGraph(), False), (RefSub(), False),
+])
+def test_sums_op_prices(model, sums):
+    # True only where graph_cost is the sum of the op prices of the unique nodes
+    assert sums_op_prices(model) is sums
+    if sums:
+        u = (x + 1) * (x + 1) // 3
+        assert model.graph_cost(u) == sum(model.node_cost(n.op, n.dtype, n.arg, ())
+                                          for n in u.toposort())

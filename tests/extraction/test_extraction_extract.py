@@ -517,3 +517,32 @@ def test_sharing_impossible_means_the_dag_search_keeps_the_tree_cost():
         dag, tree = extract_dag(v, model=REF).cost, extract_tree(v, model=REF).cost
         assert dag == tree if impossible else dag <= tree
     assert min(seen.values()) >= 30  # both kinds of e-graph were drawn
+
+
+Y = UOp.var("y", 0, 9)
+
+
+@pytest.mark.parametrize("roots, unions, below, expected", [
+    ([Y + 1], [(Y + 1, x * x)], 1.0, True),  # x * x shares, but costs 4 >= 1
+    ([Y + 1], [(Y + 1, x * x)], 5.0, False),  # below 5 it may be taken
+    ([x // 4 + x % 4], [], 51.0, False),  # the tree term shares x
+    ([x // 4 + x % 4], [], 26.0, True),  # no term below 26 holds both divisions
+])
+def test_sharing_impossible_below(roots, unions, below, expected):
+    # only the e-nodes a term of the root cheaper than `below` can hold count
+    v = EGraphView.from_uops(roots, unions)
+    assert sharing_impossible(v, REF, v.roots[0], below) is expected
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sharing_impossible_below_the_tree_means_the_dag_search_keeps_it(seed):
+    # rooted at each root and below its tree choice's DAG cost: when no cheaper term can
+    # share, no DAG search finds a cheaper selection (and the unrooted answer implies it)
+    v = random_view(seed, n_classes=14, cycle_prob=0.2, n_roots=3) if seed % 2 \
+        else _layered_view(seed)
+    for r in v.roots:
+        tree = extract_tree(v, [r], model=REF).cost
+        impossible = sharing_impossible(v, REF, r, tree)
+        assert impossible or not sharing_impossible(v, REF)
+        if impossible:
+            assert extract_dag(v, [r], model=REF).cost == tree

@@ -275,6 +275,13 @@ def test_tree_choice_reads_what_extract_tree_gives(seed, n, per, cyc, loc, nroot
     assert tc.terms(range(len(roots)), uop_builder, {}) == [
         build_terms(e.selection, [r], uop_builder)[0]
         for r, e in zip(roots, extract_tree_each(v, roots, model), strict=True)]
+    # and builds them in build_terms' order (children left to right): the same objects
+    made: tuple[list, list] = ([], [])
+    tc.terms(range(len(roots)), lambda n, _k: made[0].append(n.key), {})
+    shared: dict = {}
+    for r, e in zip(roots, extract_tree_each(v, roots, model), strict=True):
+        build_terms(e.selection, [r], lambda n, _k: made[1].append(n.key), done=shared)
+    assert made[0] == made[1]
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -10,64 +10,44 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
 from eqsat.engines.egraph.schedules import Clock
 from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp
-
-if TYPE_CHECKING:
-    from extraction import ENode
+from extraction import (
+    EGraphView,
+    ENode,
+    Extraction,
+    TreeChoice,
+    extract_dag,
+    sharing_impossible,
+    uop_builder,
+)
+from extraction.cost import sums_op_prices
+from extraction.egraph_view import new_enode
 
 __all__ = ["extract_roots", "usable_keys"]
 
 
 def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any,
-                  clock: Clock, subsumed: bool = False, thorough: bool = False
+                  clock: Clock, subsumed: bool = False, thorough: bool = False,
+                  priced: dict[int, tuple[UOp, float]] | None = None
                   ) -> tuple[list[UOp], dict[str, Any]]:
     """The best term of every root handle under ``model`` (see the module docstring),
     and stats (``cost``: the summed cost of the distinct roots, ``method``).
     ``subsumed``: subsumed e-nodes may be used too (:func:`usable_keys`).
     ``thorough``: every root gets the whole DAG search (time permitting), not only the
-    roots where its tree choice shares something or two divisions are at stake. (It
-    runs inside ``Session.run``, where automatic garbage collection is paused.)"""
-    from extraction import (
-        EGraphView,
-        Extraction,
-        TreeChoice,
-        extract_dag,
-        sharing_impossible,
-        uop_builder,
-    )
-    from extraction.egraph_view import new_enode
-
+    roots where its tree choice shares something or two divisions are at stake.
+    ``priced``: filled with ``id(term) -> (term, model.graph_cost(term))`` for the
+    terms whose graph cost the extraction knows (:func:`_tree_prices`). (It runs
+    inside ``Session.run``, where automatic garbage collection is paused.)"""
     roots = [snap.cls_of_handle(h) for h in handles]
     uniq = list(dict.fromkeys(roots))
     # only the classes the roots reach (through any e-node, list cells included) matter
-    nodes, classes = snap.nodes, snap.classes
-    seen = snap.reached(uniq)
-    # their e-nodes in canonical order: classes ascending, a class's e-nodes by index
-    # (a snapshot lists them so: its rows are sorted by class, one run each)
-    reach = [(c, classes[c]) for c in sorted(seen) if c in classes]
-    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
-    for c, ns in reach:
-        ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
-               if (dec := decode_node(nodes[i], args, snap)) is not None]
-        if ens:
-            decoded.append((c, ens))
-    every = [e for _c, ens in decoded for e in ens]
-    use = usable_keys(snap, every, subsumed)
-    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
-    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
-    groups: dict[int, list[ENode]] = {}
-    for c, ens in decoded:
-        if c in cut:
-            ens = [e for e in ens if e.key in use]
-            if not ens:
-                continue
-        groups[c] = ens
+    groups = _usable_groups(snap, args, snap.reached(uniq), subsumed)
     # tree extraction of every root on its own, in one pass over the whole e-graph
     full = EGraphView.of_classes(groups, class_min=snap.lo)
     tc = TreeChoice(full, uniq, model)
@@ -77,8 +57,9 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     dag: dict[int, Extraction] = {}  # the roots whose DAG choice won
     method = "tree"
     skipped = 0  # roots whose DAG search the hard time limit left out
+    reached: dict[int, set[int]] = {}  # root -> the classes its tree choice reaches
     for i, r in enumerate(uniq):
-        order = tc.reached(i)
+        order = reached[r] = tc.reached(i)
         c_dag, c_tree = tc.costs(i, order)
         cost[r] = c_dag
         # the tree choice shares nothing: a DAG choice may still share, e.g. write the
@@ -86,11 +67,12 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         # division, whose branches share the dividend; a light search where a division
         # is at stake, none otherwise
         light = c_dag >= c_tree and not thorough
-        if light and not any(id(nodes_of[choice[c]].op) in _INT_DIV for c in order):
+        if light and _INT_DIV.isdisjoint([id(nodes_of[choice[c]].op) for c in order]):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
-        if light and sharing_impossible(view, model):
-            continue  # no term of r shares a class: the search would keep the tree choice
+        if light and sharing_impossible(view, model, r, c_dag):
+            continue  # no term of r cheaper than the tree's shares a class: the search
+            # would keep the tree choice
         if clock.over():
             skipped += 1
             continue  # past the hard time limit: its tree choice stands
@@ -116,10 +98,67 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     done = dict(tc.built)  # class index -> term, of the tree choice (the tie-break's too)
     term = {r: dag[r].build(build)[0] if r in dag else tc.terms([i], build, done)[0]
             for i, r in enumerate(uniq)}  # in the order of the roots (creation order)
+    if priced is not None and sums_op_prices(tc.model):
+        for r, classes_r in reached.items():
+            if r not in dag:
+                _tree_prices(tc, done, classes_r, term[r], priced)
     return [term[r] for r in roots], {"cost": sum(cost[r] for r in uniq), "method": method,
                                       "dag_skipped": skipped}
 
 
+def _usable_groups(snap: Snapshot, args: ArgTable, seen: set[int], subsumed: bool
+                   ) -> dict[int, list[ENode]]:
+    """Per class of ``seen`` (ascending), its IR e-nodes the extraction may use
+    (:func:`usable_keys`), by index; a class left without one is left out."""
+    nodes, classes = snap.nodes, snap.classes
+    # (a snapshot lists a class's e-nodes by index: its rows are sorted by class)
+    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
+    for c in sorted(seen):
+        ns = classes.get(c)
+        if ns is None:
+            continue
+        ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
+               if (dec := decode_node(nodes[i], args, snap)) is not None]
+        if ens:
+            decoded.append((c, ens))
+    every = [e for _c, ens in decoded for e in ens]
+    use = usable_keys(snap, every, subsumed)
+    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
+    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
+    groups: dict[int, list[ENode]] = {}
+    for c, ens in decoded:
+        if c in cut:
+            ens = [e for e in ens if e.key in use]
+            if not ens:
+                continue
+        groups[c] = ens
+    return groups
+
+
+def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: UOp,
+                 priced: dict[int, tuple[UOp, float]]) -> None:
+    """Enter ``term``, built from ``tc``'s choice over ``classes`` (the ones it reaches;
+    ``done``: class -> its built term), in ``priced`` with its graph cost under a model
+    that sums its nodes' op prices (:func:`extraction.cost.sums_op_prices`): the sum of
+    the prices of the distinct terms of those classes. Each is its chosen e-node's op
+    over its children's terms (UOps are hash-consed: two classes may give one node,
+    counted once), unless the e-node is an ``END`` or ``REDUCE`` (:func:`uop_builder`
+    may rewrite it: left unpriced), so those terms are ``term``'s nodes. Integer prices
+    only: their sum does not depend on the order."""
+    cost, choice, nodes = tc.cost, tc.choice, tc.comp.nodes
+    chosen = [choice[c] for c in classes]
+    if not (classes <= done.keys()
+            and _REBUILT_IDS.isdisjoint([id(nodes[n].op) for n in chosen])):
+        return
+    prices = dict(zip([id(done[c]) for c in classes], [cost[n] for n in chosen],
+                      strict=True)).values()
+    if all(map(float.is_integer, prices)):
+        priced[id(term)] = (term, float(sum(prices)))
+
+
+#: the ops :func:`extraction.uop_builder` may build as another node (a loop folded to a
+#: constant is dropped), by id
+_REBUILT_IDS = frozenset((id(Ops.END), id(Ops.REDUCE)))
 #: ops the text format cannot write: an e-node of one is used only where its class
 #: has no other finite term (a result must print; the rules make ``NOOP`` for an empty
 #: loop or a dead store, and the class holds what it replaced: ``sink(noop)`` has

@@ -57,9 +57,10 @@ def extract(run: Run) -> None:
     snap = run.snap
     assert snap is not None
     with run.clock.phase(run.times, "extract"):
+        priced: dict[int, tuple[UOp, float]] = {}
         run.outs, run.ext_stats = extract_roots(snap, run.store.cur.args, run.handles,
-                                                run.model, run.clock)
-        run.costs = unsubsume_costlier(run, run.roots, run.handles, run.outs)
+                                                run.model, run.clock, priced=priced)
+        run.costs = unsubsume_costlier(run, run.roots, run.handles, run.outs, priced)
 
 
 def stats(run: Run) -> None:
@@ -117,7 +118,8 @@ def run_phases(run: Run) -> None:
         phase(run)
 
 
-def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: list[UOp]
+def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: list[UOp],
+                       priced: dict[int, tuple[UOp, float]] | None = None
                        ) -> list[tuple[float, float]]:
     """Extract again, with the subsumed e-nodes in, every root whose term came out
     costlier than its input (in place in ``outs``, when that is cheaper); each root's
@@ -127,8 +129,9 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
     extraction, which leaves subsumed e-nodes out, took ``x * 2``. Taking them in every
     extraction costs a corpus batch 6% (docs/perf.md); a costlier result is rare. The
     second extraction gives each such root the whole DAG search. It runs only within
-    the hard time limit (its DAG search checks the clock too)."""
-    cost = _pricer(run)
+    the hard time limit (its DAG search checks the clock too). ``priced``: the graph
+    costs the extraction knows (``extract_roots``'s)."""
+    cost = _pricer(run, priced)
     costs = []
     for r, o in zip(roots, outs, strict=True):
         c = cost(r)
@@ -148,19 +151,22 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
     return costs
 
 
-def _pricer(run: Run) -> Callable[[UOp], float]:
-    """``run.model.graph_cost``, with the costs the baseline's seeds already have: each
-    root's start (its input, or the baseline's cheaper rewrite) was priced under the
-    run's model, and an extracted term is often that start (hash-consed: the same
-    object)."""
+def _pricer(run: Run, priced: dict[int, tuple[UOp, float]] | None = None
+            ) -> Callable[[UOp], float]:
+    """``run.model.graph_cost``, with the costs known already: the baseline's seeds'
+    (each root's start, its input or the baseline's cheaper rewrite, was priced under
+    the run's model, and an extracted term is often that start: hash-consed, the same
+    object) and ``priced`` (``id(term) -> (term, its cost)``)."""
     cost = run.model.graph_cost
     seeds = run.seeds
-    if seeds is None:
+    known = dict(priced) if priced else {}
+    if seeds is not None:
+        known.update((id(s), (s, c)) for s, c in zip(seeds.roots, seeds.costs, strict=True))
+    if not known:
         return cost
-    known = {id(s): c for s, c in zip(seeds.roots, seeds.costs, strict=True)}
 
     def price(u: UOp) -> float:
-        c = known.get(id(u))
-        return cost(u) if c is None else c
+        hit = known.get(id(u))
+        return cost(u) if hit is None or hit[0] is not u else hit[1]
 
     return price

@@ -9,6 +9,7 @@ import pytest
 
 from eqsat.engines.egraph import Session, phases
 from eqsat.engines.egraph import run as run_module
+from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.reset import leftover, reset_program, reset_tables
 from eqsat.engines.egraph.run import Run
 from eqsat.engines.egraph.schedules import Clock, Limits, StopReason
@@ -177,3 +178,22 @@ def test_the_extract_phase_prices_as_the_model_does(session: Session, text: str)
     run = _run(session, text, Limits(seconds=60.0))
     assert run.costs == [(MODEL.graph_cost(r), MODEL.graph_cost(o))
                          for r, o in zip(run.roots, run.outs, strict=True)]
+
+
+@pytest.mark.parametrize("text", [
+    "(idiv (add (mul (var x 0 3) 4) (var y 0 7)) 12)",
+    "(add (mul (var x 0 5) 3) (mul (var x 0 5) 3))",
+    GROWS,
+])
+@pytest.mark.parametrize("model", ["reference", "default"])
+def test_the_extraction_prices_its_tree_terms_as_the_model_does(
+        session: Session, text: str, model: str) -> None:
+    # priced: the terms whose cost the extraction knows, each at graph_cost's figure;
+    # none under a model that prices by more than the op
+    m = get_cost_model(model)
+    run = _run(session, text, Limits(seconds=60.0))
+    priced: dict = {}
+    outs, _ = extract_roots(run.snap, run.store.cur.args, run.handles, m, run.clock,
+                            priced=priced)
+    assert [(u, c) for u, c in priced.values()] == \
+        ([(o, m.graph_cost(o)) for o in outs] if model == "reference" else [])
