@@ -393,6 +393,8 @@ class _Rewrite:
             opts.remove(":subsume")
         kw = dict(zip(opts[::2], opts[1::2], strict=True))
         self.name = law(kw[":name"].strip('"'))
+        #: whether no other rewrite of the book counts under ``name`` (set by the book)
+        self.alone = False
         self.ctor = lhs[0]
         # the right side checked now, compiled at the rule's first match: most rules of a
         # process never match, and compiling them all would slow every process's start
@@ -499,6 +501,12 @@ class RuleBook:
             if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
                 r = _Rewrite(text, lambda n: law(n, n), part)
                 self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
+        names = Counter(r.name for rules in self.parts.values()
+                        for rs in rules.values() for r in rs)
+        for rules in self.parts.values():
+            for rs in rules.values():
+                for r in rs:
+                    r.alone = names[r.name] == 1
         #: combination of parts -> its rewrites by root constructor (``_by_ctor``)
         self._combined: dict[tuple[str, ...], dict[str, list[_Rewrite]]] = {}
         #: the interval rules by the constructor they are about
@@ -538,7 +546,11 @@ class RuleBook:
         e-node up). A match of the last round found again would only redo its
         actions, each idempotent: its right side's e-nodes are there (keyed by the
         classes now), its classes one, its e-node subsumed; so the e-graph after the
-        round is the same, and so is the count (the match was counted when found)."""
+        round is the same, and so is the count (the match was counted when found).
+        For the same reason a match in ``counted`` is not applied again when its rule
+        is the only one counting under its name (``_Rewrite.alone``: the key then names
+        the rule, whose actions ran in the round that counted it); a round with no
+        other match leaves the e-graph, and its index, as they are."""
         mark, m.native_mark = m.native_mark, (len(m.log), frozenset(parts))
         above = None if mark is None else m.above(m.dirty(mark[0]))
         ran = frozenset() if mark is None else mark[1]
@@ -566,6 +578,8 @@ class RuleBook:
                     if key not in counted:
                         counted.add(key)
                         matches[r.name] = matches.get(r.name, 0) + 1
+                    elif r.alone:
+                        continue  # (applied in the round that found it: see above)
                     found.append((r, fields, env))
         if not found:
             return False

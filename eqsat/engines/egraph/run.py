@@ -75,7 +75,9 @@ _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 log = logging.getLogger(__name__)
 
 #: program -> (rule sets, constructors with rows) -> the parts a step runs
-#: (:meth:`Run.runnable_parts`, a pure function of the key); at most this many keys
+#: (:meth:`Run.runnable_parts`, a pure function of the key), and ("distinct bounds",
+#: rule set) -> its multiplying rules of distinct bounds (:func:`_distinct`); at most
+#: this many keys
 _RUNNABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _RUNNABLE_LOCK = threading.Lock()
 _RUNNABLE_KEYS = 256
@@ -349,10 +351,7 @@ class Run:
         left out stays in semi-naive step: a match it finds once it runs holds a row
         that is new then."""
         program, key = self.program, (tuple(rulesets), frozenset(self.have()))
-        memo = _RUNNABLE.get(program)
-        if memo is None:
-            with _RUNNABLE_LOCK:
-                memo = _RUNNABLE.setdefault(program, {})
+        memo = _memo(program)
         out = memo.get(key)
         if out is None:  # (a pure function of the key: kept per program, a few keys)
             have, parts = key[1], program.parts
@@ -391,9 +390,8 @@ class Run:
         ``bases`` makes, from the rows of the constructors their patterns name (the
         e-graph's after the last step and those waiting to load): the sum of
         :meth:`bound`."""
-        rows = self._rows()
-        mult = self.program.mult
-        return sum([self.bound(i, rows) for b in bases for i, _ in mult.get(b, ())])
+        rows, program = self._rows(), self.program
+        return sum([n * self.bound(i, rows) for b in bases for i, n in _distinct(program, b)])
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -609,6 +607,36 @@ class Run:
             self.stop = StopReason.STALLED
         elif res.skipped or res.late:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
+
+
+def _memo(program: Program) -> dict[tuple, Any]:
+    """The memo of ``program``'s pure functions of a step (:data:`_RUNNABLE`)."""
+    memo = _RUNNABLE.get(program)
+    if memo is None:
+        with _RUNNABLE_LOCK:
+            memo = _RUNNABLE.setdefault(program, {})
+    return memo
+
+
+def _distinct(program: Program, base: str) -> list[tuple[int, int]]:
+    """The multiplying rules of ``base`` with distinct bounds (their constructors,
+    ``match_bounds`` and ``new_nodes``: many rules come in pairs that share them), each
+    as one of them and how many share its bound (:meth:`Run.apriori` adds the bound of
+    each once; kept with the runnable parts, a pure function of the program)."""
+    memo, key = _memo(program), ("distinct bounds", base)
+    out = memo.get(key)
+    if out is None:
+        first: dict[tuple, list[int]] = {}
+        for i, _ in program.mult.get(base, ()):
+            bounds = program.mult_bounds[i]
+            kind = (program.mult_ctors[i], None if bounds is None else tuple(bounds),
+                    program.mult_new[i])
+            first.setdefault(kind, [i, 0])[1] += 1
+        out = [(i, n) for i, n in first.values()]
+        if len(memo) >= _RUNNABLE_KEYS:
+            memo.clear()
+        memo[key] = out
+    return out
 
 
 def _pass_clock(ins: Inserter, rows_cap: float) -> float:

@@ -9,6 +9,8 @@ import math
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eqsat.api import Budget, optimize, optimize_many
 from eqsat.engines.egraph import engine, program, session_for
@@ -350,3 +352,18 @@ def test_a_class_that_holds_a_constant_keeps_only_it() -> None:
     assert time.perf_counter() - t < 5.0 and st["enodes_peak"] < 2_000, st["per_iteration"]
     for g, o in zip(graphs, outs, strict=True):
         assert check_equivalent(g, o, samples=300)
+
+
+@given(st.dictionaries(st.sampled_from(["Add", "Cst", "Floordiv", "Floormod", "Lt", "Mul",
+                                        "Neg", "Not", "Sub", "Where", "Max", "And"]),
+                       st.integers(0, 40), max_size=12))
+def test_the_bound_from_the_rows_is_the_sum_over_every_multiplying_rule(rows) -> None:
+    """``Run.apriori`` (each distinct bound once, times the rules sharing it) is the sum of
+    ``Run.bound`` over every multiplying rule."""
+    prog = session_for(None).program
+    run = Run.__new__(Run)
+    run.program, run._rows = prog, lambda: rows
+    bases = ["native", "native_fixed"]
+    assert prog.mult["native"]
+    every = sum(run.bound(i, rows) for b in bases for i, _ in prog.mult.get(b, ()))
+    assert run.apriori(bases) == every

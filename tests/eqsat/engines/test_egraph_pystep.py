@@ -206,6 +206,38 @@ def test_semi_naive_rounds_give_the_full_rounds_e_graph(monkeypatch: pytest.Monk
     assert 0 in changes  # (a round with no change since the last: it matches nothing)
 
 
+def test_a_match_found_again_is_not_applied_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A match counted in an earlier round, of a rewrite alone under its name, is not
+    applied again: the same outputs and stats (the matches' counts too) as applying
+    every match found; and fewer rewrites applied."""
+    applied = {True: 0, False: 0}
+    alone = {"on": True}
+    apply = pystep._Rewrite.apply
+
+    def spy(self: Any, *args: Any) -> None:
+        applied[alone["on"]] += 1
+        apply(self, *args)
+
+    monkeypatch.setattr(pystep._Rewrite, "apply", spy)
+    _run_all(_cases()[0])  # (the rule books built)
+    rules = [r for book in list(pystep._BOOKS.values()) for rules in book.parts.values()
+             for rs in rules.values() for r in rs]
+    flags = [r.alone for r in rules]
+    assert any(flags) and not all(flags)  # (some names are shared by several rewrites)
+    for expr in _cases()[::2]:
+        alone["on"] = False
+        try:
+            for r in rules:
+                r.alone = False
+            want = _run_all(expr)
+        finally:
+            for r, flag in zip(rules, flags, strict=True):
+                r.alone = flag
+        alone["on"] = True
+        assert _run_all(expr) == want, expr
+    assert applied[True] < applied[False]
+
+
 def test_a_rebuild_without_a_merged_child_keeps_the_keys(monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     """A rebuild re-keys the e-nodes only when a class merged away is a child of one:
