@@ -96,6 +96,11 @@ class Budget:
                              "required")
 
 
+#: the budget of a call given none (frozen: one instance serves every call; the e-graph
+#: engine is given None for it, its own default limits, which are the same)
+_DEFAULT_BUDGET = Budget()
+
+
 @dataclass(frozen=True)
 class Explanation:
     """What a run did, in a few figures (:meth:`Result.explain`): ``engine``,
@@ -196,7 +201,8 @@ def _run_egraph(graph: UOp, rulesets, cost_model, budget,
                 keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
     from eqsat.engines.egraph import optimize_egraph
 
-    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model, budget=budget,
+    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model,
+                           budget=None if budget is _DEFAULT_BUDGET else budget,
                            keep_egraph=keep_egraph)
 
 
@@ -238,7 +244,7 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
 
     _check_call(engine, rulesets, budget)
     model = get_cost_model(cost_model)
-    budget = budget or Budget()
+    budget = budget or _DEFAULT_BUDGET
     t0 = time.perf_counter()
     out, stats = ENGINES[engine](graph, rulesets, model, budget, keep_egraph)
     stats.setdefault("time", {})["total"] = time.perf_counter() - t0

@@ -79,12 +79,13 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
     if not isinstance(graph, UOp):
         raise TypeError(f"optimize_egraph expects UOp graphs, got {type(graph).__name__}")
     model = get_cost_model(cost_model)
-    key = cache_key(graph, Limits.of(budget), rulesets, model)
+    limits = Limits.of(budget)  # (resolved once: optimize_many takes it as it is)
+    key = cache_key(graph, limits, rulesets, model)
     hit = RESULTS.get(key)
     if hit is not None:
         out, stats = hit
         stats["time"] = {"cached": time.perf_counter() - t0}
         return out, stats
-    outs, stats = optimize_many([graph], rulesets, model, budget)
+    outs, stats = optimize_many([graph], rulesets, model, limits)
     RESULTS.put(key, outs[0], stats)
     return outs[0], stats

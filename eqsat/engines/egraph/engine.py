@@ -197,7 +197,8 @@ class Session:
                  replay: bool = True) -> Run:
         """A run of ``roots`` in the e-graph they need (``Store.select``); ``replay``:
         whether its steps may replay in Python (:mod:`.pystep`)."""
-        orders = self.store.select(roots, widen=widen, extra=seeds.order)
+        orders = self.store.select(roots, widen=widen, extra=seeds.order,
+                                   orders=seeds.input_orders or None)
         return Run(self.program, self.store, model, limits, clock, seeds, orders,
                    keep_egraph, roots=roots, replay=replay)
 

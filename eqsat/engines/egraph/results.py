@@ -90,16 +90,18 @@ _SHARED = frozenset((int, float, str, bool, type(None), bytes, frozenset))
 def copy_stats(x: Any) -> Any:
     """A copy of a stats value: dicts, lists, tuples and sets copied through, immutable
     scalars shared, anything else by ``copy.deepcopy`` (what a deep copy gives, at a
-    third of its cost on a run's stats)."""
+    third of its cost on a run's stats). A container's scalars are shared where they
+    are met, without a call each (most of a run's stats: rule set names, costs)."""
     t = type(x)
     if t in _SHARED:
         return x
+    shared = _SHARED
     if t is dict:
-        return {k: copy_stats(v) for k, v in x.items()}
+        return {k: v if type(v) in shared else copy_stats(v) for k, v in x.items()}
     if t is list:
-        return [copy_stats(v) for v in x]
+        return [v if type(v) in shared else copy_stats(v) for v in x]
     if t is tuple:
-        return tuple([copy_stats(v) for v in x])
+        return tuple([v if type(v) in shared else copy_stats(v) for v in x])
     if t is set:
         return {copy_stats(v) for v in x}
     return copy.deepcopy(x)
@@ -140,10 +142,11 @@ class ResultCache:
         return hit[0], copy_stats(hit[1])
 
     def put(self, key: tuple | None, out: UOp, stats: dict[str, Any]) -> None:
-        """Keep a run's result, when its key is cacheable and no clock limited it."""
+        """Keep a run's result, when its key is cacheable and no clock limited it; not
+        its ``time`` (kept as None, in its place: a hit's caller sets its own)."""
         if key is None or not self.size or stats.get("time_limited", True):
             return
-        kept = copy_stats(stats)
+        kept = copy_stats({**stats, "time": None} if "time" in stats else stats)
         nodes = key[-1] if type(key[-1]) is int else 0
         with self._lock:
             old = self._data.pop(key, None)

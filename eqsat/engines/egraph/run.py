@@ -48,6 +48,7 @@ from eqsat.engines.egraph.pystep import (
 from eqsat.engines.egraph.record import Tracer
 from eqsat.engines.egraph.schedules import (
     COUNT_FN,
+    DEFAULT_LIMITS,
     STALL_EMITTED,
     STALL_GAIN,
     STALL_GROWTH,
@@ -102,8 +103,8 @@ class Run:
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
         self.orders = orders or {}
         # a default e-node budget (None) is resolved from the roots' unique nodes
-        self.limits = (Limits() if limits is None else limits).for_roots(roots or (),
-                                                                         self.orders)
+        self.limits = (DEFAULT_LIMITS if limits is None else limits).for_roots(
+            roots or (), self.orders)
         self.clock = Clock(self.limits.seconds) if clock is None else clock
         self.keep_egraph = keep_egraph
         self.times: dict[str, float] = {}  # seconds per phase

@@ -140,7 +140,7 @@ class Limits:
     @staticmethod
     def of(budget: Any) -> Limits:
         if budget is None:
-            return Limits()
+            return DEFAULT_LIMITS
         if isinstance(budget, Limits):
             return budget
         memory, enodes = budget.memory, budget.enodes
@@ -162,6 +162,10 @@ class Limits:
         for r in roots:
             seen.update(map(id, orders.get(id(r)) or r.toposort()))
         return replace(self, enodes=default_enodes(len(seen)))
+
+
+#: the limits of a call given no budget (frozen: one instance serves every call)
+DEFAULT_LIMITS = Limits()
 
 
 class Clock:
@@ -220,7 +224,16 @@ class Phase:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-_STATM: list[int] = [-1, -1]  # (pid, an open descriptor of that process's statm)
+_STATM: list[int] = [-1]  # an open descriptor of this process's statm (-1: none yet)
+
+
+def _forget_statm() -> None:
+    """In a forked child: the descriptor is the parent's file, so open the child's own."""
+    _STATM[0] = -1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_statm)
 
 
 def rss_bytes() -> int:
@@ -229,11 +242,9 @@ def rss_bytes() -> int:
     the opening process's), else the peak so far (``getrusage``; kilobytes on Linux,
     bytes on macOS), which only overstates it."""
     try:
-        pid = os.getpid()
-        if _STATM[0] != pid:
-            _STATM[1] = os.open("/proc/self/statm", os.O_RDONLY)
-            _STATM[0] = pid
-        return int(os.pread(_STATM[1], 128, 0).split()[1]) * _PAGE
+        if _STATM[0] < 0:
+            _STATM[0] = os.open("/proc/self/statm", os.O_RDONLY)
+        return int(os.pread(_STATM[0], 128, 0).split()[1]) * _PAGE
     except (OSError, ValueError, IndexError, AttributeError):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if os.uname().sysname == "Darwin" else peak * 1024

@@ -34,7 +34,9 @@ class Seeds:
     costs, the root where the baseline stops on a rule cycle: a kernel in parts joins
     them into the whole kernel's, :func:`~.parts.join_parts`); ``stopped``: the hard
     limit (``"time"``, ``"memory"``) that cut the baseline's rewrite short, leaving
-    that root and the ones after it unrewritten (None: every root was rewritten)."""
+    that root and the ones after it unrewritten (None: every root was rewritten);
+    ``input_orders``: each input's toposort (empty when not taken), read again by the
+    run's insertion and :func:`no_worse_than_start` rather than walked again."""
 
     inputs: list[UOp]
     roots: list[UOp]
@@ -43,6 +45,7 @@ class Seeds:
     order: list[UOp] = field(default_factory=list)
     rewrites: list[UOp] = field(default_factory=list)
     stopped: str | None = None
+    input_orders: list[list[UOp]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
@@ -75,7 +78,8 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
     rewrites: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
     stopped: str | None = None
-    for r in roots:
+    orders = [r.toposort() for r in roots]
+    for r, nodes in zip(roots, orders, strict=True):
         replace: dict[UOp, UOp] = {}
         try:
             b = r if stopped else graph_rewrite(r, pm, replace=replace, stop=stop)
@@ -92,12 +96,12 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
             continue
         out.append(b)
         costs.append(c_b)
-        for u in r.toposort():
+        for u in nodes:
             v = replace.get(u)
             if v is not None and v is not u:
                 pairs.setdefault(id(u), (u, v))
     every = list(pairs.values())
-    return Seeds(list(roots), out, costs, every, _order(every), rewrites, stopped)
+    return Seeds(list(roots), out, costs, every, _order(every), rewrites, stopped, orders)
 
 
 def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
@@ -116,11 +120,14 @@ def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
         costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
     fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0, "rescoped": 0}
     seen: set[int] = set()
+    orders = seeds.input_orders
     for i, (r, s, c_seed) in enumerate(zip(roots, seeds.roots, seeds.costs, strict=True)):
         c_in, c_out = costs[i]
-        open_at_root = _open_ranges(r)
-        seed_ok = _seed_ok(s, r, open_at_root)
-        if not _in_scope(outs[i], r, open_at_root):
+        nodes = orders[i] if orders else r.toposort()
+        open_at_root = _open_ranges(r, nodes)
+        seed_ok = _seed_ok(s, r, open_at_root, nodes)
+        # (a seed that may be an output is in scope: its open ranges were just checked)
+        if not (outs[i] is s and seed_ok) and not _in_scope(outs[i], r, open_at_root):
             o, sent_back = _scoped_sources(outs[i], r, s if seed_ok else r)
             if o is not None:
                 outs[i], c_out = o, cost(o)
@@ -172,11 +179,13 @@ def may_output(s: UOp, root: UOp) -> bool:
     return _seed_ok(s, root, _open_ranges(root))
 
 
-def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp]) -> bool:
+def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp],
+             root_nodes: list[UOp] | None = None) -> bool:
     """Whether the seed ``s`` of ``root`` may be an output: it prints and uses no loop
-    index outside its loop (``open_at_root``: the ranges ``root`` leaves open)."""
+    index outside its loop (``open_at_root``: the ranges ``root`` leaves open;
+    ``root_nodes``: ``root``'s toposort, when the caller has it)."""
     if s is root:
-        return _printable(s)
+        return _printable(s, root_nodes)
     nodes = s.toposort()
     return all(has_text_form(x.op) for x in nodes) and \
         _open_ranges(s, nodes) <= open_at_root
@@ -225,7 +234,8 @@ def _open_ranges(u: UOp, nodes: list[UOp] | None = None) -> frozenset[UOp]:
     return frozenset(ranges)
 
 
-def _printable(u: UOp) -> bool:
+def _printable(u: UOp, nodes: list[UOp] | None = None) -> bool:
     """Whether every op of ``u`` has a text form (a result must print; the extraction
-    takes an op without one only where its class has nothing else)."""
-    return all(has_text_form(x.op) for x in u.toposort())
+    takes an op without one only where its class has nothing else; ``nodes``: ``u``'s
+    toposort, when the caller has it)."""
+    return all(has_text_form(x.op) for x in (u.toposort() if nodes is None else nodes))

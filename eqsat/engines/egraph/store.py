@@ -206,11 +206,13 @@ class Store:
                 e.load()
 
     def select(self, roots: list[UOp], widen: bool = False,
-               extra: list[UOp] | None = None) -> dict[int, list[UOp]]:
+               extra: list[UOp] | None = None,
+               orders: list[list[UOp]] | None = None) -> dict[int, list[UOp]]:
         """Make current the e-graph ``roots`` need (``Program.kind_of``, of them and of
         the nodes ``extra`` lists; never the narrow one when ``widen``); the roots'
-        toposorts by ``id`` (for the insertion that follows)."""
-        orders = [r.toposort() for r in roots]
+        toposorts by ``id`` (for the insertion that follows; ``orders``: those
+        toposorts, when the caller has them)."""
+        orders = orders or [r.toposort() for r in roots]
         kind = self.program.kind_of(roots, orders + ([extra] if extra else []))
         self.cur = self.egraph_of("index" if widen and kind == "narrow" else kind)
         return {id(r): o for r, o in zip(roots, orders, strict=True)}

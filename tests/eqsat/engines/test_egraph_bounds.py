@@ -258,6 +258,7 @@ def test_the_memory_budget_stops_a_run(monkeypatch) -> None:
 
 def test_budget_memory_is_validated_and_per_run() -> None:
     assert Limits.of(Budget()).memory == Limits().memory > 1 << 30
+    assert Limits.of(Budget()) == Limits.of(None)  # (a call given no budget runs on these)
     assert Limits.of(Budget(memory=123)).memory == 123
     with pytest.raises(ValueError, match="memory"):
         Budget(memory=0)

@@ -216,6 +216,28 @@ def test_a_store_that_borrows_a_loop_index_goes_back_to_its_start() -> None:
     assert outs[0].src[0] is seeds.roots[0].src[0] and outs[0].src[1] is parse(_BORROWED).src[1]
 
 
+@pytest.mark.parametrize("root, out", [
+    (_LOOPS.format(a="(range 0 16)", b="(add (range 1 16) 0)"), _BORROWED),
+    (_LOOPS.format(a="(range 0 16)", b="(add (range 1 16) 0)"), None),  # (the seed itself)
+    ("(idiv (add (mul (var x 0 7) 4) 3) 4)", "(var x 0 7)"),
+    ("(mod (add (var x 0 7) 8) 4)", "(mod (add (var x 0 7) 8) 4)"),
+])
+def test_the_start_check_is_the_same_with_the_inputs_toposorts_or_without(root, out) -> None:
+    from dataclasses import replace
+
+    from eqsat.engines.egraph.seeding import baseline_seeds, no_worse_than_start
+    from extraction import get_cost_model
+
+    model = get_cost_model("reference")
+    seeds = baseline_seeds([parse(root)], session_for(None).program.selection, model)
+    assert seeds.input_orders == [seeds.inputs[0].toposort()]
+    o = seeds.roots[0] if out is None else parse(out)
+    with_orders, without = [o], [o]
+    got = no_worse_than_start(with_orders, seeds, model, None)
+    assert got == no_worse_than_start(without, replace(seeds, input_orders=[]), model, None)
+    assert with_orders[0] is without[0]
+
+
 def _batch_texts(graphs: list[UOp]) -> list[str]:
     clear_result_cache()
     from eqsat.engines.egraph import optimize_many as one_egraph

@@ -84,6 +84,9 @@ def test_a_run_a_clock_cut_short_is_not_kept():
     cache.put(key, g, {"stop_reason": "saturated", "time_limited": False})
     out, stats = cache.get(key)
     assert out is g and stats == {"stop_reason": "saturated", "time_limited": False}
+    cache.put(key, g, {"time": {"total": 1.0}, "matches": {"r": 1}, "time_limited": False})
+    out, stats = cache.get(key)  # (the times left out, in their place: a hit sets its own)
+    assert list(stats.items()) == [("time", None), ("matches", {"r": 1}), ("time_limited", False)]
 
 
 def test_kept_egraph_calls_bypass_the_cache():
