@@ -153,14 +153,17 @@ def unsubsume_costlier(run: Run, roots: list[UOp], handles: list[int], outs: lis
 
 def _pricer(run: Run, priced: dict[int, tuple[UOp, float]] | None = None
             ) -> Callable[[UOp], float]:
-    """``run.model.graph_cost``, with the costs known already: the baseline's seeds'
-    (each root's start, its input or the baseline's cheaper rewrite, was priced under
-    the run's model, and an extracted term is often that start: hash-consed, the same
-    object) and ``priced`` (``id(term) -> (term, its cost)``)."""
+    """``run.model.graph_cost``, with the costs known already: the inputs' and the
+    baseline's seeds' (each root's input and start, its input or the baseline's cheaper
+    rewrite, was priced under the run's model, and an extracted term is often one of
+    them: hash-consed, the same object) and ``priced`` (``id(term) -> (term, its
+    cost)``)."""
     cost = run.model.graph_cost
     seeds = run.seeds
     known = dict(priced) if priced else {}
     if seeds is not None:
+        inputs = zip(seeds.inputs, seeds.input_costs, strict=False)  # (may be untaken)
+        known.update((id(r), (r, c)) for r, c in inputs)
         known.update((id(s), (s, c)) for s, c in zip(seeds.roots, seeds.costs, strict=True))
     if not known:
         return cost

@@ -36,7 +36,9 @@ class Seeds:
     limit (``"time"``, ``"memory"``) that cut the baseline's rewrite short, leaving
     that root and the ones after it unrewritten (None: every root was rewritten);
     ``input_orders``: each input's toposort (empty when not taken), read again by the
-    run's insertion and :func:`no_worse_than_start` rather than walked again."""
+    run's insertion and :func:`no_worse_than_start` rather than walked again;
+    ``input_costs``: each input's cost under the model (empty when not taken), which
+    the extraction's pricing reads rather than price an input again."""
 
     inputs: list[UOp]
     roots: list[UOp]
@@ -46,6 +48,7 @@ class Seeds:
     rewrites: list[UOp] = field(default_factory=list)
     stopped: str | None = None
     input_orders: list[list[UOp]] = field(default_factory=list)
+    input_costs: list[float] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Seeds(<{len(self.roots)} roots>, <{len(self.pairs)} pairs>)"
@@ -72,9 +75,12 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
     try:
         pm = matcher(selection)
     except RulesetError:
-        return Seeds(list(roots), list(roots), [cost(r) for r in roots], rewrites=list(roots))
+        costs = [cost(r) for r in roots]
+        return Seeds(list(roots), list(roots), costs, rewrites=list(roots),
+                     input_costs=list(costs))
     out: list[UOp] = []
     costs: list[float] = []
+    input_costs: list[float] = []
     rewrites: list[UOp] = []
     pairs: dict[int, tuple[UOp, UOp]] = {}
     stopped: str | None = None
@@ -89,6 +95,7 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
             b, stopped = r, e.reason
         rewrites.append(b)
         c_r = cost(r)
+        input_costs.append(c_r)
         c_b = c_r if b is r else cost(b)
         if c_b >= c_r:
             out.append(r)  # (no cheaper start: its rewrites would only crowd the e-graph)
@@ -101,7 +108,8 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
             if v is not None and v is not u:
                 pairs.setdefault(id(u), (u, v))
     every = list(pairs.values())
-    return Seeds(list(roots), out, costs, every, _order(every), rewrites, stopped, orders)
+    return Seeds(list(roots), out, costs, every, _order(every), rewrites, stopped, orders,
+                 input_costs)
 
 
 def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
