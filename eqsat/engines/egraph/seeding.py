@@ -195,8 +195,7 @@ def _seed_ok(s: UOp, root: UOp, open_at_root: frozenset[UOp],
     if s is root:
         return _printable(s, root_nodes)
     nodes = s.toposort()
-    return all(has_text_form(x.op) for x in nodes) and \
-        _open_ranges(s, nodes) <= open_at_root
+    return _printable(s, nodes) and _open_ranges(s, nodes) <= open_at_root
 
 
 def _scoped_sources(out: UOp, root: UOp, start: UOp) -> tuple[UOp | None, int]:
