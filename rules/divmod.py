@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import Any
 
 from eqsat.ir.dtype import dtypes
-from eqsat.ir.linear import Lin, LinBuilder
+from eqsat.ir.linear import Lin, LinBuilder, lin_bounds
 from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
 from eqsat.ir.uop import UOp, node_cache
@@ -53,11 +53,12 @@ from rules.computed import PyRule, divmod_pyrules, sum_pyrules
 from rules.divmod_core import (
     ADVANCED,
     DIVMOD_RULES,
+    GENERAL,
     RANGE_BASED,
     RECOMBINE,
     SUM_RULES,
     DivModRule,
-    fold_divmod_general,
+    normalize_signs,
 )
 from rules.lang import Law, baseline_groups, egraph_rules, laws_by_group, py, rule
 
@@ -458,19 +459,85 @@ def _divisor_ok(y: UOp) -> bool:
     return y.vmin > 0 or y.vmax < 0
 
 
+#: an index division node (by uid) -> the core's reading of it, shared by every core rule
+#: the ordered matcher tries on it (about twenty): ``[op, x, y, norm]``, or
+#: :data:`_REFUSED` where ``DivModRule.out`` lets no rule fire (the divisor's range holds
+#: 0, an atom may be Invalid); ``norm`` is :func:`normalize_signs`'s answer, made at the
+#: first rule written for ``x >= 0, y > 0`` (``_UNSET`` before)
+_READING: dict[int, Any] = node_cache()
+_REFUSED: list[Any] = []
+_UNSET = object()
+#: a core rule as :func:`_first_out` runs it: its ops, its core, and the core's
+#: sign-normalized body (``_normalized``'s ``raw``, else None)
+_Step = tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any] | None]
+
+
+def _steps(rules: Iterable[DivModRule]) -> tuple[_Step, ...]:
+    return tuple((r.ops, r.core, getattr(r.core, "raw", None)) for r in rules)
+
+
+def _reading(d: UOp) -> list[Any]:
+    """The division ``d`` read by the core, once for all its rules (:data:`_READING`):
+    what ``DivModRule.out`` checks before a core runs, made once."""
+    hit = _READING.get(d.uid)
+    if hit is not None:
+        return hit
+    x, y = to_lin(d.src[0]), to_lin(d.src[1])
+    ylo, yhi = lin_bounds(y, UOP_CTX)
+    if ylo <= 0 <= yhi or not UOpCtx(d).invalid_free((x, y)):
+        hit = _REFUSED
+    else:
+        hit = [_op_name(d), x, y, _UNSET]
+    _READING[d.uid] = hit
+    return hit
+
+
+def _first_out(steps: tuple[_Step, ...], d: UOp) -> UOp | None:
+    """The term of the first of ``steps`` that rewrites ``d``, or None: each step's
+    ``DivModRule.fn`` on ``d``'s forms in ``d``'s scope, the checks every rule repeats
+    read once (:func:`_reading`), the sign normalization made once for the rules that
+    need it and each result negated back as their ``_normalized`` wrapper does."""
+    r = _reading(d)
+    if r is _REFUSED:
+        return None
+    op, x, y, norm = r
+    ctx = UOpCtx(d)
+    for ops, core, raw in steps:
+        if op not in ops:
+            continue
+        if raw is None:
+            out = core(op, x, y, ctx)
+        else:
+            if norm is _UNSET:
+                norm = r[3] = normalize_signs(op, x, y, ctx)
+            if norm is None:
+                continue
+            out = raw(op, norm[0], norm[1], ctx)
+            if out is not None and norm[2]:
+                out = -out
+        if out is not None:
+            return out.emit(ctx)
+    return None
+
+
 def _twin(rule: DivModRule, group: str) -> Rule:
     """The baseline Rule of a core rule: match ``x OP y`` on index, read Lins, apply."""
     ops = [o for o, n in _OPNAME.items() if n in rule.ops]
+    steps = _steps([rule])
 
-    def build(d: UOp, x: UOp, y: UOp) -> UOp | None:
-        return rule.fn(_op_name(d), to_lin(x), to_lin(y), UOpCtx(d))
+    def build(d: UOp) -> UOp | None:
+        return _first_out(steps, d)
 
     return Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
                 build=build, guard=_divisor_ok, group=group)
 
 
-def _fold_general(d: UOp, x: UOp, y: UOp) -> UOp | None:
-    return fold_divmod_general(_op_name(d), to_lin(x), to_lin(y), UOpCtx(d))
+_GENERAL = _steps(GENERAL)
+
+
+def _fold_general(d: UOp) -> UOp | None:
+    """:func:`fold_divmod_general` on ``d`` (its eight rules in order, first wins)."""
+    return _first_out(_GENERAL, d)
 
 
 fold_divmod_general_rule = Rule(

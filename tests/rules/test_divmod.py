@@ -21,7 +21,7 @@ from eqsat.ir.ops import Ops
 from eqsat.ir.pattern import PatternMatcher, graph_rewrite
 from rules import symbolic
 from rules.divmod import GROUPS, UOP_CTX, UOpCtx, recombine_prepass, to_lin
-from rules.divmod_core import SUM_RULES
+from rules.divmod_core import RULES_BY_NAME, SUM_RULES, fold_divmod_general
 from tests.rules._cases import engines_test
 from tests.strategies import assignments, int_exprs
 
@@ -478,6 +478,41 @@ def test_uop_ctx_invalid_free_reads_the_scope_then_the_atoms(scope: str, free: b
 ])
 def test_recombine_divmod_sum_guard_needs_a_mod_term(s: str, has: bool):
     assert RULES["recombine_divmod_sum"].guard(parse(s)) is has
+
+
+def _core_fn(name: str):
+    """The core's own ``fn`` a baseline twin runs (fold_divmod_general: its eight)."""
+    return fold_divmod_general if name == "fold_divmod_general" else RULES_BY_NAME[name].fn
+
+
+#: the core rules the ordered matcher runs, each through its twin's build
+TWINS = sorted(n for n in RULES if n in RULES_BY_NAME or n == "fold_divmod_general")
+#: divisions the twins' shared reading must refuse or read alike: a divisor's range
+#: holding 0, an Invalid operand, a negative dividend or divisor, a symbolic divisor
+DIVISIONS = [
+    "(idiv (add (mul (var a 0 7) 4) (var b 0 3)) (var n -1 2))",
+    "(mod (add (mul (var a 0 7) 4) (where (lt (var b 0 5) 3) (var b 0 5) (invalid))) 4)",
+    "(idiv (sub (mul (var t -5 0) 6) 3) 3)", "(mod (add (mul (var t -5 0) 6) -2) -4)",
+    "(idiv (add (mul (var a 0 7) (var n 1 4)) (var b 0 5)) (var n 1 4))",
+]
+
+
+def _grid_divisions() -> list[UOp]:
+    from rules.proof.python import _grid
+    return [parse(s) for s in DIVISIONS] + [d for _, _, d in _grid()[::7]]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_twin_build_is_the_core_fn(name: str):
+    r = RULES[name]
+    for d in _grid_divisions():
+        if d.op not in r.pattern.ops:
+            continue
+        x, y = d.src
+        want = _core_fn(name)("idiv" if d.op is Ops.IDIV else "mod", to_lin(x), to_lin(y),
+                              UOpCtx(d))
+        got = r.build(d) if r.guard(y) else None
+        assert got is (want if r.guard(y) else None), (name, to_sexpr(d))
 
 
 def _division_chain(depth: int) -> UOp:
