@@ -9,6 +9,7 @@ builder can read the dtype of each of the rule's types from a node of the match.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from rules.common import (
 )
 from rules.lang import _ALL, COMMUTATIVE, G, Law, Term, conjuncts
 
-__all__ = ["compile_baseline", "literal_matches", "guard_value"]
+__all__ = ["compile_baseline", "literal_matches", "guard_value", "guard_fn"]
 
 _CONSTS = (Ops.CONST, Ops.VCONST)
 
@@ -169,6 +170,124 @@ def guard_value(g: G, b: dict[str, UOp], dt: Callable[[G], DType]) -> Any:
     return {"+": a + c, "-": a - c, "*": a * c, "&": a & c, "|": a | c, "^": a ^ c}[op]
 
 
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne}
+_INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+    "|": operator.or_, "^": operator.xor}
+_ALWAYS = ("true", "dtype", "dteq", "safe", "form", "valid", "total")
+_Eval = Callable[[dict[str, UOp]], Any]
+
+
+def guard_fn(g: G, dt: Callable[[dict[str, UOp], G], DType]) -> _Eval:
+    """:func:`guard_value` of ``g`` as a function of the bindings alone: the tree read
+    once, here, not at every match (``dt(b, ref)``: the dtype of a dtype reference).
+    Each node gives what :func:`guard_value` gives it."""
+    k = g[0]
+    if k == "num":
+        v = g[1]
+        return lambda b: v
+    if k in _ALWAYS:
+        return lambda b: True
+    if k == "const":
+        name = g[1]
+        return lambda b: _num(b[name].arg)
+    if k == "bound":
+        name = g[2]
+        if g[1] == "vmin":
+            return lambda b: _num(b[name].vmin)
+        return lambda b: _num(b[name].vmax)
+    if k == "dlim":
+        ref, low = g[2], g[1] == "dmin"
+
+        def dlim(b: dict[str, UOp]) -> Any:
+            d = dt(b, ref).scalar()
+            return _num(d.min if low else d.max)
+        return dlim
+    if k == "not":
+        inner = guard_fn(g[1], dt)
+
+        def negation(b: dict[str, UOp]) -> Any:
+            v = inner(b)
+            return None if v is None else not v
+        return negation
+    if k in ("and", "or"):
+        return _junction(k, [guard_fn(x, dt) for x in g[1:]])
+    return _operation(g, [guard_fn(x, dt) for x in g[2:]])
+
+
+def _junction(k: str, parts: list[_Eval]) -> _Eval:
+    """:func:`guard_fn` of an ``and`` or an ``or`` of ``parts``."""
+    if k == "and":
+        def conjunction(b: dict[str, UOp]) -> Any:
+            for f in parts:
+                v = f(b)
+                if not v:
+                    return v
+            return True
+        return conjunction
+
+    def disjunction(b: dict[str, UOp]) -> Any:
+        out: Any = False
+        for f in parts:
+            v = f(b)
+            if v:
+                return True
+            if v is None:
+                out = None
+        return out
+    return disjunction
+
+
+def _operation(g: G, args: list[_Eval]) -> _Eval:
+    """:func:`guard_fn` of a comparison, a call or an arithmetic node over ``args`` (all
+    evaluated; None when one is None)."""
+    k, op = g[0], g[1]
+    if k == "cmp":
+        cmp = _CMP[op]
+        fa, fc = args
+
+        def comparison(b: dict[str, UOp]) -> Any:
+            a, c = fa(b), fc(b)
+            return None if a is None or c is None else cmp(a, c)
+        return comparison
+    if k == "call":
+        def call(b: dict[str, UOp]) -> Any:
+            vals = [f(b) for f in args]
+            if any(v is None for v in vals):
+                return None
+            if op == "abs":
+                return abs(vals[0])
+            return min(vals) if op == "min" else max(vals)
+        return call
+    fa, fc = args
+
+    def arithmetic(b: dict[str, UOp]) -> Any:
+        a, c = fa(b), fc(b)
+        if a is None or c is None:
+            return None
+        return _arith(op, a, c)
+    return arithmetic
+
+
+def _arith(op: str, a: Any, c: Any) -> Any:
+    """``a op c`` as :func:`guard_value` computes a ``bin`` node (None: undefined)."""
+    if isinstance(a, float) or isinstance(c, float):
+        if op in ("+", "-", "*") and not (math.isinf(a) and math.isinf(c)):
+            return 0 if op == "*" and 0 in (a, c) else _INT_BIN[op](a, c)
+        return None
+    if op in ("//", "%"):
+        if c == 0:
+            return None
+        return cdiv(a, c) if op == "//" else cmod(a, c)
+    if op in ("<<", ">>"):
+        if c < 0 or c > 256:
+            return None
+        return a << c if op == "<<" else a >> c
+    return _INT_BIN[op](a, c)
+
+
 def compile_baseline(law: Law) -> Rule:
     """The ordered matcher's rule of ``law``."""
     names = _names(law)
@@ -216,6 +335,8 @@ def compile_baseline(law: Law) -> Rule:
             return dtype_of(b, tvar_tid[ref[1]])
         return b[ref[1]].dtype
 
+    numeric_fns = [guard_fn(c, ref_dt) for c in numeric]
+
     def guard(**b: UOp) -> bool:
         for s, allowed in checks:
             d = b[s].dtype
@@ -247,8 +368,8 @@ def compile_baseline(law: Law) -> Rule:
                 return False
         if vec_consts and not any(b[n].op is Ops.VCONST for n in vec_consts):
             return False  # the vector rules fold what has a vector constant
-        for c in numeric:
-            if not guard_value(c, b, lambda r: ref_dt(b, r)):
+        for f in numeric_fns:
+            if not f(b):
                 return False
         return True
 

@@ -6,7 +6,11 @@ What a rule's text is refused for, what its one definition compiles to in each e
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eqsat import parse, to_sexpr
 from rules.lang import LangError, rule
@@ -148,3 +152,42 @@ def test_shares(text: str, shares: str, kw: dict, want: str) -> None:
     (True, "true", True), (True, "1", False), (False, "0", False)])
 def test_literal_matches(lit: object, const: str, want: bool) -> None:
     assert literal_matches(lit)(parse(const)) is want
+
+
+def _guard_conjuncts() -> list:
+    """Every conjunct of every guard of the ordered matcher's rules of the language."""
+    import rules
+    from rules.lang import conjuncts
+    return [c for r in rules.matcher().rules if hasattr(r, "law")
+            for c in conjuncts(r.law.guard)]
+
+
+_VALUES = st.sampled_from([0, 1, -1, 2, 3, -4, 7, 2**31 - 1, -2**31, 2**62, True, False,
+                           0.0, -0.0, 0.5, -2.5, math.inf, -math.inf, math.nan])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_guard_fn_gives_what_guard_value_gives(data):
+    from types import SimpleNamespace
+
+    from eqsat.ir.dtype import DType
+    from rules.lang_baseline import guard_fn, guard_value
+    dts = [DType.parse(n) for n in ("i8", "i32", "index", "f32")]
+    for c in _guard_conjuncts():
+        names = {x for x in _leaves(c)}
+        b = {n: SimpleNamespace(arg=data.draw(_VALUES), vmin=data.draw(_VALUES),
+                                vmax=data.draw(_VALUES)) for n in names}
+        dt = data.draw(st.sampled_from(dts))
+        want = guard_value(c, b, lambda r, dt=dt: dt)
+        got = guard_fn(c, lambda b, r, dt=dt: dt)(b)
+        assert repr(got) == repr(want) and type(got) is type(want), (c, b)
+
+
+def _leaves(g: tuple) -> list[str]:
+    """The binding names a guard tree reads (a const's, a bound's)."""
+    if g[0] == "const":
+        return [g[1]]
+    if g[0] == "bound":
+        return [g[2]]
+    return [n for x in g[1:] if isinstance(x, tuple) for n in _leaves(x)]
