@@ -642,6 +642,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
     stack: list[tuple[UOp, int, UOp]] = [(root, 0, root)]
     on_stack = {root}
     rewrite = pm.rewrite
+    get = replace.get
     while stack:
         n, stage, new_n = stack.pop()
         if n in replace:
@@ -657,18 +658,14 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
                 continue
             stage = 1  # (no source pushed: stage 1 would be popped next; taken now)
         if stage == 1:
-            tmp = []
-            same = True
-            for x in new_n.src:
-                rx = replace.get(x)
-                if rx is None:
-                    waitlist.setdefault(x, []).append((n, 1, new_n))
-                    break
-                if rx is not x:
-                    same = False
-                tmp.append(rx)
+            # the sources' rewrites, read in C (nodes compare by identity); the first
+            # source not rewritten yet holds this entry until it is
+            src = new_n.src
+            tmp = tuple(map(get, src))
+            if None in tmp:
+                waitlist.setdefault(src[tmp.index(None)], []).append((n, 1, new_n))
             else:
-                if same:
+                if tmp == src:
                     matched += 1
                     if stop is not None and matched % STOP_CHECK_EVERY == 0 and \
                             (why := stop()):
@@ -687,7 +684,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, limit: int = 1000,
                             f"graph_rewrite: one node rewritten more than {limit} times; "
                             f"rules involved: {', '.join(dict.fromkeys(names))}")
                 else:
-                    nxt = UOp(new_n.op, new_n.dtype, tuple(tmp), new_n.arg)
+                    nxt = UOp(new_n.op, new_n.dtype, tmp, new_n.arg)
                     count, names = chain.get(new_n, 0), history.get(new_n, ())
                 if chain.get(nxt, -1) < count:
                     chain[nxt], history[nxt] = count, names
