@@ -465,7 +465,7 @@ def _divisor_ok(y: UOp) -> bool:
 #: 0, an atom may be Invalid); ``norm`` is :func:`normalize_signs`'s answer, made at the
 #: first rule written for ``x >= 0, y > 0`` (``_UNSET`` before)
 _READING: dict[int, Any] = node_cache()
-_REFUSED: list[Any] = []
+_REFUSED: list[Any] = [None]  # (true, as every reading is: ``get(uid) or _reading(d)``)
 _UNSET = object()
 #: a core rule as :func:`_first_out` runs it: its ops, its core, and the core's
 #: sign-normalized body (``_normalized``'s ``raw``, else None)
@@ -477,11 +477,8 @@ def _steps(rules: Iterable[DivModRule]) -> tuple[_Step, ...]:
 
 
 def _reading(d: UOp) -> list[Any]:
-    """The division ``d`` read by the core, once for all its rules (:data:`_READING`):
+    """The division ``d`` read by the core for all its rules, put in :data:`_READING`:
     what ``DivModRule.out`` checks before a core runs, made once."""
-    hit = _READING.get(d.uid)
-    if hit is not None:
-        return hit
     x, y = to_lin(d.src[0]), to_lin(d.src[1])
     ylo, yhi = lin_bounds(y, UOP_CTX)
     if ylo <= 0 <= yhi or not UOpCtx(d).invalid_free((x, y)):
@@ -497,7 +494,7 @@ def _first_out(steps: tuple[_Step, ...], d: UOp) -> UOp | None:
     ``DivModRule.fn`` on ``d``'s forms in ``d``'s scope, the checks every rule repeats
     read once (:func:`_reading`), the sign normalization made once for the rules that
     need it and each result negated back as their ``_normalized`` wrapper does."""
-    r = _reading(d)
+    r = _READING.get(d.uid) or _reading(d)
     if r is _REFUSED:
         return None
     op, x, y, norm = r

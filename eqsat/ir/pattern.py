@@ -592,6 +592,8 @@ class PatternMatcher:
             key: tuple[int, ...] = (u.op._value_, src[0].op._value_, src[1].op._value_)
         elif n == 1:
             key = (u.op._value_, src[0].op._value_)
+        elif not n:
+            key = (u.op._value_,)
         else:
             key = (u.op._value_, *[s.op._value_ for s in src])
         rules = self._cands.get(key)
