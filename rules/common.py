@@ -102,7 +102,14 @@ def somewhere_below(u: UOp, cache: dict[int, bool],
                 if s.uid not in cache:
                     stack.append((s, False))
             continue
-        cache[n.uid] = here(n) or any(cache[s.uid] for s in n.src)
+        v = here(n)
+        if not v:  # (a loop, not any() over a generator: most nodes have two sources)
+            v = False
+            for s in n.src:
+                if cache[s.uid]:
+                    v = True
+                    break
+        cache[n.uid] = v
     return cache[u.uid]
 
 

@@ -364,6 +364,9 @@ class UOp:
                 if s not in seen:
                     seen.add(s)
                     src = s.src + extra.get(s, ()) if extra else s.src
+                    if not src:  # (a leaf is listed at once: no entry of its own)
+                        out.append(s)
+                        continue
                     stack.append((s, iter(src)))
                     break
             else:
