@@ -15,9 +15,10 @@ first whose guard holds and whose builder returns a node wins.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
 from typing import Any
@@ -388,10 +389,18 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     return FunctionType(code, _GEN_GLOBALS, code.co_name, tuple(consts.values()))
 
 
+@functools.lru_cache(maxsize=8)
+def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    """``fn``'s parameters. A rule's guard and build are each read four or five times as
+    the rule is made (its checks, its callers, its generated ``apply``): the last few
+    functions' kept, so that each is read once."""
+    return inspect.signature(fn).parameters
+
+
 def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | None:
     """``fn``'s parameters when :func:`_kwargs_caller` passes a match binding ``names``
     to it by position (every parameter positional-or-keyword and bound), else None."""
-    params = inspect.signature(fn).parameters
+    params = _parameters(fn)
     if all(q.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and q.name in names
            for q in params.values()):
         return tuple(params)
@@ -400,7 +409,7 @@ def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | N
 
 def _keywords_only(fn: Callable[..., Any]) -> bool:
     """``fn`` takes only ``**kw``: :func:`_kwargs_caller` passes it every binding."""
-    params = list(inspect.signature(fn).parameters.values())
+    params = list(_parameters(fn).values())
     return len(params) == 1 and params[0].kind is inspect.Parameter.VAR_KEYWORD
 
 
@@ -460,7 +469,7 @@ def _pattern_names(p: UPat) -> set[str]:
 
 def _check_params(rule: str, what: str, fn: Callable[..., Any], names: set[str]) -> None:
     """Every parameter ``fn`` needs must be a name the pattern binds."""
-    for p in inspect.signature(fn).parameters.values():
+    for p in _parameters(fn).values():
         if p.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
             continue
         if p.default is inspect.Parameter.empty and p.name not in names:
@@ -473,7 +482,7 @@ def _kwargs_caller(fn: Callable[..., Any]) -> Callable[[dict[str, UOp]], Any]:
     every parameter can be passed by position, a match that binds them all (most do:
     only a variadic pattern's child binds nothing on a node without sources) passes
     them so, without building a keyword dict."""
-    params = inspect.signature(fn).parameters
+    params = _parameters(fn)
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return lambda b: fn(**b)
     names = tuple(params)
