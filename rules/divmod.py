@@ -533,7 +533,8 @@ _GENERAL = _steps(GENERAL)
 
 
 def _fold_general(d: UOp) -> UOp | None:
-    """:func:`fold_divmod_general` on ``d`` (its eight rules in order, first wins)."""
+    """``rules.divmod_core.fold_divmod_general`` on ``d`` (its eight rules in order, the
+    first result winning)."""
     return _first_out(_GENERAL, d)
 
 
