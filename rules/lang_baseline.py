@@ -102,6 +102,14 @@ def _num(v: Any) -> Any:
     return int(v) if isinstance(v, bool) else v
 
 
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne}
+_INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+    "|": operator.or_, "^": operator.xor}
+
+
 def guard_value(g: G, b: dict[str, UOp], dt: Callable[[G], DType]) -> Any:
     """The numeric guard ``g`` over the bindings ``b`` (exact arithmetic, C division);
     ``dt`` gives the dtype of a dtype reference. Dtype and form conjuncts are checked
@@ -145,37 +153,14 @@ def guard_value(g: G, b: dict[str, UOp], dt: Callable[[G], DType]) -> Any:
     if any(a is None for a in args):
         return None
     if k == "cmp":
-        a, c = args
-        return {"<": a < c, "<=": a <= c, ">": a > c, ">=": a >= c, "==": a == c,
-                "!=": a != c}[g[1]]
+        return _CMP[g[1]](*args)
     if k == "call":
         if g[1] == "abs":
             return abs(args[0])
         return min(args) if g[1] == "min" else max(args)
-    a, c = args
-    if any(isinstance(x, float) for x in (a, c)):
-        if g[1] in ("+", "-", "*") and not (math.isinf(a) and math.isinf(c)):
-            return {"+": a + c, "-": a - c, "*": a * c}[g[1]] if not (
-                g[1] == "*" and 0 in (a, c)) else 0
-        return None
-    op = g[1]
-    if op in ("//", "%"):
-        if c == 0:
-            return None
-        return cdiv(a, c) if op == "//" else cmod(a, c)
-    if op in ("<<", ">>"):
-        if c < 0 or c > 256:
-            return None
-        return a << c if op == "<<" else a >> c
-    return {"+": a + c, "-": a - c, "*": a * c, "&": a & c, "|": a | c, "^": a ^ c}[op]
+    return _arith(g[1], *args)
 
 
-_CMP: dict[str, Callable[[Any, Any], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne}
-_INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
-    "|": operator.or_, "^": operator.xor}
 _ALWAYS = ("true", "dtype", "dteq", "safe", "form", "valid", "total")
 _Eval = Callable[[dict[str, UOp]], Any]
 
@@ -272,7 +257,8 @@ def _operation(g: G, args: list[_Eval]) -> _Eval:
 
 
 def _arith(op: str, a: Any, c: Any) -> Any:
-    """``a op c`` as :func:`guard_value` computes a ``bin`` node (None: undefined)."""
+    """``a op c`` of a guard's ``bin`` node (None: undefined): exact arithmetic on
+    integers, C division, shifts by 0 to 256 only; on floats ``+ - *`` only."""
     if isinstance(a, float) or isinstance(c, float):
         if op in ("+", "-", "*") and not (math.isinf(a) and math.isinf(c)):
             return 0 if op == "*" and 0 in (a, c) else _INT_BIN[op](a, c)
