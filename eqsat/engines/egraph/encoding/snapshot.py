@@ -729,14 +729,14 @@ def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, An
     """``(op, dtype, arg, children)`` of an e-node for the extractor (None: not an IR node)."""
     c, fields = n.ctor, n.fields
     if c == "Cst":
-        dt = _dtype(fields[0])
+        dt = dtype_of(fields[0])
         return _CONST, dt, const_value(dt, fields[1]), ()
     op = CTOR_OP.get(c)
     if op is not None:
-        return op, _dtype(fields[0]), None, fields[1:]
+        return op, dtype_of(fields[0]), None, fields[1:]
     if c == "Cons" or c == "Nil" or (op := _OP_OF_NAME.get(fields[0])) is None:
         return None  # a list cell, or an engine-internal leaf (a context variable)
-    dt, a = _dtype(fields[1]), args.arg(fields[2])
+    dt, a = dtype_of(fields[1]), args.arg(fields[2])
     if c == "Leaf":
         return op, dt, a, ()
     if c == "GL":
@@ -747,13 +747,3 @@ def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, An
 _CONST = Ops.CONST
 #: an op by its name (``Ops[name]`` runs the enum's Python ``__getitem__``)
 _OP_OF_NAME: dict[str, Ops] = dict(Ops.__members__)
-#: a dtype by its name, parsed once (dtypes are interned and immutable)
-_DTYPES: dict[str, DType] = {}
-
-
-def _dtype(name: str) -> DType:
-    """``dtype_of(name)``, parsed once per name."""
-    dt = _DTYPES.get(name)
-    if dt is None:
-        dt = _DTYPES[name] = dtype_of(name)
-    return dt
