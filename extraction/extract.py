@@ -274,8 +274,9 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         if dt is None or not (dt.is_int or dt.is_bool):
             continue
         r, b = rank[c], best[c]
+        # (the cost first: most e-nodes cost more, and it is read without a generator)
         ties = [n for n in class_nodes[c]
-                if all(-1 < rank[k] < r for k in nch[n]) and _tree_cost(cost, best, n, nch[n]) == b]
+                if _tree_cost(cost, best, n, nch[n]) == b and all(-1 < rank[k] < r for k in nch[n])]
         if len(ties) < 2 or len({(id(nodes[n].op), tuple(sorted(nch[n]))) for n in ties}) < 2:
             continue
         try:
