@@ -199,7 +199,9 @@ class _Compiled:
                 name = names.get(id(dt))
                 if name is None:
                     name = names[id(dt)] = str(dt)
-                add((op_name[id(op)], name, _NONE_KEY if arg is None else _sort_key(arg)))
+                # (_sort_key's answer for the usual args, without a call)
+                add((op_name[id(op)], name, _NONE_KEY if arg is None else
+                     (1, arg, "") if type(arg) is int else _sort_key(arg)))
             self.labels = labels
         return self.labels
 

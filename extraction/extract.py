@@ -48,7 +48,8 @@ __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extra
            "extract_dag", "sharing_impossible",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
-           "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure"]
+           "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure",
+           "REBUILT_OPS"]
 
 T = TypeVar("T")
 INF = math.inf
@@ -98,7 +99,12 @@ def uop_builder(node: ENode, children: tuple[UOp, ...]) -> UOp:
                               "(no op/dtype): give build() your own callback")
     u = UOp(node.op, node.dtype, children, node.arg)
     # a range class extracted as its constant: that loop ran once, and is gone
-    return drop_folded_ranges(u) if u.op in (Ops.END, Ops.REDUCE) else u
+    return drop_folded_ranges(u) if u.op in REBUILT_OPS else u
+
+
+#: the ops whose node :func:`uop_builder` may build as another node (a loop folded to a
+#: constant is dropped), read once (an ``Ops.X`` read runs the enum's Python code)
+REBUILT_OPS = (Ops.END, Ops.REDUCE)
 
 
 def build_terms(selection: Mapping[ClassId, ENode], roots: Sequence[ClassId],
@@ -268,8 +274,9 @@ def tighter_ties(comp: _Compiled, cost: list[float], choice: list[int], best: li
         if dt is None or not (dt.is_int or dt.is_bool):
             continue
         r, b = rank[c], best[c]
+        # (the cost first: most e-nodes cost more, and it is read without a generator)
         ties = [n for n in class_nodes[c]
-                if all(-1 < rank[k] < r for k in nch[n]) and _tree_cost(cost, best, n, nch[n]) == b]
+                if _tree_cost(cost, best, n, nch[n]) == b and all(-1 < rank[k] < r for k in nch[n])]
         if len(ties) < 2 or len({(id(nodes[n].op), tuple(sorted(nch[n]))) for n in ties}) < 2:
             continue
         try:
@@ -439,6 +446,12 @@ def _tight_tree(comp: _Compiled, cost: list[float], relevant: list[bool],
     bounds (:func:`tighter_ties`, which fills ``terms``): the choice among equal-cost
     terms depends on the terms, not on the e-graph's numbering (what else it holds, the
     order it was built)."""
+    # a class of one e-node has no tie to break, and a class's best does not depend on
+    # the order its e-node's children became final: without a class of two e-nodes the
+    # plain pass gives the same choice
+    if max(map(len, comp.class_nodes), default=0) < 2:
+        choice, best, _order, _keys, _depth = _tree_pass(comp, cost, relevant)
+        return choice, best
     choice, best, order, keys, depth = _tree_pass(comp, cost, relevant, content=True)
     tighter_ties(comp, cost, choice, best, order, keys, depth, terms)
     return choice, best

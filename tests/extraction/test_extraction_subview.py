@@ -3,6 +3,7 @@ the grounding of extract_roots: each must equal what the plain construction give
 
 from __future__ import annotations
 
+import math
 import random
 from types import SimpleNamespace
 
@@ -23,7 +24,14 @@ from extraction import (
     uop_builder,
 )
 from extraction.egraph_view import _sort_key
-from extraction.extract import _tight_tree, closure, reachable_region, rechoose, tree_choice
+from extraction.extract import (
+    _tight_tree,
+    _tree_pass,
+    closure,
+    reachable_region,
+    rechoose,
+    tree_choice,
+)
 from extraction.synth import random_view
 
 I = dtypes.index  # noqa: E741
@@ -452,3 +460,22 @@ def test_tree_choice_keeps_the_terms_its_tie_break_built():
 
     assert tc.built and all(u is term(c) for c, u in tc.built.items())
     assert tc.terms([0], uop_builder, dict(tc.built)) == tc.terms([0], uop_builder, {})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_view_of_one_enode_per_class_has_no_tie_to_break(seed):
+    """Without a class of two e-nodes the tree pass skips the content keys: it chooses
+    what the content-ordered pass chooses, at the same costs (a class on a cycle: none)."""
+    v = random_view(seed, n_classes=rng_n(seed), max_nodes_per_class=1)
+    nodes = [ns[0] for ns in v.classes.values()]
+    # a class whose only e-node names itself, and one above it: neither has a term
+    nodes += [ENode("loop", "cl", Ops.ADD, I, None, ("cl", nodes[0].eclass)),
+              ENode("up", "cu", Ops.MUL, I, None, ("cl", "cl"))]
+    view = EGraphView(nodes, roots=v.roots)
+    comp = view.compiled()
+    assert max(map(len, comp.class_nodes)) == 1
+    for model in MODELS:
+        cost, every = view.node_costs(model), [True] * len(comp.cids)
+        choice, best, _order, _keys, _depth = _tree_pass(comp, cost, every, content=True)
+        assert _tight_tree(comp, cost, every) == (choice, best)
+        assert choice[comp.cidx["cu"]] == -1 and best[comp.cidx["cl"]] == math.inf

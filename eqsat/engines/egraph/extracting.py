@@ -28,6 +28,7 @@ from extraction import (
 )
 from extraction.cost import sums_op_prices
 from extraction.egraph_view import new_enode
+from extraction.extract import REBUILT_OPS
 
 __all__ = ["extract_roots", "usable_keys"]
 
@@ -156,9 +157,8 @@ def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: 
         priced[id(term)] = (term, float(sum(prices)))
 
 
-#: the ops :func:`extraction.uop_builder` may build as another node (a loop folded to a
-#: constant is dropped), by id
-_REBUILT_IDS = frozenset((id(Ops.END), id(Ops.REDUCE)))
+#: the ops :func:`extraction.uop_builder` may build as another node, by id
+_REBUILT_IDS = frozenset(map(id, REBUILT_OPS))
 #: ops the text format cannot write: an e-node of one is used only where its class
 #: has no other finite term (a result must print; the rules make ``NOOP`` for an empty
 #: loop or a dead store, and the class holds what it replaced: ``sink(noop)`` has

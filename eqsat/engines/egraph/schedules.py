@@ -161,11 +161,24 @@ class Limits:
         seen: set[int] = set()
         for r in roots:
             seen.update(map(id, orders.get(id(r)) or r.toposort()))
-        return replace(self, enodes=default_enodes(len(seen)))
+        # (one Limits per limits and budget: ``replace`` costs a call's worth of
+        # introspection, and most runs get the same floor budget)
+        key = (self, default_enodes(len(seen)))
+        out = _RESOLVED.get(key)
+        if out is None:
+            if len(_RESOLVED) >= _RESOLVED_MAX:
+                _RESOLVED.clear()
+            out = _RESOLVED[key] = replace(self, enodes=key[1])
+        return out
 
 
 #: the limits of a call given no budget (frozen: one instance serves every call)
 DEFAULT_LIMITS = Limits()
+
+#: (limits, e-node budget) -> those limits with that budget (:meth:`Limits.for_roots`;
+#: frozen values, equal limits alike: a memo, emptied past :data:`_RESOLVED_MAX`)
+_RESOLVED: dict[tuple[Limits, int], Limits] = {}
+_RESOLVED_MAX = 256
 
 
 class Clock:

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eqsat.engines.egraph.extracting import _NO_TEXT_IDS
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.sexpr import has_text_form
 from eqsat.ir.uop import UOp, live_ranges
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor",
@@ -234,15 +234,22 @@ def _open_ranges(u: UOp, nodes: list[UOp] | None = None) -> frozenset[UOp]:
     ranges = []
     for x in nodes:
         op = x.op
-        if op is Ops.RANGE:
+        if op is _RANGE:
             ranges.append(x)
-        elif op is Ops.END or op is Ops.REDUCE:
+        elif op is _END or op is _REDUCE:
             return live_ranges(u)[u]
     return frozenset(ranges)
+
+
+#: the ops :func:`_open_ranges` looks for, as module globals (an ``Ops.X`` read runs
+#: the enum's Python code)
+_RANGE, _END, _REDUCE = Ops.RANGE, Ops.END, Ops.REDUCE
 
 
 def _printable(u: UOp, nodes: list[UOp] | None = None) -> bool:
     """Whether every op of ``u`` has a text form (a result must print; the extraction
     takes an op without one only where its class has nothing else; ``nodes``: ``u``'s
-    toposort, when the caller has it)."""
-    return all(has_text_form(x.op) for x in (u.toposort() if nodes is None else nodes))
+    toposort, when the caller has it). (The ops by id: an ``Ops`` member hashes in
+    Python code.)"""
+    return _NO_TEXT_IDS.isdisjoint([id(x.op) for x in (u.toposort() if nodes is None
+                                                       else nodes)])

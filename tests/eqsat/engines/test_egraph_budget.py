@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -363,3 +364,17 @@ def test_first_call_in_a_fresh_process_keeps_its_budget() -> None:
     assert float(elapsed) <= TIMING_SLACK * seconds, (
         f"first call took {elapsed} s (setup {setup} s) for a {seconds} s budget")
     assert stop in set(StopReason)
+
+
+def test_a_resolved_budget_is_one_value_per_limits_and_budget(monkeypatch) -> None:
+    x = UOp.var("x", 0, 9)
+    a, b = (x + 1) * 3, (x + 1) // 2
+    first = Limits(seconds=5.0).for_roots([a])
+    assert first is Limits(seconds=5.0).for_roots([b])  # (equal limits, the floor budget)
+    assert first == replace(Limits(seconds=5.0), enodes=20_000)
+    assert Limits(seconds=6.0).for_roots([a]).seconds == 6.0
+    monkeypatch.setattr(schedules, "ENODES_FLOOR", 1)
+    monkeypatch.setattr(schedules, "_RESOLVED_MAX", 2)  # the memo emptied when full
+    assert [Limits(seconds=7.0).for_roots([a, b][:i]).enodes for i in (1, 2, 1, 2)] == \
+        [4 * 5, 4 * 7, 4 * 5, 4 * 7]
+    assert len(schedules._RESOLVED) <= 2

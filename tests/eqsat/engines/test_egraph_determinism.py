@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 
 from eqsat.api import Budget, optimize
 from eqsat.engines.egraph import clear_result_cache, session_for
+from eqsat.ir.dtype import dtypes
+from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse, to_sexpr
 from eqsat.ir.uop import UOp, live_ranges
 from tests.conftest import REPO
@@ -303,3 +305,24 @@ def test_the_ranges_a_graph_leaves_open_are_its_live_ranges(seed: int) -> None:
             a="(range 0 16)", b="(range 1 16)"))):
         for u in g.toposort():  # (kernels, their stores and every index expression)
             assert _open_ranges(u) == live_ranges(u)[u], to_sexpr(u)
+
+
+_NOOP = UOp(Ops.NOOP, dtypes.void, ())
+
+
+# one line per graph: whether every op of it has a text form (a result must print)
+PRINTABLE = [
+    (parse("(idiv (add (mul (var x 0 7) 4) 3) 4)"), True),
+    (parse(_BORROWED), True),
+    (_NOOP, False),
+    (UOp(Ops.SINK, dtypes.void, (parse("(var x 0 7)"), _NOOP)), False),
+]
+
+
+@pytest.mark.parametrize("g, printable", PRINTABLE)
+def test_a_start_is_printable_when_every_op_has_a_text_form(g: UOp, printable: bool) -> None:
+    from eqsat.engines.egraph.seeding import _printable
+    from eqsat.ir.sexpr import has_text_form
+
+    assert _printable(g) is _printable(g, g.toposort()) is printable
+    assert printable is all(has_text_form(u.op) for u in g.toposort())

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from eqsat.engines.egraph import Limits, Session, optimize_many
-from eqsat.engines.egraph.encoding import CTORS, uop_ctor
+from eqsat.engines.egraph.encoding import CTORS, ArgTable, Node, dtype_of, uop_ctor
+from eqsat.engines.egraph.encoding.snapshot import decode_node
+from eqsat.ir.dtype import DType, DTypeError, dtypes
+from eqsat.ir.ops import Ops
 from eqsat.ir.sexpr import parse
 from eqsat.ir.uop import UOp
 from extraction import get_cost_model
@@ -89,3 +92,38 @@ def test_optimize_many_matches_one_at_a_time() -> None:
 def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="UOp"):
         optimize_many(["(add 1 2)"])  # type: ignore[list-item]
+
+
+_ARGS = ArgTable()
+_K = _ARGS.key(("x", 0, 7))  # (the arg of a DEFINE_VAR leaf)
+I = dtypes.index  # noqa: E741
+
+# one line per e-node: its constructor and fields, what the extractor decodes it to
+DECODED = [
+    ("Cst", ("index", 7), (Ops.CONST, I, 7, ())),
+    ("Cst", ("bool", 1), (Ops.CONST, dtypes.bool, True, ())),
+    ("Add", ("index", 3, 4), (Ops.ADD, I, None, (3, 4))),
+    ("Leaf", ("DEFINE_VAR", "index", _K), (Ops.DEFINE_VAR, I, ("x", 0, 7), ())),
+    ("G1", ("RANGE", "index", _K, 3), (Ops.RANGE, I, ("x", 0, 7), (3,))),
+    ("G2", ("INDEX", "f32*", _K, 3, 4), (Ops.INDEX, dtypes.f32.ptr_to(), ("x", 0, 7),
+                                         (3, 4))),
+    ("Leaf", ("CtxVar", "index", _K), None),  # an engine-internal leaf
+    ("Cons", (3, 4), None),
+    ("Nil", (), None),
+]
+
+
+@pytest.mark.parametrize("ctor, fields, want", DECODED)
+def test_an_enode_decodes_to_its_op_dtype_arg_and_children(ctor, fields, want) -> None:
+    n = Node(9, ctor, fields)
+    assert decode_node(n, _ARGS, None) == want  # type: ignore[arg-type]
+    assert n.op is (None if want is None else want[0])
+
+
+@pytest.mark.parametrize("name", ["index", "i32", "f32x4", "u8*", "bool"])
+def test_a_dtype_name_is_parsed_once(name: str) -> None:
+    assert dtype_of(name) is dtype_of(name) is DType.parse(name)
+    with pytest.raises(DTypeError):
+        dtype_of(name + "q")  # (an unknown name: an error each time, never kept)
+    with pytest.raises(DTypeError):
+        dtype_of(name + "q")

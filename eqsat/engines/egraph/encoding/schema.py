@@ -176,12 +176,24 @@ def fits_i64(v: Any) -> bool:
 
 
 def dtype_of(name: str) -> DType:
-    return DType.parse(name)
+    """The dtype of a dtype name (``DType.parse``), parsed once per name (dtypes are
+    interned and immutable)."""
+    dt = _DTYPES.get(name)
+    if dt is None:
+        dt = _DTYPES[name] = DType.parse(name)
+    return dt
+
+
+#: dtype name -> its dtype (:func:`dtype_of`)
+_DTYPES: dict[str, DType] = {}
+
+
+_CONST = Ops.CONST  # (read once: an ``Ops.X`` read runs the enum's Python code)
 
 
 def int_const_value(u: UOp) -> int | None:
     """The i64 value of an integer/bool scalar CONST, or None (kept as an opaque leaf)."""
-    if u.op is not Ops.CONST or u.dtype.count != 1 or u.dtype.ptr:
+    if u.op is not _CONST or u.dtype.count != 1 or u.dtype.ptr:
         return None
     if not (u.dtype.is_int or u.dtype.is_bool):
         return None

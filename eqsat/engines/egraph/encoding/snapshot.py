@@ -167,12 +167,11 @@ class Node:
         """The IR op (None for Cons/Nil and engine-internal leaves)."""
         c = self.ctor
         if c == "Cst":
-            return Ops.CONST
-        if c in CTOR_OP:
-            return CTOR_OP[c]
-        if c in ("Cons", "Nil") or self.fields[0] not in Ops.__members__:
-            return None
-        return Ops[self.fields[0]]
+            return _CONST
+        op = CTOR_OP.get(c)
+        if op is not None or c == "Cons" or c == "Nil":
+            return op
+        return _OP_OF_NAME.get(self.fields[0])
 
     @property
     def is_loop(self) -> bool:
@@ -728,19 +727,23 @@ def defined_classes(nodes: list[Node], known: set[int],
 def decode_node(n: Node, args: ArgTable, snap: Snapshot) -> tuple[Ops, DType, Any,
                                                                       tuple[int, ...]] | None:
     """``(op, dtype, arg, children)`` of an e-node for the extractor (None: not an IR node)."""
-    c = n.ctor
+    c, fields = n.ctor, n.fields
     if c == "Cst":
-        dt = dtype_of(n.fields[0])
-        return Ops.CONST, dt, const_value(dt, n.fields[1]), ()
-    if c in CTOR_OP:
-        return CTOR_OP[c], dtype_of(n.fields[0]), None, tuple(n.fields[1:])
-    if c in ("Cons", "Nil") or n.fields[0] not in Ops.__members__:
+        dt = dtype_of(fields[0])
+        return _CONST, dt, const_value(dt, fields[1]), ()
+    op = CTOR_OP.get(c)
+    if op is not None:
+        return op, dtype_of(fields[0]), None, fields[1:]
+    if c == "Cons" or c == "Nil" or (op := _OP_OF_NAME.get(fields[0])) is None:
         return None  # a list cell, or an engine-internal leaf (a context variable)
-    op, dt, a = Ops[n.fields[0]], dtype_of(n.fields[1]), args.arg(n.fields[2])
+    dt, a = dtype_of(fields[1]), args.arg(fields[2])
     if c == "Leaf":
         return op, dt, a, ()
     if c == "GL":
-        return op, dt, a, tuple(snap.list_items(n.fields[3]))
-    return op, dt, a, tuple(n.fields[3:])
+        return op, dt, a, tuple(snap.list_items(fields[3]))
+    return op, dt, a, fields[3:]
 
 
+_CONST = Ops.CONST
+#: an op by its name (``Ops[name]`` runs the enum's Python ``__getitem__``)
+_OP_OF_NAME: dict[str, Ops] = dict(Ops.__members__)
