@@ -289,11 +289,11 @@ class Mirror:
                 if pos:
                     f = list(x)
                     for i in pos:
-                        h = f[i]
-                        if h in parent:
-                            f[i] = find(h)
-                        else:
-                            parent[h] = h
+                        h = parent.get(f[i])
+                        if h is None:
+                            parent[f[i]] = f[i]
+                        else:  # (the root of f[i], found without a call when near)
+                            f[i] = h if parent[h] == h else find(h)
                     x = tuple(f)
                 if k not in parent and (tag, x) not in enodes:
                     # (a new e-node of a new handle: its class is the handle, as the
