@@ -34,8 +34,8 @@ from eqsat.engines.egraph.encoding import Snapshot
 from eqsat.engines.egraph.encoding.schema import CTORS
 from eqsat.engines.egraph.queries import (
     QueryError,
+    QuerySource,
     compile_group,
-    compile_query,
     is_var,
     literal,
     query_source,
@@ -477,9 +477,10 @@ def _compiled_builder(src: str, consts: dict[str, Any]) -> Callable[[Mirror, Env
 
 
 class _Interval:
-    """An interval rule: its query compiled and the bounds it sets."""
+    """An interval rule: its query's Python (compiled with the other interval rules of
+    its constructor: ``RuleBook.interval_groups``) and the bounds it sets."""
 
-    def __init__(self, name: str, body: str):
+    def __init__(self, name: str, body: str, prefix: str = "k"):
         query, actions = read(f"({body})")
         first = query[0]
         if first[0] != "=" or not isinstance(first[2], list):
@@ -494,8 +495,14 @@ class _Interval:
         keep = list(dict.fromkeys([self.root, *[v for _lo, is_v, v in sets if is_v]]))
         #: (sets lo, a variable, its place in ``keep`` or the literal) per action
         self.sets = [(is_lo, is_v, keep.index(v) if is_v else v) for is_lo, is_v, v in sets]
-        self.matches = compile_query(name, first[2], first[1], query[1:], keep,
-                                     as_tuple=True)
+        self.query = query_source(name, first[2], first[1], query[1:], keep,
+                                  as_tuple=True, prefix=prefix)
+
+    def actions(self, _i: int, q: QuerySource) -> list[str]:
+        """The lines of a match's actions (:func:`compile_group`'s ``emit``): each
+        ``(sets lo, the class, the value)`` appended to ``out``."""
+        return [f"out.append(({is_lo}, {q.names[0]}, {q.names[v] if is_v else repr(v)}))"
+                for is_lo, is_v, v in self.sets]
 
 
 class _Group:
@@ -532,11 +539,16 @@ class RuleBook:
                 self.groups.setdefault(part, {})[ctor] = _Group(part, rs)
         #: combination of parts -> its groups by root constructor (``_by_ctor``)
         self._combined: dict[tuple[str, ...], dict[str, list[_Group]]] = {}
-        #: the interval rules by the constructor they are about
+        #: the interval rules by the constructor they are about, and each constructor's
+        #: as one function (its matches' actions: ``_Interval.actions``)
         self.intervals: dict[str, list[_Interval]] = {}
-        for n, _i, b in ANALYSIS_RULES:
-            r = _Interval(n, b)
+        for j, (n, _i, b) in enumerate(ANALYSIS_RULES):
+            r = _Interval(n, b, f"k{j}_")
             self.intervals.setdefault(r.ctor, []).append(r)
+        self.interval_groups = {
+            ctor: compile_group([r.query for r in rs], lambda i, q, rs=rs: rs[i].actions(i, q),
+                                by_level=False)
+            for ctor, rs in self.intervals.items()}
 
     def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Group]]:
         """The groups of ``parts`` by their root constructor, in the parts' order (kept
@@ -625,29 +637,25 @@ class RuleBook:
         first round; the bounds the last round changed after it) or with such a
         child."""
         lo, hi = m.lo, m.hi
+        groups = self.interval_groups
         dirty = None if m.analysed is None else m.dirty(m.analysed)
         for rounds in range(1, cap + 1):
-            sets: list[tuple[dict[int, int], int, int, bool]] = []
+            sets: list[tuple[bool, int, int]] = []
             near = None if dirty is None else m.above(dirty)(1)
             for ctor, entries in m.by_ctor.items():
-                rules = self.intervals.get(ctor)
-                if rules is None:
+                group = groups.get(ctor)
+                if group is None:
                     continue
                 if near is not None:
                     entries = [x for x in entries if x[1] in near]
                     if not entries:
                         continue
-                for r in rules:
-                    for _fields, vals in r.matches(m, entries):
-                        c = vals[0]
-                        for is_lo, is_v, v in r.sets:
-                            sets.append((lo if is_lo else hi, c, vals[v] if is_v else v,
-                                         is_lo))
+                sets += group(m, entries)
             dirty = set()
-            for table, c, v, is_lo in sets:  # (lo merged by max, hi by min)
-                old = table.get(c)
+            for is_lo, c, v in sets:  # (lo merged by max, hi by min)
+                old = (lo if is_lo else hi).get(c)
                 if old is None or (v > old if is_lo else v < old):
-                    table[c] = v
+                    (lo if is_lo else hi)[c] = v
                     dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)

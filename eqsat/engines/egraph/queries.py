@@ -275,6 +275,7 @@ class QuerySource(NamedTuple):
     body: list[str]  #: the loop's body, indented for a loop at the function's top
     indent: str  #: where a match is appended (the innermost loop's body)
     env: str  #: the match's bindings, a Python expression
+    names: list[str]  #: the Python names of the bindings, in the order kept
     used: frozenset[str]  #: the mirror's tables it reads (``_TABLES``)
     consts: dict[str, Any]
     levels: int
@@ -300,8 +301,8 @@ def query_source(name: str, pattern: list, root: str, facts: list, keep: list[st
         env = f"{{{', '.join(f'{k!r}: {g.var(k)}' for k in keep)}}}"
     body = "\n".join(g.lines)
     used = frozenset(_TABLES_READ.findall(body)) | {"by_ctor"}
-    return QuerySource(name, pattern[0], g.lines, "    " * g.depth, env, used, g.consts,
-                       g.levels, g.lookups)
+    return QuerySource(name, pattern[0], g.lines, "    " * g.depth, env,
+                       [g.var(k) for k in keep], used, g.consts, g.levels, g.lookups)
 
 
 def _compiled(src: str, fname: str, consts: dict[str, Any], what: str) -> Callable:
@@ -338,14 +339,18 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
     return fn
 
 
-def compile_group(queries: list[QuerySource]) -> Callable[..., list[tuple]]:
+def compile_group(queries: list[QuerySource],
+                  emit: Callable[[int, QuerySource], list[str]] | None = None,
+                  by_level: bool = True) -> Callable[..., list[tuple]]:
     """One function running the queries (of one root constructor, literals named
     apart) one after the other: ``group(m, roots)`` gives ``(the query's place in
     ``queries``, the root e-node's fields, its bindings)`` per match, in the queries'
     order, each query's in its roots' order, as calling each query's own function
-    would. ``roots`` (a semi-naive round): level -> the root e-nodes a query of that
-    ``levels`` matches (a query that looks an e-node up matches every root); None:
-    every query every root. Saves a call and the tables' reads per query."""
+    would; ``emit(place, query)``: the lines appending a match to ``out`` instead.
+    ``roots`` (a semi-naive round): level -> the root e-nodes a query of that
+    ``levels`` matches (a query that looks an e-node up matches every root), or
+    without ``by_level`` the root e-nodes every query matches; None: every query
+    every root. Saves a call and the tables' reads per query."""
     ctor = queries[0].ctor
     used = frozenset().union(*[q.used for q in queries])
     lines = [_head("group", "m, roots=None", used),
@@ -354,10 +359,12 @@ def compile_group(queries: list[QuerySource]) -> Callable[..., list[tuple]]:
     for i, q in enumerate(queries):
         if q.ctor != ctor:
             raise ValueError(f"{q.name}: root {q.ctor}, not {ctor}")
-        src = "every" if q.lookups else f"(every if roots is None else roots[{q.levels}])"
+        src = "every" if q.lookups else \
+            f"(every if roots is None else roots{f'[{q.levels}]' if by_level else ''})"
         lines.append(f"    for f0, c0 in {src}:\n")
         lines.extend(f"{line}\n" for line in q.body)
-        lines.append(f"{q.indent}out.append(({i}, f0, {q.env}))\n")
+        lines.extend(f"{q.indent}{line}\n" for line in
+                     (emit(i, q) if emit else [f"out.append(({i}, f0, {q.env}))"]))
         consts.update(q.consts)
     lines.append("    return out\n")
     return _compiled("".join(lines), "group", consts,
