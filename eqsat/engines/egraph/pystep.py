@@ -32,7 +32,14 @@ from typing import Any
 from eqsat.engines.egraph.analyses import ANALYSIS_RULES, FACT_TAGS, LATE_TAGS
 from eqsat.engines.egraph.encoding import Snapshot
 from eqsat.engines.egraph.encoding.schema import CTORS
-from eqsat.engines.egraph.queries import QueryError, compile_query, is_var, literal
+from eqsat.engines.egraph.queries import (
+    QueryError,
+    QuerySource,
+    compile_group,
+    is_var,
+    literal,
+    query_source,
+)
 from eqsat.ir.egglog_text import read
 
 __all__ = ["ReplayStopped", "Mirror", "RuleBook", "rule_book", "snapshot_of", "table_sizes",
@@ -282,11 +289,11 @@ class Mirror:
                 if pos:
                     f = list(x)
                     for i in pos:
-                        h = f[i]
-                        if h in parent:
-                            f[i] = find(h)
-                        else:
-                            parent[h] = h
+                        h = parent.get(f[i])
+                        if h is None:
+                            parent[f[i]] = f[i]
+                        else:  # (the root of f[i], found without a call when near)
+                            f[i] = h if parent[h] == h else find(h)
                     x = tuple(f)
                 if k not in parent and (tag, x) not in enodes:
                     # (a new e-node of a new handle: its class is the handle, as the
@@ -379,10 +386,12 @@ def _rhs_vars(t: Any, out: list[str]) -> list[str]:
 
 
 class _Rewrite:
-    """A native rewrite: its query compiled (:func:`compile_query`), its right side,
+    """A native rewrite: its query's Python (:func:`query_source`, compiled with the
+    other rewrites of its part and root constructor: :class:`_Group`), its right side,
     whether it subsumes, the name its matches count under and its rule-set part."""
 
-    def __init__(self, text: str, law: Callable[[str], str], part: str = ""):
+    def __init__(self, text: str, law: Callable[[str], str], part: str = "",
+                 prefix: str = "k"):
         self.part = part
         t = read(text)
         if t[0] != "rewrite":
@@ -400,8 +409,8 @@ class _Rewrite:
         # process never match, and compiling them all would slow every process's start
         self._rhs = _builder_source(rhs)
         self.build: Callable[[Mirror, Env], int] = self._first_build
-        self.matches = compile_query(self.name, lhs, "__root", list(kw.get(":when", [])),
-                                     ["__root", *_rhs_vars(rhs, [])])
+        self.query = query_source(self.name, lhs, "__root", list(kw.get(":when", [])),
+                                  ["__root", *_rhs_vars(rhs, [])], prefix=prefix)
 
     def _first_build(self, m: Mirror, env: Env) -> int:
         self.build = _compiled_builder(*self._rhs)
@@ -468,9 +477,10 @@ def _compiled_builder(src: str, consts: dict[str, Any]) -> Callable[[Mirror, Env
 
 
 class _Interval:
-    """An interval rule: its query compiled and the bounds it sets."""
+    """An interval rule: its query's Python (compiled with the other interval rules of
+    its constructor: ``RuleBook.interval_groups``) and the bounds it sets."""
 
-    def __init__(self, name: str, body: str):
+    def __init__(self, name: str, body: str, prefix: str = "k"):
         query, actions = read(f"({body})")
         first = query[0]
         if first[0] != "=" or not isinstance(first[2], list):
@@ -485,8 +495,25 @@ class _Interval:
         keep = list(dict.fromkeys([self.root, *[v for _lo, is_v, v in sets if is_v]]))
         #: (sets lo, a variable, its place in ``keep`` or the literal) per action
         self.sets = [(is_lo, is_v, keep.index(v) if is_v else v) for is_lo, is_v, v in sets]
-        self.matches = compile_query(name, first[2], first[1], query[1:], keep,
-                                     as_tuple=True)
+        self.query = query_source(name, first[2], first[1], query[1:], keep,
+                                  as_tuple=True, prefix=prefix)
+
+    def actions(self, _i: int, q: QuerySource) -> list[str]:
+        """The lines of a match's actions (:func:`compile_group`'s ``emit``): each
+        ``(sets lo, the class, the value)`` appended to ``out``."""
+        return [f"out.append(({is_lo}, {q.names[0]}, {q.names[v] if is_v else repr(v)}))"
+                for is_lo, is_v, v in self.sets]
+
+
+class _Group:
+    """The rewrites of one rule-set part with one root constructor, their queries one
+    function (:func:`compile_group`); the levels of those a semi-naive round gives
+    root e-nodes by level (the others, which look an e-node up, match every root)."""
+
+    def __init__(self, part: str, rules: list[_Rewrite]):
+        self.part, self.rules = part, rules
+        self.matches = compile_group([r.query for r in rules])
+        self.levels = sorted({r.query.levels for r in rules if not r.query.lookups})
 
 
 class RuleBook:
@@ -496,36 +523,44 @@ class RuleBook:
         law = program.native_names.get
         #: rule-set part -> its rewrites by the constructor of their pattern's root
         self.parts: dict[str, dict[str, list[_Rewrite]]] = {}
-        for part, text, _need in program.programs:
+        for i, (part, text, _need) in enumerate(program.programs):
             # (a run that replays has no fixed-width node: the index rule sets only)
             if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
-                r = _Rewrite(text, lambda n: law(n, n), part)
+                r = _Rewrite(text, lambda n: law(n, n), part, f"k{i}_")
                 self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
         names = Counter(r.name for rules in self.parts.values()
                         for rs in rules.values() for r in rs)
-        for rules in self.parts.values():
-            for rs in rules.values():
+        #: rule-set part -> its rewrites' groups by root constructor
+        self.groups: dict[str, dict[str, _Group]] = {}
+        for part, rules in self.parts.items():
+            for ctor, rs in rules.items():
                 for r in rs:
                     r.alone = names[r.name] == 1
-        #: combination of parts -> its rewrites by root constructor (``_by_ctor``)
-        self._combined: dict[tuple[str, ...], dict[str, list[_Rewrite]]] = {}
-        #: the interval rules by the constructor they are about
+                self.groups.setdefault(part, {})[ctor] = _Group(part, rs)
+        #: combination of parts -> its groups by root constructor (``_by_ctor``)
+        self._combined: dict[tuple[str, ...], dict[str, list[_Group]]] = {}
+        #: the interval rules by the constructor they are about, and each constructor's
+        #: as one function (its matches' actions: ``_Interval.actions``)
         self.intervals: dict[str, list[_Interval]] = {}
-        for n, _i, b in ANALYSIS_RULES:
-            r = _Interval(n, b)
+        for j, (n, _i, b) in enumerate(ANALYSIS_RULES):
+            r = _Interval(n, b, f"k{j}_")
             self.intervals.setdefault(r.ctor, []).append(r)
+        self.interval_groups = {
+            ctor: compile_group([r.query for r in rs], lambda i, q, rs=rs: rs[i].actions(i, q),
+                                by_level=False)
+            for ctor, rs in self.intervals.items()}
 
-    def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Rewrite]]:
-        """The rewrites of ``parts`` by their pattern's root constructor, in the parts'
-        order (kept per combination of parts: a run asks for a few)."""
+    def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Group]]:
+        """The groups of ``parts`` by their root constructor, in the parts' order (kept
+        per combination of parts: a run asks for a few)."""
         out = self._combined.get(parts)
         if out is None:
             out = {}
             for part in parts:
                 if not part.startswith(REPLAYED_SETS):
                     raise ReplayStopped(f"rule set part {part}: egglog runs it")
-                for ctor, rules in self.parts.get(part, {}).items():
-                    out.setdefault(ctor, []).extend(rules)
+                for ctor, group in self.groups.get(part, {}).items():
+                    out.setdefault(ctor, []).append(group)
             with _BOOKS_LOCK:
                 if len(self._combined) >= _COMBINED:
                     self._combined.clear()
@@ -556,24 +591,23 @@ class RuleBook:
         ran = frozenset() if mark is None else mark[1]
         found = []
         by_ctor = m.by_ctor
-        for ctor, rules in self._by_ctor(parts).items():
+        for ctor, groups in self._by_ctor(parts).items():
             entries = by_ctor.get(ctor)
             if entries is None:
                 continue
             roots: dict[int, list] = {}  # level -> the root e-nodes a new match may have
-            for r in rules:
-                q = r.matches
-                if above is None or q.lookups or r.part not in ran:
-                    got = q(m)
+            for g in groups:
+                if above is None or g.part not in ran:
+                    got = g.matches(m)
                 else:
-                    sub = roots.get(q.levels)
-                    if sub is None:
-                        near = above(q.levels)
-                        sub = roots[q.levels] = [x for x in entries if x[1] in near]
-                    if not sub:
-                        continue
-                    got = q(m, sub)
-                for fields, env in got:
+                    for level in g.levels:
+                        if level not in roots:
+                            near = above(level)
+                            roots[level] = [x for x in entries if x[1] in near]
+                    got = g.matches(m, roots)
+                rules = g.rules
+                for i, fields, env in got:
+                    r = rules[i]
                     key = (r.name, fields, tuple(env.values()))
                     if key not in counted:
                         counted.add(key)
@@ -603,29 +637,25 @@ class RuleBook:
         first round; the bounds the last round changed after it) or with such a
         child."""
         lo, hi = m.lo, m.hi
+        groups = self.interval_groups
         dirty = None if m.analysed is None else m.dirty(m.analysed)
         for rounds in range(1, cap + 1):
-            sets: list[tuple[dict[int, int], int, int, bool]] = []
+            sets: list[tuple[bool, int, int]] = []
             near = None if dirty is None else m.above(dirty)(1)
             for ctor, entries in m.by_ctor.items():
-                rules = self.intervals.get(ctor)
-                if rules is None:
+                group = groups.get(ctor)
+                if group is None:
                     continue
                 if near is not None:
                     entries = [x for x in entries if x[1] in near]
                     if not entries:
                         continue
-                for r in rules:
-                    for _fields, vals in r.matches(m, entries):
-                        c = vals[0]
-                        for is_lo, is_v, v in r.sets:
-                            sets.append((lo if is_lo else hi, c, vals[v] if is_v else v,
-                                         is_lo))
+                sets += group(m, entries)
             dirty = set()
-            for table, c, v, is_lo in sets:  # (lo merged by max, hi by min)
-                old = table.get(c)
+            for is_lo, c, v in sets:  # (lo merged by max, hi by min)
+                old = (lo if is_lo else hi).get(c)
                 if old is None or (v > old if is_lo else v < old):
-                    table[c] = v
+                    (lo if is_lo else hi)[c] = v
                     dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from eqsat.engines.egraph.analyses import (
     DTYPE_RELATIONS,
@@ -26,7 +26,8 @@ from eqsat.engines.egraph.analyses import (
 from eqsat.engines.egraph.encoding.schema import CTORS
 from eqsat.ir.semantics import cdiv, cmod
 
-__all__ = ["compile_query", "is_var", "literal", "QueryError"]
+__all__ = ["compile_query", "compile_group", "query_source", "QuerySource", "is_var",
+           "literal", "QueryError"]
 
 
 class QueryError(ValueError):
@@ -110,8 +111,9 @@ _TABLES_READ = re.compile(rf"\b({'|'.join(_TABLES)})\b")
 class _Gen:
     """The source of one query's function, line by line, with its indentation."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, prefix: str = "k"):
         self.name = name
+        self.prefix = prefix
         self.lines: list[str] = []
         self.depth = 1
         self.temps = 0
@@ -130,7 +132,7 @@ class _Gen:
         return f"t{self.temps}"
 
     def const(self, v: Any) -> str:
-        name = f"k{len(self.consts)}"
+        name = f"{self.prefix}{len(self.consts)}"
         self.consts[name] = v
         return name
 
@@ -264,19 +266,27 @@ def _vars(t: Any) -> set[str]:
     return {t} if is_var(t) else set()
 
 
-def compile_query(name: str, pattern: list, root: str, facts: list,
-                  keep: list[str], as_tuple: bool = False) -> Callable[..., list[tuple]]:
-    """The function that finds every match of the query (``pattern``, its root's class
-    bound to ``root``, and ``facts``) in a mirror: ``(the root e-node's fields, the
-    bindings of ``keep``)`` per match, by name (a dict) or, ``as_tuple``, in the order
-    of ``keep``. ``query(m, roots)`` matches only the root
-    e-nodes ``roots`` (``(fields, class)`` of the pattern's constructor, in the
-    mirror's order), for a semi-naive round. The function's ``levels``: how far below
-    the root e-node's class the classes a match reads lie (its fields: 1); its
-    ``lookups``: whether a guard looks an e-node up (a class no pattern reaches)."""
-    g = _Gen(name)
-    g.emit("out = []")
-    g.emit(f"for f0, c0 in by_ctor.get({pattern[0]!r}, ()) if roots is None else roots:")
+class QuerySource(NamedTuple):
+    """One query's generated Python, not compiled: the loop over its root e-nodes
+    (``f0, c0``) without its header, to which a match is appended, and what it reads."""
+
+    name: str
+    ctor: str  #: the pattern's root constructor
+    body: list[str]  #: the loop's body, indented for a loop at the function's top
+    indent: str  #: where a match is appended (the innermost loop's body)
+    env: str  #: the match's bindings, a Python expression
+    names: list[str]  #: the Python names of the bindings, in the order kept
+    used: frozenset[str]  #: the mirror's tables it reads (``_TABLES``)
+    consts: dict[str, Any]
+    levels: int
+    lookups: bool
+
+
+def query_source(name: str, pattern: list, root: str, facts: list, keep: list[str],
+                 as_tuple: bool = False, prefix: str = "k") -> QuerySource:
+    """The Python of a query (see :func:`compile_query`), its literals named
+    ``prefix`` and a number (distinct prefixes: queries that share a function)."""
+    g = _Gen(name, prefix)
     g.depth += 1
     bound = {root}
     g.emit(f"{g.var(root)} = c0")
@@ -289,17 +299,73 @@ def compile_query(name: str, pattern: list, root: str, facts: list,
         env = f"({''.join(f'{g.var(k)}, ' for k in keep)})"
     else:
         env = f"{{{', '.join(f'{k!r}: {g.var(k)}' for k in keep)}}}"
-    g.emit(f"out.append((f0, {env}))")
-    g.depth = 1
-    g.emit("return out")
-    body = "\n".join(g.lines) + "\n"
-    # (the mirror's tables the body reads, each read once a call)
-    used = set(_TABLES_READ.findall(body))
-    used = [t for t in _TABLES if t in used]
-    head = "def query(m, roots=None):\n" + "".join(f"    {t} = m.{t}\n" for t in used)
-    src = head + body
-    scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **g.consts}
-    exec(compile(src, f"<query {name}>", "exec"), scope)  # noqa: S102
-    fn = scope.pop("query")  # (its globals do not hold it: no cycle to collect)
-    fn.source, fn.levels, fn.lookups = src, g.levels, g.lookups
+    body = "\n".join(g.lines)
+    used = frozenset(_TABLES_READ.findall(body)) | {"by_ctor"}
+    return QuerySource(name, pattern[0], g.lines, "    " * g.depth, env,
+                       [g.var(k) for k in keep], used, g.consts, g.levels, g.lookups)
+
+
+def _compiled(src: str, fname: str, consts: dict[str, Any], what: str) -> Callable:
+    scope: dict[str, Any] = {"DMIN": _DMIN, "DMAX": _DMAX, **consts}
+    exec(compile(src, what, "exec"), scope)  # noqa: S102
+    fn = scope.pop(fname)  # (its globals do not hold it: no cycle to collect)
+    fn.source = src
     return fn
+
+
+def _head(fname: str, args: str, used: frozenset[str]) -> str:
+    """A query function's first lines: each mirror's table it reads, read once."""
+    return (f"def {fname}({args}):\n" +
+            "".join(f"    {t} = m.{t}\n" for t in _TABLES if t in used) + "    out = []\n")
+
+
+def compile_query(name: str, pattern: list, root: str, facts: list,
+                  keep: list[str], as_tuple: bool = False) -> Callable[..., list[tuple]]:
+    """The function that finds every match of the query (``pattern``, its root's class
+    bound to ``root``, and ``facts``) in a mirror: ``(the root e-node's fields, the
+    bindings of ``keep``)`` per match, by name (a dict) or, ``as_tuple``, in the order
+    of ``keep``. ``query(m, roots)`` matches only the root
+    e-nodes ``roots`` (``(fields, class)`` of the pattern's constructor, in the
+    mirror's order), for a semi-naive round. The function's ``levels``: how far below
+    the root e-node's class the classes a match reads lie (its fields: 1); its
+    ``lookups``: whether a guard looks an e-node up (a class no pattern reaches)."""
+    q = query_source(name, pattern, root, facts, keep, as_tuple)
+    src = (_head("query", "m, roots=None", q.used) +
+           f"    for f0, c0 in by_ctor.get({q.ctor!r}, ()) if roots is None else roots:\n" +
+           "".join(f"{line}\n" for line in q.body) +
+           f"{q.indent}out.append((f0, {q.env}))\n    return out\n")
+    fn = _compiled(src, "query", q.consts, f"<query {name}>")
+    fn.levels, fn.lookups = q.levels, q.lookups
+    return fn
+
+
+def compile_group(queries: list[QuerySource],
+                  emit: Callable[[int, QuerySource], list[str]] | None = None,
+                  by_level: bool = True) -> Callable[..., list[tuple]]:
+    """One function running the queries (of one root constructor, literals named
+    apart) one after the other: ``group(m, roots)`` gives ``(the query's place in
+    ``queries``, the root e-node's fields, its bindings)`` per match, in the queries'
+    order, each query's in its roots' order, as calling each query's own function
+    would; ``emit(place, query)``: the lines appending a match to ``out`` instead.
+    ``roots`` (a semi-naive round): level -> the root e-nodes a query of that
+    ``levels`` matches (a query that looks an e-node up matches every root), or
+    without ``by_level`` the root e-nodes every query matches; None: every query
+    every root. Saves a call and the tables' reads per query."""
+    ctor = queries[0].ctor
+    used = frozenset().union(*[q.used for q in queries])
+    lines = [_head("group", "m, roots=None", used),
+             f"    every = by_ctor.get({ctor!r}, ())\n"]
+    consts: dict[str, Any] = {}
+    for i, q in enumerate(queries):
+        if q.ctor != ctor:
+            raise ValueError(f"{q.name}: root {q.ctor}, not {ctor}")
+        src = "every" if q.lookups else \
+            f"(every if roots is None else roots{f'[{q.levels}]' if by_level else ''})"
+        lines.append(f"    for f0, c0 in {src}:\n")
+        lines.extend(f"{line}\n" for line in q.body)
+        lines.extend(f"{q.indent}{line}\n" for line in
+                     (emit(i, q) if emit else [f"out.append(({i}, f0, {q.env}))"]))
+        consts.update(q.consts)
+    lines.append("    return out\n")
+    return _compiled("".join(lines), "group", consts,
+                     f"<queries {queries[0].name}...{queries[-1].name}>")

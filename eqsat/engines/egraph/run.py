@@ -283,12 +283,26 @@ class Run:
         if not self.program.native:
             return []
         bases = self.native_bases()
-        every = self.multiplying and self.mult_may_match(bases)
+        have = frozenset(self.have())
+        every = self.multiplying and self._may_multiply(bases, have)
         if every and self.apriori(bases) > allow:
             if self.mirror is not None:
                 raise ReplayStopped("the counting twins run in egglog")
             every = self.admit(bases, allow)
-        return [self.runnable_parts([b, f"{b}_mult"] if every else [b]) for b in bases]
+        return [self.runnable_parts([b, f"{b}_mult"] if every else [b], have)
+                for b in bases]
+
+    def _may_multiply(self, bases: list[str], have: frozenset[str]) -> bool:
+        """:meth:`mult_may_match` (``have``: :meth:`have`), kept with the runnable
+        parts: a pure function of the program, ``bases`` and ``have``."""
+        memo, key = _memo(self.program), ("may multiply", tuple(bases), have)
+        out = memo.get(key)
+        if out is None:
+            out = self.mult_may_match(bases)
+            if len(memo) >= _RUNNABLE_KEYS:
+                memo.clear()
+            memo[key] = out
+        return out
 
     def _read_step(self, out: list[Any], first: int, n_runs: int, check: bool) -> bool:
         """Read a step's egglog outputs: ``first`` loading runs, ``n_runs`` native
@@ -344,14 +358,16 @@ class Run:
         return ["native"] + ([FIXED_RULESET] if self.fixed and self.program.has_fixed_rules
                              else [])
 
-    def runnable_parts(self, rulesets: list[str]) -> tuple[str, ...]:
+    def runnable_parts(self, rulesets: list[str], have: frozenset[str] | None = None
+                       ) -> tuple[str, ...]:
         """The parts of ``rulesets`` (``Program.parts``) whose constructors all have
         rows (:meth:`have`): a part left out has no match (a match needs an e-node of
         each constructor its pattern names), so the round makes what a round of all the
         rules makes, while egglog assembles and indexes the joins of fewer rules. A part
         left out stays in semi-naive step: a match it finds once it runs holds a row
-        that is new then."""
-        program, key = self.program, (tuple(rulesets), frozenset(self.have()))
+        that is new then. ``have``: :meth:`have` when the caller has it."""
+        program = self.program
+        key = (tuple(rulesets), frozenset(self.have()) if have is None else have)
         memo = _memo(program)
         out = memo.get(key)
         if out is None:  # (a pure function of the key: kept per program, a few keys)

@@ -326,7 +326,7 @@ _PARTS_CASES = [
 def test_a_step_runs_only_the_rules_whose_constructors_have_rows(text, monkeypatch) -> None:
     from eqsat.engines.egraph.run import Run
 
-    def all_parts(self, rulesets):
+    def all_parts(self, rulesets, have=None):
         return tuple(p for rs in rulesets for p, _ in self.program.parts.get(rs, ()))
 
     # the second time every rule in every step

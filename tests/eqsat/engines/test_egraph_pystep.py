@@ -14,7 +14,7 @@ from hypothesis.internal.conjecture.data import ConjectureData
 import eqsat
 from eqsat.engines.egraph import clear_result_cache, pystep
 from eqsat.engines.egraph._egglog import bindings
-from eqsat.engines.egraph.queries import compile_query
+from eqsat.engines.egraph.queries import compile_group, compile_query, query_source
 from eqsat.ir.sexpr import parse, to_sexpr
 from tests.gen_cases import generate
 from tests.strategies import int_exprs
@@ -119,6 +119,38 @@ def test_a_check_is_emitted_where_its_variables_bind() -> None:
                         ["e"]).source
     assert src.index("not in defs") < src.index("'Cst'") < src.index("lo.get")
     assert "by_class = m.by_class" in src and "table = m.table" not in src
+
+
+# (pattern, guards) of queries rooted at an Add, matched as a group
+_GROUP = [
+    (["Add", '"index"', "x", ["Cst", '"index"', "c"]], []),
+    (["Add", '"index"', ["Mul", '"index"', "y", "k"], "x"], []),
+    (["Add", '"index"', "x", "y"], [[">=", ["lo", "x"], "0"]]),
+    (["Add", '"index"', "x", "x"], []),
+]
+
+
+def test_a_group_matches_as_its_queries_one_by_one() -> None:
+    """``compile_group``: the queries run as one function give each query's matches
+    (its place first), in the queries' order: every root, or the roots given per
+    level; or what ``emit`` appends."""
+    m = pystep.Mirror()
+    m.load([(0, "Cst", ("index", 3)), (1, "Leaf", ("RANGE", "index", 0)),
+            (2, "Mul", ("index", 1, 0)), (3, "Add", ("index", 1, 0)),
+            (4, "Add", ("index", 2, 1)), (5, "Add", ("index", 1, 1)), (1, "#lo", 0)])
+    srcs = [query_source(f"q{i}", p, "e", g, ["e", "x"] if i != 1 else ["e", "y"],
+                         prefix=f"k{i}_") for i, (p, g) in enumerate(_GROUP)]
+    alone = [compile_query(f"q{i}", p, "e", g, ["e", "x"] if i != 1 else ["e", "y"])
+             for i, (p, g) in enumerate(_GROUP)]
+    group = compile_group(srcs)
+    want = [(i, f, env) for i, q in enumerate(alone) for f, env in q(m)]
+    assert group(m) == want and len({i for i, _f, _env in want}) == 4
+    some = m.by_ctor["Add"][1:]
+    roots = {q.levels: some for q in srcs}
+    assert group(m, roots) == [(i, f, env) for i, q in enumerate(alone) for f, env in q(m, some)]
+    emit = compile_group(srcs, lambda i, q: [f"out.append(({i}, {q.names[0]}))"],
+                         by_level=False)
+    assert emit(m, some) == [(i, env["e"]) for i, _f, env in group(m, roots)]
 
 
 def test_a_right_side_makes_its_e_nodes_children_first() -> None:

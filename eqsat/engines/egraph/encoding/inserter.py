@@ -84,6 +84,7 @@ def _sub_line(row: Row) -> str:
 #: an ``Ops`` hashes in Python code)
 _DEF_OPS = frozenset(map(id, GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE,
                                             Ops.SPECIAL, Ops.CAST, Ops.BITCAST}))
+_INVALID = Ops.INVALID  # (read once: each ``Ops.X`` read runs the enum's ``__getattr__``)
 
 
 def write_file(path: str, data: bytes) -> None:
@@ -394,7 +395,7 @@ class Inserter:
             return h
         may_inv: set[int] = set()  # the nodes that may be Invalid (ids)
         for u in order:
-            if u.op is Ops.INVALID or (may_inv and not may_inv.isdisjoint(map(id, u.src))):
+            if u.op is _INVALID or (may_inv and not may_inv.isdisjoint(map(id, u.src))):
                 may_inv.add(id(u))
         handle = self.uop_handle
         defs: list[Row] = []
