@@ -114,51 +114,8 @@ def guard_value(g: G, b: dict[str, UOp], dt: Callable[[G], DType]) -> Any:
     """The numeric guard ``g`` over the bindings ``b`` (exact arithmetic, C division);
     ``dt`` gives the dtype of a dtype reference. Dtype and form conjuncts are checked
     elsewhere (they are true here). None when a value is undefined (a division by 0, an
-    unknown bound in arithmetic)."""
-    k = g[0]
-    if k == "num":
-        return g[1]
-    if k == "true":
-        return True
-    if k == "const":
-        return _num(b[g[1]].arg)
-    if k == "bound":
-        u = b[g[2]]
-        return _num(u.vmin if g[1] == "vmin" else u.vmax)
-    if k == "dlim":
-        d = dt(g[2]).scalar()
-        return _num(d.min if g[1] == "dmin" else d.max)
-    if k in ("dtype", "dteq", "safe", "form", "valid", "total"):
-        return True
-    if k == "not":
-        v = guard_value(g[1], b, dt)
-        return None if v is None else not v
-    if k == "and":
-        for x in g[1:]:
-            v = guard_value(x, b, dt)
-            if not v:
-                return v
-        return True
-    if k == "or":
-        out: Any = False
-        for x in g[1:]:
-            v = guard_value(x, b, dt)
-            if v:
-                return True
-            if v is None:
-                out = None
-        return out
-    args = [guard_value(x, b, dt) for x in g[2:]] if k in ("bin", "cmp") else \
-        [guard_value(x, b, dt) for x in g[2:]]
-    if any(a is None for a in args):
-        return None
-    if k == "cmp":
-        return _CMP[g[1]](*args)
-    if k == "call":
-        if g[1] == "abs":
-            return abs(args[0])
-        return min(args) if g[1] == "min" else max(args)
-    return _arith(g[1], *args)
+    unknown bound in arithmetic). The rules' guards run it compiled (:func:`guard_fn`)."""
+    return guard_fn(g, lambda _b, ref: dt(ref))(b)
 
 
 _ALWAYS = ("true", "dtype", "dteq", "safe", "form", "valid", "total")
@@ -167,8 +124,7 @@ _Eval = Callable[[dict[str, UOp]], Any]
 
 def guard_fn(g: G, dt: Callable[[dict[str, UOp], G], DType]) -> _Eval:
     """:func:`guard_value` of ``g`` as a function of the bindings alone: the tree read
-    once, here, not at every match (``dt(b, ref)``: the dtype of a dtype reference).
-    Each node gives what :func:`guard_value` gives it."""
+    once, here, not at every match (``dt(b, ref)``: the dtype of a dtype reference)."""
     k = g[0]
     if k == "num":
         v = g[1]
