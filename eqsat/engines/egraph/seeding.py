@@ -125,7 +125,13 @@ def no_worse_than_start(outs: list[UOp], seeds: Seeds, model: Any,
     ``rescoped`` (a kernel's stores sent back to their start, :func:`_scoped_sources`)."""
     cost, roots = model.graph_cost, seeds.inputs
     if costs is None:
-        costs = [(cost(r), cost(o)) for r, o in zip(roots, outs, strict=True)]
+        # (an input's cost as the seeding priced it; an output that is its input, as
+        # every output of a start at the floor is, costs the same)
+        taken = seeds.input_costs if len(seeds.input_costs) == len(roots) else None
+        costs = []
+        for i, (r, o) in enumerate(zip(roots, outs, strict=True)):
+            c_r = taken[i] if taken is not None else cost(r)
+            costs.append((c_r, c_r if o is r else cost(o)))
     fig = {"input": 0.0, "baseline": 0.0, "start": 0.0, "final": 0.0, "rescoped": 0}
     seen: set[int] = set()
     orders = seeds.input_orders

@@ -224,7 +224,8 @@ def test_a_store_that_borrows_a_loop_index_goes_back_to_its_start() -> None:
     ("(idiv (add (mul (var x 0 7) 4) 3) 4)", "(var x 0 7)"),
     ("(mod (add (var x 0 7) 8) 4)", "(mod (add (var x 0 7) 8) 4)"),
 ])
-def test_the_start_check_is_the_same_with_the_inputs_toposorts_or_without(root, out) -> None:
+def test_the_start_check_is_the_same_with_the_inputs_toposorts_and_costs_or_without(
+        root, out) -> None:
     from dataclasses import replace
 
     from eqsat.engines.egraph.seeding import baseline_seeds, no_worse_than_start
@@ -233,10 +234,12 @@ def test_the_start_check_is_the_same_with_the_inputs_toposorts_or_without(root, 
     model = get_cost_model("reference")
     seeds = baseline_seeds([parse(root)], session_for(None).program.selection, model)
     assert seeds.input_orders == [seeds.inputs[0].toposort()]
+    assert seeds.input_costs == [model.graph_cost(seeds.inputs[0])]
     o = seeds.roots[0] if out is None else parse(out)
     with_orders, without = [o], [o]
     got = no_worse_than_start(with_orders, seeds, model, None)
-    assert got == no_worse_than_start(without, replace(seeds, input_orders=[]), model, None)
+    bare = replace(seeds, input_orders=[], input_costs=[])
+    assert got == no_worse_than_start(without, bare, model, None)
     assert with_orders[0] is without[0]
 
 
