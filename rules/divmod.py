@@ -57,8 +57,8 @@ from rules.divmod_core import (
     RANGE_BASED,
     RECOMBINE,
     SUM_RULES,
+    DivisionReading,
     DivModRule,
-    normalize_signs,
 )
 from rules.lang import Law, baseline_groups, egraph_rules, laws_by_group, py, rule
 
@@ -460,13 +460,11 @@ def _divisor_ok(y: UOp) -> bool:
 
 
 #: an index division node (by uid) -> the core's reading of it, shared by every core rule
-#: the ordered matcher tries on it (about twenty): ``[op, x, y, norm]``, or
-#: :data:`_REFUSED` where ``DivModRule.out`` lets no rule fire (the divisor's range holds
-#: 0, an atom may be Invalid); ``norm`` is :func:`normalize_signs`'s answer, made at the
-#: first rule written for ``x >= 0, y > 0`` (``_UNSET`` before)
+#: the ordered matcher tries on it (about twenty), or :data:`_REFUSED` where
+#: ``DivModRule.out`` lets no rule fire (the divisor's range holds 0, an atom may be
+#: Invalid)
 _READING: dict[int, Any] = node_cache()
-_REFUSED: list[Any] = [None]  # (true, as every reading is: ``get(uid) or _reading(d)``)
-_UNSET = object()
+_REFUSED: Any = object()
 #: a core rule as :func:`_first_out` runs it: its ops, its core, and the core's
 #: sign-normalized body (``_normalized``'s ``raw``, else None)
 _Step = tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any] | None]
@@ -476,7 +474,7 @@ def _steps(rules: Iterable[DivModRule]) -> tuple[_Step, ...]:
     return tuple((r.ops, r.core, getattr(r.core, "raw", None)) for r in rules)
 
 
-def _reading(d: UOp) -> list[Any]:
+def _reading(d: UOp) -> Any:
     """The division ``d`` read by the core for all its rules, put in :data:`_READING`:
     what ``DivModRule.out`` checks before a core runs, made once."""
     x, y = to_lin(d.src[0]), to_lin(d.src[1])
@@ -484,7 +482,7 @@ def _reading(d: UOp) -> list[Any]:
     if ylo <= 0 <= yhi or not UOpCtx(d).invalid_free((x, y)):
         hit = _REFUSED
     else:
-        hit = [_op_name(d), x, y, _UNSET]
+        hit = DivisionReading(_op_name(d), x, y)
     _READING[d.uid] = hit
     return hit
 
@@ -492,28 +490,16 @@ def _reading(d: UOp) -> list[Any]:
 def _first_out(steps: tuple[_Step, ...], d: UOp) -> UOp | None:
     """The term of the first of ``steps`` that rewrites ``d``, or None: each step's
     ``DivModRule.fn`` on ``d``'s forms in ``d``'s scope, the checks every rule repeats
-    read once (:func:`_reading`), the sign normalization made once for the rules that
-    need it and each result negated back as their ``_normalized`` wrapper does."""
+    read once (:func:`_reading`)."""
     r = _READING.get(d.uid) or _reading(d)
     if r is _REFUSED:
         return None
-    op, x, y, norm = r
-    ctx = UOpCtx(d)
+    op, ctx = r.op, UOpCtx(d)
     for ops, core, raw in steps:
-        if op not in ops:
-            continue
-        if raw is None:
-            out = core(op, x, y, ctx)
-        else:
-            if norm is _UNSET:
-                norm = r[3] = normalize_signs(op, x, y, ctx)
-            if norm is None:
-                continue
-            out = raw(op, norm[0], norm[1], ctx)
-            if out is not None and norm[2]:
-                out = -out
-        if out is not None:
-            return out.emit(ctx)
+        if op in ops:
+            out = r.out(core, raw, ctx)
+            if out is not None:
+                return out.emit(ctx)
     return None
 
 

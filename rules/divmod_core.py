@@ -43,9 +43,10 @@ from eqsat.ir.linear import _ZERO, Ctx, Lin, Num, lin_bounds
 from eqsat.ir.semantics import cdiv, cmod
 
 __all__ = [
-    "DivModRule", "SumRule", "RuleOut", "Op", "normalize_signs", "split_divisible",
-    "emit_lin", "DIVMOD_RULES", "RANGE_BASED", "GENERAL", "ADVANCED", "RECOMBINE",
-    "SUM_RULES", "RULES_BY_NAME", "fold_divmod_general", "all_rewrites", "recombine_sum",
+    "DivModRule", "SumRule", "RuleOut", "Op", "DivisionReading", "normalize_signs",
+    "split_divisible", "emit_lin", "DIVMOD_RULES", "RANGE_BASED", "GENERAL", "ADVANCED",
+    "RECOMBINE", "SUM_RULES", "RULES_BY_NAME", "fold_divmod_general", "all_rewrites",
+    "recombine_sum",
 ]
 
 Op = Literal["idiv", "mod"]
@@ -193,7 +194,7 @@ def normalize_signs(op: str, x: Lin, y: Lin, ctx: Ctx) -> tuple[Lin, Lin, bool] 
 def _normalized(core: Core) -> Core:
     """Run ``core`` (which needs ``x >= 0`` and ``y > 0``) on every sign case
     (:func:`normalize_signs`); ``.raw`` is ``core`` itself, for a caller that
-    normalizes once for many such rules (the e-graph's div/mod pass)."""
+    normalizes once for many such rules (:class:`DivisionReading`)."""
 
     def fn(op: str, x: Lin, y: Lin, ctx: Ctx) -> RuleOut | None:
         norm = normalize_signs(op, x, y, ctx)
@@ -208,6 +209,37 @@ def _normalized(core: Core) -> Core:
     fn.__doc__ = core.__doc__
     fn.raw = core  # type: ignore[attr-defined]
     return fn
+
+
+_UNSET: Any = object()
+
+
+class DivisionReading:
+    """``x OP y`` read once for the many core rules tried on it: ``out(core, raw, ctx)``
+    is what the rule's ``DivModRule.out`` gives past its shared checks (the divisor's
+    range, the atoms' Invalid: the caller's), the rules written for ``x >= 0, y > 0``
+    (``raw``: :func:`_normalized`'s) sharing one :func:`normalize_signs`, made at the
+    first of them, each result negated back as their wrapper does. It holds no
+    context: a reading kept per node does not keep the node."""
+
+    __slots__ = ("op", "x", "y", "_norm")
+
+    def __init__(self, op: str, x: Lin, y: Lin):
+        self.op, self.x, self.y, self._norm = op, x, y, _UNSET
+
+    def __repr__(self) -> str:
+        return f"DivisionReading({self.op!r}, {self.x!r}, {self.y!r})"
+
+    def out(self, core: Core, raw: Core | None, ctx: Ctx) -> RuleOut | None:
+        if raw is None:
+            return core(self.op, self.x, self.y, ctx)
+        norm = self._norm
+        if norm is _UNSET:
+            norm = self._norm = normalize_signs(self.op, self.x, self.y, ctx)
+        if norm is None:
+            return None
+        r = raw(self.op, norm[0], norm[1], ctx)
+        return -r if r is not None and norm[2] else r
 
 
 def _const_divisor(y: Lin) -> int | None:

@@ -9,7 +9,7 @@ from eqsat.engines.egraph.computed.linear import _UnrepresentableError
 from eqsat.engines.egraph.computed.terms import Term
 from eqsat.ir.linear import Lin, lin_bounds
 from rules.computed import PyRule
-from rules.divmod_core import DivModRule, normalize_signs
+from rules.divmod_core import DivisionReading, DivModRule
 
 
 def divmod_rules_by_op(rules: Iterable[PyRule]) -> dict[str, list[PyRule]]:
@@ -45,30 +45,17 @@ def _plan(rules: Iterable[PyRule]) -> list[_Step]:
 def _apply(plan: list[_Step], op: str, x: Lin, y: Lin, ctx: Any) -> list[tuple[str, Term]]:
     """:func:`divmod_rewrites` over a :func:`_plan` of the op's rules.
 
-    The rules written for ``x >= 0, y > 0`` (``_normalized``) share one
-    :func:`normalize_signs` here, done once for all of them: each gets what its own
-    wrapper would give it, and its result is negated back as the wrapper does."""
+    The core rules read ``x OP y`` through one ``DivisionReading``: the rules written
+    for ``x >= 0, y > 0`` share its one sign normalization."""
     out: list[tuple[str, Term]] = []
     ylo, yhi = lin_bounds(y, ctx)
     if ylo <= 0 <= yhi:
         return out
-    norm: tuple[Lin, Lin, bool] | None = None
-    normalized = False  # norm is made on the first normalized rule (None: no such rule fires)
+    reading = DivisionReading(op, x, y)
     for name, core, fn, raw in plan:
         try:
-            if raw is not None:
-                if not normalized:
-                    norm, normalized = normalize_signs(op, x, y, ctx), True
-                if norm is None:
-                    continue
-                o = raw(op, norm[0], norm[1], ctx)
-                if o is None:
-                    continue
-                if norm[2]:
-                    o = -o
-                t = o.emit(ctx)
-            elif core is not None:
-                o = core(op, x, y, ctx)
+            if core is not None:
+                o = reading.out(core, raw, ctx)
                 if o is None:
                     continue
                 t = o.emit(ctx)
