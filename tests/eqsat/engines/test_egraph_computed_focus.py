@@ -35,6 +35,11 @@ def _snap(nodes: list[SimpleNamespace]) -> SimpleNamespace:
     return snap
 
 
+def _all(reached: passes.Reached, snap: SimpleNamespace) -> set[int]:
+    """The classes of ``snap`` that ``reached`` holds."""
+    return {c for c in snap.classes if c in reached}
+
+
 @pytest.mark.parametrize("roots, want", [
     ([0], {0, 1, 2, 3, 4}),   # through every e-node of 0, the costly 3*4 too
     ([5], {1, 5}),            # 5 = 1 + 1
@@ -68,9 +73,10 @@ def test_focus_table(monkeypatch: pytest.MonkeyPatch, factor: float, slack: floa
                      near: set[int]) -> None:
     monkeypatch.setattr(passes, "NEAR_FACTOR", factor)
     monkeypatch.setattr(passes, "NEAR_SLACK", slack)
-    got_near, reached = passes.focus_classes(_snap(_NODES), [0], _COST, _PRICE.__getitem__)
+    snap = _snap(_NODES)
+    got_near, reached = passes.focus_classes(snap, [0], _COST, _PRICE.__getitem__)
     assert got_near == near
-    assert reached == {0, 1, 2, 3, 4}  # 5 and 6: no root reaches them
+    assert _all(reached, snap) == {0, 1, 2, 3, 4}  # 5 and 6: no root reaches them
 
 
 # a chain: 0 = f(1) (price 1); 1 = a leaf (1) or g(2) (price 3: 3 over its best);
@@ -91,8 +97,9 @@ def test_focus_adds_the_excess_along_the_path(monkeypatch: pytest.MonkeyPatch, s
                                                near: set[int]) -> None:
     monkeypatch.setattr(passes, "NEAR_FACTOR", 0.0)
     monkeypatch.setattr(passes, "NEAR_SLACK", slack)
-    got, reached = passes.focus_classes(_snap(_CHAIN), [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
-    assert got == near and reached == {0, 1, 2, 3, 4}
+    snap = _snap(_CHAIN)
+    got, reached = passes.focus_classes(snap, [0], _CHAIN_COST, _CHAIN_PRICE.__getitem__)
+    assert got == near and _all(reached, snap) == {0, 1, 2, 3, 4}
 
 
 @pytest.mark.parametrize("ctor, near", [
@@ -104,18 +111,21 @@ def test_focus_does_not_count_a_dividend(ctor: str, near: set[int]) -> None:
     # 0 = a leaf-priced term (30) or OP(1, 2) (price 25); 1 = a sum of cost 100 (of 3);
     # 2 = the constant 4
     nodes = [_n(0), _n(0, 1, 2, ctor=ctor), _n(1, 3, 3), _n(2), _n(3)]
-    got, reached = passes.focus_classes(_snap(nodes), [0], {0: 30.0, 1: 100.0, 2: 0.0, 3: 1.0},
+    snap = _snap(nodes)
+    got, reached = passes.focus_classes(snap, [0], {0: 30.0, 1: 100.0, 2: 0.0, 3: 1.0},
                                         [30.0, 25.0, 98.0, 0.0, 1.0].__getitem__)
-    assert got == near and reached == {0, 1, 2, 3}
+    assert got == near and _all(reached, snap) == {0, 1, 2, 3}
 
 
 def test_focus_skips_subsumed_and_unpriced_enodes() -> None:
     nodes = [_n(0, 1), _n(0, 2, subsumed=True), _n(1), _n(2), _n(3, 0)]
-    near, reached = passes.focus_classes(_snap(nodes), [0], {0: 1.0, 1: 1.0},
+    snap = _snap(nodes)
+    near, reached = passes.focus_classes(snap, [0], {0: 1.0, 1: 1.0},
                                          [0.0, 0.0, 1.0, 1.0, 0.0].__getitem__)
     assert near == {0, 1}  # the subsumed e-node's child 2 is not near ...
-    assert reached == {0, 1, 2}  # ... but it is reached (any e-node)
-    assert passes.focus_classes(_snap(nodes), [], {}, lambda i: 0.0) == (set(), set())
+    assert _all(reached, snap) == {0, 1, 2}  # ... but it is reached (any e-node)
+    near, reached = passes.focus_classes(snap, [], {}, lambda i: 0.0)
+    assert near == set() and _all(reached, snap) == set()
 
 
 @st.composite
@@ -139,7 +149,7 @@ def test_focus_holds_every_cheapest_term(g: tuple[list, list[float]], roots: lis
     snap = _snap(nodes)
     roots = [r for r in roots if r in snap.classes]
     near, reached = passes.focus_classes(snap, roots, cost, prices.__getitem__)
-    assert set(roots) <= near <= reached
+    assert set(roots) <= near <= _all(reached, snap)
     stack, on_best = list(roots), set()
     while stack:  # the classes of the roots' cheapest terms
         c = stack.pop()
@@ -175,15 +185,16 @@ def _kid_index(nodes: list) -> dict[int, set]:
 @settings(max_examples=300, deadline=None)
 @given(_egraphs(), st.lists(st.integers(0, 9), max_size=3),
        st.lists(st.integers(0, 9), max_size=10))
-def test_reached_upwards_is_the_walk_down(g: tuple[list, list[float]], roots: list[int],
-                                          asked: list[int]) -> None:
+@pytest.mark.parametrize("indexed", [True, False])
+def test_reached_upwards_is_the_walk_down(indexed: bool, g: tuple[list, list[float]],
+                                          roots: list[int], asked: list[int]) -> None:
     # asked in any order (answers so far end later searches), every class and some
-    # that are none; subsumed e-nodes lead down too
+    # that are none; subsumed e-nodes lead down too; without an index, by the walk down
     nodes, prices = g
     snap = SimpleNamespace(nodes=nodes, height={})
     _, cost = best_nodes(snap, SimpleNamespace(prices=lambda: prices))
     snap = _snap(nodes)
-    index = _kid_index(nodes)
+    index = _kid_index(nodes) if indexed else None
     near, reached = passes.focus_classes(snap, roots, cost, prices.__getitem__, index)
     assert isinstance(reached, passes.Reached)
     full = snap.reached(roots)
@@ -217,8 +228,24 @@ def test_reached_with_any_budget_is_the_walk_down(g: tuple[list, list[float]],
     assert walks[0] <= 1
 
 
-def test_reached_upwards_on_real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    checked = [0]
+def test_reached_without_an_index_walks_down_only_when_asked_off_near() -> None:
+    walks = [0]
+
+    def walk() -> set[int]:
+        walks[0] += 1
+        return {0, 1, 2}
+
+    reached = passes.Reached([0], {0, 1}, None, walk)
+    assert 0 in reached and 1 in reached and walks[0] == 0
+    assert 2 in reached and 3 not in reached and 4 not in reached and walks[0] == 1
+
+
+@pytest.mark.parametrize("model, indexed", [("reference", False), ("default", True)])
+def test_reached_upwards_on_real_runs(monkeypatch: pytest.MonkeyPatch, model: str,
+                                      indexed: bool) -> None:
+    # the reference model keeps no prices by e-node, so no children index: the walk
+    # down; the default model's later passes keep one (their repriced e-nodes)
+    checked = [0, 0]
     real = passes.focus_classes
 
     def both(snap: Snapshot, roots: list, cost: dict, price: object, index: dict) -> tuple:
@@ -228,13 +255,14 @@ def test_reached_upwards_on_real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         for c in snap.classes:
             assert (c in reached) == (c in full), c
         checked[0] += 1
+        checked[1] += index is not None
         return real(snap, roots, cost, price, index)  # type: ignore[arg-type]
 
     monkeypatch.setattr(passes, "focus_classes", both)
     exprs = [parse(t) for t in ("(add (mul (idiv (range 0 64) 8) 8) (mod (range 0 64) 8))",
                                 "(idiv (add (mul (range 0 32) 12) (range 1 12)) 4)")]
-    optimize_many(exprs, cost_model=get_cost_model("reference"))
-    assert checked[0] >= 2
+    optimize_many(exprs, cost_model=get_cost_model(model))
+    assert checked[0] >= 2 and (checked[1] > 0) == indexed
 
 
 def _dm_classes(state: PassState) -> set[int]:

@@ -32,7 +32,7 @@ from eqsat.engines.egraph.computed.linear import (
 )
 from eqsat.engines.egraph.computed.pricing import BestHeights, Weights, best_nodes_and_parents
 from eqsat.engines.egraph.computed.seed import BoundSeeder
-from eqsat.engines.egraph.computed.state import PassResult, PassState, RulesMemo
+from eqsat.engines.egraph.computed.state import PassResult, PassState, RulesMemo, index_children
 from eqsat.engines.egraph.computed.terms import _TERM_E, Term, _atoms, _class_of_handle
 from eqsat.engines.egraph.encoding import Inserter, Node, Snapshot, defined_classes
 from eqsat.engines.egraph.schedules import gc_paused
@@ -159,20 +159,24 @@ def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
     as a new Node is no change). The facts are compared dict against dict. Both give
     what comparing every ``(class, ctor, fields, subsumed)`` row and every ``(class,
     lo, hi, defined)`` fact of the two passes gives. ``state.kid_index`` (class -> the
-    e-nodes it is a child of) follows the e-nodes."""
+    e-nodes it is a child of) follows the e-nodes once a pass made it."""
     nodes = snap.nodes
-    now = set(nodes)
-    old = state.node_set
     lo, hi, defined, classes = snap.lo, snap.hi, snap.defined, snap.classes
     olo, ohi, odef, ocls = state.facts
     ver = state.versions
-    if not old and not ocls:
+    index = state.kid_index
+    if not state.nodes and not ocls:
         # the first pass: every class is new, and every row
-        added, gone = now, old
         changed = set(classes)
         for r in {n.row for n in nodes if n.ctor in _READ_CTORS}:
             ver[r[0]] = ver.get(r[0], 0) + 1
+        if index is not None:
+            index_children(index, nodes)
     else:
+        old = state.node_set
+        if old is None:
+            old = set(state.nodes)
+        now = set(nodes)
         added = now - old
         gone = old - now
         if gone:
@@ -192,23 +196,19 @@ def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
         if hi != ohi:
             changed.update([k for k, _ in hi.items() ^ ohi.items()])
         changed |= defined ^ odef
-        changed |= ocls.symmetric_difference(classes)
+        changed |= ocls.keys() ^ classes.keys()
         changed &= classes.keys()
-    state.node_set = now
-    state.facts = (dict(lo), dict(hi), set(defined), set(classes))  # (copies: C loops)
-    index = state.kid_index
-    for n in gone:
-        for k in n.kids:
-            index[k].discard(n)
-    for n in added:
-        for k in n.kids:
-            e = index.get(k)
-            if e is None:
-                index[k] = {n}
-            else:
-                e.add(n)
+        state.node_set = now
+        if index is not None:
+            for n in gone:
+                for k in n.kids:
+                    index[k].discard(n)
+            index_children(index, added)
+    state.nodes = nodes
+    state.facts = (lo, hi, defined, classes)
     if not affected:
         return changed, None
+    index = state.children_index()
     out: set[Node] = set()
     for c in changed:
         e = index.get(c)
@@ -236,7 +236,7 @@ def _dirty(snap: Snapshot, best: dict[int, int], changed: set[int]
 
 def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
                   price: Callable[[int], float], index: dict[int, set[Node]] | None = None
-                  ) -> tuple[set[int], set[int] | Reached]:
+                  ) -> tuple[set[int], Reached]:
     """``(near, reached)``: the classes some term of a root passes through whose cost
     is at most :data:`NEAR_FACTOR` x the root's best cost + :data:`NEAR_SLACK` above
     that best; and the classes reached through any e-node, subsumed ones too.
@@ -250,10 +250,10 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
     (``(x + 2) % 4``) says nothing of the sum's cost now (docs/perf.md). A class
     outside ``near`` but in ``reached`` is only on terms of the roots that cost well
     over their best: rewriting it makes a root cheaper only through a choice that
-    costs that much more. ``index``: the children index of the snapshot's e-nodes
-    (``PassState.kid_index``), when the caller keeps one: ``reached`` is then a
-    :class:`Reached`, which answers only what it is asked (the pass asks of the
-    classes outside ``near`` it would visit)."""
+    costs that much more. ``reached`` is a :class:`Reached`, which answers only what it
+    is asked (the pass asks of the classes outside ``near`` it would visit), upwards
+    through ``index`` (the children index of the snapshot's e-nodes,
+    ``PassState.kid_index``) when the caller keeps one."""
     nodes, classes = snap.nodes, snap.classes
     roots = list(roots)
     get = cost.get
@@ -294,8 +294,6 @@ def focus_classes(snap: Snapshot, roots: Iterable[int], cost: dict[int, float],
                         if k not in near and rem > slack.get(k, -1.0):
                             slack[k] = rem
                             heapq.heappush(heap, (-rem, k))
-    if index is None:
-        return near, snap.reached(roots)
     return near, Reached(roots, near, index, partial(snap.reached, roots), len(nodes))
 
 
@@ -306,7 +304,10 @@ class Reached:
     early; a search that ends without a root found none above any class it saw, so
     none of them is reached, and one that finds a reached class found every class on
     the way up to it reached. ``index``: class -> the snapshot's e-nodes it is a child
-    of (subsumed ones too, as ``Snapshot.reached`` walks them).
+    of (subsumed ones too, as ``Snapshot.reached`` walks them); without one (None),
+    the answers come from ``full()`` from the first question ``near`` and the roots
+    do not answer (one walk down costs about what making the index would; without
+    ``full()`` either, nothing else is reached).
 
     The upward searches of a pass may together read far more than the e-graph (each
     search from a class under a long chain of classes off ``near`` reads the chain
@@ -317,7 +318,8 @@ class Reached:
 
     __slots__ = ("roots", "near", "index", "memo", "full", "budget", "all")
 
-    def __init__(self, roots: Iterable[int], near: set[int], index: dict[int, set[Node]],
+    def __init__(self, roots: Iterable[int], near: set[int],
+                 index: dict[int, set[Node]] | None,
                  full: Callable[[], set[int]] | None = None, budget: int = 0):
         self.roots = set(roots)
         self.near = near
@@ -335,11 +337,16 @@ class Reached:
             return True
         if self.all is not None:
             return c in self.all
+        index = self.index
+        if index is None:  # (one walk down answers this question and the next ones)
+            full = self.full
+            self.all = full() if full is not None else set()
+            return c in self.all
         memo = self.memo
         hit = memo.get(c)
         if hit is not None:
             return hit
-        near, roots, index = self.near, self.roots, self.index
+        near, roots = self.near, self.roots
         seen = {c}
         below: dict[int, int] = {}  # a class the search saw -> the class it came from
         stack = [c]

@@ -8,7 +8,7 @@ one pass to the next (the rules themselves are :class:`rules.computed.PyRule`);
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -46,10 +46,15 @@ class PassState:
         self.done: set[tuple] = set()
         self.contexts: list[Context] = []
         self.unions: dict[int, int] = {}
-        self.node_set: set[Node] = set()  # the last pass's e-nodes
-        #: the last pass's facts: (lo, hi, defined, the classes)
-        self.facts: tuple[dict, dict, set, set] = ({}, {}, set(), set())
-        self.kid_index: dict[int, set[Node]] = {}  # class -> the e-nodes it is a child of
+        self.nodes: list[Node] = []  # the last pass's e-nodes
+        #: the same as a set, once a later pass made it (a run of one pass needs none)
+        self.node_set: set[Node] | None = None
+        #: the last pass's facts: (lo, hi, defined, the classes), its snapshot's own (a
+        #: snapshot is not changed once read)
+        self.facts: tuple[dict, dict, set, dict] = ({}, {}, set(), {})
+        #: class -> the last pass's e-nodes it is a child of, once a pass asked for it
+        #: (:meth:`children_index`; kept up to date by ``passes.changed_classes`` then)
+        self.kid_index: dict[int, set[Node]] | None = None
         self.prices: dict[Any, float] = {}
         self.node_prices: dict[Node, float] = {}  # the last pass's, by e-node
         self.lins: dict[int, tuple[Node | None, Lin]] = {}  # LinForms.kept() of the last pass
@@ -67,6 +72,26 @@ class PassState:
 
     def __repr__(self) -> str:
         return f"<PassState {len(self.done)} applied, {len(self.contexts)} contexts>"
+
+    def children_index(self) -> dict[int, set[Node]]:
+        """``kid_index``, made from the last pass's e-nodes the first time it is asked
+        for."""
+        index = self.kid_index
+        if index is None:
+            index = self.kid_index = {}
+            index_children(index, self.nodes)
+        return index
+
+
+def index_children(index: dict[int, set[Node]], nodes: Iterable[Node]) -> None:
+    """Add ``nodes`` to a children index (class -> the e-nodes it is a child of)."""
+    for n in nodes:
+        for k in n.kids:
+            e = index.get(k)
+            if e is None:
+                index[k] = {n}
+            else:
+                e.add(n)
 
 
 class RulesMemo(Generic[_T]):
