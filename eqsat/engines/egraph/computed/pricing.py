@@ -93,6 +93,7 @@ class Weights:
         else:
             cache, price, key_of = self._cache, self._price, self._key
             prev = self._prev if self._prev is not None else {}
+            carry = bool(prev)  # (none to take over: a first pass's, an op_only model's)
             changed = self._changed if self._changed is not None else set()
             unchanged = changed.isdisjoint
             out = []
@@ -102,11 +103,11 @@ class Weights:
                 if ctor in _FREE:
                     append(0.0)
                     continue
-                kids = n.kids
-                w = prev.get(n)
-                if w is not None and unchanged(kids):
-                    append(w)
-                    continue
+                if carry:
+                    w = prev.get(n)
+                    if w is not None and unchanged(n.kids):
+                        append(w)
+                        continue
                 key = key_of(n)
                 w = cache.get(key)
                 append(w if w is not None else price(n, key))
