@@ -73,8 +73,8 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
     the division is defined, and a fold would give the undefined values a value)."""
     defined, consts, lo, hi = snap.defined, snap.consts, snap.lo, snap.hi
     # (a class with a Cst e-node is in ``consts``: it has its constant already)
-    cands = [c for c in sorted(dirty) if c in defined and c not in consts and
-             lo.get(c) is not None and lo.get(c) == hi.get(c)]
+    cands = sorted([c for c in (dirty & defined).difference(consts)
+                    if lo.get(c) is not None and lo.get(c) == hi.get(c)])
     if not cands:
         return
     total = total_classes(snap)
