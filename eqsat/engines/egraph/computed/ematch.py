@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.computed.linear import _Memo
 from eqsat.engines.egraph.computed.state import RulesMemo
 from eqsat.engines.egraph.computed.terms import Term
 from eqsat.engines.egraph.encoding import Inserter, Snapshot, decode_node
@@ -39,24 +37,6 @@ MAX_MATCHES = 16
 _OP_VALUE: dict[tuple[str, Any], int | None] = {}
 
 
-def class_ops(snap: Snapshot, c: int) -> frozenset[int]:
-    """The ops (by value) of the e-nodes of class ``c`` (its subsumed ones left out)."""
-    out = set()
-    nodes = snap.nodes
-    for i in snap.classes.get(c, ()):
-        n = nodes[i]
-        if not n.subsumed:
-            fields = n.fields
-            key = (n.ctor, fields[0] if fields else None)
-            v = _OP_VALUE.get(key, -1)
-            if v == -1:
-                op = n.op
-                v = _OP_VALUE[key] = None if op is None else op._value_
-            if v is not None:
-                out.add(v)
-    return frozenset(out)
-
-
 class _Matcher:
     """E-matching of ``UPat``s over one snapshot: UOps for the matched e-nodes (their
     open operands as their classes' cheapest terms), memoized for the pass."""
@@ -65,9 +45,7 @@ class _Matcher:
         self.snap, self.ins, self.best = snap, ins, best
         self.terms: dict[int, UOp | None] = {}
         self.decoded: dict[int, Any] = {}
-        #: class -> the ops (by value) of its e-nodes (:func:`class_ops`): a lookup in C
-        #: once a class is read (the memo holds the snapshot, not the matcher: no cycle)
-        self.class_ops = _Memo(partial(class_ops, snap)).__getitem__
+        self.ops_of: dict[int, frozenset[int]] = {}
         # (class, id of a source pattern) -> options(): the patterns are the rules',
         # alive for the pass
         self.opts: dict[tuple[int, int], list[UOp]] = {}
@@ -97,6 +75,26 @@ class _Matcher:
         except Exception:  # an e-node the IR refuses: no term
             self.terms[c] = None
         return self.terms[c]
+
+    def class_ops(self, c: int) -> frozenset[int]:
+        """The ops (by value) of the e-nodes of class ``c``."""
+        hit = self.ops_of.get(c)
+        if hit is None:
+            out = set()
+            nodes = self.snap.nodes
+            for i in self.snap.classes.get(c, ()):
+                n = nodes[i]
+                if not n.subsumed:
+                    fields = n.fields
+                    key = (n.ctor, fields[0] if fields else None)
+                    v = _OP_VALUE.get(key, -1)
+                    if v == -1:
+                        op = n.op
+                        v = _OP_VALUE[key] = None if op is None else op._value_
+                    if v is not None:
+                        out.add(v)
+            hit = self.ops_of[c] = frozenset(out)
+        return hit
 
     def options(self, c: int, q: UPat) -> list[UOp]:
         """The UOps class ``c``'s e-nodes stand for under the source pattern ``q`` (one
