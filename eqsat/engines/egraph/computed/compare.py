@@ -88,10 +88,9 @@ def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, n
         if not all(t in defined for _, t in x.terms):
             continue
         key = ("cmp", n.cls, x, tuple(snap.bounds(t) for _, t in x.terms))
-        n_done = len(state.done)
-        state.done.add(key)
-        if len(state.done) == n_done:  # (done before; the key hashed once)
+        if key in state.done:
             continue
+        state.done.add(key)
         try:
             for t in cmp_rewrites(x, ctx):
                 union(n.cls, t, name)

@@ -783,10 +783,10 @@ class SumStep(PassStep):
             if x.single_atom == c or c not in defined or not all_def(x):
                 continue
             for r in canon:
-                n_done = len(done)
-                done.add(("canon", c, x))
-                if len(done) == n_done:  # (done before; the key hashed once)
+                key = ("canon", c, x)
+                if key in done:
                     continue
+                done.add(key)
                 try:
                     t = ctx.lin(x)
                     if not holds(c, t):  # (the class's own sum, most often)
@@ -804,9 +804,9 @@ class SumStep(PassStep):
                 self._sums(p, c, x, bx, no_div)
                 continue
             if len(x.terms) >= 2 and basis:
-                n_done = len(done)
-                done.add(("basis", c, x, bx))
-                if len(done) > n_done:  # (new; the key hashed once)
+                key = ("basis", c, x, bx)
+                if key not in done:
+                    done.add(key)
                     if searcher is None:
                         searcher = _BasisSearch(snap, p.best, ctx, p.ins, p.weights)
                     try:
@@ -825,10 +825,10 @@ class SumStep(PassStep):
         versions, done = p.state.versions, p.state.done
         vx = tuple([versions.get(a, 0) for _, a in x.terms])
         for r in sums:
-            n_done = len(done)
-            done.add((r.name, c, x, bx, vx))
-            if len(done) == n_done:  # (done before; the key hashed once)
+            key = (r.name, c, x, bx, vx)
+            if key in done:
                 continue
+            done.add(key)
             try:
                 out = r.rule.fn(x, p.ctx)
             except _UnrepresentableError:
@@ -954,10 +954,10 @@ class DivmodStep(PassStep):
             for x in forms:
                 if not all_def(x):
                     continue
-                n_done = len(done)
-                done.add(("dm", cls, op, x, y, bkey(x), by))
-                if len(done) == n_done:  # (done before; the key hashed once)
+                key = ("dm", cls, op, x, y, bkey(x), by)
+                if key in done:
                     continue
+                done.add(key)
                 for name, t in _apply(plan, op, x, y, ctx):
                     if not (sel and _has_division(t)):
                         union(cls, t, name)
