@@ -96,15 +96,16 @@ class Lin:
     @staticmethod
     def constant(v: int) -> Lin:
         """The constant ``v``."""
-        return Lin._trusted((), v if type(v) is int or _symbolic(v) else int(v))
+        return Lin._make((), {}, v if type(v) is int or _symbolic(v) else int(v))
 
     @staticmethod
     def atom(a: Atom, coef: int = 1) -> Lin:
         """``coef*a``."""
         if not coef:
             return _ZERO
-        return Lin._trusted(((coef if type(coef) is int or _symbolic(coef) else int(coef), a),),
-                            0)
+        if type(coef) is not int and not _symbolic(coef):
+            coef = int(coef)
+        return Lin._make(((coef, a),), {a: coef}, 0)  # (its map at once: no comprehension)
 
     def sorted_by(self, key: Callable[[Atom], Any]) -> Lin:
         """The same form with its terms ordered by ``key(atom)``."""

@@ -169,24 +169,31 @@ def best_term_reaches(snap: Snapshot, best: dict[int, int], cls: int, targets: s
     hit = memo.get(cls)
     if hit is not None:
         return hit
+    nodes = snap.nodes
     stack = [(cls, False)]
     while stack:
         c, done = stack.pop()
-        if c in memo and not done:
+        if done:  # its children's answers are in: it reaches when one of them does
+            memo[c] = False
+            for k in nodes[best[c]].kids:
+                if memo.get(k, False):
+                    memo[c] = True
+                    break
+            continue
+        if c in memo:
             continue
         i = best.get(c)
-        n = snap.nodes[i] if i is not None else None
-        kids = n.kids if n is not None else ()
-        if not done:
-            if (targets is not None and c in targets) or (pred is not None and n is not None
-                                                          and pred(n)):
-                memo[c] = True
-                continue
-            memo[c] = False  # provisional (cycles cannot occur in a best tree)
-            stack.append((c, True))
-            stack.extend((k, False) for k in kids if k not in memo)
+        n = nodes[i] if i is not None else None
+        if (targets is not None and c in targets) or (pred is not None and n is not None
+                                                      and pred(n)):
+            memo[c] = True
             continue
-        memo[c] = any(memo.get(k, False) for k in kids)
+        memo[c] = False  # provisional (cycles cannot occur in a best tree)
+        if n is not None:
+            stack.append((c, True))
+            for k in n.kids:
+                if k not in memo:
+                    stack.append((k, False))
     return memo[cls]
 
 

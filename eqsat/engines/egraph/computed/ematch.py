@@ -216,12 +216,13 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
     ``dirty`` classes."""
     by_op, any_op, places, cands, fits = _index(rules)
     m = _Matcher(snap, ins, best)
-    class_ops = m.class_ops
+    class_ops, ops_of = m.class_ops, m.ops_of
+    nodes, classes, clock = snap.nodes, snap.classes, time.perf_counter
     for c in sorted(dirty):
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and clock() > deadline:
             return
-        for i in snap.classes.get(c, ()):
-            n = snap.nodes[i]
+        for i in classes.get(c, ()):
+            n = nodes[i]
             if n.subsumed:
                 continue
             ck = (n.ctor, n.fields[0] if n.fields else None, n.dtype)  # fixes op, dtype
@@ -242,7 +243,11 @@ def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[
             # the rules whose pattern's sources the sources' classes can match, place
             # by place (a source pattern whose ops no e-node of its class has matches
             # nothing: no UOp is built for it)
-            key = (ck, tuple(map(class_ops, kids)))
+            kid_ops = []  # (a loop, not map: a known class is one lookup, no call)
+            for k in kids:
+                o = ops_of.get(k)
+                kid_ops.append(class_ops(k) if o is None else o)
+            key = (ck, tuple(kid_ops))
             fit = fits.get(key)
             if fit is None:
                 fit = [r for r in cand if admits(places[id(r)], key[1])]

@@ -409,10 +409,15 @@ class EClassCtx(LinBuilder):
                 merged[k] = [c, t]
             else:
                 e[0] += c
-        items = sorted((k, c, t) for k, (c, t) in merged.items() if c != 0) \
-            if len(merged) > 1 else [(k, c, t) for k, (c, t) in merged.items() if c != 0]
-        pos = [(c, t) for _, c, t in items if c > 0]
-        neg = [(-c, t) for _, c, t in items if c < 0]
+        pos: list[tuple[int, Term]] = []
+        neg: list[tuple[int, Term]] = []
+        # (by key alone: the keys are distinct; one loop splits the signs)
+        for c, t in map(merged.__getitem__, sorted(merged)) if len(merged) > 1 \
+                else merged.values():
+            if c > 0:
+                pos.append((c, t))
+            elif c < 0:
+                neg.append((-c, t))
         acc: Term | None = None
         for c, t in pos:
             s = self.mul(t, c)

@@ -73,8 +73,8 @@ def fold_pass(snap: Snapshot, dirty: set[int], union: Callable[[int, Term, str],
     the division is defined, and a fold would give the undefined values a value)."""
     defined, consts, lo, hi = snap.defined, snap.consts, snap.lo, snap.hi
     # (a class with a Cst e-node is in ``consts``: it has its constant already)
-    cands = [c for c in sorted(dirty) if c in defined and c not in consts and
-             lo.get(c) is not None and lo.get(c) == hi.get(c)]
+    cands = sorted([c for c in (dirty & defined).difference(consts)
+                    if lo.get(c) is not None and lo.get(c) == hi.get(c)])
     if not cands:
         return
     total = total_classes(snap)
@@ -779,14 +779,15 @@ class SumStep(PassStep):
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
         no_div = [r for r in sums if not r.rule.divisions]
+        late, all_def = p.late, p.all_def
         for c in _index_classes(snap, p.focus):
             if c in inner:
                 continue
-            if p.late():
+            if late():
                 p.res.skipped += 1
                 break
             x = lins.get(c)
-            if x.single_atom == c or c not in defined or not p.all_def(x):
+            if x.single_atom == c or c not in defined or not all_def(x):
                 continue
             for r in canon:
                 key = ("canon", c, x)
@@ -933,20 +934,21 @@ class DivmodStep(PassStep):
             return
         waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
         selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
-        all_def, bkey = p.all_def, p.bkey
+        all_def, bkey, late = p.all_def, p.bkey, p.late
+        near, reached = p.near, p.reached  # (p.visits, inline)
         for n in nodes_of(p.snap, _DIVMOD):
             if n.subsumed or n.fields[0] != "index":
                 continue
             cls, xc, yc = n.cls, n.fields[1], n.fields[2]
             if cls not in waiting and xc not in dirty and yc not in dirty:
                 continue
-            if not p.visits(cls):
+            if cls not in near and cls in reached:
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
             sel = cls in selects
             if cls in free and not sel:
                 continue
-            if p.late():
+            if late():
                 p.res.skipped += 1
                 continue
             op = "idiv" if n.ctor == "Idiv" else "mod"
