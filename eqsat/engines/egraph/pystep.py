@@ -85,7 +85,9 @@ class Mirror:
         self.defs: set[int] = set()
         self.made = NEW_CLASS
         self.by_ctor: dict[str, list[tuple[tuple, int]]] = {}
-        self.by_class: dict[int, dict[str, list[tuple]]] = {}
+        #: ``by_class``'s index, made from ``by_ctor`` when first read after a rebuild
+        #: (the analysis and the sizes read ``by_ctor`` only)
+        self._by_class: dict[int, dict[str, list[tuple]]] | None = {}
         #: the classes whose atoms changed, in order (a class that gained an e-node or
         #: the root of a merge, an e-node made or re-keyed, a bound or ``Def`` that
         #: changed): a semi-naive round reads the entries since its last match
@@ -175,7 +177,6 @@ class Mirror:
                           for key, c in self.table.items()}
         self.absorbed.clear()
         by_ctor: dict[str, list[tuple[tuple, int]]] = {}
-        by_class: dict[int, dict[str, list[tuple]]] = {}
         sub = self.sub
         for key, c in self.table.items():
             if sub and key in sub:
@@ -186,14 +187,25 @@ class Mirror:
                 by_ctor[ctor] = [(fields, c)]
             else:
                 entries.append((fields, c))
-            held = by_class.get(c)
-            if held is None:
-                by_class[c] = {ctor: [fields]}
-            elif ctor in held:
-                held[ctor].append(fields)
-            else:
-                held[ctor] = [fields]
-        self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
+        self.by_ctor, self._by_class, self._up = by_ctor, None, None
+
+    @property
+    def by_class(self) -> dict[int, dict[str, list[tuple]]]:
+        """class -> constructor -> the fields of its e-nodes not subsumed (each list in
+        the table's order, as ``by_ctor``'s)."""
+        by_class = self._by_class
+        if by_class is None:
+            by_class = self._by_class = {}
+            for ctor, entries in self.by_ctor.items():
+                for fields, c in entries:
+                    held = by_class.get(c)
+                    if held is None:
+                        by_class[c] = {ctor: [fields]}
+                    elif ctor in held:
+                        held[ctor].append(fields)
+                    else:
+                        held[ctor] = [fields]
+        return by_class
 
     def _congruence(self) -> None:
         """Re-key the e-nodes by their children's classes now, merging the classes of
@@ -211,22 +223,28 @@ class Mirror:
             was_sub = self.sub
             for key, c in self.table.items():
                 ctor, fields = key
-                for i in _E_POS[ctor]:
-                    if fields[i] in absorbed:
-                        f = list(fields)
-                        for j in _E_POS[ctor]:
-                            k = parent[f[j]]  # (the root of f[j], found without a
-                            f[j] = k if parent[k] == k else find(k)  # call when near)
-                            kids.add(f[j])
-                        new = (ctor, tuple(f))
-                        log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
-                        if was_sub and key in was_sub:
-                            sub.add(new)
-                        key = new
-                        break
-                else:
+                # (no field in ``absorbed``, checked in C: no child either; else the
+                # children are looked at, a literal field may equal a class id)
+                if absorbed.isdisjoint(fields):
                     if was_sub and key in was_sub:
                         sub.add(key)
+                else:
+                    for i in _E_POS[ctor]:
+                        if fields[i] in absorbed:
+                            f = list(fields)
+                            for j in _E_POS[ctor]:
+                                k = parent[f[j]]  # (the root of f[j], found without
+                                f[j] = k if parent[k] == k else find(k)  # a call)
+                                kids.add(f[j])
+                            new = (ctor, tuple(f))
+                            log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
+                            if was_sub and key in was_sub:
+                                sub.add(new)
+                            key = new
+                            break
+                    else:
+                        if was_sub and key in was_sub:
+                            sub.add(key)
                 old = table.get(key)
                 if old is None:
                     table[key] = c if parent[c] == c else find(c)
