@@ -268,7 +268,7 @@ class Mirror:
         below its root e-node's and hold one of ``classes`` has its root there."""
         levels = [classes]
         up = self._up
-        if up is None:  # (kept until the next rebuild: the analysis's rounds share it)
+        if up is None:  # (kept until the next rebuild)
             up = self._up = {}
             for ctor, entries in self.by_ctor.items():
                 pos = _E_POS[ctor]
@@ -653,19 +653,21 @@ class RuleBook:
         bound merged by max or min only tightens). So a round matches only the
         e-nodes of a class that changed since the last round (``Mirror.log`` up to the
         first round; the bounds the last round changed after it) or with such a
-        child."""
+        child: the other e-nodes' matches would set what they set before. (A field
+        is tested against the changed classes whatever its kind: a literal equal to
+        a class id only adds an e-node whose match sets nothing new.)"""
         lo, hi = m.lo, m.hi
         groups = self.interval_groups
         dirty = None if m.analysed is None else m.dirty(m.analysed)
         for rounds in range(1, cap + 1):
             sets: list[tuple[bool, int, int]] = []
-            near = None if dirty is None else m.above(dirty)(1)
             for ctor, entries in m.by_ctor.items():
                 group = groups.get(ctor)
                 if group is None:
                     continue
-                if near is not None:
-                    entries = [x for x in entries if x[1] in near]
+                if dirty is not None:
+                    apart = dirty.isdisjoint
+                    entries = [x for x in entries if x[1] in dirty or not apart(x[0])]
                     if not entries:
                         continue
                 sets += group(m, entries)
