@@ -304,22 +304,27 @@ class Mirror:
             k, tag, x = r
             pos = _E_POS.get(tag)
             if pos is not None:
-                if pos:
-                    f = list(x)
-                    for i in pos:
-                        h = parent.get(f[i])
-                        if h is None:
-                            parent[f[i]] = f[i]
-                        else:  # (the root of f[i], found without a call when near)
-                            f[i] = h if parent[h] == h else find(h)
+                f = None  # (the fields with each child's root, made when one differs)
+                for i in pos:
+                    v = x[i]
+                    h = parent.get(v)
+                    if h is None:
+                        parent[v] = h = v
+                    elif parent[h] != h:  # (the root, found without a call when near)
+                        h = find(h)
+                    kids.add(h)
+                    if h != v:
+                        if f is None:
+                            f = list(x)
+                        f[i] = h
+                if f is not None:
                     x = tuple(f)
-                if k not in parent and (tag, x) not in enodes:
+                key = (tag, x)
+                if k not in parent and key not in enodes:
                     # (a new e-node of a new handle: its class is the handle, as the
                     # merge of a new class with the handle would leave it)
-                    parent[k] = enodes[tag, x] = k
+                    parent[k] = enodes[key] = k
                     log.append(k)
-                    if pos:
-                        kids.update([x[i] for i in pos])
                     continue
                 c = self.node(tag, x)
                 if k not in parent:
