@@ -85,7 +85,9 @@ class Mirror:
         self.defs: set[int] = set()
         self.made = NEW_CLASS
         self.by_ctor: dict[str, list[tuple[tuple, int]]] = {}
-        self.by_class: dict[int, dict[str, list[tuple]]] = {}
+        #: ``by_class``'s index, made from ``by_ctor`` when first read after a rebuild
+        #: (the analysis and the sizes read ``by_ctor`` only)
+        self._by_class: dict[int, dict[str, list[tuple]]] | None = {}
         #: the classes whose atoms changed, in order (a class that gained an e-node or
         #: the root of a merge, an e-node made or re-keyed, a bound or ``Def`` that
         #: changed): a semi-naive round reads the entries since its last match
@@ -175,7 +177,6 @@ class Mirror:
                           for key, c in self.table.items()}
         self.absorbed.clear()
         by_ctor: dict[str, list[tuple[tuple, int]]] = {}
-        by_class: dict[int, dict[str, list[tuple]]] = {}
         sub = self.sub
         for key, c in self.table.items():
             if sub and key in sub:
@@ -186,14 +187,25 @@ class Mirror:
                 by_ctor[ctor] = [(fields, c)]
             else:
                 entries.append((fields, c))
-            held = by_class.get(c)
-            if held is None:
-                by_class[c] = {ctor: [fields]}
-            elif ctor in held:
-                held[ctor].append(fields)
-            else:
-                held[ctor] = [fields]
-        self.by_ctor, self.by_class, self._up = by_ctor, by_class, None
+        self.by_ctor, self._by_class, self._up = by_ctor, None, None
+
+    @property
+    def by_class(self) -> dict[int, dict[str, list[tuple]]]:
+        """class -> constructor -> the fields of its e-nodes not subsumed (each list in
+        the table's order, as ``by_ctor``'s)."""
+        by_class = self._by_class
+        if by_class is None:
+            by_class = self._by_class = {}
+            for ctor, entries in self.by_ctor.items():
+                for fields, c in entries:
+                    held = by_class.get(c)
+                    if held is None:
+                        by_class[c] = {ctor: [fields]}
+                    elif ctor in held:
+                        held[ctor].append(fields)
+                    else:
+                        held[ctor] = [fields]
+        return by_class
 
     def _congruence(self) -> None:
         """Re-key the e-nodes by their children's classes now, merging the classes of
@@ -211,22 +223,28 @@ class Mirror:
             was_sub = self.sub
             for key, c in self.table.items():
                 ctor, fields = key
-                for i in _E_POS[ctor]:
-                    if fields[i] in absorbed:
-                        f = list(fields)
-                        for j in _E_POS[ctor]:
-                            k = parent[f[j]]  # (the root of f[j], found without a
-                            f[j] = k if parent[k] == k else find(k)  # call when near)
-                            kids.add(f[j])
-                        new = (ctor, tuple(f))
-                        log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
-                        if was_sub and key in was_sub:
-                            sub.add(new)
-                        key = new
-                        break
-                else:
+                # (no field in ``absorbed``, checked in C: no child either; else the
+                # children are looked at, a literal field may equal a class id)
+                if absorbed.isdisjoint(fields):
                     if was_sub and key in was_sub:
                         sub.add(key)
+                else:
+                    for i in _E_POS[ctor]:
+                        if fields[i] in absorbed:
+                            f = list(fields)
+                            for j in _E_POS[ctor]:
+                                k = parent[f[j]]  # (the root of f[j], found without
+                                f[j] = k if parent[k] == k else find(k)  # a call)
+                                kids.add(f[j])
+                            new = (ctor, tuple(f))
+                            log.append(c)  # (a re-keyed e-node: a new row, as egglog's)
+                            if was_sub and key in was_sub:
+                                sub.add(new)
+                            key = new
+                            break
+                    else:
+                        if was_sub and key in was_sub:
+                            sub.add(key)
                 old = table.get(key)
                 if old is None:
                     table[key] = c if parent[c] == c else find(c)
@@ -250,7 +268,7 @@ class Mirror:
         below its root e-node's and hold one of ``classes`` has its root there."""
         levels = [classes]
         up = self._up
-        if up is None:  # (kept until the next rebuild: the analysis's rounds share it)
+        if up is None:  # (kept until the next rebuild)
             up = self._up = {}
             for ctor, entries in self.by_ctor.items():
                 pos = _E_POS[ctor]
@@ -286,22 +304,27 @@ class Mirror:
             k, tag, x = r
             pos = _E_POS.get(tag)
             if pos is not None:
-                if pos:
-                    f = list(x)
-                    for i in pos:
-                        h = parent.get(f[i])
-                        if h is None:
-                            parent[f[i]] = f[i]
-                        else:  # (the root of f[i], found without a call when near)
-                            f[i] = h if parent[h] == h else find(h)
+                f = None  # (the fields with each child's root, made when one differs)
+                for i in pos:
+                    v = x[i]
+                    h = parent.get(v)
+                    if h is None:
+                        parent[v] = h = v
+                    elif parent[h] != h:  # (the root, found without a call when near)
+                        h = find(h)
+                    kids.add(h)
+                    if h != v:
+                        if f is None:
+                            f = list(x)
+                        f[i] = h
+                if f is not None:
                     x = tuple(f)
-                if k not in parent and (tag, x) not in enodes:
+                key = (tag, x)
+                if k not in parent and key not in enodes:
                     # (a new e-node of a new handle: its class is the handle, as the
                     # merge of a new class with the handle would leave it)
-                    parent[k] = enodes[tag, x] = k
+                    parent[k] = enodes[key] = k
                     log.append(k)
-                    if pos:
-                        kids.update([x[i] for i in pos])
                     continue
                 c = self.node(tag, x)
                 if k not in parent:
@@ -635,19 +658,21 @@ class RuleBook:
         bound merged by max or min only tightens). So a round matches only the
         e-nodes of a class that changed since the last round (``Mirror.log`` up to the
         first round; the bounds the last round changed after it) or with such a
-        child."""
+        child: the other e-nodes' matches would set what they set before. (A field
+        is tested against the changed classes whatever its kind: a literal equal to
+        a class id only adds an e-node whose match sets nothing new.)"""
         lo, hi = m.lo, m.hi
         groups = self.interval_groups
         dirty = None if m.analysed is None else m.dirty(m.analysed)
         for rounds in range(1, cap + 1):
             sets: list[tuple[bool, int, int]] = []
-            near = None if dirty is None else m.above(dirty)(1)
             for ctor, entries in m.by_ctor.items():
                 group = groups.get(ctor)
                 if group is None:
                     continue
-                if near is not None:
-                    entries = [x for x in entries if x[1] in near]
+                if dirty is not None:
+                    apart = dirty.isdisjoint
+                    entries = [x for x in entries if x[1] in dirty or not apart(x[0])]
                     if not entries:
                         continue
                 sets += group(m, entries)

@@ -167,6 +167,14 @@ def test_a_right_side_makes_its_e_nodes_children_first() -> None:
         (("Cst", ("index", -1)), n + 2), (("Add", ("index", n + 1, n + 2)), n + 3)]
 
 
+def test_the_class_index_is_made_again_after_a_rebuild() -> None:
+    m = pystep.Mirror()
+    m.load([(0, "Cst", ("index", 3))])
+    assert m.by_class == {0: {"Cst": [("index", 3)]}}
+    m.load([(1, "Neg", ("index", 0))])
+    assert m.by_class[1] == {"Neg": [("index", 0)]} and len(m.by_class) == 2
+
+
 def test_mirror_closes_classes_under_congruence() -> None:
     # f(a), f(b), a = b: one class of f; the smaller handle names it
     m = pystep.Mirror()
