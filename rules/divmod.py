@@ -84,6 +84,9 @@ _NO_RANGE = (1 << 62, -1)
 _BY_TOP: dict[int, dict[int, weakref.WeakSet[UOp]]] = node_cache()
 # node -> whether a leaf of its linear skeleton is a MOD (_mod_leaf)
 _MOD_LEAF: dict[int, bool] = node_cache()
+# an index MOD, IDIV or MUL node -> its operands' linear forms (UOpCtx._parts: the rules
+# ask for the same node's parts again and again; the forms hold its sources, not the node)
+_PARTS: dict[int, tuple[Lin, Lin]] = node_cache()
 
 
 def _is_idx_const(u: UOp) -> bool:
@@ -332,7 +335,10 @@ class UOpCtx(LinBuilder[UOp]):
 
     def _parts(self, a: UOp, op: Ops) -> list[tuple[Lin, Lin]]:
         if a.op is op and a.dtype is _IDX:
-            return [(to_lin(a.src[0]), to_lin(a.src[1]))]
+            hit = _PARTS.get(a.uid)
+            if hit is None:
+                hit = _PARTS[a.uid] = (to_lin(a.src[0]), to_lin(a.src[1]))
+            return [hit]
         return []
 
     def mod_parts(self, a: UOp) -> list[tuple[Lin, Lin]]:

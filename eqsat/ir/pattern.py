@@ -290,7 +290,9 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     With ``rule`` (whose pattern is ``p``): its :meth:`Rule.apply` instead, ``(u) ->
     rewrite or None``: at each match, in the same order, the guard and the build called
     with the bindings (by position where :func:`_kwargs_caller` passes them so), the
-    first rewrite returned."""
+    first rewrite returned. That function does not test the op of ``u`` itself: its
+    callers have (:meth:`PatternMatcher.candidates` keeps a rule for the ops of its
+    pattern; :meth:`Rule.apply` tests them first)."""
     consts: dict[str, Any] = {"K0": _ONCE}
     lines = ["", "    out = []" if rule is None else "", "    for _ in K0:"]
     names: list[str] = []  # first-bound order
@@ -307,7 +309,7 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
 
     def node(q: UPat, var: str, ind: int) -> int:
         pad = " " * ind
-        if q.ops is not None:
+        if q.ops is not None and (rule is None or q is not p):
             lines.append(f"{pad}if {var}.op._value_ not in "
                          f"{const(frozenset(o._value_ for o in q.ops))}: continue")
         if q.dtypes is not None:
@@ -521,6 +523,9 @@ class Rule:
         init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
     _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
+    #: the ops (by value) of the pattern's root, which ``_apply`` does not test (None:
+    #: any op)
+    _root_ops: frozenset[int] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = _pattern_names(self.pattern)
@@ -530,6 +535,8 @@ class Rule:
         self._call_build = _kwargs_caller(self.build)
         self._call_guard = _kwargs_caller(self.guard) if self.guard is not None else None
         self._srcs_ok = _child_ops_check(self.pattern)
+        ops = self.pattern.ops
+        self._root_ops = None if ops is None else frozenset(o._value_ for o in ops)
         self._apply = _generate(self.pattern, self)
         if self._apply is None:  # (a variadic pattern: its bindings from the closures)
             self._match = self.pattern.matcher()
@@ -537,6 +544,9 @@ class Rule:
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""
         if self._apply is not None:
+            ops = self._root_ops
+            if ops is not None and u.op._value_ not in ops:
+                return None
             return self._apply(u)
         assert self._match is not None
         for b in self._match(u, {}):
@@ -590,7 +600,8 @@ class PatternMatcher:
 
     def _candidates(self, u: UOp) -> list[tuple[Callable[[UOp], UOp | None], Rule]]:
         """:meth:`candidates` with each rule's :meth:`Rule.apply` (its generated
-        function itself where it has one: no call through the method)."""
+        function itself where it has one: no call through the method, and no test of
+        the node's op, one of the rule's pattern's by the list's making)."""
         src = u.src
         n = len(src)
         if n > _CANDS_MAX_SRC:

@@ -18,7 +18,7 @@ import struct
 import weakref
 from _weakref import _remove_dead_weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -28,7 +28,7 @@ from eqsat.ir.ops import GroupOp, Ops
 from eqsat.ir.semantics import is_symbolic, round_float, wrap
 
 __all__ = ["UOp", "const_value", "IRError", "drop_folded_ranges", "arg_key", "RANGE_KINDS",
-           "range_id", "range_kind", "live_ranges", "node_cache"]
+           "range_id", "range_kind", "live_ranges", "node_cache", "toposort_all"]
 
 
 class IRError(ValueError):
@@ -351,28 +351,8 @@ class UOp:
         ``extra`` adds ordering edges: ``extra[u]`` are visited before ``u`` as if they were
         more sources of ``u`` (the linearizer's range dependencies).
         """
-        # depth first, each node's sources in order, a node entered once (when first
-        # met) and listed when its sources are done: one stack entry per node entered
-        # (nodes hash by identity, in C: the set holds them, no id() call per visit)
-        out: list[UOp] = []
-        seen: set[UOp] = {self}
-        src = self.src + extra.get(self, ()) if extra else self.src
-        stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(src))]
-        while stack:
-            node, it = stack[-1]
-            for s in it:
-                if s not in seen:
-                    seen.add(s)
-                    src = s.src + extra.get(s, ()) if extra else s.src
-                    if not src:  # (a leaf is listed at once: no entry of its own)
-                        out.append(s)
-                        continue
-                    stack.append((s, iter(src)))
-                    break
-            else:
-                stack.pop()
-                out.append(node)
-        return out
+        return _toposort(self, self.src + extra.get(self, ()) if extra else self.src, {self},
+                         extra)
 
     def walk(self) -> Iterator[UOp]:
         yield from self.toposort()
@@ -436,6 +416,39 @@ class UOp:
     def ranges(self) -> tuple[UOp, ...]:
         """The RANGE nodes this node depends on (for run counts), in toposort order."""
         return tuple(u for u in self.toposort() if u.op is Ops.RANGE)
+
+
+def _toposort(top: UOp | None, srcs: Iterable[UOp], seen: set[UOp],
+              extra: dict[UOp, tuple[UOp, ...]] | None) -> list[UOp]:
+    """The nodes below ``top`` (whose sources are ``srcs``) that ``seen`` lacks, then
+    ``top``: depth first, each node's sources in order, a node entered once (when first
+    met) and listed when its sources are done: one stack entry per node entered (nodes
+    hash by identity, in C: the set holds them, no id() call per visit)."""
+    out: list[Any] = []
+    stack: list[tuple[Any, Iterator[UOp]]] = [(top, iter(srcs))]
+    while stack:
+        node, it = stack[-1]
+        for s in it:
+            if s not in seen:
+                seen.add(s)
+                src = s.src + extra.get(s, ()) if extra else s.src
+                if not src:  # (a leaf is listed at once: no entry of its own)
+                    out.append(s)
+                    continue
+                stack.append((s, iter(src)))
+                break
+        else:
+            stack.pop()
+            out.append(node)
+    return out
+
+
+def toposort_all(roots: Iterable[UOp]) -> list[UOp]:
+    """Every node of the graphs of ``roots``, children first: the toposort of a SINK of
+    ``roots`` without the SINK, and without making one."""
+    out = _toposort(None, roots, set(), None)
+    out.pop()  # (the place the SINK would take)
+    return out
 
 
 def live_ranges(root: UOp, extra: dict[UOp, tuple[UOp, ...]] | None = None

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eqsat.engines.egraph.extracting import _NO_TEXT_IDS
-from eqsat.ir.dtype import dtypes
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import UOp, live_ranges
+from eqsat.ir.uop import UOp, live_ranges, toposort_all
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor",
            "usable_start", "may_output"]
@@ -56,8 +55,7 @@ class Seeds:
 
 def _order(pairs: list[tuple[UOp, UOp]]) -> list[UOp]:
     """The nodes of the rewrites in ``pairs``, children first."""
-    made = list(dict.fromkeys(v for _, v in pairs))
-    return UOp(Ops.SINK, dtypes.void, tuple(made)).toposort()[:-1] if made else []
+    return toposort_all(dict.fromkeys(v for _, v in pairs)) if pairs else []
 
 
 def baseline_seeds(roots: list[UOp], selection: Any, model: Any,

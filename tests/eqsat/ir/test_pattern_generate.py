@@ -157,3 +157,12 @@ def test_rule_apply_ignores_the_node_itself() -> None:
     u = parse(f"(add {XS} 3)")
     assert r.apply(u) is parse("3") is _apply_ref(r, u)
     assert r.apply(parse(f"(add {XS} {XS})")) is None
+
+
+def test_rule_apply_tests_the_root_op() -> None:
+    """The generated function leaves the node's op to its callers: ``Rule.apply`` tests
+    it, so a node of another op with matching sources is no match."""
+    r = Rule("t", "x + c -> x", ADD_XC, build=lambda x, c: x)
+    assert r.apply(parse(f"(mul {XS} 3)")) is None
+    assert r.apply(parse(f"(add {XS} 3)")) is parse(XS)
+    assert r._apply(parse(f"(mul {XS} 3)")) is parse(XS)  # (what the matcher never asks)

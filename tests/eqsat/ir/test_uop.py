@@ -13,7 +13,7 @@ import pytest
 from eqsat.ir.dtype import dtypes
 from eqsat.ir.interp import evaluate
 from eqsat.ir.ops import Ops
-from eqsat.ir.uop import IRError, UOp, node_cache
+from eqsat.ir.uop import IRError, UOp, node_cache, toposort_all
 
 I = dtypes.index  # noqa: E741
 
@@ -200,6 +200,14 @@ def test_toposort_is_iterative_and_ordered():
     pos = {id(u): i for i, u in enumerate(order)}
     assert order[-1] is g and len(order) == 20_000 + 1 + 3  # adds, the var, constants 0 1 2
     assert all(pos[id(s)] < pos[id(u)] for u in order for s in u.src)
+
+
+def test_toposort_all_is_a_sinks_without_it():
+    x, y = UOp.var("hx", 0, 9), UOp.var("hy", 0, 9)
+    a, b = x * 3 + y, (x + 1) // y
+    for roots in ([a, b], [b, a, b], [x, a], [a]):
+        assert toposort_all(roots) == UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort()[:-1]
+    assert toposort_all([]) == []
 
 
 def test_leaves_and_ranges():

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from eqsat.engines.egraph._egglog import bindings
 from eqsat.engines.egraph.analyses import FACT_TAGS, LATE_RULESET, LATE_TAGS
 from eqsat.engines.egraph.encoding.schema import (
+    _DT_INFO,
     _NODE_FMT,
     _UNION_TAG,
     CTOR_OP,
@@ -21,9 +22,8 @@ from eqsat.engines.egraph.encoding.schema import (
     SUB_REL,
     SUB_RULESET,
     ArgTable,
-    dt_name,
+    dt_info,
     int_const_value,
-    int_scalar,
     load_part,
     uop_ctor,
 )
@@ -293,7 +293,8 @@ class Inserter:
 
     def _node_row(self, ctor: str, k: int, fields: tuple[Any, ...]) -> None:
         self.ctors.add(ctor)
-        self.pending_ctors[ctor] = self.pending_ctors.get(ctor, 0) + 1
+        pending = self.pending_ctors
+        pending[ctor] = pending.get(ctor, 0) + 1
         if bool in map(type, fields):  # a bool field is an i64, 0/1
             fields = tuple(int(f) if isinstance(f, bool) else f for f in fields)
         self._node_line((k, ctor, fields))
@@ -372,14 +373,15 @@ class Inserter:
     def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
         """Insert a UOp graph (every unique node once); the root's handle. ``order``:
         ``root.toposort()`` when the caller has it already."""
-        memo = self.uop_handle
+        memo, keep, handle_uop, encode = self.uop_handle, self._keep, self.handle_uop, \
+            self._encode
         for u in root.toposort() if order is None else order:
             if id(u) in memo:
                 continue
-            k = self._encode(u, [memo[id(s)] for s in u.src])
+            k = encode(u, [memo[id(s)] for s in u.src])
             memo[id(u)] = k
-            self._keep.append(u)
-            self.handle_uop.setdefault(k, u)
+            keep.append(u)
+            handle_uop.setdefault(k, u)
         return memo[id(root)]
 
     def add_uop_with_facts(self, root: UOp, order: list[UOp] | None = None) -> int:
@@ -402,16 +404,19 @@ class Inserter:
         los: list[Row] = []
         his: list[Row] = []
         tag_def, tag_lo, tag_hi = FACT_TAGS["RDef"], FACT_TAGS["RLo"], FACT_TAGS["RHi"]
+        info = _DT_INFO.get
         for u in new:
             k = handle[id(u)]
             if id(u.op) in _DEF_OPS and id(u) not in may_inv:
                 defs.append((k, tag_def, 0))
-            if not int_scalar(u.dtype):
+            dt = u.dtype
+            if not (info(id(dt)) or dt_info(dt))[2]:  # (int_scalar, its memo read here)
                 continue
             lo, hi = u.vmin, u.vmax
-            if isinstance(lo, float) or isinstance(hi, float):
-                continue
-            lo, hi = int(lo), int(hi)
+            if type(lo) is not int or type(hi) is not int:  # (an index bound is an int)
+                if isinstance(lo, float) or isinstance(hi, float):
+                    continue
+                lo, hi = int(lo), int(hi)
             if I64_MIN <= lo <= hi <= I64_MAX:
                 los.append((k, tag_lo, lo))
                 his.append((k, tag_hi, hi))
@@ -422,14 +427,15 @@ class Inserter:
         return h
 
     def _encode(self, u: UOp, kids: list[int]) -> int:
-        dt = dt_name(u.dtype)
+        d = u.dtype
+        dt = (_DT_INFO.get(id(d)) or dt_info(d))[1]  # (dt_name, its memo read here)
         ctor = uop_ctor(u)
+        if ctor in CTOR_OP:  # (the usual constructor first: they exclude one another)
+            return self.node(ctor, dt, *kids)
         if ctor == "Cst":
             return self.node("Cst", dt, int_const_value(u))
         if ctor == "Leaf":
             return self.node("Leaf", u.op.name, dt, self.args.key(u.arg))
-        if ctor in CTOR_OP:
-            return self.node(ctor, dt, *kids)
         a = self.args.key(u.arg)
         if ctor == "GL":
             lst = self.node("Nil")

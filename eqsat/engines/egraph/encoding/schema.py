@@ -247,11 +247,13 @@ class ArgTable:
         return f"<ArgTable {len(self._args)} args>"
 
 
-#: id(dtype) -> (dtype, its name, whether it is an integer/bool scalar (interval facts))
+#: id(dtype) -> (dtype, its name, whether it is an integer/bool scalar (interval facts));
+#: a hot loop reads it as ``(_DT_INFO.get(id(dt)) or dt_info(dt))``, no call when known
 _DT_INFO: dict[int, tuple[DType, str, bool]] = {}
 
 
-def _dt_info(dt: DType) -> tuple[DType, str, bool]:
+def dt_info(dt: DType) -> tuple[DType, str, bool]:
+    """``(dt, its name, whether it is an integer or bool scalar)``, kept per dtype."""
     info = _DT_INFO.get(id(dt))
     if info is None:  # the entry keeps ``dt`` alive: its id is not reused
         info = _DT_INFO[id(dt)] = (dt, str(dt), dt.count == 1 and not dt.ptr and
@@ -261,9 +263,9 @@ def _dt_info(dt: DType) -> tuple[DType, str, bool]:
 
 def dt_name(dt: DType) -> str:
     """``str(dt)``, cached."""
-    return _dt_info(dt)[1]
+    return dt_info(dt)[1]
 
 
 def int_scalar(dt: DType) -> bool:
     """Whether ``dt`` is an integer or bool scalar (its nodes get interval facts)."""
-    return _dt_info(dt)[2]
+    return dt_info(dt)[2]
