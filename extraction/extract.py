@@ -1021,6 +1021,19 @@ def _moves(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[i
     return out
 
 
+def _cheapest(comp: _Compiled, cost: list[float], ridx: list[int], total: float) -> bool:
+    """Whether no term of the one root ``ridx`` names costs less than ``total`` as a
+    DAG: integer prices, and no selection below it (:func:`_cheaper_selection`; its
+    budget spent: False). A selection of that cost is then one no move of
+    :func:`_improve` can lower."""
+    if len(ridx) != 1 or not _integer_prices(cost):
+        return False
+    r = ridx[0]
+    keep = _cheap_enough(comp, cost, r, total)
+    return _cheaper_selection(comp, cost, keep, r, total,
+                              _SELECTION_STEPS + 2 * len(keep)) is False
+
+
 def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],
              ridx: list[int], max_passes: int, max_rounds: int, max_moves: int,
              work_budget: int) -> dict[str, int]:
@@ -1058,6 +1071,8 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
         if max_moves == 0:  # nothing to try (the slice below would be empty)
             break
         st = _State(comp, cost, sel, ridx, order)
+        if _cheapest(comp, cost, ridx, st.total):
+            break  # no move can lower it
         eps = 1e-9 * max(1.0, abs(st.total))
         moved = False
         for kind, k in _moves(comp, cost, relevant, sel, ridx, st)[:max_moves]:
