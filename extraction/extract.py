@@ -1030,8 +1030,7 @@ def _cheapest(comp: _Compiled, cost: list[float], ridx: list[int], total: float)
         return False
     r = ridx[0]
     keep = _cheap_enough(comp, cost, r, total)
-    return _cheaper_selection(comp, cost, keep, r, total,
-                              _SELECTION_STEPS + 2 * len(keep)) is False
+    return _cheaper_selection(comp, cost, keep, r, total) is False
 
 
 def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],
@@ -1340,14 +1339,14 @@ def no_cheaper_term(view: EGraphView, model: CostModel | str | None, root: Class
         return False
     r = comp.cidx[root]
     keep = _cheap_enough(comp, cost, r, below)
-    return _one_owner(comp, keep) or _cheaper_selection(
-        comp, cost, keep, r, below, _SELECTION_STEPS + 2 * len(keep)) is False
+    return _one_owner(comp, keep) or _cheaper_selection(comp, cost, keep, r, below) is False
 
 
-#: the steps :func:`_cheaper_selection` takes at least before it gives up (plus two per
-#: e-node it may choose from): a search that long costs what the DAG search it would
-#: spare does
+#: the steps :func:`_cheaper_selection` takes before it gives up: this many, plus
+#: :data:`_STEPS_PER_ENODE` per e-node it may choose from (a search that long costs
+#: about what the DAG search it would spare does)
 _SELECTION_STEPS = 32
+_STEPS_PER_ENODE = 3
 
 
 def _integer_prices(cost: list[float]) -> bool:
@@ -1377,10 +1376,10 @@ def _one_owner(comp: _Compiled, enodes: Iterable[int]) -> bool:
 
 
 def _cheaper_selection(comp: _Compiled, cost: list[float], keep: list[int], root: int,
-                       below: float, budget: int) -> bool | None:
+                       below: float) -> bool | None:
     """Whether some choice of one e-node of ``keep`` per class that ``root`` reaches
     through the chosen e-nodes prices below ``below`` (each class paid once); None when
-    ``budget`` steps did not settle it. Every term of ``root`` of DAG cost below
+    its steps (:data:`_SELECTION_STEPS`) did not settle it. Every term of ``root`` of DAG cost below
     ``below`` is such a choice (cyclic choices count too: a relaxation), so False
     proves there is none. Depth first over the classes waiting for a choice, each
     class's e-nodes cheapest first, pruned by a lower bound: the prices chosen plus each
@@ -1398,6 +1397,7 @@ def _cheaper_selection(comp: _Compiled, cost: list[float], keep: list[int], root
     for ns in opts.values():
         ns.sort(key=cost.__getitem__)
     least = {c: cost[ns[0]] for c, ns in opts.items()}
+    budget = _SELECTION_STEPS + _STEPS_PER_ENODE * len(keep)
     # (a child of an e-node of ``keep`` has one there: its floor is below ``below`` too)
     placed = {root}  # the classes chosen or waiting
     todo: list[int] = []  # the classes waiting
