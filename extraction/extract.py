@@ -1375,6 +1375,22 @@ def _one_owner(comp: _Compiled, enodes: Iterable[int]) -> bool:
     return True
 
 
+def _options(comp: _Compiled, cost: list[float], enodes: list[int]) -> dict[int, list[int]]:
+    """Per class, its e-nodes of ``enodes``, cheapest first (equal prices in the order
+    ``enodes`` lists them)."""
+    opts: dict[int, list[int]] = {}
+    ncls = comp.ncls
+    for n in enodes:
+        ns = opts.get(ncls[n])
+        if ns is None:
+            opts[ncls[n]] = [n]
+        else:
+            ns.append(n)
+    for ns in opts.values():
+        ns.sort(key=cost.__getitem__)
+    return opts
+
+
 def _cheaper_selection(comp: _Compiled, cost: list[float], keep: list[int], root: int,
                        below: float) -> bool | None:
     """Whether some choice of one e-node of ``keep`` per class that ``root`` reaches
@@ -1384,19 +1400,11 @@ def _cheaper_selection(comp: _Compiled, cost: list[float], keep: list[int], root
     proves there is none. Depth first over the classes waiting for a choice, each
     class's e-nodes cheapest first, pruned by a lower bound: the prices chosen plus each
     waiting class's least price (distinct classes, each paid at least that)."""
-    opts: dict[int, list[int]] = {}
-    ncls, nchd = comp.ncls, comp.nchd
-    for n in keep:
-        ns = opts.get(ncls[n])
-        if ns is None:
-            opts[ncls[n]] = [n]
-        else:
-            ns.append(n)
+    opts = _options(comp, cost, keep)
     if root not in opts:
         return False
-    for ns in opts.values():
-        ns.sort(key=cost.__getitem__)
     least = {c: cost[ns[0]] for c, ns in opts.items()}
+    nchd = comp.nchd
     budget = _SELECTION_STEPS + _STEPS_PER_ENODE * len(keep)
     # (a child of an e-node of ``keep`` has one there: its floor is below ``below`` too)
     placed = {root}  # the classes chosen or waiting
