@@ -45,7 +45,7 @@ from extraction.cost import CostModel, get_cost_model
 from extraction.egraph_view import ClassId, EGraphView, ENode, _Compiled, _model_key
 
 __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extract_tree_each",
-           "extract_dag", "sharing_impossible",
+           "extract_dag", "sharing_impossible", "no_cheaper_term",
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
            "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure",
@@ -1021,6 +1021,18 @@ def _moves(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[i
     return out
 
 
+def _cheapest(comp: _Compiled, cost: list[float], ridx: list[int], total: float) -> bool:
+    """Whether no term of the one root ``ridx`` names costs less than ``total`` as a
+    DAG: integer prices, and no selection below it (:func:`_cheaper_selection`; its
+    budget spent: False). A selection of that cost is then one no move of
+    :func:`_improve` can lower."""
+    if len(ridx) != 1 or not _integer_prices(cost):
+        return False
+    r = ridx[0]
+    keep = _cheap_enough(comp, cost, r, total)
+    return _cheaper_selection(comp, cost, keep, r, total) is False
+
+
 def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list[int],
              ridx: list[int], max_passes: int, max_rounds: int, max_moves: int,
              work_budget: int) -> dict[str, int]:
@@ -1058,6 +1070,8 @@ def _improve(comp: _Compiled, cost: list[float], relevant: list[bool], sel: list
         if max_moves == 0:  # nothing to try (the slice below would be empty)
             break
         st = _State(comp, cost, sel, ridx, order)
+        if _cheapest(comp, cost, ridx, st.total):
+            break  # no move can lower it
         eps = 1e-9 * max(1.0, abs(st.total))
         moved = False
         for kind, k in _moves(comp, cost, relevant, sel, ridx, st)[:max_moves]:
@@ -1303,12 +1317,49 @@ def sharing_impossible(view: EGraphView, model: CostModel | str | None = None,
     (:func:`_cheap_enough`): a term with another e-node costs ``below`` or more."""
     comp = view.compiled()
     cost = view.node_costs(get_cost_model(model))
-    if not (all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53):
+    if not _integer_prices(cost):
         return False
+    return _one_owner(comp, range(len(comp.nch)) if root is None
+                      else _cheap_enough(comp, cost, comp.cidx[root], below))
+
+
+def no_cheaper_term(view: EGraphView, model: CostModel | str | None, root: ClassId,
+                    below: float) -> bool:
+    """Whether no term of class ``root`` costs less than ``below`` as a DAG, where
+    ``below`` is at most the root's best tree cost (the DAG cost to beat: the tree
+    choice's), so that a DAG search, which keeps the tree choice on a tie, would keep
+    it. Integer prices only (exact sums); of the e-nodes such a term may hold
+    (:func:`_cheap_enough`), either each class is a child of one class's e-nodes (then
+    every term costs its tree cost, at least the best: :func:`sharing_impossible`), or
+    no selection of them prices below ``below`` (:func:`_cheaper_selection`, a bounded
+    search; its budget spent: False)."""
+    comp = view.compiled()
+    cost = view.node_costs(get_cost_model(model))
+    if not _integer_prices(cost):
+        return False
+    r = comp.cidx[root]
+    keep = _cheap_enough(comp, cost, r, below)
+    return _one_owner(comp, keep) or _cheaper_selection(comp, cost, keep, r, below) is False
+
+
+#: the steps :func:`_cheaper_selection` takes before it gives up: this many, plus
+#: :data:`_STEPS_PER_ENODE` per e-node it may choose from (a search that long costs
+#: about what the DAG search it would spare does)
+_SELECTION_STEPS = 32
+_STEPS_PER_ENODE = 3
+
+
+def _integer_prices(cost: list[float]) -> bool:
+    """Whether every price is an integer and their sum below 2**53 (every sum exact)."""
+    return all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53
+
+
+def _one_owner(comp: _Compiled, enodes: Iterable[int]) -> bool:
+    """Whether every class is a child of ``enodes`` of at most one class, each naming it
+    once (see :func:`sharing_impossible`)."""
     owner = [-1] * len(comp.cids)
     ncls, nch, nchd = comp.ncls, comp.nch, comp.nchd
-    for n in (range(len(nch)) if root is None
-              else _cheap_enough(comp, cost, comp.cidx[root], below)):
+    for n in enodes:
         ch = nch[n]
         if not ch:
             continue
@@ -1322,6 +1373,82 @@ def sharing_impossible(view: EGraphView, model: CostModel | str | None = None,
         if len(ch) > 1 and len(nchd[n]) < len(ch):
             return False  # (a child named twice)
     return True
+
+
+def _options(comp: _Compiled, cost: list[float], enodes: list[int]) -> dict[int, list[int]]:
+    """Per class, its e-nodes of ``enodes``, cheapest first (equal prices in the order
+    ``enodes`` lists them)."""
+    opts: dict[int, list[int]] = {}
+    ncls = comp.ncls
+    for n in enodes:
+        ns = opts.get(ncls[n])
+        if ns is None:
+            opts[ncls[n]] = [n]
+        else:
+            ns.append(n)
+    for ns in opts.values():
+        ns.sort(key=cost.__getitem__)
+    return opts
+
+
+def _cheaper_selection(comp: _Compiled, cost: list[float], keep: list[int], root: int,
+                       below: float) -> bool | None:
+    """Whether some choice of one e-node of ``keep`` per class that ``root`` reaches
+    through the chosen e-nodes prices below ``below`` (each class paid once); None when
+    its steps (:data:`_SELECTION_STEPS`) did not settle it. Every term of ``root`` of DAG cost below
+    ``below`` is such a choice (cyclic choices count too: a relaxation), so False
+    proves there is none. Depth first over the classes waiting for a choice, each
+    class's e-nodes cheapest first, pruned by a lower bound: the prices chosen plus each
+    waiting class's least price (distinct classes, each paid at least that)."""
+    opts = _options(comp, cost, keep)
+    if root not in opts:
+        return False
+    least = {c: cost[ns[0]] for c, ns in opts.items()}
+    nchd = comp.nchd
+    budget = _SELECTION_STEPS + _STEPS_PER_ENODE * len(keep)
+    # (a child of an e-node of ``keep`` has one there: its floor is below ``below`` too)
+    placed = {root}  # the classes chosen or waiting
+    todo: list[int] = []  # the classes waiting
+    trail: list[tuple[int, int, int, int]] = []  # (class, next option, e-node, classes added)
+    total = least[root]  # the bound: chosen prices plus waiting classes' least prices
+    c, i, steps = root, 0, 0
+    while True:
+        ns = opts[c]
+        base = total - least[c]
+        chosen = False
+        while i < len(ns):
+            n = ns[i]
+            i += 1
+            steps += 1
+            if steps > budget:
+                return None
+            t = base + cost[n]
+            if t >= below:
+                break  # (the e-nodes cheapest first: the others cost as much or more)
+            new = [k for k in nchd[n] if k not in placed]
+            t += sum([least[k] for k in new])
+            if t < below:
+                if not new and not todo:
+                    return True
+                placed.update(new)
+                todo += new
+                total = t
+                trail.append((c, i, n, len(new)))
+                chosen = True
+                break
+        if chosen:
+            c, i = todo.pop(), 0
+            continue
+        todo.append(c)  # no choice for c: undo the one before it
+        if not trail:
+            return False
+        c, i, n, m = trail.pop()
+        if m:
+            gone = todo[-m:]
+            del todo[-m:]
+            placed.difference_update(gone)
+            total -= sum([least[k] for k in gone])
+        total += least[c] - cost[n]  # (c's other e-nodes next, from position i)
 
 
 def _cheap_enough(comp: _Compiled, cost: list[float], root: int, below: float) -> list[int]:

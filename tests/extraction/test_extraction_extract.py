@@ -28,6 +28,7 @@ from extraction import (
     tree_cost,
     uop_builder,
 )
+from extraction.extract import no_cheaper_term
 from extraction.synth import random_view
 
 I = dtypes.index  # noqa: E741
@@ -546,3 +547,40 @@ def test_sharing_impossible_below_the_tree_means_the_dag_search_keeps_it(seed):
         assert impossible or not sharing_impossible(v, REF)
         if impossible:
             assert extract_dag(v, [r], model=REF).cost == tree
+
+
+@pytest.mark.parametrize("roots, unions, below, expected", [
+    ([x // 4 + x % 4], [], 51.0, True),  # its tree term (51) is the cheapest
+    ([x * y + x * y], [], 9.0, False),  # the DAG pays x * y once: 5
+    ([x * y + x * y], [], 6.0, False),
+    ([x * y + x * y], [], 5.0, True),  # nothing costs less than 5
+    ([(x * y + 1) * (x * y + 2)], [], 10.0, True),
+    ([(x * y + 1) * (x * y + 2)], [], 11.0, False),
+    ([(x + 1) * 3], [], 1.0, True),  # nothing costs less than 1 (no e-node is kept)
+])
+def test_no_cheaper_term(roots, unions, below, expected):
+    v = EGraphView.from_uops(roots, unions)
+    assert no_cheaper_term(v, REF, v.roots[0], below) is expected
+
+
+def test_no_cheaper_term_halved_prices():
+    v = EGraphView.from_uops([x // 4 + x % 4])
+    assert no_cheaper_term(v, _Halves(), v.roots[0], 1.0) is False  # (prices not integers)
+
+
+def test_no_cheaper_term_proves_no_dag_is_cheaper():
+    # it says True only where the optimal DAG cost of the root is not below ``below``
+    # (brute force), and it says so for most of those where ``below`` is that optimum
+    proven = 0
+    for seed in range(60):
+        v = random_view(seed, n_classes=9, max_nodes_per_class=3, n_leaves=2,
+                        cycle_prob=0.2 * (seed % 3), n_roots=2) if seed % 2 \
+            else _layered_view(seed)
+        for r in v.roots:
+            best = brute_force_dag(v, [r], REF)
+            tree = extract_tree(v, [r], model=REF)
+            for below in (best - 1, best, best + 1, tree.cost):
+                if below <= tree.tree_cost:  # (what it is asked: the tree choice's DAG cost)
+                    assert not no_cheaper_term(v, REF, r, below) or best >= below
+            proven += no_cheaper_term(v, REF, r, best)
+    assert proven >= 60

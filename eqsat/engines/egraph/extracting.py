@@ -23,12 +23,11 @@ from extraction import (
     Extraction,
     TreeChoice,
     extract_dag,
-    sharing_impossible,
     uop_builder,
 )
 from extraction.cost import sums_op_prices
 from extraction.egraph_view import new_enode
-from extraction.extract import REBUILT_OPS
+from extraction.extract import REBUILT_OPS, no_cheaper_term
 
 __all__ = ["extract_roots", "usable_keys"]
 
@@ -71,8 +70,8 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
         if light and _INT_DIV.isdisjoint([id(nodes_of[choice[c]].op) for c in order]):
             continue
         view = full if len(uniq) == 1 else full.subview([r])  # the classes r reaches
-        if light and sharing_impossible(view, model, r, c_dag):
-            continue  # no term of r cheaper than the tree's shares a class: the search
+        if no_cheaper_term(view, model, r, c_dag):
+            continue  # no term of r is cheaper than the tree choice as a DAG: the search
             # would keep the tree choice
         if clock.over():
             skipped += 1

@@ -70,16 +70,20 @@ def cache_key(graph: UOp, limits: Any, rulesets: Any, model: Any) -> tuple | Non
     return (graph, limits, rs, model, nodes)  # (the node count: a function of the graph)
 
 
-def _first_nodes(graph: UOp, n: int) -> set[int]:
-    """The ids of at most ``n`` distinct nodes of ``graph`` (all of them when it has
-    fewer): a graph's size, without walking more of a big graph than the bound."""
-    seen: set[int] = set()
+def _first_nodes(graph: UOp, n: int) -> set[UOp]:
+    """At least ``n`` distinct nodes of ``graph`` (all of them when it has fewer): a
+    graph's size, without walking more of a big graph than the bound. Each node is
+    entered once, when first met (nodes hash by identity, in C)."""
+    seen = {graph}
     stack = [graph]
-    while stack and len(seen) < n:
-        u = stack.pop()
-        if id(u) not in seen:
-            seen.add(id(u))
-            stack.extend(u.src)
+    add, push, pop = seen.add, stack.append, stack.pop
+    while stack:
+        for s in pop().src:
+            if s not in seen:
+                add(s)
+                push(s)
+        if len(seen) >= n:
+            break
     return seen
 
 

@@ -241,3 +241,10 @@ def test_the_costs_the_engine_hands_over_are_the_model_s(text: str, cached: bool
         assert res.input_cost == model.graph_cost(inp)
         assert res.cost == model.graph_cost(res.graph) <= res.input_cost
         assert "costs" not in res.stats
+
+
+@pytest.mark.parametrize("text", [EXPR, OTHER, "(var x 0 9)", _chain(511),
+                                  "(add (mul (var x 0 9) 4) (mul (var x 0 9) 4))"])
+def test_the_key_counts_the_graphs_nodes(text: str) -> None:
+    g = parse(text)  # (shared subgraphs counted once; each key's count is its node count)
+    assert cache_key(g, Limits.of(None), None, ReferenceCost())[-1] == len(g.toposort())
