@@ -217,18 +217,35 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"uop-eqsat-kernels-{os.getuid()}"
 
 
-def _compiler(cc: str | None = None, tiles: bool = False) -> str:
+def _compiler(cc: str | None = None, tiles: bool = False, f16: bool = False) -> str:
     """The path of the C compiler ``cc``; by default ``$CC``, else ``cc``, but clang where
     it is installed for a kernel with register tiles (``tiles``: reductions the expander
     gave one accumulator per lane): GCC 12 leaves their accumulator chains scalar, clang
     vectorizes them, while GCC vectorizes the outer loop of a plain reduction that clang
-    leaves scalar (the figures are in docs/perf.md)."""
-    cc = cc or os.environ.get("CC") or ("clang" if tiles and shutil.which("clang") else "cc")
+    leaves scalar (the figures are in docs/perf.md). ``f16``: the source computes on
+    ``_Float16``, which clang before 15 does not know on x86-64: such a clang is not
+    chosen for it."""
+    if not cc:
+        cc = os.environ.get("CC")
+    if not cc:
+        clang = shutil.which("clang") if tiles else None
+        cc = "clang" if clang and (not f16 or _knows_float16(clang)) else "cc"
     path = shutil.which(cc)
     if path is None:
         raise CompileError(f"no C compiler found: {cc!r} is not on PATH (install gcc or clang, "
                            "or set $CC)")
     return path
+
+
+@functools.cache
+def _knows_float16(path: str) -> bool:
+    """The compiler at ``path`` accepts ``_Float16`` for this machine's target."""
+    try:
+        out = subprocess.run([path, "-x", "c", "-fsyntax-only", "-"], input="_Float16 x;\n",
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
 
 
 @functools.cache
@@ -389,9 +406,10 @@ class Kernel:
     @property
     def cc(self) -> str:
         """The path of the C compiler this kernel compiles with (``Target.cc``; by
-        default ``$CC``, else clang for register tiles where installed, else ``cc``)."""
+        default ``$CC``, else clang for register tiles where installed and able to
+        compile the source, else ``cc``)."""
         tiles = bool(self.lowered.stats.get("expanded", {}).get("expand_reduce"))
-        return _compiler(self.target.cc, tiles)
+        return _compiler(self.target.cc, tiles, "_Float16" in self.c_source)
 
     @property
     def flags(self) -> tuple[str, ...]:

@@ -621,3 +621,18 @@ def test_a_graph_that_is_no_uop_is_named():
         lower(5)
     with pytest.raises(TypeError, match="expects a UOp graph, got str"):
         compile_kernel("(add 1 2)")
+
+
+@pytest.mark.parametrize("knows, f16, chosen", [
+    (False, True, "cc"),  # a clang without _Float16 (clang 14 on x86-64) is passed over
+    (False, False, "clang"),
+    (True, True, "clang"),
+])
+def test_register_tiles_take_clang_only_where_it_compiles_the_source(monkeypatch, knows, f16,
+                                                                     chosen):
+    import lowering.compile as compile_mod
+
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(compile_mod.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(compile_mod, "_knows_float16", lambda path: knows)
+    assert compile_mod._compiler(None, True, f16) == f"/usr/bin/{chosen}"
