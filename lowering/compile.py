@@ -370,6 +370,11 @@ class Kernel:
         return self.lowered.c_source
 
     @property
+    def f16(self) -> bool:
+        """The source computes on ``_Float16`` (which decides the compiler and its flags)."""
+        return "_Float16" in self.c_source
+
+    @property
     def linear(self) -> list[UOp]:
         return self.lowered.linear
 
@@ -409,12 +414,12 @@ class Kernel:
         default ``$CC``, else clang for register tiles where installed and able to
         compile the source, else ``cc``)."""
         tiles = bool(self.lowered.stats.get("expanded", {}).get("expand_reduce"))
-        return _compiler(self.target.cc, tiles, "_Float16" in self.c_source)
+        return _compiler(self.target.cc, tiles, self.f16)
 
     @property
     def flags(self) -> tuple[str, ...]:
         """The compiler flags beyond :data:`CFLAGS` (:func:`target_flags`)."""
-        return target_flags(self.target, self.cc, "_Float16" in self.c_source)
+        return target_flags(self.target, self.cc, self.f16)
 
     def compile(self) -> Kernel:
         """Compile (or fetch from the cache) and load the shared library; returns self.

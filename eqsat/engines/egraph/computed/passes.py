@@ -708,7 +708,9 @@ class PassData:
                                                 state.kid_index)
         classes_now = snap.classes
         self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
-        near, reached = self.near, self.reached  # (self.visits, inline)
+        # the rules visit a class (but fold and canon_and) near a root, or one no
+        # root reaches
+        near, reached = self.near, self.reached
         self.focus = {c for c in self.waiting if c in near or c not in reached}
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
@@ -724,10 +726,6 @@ class PassData:
 
     def __repr__(self) -> str:
         return f"<PassData of {self.snap!r}: {len(self.focus)} classes in focus>"
-
-    def visits(self, c: int) -> bool:
-        """Whether the rules visit class ``c`` in this pass (but fold and canon_and)."""
-        return c in self.near or c not in self.reached
 
     def late(self) -> bool:
         """Whether the pass is past its deadline (or its rows filled their room)."""
@@ -935,7 +933,7 @@ class DivmodStep(PassStep):
         waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
         selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
         all_def, bkey, late = p.all_def, p.bkey, p.late
-        near, reached = p.near, p.reached  # (p.visits, inline)
+        near, reached = p.near, p.reached  # (visited: as PassData.focus)
         for n in nodes_of(p.snap, _DIVMOD):
             if n.subsumed or n.fields[0] != "index":
                 continue
