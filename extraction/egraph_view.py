@@ -430,6 +430,14 @@ class EGraphView:
         cache_key = _model_key(model)
         if cache_key is not None and cache_key in comp.cost_cache:
             return comp.cost_cache[cache_key]
+        out = self.price(comp.nodes, model)
+        if cache_key is not None:
+            comp.cost_cache[cache_key] = out
+        return out
+
+    def price(self, nodes: Iterable[ENode], model: Any) -> list[float]:
+        """The cost of each of ``nodes`` (e-nodes of this view) under ``model``, not
+        cached (:meth:`node_costs` caches the prices of all of them)."""
         bounds = bool(getattr(model, "uses_bounds", False))
         node_cost = model.node_cost
         consts, cm = self._class_const, self.class_min
@@ -439,7 +447,7 @@ class EGraphView:
         # a model that prices by the op alone is asked once per op (by id: an Ops
         # member's hash runs Python code); its answer is checked like any other
         by_op: dict[int, float] | None = {} if getattr(model, "op_only", False) else None
-        for n in comp.nodes:
+        for n in nodes:
             op = n.op
             if by_op is not None and op is not None:
                 v = by_op.get(id(op))
@@ -464,8 +472,6 @@ class EGraphView:
             if by_op is not None and op is not None:
                 by_op[id(op)] = v
             add(v)
-        if cache_key is not None:
-            comp.cost_cache[cache_key] = out
         return out
 
     def subview(self, roots: Sequence[ClassId]) -> EGraphView:

@@ -49,7 +49,7 @@ __all__ = ["Extraction", "ExtractionError", "TreeChoice", "extract_tree", "extra
            "build_terms",
            "uop_builder", "dag_cost", "tree_cost",
            "tree_choice", "knuth", "cheapest_first", "reachable_region", "rechoose", "closure",
-           "REBUILT_OPS"]
+           "integer_prices", "REBUILT_OPS"]
 
 T = TypeVar("T")
 INF = math.inf
@@ -1026,7 +1026,7 @@ def _cheapest(comp: _Compiled, cost: list[float], ridx: list[int], total: float)
     DAG: integer prices, and no selection below it (:func:`_cheaper_selection`; its
     budget spent: False). A selection of that cost is then one no move of
     :func:`_improve` can lower."""
-    if len(ridx) != 1 or not _integer_prices(cost):
+    if len(ridx) != 1 or not integer_prices(cost):
         return False
     r = ridx[0]
     keep = _cheap_enough(comp, cost, r, total)
@@ -1317,7 +1317,7 @@ def sharing_impossible(view: EGraphView, model: CostModel | str | None = None,
     (:func:`_cheap_enough`): a term with another e-node costs ``below`` or more."""
     comp = view.compiled()
     cost = view.node_costs(get_cost_model(model))
-    if not _integer_prices(cost):
+    if not integer_prices(cost):
         return False
     return _one_owner(comp, range(len(comp.nch)) if root is None
                       else _cheap_enough(comp, cost, comp.cidx[root], below))
@@ -1335,7 +1335,7 @@ def no_cheaper_term(view: EGraphView, model: CostModel | str | None, root: Class
     search; its budget spent: False)."""
     comp = view.compiled()
     cost = view.node_costs(get_cost_model(model))
-    if not _integer_prices(cost):
+    if not integer_prices(cost):
         return False
     r = comp.cidx[root]
     keep = _cheap_enough(comp, cost, r, below)
@@ -1349,7 +1349,7 @@ _SELECTION_STEPS = 32
 _STEPS_PER_ENODE = 3
 
 
-def _integer_prices(cost: list[float]) -> bool:
+def integer_prices(cost: list[float]) -> bool:
     """Whether every price is an integer and their sum below 2**53 (every sum exact)."""
     return all(map(float.is_integer, cost)) and sum(cost) < 2.0 ** 53
 

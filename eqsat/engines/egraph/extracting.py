@@ -8,6 +8,7 @@ and left out past the run's hard time limit); the cheaper selection (DAG cost) w
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -25,9 +26,9 @@ from extraction import (
     extract_dag,
     uop_builder,
 )
-from extraction.cost import sums_op_prices
+from extraction.cost import get_cost_model, sums_op_prices
 from extraction.egraph_view import new_enode
-from extraction.extract import REBUILT_OPS, no_cheaper_term
+from extraction.extract import REBUILT_OPS, integer_prices, no_cheaper_term
 
 __all__ = ["extract_roots", "usable_keys"]
 
@@ -48,8 +49,13 @@ def extract_roots(snap: Snapshot, args: ArgTable, handles: list[int], model: Any
     uniq = list(dict.fromkeys(roots))
     # only the classes the roots reach (through any e-node, list cells included) matter
     groups = _usable_groups(snap, args, snap.reached(uniq), subsumed)
-    # tree extraction of every root on its own, in one pass over the whole e-graph
     full = EGraphView.of_classes(groups, class_min=snap.lo)
+    # one e-node a class: the tree choice is the only selection (no pass, no search)
+    lone = _lone_choice(full, uniq, model, priced) if _one_each(groups) else None
+    if lone is not None:
+        return [lone[r][0] for r in roots], {"cost": sum(lone[r][1] for r in uniq),
+                                          "method": "tree", "dag_skipped": 0}
+    # tree extraction of every root on its own, in one pass over the whole e-graph
     tc = TreeChoice(full, uniq, model)
     nodes_of = tc.comp.nodes
     choice = tc.choice
@@ -135,6 +141,88 @@ def _usable_groups(snap: Snapshot, args: ArgTable, seen: set[int], subsumed: boo
     return groups
 
 
+def _one_each(groups: dict[int, list[ENode]]) -> bool:
+    """Whether every class of ``groups`` has one e-node (and there is one)."""
+    return max(map(len, groups.values()), default=2) == 1
+
+
+def _lone_choice(view: EGraphView, uniq: list[int], model: Any,
+                 priced: dict[int, tuple[UOp, float]] | None
+                 ) -> dict[int, tuple[UOp, float]] | None:
+    """Each root of ``uniq`` -> its term and DAG cost, where every class of ``view``
+    has one e-node (:func:`_one_each`): the tree choice is the only selection, so no
+    DAG search can find a cheaper one, and under integer prices ``no_cheaper_term``
+    proves it and :func:`extract_roots` runs none; its terms built in the order
+    ``TreeChoice.terms`` builds them, ``priced`` filled as :func:`_tree_prices` fills
+    it. None where the general path must decide: a price not an integer, a root whose
+    term meets a cycle or a class without an e-node (no term: its error)."""
+    model = get_cost_model(model)
+    node = {c: ns[0] for c, ns in view.classes.items()}
+    every = view.price(node.values(), model)
+    if not integer_prices(every):
+        return None
+    price = dict(zip(node, every, strict=True))
+    done: dict[int, UOp] = {}
+    for r in uniq:
+        if r not in node or (r not in done and not _build_lone(node, r, done)):
+            return None
+    out: dict[int, tuple[UOp, float]] = {}
+    sums = priced is not None and sums_op_prices(model)
+    for r in uniq:
+        classes = _reach(node, r)
+        prices = [price[c] for c in classes]
+        out[r] = (done[r], math.fsum(prices))
+        if sums and priced is not None:
+            _enter_price(done[r], [id(node[c].op) for c in classes], prices,
+                         [done[c] for c in classes], priced)
+    return out
+
+
+def _build_lone(node: dict[int, ENode], r: int, done: dict[int, UOp]) -> bool:
+    """Build the term of class ``r`` from its classes' e-nodes ``node`` into ``done``
+    (class -> term), depth first, children left to right, each class once (the order
+    ``TreeChoice.terms`` builds in); False on a cycle or a class without an e-node."""
+    active = {r}
+    stack = [(r, iter(node[r].children))]
+    while stack:
+        c, it = stack[-1]
+        for k in it:
+            if k not in done:
+                if k in active or k not in node:
+                    return False
+                active.add(k)
+                stack.append((k, iter(node[k].children)))
+                break
+        else:
+            stack.pop()
+            n = node[c]
+            done[c] = uop_builder(n, tuple([done[k] for k in n.children]))
+    return True
+
+
+def _reach(node: dict[int, ENode], r: int) -> list[int]:
+    """The classes the term of class ``r`` holds (``node``: each class's e-node)."""
+    seen = {r}
+    stack = [r]
+    while stack:
+        for k in node[stack.pop()].children:
+            if k not in seen:
+                seen.add(k)
+                stack.append(k)
+    return list(seen)
+
+
+def _enter_price(term: UOp, op_ids: list[int], prices: list[float], terms: list[UOp],
+                 priced: dict[int, tuple[UOp, float]]) -> None:
+    """Enter ``term`` in ``priced`` with the sum of ``prices``, the prices of the
+    distinct ones of ``terms`` (its subterms, one a class it reaches, each of an op of
+    ``op_ids``), where that sum is its graph cost (see :func:`_tree_prices`)."""
+    if _REBUILT_IDS.isdisjoint(op_ids):
+        distinct = dict(zip(map(id, terms), prices, strict=True)).values()
+        if all(map(float.is_integer, distinct)):
+            priced[id(term)] = (term, float(sum(distinct)))
+
+
 def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: UOp,
                  priced: dict[int, tuple[UOp, float]]) -> None:
     """Enter ``term``, built from ``tc``'s choice over ``classes`` (the ones it reaches;
@@ -147,13 +235,9 @@ def _tree_prices(tc: TreeChoice, done: dict[int, UOp], classes: set[int], term: 
     only: their sum does not depend on the order."""
     cost, choice, nodes = tc.cost, tc.choice, tc.comp.nodes
     chosen = [choice[c] for c in classes]
-    if not (classes <= done.keys()
-            and _REBUILT_IDS.isdisjoint([id(nodes[n].op) for n in chosen])):
-        return
-    prices = dict(zip([id(done[c]) for c in classes], [cost[n] for n in chosen],
-                      strict=True)).values()
-    if all(map(float.is_integer, prices)):
-        priced[id(term)] = (term, float(sum(prices)))
+    if classes <= done.keys():
+        _enter_price(term, [id(nodes[n].op) for n in chosen], [cost[n] for n in chosen],
+                     [done[c] for c in classes], priced)
 
 
 #: the ops :func:`extraction.uop_builder` may build as another node, by id

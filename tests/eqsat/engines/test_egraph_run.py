@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from eqsat.engines.egraph import Session, phases
+from eqsat.engines.egraph import Session, extracting, phases
 from eqsat.engines.egraph import run as run_module
 from eqsat.engines.egraph.extracting import extract_roots
 from eqsat.engines.egraph.reset import leftover, reset_program, reset_tables
@@ -197,3 +197,26 @@ def test_the_extraction_prices_its_tree_terms_as_the_model_does(
                             priced=priced)
     assert [(u, c) for u, c in priced.values()] == \
         ([(o, m.graph_cost(o)) for o in outs] if model == "reference" else [])
+
+
+@pytest.mark.parametrize("text", ["(add (var x 0 7) 1)", "(idiv (var x 0 100) 7)",
+                                  "(mul (var x 0 5) 3)"])
+@pytest.mark.parametrize("model", ["reference", "default"])
+def test_one_enode_a_class_extracts_as_the_tree_pass_does(
+        session: Session, text: str, model: str, monkeypatch) -> None:
+    # the lone-choice path gives the terms, stats and prices of the general one
+    m = get_cost_model(model)
+    run = _run(session, text, Limits(seconds=60.0))
+    lone = extracting._lone_choice
+    took: list = []
+    monkeypatch.setattr(extracting, "_lone_choice", lambda *a: took.append(lone(*a)) or took[-1])
+    for thorough in (False, True):
+        fast: dict = {}
+        got = extract_roots(run.snap, run.store.cur.args, run.handles, m, run.clock,
+                            thorough=thorough, priced=fast)
+        with monkeypatch.context() as mp:
+            mp.setattr(extracting, "_one_each", lambda _groups: False)
+            general: dict = {}
+            want = extract_roots(run.snap, run.store.cur.args, run.handles, m, run.clock,
+                                 thorough=thorough, priced=general)
+        assert took[-1] is not None and got == want and fast == general
