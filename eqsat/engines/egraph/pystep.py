@@ -26,6 +26,7 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable
+from itertools import zip_longest
 from operator import itemgetter
 from typing import Any
 
@@ -258,8 +259,9 @@ class Mirror:
     def dirty(self, since: int) -> set[int]:
         """The classes (by their roots now) whose atoms changed since ``log`` held
         ``since`` entries."""
-        find = self.find
-        return {find(c) for c in set(self.log[since:])}
+        find, parent = self.find, self.parent
+        # (most are roots: no call to find for them)
+        return {c if parent[c] == c else find(c) for c in set(self.log[since:])}
 
     def above(self, classes: set[int]) -> Callable[[int], set[int]]:
         """The function giving, for a level ``i``, the classes within ``i`` e-nodes
@@ -529,10 +531,14 @@ class _Interval:
                                   as_tuple=True, prefix=prefix)
 
     def actions(self, _i: int, q: QuerySource) -> list[str]:
-        """The lines of a match's actions (:func:`compile_group`'s ``emit``): each
-        ``(sets lo, the class, the value)`` appended to ``out``."""
-        return [f"out.append(({is_lo}, {q.names[0]}, {q.names[v] if is_v else repr(v)}))"
-                for is_lo, is_v, v in self.sets]
+        """The lines of a match's actions (:func:`compile_group`'s ``emit``):
+        ``(the class, a lower bound, an upper bound)`` appended to ``out`` (None for a
+        bound the rule does not set; the n-th ``lo`` set with the n-th ``hi``)."""
+        vals: tuple[list[str], list[str]] = ([], [])
+        for is_lo, is_v, v in self.sets:
+            vals[not is_lo].append(q.names[v] if is_v else repr(v))
+        return [f"out.append(({q.names[0]}, {lo}, {hi}))"
+                for lo, hi in zip_longest(*vals, fillvalue="None")]
 
 
 class _Group:
@@ -682,7 +688,7 @@ class RuleBook:
             m.analysed = len(m.log)
             return 1
         for rounds in range(1, cap + 1):
-            sets: list[tuple[bool, int, int]] = []
+            sets: list[tuple[int, int | None, int | None]] = []
             for ctor, entries in m.by_ctor.items():
                 group = groups.get(ctor)
                 if group is None:
@@ -694,11 +700,17 @@ class RuleBook:
                         continue
                 sets += group(m, entries)
             dirty = set()
-            for is_lo, c, v in sets:  # (lo merged by max, hi by min)
-                old = (lo if is_lo else hi).get(c)
-                if old is None or (v > old if is_lo else v < old):
-                    (lo if is_lo else hi)[c] = v
-                    dirty.add(c)
+            for c, vlo, vhi in sets:  # (lo merged by max, hi by min)
+                if vlo is not None:
+                    old = lo.get(c)
+                    if old is None or vlo > old:
+                        lo[c] = vlo
+                        dirty.add(c)
+                if vhi is not None:
+                    old = hi.get(c)
+                    if old is None or vhi < old:
+                        hi[c] = vhi
+                        dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)
                 return rounds
