@@ -26,6 +26,7 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable
+from itertools import zip_longest
 from operator import itemgetter
 from typing import Any
 
@@ -258,8 +259,9 @@ class Mirror:
     def dirty(self, since: int) -> set[int]:
         """The classes (by their roots now) whose atoms changed since ``log`` held
         ``since`` entries."""
-        find = self.find
-        return {find(c) for c in set(self.log[since:])}
+        find, parent = self.find, self.parent
+        # (most are roots: no call to find for them)
+        return {c if parent[c] == c else find(c) for c in set(self.log[since:])}
 
     def above(self, classes: set[int]) -> Callable[[int], set[int]]:
         """The function giving, for a level ``i``, the classes within ``i`` e-nodes
@@ -293,15 +295,19 @@ class Mirror:
         """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
         ``RSub``'s subsumptions: ``encoding.inserter.Row``) as egglog's loading rules
         do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
-        facts: list[tuple[str, int, int]] = []
+        facts: list[tuple[int, str, int]] = []
         subs: list[tuple[str, tuple]] = []
         parent, find, enodes, log, kids = (self.parent, self.find, self.table, self.log,
                                            self.kids)
+        fact_kind = _FACT_KIND
         for r in rows:
             if len(r) == 2:  # an RSub row: (ctor, fields)
                 subs.append(r)
                 continue
             k, tag, x = r
+            if tag in fact_kind:  # (most rows: merged after the e-nodes, in order)
+                facts.append(r)
+                continue
             pos = _E_POS.get(tag)
             if pos is not None:
                 f = None  # (the fields with each child's root, made when one differs)
@@ -334,8 +340,6 @@ class Mirror:
                 parent.setdefault(k, k)
                 parent.setdefault(x, x)
                 self.union(k, x)
-            elif tag in _FACT_RELS:
-                facts.append((_FACT_RELS[tag], k, x))
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
         if len(facts) < len(rows):
@@ -351,23 +355,25 @@ class Mirror:
         return tightened
 
 
-    def _facts(self, facts: list[tuple[str, int, int]]) -> bool:
-        """Merge fact rows ``(relation, handle, value)`` into the bounds (``lo`` by
-        max, ``hi`` by min) and ``Def``; whether one changed."""
+    def _facts(self, facts: list[tuple[int, str, int]]) -> bool:
+        """Merge fact rows ``(handle, tag, value)`` (:data:`_FACT_KIND`) into the bounds
+        (``lo`` by max, ``hi`` by min) and ``Def``; whether one changed."""
         parent, find, log = self.parent, self.find, self.log
         lo, hi, defs = self.lo, self.hi, self.defs
+        kind_of = _FACT_KIND
         changed = len(log)
-        for rel, k, v in facts:
+        for k, tag, v in facts:
             c = parent.get(k)  # (the class of handle k, a new singleton if it is new)
             if c is None:
                 parent[k] = c = k
             elif parent[c] != c:
                 c = find(c)
-            if rel == "RDef":
+            kind = kind_of[tag]
+            if kind == _DEF:
                 if c not in defs:
                     defs.add(c)
                     log.append(c)
-            elif rel == "RLo":
+            elif kind == _LO:
                 old = lo.get(c)
                 if old is None or v > old:
                     lo[c] = v
@@ -382,9 +388,12 @@ class Mirror:
 
 _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
-#: a fact row's tag -> its relation (``RLo``, ``RHi``, ``RDef``; the late bounds too)
-_FACT_RELS: dict[str, str] = {
-    **{v: k for k, v in FACT_TAGS.items()}, **{v: k for k, v in LATE_TAGS.items()}}
+#: a fact row's tag -> what it sets: a lower bound, an upper bound or ``Def`` (the
+#: relations ``RLo``, ``RHi``, ``RDef`` of :data:`FACT_TAGS`; the late bounds too)
+_LO, _HI, _DEF = 0, 1, 2
+_FACT_KIND: dict[str, int] = {
+    tag: {"RLo": _LO, "RHi": _HI, "RDef": _DEF}[rel]
+    for tags in (FACT_TAGS, LATE_TAGS) for rel, tag in tags.items()}
 
 
 # ---- rules ---------------------------------------------------------------------------
@@ -522,10 +531,14 @@ class _Interval:
                                   as_tuple=True, prefix=prefix)
 
     def actions(self, _i: int, q: QuerySource) -> list[str]:
-        """The lines of a match's actions (:func:`compile_group`'s ``emit``): each
-        ``(sets lo, the class, the value)`` appended to ``out``."""
-        return [f"out.append(({is_lo}, {q.names[0]}, {q.names[v] if is_v else repr(v)}))"
-                for is_lo, is_v, v in self.sets]
+        """The lines of a match's actions (:func:`compile_group`'s ``emit``):
+        ``(the class, a lower bound, an upper bound)`` appended to ``out`` (None for a
+        bound the rule does not set; the n-th ``lo`` set with the n-th ``hi``)."""
+        vals: tuple[list[str], list[str]] = ([], [])
+        for is_lo, is_v, v in self.sets:
+            vals[not is_lo].append(q.names[v] if is_v else repr(v))
+        return [f"out.append(({q.names[0]}, {lo}, {hi}))"
+                for lo, hi in zip_longest(*vals, fillvalue="None")]
 
 
 class _Group:
@@ -537,6 +550,7 @@ class _Group:
         self.part, self.rules = part, rules
         self.matches = compile_group([r.query for r in rules])
         self.levels = sorted({r.query.levels for r in rules if not r.query.lookups})
+        self.lookups = any(r.query.lookups for r in rules)
 
 
 class RuleBook:
@@ -623,10 +637,16 @@ class RuleBook:
                 if above is None or g.part not in ran:
                     got = g.matches(m)
                 else:
+                    live = g.lookups  # (a query that looks an e-node up matches every root)
                     for level in g.levels:
-                        if level not in roots:
+                        near_roots = roots.get(level)
+                        if near_roots is None:
                             near = above(level)
-                            roots[level] = [x for x in entries if x[1] in near]
+                            near_roots = roots[level] = [x for x in entries if x[1] in near]
+                        if near_roots:
+                            live = True
+                    if not live:
+                        continue  # (no root a new match may have: nothing to call)
                     got = g.matches(m, roots)
                 rules = g.rules
                 for i, fields, env in got:
@@ -664,8 +684,11 @@ class RuleBook:
         lo, hi = m.lo, m.hi
         groups = self.interval_groups
         dirty = None if m.analysed is None else m.dirty(m.analysed)
+        if dirty is not None and not dirty:  # (nothing changed since the fixed point)
+            m.analysed = len(m.log)
+            return 1
         for rounds in range(1, cap + 1):
-            sets: list[tuple[bool, int, int]] = []
+            sets: list[tuple[int, int | None, int | None]] = []
             for ctor, entries in m.by_ctor.items():
                 group = groups.get(ctor)
                 if group is None:
@@ -677,11 +700,17 @@ class RuleBook:
                         continue
                 sets += group(m, entries)
             dirty = set()
-            for is_lo, c, v in sets:  # (lo merged by max, hi by min)
-                old = (lo if is_lo else hi).get(c)
-                if old is None or (v > old if is_lo else v < old):
-                    (lo if is_lo else hi)[c] = v
-                    dirty.add(c)
+            for c, vlo, vhi in sets:  # (lo merged by max, hi by min)
+                if vlo is not None:
+                    old = lo.get(c)
+                    if old is None or vlo > old:
+                        lo[c] = vlo
+                        dirty.add(c)
+                if vhi is not None:
+                    old = hi.get(c)
+                    if old is None or vhi < old:
+                        hi[c] = vhi
+                        dirty.add(c)
             if not dirty:
                 m.analysed = len(m.log)
                 return rounds

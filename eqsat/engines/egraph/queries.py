@@ -239,7 +239,11 @@ class _Gen:
             if is_var(a) and a not in bound:
                 if not _vars(b) <= bound:
                     return False
-                self.emit(f"{self.var(a)} = {self.value(b)}")
+                val = self.value(b)
+                if val.isidentifier() and a not in self.names:
+                    self.names[a] = val  # (a name of a value assigned once: no copy)
+                else:
+                    self.emit(f"{self.var(a)} = {val}")
                 bound.add(a)
                 return True
             if not _vars(f) <= bound:
@@ -289,7 +293,7 @@ def query_source(name: str, pattern: list, root: str, facts: list, keep: list[st
     g = _Gen(name, prefix)
     g.depth += 1
     bound = {root}
-    g.emit(f"{g.var(root)} = c0")
+    g.names[root] = "c0"  # (the root e-node's class, bound by the loop)
     g.todo = [(f, _vars(f)) for f in facts]
     g.node(pattern, "f0", bound)
     g.facts(bound)
@@ -299,10 +303,26 @@ def query_source(name: str, pattern: list, root: str, facts: list, keep: list[st
         env = f"({''.join(f'{g.var(k)}, ' for k in keep)})"
     else:
         env = f"{{{', '.join(f'{k!r}: {g.var(k)}' for k in keep)}}}"
+    g.lines = _read_fields_only(g.lines, env)
     body = "\n".join(g.lines)
     used = frozenset(_TABLES_READ.findall(body)) | {"by_ctor"}
     return QuerySource(name, pattern[0], g.lines, "    " * g.depth, env,
                        [g.var(k) for k in keep], used, g.consts, g.levels, g.lookups)
+
+
+#: a line binding a query variable to an e-node's field
+_FIELD_BINDING = re.compile(r"\s*(v\d+_\w*) = [ft]\d+\[\d+\]")
+
+
+def _read_fields_only(lines: list[str], env: str) -> list[str]:
+    """``lines`` without the bindings of fields no other line nor ``env`` reads (a
+    pattern names each field; many are read by no check, guard or binding)."""
+    names = [m.group(1) if (m := _FIELD_BINDING.fullmatch(line)) else None
+             for line in lines]
+    text = "\n".join([env] + [line for line, n in zip(lines, names, strict=True)
+                              if n is None])
+    read = set(re.findall(r"\bv\d+_\w*", text))
+    return [line for line, n in zip(lines, names, strict=True) if n is None or n in read]
 
 
 def _compiled(src: str, fname: str, consts: dict[str, Any], what: str) -> Callable:

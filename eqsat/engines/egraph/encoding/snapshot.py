@@ -569,6 +569,8 @@ def _name_new_classes(raw: list[tuple[str, Any, list, bool]], cls_of: dict[Any, 
     """Give the classes of ``raw``'s rows handles (bottom-up, recorded in
     ``inserter``) and add those rows' Nodes to ``nodes`` (``csts``, ``made``); how many
     classes got a handle."""
+    if not raw:  # (every class has a handle: most snapshots)
+        return 0
     get = cls_of.get
     cache = inserter.node_cache
     cget = cache.get
@@ -686,7 +688,10 @@ def defined_classes(nodes: list[Node], known: set[int],
     (``computed.passes.total_classes`` leaves out the divisions by a possible 0)."""
     out = set(known)
     if classes is not None:
-        nodes = [nodes[i] for c in sorted(classes.keys() - out) for i in classes[c]]
+        rest = classes.keys() - out
+        if not rest:  # (every class known: no e-node to visit)
+            return out
+        nodes = [nodes[i] for c in sorted(rest) for i in classes[c]]
     if admit is not None:
         nodes = [n for n in nodes if admit(n)]
     waiting: dict[int, list[Node]] = {}
