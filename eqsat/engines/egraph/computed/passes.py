@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterable
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
@@ -23,6 +23,7 @@ from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_
 from eqsat.engines.egraph.computed.ematch import ematch_pass
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
+    _CTOR,
     EClassCtx,
     LinForms,
     _Memo,
@@ -459,13 +460,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             res = PassResult()
             t = time.perf_counter()
             data = PassData(snap, ins, rules, state, deadline, clock, roots, model, res)
-            now = time.perf_counter()
-            res.times["best"] = now - t
-            for step in PASS_STEPS:
+            clock_now = time.perf_counter
+            now = clock_now()
+            times = res.times
+            times["best"] = now - t
+            for step in PASS_STEPS:  # (each step's name is its own: one time each)
                 t = now
                 step.run(data)
-                now = time.perf_counter()
-                res.times[step.name] = res.times.get(step.name, 0.0) + now - t
+                now = clock_now()
+                times[step.name] = now - t
             state.deferred = data.deferred
             state.lins.update(data.lins.made)  # lins.kept(), in place (its prev is state.lins)
             res.late = deadline is not None and now > deadline
@@ -716,16 +719,36 @@ class PassData:
         self.lins = LinForms(snap, self.best, state.lins)
         self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
         self.by_kind = _rule_kinds(rules)
-        self.kinds = k = self.by_kind.kinds
-        self.free = divmod_free(snap.nodes, self.best) \
-            if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
-        self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
+        self.kinds = self.by_kind.kinds
+        #: the constructors of the snapshot's e-nodes (subsumed ones too): a step whose
+        #: rules read a constructor the snapshot lacks has nothing to do
+        self.ctors = set(map(_CTOR, snap.nodes))
         rec = Recorder(snap, ins, state, res, self.best)
         self.union, self.holds = rec.union, rec.holds
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
     def __repr__(self) -> str:
         return f"<PassData of {self.snap!r}: {len(self.focus)} classes in focus>"
+
+    @cached_property
+    def free(self) -> set[int]:
+        """:func:`divmod_free` (every class when the snapshot holds no division; none
+        without div/mod, whole-sum or basis rules), made when a step first reads it."""
+        k = self.kinds
+        if not (k.get("divmod") or k.get("sum") or k.get("basis")):
+            return set()
+        if self.ctors.isdisjoint(_DIVISIONS):
+            return set(self.best)
+        return divmod_free(self.snap.nodes, self.best)
+
+    @cached_property
+    def selects(self) -> set[int]:
+        """:func:`division_selects` (none without a select and a division, or without
+        div/mod rules), made when a step first reads it."""
+        ctors = self.ctors
+        if not self.kinds.get("divmod") or "Where" not in ctors or ctors.isdisjoint(_DIVISIONS):
+            return set()
+        return division_selects(self.snap, self.best)
 
     def late(self) -> bool:
         """Whether the pass is past its deadline (or its rows filled their room)."""
@@ -773,7 +796,7 @@ class SumStep(PassStep):
         if not (canon or sums or basis):
             return
         snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
-        defined, free, done, holds = snap.defined, p.free, state.done, p.holds
+        defined, done, holds = snap.defined, state.done, p.holds
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
         no_div = [r for r in sums if not r.rule.divisions]
@@ -805,7 +828,7 @@ class SumStep(PassStep):
                 except _UnrepresentableError:
                     pass
             bx = p.bkey(x) if len(x.terms) >= 2 else ()
-            if c in free:  # a division-free sum: only the rules that need no division
+            if c in p.free:  # a division-free sum: only the rules that need no division
                 self._sums(p, c, x, bx, no_div)
                 continue
             if len(x.terms) >= 2 and basis:
@@ -859,6 +882,8 @@ class AndStep(PassStep):
     name = "and"
 
     def run(self, p: PassData) -> None:
+        if "And" not in p.ctors:
+            return
         snap, state, union = p.snap, p.state, p.union
         for r in p.kinds.get("canon_and", []):
             for c, i in p.dirty_best:  # the dirty classes in best's order
@@ -882,6 +907,8 @@ class CmpStep(PassStep):
     name = "cmp"
 
     def run(self, p: PassData) -> None:
+        if "Lt" not in p.ctors:
+            return
         for r in p.kinds.get("cmp", []):
             cmp_pass(p.snap, p.lins, p.ctx, p.state, r.name, p.union, p.focus)
 
@@ -902,6 +929,8 @@ class ContextStep(PassStep):
     name = "context"
 
     def run(self, p: PassData) -> None:
+        if "Where" not in p.ctors and not p.state.contexts:
+            return  # (no where-node to open a context, none to close)
         for r in p.kinds.get("context", []):
             context_pass(p.snap, p.ins, p.best, p.cost, p.lins, p.ctx, p.state, r.name,
                          p.union, p.focus, p.weights)
@@ -928,10 +957,10 @@ class DivmodStep(PassStep):
 
     def run(self, p: PassData) -> None:
         plans = p.by_kind.plans
-        if not plans:
+        if not plans or p.ctors.isdisjoint(_DIVMOD):
             return
-        waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
-        selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
+        waiting, dirty, deferred = p.waiting, p.dirty, p.deferred
+        lins, ctx, done, union = p.lins, p.ctx, p.state.done, p.union
         all_def, bkey, late = p.all_def, p.bkey, p.late
         near, reached = p.near, p.reached  # (visited: as PassData.focus)
         for n in nodes_of(p.snap, _DIVMOD):
@@ -943,8 +972,8 @@ class DivmodStep(PassStep):
             if cls not in near and cls in reached:
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
-            sel = cls in selects
-            if cls in free and not sel:
+            sel = cls in p.selects
+            if cls in p.free and not sel:
                 continue
             if late():
                 p.res.skipped += 1

@@ -292,8 +292,8 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
     order: list[int] = []
     cheapest_first(list(map(_KIDS, nodes)), list(map(_CLS, nodes)), parents, wts, choice,
                    val, [True] * size, leaves, pending, order=order)
-    best = {c: choice[c] for c in order}
-    cost = {c: val[c] for c in order}
+    best = dict(zip(order, map(choice.__getitem__, order), strict=True))  # (in C)
+    cost = dict(zip(order, map(val.__getitem__, order), strict=True))
     height = snap.height
     height.clear()
     if not heights:
