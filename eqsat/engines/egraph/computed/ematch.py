@@ -41,11 +41,14 @@ class _Matcher:
     """E-matching of ``UPat``s over one snapshot: UOps for the matched e-nodes (their
     open operands as their classes' cheapest terms), memoized for the pass."""
 
-    def __init__(self, snap: Snapshot, ins: Inserter, best: dict[int, int]):
+    def __init__(self, snap: Snapshot, ins: Inserter, best: dict[int, int],
+                 ops_of: dict[int, frozenset[int]] | None = None):
         self.snap, self.ins, self.best = snap, ins, best
         self.terms: dict[int, UOp | None] = {}
         self.decoded: dict[int, Any] = {}
-        self.ops_of: dict[int, frozenset[int]] = {}
+        #: class -> :meth:`class_ops` (given: what earlier passes found of the classes
+        #: that did not change since)
+        self.ops_of: dict[int, frozenset[int]] = {} if ops_of is None else ops_of
         # (class, id of a source pattern) -> options(): the patterns are the rules',
         # alive for the pass
         self.opts: dict[tuple[int, int], list[UOp]] = {}
@@ -211,11 +214,13 @@ _FITS_CAP = 4096
 
 def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
                 rules: list[PyRule], union: Callable[[int, Term, str], Any],
-                deadline: float | None) -> None:
+                deadline: float | None, ops_of: dict[int, frozenset[int]] | None = None
+                ) -> None:
     """Apply the rules written in Python (see the module docstring) to the e-nodes of the
-    ``dirty`` classes."""
+    ``dirty`` classes. ``ops_of``: the classes' ops (:meth:`_Matcher.class_ops`) known
+    already, of classes whose e-nodes are the snapshot's; filled as the pass reads more."""
     by_op, any_op, places, cands, fits = _index(rules)
-    m = _Matcher(snap, ins, best)
+    m = _Matcher(snap, ins, best, ops_of)
     class_ops, ops_of = m.class_ops, m.ops_of
     nodes, classes, clock = snap.nodes, snap.classes, time.perf_counter
     for c in sorted(dirty):

@@ -438,7 +438,8 @@ class InnerSums:
 def _index_classes(snap: Snapshot, among: set[int]) -> list[int]:
     """The index classes in ``among``, in the snapshot's order."""
     nodes, classes = snap.nodes, snap.classes
-    return [c for c in classes if c in among and nodes[classes[c][0]].dtype == "index"]
+    return [c for c in filter(among.__contains__, classes)
+            if nodes[classes[c][0]].dtype == "index"]
 
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
@@ -696,6 +697,7 @@ class PassData:
         # (the e-nodes to reprice only when the last pass kept prices: an op_only
         # model's and a first pass's price every e-node)
         changed, affected = changed_classes(snap, state, affected=bool(state.node_prices))
+        self.changed = changed
         # every existing e-node maps to its class: rebuilding one returns the class (the
         # nodes of unchanged classes were registered by an earlier pass)
         ins.register_classes(snap, changed)
@@ -945,7 +947,13 @@ class EmatchStep(PassStep):
     def run(self, p: PassData) -> None:
         ematched = p.by_kind.ematched
         if ematched:
-            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline)
+            # the ops of a class the last pass read are the same unless it changed
+            ops_of = p.state.class_ops
+            if ops_of:
+                for c in p.changed.intersection(ops_of):
+                    del ops_of[c]
+            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline,
+                        ops_of)
 
 
 class DivmodStep(PassStep):
