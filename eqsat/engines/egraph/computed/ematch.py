@@ -70,9 +70,10 @@ class _Matcher:
         dec = self.decode(i)
         if dec is None:
             return None
-        kids = [self.term(k) for k in dec[3]]
-        if any(k is None for k in kids):
-            return None
+        kids = list(map(self.term, dec[3]))
+        for k in kids:  # (a loop: no generator per term)
+            if k is None:
+                return None
         try:
             self.terms[c] = UOp(dec[0], dec[1], tuple(kids), dec[2])
         except Exception:  # an e-node the IR refuses: no term

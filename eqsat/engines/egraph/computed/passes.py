@@ -14,6 +14,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable
 from functools import cached_property, partial
+from itertools import repeat
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
@@ -24,6 +25,7 @@ from eqsat.engines.egraph.computed.ematch import ematch_pass
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
     _CTOR,
+    _SECOND,
     EClassCtx,
     LinForms,
     _Memo,
@@ -540,10 +542,12 @@ class Recorder:
             if u in emitted:
                 stack.pop()
                 continue
-            todo = [f for i in _TERM_E[u[0]]
-                    if not isinstance(f := u[i], int) and f not in emitted]
-            if todo:
-                stack.extend(reversed(todo))
+            waiting = len(stack)
+            for i in reversed(_TERM_E[u[0]]):  # (the first operand on top)
+                f = u[i]
+                if not isinstance(f, int) and f not in emitted:
+                    stack.append(f)
+            if len(stack) > waiting:
                 continue
             stack.pop()
             key = self.node_key(u)  # (its operands are emitted: no recursion)
@@ -712,7 +716,7 @@ class PassData:
         self.near, self.reached = focus_classes(snap, self.roots, self.cost, self.weights.of,
                                                 state.kid_index)
         classes_now = snap.classes
-        self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
+        self.waiting = self.dirty.union(state.deferred.intersection(classes_now))
         # the rules visit a class (but fold and canon_and) near a root, or one no
         # root reaches
         near, reached = self.near, self.reached
@@ -759,8 +763,7 @@ class PassData:
 
     def bkey(self, x: Lin) -> tuple:
         """The bounds of a linear form's atoms (part of a rule's memo key)."""
-        b = self._bounds
-        return tuple([b(a) for _, a in x.terms])
+        return tuple(map(self._bounds, map(_SECOND, x.terms)))
 
     def all_def(self, x: Lin) -> bool:
         """Whether every atom of ``x`` is never Invalid."""
@@ -853,7 +856,7 @@ class SumStep(PassStep):
         if len(x.terms) < 2 or not sums:
             return
         versions, done = p.state.versions, p.state.done
-        vx = tuple([versions.get(a, 0) for _, a in x.terms])
+        vx = tuple(map(versions.get, map(_SECOND, x.terms), repeat(0)))
         for r in sums:
             key = (r.name, c, x, bx, vx)
             if key in done:

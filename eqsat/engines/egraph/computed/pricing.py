@@ -343,9 +343,11 @@ class BestHeights:
                 stack.pop()
                 continue
             kids = nodes[best[k]].kids
-            todo = [x for x in kids if x not in memo]
-            if todo:
-                stack += todo
+            waiting = len(stack)
+            for x in kids:  # (a loop: no list made for a class whose children are known)
+                if x not in memo:
+                    stack.append(x)
+            if len(stack) > waiting:
                 continue
             stack.pop()
             if not kids:
