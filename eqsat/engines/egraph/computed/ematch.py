@@ -110,7 +110,8 @@ class _Matcher:
         hit = self.opts.get(key)
         if hit is None:
             hit = self.opts[key] = []
-            nodes, ops = self.snap.nodes, q.ops
+            # (a tuple: ``in`` finds an op by identity, with no Python-level Enum hash)
+            nodes, ops = self.snap.nodes, tuple(q.ops)
             for i in self.snap.classes.get(c, ()):
                 m = nodes[i]
                 if m.subsumed or m.op not in ops:

@@ -14,7 +14,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable
 from functools import cached_property, partial
-from itertools import repeat
+from itertools import filterfalse, repeat
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
@@ -720,7 +720,9 @@ class PassData:
         # the rules visit a class (but fold and canon_and) near a root, or one no
         # root reaches
         near, reached = self.near, self.reached
-        self.focus = {c for c in self.waiting if c in near or c not in reached}
+        self.focus = focus = self.waiting.intersection(near)
+        if len(focus) < len(self.waiting):  # (reached is asked only of the others)
+            focus.update(filterfalse(reached.__contains__, self.waiting - near))
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
         self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
