@@ -435,9 +435,9 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
     cands = []
     for i in snap.classes.get(xc, ()):
         n = snap.nodes[i]
-        if n.subsumed or any(k not in cost for k in n.kids) or _is_ctxvar(n):
+        if n.subsumed or not all(map(cost.__contains__, n.kids)) or _is_ctxvar(n):
             continue
-        c = wt(i) + sum(cost[k] for k in n.kids)
+        c = wt(i) + sum(map(cost.__getitem__, n.kids))
         if c <= limit * 1.5 + 4:
             cands.append((c, i))
     cands.sort()
@@ -448,8 +448,13 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
     sub_reach: dict[int, bool] = {}
     for _c, i in cands[:CONTEXT_ALTERNATIVES]:
         n = snap.nodes[i]
-        if any(best_term_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
-            continue  # a foreign context variable: cannot be put back
+        held = False  # a foreign context variable: cannot be put back
+        for k in n.kids:  # (a loop: no generator per candidate)
+            if best_term_reaches(snap, best, k, None, reach, foreign):
+                held = True
+                break
+        if held:
+            continue
         t = _rebuilt(snap, best, n, sub, memo, sub_reach)
         if _mentions(t, wc):
             continue

@@ -129,9 +129,10 @@ class _Matcher:
             return
         op, dt, arg, kids = dec
         if p.src is None:
-            srcs = [self.term(k) for k in kids]
-            if any(s is None for s in srcs):
-                return
+            srcs = list(map(self.term, kids))
+            for s in srcs:  # (a loop: no generator per call)
+                if s is None:
+                    return
             yield UOp(op, dt, tuple(srcs), arg)
             return
         if p.any_len and len(p.src) == 1:
@@ -175,7 +176,7 @@ class _Matcher:
 def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
     n = 0
     idx = [0] * len(choices)
-    if any(not c for c in choices):
+    if not all(choices):  # (an empty choice: no product)
         return
     while True:
         yield [c[i] for c, i in zip(choices, idx, strict=True)]

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from functools import cached_property, partial
 from itertools import filterfalse, repeat
+from operator import itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
@@ -64,6 +65,7 @@ MAX_UNIONS_PER_CLASS = 24
 _FOUND_DEPTH = 64
 
 _DIVMOD = frozenset(("Idiv", "Mod"))
+_FIRST = itemgetter(0)  # (a row's class)
 #: every integer division's constructor (C's and the floor forms): undefined by 0
 _DIVISIONS = _DIVMOD | {"Floordiv", "Floormod"}
 
@@ -136,11 +138,14 @@ def division_selects(snap: Snapshot, best: dict[int, int]) -> set[int]:
     gives ``b``. The div/mod rules still visit these classes (:func:`divmod_free` would
     leave them out), and only their division-free results join them: the others would
     add divisions to a class that has a cheaper term without one."""
-    nodes, out = snap.nodes, set()
+    nodes, classes, out = snap.nodes, snap.classes, set()
     for c, i in best.items():
-        if nodes[i].ctor == "Where" and any(
-                n.ctor in _DIVISIONS and not n.subsumed for n in snap.class_nodes(c)):
-            out.add(c)
+        if nodes[i].ctor == "Where":
+            for j in classes.get(c, ()):  # (a loop: no generator per select)
+                n = nodes[j]
+                if n.ctor in _DIVISIONS and not n.subsumed:
+                    out.add(c)
+                    break
     return out
 
 
@@ -186,11 +191,11 @@ def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
             ra = {n.row for n in added}
             rg = {n.row for n in gone}
             new = ra - rg
-            changed = {r[0] for r in new}
-            changed.update(r[0] for r in rg - ra)
+            changed = set(map(_FIRST, new))
+            changed.update(map(_FIRST, rg - ra))
         else:
             new = {n.row for n in added}
-            changed = {r[0] for r in new}
+            changed = set(map(_FIRST, new))
         for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
             if r[1] in _READ_CTORS:
                 ver[r[0]] = ver.get(r[0], 0) + 1
@@ -662,16 +667,17 @@ class Recorder:
 class RuleKinds:
     """A pass's rule list read once (:data:`_rule_kinds`): the rules by kind
     (``kinds``), each list in the rules' order; the e-matched rules (``ematched``); the
-    div/mod rules' plans by op (``plans``: :func:`~.divmod._plan`, empty without div/mod
-    rules)."""
+    whole-sum rules that need no division (``no_div``); the div/mod rules' plans by op
+    (``plans``: :func:`~.divmod._plan`, empty without div/mod rules)."""
 
-    __slots__ = ("kinds", "ematched", "plans")
+    __slots__ = ("kinds", "ematched", "no_div", "plans")
 
     def __init__(self, rules: list[PyRule]):
         self.kinds: dict[str, list[PyRule]] = {}
         for r in rules:
             self.kinds.setdefault(r.kind, []).append(r)
         self.ematched = [r for r in rules if r.kind in ("ematch", "ematch_nonint")]
+        self.no_div = [r for r in self.kinds.get("sum", []) if not r.rule.divisions]
         dm = self.kinds.get("divmod", [])
         self.plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()} \
             if dm else {}
@@ -806,7 +812,7 @@ class SumStep(PassStep):
         defined, done, holds = snap.defined, state.done, p.holds
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
-        no_div = [r for r in sums if not r.rule.divisions]
+        no_div = p.by_kind.no_div
         late, all_def = p.late, p.all_def
         for c in _index_classes(snap, p.focus):
             if c in inner:

@@ -310,7 +310,7 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
         elif nk == 1:
             height[c] = 1 + height[kids[0]]
         else:
-            height[c] = 1 + max([height[k] for k in kids])
+            height[c] = 1 + max(map(height.__getitem__, kids))
     return best, cost, parents
 
 
@@ -356,5 +356,5 @@ class BestHeights:
                 h0, h1 = memo[kids[0]], memo[kids[1]]
                 memo[k] = 1 + (h0 if h0 >= h1 else h1)
             else:
-                memo[k] = 1 + max([memo[x] for x in kids])
+                memo[k] = 1 + max(map(memo.__getitem__, kids))
         return memo[c]
