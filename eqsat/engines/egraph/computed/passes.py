@@ -138,11 +138,10 @@ def division_selects(snap: Snapshot, best: dict[int, int]) -> set[int]:
     gives ``b``. The div/mod rules still visit these classes (:func:`divmod_free` would
     leave them out), and only their division-free results join them: the others would
     add divisions to a class that has a cheaper term without one."""
-    nodes, classes, out = snap.nodes, snap.classes, set()
+    nodes, out = snap.nodes, set()
     for c, i in best.items():
         if nodes[i].ctor == "Where":
-            for j in classes.get(c, ()):  # (a loop: no generator per select)
-                n = nodes[j]
+            for n in snap.class_nodes(c):  # (a loop: no any() over a generator)
                 if n.ctor in _DIVISIONS and not n.subsumed:
                     out.add(c)
                     break
