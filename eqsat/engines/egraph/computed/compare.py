@@ -10,6 +10,7 @@ from typing import Any
 
 from eqsat.engines.egraph.computed.context import _class_dtype
 from eqsat.engines.egraph.computed.linear import (
+    _SECOND,
     EClassCtx,
     LinForms,
     _UnrepresentableError,
@@ -85,9 +86,10 @@ def cmp_pass(snap: Snapshot, lins: LinForms, ctx: EClassCtx, state: PassState, n
         if _class_dtype(snap, a) != "index":
             continue
         x = lins.get(a) - lins.get(b)
-        if not all(t in defined for _, t in x.terms):
+        atoms = list(map(_SECOND, x.terms))
+        if not defined.issuperset(atoms):
             continue
-        key = ("cmp", n.cls, x, tuple(snap.bounds(t) for _, t in x.terms))
+        key = ("cmp", n.cls, x, tuple(map(snap.bounds, atoms)))
         if key in state.done:
             continue
         state.done.add(key)

@@ -91,12 +91,13 @@ def clause_bounds(snap: Snapshot, lins: LinForms, clauses: Iterable[int]
     """Atom -> (lo, hi) implied by the clauses (each a bool class that holds), where
     tighter than the atom's own bounds; and the constraints (``L <= 0`` each)."""
     cons: list[Lin] = []
+    nodes, classes = snap.nodes, snap.classes
     for k in clauses:
-        for n in snap.class_nodes(k):
+        for n in map(nodes.__getitem__, classes.get(k, ())):  # (snap.class_nodes, in C)
             if n.subsumed:
                 continue
             if n.ctor == "Not":
-                for m in snap.class_nodes(n.fields[1]):
+                for m in map(nodes.__getitem__, classes.get(n.fields[1], ())):
                     if not m.subsumed:
                         cons.extend(_cmp_constraints(snap, lins, m, True))
             else:
@@ -252,7 +253,12 @@ def _is_ctxvar(n: Node) -> bool:
 
 
 def _is_invalid(snap: Snapshot, c: int) -> bool:
-    return any(n.ctor == "Leaf" and n.fields[0] == "INVALID" for n in snap.class_nodes(c))
+    nodes = snap.nodes
+    for i in snap.classes.get(c, ()):  # (a loop: no generator per call)
+        n = nodes[i]
+        if n.ctor == "Leaf" and n.fields[0] == "INVALID":
+            return True
+    return False
 
 
 _WHERE = frozenset(("Where",))
@@ -268,7 +274,7 @@ def context_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], cost: dict
     for n in nodes_of(snap, _WHERE):
         if n.subsumed or n.fields[0] != "index":
             continue
-        if n.cls not in dirty and not any(k in dirty for k in n.kids):
+        if n.cls not in dirty and dirty.isdisjoint(n.kids):
             continue
         c, x, f = n.fields[1], n.fields[2], n.fields[3]
         if not _is_invalid(snap, f) or x not in snap.defined:
@@ -429,9 +435,9 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
     cands = []
     for i in snap.classes.get(xc, ()):
         n = snap.nodes[i]
-        if n.subsumed or any(k not in cost for k in n.kids) or _is_ctxvar(n):
+        if n.subsumed or not all(map(cost.__contains__, n.kids)) or _is_ctxvar(n):
             continue
-        c = wt(i) + sum(cost[k] for k in n.kids)
+        c = wt(i) + sum(map(cost.__getitem__, n.kids))
         if c <= limit * 1.5 + 4:
             cands.append((c, i))
     cands.sort()
@@ -442,8 +448,13 @@ def _close_one(snap: Snapshot, ctx: Context, xc: int, wc: int, fresh_cls: dict[i
     sub_reach: dict[int, bool] = {}
     for _c, i in cands[:CONTEXT_ALTERNATIVES]:
         n = snap.nodes[i]
-        if any(best_term_reaches(snap, best, k, None, reach, foreign) for k in n.kids):
-            continue  # a foreign context variable: cannot be put back
+        held = False  # a foreign context variable: cannot be put back
+        for k in n.kids:  # (a loop: no generator per candidate)
+            if best_term_reaches(snap, best, k, None, reach, foreign):
+                held = True
+                break
+        if held:
+            continue
         t = _rebuilt(snap, best, n, sub, memo, sub_reach)
         if _mentions(t, wc):
             continue

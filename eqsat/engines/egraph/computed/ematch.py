@@ -41,11 +41,14 @@ class _Matcher:
     """E-matching of ``UPat``s over one snapshot: UOps for the matched e-nodes (their
     open operands as their classes' cheapest terms), memoized for the pass."""
 
-    def __init__(self, snap: Snapshot, ins: Inserter, best: dict[int, int]):
+    def __init__(self, snap: Snapshot, ins: Inserter, best: dict[int, int],
+                 ops_of: dict[int, frozenset[int]] | None = None):
         self.snap, self.ins, self.best = snap, ins, best
         self.terms: dict[int, UOp | None] = {}
         self.decoded: dict[int, Any] = {}
-        self.ops_of: dict[int, frozenset[int]] = {}
+        #: class -> :meth:`class_ops` (given: what earlier passes found of the classes
+        #: that did not change since)
+        self.ops_of: dict[int, frozenset[int]] = {} if ops_of is None else ops_of
         # (class, id of a source pattern) -> options(): the patterns are the rules',
         # alive for the pass
         self.opts: dict[tuple[int, int], list[UOp]] = {}
@@ -67,9 +70,10 @@ class _Matcher:
         dec = self.decode(i)
         if dec is None:
             return None
-        kids = [self.term(k) for k in dec[3]]
-        if any(k is None for k in kids):
-            return None
+        kids = list(map(self.term, dec[3]))
+        for k in kids:  # (a loop: no generator per term)
+            if k is None:
+                return None
         try:
             self.terms[c] = UOp(dec[0], dec[1], tuple(kids), dec[2])
         except Exception:  # an e-node the IR refuses: no term
@@ -106,7 +110,8 @@ class _Matcher:
         hit = self.opts.get(key)
         if hit is None:
             hit = self.opts[key] = []
-            nodes, ops = self.snap.nodes, q.ops
+            # (a tuple: ``in`` finds an op by identity, with no Python-level Enum hash)
+            nodes, ops = self.snap.nodes, tuple(q.ops)
             for i in self.snap.classes.get(c, ()):
                 m = nodes[i]
                 if m.subsumed or m.op not in ops:
@@ -124,9 +129,10 @@ class _Matcher:
             return
         op, dt, arg, kids = dec
         if p.src is None:
-            srcs = [self.term(k) for k in kids]
-            if any(s is None for s in srcs):
-                return
+            srcs = list(map(self.term, kids))
+            for s in srcs:  # (a loop: no generator per call)
+                if s is None:
+                    return
             yield UOp(op, dt, tuple(srcs), arg)
             return
         if p.any_len and len(p.src) == 1:
@@ -170,7 +176,7 @@ class _Matcher:
 def _product(choices: list[list[UOp]]) -> Iterator[list[UOp]]:
     n = 0
     idx = [0] * len(choices)
-    if any(not c for c in choices):
+    if not all(choices):  # (an empty choice: no product)
         return
     while True:
         yield [c[i] for c, i in zip(choices, idx, strict=True)]
@@ -211,11 +217,13 @@ _FITS_CAP = 4096
 
 def ematch_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], dirty: set[int],
                 rules: list[PyRule], union: Callable[[int, Term, str], Any],
-                deadline: float | None) -> None:
+                deadline: float | None, ops_of: dict[int, frozenset[int]] | None = None
+                ) -> None:
     """Apply the rules written in Python (see the module docstring) to the e-nodes of the
-    ``dirty`` classes."""
+    ``dirty`` classes. ``ops_of``: the classes' ops (:meth:`_Matcher.class_ops`) known
+    already, of classes whose e-nodes are the snapshot's; filled as the pass reads more."""
     by_op, any_op, places, cands, fits = _index(rules)
-    m = _Matcher(snap, ins, best)
+    m = _Matcher(snap, ins, best, ops_of)
     class_ops, ops_of = m.class_ops, m.ops_of
     nodes, classes, clock = snap.nodes, snap.classes, time.perf_counter
     for c in sorted(dirty):

@@ -268,7 +268,8 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
             return memo[c]
         i = best.get(c)
         n = nodes[i] if i is not None else None
-        kids = _lift_kids(snap, n)
+        # the classes _lift_node reads (an e-node of no IR op reads none)
+        kids = n.kids if n is not None and n.ctor in CTOR_OP else ()
         for x in kids:
             if x not in memo:
                 break
@@ -281,12 +282,17 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
             if k in memo and not done:
                 continue
             i = best.get(k)
-            n = snap.nodes[i] if i is not None else None
-            kids = _lift_kids(snap, n)
-            if not done and any(x not in memo for x in kids):
-                memo.setdefault(k, None)  # provisional: best terms are acyclic
-                stack.append((k, True))
-                stack.extend((x, False) for x in kids if x not in memo)
+            n = nodes[i] if i is not None else None
+            kids = n.kids if n is not None and n.ctor in CTOR_OP else ()
+            if not done:
+                for x in kids:
+                    if x not in memo:
+                        memo.setdefault(k, None)  # provisional: best terms are acyclic
+                        stack.append((k, True))
+                        stack.extend([(x, False) for x in kids if x not in memo])
+                        break
+                else:
+                    memo[k] = _lift_node(snap, n, memo)
                 continue
             memo[k] = _lift_node(snap, n, memo)
         return memo[c]
@@ -313,12 +319,6 @@ def lift_pass(snap: Snapshot, ins: Inserter, best: dict[int, int], state: PassSt
         union(c, ("Where", "index", cond, core, inv), name)
 
 
-def _lift_kids(snap: Snapshot, n: Node | None) -> tuple[int, ...]:
-    if n is None or n.ctor not in CTOR_OP:
-        return ()
-    return n.kids
-
-
 def _lift_node(snap: Snapshot, n: Node | None, memo: dict[int, Any]) -> Any:
     """``(clauses, core)`` of one e-node from its children's, None (no guard) or _INVALID."""
     if n is None:
@@ -327,7 +327,7 @@ def _lift_node(snap: Snapshot, n: Node | None, memo: dict[int, Any]) -> Any:
         return _INVALID
     if n.ctor not in CTOR_OP:
         return None
-    vals = [memo.get(k) for k in n.kids]
+    vals = list(map(memo.get, n.kids))
     if n.ctor == "Where":
         vc, vt, vf = vals
         c, t, f = n.kids

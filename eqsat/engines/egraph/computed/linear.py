@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.computed.terms import Term, _cval, _key
@@ -131,7 +131,9 @@ class LinForms:
             a = memo.get(kids[0])
             b = memo.get(kids[1]) if len(kids) > 1 else a
             if a is None or b is None:
-                stack.extend([k for k in kids if k not in memo])
+                for k in kids:  # (a loop: no list made per class)
+                    if k not in memo:
+                        stack.append(k)
                 continue
             x = None
             if p is not None and p[0] is n:
@@ -194,6 +196,8 @@ def nodes_of(snap: Snapshot, ctors: frozenset[str]) -> list[Node]:
 
 
 _CTOR = attrgetter("ctor")
+#: a linear form's term -> its atom (``Lin.terms`` holds ``(coefficient, atom)``)
+_SECOND = itemgetter(1)
 
 
 def conjuncts(snap: Snapshot, best: dict[int, int], c: int) -> list[int]:
@@ -222,11 +226,11 @@ def _class_parts(snap: Snapshot, lins: LinForms, ctor: str, a: int) -> list[tupl
     ``a`` itself: a class ``N = (N + 3) % 3`` written over its own part would give
     ``(N + 6) % 3``, ``(N + 9) % 3``, ... a new e-node a step, without end)."""
     out: list[tuple[Lin, Lin]] = []
-    for n in snap.class_nodes(a):
+    for n in map(snap.nodes.__getitem__, snap.classes.get(a, ())):  # (class_nodes, in C)
         if n.ctor != ctor or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
             continue
         x, y = lins.get(n.fields[1]), lins.get(n.fields[2])
-        if any(t == a for _, t in x.terms) or any(t == a for _, t in y.terms):
+        if a in map(_SECOND, x.terms) or a in map(_SECOND, y.terms):
             continue
         if ctor == "Mul" and (x.is_const or y.is_const):
             continue
@@ -292,7 +296,8 @@ class EClassCtx(LinBuilder):
         """``[(c, t, f)]`` of the index ``where`` e-nodes of class ``a`` (``c`` the
         condition's class, ``t``, ``f`` the branches' linear forms; distinct triples)."""
         out: list[tuple[int, Lin, Lin]] = []
-        for n in self.snap.class_nodes(a):
+        snap = self.snap
+        for n in map(snap.nodes.__getitem__, snap.classes.get(a, ())):  # (in C)
             if n.ctor != "Where" or n.subsumed or n.fields[0] != "index" or a in n.fields[1:]:
                 continue
             w = (n.fields[1], self.lins.get(n.fields[2]), self.lins.get(n.fields[3]))

@@ -13,7 +13,9 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterable
-from functools import partial
+from functools import cached_property, partial
+from itertools import filterfalse, repeat
+from operator import itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
@@ -23,6 +25,8 @@ from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_
 from eqsat.engines.egraph.computed.ematch import ematch_pass
 from eqsat.engines.egraph.computed.lift import _BasisSearch, lift_pass
 from eqsat.engines.egraph.computed.linear import (
+    _CTOR,
+    _SECOND,
     EClassCtx,
     LinForms,
     _Memo,
@@ -61,6 +65,7 @@ MAX_UNIONS_PER_CLASS = 24
 _FOUND_DEPTH = 64
 
 _DIVMOD = frozenset(("Idiv", "Mod"))
+_FIRST = itemgetter(0)  # (a row's class)
 #: every integer division's constructor (C's and the floor forms): undefined by 0
 _DIVISIONS = _DIVMOD | {"Floordiv", "Floormod"}
 
@@ -135,9 +140,11 @@ def division_selects(snap: Snapshot, best: dict[int, int]) -> set[int]:
     add divisions to a class that has a cheaper term without one."""
     nodes, out = snap.nodes, set()
     for c, i in best.items():
-        if nodes[i].ctor == "Where" and any(
-                n.ctor in _DIVISIONS and not n.subsumed for n in snap.class_nodes(c)):
-            out.add(c)
+        if nodes[i].ctor == "Where":
+            for n in snap.class_nodes(c):  # (a loop: no any() over a generator)
+                if n.ctor in _DIVISIONS and not n.subsumed:
+                    out.add(c)
+                    break
     return out
 
 
@@ -183,11 +190,11 @@ def changed_classes(snap: Snapshot, state: PassState, affected: bool = True
             ra = {n.row for n in added}
             rg = {n.row for n in gone}
             new = ra - rg
-            changed = {r[0] for r in new}
-            changed.update(r[0] for r in rg - ra)
+            changed = set(map(_FIRST, new))
+            changed.update(map(_FIRST, rg - ra))
         else:
             new = {n.row for n in added}
-            changed = {r[0] for r in new}
+            changed = set(map(_FIRST, new))
         for r in new:  # (cls, ctor, fields, subsumed) of the rows that are really new
             if r[1] in _READ_CTORS:
                 ver[r[0]] = ver.get(r[0], 0) + 1
@@ -437,7 +444,8 @@ class InnerSums:
 def _index_classes(snap: Snapshot, among: set[int]) -> list[int]:
     """The index classes in ``among``, in the snapshot's order."""
     nodes, classes = snap.nodes, snap.classes
-    return [c for c in classes if c in among and nodes[classes[c][0]].dtype == "index"]
+    return [c for c in filter(among.__contains__, classes)
+            if nodes[classes[c][0]].dtype == "index"]
 
 
 def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassState,
@@ -459,13 +467,15 @@ def python_pass(snap: Snapshot, ins: Inserter, rules: list[PyRule], state: PassS
             res = PassResult()
             t = time.perf_counter()
             data = PassData(snap, ins, rules, state, deadline, clock, roots, model, res)
-            now = time.perf_counter()
-            res.times["best"] = now - t
-            for step in PASS_STEPS:
+            clock_now = time.perf_counter
+            now = clock_now()
+            times = res.times
+            times["best"] = now - t
+            for step in PASS_STEPS:  # (each step's name is its own: one time each)
                 t = now
                 step.run(data)
-                now = time.perf_counter()
-                res.times[step.name] = res.times.get(step.name, 0.0) + now - t
+                now = clock_now()
+                times[step.name] = now - t
             state.deferred = data.deferred
             state.lins.update(data.lins.made)  # lins.kept(), in place (its prev is state.lins)
             res.late = deadline is not None and now > deadline
@@ -536,10 +546,12 @@ class Recorder:
             if u in emitted:
                 stack.pop()
                 continue
-            todo = [f for i in _TERM_E[u[0]]
-                    if not isinstance(f := u[i], int) and f not in emitted]
-            if todo:
-                stack.extend(reversed(todo))
+            waiting = len(stack)
+            for i in reversed(_TERM_E[u[0]]):  # (the first operand on top)
+                f = u[i]
+                if not isinstance(f, int) and f not in emitted:
+                    stack.append(f)
+            if len(stack) > waiting:
                 continue
             stack.pop()
             key = self.node_key(u)  # (its operands are emitted: no recursion)
@@ -654,16 +666,17 @@ class Recorder:
 class RuleKinds:
     """A pass's rule list read once (:data:`_rule_kinds`): the rules by kind
     (``kinds``), each list in the rules' order; the e-matched rules (``ematched``); the
-    div/mod rules' plans by op (``plans``: :func:`~.divmod._plan`, empty without div/mod
-    rules)."""
+    whole-sum rules that need no division (``no_div``); the div/mod rules' plans by op
+    (``plans``: :func:`~.divmod._plan`, empty without div/mod rules)."""
 
-    __slots__ = ("kinds", "ematched", "plans")
+    __slots__ = ("kinds", "ematched", "no_div", "plans")
 
     def __init__(self, rules: list[PyRule]):
         self.kinds: dict[str, list[PyRule]] = {}
         for r in rules:
             self.kinds.setdefault(r.kind, []).append(r)
         self.ematched = [r for r in rules if r.kind in ("ematch", "ematch_nonint")]
+        self.no_div = [r for r in self.kinds.get("sum", []) if not r.rule.divisions]
         dm = self.kinds.get("divmod", [])
         self.plans = {op: _plan(rs) for op, rs in divmod_rules_by_op(dm).items()} \
             if dm else {}
@@ -693,6 +706,7 @@ class PassData:
         # (the e-nodes to reprice only when the last pass kept prices: an op_only
         # model's and a first pass's price every e-node)
         changed, affected = changed_classes(snap, state, affected=bool(state.node_prices))
+        self.changed = changed
         # every existing e-node maps to its class: rebuilding one returns the class (the
         # nodes of unchanged classes were registered by an earlier pass)
         ins.register_classes(snap, changed)
@@ -707,25 +721,47 @@ class PassData:
         self.near, self.reached = focus_classes(snap, self.roots, self.cost, self.weights.of,
                                                 state.kid_index)
         classes_now = snap.classes
-        self.waiting = self.dirty.union([c for c in state.deferred if c in classes_now])
+        self.waiting = self.dirty.union(state.deferred.intersection(classes_now))
         # the rules visit a class (but fold and canon_and) near a root, or one no
         # root reaches
         near, reached = self.near, self.reached
-        self.focus = {c for c in self.waiting if c in near or c not in reached}
+        self.focus = focus = self.waiting.intersection(near)
+        if len(focus) < len(self.waiting):  # (reached is asked only of the others)
+            focus.update(filterfalse(reached.__contains__, self.waiting - near))
         self.deferred = self.waiting - self.focus
         self.lins = LinForms(snap, self.best, state.lins)
         self.ctx = EClassCtx(snap, self.lins, state.lin_terms, state.term_keys, ins.args)
         self.by_kind = _rule_kinds(rules)
-        self.kinds = k = self.by_kind.kinds
-        self.free = divmod_free(snap.nodes, self.best) \
-            if (k.get("divmod") or k.get("sum") or k.get("basis")) else set()
-        self.selects = division_selects(snap, self.best) if k.get("divmod") else set()
+        self.kinds = self.by_kind.kinds
+        #: the constructors of the snapshot's e-nodes (subsumed ones too): a step whose
+        #: rules read a constructor the snapshot lacks has nothing to do
+        self.ctors = set(map(_CTOR, snap.nodes))
         rec = Recorder(snap, ins, state, res, self.best)
         self.union, self.holds = rec.union, rec.holds
         self._bounds = self.ctx.bounds  # snap.bounds, memoized
 
     def __repr__(self) -> str:
         return f"<PassData of {self.snap!r}: {len(self.focus)} classes in focus>"
+
+    @cached_property
+    def free(self) -> set[int]:
+        """:func:`divmod_free` (every class when the snapshot holds no division; none
+        without div/mod, whole-sum or basis rules), made when a step first reads it."""
+        k = self.kinds
+        if not (k.get("divmod") or k.get("sum") or k.get("basis")):
+            return set()
+        if self.ctors.isdisjoint(_DIVISIONS):
+            return set(self.best)
+        return divmod_free(self.snap.nodes, self.best)
+
+    @cached_property
+    def selects(self) -> set[int]:
+        """:func:`division_selects` (none without a select and a division, or without
+        div/mod rules), made when a step first reads it."""
+        ctors = self.ctors
+        if not self.kinds.get("divmod") or "Where" not in ctors or ctors.isdisjoint(_DIVISIONS):
+            return set()
+        return division_selects(self.snap, self.best)
 
     def late(self) -> bool:
         """Whether the pass is past its deadline (or its rows filled their room)."""
@@ -734,8 +770,7 @@ class PassData:
 
     def bkey(self, x: Lin) -> tuple:
         """The bounds of a linear form's atoms (part of a rule's memo key)."""
-        b = self._bounds
-        return tuple([b(a) for _, a in x.terms])
+        return tuple(map(self._bounds, map(_SECOND, x.terms)))
 
     def all_def(self, x: Lin) -> bool:
         """Whether every atom of ``x`` is never Invalid."""
@@ -773,10 +808,10 @@ class SumStep(PassStep):
         if not (canon or sums or basis):
             return
         snap, state, lins, ctx, union = p.snap, p.state, p.lins, p.ctx, p.union
-        defined, free, done, holds = snap.defined, p.free, state.done, p.holds
+        defined, done, holds = snap.defined, state.done, p.holds
         searcher: _BasisSearch | None = None
         inner = InnerSums(snap, p.parents, p.roots)
-        no_div = [r for r in sums if not r.rule.divisions]
+        no_div = p.by_kind.no_div
         late, all_def = p.late, p.all_def
         for c in _index_classes(snap, p.focus):
             if c in inner:
@@ -805,7 +840,7 @@ class SumStep(PassStep):
                 except _UnrepresentableError:
                     pass
             bx = p.bkey(x) if len(x.terms) >= 2 else ()
-            if c in free:  # a division-free sum: only the rules that need no division
+            if c in p.free:  # a division-free sum: only the rules that need no division
                 self._sums(p, c, x, bx, no_div)
                 continue
             if len(x.terms) >= 2 and basis:
@@ -828,7 +863,7 @@ class SumStep(PassStep):
         if len(x.terms) < 2 or not sums:
             return
         versions, done = p.state.versions, p.state.done
-        vx = tuple([versions.get(a, 0) for _, a in x.terms])
+        vx = tuple(map(versions.get, map(_SECOND, x.terms), repeat(0)))
         for r in sums:
             key = (r.name, c, x, bx, vx)
             if key in done:
@@ -859,6 +894,8 @@ class AndStep(PassStep):
     name = "and"
 
     def run(self, p: PassData) -> None:
+        if "And" not in p.ctors:
+            return
         snap, state, union = p.snap, p.state, p.union
         for r in p.kinds.get("canon_and", []):
             for c, i in p.dirty_best:  # the dirty classes in best's order
@@ -882,6 +919,8 @@ class CmpStep(PassStep):
     name = "cmp"
 
     def run(self, p: PassData) -> None:
+        if "Lt" not in p.ctors:
+            return
         for r in p.kinds.get("cmp", []):
             cmp_pass(p.snap, p.lins, p.ctx, p.state, r.name, p.union, p.focus)
 
@@ -902,6 +941,8 @@ class ContextStep(PassStep):
     name = "context"
 
     def run(self, p: PassData) -> None:
+        if "Where" not in p.ctors and not p.state.contexts:
+            return  # (no where-node to open a context, none to close)
         for r in p.kinds.get("context", []):
             context_pass(p.snap, p.ins, p.best, p.cost, p.lins, p.ctx, p.state, r.name,
                          p.union, p.focus, p.weights)
@@ -916,7 +957,13 @@ class EmatchStep(PassStep):
     def run(self, p: PassData) -> None:
         ematched = p.by_kind.ematched
         if ematched:
-            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline)
+            # the ops of a class the last pass read are the same unless it changed
+            ops_of = p.state.class_ops
+            if ops_of:
+                for c in p.changed.intersection(ops_of):
+                    del ops_of[c]
+            ematch_pass(p.snap, p.ins, p.best, p.focus, ematched, p.union, p.deadline,
+                        ops_of)
 
 
 class DivmodStep(PassStep):
@@ -928,10 +975,10 @@ class DivmodStep(PassStep):
 
     def run(self, p: PassData) -> None:
         plans = p.by_kind.plans
-        if not plans:
+        if not plans or p.ctors.isdisjoint(_DIVMOD):
             return
-        waiting, dirty, deferred, free = p.waiting, p.dirty, p.deferred, p.free
-        selects, lins, ctx, done, union = p.selects, p.lins, p.ctx, p.state.done, p.union
+        waiting, dirty, deferred = p.waiting, p.dirty, p.deferred
+        lins, ctx, done, union = p.lins, p.ctx, p.state.done, p.union
         all_def, bkey, late = p.all_def, p.bkey, p.late
         near, reached = p.near, p.reached  # (visited: as PassData.focus)
         for n in nodes_of(p.snap, _DIVMOD):
@@ -943,8 +990,8 @@ class DivmodStep(PassStep):
             if cls not in near and cls in reached:
                 deferred.add(cls)  # (its div/mod rules run when it is near a root)
                 continue
-            sel = cls in selects
-            if cls in free and not sel:
+            sel = cls in p.selects
+            if cls in p.free and not sel:
                 continue
             if late():
                 p.res.skipped += 1

@@ -292,8 +292,8 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
     order: list[int] = []
     cheapest_first(list(map(_KIDS, nodes)), list(map(_CLS, nodes)), parents, wts, choice,
                    val, [True] * size, leaves, pending, order=order)
-    best = {c: choice[c] for c in order}
-    cost = {c: val[c] for c in order}
+    best = dict(zip(order, map(choice.__getitem__, order), strict=True))  # (in C)
+    cost = dict(zip(order, map(val.__getitem__, order), strict=True))
     height = snap.height
     height.clear()
     if not heights:
@@ -310,7 +310,7 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
         elif nk == 1:
             height[c] = 1 + height[kids[0]]
         else:
-            height[c] = 1 + max([height[k] for k in kids])
+            height[c] = 1 + max(map(height.__getitem__, kids))
     return best, cost, parents
 
 
@@ -343,9 +343,11 @@ class BestHeights:
                 stack.pop()
                 continue
             kids = nodes[best[k]].kids
-            todo = [x for x in kids if x not in memo]
-            if todo:
-                stack += todo
+            waiting = len(stack)
+            for x in kids:  # (a loop: no list made for a class whose children are known)
+                if x not in memo:
+                    stack.append(x)
+            if len(stack) > waiting:
                 continue
             stack.pop()
             if not kids:
@@ -354,5 +356,5 @@ class BestHeights:
                 h0, h1 = memo[kids[0]], memo[kids[1]]
                 memo[k] = 1 + (h0 if h0 >= h1 else h1)
             else:
-                memo[k] = 1 + max([memo[x] for x in kids])
+                memo[k] = 1 + max(map(memo.__getitem__, kids))
         return memo[c]

@@ -61,6 +61,9 @@ class PassState:
         self.lin_terms: dict[tuple, Term] = {}  # EClassCtx.lin's terms (pure: shared)
         self.term_keys: dict[Term, tuple] = {}  # EClassCtx.sum's sort keys (pure: shared)
         self.ctx_out: dict[int, set[int]] = {}
+        #: class -> the ops of its e-nodes, as the e-matching read them; a pass drops
+        #: the classes that changed since (their e-nodes may differ)
+        self.class_ops: dict[int, frozenset[int]] = {}
         self.recorded: set[tuple[int, int]] = set()  # (class, handle) unions recorded
         #: class -> a version, bumped when the class gains a Mod/Idiv/Mul e-node (what the
         #: whole-sum rules read inside their atoms' classes): their memo keys hold the
