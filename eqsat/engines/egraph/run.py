@@ -101,6 +101,9 @@ class Run:
                  keep_egraph: bool = False, roots: list[UOp] | None = None,
                  replay: bool = True):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
+        #: the inserter of the store's current e-graph (a run stays in one e-graph: a
+        #: widened run is a new run)
+        self.ins: Inserter = store.ins
         self.orders = orders or {}
         # a default e-node budget (None) is resolved from the roots' unique nodes
         self.limits = (DEFAULT_LIMITS if limits is None else limits).for_roots(
@@ -156,10 +159,6 @@ class Run:
         self.costs: list[tuple[float, float]] | None = None
         self.stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(program.groups),
                                       "enodes_budget": self.limits.enodes}
-
-    @property
-    def ins(self) -> Inserter:
-        return self.store.ins
 
     def read(self, iteration: int = 0) -> Snapshot:
         """Read the e-graph into ``snap`` (and the tracer: ``iteration`` 0 is a read
@@ -392,7 +391,7 @@ class Run:
         loads = self.program.narrow_loads
         if not self.ins.ctors <= loads:
             return False
-        return all(c in loads for c, n in self.present.items() if n)
+        return {c for c, n in self.present.items() if n} <= loads
 
     # ---- the multiplying rules' room ------------------------------------------
     def mult_may_match(self, bases: list[str]) -> bool:
@@ -579,7 +578,7 @@ class Run:
         gives them. :class:`ReplayStopped` where egglog must run the steps."""
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
-        parts = tuple(p for ps in self.native_parts(allow) for p in ps) if native else ()
+        parts = tuple([p for ps in self.native_parts(allow) for p in ps]) if native else ()
         rows, late = ins.take_waiting(), ins.take_late()
         if len(m.table) + len(rows) > pystep.MAX_ENODES:
             raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
