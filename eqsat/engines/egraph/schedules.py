@@ -157,12 +157,13 @@ class Limits:
         if self.enodes is not None:
             return self
         orders = orders or {}
-        seen: set[int] = set()
-        for r in roots:
-            seen.update(map(id, orders.get(id(r)) or r.toposort()))
+        each = [orders.get(id(r)) or r.toposort() for r in roots]
+        nodes = sum(map(len, each))
+        if nodes * ENODES_PER_NODE > ENODES_FLOOR:  # (else the floor, however many are shared)
+            nodes = len({id(u) for order in each for u in order})
         # (one Limits per limits and budget: ``replace`` costs a call's worth of
         # introspection, and most runs get the same floor budget)
-        key = (self, default_enodes(len(seen)))
+        key = (self, default_enodes(nodes))
         out = _RESOLVED.get(key)
         if out is None:
             if len(_RESOLVED) >= _RESOLVED_MAX:

@@ -209,14 +209,15 @@ _ALU_OF_ID: dict[int, tuple[str, int]] = {
 
 def uop_ctor(u: UOp) -> str:
     """The constructor a UOp node is encoded with."""
+    src = u.src
+    alu = _ALU_OF_ID.get(id(u.op))
+    if alu is not None and src and u.arg is None and len(src) == alu[1]:
+        return alu[0]  # (the usual node first: an ALU op is not a CONST)
     if int_const_value(u) is not None:
         return "Cst"
-    if not u.src:
+    if not src:
         return "Leaf"
-    alu = _ALU_OF_ID.get(id(u.op))
-    if alu is not None and u.arg is None and len(u.src) == alu[1]:
-        return alu[0]
-    return f"G{len(u.src)}" if len(u.src) <= _GMAX else "GL"
+    return f"G{len(src)}" if len(src) <= _GMAX else "GL"
 
 
 # ---------------------------------------------------------------------------
