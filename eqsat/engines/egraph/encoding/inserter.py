@@ -375,10 +375,11 @@ class Inserter:
         ``root.toposort()`` when the caller has it already."""
         memo, keep, handle_uop, encode = self.uop_handle, self._keep, self.handle_uop, \
             self._encode
+        handle_of = memo.__getitem__
         for u in root.toposort() if order is None else order:
             if id(u) in memo:
                 continue
-            k = encode(u, [memo[id(s)] for s in u.src])
+            k = encode(u, tuple(map(handle_of, map(id, u.src))))  # (in C: no frame a node)
             memo[id(u)] = k
             keep.append(u)
             handle_uop.setdefault(k, u)
@@ -426,7 +427,7 @@ class Inserter:
             self.pending += len(lines)
         return h
 
-    def _encode(self, u: UOp, kids: list[int]) -> int:
+    def _encode(self, u: UOp, kids: tuple[int, ...]) -> int:
         d = u.dtype
         dt = (_DT_INFO.get(id(d)) or dt_info(d))[1]  # (dt_name, its memo read here)
         ctor = uop_ctor(u)
