@@ -184,6 +184,9 @@ class Program:
         del self._select_makes
         #: the constructors whose interval rules wait for an insertion (analysis_ext)
         self.ext = analysis_ext(self.native)
+        #: a memo of the engine's pure functions of this program and a step's state
+        #: (the runnable parts of ``run.py``), kept here: found without a lookup
+        self.memo: dict[tuple, Any] = {}
 
     def _part(self, ruleset: str, need: frozenset[str]) -> str:
         name = self._part_of.get((ruleset, need))

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
-import weakref
 from functools import partial
+from itertools import compress
 from typing import Any
 
 from eqsat.engines.egraph import pystep
@@ -75,12 +74,10 @@ _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 
 log = logging.getLogger(__name__)
 
-#: program -> (rule sets, constructors with rows) -> the parts a step runs
-#: (:meth:`Run.runnable_parts`, a pure function of the key), and ("distinct bounds",
-#: rule set) -> its multiplying rules of distinct bounds (:func:`_distinct`); at most
-#: this many keys
-_RUNNABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_RUNNABLE_LOCK = threading.Lock()
+#: the keys of a program's memo of a step's pure functions at most (``Program.memo``:
+#: (rule sets, constructors with rows) -> the parts a step runs,
+#: :meth:`Run.runnable_parts`; ("distinct bounds", rule set) -> its multiplying rules of
+#: distinct bounds, :func:`_distinct`; ("may multiply", ...), :meth:`Run._may_multiply`)
 _RUNNABLE_KEYS = 256
 
 
@@ -294,7 +291,7 @@ class Run:
     def _may_multiply(self, bases: list[str], have: frozenset[str]) -> bool:
         """:meth:`mult_may_match` (``have``: :meth:`have`), kept with the runnable
         parts: a pure function of the program, ``bases`` and ``have``."""
-        memo, key = _memo(self.program), ("may multiply", tuple(bases), have)
+        memo, key = self.program.memo, ("may multiply", tuple(bases), have)
         out = memo.get(key)
         if out is None:
             out = self.mult_may_match(bases)
@@ -367,7 +364,7 @@ class Run:
         that is new then. ``have``: :meth:`have` when the caller has it."""
         program = self.program
         key = (tuple(rulesets), frozenset(self.have()) if have is None else have)
-        memo = _memo(program)
+        memo = program.memo
         out = memo.get(key)
         if out is None:  # (a pure function of the key: kept per program, a few keys)
             have, parts = key[1], program.parts
@@ -381,7 +378,8 @@ class Run:
     def have(self) -> set[str]:
         """The constructors with rows in the e-graph (egglog's sizes after the last
         step) or among the rows recorded since the run began (``ins.ctors``)."""
-        return self.ins.ctors.union([c for c, n in self.present.items() if n])
+        present = self.present
+        return self.ins.ctors.union(compress(present, present.values()))
 
     def narrow_holds(self) -> bool:
         """Whether the narrow e-graph still runs as the index e-graph would: every
@@ -391,7 +389,8 @@ class Run:
         loads = self.program.narrow_loads
         if not self.ins.ctors <= loads:
             return False
-        return {c for c, n in self.present.items() if n} <= loads
+        present = self.present
+        return loads.issuperset(compress(present, present.values()))
 
     # ---- the multiplying rules' room ------------------------------------------
     def mult_may_match(self, bases: list[str]) -> bool:
@@ -627,21 +626,12 @@ class Run:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
 
 
-def _memo(program: Program) -> dict[tuple, Any]:
-    """The memo of ``program``'s pure functions of a step (:data:`_RUNNABLE`)."""
-    memo = _RUNNABLE.get(program)
-    if memo is None:
-        with _RUNNABLE_LOCK:
-            memo = _RUNNABLE.setdefault(program, {})
-    return memo
-
-
 def _distinct(program: Program, base: str) -> list[tuple[int, int]]:
     """The multiplying rules of ``base`` with distinct bounds (their constructors,
     ``match_bounds`` and ``new_nodes``: many rules come in pairs that share them), each
     as one of them and how many share its bound (:meth:`Run.apriori` adds the bound of
     each once; kept with the runnable parts, a pure function of the program)."""
-    memo, key = _memo(program), ("distinct bounds", base)
+    memo, key = program.memo, ("distinct bounds", base)
     out = memo.get(key)
     if out is None:
         first: dict[tuple, list[int]] = {}
