@@ -264,8 +264,9 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
         stats["fallback"] = "input was cheaper"
         log.debug("optimize (%s): the result cost %s > the input's %s: the input is returned",
                   engine, out_cost, in_cost)
-    log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost, out_cost,
-              stats.get("stop_reason"), stats["time"]["total"])
+    if log.isEnabledFor(logging.DEBUG):  # (no call of debug() and its own check)
+        log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost,
+                  out_cost, stats.get("stop_reason"), stats["time"]["total"])
     return Result(out, out_cost, in_cost, stats, kept, model)
 
 
