@@ -515,9 +515,7 @@ class Run:
             return StopReason.ENODES
         if self.clock.over():
             return StopReason.TIME  # (the hard limit: a safety net, never a decision)
-        # (before a replayed run's first step only its insertion, at most
-        # pystep.MAX_ROWS rows, ran since `rss0`: the check after the step reads it)
-        if (self.it or self.mirror is None) and self._memory_over():
+        if self._memory_over():
             return StopReason.MEMORY
         return None
 
