@@ -161,8 +161,11 @@ class Session:
                 stop, outs = StopReason(seeds.stopped or "time"), list(roots)
                 floor = (outs, *no_worse_than_start(outs, seeds, model, None))
             if floor is not None and not keep_egraph:
+                # (the budget from the toposorts the baseline took, when it took them:
+                # none walked again)
+                orders = dict(zip(map(id, roots), seeds.input_orders, strict=False))
                 return floor[0], no_run_stats(list(self.program.groups),
-                                              limits.for_roots(roots).enodes, times,
+                                              limits.for_roots(roots, orders).enodes, times,
                                               floor[1], floor[2], stop), seeds
             widen, replay = False, True
             while True:
