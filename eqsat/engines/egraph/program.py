@@ -140,7 +140,8 @@ def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
 
 
 class Program:
-    """The compiled rule selection (see the module docstring); built once, read-only."""
+    """The compiled rule selection (see the module docstring); built once, read-only
+    (but for ``memo``, a cache of pure functions of it)."""
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)

@@ -159,7 +159,8 @@ class Limits:
         orders = orders or {}
         each = [orders.get(id(r)) or r.toposort() for r in roots]
         nodes = sum(map(len, each))
-        if nodes * ENODES_PER_NODE > ENODES_FLOOR:  # (else the floor, however many are shared)
+        # (at most that many unique nodes: when so few, the floor whatever they share)
+        if nodes * ENODES_PER_NODE > ENODES_FLOOR:
             nodes = len({id(u) for order in each for u in order})
         # (one Limits per limits and budget: ``replace`` costs a call's worth of
         # introspection, and most runs get the same floor budget)
