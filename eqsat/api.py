@@ -199,11 +199,13 @@ def _run_baseline(graph: UOp, rulesets, cost_model, budget,
 
 def _run_egraph(graph: UOp, rulesets, cost_model, budget,
                 keep_egraph: bool = False) -> tuple[UOp, dict[str, Any]]:
-    from eqsat.engines.egraph import optimize_egraph
+    # (``import a.b as x``, not ``from a import b``: a from-import of a package runs
+    # importlib's Python code on every call)
+    import eqsat.engines.egraph as egraph
 
-    return optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model,
-                           budget=None if budget is _DEFAULT_BUDGET else budget,
-                           keep_egraph=keep_egraph)
+    return egraph.optimize_egraph(graph, rulesets=rulesets, cost_model=cost_model,
+                                  budget=None if budget is _DEFAULT_BUDGET else budget,
+                                  keep_egraph=keep_egraph)
 
 
 ENGINES = {"baseline": _run_baseline, "egraph": _run_egraph}
@@ -240,10 +242,10 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
     for :meth:`Result.egraph_dot` and a look inside (a copy of the classes the
     graph reached; a run otherwise drops its e-graph).
     """
-    from extraction import get_cost_model
+    import extraction  # (as in _run_egraph)
 
     _check_call(engine, rulesets, budget)
-    model = get_cost_model(cost_model)
+    model = extraction.get_cost_model(cost_model)
     budget = budget or _DEFAULT_BUDGET
     t0 = time.perf_counter()
     out, stats = ENGINES[engine](graph, rulesets, model, budget, keep_egraph)
@@ -262,8 +264,9 @@ def optimize(graph: UOp, engine: str = "egraph", rulesets: list[Any] | None = No
         stats["fallback"] = "input was cheaper"
         log.debug("optimize (%s): the result cost %s > the input's %s: the input is returned",
                   engine, out_cost, in_cost)
-    log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost, out_cost,
-              stats.get("stop_reason"), stats["time"]["total"])
+    if log.isEnabledFor(logging.DEBUG):  # (no call of debug() and its own check)
+        log.debug("optimize (%s): cost %s -> %s, stopped: %s, %.3f s", engine, in_cost,
+                  out_cost, stats.get("stop_reason"), stats["time"]["total"])
     return Result(out, out_cost, in_cost, stats, kept, model)
 
 

@@ -22,6 +22,7 @@ from eqsat.engines.egraph.results import (
 from eqsat.engines.egraph.rulesets import default_groups, egraph_groups, resolve
 from eqsat.engines.egraph.schedules import Limits
 from eqsat.ir.uop import UOp
+from extraction import get_cost_model
 
 __all__ = ["optimize_egraph", "optimize_many", "Session", "session_for",
            "clear_sessions", "clear_result_cache", "set_result_cache_size", "UnsoundError",
@@ -36,8 +37,6 @@ def optimize_many(graphs: list[UOp], rulesets: list[str] | None = None, cost_mod
     session (``stats["time"]["setup"]``; ``session_for(None)`` builds it ahead).
     ``keep_egraph``: ``stats["egraph"]`` is then the run's e-graph
     (:class:`~eqsat.engines.egraph.record.EGraphRecord`)."""
-    from extraction import get_cost_model
-
     for g in graphs:
         if not isinstance(g, UOp):
             raise TypeError(f"optimize_egraph expects UOp graphs, got {type(g).__name__}")
@@ -70,8 +69,6 @@ def optimize_egraph(graph: UOp, rulesets: list[str] | None = None, cost_model: A
     graph, budget, rule sets and shipped cost model, from a run no clock cut short) is
     answered from it; ``stats["time"]["cached"]`` then says so.
     """
-    from extraction import get_cost_model
-
     if keep_egraph:
         outs, stats = optimize_many([graph], rulesets, cost_model, budget, keep_egraph)
         return outs[0], stats

@@ -161,8 +161,11 @@ class Session:
                 stop, outs = StopReason(seeds.stopped or "time"), list(roots)
                 floor = (outs, *no_worse_than_start(outs, seeds, model, None))
             if floor is not None and not keep_egraph:
+                # (the budget from the toposorts the baseline took, when it took them:
+                # none walked again)
+                orders = dict(zip(map(id, roots), seeds.input_orders, strict=False))
                 return floor[0], no_run_stats(list(self.program.groups),
-                                              limits.for_roots(roots).enodes, times,
+                                              limits.for_roots(roots, orders).enodes, times,
                                               floor[1], floor[2], stop), seeds
             widen, replay = False, True
             while True:
@@ -206,7 +209,8 @@ class Session:
         """Execute ``run`` in the store's current e-graph: insert its roots, its loop,
         its phases (:data:`~eqsat.engines.egraph.phases.PHASES`), and the e-graph left
         as the run found it (``Store.reset``); ``(outputs, stats)``."""
-        saved = self.ins.state()
+        ins = run.ins
+        saved = ins.state()
         clean = False  # whether the run ended without an exception (see Store.reset)
         final: Snapshot | None = None  # a snapshot of the e-graph as the run leaves it
         try:
@@ -214,8 +218,8 @@ class Session:
                 run.handles = run.insert(run.roots)
                 if run.seeds is not None and run.limits.baseline_start:
                     run.insert_seeds(run.seeds)  # (the run starts from both)
-            run.input_nodes = run.peak = len(self.ins.uop_handle) - len(saved[2])
-            run.tracer = Tracer(run.roots, self.ins) if run.keep_egraph else None
+            run.input_nodes = run.peak = len(ins.uop_handle) - len(saved[2])
+            run.tracer = Tracer(run.roots, ins) if run.keep_egraph else None
             run.start_replay()
             run.loop()
             run_phases(run)
@@ -240,7 +244,7 @@ class Session:
         finally:
             with run.clock.phase(run.times, "reset"):
                 if run.mirror is not None:
-                    self.ins.restore(saved)  # (nothing of the run was loaded)
+                    ins.restore(saved)  # (nothing of the run was loaded)
                 else:
                     self.store.reset(saved, clean, final)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import chain
 from typing import Any
 
 from eqsat.engines.egraph.analyses import (
@@ -93,17 +94,38 @@ def analysis_ext(native: list[ERule]) -> frozenset[str]:
     return frozenset(ANALYSIS_CTORS - core)
 
 
+#: id(dtype) -> (the dtype, whether it is a fixed-width integer or float dtype, its name
+#: when a fixed-width interval rule may match a node of it, else None); the entry keeps
+#: the dtype alive, so its id is not reused (dtypes are interned: a few entries)
+_DT_FIXED: dict[int, tuple[Any, bool, str | None]] = {}
+#: the dtypes some constructor's fixed-width interval rules match
+_ANALYSIS_DTS = frozenset().union(*FIXED_ANALYSIS_DTYPES.values())
+
+
+def _dt_fixed(dt: Any) -> tuple[Any, bool, str | None]:
+    """:data:`_DT_FIXED`'s entry of ``dt``, made when missing."""
+    f = _DT_FIXED.get(id(dt))
+    if f is None:
+        d = dt_name(dt)
+        index = d == "index"
+        f = _DT_FIXED[id(dt)] = (
+            dt, not index and (d in FIXED_DTYPES or dt.is_float or dt.is_fixed_int),
+            d if not index and d in _ANALYSIS_DTS else None)
+    return f
+
+
 def fixed_width_of(nodes: Iterable[UOp]) -> tuple[bool, bool]:
     """Whether ``nodes`` hold a fixed-width integer or float node (the native rules of
     those dtypes may match), and one the fixed-width interval rules match
     (FIXED_ANALYSIS_DTYPES)."""
     fixed = fixed_analysis = False
+    get = _DT_FIXED.get
     for u in nodes:
-        d = dt_name(u.dtype)
-        if d == "index":
-            continue
-        fixed = fixed or d in FIXED_DTYPES or u.dtype.is_float or u.dtype.is_fixed_int
-        fixed_analysis = fixed_analysis or d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
+        dt = u.dtype
+        _, f, d = get(id(dt)) or _dt_fixed(dt)
+        fixed = fixed or f
+        if d is not None and not fixed_analysis:
+            fixed_analysis = d in FIXED_ANALYSIS_DTYPES.get(uop_ctor(u), ())
     return fixed, fixed_analysis
 
 
@@ -111,19 +133,15 @@ def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
                       ) -> tuple[bool, bool]:
     """:func:`fixed_width_of` every node of ``roots``: an input without either runs in
     an index-only e-graph (rewrites keep their operands' dtypes, so no fixed-width node
-    appears later). ``orders``: the roots' toposorts when known."""
-    seen: set[int] = set()
-    nodes = []
-    for order in orders if orders is not None else [r.toposort() for r in roots]:
-        for u in order:
-            if id(u) not in seen:
-                seen.add(id(u))
-                nodes.append(u)
-    return fixed_width_of(nodes)
+    appears later). ``orders``: the roots' toposorts when known (a node in two of
+    them is read twice: the answer is the same)."""
+    return fixed_width_of(chain.from_iterable(
+        orders if orders is not None else [r.toposort() for r in roots]))
 
 
 class Program:
-    """The compiled rule selection (see the module docstring); built once, read-only."""
+    """The compiled rule selection (see the module docstring); built once, read-only
+    (but for ``memo``, a cache of pure functions of it)."""
 
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.groups, self.native, self.pyrules = resolve(rulesets)
@@ -167,6 +185,9 @@ class Program:
         del self._select_makes
         #: the constructors whose interval rules wait for an insertion (analysis_ext)
         self.ext = analysis_ext(self.native)
+        #: a memo of the engine's pure functions of this program and a step's state
+        #: (the runnable parts of ``run.py``), kept here: found without a lookup
+        self.memo: dict[tuple, Any] = {}
 
     def _part(self, ruleset: str, need: frozenset[str]) -> str:
         name = self._part_of.get((ruleset, need))

@@ -95,16 +95,23 @@ def copy_stats(x: Any) -> Any:
     """A copy of a stats value: dicts, lists, tuples and sets copied through, immutable
     scalars shared, anything else by ``copy.deepcopy`` (what a deep copy gives, at a
     third of its cost on a run's stats). A container's scalars are shared where they
-    are met, without a call each (most of a run's stats: rule set names, costs)."""
+    are met, without a call each (most of a run's stats: rule set names, costs); a
+    container of scalars only is copied in C (a tuple of them shared: it is immutable)."""
     t = type(x)
     if t in _SHARED:
         return x
     shared = _SHARED
     if t is dict:
+        if shared.issuperset(map(type, x.values())):
+            return x.copy()
         return {k: v if type(v) in shared else copy_stats(v) for k, v in x.items()}
     if t is list:
+        if shared.issuperset(map(type, x)):
+            return x.copy()
         return [v if type(v) in shared else copy_stats(v) for v in x]
     if t is tuple:
+        if shared.issuperset(map(type, x)):
+            return x
         return tuple([v if type(v) in shared else copy_stats(v) for v in x])
     if t is set:
         return {copy_stats(v) for v in x}

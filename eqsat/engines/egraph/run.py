@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
-import weakref
 from functools import partial
+from itertools import compress
 from typing import Any
 
 from eqsat.engines.egraph import pystep
@@ -75,12 +74,10 @@ _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 
 log = logging.getLogger(__name__)
 
-#: program -> (rule sets, constructors with rows) -> the parts a step runs
-#: (:meth:`Run.runnable_parts`, a pure function of the key), and ("distinct bounds",
-#: rule set) -> its multiplying rules of distinct bounds (:func:`_distinct`); at most
-#: this many keys
-_RUNNABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_RUNNABLE_LOCK = threading.Lock()
+#: the keys of a program's memo of a step's pure functions at most (``Program.memo``:
+#: (rule sets, constructors with rows) -> the parts a step runs,
+#: :meth:`Run.runnable_parts`; ("distinct bounds", rule set) -> its multiplying rules of
+#: distinct bounds, :func:`_distinct`; ("may multiply", ...), :meth:`Run._may_multiply`)
 _RUNNABLE_KEYS = 256
 
 
@@ -101,6 +98,9 @@ class Run:
                  keep_egraph: bool = False, roots: list[UOp] | None = None,
                  replay: bool = True):
         self.program, self.store, self.model, self.seeds = program, store, model, seeds
+        #: the inserter of the store's current e-graph (a run stays in one e-graph: a
+        #: widened run is a new run)
+        self.ins: Inserter = store.ins
         self.orders = orders or {}
         # a default e-node budget (None) is resolved from the roots' unique nodes
         self.limits = (DEFAULT_LIMITS if limits is None else limits).for_roots(
@@ -156,10 +156,6 @@ class Run:
         self.costs: list[tuple[float, float]] | None = None
         self.stats: dict[str, Any] = {"engine": "egraph", "rulesets": list(program.groups),
                                       "enodes_budget": self.limits.enodes}
-
-    @property
-    def ins(self) -> Inserter:
-        return self.store.ins
 
     def read(self, iteration: int = 0) -> Snapshot:
         """Read the e-graph into ``snap`` (and the tracer: ``iteration`` 0 is a read
@@ -295,7 +291,7 @@ class Run:
     def _may_multiply(self, bases: list[str], have: frozenset[str]) -> bool:
         """:meth:`mult_may_match` (``have``: :meth:`have`), kept with the runnable
         parts: a pure function of the program, ``bases`` and ``have``."""
-        memo, key = _memo(self.program), ("may multiply", tuple(bases), have)
+        memo, key = self.program.memo, ("may multiply", tuple(bases), have)
         out = memo.get(key)
         if out is None:
             out = self.mult_may_match(bases)
@@ -368,7 +364,7 @@ class Run:
         that is new then. ``have``: :meth:`have` when the caller has it."""
         program = self.program
         key = (tuple(rulesets), frozenset(self.have()) if have is None else have)
-        memo = _memo(program)
+        memo = program.memo
         out = memo.get(key)
         if out is None:  # (a pure function of the key: kept per program, a few keys)
             have, parts = key[1], program.parts
@@ -382,7 +378,8 @@ class Run:
     def have(self) -> set[str]:
         """The constructors with rows in the e-graph (egglog's sizes after the last
         step) or among the rows recorded since the run began (``ins.ctors``)."""
-        return self.ins.ctors.union([c for c, n in self.present.items() if n])
+        present = self.present
+        return self.ins.ctors.union(compress(present, present.values()))
 
     def narrow_holds(self) -> bool:
         """Whether the narrow e-graph still runs as the index e-graph would: every
@@ -392,7 +389,8 @@ class Run:
         loads = self.program.narrow_loads
         if not self.ins.ctors <= loads:
             return False
-        return all(c in loads for c, n in self.present.items() if n)
+        present = self.present
+        return loads.issuperset(compress(present, present.values()))
 
     # ---- the multiplying rules' room ------------------------------------------
     def mult_may_match(self, bases: list[str]) -> bool:
@@ -579,7 +577,7 @@ class Run:
         gives them. :class:`ReplayStopped` where egglog must run the steps."""
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
-        parts = tuple(p for ps in self.native_parts(allow) for p in ps) if native else ()
+        parts = tuple([p for ps in self.native_parts(allow) for p in ps]) if native else ()
         rows, late = ins.take_waiting(), ins.take_late()
         if len(m.table) + len(rows) > pystep.MAX_ENODES:
             raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
@@ -626,21 +624,12 @@ class Run:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
 
 
-def _memo(program: Program) -> dict[tuple, Any]:
-    """The memo of ``program``'s pure functions of a step (:data:`_RUNNABLE`)."""
-    memo = _RUNNABLE.get(program)
-    if memo is None:
-        with _RUNNABLE_LOCK:
-            memo = _RUNNABLE.setdefault(program, {})
-    return memo
-
-
 def _distinct(program: Program, base: str) -> list[tuple[int, int]]:
     """The multiplying rules of ``base`` with distinct bounds (their constructors,
     ``match_bounds`` and ``new_nodes``: many rules come in pairs that share them), each
     as one of them and how many share its bound (:meth:`Run.apriori` adds the bound of
     each once; kept with the runnable parts, a pure function of the program)."""
-    memo, key = _memo(program), ("distinct bounds", base)
+    memo, key = program.memo, ("distinct bounds", base)
     out = memo.get(key)
     if out is None:
         first: dict[tuple, list[int]] = {}

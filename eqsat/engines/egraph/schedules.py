@@ -27,8 +27,7 @@ import os
 import re
 import resource
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import combinations
@@ -158,12 +157,14 @@ class Limits:
         if self.enodes is not None:
             return self
         orders = orders or {}
-        seen: set[int] = set()
-        for r in roots:
-            seen.update(map(id, orders.get(id(r)) or r.toposort()))
+        each = [orders.get(id(r)) or r.toposort() for r in roots]
+        nodes = sum(map(len, each))
+        # (at most that many unique nodes: when so few, the floor whatever they share)
+        if nodes * ENODES_PER_NODE > ENODES_FLOOR:
+            nodes = len({id(u) for order in each for u in order})
         # (one Limits per limits and budget: ``replace`` costs a call's worth of
         # introspection, and most runs get the same floor budget)
-        key = (self, default_enodes(len(seen)))
+        key = (self, default_enodes(nodes))
         out = _RESOLVED.get(key)
         if out is None:
             if len(_RESOLVED) >= _RESOLVED_MAX:
@@ -179,6 +180,26 @@ DEFAULT_LIMITS = Limits()
 #: frozen values, equal limits alike: a memo, emptied past :data:`_RESOLVED_MAX`)
 _RESOLVED: dict[tuple[Limits, int], Limits] = {}
 _RESOLVED_MAX = 256
+
+
+class Phase:
+    """The ``with`` block of :meth:`Clock.phase` (a class: several a step, and a
+    generator-based context manager costs about three times as much to enter)."""
+
+    __slots__ = ("times", "name", "t")
+
+    def __init__(self, times: dict[str, float], name: str):
+        self.times, self.name = times, name
+
+    def __repr__(self) -> str:
+        return f"Phase({self.times!r}, {self.name!r})"
+
+    def __enter__(self) -> None:
+        self.t = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        times = self.times
+        times[self.name] = times.get(self.name, 0.0) + time.perf_counter() - self.t
 
 
 class Clock:
@@ -207,31 +228,11 @@ class Clock:
 
     def over(self) -> bool:
         """Whether the run is past its time budget."""
-        return self.elapsed() > self.seconds
+        return time.perf_counter() - self.t0 > self.seconds  # (elapsed(), inline)
 
-    def phase(self, times: dict[str, float], name: str) -> Phase:
-        """A ``with`` block that adds its seconds to ``times[name]``."""
-        return Phase(times, name)
-
-
-class Phase:
-    """The ``with`` block of :meth:`Clock.phase` (a class: several a step, and a
-    generator-based context manager costs about three times as much to enter)."""
-
-    __slots__ = ("times", "name", "t")
-
-    def __init__(self, times: dict[str, float], name: str):
-        self.times, self.name = times, name
-
-    def __repr__(self) -> str:
-        return f"Phase({self.times!r}, {self.name!r})"
-
-    def __enter__(self) -> None:
-        self.t = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        times = self.times
-        times[self.name] = times.get(self.name, 0.0) + time.perf_counter() - self.t
+    #: ``phase(times, name)``: a ``with`` block that adds its seconds to ``times[name]``
+    #: (the class itself: no call in between)
+    phase = staticmethod(Phase)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -266,29 +267,43 @@ def rss_bytes() -> int:
 def memory_limit(memory: int) -> Callable[[], str | None]:
     """A check of the memory limit for work done outside the loop (the baseline's
     rewrite): ``"memory"`` once the resident set grew by more than ``memory`` bytes
-    since this call, else None. (The clock does not stop that rewrite: a run's result
+    since the check's first call, else None. The first call reads the resident set the
+    growth counts from (the rewrite checks before its first match: nothing was
+    allocated since this call). (The clock does not stop that rewrite: a run's result
     holds it whatever stops the run.)"""
-    rss0 = rss_bytes()
+    rss0 = -1
 
     def check() -> str | None:
-        return "memory" if rss_bytes() - rss0 > memory else None
+        nonlocal rss0
+        now = rss_bytes()
+        if rss0 < 0:
+            rss0 = now
+            return None
+        return "memory" if now - rss0 > memory else None
     return check
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Automatic garbage collection off inside, back on after (if it was on). The
-    computed pass and the extraction allocate many short-lived, acyclic objects that
-    reference counting frees; the collections they would trigger only rescan the
-    engine's heap."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+class GcPaused:
+    """``with gc_paused():`` turns automatic garbage collection off inside, back on after
+    (if it was on). The computed pass and the extraction allocate many short-lived,
+    acyclic objects that reference counting frees; the collections they would trigger
+    only rescan the engine's heap. (A class: a generator-based context manager costs
+    several Python calls more to enter and to leave.)"""
+
+    __slots__ = ("was",)
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        if self.was:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
+            gc.enable()
+
+
+#: ``with gc_paused():`` (:class:`GcPaused`)
+gc_paused = GcPaused
 
 
 # ---------------------------------------------------------------------------

@@ -215,7 +215,7 @@ class Store:
         orders = orders or [r.toposort() for r in roots]
         kind = self.program.kind_of(roots, orders + ([extra] if extra else []))
         self.cur = self.egraph_of("index" if widen and kind == "narrow" else kind)
-        return {id(r): o for r, o in zip(roots, orders, strict=True)}
+        return dict(zip(map(id, roots), orders, strict=True))
 
     def rebuild(self) -> None:
         """Replace the current e-graph with a fresh one of its kind."""

@@ -206,6 +206,16 @@ def test_a_stats_copy_is_deep() -> None:
     assert c["d"] is not stats["d"] and c["d"].v == [1] and c["d"].v is not stats["d"].v
 
 
+def test_a_stats_copy_shares_only_immutables() -> None:
+    from eqsat.engines.egraph.results import copy_stats
+
+    stats = {"a": [1, "x"], "b": {"c": 2.0}, "t": (1, "y"), "u": ((1, 2), [3])}
+    c = copy_stats(stats)
+    assert c == stats and c["a"] is not stats["a"] and c["b"] is not stats["b"]
+    assert c["t"] is stats["t"] and c["u"][0] is stats["u"][0]  # (immutable: shared)
+    assert c["u"] is not stats["u"] and c["u"][1] is not stats["u"][1]
+
+
 @pytest.mark.parametrize("engine", ["baseline", "egraph"])
 @pytest.mark.parametrize("model", ["reference", "default"])
 def test_the_result_cost_is_the_graph_cost(engine: str, model: str) -> None:

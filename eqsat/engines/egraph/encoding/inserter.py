@@ -19,6 +19,7 @@ from eqsat.engines.egraph.encoding.schema import (
     I64_MIN,
     INSERT_RULESET,
     NODE_REL,
+    OP_NAME,
     SUB_REL,
     SUB_RULESET,
     ArgTable,
@@ -297,13 +298,7 @@ class Inserter:
         pending[ctor] = pending.get(ctor, 0) + 1
         if bool in map(type, fields):  # a bool field is an i64, 0/1
             fields = tuple(int(f) if isinstance(f, bool) else f for f in fields)
-        self._node_line((k, ctor, fields))
-
-    def _node_line(self, row: Row) -> None:
-        rows = self._rows.get(NODE_REL)
-        if rows is None:
-            rows = self._rows[NODE_REL] = []
-        rows.append(row)
+        self._rows.setdefault(NODE_REL, []).append((k, ctor, fields))
         self.pending += 1
 
     def node(self, ctor: str, *fields: Any) -> int:
@@ -368,17 +363,19 @@ class Inserter:
 
     def union(self, a: int, b: int) -> None:
         if a != b:
-            self._node_line((a, _UNION_TAG, b))
+            self._rows.setdefault(NODE_REL, []).append((a, _UNION_TAG, b))
+            self.pending += 1
 
     def add_uop(self, root: UOp, order: list[UOp] | None = None) -> int:
         """Insert a UOp graph (every unique node once); the root's handle. ``order``:
         ``root.toposort()`` when the caller has it already."""
         memo, keep, handle_uop, encode = self.uop_handle, self._keep, self.handle_uop, \
             self._encode
+        handle_of = memo.__getitem__
         for u in root.toposort() if order is None else order:
             if id(u) in memo:
                 continue
-            k = encode(u, [memo[id(s)] for s in u.src])
+            k = encode(u, tuple(map(handle_of, map(id, u.src))))  # (in C: no frame a node)
             memo[id(u)] = k
             keep.append(u)
             handle_uop.setdefault(k, u)
@@ -426,7 +423,7 @@ class Inserter:
             self.pending += len(lines)
         return h
 
-    def _encode(self, u: UOp, kids: list[int]) -> int:
+    def _encode(self, u: UOp, kids: tuple[int, ...]) -> int:
         d = u.dtype
         dt = (_DT_INFO.get(id(d)) or dt_info(d))[1]  # (dt_name, its memo read here)
         ctor = uop_ctor(u)
@@ -434,15 +431,16 @@ class Inserter:
             return self.node(ctor, dt, *kids)
         if ctor == "Cst":
             return self.node("Cst", dt, int_const_value(u))
+        name = OP_NAME[id(u.op)]
         if ctor == "Leaf":
-            return self.node("Leaf", u.op.name, dt, self.args.key(u.arg))
+            return self.node("Leaf", name, dt, self.args.key(u.arg))
         a = self.args.key(u.arg)
         if ctor == "GL":
             lst = self.node("Nil")
             for k in reversed(kids):
                 lst = self.node("Cons", k, lst)
-            return self.node("GL", u.op.name, dt, a, lst)
-        return self.node(ctor, u.op.name, dt, a, *kids)
+            return self.node("GL", name, dt, a, lst)
+        return self.node(ctor, name, dt, a, *kids)
 
     def flush(self, extra: str = "", after: str = "", late: bool = True,
               late_run: bool = True) -> list[Any]:

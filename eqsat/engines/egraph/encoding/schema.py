@@ -14,7 +14,7 @@ from eqsat.ir.uop import UOp, arg_key
 __all__ = ["CTXVAR", "CTORS", "ALU_CTOR", "CTOR_OP", "NODE_REL", "SUB_REL", "SUB_RULESET",
            "INSERT_RULESET", "load_part",
            "ArgTable", "declarations", "I64_MIN", "I64_MAX", "dtype_of", "fits_i64",
-           "uop_ctor", "int_const_value", "dt_name", "int_scalar"]
+           "uop_ctor", "int_const_value", "dt_name", "int_scalar", "OP_NAME"]
 
 #: the op name of a context variable: an atom of a guarded subterm with narrowed bounds
 CTXVAR = "CTXVAR"
@@ -193,13 +193,17 @@ _CONST = Ops.CONST  # (read once: an ``Ops.X`` read runs the enum's Python code)
 
 def int_const_value(u: UOp) -> int | None:
     """The i64 value of an integer/bool scalar CONST, or None (kept as an opaque leaf)."""
-    if u.op is not _CONST or u.dtype.count != 1 or u.dtype.ptr:
+    if u.op is not _CONST:
         return None
-    if not (u.dtype.is_int or u.dtype.is_bool):
+    dt = u.dtype
+    if not (_DT_INFO.get(id(dt)) or dt_info(dt))[2]:  # (int_scalar, its memo read here)
         return None
     v = int(u.arg)
-    return v if fits_i64(v) else None
+    return v if I64_MIN <= v <= I64_MAX else None  # (fits_i64: v is an int)
 
+
+#: id(op) -> its name, of every op (an ``Ops``'s ``name`` is a Python-level property)
+OP_NAME: dict[int, str] = {id(op): op.name for op in Ops}
 
 #: id(op) -> (its constructor, its arity) of the ALU ops (an int key: an ``Ops`` hashes
 #: in Python code)
@@ -209,14 +213,15 @@ _ALU_OF_ID: dict[int, tuple[str, int]] = {
 
 def uop_ctor(u: UOp) -> str:
     """The constructor a UOp node is encoded with."""
+    src = u.src
+    alu = _ALU_OF_ID.get(id(u.op))
+    if alu is not None and src and u.arg is None and len(src) == alu[1]:
+        return alu[0]  # (the usual node first: an ALU op is not a CONST)
     if int_const_value(u) is not None:
         return "Cst"
-    if not u.src:
+    if not src:
         return "Leaf"
-    alu = _ALU_OF_ID.get(id(u.op))
-    if alu is not None and u.arg is None and len(u.src) == alu[1]:
-        return alu[0]
-    return f"G{len(u.src)}" if len(u.src) <= _GMAX else "GL"
+    return f"G{len(src)}" if len(src) <= _GMAX else "GL"
 
 
 # ---------------------------------------------------------------------------
