@@ -493,20 +493,60 @@ def _reading(d: UOp) -> Any:
     return hit
 
 
-def _first_out(steps: tuple[_Step, ...], d: UOp) -> UOp | None:
-    """The term of the first of ``steps`` that rewrites ``d``, or None: each step's
-    ``DivModRule.fn`` on ``d``'s forms in ``d``'s scope, the checks every rule repeats
-    read once (:func:`_reading`)."""
+def _outcomes(groups: Iterable[tuple[tuple[_Step, ...], Any]], d: UOp
+              ) -> Iterator[tuple[UOp | None, Any]]:
+    """Each of ``groups`` (a rule's steps and the rule) that has an outcome on ``d``, in
+    order: the term of its first step that rewrites ``d`` (each step's
+    ``DivModRule.fn`` on ``d``'s forms in ``d``'s scope; the term may be None or ``d``
+    itself) and its rule. The checks every rule repeats are read once
+    (:func:`_reading`), and one context serves every group."""
     r = _READING.get(d.uid) or _reading(d)
     if r is _REFUSED:
-        return None
+        return
     op, ctx = r.op, UOpCtx(d)
-    for ops, core, raw in steps:
-        if op in ops:
-            out = r.out(core, raw, ctx)
-            if out is not None:
-                return out.emit(ctx)
+    for steps, owner in groups:
+        for ops, core, raw in steps:
+            if op in ops:
+                out = r.out(core, raw, ctx)
+                if out is not None:
+                    yield out.emit(ctx), owner
+                    break
+
+
+def _first_out(steps: tuple[_Step, ...], d: UOp) -> UOp | None:
+    """The term of the first of ``steps`` that rewrites ``d``, or None (a rule's build:
+    :func:`_outcomes` of its steps)."""
+    for out, _ in _outcomes(((steps, None),), d):
+        return out
     return None
+
+
+#: the index dtype as a pattern's set (the twins' pattern: ``dtype=_IDX``)
+_IDX_SET = frozenset([_IDX])
+
+
+def _joint_twins(run: tuple[Rule, ...]) -> Callable[[UOp], tuple[UOp, Rule] | None]:
+    """The core rules of ``run`` (back to back in a candidate list of the ordered
+    matcher, ``Rule.joint``) tried as one: their pattern's checks and guard, the same
+    for each (an index ``x OP y``, the op the list's, whose divisor's range excludes 0),
+    once; then each rule's steps in turn, the first rule whose term is a rewrite (not
+    None, not the node) winning, as the rules one by one would."""
+    groups = tuple((_STEPS[r], r) for r in run)
+
+    def apply(d: UOp) -> tuple[UOp, Rule] | None:
+        dt, src = d.dtype, d.src
+        if dt is not _IDX and dt not in _IDX_SET or len(src) != 2 or not _divisor_ok(src[1]):
+            return None
+        for out, twin in _outcomes(groups, d):
+            if out is not None and out is not d:
+                return out, twin
+        return None
+    return apply
+
+
+#: a core rule's baseline twin (and ``fold_divmod_general``) -> its steps
+#: (:func:`_joint_twins`)
+_STEPS: dict[Rule, tuple[_Step, ...]] = {}
 
 
 def _twin(rule: DivModRule, group: str) -> Rule:
@@ -517,8 +557,10 @@ def _twin(rule: DivModRule, group: str) -> Rule:
     def build(d: UOp) -> UOp | None:
         return _first_out(steps, d)
 
-    return Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
-                build=build, guard=_divisor_ok, group=group)
+    twin = Rule(rule.name, rule.identity, UPat(ops, dtype=_IDX, src=_XY, name="d"),
+                build=build, guard=_divisor_ok, group=group, joint=_joint_twins)
+    _STEPS[twin] = steps
+    return twin
 
 
 _GENERAL = _steps(GENERAL)
@@ -536,7 +578,9 @@ fold_divmod_general_rule = Rule(
     "fold_divmod_congruence, gcd_with_remainder, divide_by_gcd, factor_remainder, "
     "nest_div_by_smallest_factor",
     UPat((Ops.IDIV, Ops.MOD), dtype=_IDX, src=_XY, name="d"),
-    build=_fold_general, guard=_divisor_ok, group="range_based_mod_div_patterns")
+    build=_fold_general, guard=_divisor_ok, group="range_based_mod_div_patterns",
+    joint=_joint_twins)
+_STEPS[fold_divmod_general_rule] = _GENERAL
 
 
 # ---------------------------------------------------------------------------

@@ -516,6 +516,12 @@ class Rule:
     build: Callable[..., UOp | None]
     guard: Callable[..., bool] | None = None
     group: str = ""
+    #: rules of one family the matcher may try as one: given a run of them (two or
+    #: more, back to back in a candidate list, each with this same ``joint``), the
+    #: run's function ``(u) -> (rewrite, the rule of the run that made it) or None``,
+    #: the first rewrite of the run in its order as each rule's :meth:`apply` would
+    #: give it (a family whose rules share their checks makes them once)
+    joint: Callable[[tuple[Rule, ...]], Callable[[UOp], tuple[UOp, Rule] | None]] | None = None
     _call_build: Callable[[dict[str, UOp]], Any] = field(init=False, repr=False)
     _call_guard: Callable[[dict[str, UOp]], Any] | None = field(init=False, repr=False)
     #: the closures' matcher, made only for a variadic pattern (``_apply`` is None)
@@ -578,9 +584,10 @@ class PatternMatcher:
             merged = sorted(by_op.get(op, []) + any_op, key=lambda t: t[0])
             self._by_op[op] = [r for _, r in merged]
         #: (op, each source's op) by value -> the rules of ``_by_op`` whose source check
-        #: admits such sources (:meth:`candidates`)
-        self._cands: dict[tuple[int, ...],
-                          list[tuple[Callable[[UOp], UOp | None], Rule]]] = {}
+        #: admits such sources (:meth:`candidates`), as :meth:`_entries`
+        self._cands: dict[tuple[int, ...], list[_Entry]] = {}
+        #: a run of rules of one ``joint`` -> its function (:meth:`_entries`)
+        self._joints: dict[tuple[Rule, ...], Callable[[UOp], Any]] = {}
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
@@ -596,17 +603,17 @@ class PatternMatcher:
         source ops (``Rule._srcs_ok``) admit ``u``'s sources. That check reads only the
         number of sources and their ops, so the list is kept per op and source ops (a
         node of more than :data:`_CANDS_MAX_SRC` sources is checked each time)."""
-        return [r for _, r in self._candidates(u)]
+        return [x for _, r in self._candidates(u) for x in (r if type(r) is tuple else (r,))]
 
-    def _candidates(self, u: UOp) -> list[tuple[Callable[[UOp], UOp | None], Rule]]:
-        """:meth:`candidates` with each rule's :meth:`Rule.apply` (its generated
-        function itself where it has one: no call through the method, and no test of
-        the node's op, one of the rule's pattern's by the list's making)."""
+    def _candidates(self, u: UOp) -> list[_Entry]:
+        """:meth:`candidates` as :meth:`_entries` (each rule's :meth:`Rule.apply`: its
+        generated function itself where it has one, no call through the method, and no
+        test of the node's op, one of the rule's pattern's by the list's making)."""
         src = u.src
         n = len(src)
         if n > _CANDS_MAX_SRC:
-            return [(r._apply or r.apply, r) for r in self._by_op[u.op]
-                    if r._srcs_ok is None or r._srcs_ok(src)]
+            return self._entries([r for r in self._by_op[u.op]
+                                  if r._srcs_ok is None or r._srcs_ok(src)])
         # the key: the op and the sources' ops, by value (no list made for the usual arities)
         if n == 2:
             key: tuple[int, ...] = (u.op._value_, src[0].op._value_, src[1].op._value_)
@@ -618,19 +625,46 @@ class PatternMatcher:
             key = (u.op._value_, *[s.op._value_ for s in src])
         rules = self._cands.get(key)
         if rules is None:
-            rules = self._cands[key] = [(r._apply or r.apply, r) for r in self._by_op[u.op]
-                                        if r._srcs_ok is None or r._srcs_ok(src)]
+            rules = self._cands[key] = self._entries(
+                [r for r in self._by_op[u.op] if r._srcs_ok is None or r._srcs_ok(src)])
         return rules
+
+    def _entries(self, rules: list[Rule]) -> list[_Entry]:
+        """``rules`` as the matcher tries them: ``(apply, rule)`` each, but a run of two
+        or more back to back with one ``joint`` as one entry ``(the joint's function of
+        the run, the run)``, the function made once per run."""
+        out: list[_Entry] = []
+        i, n = 0, len(rules)
+        while i < n:
+            r, j = rules[i], i + 1
+            if r.joint is not None:
+                while j < n and rules[j].joint is r.joint:
+                    j += 1
+            if j - i == 1:
+                out.append((r._apply or r.apply, r))
+            else:
+                run = tuple(rules[i:j])
+                fn = self._joints.get(run)
+                if fn is None:
+                    fn = self._joints[run] = r.joint(run)  # type: ignore[misc]
+                out.append((fn, run))
+            i = j
+        return out
 
     def rewrite(self, u: UOp) -> tuple[UOp, Rule] | None:
         """The first rule's rewrite of ``u`` (not of its children), or None."""
         for apply, r in self._candidates(u):
             out = apply(u)
             if out is not None:
+                if type(r) is tuple:  # (a joint run: its rewrite and the rule that made it)
+                    out, r = out
                 self.matches[r.name] += 1
                 return out, r
         return None
 
+
+#: a candidate entry: a rule's apply and the rule, or a joint run's function and the run
+_Entry = tuple[Callable[[UOp], Any], "Rule | tuple[Rule, ...]"]
 
 #: the most sources a node may have for :meth:`PatternMatcher.candidates` to keep its
 #: rule list (a key per op and source ops; a kernel's SINK has one source per store)

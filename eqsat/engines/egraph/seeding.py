@@ -17,7 +17,9 @@ from typing import Any
 
 from eqsat.engines.egraph.extracting import _NO_TEXT_IDS
 from eqsat.ir.ops import Ops
+from eqsat.ir.pattern import RewriteLimitError, RewriteStoppedError, graph_rewrite
 from eqsat.ir.uop import UOp, live_ranges, toposort_all
+from rules import RulesetError, matcher
 
 __all__ = ["Seeds", "baseline_seeds", "no_worse_than_start", "start_at_floor",
            "usable_start", "may_output"]
@@ -66,9 +68,6 @@ def baseline_seeds(roots: list[UOp], selection: Any, model: Any,
     no baseline rule set (an e-graph-only selection has no baseline). ``stop``: the
     run's hard limits, checked as the rewrite goes (``graph_rewrite``): once one trips,
     no root is rewritten further (``Seeds.stopped``)."""
-    from eqsat.ir.pattern import RewriteLimitError, RewriteStoppedError, graph_rewrite
-    from rules import RulesetError, matcher
-
     cost = model.graph_cost
     try:
         pm = matcher(selection)

@@ -73,3 +73,28 @@ def test_candidates_are_the_rules_the_test_admits(corpus_lines: list[dict[str, A
                 and (r._srcs_ok is None or r._srcs_ok(u.src))]
         assert pm.candidates(u) == want, to_sexpr(u, compact=True)
     assert 0 < len(pm._cands) < len(nodes)
+
+
+def _one_by_one(pm: PatternMatcher, u: Any) -> Any:
+    """The first rule of ``pm.candidates(u)`` whose own ``apply`` rewrites ``u``."""
+    for r in pm.candidates(u):
+        out = r.apply(u)
+        if out is not None:
+            return out, r
+    return None
+
+
+def test_joint_runs_rewrite_as_their_rules(corpus_lines: list[dict[str, Any]]) -> None:
+    """A run of rules of one ``joint`` (the div/mod core's twins) tried as one gives, on
+    every division node, the rewrite and rule its rules tried one by one give."""
+    pm = rules.matcher(None)
+    nodes = list(dict.fromkeys(u for row in corpus_lines[::2]
+                               for u in parse(row["expr"]).toposort()
+                               if u.op in (Ops.IDIV, Ops.MOD)))
+    assert any(type(r) is tuple for u in nodes for _, r in pm._candidates(u))
+    hits = 0
+    for u in nodes:
+        want = _one_by_one(pm, u)
+        hits += want is not None and want[1].joint is not None
+        assert pm.rewrite(u) == want, to_sexpr(u, compact=True)
+    assert hits > 20
