@@ -316,7 +316,7 @@ def _and_case(step: Callable[[Any], None], tree: Any, labels: int) -> PassCase:
         return _step_unions(step, "canon_and", "canonical_and",
                             snap=sym_snapshot(nodes, {}, {}, set()),
                             state=SimpleNamespace(done=set()), best=best,
-                            dirty_best=list(best.items()))
+                            dirty_best=list(best.items()), ctors={"And"})
 
     return PassCase(f"the And tree {tree}", [], run, _same_value(values))
 
@@ -444,6 +444,7 @@ def _sum_case(step: Callable[[Any], None], tree: Any) -> PassCase:
         return _step_unions(
             step, "canon", "canonical_sum", snap=snap,
             state=SimpleNamespace(done=_NeverDone(), versions={}), lins=lins, ctx=ctx,
+            by_kind=SimpleNamespace(no_div=[]),  # (its one rule is the canonical sum)
             best=best, free=classes, focus=classes, parents={}, roots=[_root],
             late=lambda: False, all_def=lambda x: True, bkey=lambda x: (),
             holds=lambda c, t: False)  # (no sum held already: every one is checked)
