@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 from eqsat.engines.egraph.analyses import INT_DTYPES
-from eqsat.engines.egraph.computed.compare import cmp_pass
+from eqsat.engines.egraph.computed.compare import _LT, cmp_pass
 from eqsat.engines.egraph.computed.context import best_term_reaches, context_pass
 from eqsat.engines.egraph.computed.divmod import _apply, _plan, divmod_rules_by_op
 from eqsat.engines.egraph.computed.ematch import ematch_pass
@@ -919,7 +919,7 @@ class CmpStep(PassStep):
     name = "cmp"
 
     def run(self, p: PassData) -> None:
-        if "Lt" not in p.ctors:
+        if p.ctors.isdisjoint(_LT):  # (cmp_pass rewrites only these e-nodes)
             return
         for r in p.kinds.get("cmp", []):
             cmp_pass(p.snap, p.lins, p.ctx, p.state, r.name, p.union, p.focus)
