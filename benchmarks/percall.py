@@ -17,10 +17,15 @@ does not sway): a process that warms both engines, and the same process followed
 one call per expression for the first N corpus expressions with each engine; printed,
 each engine's instructions per call (the warm-up subtracted).
 
+``--startup N`` instead times a cold start: N fresh processes per engine (the e-graph
+and the baseline taking turns), each timing from ``import eqsat`` to its first
+``optimize`` call's result, and that first call alone (the session's build); printed,
+the medians of each and the e-graph/baseline ratios.
+
 Usage::
 
     python benchmarks/percall.py [--limit N] [--captures] [--unseen 40] [--seed 0]
-        [--profile N] [--top 25] [--engine egraph|baseline] [--count N]
+        [--profile N] [--top 25] [--engine egraph|baseline] [--count N] [--startup N]
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from eqsat.compare import load  # noqa: E402
 from eqsat.engines.egraph.results import RESULTS, set_result_cache_size  # noqa: E402
 from eqsat.ir.sexpr import parse  # noqa: E402
 
-__all__ = ["sets", "phase_table", "profile", "main"]
+__all__ = ["sets", "phase_table", "profile", "startup", "main"]
 
 
 def sets(limit: int | None, captures: bool, unseen: int, seed: int
@@ -168,6 +173,43 @@ def count(n: int) -> str:
             f"egraph {per['egraph'] / 1e6:.2f} M, x{per['egraph'] / per['baseline']:.2f}")
 
 
+_STARTUP = """
+import sys, time
+sys.path.insert(0, {repo!r})
+t0 = time.perf_counter()
+import eqsat
+from eqsat.ir.sexpr import parse
+graph = parse({expr!r})
+t1 = time.perf_counter()
+eqsat.optimize(graph, engine={engine!r}, cost_model="reference")
+t2 = time.perf_counter()
+print(t2 - t0, t2 - t1)
+"""
+#: the expression a cold start optimizes (the one `eqsat batch` warms a worker with:
+#: it runs the e-graph, where a simpler one may stop at its seed)
+STARTUP_EXPR = "(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)"
+
+
+def startup(n: int) -> str:
+    """Medians over ``n`` fresh processes per engine (in turns) of the time from
+    ``import eqsat`` to the first ``optimize`` result, and of that first call alone."""
+    got: dict[str, list[tuple[float, float]]] = {"egraph": [], "baseline": []}
+    for _ in range(n):
+        for engine, runs in got.items():
+            code = _STARTUP.format(repo=str(REPO), expr=STARTUP_EXPR, engine=engine)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            runs.append((float(out[0]), float(out[1])))
+    med = {e: (statistics.median(t for t, _ in r), statistics.median(f for _, f in r))
+           for e, r in got.items()}
+    (et, ef), (bt, bf) = med["egraph"], med["baseline"]
+    bytecode = "not written" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written"
+    return (f"cold start, {n} processes per engine (bytecode {bytecode}), median s: "
+            f"import to first result: egraph {et:.3f}, baseline {bt:.3f} "
+            f"(x{et / bt:.2f}); first call alone: egraph {ef:.3f}, baseline {bf:.3f} "
+            f"(x{ef / bf:.2f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limit", type=int, help="the first N expressions of each set")
@@ -182,7 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=0,
                     help="count instructions (callgrind) over the first N corpus expressions "
                     "instead of timing")
+    ap.add_argument("--startup", type=int, default=0,
+                    help="time N cold starts per engine (fresh processes) instead")
     args = ap.parse_args(argv)
+    if args.startup:
+        print(startup(args.startup))
+        return 0
     if args.count:
         if shutil.which("valgrind") is None:
             print("valgrind is not on the PATH (apt-get install valgrind)", file=sys.stderr)
