@@ -70,26 +70,55 @@ def commands(text: str) -> list[str]:
     return out
 
 
+#: the tokens :func:`read` reads, as strings: a parenthesis, a string, a comment, a
+#: quote that opens no string (unterminated), an atom
+_READ = re.compile(r'[()]|"(?:[^"\\]|\\[\s\S])*"|;[^\n]*|"|[^\s();"]+')
+
+
 def read(text: str) -> Tree:
     """The first s-expression of ``text`` as nested lists of atoms (strings keep their
     quotes). Text without one, or with an unclosed one, raises ValueError."""
     stack: list[list[Tree]] = []
-    for kind, tok, pos in tokens(text):
-        if kind == "(":
+    for tok in _READ.findall(text):  # (the tokens as strings: no match objects)
+        c = tok[0]
+        if c == "(":
             stack.append([])
-        elif kind == ")":
+        elif c == ")":
             if not stack:
-                raise ValueError(f"egglog text: unbalanced ')' at line {_line(text, pos)}")
+                break
             done = stack.pop()
             if not stack:
                 return done
             stack[-1].append(done)
+        elif c == ";":
+            continue
+        elif tok == '"':
+            break
         elif not stack:
             return tok
         else:
             stack[-1].append(tok)
-    raise ValueError("egglog text: no s-expression" if not stack else
-                     "egglog text: unclosed '('")
+    else:
+        raise ValueError("egglog text: no s-expression" if not stack else
+                         "egglog text: unclosed '('")
+    raise _misread(text)
+
+
+def _misread(text: str) -> ValueError:
+    """The error of the first token :func:`read` cannot read (an unbalanced ``)`` or an
+    unterminated string), naming its line."""
+    depth = 0
+    for m in _READ.finditer(text):
+        tok = m.group()
+        if tok == '"':
+            return ValueError(f"egglog text: unterminated string at line {_line(text, m.start())}")
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            if depth == 0:
+                return ValueError(f"egglog text: unbalanced ')' at line {_line(text, m.start())}")
+            depth -= 1
+    return ValueError("egglog text: unreadable")  # (not reached: read found one)
 
 
 def show(t: Tree) -> str:

@@ -59,6 +59,9 @@ def test_read_and_show(text: str, tree: object) -> None:
 @pytest.mark.parametrize("text, msg", [
     ("", "no s-expression"), ("  ; only a comment", "no s-expression"),
     ("(a (b)", "unclosed '('"), (")", "unbalanced ')' at line 1"),
+    ("\n; (a)\n)", "unbalanced ')' at line 3"),
+    ('(a "x', "unterminated string at line 1"),
+    ('; "\n(a (b "x\\"))', "unterminated string at line 2"),
 ])
 def test_read_rejects_text_without_one_expression(text: str, msg: str) -> None:
     with pytest.raises(ValueError, match=_escaped(msg)):
