@@ -22,6 +22,7 @@ Where a step needs egglog (the counting twins of the multiplying rules, an e-gra
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections import Counter
@@ -544,48 +545,111 @@ class _Interval:
 class _Group:
     """The rewrites of one rule-set part with one root constructor, their queries one
     function (:func:`compile_group`); the levels of those a semi-naive round gives
-    root e-nodes by level (the others, which look an e-node up, match every root)."""
+    root e-nodes by level (the others, which look an e-node up, match every root).
 
-    def __init__(self, part: str, rules: list[_Rewrite]):
-        self.part, self.rules = part, rules
-        self.matches = compile_group([r.query for r in rules])
-        self.levels = sorted({r.query.levels for r in rules if not r.query.lookups})
-        self.lookups = any(r.query.lookups for r in rules)
+    Built when a round first reads it (``rules``, ``matches``, ``levels``,
+    ``lookups``): most runs match a few of a program's groups, and what is built is a
+    pure function of the program's egglog text, whichever run reads it first."""
+
+    _LAZY = frozenset(("rules", "matches", "levels", "lookups"))
+
+    def __init__(self, part: str, texts: list[tuple[int, str]],
+                 law: Callable[[str], str], alone: Callable[[str], bool]):
+        self.part = part
+        #: per rewrite, its place in ``Program.programs`` (its literals' prefix) and
+        #: its egglog text; the name its matches count under, whether it is alone there
+        self._texts, self._law, self._alone = texts, law, alone
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _Group._LAZY:
+            raise AttributeError(name)
+        with _BOOKS_LOCK:
+            if "rules" not in self.__dict__:
+                rules = [_Rewrite(text, self._law, self.part, f"k{i}_")
+                         for i, text in self._texts]
+                for r in rules:
+                    r.alone = self._alone(r.name)
+                self.matches = compile_group([r.query for r in rules])
+                self.levels = sorted({r.query.levels for r in rules if not r.query.lookups})
+                self.lookups = any(r.query.lookups for r in rules)
+                self.rules = rules
+        return self.__dict__[name]
+
+
+class _IntervalGroup:
+    """The interval rules of one constructor as one function, compiled at its first
+    call, which puts the function in ``RuleBook.interval_groups`` in its place."""
+
+    def __init__(self, book: RuleBook, ctor: str, rules: list[tuple[int, tuple]]):
+        #: (the rule's place in ``ANALYSIS_RULES``, the rule) per rule
+        self.book, self.ctor, self.rules = book, ctor, rules
+
+    def compiled(self) -> Callable[..., list[tuple]]:
+        """The constructor's interval rules as one function (their actions inline)."""
+        rs = [_Interval(n, b, f"k{j}_") for j, (n, _i, b) in self.rules]
+        return compile_group([r.query for r in rs], lambda i, q: rs[i].actions(i, q),
+                             by_level=False)
+
+    def __call__(self, m: Mirror, entries: list) -> list[tuple]:
+        groups = self.book.interval_groups
+        with _BOOKS_LOCK:
+            fn = groups[self.ctor]
+            if fn is self:
+                fn = groups[self.ctor] = self.compiled()
+        return fn(m, entries)
+
+
+#: a rewrite's root constructor and name in its egglog text (``ERule.program``)
+_REWRITE_HEAD = re.compile(r'\(rewrite \((\w+) .* :name "([^"]*)"\)', re.S)
+#: an interval rule's constructor (its first atom, ``(= e (Ctor ...))``)
+_INTERVAL_CTOR = re.compile(r"\(\(= \w+ \((\w+)[ )]")
 
 
 class RuleBook:
-    """A program's native rewrites by rule-set part, and the interval rules, compiled."""
+    """A program's native rewrites by rule-set part, and the interval rules, compiled
+    group by group when a run first needs one (:class:`_Group`, :class:`_IntervalGroup`)."""
 
     def __init__(self, program: Any):
         law = program.native_names.get
-        #: rule-set part -> its rewrites by the constructor of their pattern's root
-        self.parts: dict[str, dict[str, list[_Rewrite]]] = {}
+        texts: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        names: Counter[str] = Counter()
         for i, (part, text, _need) in enumerate(program.programs):
             # (a run that replays has no fixed-width node: the index rule sets only)
             if part.startswith(REPLAYED_SETS) and text.startswith("(rewrite"):
-                r = _Rewrite(text, lambda n: law(n, n), part, f"k{i}_")
-                self.parts.setdefault(part, {}).setdefault(r.ctor, []).append(r)
-        names = Counter(r.name for rules in self.parts.values()
-                        for rs in rules.values() for r in rs)
+                head = _REWRITE_HEAD.fullmatch(text)
+                if head is None:
+                    raise ValueError(f"not a rewrite: {text[:60]}")
+                ctor, name = head.groups()
+                names[law(name, name)] += 1
+                texts.setdefault(part, {}).setdefault(ctor, []).append((i, text))
+
+        def rule_law(n: str) -> str:
+            return law(n, n)
+
+        def alone(n: str) -> bool:
+            return names[n] == 1
+
         #: rule-set part -> its rewrites' groups by root constructor
-        self.groups: dict[str, dict[str, _Group]] = {}
-        for part, rules in self.parts.items():
-            for ctor, rs in rules.items():
-                for r in rs:
-                    r.alone = names[r.name] == 1
-                self.groups.setdefault(part, {})[ctor] = _Group(part, rs)
+        self.groups: dict[str, dict[str, _Group]] = {
+            part: {ctor: _Group(part, ts, rule_law, alone) for ctor, ts in by_ctor.items()}
+            for part, by_ctor in texts.items()}
         #: combination of parts -> its groups by root constructor (``_by_ctor``)
         self._combined: dict[tuple[str, ...], dict[str, list[_Group]]] = {}
-        #: the interval rules by the constructor they are about, and each constructor's
-        #: as one function (its matches' actions: ``_Interval.actions``)
-        self.intervals: dict[str, list[_Interval]] = {}
-        for j, (n, _i, b) in enumerate(ANALYSIS_RULES):
-            r = _Interval(n, b, f"k{j}_")
-            self.intervals.setdefault(r.ctor, []).append(r)
-        self.interval_groups = {
-            ctor: compile_group([r.query for r in rs], lambda i, q, rs=rs: rs[i].actions(i, q),
-                                by_level=False)
-            for ctor, rs in self.intervals.items()}
+        intervals: dict[str, list[tuple[int, tuple]]] = {}
+        for j, rule in enumerate(ANALYSIS_RULES):
+            ctor = _INTERVAL_CTOR.match(rule[2])
+            if ctor is None:
+                raise ValueError(f"interval rule {rule[0]}: first atom is not (= e (Ctor ...))")
+            intervals.setdefault(ctor.group(1), []).append((j, rule))
+        #: each constructor's interval rules as one function (its matches' actions:
+        #: ``_Interval.actions``)
+        self.interval_groups: dict[str, Callable[..., list[tuple]]] = {
+            ctor: _IntervalGroup(self, ctor, rs) for ctor, rs in intervals.items()}
+
+    def rewrites(self) -> list[_Rewrite]:
+        """Every rewrite of the book, by part and root constructor (every group built)."""
+        return [r for groups in self.groups.values() for g in groups.values()
+                for r in g.rules]
 
     def _by_ctor(self, parts: tuple[str, ...]) -> dict[str, list[_Group]]:
         """The groups of ``parts`` by their root constructor, in the parts' order (kept

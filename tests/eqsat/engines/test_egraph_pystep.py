@@ -260,8 +260,7 @@ def test_a_match_found_again_is_not_applied_again(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(pystep._Rewrite, "apply", spy)
     _run_all(_cases()[0])  # (the rule books built)
-    rules = [r for book in list(pystep._BOOKS.values()) for rules in book.parts.values()
-             for rs in rules.values() for r in rs]
+    rules = [r for book in list(pystep._BOOKS.values()) for r in book.rewrites()]
     flags = [r.alone for r in rules]
     assert any(flags) and not all(flags)  # (some names are shared by several rewrites)
     for expr in _cases()[::2]:
