@@ -139,6 +139,20 @@ def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
         orders if orders is not None else [r.toposort() for r in roots]))
 
 
+class _Bounds(dict):
+    """Multiplying rule -> its ``match_bounds``, found when first read (a pure function
+    of the rule: the same whichever run reads it first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: multiplying rule -> its egglog rule
+        self.rules: dict[int, ERule] = {}
+
+    def __missing__(self, i: int) -> list[tuple[str, ...]] | None:
+        out = self[i] = match_bounds(self.rules[i])
+        return out
+
+
 class Program:
     """The compiled rule selection (see the module docstring); built once, read-only
     (but for ``memo``, a cache of pure functions of it)."""
@@ -163,8 +177,9 @@ class Program:
         self.mult: dict[str, list[tuple[int, str]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self.mult_ctors: dict[int, frozenset[str]] = {}
-        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``)
-        self.mult_bounds: dict[int, list[tuple[str, ...]] | None] = {}
+        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``,
+        #: found when a run first reads it: many runs admit no multiplying rule)
+        self.mult_bounds: dict[int, list[tuple[str, ...]] | None] = _Bounds()
         #: multiplying rule -> at most how many e-nodes one match makes (``new_nodes``)
         self.mult_new: dict[int, int] = {}
         #: rule set -> its parts: ``(part name, the constructors its rules' patterns
@@ -210,7 +225,7 @@ class Program:
                 i = sum(map(len, self.mult.values()))
                 self.mult.setdefault(ruleset, []).append((i, r.law))
                 self.mult_ctors[i] = need
-                self.mult_bounds[i] = match_bounds(t)
+                self.mult_bounds.rules[i] = t
                 self.mult_new[i] = new_nodes(t)
                 count = self._part(f"{ruleset}_count", need)
                 self.programs.append((count, t.fill(count_program(
