@@ -497,9 +497,9 @@ def compile_egglog(law: Law) -> list[ERule]:
             while name in seen:  # two types split alike: number the later variants
                 name, k = f"{er.name}~v{k}", k + 1
             seen.add(name)
-            er = replace(er, name=name)
-            mirrors = [er] if law.ordered else commuted(er)
-            out.extend(replace(r, rule=law.name) for r in mirrors)
+            if name != er.name:
+                er = replace(er, name=name)
+            out.extend([er] if law.ordered else commuted(er))  # (each names law as its rule)
     if not out:
         raise NotNativeError("no dtype the e-graph can match" +
                              (f" ({'; '.join(gaps)})" if gaps else ""))

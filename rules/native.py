@@ -86,6 +86,8 @@ class ERule:
 
 _ARG = re.compile(r"\$arg(\d+)")
 _SWAP = {"Add", "Mul", "Max", "Min", "Eq", "Ne", "And", "Or", "Xor"}
+#: the head of a node of a commutative constructor (of ``_SWAP``) in egglog text
+_SWAP_HEAD = re.compile(rf"\(({'|'.join(sorted(_SWAP))}) ")
 
 
 def _swaps(text: str) -> list[tuple[str, Any]]:
@@ -207,8 +209,8 @@ def commuted(rule: ERule) -> list[ERule]:
 
     A mirror image that matches what an earlier one does and rewrites each match to the
     same result (:func:`_same_rewrite`) is left out: it would only search again."""
-    if not rule.lhs:
-        return [rule]
+    if not rule.lhs or _SWAP_HEAD.search(rule.lhs) is None:
+        return [rule]  # (no commutative node: no mirror image)
     variants = _swaps(rule.lhs)
     if len(variants) == 1:
         return [replace(rule, lhs=variants[0][0])]
