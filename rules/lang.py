@@ -177,9 +177,14 @@ class Term:
     tid: int = -1
 
     def walk(self) -> Iterable[Term]:
-        yield self
-        for s in self.src:
-            yield from s.walk()
+        """The term and every term below it, each before its operands (depth first, in
+        operand order)."""
+        stack = [self]
+        while stack:
+            t = stack.pop()
+            yield t
+            if t.src:
+                stack.extend(reversed(t.src))
 
     def show(self, opname: str = "op") -> str:
         """The term in the language's syntax."""
