@@ -140,9 +140,18 @@ def _var_order(t: Any, out: list[str]) -> list[str]:
 
 
 def _rename(t: Any, sigma: dict[str, str]) -> Any:
+    """``t`` with the variables ``sigma`` maps renamed (its keys are variables: a token
+    equal to one is that variable)."""
     if isinstance(t, list):
         return [_rename(x, sigma) for x in t]
-    return sigma.get(t, t) if _is_var(t) else t
+    return sigma.get(t, t)
+
+
+def _renamed_text(t: Any, sigma: dict[str, str]) -> str:
+    """``show(_rename(t, sigma))``, in one walk."""
+    if isinstance(t, list):
+        return "(" + " ".join([_renamed_text(x, sigma) for x in t]) + ")"
+    return sigma.get(t, t)
 
 
 def _norm(t: Any, ctors: bool = False) -> Any:
@@ -179,7 +188,7 @@ class _Variant:
 
     def __init__(self, text: str, tree: Any):
         self.text, self.tree, self.vars = text, tree, _var_order(tree, [])
-        self.shape = show(_rename(tree, dict.fromkeys(self.vars, "_")))
+        self.shape = _renamed_text(tree, dict.fromkeys(self.vars, "_"))
 
 
 class _Sides:
@@ -197,7 +206,7 @@ class _Sides:
         if a.shape != earlier.shape or len(a.vars) != len(earlier.vars):
             return False
         sigma = dict(zip(a.vars, earlier.vars, strict=True))
-        if show(_rename(a.tree, sigma)) != earlier.text:
+        if _renamed_text(a.tree, sigma) != earlier.text:
             return False
         if show(_norm(_rename(self.rhs, sigma), True)) != self.rhs_norm:
             return False
