@@ -264,10 +264,16 @@ class _Gen:
         return True
 
 
-def _vars(t: Any) -> set[str]:
+def _vars(t: Any, out: set[str] | None = None) -> set[str]:
+    """The variables of term ``t`` (its arguments', not its head), added to ``out``."""
+    if out is None:
+        out = set()
     if isinstance(t, list):
-        return set().union(*[_vars(x) for x in t[1:]]) if len(t) > 1 else set()
-    return {t} if is_var(t) else set()
+        for x in t[1:]:
+            _vars(x, out)
+    elif is_var(t):
+        out.add(t)
+    return out
 
 
 class QuerySource(NamedTuple):
@@ -312,6 +318,8 @@ def query_source(name: str, pattern: list, root: str, facts: list, keep: list[st
 
 #: a line binding a query variable to an e-node's field
 _FIELD_BINDING = re.compile(r"\s*(v\d+_\w*) = [ft]\d+\[\d+\]")
+#: a query variable's Python name (``_Gen.var``)
+_VAR_NAME = re.compile(r"\bv\d+_\w*")
 
 
 def _read_fields_only(lines: list[str], env: str) -> list[str]:
@@ -321,7 +329,7 @@ def _read_fields_only(lines: list[str], env: str) -> list[str]:
              for line in lines]
     text = "\n".join([env] + [line for line, n in zip(lines, names, strict=True)
                               if n is None])
-    read = set(re.findall(r"\bv\d+_\w*", text))
+    read = set(_VAR_NAME.findall(text))
     return [line for line, n in zip(lines, names, strict=True) if n is None or n in read]
 
 
