@@ -52,7 +52,7 @@ class Session:
     def __init__(self, rulesets: list[str] | tuple[str, ...] | str | None = None):
         self.program = Program(rulesets)
         self.store = Store(self.program)
-        rule_book(self.program)  # (the replay's rules, compiled with the session)
+        rule_book(self.program)  # (the replay's rules: a group compiled when first needed)
 
     @property
     def ins(self) -> Inserter:
@@ -65,10 +65,13 @@ class Session:
                 f"native={len(p.native)} computed={len(p.pyrules)}>")
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
-        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None),
-        so the one-time build is not part of a run's time budget (``Store.prepare``:
-        egglog's ``EGraph`` is loaded only for a run that will not replay in Python)."""
+        """Build now the e-graph(s) a run of ``roots`` will use (every kind when None,
+        and every rule group of the replay), so the one-time build is not part of a
+        run's time budget (``Store.prepare``: egglog's ``EGraph`` is loaded only for a
+        run that will not replay in Python)."""
         self.store.prepare(roots)
+        if roots is None:
+            rule_book(self.program).build()
 
     # ---- inspection -----------------------------------------------------------
     @contextmanager

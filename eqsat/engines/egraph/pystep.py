@@ -646,6 +646,14 @@ class RuleBook:
         self.interval_groups: dict[str, Callable[..., list[tuple]]] = {
             ctor: _IntervalGroup(self, ctor, rs) for ctor, rs in intervals.items()}
 
+    def build(self) -> None:
+        """Build every group now (a warm-up that leaves no build to the runs)."""
+        self.rewrites()
+        with _BOOKS_LOCK:
+            for ctor, fn in self.interval_groups.items():
+                if isinstance(fn, _IntervalGroup):
+                    self.interval_groups[ctor] = fn.compiled()
+
     def rewrites(self) -> list[_Rewrite]:
         """Every rewrite of the book, by part and root constructor (every group built)."""
         return [r for groups in self.groups.values() for g in groups.values()

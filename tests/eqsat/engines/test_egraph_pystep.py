@@ -293,6 +293,33 @@ def test_a_rebuild_without_a_merged_child_keeps_the_keys(monkeypatch: pytest.Mon
     assert [_run_all(expr) for expr in cases] == want
 
 
+def test_a_rule_group_is_built_when_first_read_the_same_in_any_order() -> None:
+    """A rule book builds a group (rewrites or interval rules) when a run first needs
+    it; the code is the same whichever group was built first."""
+    program = eqsat.session_for(None).program
+    a, b = pystep.RuleBook(program), pystep.RuleBook(program)
+    keys = [(p, c) for p, groups in a.groups.items() for c in groups]
+    assert not any("rules" in a.groups[p][c].__dict__ for p, c in keys)
+    assert all(isinstance(f, pystep._IntervalGroup) for f in a.interval_groups.values())
+    a.build()
+    for p, c in reversed(keys):
+        b.groups[p][c].matches  # noqa: B018 (built when read)
+    for ctor in reversed(list(b.interval_groups)):
+        b.interval_groups[ctor](pystep.Mirror(), [])
+    assert [a.groups[p][c].matches.source for p, c in keys] == \
+        [b.groups[p][c].matches.source for p, c in keys]
+    assert {c: f.source for c, f in a.interval_groups.items()} == \
+        {c: f.source for c, f in b.interval_groups.items()}
+
+
+def test_a_prepared_session_has_every_rule_group_built() -> None:
+    session = eqsat.session_for(None)
+    session.prepare()
+    book = pystep.rule_book(session.program)
+    assert all("rules" in g.__dict__ for groups in book.groups.values() for g in groups.values())
+    assert not any(isinstance(f, pystep._IntervalGroup) for f in book.interval_groups.values())
+
+
 @pytest.mark.parametrize("rows, table, classes", [
     # new e-nodes and their handles: the keys as loaded, each class its handle
     ([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0))],
