@@ -66,11 +66,13 @@ class Session:
 
     def prepare(self, roots: list[UOp] | None = None) -> None:
         """Build now the e-graph(s) a run of ``roots`` will use (every kind when None,
-        and every rule group of the replay), so the one-time build is not part of a
-        run's time budget (``Store.prepare``: egglog's ``EGraph`` is loaded only for a
-        run that will not replay in Python)."""
+        and all a run otherwise builds when it first needs it: the replay's rule groups,
+        the multiplying rules' bounds), so the one-time build is not part of a run's
+        time budget (``Store.prepare``: egglog's ``EGraph`` is loaded only for a run
+        that will not replay in Python)."""
         self.store.prepare(roots)
         if roots is None:
+            self.program.prepare()
             rule_book(self.program).build()
 
     # ---- inspection -----------------------------------------------------------

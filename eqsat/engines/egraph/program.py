@@ -10,7 +10,7 @@ multiplying rules into ``<set>_mult`` with a counting twin in ``<set>_count``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import Any
 
@@ -139,17 +139,16 @@ def needs_fixed_width(roots: list[UOp], orders: list[list[UOp]] | None = None
         orders if orders is not None else [r.toposort() for r in roots]))
 
 
-class _Bounds(dict):
-    """Multiplying rule -> its ``match_bounds``, found when first read (a pure function
-    of the rule: the same whichever run reads it first)."""
+class _PerRule(dict):
+    """Multiplying rule -> ``fn`` of its egglog rule, found when first read (a pure
+    function of the rule: the same whichever run reads it first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fn: Callable[[ERule], Any], rules: dict[int, ERule]) -> None:
         super().__init__()
-        #: multiplying rule -> its egglog rule
-        self.rules: dict[int, ERule] = {}
+        self.fn, self.rules = fn, rules
 
-    def __missing__(self, i: int) -> list[tuple[str, ...]] | None:
-        out = self[i] = match_bounds(self.rules[i])
+    def __missing__(self, i: int) -> Any:
+        out = self[i] = self.fn(self.rules[i])
         return out
 
 
@@ -177,11 +176,15 @@ class Program:
         self.mult: dict[str, list[tuple[int, str]]] = {}
         #: multiplying rule -> the constructors its pattern needs (``pattern_ctors``)
         self.mult_ctors: dict[int, frozenset[str]] = {}
-        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``,
-        #: found when a run first reads it: many runs admit no multiplying rule)
-        self.mult_bounds: dict[int, list[tuple[str, ...]] | None] = _Bounds()
+        #: multiplying rule -> its egglog rule
+        self._mult_rules: dict[int, ERule] = {}
+        #: multiplying rule -> its bound on the matches from the rows (``match_bounds``;
+        #: this and the next found when a run first reads them: many runs admit no
+        #: multiplying rule)
+        self.mult_bounds: dict[int, list[tuple[str, ...]] | None] = _PerRule(
+            match_bounds, self._mult_rules)
         #: multiplying rule -> at most how many e-nodes one match makes (``new_nodes``)
-        self.mult_new: dict[int, int] = {}
+        self.mult_new: dict[int, int] = _PerRule(new_nodes, self._mult_rules)
         #: rule set -> its parts: ``(part name, the constructors its rules' patterns
         #: name)``; a step runs only the parts whose constructors all have rows
         self.parts: dict[str, list[tuple[str, frozenset[str]]]] = {}
@@ -225,8 +228,7 @@ class Program:
                 i = sum(map(len, self.mult.values()))
                 self.mult.setdefault(ruleset, []).append((i, r.law))
                 self.mult_ctors[i] = need
-                self.mult_bounds.rules[i] = t
-                self.mult_new[i] = new_nodes(t)
+                self._mult_rules[i] = t
                 count = self._part(f"{ruleset}_count", need)
                 self.programs.append((count, t.fill(count_program(
                     t, count, f"{COUNT_FN} {i}"), key), need))
@@ -237,6 +239,12 @@ class Program:
             if r.group in SELECTS and need <= self.narrow_ctors:
                 self._select_makes.append(made)
             self.programs.append((name, t.program(name, key), need))
+
+    def prepare(self) -> None:
+        """Find now what a run otherwise finds when it first reads it (each multiplying
+        rule's ``mult_bounds`` and ``mult_new``): a warm-up that leaves it to no run."""
+        for i in self._mult_rules:
+            self.mult_bounds[i], self.mult_new[i]  # noqa: B018 (found when read)
 
     def loads(self, kind: str) -> frozenset[str] | None:
         """The constructors an e-graph of ``kind`` loads (None: every one)."""

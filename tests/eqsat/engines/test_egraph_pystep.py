@@ -318,6 +318,8 @@ def test_a_prepared_session_has_every_rule_group_built() -> None:
     book = pystep.rule_book(session.program)
     assert all("rules" in g.__dict__ for groups in book.groups.values() for g in groups.values())
     assert not any(isinstance(f, pystep._IntervalGroup) for f in book.interval_groups.values())
+    mult = session.program.mult_ctors
+    assert set(session.program.mult_bounds) == set(session.program.mult_new) == set(mult)
 
 
 @pytest.mark.parametrize("rows, table, classes", [
