@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import zip_longest
 from operator import itemgetter
 from typing import Any
@@ -291,10 +291,13 @@ class Mirror:
         return at
 
     # ---- loading
-    def load(self, rows: list[tuple]) -> bool:
+    def load(self, rows: Sequence[tuple], more_facts: Sequence[tuple] = (),
+             more_subs: Sequence[tuple] = ()) -> bool:
         """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
         ``RSub``'s subsumptions: ``encoding.inserter.Row``) as egglog's loading rules
-        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
+        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``.
+        ``more_facts`` and ``more_subs``: fact and ``RSub`` rows given apart
+        (``Inserter.take_waiting``: not sorted row by row), after those of ``rows``."""
         facts: list[tuple[int, str, int]] = []
         subs: list[tuple[str, tuple]] = []
         parent, find, enodes, log, kids = (self.parent, self.find, self.table, self.log,
@@ -342,8 +345,12 @@ class Mirror:
                 self.union(k, x)
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
-        if len(facts) < len(rows):
+        if len(facts) < len(rows) + len(more_subs):  # (a row that is not a fact)
             self.rebuild()
+        if more_facts:
+            facts += more_facts
+        if more_subs:
+            subs += more_subs
         tightened = self._facts(facts) if facts else False
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))

@@ -592,10 +592,11 @@ class Run:
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
         parts = tuple([p for ps in self.native_parts(allow) for p in ps]) if native else ()
-        rows, late = ins.take_waiting(), ins.take_late()
-        if len(m.table) + len(rows) > pystep.MAX_ENODES:
-            raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
-        m.load(rows)
+        (rows, facts, subs), late = ins.take_waiting(), ins.take_late()
+        size = len(m.table) + len(rows) + len(facts) + len(subs)
+        if size > pystep.MAX_ENODES:
+            raise ReplayStopped(f"{size} e-nodes: egglog runs them")
+        m.load(rows, facts, subs)
         changed = book.round(m, parts, self.matches, self.counted) if parts else False
         tightened = m.load(late)
         rounds = book.analyse(m, ANALYSIS_CAP)
