@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import zip_longest
+from itertools import compress, zip_longest
 from operator import itemgetter
 from typing import Any
 
@@ -269,6 +269,9 @@ class Mirror:
         e-nodes with a child at ``i - 1``): a match whose classes lie at most ``i``
         below its root e-node's and hold one of ``classes`` has its root there."""
         levels = [classes]
+        # (the classes each level added: the next adds only what lies above them, as
+        # the classes above an older level's are in the last level already)
+        added = [classes]
         up = self._up
         if up is None:  # (kept until the next rebuild)
             up = self._up = {}
@@ -284,8 +287,11 @@ class Mirror:
             while len(levels) <= i:
                 last = levels[-1]
                 nxt = set(last)
-                for k in last:
-                    nxt.update(up.get(k, ()))
+                for k in added[-1]:
+                    above_k = up.get(k)
+                    if above_k is not None:
+                        nxt.update(above_k)
+                added.append(nxt - last)
                 levels.append(nxt)
             return levels[i]
         return at
@@ -393,6 +399,8 @@ class Mirror:
         return len(log) > changed
 
 
+#: an index entry's class (``Mirror.by_ctor``'s ``(fields, class)``)
+_CLASS = itemgetter(1)
 _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
 #: a fact row's tag -> what it sets: a lower bound, an upper bound or ``Def`` (the
@@ -649,7 +657,8 @@ class RuleBook:
                         near_roots = roots.get(level)
                         if near_roots is None:
                             near = above(level)
-                            near_roots = roots[level] = [x for x in entries if x[1] in near]
+                            near_roots = roots[level] = list(compress(  # (in C)
+                                entries, map(near.__contains__, map(_CLASS, entries))))
                         if near_roots:
                             live = True
                     if not live:
