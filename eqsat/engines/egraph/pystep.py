@@ -26,8 +26,8 @@ import re
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable
-from itertools import zip_longest
+from collections.abc import Callable, Sequence
+from itertools import compress, zip_longest
 from operator import itemgetter
 from typing import Any
 
@@ -270,6 +270,9 @@ class Mirror:
         e-nodes with a child at ``i - 1``): a match whose classes lie at most ``i``
         below its root e-node's and hold one of ``classes`` has its root there."""
         levels = [classes]
+        # (the classes each level added: the next adds only what lies above them, as
+        # the classes above an older level's are in the last level already)
+        added = [classes]
         up = self._up
         if up is None:  # (kept until the next rebuild)
             up = self._up = {}
@@ -285,17 +288,23 @@ class Mirror:
             while len(levels) <= i:
                 last = levels[-1]
                 nxt = set(last)
-                for k in last:
-                    nxt.update(up.get(k, ()))
+                for k in added[-1]:
+                    above_k = up.get(k)
+                    if above_k is not None:
+                        nxt.update(above_k)
+                added.append(nxt - last)
                 levels.append(nxt)
             return levels[i]
         return at
 
     # ---- loading
-    def load(self, rows: list[tuple]) -> bool:
+    def load(self, rows: Sequence[tuple], more_facts: Sequence[tuple] = (),
+             more_subs: Sequence[tuple] = ()) -> bool:
         """Load insertion rows (``RNode``'s e-nodes, unions, facts and late bounds,
         ``RSub``'s subsumptions: ``encoding.inserter.Row``) as egglog's loading rules
-        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``."""
+        do, then :meth:`rebuild`; whether a fact changed a bound or ``Def``.
+        ``more_facts`` and ``more_subs``: fact and ``RSub`` rows given apart
+        (``Inserter.take_waiting``: not sorted row by row), after those of ``rows``."""
         facts: list[tuple[int, str, int]] = []
         subs: list[tuple[str, tuple]] = []
         parent, find, enodes, log, kids = (self.parent, self.find, self.table, self.log,
@@ -343,8 +352,12 @@ class Mirror:
                 self.union(k, x)
             else:
                 raise ReplayStopped(f"an insertion row of tag {tag!r}")
-        if len(facts) < len(rows):
+        if len(facts) < len(rows) + len(more_subs):  # (a row that is not a fact)
             self.rebuild()
+        if more_facts:
+            facts += more_facts
+        if more_subs:
+            subs += more_subs
         tightened = self._facts(facts) if facts else False
         for ctor, fields in subs:
             key = (ctor, self.canon(ctor, fields))
@@ -387,6 +400,8 @@ class Mirror:
         return len(log) > changed
 
 
+#: an index entry's class (``Mirror.by_ctor``'s ``(fields, class)``)
+_CLASS = itemgetter(1)
 _E_POS: dict[str, tuple[int, ...]] = {
     name: tuple(i for i, ch in enumerate(sig) if ch == "E") for name, sig in CTORS.items()}
 #: a fact row's tag -> what it sets: a lower bound, an upper bound or ``Def`` (the
@@ -714,7 +729,8 @@ class RuleBook:
                         near_roots = roots.get(level)
                         if near_roots is None:
                             near = above(level)
-                            near_roots = roots[level] = [x for x in entries if x[1] in near]
+                            near_roots = roots[level] = list(compress(  # (in C)
+                                entries, map(near.__contains__, map(_CLASS, entries))))
                         if near_roots:
                             live = True
                     if not live:

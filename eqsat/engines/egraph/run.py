@@ -404,9 +404,23 @@ class Run:
         """At most how many e-nodes this step's round of the multiplying rules of
         ``bases`` makes, from the rows of the constructors their patterns name (the
         e-graph's after the last step and those waiting to load): the sum of
-        :meth:`bound`."""
-        rows, program = self._rows(), self.program
-        return sum([n * self.bound(i, rows) for b in bases for i, n in _distinct(program, b)])
+        :meth:`bound`, computed here without a call per rule."""
+        get = self._rows().get
+        total: float = 0
+        for b in bases:
+            for needs, n, bounds, new in _distinct(self.program, b):
+                # (as :meth:`bound`: 0 without a row of each constructor it needs)
+                for c in needs:
+                    if not get(c):
+                        break
+                else:
+                    if bounds is None:
+                        total += n * math.inf
+                        continue
+                    # (each constructor of ``bounds`` has rows: see _distinct)
+                    least = min([math.prod(map(get, t)) for t in bounds])
+                    total += n * (new * least)
+        return total
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -578,10 +592,11 @@ class Run:
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
         parts = tuple([p for ps in self.native_parts(allow) for p in ps]) if native else ()
-        rows, late = ins.take_waiting(), ins.take_late()
-        if len(m.table) + len(rows) > pystep.MAX_ENODES:
-            raise ReplayStopped(f"{len(m.table) + len(rows)} e-nodes: egglog runs them")
-        m.load(rows)
+        (rows, facts, subs), late = ins.take_waiting(), ins.take_late()
+        size = len(m.table) + len(rows) + len(facts) + len(subs)
+        if size > pystep.MAX_ENODES:
+            raise ReplayStopped(f"{size} e-nodes: egglog runs them")
+        m.load(rows, facts, subs)
         changed = book.round(m, parts, self.matches, self.counted) if parts else False
         tightened = m.load(late)
         rounds = book.analyse(m, ANALYSIS_CAP)
@@ -624,21 +639,26 @@ class Run:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
 
 
-def _distinct(program: Program, base: str) -> list[tuple[int, int]]:
+def _distinct(program: Program, base: str
+              ) -> list[tuple[frozenset[str], int, tuple | None, int]]:
     """The multiplying rules of ``base`` with distinct bounds (their constructors,
     ``match_bounds`` and ``new_nodes``: many rules come in pairs that share them), each
-    as one of them and how many share its bound (:meth:`Run.apriori` adds the bound of
+    as ``(the constructors it needs and those its bounds name, how many rules share
+    its bound, its bounds, its new_nodes)`` (:meth:`Run.apriori` adds the bound of
     each once; kept with the runnable parts, a pure function of the program)."""
     memo, key = program.memo, ("distinct bounds", base)
     out = memo.get(key)
     if out is None:
-        first: dict[tuple, list[int]] = {}
+        first: dict[tuple, int] = {}
         for i, _ in program.mult.get(base, ()):
             bounds = program.mult_bounds[i]
             kind = (program.mult_ctors[i], None if bounds is None else tuple(bounds),
                     program.mult_new[i])
-            first.setdefault(kind, [i, 0])[1] += 1
-        out = [(i, n) for i, n in first.values()]
+            first[kind] = first.get(kind, 0) + 1
+        # (a constructor of a bound with no row makes that bound's product, and so the
+        # rule's bound, 0: :meth:`Run.apriori` tests it with those its pattern needs)
+        out = [(needs.union(*bounds or ()), n, bounds, new)
+               for (needs, bounds, new), n in first.items()]
         if len(memo) >= _RUNNABLE_KEYS:
             memo.clear()
         memo[key] = out

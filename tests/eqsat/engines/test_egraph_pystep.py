@@ -346,3 +346,38 @@ def test_table_sizes_count_the_subsumed_rows_too() -> None:
     m.load([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0)), (2, "Neg", ("index", 1)),
             ("Neg", ("index", 0))])
     assert m.sub and pystep.table_sizes(m) == {"Cst": 1, "Neg": 2}
+
+
+def _state(m: pystep.Mirror) -> tuple:
+    return (m.table, m.sub, m.lo, m.hi, m.defs, {k: m.find(k) for k in m.parent},
+            sorted(m.log), m.by_ctor)
+
+
+@pytest.mark.parametrize("nodes, facts, subs", [
+    ([(0, "Leaf", ("DEFINE_VAR", "index", 0)), (1, "Leaf", ("DEFINE_VAR", "index", 1)),
+      (2, "Neg", ("index", 0)), (3, "Neg", ("index", 1)), (1, "U", 0)],
+     [(0, "#lo", 2), (1, "#hi", 5), (3, "#hi", 4)], [("Neg", ("index", 1))]),
+    ([(0, "Cst", ("index", 3)), (1, "Neg", ("index", 0))], [(1, "#lo", -3)], []),
+    ([], [(0, "#lo", 1)], []),
+])
+def test_rows_given_apart_load_as_one_list(nodes: list, facts: list, subs: list) -> None:
+    """``Mirror.load(rows, more_facts, more_subs)`` (``Inserter.take_waiting``'s three
+    lists) leaves the mirror as loading them as one list does."""
+    one, apart = pystep.Mirror(), pystep.Mirror()
+    assert one.load(nodes + facts + subs) == apart.load(nodes, facts, subs)
+    assert _state(one) == _state(apart)
+
+
+def test_the_classes_above_changed_ones_are_those_a_full_walk_finds() -> None:
+    """``Mirror.above`` widens each level from the last level's new classes only: the
+    same classes as widening from every class of the last level."""
+    m = pystep.Mirror()
+    m.load([(0, "Leaf", ("DEFINE_VAR", "index", 0)), (1, "Neg", ("index", 0)),
+            (2, "Neg", ("index", 1)), (3, "Add", ("index", 2, 0)), (4, "Neg", ("index", 3)),
+            (5, "Leaf", ("DEFINE_VAR", "index", 1)), (6, "Add", ("index", 5, 5))])
+    at = m.above({0})
+    level = {0}
+    for i in range(6):
+        assert at(i) == level
+        level = level | {c for ctor, es in m.by_ctor.items() for f, c in es
+                         if any(f[j] in level for j in pystep._E_POS[ctor])}

@@ -201,11 +201,12 @@ class Inserter:
         self.seeder = None
         self.pending = 0
 
-    def take_waiting(self) -> list[Row]:
-        """The e-node, union, fact and subsumption rows waiting to load (:data:`Row`),
-        taken as a flush takes them (the late bound rows stay: ``take_late``)."""
+    def take_waiting(self) -> tuple[list[Row], list[Row], list[Row]]:
+        """The rows waiting to load (:data:`Row`), taken as a flush takes them (the late
+        bound rows stay: ``take_late``): the e-node and union rows, the fact rows and
+        the subsumption rows, each list in the order recorded."""
         rows = self._rows
-        out = rows.get(NODE_REL, []) + rows.get(FACT_ROWS, []) + rows.get(SUB_REL, [])
+        out = rows.get(NODE_REL, []), rows.get(FACT_ROWS, []), rows.get(SUB_REL, [])
         rows.clear()
         self.pending = 0
         self.pending_ctors = {}
