@@ -942,14 +942,20 @@ def _cluster_executor(address: str) -> tuple[_DaskExecutor, int, Callable[[], No
 
 def _check_engine(opts: dict[str, Any]) -> None:
     """``--cost`` and ``--rulesets`` checked as ``optimize`` checks them, before any
-    work: a CLIError naming the flag."""
-    import rules
+    work: a CLIError naming the flag. No ``--rulesets`` (the engine's default) has
+    nothing to check: the e-graph's group names are known only once its rule modules
+    are imported and their rules made, the workers' start-up, which the command's own
+    process then need not repeat."""
     from extraction import get_cost_model
 
     try:
         get_cost_model(opts["cost"])
     except ValueError as e:
         raise CLIError(f"--cost: {e}") from None
+    if opts["rulesets"] is None:
+        return
+    import rules
+
     try:
         rules.resolve(opts["rulesets"], opts["engine"])
     except ValueError as e:
