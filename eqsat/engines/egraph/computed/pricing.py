@@ -286,12 +286,13 @@ def best_nodes_and_parents(snap: Snapshot, weights: Weights | None = None,
     # the tree-cost pass the extractors run (:func:`extraction.extract.cheapest_first`),
     # over lists indexed by class (a class is its smallest handle: only the classes of
     # e-nodes are ever read)
-    size = max(map(_CLS, nodes)) + 1 if nodes else 0
+    ncls = list(map(_CLS, nodes))
+    size = max(ncls) + 1 if ncls else 0
     choice = [-1] * size
     val = [0.0] * size
     order: list[int] = []
-    cheapest_first(list(map(_KIDS, nodes)), list(map(_CLS, nodes)), parents, wts, choice,
-                   val, [True] * size, leaves, pending, order=order)
+    cheapest_first(list(map(_KIDS, nodes)), ncls, parents, wts, choice, val, [True] * size,
+                   leaves, pending, order=order)
     best = dict(zip(order, map(choice.__getitem__, order), strict=True))  # (in C)
     cost = dict(zip(order, map(val.__getitem__, order), strict=True))
     height = snap.height
