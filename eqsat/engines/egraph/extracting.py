@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from itertools import chain
 from typing import Any
 
 from eqsat.engines.egraph.encoding import ArgTable, Snapshot, decode_node
@@ -118,7 +119,7 @@ def _usable_groups(snap: Snapshot, args: ArgTable, seen: set[int], subsumed: boo
     (:func:`usable_keys`), by index; a class left without one is left out."""
     nodes, classes = snap.nodes, snap.classes
     # (a snapshot lists a class's e-nodes by index: its rows are sorted by class)
-    decoded: list[tuple[int, list[ENode]]] = []  # per class, its IR e-nodes
+    groups: dict[int, list[ENode]] = {}  # per class, its IR e-nodes
     for c in sorted(seen):
         ns = classes.get(c)
         if ns is None:
@@ -126,18 +127,18 @@ def _usable_groups(snap: Snapshot, args: ArgTable, seen: set[int], subsumed: boo
         ens = [new_enode((i, c, *dec, 0.0, None)) for i in ns
                if (dec := decode_node(nodes[i], args, snap)) is not None]
         if ens:
-            decoded.append((c, ens))
-    every = [e for _c, ens in decoded for e in ens]
+            groups[c] = ens
+    every = list(chain.from_iterable(groups.values()))
     use = usable_keys(snap, every, subsumed)
-    # the classes that lose e-nodes (subsumed ones not needed for grounding) are few
-    cut = {e.eclass for e in every if e.key not in use} if len(use) < len(every) else ()
-    groups: dict[int, list[ENode]] = {}
-    for c, ens in decoded:
-        if c in cut:
-            ens = [e for e in ens if e.key in use]
-            if not ens:
-                continue
-        groups[c] = ens
+    if len(use) < len(every):
+        # the classes that lose e-nodes (subsumed ones not needed for grounding) are
+        # few; a class left without one goes (the others keep their places)
+        for c in {e.eclass for e in every if e.key not in use}:
+            ens = [e for e in groups[c] if e.key in use]
+            if ens:
+                groups[c] = ens
+            else:
+                del groups[c]
     return groups
 
 
