@@ -310,6 +310,8 @@ def test_a_rule_group_is_built_when_first_read_the_same_in_any_order() -> None:
         [b.groups[p][c].matches.source for p, c in keys]
     assert {c: f.source for c, f in a.interval_groups.items()} == \
         {c: f.source for c, f in b.interval_groups.items()}
+    # (a group's key, read from its rewrites' egglog text, is each rewrite's own root)
+    assert all(r.ctor == c for p, c in keys for r in a.groups[p][c].rules)
 
 
 def test_a_prepared_session_has_every_rule_group_built() -> None:
