@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from functools import partial
 from itertools import compress
 from typing import Any
@@ -404,23 +405,10 @@ class Run:
         """At most how many e-nodes this step's round of the multiplying rules of
         ``bases`` makes, from the rows of the constructors their patterns name (the
         e-graph's after the last step and those waiting to load): the sum of
-        :meth:`bound`, computed here without a call per rule."""
+        :meth:`bound`, each distinct bound once (:func:`_distinct`)."""
         get = self._rows().get
-        total: float = 0
-        for b in bases:
-            for needs, n, bounds, new in _distinct(self.program, b):
-                # (as :meth:`bound`: 0 without a row of each constructor it needs)
-                for c in needs:
-                    if not get(c):
-                        break
-                else:
-                    if bounds is None:
-                        total += n * math.inf
-                        continue
-                    # (each constructor of ``bounds`` has rows: see _distinct)
-                    least = min([math.prod(map(get, t)) for t in bounds])
-                    total += n * (new * least)
-        return total
+        return sum([n * _rule_bound(needs, bounds, new, get)
+                    for b in bases for needs, n, bounds, new in _distinct(self.program, b)])
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
@@ -463,14 +451,9 @@ class Run:
         rows per constructor (:meth:`_rows`) when the caller has them."""
         get = (self._rows() if rows is None else rows).get
         program = self.program
-        for c in program.mult_ctors[i]:
-            if not get(c):
-                return 0  # (a constructor it needs has no row: no match)
         bounds = program.mult_bounds[i]
-        if bounds is None:
-            return math.inf
-        return program.mult_new[i] * min([math.prod([get(c, 0) for c in t])
-                                          for t in bounds])
+        return _rule_bound(program.mult_ctors[i].union(*bounds or ()), bounds,
+                           program.mult_new[i], get)
 
     def _rows(self) -> dict[str, int]:
         """The rows per constructor: the e-graph's after the last step and those
@@ -639,6 +622,19 @@ class Run:
             self.stop = StopReason.ENODES if ins.pending > rows_cap else StopReason.TIME
 
 
+def _rule_bound(needs: frozenset[str], bounds: Any, new: int,
+                get: Callable[[str], int | None]) -> float:
+    """A multiplying rule's bound (:meth:`Run.bound`): 0 when a constructor of ``needs``
+    (those its pattern needs and those its ``bounds`` name) has no row, infinity with
+    no ``bounds``, else ``new`` times the least product of a bound's rows."""
+    for c in needs:
+        if not get(c):
+            return 0
+    if bounds is None:
+        return math.inf
+    return new * min([math.prod(map(get, t)) for t in bounds])
+
+
 def _distinct(program: Program, base: str
               ) -> list[tuple[frozenset[str], int, tuple | None, int]]:
     """The multiplying rules of ``base`` with distinct bounds (their constructors,
@@ -656,7 +652,7 @@ def _distinct(program: Program, base: str
                     program.mult_new[i])
             first[kind] = first.get(kind, 0) + 1
         # (a constructor of a bound with no row makes that bound's product, and so the
-        # rule's bound, 0: :meth:`Run.apriori` tests it with those its pattern needs)
+        # rule's bound, 0: :func:`_rule_bound` tests it with those its pattern needs)
         out = [(needs.union(*bounds or ()), n, bounds, new)
                for (needs, bounds, new), n in first.items()]
         if len(memo) >= _RUNNABLE_KEYS:

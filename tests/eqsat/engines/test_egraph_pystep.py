@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -310,8 +311,14 @@ def test_a_rule_group_is_built_when_first_read_the_same_in_any_order() -> None:
         [b.groups[p][c].matches.source for p, c in keys]
     assert {c: f.source for c, f in a.interval_groups.items()} == \
         {c: f.source for c, f in b.interval_groups.items()}
-    # (a group's key, read from its rewrites' egglog text, is each rewrite's own root)
+    # (a group's key, read from its rules' egglog text, is each rule's own root, and a
+    # rewrite is alone when no other rewrite of the book counts under its name)
     assert all(r.ctor == c for p, c in keys for r in a.groups[p][c].rules)
+    fresh = pystep.RuleBook(program).interval_groups
+    assert all(pystep._Interval(n, body, "k_").ctor == ctor
+               for ctor, g in fresh.items() for _j, (n, _i, body) in g.rules)
+    names = Counter(r.name for r in a.rewrites())
+    assert [r.alone for r in a.rewrites()] == [names[r.name] == 1 for r in a.rewrites()]
 
 
 def test_a_prepared_session_has_every_rule_group_built() -> None:
