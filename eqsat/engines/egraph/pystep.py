@@ -15,9 +15,11 @@ compiled by :mod:`.queries`), so the two cannot drift, and the loop, the compute
 passes and the extraction are the same code either way: the outputs are egglog's, byte
 for byte (the tests run both on the corpus, unseen cases and random graphs).
 
-Where a step needs egglog (the counting twins of the multiplying rules, an e-graph past
-:data:`MAX_ENODES`, an analysis that does not settle) the run stops
-(:class:`ReplayStopped`) and the engine runs it again with egglog running its steps.
+The counting twins of the multiplying rules count here too (:meth:`RuleBook.count`:
+the rules' queries without their actions). Where a step needs egglog (a later count of
+the twins that finds matches, an e-graph past :data:`MAX_ENODES`, an analysis that does
+not settle) the run stops (:class:`ReplayStopped`) and the engine runs it again with
+egglog running its steps.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from eqsat.engines.egraph.queries import (
     literal,
     query_source,
 )
+from eqsat.engines.egraph.schedules import COUNT_FN
 from eqsat.ir.egglog_text import read
 
 __all__ = ["ReplayStopped", "Mirror", "RuleBook", "rule_book", "snapshot_of", "table_sizes",
@@ -61,7 +64,8 @@ REPLAYED_SETS = ("native_p", "native_mult_p")
 
 
 class ReplayStopped(Exception):  # noqa: N818 (a stop, not an error)
-    """A replayed run met a step egglog must run (the counting twins, an e-graph past
+    """A replayed run met a step egglog must run (a later count of the counting twins
+    with matches, ``Run._replayed_counts``; an e-graph past
     :data:`MAX_ENODES`, an analysis that does not settle, a row or rule this module does
     not read): the engine runs it again with egglog running its steps."""
 
@@ -616,6 +620,9 @@ class _IntervalGroup:
 
 #: a rewrite's root constructor and name in its egglog text (``ERule.program``)
 _REWRITE_HEAD = re.compile(r'\(rewrite \((\w+) .* :name "([^"]*)"\)', re.S)
+#: a counting twin's counter and the name of the rule it counts (``count_program``)
+_COUNT_TWIN = re.compile(
+    rf'\(set \({COUNT_FN} (\d+)\) \d+\)\) :ruleset \w+ :name "([^"]*)#count"\)$')
 #: an interval rule's constructor (its first atom, ``(= e (Ctor ...))``)
 _INTERVAL_CTOR = re.compile(r"\(\(= \w+ \((\w+)[ )]")
 
@@ -755,6 +762,53 @@ class RuleBook:
             r.apply(m, fields, env)
         m.rebuild()
         return m.table != before or len(m.sub) != subsumed
+
+    def count(self, m: Mirror, program: Any, rules: list[int]) -> dict[int, int]:
+        """The matches in ``m`` of each multiplying rule of ``rules`` (by its index,
+        ``Program.mult``), its query run without its actions: what its counting twin
+        (``schedules.count_program``: the same query and guards) finds in an e-graph
+        none of whose rows it has seen. Each match of the query's e-nodes counts, as
+        each of egglog's (two that bind the same variables through other e-nodes, one
+        for :meth:`round`, count twice)."""
+        places = self._twin_places(program)
+        out = dict.fromkeys(rules, 0)
+        wanted: dict[_Group, dict[int, int]] = {}  # group -> place in it -> rule
+        for i in rules:
+            if i not in places:
+                raise ReplayStopped(f"multiplying rule {i}: egglog counts it")
+            g, k = places[i]
+            wanted.setdefault(g, {})[k] = i
+        for g, of_place in wanted.items():
+            for k, _fields, _env in g.matches(m):
+                i = of_place.get(k)
+                if i is not None:
+                    out[i] += 1
+        return out
+
+    #: multiplying rule -> its rewrite's group and place there (:meth:`_twin_places`)
+    _twins: dict[int, tuple[_Group, int]] | None = None
+
+    def _twin_places(self, program: Any) -> dict[int, tuple[_Group, int]]:
+        """Each multiplying rule's rewrite in the book: its group and its place there,
+        found by the name its counting twin names (``schedules.count_program``; found
+        when first read, a pure function of the program's text)."""
+        twins = self._twins
+        if twins is None:
+            place = {}
+            for groups in self.groups.values():
+                for g in groups.values():
+                    for k, (_i, text) in enumerate(g._texts):
+                        head = _REWRITE_HEAD.fullmatch(text)
+                        if head is not None:
+                            place[head.group(2)] = (g, k)
+            twins = {}
+            for _part, text, _need in program.programs:
+                twin = _COUNT_TWIN.search(text)
+                if twin is not None and twin.group(2) in place:
+                    twins[int(twin.group(1))] = place[twin.group(2)]
+            with _BOOKS_LOCK:
+                self._twins = twins
+        return twins
 
     def analyse(self, m: Mirror, cap: int) -> int:
         """The interval rules to their fixed point (each round matches the bounds the

@@ -275,16 +275,13 @@ class Run:
         """The rule-set parts of one round of the native rules, one tuple per rule set
         of this run (:meth:`native_bases`): with the multiplying rules when their bound
         from the rows (:meth:`apriori`) or their count (:meth:`admit`) fits ``allow``;
-        when neither does, without them, as in every later step of the run. A
-        replayed run does not count in egglog: :class:`ReplayStopped` where it would."""
+        when neither does, without them, as in every later step of the run."""
         if not self.program.native:
             return []
         bases = self.native_bases()
         have = frozenset(self.have())
         every = self.multiplying and self._may_multiply(bases, have)
         if every and self.apriori(bases) > allow:
-            if self.mirror is not None:
-                raise ReplayStopped("the counting twins run in egglog")
             every = self.admit(bases, allow)
         return [self.runnable_parts([b, f"{b}_mult"] if every else [b], have)
                 for b in bases]
@@ -412,30 +409,20 @@ class Run:
 
     def admit(self, bases: list[str], allow: float) -> bool:
         """Count the e-nodes this step's round of the multiplying rules of ``bases``
-        would make (one egglog call, which also loads the pending rows: the counting
-        twins see what the rules will see; run where their bound from the rows,
-        :meth:`apriori`, does not fit); whether they fit ``allow``. When they do not,
-        they are left out for the rest of the run and ``held_back`` records what each
-        would have made.
-
-        A twin runs only here: after steps whose rules ran on their bound without it,
-        its count also holds the matches its rule fired in those steps (semi-naive
-        matching finds every match with a row newer than the twin's last run): an
-        over-count, never an under-count."""
+        would make (after loading the pending rows: the counts see what the rules will
+        see; run where their bound from the rows, :meth:`apriori`, does not fit);
+        whether they fit ``allow``. When they do not, they are left out for the rest of
+        the run and ``held_back`` records what each would have made. The counts are
+        the counting twins' (:meth:`_twin_counts`), or the replay's
+        (:meth:`_replayed_counts`), which are the same."""
         todo = [(i, name) for b in bases for i, name in self.program.mult.get(b, [])]
-        counting = [self.runnable_parts([f"{b}_count"]) for b in bases
-                    if self.program.mult.get(b)]
-        out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"
-                                       for rs in counting if rs), late=False)
-        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
-        egraph = self.store.egraph
+        now = (self._twin_counts(bases, todo) if self.mirror is None
+               else self._replayed_counts(todo))
         step: list[tuple[str, int]] = []
         for i, name in todo:
             # a counter only grows (its merge adds): this step's count is what it gained
-            v = egraph.lookup_function(COUNT_FN, [_i64(egraph, i)])
-            now = 0 if v is None else egraph.value_to_i64(v)
-            step.append((name, now - self.counts.get(i, 0)))
-            self.counts[i] = now
+            step.append((name, now[i] - self.counts.get(i, 0)))
+            self.counts[i] = now[i]
         if sum(n for _, n in step) <= allow:
             return True
         self.multiplying = False
@@ -443,6 +430,46 @@ class Run:
             if n:
                 self.held_back[name] = self.held_back.get(name, 0) + n
         return False
+
+    def _twin_counts(self, bases: list[str], todo: list[tuple[int, str]]
+                     ) -> dict[int, int]:
+        """The counting twins' counters after one run of the twins of ``bases`` (one
+        egglog call, which also loads the pending rows), by multiplying rule.
+
+        A twin runs only in :meth:`admit`: after steps whose rules ran on their bound
+        without it, its count also holds the matches its rule fired in those steps
+        (semi-naive matching finds every match with a row newer than the twin's last
+        run): an over-count, never an under-count."""
+        counting = [self.runnable_parts([f"{b}_count"]) for b in bases
+                    if self.program.mult.get(b)]
+        out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"
+                                       for rs in counting if rs), late=False)
+        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
+        egraph = self.store.egraph
+        now: dict[int, int] = {}
+        for i, _ in todo:
+            v = egraph.lookup_function(COUNT_FN, [_i64(egraph, i)])
+            now[i] = 0 if v is None else egraph.value_to_i64(v)
+        return now
+
+    def _replayed_counts(self, todo: list[tuple[int, str]]) -> dict[int, int]:
+        """:meth:`_twin_counts` on the run's mirror: the pending rows loaded, then each
+        rule's matches (``RuleBook.count``) times its ``new_nodes`` added to its counter.
+
+        At a run's first count a twin has seen none of the e-graph's rows (every row
+        was loaded in this run, after the twin's last run: the reset deleted those of
+        earlier runs), so it counts every match, as here. At a later count it counts
+        the matches with a row new since its last run (and those of rebuilt rows): a
+        part of every match, so the same when there is none; else the replay stops
+        (:class:`ReplayStopped`)."""
+        m = self.mirror
+        assert m is not None
+        self._load_waiting()
+        found = rule_book(self.program).count(m, self.program, [i for i, _ in todo])
+        if self.counts and any(found.values()):
+            raise ReplayStopped("a second count of the counting twins with matches")
+        new, counts = self.program.mult_new, self.counts
+        return {i: counts.get(i, 0) + n * new[i] for i, n in found.items()}
 
     def bound(self, i: int, rows: dict[str, int] | None = None) -> float:
         """At most how many e-nodes a round of the multiplying rule ``i`` makes now
@@ -575,11 +602,8 @@ class Run:
         m, ins, book = self.mirror, self.ins, rule_book(self.program)
         assert m is not None
         parts = tuple([p for ps in self.native_parts(allow) for p in ps]) if native else ()
-        (rows, facts, subs), late = ins.take_waiting(), ins.take_late()
-        size = len(m.table) + len(rows) + len(facts) + len(subs)
-        if size > pystep.MAX_ENODES:
-            raise ReplayStopped(f"{size} e-nodes: egglog runs them")
-        m.load(rows, facts, subs)
+        self._load_waiting()  # (unless a count loaded them: :meth:`_replayed_counts`)
+        late = ins.take_late()
         changed = book.round(m, parts, self.matches, self.counted) if parts else False
         tightened = m.load(late)
         rounds = book.analyse(m, ANALYSIS_CAP)
@@ -589,6 +613,17 @@ class Run:
         self.step_size = sum(self.present.values())
         self.step_updated = changed or tightened or rounds > 1
         return changed
+
+    def _load_waiting(self) -> None:
+        """Load the rows waiting to load (but the late bounds) into the run's mirror;
+        :class:`ReplayStopped` when the e-graph would pass ``pystep.MAX_ENODES``."""
+        m = self.mirror
+        assert m is not None
+        rows, facts, subs = self.ins.take_waiting()
+        size = len(m.table) + len(rows) + len(facts) + len(subs)
+        if size > pystep.MAX_ENODES:
+            raise ReplayStopped(f"{size} e-nodes: egglog runs them")
+        m.load(rows, facts, subs)
 
     def _computed_pass(self, changed: bool, t_it: float) -> None:
         """The computed pass over the last snapshot, and the stops it decides."""
