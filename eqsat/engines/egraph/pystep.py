@@ -16,10 +16,10 @@ passes and the extraction are the same code either way: the outputs are egglog's
 for byte (the tests run both on the corpus, unseen cases and random graphs).
 
 The counting twins of the multiplying rules count here too (:meth:`RuleBook.count`:
-the rules' queries without their actions). Where a step needs egglog (a later count of
-the twins that finds matches, an e-graph past :data:`MAX_ENODES`, an analysis that does
-not settle) the run stops (:class:`ReplayStopped`) and the engine runs it again with
-egglog running its steps.
+the rules' queries without their actions). Where a step needs egglog (a count that
+may not be the twins', ``Run._replayed_counts``; an e-graph past :data:`MAX_ENODES`, an
+analysis that does not settle) the run stops (:class:`ReplayStopped`) and the engine
+runs it again with egglog running its steps.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ REPLAYED_SETS = ("native_p", "native_mult_p")
 
 
 class ReplayStopped(Exception):  # noqa: N818 (a stop, not an error)
-    """A replayed run met a step egglog must run (a later count of the counting twins
-    with matches, ``Run._replayed_counts``; an e-graph past
+    """A replayed run met a step egglog must run (a count that may not be the counting
+    twins', ``Run._replayed_counts``; an e-graph past
     :data:`MAX_ENODES`, an analysis that does not settle, a row or rule this module does
     not read): the engine runs it again with egglog running its steps."""
 
@@ -763,35 +763,46 @@ class RuleBook:
         m.rebuild()
         return m.table != before or len(m.sub) != subsumed
 
-    def count(self, m: Mirror, program: Any, rules: list[int]) -> dict[int, int]:
+    def count(self, m: Mirror, program: Any, rules: list[int]
+              ) -> dict[int, tuple[int, bool]]:
         """The matches in ``m`` of each multiplying rule of ``rules`` (by its index,
-        ``Program.mult``), its query run without its actions: what its counting twin
-        (``schedules.count_program``: the same query and guards) finds in an e-graph
-        none of whose rows it has seen. Each match of the query's e-nodes counts, as
-        each of egglog's (two that bind the same variables through other e-nodes, one
-        for :meth:`round`, count twice)."""
+        ``Program.mult``), its query run without its actions, and whether that is
+        the count of its counting twin (``schedules.count_program``: the same query and
+        guards) in an e-graph none of whose rows it has seen.
+
+        Each match of the query's e-nodes counts (two that bind the same variables
+        through other e-nodes too, where :meth:`round` counts one), as each of egglog's
+        does when every variable of the pattern occurs twice or more in the query. A
+        variable the pattern names once is a wildcard to egglog: matches that differ
+        in its e-nodes alone count once there, so the count is then at least the
+        twin's (and 0 when the twin's is)."""
         places = self._twin_places(program)
-        out = dict.fromkeys(rules, 0)
+        out: dict[int, tuple[int, bool]] = {}
         wanted: dict[_Group, dict[int, int]] = {}  # group -> place in it -> rule
         for i in rules:
             if i not in places:
                 raise ReplayStopped(f"multiplying rule {i}: egglog counts it")
-            g, k = places[i]
+            g, k, exact = places[i]
             wanted.setdefault(g, {})[k] = i
+            out[i] = (0, exact)
         for g, of_place in wanted.items():
             for k, _fields, _env in g.matches(m):
                 i = of_place.get(k)
                 if i is not None:
-                    out[i] += 1
+                    n, exact = out[i]
+                    out[i] = (n + 1, exact)
         return out
 
-    #: multiplying rule -> its rewrite's group and place there (:meth:`_twin_places`)
-    _twins: dict[int, tuple[_Group, int]] | None = None
+    #: multiplying rule -> its rewrite's group, its place there and whether its
+    #: matches are its twin's (:meth:`_twin_places`)
+    _twins: dict[int, tuple[_Group, int, bool]] | None = None
 
-    def _twin_places(self, program: Any) -> dict[int, tuple[_Group, int]]:
-        """Each multiplying rule's rewrite in the book: its group and its place there,
-        found by the name its counting twin names (``schedules.count_program``; found
-        when first read, a pure function of the program's text)."""
+    def _twin_places(self, program: Any) -> dict[int, tuple[_Group, int, bool]]:
+        """Each multiplying rule's rewrite in the book (its group and its place there,
+        found by the name its counting twin names: ``schedules.count_program``) and
+        whether its twin's query names every variable of its pattern twice or more
+        (:meth:`count`); found when first read, a pure function of the program's
+        text."""
         twins = self._twins
         if twins is None:
             place = {}
@@ -805,7 +816,7 @@ class RuleBook:
             for _part, text, _need in program.programs:
                 twin = _COUNT_TWIN.search(text)
                 if twin is not None and twin.group(2) in place:
-                    twins[int(twin.group(1))] = place[twin.group(2)]
+                    twins[int(twin.group(1))] = (*place[twin.group(2)], _no_wildcard(text))
             with _BOOKS_LOCK:
                 self._twins = twins
         return twins
@@ -858,6 +869,25 @@ class RuleBook:
                 return rounds
             m.log.extend(dirty)
         raise ReplayStopped("the interval analysis did not settle")
+
+
+def _no_wildcard(twin: str) -> bool:
+    """Whether the counting twin ``twin`` (``(rule ((= count_root PATTERN) guards...)
+    ...)``) names each variable of its pattern twice or more in its query."""
+    query = read(twin)[1]
+    seen: Counter[str] = Counter()
+
+    def count(t: Any) -> None:
+        if isinstance(t, list):
+            for x in t[1:]:
+                count(x)
+        elif is_var(t):
+            seen[t] += 1
+
+    for fact in query:
+        count(fact)
+    pattern = query[0][2]
+    return all(seen[v] > 1 for v in _rhs_vars(pattern, []))
 
 
 #: combinations of parts a rule book keeps at most (``RuleBook._by_ctor``)

@@ -417,7 +417,7 @@ class Run:
         (:meth:`_replayed_counts`), which are the same."""
         todo = [(i, name) for b in bases for i, name in self.program.mult.get(b, [])]
         now = (self._twin_counts(bases, todo) if self.mirror is None
-               else self._replayed_counts(todo))
+               else self._replayed_counts(todo, allow))
         step: list[tuple[str, int]] = []
         for i, name in todo:
             # a counter only grows (its merge adds): this step's count is what it gained
@@ -452,7 +452,8 @@ class Run:
             now[i] = 0 if v is None else egraph.value_to_i64(v)
         return now
 
-    def _replayed_counts(self, todo: list[tuple[int, str]]) -> dict[int, int]:
+    def _replayed_counts(self, todo: list[tuple[int, str]], allow: float
+                         ) -> dict[int, int]:
         """:meth:`_twin_counts` on the run's mirror: the pending rows loaded, then each
         rule's matches (``RuleBook.count``) times its ``new_nodes`` added to its counter.
 
@@ -460,16 +461,20 @@ class Run:
         was loaded in this run, after the twin's last run: the reset deleted those of
         earlier runs), so it counts every match, as here. At a later count it counts
         the matches with a row new since its last run (and those of rebuilt rows): a
-        part of every match, so the same when there is none; else the replay stops
-        (:class:`ReplayStopped`)."""
+        part of every match, so the same when there is none. A rule whose twin counts
+        fewer matches (``RuleBook.count``) gives the twin's decision only when the
+        counts fit ``allow``. Elsewhere the replay stops (:class:`ReplayStopped`)."""
         m = self.mirror
         assert m is not None
         self._load_waiting()
         found = rule_book(self.program).count(m, self.program, [i for i, _ in todo])
-        if self.counts and any(found.values()):
-            raise ReplayStopped("a second count of the counting twins with matches")
+        if self.counts and any(n for n, _ in found.values()):
+            raise ReplayStopped("a later count of the counting twins with matches")
         new, counts = self.program.mult_new, self.counts
-        return {i: counts.get(i, 0) + n * new[i] for i, n in found.items()}
+        if not all(exact for n, exact in found.values() if n) and \
+                sum(n * new[i] for i, (n, _) in found.items()) > allow:
+            raise ReplayStopped("a count of more matches than a counting twin's")
+        return {i: counts.get(i, 0) + n * new[i] for i, (n, _) in found.items()}
 
     def bound(self, i: int, rows: dict[str, int] | None = None) -> float:
         """At most how many e-nodes a round of the multiplying rule ``i`` makes now
