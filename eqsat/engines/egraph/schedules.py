@@ -354,22 +354,30 @@ def multiplies(rule: Any) -> bool:
     has; a constant ``(Cst dt k)`` operand counts once: a class holds one), so each
     pair of such e-nodes of the two classes is a match, and it makes a new term of
     them. ``where(c, k1, k2) + where(c, k3, k4) -> where(c, k1+k3, k2+k4)`` does: its
-    new constants land in classes that collect more such ``where``s at every step."""
-    root, made = _root_and_result(rule)
-    if not isinstance(root, list) or not isinstance(made, list):
+    new constants land in classes that collect more such ``where``s at every step.
+
+    The pattern is read first and each operand's variables once; what the rule makes
+    is read only for a pattern with two such operands."""
+    root, made = (read(rule.lhs), None) if rule.lhs else _root_and_result(rule)
+    if not isinstance(root, list):
         return False
     kids = [k for k in root[1:] if isinstance(k, list)]
+    own = [_pattern_vars(k, set()) for k in kids]
     varying = 0
     for i, k in enumerate(kids):
         if k[0] == "Cst":
             continue
         others: set[str] = set()
-        for j, o in enumerate(kids):
+        for j, o in enumerate(own):
             if j != i:
-                _pattern_vars(o, others)
-        if _pattern_vars(k, set()) - others:
+                others |= o
+        if own[i] - others:
             varying += 1
-    return varying >= 2
+    if varying < 2:
+        return False
+    if rule.lhs:
+        made = read(rule.rhs)
+    return isinstance(made, list)
 
 
 def new_nodes(rule: Any) -> int:
