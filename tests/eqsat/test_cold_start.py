@@ -1,0 +1,29 @@
+"""What a fresh process imports to optimize an index expression."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+_FIRST_CALL = """
+import sys
+sys.path.insert(0, {repo!r})
+import eqsat
+from eqsat.ir.sexpr import parse, to_sexpr
+r = eqsat.optimize(parse("(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)"), engine={engine!r})
+to_sexpr(r.graph)
+print(sorted(m for m in ("numpy",) if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("engine", ["egraph", "baseline"])
+def test_an_index_expression_needs_no_numpy(engine: str) -> None:
+    code = _FIRST_CALL.format(repo=str(REPO), engine=engine)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
