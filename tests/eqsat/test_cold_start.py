@@ -17,13 +17,22 @@ import eqsat
 from eqsat.ir.sexpr import parse, to_sexpr
 r = eqsat.optimize(parse("(add (mod (idiv (max (var x 0 9) 1) 2) 3) 0)"), engine={engine!r})
 to_sexpr(r.graph)
-print(sorted(m for m in ("numpy",) if m in sys.modules))
+print(sorted(m for m in ("numpy", "egglog.bindings") if m in sys.modules))
 """
 
 
 @pytest.mark.parametrize("engine", ["egraph", "baseline"])
-def test_an_index_expression_needs_no_numpy(engine: str) -> None:
+def test_an_index_expression_needs_no_numpy_nor_egglog(engine: str) -> None:
+    # (the e-graph replays this small run in Python: egglog is not loaded)
     code = _FIRST_CALL.format(repo=str(REPO), engine=engine)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_bindings_are_egglog_s_once_read() -> None:
+    from eqsat.engines.egraph._egglog import bindings
+
+    egraph = bindings.EGraph()
+    assert type(egraph) is sys.modules["egglog.bindings"].EGraph
+    assert vars(bindings)["EggSmolError"] is sys.modules["egglog.bindings"].EggSmolError
