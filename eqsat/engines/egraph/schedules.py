@@ -356,8 +356,13 @@ def multiplies(rule: Any) -> bool:
     them. ``where(c, k1, k2) + where(c, k3, k4) -> where(c, k1+k3, k2+k4)`` does: its
     new constants land in classes that collect more such ``where``s at every step.
 
-    The pattern is read first and each operand's variables once; what the rule makes
-    is read only for a pattern with two such operands."""
+    The pattern is read only when its text has two applications besides the root
+    that are not constants (each such operand holds one; a string of the rules' text
+    is a dtype's name: no parenthesis in it), each operand's variables once, and what
+    the rule makes only for a pattern with two such operands."""
+    text = rule.lhs or rule.query
+    if text.count("(") - text.count("(Cst ") < 3:
+        return False
     root, made = (read(rule.lhs), None) if rule.lhs else _root_and_result(rule)
     if not isinstance(root, list):
         return False
