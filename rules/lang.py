@@ -175,16 +175,22 @@ class Term:
     to: str = ""
     calc: bool = False
     tid: int = -1
+    #: :meth:`walk`'s terms, found at its first call (a term's operands never change)
+    _order: tuple[Term, ...] | None = field(default=None, init=False, repr=False)
 
-    def walk(self) -> Iterable[Term]:
+    def walk(self) -> tuple[Term, ...]:
         """The term and every term below it, each before its operands (depth first, in
         operand order)."""
-        stack = [self]
-        while stack:
-            t = stack.pop()
-            yield t
-            if t.src:
-                stack.extend(reversed(t.src))
+        if self._order is None:
+            out: list[Term] = []
+            stack = [self]
+            while stack:
+                t = stack.pop()
+                out.append(t)
+                if t.src:
+                    stack.extend(reversed(t.src))
+            self._order = tuple(out)
+        return self._order
 
     def show(self, opname: str = "op") -> str:
         """The term in the language's syntax."""
