@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, NamedTuple
 
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
@@ -391,12 +391,46 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     return FunctionType(code, _GEN_GLOBALS, code.co_name, tuple(consts.values()))
 
 
+class _Param(NamedTuple):
+    """A parameter as :func:`_parameters` reads it (``inspect.Parameter``'s fields)."""
+
+    name: str
+    kind: inspect._ParameterKind
+    default: Any
+
+
+_P = inspect.Parameter
+_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
 @functools.lru_cache(maxsize=8)
-def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+def _parameters(fn: Callable[..., Any]) -> Mapping[str, _Param | inspect.Parameter]:
     """``fn``'s parameters. A rule's guard and build are each read four or five times as
     the rule is made (its checks, its callers, its generated ``apply``): the last few
-    functions' kept, so that each is read once."""
-    return inspect.signature(fn).parameters
+    functions' kept, so that each is read once. A plain function's (no ``__wrapped__``
+    nor ``__signature__``) are read from its code as ``inspect.signature`` reads them,
+    without its general machinery (the rules' modules make about 600 of them)."""
+    if type(fn) is not FunctionType or hasattr(fn, "__wrapped__") or \
+            hasattr(fn, "__signature__"):
+        return inspect.signature(fn).parameters
+    co = fn.__code__
+    names, npos, nkw = co.co_varnames, co.co_argcount, co.co_kwonlyargcount
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    first_default = npos - len(defaults)
+    out: list[_Param] = [
+        _Param(n, _P.POSITIONAL_ONLY if i < co.co_posonlyargcount else _P.POSITIONAL_OR_KEYWORD,
+               defaults[i - first_default] if i >= first_default else _P.empty)
+        for i, n in enumerate(names[:npos])]
+    rest = npos + nkw
+    if co.co_flags & _CO_VARARGS:
+        out.append(_Param(names[rest], _P.VAR_POSITIONAL, _P.empty))
+        rest += 1
+    out += [_Param(n, _P.KEYWORD_ONLY, kwdefaults.get(n, _P.empty))
+            for n in names[npos:npos + nkw]]
+    if co.co_flags & _CO_VARKEYWORDS:
+        out.append(_Param(names[rest], _P.VAR_KEYWORD, _P.empty))
+    return {p.name: p for p in out}
 
 
 def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | None:
