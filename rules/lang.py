@@ -64,6 +64,7 @@ dtype, it must also fit the dtype (egglog computes in i64).
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -434,6 +435,7 @@ def _is_dtype_conj(g: G) -> bool:
     return h[0] in ("dtype", "dteq", "safe")
 
 
+@functools.lru_cache(maxsize=256)
 def _not_holding(v: int) -> frozenset[str]:
     """The fixed-width dtypes that cannot hold the integer ``v`` (a literal matches a
     constant of that exact value, never a wrapped one)."""
@@ -445,11 +447,15 @@ def _not_holding(v: int) -> frozenset[str]:
     return frozenset(out)
 
 
-def _walk_guard(g: G) -> Iterable[G]:
-    yield g
-    for x in g[1:]:
-        if isinstance(x, tuple):
-            yield from _walk_guard(x)
+def _walk_guard(g: G) -> list[G]:
+    """``g`` and every guard term below it, each before its operands (in order)."""
+    out: list[G] = []
+    stack = [g]
+    while stack:
+        h = stack.pop()
+        out.append(h)
+        stack.extend([x for x in reversed(h[1:]) if isinstance(x, tuple)])
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -460,10 +466,15 @@ class _Types:
         self.fixed: dict[Any, str] = {}
 
     def find(self, k: Any) -> Any:
-        self.parent.setdefault(k, k)
-        while self.parent[k] != k:
-            self.parent[k] = self.parent[self.parent[k]]
-            k = self.parent[k]
+        parent = self.parent
+        p = parent.get(k)
+        if p is None:
+            parent[k] = k
+            return k
+        while p != k:  # (path halving: each visited key to its grandparent)
+            gp = parent[p]
+            parent[k] = gp
+            k, p = gp, parent[gp]
         return k
 
     def union(self, a: Any, b: Any) -> None:
