@@ -562,6 +562,9 @@ class Rule:
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = field(
         init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
+    #: the generated :meth:`apply` (:func:`_generate`), written at its first read (a
+    #: matcher reads it when a node first makes the rule a candidate: a process's first
+    #: expressions try a part of the rules); None for a variadic pattern
     _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
     #: the ops (by value) of the pattern's root, which ``_apply`` does not test (None:
     #: any op)
@@ -577,9 +580,15 @@ class Rule:
         self._srcs_ok = _child_ops_check(self.pattern)
         ops = self.pattern.ops
         self._root_ops = None if ops is None else frozenset(o._value_ for o in ops)
-        self._apply = _generate(self.pattern, self)
-        if self._apply is None:  # (a variadic pattern: its bindings from the closures)
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "_apply":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        fn = _generate(self.pattern, self)  # (a pure function of the rule: any first read)
+        if fn is None:  # (a variadic pattern: its bindings from the closures)
             self._match = self.pattern.matcher()
+        self._apply = fn
+        return fn
 
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""

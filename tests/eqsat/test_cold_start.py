@@ -36,3 +36,28 @@ def test_the_bindings_are_egglog_s_once_read() -> None:
     egraph = bindings.EGraph()
     assert type(egraph) is sys.modules["egglog.bindings"].EGraph
     assert vars(bindings)["EggSmolError"] is sys.modules["egglog.bindings"].EggSmolError
+
+
+_GENERATED = """
+import sys, hashlib
+sys.path.insert(0, {repo!r})
+import rules
+rs = rules.all_rules()
+rules.matcher()
+print(sum("_apply" in vars(r) for r in rs))
+h = hashlib.sha256()
+for r in (rs if {forward!r} else rs[::-1]):
+    r._apply
+for r in rs:
+    c = r._apply.__code__ if r._apply is not None else None
+    h.update(repr((r.name, c and (c.co_code, c.co_consts, c.co_names, c.co_varnames))).encode())
+print(h.hexdigest())
+"""
+
+
+def test_a_rule_s_matcher_is_written_at_its_first_read_alike_in_any_order() -> None:
+    outs = [subprocess.run([sys.executable, "-c", _GENERATED.format(repo=str(REPO), forward=f)],
+                           capture_output=True, text=True, check=True).stdout.split()
+            for f in (True, False)]
+    assert outs[0][0] == outs[1][0] == "0"  # (none written by making the rules)
+    assert outs[0][1] == outs[1][1]
