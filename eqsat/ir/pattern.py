@@ -610,6 +610,14 @@ class Rule:
         return f"Rule({self.name!r}, {self.identity!r}, group={self.group!r})"
 
 
+def write_matchers(rules: Iterable[Any]) -> None:
+    """Write now the compiled matcher of each :class:`Rule` of ``rules`` (others are
+    skipped): what a matcher otherwise writes when it first reads one."""
+    for r in rules:
+        if isinstance(r, Rule):
+            r._apply  # noqa: B018 (written when read)
+
+
 class PatternMatcher:
     """Rules tried in order, the first that returns a result wins."""
 
@@ -631,6 +639,11 @@ class PatternMatcher:
         self._cands: dict[tuple[int, ...], list[_Entry]] = {}
         #: a run of rules of one ``joint`` -> its function (:meth:`_entries`)
         self._joints: dict[tuple[Rule, ...], Callable[[UOp], Any]] = {}
+
+    def prepare(self) -> None:
+        """Write now every rule's compiled matcher (``Rule._apply``, otherwise written
+        when first read): a warm-up that leaves no writing to a run."""
+        write_matchers(self.rules)
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")

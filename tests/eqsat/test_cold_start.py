@@ -61,3 +61,19 @@ def test_a_rule_s_matcher_is_written_at_its_first_read_alike_in_any_order() -> N
             for f in (True, False)]
     assert outs[0][0] == outs[1][0] == "0"  # (none written by making the rules)
     assert outs[0][1] == outs[1][1]
+
+
+_PREPARED = """
+import sys
+sys.path.insert(0, {repo!r})
+import rules
+from eqsat.engines.egraph import session_for
+session_for(None).prepare()
+print(sum("_apply" not in vars(r) for r in rules.all_rules()))
+"""
+
+
+def test_a_warm_up_writes_every_rule_s_matcher() -> None:
+    out = subprocess.run([sys.executable, "-c", _PREPARED.format(repo=str(REPO))],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0"
