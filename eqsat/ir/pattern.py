@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
@@ -562,10 +562,6 @@ class Rule:
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = field(
         init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
-    #: the generated :meth:`apply` (:func:`_generate`), written at its first read (a
-    #: matcher reads it when a node first makes the rule a candidate: a process's first
-    #: expressions try a part of the rules); None for a variadic pattern
-    _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
     #: the ops (by value) of the pattern's root, which ``_apply`` does not test (None:
     #: any op)
     _root_ops: frozenset[int] | None = field(init=False, repr=False)
@@ -581,13 +577,17 @@ class Rule:
         ops = self.pattern.ops
         self._root_ops = None if ops is None else frozenset(o._value_ for o in ops)
 
-    def __getattr__(self, name: str) -> Any:
-        if name != "_apply":
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    #: the generated :meth:`apply` (:func:`_generate`), written into the rule at its
+    #: first read (a matcher reads it when a node first makes the rule a candidate: a
+    #: process's first expressions try a part of the rules); None for a variadic
+    #: pattern. (On the class, not a field: ``_WrittenWhenRead``.)
+    _apply: ClassVar[Any]
+
+    def _write_apply(self) -> Callable[[UOp], UOp | None] | None:
         fn = _generate(self.pattern, self)  # (a pure function of the rule: any first read)
         if fn is None:  # (a variadic pattern: its bindings from the closures)
             self._match = self.pattern.matcher()
-        self._apply = fn
+        vars(self)["_apply"] = fn
         return fn
 
     def apply(self, u: UOp) -> UOp | None:
@@ -608,6 +608,17 @@ class Rule:
 
     def __repr__(self) -> str:
         return f"Rule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+class _WrittenWhenRead:
+    """``Rule._apply``: a non-data descriptor, so that once the rule holds its own
+    ``_apply`` a read finds it as any attribute (no hook on the rule's reads)."""
+
+    def __get__(self, rule: Rule | None, owner: type | None = None) -> Any:
+        return self if rule is None else rule._write_apply()
+
+
+Rule._apply = _WrittenWhenRead()  # type: ignore[assignment]
 
 
 def write_matchers(rules: Iterable[Any]) -> None:
