@@ -64,6 +64,7 @@ dtype, it must also fit the dtype (egglog computes in i64).
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -175,16 +176,22 @@ class Term:
     to: str = ""
     calc: bool = False
     tid: int = -1
+    #: :meth:`walk`'s terms, found at its first call (a term's operands never change)
+    _order: tuple[Term, ...] | None = field(default=None, init=False, repr=False)
 
-    def walk(self) -> Iterable[Term]:
+    def walk(self) -> tuple[Term, ...]:
         """The term and every term below it, each before its operands (depth first, in
         operand order)."""
-        stack = [self]
-        while stack:
-            t = stack.pop()
-            yield t
-            if t.src:
-                stack.extend(reversed(t.src))
+        if self._order is None:
+            out: list[Term] = []
+            stack = [self]
+            while stack:
+                t = stack.pop()
+                out.append(t)
+                if t.src:
+                    stack.extend(reversed(t.src))
+            self._order = tuple(out)
+        return self._order
 
     def show(self, opname: str = "op") -> str:
         """The term in the language's syntax."""
@@ -428,6 +435,7 @@ def _is_dtype_conj(g: G) -> bool:
     return h[0] in ("dtype", "dteq", "safe")
 
 
+@functools.lru_cache(maxsize=256)
 def _not_holding(v: int) -> frozenset[str]:
     """The fixed-width dtypes that cannot hold the integer ``v`` (a literal matches a
     constant of that exact value, never a wrapped one)."""
@@ -439,11 +447,15 @@ def _not_holding(v: int) -> frozenset[str]:
     return frozenset(out)
 
 
-def _walk_guard(g: G) -> Iterable[G]:
-    yield g
-    for x in g[1:]:
-        if isinstance(x, tuple):
-            yield from _walk_guard(x)
+def _walk_guard(g: G) -> list[G]:
+    """``g`` and every guard term below it, each before its operands (in order)."""
+    out: list[G] = []
+    stack = [g]
+    while stack:
+        h = stack.pop()
+        out.append(h)
+        stack.extend([x for x in reversed(h[1:]) if isinstance(x, tuple)])
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -454,10 +466,15 @@ class _Types:
         self.fixed: dict[Any, str] = {}
 
     def find(self, k: Any) -> Any:
-        self.parent.setdefault(k, k)
-        while self.parent[k] != k:
-            self.parent[k] = self.parent[self.parent[k]]
-            k = self.parent[k]
+        parent = self.parent
+        p = parent.get(k)
+        if p is None:
+            parent[k] = k
+            return k
+        while p != k:  # (path halving: each visited key to its grandparent)
+            gp = parent[p]
+            parent[k] = gp
+            k, p = gp, parent[gp]
         return k
 
     def union(self, a: Any, b: Any) -> None:

@@ -123,4 +123,4 @@ def _misread(text: str) -> ValueError:
 
 def show(t: Tree) -> str:
     """The text of an s-expression (one space between elements)."""
-    return t if isinstance(t, str) else "(" + " ".join(show(x) for x in t) + ")"
+    return t if isinstance(t, str) else "(" + " ".join([show(x) for x in t]) + ")"

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 from eqsat.ir.dtype import DType
 from eqsat.ir.ops import Ops
@@ -391,12 +391,46 @@ def _generate(p: UPat, rule: Rule | None = None) -> Callable[..., Any] | None:
     return FunctionType(code, _GEN_GLOBALS, code.co_name, tuple(consts.values()))
 
 
+class _Param(NamedTuple):
+    """A parameter as :func:`_parameters` reads it (``inspect.Parameter``'s fields)."""
+
+    name: str
+    kind: inspect._ParameterKind
+    default: Any
+
+
+_P = inspect.Parameter
+_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
 @functools.lru_cache(maxsize=8)
-def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+def _parameters(fn: Callable[..., Any]) -> Mapping[str, _Param | inspect.Parameter]:
     """``fn``'s parameters. A rule's guard and build are each read four or five times as
     the rule is made (its checks, its callers, its generated ``apply``): the last few
-    functions' kept, so that each is read once."""
-    return inspect.signature(fn).parameters
+    functions' kept, so that each is read once. A plain function's (no ``__wrapped__``
+    nor ``__signature__``) are read from its code as ``inspect.signature`` reads them,
+    without its general machinery (the rules' modules make about 600 of them)."""
+    if type(fn) is not FunctionType or hasattr(fn, "__wrapped__") or \
+            hasattr(fn, "__signature__"):
+        return inspect.signature(fn).parameters
+    co = fn.__code__
+    names, npos, nkw = co.co_varnames, co.co_argcount, co.co_kwonlyargcount
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    first_default = npos - len(defaults)
+    out: list[_Param] = [
+        _Param(n, _P.POSITIONAL_ONLY if i < co.co_posonlyargcount else _P.POSITIONAL_OR_KEYWORD,
+               defaults[i - first_default] if i >= first_default else _P.empty)
+        for i, n in enumerate(names[:npos])]
+    rest = npos + nkw
+    if co.co_flags & _CO_VARARGS:
+        out.append(_Param(names[rest], _P.VAR_POSITIONAL, _P.empty))
+        rest += 1
+    out += [_Param(n, _P.KEYWORD_ONLY, kwdefaults.get(n, _P.empty))
+            for n in names[npos:npos + nkw]]
+    if co.co_flags & _CO_VARKEYWORDS:
+        out.append(_Param(names[rest], _P.VAR_KEYWORD, _P.empty))
+    return {p.name: p for p in out}
 
 
 def _positional(fn: Callable[..., Any], names: list[str]) -> tuple[str, ...] | None:
@@ -528,7 +562,6 @@ class Rule:
     _match: Callable[[UOp, dict[str, UOp]], list[dict[str, UOp]]] | None = field(
         init=False, repr=False, default=None)
     _srcs_ok: Callable[[tuple[UOp, ...]], bool] | None = field(init=False, repr=False)
-    _apply: Callable[[UOp], UOp | None] | None = field(init=False, repr=False)
     #: the ops (by value) of the pattern's root, which ``_apply`` does not test (None:
     #: any op)
     _root_ops: frozenset[int] | None = field(init=False, repr=False)
@@ -543,9 +576,19 @@ class Rule:
         self._srcs_ok = _child_ops_check(self.pattern)
         ops = self.pattern.ops
         self._root_ops = None if ops is None else frozenset(o._value_ for o in ops)
-        self._apply = _generate(self.pattern, self)
-        if self._apply is None:  # (a variadic pattern: its bindings from the closures)
+
+    #: the generated :meth:`apply` (:func:`_generate`), written into the rule at its
+    #: first read (a matcher reads it when a node first makes the rule a candidate: a
+    #: process's first expressions try a part of the rules); None for a variadic
+    #: pattern. (On the class, not a field: ``_WrittenWhenRead``.)
+    _apply: ClassVar[Any]
+
+    def _write_apply(self) -> Callable[[UOp], UOp | None] | None:
+        fn = _generate(self.pattern, self)  # (a pure function of the rule: any first read)
+        if fn is None:  # (a variadic pattern: its bindings from the closures)
             self._match = self.pattern.matcher()
+        vars(self)["_apply"] = fn
+        return fn
 
     def apply(self, u: UOp) -> UOp | None:
         """The rewrite of ``u`` by this rule, or None."""
@@ -565,6 +608,25 @@ class Rule:
 
     def __repr__(self) -> str:
         return f"Rule({self.name!r}, {self.identity!r}, group={self.group!r})"
+
+
+class _WrittenWhenRead:
+    """``Rule._apply``: a non-data descriptor, so that once the rule holds its own
+    ``_apply`` a read finds it as any attribute (no hook on the rule's reads)."""
+
+    def __get__(self, rule: Rule | None, owner: type | None = None) -> Any:
+        return self if rule is None else rule._write_apply()
+
+
+Rule._apply = _WrittenWhenRead()  # type: ignore[assignment]
+
+
+def write_matchers(rules: Iterable[Any]) -> None:
+    """Write now the compiled matcher of each :class:`Rule` of ``rules`` (others are
+    skipped): what a matcher otherwise writes when it first reads one."""
+    for r in rules:
+        if isinstance(r, Rule):
+            r._apply  # noqa: B018 (written when read)
 
 
 class PatternMatcher:
@@ -588,6 +650,11 @@ class PatternMatcher:
         self._cands: dict[tuple[int, ...], list[_Entry]] = {}
         #: a run of rules of one ``joint`` -> its function (:meth:`_entries`)
         self._joints: dict[tuple[Rule, ...], Callable[[UOp], Any]] = {}
+
+    def prepare(self) -> None:
+        """Write now every rule's compiled matcher (``Rule._apply``, otherwise written
+        when first read): a warm-up that leaves no writing to a run."""
+        write_matchers(self.rules)
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")

@@ -43,17 +43,21 @@ analysis (egglog rules) computes the same functions, on i64, where its rules app
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from eqsat.ir.dtype import DType, dtypes
 from eqsat.ir.ops import GroupOp, Ops
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    NP_FLOAT: dict[str, Any]  # (made at its first read: the module's __getattr__)
 
 __all__ = [
     "EvalError", "Undefined", "INDEX_SHIFT_LIMIT", "cdiv", "cmod", "floordiv", "floormod",
@@ -241,9 +245,19 @@ def _bf16(v: float) -> float:
     return math.copysign(math.inf if abs(r) > _BF16_MAX else r, v)  # a zero keeps v's sign
 
 
+def _numpy() -> Any:
+    """numpy, imported when a float is first rounded or an array first computed: a
+    process whose values are integers and bools never imports it (its import is a
+    large part of a fresh process's start)."""
+    import numpy
+
+    return numpy
+
+
 def round_float(dt: DType, v: Any) -> float:
     """``v`` rounded to the precision of the float dtype ``dt`` (a Python float)."""
     name = dt.scalar().name
+    np = _numpy()
     with np.errstate(over="ignore"):
         if name == "f32":
             return float(np.float32(v))
@@ -255,11 +269,11 @@ def round_float(dt: DType, v: Any) -> float:
 
 
 def _f(x: float) -> np.float64:
-    return np.float64(x)
+    return _numpy().float64(x)
 
 
 def _fop(dt: DType, fn: Callable[[], Any]) -> float:
-    with np.errstate(all="ignore"):
+    with _numpy().errstate(all="ignore"):
         return round_float(dt, float(fn()))
 
 
@@ -280,14 +294,19 @@ def _pow(a: float, b: float) -> float:
         return math.nan
 
 
-_FLOAT_UNARY: dict[Ops, Callable[[Any], Any]] = {
-    Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin,
-    Ops.TRUNC: np.trunc, Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.ROUND: np.rint,
-}
-_FLOAT_BINARY: dict[Ops, Callable[[Any, Any], Any]] = {
-    Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul,
-    Ops.FDIV: operator.truediv, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.POW: _pow,
-}
+@functools.cache
+def _float_ops() -> tuple[dict[Ops, Callable[[Any], Any]], dict[Ops, Callable[[Any, Any], Any]]]:
+    """The float ops' functions: unary, binary (numpy's, made at the first float op)."""
+    np = _numpy()
+    unary: dict[Ops, Callable[[Any], Any]] = {
+        Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin,
+        Ops.TRUNC: np.trunc, Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.ROUND: np.rint,
+    }
+    binary: dict[Ops, Callable[[Any, Any], Any]] = {
+        Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul,
+        Ops.FDIV: operator.truediv, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.POW: _pow,
+    }
+    return unary, binary
 
 
 def _float_alu(op: Ops, dt: DType, args: Sequence[Any]) -> float:
@@ -296,10 +315,11 @@ def _float_alu(op: Ops, dt: DType, args: Sequence[Any]) -> float:
         return -a
     if op is Ops.RECIP:
         return _fop(dt, lambda: _f(1.0) / _f(a))
-    f1 = _FLOAT_UNARY.get(op)
+    unary, binary = _float_ops()
+    f1 = unary.get(op)
     if f1 is not None:
         return _fop(dt, lambda: f1(_f(a)))
-    f2 = _FLOAT_BINARY.get(op)
+    f2 = binary.get(op)
     if f2 is not None and len(args) > 1:
         return _fop(dt, lambda: f2(_f(a), _f(args[1])))
     if op is Ops.MULACC:
@@ -410,6 +430,7 @@ def wrap_array(dt: DType, v: np.ndarray) -> np.ndarray:
     when the wrapped values fit it (every fixed-width dtype but u64)."""
     if not dt.is_fixed_int:
         return v
+    np = _numpy()
     bits = dt.bits
     if v.dtype != object and dt.kind == "int" and bits == 64:
         return v  # exact int64 values (overflow-prone ops went to object arrays)
@@ -429,28 +450,46 @@ def wrap_array(dt: DType, v: np.ndarray) -> np.ndarray:
     return w
 
 
-#: the float dtypes the array twins compute on (bf16 has no numpy dtype)
-NP_FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
-_POW_ARRAY = np.frompyfunc(_pow, 2, 1)
+@functools.cache
+def _np_float() -> dict[str, Any]:
+    """:data:`NP_FLOAT` (made at its first use: numpy is imported then)."""
+    np = _numpy()
+    return {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+@functools.cache
+def _pow_array() -> Any:
+    """:func:`_pow` elementwise (a numpy ufunc of Python objects)."""
+    return _numpy().frompyfunc(_pow, 2, 1)
+
+
+def __getattr__(name: str) -> Any:
+    # NP_FLOAT, the float dtypes the array twins compute on (bf16 has no numpy dtype):
+    # numpy's, so made at the first read
+    if name == "NP_FLOAT":
+        return _np_float()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def float_array(op: Ops, dt: DType, args: Sequence[np.ndarray]) -> np.ndarray:
     """:func:`alu` of a float op elementwise over numpy arrays, as it computes one
     value: in f64 (the same numpy functions, C's ``pow``), rounded to ``dt`` (a
     :data:`NP_FLOAT` dtype); ``mulacc`` rounds its product first."""
-    npdt = NP_FLOAT[dt.scalar().name]
+    np = _numpy()
+    npdt = _np_float()[dt.scalar().name]
     if op is Ops.NEG:
         return -args[0]
+    unary, binary = _float_ops()
     f = [np.asarray(a).astype(np.float64) for a in args]
     with np.errstate(all="ignore"):
         if op is Ops.RECIP:
             r = 1.0 / f[0]
-        elif op in _FLOAT_UNARY:
-            r = _FLOAT_UNARY[op](f[0])
+        elif op in unary:
+            r = unary[op](f[0])
         elif op is Ops.POW:
-            r = _POW_ARRAY(f[0], f[1]).astype(np.float64)
-        elif op in _FLOAT_BINARY and len(f) == 2:
-            r = _FLOAT_BINARY[op](f[0], f[1])
+            r = _pow_array()(f[0], f[1]).astype(np.float64)
+        elif op in binary and len(f) == 2:
+            r = binary[op](f[0], f[1])
         elif op is Ops.MULACC:
             r = (f[0] * f[1]).astype(npdt).astype(np.float64) + f[2]
         else:
@@ -464,8 +503,9 @@ def cast_float_array(x: np.ndarray, src: DType, dst: DType
     dtype): ``(values, undefined)``, ``undefined`` None when no element is (a float to
     int cast of NaN, an infinity, or a value the target cannot hold). Integers come as
     int64 or object (Python int) arrays and leave as int64 when they fit."""
+    np = _numpy()
     if dst.is_float:
-        npdt = NP_FLOAT[dst.scalar().name]
+        npdt = _np_float()[dst.scalar().name]
         if src.is_float or x.dtype == bool or (
                 x.dtype != object and (x.size == 0 or int(np.abs(x).max()) <= 1 << 53)):
             with np.errstate(over="ignore"):  # exact in f64, then one rounding
@@ -489,7 +529,7 @@ def cast_float_array(x: np.ndarray, src: DType, dst: DType
 def cdiv_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`cdiv` elementwise (no element of ``b`` is 0)."""
     q = abs(a) // abs(b)
-    return np.where((a < 0) ^ (b < 0), -q, q)
+    return _numpy().where((a < 0) ^ (b < 0), -q, q)
 
 
 def cmod_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:

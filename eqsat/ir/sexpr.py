@@ -79,12 +79,11 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from eqsat.ir.dtype import DType, DTypeError, dtypes
 from eqsat.ir.ops import Ops
@@ -356,7 +355,9 @@ class _Parser:
             fv = float(value)
         except OverflowError:
             raise self.error(tok, f"constant {tok.text} does not fit {s}") from None
-        with np.errstate(over="ignore"):
+        import numpy
+
+        with numpy.errstate(over="ignore"):
             node = UOp.const(dt, fv)
         if math.isinf(node.arg) and not math.isinf(fv) or math.isinf(fv) and not (
                 tok.text.lstrip("+-") == "inf"):
@@ -736,9 +737,16 @@ def _fmt_value(dt: DType, v: Any) -> str:
         if math.isnan(fv):
             return "nan"
         return repr(fv)  # 'inf', '-inf', '-0.0', shortest round-trip decimal
-    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+    if isinstance(v, bool) or not (isinstance(v, int) or _numpy_integer(v)):
         raise ValueError(f"to_sexpr: constant {v!r} is not an integer of dtype {dt}")
     return str(int(v))
+
+
+def _numpy_integer(v: Any) -> bool:
+    """Whether ``v`` is a numpy integer (none exists before numpy is imported: a
+    process that never needs numpy does not import it to ask)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(v, np.integer)
 
 
 def _fmt_const(dt: DType, v: Any) -> str:

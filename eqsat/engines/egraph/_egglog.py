@@ -5,6 +5,10 @@ high-level API (and ``black``): about 1.8 s. The engine needs only the Rust
 bindings (0.1 s), so this module loads the extension by itself and registers it
 as ``sys.modules["egglog.bindings"]``; a later ``import egglog`` then finds and
 reuses it (an extension module must not be initialized twice).
+
+The extension is loaded when the engine first reads one of its names
+(:class:`_Bindings`): a run replayed in Python reads none, and loading it is a large
+part of a fresh process's time to its first e-graph result.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from types import ModuleType
+from typing import Any
 
 __all__ = ["bindings"]
 
@@ -47,4 +53,19 @@ def _load() -> ModuleType:
     return mod
 
 
-bindings = _load()
+class _Bindings(ModuleType):
+    """``egglog.bindings``, loaded (:func:`_load`) at the first read of a name it does
+    not hold yet; its names are then this module's own (no further call here)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        with _LOADING:
+            mod = _load()
+            vars(self).update((k, v) for k, v in vars(mod).items() if not k.startswith("__"))
+        return getattr(mod, name)
+
+
+#: one thread loads the extension (it must not be initialized twice)
+_LOADING = threading.Lock()
+bindings = _Bindings("egglog.bindings")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any
 
@@ -41,7 +41,9 @@ from eqsat.engines.egraph.seeding import (
     usable_start,
 )
 from eqsat.engines.egraph.store import Store
+from eqsat.ir.pattern import write_matchers
 from eqsat.ir.uop import UOp
+from rules import RulesetError, matcher
 
 __all__ = ["Session", "session_for", "clear_sessions"]
 
@@ -74,6 +76,10 @@ class Session:
         if roots is None:
             self.program.prepare()
             rule_book(self.program).build()
+            # the ordered matcher's rules, which the seed and the e-matching run
+            with suppress(RulesetError):  # (an e-graph-only selection has no seed)
+                matcher(self.program.selection).prepare()
+            write_matchers(r.rule for r in self.program.pyrules)
 
     # ---- inspection -----------------------------------------------------------
     @contextmanager

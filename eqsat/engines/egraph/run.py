@@ -70,7 +70,6 @@ __all__ = ["Run", "WidenError", "ReplayStopped", "ANALYSIS_CAP", "is_stalled"]
 #: itself, whose interval (vacuous: the class has no value) would climb for ever.
 ANALYSIS_CAP = 512
 
-_RUN_OUTPUT = bindings.RunScheduleOutput  # the output of a (run ...) command
 _NODE_CTORS = frozenset(CTORS)  # the egglog functions whose rows are e-nodes
 
 log = logging.getLogger(__name__)
@@ -307,7 +306,7 @@ class Run:
         self.present = {name: n for name, n in sizes if name in _NODE_CTORS}
         self.ins.filled = frozenset([name for name, n in sizes if n])  # (for the reset)
         self.step_size = sum(self.present.values())
-        done = [o for o in out if type(o) is _RUN_OUTPUT]
+        done = [o for o in out if type(o) is bindings.RunScheduleOutput]
         if first + n_runs + 1 + check != len(done):
             raise RuntimeError(f"egglog step: {len(done)} run reports, expected "
                                f"{first + n_runs + 1 + check}")
@@ -444,7 +443,8 @@ class Run:
                     if self.program.mult.get(b)]
         out = self.ins.flush("\n".join(f"(run {self.store.combined(rs)} 1)"
                                        for rs in counting if rs), late=False)
-        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is _RUN_OUTPUT)
+        ran = bindings.RunScheduleOutput
+        self.store.cur.egg_iterations += sum(1 for o in out if type(o) is ran)
         egraph = self.store.egraph
         now: dict[int, int] = {}
         for i, _ in todo:

@@ -354,22 +354,35 @@ def multiplies(rule: Any) -> bool:
     has; a constant ``(Cst dt k)`` operand counts once: a class holds one), so each
     pair of such e-nodes of the two classes is a match, and it makes a new term of
     them. ``where(c, k1, k2) + where(c, k3, k4) -> where(c, k1+k3, k2+k4)`` does: its
-    new constants land in classes that collect more such ``where``s at every step."""
-    root, made = _root_and_result(rule)
-    if not isinstance(root, list) or not isinstance(made, list):
+    new constants land in classes that collect more such ``where``s at every step.
+
+    The pattern is read only when its text has two applications besides the root
+    that are not constants (each such operand holds one; a string of the rules' text
+    is a dtype's name: no parenthesis in it), each operand's variables once, and what
+    the rule makes only for a pattern with two such operands."""
+    text = rule.lhs or rule.query
+    if text.count("(") - text.count("(Cst ") < 3:
+        return False
+    root, made = (read(rule.lhs), None) if rule.lhs else _root_and_result(rule)
+    if not isinstance(root, list):
         return False
     kids = [k for k in root[1:] if isinstance(k, list)]
+    own = [_pattern_vars(k, set()) for k in kids]
     varying = 0
     for i, k in enumerate(kids):
         if k[0] == "Cst":
             continue
         others: set[str] = set()
-        for j, o in enumerate(kids):
+        for j, o in enumerate(own):
             if j != i:
-                _pattern_vars(o, others)
-        if _pattern_vars(k, set()) - others:
+                others |= o
+        if own[i] - others:
             varying += 1
-    return varying >= 2
+    if varying < 2:
+        return False
+    if rule.lhs:
+        made = read(rule.rhs)
+    return isinstance(made, list)
 
 
 def new_nodes(rule: Any) -> int:
@@ -457,13 +470,18 @@ def match_bounds(rule: Any) -> list[tuple[str, ...]] | None:
     n = len(problem.atoms)
     best: list[int] = []
     most = MAX_BOUND_FACTORS - (n > SMALL_PATTERN)
+    bits = [1 << i for i in range(n)]
     for size in range(1, min(n, most) + 1):
-        for atoms_chosen in combinations(range(n), size):
-            chosen = sum(1 << i for i in atoms_chosen)
-            if any(b & chosen == b for b in best):
-                continue  # (a subset fixes the match already: this one bounds no better)
-            if problem.fixes(chosen):
-                best.append(chosen)
+        for atoms_chosen in combinations(bits, size):
+            chosen = 0
+            for b in atoms_chosen:
+                chosen |= b
+            for b in best:
+                if b & chosen == b:
+                    break  # (a subset fixes the match already: this one bounds no better)
+            else:
+                if problem.fixes(chosen):
+                    best.append(chosen)
     # (as constructors: two choices of atoms of the same constructors bound alike)
     atoms = problem.atoms
     return list(dict.fromkeys(tuple(sorted(atoms[i][0] for i in range(n) if b >> i & 1))
@@ -477,9 +495,9 @@ class _BoundProblem:
 
     #: (constructor, its arguments: a child atom's index, or a variable or literal)
     atoms: list[tuple[str, list[int | str]]]
-    kids: list[int]  # per atom, its children atoms
-    fields: list[int]  # per atom, the variables of its fields
-    cst: list[bool]  # per atom, whether it is a constant
+    #: per atom: its bit, its children atoms, the variables of its fields, whether it
+    #: is a constant
+    items: list[tuple[int, int, int, bool]]
     binds: list[tuple[int, int]]  # per guard (= V term): V, and term's variables
     every: int  # the guards' variables
 
@@ -500,37 +518,35 @@ class _BoundProblem:
 
         guards = _guards(rule.when)
         return _BoundProblem(
-            atoms, [sum(1 << x for x in set(args) if isinstance(x, int)) for _, args in atoms],
-            [vmask(x for x in args if isinstance(x, str) and not _literal(x))
-             for _, args in atoms],
-            [ctor == "Cst" for ctor, _ in atoms],
+            atoms, [(1 << i, sum(1 << x for x in set(args) if isinstance(x, int)),
+                     vmask(x for x in args if isinstance(x, str) and not _literal(x)),
+                     ctor == "Cst") for i, (ctor, args) in enumerate(atoms)],
             [(vmask([v]), vmask(need)) for v, need in guards if v is not None],
             vmask(v for _, need in guards for v in need))
 
     def fixes(self, chosen: int) -> bool:
         """Whether choosing the atoms ``chosen`` (a mask) fixes the whole match."""
-        kids, fields, cst = self.kids, self.fields, self.cst
-        n = len(self.atoms)
+        items = self.items
         fixed = known = chosen
         bound = 0
-        for i in range(n):
-            if chosen >> i & 1:
-                known |= kids[i]
-                bound |= fields[i]
+        for bit, kids, fields, _cst in items:
+            if chosen & bit:
+                known |= kids
+                bound |= fields
         changed = True
         while changed:
             changed = False
             for v, need in self.binds:
                 if need & bound == need:
                     bound |= v
-            for i in range(n):
-                if not fixed >> i & 1 and ((cst[i] and known >> i & 1) or (
-                        kids[i] & known == kids[i] and fields[i] & bound == fields[i])):
-                    fixed |= 1 << i
-                    known |= kids[i] | 1 << i
-                    bound |= fields[i]
+            for bit, kids, fields, cst in items:
+                if not fixed & bit and ((cst and known & bit) or (
+                        kids & known == kids and fields & bound == fields)):
+                    fixed |= bit
+                    known |= kids | bit
+                    bound |= fields
                     changed = True
-        return fixed == (1 << n) - 1 and self.every & bound == self.every
+        return fixed == (1 << len(items)) - 1 and self.every & bound == self.every
 
 
 def _pattern_atoms(root: Any) -> list[tuple[str, list[int | str]]] | None:

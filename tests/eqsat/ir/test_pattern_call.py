@@ -5,12 +5,14 @@ its parameter's default."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import pytest
 
 from eqsat.ir.ops import Ops
-from eqsat.ir.pattern import Rule, UPat, _kwargs_caller
+from eqsat.ir.pattern import Rule, UPat, _kwargs_caller, _parameters
 from eqsat.ir.sexpr import parse, to_sexpr
 
 SINK_ONE = UPat(Ops.SINK, src=(UPat.var("s"),), any_len=False)  # binds s alone
@@ -49,3 +51,30 @@ def test_parameter_the_pattern_does_not_bind(build: Any) -> None:
     SEEN.clear()
     assert Rule("probe", "sink(s) -> none", SINK_ONE, build).apply(parse("(sink 3)")) is None
     assert SEEN == ["3 default"]
+
+
+def _sig(fn: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+def _read(fn: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in _parameters.__wrapped__(fn).values()]
+
+
+def _f1(a, b=2, /, c=3, *args, d, e=5, **kw): ...
+def _f2(a, *, b): ...
+def _f3(x, y=None): ...
+def _f4(**kw): ...
+
+
+@pytest.mark.parametrize("fn", [_f1, _f2, _f3, _f4, lambda: 0, lambda *a: 0,
+                                functools.partial(_f3, 1), functools.wraps(_f3)(_f4)])
+def test_parameters_are_inspect_s(fn: Any) -> None:
+    assert _read(fn) == _sig(fn)
+
+
+def test_every_rule_s_parameters_are_inspect_s() -> None:
+    from rules import all_rules
+
+    fns = [f for r in all_rules() for f in (r.build, r.guard) if f is not None]
+    assert len(fns) > 200 and all(_read(f) == _sig(f) for f in fns)
