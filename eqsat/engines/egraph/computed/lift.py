@@ -121,15 +121,13 @@ class _BasisSearch:
             for p in prices:
                 extra += p
         cw = self._class_w
-        vals = []
-        for k in classes:
-            w = cw.get(k, _MISSING)
-            if w is _MISSING:
-                i = self.best.get(k)
-                w = cw[k] = None if i is None else self.weights.of(i)
-            if w is not None:
-                vals.append(w)
-        total = extra + sum(vals)
+        if not cw.keys() >= classes:  # (the classes no earlier estimate priced)
+            best, of = self.best, self.weights.of
+            for k in classes - cw.keys():
+                i = best.get(k)
+                cw[k] = None if i is None else of(i)
+        # (the weights summed in the classes' order, as one by one)
+        total = extra + sum([w for w in map(cw.__getitem__, classes) if w is not None])
         total += sum(4.0 for c, _ in s.terms if abs(c) != 1)
         total += max(0, len(s.terms) - 1) + (1 if s.const else 0)
         return total
