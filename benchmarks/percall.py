@@ -14,8 +14,10 @@ cProfile and prints the functions with the most own time and the most cumulative
 
 ``--count N`` instead counts instructions (valgrind's callgrind, which a loaded machine
 does not sway): a process that warms both engines, and the same process followed by
-one call per expression for the first N corpus expressions with each engine; printed,
-each engine's instructions per call (the warm-up subtracted).
+one call per expression for the first N expressions of ``--count-set`` with each
+engine; printed, each engine's instructions per call (the warm-up subtracted). The set
+is the corpus (the default), ``random`` (``benchmarks/stress.py``'s ``random_exprs``,
+seed ``--seed``) or ``unseen`` (``tests/gen_cases.py``'s cases, kinds taking turns).
 
 ``--startup N`` instead times a cold start: N fresh processes per engine (the e-graph
 and the baseline taking turns), each timing from ``import eqsat`` to its first
@@ -25,7 +27,8 @@ the medians of each and the e-graph/baseline ratios.
 Usage::
 
     python benchmarks/percall.py [--limit N] [--captures] [--unseen 40] [--seed 0]
-        [--profile N] [--top 25] [--engine egraph|baseline] [--count N] [--startup N]
+        [--profile N] [--top 25] [--engine egraph|baseline] [--count N]
+        [--count-set corpus|random|unseen] [--startup N]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import argparse
 import cProfile
 import hashlib
 import io
+import json
 import os
 import pstats
 import re
@@ -130,7 +134,7 @@ from eqsat.api import optimize
 from eqsat.compare import load
 from eqsat.engines.egraph import session_for
 from eqsat.ir.sexpr import parse
-graphs = [parse(r["expr"]) for r in load({corpus!r}, {n})]
+graphs = [parse(r["expr"]) for r in load({exprs!r}, {n})]
 session_for(None).prepare()
 optimize(parse("(idiv (add (mul (var x 0 7) 4) 3) 4)"), engine="egraph", cost_model="reference")
 optimize(parse("(idiv (add (mul (var x 0 7) 4) 3) 4)"), engine="baseline", cost_model="reference")
@@ -139,14 +143,28 @@ for g in graphs if {engine!r} else ():
 """
 
 
-def _instructions(engines: list[str], n: int, d: Path) -> dict[str, int]:
+def count_rows(which: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """The first ``n`` expressions of a ``--count-set``: ``corpus``, ``random`` or
+    ``unseen`` (rows with ``id`` and ``expr``)."""
+    if which == "corpus":
+        return load(corpus_path(), n)
+    if which == "random":
+        from benchmarks.stress import random_exprs
+        return [{"id": f"r{i}", "expr": e} for i, e in enumerate(random_exprs(n, seed))]
+    from tests.gen_cases import KINDS, generate
+    rows = list(generate(-(-n // len(KINDS)), seed))
+    per = len(rows) // len(KINDS)
+    return [rows[k * per + i] for i in range(per) for k in range(len(KINDS))][:n]
+
+
+def _instructions(engines: list[str], exprs: Path, n: int, d: Path) -> dict[str, int]:
     """Instructions (callgrind) of one child process per entry of ``engines`` (run side
     by side: a count does not depend on the load): warm-up, then that engine (none: "")
-    on the first ``n`` corpus expressions, one call each."""
+    on the first ``n`` expressions of the JSONL file ``exprs``, one call each."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # (the same count run after run)
     procs = {}
     for e in engines:
-        code = _CHILD.format(repo=str(REPO), corpus=str(corpus_path()), n=n, engine=e)
+        code = _CHILD.format(repo=str(REPO), exprs=str(exprs), n=n, engine=e)
         procs[e] = subprocess.Popen(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d / (e or 'setup')}",
              sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
@@ -163,12 +181,18 @@ def _instructions(engines: list[str], n: int, d: Path) -> dict[str, int]:
     return out
 
 
-def count(n: int) -> str:
-    """Instructions per call of each engine over the first ``n`` corpus expressions."""
+def count(n: int, which: str = "corpus", seed: int = 0) -> str:
+    """Instructions per call of each engine over the first ``n`` expressions of the
+    ``--count-set`` ``which``."""
+    rows = count_rows(which, n, seed)
+    n = len(rows)
     with tempfile.TemporaryDirectory(prefix="eqsat-percall-") as d:
-        c = _instructions(["", "baseline", "egraph"], n, Path(d))
+        exprs = Path(d) / "exprs.jsonl"
+        exprs.write_text("".join(json.dumps({"id": r["id"], "expr": r["expr"]}) + "\n"
+                                 for r in rows))
+        c = _instructions(["", "baseline", "egraph"], exprs, n, Path(d))
     per = {e: (c[e] - c[""]) / n for e in ("baseline", "egraph")}
-    return (f"instructions per call (callgrind, the first {n} corpus expressions, "
+    return (f"instructions per call (callgrind, the first {n} {which} expressions, "
             f"warm-up {c[''] / 1e9:.3f} G left out): baseline {per['baseline'] / 1e6:.2f} M, "
             f"egraph {per['egraph'] / 1e6:.2f} M, x{per['egraph'] / per['baseline']:.2f}")
 
@@ -222,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the engine --profile runs")
     ap.add_argument("--top", type=int, default=25, help="functions --profile lists")
     ap.add_argument("--count", type=int, default=0,
-                    help="count instructions (callgrind) over the first N corpus expressions "
-                    "instead of timing")
+                    help="count instructions (callgrind) over the first N expressions of "
+                    "--count-set instead of timing")
+    ap.add_argument("--count-set", choices=("corpus", "random", "unseen"), default="corpus",
+                    help="the expressions --count counts (random, unseen: seed --seed)")
     ap.add_argument("--startup", type=int, default=0,
                     help="time N cold starts per engine (fresh processes) instead")
     args = ap.parse_args(argv)
@@ -234,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("valgrind") is None:
             print("valgrind is not on the PATH (apt-get install valgrind)", file=sys.stderr)
             return 2
-        print(count(args.count))
+        print(count(args.count, args.count_set, args.seed))
         return 0
     chosen = sets(args.limit, args.captures, args.unseen, args.seed)
     for name, rows in chosen:
