@@ -24,3 +24,16 @@ def test_phase_table_and_digest(corpus_lines: list[dict[str, Any]]) -> None:
     again = {ln.split()[0]: ln.split()[-1]
              for ln in percall.phase_table("some", res).splitlines() if "outputs digest" in ln}
     assert again["baseline"] == digest["baseline"] and again["egraph"] != digest["egraph"]
+
+
+def test_count_sets_take_the_first_n_of_each_set() -> None:
+    """``--count-set``: the corpus's first lines, ``random_exprs``' first draws, and the
+    unseen cases with the kinds taking turns."""
+    from benchmarks import percall, stress
+    from tests.gen_cases import KINDS
+
+    assert [r["expr"] for r in percall.count_rows("random", 4, 0)] == stress.random_exprs(4)
+    unseen = percall.count_rows("unseen", len(KINDS) + 1, 0)
+    assert len(unseen) == len(KINDS) + 1 and unseen[0]["id"] != unseen[1]["id"]
+    assert len({r["id"][:2] for r in unseen[:len(KINDS)]}) == len(KINDS)
+    assert len(percall.count_rows("corpus", 5, 0)) == 5
