@@ -86,6 +86,28 @@ def _admits(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return out
 
 
+def _stops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The reasons of every ``ReplayStopped`` raised from now on."""
+    out: list[str] = []
+    init = pystep.ReplayStopped.__init__
+
+    def spy(self: Exception, *args: Any) -> None:
+        out.append(args[0])
+        init(self, *args)
+
+    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    return out
+
+
+def _both_ways(monkeypatch: pytest.MonkeyPatch, expr: str, budget: Budget | None
+               ) -> tuple[tuple, tuple]:
+    """``_run`` with egglog running every step (no replay), then replayed when it may."""
+    monkeypatch.setattr(pystep, "MAX_ROWS", -1)
+    egglog = _run(expr, budget)
+    monkeypatch.setattr(pystep, "MAX_ROWS", 400)
+    return egglog, _run(expr, budget)
+
+
 @pytest.mark.parametrize("expr, budget", [
     *[(e, None) for e in TWINS[:3]],
     (WHERES, Budget(enodes=160, baseline_start=False)),  # (de Morgan counted: admitted)
@@ -98,25 +120,15 @@ def test_a_replayed_count_decides_as_the_twins(monkeypatch: pytest.MonkeyPatch, 
     same output and stats (``held_back``, the stop, the sizes), and the replay ran
     every step."""
     admits = _admits(monkeypatch)
-    monkeypatch.setattr(pystep, "MAX_ROWS", -1)
-    want = _run(expr, budget)
+    want, got = _both_ways(monkeypatch, expr, budget)
     assert admits and not want[2]
-    monkeypatch.setattr(pystep, "MAX_ROWS", 400)
-    got = _run(expr, budget)
     assert got[:2] == want[:2]
     assert got[2]
 
 
 def test_the_twins_cases_replay_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """No case of :data:`TWINS` stops its replay (each counts the twins)."""
-    stopped: list[tuple] = []
-    init = pystep.ReplayStopped.__init__
-
-    def spy(self: Exception, *args: Any) -> None:
-        stopped.append(args)
-        init(self, *args)
-
-    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    stopped = _stops(monkeypatch)
     for expr in TWINS:
         admits = _admits(monkeypatch)
         assert _run(expr, None)[2] and admits, expr
@@ -128,21 +140,12 @@ def test_a_later_count_with_matches_runs_in_egglog(monkeypatch: pytest.MonkeyPat
     finds matches stops the replay (egglog's twin counts only those with a new row),
     and the run gives egglog's output and stats."""
     monkeypatch.setattr(Run, "apriori", lambda self, bases: math.inf)
-    stopped: list[str] = []
-    init = pystep.ReplayStopped.__init__
-
-    def spy(self: Exception, *args: Any) -> None:
-        stopped.append(args[0])
-        init(self, *args)
-
-    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    stopped = _stops(monkeypatch)
     expr = "(add (add (where (lt (range 0 8) 4) 1 3) (where (lt (range 0 8) 4) 2 5)) " \
            "(add (where (lt (range 0 8) 4) 3 7) (where (lt (range 0 8) 4) 4 9)))"
     budget = Budget(baseline_start=False)  # (the baseline folds the sums: no step)
-    monkeypatch.setattr(pystep, "MAX_ROWS", -1)
-    want = _run(expr, budget)
-    monkeypatch.setattr(pystep, "MAX_ROWS", 400)
-    assert _run(expr, budget)[:2] == want[:2]
+    want, got = _both_ways(monkeypatch, expr, budget)
+    assert got[:2] == want[:2]
     assert any("later count" in s for s in stopped)
 
 
@@ -150,19 +153,10 @@ def test_a_count_egglog_makes_of_fewer_matches_runs_in_egglog(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A count past the room of a rule whose twin counts fewer matches than its query
     has (a variable its pattern names once) stops the replay: egglog's output."""
-    stopped: list[str] = []
-    init = pystep.ReplayStopped.__init__
-
-    def spy(self: Exception, *args: Any) -> None:
-        stopped.append(args[0])
-        init(self, *args)
-
-    monkeypatch.setattr(pystep.ReplayStopped, "__init__", spy)
+    stopped = _stops(monkeypatch)
     budget = Budget(enodes=60, baseline_start=False)
-    monkeypatch.setattr(pystep, "MAX_ROWS", -1)
-    want = _run(WHERES, budget)
-    monkeypatch.setattr(pystep, "MAX_ROWS", 400)
-    assert _run(WHERES, budget)[:2] == want[:2]
+    want, got = _both_ways(monkeypatch, WHERES, budget)
+    assert got[:2] == want[:2]
     assert any("more matches" in s for s in stopped)
 
 
